@@ -1,0 +1,39 @@
+package io.relaykit.deadletter;
+
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Where messages that gave up are kept, to be inspected, replayed or purged.
+ *
+ * <h2>Contract</h2>
+ * <ul>
+ *   <li>{@link #add} is idempotent per id (the message id): adding a dead letter whose id is
+ *       present replaces it. A dead letter, once added, is never lost until removed or purged.
+ *   <li>{@link #remove} hands a dead letter out at most once, even under concurrent callers: that
+ *       is what makes {@link DeadLetterReplayer replay} idempotent.
+ *   <li>Listing is ordered by last failure time, then id; see {@link DeadLetterQuery}.
+ *   <li>Blank ids throw {@link IllegalArgumentException}.
+ * </ul>
+ * A backend that cannot do an operation (a broker queue cannot remove an arbitrary message cheaply)
+ * says so in its documentation and throws {@link UnsupportedOperationException} with a reason.
+ */
+public interface DeadLetterStore {
+
+  /** Stores {@code deadLetter}, replacing an entry with the same id. */
+  void add(DeadLetter deadLetter);
+
+  Optional<DeadLetter> find(String id);
+
+  /** The page of dead letters the query selects. */
+  List<DeadLetter> list(DeadLetterQuery query);
+
+  /** How many dead letters the query's filters select (ignoring paging). */
+  long count(DeadLetterQuery query);
+
+  /** Removes and returns the dead letter with this id; empty if absent or already removed. */
+  Optional<DeadLetter> remove(String id);
+
+  /** Removes every dead letter the query's filters select (ignoring paging); returns how many. */
+  long purge(DeadLetterQuery query);
+}

@@ -1,0 +1,59 @@
+package io.relaykit.idempotency;
+
+import io.relaykit.internal.Checks;
+import java.time.Instant;
+
+/**
+ * The answer to {@link IdempotencyStore#claim}: whether the caller may do the work now.
+ *
+ * @param key the business key claimed
+ * @param status CLAIMED (do the work, then complete or release), IN_PROGRESS (someone else holds
+ *     a live lease: try later), DONE (already done: skip, acknowledge)
+ * @param token proof of ownership for {@link IdempotencyStore#complete} and {@link
+ *     IdempotencyStore#release}; present only when CLAIMED
+ * @param leaseExpiresAt when a CLAIMED or IN_PROGRESS lease lapses and the key can be claimed
+ *     again; null for DONE
+ */
+public record Claim(String key, Status status, String token, Instant leaseExpiresAt) {
+
+  /** What the caller may do. */
+  public enum Status {
+    /** The caller owns the key until its lease expires: do the work. */
+    CLAIMED,
+    /** Another caller owns a live lease: retry later. */
+    IN_PROGRESS,
+    /** The work was completed; skip it. */
+    DONE
+  }
+
+  public Claim {
+    Checks.requireNonBlank("key", key);
+    Checks.requireNonNull("status", status);
+    if (status == Status.CLAIMED) {
+      Checks.requireNonBlank("token", token);
+      Checks.requireNonNull("leaseExpiresAt", leaseExpiresAt);
+    }
+  }
+
+  public static Claim claimed(String key, String token, Instant leaseExpiresAt) {
+    return new Claim(key, Status.CLAIMED, token, leaseExpiresAt);
+  }
+
+  public static Claim inProgress(String key, Instant leaseExpiresAt) {
+    return new Claim(key, Status.IN_PROGRESS, null, leaseExpiresAt);
+  }
+
+  public static Claim done(String key) {
+    return new Claim(key, Status.DONE, null, null);
+  }
+
+  public boolean isClaimed() {
+    return status == Status.CLAIMED;
+  }
+
+  @Override
+  public String toString() {
+    // The token is a capability: do not print it.
+    return "Claim[key=" + key + ", status=" + status + ", leaseExpiresAt=" + leaseExpiresAt + "]";
+  }
+}

@@ -1,0 +1,47 @@
+package io.relaykit.internal;
+
+import java.time.Duration;
+
+/** Argument checks shared inside queue-core. Not API: other modules must not use this package. */
+public final class Checks {
+  private Checks() {}
+
+  /** Returns {@code value} or throws an {@link IllegalArgumentException} naming {@code field}. */
+  public static String requireNonBlank(String field, String value) {
+    if (value == null) {
+      throw new IllegalArgumentException(field + " must not be null");
+    }
+    if (value.isBlank()) {
+      throw new IllegalArgumentException(field + " must not be blank");
+    }
+    return value;
+  }
+
+  public static <T> T requireNonNull(String field, T value) {
+    if (value == null) {
+      throw new IllegalArgumentException(field + " must not be null");
+    }
+    return value;
+  }
+
+  public static Duration requirePositive(String field, Duration value) {
+    if (value == null || value.isZero() || value.isNegative()) {
+      throw new IllegalArgumentException(field + " must be a positive duration, was " + value);
+    }
+    return value;
+  }
+
+  public static int requirePositive(String field, int value) {
+    if (value < 1) {
+      throw new IllegalArgumentException(field + " must be >= 1, was " + value);
+    }
+    return value;
+  }
+
+  public static long requirePositive(String field, long value) {
+    if (value < 1) {
+      throw new IllegalArgumentException(field + " must be >= 1, was " + value);
+    }
+    return value;
+  }
+}

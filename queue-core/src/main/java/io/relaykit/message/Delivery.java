@@ -1,0 +1,37 @@
+package io.relaykit.message;
+
+import io.relaykit.internal.Checks;
+import java.time.Instant;
+import java.util.Optional;
+
+/**
+ * One delivery of a message to a {@link MessageHandler}.
+ *
+ * @param message the message as published
+ * @param source where it was consumed from (topic, queue)
+ * @param attempt which attempt this is, counting from 1; a redelivery after a failure is 2 and up
+ * @param firstFailureAt when the first attempt failed; null on the first attempt
+ */
+public record Delivery(Message message, String source, int attempt, Instant firstFailureAt) {
+  public Delivery {
+    Checks.requireNonNull("message", message);
+    Checks.requireNonBlank("source", source);
+    if (attempt < 1) {
+      throw new IllegalArgumentException("attempt must be >= 1, was " + attempt);
+    }
+  }
+
+  /** A first attempt. */
+  public static Delivery first(Message message, String source) {
+    return new Delivery(message, source, 1, null);
+  }
+
+  public Optional<Instant> firstFailure() {
+    return Optional.ofNullable(firstFailureAt);
+  }
+
+  /** Whether an earlier attempt of this message failed. */
+  public boolean isRetry() {
+    return attempt > 1;
+  }
+}

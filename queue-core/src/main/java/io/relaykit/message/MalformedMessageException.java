@@ -1,0 +1,20 @@
+package io.relaykit.message;
+
+import io.relaykit.retry.PermanentFailureException;
+
+/**
+ * A message could not be decoded: a missing or invalid envelope header, a body the handler's codec
+ * rejects. Permanent: runtimes send such a message to dead letters with this exception's message as
+ * the reason, and keep consuming.
+ */
+public class MalformedMessageException extends PermanentFailureException {
+  private static final long serialVersionUID = 1L;
+
+  public MalformedMessageException(String message) {
+    super(message);
+  }
+
+  public MalformedMessageException(String message, Throwable cause) {
+    super(message, cause);
+  }
+}

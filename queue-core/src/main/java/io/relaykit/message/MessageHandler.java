@@ -1,0 +1,17 @@
+package io.relaykit.message;
+
+/**
+ * Does the work for one message. The runtime acknowledges the message only after this returns
+ * normally; never before.
+ *
+ * <p>Throwing means "not done": a {@link io.relaykit.retry.PermanentFailureException} (or a type
+ * the subscription's classifier calls permanent) sends the message to dead letters at once; any
+ * other exception schedules a delayed retry until the retry policy gives up. A handler may be
+ * called more than once for the same message (at-least-once delivery; a retry after a timeout may
+ * overlap a late first attempt), so make it idempotent, for example with an {@link
+ * io.relaykit.idempotency.IdempotentHandler}.
+ */
+@FunctionalInterface
+public interface MessageHandler {
+  void handle(Delivery delivery) throws Exception;
+}

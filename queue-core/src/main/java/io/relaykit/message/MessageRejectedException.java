@@ -1,0 +1,20 @@
+package io.relaykit.message;
+
+import io.relaykit.retry.PermanentFailureException;
+
+/**
+ * A {@link Publisher} refused a message that no retry can make acceptable: larger than the
+ * transport allows, missing a key the destination requires, addressed to an invalid destination.
+ * Permanent: the outbox relay dead-letters it at once.
+ */
+public class MessageRejectedException extends PermanentFailureException {
+  private static final long serialVersionUID = 1L;
+
+  public MessageRejectedException(String message) {
+    super(message);
+  }
+
+  public MessageRejectedException(String message, Throwable cause) {
+    super(message, cause);
+  }
+}

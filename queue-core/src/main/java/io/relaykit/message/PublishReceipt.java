@@ -1,0 +1,19 @@
+package io.relaykit.message;
+
+import java.util.Objects;
+
+/**
+ * The broker's confirm for one published message.
+ *
+ * @param messageId the confirmed message's id
+ * @param destination where it was published (topic, exchange, queue)
+ * @param position where the broker put it, in the transport's terms ({@code "orders-3@1042"} for
+ *     Kafka partition 3 offset 1042, a publish sequence number for RabbitMQ); informational
+ */
+public record PublishReceipt(String messageId, String destination, String position) {
+  public PublishReceipt {
+    Objects.requireNonNull(messageId, "messageId");
+    Objects.requireNonNull(destination, "destination");
+    Objects.requireNonNull(position, "position");
+  }
+}

@@ -1,0 +1,36 @@
+package io.relaykit.message;
+
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Hands messages to a transport and reports, per message, when the broker has durably accepted it.
+ *
+ * <h2>Contract</h2>
+ * <ul>
+ *   <li>The returned future completes normally only after the broker's confirm (Kafka {@code
+ *       acks=all}, RabbitMQ publisher confirm, the in-process transport's enqueue). A caller that
+ *       marks work done on completion loses nothing.
+ *   <li>It completes exceptionally with {@link PublishException} (retryable: the message may or may
+ *       not be on the broker) or {@link MessageRejectedException} (permanent). It never completes
+ *       normally for a message that was dropped.
+ *   <li>Messages with the same key published from one thread, each after the previous future
+ *       completed, are delivered in that order. Messages published without waiting may be batched
+ *       and are confirmed independently.
+ *   <li>Invalid arguments (null or blank destination, null message) throw {@link
+ *       IllegalArgumentException} at once rather than failing the future.
+ *   <li>Thread-safe. {@link #close()} waits for outstanding confirms up to the implementation's
+ *       close timeout, fails the rest with {@link PublishException}, and rejects later publishes.
+ * </ul>
+ */
+public interface Publisher extends AutoCloseable {
+
+  /**
+   * Publishes {@code message} to {@code destination}.
+   *
+   * @return a future completed with the broker's receipt, or exceptionally as described above
+   */
+  CompletableFuture<PublishReceipt> publish(String destination, Message message);
+
+  @Override
+  void close();
+}

@@ -1,0 +1,96 @@
+package io.relaykit.message;
+
+import io.relaykit.internal.Checks;
+import io.relaykit.ordering.OrderingMode;
+import io.relaykit.retry.RetryPolicy;
+import java.time.Duration;
+
+/**
+ * What to consume and how: destination, consumer group, ordering, parallelism, in-flight bound,
+ * retry policy and handler timeout. Immutable; {@link Builder#build()} validates every field and
+ * names the one that is wrong.
+ *
+ * @param destination topic or queue to consume
+ * @param group consumer group (Kafka) or subscriber group (RabbitMQ pub/sub queue); members of one
+ *     group share the messages, each group sees all of them
+ * @param ordering what may run in parallel
+ * @param concurrency worker threads
+ * @param maxInFlight messages received but not yet finished; intake pauses at this bound
+ * @param retryPolicy attempts, backoff and classification of failures
+ * @param handlerTimeout a handler running longer counts as a retryable failure; its late result
+ *     is ignored
+ */
+public record SubscriptionSpec(
+    String destination,
+    String group,
+    OrderingMode ordering,
+    int concurrency,
+    int maxInFlight,
+    RetryPolicy retryPolicy,
+    Duration handlerTimeout) {
+
+  public SubscriptionSpec {
+    Checks.requireNonBlank("destination", destination);
+    Checks.requireNonBlank("group", group);
+    Checks.requireNonNull("ordering", ordering);
+    Checks.requirePositive("concurrency", concurrency);
+    Checks.requirePositive("maxInFlight", maxInFlight);
+    if (maxInFlight < concurrency) {
+      throw new IllegalArgumentException("maxInFlight must be >= concurrency (" + concurrency
+          + "), was " + maxInFlight);
+    }
+    Checks.requireNonNull("retryPolicy", retryPolicy);
+    Checks.requirePositive("handlerTimeout", handlerTimeout);
+  }
+
+  /** Defaults: KEY ordering, 16 workers, 256 in flight, default retry policy, 30 s timeout. */
+  public static Builder builder(String destination, String group) {
+    return new Builder(destination, group);
+  }
+
+  /** Builds a validated {@link SubscriptionSpec}. */
+  public static final class Builder {
+    private final String destination;
+    private final String group;
+    private OrderingMode ordering = OrderingMode.KEY;
+    private int concurrency = 16;
+    private int maxInFlight = 256;
+    private RetryPolicy retryPolicy = RetryPolicy.defaults();
+    private Duration handlerTimeout = Duration.ofSeconds(30);
+
+    private Builder(String destination, String group) {
+      this.destination = destination;
+      this.group = group;
+    }
+
+    public Builder ordering(OrderingMode ordering) {
+      this.ordering = ordering;
+      return this;
+    }
+
+    public Builder concurrency(int concurrency) {
+      this.concurrency = concurrency;
+      return this;
+    }
+
+    public Builder maxInFlight(int maxInFlight) {
+      this.maxInFlight = maxInFlight;
+      return this;
+    }
+
+    public Builder retryPolicy(RetryPolicy retryPolicy) {
+      this.retryPolicy = retryPolicy;
+      return this;
+    }
+
+    public Builder handlerTimeout(Duration handlerTimeout) {
+      this.handlerTimeout = handlerTimeout;
+      return this;
+    }
+
+    public SubscriptionSpec build() {
+      return new SubscriptionSpec(destination, group, ordering, concurrency, maxInFlight,
+          retryPolicy, handlerTimeout);
+    }
+  }
+}

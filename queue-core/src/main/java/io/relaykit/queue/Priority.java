@@ -1,0 +1,19 @@
+package io.relaykit.queue;
+
+/**
+ * How much an event or message matters when there is not room or time for everything.
+ *
+ * <p>Order is significant: a later constant ranks higher. {@link #CRITICAL} events (payments,
+ * verification codes) are drained first, evicted last, and made durable before {@code enqueue}
+ * returns; {@link #NORMAL} and {@link #LOW} may be group-committed.
+ */
+public enum Priority {
+  LOW,
+  NORMAL,
+  CRITICAL;
+
+  /** Whether this priority ranks strictly higher than {@code other}. */
+  public boolean outranks(Priority other) {
+    return compareTo(other) > 0;
+  }
+}

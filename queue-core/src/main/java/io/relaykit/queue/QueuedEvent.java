@@ -1,0 +1,92 @@
+package io.relaykit.queue;
+
+import io.relaykit.internal.Checks;
+import java.time.Instant;
+
+/**
+ * An event as the queue holds it: the reported event plus when it was accepted, how many delivery
+ * attempts have failed, and when it may next be sent. Immutable; the queue replaces it on change.
+ *
+ * @param eventId stable, producer-chosen id
+ * @param name what happened
+ * @param payload the event body
+ * @param priority drain and eviction rank
+ * @param enqueuedAt when the queue accepted it; also the time its id was first seen
+ * @param attempts failed delivery attempts so far (0 for a fresh event)
+ * @param nextAttemptAt not sent before this instant
+ * @param expiresAt never sent at or after this instant; null for never
+ */
+public record QueuedEvent(
+    String eventId,
+    String name,
+    String payload,
+    Priority priority,
+    Instant enqueuedAt,
+    int attempts,
+    Instant nextAttemptAt,
+    Instant expiresAt) {
+
+  public QueuedEvent {
+    Checks.requireNonBlank("eventId", eventId);
+    Checks.requireNonBlank("name", name);
+    Checks.requireNonNull("payload", payload);
+    Checks.requireNonNull("priority", priority);
+    Checks.requireNonNull("enqueuedAt", enqueuedAt);
+    Checks.requireNonNull("nextAttemptAt", nextAttemptAt);
+    if (attempts < 0) {
+      throw new IllegalArgumentException("attempts must be >= 0, was " + attempts);
+    }
+  }
+
+  /** A fresh event accepted at {@code now}: no attempts, ready at once. */
+  public static QueuedEvent accepted(ReportEvent event, Instant now) {
+    return new QueuedEvent(
+        event.eventId(), event.name(), event.payload(), event.priority(),
+        now, 0, now, event.expiresAt());
+  }
+
+  /** This event after a failed attempt, not to be sent before {@code nextAttemptAt}. */
+  public QueuedEvent rescheduled(int attempts, Instant nextAttemptAt) {
+    return new QueuedEvent(
+        eventId, name, payload, priority, enqueuedAt, attempts, nextAttemptAt, expiresAt);
+  }
+
+  /** Whether the event is worthless at {@code now}. */
+  public boolean isExpiredAt(Instant now) {
+    return expiresAt != null && !now.isBefore(expiresAt);
+  }
+
+  /** The payload's size in UTF-8 bytes: what {@code maxBytes} capacity counts. */
+  public int payloadBytes() {
+    return utf8Length(payload);
+  }
+
+  /** UTF-8 length without allocating the encoded bytes. */
+  static int utf8Length(String s) {
+    int n = 0;
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c < 0x80) {
+        n += 1;
+      } else if (c < 0x800) {
+        n += 2;
+      } else if (Character.isHighSurrogate(c) && i + 1 < s.length()
+          && Character.isLowSurrogate(s.charAt(i + 1))) {
+        n += 4;
+        i++;
+      } else {
+        n += 3;
+      }
+    }
+    return n;
+  }
+
+  @Override
+  public String toString() {
+    // Payloads are not logged by default: they may hold personal data.
+    return "QueuedEvent[eventId=" + eventId + ", name=" + name + ", priority=" + priority
+        + ", payloadBytes=" + payloadBytes()
+        + ", enqueuedAt=" + enqueuedAt + ", attempts=" + attempts
+        + ", nextAttemptAt=" + nextAttemptAt + ", expiresAt=" + expiresAt + "]";
+  }
+}

@@ -1,0 +1,61 @@
+package io.relaykit.tck;
+
+import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+/**
+ * Waits for a condition with a deadline, for tests that involve real time (a broker, a child
+ * process). Polls with a short, growing pause; never a fixed sleep that hopes the work is done.
+ */
+public final class Await {
+  private Await() {}
+
+  /**
+   * Returns as soon as {@code condition} holds; fails with {@code description} and the elapsed time
+   * if it does not hold within {@code timeout}.
+   */
+  public static void until(Duration timeout, String description, BooleanSupplier condition) {
+    long start = System.nanoTime();
+    long deadline = start + timeout.toNanos();
+    long pauseNanos = 1_000_000L;
+    while (true) {
+      if (condition.getAsBoolean()) {
+        return;
+      }
+      long now = System.nanoTime();
+      if (now - deadline >= 0) {
+        throw new AssertionError("timed out after " + Duration.ofNanos(now - start).toMillis()
+            + " ms waiting for: " + description);
+      }
+      LockSupport.parkNanos(Math.min(pauseNanos, deadline - now));
+      if (Thread.interrupted()) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError("interrupted while waiting for: " + description);
+      }
+      pauseNanos = Math.min(pauseNanos * 2, 50_000_000L);
+    }
+  }
+
+  /**
+   * Like {@link #until}, and describes the last value seen when it fails: {@code value} is polled
+   * until {@code condition} accepts it.
+   */
+  public static <T> T value(Duration timeout, String description, Supplier<T> value,
+      java.util.function.Predicate<T> condition) {
+    Object[] last = new Object[1];
+    try {
+      until(timeout, description, () -> {
+        T v = value.get();
+        last[0] = v;
+        return condition.test(v);
+      });
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + " (last value: " + last[0] + ")", e);
+    }
+    @SuppressWarnings("unchecked")
+    T result = (T) last[0];
+    return result;
+  }
+}
