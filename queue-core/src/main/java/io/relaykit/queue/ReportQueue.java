@@ -524,10 +524,14 @@ public final class ReportQueue {
   // ---------------------------------------------------------------------------------------------
   // Views
 
-  /** Counts, as one consistent snapshot. */
+  /**
+   * Counts, as one consistent snapshot. The dedupe window is trimmed to the clock's time first, so
+   * {@code seen} counts only ids still in it.
+   */
   public QueueStats stats() {
     lock.lock();
     try {
+      trimSeen(clock.instant());
       return new QueueStats(live.size() - inflight.size(), inflight.size(), seen.size(),
           dead.size(), dropped, expired, bytes);
     } finally {
