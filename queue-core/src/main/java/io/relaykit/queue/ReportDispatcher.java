@@ -101,7 +101,7 @@ public final class ReportDispatcher implements AutoCloseable {
   }
 
   /**
-   * One decision step at the clock's current time: while fewer than {@code maxInFlightBatches}
+   * One decision step at the clock's current time (nothing once closed): while fewer than {@code maxInFlightBatches}
    * batches are in flight and a batch is due (a full batch is ready, or the flush interval has
    * passed since the last send and something is ready), drains a batch and hands it to the send
    * executor.
@@ -110,7 +110,7 @@ public final class ReportDispatcher implements AutoCloseable {
    */
   public int runOnce() {
     synchronized (this) {
-      if (closed || stopping && Thread.currentThread() == loop) {
+      if (closed) {
         return 0;
       }
     }

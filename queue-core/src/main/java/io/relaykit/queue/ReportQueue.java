@@ -27,7 +27,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * drained in batches, highest priority and oldest first, retried with backoff, dead-lettered when
  * out of attempts, deduplicated by event id, and recovered from its {@link QueueJournal} after a
  * restart. Every operation costs O(log n) in the number of queued events (O(1) amortized for the
- * dedupe window), plus one journal call per change; draining writes nothing.
+ * dedupe window), plus one journal call per change; draining writes nothing. Only {@link
+ * #restore()} and the id listings are O(n).
  *
  * <p>Thread-safe: producers may enqueue from many threads while a sender drains, acks and nacks.
  * One lock guards the state and orders the journal calls; a {@code CRITICAL} enqueue waits for its
