@@ -48,10 +48,10 @@ import javax.crypto.spec.GCMParameterSpec;
  * and the live state is under {@code 1 - compactionGarbageRatio} of them), the flusher rewrites the
  * live state into a new base segment: written to a temporary file, fsynced, atomically renamed,
  * then the older segments are deleted. A crash at any point leaves either the old segments or the
- * complete new base, never neither. Compaction holds the journal's lock for time proportional to
- * the live state; because it runs only when garbage outweighs live data, that cost is amortized
- * O(1) per change. The live state is kept in memory for this (about the size of the pending
- * payloads).
+ * complete new base, never neither. Writers wait only while the live state's references are
+ * copied (O(n), no I/O); the base is written and synced while they continue in a new segment.
+ * Because compaction runs only when garbage outweighs live data, its cost is amortized O(1) per
+ * change. The live state is kept in memory for this (about the size of the pending payloads).
  *
  * <h2>Encryption</h2>
  * With {@link Builder#encryptionKey}, every record body (ids, names, payloads, reasons) is sealed
@@ -127,6 +127,7 @@ public final class FileJournal implements QueueJournal {
   private long syncs;
   private final List<FileChannel> retired = new ArrayList<>();
 
+  private final Object compactionLock = new Object();
   private final Thread flusher;
   private final Object flusherMonitor = new Object();
   private boolean flushSoon;
@@ -301,20 +302,15 @@ public final class FileJournal implements QueueJournal {
    * the garbage ratio. For operators and tests; the flusher compacts on its own when needed.
    */
   public void compact() {
-    writeLock.lock();
-    try {
-      ensureOpen();
-      compactLocked();
-    } finally {
-      writeLock.unlock();
-    }
+    ensureOpen();
+    compactNow();
   }
 
-  /** Bytes in the journal's segment files. */
+  /** Bytes in the journal's segment files, counting what is still buffered for them. */
   public long sizeOnDisk() {
     writeLock.lock();
     try {
-      return filesBytes + buffered;
+      return filesBytes;
     } finally {
       writeLock.unlock();
     }
@@ -351,7 +347,7 @@ public final class FileJournal implements QueueJournal {
       record = body.array();
       length = body.length();
     } else {
-      record = seal(body.array(), body.length());
+      record = seal(cipher, body.array(), body.length());
       length = record.length;
     }
     crc.reset();
@@ -401,8 +397,13 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
-  /** Seals the current segment (fsynced) and starts a new one. */
+  /** Seals the current segment (fsynced) and starts the next one. */
   private void roll() {
+    roll(segmentSeq + 1);
+  }
+
+  /** Seals the current segment (fsynced) and starts segment {@code nextSeq}. */
+  private void roll(long nextSeq) {
     drainBuffer();
     FileChannel old = channel;
     try {
@@ -415,7 +416,7 @@ public final class FileJournal implements QueueJournal {
       retired.add(old);
       syncMonitor.notifyAll();
     }
-    startSegment(segmentSeq + 1, false);
+    startSegment(nextSeq, false);
   }
 
   private void startSegment(long seq, boolean base) {
@@ -438,8 +439,12 @@ public final class FileJournal implements QueueJournal {
   }
 
   private byte[] header(boolean base) {
+    return header(base, cipher);
+  }
+
+  private byte[] header(boolean base, Cipher sealer) {
     int flags = (key != null ? FLAG_ENCRYPTED : 0) | (base ? FLAG_BASE : 0);
-    byte[] check = key != null ? seal(new byte[16], 16) : new byte[0];
+    byte[] check = key != null ? seal(sealer, new byte[16], 16) : new byte[0];
     byte[] header = new byte[8 + check.length];
     System.arraycopy(MAGIC, 0, header, 0, 4);
     header[4] = VERSION;
@@ -448,14 +453,14 @@ public final class FileJournal implements QueueJournal {
     return header;
   }
 
-  private byte[] seal(byte[] plain, int length) {
+  private byte[] seal(Cipher sealer, byte[] plain, int length) {
     byte[] nonce = new byte[NONCE];
     random.nextBytes(nonce);
     try {
-      cipher.init(Cipher.ENCRYPT_MODE, key, new GCMParameterSpec(TAG_BITS, nonce));
-      byte[] out = new byte[NONCE + cipher.getOutputSize(length)];
+      sealer.init(Cipher.ENCRYPT_MODE, key, new GCMParameterSpec(TAG_BITS, nonce));
+      byte[] out = new byte[NONCE + sealer.getOutputSize(length)];
       System.arraycopy(nonce, 0, out, 0, NONCE);
-      cipher.doFinal(plain, 0, length, out, NONCE);
+      sealer.doFinal(plain, 0, length, out, NONCE);
       return out;
     } catch (GeneralSecurityException e) {
       throw new JournalException("cannot encrypt a journal record: " + e, e);
@@ -554,21 +559,14 @@ public final class FileJournal implements QueueJournal {
             return;
           }
           target = appended;
-          compactNow = filesBytes + buffered > compactionMinBytes
-              && liveBytes < (1.0 - compactionGarbageRatio) * (filesBytes + buffered);
+          compactNow = filesBytes > compactionMinBytes
+              && liveBytes < (1.0 - compactionGarbageRatio) * filesBytes;
         } finally {
           writeLock.unlock();
         }
         syncUpTo(target);
         if (compactNow) {
-          writeLock.lock();
-          try {
-            if (!closed) {
-              compactLocked();
-            }
-          } finally {
-            writeLock.unlock();
-          }
+          compactNow();
         }
       } catch (RuntimeException e) {
         if (!closed) {
@@ -579,115 +577,136 @@ public final class FileJournal implements QueueJournal {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Compaction (writeLock held)
+  // Compaction
 
-  private void compactLocked() {
-    drainBuffer();
-    long seq = segmentSeq + 1;
-    Path target = segmentPath(seq);
-    Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
-    long written;
-    try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE,
-        StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
-      written = writeSnapshot(out);
-      out.force(true);
-    } catch (IOException e) {
-      deleteQuietly(tmp);
-      throw new JournalException("cannot write compacted journal segment " + tmp + ": " + e, e);
-    }
-    try {
+  /*
+   * Under the write lock: copy the live state (O(n) references, no I/O), seal the active segment
+   * and continue in segment seq + 2, reserving seq + 1 for the base. Without the lock: write the
+   * copy to "<seq + 1>.seg.tmp", fsync, rename atomically, fsync the directory. Then delete the
+   * segments older than the base. Recovery replays the newest base and what follows it, or, if
+   * the rename never happened, every old segment and what follows: the same state either way.
+   */
+  private void compactNow() {
+    synchronized (compactionLock) {
+      long baseSeq;
+      ReplayState snapshot;
+      writeLock.lock();
       try {
-        Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
-      } catch (AtomicMoveNotSupportedException e) {
-        throw new IOException("the file system cannot rename atomically", e);
+        ensureOpen();
+        snapshot = state.copy();
+        baseSeq = segmentSeq + 1;
+        roll(baseSeq + 1);
+      } finally {
+        writeLock.unlock();
       }
-      fsyncDirectory();
-    } catch (IOException e) {
-      deleteQuietly(tmp);
-      throw new JournalException("cannot install compacted journal segment " + target + ": " + e,
-          e);
+      Path target = segmentPath(baseSeq);
+      Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
+      long written;
+      try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE,
+          StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
+        written = writeSnapshot(out, snapshot);
+        out.force(true);
+      } catch (IOException | GeneralSecurityException e) {
+        deleteQuietly(tmp);
+        throw new JournalException("cannot write compacted journal segment " + tmp + ": " + e, e);
+      }
+      try {
+        try {
+          Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
+        } catch (AtomicMoveNotSupportedException e) {
+          throw new IOException("the file system cannot rename atomically", e);
+        }
+        fsyncDirectory();
+      } catch (IOException e) {
+        deleteQuietly(tmp);
+        throw new JournalException("cannot install compacted journal segment " + target + ": "
+            + e, e);
+      }
+      // The base is durable and supersedes every older segment: from here a crash recovers it.
+      writeLock.lock();
+      try {
+        long freed = 0;
+        for (Path p : segmentsBefore(baseSeq)) {
+          freed += sizeQuietly(p);
+          deleteQuietly(p);
+        }
+        filesBytes += written - freed;
+      } finally {
+        writeLock.unlock();
+      }
+      fsyncDirectoryQuietly();
     }
-    // The base segment is durable and supersedes the others: from here a crash recovers from it.
-    FileChannel old = channel;
-    List<Path> superseded = segmentsBefore(seq);
-    try {
-      channel = FileChannel.open(target, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-    } catch (IOException e) {
-      throw new JournalException("cannot reopen compacted journal segment " + target + ": " + e,
-          e);
-    }
-    segment = target;
-    segmentSeq = seq;
-    segmentSize = written;
-    filesBytes = written;
-    synchronized (syncMonitor) {
-      durable = Math.max(durable, appended);
-      retired.add(old);
-      syncMonitor.notifyAll();
-    }
-    for (Path p : superseded) {
-      deleteQuietly(p);
-    }
-    fsyncDirectoryQuietly();
   }
 
-  private long writeSnapshot(FileChannel out) throws IOException {
-    byte[] header = header(true);
+  /** Writes {@code snapshot} as a base segment with its own codec, checksum and cipher. */
+  private long writeSnapshot(FileChannel out, ReplayState snapshot)
+      throws IOException, GeneralSecurityException {
+    Cipher sealer = key == null ? null : Cipher.getInstance("AES/GCM/NoPadding");
+    JournalCodec body = new JournalCodec();
+    CRC32C checksum = new CRC32C();
+    byte[] header = header(true, sealer);
     out.write(ByteBuffer.wrap(header));
-    long[] written = {header.length};
-    byte[] saved = buffer;
-    int savedBuffered = buffered;
-    buffer = new byte[64 * 1024];
-    buffered = 0;
-    try {
-      SnapshotSink sink = body -> {
-        byte[] record = cipher == null ? body.array() : seal(body.array(), body.length());
-        int length = cipher == null ? body.length() : record.length;
-        crc.reset();
-        crc.update(record, 0, length);
-        int total = RECORD_HEADER + length;
-        if (buffered + total > buffer.length) {
-          flushTo(out);
-          if (total > buffer.length) {
-            buffer = new byte[total];
-          }
+    long written = header.length;
+    byte[] chunk = new byte[64 * 1024];
+    int[] used = {0};
+    SnapshotSink sink = b -> {
+      byte[] record = sealer == null ? b.array() : seal(sealer, b.array(), b.length());
+      int length = sealer == null ? b.length() : record.length;
+      checksum.reset();
+      checksum.update(record, 0, length);
+      int total = RECORD_HEADER + length;
+      byte[] target = chunk;
+      if (used[0] + total > chunk.length) {
+        writeFully(out, chunk, used[0]);
+        used[0] = 0;
+        if (total > chunk.length) {
+          target = new byte[total];
         }
-        putInt(buffer, buffered, length);
-        putInt(buffer, buffered + 4, ~length);
-        putInt(buffer, buffered + 8, (int) crc.getValue());
-        System.arraycopy(record, 0, buffer, buffered + RECORD_HEADER, length);
-        buffered += total;
-        written[0] += total;
-      };
-      for (Map.Entry<String, Instant> e : state.seen.entrySet()) {
-        sink.accept(codec.seen(e.getKey(), e.getValue()));
       }
-      for (QueuedEvent e : state.pending.values()) {
-        sink.accept(codec.append(e));
+      putInt(target, used[0], length);
+      putInt(target, used[0] + 4, ~length);
+      putInt(target, used[0] + 8, (int) checksum.getValue());
+      System.arraycopy(record, 0, target, used[0] + RECORD_HEADER, length);
+      if (target != chunk) {
+        writeFully(out, target, total);
+      } else {
+        used[0] += total;
       }
-      for (QueuedEvent e : state.dead.values()) {
-        sink.accept(codec.append(e));
-        sink.accept(codec.dead(e.eventId(), e.attempts(), state.deadReasons.get(e.eventId())));
-      }
-      flushTo(out);
-    } finally {
-      buffer = saved;
-      buffered = savedBuffered;
+      return total;
+    };
+    for (Map.Entry<String, Instant> e : snapshot.seen.entrySet()) {
+      written += sink.accept(body.seen(e.getKey(), e.getValue()));
     }
-    return written[0];
+    for (QueuedEvent e : snapshot.pending.values()) {
+      written += sink.accept(body.append(e));
+    }
+    for (QueuedEvent e : snapshot.dead.values()) {
+      written += sink.accept(body.append(e));
+      written += sink.accept(body.dead(e.eventId(), e.attempts(),
+          snapshot.deadReasons.get(e.eventId())));
+    }
+    writeFully(out, chunk, used[0]);
+    return written;
   }
 
   @FunctionalInterface
   private interface SnapshotSink {
-    void accept(JournalCodec body) throws IOException;
+    int accept(JournalCodec body) throws IOException;
   }
 
-  private void flushTo(FileChannel out) throws IOException {
-    ByteBuffer bb = ByteBuffer.wrap(buffer, 0, buffered);
+  private static void writeFully(FileChannel out, byte[] bytes, int length) throws IOException {
+    ByteBuffer bb = ByteBuffer.wrap(bytes, 0, length);
     while (bb.hasRemaining()) {
       out.write(bb);
     }
-    buffered = 0;
+  }
+
+  private static long sizeQuietly(Path p) {
+    try {
+      return Files.size(p);
+    } catch (IOException e) {
+      return 0;
+    }
   }
 
   // ---------------------------------------------------------------------------------------------

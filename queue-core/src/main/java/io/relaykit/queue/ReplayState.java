@@ -71,6 +71,16 @@ final class ReplayState {
     return !pending.containsKey(eventId) && seen.remove(eventId) != null;
   }
 
+  /** A copy whose maps share the (immutable) events: O(n) references. */
+  ReplayState copy() {
+    ReplayState c = new ReplayState();
+    c.pending.putAll(pending);
+    c.dead.putAll(dead);
+    c.deadReasons.putAll(deadReasons);
+    c.seen.putAll(seen);
+    return c;
+  }
+
   JournalState toState() {
     return new JournalState(new ArrayList<>(pending.values()), new ArrayList<>(dead.values()),
         deadReasons, seen);

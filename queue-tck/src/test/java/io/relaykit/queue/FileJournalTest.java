@@ -364,7 +364,7 @@ class FileJournalTest extends QueueJournalContract {
     }
 
     @Test
-    @DisplayName("compaction rewrites the live state into one smaller segment that replays the same")
+    @DisplayName("compaction rewrites the live state into one smaller base segment that replays the same")
     void compactsToLiveState() throws IOException {
       Path d = newDir();
       InMemoryJournal model = new InMemoryJournal();
@@ -376,7 +376,8 @@ class FileJournalTest extends QueueJournalContract {
 
       journal.compact();
 
-      assertThat(segments(d)).hasSize(1);
+      // The base holding the live state, and the active segment that follows it.
+      assertThat(segments(d)).hasSize(2);
       assertThat(journal.sizeOnDisk()).isLessThan(before / 3);
       journal.append(event("after", Priority.CRITICAL, T0.plusSeconds(999)));
       model.append(event("after", Priority.CRITICAL, T0.plusSeconds(999)));
@@ -397,6 +398,46 @@ class FileJournalTest extends QueueJournalContract {
           () -> journal.sizeOnDisk() < 60 * 1024);
       journal.close();
       assertThat(track(FileJournal.builder(d).build()).load()).isEqualTo(model.load());
+    }
+
+    @Test
+    @DisplayName("changes recorded while compactions run are all kept, in order")
+    void writesDuringCompaction() throws Exception {
+      Path d = newDir();
+      FileJournal journal = track(FileJournal.builder(d).segmentBytes(4 * 1024)
+          .compactionMinBytes(Long.MAX_VALUE / 2).build());
+      journal.load();
+      int total = 2_000;
+      java.util.concurrent.atomic.AtomicInteger written =
+          new java.util.concurrent.atomic.AtomicInteger();
+      Thread writer = new Thread(() -> {
+        for (int i = 0; i < total; i++) {
+          journal.append(event("w" + i, Priority.NORMAL, T0.plusMillis(i)));
+          if (i % 2 == 1) {
+            journal.remove("w" + (i - 1), Removal.ACKED);
+          }
+          written.incrementAndGet();
+        }
+      });
+      writer.start();
+      int compactions = 0;
+      while (writer.isAlive() || compactions < 3) {
+        journal.compact();
+        compactions++;
+      }
+      writer.join(30_000);
+      assertThat(written.get()).isEqualTo(total);
+      journal.close();
+
+      JournalState state = track(FileJournal.builder(d).build()).load();
+      List<String> expected = new ArrayList<>();
+      for (int i = 1; i < total; i += 2) {
+        expected.add("w" + i);
+      }
+      assertThat(state.pending()).extracting(QueuedEvent::eventId)
+          .containsExactlyElementsOf(expected);
+      assertThat(state.seen()).hasSize(total);
+      assertThat(compactions).isGreaterThanOrEqualTo(3);
     }
 
     @Test
