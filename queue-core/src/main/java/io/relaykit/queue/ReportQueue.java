@@ -639,14 +639,12 @@ public final class ReportQueue {
     return batchSize;
   }
 
-  /** Makes every change recorded so far durable (delegates to the journal). */
+  /**
+   * Makes every change recorded so far durable (delegates to the journal, outside the queue's
+   * lock, so producers are not held up by the sync).
+   */
   public void flush() {
-    lock.lock();
-    try {
-      journal.flush();
-    } finally {
-      lock.unlock();
-    }
+    journal.flush();
   }
 
   /**
