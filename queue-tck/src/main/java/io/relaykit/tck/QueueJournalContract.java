@@ -329,10 +329,10 @@ public abstract class QueueJournalContract {
       QueuedEvent second = new QueuedEvent("a", "test.event", "second", Priority.LOW,
           T0.plusSeconds(1), 0, T0.plusSeconds(1), null);
       journal.append(second);
-      journal.append(event("b"));
-      journal.reschedule("b", 1, T0.plusSeconds(2));
+      journal.append(event("b", Priority.NORMAL, T0.plusSeconds(2)));
+      journal.reschedule("b", 1, T0.plusSeconds(3));
       journal.deadLetter("b", 2, "gave up");
-      journal.append(event("c"));
+      journal.append(event("c", Priority.NORMAL, T0.plusSeconds(4)));
       journal.deadLetter("c", 1, "first");
       journal.close();
 
@@ -343,7 +343,7 @@ public abstract class QueueJournalContract {
       assertThat(state.deadReasons()).containsOnly(Map.entry("b", "gave up"),
           Map.entry("c", "first"));
       assertThat(state.seen()).containsExactly(Map.entry("a", T0.plusSeconds(1)),
-          Map.entry("b", T0), Map.entry("c", T0));
+          Map.entry("b", T0.plusSeconds(2)), Map.entry("c", T0.plusSeconds(4)));
     }
 
     @Test

@@ -642,6 +642,60 @@ class ReportQueueTest {
       }
     }
 
+    @Test
+    @DisplayName("on a FileJournal, critical events enqueued by concurrent producers survive a crash and share fsyncs")
+    void criticalOnFileJournal() throws Exception {
+      Path dir = Files.createTempDirectory("relaykit-queue-critical-");
+      FileJournal first = FileJournal.builder(dir).commitInterval(Duration.ofHours(1)).build();
+      FileJournal second = null;
+      int producers = 4;
+      int perProducer = 50;
+      try {
+        ReportQueue queue = ReportQueue.builder().clock(clock).journal(first).capacity(1_000)
+            .build();
+        queue.restore();
+        ExecutorService pool = Executors.newFixedThreadPool(producers);
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<?>> futures = new ArrayList<>();
+        for (int p = 0; p < producers; p++) {
+          int producer = p;
+          futures.add(pool.submit(() -> {
+            start.await();
+            for (int i = 0; i < perProducer; i++) {
+              queue.enqueue(event("c" + producer + "-" + i, Priority.CRITICAL));
+            }
+            return null;
+          }));
+        }
+        start.countDown();
+        for (Future<?> f : futures) {
+          f.get(60, TimeUnit.SECONDS);
+        }
+        pool.shutdown();
+        queue.enqueue(event("normal-unsynced", Priority.NORMAL));
+        long syncs = first.syncCount();
+        first.crash();
+
+        second = FileJournal.builder(dir).build();
+        ReportQueue restarted = ReportQueue.builder().clock(clock).journal(second)
+            .capacity(1_000).build();
+        assertThat(restarted.restore()).isEqualTo(producers * perProducer);
+        assertThat(restarted.pendingIds()).doesNotContain("normal-unsynced");
+        assertThat(syncs).as("fsyncs for %d critical enqueues", producers * perProducer)
+            .isPositive().isLessThan(producers * perProducer);
+      } finally {
+        first.crash();
+        if (second != null) {
+          second.crash();
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+          for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+            Files.deleteIfExists(p);
+          }
+        }
+      }
+    }
+
     private void everyStepRecoverable(QueueJournal live,
         java.util.function.Supplier<QueueJournal> reopen) {
       ReportQueue.Builder b = ReportQueue.builder().clock(clock).capacity(4).maxAttempts(2)
