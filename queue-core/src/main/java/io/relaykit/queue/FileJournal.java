@@ -763,13 +763,11 @@ public final class FileJournal implements QueueJournal {
 
   private int readFlags(Path path) throws IOException {
     try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-      ByteBuffer h = ByteBuffer.allocate(8);
-      while (h.hasRemaining() && ch.read(h) >= 0) {
-        // read the fixed header
-      }
-      if (h.position() < 8) {
+      if (ch.size() < 8) {
         return 0;
       }
+      ByteBuffer h = ByteBuffer.allocate(8);
+      readFully(ch, h, 0);
       return h.get(5);
     }
   }
