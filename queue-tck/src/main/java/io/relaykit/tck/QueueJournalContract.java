@@ -422,6 +422,20 @@ public abstract class QueueJournalContract {
     }
 
     @Test
+    @DisplayName("a critical append whose sync was deferred survives a crash once awaitDurable returns")
+    void deferredSync() throws Exception {
+      QueueJournal journal = fresh();
+      QueuedEvent first = event("pay-1", Priority.CRITICAL, T0);
+      QueuedEvent second = event("pay-2", Priority.CRITICAL, T0.plusMillis(1));
+      long t1 = journal.appendDeferringSync(first);
+      long t2 = journal.appendDeferringSync(second);
+      journal.awaitDurable(t2);
+      journal.awaitDurable(t1);
+
+      assertThat(restart().pending()).containsExactly(first, second);
+    }
+
+    @Test
     @DisplayName("flush makes group-committed changes survive a crash")
     void flushMakesDurable() throws Exception {
       QueueJournal journal = fresh();
