@@ -38,7 +38,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * through the {@link Ticket} of the earlier assignment still returns {@code false} and cannot
  * complete the new assignment's record of the same offset. Completing by {@code (partition,
  * offset)} cannot tell assignments apart, so runtimes that revoke partitions should complete by
- * ticket.
+ * ticket. To re-read a partition from an earlier offset without a rebalance (a seek back), revoke
+ * it first: tracking only moves forward.
  *
  * <p>Each record remembers when it was tracked (from the injected {@link InstantSource}), so the
  * age of the oldest in-flight record is available for monitoring.
