@@ -227,12 +227,18 @@ public final class OffsetTracker<P> {
    */
   public int revoke(P partition) {
     requirePartition(partition);
-    PartitionState state = partitions.remove(partition);
+    PartitionState state = partitions.get(partition);
     if (state == null) {
       return 0;
     }
     synchronized (state) {
+      if (state.revoked) {
+        return 0; // a concurrent revoke got here first
+      }
+      // mark and unmap under the lock: a completion holding the lock sees either a live, mapped
+      // state or a revoked one, never a live state that is no longer mapped
       state.revoked = true;
+      partitions.remove(partition, state);
       int dropped = state.incomplete.size();
       state.incomplete.clear();
       inFlight.addAndGet(-dropped);
