@@ -28,8 +28,8 @@ import org.junit.jupiter.api.Test;
  *
  * <h2>Capabilities</h2>
  * A store that cannot do an operation says so with {@link #supportsRemoveById()}, {@link
- * #supportsFilters()} or {@link #supportsPurge()} returning false; the kit then checks that the operation throws {@link
- * UnsupportedOperationException} with a reason, instead of skipping it.
+ * #supportsFilters()} or {@link #supportsPurge()} returning false; the kit then checks that the
+ * operation throws {@link UnsupportedOperationException} with a reason, instead of skipping it.
  *
  * <p>Every test gets a fresh store that must start empty (the kit counts what it holds). Times
  * are whole milliseconds, so stores that keep millisecond or microsecond precision round-trip
