@@ -1,0 +1,82 @@
+package io.relaykit.architecture;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The layering rules over the main classes of every relaykit module on this module's test class
+ * path (each module is a test-scoped dependency in the pom). Test classes, this module's fixtures
+ * included, are not imported.
+ */
+class LayeringTest {
+
+  private static final RelayKitRules RULES = new RelayKitRules("io.relaykit");
+  private static JavaClasses classes;
+
+  @BeforeAll
+  static void importMainClasses() {
+    classes = new ClassFileImporter()
+        .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+        .importPackages("io.relaykit");
+  }
+
+  @Test
+  @DisplayName("the import holds the main classes of every module on the class path, and no test")
+  void importIsComplete() {
+    assertThat(classes.contain("io.relaykit.retry.Backoff")).as("queue-core").isTrue();
+    assertThat(classes.contain("io.relaykit.tck.FakeClock")).as("queue-tck").isTrue();
+    assertThat(classes.contain("io.relaykit.guice.RelayKitModule")).as("queue-guice").isTrue();
+    assertThat(classes.stream().map(JavaClass::getPackageName))
+        .as("tests and fixtures stay out")
+        .noneMatch(p -> p.startsWith("io.relaykit.architecture"));
+  }
+
+  @Test
+  @DisplayName("queue-core depends on java.* only")
+  void coreDependsOnJavaOnly() {
+    RULES.coreDependsOnJavaOnly().check(classes);
+  }
+
+  @Test
+  @DisplayName("queue-guice depends on queue-core, Guice and jakarta.inject only")
+  void guiceDependsOnCoreAndGuiceOnly() {
+    RULES.guiceDependsOnCoreAndGuiceOnly().check(classes);
+  }
+
+  @Test
+  @DisplayName("an adapter never depends on another adapter")
+  void adaptersAreIndependent() {
+    RULES.adaptersAreIndependent().check(classes);
+  }
+
+  @Test
+  @DisplayName("nothing but examples and benchmarks depends on them")
+  void nothingDependsOnApplications() {
+    RULES.nothingDependsOnApplications().check(classes);
+  }
+
+  @Test
+  @DisplayName("internal packages are used only inside their own module")
+  void internalPackagesStayInTheirModule() {
+    RULES.internalPackagesStayInTheirModule().check(classes);
+  }
+
+  @Test
+  @DisplayName("top-level packages are free of cycles")
+  void noCycles() {
+    RULES.noCyclesBetweenTopLevelPackages().check(classes);
+  }
+
+  @Test
+  @DisplayName("every class lives in a package a known module owns")
+  void everyClassBelongsToAModule() {
+    RULES.everyClassBelongsToAModule().check(classes);
+  }
+}
