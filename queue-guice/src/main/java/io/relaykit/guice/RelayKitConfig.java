@@ -44,6 +44,7 @@ public final class RelayKitConfig {
   public static final String RELAY_BATCH_SIZE = "relaykit.relay.batch-size";
   public static final String RELAY_LEASE = "relaykit.relay.lease";
   public static final String RELAY_POLL_INTERVAL = "relaykit.relay.poll-interval";
+  public static final String IDEMPOTENCY_RETENTION = "relaykit.idempotency.retention";
 
   private static final String PREFIX = "relaykit.";
   private static final String ENV_PREFIX = "RELAYKIT_";
@@ -66,6 +67,7 @@ public final class RelayKitConfig {
   private final int relayBatchSize;
   private final Duration relayLease;
   private final Duration relayPollInterval;
+  private final Duration idempotencyRetention;
 
   private RelayKitConfig(Map<String, Entry> entries) {
     this.entries = Map.copyOf(entries);
@@ -83,6 +85,7 @@ public final class RelayKitConfig {
     this.relayBatchSize = getInt(RELAY_BATCH_SIZE, 100);
     this.relayLease = getDuration(RELAY_LEASE, Duration.ofSeconds(30));
     this.relayPollInterval = getDuration(RELAY_POLL_INTERVAL, Duration.ofMillis(500));
+    this.idempotencyRetention = getDuration(IDEMPOTENCY_RETENTION, Duration.ofDays(1));
     if (retryMaxBackoff.compareTo(retryInitialBackoff) < 0) {
       throw new IllegalArgumentException(RETRY_MAX_BACKOFF + " must be >= " + RETRY_INITIAL_BACKOFF
           + " (" + retryInitialBackoff + "), was '" + raw(RETRY_MAX_BACKOFF) + "'");
@@ -171,6 +174,14 @@ public final class RelayKitConfig {
   /** How often an idle relay looks for new rows ({@value #RELAY_POLL_INTERVAL}); default 500 ms. */
   public Duration relayPollInterval() {
     return relayPollInterval;
+  }
+
+  /**
+   * How long a completed idempotency key stays DONE, so a redelivery within it is skipped ({@value
+   * #IDEMPOTENCY_RETENTION}); default 1 day. Size it above the longest time a duplicate can arrive.
+   */
+  public Duration idempotencyRetention() {
+    return idempotencyRetention;
   }
 
   /**
@@ -501,6 +512,10 @@ public final class RelayKitConfig {
       return set(RELAY_POLL_INTERVAL, pollInterval == null ? null : pollInterval.toString());
     }
 
+    public Builder idempotencyRetention(Duration retention) {
+      return set(IDEMPOTENCY_RETENTION, retention == null ? null : retention.toString());
+    }
+
     /**
      * Parses and checks every value.
      *
@@ -513,7 +528,7 @@ public final class RelayKitConfig {
     private static String[] knownKeys() {
       return new String[] {STORAGE, TRANSPORT, RETRY_MAX_ATTEMPTS, RETRY_INITIAL_BACKOFF,
           RETRY_MAX_BACKOFF, RETRY_JITTER, RETRY_MAX_AGE, RELAY_BATCH_SIZE, RELAY_LEASE,
-          RELAY_POLL_INTERVAL};
+          RELAY_POLL_INTERVAL, IDEMPOTENCY_RETENTION};
     }
   }
 }

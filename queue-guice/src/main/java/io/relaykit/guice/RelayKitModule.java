@@ -2,10 +2,23 @@ package io.relaykit.guice;
 
 import com.google.inject.AbstractModule;
 import com.google.inject.Binder;
+import com.google.inject.Key;
 import com.google.inject.Module;
+import com.google.inject.Provides;
+import com.google.inject.Singleton;
 import com.google.inject.binder.LinkedBindingBuilder;
 import com.google.inject.multibindings.OptionalBinder;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.InMemoryDeadLetterStore;
+import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.InMemoryIdempotencyStore;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.ordering.InMemoryVersionGuard;
+import io.relaykit.ordering.VersionGuard;
+import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.outbox.OutboxStore;
+import io.relaykit.queue.InMemoryJournal;
+import io.relaykit.queue.QueueJournal;
 import io.relaykit.retry.RetryPolicy;
 import java.time.InstantSource;
 import java.util.Objects;
@@ -17,9 +30,20 @@ import java.util.Objects;
  * does not provide stays in memory, so {@code relaykit.storage=memory} (the default) runs with no
  * external service at all.
  *
- * <p>Defaults, each a singleton so every service shares one state: {@link InstantSource} the
- * system clock, {@link LifecycleListener} a no-op, {@link RetryPolicy} from the config's {@code
- * relaykit.retry.*} settings.
+ * <p>Defaults, each a singleton so every service of the injector shares one state:
+ * <ul>
+ *   <li>{@link IdempotencyStore}: {@link InMemoryIdempotencyStore} on the bound clock, keeping DONE
+ *       keys for {@code relaykit.idempotency.retention};</li>
+ *   <li>{@link VersionGuard}: {@link InMemoryVersionGuard};</li>
+ *   <li>{@link DeadLetterStore}: {@link InMemoryDeadLetterStore};</li>
+ *   <li>{@link OutboxStore}: {@link InMemoryOutboxStore};</li>
+ *   <li>{@link QueueJournal}: {@link InMemoryJournal} (one per injector);</li>
+ *   <li>{@link InstantSource}: the system clock; {@link LifecycleListener}: a no-op;
+ *       {@link RetryPolicy}: from the config's {@code relaykit.retry.*} settings.</li>
+ * </ul>
+ * In-memory state is lost with the process: the defaults suit tests, the demo and single-process
+ * deployments whose work is itself in memory. The defaults depend on the bound clock, so
+ * overriding {@link InstantSource} (with the TCK's {@code FakeClock}, say) moves their time too.
  *
  * <pre>{@code
  * Injector injector = Guice.createInjector(new RelayKitModule(RelayKitConfig.fromSystem()));
@@ -68,8 +92,54 @@ public final class RelayKitModule extends AbstractModule {
     defaultOf(InstantSource.class).toInstance(InstantSource.system());
     defaultOf(LifecycleListener.class).toInstance(LifecycleListener.noop());
     defaultOf(RetryPolicy.class).toInstance(config.retryPolicy());
+    defaultOf(IdempotencyStore.class).to(Key.get(IdempotencyStore.class, InMemory.class));
+    defaultOf(VersionGuard.class).to(Key.get(VersionGuard.class, InMemory.class));
+    defaultOf(DeadLetterStore.class).to(Key.get(DeadLetterStore.class, InMemory.class));
+    defaultOf(OutboxStore.class).to(Key.get(OutboxStore.class, InMemory.class));
+    defaultOf(QueueJournal.class).to(Key.get(QueueJournal.class, InMemory.class));
 
     install(backends);
+  }
+
+  /*
+   * The in-memory defaults are provider methods under @InMemory keys rather than instances so that
+   * they are built only when no backend overrides them (outside Stage.PRODUCTION, which builds
+   * every singleton) and so that they see the clock the injector really uses.
+   */
+
+  @Provides
+  @Singleton
+  @InMemory
+  IdempotencyStore inMemoryIdempotencyStore(InstantSource clock) {
+    return new InMemoryIdempotencyStore(clock, config.idempotencyRetention());
+  }
+
+  @Provides
+  @Singleton
+  @InMemory
+  VersionGuard inMemoryVersionGuard() {
+    return new InMemoryVersionGuard();
+  }
+
+  @Provides
+  @Singleton
+  @InMemory
+  DeadLetterStore inMemoryDeadLetterStore() {
+    return new InMemoryDeadLetterStore();
+  }
+
+  @Provides
+  @Singleton
+  @InMemory
+  OutboxStore inMemoryOutboxStore() {
+    return new InMemoryOutboxStore();
+  }
+
+  @Provides
+  @Singleton
+  @InMemory
+  QueueJournal inMemoryJournal() {
+    return new InMemoryJournal();
   }
 
   private <T> LinkedBindingBuilder<T> defaultOf(Class<T> spi) {

@@ -44,6 +44,7 @@ class RelayKitConfigTest {
       assertThat(c.relayBatchSize()).isEqualTo(100);
       assertThat(c.relayLease()).isEqualTo(Duration.ofSeconds(30));
       assertThat(c.relayPollInterval()).isEqualTo(Duration.ofMillis(500));
+      assertThat(c.idempotencyRetention()).isEqualTo(Duration.ofDays(1));
       assertThat(c.asMap()).isEmpty();
     }
 
@@ -79,6 +80,7 @@ class RelayKitConfigTest {
           "relaykit.relay.batch-size", "50",
           "relaykit.relay.lease", "2m",
           "relaykit.relay.poll-interval", "250ms",
+          "relaykit.idempotency.retention", "7d",
           "unrelated.key", "ignored"));
 
       assertThat(c.storage()).isEqualTo("h2");
@@ -91,7 +93,8 @@ class RelayKitConfigTest {
       assertThat(c.relayBatchSize()).isEqualTo(50);
       assertThat(c.relayLease()).isEqualTo(Duration.ofMinutes(2));
       assertThat(c.relayPollInterval()).isEqualTo(Duration.ofMillis(250));
-      assertThat(c.asMap()).doesNotContainKey("unrelated.key").hasSize(10);
+      assertThat(c.idempotencyRetention()).isEqualTo(Duration.ofDays(7));
+      assertThat(c.asMap()).doesNotContainKey("unrelated.key").hasSize(11);
     }
 
     @Test
@@ -181,6 +184,7 @@ class RelayKitConfigTest {
           .relayBatchSize(10)
           .relayLease(Duration.ofSeconds(5))
           .relayPollInterval(Duration.ofMillis(20))
+          .idempotencyRetention(Duration.ofHours(2))
           .build();
 
       assertThat(c.retryMaxAttempts()).isEqualTo(2);
@@ -191,6 +195,7 @@ class RelayKitConfigTest {
       assertThat(c.relayBatchSize()).isEqualTo(10);
       assertThat(c.relayLease()).isEqualTo(Duration.ofSeconds(5));
       assertThat(c.relayPollInterval()).isEqualTo(Duration.ofMillis(20));
+      assertThat(c.idempotencyRetention()).isEqualTo(Duration.ofHours(2));
     }
 
     @Test
@@ -330,7 +335,8 @@ class RelayKitConfigTest {
         "relaykit.relay.batch-size, 0",
         "relaykit.relay.batch-size, 1.5",
         "relaykit.relay.lease, 0ms",
-        "relaykit.relay.poll-interval, fast"})
+        "relaykit.relay.poll-interval, fast",
+        "relaykit.idempotency.retention, 0d"})
     @DisplayName("a bad value fails the build with its key and value in the message")
     void rejected(String key, String value) {
       assertThatThrownBy(() -> RelayKitConfig.from(props(key, value)))

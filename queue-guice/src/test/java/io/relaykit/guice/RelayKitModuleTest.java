@@ -9,12 +9,22 @@ import com.google.inject.Guice;
 import com.google.inject.Injector;
 import com.google.inject.Key;
 import com.google.inject.name.Names;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.InMemoryDeadLetterStore;
+import io.relaykit.idempotency.Claim;
+import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.InMemoryIdempotencyStore;
 import io.relaykit.message.Message;
 import io.relaykit.message.Publisher;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.LifecycleLog;
+import io.relaykit.ordering.InMemoryVersionGuard;
 import io.relaykit.ordering.VersionGuard;
+import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.outbox.OutboxStore;
+import io.relaykit.queue.InMemoryJournal;
+import io.relaykit.queue.QueueJournal;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.tck.FakeClock;
 import java.nio.charset.StandardCharsets;
@@ -64,6 +74,39 @@ class RelayKitModuleTest {
     }
 
     @Test
+    @DisplayName("every store SPI defaults to its in-memory reference backend, one per injector")
+    void inMemoryStores() {
+      assertDefault(IdempotencyStore.class, InMemoryIdempotencyStore.class);
+      assertDefault(VersionGuard.class, InMemoryVersionGuard.class);
+      assertDefault(DeadLetterStore.class, InMemoryDeadLetterStore.class);
+      assertDefault(OutboxStore.class, InMemoryOutboxStore.class);
+      assertDefault(QueueJournal.class, InMemoryJournal.class);
+      assertThat(injector(config).getInstance(VersionGuard.class))
+          .as("another injector gets its own state")
+          .isNotSameAs(injector.getInstance(VersionGuard.class));
+    }
+
+    private <T> void assertDefault(Class<T> spi, Class<? extends T> expected) {
+      T instance = injector.getInstance(spi);
+      assertThat(instance).as(spi.getSimpleName()).isInstanceOf(expected);
+      assertThat(injector.getInstance(spi)).as(spi.getSimpleName() + " is a singleton")
+          .isSameAs(instance);
+    }
+
+    @Test
+    @DisplayName("state written through one injection point is seen through another")
+    void sharedState() {
+      injector.getInstance(VersionGuard.class).advance("order-1", 3);
+      Claim claim = injector.getInstance(IdempotencyStore.class)
+          .claim("order-1:paid", Duration.ofMinutes(1));
+      injector.getInstance(IdempotencyStore.class).complete(claim);
+
+      assertThat(injector.getInstance(VersionGuard.class).current("order-1")).hasValue(3);
+      assertThat(injector.getInstance(IdempotencyStore.class).status("order-1:paid"))
+          .contains(Claim.Status.DONE);
+    }
+
+    @Test
     @DisplayName("the lifecycle listener is a shared no-op")
     void listener() {
       LifecycleListener listener = injector.getInstance(LifecycleListener.class);
@@ -95,6 +138,24 @@ class RelayKitModuleTest {
       assertThat(injector.getInstance(LifecycleListener.class)).isSameAs(log);
       assertThat(injector.getInstance(RetryPolicy.class).maxAttempts())
           .as("what is not overridden keeps its default").isEqualTo(5);
+    }
+
+    @Test
+    @DisplayName("the in-memory defaults run on an overriding clock: a retention ends when it advances")
+    void defaultsFollowTheBoundClock() {
+      FakeClock clock = new FakeClock();
+      Injector injector = injector(
+          RelayKitConfig.builder().idempotencyRetention(Duration.ofMinutes(10)).build(),
+          binder -> RelayKitModule.override(binder, InstantSource.class).toInstance(clock));
+      IdempotencyStore store = injector.getInstance(IdempotencyStore.class);
+      store.complete(store.claim("order-1:paid", Duration.ofSeconds(30)));
+
+      clock.advance(Duration.ofMinutes(9));
+      assertThat(store.claim("order-1:paid", Duration.ofSeconds(30)).status())
+          .isEqualTo(Claim.Status.DONE);
+      clock.advance(Duration.ofMinutes(2));
+      assertThat(store.claim("order-1:paid", Duration.ofSeconds(30)).status())
+          .as("retention over: the key may be claimed again").isEqualTo(Claim.Status.CLAIMED);
     }
 
     @Test
@@ -135,6 +196,9 @@ class RelayKitModuleTest {
       assertThat(injector.getInstance(VersionGuard.class)).as("singleton").isSameAs(guard);
       assertThat(guard.advance("order-1", 2)).isTrue();
       assertThat(injector.getInstance(VersionGuard.class).current("order-1")).hasValue(2);
+      assertThat(injector.getInstance(IdempotencyStore.class))
+          .as("what the backend does not provide stays in memory")
+          .isInstanceOf(InMemoryIdempotencyStore.class);
     }
 
     @Test
