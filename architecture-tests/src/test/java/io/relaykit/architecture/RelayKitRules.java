@@ -12,6 +12,7 @@ import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
 import com.tngtech.archunit.library.dependencies.SliceAssignment;
 import com.tngtech.archunit.library.dependencies.SliceIdentifier;
+import com.tngtech.archunit.library.dependencies.SliceRule;
 import io.relaykit.architecture.RelayKitModules.Module;
 import io.relaykit.architecture.RelayKitModules.Role;
 import java.util.ArrayList;
@@ -112,7 +113,7 @@ final class RelayKitRules {
    * No cycles between the top-level packages under the base ({@code queue}, {@code retry}, ...,
    * {@code storage}, {@code transport}, {@code guice}): within the core, between modules.
    */
-  ArchRule noCyclesBetweenTopLevelPackages() {
+  SliceRule noCyclesBetweenTopLevelPackages() {
     return slices().matching(base + ".(*)..").should().beFreeOfCycles()
         .as("top-level packages under " + base + " are free of cycles");
   }

@@ -12,6 +12,9 @@ import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.InMemoryIdempotencyStore;
+import io.relaykit.message.InProcessTransport;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.Subscriber;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.ordering.InMemoryVersionGuard;
 import io.relaykit.ordering.VersionGuard;
@@ -38,12 +41,16 @@ import java.util.Objects;
  *   <li>{@link DeadLetterStore}: {@link InMemoryDeadLetterStore};</li>
  *   <li>{@link OutboxStore}: {@link InMemoryOutboxStore};</li>
  *   <li>{@link QueueJournal}: {@link InMemoryJournal} (one per injector);</li>
+ *   <li>{@link Publisher} and {@link Subscriber}: one {@link InProcessTransport}, on the bound
+ *       clock, listener and {@link DeadLetterStore} (so its dead letters land in the chosen
+ *       storage);</li>
  *   <li>{@link InstantSource}: the system clock; {@link LifecycleListener}: a no-op;
  *       {@link RetryPolicy}: from the config's {@code relaykit.retry.*} settings.</li>
  * </ul>
  * In-memory state is lost with the process: the defaults suit tests, the demo and single-process
- * deployments whose work is itself in memory. The defaults depend on the bound clock, so
- * overriding {@link InstantSource} (with the TCK's {@code FakeClock}, say) moves their time too.
+ * deployments whose work is itself in memory. They take the bound clock, so overriding {@link
+ * InstantSource} (with the TCK's {@code FakeClock}, say) moves their time too. Guice closes
+ * nothing: the application closes the {@link Publisher} and {@link Subscriber} when it stops.
  *
  * <pre>{@code
  * Injector injector = Guice.createInjector(new RelayKitModule(RelayKitConfig.fromSystem()));
@@ -97,6 +104,8 @@ public final class RelayKitModule extends AbstractModule {
     defaultOf(DeadLetterStore.class).to(Key.get(DeadLetterStore.class, InMemory.class));
     defaultOf(OutboxStore.class).to(Key.get(OutboxStore.class, InMemory.class));
     defaultOf(QueueJournal.class).to(Key.get(QueueJournal.class, InMemory.class));
+    defaultOf(Publisher.class).to(Key.get(InProcessTransport.class, InMemory.class));
+    defaultOf(Subscriber.class).to(Key.get(InProcessTransport.class, InMemory.class));
 
     install(backends);
   }
@@ -140,6 +149,16 @@ public final class RelayKitModule extends AbstractModule {
   @InMemory
   QueueJournal inMemoryJournal() {
     return new InMemoryJournal();
+  }
+
+  /** One transport serves as both default publisher and subscriber, so they see one another. */
+  @Provides
+  @Singleton
+  @InMemory
+  InProcessTransport inProcessTransport(InstantSource clock, DeadLetterStore deadLetters,
+      LifecycleListener listener) {
+    return InProcessTransport.builder().clock(clock).deadLetters(deadLetters).listener(listener)
+        .build();
   }
 
   private <T> LinkedBindingBuilder<T> defaultOf(Class<T> spi) {

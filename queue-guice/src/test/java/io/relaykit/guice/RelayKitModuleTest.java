@@ -14,7 +14,11 @@ import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.InMemoryIdempotencyStore;
+import io.relaykit.message.InProcessTransport;
 import io.relaykit.message.Message;
+import io.relaykit.message.Subscriber;
+import io.relaykit.message.Subscription;
+import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.message.Publisher;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
@@ -25,11 +29,15 @@ import io.relaykit.outbox.InMemoryOutboxStore;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.queue.InMemoryJournal;
 import io.relaykit.queue.QueueJournal;
+import io.relaykit.retry.PermanentFailureException;
 import io.relaykit.retry.RetryPolicy;
+import io.relaykit.tck.Await;
 import io.relaykit.tck.FakeClock;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
@@ -104,6 +112,48 @@ class RelayKitModuleTest {
       assertThat(injector.getInstance(VersionGuard.class).current("order-1")).hasValue(3);
       assertThat(injector.getInstance(IdempotencyStore.class).status("order-1:paid"))
           .contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("publisher and subscriber are one in-process transport: a publish is delivered")
+    void inProcessTransport() throws Exception {
+      Publisher publisher = injector.getInstance(Publisher.class);
+      Subscriber subscriber = injector.getInstance(Subscriber.class);
+      assertThat(publisher).isInstanceOf(InProcessTransport.class).isSameAs(subscriber);
+      List<String> received = new CopyOnWriteArrayList<>();
+      Subscription subscription = subscriber.subscribe(
+          SubscriptionSpec.builder("orders", "billing").build(),
+          delivery -> received.add(delivery.message().id()));
+      Message m = Message.builder().type("order.placed").payload("{}").build();
+
+      publisher.publish("orders", m).get();
+      Await.until(Duration.ofSeconds(10), "the message is delivered", () -> !received.isEmpty());
+
+      assertThat(received).containsExactly(m.id());
+      subscription.close(Duration.ofSeconds(5));
+      publisher.close();
+    }
+
+    @Test
+    @DisplayName("the transport dead-letters into the bound DeadLetterStore, with the bound clock")
+    void transportUsesBoundStores() throws Exception {
+      FakeClock clock = new FakeClock();
+      Injector injector = injector(config,
+          binder -> RelayKitModule.override(binder, InstantSource.class).toInstance(clock));
+      Subscriber subscriber = injector.getInstance(Subscriber.class);
+      subscriber.subscribe(SubscriptionSpec.builder("orders", "billing").build(), delivery -> {
+        throw new PermanentFailureException("bad order");
+      });
+      Message m = Message.builder().type("order.placed").payload("{}").build();
+
+      injector.getInstance(Publisher.class).publish("orders", m).get();
+      DeadLetterStore deadLetters = injector.getInstance(DeadLetterStore.class);
+      Await.until(Duration.ofSeconds(10), "the message is dead-lettered",
+          () -> deadLetters.find(m.id()).isPresent());
+
+      assertThat(deadLetters.find(m.id()).orElseThrow().lastFailureAt()).isEqualTo(clock.instant());
+      assertThat(deadLetters.find(m.id()).orElseThrow().reason()).contains("bad order");
+      subscriber.close();
     }
 
     @Test
