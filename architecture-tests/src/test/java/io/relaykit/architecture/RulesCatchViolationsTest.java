@@ -74,7 +74,7 @@ class RulesCatchViolationsTest {
   }
 
   @Test
-  @DisplayName("the application rule reports an adapter using the examples, not examples using benchmarks")
+  @DisplayName("the application rule reports an adapter using examples, not examples using bench")
   void nothingDependsOnApplications() {
     List<String> v = violations(RULES.nothingDependsOnApplications());
 

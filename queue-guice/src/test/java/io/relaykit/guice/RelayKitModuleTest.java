@@ -191,7 +191,7 @@ class RelayKitModuleTest {
     }
 
     @Test
-    @DisplayName("the in-memory defaults run on an overriding clock: a retention ends when it advances")
+    @DisplayName("the in-memory defaults run on an overriding clock: retention ends as it advances")
     void defaultsFollowTheBoundClock() {
       FakeClock clock = new FakeClock();
       Injector injector = injector(
