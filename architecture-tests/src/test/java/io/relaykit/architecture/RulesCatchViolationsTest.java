@@ -86,6 +86,18 @@ class RulesCatchViolationsTest {
   }
 
   @Test
+  @DisplayName("the test-library rule reports an adapter using JUnit and the TCK, not the TCK itself")
+  void testLibrariesStayOutOfMainCode() {
+    List<String> v = violations(RULES.testLibrariesStayOutOfMainCode());
+
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2UsesTestCode"))
+        && l.contains("org.junit.jupiter.api.Assertions"));
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2UsesTestCode"))
+        && l.contains(fixture("tck.KitFixture")));
+    assertThat(v).allMatch(l -> l.contains(fixture("storage.h2.H2UsesTestCode")));
+  }
+
+  @Test
   @DisplayName("the internal rule reports other modules' internals and allows a module its own")
   void internalPackagesStayInTheirModule() {
     List<String> v = violations(RULES.internalPackagesStayInTheirModule());
