@@ -78,11 +78,14 @@ public abstract class QueueJournalContract {
     return track(reopenJournal()).load();
   }
 
+  /** A journal reopened after a restart and the state it loaded. */
+  protected record Reopened(QueueJournal journal, JournalState state) {
+  }
+
   /** Like {@link #restart()} but also returns the instance, to keep recording. */
-  protected QueueJournal reopenLoaded(List<JournalState> state) throws Exception {
+  protected Reopened reopenLoaded() throws Exception {
     QueueJournal journal = track(reopenJournal());
-    state.add(journal.load());
-    return journal;
+    return new Reopened(journal, journal.load());
   }
 
   private QueueJournal track(QueueJournal journal) {
@@ -391,9 +394,9 @@ public abstract class QueueJournalContract {
       first.append(event("b"));
       first.close();
 
-      List<JournalState> loaded = new ArrayList<>();
-      QueueJournal second = reopenLoaded(loaded);
-      assertThat(ids(loaded.get(0).pending())).containsExactly("a", "b");
+      Reopened reopened = reopenLoaded();
+      assertThat(ids(reopened.state().pending())).containsExactly("a", "b");
+      QueueJournal second = reopened.journal();
       second.remove("a", Removal.ACKED);
       second.append(event("c"));
       second.close();
