@@ -1,0 +1,61 @@
+package io.relaykit.storage.redis;
+
+import java.time.InstantSource;
+import java.util.Objects;
+
+/**
+ * The entry point to relaykit's Redis backends: one Lettuce client and one shared connection that
+ * every store it hands out uses. Opening does not connect; the first command does, and the
+ * connection reconnects by itself after Redis restarts. Close it when done.
+ *
+ * <pre>{@code
+ * try (RedisStorage redis = RedisStorage.open(RedisStorageConfig.builder()
+ *     .uri("redis://127.0.0.1:6379").keyPrefix("shop:").build())) {
+ *   IdempotencyStore fast = redis.idempotencyStore();
+ *   ...
+ * }
+ * }</pre>
+ */
+public final class RedisStorage implements AutoCloseable {
+  private final RedisConnector connector;
+  private final InstantSource clock;
+
+  private RedisStorage(RedisStorageConfig config, InstantSource clock) {
+    this.connector = new RedisConnector(config);
+    this.clock = clock;
+  }
+
+  /** Storage on {@code config}, using the system clock to report lease expiries. */
+  public static RedisStorage open(RedisStorageConfig config) {
+    return open(config, InstantSource.system());
+  }
+
+  /**
+   * Storage on {@code config}; {@code clock} only dates the answers (lease expiry instants):
+   * Redis expires keys on its own clock.
+   */
+  public static RedisStorage open(RedisStorageConfig config, InstantSource clock) {
+    if (config == null) {
+      throw new IllegalArgumentException("config must not be null");
+    }
+    return new RedisStorage(config, Objects.requireNonNull(clock, "clock"));
+  }
+
+  public RedisStorageConfig config() {
+    return connector.config();
+  }
+
+  /** The idempotency store under this storage's key prefix; cheap, stateless. */
+  public RedisIdempotencyStore idempotencyStore() {
+    return new RedisIdempotencyStore(connector, clock);
+  }
+
+  @Override
+  public void close() {
+    connector.close();
+  }
+
+  RedisConnector connector() {
+    return connector;
+  }
+}
