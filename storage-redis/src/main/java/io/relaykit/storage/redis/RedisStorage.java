@@ -50,6 +50,27 @@ public final class RedisStorage implements AutoCloseable {
     return new RedisIdempotencyStore(connector, clock);
   }
 
+  /** The version guard under this storage's key prefix; cheap, stateless. */
+  public RedisVersionGuard versionGuard() {
+    return new RedisVersionGuard(connector);
+  }
+
+  /** The dead-letter store under this storage's key prefix; cheap, stateless. */
+  public RedisDeadLetterStore deadLetterStore() {
+    return new RedisDeadLetterStore(connector);
+  }
+
+  /**
+   * The journal called {@code name} under this storage's key prefix: a new handle on the same name
+   * (after a restart) sees everything recorded before.
+   *
+   * @throws IllegalArgumentException if {@code name} is blank, longer than {@link
+   *     RedisJournal#MAX_NAME_LENGTH} or holds a brace
+   */
+  public RedisJournal journal(String name) {
+    return new RedisJournal(connector, name);
+  }
+
   @Override
   public void close() {
     connector.close();
