@@ -32,7 +32,7 @@ import java.util.concurrent.TimeoutException;
  * <p>Cost: add, find and remove are one round trip. Listing and counting with only a time filter
  * read just the selected range ({@code ZRANGEBYLEX}, O(log n + page)); a reason, type or source
  * filter scans the time range in pipelined chunks, O(range). All keys of one store share one hash
- * tag (one Redis Cluster slot per key prefix), so the scripts stay valid on a cluster; the store as
+ * tag (one Redis Cluster slot per store name), so the scripts stay valid on a cluster; the store as
  * a whole is therefore bounded by one node. Dead letters do not expire: they wait for an operator.
  * Unreachable Redis raises {@link RedisStorageException}. Thread-safe.
  */
@@ -45,6 +45,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
   // Instants are indexed as fixed-width decimal seconds (shifted to be non-negative) and nanos,
   // so byte order is time order and ZRANGEBYLEX selects a time range exactly, to the nanosecond.
   private static final long SECONDS_OFFSET = -Instant.MIN.getEpochSecond();
+  private static final int TIME_KEY_LENGTH = 17 + 9;
 
   private static final Script ADD = new Script("""
       local old = redis.call('HGET', KEYS[1], 'idx')
@@ -75,10 +76,20 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
   private final String indexKey;
   private final int maxValueBytes;
 
-  RedisDeadLetterStore(RedisConnector redis) {
+  /** The longest store name accepted. */
+  public static final int MAX_NAME_LENGTH = 200;
+
+  private final String name;
+
+  RedisDeadLetterStore(RedisConnector redis, String name) {
     this.redis = redis;
+    Keys.requireKey("name", name, MAX_NAME_LENGTH);
+    if (name.indexOf('{') >= 0 || name.indexOf('}') >= 0) {
+      throw new IllegalArgumentException("name must not contain braces, was '" + name + "'");
+    }
+    this.name = name;
     String prefix = redis.config().keyPrefix();
-    String tag = prefix + "dlq:{" + prefix + "}:";
+    String tag = prefix + "dlq:{" + prefix + name + "}:";
     this.entryPrefix = tag + "e:";
     this.indexKey = tag + "index";
     this.maxValueBytes = redis.config().maxValueBytes();
@@ -224,6 +235,11 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     return removed;
   }
 
+  /** The store's name: its keys live under it. */
+  public String name() {
+    return name;
+  }
+
   /** The Redis key of the hash that holds dead letter {@code id}. */
   String entryKey(String id) {
     return entryPrefix + id;
@@ -307,7 +323,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     }
     List<String> keys = new ArrayList<>(members.size());
     for (String member : members) {
-      keys.add(entryKey(member.substring(26)));
+      keys.add(entryKey(member.substring(TIME_KEY_LENGTH)));
     }
     RedisAsyncCommands<String, String> async;
     try {

@@ -8,6 +8,7 @@ import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.IdempotencyUnavailableException;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.InstantSource;
 import java.util.List;
 import java.util.Optional;
@@ -15,7 +16,7 @@ import java.util.UUID;
 
 /**
  * Idempotency leases in Redis: one string key per business key, holding the owner's random token
- * while CLAIMED (with the lease as its expiry) and {@code DONE} for the retention period after. A
+ * while CLAIMED (with the lease as its Redis expiry) and {@code DONE} for the retention period after. A
  * crashed owner's key expires on the server's clock, so it never blocks retries for longer than its
  * lease, and no key is written without an expiry.
  *
@@ -30,7 +31,10 @@ import java.util.UUID;
  */
 public final class RedisIdempotencyStore implements IdempotencyStore {
 
-  /** The value of a completed key. Tokens are 32 hex digits, so they never equal it. */
+  /**
+   * The value of a completed key. A claim's value is its token: 32 hex digits, a dot and the
+   * lease's expiry in epoch milliseconds, so it never equals this.
+   */
   static final String DONE = "DONE";
 
   /** Claims a key that SET NX found taken, atomically: it may have expired meanwhile. */
@@ -43,7 +47,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
       if v == 'DONE' then
         return {2, -1}
       end
-      return {0, redis.call('PTTL', KEYS[1])}
+      return {0, redis.call('PTTL', KEYS[1]), v}
       """);
 
   private static final Script COMPLETE = new Script("""
@@ -83,33 +87,51 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
       throw new IllegalArgumentException("lease must be at least 1 ms, was " + lease);
     }
     String redisKey = redisKey(key);
-    String token = UUID.randomUUID().toString().replace("-", "");
     long leaseMillis = lease.toMillis();
+    Instant expiresAt = Instant.ofEpochMilli(clock.millis() + leaseMillis);
+    // The token carries the holder's lease expiry, so IN_PROGRESS answers report exactly the
+    // holder's instant; the whole token is compared on complete and release.
+    String token = UUID.randomUUID().toString().replace("-", "") + "." + expiresAt.toEpochMilli();
     try {
       RedisCommands<String, String> sync = redis.sync();
       if ("OK".equals(sync.set(redisKey, token, SetArgs.Builder.nx().px(leaseMillis)))) {
-        return Claim.claimed(key, token, clock.instant().plusMillis(leaseMillis));
+        return Claim.claimed(key, token, expiresAt);
       }
       List<Object> r = CLAIM.run(sync, ScriptOutputType.MULTI, new String[] {redisKey}, token,
           Long.toString(leaseMillis));
       long outcome = (Long) r.get(0);
-      long ttl = (Long) r.get(1);
       if (outcome == 1) {
-        return Claim.claimed(key, token, clock.instant().plusMillis(leaseMillis));
+        return Claim.claimed(key, token, expiresAt);
       }
       if (outcome == 2) {
         return Claim.done(key);
       }
-      if (ttl < 0) {
-        // relaykit never writes a claim without an expiry: this value is someone else's, and
-        // treating it as a live claim would block the key forever.
+      long ttl = (Long) r.get(1);
+      Instant holderExpiry = holderExpiry((String) r.get(2));
+      if (ttl < 0 || holderExpiry == null) {
+        // relaykit never writes a claim without an expiry or in another format: this value is
+        // someone else's, and taking it for a live claim could block the key forever.
         throw new IllegalStateException("Redis key '" + redisKey + "' at " + redis.where()
-            + " holds a string without expiry, not " + EXPECTED + ": another program wrote it. "
-            + "Delete the key or choose another keyPrefix.");
+            + " holds a string " + (ttl < 0 ? "without expiry" : "in another format") + ", not "
+            + EXPECTED + ": another program wrote it. Delete the key or choose another "
+            + "keyPrefix.");
       }
-      return Claim.inProgress(key, clock.instant().plusMillis(ttl));
+      return Claim.inProgress(key, holderExpiry);
     } catch (RedisException e) {
       throw failure("claim", redisKey, e);
+    }
+  }
+
+  /** The lease expiry a holder's token carries, or null if the value is not a token. */
+  private static Instant holderExpiry(String value) {
+    int dot = value.indexOf('.');
+    if (dot != 32) {
+      return null;
+    }
+    try {
+      return Instant.ofEpochMilli(Long.parseLong(value, dot + 1, value.length(), 10));
+    } catch (NumberFormatException e) {
+      return null;
     }
   }
 

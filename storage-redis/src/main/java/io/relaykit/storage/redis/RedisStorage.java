@@ -55,9 +55,20 @@ public final class RedisStorage implements AutoCloseable {
     return new RedisVersionGuard(connector);
   }
 
-  /** The dead-letter store under this storage's key prefix; cheap, stateless. */
+  /** The dead-letter store named {@code "default"}; cheap, stateless. */
   public RedisDeadLetterStore deadLetterStore() {
-    return new RedisDeadLetterStore(connector);
+    return deadLetterStore("default");
+  }
+
+  /**
+   * The dead-letter store called {@code name} (one per source, say) under this storage's key
+   * prefix; cheap, stateless.
+   *
+   * @throws IllegalArgumentException if {@code name} is blank, longer than {@link
+   *     RedisDeadLetterStore#MAX_NAME_LENGTH} or holds a brace
+   */
+  public RedisDeadLetterStore deadLetterStore(String name) {
+    return new RedisDeadLetterStore(connector, name);
   }
 
   /**

@@ -59,7 +59,9 @@ class RedisIdempotencyStoreTest {
       Claim c = store.claim(key, LEASE);
       assertThat(c.status()).isEqualTo(Claim.Status.CLAIMED);
       String redisKey = support.prefix + "idem:{" + key + "}";
-      assertThat(support.raw().get(redisKey)).isEqualTo(c.token()).hasSize(32);
+      assertThat(support.raw().get(redisKey)).isEqualTo(c.token())
+          .matches("[0-9a-f]{32}\\.\\d+")
+          .endsWith("." + c.leaseExpiresAt().toEpochMilli());
       assertThat(support.raw().pttl(redisKey)).isBetween(25_000L, 30_000L);
     }
 
