@@ -30,8 +30,8 @@ import java.util.function.Function;
  * </ul>
  *
  * <h2>Cost</h2>
- * A repeat of done or in-flight work costs one fast-tier call. New work costs a fast claim and a
- * durable claim; completing it a durable and a fast write. While the fast tier is down every call
+ * A repeat of done work costs one fast-tier call; a repeat of in-flight work adds a durable read.
+ * New work costs a fast claim and a durable claim; completing it a durable and a fast write. While the fast tier is down every call
  * goes to the durable tier. Configure the fast tier's retention no longer than the durable one's.
  * A durable-tier failure is not masked: it propagates, since no answer is then safe. Thread-safe.
  */
@@ -96,10 +96,14 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
     if (f == null) {
       return durableOnly(key, lease);
     }
-    if (!f.isClaimed()) {
-      // DONE: the durable DONE was written first. IN_PROGRESS: its holder holds (or is about to
-      // ask for) the durable claim too.
-      return f;
+    if (f.status() == Claim.Status.DONE) {
+      return f; // written only after the durable DONE
+    }
+    if (f.status() == Claim.Status.IN_PROGRESS) {
+      // Usually the holder is working. But a fast claim can outlive its work (a claim command
+      // that timed out on the client still ran on the server), so the durable tier, the truth
+      // for DONE, is asked before the caller is told to come back later.
+      return durable.status(key).orElse(null) == Claim.Status.DONE ? Claim.done(key) : f;
     }
     Claim d;
     try {

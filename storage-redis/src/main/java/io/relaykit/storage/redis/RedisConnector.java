@@ -14,6 +14,7 @@ import io.lettuce.core.resource.DefaultClientResources;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * One Lettuce client and one shared, auto-reconnecting connection (Lettuce pipelines the commands of
@@ -30,7 +31,7 @@ final class RedisConnector implements AutoCloseable {
   private final RedisStorageConfig config;
   private final ClientResources resources;
   private final RedisClient client;
-  private final Object lock = new Object();
+  private final ReentrantLock lock = new ReentrantLock();
   private volatile StatefulRedisConnection<String, String> connection;
   private volatile boolean closed;
   private long nextConnectNanos;
@@ -82,7 +83,13 @@ final class RedisConnector implements AutoCloseable {
     if (c != null) {
       return c;
     }
-    synchronized (lock) {
+    // Only one caller waits for a connect; the others fail at once rather than queue up behind
+    // the connect timeout (a tiered store answers them from its durable tier meanwhile).
+    if (!lock.tryLock()) {
+      throw new RedisConnectionException("not connected to Redis at " + where()
+          + " yet; another caller is connecting");
+    }
+    try {
       if (closed) {
         throw new IllegalStateException("RedisStorage for " + where() + " is closed");
       }
@@ -104,12 +111,15 @@ final class RedisConnector implements AutoCloseable {
         nextConnectNanos = System.nanoTime() + config.reconnectMaxDelay().toNanos();
         throw e;
       }
+    } finally {
+      lock.unlock();
     }
   }
 
   @Override
   public void close() {
-    synchronized (lock) {
+    lock.lock();
+    try {
       if (closed) {
         return;
       }
@@ -124,6 +134,8 @@ final class RedisConnector implements AutoCloseable {
         client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
         resources.shutdown(0, 2, TimeUnit.SECONDS);
       }
+    } finally {
+      lock.unlock();
     }
   }
 }

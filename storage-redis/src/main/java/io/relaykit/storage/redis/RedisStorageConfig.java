@@ -15,7 +15,7 @@ import java.util.Objects;
  *   <tr><td>uri</td><td>{@code redis://127.0.0.1:6379}</td><td>Lettuce Redis URI</td></tr>
  *   <tr><td>commandTimeout</td><td>1 s</td><td>a command not answered in time fails (and a
  *       tiered idempotency store falls back to its durable tier)</td></tr>
- *   <tr><td>connectTimeout</td><td>2 s</td><td>TCP connect timeout</td></tr>
+ *   <tr><td>connectTimeout</td><td>5 s</td><td>connect and handshake timeout</td></tr>
  *   <tr><td>reconnectMaxDelay</td><td>1 s</td><td>cap of the reconnect back-off after Redis went
  *       away</td></tr>
  *   <tr><td>keyPrefix</td><td>{@code relaykit:}</td><td>prepended to every key; no braces</td></tr>
@@ -149,7 +149,7 @@ public final class RedisStorageConfig {
   public static final class Builder {
     private String uri = "redis://127.0.0.1:6379";
     private Duration commandTimeout = Duration.ofSeconds(1);
-    private Duration connectTimeout = Duration.ofSeconds(2);
+    private Duration connectTimeout = Duration.ofSeconds(5);
     private Duration reconnectMaxDelay = Duration.ofSeconds(1);
     private String keyPrefix = "relaykit:";
     private Duration lease = Duration.ofSeconds(30);

@@ -36,7 +36,7 @@ final class RedisTestSupport implements AutoCloseable {
     this.uri = env == null || env.isBlank() ? "redis://127.0.0.1:6379" : env;
     this.prefix = "rktest:" + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ":";
     RedisURI redisUri = RedisURI.create(uri);
-    redisUri.setTimeout(Duration.ofSeconds(5));
+    redisUri.setTimeout(Duration.ofSeconds(20));
     this.client = RedisClient.create(redisUri);
     StatefulRedisConnection<String, String> c = null;
     try {
@@ -56,7 +56,10 @@ final class RedisTestSupport implements AutoCloseable {
   }
 
   RedisStorageConfig.Builder config() {
-    return RedisStorageConfig.builder().uri(uri).keyPrefix(prefix);
+    // Generous timeouts: the shared machine can be very busy, and the first connect loads
+    // Lettuce's classes inside the connect timeout.
+    return RedisStorageConfig.builder().uri(uri).keyPrefix(prefix)
+        .connectTimeout(Duration.ofSeconds(20)).commandTimeout(Duration.ofSeconds(10));
   }
 
   RedisStorage open() {
