@@ -34,4 +34,13 @@ final class Keys {
     }
     return value;
   }
+
+  /** Validates a store or journal name: a key, and no braces (it goes inside a hash tag). */
+  static String requireName(String field, String value, int max) {
+    requireKey(field, value, max);
+    if (value.indexOf('{') >= 0 || value.indexOf('}') >= 0) {
+      throw new IllegalArgumentException(field + " must not contain braces, was '" + value + "'");
+    }
+    return value;
+  }
 }

@@ -83,11 +83,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
 
   RedisDeadLetterStore(RedisConnector redis, String name) {
     this.redis = redis;
-    Keys.requireKey("name", name, MAX_NAME_LENGTH);
-    if (name.indexOf('{') >= 0 || name.indexOf('}') >= 0) {
-      throw new IllegalArgumentException("name must not contain braces, was '" + name + "'");
-    }
-    this.name = name;
+    this.name = requireName(name);
     String prefix = redis.config().keyPrefix();
     String tag = prefix + "dlq:{" + prefix + name + "}:";
     this.entryPrefix = tag + "e:";
@@ -233,6 +229,10 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
       }
     }
     return removed;
+  }
+
+  static String requireName(String name) {
+    return Keys.requireName("name", name, MAX_NAME_LENGTH);
   }
 
   /** The store's name: its keys live under it. */

@@ -127,12 +127,8 @@ public final class RedisJournal implements QueueJournal {
     this.maxValueBytes = redis.config().maxValueBytes();
   }
 
-  private static String requireName(String name) {
-    Keys.requireKey("name", name, MAX_NAME_LENGTH);
-    if (name.indexOf('{') >= 0 || name.indexOf('}') >= 0) {
-      throw new IllegalArgumentException("name must not contain braces, was '" + name + "'");
-    }
-    return name;
+  static String requireName(String name) {
+    return Keys.requireName("name", name, MAX_NAME_LENGTH);
   }
 
   /** The journal's name: its keys live under it, so a new instance on the same name recovers. */
