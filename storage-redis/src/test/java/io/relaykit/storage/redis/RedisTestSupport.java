@@ -2,10 +2,12 @@ package io.relaykit.storage.redis;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
+import io.lettuce.core.SocketOptions;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
@@ -32,12 +34,17 @@ final class RedisTestSupport implements AutoCloseable {
   private final StatefulRedisConnection<String, String> connection;
 
   RedisTestSupport() {
-    String env = System.getenv("RELAYKIT_REDIS_URI");
-    this.uri = env == null || env.isBlank() ? "redis://127.0.0.1:6379" : env;
+    this(System.getenv("RELAYKIT_REDIS_URI"));
+  }
+
+  RedisTestSupport(String uriOrNull) {
+    this.uri = uriOrNull == null || uriOrNull.isBlank() ? "redis://127.0.0.1:6379" : uriOrNull;
     this.prefix = "rktest:" + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ":";
     RedisURI redisUri = RedisURI.create(uri);
     redisUri.setTimeout(Duration.ofSeconds(20));
     this.client = RedisClient.create(redisUri);
+    client.setOptions(ClientOptions.builder().socketOptions(
+        SocketOptions.builder().connectTimeout(Duration.ofSeconds(20)).build()).build());
     StatefulRedisConnection<String, String> c = null;
     try {
       c = client.connect();
