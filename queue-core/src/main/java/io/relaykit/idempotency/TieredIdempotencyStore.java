@@ -103,7 +103,14 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
       // Usually the holder is working. But a fast claim can outlive its work (a claim command
       // that timed out on the client still ran on the server), so the durable tier, the truth
       // for DONE, is asked before the caller is told to come back later.
-      return durable.status(key).orElse(null) == Claim.Status.DONE ? Claim.done(key) : f;
+      // IN_PROGRESS is a safe answer whatever the durable tier says, so its failure is not one.
+      try {
+        return durable.status(key).orElse(null) == Claim.Status.DONE ? Claim.done(key) : f;
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.DEBUG, "durable tier could not confirm an in-progress claim",
+            e);
+        return f;
+      }
     }
     Claim d;
     try {

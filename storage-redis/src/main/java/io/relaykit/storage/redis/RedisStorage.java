@@ -1,7 +1,6 @@
 package io.relaykit.storage.redis;
 
 import java.time.InstantSource;
-import java.util.Objects;
 
 /**
  * The entry point to relaykit's Redis backends: one Lettuce client and one shared connection that
@@ -38,7 +37,10 @@ public final class RedisStorage implements AutoCloseable {
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }
-    return new RedisStorage(config, Objects.requireNonNull(clock, "clock"));
+    if (clock == null) {
+      throw new IllegalArgumentException("clock must not be null");
+    }
+    return new RedisStorage(config, clock);
   }
 
   public RedisStorageConfig config() {
