@@ -122,6 +122,17 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
     }
 
     @Test
+    @DisplayName("a repeat of in-flight work is IN_PROGRESS even when the durable tier cannot "
+        + "confirm it")
+    void inProgressWithDurableDown() {
+      Claim c = tiered.claim("order-9", LEASE);
+      durable.down = true;
+      assertThat(tiered.claim("order-9", LEASE).status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      durable.down = false;
+      assertThat(tiered.complete(c)).isTrue();
+    }
+
+    @Test
     @DisplayName("a fast claim that outlived its work (orphaned) does not hide a durable DONE")
     void orphanedFastClaim() {
       fast.delegate.claim("order-8", LEASE);
