@@ -1,0 +1,84 @@
+package io.relaykit.transport.rabbitmq;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.LongString;
+import io.relaykit.message.MalformedMessageException;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The AMQP side of {@link io.relaykit.message.MessageHeaders}: every relaykit header travels as an
+ * AMQP string header, and the message id, type and creation time are mirrored into the standard
+ * AMQP properties for tools that show them. Messages are always persistent.
+ */
+final class AmqpHeaders {
+  /** The publish sequence number, so a returned (unroutable) message finds its pending publish. */
+  static final String PUBLISH_SEQ = "relaykit-publish-seq";
+  /** Distinguishes two dead-letter queue entries of the same message id. */
+  static final String DEAD_ENTRY = "relaykit-dead-entry";
+
+  private static final int PERSISTENT = 2;
+
+  private AmqpHeaders() {}
+
+  static AMQP.BasicProperties properties(String messageId, String type, long createdAtMillis,
+      Map<String, String> wire, long publishSeq) {
+    Map<String, Object> headers = new LinkedHashMap<>(wire);
+    headers.put(PUBLISH_SEQ, Long.toString(publishSeq));
+    return new AMQP.BasicProperties.Builder()
+        .deliveryMode(PERSISTENT)
+        .contentType("application/octet-stream")
+        .messageId(messageId)
+        .type(type)
+        .timestamp(new java.util.Date(createdAtMillis))
+        .headers(headers)
+        .build();
+  }
+
+  /**
+   * The string headers of a delivery, without the transport-private ones.
+   *
+   * @throws MalformedMessageException if a header is not a string or number
+   */
+  static Map<String, String> strings(AMQP.BasicProperties props) {
+    Map<String, String> out = new LinkedHashMap<>();
+    Map<String, Object> headers = props.getHeaders();
+    if (headers == null) {
+      return out;
+    }
+    for (Map.Entry<String, Object> h : headers.entrySet()) {
+      if (h.getKey().equals(PUBLISH_SEQ) || isBrokerHeader(h.getKey())) {
+        continue;
+      }
+      Object v = h.getValue();
+      if (v instanceof LongString) {
+        out.put(h.getKey(), new String(((LongString) v).getBytes(), StandardCharsets.UTF_8));
+      } else if (v instanceof String || v instanceof Number || v instanceof Boolean) {
+        out.put(h.getKey(), v.toString());
+      } else if (v == null) {
+        throw new MalformedMessageException("header " + h.getKey() + " is null");
+      } else {
+        throw new MalformedMessageException("header " + h.getKey() + " is not a string but a "
+            + v.getClass().getSimpleName());
+      }
+    }
+    return out;
+  }
+
+  /** Headers the broker adds on redelivery and dead-lettering; not part of the message. */
+  static boolean isBrokerHeader(String name) {
+    return name.equals("x-delivery-count") || name.equals("x-death")
+        || name.startsWith("x-first-death-") || name.startsWith("x-last-death-")
+        || name.equals("x-received-from");
+  }
+
+  /** Estimated encoded size of headers: names, values and a few bytes of framing each. */
+  static long estimatedSize(Map<String, String> wire) {
+    long size = 64;
+    for (Map.Entry<String, String> h : wire.entrySet()) {
+      size += 8 + h.getKey().length() + (long) h.getValue().length() * 3;
+    }
+    return size;
+  }
+}
