@@ -15,6 +15,14 @@ import java.util.Map;
 final class AmqpHeaders {
   /** The publish sequence number, so a returned (unroutable) message finds its pending publish. */
   static final String PUBLISH_SEQ = "relaykit-publish-seq";
+  /**
+   * The message key. AMQP has no key property, and the routing key is the queue name once a
+   * message moves through the default exchange to a delay or dead-letter queue, so the key also
+   * travels as a header.
+   */
+  static final String KEY = "relaykit-key";
+  /** Longest exception message kept in a header; longer ones are cut. */
+  static final int MAX_EXCEPTION_MESSAGE = 2_000;
   /** Distinguishes two dead-letter queue entries of the same message id. */
   static final String DEAD_ENTRY = "relaykit-dead-entry";
 
