@@ -51,14 +51,17 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
 
   private static final long CONFIRM_WAIT_SECONDS = 60;
 
+  private final String destination;
   private final RabbitMqTopology.GroupQueues queues;
   private final Connection connection;
   private final RabbitMqPublisher publisher;
   private final LifecycleListener listener;
   private final InstantSource clock;
 
-  private RabbitMqDeadLetterStore(RabbitMqTopology.GroupQueues queues, Connection connection,
-      RabbitMqPublisher publisher, LifecycleListener listener, InstantSource clock) {
+  private RabbitMqDeadLetterStore(String destination, RabbitMqTopology.GroupQueues queues,
+      Connection connection, RabbitMqPublisher publisher, LifecycleListener listener,
+      InstantSource clock) {
+    this.destination = destination;
     this.queues = queues;
     this.connection = connection;
     this.publisher = publisher;
@@ -109,7 +112,8 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
       abort(connection);
       throw e;
     }
-    return new RabbitMqDeadLetterStore(queues, connection, publisher, listener, clock);
+    return new RabbitMqDeadLetterStore(destination, queues, connection, publisher, listener,
+        clock);
   }
 
   /** The dead-letter queue this view reads. */
@@ -200,8 +204,9 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
   }
 
   /**
-   * Sends the dead letter with {@code id} back to the queue it came from (its source, normally
-   * the group's queue) with a fresh attempt count, then removes it from the dead-letter queue.
+   * Sends the dead letter with {@code id} back to this group's queue (not to the destination's
+   * exchange: the other groups already handled it) with a fresh attempt count, then removes it
+   * from the dead-letter queue.
    * The resend is confirmed before the removal, so a failure leaves the dead letter in place; a
    * crash between the two may replay it twice (consumers dedupe by id).
    *
@@ -218,8 +223,8 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
       DeadLetter d = newest.get().deadLetter;
       Map<String, String> wire = new LinkedHashMap<>(MessageHeaders.toWire(d.message()));
       d.message().key().ifPresent(k -> wire.put(AmqpHeaders.KEY, k));
-      confirm(publisher.publishToQueue(d.source(), wire, d.message().payload()),
-          "replay of dead letter " + id + " to " + d.source());
+      confirm(publisher.publishToQueue(queues.queue(), wire, d.message().payload()),
+          "replay of dead letter " + id + " to " + queues.queue());
       for (Entry e : entries) {
         if (e.deadLetter.id().equals(id)) {
           e.ack();
@@ -228,7 +233,7 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
       return Optional.of(d);
     });
     replayed.ifPresent(d -> LifecycleListener.safely(listener, new LifecycleEvent(
-        LifecycleEvent.Stage.REPLAYED, d.id(), d.message().traceId(), d.source(),
+        LifecycleEvent.Stage.REPLAYED, d.id(), d.message().traceId(), queues.queue(),
         clock.instant(), "replayed from " + queues.deadLetterQueue())));
     return replayed;
   }
@@ -387,7 +392,7 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
     String source = wire.get(MessageHeaders.SOURCE);
     String reason = wire.get(MessageHeaders.DEAD_REASON);
     return new DeadLetter(message,
-        source == null || source.isBlank() ? queues.queue() : source,
+        source == null || source.isBlank() ? destination : source,
         reason == null || reason.isBlank() ? "unknown (no " + MessageHeaders.DEAD_REASON
             + " header)" : reason,
         wire.get(MessageHeaders.EXCEPTION_CLASS), wire.get(MessageHeaders.EXCEPTION_MESSAGE),

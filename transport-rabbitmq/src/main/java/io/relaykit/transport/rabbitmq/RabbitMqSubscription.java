@@ -172,7 +172,8 @@ final class RabbitMqSubscription implements Subscription {
     event(LifecycleEvent.Stage.DELIVERED, ctx.message, "attempt " + ctx.attempt);
     Throwable failure = null;
     try {
-      handler.handle(new Delivery(ctx.message, queues.queue(), ctx.attempt, ctx.firstFailure));
+      handler.handle(new Delivery(ctx.message, spec.destination(), ctx.attempt,
+          ctx.firstFailure));
     } catch (Throwable t) {
       failure = t;
     } finally {
@@ -226,7 +227,7 @@ final class RabbitMqSubscription implements Subscription {
     headers.put(MessageHeaders.ATTEMPT, Integer.toString(ctx.attempt));
     headers.put(MessageHeaders.FIRST_FAILURE_AT, first.toString());
     headers.put(MessageHeaders.LAST_FAILURE_AT, now.toString());
-    headers.put(MessageHeaders.SOURCE, queues.queue());
+    headers.put(MessageHeaders.SOURCE, spec.destination());
     headers.put(MessageHeaders.EXCEPTION_CLASS, failure.getClass().getName());
     String exceptionMessage = failure.getMessage();
     if (exceptionMessage != null) {
@@ -279,7 +280,7 @@ final class RabbitMqSubscription implements Subscription {
     headers.put(MessageHeaders.ATTEMPT, "0");
     headers.put(MessageHeaders.FIRST_FAILURE_AT, now.toString());
     headers.put(MessageHeaders.LAST_FAILURE_AT, now.toString());
-    headers.put(MessageHeaders.SOURCE, queues.queue());
+    headers.put(MessageHeaders.SOURCE, spec.destination());
     headers.put(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
     String trace = headers.get(MessageHeaders.TRACE_ID);
     String messageId = id;

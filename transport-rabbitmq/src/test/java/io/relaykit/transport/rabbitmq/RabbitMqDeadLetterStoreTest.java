@@ -88,7 +88,7 @@ class RabbitMqDeadLetterStoreTest extends DeadLetterStoreContract {
       assertThat(d.message()).isEqualTo(m);
       assertThat(d.reason()).startsWith("permanent failure").contains("customer unknown");
       assertThat(d.attempts()).isEqualTo(1);
-      assertThat(d.source()).isEqualTo(topology.queues(destination, GROUP).queue());
+      assertThat(d.source()).isEqualTo(destination);
       assertThat(d.exceptionClass()).isEqualTo(PermanentFailureException.class.getName());
 
       assertThat(store.replay("replay-1")).contains(d);

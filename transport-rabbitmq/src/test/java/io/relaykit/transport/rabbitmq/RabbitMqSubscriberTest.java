@@ -145,7 +145,7 @@ class RabbitMqSubscriberTest {
           .isEqualTo(IllegalStateException.class.getName());
       assertThat(TestBroker.header(dead, MessageHeaders.EXCEPTION_MESSAGE)).isEqualTo("boom 3");
       assertThat(TestBroker.header(dead, MessageHeaders.ATTEMPT)).isEqualTo("3");
-      assertThat(TestBroker.header(dead, MessageHeaders.SOURCE)).isEqualTo(queues("g").queue());
+      assertThat(TestBroker.header(dead, MessageHeaders.SOURCE)).isEqualTo(destination);
       Instant first = Instant.parse(TestBroker.header(dead, MessageHeaders.FIRST_FAILURE_AT));
       Instant last = Instant.parse(TestBroker.header(dead, MessageHeaders.LAST_FAILURE_AT));
       assertThat(first).isEqualTo(ds.get(1).firstFailureAt());
