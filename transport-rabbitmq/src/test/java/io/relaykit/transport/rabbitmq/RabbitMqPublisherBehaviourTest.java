@@ -87,7 +87,7 @@ class RabbitMqPublisherBehaviourTest {
   void manyMessagesConfirmed() {
     publisher = RabbitMqPublisher.create(config.toBuilder().confirmWindow(64).build());
     List<CompletableFuture<PublishReceipt>> futures = new ArrayList<>();
-    for (int i = 0; i < 2_000; i++) {
+    for (int i = 0; i < 1_000; i++) {
       futures.add(publisher.publish(destination, message(i)));
     }
     CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).join();
@@ -96,7 +96,7 @@ class RabbitMqPublisherBehaviourTest {
     for (GetResponse r : TestBroker.drain(admin, queues.queue())) {
       ids.add(r.getProps().getMessageId());
     }
-    assertThat(ids).hasSize(2_000);
+    assertThat(ids).hasSize(1_000);
   }
 
   @Test
@@ -191,19 +191,19 @@ class RabbitMqPublisherBehaviourTest {
       java.util.concurrent.atomic.AtomicBoolean stop =
           new java.util.concurrent.atomic.AtomicBoolean();
       Thread producer = new Thread(() -> {
-        for (int i = 0; !stop.get() && i < 100_000; i++) {
+        for (int i = 0; !stop.get() && i < 30_000; i++) {
           futures.add(publisher.publish(destination, message(i)));
         }
       });
       producer.start();
-      Await.until(Duration.ofSeconds(30), "500 messages confirmed", () -> confirmed(futures) > 500);
+      Await.until(Duration.ofSeconds(30), "200 messages confirmed", () -> confirmed(futures) > 200);
       TestBroker.forceClose(pids);
       Await.until(Duration.ofSeconds(30), "publisher reconnected",
           () -> publisher.recoveries() >= 1);
       long afterRecovery = confirmed(futures);
 
-      Await.until(Duration.ofSeconds(30), "500 more confirmed after reconnecting",
-          () -> confirmed(futures) > afterRecovery + 500);
+      Await.until(Duration.ofSeconds(30), "200 more confirmed after reconnecting",
+          () -> confirmed(futures) > afterRecovery + 200);
       stop.set(true);
       producer.join(30_000);
       CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new))
