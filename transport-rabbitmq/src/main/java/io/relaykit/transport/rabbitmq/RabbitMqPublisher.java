@@ -389,7 +389,6 @@ public final class RabbitMqPublisher implements Publisher {
       lastLoss = String.valueOf(cause.getMessage());
       List<Pending> back = new ArrayList<>(g.pending.values());
       g.pending.clear();
-      republished.addAndGet(back.size());
       for (int i = back.size() - 1; i >= 0; i--) {
         unsent.addFirst(back.get(i));
       }
@@ -466,9 +465,13 @@ public final class RabbitMqPublisher implements Publisher {
       if (connection != null && connection != c && connection.isOpen()) {
         connection.abort();
       }
+      boolean reconnecting = connection != null;
       connection = c;
       gen = g;
       int n = unsent.size();
+      if (reconnecting) {
+        republished.addAndGet(n);
+      }
       for (int i = 0; i < n; i++) {
         Pending p = unsent.pollFirst();
         send(g, p);
@@ -486,7 +489,10 @@ public final class RabbitMqPublisher implements Publisher {
     return recoveries.get();
   }
 
-  /** Messages taken back from a lost channel to be published again; for tests and monitoring. */
+  /**
+   * Messages sent after a reconnect: unconfirmed ones taken back from the lost channel and those
+   * published while disconnected. For tests and monitoring.
+   */
   long republished() {
     return republished.get();
   }

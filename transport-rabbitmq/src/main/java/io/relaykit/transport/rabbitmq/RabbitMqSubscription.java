@@ -62,6 +62,8 @@ final class RabbitMqSubscription implements Subscription {
   private final AtomicBoolean closing = new AtomicBoolean();
   private volatile boolean running;
   private volatile boolean finishedInTime;
+  /** Set when close gave up waiting: late results must not ack what the broker will redeliver. */
+  private volatile boolean abandoned;
   private Channel channel;
   private String consumerTag;
 
@@ -204,6 +206,10 @@ final class RabbitMqSubscription implements Subscription {
   /** Settles a delivery once; a late result after a timeout is ignored. */
   private void settle(Ctx ctx, Throwable failure) {
     if (!ctx.settled.compareAndSet(false, true)) {
+      return;
+    }
+    if (abandoned) {
+      done();
       return;
     }
     if (failure == null) {
@@ -378,9 +384,9 @@ final class RabbitMqSubscription implements Subscription {
       }
     }
     finishedInTime = inFlight.get() == 0;
-    for (ExecutorService lane : lanes) {
-      lane.shutdownNow();
-    }
+    abandoned = !finishedInTime;
+    // Close the channel before interrupting the workers: a handler that returns on the interrupt
+    // must not ack a message that should go to the next consumer.
     if (channel != null && channel.isOpen()) {
       try {
         // Unacked deliveries go back to the queue for the next consumer.
@@ -389,6 +395,9 @@ final class RabbitMqSubscription implements Subscription {
         LOG.log(System.Logger.Level.DEBUG, "closing the channel of " + queues.queue()
             + " failed", e);
       }
+    }
+    for (ExecutorService lane : lanes) {
+      lane.shutdownNow();
     }
     if (interrupted) {
       Thread.currentThread().interrupt();
