@@ -32,9 +32,10 @@ import java.util.concurrent.ScheduledExecutorService;
  * counts. Permanent failures, exhausted attempts, and messages that cannot be decoded go to the
  * dead-letter queue with the reason, exception, attempts and times in headers.
  *
- * <p><b>Ordering.</b> {@code KEY}: one message per key at a time in arrival order, keys spread
- * over {@code concurrency} lanes (a slow key delays the keys that share its lane); {@code
- * PARTITION}: one message at a time; {@code UNORDERED}: {@code concurrency} workers. Order holds
+ * <p><b>Ordering.</b> Handlers run on a {@link io.relaykit.ordering.KeyedExecutor} of {@code
+ * concurrency} threads. {@code KEY}: one message per key at a time in arrival order, keys in
+ * parallel (keyless messages run beside anything); {@code PARTITION}: one message at a time per
+ * queue; {@code UNORDERED}: {@code concurrency} at once. Order holds
  * within one subscriber and only until a retry: a retried message comes back after later ones, and
  * competing consumers of one group each see part of a key's messages.
  *

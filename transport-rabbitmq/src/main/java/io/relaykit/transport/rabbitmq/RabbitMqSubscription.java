@@ -16,7 +16,7 @@ import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
-import io.relaykit.ordering.OrderingMode;
+import io.relaykit.ordering.KeyedExecutor;
 import io.relaykit.retry.RetryPolicy;
 import java.io.IOException;
 import java.time.Duration;
@@ -27,8 +27,6 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -55,8 +53,7 @@ final class RabbitMqSubscription implements Subscription {
   private final LifecycleListener listener;
   private final InstantSource clock;
   private final int prefetch;
-  private final ExecutorService[] lanes;
-  private final AtomicInteger roundRobin = new AtomicInteger();
+  private final KeyedExecutor workers;
   private final AtomicInteger inFlight = new AtomicInteger();
   private final Object drained = new Object();
   private final AtomicBoolean closing = new AtomicBoolean();
@@ -80,17 +77,13 @@ final class RabbitMqSubscription implements Subscription {
     this.listener = listener;
     this.clock = clock;
     this.prefetch = prefetch;
-    String name = "relaykit-rabbitmq-" + queues.queue();
-    if (spec.ordering() == OrderingMode.UNORDERED) {
-      lanes = new ExecutorService[] {
-          Executors.newFixedThreadPool(spec.concurrency(), RabbitMqPublisher.daemon(name))};
-    } else {
-      int n = spec.ordering() == OrderingMode.KEY ? spec.concurrency() : 1;
-      lanes = new ExecutorService[n];
-      for (int i = 0; i < n; i++) {
-        lanes[i] = Executors.newSingleThreadExecutor(RabbitMqPublisher.daemon(name + "-" + i));
-      }
-    }
+    // Prefetch bounds what the broker hands out; the slack covers deliveries of a channel lost
+    // and recovered while its old deliveries still run.
+    this.workers = KeyedExecutor.builder()
+        .threads(spec.concurrency())
+        .maxQueued(2 * prefetch)
+        .threadFactory(RabbitMqPublisher.daemon("relaykit-rabbitmq-" + queues.queue()))
+        .build();
   }
 
   void start(Connection connection) throws IOException {
@@ -140,23 +133,30 @@ final class RabbitMqSubscription implements Subscription {
       done();
       return;
     }
+    boolean accepted;
     try {
-      lane(ctx.message).execute(() -> run(ctx));
+      accepted = workers.trySubmit(orderKey(ctx.message), () -> run(ctx));
     } catch (RejectedExecutionException e) {
-      // Closing: let the broker redeliver it to another consumer.
+      accepted = false;
+    }
+    if (!accepted) {
+      // Closing (or over the bound after a recovery): let the broker redeliver it.
       ctx.settled.set(true);
       nack(tag);
       done();
     }
   }
 
-  private ExecutorService lane(Message message) {
-    if (lanes.length == 1) {
-      return lanes[0];
+  /** The KeyedExecutor key: the message key, one key for the whole queue, or none. */
+  private Object orderKey(Message message) {
+    switch (spec.ordering()) {
+      case KEY:
+        return message.key().orElse(null);
+      case PARTITION:
+        return queues.queue();
+      default:
+        return null;
     }
-    int i = message.key().map(k -> Math.floorMod(k.hashCode(), lanes.length))
-        .orElseGet(() -> Math.floorMod(roundRobin.getAndIncrement(), lanes.length));
-    return lanes[i];
   }
 
   private void run(Ctx ctx) {
@@ -396,9 +396,7 @@ final class RabbitMqSubscription implements Subscription {
             + " failed", e);
       }
     }
-    for (ExecutorService lane : lanes) {
-      lane.shutdownNow();
-    }
+    workers.shutdownNow();
     if (interrupted) {
       Thread.currentThread().interrupt();
     }

@@ -133,6 +133,38 @@ class RabbitMqPublisherBehaviourTest {
   }
 
   @Test
+  @DisplayName("an unreachable broker fails create() naming RabbitMQ and how to start it")
+  void brokerDown() {
+    assertThatThrownBy(() -> RabbitMqPublisher.create(config.toBuilder()
+        .uri("amqp://guest:guest@127.0.0.1:1").build()))
+        .isInstanceOf(java.io.UncheckedIOException.class)
+        .hasMessageContaining("RabbitMQ").hasMessageContaining("127.0.0.1:1")
+        .hasMessageContaining("rabbitmq-server -detached");
+  }
+
+  @Test
+  @DisplayName("a destination whose exchange exists with another type is rejected, naming it")
+  void conflictingExchange() throws Exception {
+    String other = TestBroker.unique("direct");
+    try (var ch = admin.createChannel()) {
+      ch.exchangeDeclare(topology.exchange(other), "direct", true);
+    }
+    publisher = RabbitMqPublisher.create(config);
+    try {
+      assertThatThrownBy(() -> publisher.publish(other, message(1)).join())
+          .cause().isInstanceOf(MessageRejectedException.class)
+          .hasMessageContaining("exchange '" + topology.exchange(other) + "'")
+          .hasMessageContaining("PRECONDITION_FAILED");
+      assertThat(publisher.publish(destination, message(2)).get(10, TimeUnit.SECONDS)
+          .messageId()).as("the publisher keeps working").isEqualTo("m-2");
+    } finally {
+      try (var ch = admin.createChannel()) {
+        ch.exchangeDelete(topology.exchange(other));
+      }
+    }
+  }
+
+  @Test
   @DisplayName("invalid arguments throw IllegalArgumentException at once")
   void invalidArguments() {
     publisher = RabbitMqPublisher.create(config);
