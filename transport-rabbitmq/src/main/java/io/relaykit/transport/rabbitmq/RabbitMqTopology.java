@@ -220,7 +220,8 @@ public final class RabbitMqTopology {
       try {
         channel.exchangeDeclare(name, BuiltinExchangeType.FANOUT, true, false, false, null);
       } catch (IOException e) {
-        throw conflict("exchange", name, "a durable fanout exchange", e);
+        throwIfConflict("exchange", name, "a durable fanout exchange", e);
+        throw e;
       }
     }
 
@@ -228,7 +229,8 @@ public final class RabbitMqTopology {
       try {
         channel.queueDeclare(name, true, false, false, args);
       } catch (IOException e) {
-        throw conflict("queue", name, "a durable queue with arguments " + args, e);
+        throwIfConflict("queue", name, "a durable queue with arguments " + args, e);
+        throw e;
       }
     }
 
@@ -236,15 +238,14 @@ public final class RabbitMqTopology {
       channel.queueBind(queue, exchange, "");
     }
 
-    private static IOException conflict(String kind, String name, String expected,
+    private static void throwIfConflict(String kind, String name, String expected,
         IOException e) {
       String brokerText = preconditionFailure(e);
-      if (brokerText == null) {
-        return e;
+      if (brokerText != null) {
+        throw new TopologyConflictException(kind + " '" + name + "' already exists with other "
+            + "properties than relaykit declares (" + expected + "); broker said: " + brokerText
+            + ". Delete it or choose another name.", e);
       }
-      throw new TopologyConflictException(kind + " '" + name + "' already exists with other "
-          + "properties than relaykit declares (" + expected + "); broker said: " + brokerText
-          + ". Delete it or choose another name.", e);
     }
 
     @Override
