@@ -70,10 +70,11 @@ class KitsCatchBrokenBackendsTest {
   }
 
   @Test
-  @DisplayName("DeadLetterStoreContract catches a store that claims it cannot remove by id but"
+  @DisplayName("DeadLetterStoreContract catches a store that claims it cannot remove or purge but"
       + " does, and one whose remove hands out twice")
   void deadLetterStore() {
     assertThat(failedCases(RemoveNotDeclaredUnsupported.class)).containsExactly("unsupported");
+    assertThat(failedCases(PurgeNotDeclaredUnsupported.class)).containsExactly("unsupported");
     assertThat(failedCases(RemoveHandsOutTwice.class))
         .contains("removeOnce", "concurrentRemovers").doesNotContain("roundTrip", "byReason");
   }
@@ -127,6 +128,18 @@ class KitsCatchBrokenBackendsTest {
 
     @Override
     protected boolean supportsRemoveById() {
+      return false;
+    }
+  }
+
+  static final class PurgeNotDeclaredUnsupported extends DeadLetterStoreContract {
+    @Override
+    protected DeadLetterStore createStore() {
+      return new InMemoryDeadLetterStore();
+    }
+
+    @Override
+    protected boolean supportsPurge() {
       return false;
     }
   }
