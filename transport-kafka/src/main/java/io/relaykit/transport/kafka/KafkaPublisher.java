@@ -68,6 +68,14 @@ public final class KafkaPublisher implements Publisher {
         config);
   }
 
+  /** The consumer runtime's own producer for retry and dead-letter copies. */
+  static KafkaPublisher createRouter(KafkaTransportConfig config) {
+    return new KafkaPublisher(
+        new KafkaProducer<>(producerProperties(config, "router"), new StringSerializer(),
+            new ByteArraySerializer()),
+        config);
+  }
+
   /** The producer settings this transport uses: the user's extras under the protected ones. */
   static Map<String, Object> producerProperties(KafkaTransportConfig config, String role) {
     Map<String, Object> props = new HashMap<>();

@@ -43,6 +43,12 @@ final class KafkaRecords {
     return (int) Math.min(Integer.MAX_VALUE, size);
   }
 
+  /** The {@code topic-partition} part of a {@link #position}, or null if it is not one. */
+  static String partitionOf(String position) {
+    int at = position.lastIndexOf('@');
+    return at > 0 && position.lastIndexOf('-', at) > 0 ? position.substring(0, at) : null;
+  }
+
   /** {@code topic-partition@offset}, the position format of receipts and dead letters. */
   static String position(String topic, int partition, long offset) {
     return topic + "-" + partition + "@" + offset;

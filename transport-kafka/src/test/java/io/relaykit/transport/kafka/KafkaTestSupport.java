@@ -51,6 +51,45 @@ final class KafkaTestSupport {
     }
   }
 
+  /** Publishes {@code messages} to {@code topic} and waits for every confirm. */
+  static void publishAll(String topic, List<io.relaykit.message.Message> messages) {
+    try (KafkaPublisher p = KafkaPublisher.create(config().build())) {
+      List<java.util.concurrent.CompletableFuture<?>> fs = new ArrayList<>();
+      for (io.relaykit.message.Message m : messages) {
+        fs.add(p.publish(topic, m));
+      }
+      java.util.concurrent.CompletableFuture.allOf(
+          fs.toArray(java.util.concurrent.CompletableFuture[]::new))
+          .get(30, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IllegalStateException("could not publish to " + topic, e);
+    }
+  }
+
+  /** A message of type {@code test} with {@code key} and a payload naming its sequence number. */
+  static io.relaykit.message.Message message(String key, int seq) {
+    return io.relaykit.message.Message.builder().type("test").key(key)
+        .payload(Integer.toString(seq)).build();
+  }
+
+  /** The group's committed offset of each partition of {@code topic} (absent ones left out). */
+  static Map<Integer, Long> committedOffsets(String group, String topic) {
+    try {
+      Map<TopicPartition, org.apache.kafka.clients.consumer.OffsetAndMetadata> all =
+          KafkaTestBroker.admin().listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata()
+              .get(30, java.util.concurrent.TimeUnit.SECONDS);
+      Map<Integer, Long> out = new java.util.TreeMap<>();
+      all.forEach((tp, o) -> {
+        if (tp.topic().equals(topic) && o != null) {
+          out.put(tp.partition(), o.offset());
+        }
+      });
+      return out;
+    } catch (Exception e) {
+      throw new IllegalStateException("could not read offsets of group " + group, e);
+    }
+  }
+
   static long endOffset(String topic, int partition) {
     try (KafkaConsumer<String, byte[]> c = rawConsumer()) {
       TopicPartition tp = new TopicPartition(topic, partition);
