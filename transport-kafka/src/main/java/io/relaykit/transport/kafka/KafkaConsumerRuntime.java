@@ -590,7 +590,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     describeFailure(headers, failure);
     ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
         w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
-    String id = message != null ? message.id() : sourcePosition;
+    String id = message != null ? message.id() : "dlt:" + sourcePosition;
     sendDurably(w, copy, id, md -> {
       LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
           id, message != null ? message.traceId() : null, topic, clock.instant(), reason));
