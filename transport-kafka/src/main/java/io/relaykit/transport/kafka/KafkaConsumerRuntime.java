@@ -11,7 +11,6 @@ import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.ordering.KeyedExecutor;
 import io.relaykit.ordering.OffsetTracker;
-import io.relaykit.ordering.OrderingMode;
 import io.relaykit.retry.RetryPolicy;
 import java.time.Duration;
 import java.time.Instant;
@@ -289,7 +288,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       case UNORDERED:
         return null;
       case KEY:
-        return r.key(); // null: the worker dead-letters it (KEY mode needs a key)
+        return r.key(); // a keyless record has nothing to be ordered with: it runs unordered
       case PARTITION:
         if (fromRetry) {
           String source = KafkaRecords.fromHeaders(r.headers())
@@ -448,13 +447,6 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
           w.position());
       return;
     }
-    if (spec.ordering() == OrderingMode.KEY && r.key() == null) {
-      MalformedMessageException e = new MalformedMessageException("record " + w.position()
-          + " has no key, and KEY ordering needs one to order by");
-      deadLetter(w, wire, message, "missing key: " + e.getMessage(), e, 0, now, now, source,
-          sourcePosition);
-      return;
-    }
     if (message.isExpiredAt(now)) {
       event(LifecycleEvent.Stage.EXPIRED, message, "expired at " + message.expiresAt().get());
       finish(w);
@@ -511,6 +503,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       return;
     }
     watchdog.cancel(false);
+    if (!owned.contains(w.partition())) {
+      return; // revoked or closed meanwhile: the next owner redoes it
+    }
     if (failure == null) {
       event(LifecycleEvent.Stage.ACKED, delivery.message(), w.position());
       finish(w);

@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -317,9 +318,14 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
     byte[] value = r.value() == null || r.value().length == 0
         ? "(empty)".getBytes(StandardCharsets.UTF_8) : r.value();
     String origin = wire.get(MessageHeaders.SOURCE_POSITION);
+    String id = "dlt:" + (origin != null && !origin.isBlank() ? origin
+        : KafkaRecords.position(r.topic(), r.partition(), r.offset()));
+    // Derived from the id, so every read shows the same stand-in.
+    String traceId = UUID.nameUUIDFromBytes(id.getBytes(StandardCharsets.UTF_8)).toString()
+        .replace("-", "");
     return Message.builder()
-        .id("dlt:" + (origin != null && !origin.isBlank() ? origin
-            : KafkaRecords.position(r.topic(), r.partition(), r.offset())))
+        .id(id)
+        .traceId(traceId)
         .type(UNDECODABLE_TYPE)
         .key(r.key() == null || r.key().isBlank() ? null : r.key())
         .payload(value)

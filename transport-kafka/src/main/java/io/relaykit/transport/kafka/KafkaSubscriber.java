@@ -13,11 +13,13 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 
@@ -131,8 +133,7 @@ public final class KafkaSubscriber implements Subscriber {
           latest.put(new TopicPartition(t.name(), p), OffsetSpec.latest());
         }
       }
-      admin.listOffsets(latest).all().get(config.publishTimeout().toMillis(),
-          TimeUnit.MILLISECONDS);
+      awaitLeaders(admin, latest, config.publishTimeout());
     } catch (IllegalArgumentException | IllegalStateException e) {
       throw e;
     } catch (InterruptedException e) {
@@ -141,6 +142,27 @@ public final class KafkaSubscriber implements Subscriber {
     } catch (Exception e) {
       throw new IllegalStateException("could not check or create the topics of " + source
           + " on " + config.bootstrapServers() + ": " + e, e);
+    }
+  }
+
+  /**
+   * Waits until every partition answers a list-offsets request: metadata of a topic created a
+   * moment ago may not have reached the broker that answers, which fails the request at once.
+   */
+  static void awaitLeaders(Admin admin, Map<TopicPartition, OffsetSpec> partitions,
+      Duration timeout) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      try {
+        admin.listOffsets(partitions).all().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        return;
+      } catch (ExecutionException e) {
+        boolean retriable = e.getCause() instanceof RetriableException;
+        if (!retriable || System.nanoTime() - deadline > 0) {
+          throw e;
+        }
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+      }
     }
   }
 

@@ -70,6 +70,99 @@ public final class KafkaTransportConfig {
     return new Builder();
   }
 
+  /**
+   * A config from flat settings, as found under {@code relaykit.kafka.} in a deployment's
+   * properties: {@code bootstrap-servers} (required), {@code client-id-prefix}, {@code
+   * max-record-bytes}, {@code publish-timeout}, {@code retry-topic-suffix}, {@code
+   * dead-letter-topic-suffix}, {@code commit-interval}, {@code poll-timeout}, {@code
+   * max-poll-interval}, {@code close-timeout} (durations as ISO-8601 {@code PT5S} or {@code 500ms},
+   * {@code 5s}, {@code 2m}), and {@code producer.<name>} / {@code consumer.<name>} for client
+   * settings.
+   *
+   * @param prefix how the keys are named in messages ({@code relaykit.kafka.})
+   * @throws IllegalArgumentException naming the full key and the value when a key is unknown or a
+   *     value is invalid, or when {@link Builder#build()} rejects the result
+   */
+  public static KafkaTransportConfig fromSettings(String prefix, Map<String, String> settings) {
+    Builder b = builder();
+    for (Map.Entry<String, String> e : settings.entrySet()) {
+      String key = e.getKey();
+      String value = e.getValue() == null ? null : e.getValue().trim();
+      String full = prefix + key;
+      if (key.startsWith("producer.")) {
+        b.producerProperty(key.substring("producer.".length()), value);
+        continue;
+      }
+      if (key.startsWith("consumer.")) {
+        b.consumerProperty(key.substring("consumer.".length()), value);
+        continue;
+      }
+      switch (key) {
+        case "bootstrap-servers" -> b.bootstrapServers(value);
+        case "client-id-prefix" -> b.clientIdPrefix(value);
+        case "max-record-bytes" -> b.maxRecordBytes(parseInt(full, value));
+        case "publish-timeout" -> b.publishTimeout(parseDuration(full, value));
+        case "retry-topic-suffix" -> b.retryTopicSuffix(value);
+        case "dead-letter-topic-suffix" -> b.deadLetterTopicSuffix(value);
+        case "commit-interval" -> b.commitInterval(parseDuration(full, value));
+        case "poll-timeout" -> b.pollTimeout(parseDuration(full, value));
+        case "max-poll-interval" -> b.maxPollInterval(parseDuration(full, value));
+        case "close-timeout" -> b.closeTimeout(parseDuration(full, value));
+        default -> throw new IllegalArgumentException("unknown setting " + full + "=" + value
+            + "; known: " + prefix + String.join(", " + prefix, SETTINGS)
+            + ", " + prefix + "producer.<name>, " + prefix + "consumer.<name>");
+      }
+    }
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("invalid " + prefix + "* settings: " + e.getMessage(), e);
+    }
+  }
+
+  private static final java.util.List<String> SETTINGS = java.util.List.of("bootstrap-servers",
+      "client-id-prefix", "max-record-bytes", "publish-timeout", "retry-topic-suffix",
+      "dead-letter-topic-suffix", "commit-interval", "poll-timeout", "max-poll-interval",
+      "close-timeout");
+
+  private static int parseInt(String key, String value) {
+    try {
+      return Integer.parseInt(value);
+    } catch (NumberFormatException | NullPointerException e) {
+      throw new IllegalArgumentException(key + " must be a whole number, was " + quote(value), e);
+    }
+  }
+
+  private static Duration parseDuration(String key, String value) {
+    if (value == null) {
+      throw new IllegalArgumentException(key + " must be a duration, was null");
+    }
+    try {
+      if (value.toUpperCase(java.util.Locale.ROOT).startsWith("P")) {
+        return Duration.parse(value);
+      }
+      java.util.regex.Matcher m = Pattern.compile("(\\d+)\\s*(ms|s|m|h)").matcher(value);
+      if (m.matches()) {
+        long n = Long.parseLong(m.group(1));
+        switch (m.group(2)) {
+          case "ms":
+            return Duration.ofMillis(n);
+          case "s":
+            return Duration.ofSeconds(n);
+          case "m":
+            return Duration.ofMinutes(n);
+          default:
+            return Duration.ofHours(n);
+        }
+      }
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(key + " must be a duration like PT5S or 500ms, was "
+          + quote(value), e);
+    }
+    throw new IllegalArgumentException(key + " must be a duration like PT5S or 500ms, was "
+        + quote(value));
+  }
+
   /** A builder holding this config's values, to derive a changed copy. */
   public Builder toBuilder() {
     Builder b = new Builder();

@@ -7,6 +7,8 @@ import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.message.MessageRejectedException;
 import io.relaykit.message.PublishReceipt;
+import io.relaykit.message.Publisher;
+import io.relaykit.tck.PublisherContract;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,24 +16,42 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
 @DisplayName("KafkaPublisher on a real broker")
-class KafkaPublisherTest {
+class KafkaPublisherTest extends PublisherContract {
 
   private KafkaPublisher publisher;
 
-  @BeforeEach
-  void start() {
-    publisher = KafkaPublisher.create(KafkaTestSupport.config().build());
+  @Override
+  protected Publisher createPublisher() {
+    return KafkaPublisher.create(KafkaTestSupport.config().build());
   }
 
-  @AfterEach
-  void stop() {
-    publisher.close();
+  @Override
+  protected String newDestination() {
+    String topic = KafkaTestBroker.uniqueTopic("pub-kit");
+    KafkaTestBroker.createTopic(topic, 3);
+    return topic;
+  }
+
+  @Override
+  protected List<Message> readBack(String destination, int expected, Duration timeout) {
+    List<Message> out = new ArrayList<>();
+    // Partition by partition: each partition in offset order, so per key in publish order.
+    KafkaTestSupport.readAll(destination, expected).stream()
+        .sorted(java.util.Comparator.comparingInt(ConsumerRecord<String, byte[]>::partition)
+            .thenComparingLong(ConsumerRecord::offset))
+        .forEach(r -> out.add(MessageHeaders.fromWire(KafkaRecords.fromHeaders(r.headers()),
+            r.key(), r.value())));
+    return out;
+  }
+
+  @BeforeEach
+  void start() {
+    publisher = (KafkaPublisher) publisher();
   }
 
   @Test

@@ -64,7 +64,7 @@ final class KafkaTestBroker {
       for (int p = 0; p < partitions; p++) {
         latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
       }
-      admin().listOffsets(latest).all().get(30, TimeUnit.SECONDS);
+      KafkaSubscriber.awaitLeaders(admin(), latest, java.time.Duration.ofSeconds(30));
     } catch (Exception e) {
       throw new IllegalStateException("could not create topic " + topic, e);
     }
