@@ -1,5 +1,6 @@
 package io.relaykit.transport.kafka;
 
+import io.relaykit.monitor.BacklogSample;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
@@ -27,6 +28,14 @@ public record ConsumerBacklog(
 
   public ConsumerBacklog {
     lagByPartition = Map.copyOf(lagByPartition);
+  }
+
+  /**
+   * This sample as a {@link io.relaykit.monitor.BacklogMonitor} input: depth is the lag plus the
+   * records in flight, age the oldest in-flight record's.
+   */
+  public BacklogSample toSample() {
+    return new BacklogSample(at, totalLag() + inFlight, oldestInFlightAge);
   }
 
   /** The sum of every partition's lag. */

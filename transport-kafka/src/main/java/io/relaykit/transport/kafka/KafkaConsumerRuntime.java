@@ -7,8 +7,12 @@ import io.relaykit.message.MessageHandler;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.message.MessageRejectedException;
 import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.BacklogMonitor;
+import io.relaykit.monitor.BacklogSnapshot;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
+import io.relaykit.retry.RateLimiter;
 import io.relaykit.ordering.KeyedExecutor;
 import io.relaykit.ordering.OffsetTracker;
 import io.relaykit.retry.RetryPolicy;
@@ -87,6 +91,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final KafkaTransportConfig config;
   private final InstantSource clock;
   private final LifecycleListener listener;
+  private final MetricsListener metrics;
+  private final BacklogMonitor monitor;
+  private final RateLimiter rateLimiter;
   private final String topic;
   private final String retryTopic;
   private final String deadLetterTopic;
@@ -112,12 +119,15 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final Map<TopicPartition, Long> committed = new HashMap<>();
 
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
-      String retryTopic, String deadLetterTopic, Runnable onClosed) {
+      String retryTopic, String deadLetterTopic, RateLimiter rateLimiter, Runnable onClosed) {
     this.spec = spec;
     this.handler = handler;
     this.config = config;
     this.clock = config.clock();
     this.listener = config.listener();
+    this.metrics = config.metrics();
+    this.monitor = new BacklogMonitor(config.backlogMonitor(), clock);
+    this.rateLimiter = rateLimiter;
     this.topic = spec.destination();
     this.retryTopic = retryTopic;
     this.deadLetterTopic = deadLetterTopic;
@@ -345,8 +355,21 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         lag.put(tp.toString(), l.getAsLong());
       }
     }
-    backlog = new ConsumerBacklog(topic, spec.group(), lag, tracker.inFlight(),
+    ConsumerBacklog sample = new ConsumerBacklog(topic, spec.group(), lag, tracker.inFlight(),
         tracker.oldestInFlightAge().orElse(Duration.ZERO), clock.instant());
+    backlog = sample;
+    try {
+      monitor.record(sample.toSample());
+    } catch (IllegalArgumentException e) {
+      return; // the clock stepped back: skip this sample rather than feed the monitor disorder
+    }
+    BacklogSnapshot snapshot = monitor.snapshot();
+    MetricsListener.safely(metrics, m -> {
+      m.consumerLag(topic, spec.group(), sample.totalLag());
+      m.backlogDepth(topic, sample.totalLag() + sample.inFlight());
+      m.oldestAge(topic, sample.oldestInFlightAge());
+      m.backlog(topic, snapshot);
+    });
   }
 
   /** Runs on the poll thread, inside {@code poll}. */
@@ -443,14 +466,24 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         sourcePosition = wire.getOrDefault(MessageHeaders.SOURCE_POSITION, w.position());
       }
     } catch (MalformedMessageException | NumberFormatException | DateTimeParseException e) {
+      MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));
       deadLetter(w, wire, null, "undecodable: " + e.getMessage(), e, 0, now, now, topic,
           w.position());
       return;
     }
     if (message.isExpiredAt(now)) {
       event(LifecycleEvent.Stage.EXPIRED, message, "expired at " + message.expiresAt().get());
+      MetricsListener.safely(metrics, m -> m.dropped(topic, "expired", 1));
       finish(w);
       return;
+    }
+    if (rateLimiter != null) {
+      try {
+        rateLimiter.acquire(); // holds this worker, so intake slows through the in-flight bound
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return; // closing: not committed, redelivered to the next owner
+      }
     }
     Delivery delivery = new Delivery(message, source, attempt, firstFailure);
     event(LifecycleEvent.Stage.DELIVERED, message, w.position());
@@ -663,6 +696,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   @Override
   public ConsumerBacklog backlog() {
     return backlog;
+  }
+
+  @Override
+  public BacklogSnapshot backlogVerdict() {
+    return monitor.snapshot();
   }
 
   @Override

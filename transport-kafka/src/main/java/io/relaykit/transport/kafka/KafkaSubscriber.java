@@ -3,6 +3,7 @@ package io.relaykit.transport.kafka;
 import io.relaykit.message.MessageHandler;
 import io.relaykit.message.Subscriber;
 import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.retry.RateLimiter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -70,6 +71,26 @@ public final class KafkaSubscriber implements Subscriber {
    */
   @Override
   public KafkaSubscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
+    return start(spec, handler, null);
+  }
+
+  /**
+   * Like {@link #subscribe}, with handler calls limited to {@code rateLimiter}'s rate (shared with
+   * whatever else uses it), to protect a downstream that can take only so much. A worker waits for
+   * its permit before calling the handler; the wait does not count against the handler timeout.
+   *
+   * @throws IllegalArgumentException as {@link #subscribe}, or if {@code rateLimiter} is null
+   */
+  public KafkaSubscription subscribe(SubscriptionSpec spec, MessageHandler handler,
+      RateLimiter rateLimiter) {
+    if (rateLimiter == null) {
+      throw new IllegalArgumentException("rateLimiter must not be null");
+    }
+    return start(spec, handler, rateLimiter);
+  }
+
+  private KafkaSubscription start(SubscriptionSpec spec, MessageHandler handler,
+      RateLimiter rateLimiter) {
     if (spec == null) {
       throw new IllegalArgumentException("spec must not be null");
     }
@@ -82,7 +103,7 @@ public final class KafkaSubscriber implements Subscriber {
     ensureTopics(spec.destination(), List.of(retryTopic, deadLetterTopic));
     KafkaConsumerRuntime[] self = new KafkaConsumerRuntime[1];
     KafkaConsumerRuntime runtime = new KafkaConsumerRuntime(spec, handler, config, retryTopic,
-        deadLetterTopic, () -> running.remove(self[0]));
+        deadLetterTopic, rateLimiter, () -> running.remove(self[0]));
     self[0] = runtime;
     running.add(runtime);
     runtime.start();

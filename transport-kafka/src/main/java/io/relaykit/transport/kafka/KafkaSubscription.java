@@ -1,6 +1,7 @@
 package io.relaykit.transport.kafka;
 
 import io.relaykit.message.Subscription;
+import io.relaykit.monitor.BacklogSnapshot;
 
 /**
  * A running Kafka consumer of one topic (and its retry topic) in one group, as started by {@link
@@ -13,4 +14,11 @@ public interface KafkaSubscription extends Subscription {
    * Refreshed by the poll thread once per commit interval; O(1) to read.
    */
   ConsumerBacklog backlog();
+
+  /**
+   * The backlog verdict over recent samples (healthy, draining spike, sustained growth, stalled),
+   * from a {@link io.relaykit.monitor.BacklogMonitor} fed with {@link ConsumerBacklog#toSample()}
+   * every commit interval.
+   */
+  BacklogSnapshot backlogVerdict();
 }

@@ -1,6 +1,8 @@
 package io.relaykit.transport.kafka;
 
+import io.relaykit.monitor.BacklogMonitor;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Collections;
@@ -47,6 +49,8 @@ public final class KafkaTransportConfig {
   private final Duration closeTimeout;
   private final InstantSource clock;
   private final LifecycleListener listener;
+  private final MetricsListener metrics;
+  private final BacklogMonitor.Config backlogMonitor;
 
   private KafkaTransportConfig(Builder b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -63,6 +67,8 @@ public final class KafkaTransportConfig {
     this.closeTimeout = b.closeTimeout;
     this.clock = b.clock;
     this.listener = b.listener;
+    this.metrics = b.metrics;
+    this.backlogMonitor = b.backlogMonitor;
   }
 
   /** A builder with the defaults documented on each setter; {@code bootstrapServers} is required. */
@@ -180,6 +186,8 @@ public final class KafkaTransportConfig {
     b.closeTimeout = closeTimeout;
     b.clock = clock;
     b.listener = listener;
+    b.metrics = metrics;
+    b.backlogMonitor = backlogMonitor;
     return b;
   }
 
@@ -241,6 +249,16 @@ public final class KafkaTransportConfig {
 
   public LifecycleListener listener() {
     return listener;
+  }
+
+  /** Receives consumer lag, backlog depth, oldest in-flight age, verdicts and drops. */
+  public MetricsListener metrics() {
+    return metrics;
+  }
+
+  /** How each subscription's {@link BacklogMonitor} judges its backlog. */
+  public BacklogMonitor.Config backlogMonitor() {
+    return backlogMonitor;
   }
 
   /**
@@ -320,6 +338,8 @@ public final class KafkaTransportConfig {
     private Duration closeTimeout = Duration.ofSeconds(10);
     private InstantSource clock = InstantSource.system();
     private LifecycleListener listener = LifecycleListener.noop();
+    private MetricsListener metrics = MetricsListener.noop();
+    private BacklogMonitor.Config backlogMonitor = BacklogMonitor.Config.defaults();
 
     private Builder() {}
 
@@ -415,6 +435,22 @@ public final class KafkaTransportConfig {
     }
 
     /**
+     * Receives, once per commit interval per subscription, the consumer lag, backlog depth (lag
+     * plus records in flight), oldest in-flight age and the backlog verdict; and drops of expired
+     * and undecodable records. Default: none.
+     */
+    public Builder metrics(MetricsListener metrics) {
+      this.metrics = metrics;
+      return this;
+    }
+
+    /** Thresholds of each subscription's backlog verdict. Default {@code Config.defaults()}. */
+    public Builder backlogMonitor(BacklogMonitor.Config backlogMonitor) {
+      this.backlogMonitor = backlogMonitor;
+      return this;
+    }
+
+    /**
      * @throws IllegalArgumentException naming the field and value when the bootstrap servers or
      *     client id prefix are blank, a client property is blank, null or protected, a size or
      *     duration is not positive, the poll timeout is not below the max poll interval, or a topic
@@ -454,6 +490,12 @@ public final class KafkaTransportConfig {
       }
       if (listener == null) {
         throw new IllegalArgumentException("listener must not be null");
+      }
+      if (metrics == null) {
+        throw new IllegalArgumentException("metrics must not be null");
+      }
+      if (backlogMonitor == null) {
+        throw new IllegalArgumentException("backlogMonitor must not be null");
       }
       return new KafkaTransportConfig(this);
     }

@@ -4,6 +4,7 @@ import static io.relaykit.transport.kafka.KafkaTestSupport.committedOffsets;
 import static io.relaykit.transport.kafka.KafkaTestSupport.message;
 import static io.relaykit.transport.kafka.KafkaTestSupport.publishAll;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.relaykit.message.Delivery;
 import io.relaykit.message.Message;
@@ -278,7 +279,25 @@ class KafkaConsumerRuntimeTest {
 
     CountDownLatch gate = new CountDownLatch(1);
     AtomicInteger started = new AtomicInteger();
-    KafkaSubscription sub = subscriber().subscribe(
+    List<Long> lags = new CopyOnWriteArrayList<>();
+    List<io.relaykit.monitor.BacklogSnapshot> verdicts = new CopyOnWriteArrayList<>();
+    io.relaykit.monitor.MetricsListener metrics = new io.relaykit.monitor.MetricsListener() {
+      @Override
+      public void consumerLag(String destination, String g, long lag) {
+        if (destination.equals(topic) && g.equals(group)) {
+          lags.add(lag);
+        }
+      }
+
+      @Override
+      public void backlog(String destination, io.relaykit.monitor.BacklogSnapshot snapshot) {
+        verdicts.add(snapshot);
+      }
+    };
+    KafkaSubscriber withMetrics = KafkaSubscriber.create(KafkaTestSupport.config()
+        .metrics(metrics).closeTimeout(Duration.ofSeconds(5)).build());
+    subscribers.add(withMetrics);
+    KafkaSubscription sub = withMetrics.subscribe(
         SubscriptionSpec.builder(topic, group).ordering(OrderingMode.UNORDERED).concurrency(2)
             .maxInFlight(6).build(),
         d -> {
@@ -295,10 +314,42 @@ class KafkaConsumerRuntimeTest {
     assertThat(stalled.group()).isEqualTo(group);
     Await.holds(Duration.ofMillis(300), "no more than 2 handlers start",
         () -> started.get() <= 2);
+    Await.until(WAIT, "the lag exported to the metrics listener",
+        () -> lags.contains(stalled.lagByPartition().get(topic + "-0")));
+    assertThat(verdicts).isNotEmpty();
+    assertThat(sub.backlogVerdict()).isNotNull();
     gate.countDown();
     Await.until(WAIT, "all handled", () -> started.get() == 50);
     ConsumerBacklog done = Await.value(WAIT, "an empty backlog", sub::backlog,
         b -> b.inFlight() == 0 && b.totalLag() == 0);
     assertThat(done.oldestInFlightAge()).isZero();
+  }
+
+  @Test
+  @DisplayName("an optional rate limiter spaces handler calls to its rate")
+  void rateLimiterSpacesHandlerCalls() {
+    String topic = KafkaTestBroker.uniqueTopic("rate");
+    KafkaTestBroker.createTopic(topic, 1);
+    List<Message> messages = new ArrayList<>();
+    for (int i = 0; i < 11; i++) {
+      messages.add(message("k" + i, i));
+    }
+    publishAll(topic, messages);
+    List<Long> starts = new CopyOnWriteArrayList<>();
+    io.relaykit.retry.RateLimiter limiter = io.relaykit.retry.RateLimiter.builder()
+        .permitsPerSecond(20).burst(1).build();
+    subscriber().subscribe(SubscriptionSpec.builder(topic, topic + "-g")
+        .ordering(OrderingMode.UNORDERED).concurrency(8).build(),
+        d -> starts.add(System.nanoTime()), limiter);
+
+    Await.until(WAIT, "11 records handled", () -> starts.size() == 11);
+    List<Long> sorted = starts.stream().sorted().toList();
+    // One permit every 50 ms after the first: 10 gaps take at least 500 ms, however fast the
+    // eight workers are.
+    assertThat(Duration.ofNanos(sorted.get(10) - sorted.get(0)))
+        .isGreaterThanOrEqualTo(Duration.ofMillis(450));
+    assertThatThrownBy(() -> subscriber().subscribe(SubscriptionSpec.builder(topic, "x").build(),
+        d -> { }, null)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("rateLimiter");
   }
 }

@@ -17,13 +17,14 @@ import org.apache.kafka.common.test.TestKitNodes;
 /**
  * One real KRaft broker (a combined broker + controller node) for the whole test JVM, started on
  * first use (about 5 s) and stopped by a shutdown hook. Test classes share it and isolate
- * themselves with {@link #uniqueTopic} names.
+ * themselves with {@link #uniqueTopic} names. Public (and shipped in the module's test jar) so the
+ * benchmarks can run on the same broker setup.
  *
  * <p>A single node cannot host the internal topics with their default replication factor of 3: the
  * offsets, transaction and share-state topics get replication factor 1 and min ISR 1, or consumer
  * groups never receive anything.
  */
-final class KafkaTestBroker {
+public final class KafkaTestBroker {
 
   private static KafkaClusterTestKit cluster;
   private static Admin admin;
@@ -31,7 +32,7 @@ final class KafkaTestBroker {
   private KafkaTestBroker() {}
 
   /** The broker's bootstrap address, starting the broker if it is not running yet. */
-  static synchronized String bootstrapServers() {
+  public static synchronized String bootstrapServers() {
     if (cluster == null) {
       start();
     }
@@ -39,7 +40,7 @@ final class KafkaTestBroker {
   }
 
   /** A shared admin client on the broker; do not close it. */
-  static synchronized Admin admin() {
+  public static synchronized Admin admin() {
     if (admin == null) {
       admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers()));
     }
@@ -47,7 +48,7 @@ final class KafkaTestBroker {
   }
 
   /** A topic name no other test uses: {@code prefix} plus a random suffix. */
-  static String uniqueTopic(String prefix) {
+  public static String uniqueTopic(String prefix) {
     return prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
   }
 
@@ -56,7 +57,7 @@ final class KafkaTestBroker {
    * leader serves requests: a produce that races the leader's start gets NOT_LEADER_OR_FOLLOWER,
    * and the idempotent producer's retry of such a first batch can stall on sequence errors.
    */
-  static void createTopic(String topic, int partitions) {
+  public static void createTopic(String topic, int partitions) {
     try {
       admin().createTopics(List.of(new NewTopic(topic, partitions, (short) 1)))
           .all().get(30, TimeUnit.SECONDS);
@@ -71,7 +72,7 @@ final class KafkaTestBroker {
   }
 
   /** Whether the broker holds a topic with this name. */
-  static boolean topicExists(String topic) {
+  public static boolean topicExists(String topic) {
     try {
       Set<String> names = admin().listTopics().names().get(30, TimeUnit.SECONDS);
       return names.contains(topic);
@@ -109,17 +110,25 @@ final class KafkaTestBroker {
     }
   }
 
-  private static synchronized void stop() {
+  /**
+   * Stops the broker if it runs; idempotent. Called when the JUnit session ends ({@link
+   * KafkaTestBrokerSession}) so the broker shuts down while the test framework still listens, and
+   * by the shutdown hook for other users (benchmarks).
+   */
+  public static synchronized void stop() {
     try {
       if (admin != null) {
-        admin.close();
+        admin.close(java.time.Duration.ofSeconds(5));
       }
       if (cluster != null) {
         cluster.close();
       }
     } catch (Exception e) {
-      // The JVM is exiting; a broker that does not stop cleanly leaves only temp files behind.
+      // Only temp files are left behind by a broker that does not stop cleanly.
       System.err.println("kafka test broker did not stop cleanly: " + e);
+    } finally {
+      admin = null;
+      cluster = null;
     }
   }
 }
