@@ -58,8 +58,13 @@ public final class KafkaTestBroker {
    * and the idempotent producer's retry of such a first batch can stall on sequence errors.
    */
   public static void createTopic(String topic, int partitions) {
+    createTopic(topic, partitions, Map.of());
+  }
+
+  /** {@link #createTopic(String, int)} with topic-level settings ({@code max.message.bytes}). */
+  public static void createTopic(String topic, int partitions, Map<String, String> configs) {
     try {
-      admin().createTopics(List.of(new NewTopic(topic, partitions, (short) 1)))
+      admin().createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs)))
           .all().get(30, TimeUnit.SECONDS);
       Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
       for (int p = 0; p < partitions; p++) {
