@@ -16,11 +16,15 @@ import io.relaykit.retry.RetryPolicy;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.FakeClock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
@@ -326,6 +330,68 @@ class InProcessTransportTest {
         return !transport.publish("probe", message("p")).isCompletedExceptionally();
       } catch (RuntimeException e) {
         return false;
+      }
+    }
+  }
+
+  @Nested
+  @DisplayName("under load")
+  class Load {
+
+    @Test
+    @DisplayName("600 messages on 20 keys with failures on 2 members: each ends ACKED or"
+        + " DEAD_LETTERED exactly once, keys never overlap, and each key finishes in order")
+    void randomFailures() {
+      transport.close();
+      transport = InProcessTransport.builder().listener(log).build();
+      Map<String, AtomicInteger> active = new ConcurrentHashMap<>();
+      Map<String, List<Integer>> finishedByKey = new ConcurrentHashMap<>();
+      AtomicBoolean overlap = new AtomicBoolean();
+      MessageHandler handler = d -> {
+        String key = d.message().key().orElseThrow();
+        AtomicInteger a = active.computeIfAbsent(key, k -> new AtomicInteger());
+        if (a.incrementAndGet() > 1) {
+          overlap.set(true);
+        }
+        try {
+          int n = Integer.parseInt(d.message().headers().get("n"));
+          // Deterministic failures: every 3rd message fails its first attempt, every 10th always.
+          if (n % 10 == 0 || (n % 3 == 0 && d.attempt() == 1)) {
+            throw new IllegalStateException("fail " + n + " attempt " + d.attempt());
+          }
+          finishedByKey.computeIfAbsent(key, k -> new CopyOnWriteArrayList<>()).add(n);
+        } finally {
+          a.decrementAndGet();
+        }
+      };
+      SubscriptionSpec spec = SubscriptionSpec.builder("orders", "g").ordering(OrderingMode.KEY)
+          .concurrency(4).maxInFlight(16).retryPolicy(RetryPolicy.builder().maxAttempts(3)
+              .backoff(Backoff.fixed(Duration.ofMillis(1))).build()).build();
+      transport.subscribe(spec, handler);
+      transport.subscribe(spec, handler);
+      List<Message> sent = new ArrayList<>();
+      for (int n = 0; n < 600; n++) {
+        Message m = Message.builder().type("t").key("key-" + (n % 20)).payload("{}")
+            .header("n", Integer.toString(n)).build();
+        sent.add(m);
+        transport.publish("orders", m).join();
+      }
+
+      Await.until(Duration.ofSeconds(60), "every message finished", () -> sent.stream()
+          .map(InProcessTransportTest.this::stages)
+          .allMatch(st -> st.contains(Stage.ACKED) || st.contains(Stage.DEAD_LETTERED)));
+
+      assertThat(overlap).as("two messages of one key ran at once").isFalse();
+      for (Message m : sent) {
+        int n = Integer.parseInt(m.headers().get("n"));
+        List<Stage> stages = stages(m);
+        Stage expected = n % 10 == 0 ? Stage.DEAD_LETTERED : Stage.ACKED;
+        assertThat(stages).as("message %d", n).containsOnlyOnce(expected)
+            .doesNotContain(expected == Stage.ACKED ? Stage.DEAD_LETTERED : Stage.ACKED);
+      }
+      assertThat(transport.deadLetters().count(DeadLetterQuery.all())).isEqualTo(60);
+      for (List<Integer> finished : finishedByKey.values()) {
+        assertThat(finished).isSorted();
       }
     }
   }
