@@ -113,6 +113,10 @@ public final class KafkaPublisher implements Publisher {
     } catch (IllegalArgumentException e) {
       return CompletableFuture.failedFuture(new MessageRejectedException(e.getMessage(), e));
     }
+    if (closed.get()) {
+      return CompletableFuture.failedFuture(
+          new PublishException("publisher is closed; message " + message.id() + " was not sent"));
+    }
     Map<String, String> wire = MessageHeaders.toWire(message);
     String key = message.key().orElse(null);
     ProducerRecord<String, byte[]> record = new ProducerRecord<>(destination, null, key,
