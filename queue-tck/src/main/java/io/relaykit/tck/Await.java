@@ -39,6 +39,17 @@ public final class Await {
   }
 
   /**
+   * Waits until {@code duration} has passed on this JVM's monotonic clock. Only for the time hooks
+   * of contract kits ({@code advance(Duration)}) on backends whose expiry runs on server time
+   * (Redis {@code PX}, a database's {@code now()}), where time cannot be faked: never use it to wait
+   * for work to finish, use {@link #until} with the condition instead.
+   */
+  public static void elapsed(Duration duration) {
+    long end = System.nanoTime() + duration.toNanos();
+    until(duration.plusSeconds(5), duration + " to pass", () -> System.nanoTime() - end >= 0);
+  }
+
+  /**
    * Like {@link #until}, and describes the last value seen when it fails: {@code value} is polled
    * until {@code condition} accepts it.
    */

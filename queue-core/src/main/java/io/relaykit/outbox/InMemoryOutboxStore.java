@@ -1,0 +1,211 @@
+package io.relaykit.outbox;
+
+import io.relaykit.internal.Checks;
+import io.relaykit.message.Message;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * The embedded {@link OutboxStore}: outbox rows in memory, for tests, the demo and services whose
+ * business state is itself in memory. {@link #append} stands in for the insert a JDBC outbox does in
+ * the business transaction. Lost with the process.
+ *
+ * <p>Thread-safe (one lock). A claim costs O(m log n) for m rows claimed and n unsent rows: only
+ * claimable rows (keyless rows and the oldest unsent row of each key) are indexed as candidates,
+ * later rows of a key wait in that key's queue, and leased or rescheduled rows wait in a time index
+ * until they are due.
+ */
+public final class InMemoryOutboxStore implements OutboxStore {
+
+  private static final Comparator<Row> BY_DUE =
+      Comparator.comparing((Row r) -> r.dueAt).thenComparingLong(r -> r.sequence);
+
+  private long nextSequence = 1;
+  /** Every unsent row by sequence. */
+  private final TreeMap<Long, Row> unsent = new TreeMap<>();
+  /** Unsent rows of each key, oldest first; only the head may be a candidate. */
+  private final Map<String, ArrayDeque<Row>> byKey = new HashMap<>();
+  /** Candidates claimable now: no lease, not waiting for a retry. */
+  private final TreeSet<Row> ready = new TreeSet<>(Comparator.comparingLong((Row r) -> r.sequence));
+  /** Candidates leased or rescheduled, by the time they become claimable. */
+  private final TreeSet<Row> waiting = new TreeSet<>(BY_DUE);
+  /** Sent rows by sent time, for purging. */
+  private final TreeSet<Row> sent =
+      new TreeSet<>(Comparator.comparing((Row r) -> r.sentAt).thenComparingLong(r -> r.sequence));
+
+  /**
+   * Appends a message for {@code destination}, claimable at once (unless an earlier row of its key
+   * is unsent).
+   *
+   * @return the row's sequence
+   * @throws IllegalArgumentException if {@code destination} is blank or {@code message} null
+   */
+  public synchronized long append(String destination, Message message) {
+    Checks.requireNonBlank("destination", destination);
+    Checks.requireNonNull("message", message);
+    Row row = new Row(nextSequence++, destination, message);
+    unsent.put(row.sequence, row);
+    String key = message.key().orElse(null);
+    if (key == null) {
+      ready.add(row);
+    } else {
+      ArrayDeque<Row> queue = byKey.computeIfAbsent(key, k -> new ArrayDeque<>());
+      queue.addLast(row);
+      if (queue.size() == 1) {
+        ready.add(row);
+      }
+    }
+    return row.sequence;
+  }
+
+  @Override
+  public synchronized List<OutboxRecord> claim(String owner, int max, Duration lease,
+      Instant now) {
+    Checks.requireNonBlank("owner", owner);
+    Checks.requirePositive("max", max);
+    Checks.requirePositive("lease", lease);
+    Checks.requireNonNull("now", now);
+    Row due;
+    while (!waiting.isEmpty() && !(due = waiting.first()).dueAt.isAfter(now)) {
+      waiting.pollFirst();
+      ready.add(due);
+    }
+    List<OutboxRecord> claimed = new ArrayList<>(Math.min(max, ready.size()));
+    Instant expiresAt = now.plus(lease);
+    while (claimed.size() < max && !ready.isEmpty()) {
+      Row row = ready.pollFirst();
+      row.owner = owner;
+      row.dueAt = expiresAt;
+      waiting.add(row);
+      claimed.add(new OutboxRecord(row.sequence, row.destination, row.message, row.attempts,
+          row.firstFailureAt, owner, expiresAt));
+    }
+    return claimed;
+  }
+
+  @Override
+  public synchronized int markSent(String owner, Collection<Long> sequences, Instant now) {
+    Checks.requireNonBlank("owner", owner);
+    Checks.requireNonNull("sequences", sequences);
+    Checks.requireNonNull("now", now);
+    int changed = 0;
+    for (Long sequence : sequences) {
+      Row row = held(owner, Checks.requireNonNull("sequence", sequence));
+      if (row != null) {
+        leave(row);
+        row.sentAt = now;
+        sent.add(row);
+        changed++;
+      }
+    }
+    return changed;
+  }
+
+  @Override
+  public synchronized boolean reschedule(String owner, long sequence, int attempts,
+      Instant failedAt, Instant notBefore, String error) {
+    Checks.requireNonBlank("owner", owner);
+    if (attempts < 1) {
+      throw new IllegalArgumentException("attempts must be >= 1, was " + attempts);
+    }
+    Checks.requireNonNull("failedAt", failedAt);
+    Checks.requireNonNull("notBefore", notBefore);
+    Row row = held(owner, sequence);
+    if (row == null) {
+      return false;
+    }
+    waiting.remove(row);
+    row.owner = null;
+    row.attempts = attempts;
+    if (row.firstFailureAt == null) {
+      row.firstFailureAt = failedAt;
+    }
+    row.dueAt = notBefore;
+    waiting.add(row);
+    return true;
+  }
+
+  @Override
+  public synchronized boolean markDead(String owner, long sequence) {
+    Checks.requireNonBlank("owner", owner);
+    Row row = held(owner, sequence);
+    if (row == null) {
+      return false;
+    }
+    leave(row);
+    return true;
+  }
+
+  @Override
+  public synchronized int purgeSent(Instant sentBefore) {
+    Checks.requireNonNull("sentBefore", sentBefore);
+    int purged = 0;
+    while (!sent.isEmpty() && sent.first().sentAt.isBefore(sentBefore)) {
+      sent.pollFirst();
+      purged++;
+    }
+    return purged;
+  }
+
+  @Override
+  public synchronized OutboxStats stats(Instant now) {
+    Checks.requireNonNull("now", now);
+    Duration oldest = Duration.ZERO;
+    if (!unsent.isEmpty()) {
+      Duration age = Duration.between(unsent.firstEntry().getValue().message.createdAt(), now);
+      oldest = age.isNegative() ? Duration.ZERO : age;
+    }
+    return new OutboxStats(unsent.size(), oldest, sent.size());
+  }
+
+  /** The row if {@code owner} still holds its claim (a takeover replaced the owner). */
+  private Row held(String owner, long sequence) {
+    Row row = unsent.get(sequence);
+    return row != null && owner.equals(row.owner) ? row : null;
+  }
+
+  /** Takes an unsent row out of the outbox and promotes the next row of its key. */
+  private void leave(Row row) {
+    unsent.remove(row.sequence);
+    waiting.remove(row);
+    ready.remove(row);
+    row.owner = null;
+    String key = row.message.key().orElse(null);
+    if (key != null) {
+      ArrayDeque<Row> queue = byKey.get(key);
+      queue.pollFirst();
+      if (queue.isEmpty()) {
+        byKey.remove(key);
+      } else {
+        ready.add(queue.peekFirst());
+      }
+    }
+  }
+
+  private static final class Row {
+    final long sequence;
+    final String destination;
+    final Message message;
+    String owner;
+    int attempts;
+    Instant firstFailureAt;
+    /** While waiting: when the lease lapses or the retry is due. */
+    Instant dueAt = Instant.MIN;
+    Instant sentAt;
+
+    Row(long sequence, String destination, Message message) {
+      this.sequence = sequence;
+      this.destination = destination;
+      this.message = message;
+    }
+  }
+}

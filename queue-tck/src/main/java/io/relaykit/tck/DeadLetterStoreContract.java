@@ -1,0 +1,458 @@
+package io.relaykit.tck;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.message.Message;
+import io.relaykit.queue.Priority;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The contract every {@link DeadLetterStore} keeps: subclass it and implement {@link #createStore}.
+ *
+ * <h2>Capabilities</h2>
+ * A store that cannot do an operation says so with {@link #supportsRemoveById()} or {@link
+ * #supportsFilters()} returning false; the kit then checks that the operation throws {@link
+ * UnsupportedOperationException} with a reason, instead of skipping it.
+ *
+ * <p>Every test gets a fresh store that must start empty (the kit counts what it holds). Times
+ * are whole milliseconds, so stores that keep millisecond or microsecond precision round-trip
+ * them exactly.
+ */
+public abstract class DeadLetterStoreContract {
+
+  /** A fixed instant all times in the kit are relative to. */
+  protected static final Instant T0 = Instant.parse("2026-03-01T12:00:00Z");
+
+  private DeadLetterStore store;
+
+  /** A new, empty store. */
+  protected abstract DeadLetterStore createStore();
+
+  /** Whether {@link DeadLetterStore#remove} of an arbitrary id is supported. */
+  protected boolean supportsRemoveById() {
+    return true;
+  }
+
+  /**
+   * Whether list, count and purge accept filters (reason, type, source, time range); a store that
+   * cannot filter still lists, counts and purges with {@link DeadLetterQuery#all()}.
+   */
+  protected boolean supportsFilters() {
+    return true;
+  }
+
+  @BeforeEach
+  void createFreshStore() {
+    store = createStore();
+  }
+
+  /** The store under test. */
+  protected DeadLetterStore store() {
+    return store;
+  }
+
+  /** A dead letter with every field set, whose last failure is {@code minutes} after T0. */
+  protected static DeadLetter deadLetter(String id, String type, String source, String reason,
+      int minutes) {
+    byte[] payload = new byte[256];
+    for (int i = 0; i < payload.length; i++) {
+      payload[i] = (byte) i;
+    }
+    Message m = Message.builder()
+        .id(id)
+        .type(type)
+        .schemaVersion(3)
+        .key("order-" + id)
+        .payload(payload)
+        .header("tenant", "acme")
+        .header("note", "ünïcödé, = ; \"quoted\"")
+        .createdAt(T0.minusSeconds(3600))
+        .expiresAt(T0.plusSeconds(86_400))
+        .priority(Priority.CRITICAL)
+        .traceId("4bf92f3577b34da6a3ce929d0e0e4736")
+        .build();
+    return new DeadLetter(m, source, reason, "java.io.IOException",
+        "connection reset by peer", 5, T0.plusSeconds(60L * minutes - 30),
+        T0.plusSeconds(60L * minutes));
+  }
+
+  private static DeadLetter deadLetter(String id, int minutes) {
+    return deadLetter(id, "order.paid", "orders", "attempts exhausted (5 of 5)", minutes);
+  }
+
+  private static String id() {
+    return "dl-" + UUID.randomUUID();
+  }
+
+  private static List<String> ids(List<DeadLetter> list) {
+    List<String> out = new ArrayList<>();
+    for (DeadLetter d : list) {
+      out.add(d.id());
+    }
+    return out;
+  }
+
+  @Nested
+  @DisplayName("add and find")
+  class AddAndFind {
+
+    @Test
+    @DisplayName("every field survives the round trip: message, payload bytes, headers, trace id,"
+        + " reason, exception, attempts and times")
+    void roundTrip() {
+      DeadLetter d = deadLetter(id(), 1);
+
+      store.add(d);
+
+      DeadLetter found = store.find(d.id()).orElseThrow();
+      assertThat(found).isEqualTo(d);
+      assertThat(found.message().payload()).isEqualTo(d.message().payload());
+      assertThat(found.message().headers()).containsExactlyEntriesOf(d.message().headers());
+      assertThat(found.message().traceId()).isEqualTo("4bf92f3577b34da6a3ce929d0e0e4736");
+      assertThat(found.message().key()).isEqualTo(d.message().key());
+      assertThat(found.message().expiresAt()).isEqualTo(d.message().expiresAt());
+      assertThat(found.exceptionClass()).isEqualTo("java.io.IOException");
+      assertThat(found.attempts()).isEqualTo(5);
+      assertThat(found.firstFailureAt()).isEqualTo(d.firstFailureAt());
+      assertThat(found.lastFailureAt()).isEqualTo(d.lastFailureAt());
+    }
+
+    @Test
+    @DisplayName("a dead letter without exception, key or expiry round-trips with those absent")
+    void roundTripMinimal() {
+      Message m = Message.builder().id(id()).type("undecodable").payload(new byte[] {0})
+          .createdAt(T0).build();
+      DeadLetter d = new DeadLetter(m, "orders", "undecodable: missing header relaykit-type",
+          null, null, 0, T0, T0);
+
+      store.add(d);
+
+      DeadLetter found = store.find(d.id()).orElseThrow();
+      assertThat(found).isEqualTo(d);
+      assertThat(found.exceptionClass()).isNull();
+      assertThat(found.exceptionMessage()).isNull();
+      assertThat(found.message().key()).isEmpty();
+      assertThat(found.message().expiresAt()).isEmpty();
+    }
+
+    @Test
+    @DisplayName("a 256 KiB payload round-trips byte for byte")
+    void largePayload() {
+      byte[] big = new byte[256 * 1024];
+      new java.util.Random(42).nextBytes(big);
+      DeadLetter base = deadLetter(id(), 1);
+      DeadLetter d = new DeadLetter(base.message().toBuilder().payload(big).build(),
+          base.source(), base.reason(), base.exceptionClass(), base.exceptionMessage(),
+          base.attempts(), base.firstFailureAt(), base.lastFailureAt());
+
+      store.add(d);
+
+      assertThat(store.find(d.id()).orElseThrow().message().payload()).isEqualTo(big);
+    }
+
+    @Test
+    @DisplayName("adding the same id again replaces the entry instead of adding a twin")
+    void addReplaces() {
+      String id = id();
+      store.add(deadLetter(id, "order.paid", "orders", "first failure", 1));
+      DeadLetter second = deadLetter(id, "order.paid", "orders", "second failure", 9);
+
+      store.add(second);
+
+      assertThat(store.find(id)).contains(second);
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+      assertThat(store.list(DeadLetterQuery.all())).containsExactly(second);
+    }
+
+    @Test
+    @DisplayName("an absent id is not found")
+    void absent() {
+      assertThat(store.find(id())).isEqualTo(Optional.empty());
+    }
+  }
+
+  @Nested
+  @DisplayName("list and count")
+  class ListAndCount {
+
+    @Test
+    @DisplayName("lists by last failure time, then by id")
+    void ordering() {
+      store.add(deadLetter("c-" + id(), 3));
+      store.add(deadLetter("b-2", 1));
+      store.add(deadLetter("a-1", 2));
+      store.add(deadLetter("a-2", 1));
+
+      List<DeadLetter> all = store.list(DeadLetterQuery.all());
+
+      assertThat(all).isSortedAccordingTo(Comparator.comparing(DeadLetter::lastFailureAt)
+          .thenComparing(DeadLetter::id));
+      assertThat(ids(all).subList(0, 3)).containsExactly("a-2", "b-2", "a-1");
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(4);
+    }
+
+    @Test
+    @DisplayName("pages are stable: consecutive pages concatenate to the whole list, no repeats")
+    void pagingStable() {
+      for (int i = 0; i < 11; i++) {
+        store.add(deadLetter(String.format("p-%02d", i), i % 4));
+      }
+      List<DeadLetter> whole = store.list(DeadLetterQuery.all());
+
+      List<DeadLetter> paged = new ArrayList<>();
+      for (int offset = 0; offset < 12; offset += 3) {
+        paged.addAll(store.list(DeadLetterQuery.all().withPage(offset, 3)));
+      }
+
+      assertThat(whole).hasSize(11);
+      assertThat(paged).containsExactlyElementsOf(whole);
+      assertThat(store.list(DeadLetterQuery.all().withPage(11, 5))).isEmpty();
+      assertThat(store.count(DeadLetterQuery.all().withPage(9, 1))).isEqualTo(11);
+    }
+
+    @Test
+    @DisplayName("an empty store lists nothing and counts zero")
+    void empty() {
+      assertThat(store.list(DeadLetterQuery.all())).isEmpty();
+      assertThat(store.count(DeadLetterQuery.all())).isZero();
+    }
+  }
+
+  @Nested
+  @DisplayName("filters")
+  class Filters {
+
+    private DeadLetter paidTimeout;
+    private DeadLetter paidDecode;
+    private DeadLetter shippedTimeout;
+    private DeadLetter shippedOtherSource;
+
+    @BeforeEach
+    void fill() {
+      paidTimeout = deadLetter("f-1", "order.paid", "orders", "attempts exhausted: Timeout", 1);
+      paidDecode = deadLetter("f-2", "order.paid", "orders", "undecodable: bad header", 2);
+      shippedTimeout = deadLetter("f-3", "order.shipped", "orders", "max age: Timeout", 3);
+      shippedOtherSource =
+          deadLetter("f-4", "order.shipped", "outbox", "permanent failure: rejected", 4);
+      for (DeadLetter d : List.of(paidTimeout, paidDecode, shippedTimeout, shippedOtherSource)) {
+        store.add(d);
+      }
+    }
+
+    @Test
+    @DisplayName("filter by a case-sensitive substring of the reason")
+    void byReason() {
+      assumeTrue(supportsFilters(), "store declares it cannot filter: checked in unsupported()");
+      DeadLetterQuery q = DeadLetterQuery.all().withReasonContains("Timeout");
+
+      assertThat(store.list(q)).containsExactly(paidTimeout, shippedTimeout);
+      assertThat(store.count(q)).isEqualTo(2);
+      assertThat(store.count(DeadLetterQuery.all().withReasonContains("timeout"))).isZero();
+    }
+
+    @Test
+    @DisplayName("filter by exact message type")
+    void byType() {
+      assumeTrue(supportsFilters(), "store declares it cannot filter: checked in unsupported()");
+      DeadLetterQuery q = DeadLetterQuery.all().withType("order.shipped");
+
+      assertThat(store.list(q)).containsExactly(shippedTimeout, shippedOtherSource);
+      assertThat(store.count(DeadLetterQuery.all().withType("order"))).isZero();
+    }
+
+    @Test
+    @DisplayName("filter by exact source")
+    void bySource() {
+      assumeTrue(supportsFilters(), "store declares it cannot filter: checked in unsupported()");
+      assertThat(store.list(DeadLetterQuery.all().withSource("outbox")))
+          .containsExactly(shippedOtherSource);
+    }
+
+    @Test
+    @DisplayName("filter by last failure time: from inclusive, before exclusive")
+    void byTime() {
+      assumeTrue(supportsFilters(), "store declares it cannot filter: checked in unsupported()");
+      DeadLetterQuery q = DeadLetterQuery.all()
+          .withFailedBetween(paidDecode.lastFailureAt(), shippedOtherSource.lastFailureAt());
+
+      assertThat(store.list(q)).containsExactly(paidDecode, shippedTimeout);
+      assertThat(store.count(q)).isEqualTo(2);
+      assertThat(store.list(DeadLetterQuery.all().withFailedBetween(null,
+          paidDecode.lastFailureAt()))).containsExactly(paidTimeout);
+      assertThat(store.list(DeadLetterQuery.all().withFailedBetween(
+          shippedTimeout.lastFailureAt().plusMillis(1), null))).containsExactly(shippedOtherSource);
+    }
+
+    @Test
+    @DisplayName("filters combine with AND, and paging applies after filtering")
+    void combined() {
+      assumeTrue(supportsFilters(), "store declares it cannot filter: checked in unsupported()");
+      DeadLetterQuery q = DeadLetterQuery.all().withType("order.paid").withSource("orders");
+
+      assertThat(store.list(q)).containsExactly(paidTimeout, paidDecode);
+      assertThat(store.list(q.withPage(1, 1))).containsExactly(paidDecode);
+      assertThat(store.count(q.withReasonContains("Timeout"))).isEqualTo(1);
+      assertThat(store.count(q.withPage(1, 1))).isEqualTo(2);
+    }
+
+    @Test
+    @DisplayName("a store that cannot filter rejects filtered queries with"
+        + " UnsupportedOperationException")
+    void unsupported() {
+      assumeTrue(!supportsFilters(), "store filters: checked by the other cases");
+      DeadLetterQuery q = DeadLetterQuery.all().withType("order.paid");
+
+      assertThatThrownBy(() -> store.list(q))
+          .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
+      assertThatThrownBy(() -> store.count(q))
+          .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
+      assertThatThrownBy(() -> store.purge(q))
+          .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(4);
+    }
+  }
+
+  @Nested
+  @DisplayName("remove")
+  class Remove {
+
+    @Test
+    @DisplayName("remove hands a dead letter out once: then it is gone")
+    void removeOnce() {
+      assumeTrue(supportsRemoveById(), "store cannot remove by id: checked in unsupported()");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+
+      assertThat(store.remove(d.id())).contains(d);
+
+      assertThat(store.remove(d.id())).isEmpty();
+      assertThat(store.find(d.id())).isEmpty();
+      assertThat(store.count(DeadLetterQuery.all())).isZero();
+    }
+
+    @Test
+    @DisplayName("removing an absent id returns empty and removes nothing else")
+    void removeAbsent() {
+      assumeTrue(supportsRemoveById(), "store cannot remove by id: checked in unsupported()");
+      store.add(deadLetter(id(), 1));
+
+      assertThat(store.remove(id())).isEmpty();
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("of 8 concurrent removers of one id, exactly one gets the dead letter")
+    void concurrentRemovers() {
+      assumeTrue(supportsRemoveById(), "store cannot remove by id: checked in unsupported()");
+      for (int round = 0; round < 10; round++) {
+        DeadLetter d = deadLetter(id(), round);
+        store.add(d);
+
+        List<Optional<DeadLetter>> got =
+            Race.run(8, Duration.ofSeconds(30), i -> store.remove(d.id()));
+
+        assertThat(got).filteredOn(Optional::isPresent).hasSize(1);
+        assertThat(got).filteredOn(Optional::isPresent).first().isEqualTo(Optional.of(d));
+      }
+      assertThat(store.count(DeadLetterQuery.all())).isZero();
+    }
+
+    @Test
+    @DisplayName("a store that cannot remove by id throws UnsupportedOperationException and keeps"
+        + " the entry")
+    void unsupported() {
+      assumeTrue(!supportsRemoveById(), "store removes by id: checked by the other cases");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+
+      assertThatThrownBy(() -> store.remove(d.id()))
+          .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("purge")
+  class Purge {
+
+    @Test
+    @DisplayName("purge removes exactly what the filter selects, ignoring paging, and says how many")
+    void purgeFiltered() {
+      assumeTrue(supportsFilters(), "store cannot filter: checked in Filters.unsupported()");
+      Map<String, DeadLetter> kept = new LinkedHashMap<>();
+      for (int i = 0; i < 6; i++) {
+        DeadLetter d = deadLetter("pg-" + i, i % 2 == 0 ? "order.paid" : "order.shipped",
+            "orders", "r", i);
+        store.add(d);
+        if (i % 2 == 1) {
+          kept.put(d.id(), d);
+        }
+      }
+
+      long purged = store.purge(DeadLetterQuery.all().withType("order.paid").withPage(0, 1));
+
+      assertThat(purged).isEqualTo(3);
+      assertThat(store.list(DeadLetterQuery.all())).containsExactlyElementsOf(kept.values());
+      assertThat(store.find("pg-0")).isEmpty();
+    }
+
+    @Test
+    @DisplayName("purge with no filter empties the store")
+    void purgeAll() {
+      for (int i = 0; i < 5; i++) {
+        store.add(deadLetter(id(), i));
+      }
+
+      assertThat(store.purge(DeadLetterQuery.all())).isEqualTo(5);
+
+      assertThat(store.count(DeadLetterQuery.all())).isZero();
+      assertThat(store.list(DeadLetterQuery.all())).isEmpty();
+      assertThat(store.purge(DeadLetterQuery.all())).isZero();
+    }
+  }
+
+  @Nested
+  @DisplayName("bad input")
+  class BadInput {
+
+    @Test
+    @DisplayName("null or blank ids throw IllegalArgumentException naming the id")
+    void blankIds() {
+      for (String bad : new String[] {null, "", "  "}) {
+        assertThatThrownBy(() -> store.find(bad))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("id");
+        if (supportsRemoveById()) {
+          assertThatThrownBy(() -> store.remove(bad))
+              .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("id");
+        }
+      }
+    }
+
+    @Test
+    @DisplayName("a null dead letter or query throws IllegalArgumentException")
+    void nulls() {
+      assertThatThrownBy(() -> store.add(null)).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> store.list(null)).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> store.count(null)).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> store.purge(null)).isInstanceOf(IllegalArgumentException.class);
+      assertThat(store.count(DeadLetterQuery.all())).isZero();
+    }
+  }
+}

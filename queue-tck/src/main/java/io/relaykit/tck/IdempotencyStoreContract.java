@@ -1,0 +1,403 @@
+package io.relaykit.tck;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.relaykit.idempotency.Claim;
+import io.relaykit.idempotency.IdempotencyStore;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Optional;
+import java.util.UUID;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The contract every {@link IdempotencyStore} keeps, as a suite: subclass it, implement {@link
+ * #createStore}, and the store is checked against every sentence of the SPI's Javadoc.
+ *
+ * <h2>Time</h2>
+ * By default the kit passes a {@link FakeClock} to {@link #createStore} and moves it with {@link
+ * #advance}. A backend whose expiry runs on server time (Redis {@code PX}, a database's {@code
+ * now()}) ignores the clock and overrides {@link #clock()} (to {@link InstantSource#system()}),
+ * {@link #advance} (to {@link Await#elapsed}), {@link #lease()} and {@link #retention()} (to short
+ * real durations such as 300 ms and 600 ms) and {@link #clockTolerance()} (how far the server's clock
+ * may be from this JVM's).
+ *
+ * <p>Every test gets a fresh store; keys carry a random suffix, so a shared backend is fine.
+ */
+public abstract class IdempotencyStoreContract {
+
+  private final FakeClock fakeClock = new FakeClock();
+  private IdempotencyStore store;
+  private final String prefix = "tck-" + UUID.randomUUID() + ":";
+
+  /**
+   * A new, empty store on {@code clock} (ignored by real-time backends), keeping DONE keys for
+   * {@code retention}.
+   */
+  protected abstract IdempotencyStore createStore(InstantSource clock, Duration retention);
+
+  /** The clock the kit hands to {@link #createStore} and reads "now" from. */
+  protected InstantSource clock() {
+    return fakeClock;
+  }
+
+  /** Makes at least {@code duration} pass on the store's clock. */
+  protected void advance(Duration duration) {
+    fakeClock.advance(duration);
+  }
+
+  /** The lease the kit claims with; short enough to wait out on real-time backends. */
+  protected Duration lease() {
+    return Duration.ofSeconds(30);
+  }
+
+  /** The DONE retention the kit asks for; at least twice {@link #lease()}. */
+  protected Duration retention() {
+    return Duration.ofMinutes(10);
+  }
+
+  /** How far the store's lease times may be from {@link #clock()}'s; zero on the fake clock. */
+  protected Duration clockTolerance() {
+    return Duration.ZERO;
+  }
+
+  @BeforeEach
+  void createFreshStore() {
+    store = createStore(clock(), retention());
+  }
+
+  /** The store under test. */
+  protected IdempotencyStore store() {
+    return store;
+  }
+
+  private String key(String name) {
+    return prefix + name;
+  }
+
+  @Nested
+  @DisplayName("claim")
+  class ClaimCases {
+
+    @Test
+    @DisplayName("an absent key is CLAIMED with a token and a lease ending lease-time from now")
+    void absentKeyIsClaimed() {
+      Instant before = clock().instant();
+      Claim c = store.claim(key("a"), lease());
+      Instant after = clock().instant();
+
+      assertThat(c.status()).isEqualTo(Claim.Status.CLAIMED);
+      assertThat(c.key()).isEqualTo(key("a"));
+      assertThat(c.token()).isNotBlank();
+      assertThat(c.leaseExpiresAt())
+          .isBetween(before.plus(lease()).minus(clockTolerance()),
+              after.plus(lease()).plus(clockTolerance()));
+      assertThat(store.status(key("a"))).contains(Claim.Status.CLAIMED);
+    }
+
+    @Test
+    @DisplayName("a key with a live lease is IN_PROGRESS for everyone else, with the holder's expiry")
+    void liveLeaseIsInProgress() {
+      Claim first = store.claim(key("a"), lease());
+      Claim second = store.claim(key("a"), lease());
+
+      assertThat(second.status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(second.token()).isNull();
+      assertThat(second.leaseExpiresAt()).isEqualTo(first.leaseExpiresAt());
+      assertThat(store.status(key("a"))).contains(Claim.Status.CLAIMED);
+    }
+
+    @Test
+    @DisplayName("claims hand out distinct tokens")
+    void tokensAreDistinct() {
+      Claim first = store.claim(key("a"), lease());
+      assertThat(store.release(first)).isTrue();
+      Claim second = store.claim(key("a"), lease());
+
+      assertThat(second.isClaimed()).isTrue();
+      assertThat(second.token()).isNotEqualTo(first.token());
+    }
+
+    @Test
+    @DisplayName("keys are independent: claiming one does not touch another")
+    void keysAreIndependent() {
+      store.claim(key("a"), lease());
+
+      assertThat(store.claim(key("b"), lease()).status()).isEqualTo(Claim.Status.CLAIMED);
+      assertThat(store.status(key("c"))).isEmpty();
+    }
+
+    @Test
+    @DisplayName("an absent key has no status")
+    void absentHasNoStatus() {
+      assertThat(store.status(key("never"))).isEqualTo(Optional.empty());
+    }
+
+    @Test
+    @DisplayName("a key of exactly MAX_KEY_LENGTH characters is accepted")
+    void longestKeyAccepted() {
+      String longest = (prefix + "x".repeat(IdempotencyStore.MAX_KEY_LENGTH))
+          .substring(0, IdempotencyStore.MAX_KEY_LENGTH);
+
+      Claim c = store.claim(longest, lease());
+
+      assertThat(c.isClaimed()).isTrue();
+      assertThat(store.complete(c)).isTrue();
+      assertThat(store.claim(longest, lease()).status()).isEqualTo(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("keys with any characters are kept apart exactly")
+    void oddCharactersKeptApart() {
+      String odd = key("order 42:sms/ä{tag}*?\"'");
+      Claim c = store.claim(odd, lease());
+      assertThat(store.complete(c)).isTrue();
+
+      assertThat(store.status(odd)).contains(Claim.Status.DONE);
+      assertThat(store.status(key("order 42:sms/ä{tag}*?\""))).isEmpty();
+      assertThat(store.claim(key("order 42:sms/a{tag}*?\"'"), lease()).isClaimed()).isTrue();
+    }
+  }
+
+  @Nested
+  @DisplayName("complete")
+  class CompleteCases {
+
+    @Test
+    @DisplayName("a completed key answers DONE to every later claim")
+    void completedIsDone() {
+      Claim c = store.claim(key("a"), lease());
+
+      assertThat(store.complete(c)).isTrue();
+
+      Claim again = store.claim(key("a"), lease());
+      assertThat(again.status()).isEqualTo(Claim.Status.DONE);
+      assertThat(again.token()).isNull();
+      assertThat(again.leaseExpiresAt()).isNull();
+      assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("DONE outlives the lease it was claimed with")
+    void doneOutlivesLease() {
+      Claim c = store.claim(key("a"), lease());
+      assertThat(store.complete(c)).isTrue();
+
+      advance(lease().plusMillis(1));
+
+      assertThat(store.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("DONE is forgotten after the retention period: the key can be claimed again")
+    void doneExpiresAfterRetention() {
+      Claim c = store.claim(key("a"), lease());
+      assertThat(store.complete(c)).isTrue();
+
+      advance(retention().plusMillis(1));
+
+      assertThat(store.status(key("a"))).isEmpty();
+      assertThat(store.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.CLAIMED);
+    }
+
+    @Test
+    @DisplayName("completing twice with the same claim reports false the second time")
+    void completeTwice() {
+      Claim c = store.claim(key("a"), lease());
+
+      assertThat(store.complete(c)).isTrue();
+      assertThat(store.complete(c)).isFalse();
+      assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a claim with a token the store never issued does not complete the key")
+    void foreignTokenRejected() {
+      Claim real = store.claim(key("a"), lease());
+      Claim forged = Claim.claimed(key("a"), "forged-" + UUID.randomUUID(),
+          real.leaseExpiresAt());
+
+      assertThat(store.complete(forged)).isFalse();
+      assertThat(store.release(forged)).isFalse();
+      assertThat(store.status(key("a"))).contains(Claim.Status.CLAIMED);
+      assertThat(store.complete(real)).isTrue();
+    }
+
+    @Test
+    @DisplayName("completing a key that is not claimed reports false and leaves it absent")
+    void completeAbsent() {
+      Claim forged = Claim.claimed(key("ghost"), "t-" + UUID.randomUUID(),
+          clock().instant().plus(lease()));
+
+      assertThat(store.complete(forged)).isFalse();
+      assertThat(store.status(key("ghost"))).isEmpty();
+    }
+
+    @Test
+    @DisplayName("completing or releasing a claim that is not CLAIMED throws IllegalArgumentException")
+    void nonClaimedRejected() {
+      Claim holder = store.claim(key("a"), lease());
+      Claim inProgress = store.claim(key("a"), lease());
+
+      assertThatThrownBy(() -> store.complete(inProgress))
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> store.release(inProgress))
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> store.complete(Claim.done(key("a"))))
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> store.complete(null))
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> store.release(null))
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThat(store.complete(holder)).isTrue();
+    }
+  }
+
+  @Nested
+  @DisplayName("release")
+  class ReleaseCases {
+
+    @Test
+    @DisplayName("a released claim can be claimed again at once")
+    void releasedClaimable() {
+      Claim c = store.claim(key("a"), lease());
+
+      assertThat(store.release(c)).isTrue();
+
+      assertThat(store.status(key("a"))).isEmpty();
+      assertThat(store.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.CLAIMED);
+    }
+
+    @Test
+    @DisplayName("releasing twice reports false the second time and frees nothing else")
+    void releaseTwice() {
+      Claim c = store.claim(key("a"), lease());
+      assertThat(store.release(c)).isTrue();
+      Claim next = store.claim(key("a"), lease());
+
+      assertThat(store.release(c)).isFalse();
+      assertThat(store.status(key("a"))).contains(Claim.Status.CLAIMED);
+      assertThat(store.complete(next)).isTrue();
+    }
+
+    @Test
+    @DisplayName("a completed key cannot be released back to absent")
+    void releaseAfterComplete() {
+      Claim c = store.claim(key("a"), lease());
+      assertThat(store.complete(c)).isTrue();
+
+      assertThat(store.release(c)).isFalse();
+      assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
+    }
+  }
+
+  @Nested
+  @DisplayName("leases")
+  class LeaseCases {
+
+    @Test
+    @DisplayName("an expired lease can be claimed again, by anyone")
+    void expiredLeaseReclaimable() {
+      store.claim(key("a"), lease());
+
+      advance(lease().plusMillis(1));
+
+      assertThat(store.status(key("a"))).isEmpty();
+      Claim taken = store.claim(key("a"), lease());
+      assertThat(taken.status()).isEqualTo(Claim.Status.CLAIMED);
+    }
+
+    @Test
+    @DisplayName("after a takeover the stale claim neither completes nor releases the key")
+    void staleTokenAfterTakeover() {
+      Claim stale = store.claim(key("a"), lease());
+      advance(lease().plusMillis(1));
+      Claim current = store.claim(key("a"), lease());
+      assertThat(current.isClaimed()).isTrue();
+
+      assertThat(store.complete(stale)).isFalse();
+      assertThat(store.release(stale)).isFalse();
+
+      assertThat(store.status(key("a"))).contains(Claim.Status.CLAIMED);
+      assertThat(store.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(store.complete(current)).isTrue();
+      assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
+    }
+  }
+
+  @Nested
+  @DisplayName("concurrency")
+  class ConcurrencyCases {
+
+    @Test
+    @DisplayName("of 16 threads claiming one key at once, exactly one gets CLAIMED")
+    void exactlyOneWins() {
+      for (int round = 0; round < 20; round++) {
+        String k = key("race-" + round);
+        List<Claim> claims = Race.run(16, Duration.ofSeconds(30), i -> store.claim(k, lease()));
+
+        assertThat(claims).filteredOn(Claim::isClaimed).hasSize(1);
+        assertThat(claims).filteredOn(c -> !c.isClaimed())
+            .allSatisfy(c -> assertThat(c.status()).isEqualTo(Claim.Status.IN_PROGRESS));
+      }
+    }
+
+    @Test
+    @DisplayName("of 16 threads racing claim-then-complete on one key, exactly one completes")
+    void exactlyOneCompletes() {
+      String k = key("race-complete");
+      List<Boolean> completed = Race.run(16, Duration.ofSeconds(30), i -> {
+        Claim c = store.claim(k, lease());
+        return c.isClaimed() && store.complete(c);
+      });
+
+      assertThat(completed).filteredOn(b -> b).hasSize(1);
+      assertThat(store.status(k)).contains(Claim.Status.DONE);
+    }
+  }
+
+  @Nested
+  @DisplayName("bad input")
+  class BadInput {
+
+    @Test
+    @DisplayName("a null or blank key throws IllegalArgumentException naming the key")
+    void blankKey() {
+      for (String bad : new String[] {null, "", "   "}) {
+        assertThatThrownBy(() -> store.claim(bad, lease()))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("key");
+        assertThatThrownBy(() -> store.status(bad))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("key");
+      }
+    }
+
+    @Test
+    @DisplayName("a key longer than MAX_KEY_LENGTH throws IllegalArgumentException naming the limit")
+    void oversizeKey() {
+      String tooLong = "k".repeat(IdempotencyStore.MAX_KEY_LENGTH + 1);
+
+      assertThatThrownBy(() -> store.claim(tooLong, lease()))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("key")
+          .hasMessageContaining(String.valueOf(IdempotencyStore.MAX_KEY_LENGTH));
+      assertThatThrownBy(() -> store.status(tooLong))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("key");
+    }
+
+    @Test
+    @DisplayName("a null, zero or negative lease throws IllegalArgumentException naming the lease")
+    void nonPositiveLease() {
+      for (Duration bad : new Duration[] {null, Duration.ZERO, Duration.ofMillis(-1)}) {
+        assertThatThrownBy(() -> store.claim(key("a"), bad))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("lease");
+      }
+      assertThat(store.status(key("a"))).isEmpty();
+    }
+  }
+}

@@ -1,0 +1,580 @@
+package io.relaykit.tck;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.relaykit.message.Message;
+import io.relaykit.outbox.OutboxRecord;
+import io.relaykit.outbox.OutboxStats;
+import io.relaykit.outbox.OutboxStore;
+import io.relaykit.queue.Priority;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The contract every {@link OutboxStore} keeps: subclass it, implement {@link #createStore} and
+ * {@link #appendCommitted} (how a row is appended is backend-specific: JDBC inserts it through a
+ * {@code Connection} in a transaction and commits).
+ *
+ * <h2>Time</h2>
+ * The SPI takes "now" from its caller; the kit passes {@link #clock()}'s time, a {@link FakeClock}
+ * moved by {@link #advance}. A backend that measures leases on server time instead overrides both
+ * (see {@link IdempotencyStoreContract} for the pattern) and {@link #lease()}.
+ *
+ * <p>Every test gets a fresh store that must start empty (the kit checks the stats it reports).
+ */
+public abstract class OutboxStoreContract {
+
+  private final FakeClock fakeClock = new FakeClock();
+  private OutboxStore store;
+  private final String destination = "tck-orders-" + UUID.randomUUID();
+
+  /** A new, empty outbox. */
+  protected abstract OutboxStore createStore();
+
+  /**
+   * Appends a row to the store {@link #createStore} returned last, committed when this returns, as
+   * the business transaction would.
+   */
+  protected abstract void appendCommitted(String destination, Message message);
+
+  /** Where "now" comes from for every call the kit makes. */
+  protected InstantSource clock() {
+    return fakeClock;
+  }
+
+  /** Makes at least {@code duration} pass on {@link #clock()}. */
+  protected void advance(Duration duration) {
+    fakeClock.advance(duration);
+  }
+
+  /** The lease relays claim with in the kit. */
+  protected Duration lease() {
+    return Duration.ofSeconds(30);
+  }
+
+  @BeforeEach
+  void createFreshStore() {
+    store = createStore();
+  }
+
+  /** The store under test. */
+  protected OutboxStore store() {
+    return store;
+  }
+
+  private Instant now() {
+    return clock().instant();
+  }
+
+  private int appended;
+
+  /** Appends a message with {@code key} (null for none) and returns it; createdAt grows by 1 ms. */
+  private Message append(String key) {
+    Message m = Message.builder()
+        .id("ob-" + UUID.randomUUID())
+        .type("order.paid")
+        .key(key)
+        .payload("{\"n\":" + appended + "}")
+        .createdAt(FakeClock.EPOCH.minusSeconds(60).plusMillis(appended++))
+        .build();
+    appendCommitted(destination, m);
+    return m;
+  }
+
+  private List<OutboxRecord> claim(String owner, int max) {
+    return store.claim(owner, max, lease(), now());
+  }
+
+  private static List<String> messageIds(List<OutboxRecord> records) {
+    List<String> ids = new ArrayList<>();
+    for (OutboxRecord r : records) {
+      ids.add(r.message().id());
+    }
+    return ids;
+  }
+
+  private static List<String> ids(Message... messages) {
+    List<String> ids = new ArrayList<>();
+    for (Message m : messages) {
+      ids.add(m.id());
+    }
+    return ids;
+  }
+
+  private static OutboxRecord only(List<OutboxRecord> records) {
+    assertThat(records).hasSize(1);
+    return records.get(0);
+  }
+
+  @Nested
+  @DisplayName("claim")
+  class Claim {
+
+    @Test
+    @DisplayName("an empty outbox has nothing to claim")
+    void empty() {
+      assertThat(claim("relay-a", 10)).isEmpty();
+    }
+
+    @Test
+    @DisplayName("claims return the oldest rows first, with increasing sequences")
+    void oldestFirst() {
+      Message m1 = append(null);
+      Message m2 = append("k1");
+      Message m3 = append(null);
+      Message m4 = append("k2");
+
+      List<OutboxRecord> got = claim("relay-a", 3);
+
+      assertThat(messageIds(got)).containsExactlyElementsOf(ids(m1, m2, m3));
+      assertThat(got.get(0).sequence()).isLessThan(got.get(1).sequence());
+      assertThat(got.get(1).sequence()).isLessThan(got.get(2).sequence());
+      assertThat(messageIds(claim("relay-a", 3))).containsExactlyElementsOf(ids(m4));
+    }
+
+    @Test
+    @DisplayName("a claimed record carries the destination, the whole message and the lease")
+    void recordFields() {
+      Message m = Message.builder()
+          .id("ob-" + UUID.randomUUID()).type("order.paid").schemaVersion(2).key("order-7")
+          .payload(new byte[] {0, 1, 2, (byte) 255})
+          .header("tenant", "acme").header("note", "a=b; c")
+          .createdAt(FakeClock.EPOCH.minusMillis(1500))
+          .expiresAt(FakeClock.EPOCH.plusSeconds(3600))
+          .priority(Priority.CRITICAL).traceId("0af7651916cd43dd8448eb211c80319c")
+          .build();
+      appendCommitted(destination, m);
+      Instant before = now();
+
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      assertThat(r.destination()).isEqualTo(destination);
+      assertThat(r.message()).isEqualTo(m);
+      assertThat(r.message().payload()).containsExactly(0, 1, 2, 255);
+      assertThat(r.attempts()).isZero();
+      assertThat(r.firstFailureAt()).isNull();
+      assertThat(r.leaseOwner()).isEqualTo("relay-a");
+      assertThat(r.leaseExpiresAt()).isBetween(before.plus(lease()), now().plus(lease()));
+    }
+
+    @Test
+    @DisplayName("a claim returns at most max rows")
+    void atMostMax() {
+      for (int i = 0; i < 5; i++) {
+        append(null);
+      }
+
+      assertThat(claim("relay-a", 2)).hasSize(2);
+      assertThat(claim("relay-a", 2)).hasSize(2);
+      assertThat(claim("relay-a", 2)).hasSize(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("leases")
+  class Leases {
+
+    @Test
+    @DisplayName("a live lease hides claimed rows from every other claim")
+    void leaseHides() {
+      Message m1 = append(null);
+      Message m2 = append(null);
+      Message m3 = append(null);
+
+      assertThat(messageIds(claim("relay-a", 2))).containsExactlyElementsOf(ids(m1, m2));
+
+      assertThat(messageIds(claim("relay-b", 10))).containsExactlyElementsOf(ids(m3));
+      assertThat(claim("relay-b", 10)).isEmpty();
+      assertThat(claim("relay-a", 10)).isEmpty();
+    }
+
+    @Test
+    @DisplayName("an expired lease's row can be claimed by another relay")
+    void expiredReclaimable() {
+      Message m = append("k1");
+      OutboxRecord first = only(claim("relay-a", 10));
+
+      advance(lease().plusMillis(1));
+      OutboxRecord taken = only(claim("relay-b", 10));
+
+      assertThat(taken.message().id()).isEqualTo(m.id());
+      assertThat(taken.sequence()).isEqualTo(first.sequence());
+      assertThat(taken.leaseOwner()).isEqualTo("relay-b");
+    }
+
+    @Test
+    @DisplayName("after a takeover, the old owner's markSent, reschedule and markDead do nothing"
+        + " and say so")
+    void staleOwnerAfterTakeover() {
+      append("k1");
+      OutboxRecord first = only(claim("relay-a", 10));
+      advance(lease().plusMillis(1));
+      only(claim("relay-b", 10));
+
+      assertThat(store.markSent("relay-a", List.of(first.sequence()), now())).isZero();
+      assertThat(store.reschedule("relay-a", first.sequence(), 1, now(),
+          now().plusSeconds(60), "boom")).isFalse();
+      assertThat(store.markDead("relay-a", first.sequence())).isFalse();
+
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+      assertThat(store.markSent("relay-b", List.of(first.sequence()), now())).isEqualTo(1);
+      assertThat(store.stats(now()).unsent()).isZero();
+    }
+
+    @Test
+    @DisplayName("a relay that is not the owner cannot mark, reschedule or kill a held row")
+    void nonOwner() {
+      append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      assertThat(store.markSent("relay-b", List.of(r.sequence()), now())).isZero();
+      assertThat(store.reschedule("relay-b", r.sequence(), 1, now(), now(), "x")).isFalse();
+      assertThat(store.markDead("relay-b", r.sequence())).isFalse();
+
+      assertThat(claim("relay-c", 10)).as("still leased to relay-a").isEmpty();
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("rows nobody claimed cannot be marked sent")
+    void unclaimedNotMarked() {
+      append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+      assertThat(store.markSent("relay-a", List.of(r.sequence()), now())).isEqualTo(1);
+      append(null);
+
+      assertThat(store.markSent("relay-a", List.of(r.sequence() + 1, r.sequence() + 1000),
+          now())).isZero();
+      assertThat(store.markSent("relay-a", List.of(), now())).isZero();
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("per-key order")
+  class KeyOrder {
+
+    @Test
+    @DisplayName("only the oldest unsent row of a key is claimable; later rows of it wait until"
+        + " it is sent")
+    void oneKeyAtATime() {
+      Message a1 = append("A");
+      Message a2 = append("A");
+      Message b1 = append("B");
+      Message a3 = append("A");
+
+      List<OutboxRecord> first = claim("relay-a", 10);
+      assertThat(messageIds(first)).containsExactlyElementsOf(ids(a1, b1));
+      assertThat(claim("relay-b", 10)).as("A's next row waits behind a claimed row").isEmpty();
+
+      assertThat(store.markSent("relay-a", List.of(first.get(0).sequence()), now())).isEqualTo(1);
+      OutboxRecord second = only(claim("relay-b", 10));
+      assertThat(second.message().id()).isEqualTo(a2.id());
+
+      assertThat(store.markSent("relay-b", List.of(second.sequence()), now())).isEqualTo(1);
+      assertThat(messageIds(claim("relay-a", 10))).containsExactlyElementsOf(ids(a3));
+    }
+
+    @Test
+    @DisplayName("a key's later rows wait behind an expired lease too, until it is taken over and"
+        + " sent")
+    void waitBehindExpired() {
+      Message a1 = append("A");
+      append("A");
+      only(claim("relay-a", 10));
+
+      advance(lease().plusMillis(1));
+
+      OutboxRecord again = only(claim("relay-b", 10));
+      assertThat(again.message().id()).isEqualTo(a1.id());
+    }
+
+    @Test
+    @DisplayName("a failing key parks its own later rows and nothing else")
+    void failingKeyParksOnlyItself() {
+      append("A");
+      Message a2 = append("A");
+      Message b1 = append("B");
+      Message free = append(null);
+      List<OutboxRecord> got = claim("relay-a", 1);
+      OutboxRecord a1 = only(got);
+
+      assertThat(store.reschedule("relay-a", a1.sequence(), 1, now(), now().plusSeconds(60),
+          "broker down")).isTrue();
+
+      List<OutboxRecord> others = claim("relay-a", 10);
+      assertThat(messageIds(others)).containsExactlyElementsOf(ids(b1, free));
+      assertThat(claim("relay-a", 10)).isEmpty();
+      assertThat(store.markSent("relay-a",
+          List.of(others.get(0).sequence(), others.get(1).sequence()), now())).isEqualTo(2);
+      advance(Duration.ofSeconds(60));
+      OutboxRecord retried = only(claim("relay-a", 10));
+      assertThat(retried.sequence()).isEqualTo(a1.sequence());
+      assertThat(store.markSent("relay-a", List.of(retried.sequence()), now())).isEqualTo(1);
+      assertThat(messageIds(claim("relay-a", 10))).containsExactlyElementsOf(ids(a2));
+    }
+
+    @Test
+    @DisplayName("rows without a key have no order: all are claimable at once")
+    void keylessUnordered() {
+      Message n1 = append(null);
+      Message n2 = append(null);
+      Message n3 = append(null);
+
+      assertThat(messageIds(claim("relay-a", 10))).containsExactlyElementsOf(ids(n1, n2, n3));
+    }
+
+    @Test
+    @DisplayName("a dead row frees its key's next row")
+    void deadFreesKey() {
+      append("A");
+      Message a2 = append("A");
+      OutboxRecord a1 = only(claim("relay-a", 10));
+
+      assertThat(store.markDead("relay-a", a1.sequence())).isTrue();
+
+      assertThat(messageIds(claim("relay-a", 10))).containsExactlyElementsOf(ids(a2));
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("reschedule")
+  class Reschedule {
+
+    @Test
+    @DisplayName("reschedule records attempts and first failure, and hides the row until notBefore")
+    void hidesUntilNotBefore() {
+      Message m = append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+      Instant failedAt = now();
+      Instant notBefore = now().plusSeconds(10);
+
+      assertThat(store.reschedule("relay-a", r.sequence(), 1, failedAt, notBefore, "timeout"))
+          .isTrue();
+
+      assertThat(claim("relay-a", 10)).as("before notBefore").isEmpty();
+      assertThat(claim("relay-b", 10)).as("before notBefore, other relay").isEmpty();
+      advance(Duration.ofSeconds(10));
+      OutboxRecord again = only(claim("relay-b", 10));
+      assertThat(again.message().id()).isEqualTo(m.id());
+      assertThat(again.attempts()).isEqualTo(1);
+      assertThat(again.firstFailureAt()).isEqualTo(failedAt);
+      assertThat(again.leaseOwner()).isEqualTo("relay-b");
+    }
+
+    @Test
+    @DisplayName("a second failure raises attempts and keeps the first failure time")
+    void keepsFirstFailure() {
+      append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+      Instant firstFailure = now();
+      store.reschedule("relay-a", r.sequence(), 1, firstFailure, now().plusSeconds(1), "e1");
+      advance(Duration.ofSeconds(1));
+      OutboxRecord r2 = only(claim("relay-a", 10));
+
+      assertThat(store.reschedule("relay-a", r2.sequence(), 2, now(), now().plusSeconds(2), "e2"))
+          .isTrue();
+
+      advance(Duration.ofSeconds(2));
+      OutboxRecord r3 = only(claim("relay-a", 10));
+      assertThat(r3.attempts()).isEqualTo(2);
+      assertThat(r3.firstFailureAt()).isEqualTo(firstFailure);
+    }
+
+    @Test
+    @DisplayName("a rescheduled row is released: the old owner cannot mark it sent any more")
+    void rescheduleReleases() {
+      append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+      store.reschedule("relay-a", r.sequence(), 1, now(), now(), "e1");
+
+      assertThat(store.markSent("relay-a", List.of(r.sequence()), now())).isZero();
+      assertThat(store.reschedule("relay-a", r.sequence(), 2, now(), now(), "e2")).isFalse();
+      assertThat(only(claim("relay-b", 10)).sequence()).isEqualTo(r.sequence());
+    }
+  }
+
+  @Nested
+  @DisplayName("sent rows, dead rows and stats")
+  class SentAndStats {
+
+    @Test
+    @DisplayName("a sent row is never claimed again, and a second markSent reports zero")
+    void sentIsFinal() {
+      append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      assertThat(store.markSent("relay-a", List.of(r.sequence()), now())).isEqualTo(1);
+      assertThat(store.markSent("relay-a", List.of(r.sequence()), now())).isZero();
+
+      advance(lease().plusMillis(1));
+      assertThat(claim("relay-b", 10)).isEmpty();
+    }
+
+    @Test
+    @DisplayName("stats count unsent rows and the age of the oldest one's message; zero when none")
+    void stats() {
+      OutboxStats empty = store.stats(now());
+      assertThat(empty.unsent()).isZero();
+      assertThat(empty.oldestUnsentAge()).isEqualTo(Duration.ZERO);
+      assertThat(empty.sent()).isZero();
+
+      Message m1 = append(null);
+      append(null);
+      append("k");
+      OutboxStats three = store.stats(now());
+      assertThat(three.unsent()).isEqualTo(3);
+      assertThat(three.oldestUnsentAge()).isEqualTo(Duration.between(m1.createdAt(), now()));
+
+      List<OutboxRecord> claimed = claim("relay-a", 1);
+      assertThat(store.stats(now()).unsent()).as("claimed rows are still unsent").isEqualTo(3);
+      store.markSent("relay-a", List.of(claimed.get(0).sequence()), now());
+
+      OutboxStats after = store.stats(now());
+      assertThat(after.unsent()).isEqualTo(2);
+      assertThat(after.sent()).isEqualTo(1);
+      assertThat(after.oldestUnsentAge()).isLessThan(three.oldestUnsentAge());
+    }
+
+    @Test
+    @DisplayName("a dead row leaves the outbox: not unsent, not sent, never claimed again")
+    void deadLeaves() {
+      append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      assertThat(store.markDead("relay-a", r.sequence())).isTrue();
+      assertThat(store.markDead("relay-a", r.sequence())).isFalse();
+
+      OutboxStats s = store.stats(now());
+      assertThat(s.unsent()).isZero();
+      assertThat(s.sent()).isZero();
+      advance(lease().plusMillis(1));
+      assertThat(claim("relay-b", 10)).isEmpty();
+    }
+
+    @Test
+    @DisplayName("purgeSent deletes rows sent before the cutoff and keeps later and unsent rows")
+    void purgeByTime() {
+      append(null);
+      append(null);
+      append(null);
+      List<OutboxRecord> claimed = claim("relay-a", 3);
+      Instant early = now();
+      store.markSent("relay-a", List.of(claimed.get(0).sequence()), early);
+      advance(Duration.ofMinutes(5));
+      Instant late = now();
+      store.markSent("relay-a", List.of(claimed.get(1).sequence()), late);
+
+      assertThat(store.purgeSent(early)).as("strictly before the cutoff").isZero();
+      assertThat(store.purgeSent(late)).isEqualTo(1);
+      assertThat(store.stats(now()).sent()).isEqualTo(1);
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+      assertThat(store.purgeSent(late.plusMillis(1))).isEqualTo(1);
+      assertThat(store.stats(now()).sent()).isZero();
+    }
+  }
+
+  @Nested
+  @DisplayName("concurrency")
+  class Concurrency {
+
+    @Test
+    @DisplayName("4 relays claiming 2 000 rows concurrently never get the same row twice, and each"
+        + " key's rows are sent in order")
+    void concurrentClaimers() {
+      int rows = 2_000;
+      int keys = 40;
+      for (int i = 0; i < rows; i++) {
+        append(i % 2 == 0 ? null : "key-" + (i % keys));
+      }
+      Set<Long> everClaimed = ConcurrentHashMap.newKeySet();
+      Map<String, List<Long>> sentByKey = new ConcurrentHashMap<>();
+      List<Integer> perRelay = Race.run(4, Duration.ofSeconds(120), relay -> {
+        String owner = "relay-" + relay;
+        int mine = 0;
+        int idle = 0;
+        while (idle < 50) {
+          List<OutboxRecord> got = store.claim(owner, 25, Duration.ofHours(1), now());
+          if (got.isEmpty()) {
+            idle++;
+            Thread.onSpinWait();
+            continue;
+          }
+          idle = 0;
+          List<Long> seqs = new ArrayList<>();
+          for (OutboxRecord r : got) {
+            assertThat(everClaimed.add(r.sequence()))
+                .as("row %d claimed twice", r.sequence()).isTrue();
+            seqs.add(r.sequence());
+            r.message().key().ifPresent(k -> sentByKey
+                .computeIfAbsent(k, x -> Collections.synchronizedList(new ArrayList<>()))
+                .add(r.sequence()));
+          }
+          assertThat(store.markSent(owner, seqs, now())).isEqualTo(seqs.size());
+          mine += seqs.size();
+        }
+        return mine;
+      });
+
+      assertThat(perRelay.stream().mapToInt(Integer::intValue).sum()).isEqualTo(rows);
+      assertThat(everClaimed).hasSize(rows);
+      assertThat(store.stats(now()).unsent()).isZero();
+      assertThat(store.stats(now()).sent()).isEqualTo(rows);
+      assertThat(sentByKey).hasSize(keys / 2);
+      for (Map.Entry<String, List<Long>> e : sentByKey.entrySet()) {
+        assertThat(e.getValue()).as("sequences of %s in claim order", e.getKey()).isSorted();
+        assertThat(new HashSet<>(e.getValue())).hasSameSizeAs(e.getValue());
+      }
+    }
+  }
+
+  @Nested
+  @DisplayName("bad input")
+  class BadInput {
+
+    @Test
+    @DisplayName("claim rejects a blank owner, max below 1, a non-positive lease and a null now,"
+        + " naming the argument")
+    void badClaim() {
+      append(null);
+      assertThatThrownBy(() -> store.claim(" ", 1, lease(), now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("owner");
+      assertThatThrownBy(() -> store.claim(null, 1, lease(), now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("owner");
+      assertThatThrownBy(() -> store.claim("relay-a", 0, lease(), now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("max");
+      assertThatThrownBy(() -> store.claim("relay-a", 1, Duration.ZERO, now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("lease");
+      assertThatThrownBy(() -> store.claim("relay-a", 1, lease(), null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("now");
+
+      assertThat(claim("relay-a", 10)).as("nothing was claimed by the bad calls").hasSize(1);
+    }
+
+    @Test
+    @DisplayName("markSent, reschedule and markDead reject a blank owner")
+    void badOwner() {
+      assertThatThrownBy(() -> store.markSent("", List.of(1L), now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("owner");
+      assertThatThrownBy(() -> store.reschedule("", 1, 1, now(), now(), "e"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("owner");
+      assertThatThrownBy(() -> store.markDead(null, 1))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("owner");
+    }
+  }
+}

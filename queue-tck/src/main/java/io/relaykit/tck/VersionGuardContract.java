@@ -1,0 +1,214 @@
+package io.relaykit.tck;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.relaykit.ordering.VersionGuard;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The contract every {@link VersionGuard} keeps: subclass it and implement {@link #createGuard}.
+ * Entity ids carry a random prefix, so a shared backend is fine.
+ */
+public abstract class VersionGuardContract {
+
+  private VersionGuard guard;
+  private final String prefix = "tck-" + UUID.randomUUID() + ":";
+
+  /** A new guard; it may share a backend with other tests. */
+  protected abstract VersionGuard createGuard();
+
+  @BeforeEach
+  void createFreshGuard() {
+    guard = createGuard();
+  }
+
+  /** The guard under test. */
+  protected VersionGuard guard() {
+    return guard;
+  }
+
+  private String entity(String name) {
+    return prefix + name;
+  }
+
+  @Nested
+  @DisplayName("advance")
+  class Advance {
+
+    @Test
+    @DisplayName("the first version of an entity is applied and stored")
+    void firstApplies() {
+      assertThat(guard.current(entity("a"))).isEmpty();
+
+      assertThat(guard.advance(entity("a"), 7)).isTrue();
+
+      assertThat(guard.current(entity("a"))).hasValue(7);
+    }
+
+    @Test
+    @DisplayName("version zero is a valid first version")
+    void zeroIsValid() {
+      assertThat(guard.advance(entity("a"), 0)).isTrue();
+      assertThat(guard.current(entity("a"))).hasValue(0);
+      assertThat(guard.advance(entity("a"), 0)).isFalse();
+    }
+
+    @Test
+    @DisplayName("a newer version is applied")
+    void newerApplies() {
+      guard.advance(entity("a"), 7);
+
+      assertThat(guard.advance(entity("a"), 8)).isTrue();
+      assertThat(guard.advance(entity("a"), 1_000_000_000_000L)).isTrue();
+
+      assertThat(guard.current(entity("a"))).hasValue(1_000_000_000_000L);
+    }
+
+    @Test
+    @DisplayName("an equal version is rejected: a redelivered update applies once")
+    void equalRejected() {
+      guard.advance(entity("a"), 7);
+
+      assertThat(guard.advance(entity("a"), 7)).isFalse();
+      assertThat(guard.current(entity("a"))).hasValue(7);
+    }
+
+    @Test
+    @DisplayName("an older version is rejected and the stored version stays")
+    void olderRejected() {
+      guard.advance(entity("a"), 7);
+
+      assertThat(guard.advance(entity("a"), 6)).isFalse();
+      assertThat(guard.advance(entity("a"), 0)).isFalse();
+      assertThat(guard.current(entity("a"))).hasValue(7);
+    }
+
+    @Test
+    @DisplayName("Long.MAX_VALUE is stored exactly and nothing passes it")
+    void maxValue() {
+      assertThat(guard.advance(entity("a"), Long.MAX_VALUE - 1)).isTrue();
+      assertThat(guard.advance(entity("a"), Long.MAX_VALUE)).isTrue();
+
+      assertThat(guard.current(entity("a"))).hasValue(Long.MAX_VALUE);
+      assertThat(guard.advance(entity("a"), Long.MAX_VALUE)).isFalse();
+    }
+
+    @Test
+    @DisplayName("entities are independent: one entity's version does not gate another's")
+    void perEntity() {
+      guard.advance(entity("a"), 100);
+
+      assertThat(guard.advance(entity("b"), 1)).isTrue();
+      assertThat(guard.advance(entity("a"), 50)).isFalse();
+
+      assertThat(guard.current(entity("a"))).hasValue(100);
+      assertThat(guard.current(entity("b"))).hasValue(1);
+      assertThat(guard.current(entity("c"))).isEmpty();
+    }
+  }
+
+  @Nested
+  @DisplayName("concurrency")
+  class Concurrency {
+
+    @Test
+    @DisplayName("many threads offering shuffled versions leave the maximum, and no advance ever"
+        + " accepted a version lower than one already accepted")
+    void shuffledVersionsEndAtMax() {
+      int threads = 8;
+      int versions = 400;
+      String id = entity("race");
+      // The highest version any thread has seen accepted. Read before a call, it is a version
+      // accepted strictly before that call began: accepting anything not above it is a lost update.
+      AtomicLong acceptedBefore = new AtomicLong(-1);
+      List<List<long[]>> histories = Race.run(threads, Duration.ofSeconds(60), t -> {
+        List<Long> mine = LongStream.range(0, versions).boxed().collect(Collectors.toList());
+        Collections.shuffle(mine, new Random(t));
+        List<long[]> history = new ArrayList<>();
+        for (long v : mine) {
+          long floor = acceptedBefore.get();
+          boolean accepted = guard.advance(id, v);
+          if (accepted) {
+            acceptedBefore.accumulateAndGet(v, Math::max);
+          }
+          history.add(new long[] {v, floor, accepted ? 1 : 0});
+        }
+        return history;
+      });
+
+      assertThat(guard.current(id)).hasValue(versions - 1);
+      long[] acceptedPerVersion = new long[versions];
+      for (List<long[]> history : histories) {
+        for (long[] call : history) {
+          if (call[2] == 1) {
+            acceptedPerVersion[(int) call[0]]++;
+            assertThat(call[0])
+                .as("version accepted although %d was accepted before the call began", call[1])
+                .isGreaterThan(call[1]);
+          }
+        }
+      }
+      for (int v = 0; v < versions; v++) {
+        assertThat(acceptedPerVersion[v]).as("times version %d was accepted", v).isLessThan(2);
+      }
+      assertThat(acceptedPerVersion[versions - 1]).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("concurrent advances on different entities do not interfere")
+    void entitiesInParallel() {
+      int threads = 8;
+      Race.run(threads, Duration.ofSeconds(60), t -> {
+        for (long v = 1; v <= 100; v++) {
+          assertThat(guard.advance(entity("e" + t), v)).isTrue();
+        }
+        return null;
+      });
+
+      for (int t = 0; t < threads; t++) {
+        assertThat(guard.current(entity("e" + t))).hasValue(100);
+      }
+    }
+  }
+
+  @Nested
+  @DisplayName("bad input")
+  class BadInput {
+
+    @Test
+    @DisplayName("a null or blank entity id throws IllegalArgumentException naming the entity id")
+    void blankEntity() {
+      for (String bad : new String[] {null, "", " \t"}) {
+        assertThatThrownBy(() -> guard.advance(bad, 1))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("entityId");
+        assertThatThrownBy(() -> guard.current(bad))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("entityId");
+      }
+    }
+
+    @Test
+    @DisplayName("a negative version throws IllegalArgumentException naming the version and stores"
+        + " nothing")
+    void negativeVersion() {
+      assertThatThrownBy(() -> guard.advance(entity("a"), -1))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("version")
+          .hasMessageContaining("-1");
+
+      assertThat(guard.current(entity("a"))).isEmpty();
+    }
+  }
+}
