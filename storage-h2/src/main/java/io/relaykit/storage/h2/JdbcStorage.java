@@ -149,6 +149,34 @@ public final class JdbcStorage implements AutoCloseable {
     return new JdbcOutboxStore(dataSource, tables);
   }
 
+  /** Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}. */
+  public JdbcDeadLetterStore deadLetterStore() {
+    return new JdbcDeadLetterStore(dataSource, dialect, tables);
+  }
+
+  /** Idempotency keys on this storage's clock, DONE for the retention period. */
+  public JdbcIdempotencyStore idempotencyStore() {
+    return new JdbcIdempotencyStore(dataSource, dialect, tables, clock, retention);
+  }
+
+  /** Entity versions that only grow. */
+  public JdbcVersionGuard versionGuard() {
+    return new JdbcVersionGuard(dataSource, dialect, tables);
+  }
+
+  /**
+   * The queue journal called {@code name} (many share one table), group-committing non-critical
+   * changes every 50 ms.
+   */
+  public JdbcQueueJournal queueJournal(String name) {
+    return queueJournal(name, Duration.ofMillis(50));
+  }
+
+  /** The queue journal called {@code name}, group-committing every {@code commitInterval}. */
+  public JdbcQueueJournal queueJournal(String name, Duration commitInterval) {
+    return new JdbcQueueJournal(dataSource, tables, name, commitInterval);
+  }
+
   public Dialect dialect() {
     return dialect;
   }

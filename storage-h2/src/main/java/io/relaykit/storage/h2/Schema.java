@@ -23,6 +23,9 @@ final class Schema {
   /** The payload column's limit, in bytes: larger messages are refused before anything is written. */
   static final int MAX_PAYLOAD_BYTES = 1_048_576;
 
+  /** The journal's payload limit, in UTF-8 bytes. */
+  static final int MAX_JOURNAL_PAYLOAD_BYTES = 16 * 1_048_576;
+
   private Schema() {}
 
   static List<Function<Tables, List<String>>> migrations(Dialect d) {
@@ -75,23 +78,26 @@ final class Schema {
         "CREATE TABLE IF NOT EXISTS " + t.versionGuard + " ("
             + "entity_id VARCHAR(512) PRIMARY KEY, "
             + "version BIGINT NOT NULL)",
+        // One row per (journal, event, kind): kind 0 = seen, 1 = pending, 2 = dead. seq orders
+        // each kind as the queue recorded it; a pending or dead row carries the whole event.
         "CREATE TABLE IF NOT EXISTS " + t.journal + " ("
             + "journal VARCHAR(255) NOT NULL, "
             + "event_id VARCHAR(512) NOT NULL, "
-            + "seen_seq BIGINT NOT NULL, "
-            + "seen_at BIGINT NOT NULL, "
-            + "state SMALLINT NOT NULL, "
-            + "name VARCHAR NOT NULL, "
-            + "payload VARCHAR NOT NULL, "
-            + "priority SMALLINT NOT NULL, "
-            + "enqueued_at BIGINT NOT NULL, "
-            + "attempts INT NOT NULL, "
-            + "next_attempt_at BIGINT NOT NULL, "
+            + "kind SMALLINT NOT NULL, "
+            + "seq BIGINT NOT NULL, "
+            + "seen_at BIGINT, "
+            + "name VARCHAR, "
+            // UTF-8 bytes: PostgreSQL text cannot hold U+0000, which a JSON payload may.
+            + "payload " + d.binaryType(MAX_JOURNAL_PAYLOAD_BYTES) + ", "
+            + "priority SMALLINT, "
+            + "enqueued_at BIGINT, "
+            + "attempts INT, "
+            + "next_attempt_at BIGINT, "
             + "expires_at BIGINT, "
             + "dead_reason VARCHAR, "
-            + "PRIMARY KEY (journal, event_id))",
+            + "PRIMARY KEY (journal, event_id, kind))",
         "CREATE INDEX IF NOT EXISTS " + t.journal + "_order ON " + t.journal
-            + " (journal, seen_seq)"));
+            + " (journal, seq)"));
   }
 
   /**
