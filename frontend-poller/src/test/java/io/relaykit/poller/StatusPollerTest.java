@@ -1,0 +1,231 @@
+package io.relaykit.poller;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.relaykit.retry.Jitter;
+import io.relaykit.tck.Await;
+import io.relaykit.tck.FakeClock;
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+class StatusPollerTest {
+
+  private static final Duration WAIT = Duration.ofSeconds(10);
+
+  private final FakeClock clock = new FakeClock();
+  private final ExecutorService runner = Executors.newSingleThreadExecutor();
+  /** Every delay the poller asked for, in order. */
+  private final List<Duration> delays = new CopyOnWriteArrayList<>();
+  /** Jumps the fake clock ahead instead of waiting, then runs the task. */
+  private final Scheduler jumpAhead = (delay, task) -> {
+    delays.add(delay);
+    clock.advance(delay);
+    runner.execute(task);
+  };
+  private final StatusServer server = new StatusServer();
+
+  @AfterEach
+  void stop() throws InterruptedException {
+    server.close();
+    runner.shutdownNow();
+    runner.awaitTermination(5, TimeUnit.SECONDS);
+  }
+
+  private StatusPoller.Builder poller() {
+    return StatusPoller.builder().clock(clock).scheduler(jumpAhead).jitter(Jitter.NONE);
+  }
+
+  private PollOutcome await(Poll poll) {
+    return poll.outcome().orTimeout(WAIT.toSeconds(), TimeUnit.SECONDS).join();
+  }
+
+  @Nested
+  @DisplayName("backoff")
+  class BackoffCases {
+    @Test
+    @DisplayName("delays double from 1 s and are capped at 8 s")
+    void doublesAndCaps() {
+      server.then("PENDING").then("PROCESSING").then("PROCESSING").then("PROCESSING")
+          .then("PROCESSING").then("SUCCESS");
+      PollOutcome outcome = await(poller().build().poll(server.url()));
+
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.SUCCESS);
+      assertThat(outcome.attempts()).isEqualTo(6);
+      assertThat(delays).containsExactly(Duration.ofSeconds(1), Duration.ofSeconds(2),
+          Duration.ofSeconds(4), Duration.ofSeconds(8), Duration.ofSeconds(8));
+      assertThat(outcome.elapsed()).isEqualTo(Duration.ofSeconds(23));
+      assertThat(outcome.last().status()).isEqualTo(JobStatus.SUCCESS);
+    }
+
+    @Test
+    @DisplayName("full jitter keeps every delay between zero and the capped delay")
+    void fullJitter() {
+      for (int i = 0; i < 12; i++) {
+        server.then("PROCESSING");
+      }
+      server.then("SUCCESS");
+      PollOutcome outcome = await(poller().jitter(Jitter.FULL).random(new Random(7))
+          .deadline(Duration.ofMinutes(10)).build().poll(server.url()));
+
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.SUCCESS);
+      assertThat(delays).hasSize(12).allSatisfy(d ->
+          assertThat(d).isBetween(Duration.ZERO, Duration.ofSeconds(8)));
+      assertThat(delays).doesNotHaveDuplicates();
+    }
+
+    @Test
+    @DisplayName("Retry-After longer than the backoff is honoured")
+    void honoursRetryAfter() {
+      server.then(200, "{\"status\":\"PROCESSING\"}", Map.of("Retry-After", "5"))
+          .then("SUCCESS");
+      await(poller().build().poll(server.url()));
+
+      assertThat(delays).containsExactly(Duration.ofSeconds(5));
+    }
+
+    @Test
+    @DisplayName("Retry-After shorter than the backoff does not speed polling up")
+    void retryAfterIsAFloor() {
+      server.then("PROCESSING").then(200, "{\"status\":\"PROCESSING\"}",
+          Map.of("Retry-After", "1")).then("SUCCESS");
+      await(poller().build().poll(server.url()));
+
+      assertThat(delays).containsExactly(Duration.ofSeconds(1), Duration.ofSeconds(2));
+    }
+  }
+
+  @Nested
+  @DisplayName("stopping")
+  class Stopping {
+    @Test
+    @DisplayName("a failed job completes the poll with its error")
+    void failed() {
+      server.then("PROCESSING").then(200,
+          "{\"jobId\":\"1\",\"status\":\"FAILED\",\"error\":\"card declined\"}", Map.of());
+      PollOutcome outcome = await(poller().build().poll(server.url()));
+
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.FAILED);
+      assertThat(outcome.detail()).isEqualTo("card declined");
+      assertThat(outcome.jobFinished()).isTrue();
+    }
+
+    @Test
+    @DisplayName("the deadline ends polling with TIMED_OUT, not an exception")
+    void deadline() {
+      server.then("PROCESSING");
+      PollOutcome outcome = await(poller().deadline(Duration.ofSeconds(10)).build()
+          .poll(server.url()));
+
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.TIMED_OUT);
+      assertThat(outcome.detail()).contains("check later");
+      assertThat(outcome.jobFinished()).isFalse();
+      // 0 s, 1 s, 3 s, 7 s: the next (8 s later) would pass the 10 s deadline.
+      assertThat(server.requests.get()).isEqualTo(4);
+      assertThat(outcome.elapsed()).isLessThan(Duration.ofSeconds(10));
+    }
+
+    @Test
+    @DisplayName("the attempt limit ends polling with MAX_ATTEMPTS")
+    void maxAttempts() {
+      server.then("PROCESSING");
+      PollOutcome outcome = await(poller().maxAttempts(3).build().poll(server.url()));
+
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.MAX_ATTEMPTS);
+      assertThat(server.requests.get()).isEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("cancel stops polling: no request after it")
+    void cancel() {
+      List<Runnable> parked = new CopyOnWriteArrayList<>();
+      server.then("PROCESSING");
+      Poll poll = poller().scheduler((delay, task) -> parked.add(task)).build()
+          .poll(server.url());
+      Await.until(WAIT, "first poll answered", () -> parked.size() == 1);
+
+      assertThat(poll.cancel()).isTrue();
+      parked.get(0).run();
+
+      PollOutcome outcome = await(poll);
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.CANCELLED);
+      assertThat(server.requests.get()).isEqualTo(1);
+      assertThat(poll.cancel()).isFalse();
+    }
+
+    @Test
+    @DisplayName("a server error is retried; a 404 ends polling with ERROR")
+    void httpErrors() {
+      server.then(503, "", Map.of("Retry-After", "3")).then("SUCCESS");
+      PollOutcome ok = await(poller().build().poll(server.url()));
+      assertThat(ok.result()).isEqualTo(PollOutcome.Result.SUCCESS);
+      assertThat(delays).containsExactly(Duration.ofSeconds(3));
+
+      try (StatusServer missing = new StatusServer()) {
+        missing.then(404, "{\"error\":\"unknown\"}", Map.of());
+        PollOutcome gone = await(poller().build().poll(missing.url()));
+        assertThat(gone.result()).isEqualTo(PollOutcome.Result.ERROR);
+        assertThat(gone.detail()).contains("HTTP 404");
+        assertThat(missing.requests.get()).isEqualTo(1);
+      }
+    }
+
+    @Test
+    @DisplayName("an unreadable status body ends polling with ERROR naming the problem")
+    void unreadable() {
+      server.then(200, "{\"status\":\"DONE-ISH\"}", Map.of());
+      PollOutcome outcome = await(poller().build().poll(server.url()));
+
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.ERROR);
+      assertThat(outcome.detail()).contains("unknown status \"DONE-ISH\"");
+    }
+  }
+
+  @Test
+  @DisplayName("never more than one request in flight, with the real scheduler")
+  void oneInFlight() {
+    for (int i = 0; i < 4; i++) {
+      server.then("PROCESSING");
+    }
+    server.then("SUCCESS");
+    try (StatusPoller real = StatusPoller.builder().initialDelay(Duration.ofMillis(5))
+        .maxDelay(Duration.ofMillis(20)).build()) {
+      PollOutcome outcome = await(real.poll(server.url()));
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.SUCCESS);
+    }
+    assertThat(server.requests.get()).isEqualTo(5);
+    assertThat(server.maxConcurrent.get()).isEqualTo(1);
+  }
+
+  @Test
+  @DisplayName("invalid configuration and URLs are rejected naming the field")
+  void badInput() {
+    assertThatThrownBy(() -> StatusPoller.builder().initialDelay(Duration.ZERO).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("initialDelay");
+    assertThatThrownBy(() -> StatusPoller.builder().maxDelay(Duration.ofMillis(10)).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxDelay");
+    assertThatThrownBy(() -> StatusPoller.builder().maxAttempts(0).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxAttempts");
+    assertThatThrownBy(() -> StatusPoller.builder().deadline(Duration.ofSeconds(-1)).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("deadline");
+    assertThatThrownBy(() -> StatusPoller.builder().idField(" ").build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("idField");
+    try (StatusPoller p = StatusPoller.builder().build()) {
+      assertThatThrownBy(() -> p.poll(URI.create("/relative")))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("statusUrl");
+      assertThatThrownBy(() -> p.poll(URI.create("ftp://host/x")))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("statusUrl");
+    }
+  }
+}
