@@ -145,7 +145,7 @@ public final class OutboxRelay implements AutoCloseable {
       }
     }
     Instant doneAt = clock.instant();
-    int sent = confirmed.isEmpty() ? 0 : store.markSent(owner, confirmed, doneAt);
+    int sent = confirmed.isEmpty() ? 0 : markSent(confirmed, doneAt);
     for (int i = 0; i < toPublish.size(); i++) {
       CompletableFuture<PublishReceipt> f = confirms.get(i);
       if (f.isDone() && !f.isCompletedExceptionally()) {
@@ -178,6 +178,25 @@ public final class OutboxRelay implements AutoCloseable {
           + " another relay publishes them again");
     }
     return new Batch(claimed.size(), sent, retried, dead, lost);
+  }
+
+  /**
+   * Marks confirmed rows sent, trying a transient store failure (a lock timeout) twice more at
+   * once: every row left unmarked is published a second time after its lease expires.
+   */
+  private int markSent(List<Long> confirmed, Instant at) {
+    RuntimeException last = null;
+    for (int attempt = 1; attempt <= 3; attempt++) {
+      try {
+        return store.markSent(owner, confirmed, at);
+      } catch (RuntimeException e) {
+        if (last != null) {
+          e.addSuppressed(last);
+        }
+        last = e;
+      }
+    }
+    throw last;
   }
 
   private CompletableFuture<PublishReceipt> publish(OutboxRecord r) {
