@@ -71,7 +71,7 @@ public final class OutboxRelay implements AutoCloseable {
   private Thread worker;
   private volatile boolean running;
   private boolean closed;
-  private Instant lastPurge;
+  private volatile Instant lastPurge;
 
   private OutboxRelay(Builder b) {
     this.store = b.store;
