@@ -136,7 +136,8 @@ final class CheckoutApp implements AutoCloseable {
         .lease(options.lease())
         .batchSize(200)
         .pollInterval(Duration.ofMillis(20))
-        .confirmTimeout(Duration.ofSeconds(5))
+        // Shorter than the lease, so a row is never taken over while its confirm is awaited.
+        .confirmTimeout(options.lease().dividedBy(2))
         .build();
     relay.start();
   }

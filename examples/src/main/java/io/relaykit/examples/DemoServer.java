@@ -142,7 +142,7 @@ final class DemoServer implements AutoCloseable {
     if (existing.isPresent()) {
       return repeat(existing.get(), hash);
     }
-    Claim claim = app.storage.idempotencyStore().claim("http:" + key, Duration.ofSeconds(30));
+    Claim claim = app.storage.idempotencyStore().claim("http:" + key, app.options.lease());
     switch (claim.status()) {
       case IN_PROGRESS:
         throw new HttpError(409, "a request with this Idempotency-Key is still in progress");
