@@ -58,7 +58,8 @@ public record DemoOptions(
       throw new IllegalArgumentException("--poison-sku must not be blank");
     }
     if (lease == null || lease.isNegative() || lease.isZero()) {
-      throw new IllegalArgumentException("--lease must be a positive number of seconds");
+      throw new IllegalArgumentException("--lease must be a positive number of seconds, was "
+          + (lease == null ? null : lease.toSeconds()));
     }
   }
 

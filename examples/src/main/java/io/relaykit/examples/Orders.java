@@ -154,9 +154,10 @@ final class Orders {
           return Optional.empty();
         }
         long picked = rs.getLong(7);
+        // wasNull() speaks of the last column read, so it must follow getLong(7) directly.
+        Instant pickedUpAt = rs.wasNull() ? null : Instant.ofEpochMilli(picked);
         return Optional.of(new Order(rs.getString(1), rs.getString(2), rs.getInt(3),
-            rs.getString(4), rs.getString(5), Instant.ofEpochMilli(rs.getLong(6)),
-            rs.wasNull() ? null : Instant.ofEpochMilli(picked)));
+            rs.getString(4), rs.getString(5), Instant.ofEpochMilli(rs.getLong(6)), pickedUpAt));
       }
     }
   }
