@@ -62,7 +62,7 @@ class StatusPageBrowserTest {
     options.setBinary(CHROMIUM.toFile());
     options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--disable-dev-shm-usage", "--window-size=1100,1000",
+        "--disable-sync", "--disable-dev-shm-usage", "--window-size=1100,1300",
         "--user-data-dir=" + profile.toAbsolutePath());
     driver = new ChromeDriver(service, options);
   }
