@@ -66,6 +66,12 @@ class LayeringTest {
   }
 
   @Test
+  @DisplayName("main code outside queue-tck uses no JUnit, AssertJ or TCK class")
+  void testLibrariesStayOutOfMainCode() {
+    RULES.testLibrariesStayOutOfMainCode().check(classes);
+  }
+
+  @Test
   @DisplayName("internal packages are used only inside their own module")
   void internalPackagesStayInTheirModule() {
     RULES.internalPackagesStayInTheirModule().check(classes);

@@ -95,6 +95,19 @@ final class RelayKitRules {
         .as("nothing but examples and benchmarks depends on examples or benchmarks");
   }
 
+  /**
+   * Test code stays out of production code: only queue-tck (whose kits are JUnit suites) and the
+   * applications may use JUnit, AssertJ or the TCK.
+   */
+  ArchRule testLibrariesStayOutOfMainCode() {
+    String[] mayUse = Stream.concat(Stream.of(base + ".tck.."),
+        Stream.of(modules.patterns(Role.APPLICATION))).toArray(String[]::new);
+    return noClasses().that().resideInAPackage(base + "..").and().resideOutsideOfPackages(mayUse)
+        .should().dependOnClassesThat().resideInAnyPackage(
+            "org.junit..", "org.assertj..", "org.opentest4j..", base + ".tck..")
+        .as("main code outside queue-tck uses no JUnit, AssertJ or TCK class");
+  }
+
   /** A package named {@code internal} is used only by the module that owns it. */
   ArchRule internalPackagesStayInTheirModule() {
     return classes().that().resideInAPackage(base + "..")
@@ -151,6 +164,7 @@ final class RelayKitRules {
     rules.add(guiceDependsOnCoreAndGuiceOnly());
     rules.add(adaptersAreIndependent());
     rules.add(nothingDependsOnApplications());
+    rules.add(testLibrariesStayOutOfMainCode());
     rules.add(internalPackagesStayInTheirModule());
     rules.add(noCyclesBetweenTopLevelPackages());
     rules.add(everyClassBelongsToAModule());

@@ -74,7 +74,7 @@ class RulesCatchViolationsTest {
   }
 
   @Test
-  @DisplayName("the application rule reports an adapter using the examples, not examples using benchmarks")
+  @DisplayName("the application rule reports an adapter using examples, not examples using bench")
   void nothingDependsOnApplications() {
     List<String> v = violations(RULES.nothingDependsOnApplications());
 
@@ -83,6 +83,18 @@ class RulesCatchViolationsTest {
     assertThat(v).noneMatch(l -> l.startsWith("Field <" + fixture("examples.")))
         .noneMatch(l -> l.startsWith("Field <" + fixture("bench.")))
         .allMatch(l -> l.contains(fixture("storage.h2.H2Store")));
+  }
+
+  @Test
+  @DisplayName("the test-library rule reports an adapter using JUnit and the TCK, not the TCK itself")
+  void testLibrariesStayOutOfMainCode() {
+    List<String> v = violations(RULES.testLibrariesStayOutOfMainCode());
+
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2UsesTestCode"))
+        && l.contains("org.junit.jupiter.api.Assertions"));
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2UsesTestCode"))
+        && l.contains(fixture("tck.KitFixture")));
+    assertThat(v).allMatch(l -> l.contains(fixture("storage.h2.H2UsesTestCode")));
   }
 
   @Test

@@ -2,9 +2,6 @@ package io.relaykit.queue;
 
 import io.relaykit.internal.Checks;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.Map;
 
 /**
  * A {@link QueueJournal} held in memory: it survives a new {@link ReportQueue} built on the same
@@ -19,23 +16,15 @@ import java.util.Map;
  */
 public final class InMemoryJournal implements QueueJournal {
 
-  /** The replayed state, shared by every instance opened on the same storage. */
-  private static final class Storage {
-    final LinkedHashMap<String, QueuedEvent> pending = new LinkedHashMap<>();
-    final LinkedHashMap<String, QueuedEvent> dead = new LinkedHashMap<>();
-    final Map<String, String> deadReasons = new LinkedHashMap<>();
-    final LinkedHashMap<String, Instant> seen = new LinkedHashMap<>();
-  }
-
-  private final Storage storage;
+  private final ReplayState storage;
   private volatile boolean closed;
 
   /** An empty journal. */
   public InMemoryJournal() {
-    this(new Storage());
+    this(new ReplayState());
   }
 
-  private InMemoryJournal(Storage storage) {
+  private InMemoryJournal(ReplayState storage) {
     this.storage = storage;
   }
 
@@ -52,8 +41,7 @@ public final class InMemoryJournal implements QueueJournal {
     Checks.requireNonNull("event", event);
     synchronized (storage) {
       ensureOpen();
-      storage.pending.put(event.eventId(), event);
-      storage.seen.putIfAbsent(event.eventId(), event.enqueuedAt());
+      storage.append(event);
     }
   }
 
@@ -63,14 +51,7 @@ public final class InMemoryJournal implements QueueJournal {
     Checks.requireNonNull("removal", removal);
     synchronized (storage) {
       ensureOpen();
-      boolean wasPending = storage.pending.remove(eventId) != null;
-      if (removal == Removal.DROPPED) {
-        if (wasPending) {
-          storage.seen.remove(eventId);
-        }
-      } else if (!wasPending && storage.dead.remove(eventId) != null) {
-        storage.deadReasons.remove(eventId);
-      }
+      storage.remove(eventId, removal);
     }
   }
 
@@ -80,7 +61,7 @@ public final class InMemoryJournal implements QueueJournal {
     Checks.requireNonNull("nextAttemptAt", nextAttemptAt);
     synchronized (storage) {
       ensureOpen();
-      storage.pending.computeIfPresent(eventId, (id, e) -> e.rescheduled(attempts, nextAttemptAt));
+      storage.reschedule(eventId, attempts, nextAttemptAt);
     }
   }
 
@@ -89,11 +70,7 @@ public final class InMemoryJournal implements QueueJournal {
     Checks.requireNonBlank("eventId", eventId);
     synchronized (storage) {
       ensureOpen();
-      QueuedEvent event = storage.pending.remove(eventId);
-      if (event != null) {
-        storage.dead.put(eventId, event.rescheduled(attempts, event.nextAttemptAt()));
-        storage.deadReasons.put(eventId, reason == null ? "" : reason);
-      }
+      storage.deadLetter(eventId, attempts, reason);
     }
   }
 
@@ -102,9 +79,7 @@ public final class InMemoryJournal implements QueueJournal {
     Checks.requireNonBlank("eventId", eventId);
     synchronized (storage) {
       ensureOpen();
-      if (!storage.pending.containsKey(eventId)) {
-        storage.seen.remove(eventId);
-      }
+      storage.forget(eventId);
     }
   }
 
@@ -112,11 +87,7 @@ public final class InMemoryJournal implements QueueJournal {
   public JournalState load() {
     synchronized (storage) {
       ensureOpen();
-      return new JournalState(
-          new ArrayList<>(storage.pending.values()),
-          new ArrayList<>(storage.dead.values()),
-          storage.deadReasons,
-          storage.seen);
+      return storage.toState();
     }
   }
 

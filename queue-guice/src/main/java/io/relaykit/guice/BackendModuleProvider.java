@@ -17,7 +17,10 @@ public interface BackendModuleProvider {
 
   /** What a backend provides, and the key that chooses it. */
   enum Kind {
-    /** Journals, outbox, idempotency, version guard, dead letters; chosen by {@value RelayKitConfig#STORAGE}. */
+    /**
+     * Journals, outbox, idempotency, version guard, dead letters; chosen by {@value
+     * RelayKitConfig#STORAGE}.
+     */
     STORAGE(RelayKitConfig.STORAGE),
     /** Publisher and subscriber; chosen by {@value RelayKitConfig#TRANSPORT}. */
     TRANSPORT(RelayKitConfig.TRANSPORT);
@@ -36,7 +39,7 @@ public interface BackendModuleProvider {
 
   Kind kind();
 
-  /** The name configuration uses: lower case letters, digits and dashes ({@code h2}, {@code redis}). */
+  /** The name configuration uses: lower-case letters, digits, dashes: {@code h2}, {@code redis}. */
   String name();
 
   /**

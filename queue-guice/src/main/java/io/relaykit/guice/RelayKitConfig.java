@@ -11,6 +11,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
@@ -121,7 +122,10 @@ public final class RelayKitConfig {
     return from(System.getProperties(), System.getenv());
   }
 
-  /** The environment variable that overrides {@code key}: {@code relaykit.a-b.c} → {@code RELAYKIT_A_B_C}. */
+  /**
+   * The environment variable that overrides {@code key}: {@code relaykit.a-b.c} → {@code
+   * RELAYKIT_A_B_C}.
+   */
   public static String environmentName(String key) {
     return key.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
   }
@@ -405,7 +409,7 @@ public final class RelayKitConfig {
     public Builder properties(Properties properties) {
       Objects.requireNonNull(properties, "properties");
       Map<String, String> seen = new TreeMap<>();
-      for (String name : new TreeMap<>(toMap(properties)).keySet()) {
+      for (String name : new TreeSet<>(properties.stringPropertyNames())) {
         if (name.startsWith(PREFIX)) {
           String other = seen.put(environmentName(name), name);
           if (other != null) {
@@ -416,14 +420,6 @@ public final class RelayKitConfig {
         }
       }
       return this;
-    }
-
-    private static Map<String, String> toMap(Properties properties) {
-      Map<String, String> m = new TreeMap<>();
-      for (String name : properties.stringPropertyNames()) {
-        m.put(name, properties.getProperty(name));
-      }
-      return m;
     }
 
     /**

@@ -117,6 +117,21 @@ class RelayKitConfigTest {
     }
 
     @Test
+    @DisplayName("fromSystem reads system properties, and this process's environment over them")
+    void fromSystem() {
+      String key = "relaykit.guice-test.marker";
+      System.setProperty(key, "from-system-property");
+      try {
+        RelayKitConfig c = RelayKitConfig.fromSystem();
+        String variable = System.getenv(RelayKitConfig.environmentName(key));
+
+        assertThat(c.get(key)).contains(variable != null ? variable : "from-system-property");
+      } finally {
+        System.clearProperty(key);
+      }
+    }
+
+    @Test
     @DisplayName("an environment variable overrides the property of the same key")
     void environmentWins() {
       RelayKitConfig c = RelayKitConfig.from(

@@ -8,6 +8,7 @@ import com.google.inject.CreationException;
 import com.google.inject.Guice;
 import com.google.inject.Injector;
 import com.google.inject.Key;
+import com.google.inject.Stage;
 import com.google.inject.name.Names;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
@@ -191,7 +192,7 @@ class RelayKitModuleTest {
     }
 
     @Test
-    @DisplayName("the in-memory defaults run on an overriding clock: a retention ends when it advances")
+    @DisplayName("the in-memory defaults run on an overriding clock: retention ends as it advances")
     void defaultsFollowTheBoundClock() {
       FakeClock clock = new FakeClock();
       Injector injector = injector(
@@ -249,6 +250,18 @@ class RelayKitModuleTest {
       assertThat(injector.getInstance(IdempotencyStore.class))
           .as("what the backend does not provide stays in memory")
           .isInstanceOf(InMemoryIdempotencyStore.class);
+    }
+
+    @Test
+    @DisplayName("in Stage.PRODUCTION, which builds every singleton at once, the override wins")
+    void productionStage() {
+      Injector injector = Guice.createInjector(Stage.PRODUCTION, new RelayKitModule(
+          RelayKitConfig.builder().storage("fake").set(FakeStorageBackend.LABEL, "eager").build()));
+
+      assertThat(injector.getInstance(VersionGuard.class))
+          .isInstanceOf(FakeStorageBackend.LabelledVersionGuard.class);
+      assertThat(injector.getInstance(OutboxStore.class)).isInstanceOf(InMemoryOutboxStore.class);
+      injector.getInstance(Publisher.class).close();
     }
 
     @Test
