@@ -8,8 +8,9 @@ import java.util.Locale;
  * validates every field and names the one that is wrong. A {@code jdbc:postgresql:} URL selects the
  * PostgreSQL dialect, a {@code jdbc:h2:} URL the H2 one.
  *
- * <p>For an H2 URL that does not set it, {@link #effectiveJdbcUrl()} adds {@code WRITE_DELAY=0}
- * (commits reach the file before the commit returns, so a killed process loses none) and, for
+ * <p>For an H2 URL that does not set them, {@link #effectiveJdbcUrl()} adds {@code WRITE_DELAY=0}
+ * (commits reach the file before the commit returns, so a killed process loses none), {@code
+ * LOCK_TIMEOUT=10000} (H2's default of 1 s fails relays' row updates under contention) and, for
  * in-memory databases, {@code DB_CLOSE_DELAY=-1} (the database lives as long as the JVM, not as
  * long as one connection).
  *
@@ -68,6 +69,9 @@ public final class H2StorageConfig {
     String upper = url.toUpperCase(Locale.ROOT);
     if (!upper.contains(";WRITE_DELAY=")) {
       url += ";WRITE_DELAY=0";
+    }
+    if (!upper.contains(";LOCK_TIMEOUT=")) {
+      url += ";LOCK_TIMEOUT=10000";
     }
     if (upper.startsWith("JDBC:H2:MEM:") && !upper.contains(";DB_CLOSE_DELAY=")) {
       url += ";DB_CLOSE_DELAY=-1";

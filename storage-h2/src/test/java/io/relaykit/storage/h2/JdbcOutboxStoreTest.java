@@ -231,7 +231,7 @@ class JdbcOutboxStoreTest {
   void concurrentClaimsAreDisjoint(TestDatabase db) throws Exception {
     JdbcStorage storage = db.storage(clock);
     JdbcOutboxStore outbox = storage.outboxStore();
-    int rows = 600;
+    int rows = 300;
     try (Connection c = db.connection()) {
       c.setAutoCommit(false);
       List<Message> batch = new ArrayList<>();

@@ -75,10 +75,10 @@ final class TestDatabase {
     String id = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     switch (kind) {
       case H2_MEMORY:
-        return h2(kind, "jdbc:h2:mem:rk" + id + ";DB_CLOSE_DELAY=-1;WRITE_DELAY=0");
+        return h2(kind, "jdbc:h2:mem:rk" + id + ";DB_CLOSE_DELAY=-1;WRITE_DELAY=0;LOCK_TIMEOUT=10000");
       case H2_FILE:
         return h2(kind, "jdbc:h2:file:" + tempDir.resolve("rk" + id).toAbsolutePath()
-            + ";WRITE_DELAY=0");
+            + ";WRITE_DELAY=0;LOCK_TIMEOUT=10000;DB_CLOSE_DELAY=-1");
       default:
         return postgres("rk_" + id);
     }

@@ -35,7 +35,7 @@ import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
 /** The outbox relay (core logic) on the JDBC outbox, on H2. */
-class OutboxRelayTest {
+class JdbcOutboxRelayTest {
   private static final Duration LEASE = Duration.ofSeconds(30);
   private static final String DEST = "orders";
 
@@ -109,8 +109,8 @@ class OutboxRelayTest {
     for (int i = 0; i < 3; i++) {
       started(relay("relay-" + i).batchSize(500).build());
     }
-    Await.until(Duration.ofSeconds(150), "all 10 000 messages confirmed",
-        () -> publisher.confirmedCount() == total);
+    Await.value(Duration.ofSeconds(150), "all 10 000 messages confirmed",
+        publisher::confirmedCount, n -> n == total);
     relays.forEach(r -> assertThat(r.close(Duration.ofSeconds(10))).isTrue());
 
     assertThat(publisher.published()).hasSize(total);
