@@ -1,0 +1,240 @@
+package io.relaykit.examples;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.google.inject.Guice;
+import com.google.inject.Injector;
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.guice.RelayKitConfig;
+import io.relaykit.guice.RelayKitModule;
+import io.relaykit.message.Delivery;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.Subscriber;
+import io.relaykit.message.MalformedMessageException;
+import io.relaykit.message.Subscription;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.BacklogMonitor;
+import io.relaykit.monitor.BacklogSnapshot;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.LifecycleLog;
+import io.relaykit.ordering.OrderingMode;
+import io.relaykit.outbox.OutboxRelay;
+import io.relaykit.outbox.OutboxStats;
+import io.relaykit.outbox.OutboxStore;
+import io.relaykit.retry.Backoff;
+import io.relaykit.retry.Jitter;
+import io.relaykit.retry.PermanentFailureException;
+import io.relaykit.retry.RetryPolicy;
+import io.relaykit.storage.h2.H2StorageConfig;
+import io.relaykit.storage.h2.JdbcStorage;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The checkout pipeline, wired: an order and its outbox messages commit together; a relay publishes
+ * them; two idempotent consumers (SMS, coupon) do the effects exactly once, retrying transient
+ * failures and dead-lettering permanent ones; the order's status follows the real pipeline.
+ *
+ * <p>Modules are chosen by configuration through queue-guice: {@link RelayKitModule} supplies the
+ * clock, the retry policy and the transport ({@code relaykit.transport}); the storage is the JDBC
+ * storage of storage-h2 on H2 or PostgreSQL.
+ */
+final class CheckoutApp implements AutoCloseable {
+
+  private static final System.Logger LOG = System.getLogger(CheckoutApp.class.getName());
+
+  final DemoOptions options;
+  final JdbcStorage storage;
+  final Orders orders;
+  final LifecycleLog lifecycle = new LifecycleLog(10_000);
+  final BacklogMonitor backlog;
+  private final Map<LifecycleEvent.Stage, AtomicLong> counts =
+      new EnumMap<>(LifecycleEvent.Stage.class);
+  private final InstantSource clock;
+  private final Publisher publisher;
+  private final Subscriber subscriber;
+  private final OutboxRelay relay;
+  private final List<Subscription> subscriptions = new ArrayList<>();
+
+  private CheckoutApp(DemoOptions options, boolean consume) throws IOException, SQLException {
+    this.options = options;
+    for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
+      counts.put(stage, new AtomicLong());
+    }
+    LifecycleListener listener = LifecycleListener.composite(List.of(lifecycle,
+        event -> counts.get(event.stage()).incrementAndGet()));
+
+    // The storage is the JDBC storage (H2 file or PostgreSQL); everything else comes from
+    // queue-guice, chosen by configuration: relaykit.transport picks the transport, and the
+    // JDBC stores replace the in-memory defaults so dead letters and dedupe rows are durable.
+    this.clock = InstantSource.system();
+    this.storage = JdbcStorage.open(storageConfig(options), clock);
+    RelayKitConfig config = RelayKitConfig.builder()
+        .transport(options.transport())
+        .retryMaxAttempts(6)
+        .retryInitialBackoff(Duration.ofMillis(50))
+        .retryMaxBackoff(Duration.ofSeconds(1))
+        .build();
+    Injector injector = Guice.createInjector(new RelayKitModule(config), binder -> {
+      RelayKitModule.override(binder, InstantSource.class).toInstance(clock);
+      RelayKitModule.override(binder, LifecycleListener.class).toInstance(listener);
+      RelayKitModule.override(binder, DeadLetterStore.class)
+          .toInstance(storage.deadLetterStore());
+      RelayKitModule.override(binder, OutboxStore.class).toInstance(storage.outboxStore());
+      RelayKitModule.override(binder, IdempotencyStore.class)
+          .toInstance(storage.idempotencyStore());
+    });
+    RetryPolicy retry = injector.getInstance(RetryPolicy.class);
+    this.orders = new Orders(storage.dataSource(), storage.outboxStore(),
+        storage.idempotencyStore(), storage.deadLetterStore(), clock);
+    orders.createTables();
+    this.backlog = new BacklogMonitor(BacklogMonitor.Config.defaults(), clock);
+
+    if (!consume) {
+      this.publisher = null;
+      this.subscriber = null;
+      this.relay = null;
+      return;
+    }
+    this.publisher = injector.getInstance(Publisher.class);
+    this.subscriber = injector.getInstance(Subscriber.class);
+    int redriven = orders.redriveUnfinished();
+    if (redriven > 0) {
+      LOG.log(System.Logger.Level.INFO, "redrove " + redriven
+          + " unfinished messages after a restart (consumers deduplicate)");
+    }
+    for (Orders.Effect effect : Orders.Effect.values()) {
+      subscriptions.add(subscriber.subscribe(
+          SubscriptionSpec.builder(effect.destination(), effect.id())
+              .ordering(OrderingMode.KEY)
+              .concurrency(4)
+              .maxInFlight(64)
+              .retryPolicy(retry)
+              .handlerTimeout(Duration.ofSeconds(10))
+              .build(),
+          delivery -> consume(effect, delivery)));
+    }
+    this.relay = OutboxRelay.builder(storage.outboxStore(), publisher, storage.deadLetterStore())
+        .clock(clock)
+        .listener(listener)
+        .retryPolicy(RetryPolicy.builder().maxAttempts(10)
+            .backoff(Backoff.exponential(Duration.ofMillis(100)).withMax(Duration.ofSeconds(5))
+                .withJitter(Jitter.FULL)).build())
+        .lease(options.lease())
+        .batchSize(200)
+        .pollInterval(Duration.ofMillis(20))
+        // Shorter than the lease, so a row is never taken over while its confirm is awaited.
+        .confirmTimeout(options.lease().dividedBy(2))
+        .build();
+    relay.start();
+  }
+
+  /** The full pipeline: HTTP-facing stores, relay and consumers. */
+  static CheckoutApp start(DemoOptions options) throws IOException, SQLException {
+    return new CheckoutApp(options, true);
+  }
+
+  /** Storage only, for the operator CLI: no relay, no consumers. */
+  static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
+    return new CheckoutApp(options, false);
+  }
+
+  static H2StorageConfig storageConfig(DemoOptions options) throws IOException {
+    H2StorageConfig.Builder b = H2StorageConfig.builder().lease(options.lease());
+    if (options.storage().equals("postgres")) {
+      String url = System.getenv().getOrDefault("RELAYKIT_POSTGRES_URL",
+          "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres");
+      return b.jdbcUrl(url).build();
+    }
+    Files.createDirectories(options.dataDir());
+    // AUTO_SERVER lets the operator CLI open the same file while the demo runs.
+    String url = "jdbc:h2:file:" + options.dataDir().toAbsolutePath().resolve("relaykit")
+        + ";AUTO_SERVER=TRUE";
+    return b.jdbcUrl(url).build();
+  }
+
+  private void consume(Orders.Effect effect, Delivery delivery) throws Exception {
+    String orderId = delivery.message().key()
+        .orElseThrow(() -> new MalformedMessageException("order message without a key"));
+    JsonNode body;
+    try {
+      body = Json.MAPPER.readTree(delivery.message().payloadUtf8());
+    } catch (IOException e) {
+      throw new MalformedMessageException("order message body is not JSON: " + e.getMessage(), e);
+    }
+    String sku = body.path("sku").asText(null);
+    if (sku == null) {
+      throw new MalformedMessageException("order message has no sku");
+    }
+    orders.markPickedUp(orderId);
+    if (sku.equals(options.poisonSku())) {
+      throw new PermanentFailureException("SKU " + sku + " is poison: the " + effect.id()
+          + " service rejects it");
+    }
+    if (options.failRate() > 0 && ThreadLocalRandom.current().nextDouble() < options.failRate()) {
+      throw new IllegalStateException("injected transient failure in " + effect.id());
+    }
+    orders.perform(orderId, effect);
+  }
+
+  /** Outbox backlog, oldest age, dead letters, drops and the backlog's verdict. */
+  Map<String, Object> metrics() {
+    OutboxStats stats = storage.outboxStore().stats(clock.instant());
+    backlog.record(stats.unsent(), stats.oldestUnsentAge());
+    BacklogSnapshot snapshot = backlog.snapshot();
+    Map<String, Object> m = new java.util.LinkedHashMap<>();
+    m.put("outboxBacklog", stats.unsent());
+    m.put("oldestPendingAgeMs", stats.oldestUnsentAge().toMillis());
+    m.put("sentNotPurged", stats.sent());
+    m.put("deadLetters", storage.deadLetterStore().count(DeadLetterQuery.all()));
+    m.put("dropped", counts.get(LifecycleEvent.Stage.DROPPED).get());
+    m.put("expired", counts.get(LifecycleEvent.Stage.EXPIRED).get());
+    m.put("retried", counts.get(LifecycleEvent.Stage.RETRIED).get());
+    m.put("acked", counts.get(LifecycleEvent.Stage.ACKED).get());
+    m.put("verdict", snapshot.verdict().name());
+    return m;
+  }
+
+  List<DeadLetter> deadLetters(int limit) {
+    return storage.deadLetterStore().list(DeadLetterQuery.all().withPage(0, limit));
+  }
+
+  /** Moves a dead letter back into the outbox, atomically; replaying twice resends once. */
+  Optional<DeadLetter> replay(String id) {
+    return storage.deadLetterStore().replayToOutbox(id, storage.outboxStore());
+  }
+
+  long purgeDeadLetters() {
+    return storage.deadLetterStore().purge(DeadLetterQuery.all());
+  }
+
+  @Override
+  public void close() {
+    if (relay != null) {
+      relay.close(Duration.ofSeconds(5));
+    }
+    for (Subscription s : subscriptions) {
+      s.close(Duration.ofSeconds(5));
+    }
+    if (subscriber != null) {
+      subscriber.close();
+    }
+    if (publisher != null) {
+      publisher.close();
+    }
+    storage.close();
+  }
+}

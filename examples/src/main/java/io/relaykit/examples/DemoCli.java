@@ -1,0 +1,148 @@
+package io.relaykit.examples;
+
+import io.relaykit.deadletter.DeadLetter;
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The operator CLI over the demo's data folder: {@code ./relaykit stats}, {@code ./relaykit dlq
+ * list}, {@code ./relaykit dlq replay ID}, {@code ./relaykit dlq purge}, each with {@code --data DIR}
+ * (default {@code ./data}) and {@code --storage h2|postgres}.
+ *
+ * <p>It opens the storage only (no relay, no consumers). The H2 URL uses {@code AUTO_SERVER=TRUE},
+ * so it works while the demo runs; a replayed dead letter goes back into the outbox and the running
+ * demo's relay publishes it. Exit codes: 0 done, 1 nothing to act on (no such dead letter), 2 bad
+ * usage.
+ */
+public final class DemoCli {
+  static final String USAGE = "usage: relaykit stats [--data DIR] [--storage h2|postgres]\n"
+      + "       relaykit dlq list [--limit N] [--data DIR] [--storage h2|postgres]\n"
+      + "       relaykit dlq replay ID [--data DIR] [--storage h2|postgres]\n"
+      + "       relaykit dlq purge [--data DIR] [--storage h2|postgres]";
+
+  private DemoCli() {}
+
+  public static void main(String[] args) {
+    // The connection pool's INFO lines would bury the answer on the terminal.
+    System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+    System.exit(run(args, System.out, System.err));
+  }
+
+  /** Runs one command and answers its exit code; never calls {@code System.exit}. */
+  static int run(String[] args, PrintStream out, PrintStream err) {
+    List<String> words = new ArrayList<>();
+    List<String> options = new ArrayList<>();
+    int limit = 100;
+    try {
+      for (int i = 0; i < args.length; i++) {
+        if (args[i].equals("--limit")) {
+          if (i + 1 >= args.length) {
+            throw new IllegalArgumentException("--limit needs a value");
+          }
+          limit = positive("--limit", args[++i]);
+        } else if (args[i].startsWith("--")) {
+          if (!args[i].equals("--data") && !args[i].equals("--storage")) {
+            throw new IllegalArgumentException("unknown option " + args[i]
+                + "; known: --data, --storage, --limit");
+          }
+          options.add(args[i]);
+          if (i + 1 < args.length) {
+            options.add(args[++i]);
+          }
+        } else {
+          words.add(args[i]);
+        }
+      }
+      DemoOptions demo = DemoOptions.parse(options.toArray(String[]::new));
+      Command command = Command.of(words);
+      try (CheckoutApp app = CheckoutApp.storageOnly(demo)) {
+        return command.run(app, limit, out, err);
+      }
+    } catch (IllegalArgumentException e) {
+      err.println("relaykit: " + e.getMessage());
+      err.println(USAGE);
+      return 2;
+    } catch (Exception e) {
+      err.println("relaykit: " + e);
+      return 1;
+    }
+  }
+
+  private static int positive(String name, String value) {
+    try {
+      int n = Integer.parseInt(value);
+      if (n > 0) {
+        return n;
+      }
+    } catch (NumberFormatException e) {
+      // reported below with the value
+    }
+    throw new IllegalArgumentException(name + " must be a positive whole number, was '" + value
+        + "'");
+  }
+
+  private record Command(String name, String id) {
+    static Command of(List<String> words) {
+      if (words.equals(List.of("stats"))) {
+        return new Command("stats", null);
+      }
+      if (words.equals(List.of("dlq", "list"))) {
+        return new Command("list", null);
+      }
+      if (words.equals(List.of("dlq", "purge"))) {
+        return new Command("purge", null);
+      }
+      if (words.size() == 3 && words.get(0).equals("dlq") && words.get(1).equals("replay")) {
+        return new Command("replay", words.get(2));
+      }
+      if (words.size() == 2 && words.equals(List.of("dlq", "replay"))) {
+        throw new IllegalArgumentException("dlq replay needs the dead letter's ID"
+            + " (see: relaykit dlq list)");
+      }
+      throw new IllegalArgumentException("unknown command '" + String.join(" ", words) + "'");
+    }
+
+    int run(CheckoutApp app, int limit, PrintStream out, PrintStream err) throws Exception {
+      switch (name) {
+        case "stats": {
+          Map<String, Object> m = app.metrics();
+          out.println("orders              " + app.orders.count());
+          out.println("outbox backlog      " + m.get("outboxBacklog"));
+          out.println("oldest pending (ms) " + m.get("oldestPendingAgeMs"));
+          out.println("sent, not purged    " + m.get("sentNotPurged"));
+          out.println("dead letters        " + m.get("deadLetters"));
+          out.println("verdict             " + m.get("verdict"));
+          return 0;
+        }
+        case "list": {
+          List<DeadLetter> list = app.deadLetters(limit);
+          if (list.isEmpty()) {
+            out.println("no dead letters");
+          }
+          for (DeadLetter d : list) {
+            out.println(d.id() + "\t" + d.source() + "\tattempts=" + d.attempts() + "\t"
+                + d.lastFailureAt() + "\t" + d.reason());
+          }
+          return 0;
+        }
+        case "replay": {
+          Optional<DeadLetter> replayed = app.replay(id);
+          if (replayed.isEmpty()) {
+            err.println("relaykit: no dead letter " + id + " (already replayed or purged)");
+            return 1;
+          }
+          out.println("replayed " + id + " to " + replayed.get().source());
+          return 0;
+        }
+        case "purge":
+          out.println("purged " + app.purgeDeadLetters() + " dead letters");
+          return 0;
+        default:
+          throw new IllegalStateException("unhandled command " + name);
+      }
+    }
+  }
+}

@@ -1,0 +1,138 @@
+package io.relaykit.examples;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The demo's command-line options, validated: a bad value fails at startup with a message naming
+ * the option and the value.
+ *
+ * @param host interface to bind; loopback unless asked otherwise
+ * @param port HTTP port (0 picks a free one)
+ * @param dataDir where the H2 database lives
+ * @param storage {@code h2} (embedded file database) or {@code postgres}
+ *     ({@code RELAYKIT_POSTGRES_URL}, default {@code jdbc:postgresql://127.0.0.1:5432/postgres})
+ * @param transport {@code memory} (in-process)
+ * @param failRate probability in [0, 1) that a consumer attempt fails transiently
+ * @param poisonSku orders of this SKU fail permanently and are dead-lettered; null for none
+ * @param lease how long a relay owns claimed outbox rows (a crashed relay's rows wait this long)
+ */
+public record DemoOptions(
+    String host,
+    int port,
+    Path dataDir,
+    String storage,
+    String transport,
+    double failRate,
+    String poisonSku,
+    Duration lease) {
+
+  static final List<String> STORAGES = List.of("h2", "postgres");
+  static final List<String> TRANSPORTS = List.of("memory");
+
+  public DemoOptions {
+    if (host == null || host.isBlank()) {
+      throw new IllegalArgumentException("--host must not be blank");
+    }
+    if (port < 0 || port > 65_535) {
+      throw new IllegalArgumentException("--port must be in 0..65535, was " + port);
+    }
+    if (dataDir == null) {
+      throw new IllegalArgumentException("--data must name a directory");
+    }
+    if (!STORAGES.contains(storage)) {
+      throw new IllegalArgumentException("--storage must be one of " + STORAGES + ", was '"
+          + storage + "'");
+    }
+    if (!TRANSPORTS.contains(transport)) {
+      throw new IllegalArgumentException("--transport must be one of " + TRANSPORTS
+          + " (kafka and rabbitmq run from their own modules' quick starts), was '" + transport
+          + "'");
+    }
+    if (!(failRate >= 0 && failRate < 1)) {
+      throw new IllegalArgumentException("--fail-rate must be in [0, 1), was " + failRate);
+    }
+    if (poisonSku != null && poisonSku.isBlank()) {
+      throw new IllegalArgumentException("--poison-sku must not be blank");
+    }
+    if (lease == null || lease.isNegative() || lease.isZero()) {
+      throw new IllegalArgumentException("--lease must be a positive number of seconds, was "
+          + (lease == null ? null : lease.toSeconds()));
+    }
+  }
+
+  /** Defaults: 127.0.0.1:8080, ./data, h2, memory, no failures, 5 s lease. */
+  public static DemoOptions defaults() {
+    return new DemoOptions("127.0.0.1", 8080, Path.of("data"), "h2", "memory", 0, null,
+        Duration.ofSeconds(5));
+  }
+
+  /**
+   * Parses {@code --name value} pairs over the defaults.
+   *
+   * @throws IllegalArgumentException naming an unknown option, a missing value or a bad value
+   */
+  public static DemoOptions parse(String... args) {
+    DemoOptions o = defaults();
+    String host = o.host;
+    int port = o.port;
+    Path data = o.dataDir;
+    String storage = o.storage;
+    String transport = o.transport;
+    double failRate = o.failRate;
+    String poison = o.poisonSku;
+    Duration lease = o.lease;
+    for (int i = 0; i < args.length; i++) {
+      String name = args[i];
+      if (i + 1 >= args.length) {
+        throw new IllegalArgumentException(name + " needs a value");
+      }
+      String value = args[++i];
+      switch (name) {
+        case "--host":
+          host = value;
+          break;
+        case "--port":
+          port = integer(name, value);
+          break;
+        case "--data":
+          data = Path.of(value);
+          break;
+        case "--storage":
+          storage = value.toLowerCase(Locale.ROOT);
+          break;
+        case "--transport":
+          transport = value.toLowerCase(Locale.ROOT);
+          break;
+        case "--fail-rate":
+          try {
+            failRate = Double.parseDouble(value);
+          } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--fail-rate must be a number, was '" + value
+                + "'", e);
+          }
+          break;
+        case "--poison-sku":
+          poison = value;
+          break;
+        case "--lease":
+          lease = Duration.ofSeconds(integer(name, value));
+          break;
+        default:
+          throw new IllegalArgumentException("unknown option " + name + "; known: --host, --port,"
+              + " --data, --storage, --transport, --fail-rate, --poison-sku, --lease");
+      }
+    }
+    return new DemoOptions(host, port, data, storage, transport, failRate, poison, lease);
+  }
+
+  private static int integer(String name, String value) {
+    try {
+      return Integer.parseInt(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(name + " must be a whole number, was '" + value + "'", e);
+    }
+  }
+}

@@ -1,0 +1,96 @@
+package io.relaykit.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.tck.Await;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The operator CLI against a data folder that a running demo holds open. */
+class DemoCliTest {
+
+  @TempDir
+  Path data;
+
+  private record Run(int code, String out, String err) {}
+
+  private Run cli(String... args) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int code = DemoCli.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        new PrintStream(err, true, StandardCharsets.UTF_8));
+    return new Run(code, out.toString(StandardCharsets.UTF_8),
+        err.toString(StandardCharsets.UTF_8));
+  }
+
+  @Test
+  @DisplayName("stats and dlq list work while the demo runs; replay moves a dead letter once; purge")
+  void operatesOnARunningDemo() throws Exception {
+    DemoOptions options = new DemoOptions("127.0.0.1", 0, data, "h2", "memory", 0, "BAD",
+        Duration.ofSeconds(2));
+    String dir = data.toString();
+    String orderId;
+    try (CheckoutApp app = CheckoutApp.start(options)) {
+      orderId = app.orders.place("BAD", 1, "k1", Orders.requestHash("BAD", 1))
+          .orElseThrow().id();
+      app.orders.place("good", 1, "k2", Orders.requestHash("good", 1)).orElseThrow();
+      Await.until(Duration.ofSeconds(30), "both messages of the BAD order dead-lettered",
+          () -> app.storage.deadLetterStore().count(DeadLetterQuery.all()) == 2);
+
+      Run stats = cli("stats", "--data", dir);
+      assertThat(stats.code()).isZero();
+      assertThat(stats.out()).containsPattern("orders\\s+2\n").containsPattern(
+          "dead letters\\s+2\n").contains("verdict");
+
+      Run list = cli("dlq", "list", "--data", dir);
+      assertThat(list.code()).isZero();
+      assertThat(list.out()).contains(orderId + ":sms\torders.sms\tattempts=1")
+          .contains(orderId + ":coupon\torders.coupon").contains("SKU BAD is poison");
+      assertThat(cli("dlq", "list", "--limit", "1", "--data", dir).out().lines()).hasSize(1);
+    }
+
+    // Replay with the demo stopped, so no relay re-creates the dead letter between the two.
+    Run replay = cli("dlq", "replay", orderId + ":sms", "--data", dir);
+    assertThat(replay.code()).isZero();
+    assertThat(replay.out()).contains("replayed " + orderId + ":sms to orders.sms");
+    Run again = cli("dlq", "replay", orderId + ":sms", "--data", dir);
+    assertThat(again.code()).isEqualTo(1);
+    assertThat(again.err()).contains("no dead letter " + orderId + ":sms");
+
+    Run purge = cli("dlq", "purge", "--data", dir);
+    assertThat(purge.code()).isZero();
+    assertThat(purge.out()).contains("purged 1 dead letters");
+    assertThat(cli("dlq", "list", "--data", dir).out()).contains("no dead letters");
+    try (CheckoutApp storage = CheckoutApp.storageOnly(options)) {
+      assertThat(storage.storage.deadLetterStore().count(DeadLetterQuery.all())).isZero();
+      assertThat(storage.storage.outboxStore().stats(java.time.Instant.now()).unsent())
+          .as("the replayed message, back in the outbox").isEqualTo(1);
+    }
+  }
+
+  @Test
+  @DisplayName("bad usage answers exit code 2 with the reason and the usage")
+  void badUsage() {
+    String dir = data.toString();
+    Run unknown = cli("dlq", "explode", "--data", dir);
+    assertThat(unknown.code()).isEqualTo(2);
+    assertThat(unknown.err()).contains("unknown command 'dlq explode'").contains("usage:");
+    Run noId = cli("dlq", "replay", "--data", dir);
+    assertThat(noId.code()).isEqualTo(2);
+    assertThat(noId.err()).contains("dlq replay needs the dead letter's ID");
+    Run badOption = cli("stats", "--port", "1");
+    assertThat(badOption.code()).isEqualTo(2);
+    assertThat(badOption.err()).contains("unknown option --port");
+    Run badLimit = cli("dlq", "list", "--limit", "0", "--data", dir);
+    assertThat(badLimit.code()).isEqualTo(2);
+    assertThat(badLimit.err()).contains("--limit must be a positive whole number, was '0'");
+    assertThat(cli().err()).contains("unknown command ''");
+  }
+}

@@ -1,0 +1,70 @@
+package io.relaykit.examples;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+
+/** A small java.net.http client for the demo's API, for tests. */
+final class DemoHttp {
+  /** A response: status, headers, body text and its JSON (null when the body is not JSON). */
+  record Answer(int status, HttpResponse<String> raw, JsonNode json) {
+    String header(String name) {
+      return raw.headers().firstValue(name).orElse(null);
+    }
+  }
+
+  private final HttpClient client = HttpClient.newBuilder()
+      .connectTimeout(Duration.ofSeconds(5)).build();
+  final URI base;
+
+  DemoHttp(URI base) {
+    this.base = base;
+  }
+
+  Answer get(String path) throws IOException {
+    return send(HttpRequest.newBuilder(base.resolve(path)).GET());
+  }
+
+  Answer post(String path, String key, String body) throws IOException {
+    HttpRequest.Builder b = HttpRequest.newBuilder(base.resolve(path))
+        .header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(body));
+    if (key != null) {
+      b.header("Idempotency-Key", key);
+    }
+    return send(b);
+  }
+
+  Answer order(String key, String sku, int qty) throws IOException {
+    return post("/orders", key, "{\"sku\":\"" + sku + "\",\"qty\":" + qty + "}");
+  }
+
+  /** GET that turns I/O failures into unchecked ones, for use inside {@code Await} lambdas. */
+  JsonNode getJson(String path) {
+    try {
+      return get(path).json();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private Answer send(HttpRequest.Builder b) throws IOException {
+    try {
+      HttpResponse<String> r = client.send(b.timeout(Duration.ofSeconds(15)).build(),
+          HttpResponse.BodyHandlers.ofString());
+      JsonNode json = null;
+      if (r.headers().firstValue("Content-Type").orElse("").startsWith("application/json")) {
+        json = Json.MAPPER.readTree(r.body());
+      }
+      return new Answer(r.statusCode(), r, json);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted", e);
+    }
+  }
+}
