@@ -50,6 +50,27 @@ public interface QueueJournal extends AutoCloseable {
   /** Records a newly accepted event. Durable before return when it is {@code CRITICAL}. */
   void append(QueuedEvent event);
 
+  /**
+   * Records a newly accepted event like {@link #append}, but may return before a {@code CRITICAL}
+   * event is durable; the caller then calls {@link #awaitDurable(long)} with the returned ticket
+   * before it reports the event accepted. This lets a queue record changes in order under its own
+   * lock and wait for the disk outside it, so that concurrent critical producers share one sync.
+   * The default calls {@link #append} (durable on return) and returns 0.
+   *
+   * @return a ticket for {@link #awaitDurable(long)}
+   */
+  default long appendDeferringSync(QueuedEvent event) {
+    append(event);
+    return 0L;
+  }
+
+  /**
+   * Returns once every change recorded up to the {@link #appendDeferringSync} call that returned
+   * {@code ticket} is durable. The default has nothing to wait for.
+   */
+  default void awaitDurable(long ticket) {
+  }
+
   /** Records that an event left the queue for {@code removal}. */
   void remove(String eventId, Removal removal);
 

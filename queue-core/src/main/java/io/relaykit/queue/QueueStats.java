@@ -1,0 +1,18 @@
+package io.relaykit.queue;
+
+/**
+ * A consistent snapshot of a {@link ReportQueue}'s counts, taken under its lock in O(1).
+ *
+ * @param pending events waiting to be drained (ready or waiting for a retry)
+ * @param inflight events drained and neither acked nor nacked yet
+ * @param seen ids remembered by the dedupe window
+ * @param deadLetters events that gave up, held until purged
+ * @param dropped events lost for capacity since the queue was built: evicted, or rejected as
+ *     {@code QUEUE_FULL} or {@code TOO_LARGE}
+ * @param expired events discarded since the queue was built because their expiry passed,
+ *     including those rejected as {@code EXPIRED} at enqueue
+ * @param bytes UTF-8 payload bytes of pending and in-flight events
+ */
+public record QueueStats(
+    int pending, int inflight, int seen, int deadLetters, long dropped, long expired, long bytes) {
+}

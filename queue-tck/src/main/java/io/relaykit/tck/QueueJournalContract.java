@@ -1,0 +1,658 @@
+package io.relaykit.tck;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.relaykit.queue.JournalException;
+import io.relaykit.queue.JournalState;
+import io.relaykit.queue.Priority;
+import io.relaykit.queue.QueueJournal;
+import io.relaykit.queue.QueueJournal.Removal;
+import io.relaykit.queue.QueuedEvent;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The contract every {@link QueueJournal} passes: the replay rules of its Javadoc, order, unknown
+ * ids, durability across a restart, and data fidelity (large, unicode, many).
+ *
+ * <p>A backend test subclasses this with two factory methods. {@link #openJournal()} opens a
+ * journal on fresh, empty storage; {@link #reopenJournal()} opens a new instance on the storage of
+ * the last opened one, as a restarted process would. When reopening, the previous instance may
+ * still be open and unflushed: that is a simulated crash, and the kit never uses it again (it
+ * closes every instance it opened after each test, ignoring failures, so a backend can release
+ * resources). Times in this kit have millisecond precision; a backend must keep at least that.
+ */
+public abstract class QueueJournalContract {
+
+  /** Opens a journal on new, empty storage. */
+  protected abstract QueueJournal openJournal() throws Exception;
+
+  /**
+   * Opens a new journal instance on the storage of the last opened one, as after a restart. The
+   * previous instance may have been closed, flushed, or neither (a crash).
+   */
+  protected abstract QueueJournal reopenJournal() throws Exception;
+
+  /** A fixed base time with non-zero milliseconds, so a backend that truncates to seconds fails. */
+  protected static final Instant T0 = Instant.parse("2026-01-01T00:00:00.123Z");
+
+  private final List<QueueJournal> opened = new ArrayList<>();
+
+  @AfterEach
+  void closeEverything() {
+    for (int i = opened.size() - 1; i >= 0; i--) {
+      try {
+        opened.get(i).close();
+      } catch (RuntimeException | Error ignored) {
+        // An instance abandoned by a simulated crash may refuse to close; that is fine here.
+      }
+    }
+    opened.clear();
+  }
+
+  /** A newly opened journal on empty storage, loaded (so changes may be recorded). */
+  protected QueueJournal fresh() throws Exception {
+    QueueJournal journal = track(openJournal());
+    assertThat(journal.load()).as("a journal on new storage loads empty")
+        .isEqualTo(JournalState.empty());
+    return journal;
+  }
+
+  /** A new instance on the same storage, loaded: what a restarted process recovers. */
+  protected JournalState restart() throws Exception {
+    return track(reopenJournal()).load();
+  }
+
+  /** Like {@link #restart()} but also returns the instance, to keep recording. */
+  protected QueueJournal reopenLoaded(List<JournalState> state) throws Exception {
+    QueueJournal journal = track(reopenJournal());
+    state.add(journal.load());
+    return journal;
+  }
+
+  private QueueJournal track(QueueJournal journal) {
+    opened.add(journal);
+    return journal;
+  }
+
+  /** A fresh event: no attempts, ready at {@code enqueuedAt}. */
+  protected static QueuedEvent event(String id, Priority priority, Instant enqueuedAt) {
+    return new QueuedEvent(id, "test.event", "{\"id\":\"" + id + "\"}", priority, enqueuedAt, 0,
+        enqueuedAt, null);
+  }
+
+  protected static QueuedEvent event(String id) {
+    return event(id, Priority.NORMAL, T0);
+  }
+
+  private static List<String> ids(List<QueuedEvent> events) {
+    return events.stream().map(QueuedEvent::eventId).toList();
+  }
+
+  @Nested
+  @DisplayName("appending")
+  class Appending {
+
+    @Test
+    @DisplayName("a journal on new storage loads an empty state")
+    void emptyOnNewStorage() throws Exception {
+      fresh().close();
+      assertThat(restart()).isEqualTo(JournalState.empty());
+    }
+
+    @Test
+    @DisplayName("an appended event is pending, with every field intact, and seen at its enqueue time")
+    void appendedIsPendingAndSeen() throws Exception {
+      QueueJournal journal = fresh();
+      QueuedEvent plain = new QueuedEvent("e-1", "payment.captured", "{\"amount\":1250}",
+          Priority.CRITICAL, T0, 0, T0, null);
+      QueuedEvent expiring = new QueuedEvent("e-2", "otp.sent", "code=123456", Priority.LOW,
+          T0.plusMillis(7), 2, T0.plusSeconds(4).plusMillis(1), T0.plus(Duration.ofMinutes(5)));
+      journal.append(plain);
+      journal.append(expiring);
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(state.pending()).containsExactly(plain, expiring);
+      assertThat(state.dead()).isEmpty();
+      assertThat(state.seen()).containsExactly(
+          Map.entry("e-1", T0), Map.entry("e-2", T0.plusMillis(7)));
+    }
+
+    @Test
+    @DisplayName("pending events come back in the order they were appended, whatever their priority")
+    void appendOrder() throws Exception {
+      QueueJournal journal = fresh();
+      List<String> expected = new ArrayList<>();
+      Priority[] priorities = Priority.values();
+      for (int i = 0; i < 30; i++) {
+        String id = "order-" + (29 - i);
+        journal.append(event(id, priorities[i % 3], T0.plusMillis(i)));
+        expected.add(id);
+      }
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(ids(state.pending())).containsExactlyElementsOf(expected);
+      assertThat(state.seen().keySet()).containsExactlyElementsOf(expected);
+    }
+  }
+
+  @Nested
+  @DisplayName("removing")
+  class Removing {
+
+    @Test
+    @DisplayName("an acked event leaves pending and stays seen")
+    void acked() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a"));
+      journal.append(event("b"));
+      journal.remove("a", Removal.ACKED);
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(ids(state.pending())).containsExactly("b");
+      assertThat(state.seen()).containsOnlyKeys("a", "b");
+    }
+
+    @Test
+    @DisplayName("an expired event leaves pending and stays seen")
+    void expired() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a"));
+      journal.remove("a", Removal.EXPIRED);
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(state.pending()).isEmpty();
+      assertThat(state.seen()).containsOnlyKeys("a");
+    }
+
+    @Test
+    @DisplayName("a dropped event leaves pending and is forgotten, so it may be reported again")
+    void dropped() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a"));
+      journal.append(event("b"));
+      journal.remove("a", Removal.DROPPED);
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(ids(state.pending())).containsExactly("b");
+      assertThat(state.seen()).containsOnlyKeys("b");
+    }
+
+    @Test
+    @DisplayName("a purged dead letter leaves the dead letters and stays seen")
+    void purged() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a"));
+      journal.append(event("b"));
+      journal.deadLetter("a", 5, "attempts exhausted");
+      journal.deadLetter("b", 1, "rejected");
+      journal.remove("a", Removal.PURGED);
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(state.pending()).isEmpty();
+      assertThat(ids(state.dead())).containsExactly("b");
+      assertThat(state.deadReasons()).containsOnly(Map.entry("b", "rejected"));
+      assertThat(state.seen()).containsOnlyKeys("a", "b");
+    }
+  }
+
+  @Nested
+  @DisplayName("rescheduling and dead letters")
+  class Attempts {
+
+    @Test
+    @DisplayName("a rescheduled event keeps its place and carries its new attempts and next attempt time")
+    void rescheduled() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a", Priority.NORMAL, T0));
+      journal.append(event("b", Priority.NORMAL, T0.plusMillis(1)));
+      journal.reschedule("a", 1, T0.plusSeconds(1));
+      journal.reschedule("a", 2, T0.plusSeconds(3).plusMillis(5));
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(ids(state.pending())).containsExactly("a", "b");
+      QueuedEvent a = state.pending().get(0);
+      assertThat(a.attempts()).isEqualTo(2);
+      assertThat(a.nextAttemptAt()).isEqualTo(T0.plusSeconds(3).plusMillis(5));
+      assertThat(a.enqueuedAt()).as("enqueue time is not an attempt change").isEqualTo(T0);
+      assertThat(a.payload()).isEqualTo(event("a").payload());
+    }
+
+    @Test
+    @DisplayName("a dead-lettered event moves from pending to dead with its attempts and reason, and stays seen")
+    void deadLettered() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a"));
+      journal.append(event("b"));
+      journal.reschedule("a", 4, T0.plusSeconds(8));
+      journal.deadLetter("a", 5, "attempts exhausted (5 of 5)");
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(ids(state.pending())).containsExactly("b");
+      assertThat(state.dead()).hasSize(1);
+      QueuedEvent dead = state.dead().get(0);
+      assertThat(dead.eventId()).isEqualTo("a");
+      assertThat(dead.attempts()).isEqualTo(5);
+      assertThat(dead.payload()).isEqualTo(event("a").payload());
+      assertThat(state.deadReasons()).containsOnly(Map.entry("a", "attempts exhausted (5 of 5)"));
+      assertThat(state.seen()).containsOnlyKeys("a", "b");
+    }
+
+    @Test
+    @DisplayName("dead letters come back in the order they died")
+    void deadOrder() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a"));
+      journal.append(event("b"));
+      journal.append(event("c"));
+      journal.deadLetter("c", 1, "rejected");
+      journal.deadLetter("a", 1, "rejected");
+      journal.close();
+
+      assertThat(ids(restart().dead())).containsExactly("c", "a");
+    }
+  }
+
+  @Nested
+  @DisplayName("forgetting")
+  class Forgetting {
+
+    @Test
+    @DisplayName("a forgotten id is no longer seen, and the others stay")
+    void forgotten() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a", Priority.NORMAL, T0));
+      journal.append(event("b", Priority.NORMAL, T0.plusMillis(1)));
+      journal.append(event("c", Priority.NORMAL, T0.plusMillis(2)));
+      journal.remove("a", Removal.ACKED);
+      journal.remove("b", Removal.ACKED);
+      journal.forget("a");
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(state.seen()).containsExactly(
+          Map.entry("b", T0.plusMillis(1)), Map.entry("c", T0.plusMillis(2)));
+      assertThat(ids(state.pending())).containsExactly("c");
+    }
+
+    @Test
+    @DisplayName("a forgotten id can be appended again and is seen at its new time")
+    void appendAgain() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a", Priority.NORMAL, T0));
+      journal.remove("a", Removal.ACKED);
+      journal.forget("a");
+      QueuedEvent again = new QueuedEvent("a", "test.event", "second", Priority.CRITICAL,
+          T0.plusSeconds(60), 0, T0.plusSeconds(60), null);
+      journal.append(again);
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(state.pending()).containsExactly(again);
+      assertThat(state.seen()).containsExactly(Map.entry("a", T0.plusSeconds(60)));
+    }
+  }
+
+  @Nested
+  @DisplayName("order and unknown ids")
+  class OrderAndUnknown {
+
+    @Test
+    @DisplayName("changes apply in the order they were recorded")
+    void order() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a"));
+      journal.remove("a", Removal.DROPPED);
+      QueuedEvent second = new QueuedEvent("a", "test.event", "second", Priority.LOW,
+          T0.plusSeconds(1), 0, T0.plusSeconds(1), null);
+      journal.append(second);
+      journal.append(event("b", Priority.NORMAL, T0.plusSeconds(2)));
+      journal.reschedule("b", 1, T0.plusSeconds(3));
+      journal.deadLetter("b", 2, "gave up");
+      journal.append(event("c", Priority.NORMAL, T0.plusSeconds(4)));
+      journal.deadLetter("c", 1, "first");
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(state.pending()).containsExactly(second);
+      assertThat(ids(state.dead())).containsExactly("b", "c");
+      assertThat(state.dead().get(0).attempts()).isEqualTo(2);
+      assertThat(state.deadReasons()).containsOnly(Map.entry("b", "gave up"),
+          Map.entry("c", "first"));
+      assertThat(state.seen()).containsExactly(Map.entry("a", T0.plusSeconds(1)),
+          Map.entry("b", T0.plusSeconds(2)), Map.entry("c", T0.plusSeconds(4)));
+    }
+
+    @Test
+    @DisplayName("changes that name unknown ids are ignored")
+    void unknownIgnored() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a"));
+      journal.remove("ghost-1", Removal.ACKED);
+      journal.remove("ghost-2", Removal.DROPPED);
+      journal.remove("ghost-3", Removal.PURGED);
+      journal.reschedule("ghost-4", 3, T0.plusSeconds(9));
+      journal.deadLetter("ghost-5", 2, "never there");
+      journal.forget("ghost-6");
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(state.pending()).containsExactly(event("a"));
+      assertThat(state.dead()).isEmpty();
+      assertThat(state.deadReasons()).isEmpty();
+      assertThat(state.seen()).containsOnlyKeys("a");
+    }
+
+    @Test
+    @DisplayName("changes to an id that already left are ignored")
+    void alreadyGone() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a"));
+      journal.remove("a", Removal.ACKED);
+      journal.reschedule("a", 1, T0.plusSeconds(1));
+      journal.deadLetter("a", 1, "too late");
+      journal.remove("a", Removal.ACKED);
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(state.pending()).isEmpty();
+      assertThat(state.dead()).isEmpty();
+      assertThat(state.seen()).containsOnlyKeys("a");
+    }
+
+    @Test
+    @DisplayName("a journal reopened after a restart keeps recording on top of what it replayed")
+    void recordsAfterRestart() throws Exception {
+      QueueJournal first = fresh();
+      first.append(event("a"));
+      first.append(event("b"));
+      first.close();
+
+      List<JournalState> loaded = new ArrayList<>();
+      QueueJournal second = reopenLoaded(loaded);
+      assertThat(ids(loaded.get(0).pending())).containsExactly("a", "b");
+      second.remove("a", Removal.ACKED);
+      second.append(event("c"));
+      second.close();
+
+      JournalState state = restart();
+      assertThat(ids(state.pending())).containsExactly("b", "c");
+      assertThat(state.seen()).containsOnlyKeys("a", "b", "c");
+    }
+  }
+
+  @Nested
+  @DisplayName("durability")
+  class Durability {
+
+    @Test
+    @DisplayName("a critical append survives a crash right after it returns, without flush or close")
+    void criticalDurableBeforeReturn() throws Exception {
+      QueueJournal journal = fresh();
+      QueuedEvent critical = event("pay-1", Priority.CRITICAL, T0);
+      journal.append(critical);
+      // No flush, no close: the instance is abandoned as a crashed process would leave it.
+
+      JournalState state = restart();
+      assertThat(state.pending()).containsExactly(critical);
+      assertThat(state.seen()).containsOnlyKeys("pay-1");
+    }
+
+    @Test
+    @DisplayName("flush makes group-committed changes survive a crash")
+    void flushMakesDurable() throws Exception {
+      QueueJournal journal = fresh();
+      journal.append(event("a", Priority.LOW, T0));
+      journal.append(event("b", Priority.NORMAL, T0));
+      journal.append(event("c", Priority.NORMAL, T0));
+      journal.reschedule("b", 1, T0.plusSeconds(1));
+      journal.deadLetter("c", 1, "rejected");
+      journal.remove("a", Removal.ACKED);
+      journal.flush();
+
+      JournalState state = restart();
+      assertThat(ids(state.pending())).containsExactly("b");
+      assertThat(state.pending().get(0).attempts()).isEqualTo(1);
+      assertThat(ids(state.dead())).containsExactly("c");
+      assertThat(state.seen()).containsOnlyKeys("a", "b", "c");
+    }
+
+    @Test
+    @DisplayName("close makes every change durable")
+    void closeMakesDurable() throws Exception {
+      QueueJournal journal = fresh();
+      for (int i = 0; i < 10; i++) {
+        journal.append(event("e" + i, Priority.LOW, T0.plusMillis(i)));
+      }
+      journal.close();
+
+      assertThat(restart().pending()).hasSize(10);
+    }
+
+    @Test
+    @DisplayName("a closed journal refuses further changes")
+    void closedRefuses() throws Exception {
+      QueueJournal journal = fresh();
+      journal.close();
+      assertThatThrownBy(() -> journal.append(event("late")))
+          .isInstanceOfAny(IllegalStateException.class, JournalException.class);
+      assertThat(restart().pending()).isEmpty();
+    }
+
+    @Test
+    @DisplayName("critical appends from concurrent threads are all durable when each returns")
+    void concurrentCriticalAppends() throws Exception {
+      QueueJournal journal = fresh();
+      int threads = 4;
+      int perThread = 25;
+      ExecutorService pool = Executors.newFixedThreadPool(threads);
+      try {
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<?>> futures = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+          int thread = t;
+          futures.add(pool.submit(() -> {
+            start.await();
+            for (int i = 0; i < perThread; i++) {
+              journal.append(event("t" + thread + "-" + i, Priority.CRITICAL, T0.plusMillis(i)));
+            }
+            return null;
+          }));
+        }
+        start.countDown();
+        for (Future<?> f : futures) {
+          f.get(60, TimeUnit.SECONDS);
+        }
+      } finally {
+        pool.shutdownNow();
+      }
+
+      JournalState state = restart();
+      assertThat(state.pending()).hasSize(threads * perThread);
+      for (int t = 0; t < threads; t++) {
+        String prefix = "t" + t + "-";
+        List<String> own = ids(state.pending()).stream().filter(id -> id.startsWith(prefix))
+            .toList();
+        List<String> expected = new ArrayList<>();
+        for (int i = 0; i < perThread; i++) {
+          expected.add(prefix + i);
+        }
+        assertThat(own).as("one thread's appends keep their order").containsExactlyElementsOf(
+            expected);
+      }
+    }
+  }
+
+  @Nested
+  @DisplayName("data")
+  class Data {
+
+    @Test
+    @DisplayName("a large payload comes back byte for byte")
+    void largePayload() throws Exception {
+      StringBuilder sb = new StringBuilder(1 << 20);
+      Random random = new Random(42);
+      while (sb.length() < (1 << 20)) {
+        sb.append((char) ('a' + random.nextInt(26)));
+      }
+      QueuedEvent big = new QueuedEvent("big", "bulk.upload", sb.toString(), Priority.CRITICAL,
+          T0, 0, T0, null);
+      QueueJournal journal = fresh();
+      journal.append(big);
+      journal.close();
+
+      assertThat(restart().pending()).containsExactly(big);
+    }
+
+    @Test
+    @DisplayName("unicode ids, names, payloads and reasons come back unchanged")
+    void unicode() throws Exception {
+      String payload = "{\"city\":\"Zürich\",\"名前\":\"山田\",\"emoji\":\"💳🚀\",\"rtl\":\"שלום\","
+          + "\"combining\":\"e\u0301\",\"nul\":\"a\u0000b\",\"quote\":\"\\\"'\\n\"}";
+      QueuedEvent a = new QueuedEvent("ид-事件-🔑", "paiement.capturé", payload, Priority.NORMAL,
+          T0, 0, T0, null);
+      QueuedEvent b = new QueuedEvent("b-ü", "ä", "ß", Priority.LOW, T0, 0, T0, null);
+      QueueJournal journal = fresh();
+      journal.append(a);
+      journal.append(b);
+      journal.deadLetter("b-ü", 1, "refusé: «invalide» 🚫");
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(state.pending()).containsExactly(a);
+      assertThat(state.dead()).singleElement().satisfies(d -> {
+        assertThat(d.eventId()).isEqualTo("b-ü");
+        assertThat(d.name()).isEqualTo("ä");
+        assertThat(d.payload()).isEqualTo("ß");
+      });
+      assertThat(state.deadReasons()).containsOnly(Map.entry("b-ü", "refusé: «invalide» 🚫"));
+      assertThat(state.seen()).containsOnlyKeys("ид-事件-🔑", "b-ü");
+    }
+
+    @Test
+    @DisplayName("many events and changes replay to exactly the state a model of the rules predicts")
+    void manyEvents() throws Exception {
+      QueueJournal journal = fresh();
+      Model model = new Model();
+      Random random = new Random(7);
+      List<String> live = new ArrayList<>();
+      int next = 0;
+      for (int step = 0; step < 3000; step++) {
+        int op = live.isEmpty() ? 0 : random.nextInt(10);
+        if (op < 4) {
+          String id = "m-" + next++;
+          Priority p = Priority.values()[random.nextInt(3)];
+          QueuedEvent e = event(id, p, T0.plusMillis(step));
+          journal.append(e);
+          model.append(e);
+          live.add(id);
+        } else {
+          String id = live.get(random.nextInt(live.size()));
+          switch (op) {
+            case 4, 5 -> {
+              int attempts = 1 + random.nextInt(4);
+              Instant at = T0.plusSeconds(step).plusMillis(attempts);
+              journal.reschedule(id, attempts, at);
+              model.reschedule(id, attempts, at);
+            }
+            case 6 -> {
+              journal.remove(id, Removal.ACKED);
+              model.remove(id, Removal.ACKED);
+              live.remove(id);
+              if (random.nextBoolean()) {
+                journal.forget(id);
+                model.forget(id);
+              }
+            }
+            case 7 -> {
+              journal.remove(id, Removal.DROPPED);
+              model.remove(id, Removal.DROPPED);
+              live.remove(id);
+            }
+            case 8 -> {
+              journal.remove(id, Removal.EXPIRED);
+              model.remove(id, Removal.EXPIRED);
+              live.remove(id);
+            }
+            default -> {
+              journal.deadLetter(id, 5, "reason " + step);
+              model.deadLetter(id, 5, "reason " + step);
+              live.remove(id);
+            }
+          }
+        }
+      }
+      journal.close();
+
+      JournalState state = restart();
+      assertThat(state.pending()).containsExactlyElementsOf(model.pending.values());
+      assertThat(state.dead()).containsExactlyElementsOf(model.dead.values());
+      assertThat(state.deadReasons()).isEqualTo(model.reasons);
+      assertThat(new ArrayList<>(state.seen().entrySet()))
+          .containsExactlyElementsOf(new ArrayList<>(model.seen.entrySet()));
+    }
+  }
+
+  /** The replay rules of {@link QueueJournal}, as the simplest code that states them. */
+  private static final class Model {
+    final LinkedHashMap<String, QueuedEvent> pending = new LinkedHashMap<>();
+    final LinkedHashMap<String, QueuedEvent> dead = new LinkedHashMap<>();
+    final Map<String, String> reasons = new LinkedHashMap<>();
+    final LinkedHashMap<String, Instant> seen = new LinkedHashMap<>();
+
+    void append(QueuedEvent e) {
+      pending.put(e.eventId(), e);
+      seen.putIfAbsent(e.eventId(), e.enqueuedAt());
+    }
+
+    void remove(String id, Removal removal) {
+      boolean wasPending = pending.remove(id) != null;
+      if (removal == Removal.DROPPED && wasPending) {
+        seen.remove(id);
+      } else if (!wasPending && dead.remove(id) != null) {
+        reasons.remove(id);
+      }
+    }
+
+    void reschedule(String id, int attempts, Instant at) {
+      pending.computeIfPresent(id, (k, e) -> e.rescheduled(attempts, at));
+    }
+
+    void deadLetter(String id, int attempts, String reason) {
+      QueuedEvent e = pending.remove(id);
+      if (e != null) {
+        dead.put(id, e.rescheduled(attempts, e.nextAttemptAt()));
+        reasons.put(id, reason);
+      }
+    }
+
+    void forget(String id) {
+      if (!pending.containsKey(id)) {
+        seen.remove(id);
+      }
+    }
+  }
+}

@@ -1,0 +1,607 @@
+package io.relaykit.queue;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.relaykit.queue.QueueJournal.Removal;
+import io.relaykit.tck.Await;
+import io.relaykit.tck.QueueJournalContract;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+import javax.crypto.SecretKey;
+import javax.crypto.spec.SecretKeySpec;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+class FileJournalTest extends QueueJournalContract {
+
+  private static final SecretKey KEY = new SecretKeySpec(new byte[] {
+      1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, "AES");
+  private static final SecretKey OTHER_KEY = new SecretKeySpec(new byte[] {
+      9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9}, "AES");
+
+  private final List<Path> dirs = new ArrayList<>();
+  private final List<FileJournal> journals = new ArrayList<>();
+  private Path dir;
+  private FileJournal last;
+
+  @Override
+  protected QueueJournal openJournal() throws IOException {
+    dir = newDir();
+    last = track(FileJournal.builder(dir).build());
+    return last;
+  }
+
+  @Override
+  protected QueueJournal reopenJournal() {
+    // Whatever the previous instance did not sync is lost, as in a process crash.
+    last.crash();
+    last = track(FileJournal.builder(dir).build());
+    return last;
+  }
+
+  @AfterEach
+  void cleanUp() throws IOException {
+    journals.forEach(FileJournal::crash);
+    journals.clear();
+    for (Path d : dirs) {
+      try (Stream<Path> files = Files.walk(d)) {
+        for (Path p : files.sorted(Comparator.reverseOrder()).toList()) {
+          Files.deleteIfExists(p);
+        }
+      }
+    }
+    dirs.clear();
+  }
+
+  private Path newDir() throws IOException {
+    Path d = Files.createTempDirectory("relaykit-file-journal-");
+    dirs.add(d);
+    return d;
+  }
+
+  private FileJournal track(FileJournal journal) {
+    journals.add(journal);
+    return journal;
+  }
+
+  private FileJournal open(Path directory, SecretKey key) {
+    FileJournal.Builder b = FileJournal.builder(directory);
+    if (key != null) {
+      b.encryptionKey(key);
+    }
+    return track(b.build());
+  }
+
+  private static List<Path> segments(Path directory) throws IOException {
+    try (Stream<Path> files = Files.list(directory)) {
+      return files.filter(p -> p.getFileName().toString().endsWith(".seg")).sorted().toList();
+    }
+  }
+
+  /** A small script of changes; each is applied to a journal and to the reference model. */
+  private static List<Consumer<QueueJournal>> script() {
+    List<Consumer<QueueJournal>> steps = new ArrayList<>();
+    steps.add(j -> j.append(event("a", Priority.NORMAL, T0)));
+    steps.add(j -> j.append(event("b", Priority.CRITICAL, T0.plusMillis(1))));
+    steps.add(j -> j.reschedule("a", 1, T0.plusSeconds(1)));
+    steps.add(j -> j.append(new QueuedEvent("c", "ünïcode", "💳 payload", Priority.LOW,
+        T0.plusMillis(2), 0, T0.plusMillis(2), T0.plusSeconds(300))));
+    steps.add(j -> j.remove("b", Removal.ACKED));
+    steps.add(j -> j.deadLetter("c", 1, "rejected"));
+    steps.add(j -> j.forget("b"));
+    steps.add(j -> j.remove("a", Removal.DROPPED));
+    return steps;
+  }
+
+  /**
+   * Writes the script, syncing after each change, and returns the segment file's length after
+   * each prefix together with the state each prefix produces.
+   */
+  private record Written(Path segment, byte[] bytes, long[] ends, List<JournalState> states) {
+  }
+
+  private Written writeScript(SecretKey key) throws IOException {
+    Path d = newDir();
+    FileJournal journal = open(d, key);
+    journal.load();
+    InMemoryJournal model = new InMemoryJournal();
+    List<Consumer<QueueJournal>> steps = script();
+    long[] ends = new long[steps.size() + 1];
+    List<JournalState> states = new ArrayList<>();
+    Path segment = segments(d).get(0);
+    ends[0] = Files.size(segment);
+    states.add(model.load());
+    for (int i = 0; i < steps.size(); i++) {
+      steps.get(i).accept(journal);
+      steps.get(i).accept(model);
+      journal.flush();
+      ends[i + 1] = Files.size(segment);
+      states.add(model.load());
+    }
+    journal.close();
+    return new Written(segment, Files.readAllBytes(segment), ends, states);
+  }
+
+  private JournalState recoverFrom(byte[] bytes, String segmentName, SecretKey key)
+      throws IOException {
+    Path d = newDir();
+    Files.write(d.resolve(segmentName), bytes);
+    return open(d, key).load();
+  }
+
+  @Nested
+  @DisplayName("crash recovery")
+  class CrashRecovery {
+
+    @Test
+    @DisplayName("a segment cut at every byte offset recovers exactly the complete records before the cut")
+    void truncatedAtEveryOffset() throws IOException {
+      truncateEverywhere(null);
+    }
+
+    @Test
+    @DisplayName("an encrypted segment cut around every record boundary and every 5th byte recovers exactly the complete records before the cut")
+    void truncatedEncrypted() throws IOException {
+      truncateEverywhere(KEY);
+    }
+
+    private void truncateEverywhere(SecretKey key) throws IOException {
+      Written w = writeScript(key);
+      String name = w.segment().getFileName().toString();
+      java.util.TreeSet<Integer> cuts = new java.util.TreeSet<>();
+      for (int cut = 0; cut <= w.bytes().length; cut += key == null ? 1 : 5) {
+        cuts.add(cut);
+      }
+      for (long end : w.ends()) {
+        for (int d = -2; d <= 2; d++) {
+          if (end + d >= 0 && end + d <= w.bytes().length) {
+            cuts.add((int) end + d);
+          }
+        }
+      }
+      for (int cut : cuts) {
+        int complete = 0;
+        while (complete + 1 < w.ends().length && w.ends()[complete + 1] <= cut) {
+          complete++;
+        }
+        byte[] prefix = java.util.Arrays.copyOf(w.bytes(), cut);
+        Path d = newDir();
+        Files.write(d.resolve(name), prefix);
+        FileJournal recovered = open(d, key);
+        assertThat(recovered.load()).as("cut at byte %d of %d: %d complete records", cut,
+            w.bytes().length, complete).isEqualTo(w.states().get(complete));
+        // The torn tail is gone: new records follow the good ones and survive a reopen.
+        recovered.append(event("after-cut", Priority.CRITICAL, T0.plusSeconds(9)));
+        recovered.close();
+        JournalState again = open(d, key).load();
+        assertThat(again.pending()).as("cut at byte %d", cut)
+            .extracting(QueuedEvent::eventId).endsWith("after-cut");
+        assertThat(again.pending()).hasSize(w.states().get(complete).pending().size() + 1);
+      }
+    }
+
+    @Test
+    @DisplayName("a flipped byte anywhere in a record before the last is a JournalException naming the file and offset")
+    void flippedByteIsReported() throws IOException {
+      Written w = writeScript(null);
+      String name = w.segment().getFileName().toString();
+      long lastRecordStart = w.ends()[w.ends().length - 2];
+      for (int at = (int) w.ends()[0]; at < lastRecordStart; at++) {
+        byte[] bytes = w.bytes().clone();
+        bytes[at] ^= 0x40;
+        int flipped = at;
+        int recordStart = 0;
+        for (long end : w.ends()) {
+          if (end <= flipped) {
+            recordStart = (int) end;
+          }
+        }
+        assertThatThrownBy(() -> recoverFrom(bytes, name, null))
+            .as("byte %d flipped", at)
+            .isInstanceOf(JournalException.class)
+            .hasMessageContaining(name)
+            .hasMessageContaining("at offset " + recordStart);
+      }
+    }
+
+    @Test
+    @DisplayName("a bad checksum on the very last record is a torn write: the records before it survive")
+    void badLastRecordIsTorn() throws IOException {
+      Written w = writeScript(null);
+      byte[] bytes = w.bytes().clone();
+      bytes[bytes.length - 1] ^= 0x01;
+      JournalState state = recoverFrom(bytes, w.segment().getFileName().toString(), null);
+      assertThat(state).isEqualTo(w.states().get(w.states().size() - 2));
+    }
+
+    @Test
+    @DisplayName("a file that is not a journal segment is reported, not replayed")
+    void badMagic() throws IOException {
+      Written w = writeScript(null);
+      byte[] bytes = w.bytes().clone();
+      bytes[0] = 'X';
+      assertThatThrownBy(() -> recoverFrom(bytes, w.segment().getFileName().toString(), null))
+          .isInstanceOf(JournalException.class)
+          .hasMessageContaining("bad magic");
+    }
+
+    @Test
+    @DisplayName("a sealed segment cut short is corruption, not a torn tail")
+    void sealedSegmentCutShort() throws IOException {
+      Path d = newDir();
+      FileJournal journal = track(FileJournal.builder(d).segmentBytes(1024).build());
+      journal.load();
+      for (int i = 0; i < 40; i++) {
+        journal.append(event("e" + i, Priority.NORMAL, T0.plusMillis(i)));
+      }
+      journal.close();
+      List<Path> segs = segments(d);
+      assertThat(segs).hasSizeGreaterThan(2);
+      assertThat(track(FileJournal.builder(d).build()).load().pending()).hasSize(40);
+      byte[] first = Files.readAllBytes(segs.get(0));
+      Files.write(segs.get(0), java.util.Arrays.copyOf(first, first.length - 3));
+      assertThatThrownBy(() -> track(FileJournal.builder(d).build()))
+          .isInstanceOf(JournalException.class)
+          .hasMessageContaining(segs.get(0).getFileName().toString())
+          .hasMessageContaining("sealed segment");
+    }
+  }
+
+  @Nested
+  @DisplayName("group commit")
+  class GroupCommit {
+
+    @Test
+    @DisplayName("a normal change reaches the file within the commit interval without flush")
+    void committedByInterval() throws IOException {
+      Path d = newDir();
+      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofMillis(5))
+          .build());
+      journal.load();
+      long before = Files.size(segments(d).get(0));
+      journal.append(event("n", Priority.NORMAL, T0));
+      Await.until(Duration.ofSeconds(10), "the flusher writes the record",
+          () -> sizeOf(d) > before);
+      Await.until(Duration.ofSeconds(10), "the flusher syncs", () -> journal.syncCount() > 0);
+      journal.crash();
+      assertThat(track(FileJournal.builder(d).build()).load().pending())
+          .extracting(QueuedEvent::eventId).containsExactly("n");
+    }
+
+    @Test
+    @DisplayName("a normal change reaches the file once commitRecords changes are waiting")
+    void committedByCount() throws IOException {
+      Path d = newDir();
+      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
+          .commitRecords(10).build());
+      journal.load();
+      for (int i = 0; i < 9; i++) {
+        journal.append(event("e" + i, Priority.LOW, T0));
+      }
+      assertThat(journal.syncCount()).isZero();
+      journal.append(event("e9", Priority.LOW, T0));
+      Await.until(Duration.ofSeconds(10), "the tenth change triggers a sync",
+          () -> journal.syncCount() > 0);
+      journal.crash();
+      assertThat(track(FileJournal.builder(d).build()).load().pending()).hasSize(10);
+    }
+
+    @Test
+    @DisplayName("unsynced normal changes are lost in a crash, critical ones and those before them are not")
+    void crashLosesOnlyUnsynced() throws IOException {
+      Path d = newDir();
+      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
+          .build());
+      journal.load();
+      journal.append(event("n1", Priority.NORMAL, T0));
+      journal.append(event("c1", Priority.CRITICAL, T0));
+      journal.append(event("n2", Priority.NORMAL, T0));
+      journal.crash();
+      assertThat(track(FileJournal.builder(d).build()).load().pending())
+          .extracting(QueuedEvent::eventId).containsExactly("n1", "c1");
+    }
+
+    @Test
+    @DisplayName("critical appends waiting together share one fsync")
+    void criticalAppendsShareSync() throws IOException {
+      Path d = newDir();
+      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
+          .build());
+      journal.load();
+      long t1 = journal.appendDeferringSync(event("c1", Priority.CRITICAL, T0));
+      long t2 = journal.appendDeferringSync(event("c2", Priority.CRITICAL, T0));
+      long t3 = journal.appendDeferringSync(event("c3", Priority.CRITICAL, T0));
+      journal.awaitDurable(t3);
+      journal.awaitDurable(t1);
+      journal.awaitDurable(t2);
+      assertThat(journal.syncCount()).isEqualTo(1);
+      journal.crash();
+      assertThat(track(FileJournal.builder(d).build()).load().pending()).hasSize(3);
+    }
+  }
+
+  @Nested
+  @DisplayName("compaction")
+  class Compaction {
+
+    private FileJournal churn(Path d, FileJournal.Builder builder, InMemoryJournal model) {
+      FileJournal journal = track(builder.build());
+      journal.load();
+      for (int i = 0; i < 400; i++) {
+        QueuedEvent e = new QueuedEvent("e" + i, "churn", "x".repeat(200), Priority.NORMAL,
+            T0.plusMillis(i), 0, T0.plusMillis(i), null);
+        journal.append(e);
+        model.append(e);
+        if (i % 10 != 0) {
+          journal.remove(e.eventId(), Removal.ACKED);
+          model.remove(e.eventId(), Removal.ACKED);
+          if (i % 3 == 0) {
+            journal.forget(e.eventId());
+            model.forget(e.eventId());
+          }
+        }
+        if (i % 50 == 0) {
+          journal.reschedule(e.eventId(), 2, T0.plusSeconds(i));
+          model.reschedule(e.eventId(), 2, T0.plusSeconds(i));
+        }
+        if (i % 100 == 0) {
+          journal.deadLetter(e.eventId(), 3, "dead " + i);
+          model.deadLetter(e.eventId(), 3, "dead " + i);
+        }
+      }
+      return journal;
+    }
+
+    @Test
+    @DisplayName("compaction rewrites the live state into one smaller base segment that replays the same")
+    void compactsToLiveState() throws IOException {
+      Path d = newDir();
+      InMemoryJournal model = new InMemoryJournal();
+      FileJournal journal = churn(d, FileJournal.builder(d).segmentBytes(8 * 1024)
+          .compactionMinBytes(Long.MAX_VALUE / 2), model);
+      journal.flush();
+      long before = journal.sizeOnDisk();
+      assertThat(segments(d)).hasSizeGreaterThan(3);
+
+      journal.compact();
+
+      // The base holding the live state, and the active segment that follows it.
+      assertThat(segments(d)).hasSize(2);
+      assertThat(journal.sizeOnDisk()).isLessThan(before / 3);
+      journal.append(event("after", Priority.CRITICAL, T0.plusSeconds(999)));
+      model.append(event("after", Priority.CRITICAL, T0.plusSeconds(999)));
+      journal.crash();
+      assertThat(track(FileJournal.builder(d).build()).load()).isEqualTo(model.load());
+    }
+
+    @Test
+    @DisplayName("the flusher compacts on its own once most of the journal is garbage")
+    void compactsAutomatically() throws IOException {
+      Path d = newDir();
+      InMemoryJournal model = new InMemoryJournal();
+      FileJournal journal = churn(d, FileJournal.builder(d).segmentBytes(8 * 1024)
+          .commitInterval(Duration.ofMillis(5)).compactionMinBytes(16 * 1024), model);
+      // About 120 KiB were written, of which about 20 KiB are live: once compaction keeps the
+      // garbage under half, the files hold under 60 KiB.
+      Await.until(Duration.ofSeconds(10), "the journal shrinks under 60 KiB",
+          () -> journal.sizeOnDisk() < 60 * 1024);
+      journal.close();
+      assertThat(track(FileJournal.builder(d).build()).load()).isEqualTo(model.load());
+    }
+
+    @Test
+    @DisplayName("changes recorded while compactions run are all kept, in order")
+    void writesDuringCompaction() throws Exception {
+      Path d = newDir();
+      FileJournal journal = track(FileJournal.builder(d).segmentBytes(4 * 1024)
+          .compactionMinBytes(Long.MAX_VALUE / 2).build());
+      journal.load();
+      int total = 2_000;
+      java.util.concurrent.atomic.AtomicInteger written =
+          new java.util.concurrent.atomic.AtomicInteger();
+      Thread writer = new Thread(() -> {
+        for (int i = 0; i < total; i++) {
+          journal.append(event("w" + i, Priority.NORMAL, T0.plusMillis(i)));
+          if (i % 2 == 1) {
+            journal.remove("w" + (i - 1), Removal.ACKED);
+          }
+          written.incrementAndGet();
+        }
+      });
+      writer.start();
+      int compactions = 0;
+      while (writer.isAlive() || compactions < 3) {
+        journal.compact();
+        compactions++;
+      }
+      writer.join(30_000);
+      assertThat(written.get()).isEqualTo(total);
+      journal.close();
+
+      JournalState state = track(FileJournal.builder(d).build()).load();
+      List<String> expected = new ArrayList<>();
+      for (int i = 1; i < total; i += 2) {
+        expected.add("w" + i);
+      }
+      assertThat(state.pending()).extracting(QueuedEvent::eventId)
+          .containsExactlyElementsOf(expected);
+      assertThat(state.seen()).hasSize(total);
+      assertThat(compactions).isGreaterThanOrEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("a crash before the compacted segment is installed keeps the old segments")
+    void crashBeforeInstall() throws IOException {
+      Path d = newDir();
+      InMemoryJournal model = new InMemoryJournal();
+      FileJournal journal = churn(d, FileJournal.builder(d).segmentBytes(8 * 1024)
+          .compactionMinBytes(Long.MAX_VALUE / 2), model);
+      journal.close();
+      List<Path> segs = segments(d);
+      // A half-written compaction output, as a crash in the middle of writing it leaves it.
+      Path tmp = d.resolve(String.format("journal-%020d.seg.tmp", segs.size() + 1));
+      Files.write(tmp, java.util.Arrays.copyOf(Files.readAllBytes(segs.get(0)), 100));
+
+      assertThat(track(FileJournal.builder(d).build()).load()).isEqualTo(model.load());
+      assertThat(Files.exists(tmp)).as("the unfinished output is deleted").isFalse();
+    }
+
+    @Test
+    @DisplayName("a crash after the compacted segment is installed but before the old ones are deleted replays only the new one")
+    void crashAfterInstall() throws IOException {
+      Path d = newDir();
+      InMemoryJournal model = new InMemoryJournal();
+      FileJournal journal = churn(d, FileJournal.builder(d).segmentBytes(8 * 1024)
+          .compactionMinBytes(Long.MAX_VALUE / 2), model);
+      journal.flush();
+      Path copy = newDir();
+      for (Path p : segments(d)) {
+        Files.copy(p, copy.resolve(p.getFileName()));
+      }
+      journal.compact();
+      journal.close();
+      Path base = segments(d).get(0);
+      Files.copy(base, copy.resolve(base.getFileName()));
+      assertThat(segments(copy)).hasSizeGreaterThan(2);
+
+      assertThat(track(FileJournal.builder(copy).build()).load()).isEqualTo(model.load());
+      assertThat(segments(copy)).containsExactly(copy.resolve(base.getFileName()));
+    }
+  }
+
+  @Nested
+  @DisplayName("encryption")
+  class Encryption {
+
+    @Test
+    @DisplayName("an encrypted journal round-trips and keeps ids and payloads out of the file")
+    void roundTrip() throws IOException {
+      Path d = newDir();
+      FileJournal journal = open(d, KEY);
+      journal.load();
+      QueuedEvent secret = new QueuedEvent("card-4111", "payment.captured",
+          "{\"pan\":\"4111111111111111\"}", Priority.CRITICAL, T0, 0, T0, null);
+      journal.append(secret);
+      journal.deadLetter("card-4111", 1, "reason-visible?");
+      journal.close();
+
+      String raw = new String(Files.readAllBytes(segments(d).get(0)), StandardCharsets.ISO_8859_1);
+      assertThat(raw).doesNotContain("4111111111111111").doesNotContain("card-4111")
+          .doesNotContain("payment.captured").doesNotContain("reason-visible");
+      JournalState state = open(d, KEY).load();
+      assertThat(state.dead()).containsExactly(secret.rescheduled(1, T0));
+      assertThat(state.deadReasons()).containsEntry("card-4111", "reason-visible?");
+    }
+
+    @Test
+    @DisplayName("a wrong key is a clear JournalException, not garbage")
+    void wrongKey() throws IOException {
+      Path d = newDir();
+      FileJournal journal = open(d, KEY);
+      journal.load();
+      journal.append(event("a", Priority.CRITICAL, T0));
+      journal.close();
+
+      assertThatThrownBy(() -> open(d, OTHER_KEY))
+          .isInstanceOf(JournalException.class)
+          .hasMessageContaining("wrong key")
+          .hasMessageContaining(segments(d).get(0).getFileName().toString());
+      assertThatThrownBy(() -> open(d, null))
+          .isInstanceOf(JournalException.class)
+          .hasMessageContaining("is encrypted");
+    }
+
+    @Test
+    @DisplayName("a key for an unencrypted journal is refused")
+    void keyForPlainJournal() throws IOException {
+      Path d = newDir();
+      open(d, null).close();
+      assertThatThrownBy(() -> open(d, KEY))
+          .isInstanceOf(JournalException.class)
+          .hasMessageContaining("not encrypted");
+    }
+
+    @Test
+    @DisplayName("a record that fails authentication is reported with file and offset")
+    void tamperedRecord() throws IOException {
+      Written w = writeScript(KEY);
+      // Re-frame record 1 with a valid checksum over altered ciphertext: only GCM can notice.
+      byte[] bytes = w.bytes().clone();
+      int start = (int) w.ends()[0];
+      int length = ((bytes[start] & 0xff) << 24) | ((bytes[start + 1] & 0xff) << 16)
+          | ((bytes[start + 2] & 0xff) << 8) | (bytes[start + 3] & 0xff);
+      bytes[start + 12 + 20] ^= 0x01;
+      java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+      crc.update(bytes, start + 12, length);
+      int c = (int) crc.getValue();
+      bytes[start + 8] = (byte) (c >>> 24);
+      bytes[start + 9] = (byte) (c >>> 16);
+      bytes[start + 10] = (byte) (c >>> 8);
+      bytes[start + 11] = (byte) c;
+      assertThatThrownBy(() -> recoverFrom(bytes, w.segment().getFileName().toString(), KEY))
+          .isInstanceOf(JournalException.class)
+          .hasMessageContaining("at offset " + start)
+          .hasMessageContaining("wrong key, or the data was tampered with");
+    }
+  }
+
+  @Nested
+  @DisplayName("configuration")
+  class Configuration {
+
+    @Test
+    @DisplayName("invalid settings are refused naming the field and the value")
+    void invalid() throws IOException {
+      Path d = newDir();
+      assertThatThrownBy(() -> FileJournal.builder(null).build())
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("dir");
+      assertThatThrownBy(() -> FileJournal.builder(d).commitInterval(Duration.ZERO).build())
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("commitInterval")
+          .hasMessageContaining("PT0S");
+      assertThatThrownBy(() -> FileJournal.builder(d).commitRecords(0).build())
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("commitRecords")
+          .hasMessageContaining("0");
+      assertThatThrownBy(() -> FileJournal.builder(d).segmentBytes(10).build())
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("segmentBytes")
+          .hasMessageContaining("10");
+      assertThatThrownBy(() -> FileJournal.builder(d).compactionMinBytes(-1).build())
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("compactionMinBytes").hasMessageContaining("-1");
+      assertThatThrownBy(() -> FileJournal.builder(d).compactionGarbageRatio(1.0).build())
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("compactionGarbageRatio").hasMessageContaining("1.0");
+      assertThatThrownBy(() -> FileJournal.builder(d)
+          .encryptionKey(new SecretKeySpec(new byte[5], "AES")).build())
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("encryptionKey")
+          .hasMessageContaining("40");
+      assertThat(segments(d)).as("nothing was created by a refused configuration").isEmpty();
+    }
+
+    @Test
+    @DisplayName("load is called once")
+    void loadOnce() throws IOException {
+      FileJournal journal = open(newDir(), null);
+      journal.load();
+      assertThatThrownBy(journal::load).isInstanceOf(IllegalStateException.class);
+    }
+  }
+
+  private static long sizeOf(Path directory) {
+    try {
+      return Files.size(segments(directory).get(0));
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}
