@@ -1,0 +1,47 @@
+package io.relaykit.bench;
+
+import java.util.List;
+
+/**
+ * Every ratio the README reports, with its target. One list, so the report, the README table and
+ * the chart cannot drift apart. Each backend's benchmark adds its rows here.
+ */
+final class Ratios {
+  private Ratios() {}
+
+  static List<Ratio> all() {
+    return List.of(
+        new Ratio("report queue cycle vs ArrayBlockingQueue, 1 000 pending",
+            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "RELAYKIT", "capacity", "1000"),
+            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "ARRAY_BLOCKING_QUEUE",
+                "capacity", "1000"),
+            0.5),
+        new Ratio("report queue cycle vs ArrayBlockingQueue, 100 000 pending",
+            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "RELAYKIT",
+                "capacity", "100000"),
+            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "ARRAY_BLOCKING_QUEUE",
+                "capacity", "100000"),
+            0.5),
+        new Ratio("report queue cycle at 100 000 vs at 1 000 pending (flat cost)",
+            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "RELAYKIT",
+                "capacity", "100000"),
+            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "RELAYKIT", "capacity", "1000"),
+            0.8),
+        new Ratio("report queue cycle vs the seed design, 100 000 pending",
+            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "RELAYKIT",
+                "capacity", "100000"),
+            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "SEED_BASELINE",
+                "capacity", "100000"),
+            100.0),
+        new Ratio("report queue, 2 producers + 1 drainer, vs ArrayBlockingQueue",
+            Ratio.Select.of("ReportQueueBenchmark.concurrentEnqueue", "impl", "RELAYKIT",
+                "capacity", "100000"),
+            Ratio.Select.of("ReportQueueBenchmark.concurrentEnqueue", "impl",
+                "ARRAY_BLOCKING_QUEUE", "capacity", "100000"),
+            null),
+        new Ratio("offset tracker vs TreeSet, 10 000 in flight",
+            Ratio.Select.of("OffsetTrackerBenchmark.completeTrackCommit", "impl", "RELAYKIT"),
+            Ratio.Select.of("OffsetTrackerBenchmark.completeTrackCommit", "impl", "TREE_SET"),
+            null));
+  }
+}
