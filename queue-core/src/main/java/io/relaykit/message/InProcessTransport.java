@@ -58,8 +58,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Timestamps (events, failure times, expiry) come from the injected {@link InstantSource}; retry
  * delays and handler timeouts run in real time on one scheduler thread. Handlers run on one cached
  * thread pool per subscription; a handler that ignores interruption after its timeout keeps its
- * thread until it returns, and its late result is ignored. Costs: publish and each delivery step are
- * O(1) amortized under a per-destination lock (O(k) for k groups on publish); memory grows with
+ * thread until it returns, and its late result is ignored. Costs: publish and each delivery step
+ * are O(1) amortized under a per-destination lock (O(k) for k groups on publish); memory grows with
  * messages not yet taken by every group.
  */
 public final class InProcessTransport implements Publisher, Subscriber {

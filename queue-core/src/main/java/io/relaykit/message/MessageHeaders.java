@@ -66,8 +66,12 @@ public final class MessageHeaders {
    *
    * @throws MalformedMessageException naming the header that is missing or invalid, or the field
    *     the message would violate (an empty body)
+   * @throws IllegalArgumentException if {@code wire} is null (a caller bug, not a bad message)
    */
   public static Message fromWire(Map<String, String> wire, String key, byte[] body) {
+    if (wire == null) {
+      throw new IllegalArgumentException("wire must not be null");
+    }
     Message.Builder b = Message.builder()
         .id(required(wire, ID))
         .type(required(wire, TYPE))

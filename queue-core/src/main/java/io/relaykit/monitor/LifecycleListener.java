@@ -34,12 +34,16 @@ public interface LifecycleListener {
     };
   }
 
-  /** Delivers {@code event} to {@code listener}, containing whatever the listener throws. */
+  /**
+   * Delivers {@code event} to {@code listener}, containing whatever the listener throws short of a
+   * {@link VirtualMachineError}: runtime exceptions, and the {@link LinkageError}s and {@link
+   * AssertionError}s a misconfigured or buggy exporter throws.
+   */
   static void safely(LifecycleListener listener, LifecycleEvent event) {
     Objects.requireNonNull(event, "event");
     try {
       listener.on(event);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | LinkageError | AssertionError e) {
       ListenerFailures.report(listener, e);
     }
   }

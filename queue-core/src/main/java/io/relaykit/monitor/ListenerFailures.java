@@ -12,11 +12,11 @@ final class ListenerFailures {
 
   private ListenerFailures() {}
 
-  static void report(Object listener, RuntimeException e) {
+  static void report(Object listener, Throwable e) {
     if (REPORTED.add(listener)) {
       LOG.log(System.Logger.Level.WARNING,
-          "lifecycle listener " + listener.getClass().getName()
-              + " threw; its failures are ignored from now on", e);
+          "listener " + listener.getClass().getName()
+              + " threw; its failures are contained and not logged again", e);
     }
   }
 }

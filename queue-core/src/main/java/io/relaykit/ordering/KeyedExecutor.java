@@ -38,6 +38,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Shutdown: {@link #shutdown()} stops intake and lets accepted tasks finish; {@link
  * #close(Duration)} also waits for them up to a deadline; {@link #shutdownNow()} drops queued
  * tasks and interrupts running ones. Thread-safe.
+ *
+ * <p>WARNING: a task must not call {@link #submit(Object, Runnable)}, {@link #awaitDrained} or
+ * {@link #close} on its own executor: a full executor, or one waiting for the calling task to
+ * finish, would wait on itself (until the timeout, for the timed variants).
  */
 public final class KeyedExecutor {
 

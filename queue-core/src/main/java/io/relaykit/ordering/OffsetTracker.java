@@ -38,7 +38,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * through the {@link Ticket} of the earlier assignment still returns {@code false} and cannot
  * complete the new assignment's record of the same offset. Completing by {@code (partition,
  * offset)} cannot tell assignments apart, so runtimes that revoke partitions should complete by
- * ticket.
+ * ticket. To re-read a partition from an earlier offset without a rebalance (a seek back), revoke
+ * it first: tracking only moves forward.
  *
  * <p>Each record remembers when it was tracked (from the injected {@link InstantSource}), so the
  * age of the oldest in-flight record is available for monitoring.
@@ -226,12 +227,18 @@ public final class OffsetTracker<P> {
    */
   public int revoke(P partition) {
     requirePartition(partition);
-    PartitionState state = partitions.remove(partition);
+    PartitionState state = partitions.get(partition);
     if (state == null) {
       return 0;
     }
     synchronized (state) {
+      if (state.revoked) {
+        return 0; // a concurrent revoke got here first
+      }
+      // mark and unmap under the lock: a completion holding the lock sees either a live, mapped
+      // state or a revoked one, never a live state that is no longer mapped
       state.revoked = true;
+      partitions.remove(partition, state);
       int dropped = state.incomplete.size();
       state.incomplete.clear();
       inFlight.addAndGet(-dropped);

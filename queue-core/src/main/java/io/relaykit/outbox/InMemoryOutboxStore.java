@@ -16,8 +16,8 @@ import java.util.TreeSet;
 
 /**
  * The embedded {@link OutboxStore}: outbox rows in memory, for tests, the demo and services whose
- * business state is itself in memory. {@link #append} stands in for the insert a JDBC outbox does in
- * the business transaction. Lost with the process.
+ * business state is itself in memory. {@link #append} stands in for the insert a JDBC outbox does
+ * in the business transaction. Lost with the process.
  *
  * <p>Thread-safe (one lock). A claim costs O(m log n) for m rows claimed and n unsent rows: only
  * claimable rows (keyless rows and the oldest unsent row of each key) are indexed as candidates,

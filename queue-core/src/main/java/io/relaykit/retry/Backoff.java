@@ -1,7 +1,6 @@
 package io.relaykit.retry;
 
 import java.time.Duration;
-import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 import java.util.random.RandomGenerator;
@@ -94,18 +93,28 @@ public final class Backoff {
     return new Backoff(initialNanos, multiplier, nanos, jitter, random);
   }
 
-  /** This backoff with {@code jitter} applied after the cap. */
+  /**
+   * This backoff with {@code jitter} applied after the cap.
+   *
+   * @throws IllegalArgumentException if {@code jitter} is null
+   */
   public Backoff withJitter(Jitter jitter) {
-    Objects.requireNonNull(jitter, "jitter");
+    if (jitter == null) {
+      throw new IllegalArgumentException("jitter must not be null");
+    }
     return new Backoff(initialNanos, multiplier, maxNanos, jitter, random);
   }
 
   /**
    * This backoff drawing jitter from {@code random}, for deterministic tests. The generator is used
    * from whatever thread calls {@link #delay(int)}: pass a thread-safe one if it is shared.
+   *
+   * @throws IllegalArgumentException if {@code random} is null
    */
   public Backoff withRandom(RandomGenerator random) {
-    Objects.requireNonNull(random, "random");
+    if (random == null) {
+      throw new IllegalArgumentException("random must not be null");
+    }
     return new Backoff(initialNanos, multiplier, maxNanos, jitter, () -> random);
   }
 

@@ -2,13 +2,15 @@ package io.relaykit.retry;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 
 /**
  * Says whether a failure is worth retrying. Implementations must be pure and must not throw.
  *
  * <p>The default classifier treats {@link PermanentFailureException} as permanent and everything
- * else as retryable. Add the exception types your domain knows to be permanent:
+ * else as retryable. A built classifier checks, in order: {@link PermanentFailureException} (always
+ * permanent), the {@linkplain Builder#retryable retryable} carve-outs, the {@linkplain
+ * Builder#permanent permanent} types; anything else, and a null failure (a timeout), is retryable.
+ * Classification is O(registered types). Add the exception types your domain knows to be permanent:
  *
  * <pre>{@code
  * FailureClassifier classifier = FailureClassifier.builder()
@@ -45,19 +47,33 @@ public interface FailureClassifier {
       permanent.add(PermanentFailureException.class);
     }
 
-    /** Failures of this type (or a subtype) are permanent. */
+    /**
+     * Failures of this type (or a subtype) are permanent.
+     *
+     * @throws IllegalArgumentException if {@code type} is null
+     */
     public Builder permanent(Class<? extends Throwable> type) {
-      permanent.add(Objects.requireNonNull(type, "type"));
+      permanent.add(requireType(type));
       return this;
     }
 
     /**
      * Failures of this type (or a subtype) are retryable even when a permanent type also matches;
-     * useful to carve a transient subtype out of a permanent family.
+     * useful to carve a transient subtype out of a permanent family. It never overrides {@link
+     * PermanentFailureException}: code that throws it has said retrying cannot help.
+     *
+     * @throws IllegalArgumentException if {@code type} is null
      */
     public Builder retryable(Class<? extends Throwable> type) {
-      retryable.add(Objects.requireNonNull(type, "type"));
+      retryable.add(requireType(type));
       return this;
+    }
+
+    private static Class<? extends Throwable> requireType(Class<? extends Throwable> type) {
+      if (type == null) {
+        throw new IllegalArgumentException("type must not be null");
+      }
+      return type;
     }
 
     public FailureClassifier build() {
@@ -66,6 +82,9 @@ public interface FailureClassifier {
       return failure -> {
         if (failure == null) {
           return Kind.RETRYABLE;
+        }
+        if (failure instanceof PermanentFailureException) {
+          return Kind.PERMANENT;
         }
         for (Class<? extends Throwable> type : retry) {
           if (type.isInstance(failure)) {

@@ -44,14 +44,18 @@ public final class RetryPolicy {
    * @param firstFailureAt when the first attempt failed (equal to {@code now} on the first failure)
    * @param now the current time
    * @param failure what went wrong; may be null for a failure without an exception (a timeout)
-   * @throws IllegalArgumentException if {@code attempt < 1}
+   * @throws IllegalArgumentException if {@code attempt < 1} or a time is null
    */
   public Decision decide(int attempt, Instant firstFailureAt, Instant now, Throwable failure) {
     if (attempt < 1) {
       throw new IllegalArgumentException("attempt must be >= 1, was " + attempt);
     }
-    Objects.requireNonNull(firstFailureAt, "firstFailureAt");
-    Objects.requireNonNull(now, "now");
+    if (firstFailureAt == null) {
+      throw new IllegalArgumentException("firstFailureAt must not be null");
+    }
+    if (now == null) {
+      throw new IllegalArgumentException("now must not be null");
+    }
     if (classifier.classify(failure) == FailureClassifier.Kind.PERMANENT) {
       return Decision.deadLetter("permanent failure: " + describe(failure));
     }

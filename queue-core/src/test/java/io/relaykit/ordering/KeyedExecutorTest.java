@@ -140,8 +140,9 @@ class KeyedExecutorTest {
         executor.submit("other-" + i, others::countDown);
       }
       assertThat(others.await(10, TimeUnit.SECONDS)).isTrue();
+      // a task counts as finished once its worker has done the bookkeeping after run() returns
+      Awaits.until(WAIT, "only k's two tasks pending", () -> executor.pending() == 2);
       assertThat(secondRan).isFalse();
-      assertThat(executor.pending()).isEqualTo(2);
 
       gate.countDown();
       Awaits.until(WAIT, "second task of k runs", secondRan::get);
@@ -450,6 +451,76 @@ class KeyedExecutorTest {
       gate.countDown();
       assertThat(executor.awaitDrained(WAIT)).isTrue();
       assertThat(executor.isShutdown()).isFalse();
+    }
+  }
+
+  @Nested
+  @DisplayName("under contention")
+  class Contention {
+
+    @Test
+    @DisplayName("with several submitters racing a close, every accepted task runs exactly once, in order per key")
+    void submittersRaceClose() throws Exception {
+      KeyedExecutor executor = executor(3, 32);
+      int submitters = 4;
+      int keys = 8;
+      AtomicInteger accepted = new AtomicInteger();
+      AtomicInteger ran = new AtomicInteger();
+      AtomicInteger outOfOrder = new AtomicInteger();
+      // last sequence number seen per (submitter, key); only touched by that key's running task
+      int[][] last = new int[submitters][keys];
+      AtomicReference<Throwable> error = new AtomicReference<>();
+      CountDownLatch stopped = new CountDownLatch(submitters);
+      for (int s = 0; s < submitters; s++) {
+        int submitter = s;
+        new Thread(() -> {
+          int seq = 0;
+          try {
+            while (true) {
+              seq++;
+              int key = seq % keys;
+              int mine = seq;
+              Runnable task = () -> {
+                int k = mine % keys;
+                if (last[submitter][k] >= mine) {
+                  outOfOrder.incrementAndGet();
+                }
+                last[submitter][k] = mine;
+                ran.incrementAndGet();
+              };
+              // mix the three intake paths; key = submitter * keys + key so order is checkable
+              boolean ok;
+              if (seq % 3 == 0) {
+                ok = executor.trySubmit(submitter * keys + key, task);
+              } else if (seq % 3 == 1) {
+                ok = executor.submit(submitter * keys + key, task, Duration.ofMillis(5));
+              } else {
+                executor.submit(submitter * keys + key, task);
+                ok = true;
+              }
+              if (ok) {
+                accepted.incrementAndGet();
+              } else {
+                seq--; // not accepted: retry the same sequence number
+              }
+            }
+          } catch (RejectedExecutionException expected) {
+            // closed
+          } catch (Throwable e) {
+            error.set(e);
+          } finally {
+            stopped.countDown();
+          }
+        }, "submitter-" + s).start();
+      }
+      Awaits.until(WAIT, "2000 tasks accepted", () -> accepted.get() >= 2_000);
+      assertThat(executor.close(WAIT)).isTrue();
+      assertThat(stopped.await(10, TimeUnit.SECONDS)).as("submitters stopped").isTrue();
+      assertThat(error.get()).isNull();
+      assertThat(ran.get()).isEqualTo(accepted.get());
+      assertThat(outOfOrder).hasValue(0);
+      assertThat(executor.pending()).isZero();
+      assertThat(executor.activeKeys()).isZero();
     }
   }
 

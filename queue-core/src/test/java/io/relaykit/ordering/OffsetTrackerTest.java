@@ -16,6 +16,7 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
@@ -360,6 +361,60 @@ class OffsetTrackerTest {
       assertThat(shared.inFlight()).isZero();
       for (int p = 0; p < partitions; p++) {
         assertThat(shared.committable(p)).hasValue(2L * (perPartition - 1) + 1);
+      }
+    }
+  }
+
+  @Nested
+  @DisplayName("revocation under contention")
+  class RevokeRace {
+
+    @Test
+    @DisplayName("completions racing a revoke are either counted or reported false, and the in-flight total stays exact")
+    void completesRaceRevoke() throws Exception {
+      for (int round = 0; round < 20; round++) {
+        OffsetTracker<String> t = new OffsetTracker<>(clock);
+        int n = 2_000;
+        List<OffsetTracker.Ticket<String>> tickets = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+          tickets.add(t.track("p", i));
+        }
+        t.track("other", 0);
+        AtomicInteger completed =
+            new AtomicInteger();
+        AtomicInteger ignored =
+            new AtomicInteger();
+        AtomicReference<Throwable> error = new AtomicReference<>();
+        CountDownLatch start = new CountDownLatch(1);
+        CountDownLatch done = new CountDownLatch(2);
+        for (int w = 0; w < 2; w++) {
+          int from = w;
+          new Thread(() -> {
+            try {
+              start.await();
+              for (int i = from; i < n; i += 2) {
+                if (t.complete(tickets.get(i))) {
+                  completed.incrementAndGet();
+                } else {
+                  ignored.incrementAndGet();
+                }
+              }
+            } catch (Throwable e) {
+              error.compareAndSet(null, e);
+            } finally {
+              done.countDown();
+            }
+          }).start();
+        }
+        start.countDown();
+        int dropped = t.revoke("p");
+        assertThat(done.await(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(error.get()).as("no completion may throw").isNull();
+        assertThat(completed.get() + dropped).isEqualTo(n);
+        assertThat(ignored.get()).isEqualTo(dropped);
+        assertThat(t.inFlight()).isEqualTo(1);
+        assertThat(t.inFlight("p")).isZero();
+        assertThat(t.committable("p")).isEmpty();
       }
     }
   }

@@ -39,6 +39,27 @@ public final class Await {
   }
 
   /**
+   * Checks that {@code condition} keeps holding for the whole of {@code window}, for assertions of
+   * absence ("B is not delivered while A holds the only in-flight slot"); fails as soon as it does
+   * not. The window is a bound on how long a wrong implementation gets to show itself, not a wait
+   * for work to finish.
+   */
+  public static void holds(Duration window, String description, BooleanSupplier condition) {
+    long end = System.nanoTime() + window.toNanos();
+    boolean[] broken = new boolean[1];
+    until(window.plusSeconds(5), description, () -> {
+      if (!condition.getAsBoolean()) {
+        broken[0] = true;
+        return true;
+      }
+      return System.nanoTime() - end >= 0;
+    });
+    if (broken[0]) {
+      throw new AssertionError("no longer holds: " + description);
+    }
+  }
+
+  /**
    * Waits until {@code duration} has passed on this JVM's monotonic clock. Only for the time hooks
    * of contract kits ({@code advance(Duration)}) on backends whose expiry runs on server time
    * (Redis {@code PX}, a database's {@code now()}), where time cannot be faked: never use it to wait

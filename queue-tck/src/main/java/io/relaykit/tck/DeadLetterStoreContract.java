@@ -27,9 +27,9 @@ import org.junit.jupiter.api.Test;
  * The contract every {@link DeadLetterStore} keeps: subclass it and implement {@link #createStore}.
  *
  * <h2>Capabilities</h2>
- * A store that cannot do an operation says so with {@link #supportsRemoveById()} or {@link
- * #supportsFilters()} returning false; the kit then checks that the operation throws {@link
- * UnsupportedOperationException} with a reason, instead of skipping it.
+ * A store that cannot do an operation says so with {@link #supportsRemoveById()}, {@link
+ * #supportsFilters()} or {@link #supportsPurge()} returning false; the kit then checks that the
+ * operation throws {@link UnsupportedOperationException} with a reason, instead of skipping it.
  *
  * <p>Every test gets a fresh store that must start empty (the kit counts what it holds). Times
  * are whole milliseconds, so stores that keep millisecond or microsecond precision round-trip
@@ -55,6 +55,11 @@ public abstract class DeadLetterStoreContract {
    * cannot filter still lists, counts and purges with {@link DeadLetterQuery#all()}.
    */
   protected boolean supportsFilters() {
+    return true;
+  }
+
+  /** Whether {@link DeadLetterStore#purge} is supported (an append-only log cannot delete). */
+  protected boolean supportsPurge() {
     return true;
   }
 
@@ -323,8 +328,10 @@ public abstract class DeadLetterStoreContract {
           .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
       assertThatThrownBy(() -> store.count(q))
           .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
-      assertThatThrownBy(() -> store.purge(q))
-          .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
+      if (supportsPurge()) {
+        assertThatThrownBy(() -> store.purge(q))
+            .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
+      }
       assertThat(store.count(DeadLetterQuery.all())).isEqualTo(4);
     }
   }
@@ -395,6 +402,7 @@ public abstract class DeadLetterStoreContract {
     @Test
     @DisplayName("purge removes exactly what the filter selects, ignoring paging, and says how many")
     void purgeFiltered() {
+      assumeTrue(supportsPurge(), "store cannot purge: checked in unsupported()");
       assumeTrue(supportsFilters(), "store cannot filter: checked in Filters.unsupported()");
       Map<String, DeadLetter> kept = new LinkedHashMap<>();
       for (int i = 0; i < 6; i++) {
@@ -416,6 +424,7 @@ public abstract class DeadLetterStoreContract {
     @Test
     @DisplayName("purge with no filter empties the store")
     void purgeAll() {
+      assumeTrue(supportsPurge(), "store cannot purge: checked in unsupported()");
       for (int i = 0; i < 5; i++) {
         store.add(deadLetter(id(), i));
       }
@@ -425,6 +434,19 @@ public abstract class DeadLetterStoreContract {
       assertThat(store.count(DeadLetterQuery.all())).isZero();
       assertThat(store.list(DeadLetterQuery.all())).isEmpty();
       assertThat(store.purge(DeadLetterQuery.all())).isZero();
+    }
+
+    @Test
+    @DisplayName("a store that cannot purge throws UnsupportedOperationException and keeps"
+        + " everything")
+    void unsupported() {
+      assumeTrue(!supportsPurge(), "store purges: checked by the other cases");
+      store.add(deadLetter(id(), 1));
+      store.add(deadLetter(id(), 2));
+
+      assertThatThrownBy(() -> store.purge(DeadLetterQuery.all()))
+          .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(2);
     }
   }
 
@@ -451,7 +473,10 @@ public abstract class DeadLetterStoreContract {
       assertThatThrownBy(() -> store.add(null)).isInstanceOf(IllegalArgumentException.class);
       assertThatThrownBy(() -> store.list(null)).isInstanceOf(IllegalArgumentException.class);
       assertThatThrownBy(() -> store.count(null)).isInstanceOf(IllegalArgumentException.class);
-      assertThatThrownBy(() -> store.purge(null)).isInstanceOf(IllegalArgumentException.class);
+      if (supportsPurge()) {
+        assertThatThrownBy(() -> store.purge(null))
+            .isInstanceOf(IllegalArgumentException.class);
+      }
       assertThat(store.count(DeadLetterQuery.all())).isZero();
     }
   }

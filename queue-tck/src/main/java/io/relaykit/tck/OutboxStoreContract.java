@@ -576,5 +576,28 @@ public abstract class OutboxStoreContract {
       assertThatThrownBy(() -> store.markDead(null, 1))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("owner");
     }
+
+    @Test
+    @DisplayName("reschedule rejects attempts below 1 and null times; markSent null sequences;"
+        + " purgeSent and stats a null instant; the held row is untouched")
+    void badArguments() {
+      append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      assertThatThrownBy(() -> store.reschedule("relay-a", r.sequence(), 0, now(), now(), "e"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("attempts");
+      assertThatThrownBy(() -> store.reschedule("relay-a", r.sequence(), 1, null, now(), "e"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("failedAt");
+      assertThatThrownBy(() -> store.reschedule("relay-a", r.sequence(), 1, now(), null, "e"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("notBefore");
+      assertThatThrownBy(() -> store.markSent("relay-a", null, now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("sequences");
+      assertThatThrownBy(() -> store.purgeSent(null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("sentBefore");
+      assertThatThrownBy(() -> store.stats(null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("now");
+
+      assertThat(store.markSent("relay-a", List.of(r.sequence()), now())).isEqualTo(1);
+    }
   }
 }

@@ -1,0 +1,109 @@
+package io.relaykit.monitor;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.function.Consumer;
+
+/**
+ * Receives the numbers an operator watches, from every runtime that has them: backlog depth,
+ * oldest-message age, consumer lag, dead-letter depth, drops by reason, and the {@link
+ * BacklogMonitor}'s verdict. Bridge it to Micrometer, Prometheus or logs; every method has a no-op
+ * default, so an implementation overrides only what it exports.
+ *
+ * <p>Gauges ({@code backlogDepth}, {@code oldestAge}, {@code consumerLag}, {@code
+ * deadLetterDepth}, {@code backlog}) report the current value each time a runtime samples it;
+ * {@code dropped} reports an increment. {@code destination} names a queue, topic or outbox; runtimes
+ * pass the same name they were configured with.
+ *
+ * <p>WARNING: called from delivery threads and timers. Implementations must be fast, thread-safe
+ * and must not block. Runtimes call through {@link #safely}, which contains what a listener throws
+ * (reported once through {@link System.Logger}) so a broken exporter cannot stall delivery.
+ */
+public interface MetricsListener {
+
+  /** Messages waiting in {@code destination}. */
+  default void backlogDepth(String destination, long depth) {}
+
+  /** How long the oldest waiting message of {@code destination} has waited. */
+  default void oldestAge(String destination, Duration age) {}
+
+  /**
+   * How far consumer {@code group} trails the end of {@code destination} (per partition summed),
+   * in messages.
+   */
+  default void consumerLag(String destination, String group, long lag) {}
+
+  /** Dead letters held for {@code destination}. */
+  default void deadLetterDepth(String destination, long depth) {}
+
+  /**
+   * {@code count} messages of {@code destination} were discarded for {@code reason}.
+   *
+   * @param reason a short, low-cardinality label: {@code "capacity"}, {@code "expired"}, {@code
+   *     "rejected"}, {@code "malformed"}
+   */
+  default void dropped(String destination, String reason, long count) {}
+
+  /** The latest backlog judgement for {@code destination}. */
+  default void backlog(String destination, BacklogSnapshot snapshot) {}
+
+  /** A listener that ignores everything. */
+  static MetricsListener noop() {
+    return new MetricsListener() {};
+  }
+
+  /** Forwards every call to each of {@code listeners} in order; one failing does not stop the rest. */
+  static MetricsListener composite(List<MetricsListener> listeners) {
+    Objects.requireNonNull(listeners, "listeners");
+    for (MetricsListener l : listeners) {
+      if (l == null) {
+        throw new IllegalArgumentException("listeners must not contain null");
+      }
+    }
+    List<MetricsListener> copy = List.copyOf(listeners);
+    return new MetricsListener() {
+      @Override
+      public void backlogDepth(String destination, long depth) {
+        copy.forEach(l -> safely(l, x -> x.backlogDepth(destination, depth)));
+      }
+
+      @Override
+      public void oldestAge(String destination, Duration age) {
+        copy.forEach(l -> safely(l, x -> x.oldestAge(destination, age)));
+      }
+
+      @Override
+      public void consumerLag(String destination, String group, long lag) {
+        copy.forEach(l -> safely(l, x -> x.consumerLag(destination, group, lag)));
+      }
+
+      @Override
+      public void deadLetterDepth(String destination, long depth) {
+        copy.forEach(l -> safely(l, x -> x.deadLetterDepth(destination, depth)));
+      }
+
+      @Override
+      public void dropped(String destination, String reason, long count) {
+        copy.forEach(l -> safely(l, x -> x.dropped(destination, reason, count)));
+      }
+
+      @Override
+      public void backlog(String destination, BacklogSnapshot snapshot) {
+        copy.forEach(l -> safely(l, x -> x.backlog(destination, snapshot)));
+      }
+    };
+  }
+
+  /**
+   * Makes one call on {@code listener}, containing whatever it throws:
+   * {@code MetricsListener.safely(metrics, m -> m.dropped("orders", "expired", 1))}.
+   */
+  static void safely(MetricsListener listener, Consumer<MetricsListener> call) {
+    try {
+      call.accept(listener);
+    } catch (RuntimeException | LinkageError | AssertionError e) {
+      ListenerFailures.report(listener, e);
+    }
+  }
+}

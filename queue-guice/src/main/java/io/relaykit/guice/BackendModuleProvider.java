@@ -1,0 +1,53 @@
+package io.relaykit.guice;
+
+import com.google.inject.Module;
+
+/**
+ * A backend a deployment can choose by name: {@code relaykit.storage=h2} picks the storage
+ * provider named {@code h2}. Adapters implement one per kind they serve and register it in {@code
+ * META-INF/services/io.relaykit.guice.BackendModuleProvider}; {@link Backends#discover()} finds
+ * them with {@link java.util.ServiceLoader}.
+ *
+ * <p>The module a provider returns overrides the SPIs its backend implements with {@link
+ * RelayKitModule#override} and leaves every other SPI to its in-memory default. Implementations
+ * need a public no-argument constructor and must be cheap to construct: discovery instantiates
+ * every provider on the class path, chosen or not.
+ */
+public interface BackendModuleProvider {
+
+  /** What a backend provides, and the key that chooses it. */
+  enum Kind {
+    /**
+     * Journals, outbox, idempotency, version guard, dead letters; chosen by {@value
+     * RelayKitConfig#STORAGE}.
+     */
+    STORAGE(RelayKitConfig.STORAGE),
+    /** Publisher and subscriber; chosen by {@value RelayKitConfig#TRANSPORT}. */
+    TRANSPORT(RelayKitConfig.TRANSPORT);
+
+    private final String configKey;
+
+    Kind(String configKey) {
+      this.configKey = configKey;
+    }
+
+    /** The configuration key whose value names the backend of this kind. */
+    public String configKey() {
+      return configKey;
+    }
+  }
+
+  Kind kind();
+
+  /** The name configuration uses: lower-case letters, digits, dashes: {@code h2}, {@code redis}. */
+  String name();
+
+  /**
+   * The Guice module that binds this backend, configured from {@code config} (the provider reads
+   * its own section, e.g. {@code config.section("relaykit.h2")}).
+   *
+   * @throws IllegalArgumentException naming the key and value when the backend's settings are
+   *     missing or invalid
+   */
+  Module module(RelayKitConfig config);
+}

@@ -1,0 +1,172 @@
+package io.relaykit.guice;
+
+import com.google.inject.AbstractModule;
+import com.google.inject.Binder;
+import com.google.inject.Key;
+import com.google.inject.Module;
+import com.google.inject.Provides;
+import com.google.inject.Singleton;
+import com.google.inject.binder.LinkedBindingBuilder;
+import com.google.inject.multibindings.OptionalBinder;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.InMemoryDeadLetterStore;
+import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.InMemoryIdempotencyStore;
+import io.relaykit.message.InProcessTransport;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.Subscriber;
+import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.ordering.InMemoryVersionGuard;
+import io.relaykit.ordering.VersionGuard;
+import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.outbox.OutboxStore;
+import io.relaykit.queue.InMemoryJournal;
+import io.relaykit.queue.QueueJournal;
+import io.relaykit.retry.RetryPolicy;
+import java.time.InstantSource;
+import java.util.Objects;
+
+/**
+ * Wires a relaykit deployment: binds the {@link RelayKitConfig}, gives every SPI an in-memory
+ * default with {@link OptionalBinder#setDefault()}, and installs the storage and transport modules
+ * the configuration names. A backend module replaces a default with {@link #override}; anything it
+ * does not provide stays in memory, so {@code relaykit.storage=memory} (the default) runs with no
+ * external service at all.
+ *
+ * <p>Defaults, each a singleton so every service of the injector shares one state:
+ * <ul>
+ *   <li>{@link IdempotencyStore}: {@link InMemoryIdempotencyStore} on the bound clock, keeping DONE
+ *       keys for {@code relaykit.idempotency.retention};</li>
+ *   <li>{@link VersionGuard}: {@link InMemoryVersionGuard};</li>
+ *   <li>{@link DeadLetterStore}: {@link InMemoryDeadLetterStore};</li>
+ *   <li>{@link OutboxStore}: {@link InMemoryOutboxStore};</li>
+ *   <li>{@link QueueJournal}: {@link InMemoryJournal} (one per injector);</li>
+ *   <li>{@link Publisher} and {@link Subscriber}: one {@link InProcessTransport}, on the bound
+ *       clock, listener and {@link DeadLetterStore} (so its dead letters land in the chosen
+ *       storage);</li>
+ *   <li>{@link InstantSource}: the system clock; {@link LifecycleListener}: a no-op;
+ *       {@link RetryPolicy}: from the config's {@code relaykit.retry.*} settings.</li>
+ * </ul>
+ * In-memory state is lost with the process: the defaults suit tests, the demo and single-process
+ * deployments whose work is itself in memory. They take the bound clock, so overriding {@link
+ * InstantSource} (with the TCK's {@code FakeClock}, say) moves their time too. Guice closes
+ * nothing: the application closes the {@link Publisher} and {@link Subscriber} when it stops.
+ *
+ * <pre>{@code
+ * Injector injector = Guice.createInjector(new RelayKitModule(RelayKitConfig.fromSystem()));
+ * }</pre>
+ */
+public final class RelayKitModule extends AbstractModule {
+
+  private final RelayKitConfig config;
+  private final Module backends;
+
+  /**
+   * Uses the backends registered on the class path.
+   *
+   * @throws IllegalArgumentException if the config names an unknown backend (the message lists
+   *     the known ones) or a backend's own settings are invalid
+   */
+  public RelayKitModule(RelayKitConfig config) {
+    this(config, Backends.discover());
+  }
+
+  /**
+   * Uses the given backends; resolves the names in {@code config} now, so a bad name fails here
+   * rather than inside {@code Guice.createInjector}.
+   *
+   * @throws IllegalArgumentException if the config names an unknown backend (the message lists
+   *     the known ones) or a backend's own settings are invalid
+   */
+  public RelayKitModule(RelayKitConfig config, Backends backends) {
+    this.config = Objects.requireNonNull(config, "config");
+    this.backends = Objects.requireNonNull(backends, "backends").select(config);
+  }
+
+  /**
+   * Starts the binding that replaces relaykit's default for {@code spi}; call it from a backend
+   * module (or an application's own module) as {@code RelayKitModule.override(binder(),
+   * IdempotencyStore.class).to(...)}. At most one module may override a given SPI in one injector.
+   */
+  public static <T> LinkedBindingBuilder<T> override(Binder binder, Class<T> spi) {
+    return OptionalBinder.newOptionalBinder(binder, spi).setBinding();
+  }
+
+  @Override
+  protected void configure() {
+    bind(RelayKitConfig.class).toInstance(config);
+
+    defaultOf(InstantSource.class).toInstance(InstantSource.system());
+    defaultOf(LifecycleListener.class).toInstance(LifecycleListener.noop());
+    defaultOf(RetryPolicy.class).toInstance(config.retryPolicy());
+    defaultOf(IdempotencyStore.class).to(Key.get(IdempotencyStore.class, InMemory.class));
+    defaultOf(VersionGuard.class).to(Key.get(VersionGuard.class, InMemory.class));
+    defaultOf(DeadLetterStore.class).to(Key.get(DeadLetterStore.class, InMemory.class));
+    defaultOf(OutboxStore.class).to(Key.get(OutboxStore.class, InMemory.class));
+    defaultOf(QueueJournal.class).to(Key.get(QueueJournal.class, InMemory.class));
+    defaultOf(Publisher.class).to(Key.get(InProcessTransport.class, InMemory.class));
+    defaultOf(Subscriber.class).to(Key.get(InProcessTransport.class, InMemory.class));
+
+    install(backends);
+  }
+
+  /*
+   * The in-memory defaults are provider methods under @InMemory keys rather than instances so that
+   * they are built only when no backend overrides them (outside Stage.PRODUCTION, which builds
+   * every singleton) and so that they see the clock the injector really uses.
+   */
+
+  @Provides
+  @Singleton
+  @InMemory
+  IdempotencyStore inMemoryIdempotencyStore(InstantSource clock) {
+    return new InMemoryIdempotencyStore(clock, config.idempotencyRetention());
+  }
+
+  @Provides
+  @Singleton
+  @InMemory
+  VersionGuard inMemoryVersionGuard() {
+    return new InMemoryVersionGuard();
+  }
+
+  @Provides
+  @Singleton
+  @InMemory
+  DeadLetterStore inMemoryDeadLetterStore() {
+    return new InMemoryDeadLetterStore();
+  }
+
+  @Provides
+  @Singleton
+  @InMemory
+  OutboxStore inMemoryOutboxStore() {
+    return new InMemoryOutboxStore();
+  }
+
+  @Provides
+  @Singleton
+  @InMemory
+  QueueJournal inMemoryJournal() {
+    return new InMemoryJournal();
+  }
+
+  /** One transport serves as both default publisher and subscriber, so they see one another. */
+  @Provides
+  @Singleton
+  @InMemory
+  InProcessTransport inProcessTransport(InstantSource clock, DeadLetterStore deadLetters,
+      LifecycleListener listener) {
+    return InProcessTransport.builder().clock(clock).deadLetters(deadLetters).listener(listener)
+        .build();
+  }
+
+  private <T> LinkedBindingBuilder<T> defaultOf(Class<T> spi) {
+    return OptionalBinder.newOptionalBinder(binder(), spi).setDefault();
+  }
+
+  @Override
+  public String toString() {
+    return "RelayKitModule{storage=" + config.storage() + ", transport=" + config.transport() + "}";
+  }
+}

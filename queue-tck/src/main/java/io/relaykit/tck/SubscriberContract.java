@@ -1,0 +1,660 @@
+package io.relaykit.tck;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.message.Delivery;
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHandler;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.Subscriber;
+import io.relaykit.message.Subscription;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.ordering.OrderingMode;
+import io.relaykit.retry.Backoff;
+import io.relaykit.retry.PermanentFailureException;
+import io.relaykit.retry.RetryPolicy;
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The contract every {@link Subscriber} keeps, driven through a {@link Publisher} of the same
+ * transport: at-least-once delivery, ack only after success, retries then dead letters with full
+ * details, KEY and PARTITION order under concurrency, the concurrency and in-flight bounds, and a
+ * draining close. Subclass it and implement the factories and {@link #awaitDeadLetter}.
+ *
+ * <p>The kit subscribes before it publishes (a RabbitMQ group queue must exist to receive), so a
+ * Kafka subscriber should start new groups at the earliest offset, and may wait for its partition
+ * assignment in {@link #awaitAssigned}. Message times are real time: the subscriber's clock must be
+ * near this JVM's. Some cases hold a handler and check that something does not happen for {@link
+ * #quietWindow()} (an absence cannot be awaited); the rest wait for conditions with {@link Await}.
+ */
+public abstract class SubscriberContract {
+
+  private Subscriber subscriber;
+  private Publisher publisher;
+  private final List<Subscription> opened = new CopyOnWriteArrayList<>();
+  /** Released in {@link #closeAll()} so no handler of the kit outlives its test. */
+  private final CountDownLatch testOver = new CountDownLatch(1);
+
+  /** A new subscriber; the kit closes it after each test. */
+  protected abstract Subscriber createSubscriber();
+
+  /** A publisher to the same transport; the kit closes it after each test (after the subscriber). */
+  protected abstract Publisher createPublisher();
+
+  /**
+   * A destination no other test uses, ready to publish to and subscribe to. Give it one partition
+   * where the transport has partitions: the PARTITION case checks publish order across keys.
+   */
+  protected abstract String newDestination();
+
+  /**
+   * Waits up to {@code timeout} for the dead letter of {@code messageId} consumed from {@code
+   * destination} (from the subscriber's dead-letter store or dead-letter topic) and returns it;
+   * fails (AssertionError) if it does not arrive.
+   */
+  protected abstract DeadLetter awaitDeadLetter(String destination, String messageId,
+      Duration timeout);
+
+  /** Returns once {@code subscription} will receive what is published next. Default: at once. */
+  protected void awaitAssigned(Subscription subscription, SubscriptionSpec spec) {
+  }
+
+  /** How long deliveries, retries and dead letters may take. */
+  protected Duration timeout() {
+    return Duration.ofSeconds(30);
+  }
+
+  /** The delay between attempts in the kit's retry policy. */
+  protected Duration retryDelay() {
+    return Duration.ofMillis(100);
+  }
+
+  /** How long the kit watches for something that must not happen. */
+  protected Duration quietWindow() {
+    return Duration.ofMillis(300);
+  }
+
+  /**
+   * Whether, in KEY mode, a message waiting for a retry holds back the later messages of its key
+   * (as {@link OrderingMode#KEY} documents). A transport whose retries leave the key's order (a
+   * Kafka retry topic) returns false and documents it; the case then does not apply.
+   */
+  protected boolean holdsKeyBehindRetry() {
+    return true;
+  }
+
+  @BeforeEach
+  void createFresh() {
+    subscriber = createSubscriber();
+    publisher = createPublisher();
+  }
+
+  @AfterEach
+  void closeAll() {
+    testOver.countDown();
+    for (Subscription s : opened) {
+      s.close(Duration.ofSeconds(5));
+    }
+    subscriber.close();
+    publisher.close();
+  }
+
+  /** The kit's defaults: 3 attempts {@link #retryDelay()} apart, 10 s handler timeout. */
+  protected SubscriptionSpec.Builder spec(String destination, String group) {
+    return SubscriptionSpec.builder(destination, group)
+        .concurrency(4)
+        .maxInFlight(16)
+        .retryPolicy(policy(3, retryDelay()))
+        .handlerTimeout(Duration.ofSeconds(10));
+  }
+
+  private static RetryPolicy policy(int attempts, Duration delay) {
+    return RetryPolicy.builder().maxAttempts(attempts).backoff(Backoff.fixed(delay)).build();
+  }
+
+  /** Subscribes, remembers the subscription for cleanup and waits until it is assigned. */
+  protected Subscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
+    Subscription s = subscriber.subscribe(spec, handler);
+    opened.add(s);
+    awaitAssigned(s, spec);
+    return s;
+  }
+
+  /** Publishes and waits for the confirm. */
+  protected Message publish(String destination, Message message) {
+    try {
+      publisher.publish(destination, message).get(timeout().toMillis(), TimeUnit.MILLISECONDS);
+      return message;
+    } catch (ExecutionException e) {
+      throw new AssertionError("publish failed: " + e.getCause(), e.getCause());
+    } catch (TimeoutException e) {
+      throw new AssertionError("no confirm within " + timeout(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError("interrupted", e);
+    }
+  }
+
+  private Message publish(String destination, String key, String label) {
+    return publish(destination, Message.builder().type("order.paid").key(key)
+        .payload("{\"label\":\"" + label + "\"}").header("label", label).build());
+  }
+
+  private void blockUntilTestOver() {
+    try {
+      testOver.await(timeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static void await(CountDownLatch latch, Duration timeout) {
+    try {
+      if (!latch.await(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+        throw new AssertionError("latch not released within " + timeout);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError("interrupted", e);
+    }
+  }
+
+  /** Records every delivery; thread-safe. */
+  protected static final class Recorder implements MessageHandler {
+    final List<Delivery> deliveries = new CopyOnWriteArrayList<>();
+    private final MessageHandler then;
+
+    Recorder() {
+      this(d -> { });
+    }
+
+    Recorder(MessageHandler then) {
+      this.then = then;
+    }
+
+    @Override
+    public void handle(Delivery delivery) throws Exception {
+      deliveries.add(delivery);
+      then.handle(delivery);
+    }
+
+    Set<String> ids() {
+      Set<String> ids = new HashSet<>();
+      for (Delivery d : deliveries) {
+        ids.add(d.message().id());
+      }
+      return ids;
+    }
+
+    List<Integer> attemptsOf(String messageId) {
+      List<Integer> attempts = new ArrayList<>();
+      for (Delivery d : deliveries) {
+        if (d.message().id().equals(messageId)) {
+          attempts.add(d.attempt());
+        }
+      }
+      return attempts;
+    }
+
+    List<String> labels() {
+      List<String> labels = new ArrayList<>();
+      for (Delivery d : deliveries) {
+        labels.add(d.message().headers().get("label") + "#" + d.attempt());
+      }
+      return labels;
+    }
+  }
+
+  private static Set<String> idsOf(List<Message> messages) {
+    Set<String> ids = new HashSet<>();
+    for (Message m : messages) {
+      ids.add(m.id());
+    }
+    return ids;
+  }
+
+  @Nested
+  @DisplayName("delivery")
+  class DeliveryCases {
+
+    @Test
+    @DisplayName("every published message is delivered once, as published, on attempt 1")
+    void deliversEveryMessage() {
+      String destination = newDestination();
+      Recorder recorder = new Recorder();
+      Subscription s = subscribe(spec(destination, "g").build(), recorder);
+      List<Message> sent = new ArrayList<>();
+      for (int i = 0; i < 20; i++) {
+        sent.add(publish(destination, i % 4 == 0 ? null : "key-" + (i % 3), "m" + i));
+      }
+
+      Await.until(timeout(), "20 deliveries", () -> recorder.ids().size() == 20);
+
+      assertThat(recorder.ids()).isEqualTo(idsOf(sent));
+      assertThat(recorder.deliveries).hasSize(20).allSatisfy(d -> {
+        assertThat(d.attempt()).isEqualTo(1);
+        assertThat(d.firstFailureAt()).isNull();
+        assertThat(d.source()).isEqualTo(destination);
+      });
+      for (Message m : sent) {
+        assertThat(recorder.deliveries).filteredOn(d -> d.message().id().equals(m.id()))
+            .singleElement().satisfies(d -> assertThat(d.message()).isEqualTo(m));
+      }
+      assertThat(s.isRunning()).isTrue();
+    }
+
+    @Test
+    @DisplayName("each group sees every message; members of one group share them")
+    void groups() {
+      String destination = newDestination();
+      Recorder g1 = new Recorder();
+      Recorder g2 = new Recorder();
+      Recorder shareA = new Recorder();
+      Recorder shareB = new Recorder();
+      subscribe(spec(destination, "g1").build(), g1);
+      subscribe(spec(destination, "g2").build(), g2);
+      subscribe(spec(destination, "shared").build(), shareA);
+      subscribe(spec(destination, "shared").build(), shareB);
+      List<Message> sent = new ArrayList<>();
+      for (int i = 0; i < 12; i++) {
+        sent.add(publish(destination, "key-" + i, "m" + i));
+      }
+
+      Await.until(timeout(), "every group has every message", () -> g1.ids().size() == 12
+          && g2.ids().size() == 12 && shareA.ids().size() + shareB.ids().size() >= 12
+          && union(shareA, shareB).size() == 12);
+
+      assertThat(g1.ids()).isEqualTo(idsOf(sent));
+      assertThat(g2.ids()).isEqualTo(idsOf(sent));
+      assertThat(union(shareA, shareB)).isEqualTo(idsOf(sent));
+      assertThat(shareA.deliveries.size() + shareB.deliveries.size())
+          .as("members share the group's messages instead of each receiving all")
+          .isLessThan(24);
+    }
+
+    private Set<String> union(Recorder a, Recorder b) {
+      Set<String> all = new HashSet<>(a.ids());
+      all.addAll(b.ids());
+      return all;
+    }
+
+    @Test
+    @DisplayName("a message whose expiry has passed is not delivered")
+    void expiredNotDelivered() {
+      String destination = newDestination();
+      Recorder recorder = new Recorder();
+      subscribe(spec(destination, "g").ordering(OrderingMode.KEY).build(), recorder);
+      Instant now = Instant.now();
+      Message stale = publish(destination, Message.builder().type("sms.code").key("k")
+          .payload("123456").createdAt(now.minusSeconds(7200)).expiresAt(now.minusSeconds(3600))
+          .build());
+      Message fresh = publish(destination, "k", "fresh");
+
+      Await.until(timeout(), "the fresh message behind the stale one of its key",
+          () -> recorder.ids().contains(fresh.id()));
+
+      assertThat(recorder.ids()).doesNotContain(stale.id());
+    }
+  }
+
+  @Nested
+  @DisplayName("failures")
+  class Failures {
+
+    @Test
+    @DisplayName("a failed message is not acknowledged: it comes again as attempt 2 with its first"
+        + " failure time")
+    void redeliveredAfterFailure() {
+      String destination = newDestination();
+      Recorder recorder = new Recorder(d -> {
+        if (d.attempt() == 1) {
+          throw new IllegalStateException("transient");
+        }
+      });
+      subscribe(spec(destination, "g").build(), recorder);
+      Message m = publish(destination, "k", "flaky");
+
+      Await.until(timeout(), "the second attempt", () -> recorder.attemptsOf(m.id()).size() == 2);
+
+      assertThat(recorder.attemptsOf(m.id())).containsExactly(1, 2);
+      Delivery second = recorder.deliveries.get(1);
+      assertThat(second.isRetry()).isTrue();
+      assertThat(second.firstFailureAt()).isNotNull();
+      assertThat(second.message()).isEqualTo(m);
+    }
+
+    @Test
+    @DisplayName("after the last attempt the message goes to dead letters with message, headers,"
+        + " trace id, reason, exception, attempts and first and last failure times")
+    void deadLetterAfterAttempts() {
+      String destination = newDestination();
+      Recorder recorder = new Recorder(d -> {
+        throw new IOException("smtp down");
+      });
+      subscribe(spec(destination, "g").build(), recorder);
+      Instant before = Instant.now();
+      Message m = publish(destination, "k", "doomed");
+
+      DeadLetter d = awaitDeadLetter(destination, m.id(), timeout());
+
+      assertThat(recorder.attemptsOf(m.id())).containsExactly(1, 2, 3);
+      assertThat(d.id()).isEqualTo(m.id());
+      assertThat(d.message()).isEqualTo(m);
+      assertThat(d.message().headers()).containsEntry("label", "doomed");
+      assertThat(d.message().traceId()).isEqualTo(m.traceId());
+      assertThat(d.source()).isEqualTo(destination);
+      assertThat(d.reason()).contains("attempts exhausted").contains("smtp down");
+      assertThat(d.exceptionClass()).isEqualTo(IOException.class.getName());
+      assertThat(d.exceptionMessage()).isEqualTo("smtp down");
+      assertThat(d.attempts()).isEqualTo(3);
+      assertThat(d.firstFailureAt()).isAfterOrEqualTo(before.minusSeconds(1));
+      assertThat(d.lastFailureAt()).isAfterOrEqualTo(d.firstFailureAt())
+          .isBeforeOrEqualTo(Instant.now().plusSeconds(1));
+    }
+
+    @Test
+    @DisplayName("a permanent failure goes to dead letters after one attempt")
+    void permanentFailure() {
+      String destination = newDestination();
+      Recorder recorder = new Recorder(d -> {
+        throw new PermanentFailureException("unknown product");
+      });
+      subscribe(spec(destination, "g").build(), recorder);
+      Message m = publish(destination, "k", "bad");
+
+      DeadLetter d = awaitDeadLetter(destination, m.id(), timeout());
+
+      assertThat(recorder.attemptsOf(m.id())).containsExactly(1);
+      assertThat(d.attempts()).isEqualTo(1);
+      assertThat(d.reason()).contains("permanent").contains("unknown product");
+      assertThat(d.firstFailureAt()).isEqualTo(d.lastFailureAt());
+    }
+
+    @Test
+    @DisplayName("a handler that runs past its timeout counts as a retryable failure")
+    void timeoutIsRetryable() {
+      String destination = newDestination();
+      Recorder recorder = new Recorder(d -> {
+        if (d.attempt() == 1) {
+          blockUntilTestOver();
+        }
+      });
+      subscribe(spec(destination, "g").handlerTimeout(Duration.ofMillis(300)).build(), recorder);
+      Message m = publish(destination, "k", "slow");
+
+      Await.until(timeout(), "the attempt after the timeout",
+          () -> recorder.attemptsOf(m.id()).size() >= 2);
+
+      assertThat(recorder.attemptsOf(m.id())).startsWith(1, 2);
+    }
+
+    @Test
+    @DisplayName("a message waiting for its retry does not block other keys")
+    void retryDoesNotBlockOtherKeys() {
+      String destination = newDestination();
+      Recorder recorder = new Recorder(d -> {
+        if (d.message().key().orElseThrow().equals("A") && d.attempt() == 1) {
+          throw new IllegalStateException("A fails once");
+        }
+      });
+      // A's retry is due only after the test's whole time budget: B's messages cannot be
+      // waiting behind it.
+      subscribe(spec(destination, "g").retryPolicy(policy(3, timeout().multipliedBy(2))).build(),
+          recorder);
+      Message a = publish(destination, "A", "a");
+      List<Message> others = new ArrayList<>();
+      for (int i = 0; i < 5; i++) {
+        others.add(publish(destination, "B" + i, "b" + i));
+      }
+
+      Await.until(timeout(), "other keys delivered while A waits for its retry",
+          () -> recorder.ids().containsAll(idsOf(others)));
+      assertThat(recorder.attemptsOf(a.id())).as("A waits for its retry").containsExactly(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("order")
+  class Order {
+
+    @Test
+    @DisplayName("KEY: one message per key at a time, each key in publish order, under 8 workers")
+    void keyOrderUnderConcurrency() {
+      String destination = newDestination();
+      Map<String, AtomicInteger> active = new ConcurrentHashMap<>();
+      AtomicBoolean overlap = new AtomicBoolean();
+      Recorder recorder = new Recorder(d -> {
+        AtomicInteger a = active.computeIfAbsent(d.message().key().orElseThrow(),
+            k -> new AtomicInteger());
+        if (a.incrementAndGet() > 1) {
+          overlap.set(true);
+        }
+        Thread.onSpinWait();
+        a.decrementAndGet();
+      });
+      subscribe(spec(destination, "g").ordering(OrderingMode.KEY).concurrency(8).maxInFlight(64)
+          .build(), recorder);
+      Map<String, List<String>> published = new ConcurrentHashMap<>();
+      for (int i = 0; i < 160; i++) {
+        String key = "key-" + (i % 8);
+        Message m = publish(destination, key, key + "/" + i);
+        published.computeIfAbsent(key, k -> new ArrayList<>()).add(m.id());
+      }
+
+      Await.until(timeout(), "160 deliveries", () -> recorder.ids().size() == 160);
+
+      assertThat(overlap).as("two messages of one key ran at once").isFalse();
+      for (Map.Entry<String, List<String>> e : published.entrySet()) {
+        List<String> got = new ArrayList<>();
+        for (Delivery d : recorder.deliveries) {
+          if (d.message().key().orElseThrow().equals(e.getKey())) {
+            got.add(d.message().id());
+          }
+        }
+        assertThat(got).as("order of %s", e.getKey()).containsExactlyElementsOf(e.getValue());
+      }
+    }
+
+    @Test
+    @DisplayName("KEY: a message waiting for its retry holds back the later messages of its key")
+    void retryHoldsItsKey() {
+      assumeTrue(holdsKeyBehindRetry(), "this transport's retries leave the key's order");
+      String destination = newDestination();
+      Recorder recorder = new Recorder(d -> {
+        if (d.message().headers().get("label").equals("A1") && d.attempt() == 1) {
+          throw new IllegalStateException("A1 fails once");
+        }
+      });
+      subscribe(spec(destination, "g").ordering(OrderingMode.KEY).build(), recorder);
+      publish(destination, "A", "A1");
+      publish(destination, "A", "A2");
+      publish(destination, "A", "A3");
+
+      Await.until(timeout(), "A1 retried and A2, A3 delivered",
+          () -> recorder.deliveries.size() == 4);
+
+      assertThat(recorder.labels()).containsExactly("A1#1", "A1#2", "A2#1", "A3#1");
+    }
+
+    @Test
+    @DisplayName("PARTITION: one message at a time, in publish order, whatever the workers")
+    void partitionOrder() {
+      String destination = newDestination();
+      AtomicInteger active = new AtomicInteger();
+      AtomicBoolean overlap = new AtomicBoolean();
+      Recorder recorder = new Recorder(d -> {
+        if (active.incrementAndGet() > 1) {
+          overlap.set(true);
+        }
+        Thread.onSpinWait();
+        active.decrementAndGet();
+      });
+      subscribe(spec(destination, "g").ordering(OrderingMode.PARTITION).concurrency(4).build(),
+          recorder);
+      List<String> sent = new ArrayList<>();
+      for (int i = 0; i < 40; i++) {
+        sent.add(publish(destination, "key-" + (i % 5), "m" + i).id());
+      }
+
+      Await.until(timeout(), "40 deliveries", () -> recorder.ids().size() == 40);
+
+      assertThat(overlap).isFalse();
+      List<String> got = new ArrayList<>();
+      recorder.deliveries.forEach(d -> got.add(d.message().id()));
+      assertThat(got).containsExactlyElementsOf(sent);
+    }
+  }
+
+  @Nested
+  @DisplayName("bounds")
+  class Bounds {
+
+    @Test
+    @DisplayName("at most `concurrency` handlers run at once")
+    void concurrencyBound() {
+      String destination = newDestination();
+      AtomicInteger active = new AtomicInteger();
+      AtomicInteger peak = new AtomicInteger();
+      CountDownLatch release = new CountDownLatch(1);
+      Recorder recorder = new Recorder(d -> {
+        peak.accumulateAndGet(active.incrementAndGet(), Math::max);
+        try {
+          await(release, timeout());
+        } finally {
+          active.decrementAndGet();
+        }
+      });
+      subscribe(spec(destination, "g").ordering(OrderingMode.UNORDERED).concurrency(3)
+          .maxInFlight(3).build(), recorder);
+      for (int i = 0; i < 12; i++) {
+        publish(destination, null, "m" + i);
+      }
+
+      Await.until(timeout(), "3 handlers running", () -> active.get() == 3);
+      Await.holds(quietWindow(), "no 4th handler starts", () -> recorder.deliveries.size() == 3);
+      release.countDown();
+      Await.until(timeout(), "12 deliveries", () -> recorder.ids().size() == 12);
+
+      assertThat(peak).hasValue(3);
+    }
+
+    @Test
+    @DisplayName("no more than maxInFlight messages are taken before they finish: a free worker"
+        + " waits while a key's backlog fills the bound")
+    void maxInFlightBound() {
+      String destination = newDestination();
+      CountDownLatch release = new CountDownLatch(1);
+      Recorder recorder = new Recorder(d -> {
+        if (d.message().headers().get("label").equals("A1")) {
+          await(release, timeout());
+        }
+      });
+      subscribe(spec(destination, "g").ordering(OrderingMode.KEY).concurrency(2).maxInFlight(3)
+          .build(), recorder);
+      publish(destination, "A", "A1");
+      Await.until(timeout(), "A1 running", () -> recorder.deliveries.size() == 1);
+      publish(destination, "A", "A2");
+      publish(destination, "A", "A3");
+      Message b = publish(destination, "B", "B1");
+
+      Await.holds(quietWindow(), "B1 waits: A1, A2 and A3 fill the in-flight bound of 3",
+          () -> !recorder.ids().contains(b.id()));
+      release.countDown();
+
+      Await.until(timeout(), "all 4 delivered", () -> recorder.ids().size() == 4);
+      assertThat(recorder.labels()).startsWith("A1#1").contains("A2#1", "A3#1", "B1#1");
+    }
+  }
+
+  @Nested
+  @DisplayName("close")
+  class Close {
+
+    @Test
+    @DisplayName("close waits for the running handler, acknowledges it and reports a full drain")
+    void drains() throws Exception {
+      String destination = newDestination();
+      CountDownLatch started = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicBoolean finished = new AtomicBoolean();
+      Subscription s = subscribe(spec(destination, "g").build(), d -> {
+        started.countDown();
+        await(release, timeout());
+        finished.set(true);
+      });
+      publish(destination, "k", "slow");
+      await(started, timeout());
+
+      CompletableFuture<Boolean> closing = CompletableFuture.supplyAsync(() -> {
+        boolean drained = s.close(timeout());
+        return drained && finished.get();
+      });
+      Await.holds(quietWindow(), "close waits for the handler", () -> !closing.isDone());
+      release.countDown();
+
+      assertThat(closing.get(timeout().toMillis(), TimeUnit.MILLISECONDS))
+          .as("close returned true after the handler finished").isTrue();
+      assertThat(s.isRunning()).isFalse();
+    }
+
+    @Test
+    @DisplayName("a handler still running at the close deadline is not acknowledged: the next"
+        + " member of the group gets the message again")
+    void unfinishedIsRedelivered() {
+      String destination = newDestination();
+      CountDownLatch started = new CountDownLatch(1);
+      Subscription first = subscribe(spec(destination, "g").build(), d -> {
+        started.countDown();
+        blockUntilTestOver();
+      });
+      Message m = publish(destination, "k", "stuck");
+      await(started, timeout());
+
+      assertThat(first.close(Duration.ofMillis(200))).isFalse();
+      assertThat(first.isRunning()).isFalse();
+
+      Recorder next = new Recorder();
+      subscribe(spec(destination, "g").build(), next);
+      Await.until(timeout(), "redelivery to the next member", () -> next.ids().contains(m.id()));
+    }
+  }
+
+  @Nested
+  @DisplayName("bad input")
+  class BadInput {
+
+    @Test
+    @DisplayName("a null spec or handler throws IllegalArgumentException naming it")
+    void nulls() {
+      SubscriptionSpec spec = spec(newDestination(), "g").build();
+      assertThatThrownBy(() -> subscriber.subscribe(null, d -> { }))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("spec");
+      assertThatThrownBy(() -> subscriber.subscribe(spec, null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("handler");
+    }
+  }
+}

@@ -1,0 +1,34 @@
+package io.relaykit.message;
+
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.tck.Await;
+import io.relaykit.tck.SubscriberContract;
+import java.time.Duration;
+import java.util.UUID;
+
+class InProcessSubscriberTest extends SubscriberContract {
+
+  private InProcessTransport transport;
+
+  @Override
+  protected Subscriber createSubscriber() {
+    transport = InProcessTransport.builder().closeTimeout(Duration.ofSeconds(5)).build();
+    return transport;
+  }
+
+  @Override
+  protected Publisher createPublisher() {
+    return transport;
+  }
+
+  @Override
+  protected String newDestination() {
+    return "orders-" + UUID.randomUUID();
+  }
+
+  @Override
+  protected DeadLetter awaitDeadLetter(String destination, String messageId, Duration timeout) {
+    return Await.value(timeout, "dead letter " + messageId,
+        () -> transport.deadLetters().find(messageId).orElse(null), d -> d != null);
+  }
+}

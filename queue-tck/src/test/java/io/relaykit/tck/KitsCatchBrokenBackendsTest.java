@@ -1,0 +1,232 @@
+package io.relaykit.tck;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.InMemoryDeadLetterStore;
+import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.InMemoryIdempotencyStore;
+import io.relaykit.message.Message;
+import io.relaykit.ordering.InMemoryVersionGuard;
+import io.relaykit.ordering.VersionGuard;
+import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.outbox.OutboxRecord;
+import io.relaykit.outbox.OutboxStats;
+import io.relaykit.outbox.OutboxStore;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.Collection;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
+import org.junit.platform.launcher.core.LauncherFactory;
+import org.junit.platform.launcher.listeners.SummaryGeneratingListener;
+import org.junit.platform.launcher.listeners.TestExecutionSummary;
+
+/**
+ * The kits can fail: each is run against a backend broken in one known way, and the cases that
+ * check that sentence of the contract must be the ones that fail.
+ */
+class KitsCatchBrokenBackendsTest {
+
+  private static Set<String> failedCases(Class<?> kitSubclass) {
+    SummaryGeneratingListener listener = new SummaryGeneratingListener();
+    LauncherFactory.create().execute(
+        LauncherDiscoveryRequestBuilder.request().selectors(selectClass(kitSubclass)).build(),
+        listener);
+    TestExecutionSummary summary = listener.getSummary();
+    assertThat(summary.getTestsSucceededCount()).as("the rest of the kit still passes")
+        .isPositive();
+    Set<String> failed = new TreeSet<>();
+    for (TestExecutionSummary.Failure f : summary.getFailures()) {
+      failed.add(f.getTestIdentifier().getLegacyReportingName().replace("()", ""));
+    }
+    return failed;
+  }
+
+  @Test
+  @DisplayName("VersionGuardContract catches a guard that accepts equal versions")
+  void versionGuard() {
+    assertThat(failedCases(EqualVersionsAccepted.class))
+        .contains("equalRejected", "zeroIsValid", "maxValue", "shuffledVersionsEndAtMax")
+        .doesNotContain("olderRejected", "perEntity", "blankEntity");
+  }
+
+  @Test
+  @DisplayName("IdempotencyStoreContract catches a store whose leases never expire")
+  void idempotencyStore() {
+    assertThat(failedCases(LeasesNeverExpire.class))
+        .contains("expiredLeaseReclaimable", "staleTokenAfterTakeover")
+        .doesNotContain("exactlyOneWins", "releasedClaimable", "completedIsDone");
+  }
+
+  @Test
+  @DisplayName("DeadLetterStoreContract catches a store that claims it cannot remove or purge but"
+      + " does, and one whose remove hands out twice")
+  void deadLetterStore() {
+    assertThat(failedCases(RemoveNotDeclaredUnsupported.class)).containsExactly("unsupported");
+    assertThat(failedCases(PurgeNotDeclaredUnsupported.class)).containsExactly("unsupported");
+    assertThat(failedCases(RemoveHandsOutTwice.class))
+        .contains("removeOnce", "concurrentRemovers").doesNotContain("roundTrip", "byReason");
+  }
+
+  @Test
+  @DisplayName("OutboxStoreContract catches a store that ignores per-key order")
+  void outboxStore() {
+    assertThat(failedCases(KeyOrderIgnored.class))
+        .contains("oneKeyAtATime", "failingKeyParksOnlyItself", "concurrentClaimers")
+        .doesNotContain("leaseHides", "keylessUnordered", "hidesUntilNotBefore");
+  }
+
+  // ---- broken backends: run only through the launcher above (surefire skips nested classes) ----
+
+  static final class EqualVersionsAccepted extends VersionGuardContract {
+    @Override
+    protected VersionGuard createGuard() {
+      InMemoryVersionGuard real = new InMemoryVersionGuard();
+      return new VersionGuard() {
+        @Override
+        public synchronized boolean advance(String entityId, long version) {
+          OptionalLong current = real.current(entityId);
+          if (current.isPresent() && current.getAsLong() == version) {
+            return true;
+          }
+          return real.advance(entityId, version);
+        }
+
+        @Override
+        public OptionalLong current(String entityId) {
+          return real.current(entityId);
+        }
+      };
+    }
+  }
+
+  static final class LeasesNeverExpire extends IdempotencyStoreContract {
+    @Override
+    protected IdempotencyStore createStore(InstantSource clock, Duration retention) {
+      // Leases run on a clock that never moves, so they never lapse.
+      Instant frozen = clock.instant();
+      return new InMemoryIdempotencyStore(() -> frozen, retention);
+    }
+  }
+
+  static final class RemoveNotDeclaredUnsupported extends DeadLetterStoreContract {
+    @Override
+    protected DeadLetterStore createStore() {
+      return new InMemoryDeadLetterStore();
+    }
+
+    @Override
+    protected boolean supportsRemoveById() {
+      return false;
+    }
+  }
+
+  static final class PurgeNotDeclaredUnsupported extends DeadLetterStoreContract {
+    @Override
+    protected DeadLetterStore createStore() {
+      return new InMemoryDeadLetterStore();
+    }
+
+    @Override
+    protected boolean supportsPurge() {
+      return false;
+    }
+  }
+
+  static final class RemoveHandsOutTwice extends DeadLetterStoreContract {
+    @Override
+    protected DeadLetterStore createStore() {
+      InMemoryDeadLetterStore real = new InMemoryDeadLetterStore();
+      return new DeadLetterStore() {
+        @Override
+        public void add(DeadLetter deadLetter) {
+          real.add(deadLetter);
+        }
+
+        @Override
+        public Optional<DeadLetter> find(String id) {
+          return real.find(id);
+        }
+
+        @Override
+        public List<DeadLetter> list(DeadLetterQuery query) {
+          return real.list(query);
+        }
+
+        @Override
+        public long count(DeadLetterQuery query) {
+          return real.count(query);
+        }
+
+        @Override
+        public Optional<DeadLetter> remove(String id) {
+          return real.find(id);
+        }
+
+        @Override
+        public long purge(DeadLetterQuery query) {
+          return real.purge(query);
+        }
+      };
+    }
+  }
+
+  static final class KeyOrderIgnored extends OutboxStoreContract {
+    private InMemoryOutboxStore real;
+
+    @Override
+    protected OutboxStore createStore() {
+      real = new InMemoryOutboxStore();
+      return new OutboxStore() {
+        @Override
+        public List<OutboxRecord> claim(String owner, int max, Duration lease, Instant now) {
+          return real.claim(owner, max, lease, now);
+        }
+
+        @Override
+        public int markSent(String owner, Collection<Long> sequences, Instant now) {
+          return real.markSent(owner, sequences, now);
+        }
+
+        @Override
+        public boolean reschedule(String owner, long sequence, int attempts, Instant failedAt,
+            Instant notBefore, String error) {
+          return real.reschedule(owner, sequence, attempts, failedAt, notBefore, error);
+        }
+
+        @Override
+        public boolean markDead(String owner, long sequence) {
+          return real.markDead(owner, sequence);
+        }
+
+        @Override
+        public int purgeSent(Instant sentBefore) {
+          return real.purgeSent(sentBefore);
+        }
+
+        @Override
+        public OutboxStats stats(Instant now) {
+          return real.stats(now);
+        }
+      };
+    }
+
+    /** Drops every key, so the store sees unordered rows only. */
+    @Override
+    protected void appendCommitted(String destination, Message message) {
+      Message keyless = message.toBuilder().key(null).build();
+      real.append(destination, keyless);
+    }
+  }
+}
