@@ -42,6 +42,21 @@ final class Ratios {
         new Ratio("offset tracker vs TreeSet, 10 000 in flight",
             Ratio.Select.of("OffsetTrackerBenchmark.completeTrackCommit", "impl", "RELAYKIT"),
             Ratio.Select.of("OffsetTrackerBenchmark.completeTrackCommit", "impl", "TREE_SET"),
-            null));
+            null),
+        new Ratio("file journal group commit vs raw FileChannel append, force every 100",
+            Ratio.Select.of("JournalBenchmark.append", "impl", "RELAYKIT",
+                "durability", "GROUP_COMMIT"),
+            Ratio.Select.of("JournalBenchmark.append", "impl", "RAW_FILE_CHANNEL",
+                "durability", "GROUP_COMMIT"),
+            0.7),
+        new Ratio("file journal sync (CRITICAL) vs raw append + force per record",
+            Ratio.Select.of("JournalBenchmark.append", "impl", "RELAYKIT", "durability", "SYNC"),
+            Ratio.Select.of("JournalBenchmark.append", "impl", "RAW_FILE_CHANNEL",
+                "durability", "SYNC"),
+            0.7),
+        new Ratio("file journal, 4 CRITICAL producers vs fsync per add (Tape-like)",
+            Ratio.Select.of("JournalBenchmark.concurrentCritical", "impl", "RELAYKIT"),
+            Ratio.Select.of("JournalBenchmark.concurrentCritical", "impl", "FSYNC_PER_ADD"),
+            10.0));
   }
 }

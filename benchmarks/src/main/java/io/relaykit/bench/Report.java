@@ -8,7 +8,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -75,8 +74,7 @@ public final class Report {
       String benchmark = dot < 0 ? full : full.substring(dot + 1);
       Map<String, String> params = new java.util.LinkedHashMap<>();
       JsonNode p = r.path("params");
-      for (Iterator<Map.Entry<String, JsonNode>> it = p.fields(); it.hasNext(); ) {
-        Map.Entry<String, JsonNode> e = it.next();
+      for (Map.Entry<String, JsonNode> e : p.properties()) {
         params.put(e.getKey(), e.getValue().asText());
       }
       JsonNode metric = r.path("primaryMetric");
