@@ -1,0 +1,113 @@
+package io.relaykit.outbox;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.InMemoryDeadLetterStore;
+import io.relaykit.message.Message;
+import io.relaykit.message.PublishReceipt;
+import io.relaykit.message.Publisher;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/** The relay's own logic on the in-memory outbox; the JDBC tests in storage-h2 cover the rest. */
+class OutboxRelayTest {
+  private final AtomicReference<Instant> now =
+      new AtomicReference<>(Instant.parse("2026-01-01T00:00:00Z"));
+  private final InstantSource clock = now::get;
+  private final InMemoryOutboxStore store = new InMemoryOutboxStore();
+  private final InMemoryDeadLetterStore deadLetters = new InMemoryDeadLetterStore();
+  private final List<Message> published = new ArrayList<>();
+
+  /** Confirms at once, unless the payload says "slow": then it never confirms. */
+  private final Publisher publisher = new Publisher() {
+    @Override
+    public CompletableFuture<PublishReceipt> publish(String destination, Message message) {
+      published.add(message);
+      if (message.payloadUtf8().equals("slow")) {
+        return new CompletableFuture<>();
+      }
+      return CompletableFuture.completedFuture(
+          new PublishReceipt(message.id(), destination, "p" + published.size()));
+    }
+
+    @Override
+    public void close() {}
+  };
+
+  private Message append(String key, String body) {
+    Message m = Message.builder().type("t").key(key).payload(body).createdAt(now.get()).build();
+    store.append("orders", m);
+    return m;
+  }
+
+  @Test
+  @DisplayName("one cycle publishes the ready heads, marks them sent, and the next cycle the rest")
+  void cycle() {
+    append("a", "a1");
+    append("a", "a2");
+    append(null, "n1");
+    OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).clock(clock).build();
+    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(2, 2, 0, 0, 0));
+    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(1, 1, 0, 0, 0));
+    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(0, 0, 0, 0, 0));
+    assertThat(published).extracting(Message::payloadUtf8).containsExactly("a1", "n1", "a2");
+    assertThat(store.stats(now.get()).sent()).isEqualTo(3);
+  }
+
+  @Test
+  @DisplayName("a missing confirm counts as a failed attempt and is rescheduled, not marked sent")
+  void missingConfirm() {
+    append("a", "slow");
+    OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).clock(clock)
+        .confirmTimeout(Duration.ofMillis(20)).build();
+    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(1, 0, 1, 0, 0));
+    assertThat(store.stats(now.get()).unsent()).isEqualTo(1);
+    assertThat(deadLetters.count(DeadLetterQuery.all())).isZero();
+  }
+
+  @Test
+  @DisplayName("sent rows older than the retention are purged when the relay is idle")
+  void purgesSentRows() {
+    append("a", "a1");
+    OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).clock(clock)
+        .retention(Duration.ofHours(1)).purgeInterval(Duration.ofMinutes(1)).build();
+    relay.runOnce();
+    relay.runOnce();
+    assertThat(store.stats(now.get()).sent()).isEqualTo(1);
+    now.set(now.get().plus(Duration.ofHours(2)));
+    relay.runOnce();
+    assertThat(store.stats(now.get()).sent()).isZero();
+  }
+
+  @Test
+  @DisplayName("the builder names invalid settings; start twice and start after close are refused")
+  void validation() {
+    assertThatThrownBy(() -> OutboxRelay.builder(null, publisher, deadLetters))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("store");
+    OutboxRelay.Builder b = OutboxRelay.builder(store, publisher, deadLetters);
+    assertThatThrownBy(() -> b.batchSize(0).build()).hasMessageContaining("batchSize");
+    assertThatThrownBy(() -> OutboxRelay.builder(store, publisher, deadLetters).owner(" ")
+        .build()).hasMessageContaining("owner");
+    assertThatThrownBy(() -> OutboxRelay.builder(store, publisher, deadLetters)
+        .lease(Duration.ofSeconds(5)).confirmTimeout(Duration.ofSeconds(5)).build())
+        .hasMessageContaining("confirmTimeout");
+    assertThatThrownBy(() -> OutboxRelay.builder(store, publisher, deadLetters)
+        .pollInterval(Duration.ZERO).build()).hasMessageContaining("pollInterval");
+
+    OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).build();
+    relay.start();
+    assertThatThrownBy(relay::start).isInstanceOf(IllegalStateException.class);
+    assertThat(relay.close(Duration.ofSeconds(5))).isTrue();
+    assertThatThrownBy(relay::start).isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("closed");
+  }
+}

@@ -1,0 +1,85 @@
+package io.relaykit.storage.h2;
+
+import com.google.inject.AbstractModule;
+import com.google.inject.Module;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.guice.BackendModuleProvider;
+import io.relaykit.guice.RelayKitConfig;
+import io.relaykit.guice.RelayKitModule;
+import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.ordering.VersionGuard;
+import io.relaykit.outbox.OutboxStore;
+import io.relaykit.queue.QueueJournal;
+
+/**
+ * The storage backend {@code relaykit.storage=h2} selects (found through {@link
+ * java.util.ServiceLoader}): installs an {@link H2StorageModule} and makes its stores relaykit's
+ * {@link OutboxStore}, {@link IdempotencyStore}, {@link DeadLetterStore}, {@link VersionGuard} and
+ * {@link QueueJournal}. Reads the {@code relaykit.h2.*} keys:
+ *
+ * <table>
+ *   <caption>Keys</caption>
+ *   <tr><th>key</th><th>default</th></tr>
+ *   <tr><td>{@code relaykit.h2.url}</td><td>required; a PostgreSQL URL selects PostgreSQL</td></tr>
+ *   <tr><td>{@code relaykit.h2.username}, {@code relaykit.h2.password}</td><td>none</td></tr>
+ *   <tr><td>{@code relaykit.h2.pool-size}</td><td>4</td></tr>
+ *   <tr><td>{@code relaykit.h2.table-prefix}</td><td>{@code relaykit_}</td></tr>
+ *   <tr><td>{@code relaykit.h2.lease}</td><td>{@code relaykit.relay.lease}</td></tr>
+ *   <tr><td>{@code relaykit.h2.retention}</td><td>{@code relaykit.idempotency.retention}</td></tr>
+ *   <tr><td>{@code relaykit.h2.journal-name}</td><td>{@code relaykit}</td></tr>
+ * </table>
+ */
+public final class H2StorageBackend implements BackendModuleProvider {
+  public static final String URL = "relaykit.h2.url";
+  public static final String USERNAME = "relaykit.h2.username";
+  public static final String PASSWORD = "relaykit.h2.password";
+  public static final String POOL_SIZE = "relaykit.h2.pool-size";
+  public static final String TABLE_PREFIX = "relaykit.h2.table-prefix";
+  public static final String LEASE = "relaykit.h2.lease";
+  public static final String RETENTION = "relaykit.h2.retention";
+  public static final String JOURNAL_NAME = "relaykit.h2.journal-name";
+
+  @Override
+  public Kind kind() {
+    return Kind.STORAGE;
+  }
+
+  @Override
+  public String name() {
+    return "h2";
+  }
+
+  /**
+   * @throws IllegalArgumentException naming the key and value when a setting is missing or
+   *     invalid
+   */
+  @Override
+  public Module module(RelayKitConfig config) {
+    H2StorageConfig h2;
+    try {
+      h2 = H2StorageConfig.builder()
+          .jdbcUrl(config.require(URL))
+          .username(config.get(USERNAME).orElse(null))
+          .password(config.get(PASSWORD).orElse(null))
+          .poolSize(config.getInt(POOL_SIZE, H2StorageConfig.DEFAULT_POOL_SIZE))
+          .tablePrefix(config.get(TABLE_PREFIX).orElse(H2StorageConfig.DEFAULT_TABLE_PREFIX))
+          .lease(config.getDuration(LEASE, config.relayLease()))
+          .retention(config.getDuration(RETENTION, config.idempotencyRetention()))
+          .build();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("invalid relaykit.h2 settings: " + e.getMessage(), e);
+    }
+    String journalName = config.get(JOURNAL_NAME).orElse("relaykit");
+    return new AbstractModule() {
+      @Override
+      protected void configure() {
+        install(new H2StorageModule(h2, journalName));
+        RelayKitModule.override(binder(), OutboxStore.class).to(JdbcOutboxStore.class);
+        RelayKitModule.override(binder(), IdempotencyStore.class).to(JdbcIdempotencyStore.class);
+        RelayKitModule.override(binder(), DeadLetterStore.class).to(JdbcDeadLetterStore.class);
+        RelayKitModule.override(binder(), VersionGuard.class).to(JdbcVersionGuard.class);
+        RelayKitModule.override(binder(), QueueJournal.class).to(JdbcQueueJournal.class);
+      }
+    };
+  }
+}

@@ -1,0 +1,187 @@
+package io.relaykit.storage.h2;
+
+import java.time.Duration;
+import java.util.Locale;
+
+/**
+ * Where and how relaykit's JDBC storage keeps its tables. Immutable; {@link Builder#build()}
+ * validates every field and names the one that is wrong. A {@code jdbc:postgresql:} URL selects the
+ * PostgreSQL dialect, a {@code jdbc:h2:} URL the H2 one.
+ *
+ * <p>For an H2 URL that does not set them, {@link #effectiveJdbcUrl()} adds {@code WRITE_DELAY=0}
+ * (commits reach the file before the commit returns, so a killed process loses none), {@code
+ * LOCK_TIMEOUT=10000} (H2's default of 1 s fails relays' row updates under contention) and, for
+ * in-memory databases, {@code DB_CLOSE_DELAY=-1} (the database lives as long as the JVM, not as
+ * long as one connection).
+ *
+ * <table>
+ *   <caption>Fields and defaults</caption>
+ *   <tr><th>field</th><th>default</th><th>meaning</th></tr>
+ *   <tr><td>jdbcUrl</td><td>required</td><td>H2 or PostgreSQL JDBC URL</td></tr>
+ *   <tr><td>username, password</td><td>none</td><td>credentials, if the URL has none</td></tr>
+ *   <tr><td>poolSize</td><td>4</td><td>connections in the HikariCP pool, 1..200</td></tr>
+ *   <tr><td>tablePrefix</td><td>{@code relaykit_}</td><td>prefix of every table and index</td></tr>
+ *   <tr><td>lease</td><td>30 s</td><td>how long a relay holds claimed outbox rows</td></tr>
+ *   <tr><td>retention</td><td>7 days</td><td>how long sent rows and done keys are kept</td></tr>
+ * </table>
+ */
+public final class H2StorageConfig {
+  public static final int DEFAULT_POOL_SIZE = 4;
+  public static final String DEFAULT_TABLE_PREFIX = "relaykit_";
+  public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
+  public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
+
+  private final String jdbcUrl;
+  private final String username;
+  private final String password;
+  private final int poolSize;
+  private final String tablePrefix;
+  private final Duration lease;
+  private final Duration retention;
+  private final Dialect dialect;
+
+  private H2StorageConfig(Builder b, Dialect dialect) {
+    this.jdbcUrl = b.jdbcUrl;
+    this.username = b.username;
+    this.password = b.password;
+    this.poolSize = b.poolSize;
+    this.tablePrefix = b.tablePrefix;
+    this.lease = b.lease;
+    this.retention = b.retention;
+    this.dialect = dialect;
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** The URL as configured. */
+  public String jdbcUrl() {
+    return jdbcUrl;
+  }
+
+  /** The URL relaykit connects with: H2 URLs gain the crash-safe settings described above. */
+  public String effectiveJdbcUrl() {
+    if (dialect != Dialect.H2) {
+      return jdbcUrl;
+    }
+    String url = jdbcUrl;
+    String upper = url.toUpperCase(Locale.ROOT);
+    if (!upper.contains(";WRITE_DELAY=")) {
+      url += ";WRITE_DELAY=0";
+    }
+    if (!upper.contains(";LOCK_TIMEOUT=")) {
+      url += ";LOCK_TIMEOUT=10000";
+    }
+    if (upper.startsWith("JDBC:H2:MEM:") && !upper.contains(";DB_CLOSE_DELAY=")) {
+      url += ";DB_CLOSE_DELAY=-1";
+    }
+    return url;
+  }
+
+  public String username() {
+    return username;
+  }
+
+  public String password() {
+    return password;
+  }
+
+  public int poolSize() {
+    return poolSize;
+  }
+
+  public String tablePrefix() {
+    return tablePrefix;
+  }
+
+  public Duration lease() {
+    return lease;
+  }
+
+  public Duration retention() {
+    return retention;
+  }
+
+  /** The dialect the URL selects. */
+  public Dialect dialect() {
+    return dialect;
+  }
+
+  @Override
+  public String toString() {
+    // No password: configs end up in logs.
+    return "H2StorageConfig[jdbcUrl=" + jdbcUrl + ", username=" + username + ", poolSize="
+        + poolSize + ", tablePrefix=" + tablePrefix + ", lease=" + lease + ", retention="
+        + retention + "]";
+  }
+
+  /** Builds a validated {@link H2StorageConfig}. */
+  public static final class Builder {
+    private String jdbcUrl;
+    private String username;
+    private String password;
+    private int poolSize = DEFAULT_POOL_SIZE;
+    private String tablePrefix = DEFAULT_TABLE_PREFIX;
+    private Duration lease = DEFAULT_LEASE;
+    private Duration retention = DEFAULT_RETENTION;
+
+    private Builder() {}
+
+    public Builder jdbcUrl(String jdbcUrl) {
+      this.jdbcUrl = jdbcUrl;
+      return this;
+    }
+
+    public Builder username(String username) {
+      this.username = username;
+      return this;
+    }
+
+    public Builder password(String password) {
+      this.password = password;
+      return this;
+    }
+
+    public Builder poolSize(int poolSize) {
+      this.poolSize = poolSize;
+      return this;
+    }
+
+    public Builder tablePrefix(String tablePrefix) {
+      this.tablePrefix = tablePrefix;
+      return this;
+    }
+
+    public Builder lease(Duration lease) {
+      this.lease = lease;
+      return this;
+    }
+
+    public Builder retention(Duration retention) {
+      this.retention = retention;
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException naming the field: a blank or unsupported jdbcUrl, a pool
+     *     size outside 1..200, an invalid table prefix, a non-positive lease or retention
+     */
+    public H2StorageConfig build() {
+      Dialect d = Dialect.forUrl(jdbcUrl);
+      if (poolSize < 1 || poolSize > 200) {
+        throw new IllegalArgumentException("poolSize must be in 1..200, was " + poolSize);
+      }
+      Tables.requireValidPrefix(tablePrefix);
+      requirePositive("lease", lease);
+      requirePositive("retention", retention);
+      return new H2StorageConfig(this, d);
+    }
+
+    private static void requirePositive(String field, Duration d) {
+      if (d == null || d.isZero() || d.isNegative()) {
+        throw new IllegalArgumentException(field + " must be a positive duration, was " + d);
+      }
+    }
+  }
+}

@@ -1,0 +1,87 @@
+package io.relaykit.storage.h2;
+
+import com.google.inject.PrivateModule;
+import com.google.inject.Provides;
+import com.google.inject.Singleton;
+import java.time.InstantSource;
+
+/**
+ * Binds relaykit's JDBC storage from an {@link H2StorageConfig}: one {@link JdbcStorage} (its
+ * HikariCP pool and the migrated tables) per injector, and the stores built on it. Exposes only
+ * the store types — {@link JdbcOutboxStore}, {@link JdbcIdempotencyStore}, {@link
+ * JdbcDeadLetterStore}, {@link JdbcVersionGuard}, {@link JdbcQueueJournal} — and {@link
+ * JdbcStorage} itself, so the application can {@code append} in its own transactions and close the
+ * pool when it stops. Needs an {@link InstantSource} binding (relaykit's {@code RelayKitModule}
+ * provides one). Under {@code RelayKitModule}, choose it with {@code relaykit.storage=h2} (see
+ * {@link H2StorageBackend}), which also binds relaykit's SPIs to these stores.
+ *
+ * <p>The pool is opened when the injector first asks for a store (at injector creation in
+ * {@code Stage.PRODUCTION}); an unreachable database or a newer schema fails there.
+ */
+public final class H2StorageModule extends PrivateModule {
+  private final H2StorageConfig config;
+  private final String journalName;
+
+  /** @param journalName the name of the queue journal this module binds */
+  public H2StorageModule(H2StorageConfig config, String journalName) {
+    if (config == null) {
+      throw new IllegalArgumentException("config must not be null");
+    }
+    if (journalName == null || journalName.isBlank()) {
+      throw new IllegalArgumentException("journalName must not be blank");
+    }
+    this.config = config;
+    this.journalName = journalName;
+  }
+
+  @Override
+  protected void configure() {
+    expose(JdbcStorage.class);
+    expose(JdbcOutboxStore.class);
+    expose(JdbcIdempotencyStore.class);
+    expose(JdbcDeadLetterStore.class);
+    expose(JdbcVersionGuard.class);
+    expose(JdbcQueueJournal.class);
+  }
+
+  @Provides
+  @Singleton
+  JdbcStorage storage(InstantSource clock) {
+    return JdbcStorage.open(config, clock);
+  }
+
+  @Provides
+  @Singleton
+  JdbcOutboxStore outbox(JdbcStorage storage) {
+    return storage.outboxStore();
+  }
+
+  @Provides
+  @Singleton
+  JdbcIdempotencyStore idempotency(JdbcStorage storage) {
+    return storage.idempotencyStore();
+  }
+
+  @Provides
+  @Singleton
+  JdbcDeadLetterStore deadLetters(JdbcStorage storage) {
+    return storage.deadLetterStore();
+  }
+
+  @Provides
+  @Singleton
+  JdbcVersionGuard versionGuard(JdbcStorage storage) {
+    return storage.versionGuard();
+  }
+
+  @Provides
+  @Singleton
+  JdbcQueueJournal journal(JdbcStorage storage) {
+    return storage.queueJournal(journalName);
+  }
+
+  @Override
+  public String toString() {
+    return "H2StorageModule{" + config + ", journal=" + journalName + "}";
+  }
+}

@@ -1,0 +1,257 @@
+package io.relaykit.storage.h2;
+
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.message.Message;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Types;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import javax.sql.DataSource;
+
+/**
+ * Dead letters in a table, one row per message id: the whole original message (envelope, headers,
+ * payload), source, reason, last exception, attempts and failure times. {@link #add} is an upsert,
+ * {@link #remove} a DELETE whose update count decides who got the row (at most one caller), and
+ * {@link #replayToOutbox} moves a dead letter back into the outbox in one transaction, so replaying
+ * it twice publishes it once. Listing uses the {@code (last_failure_at, id)} index; filters other
+ * than the time range are evaluated on the rows in that order. Thread-safe.
+ */
+public final class JdbcDeadLetterStore implements DeadLetterStore {
+
+  private static final String COLUMNS = "id, source, reason, exception_class, exception_message,"
+      + " attempts, first_failure_at, last_failure_at, msg_type, msg_key, headers, payload";
+
+  private final DataSource dataSource;
+  private final Dialect dialect;
+  private final Tables tables;
+  private final String upsertSql;
+
+  JdbcDeadLetterStore(DataSource dataSource, Dialect dialect, Tables tables) {
+    this.dataSource = dataSource;
+    this.dialect = dialect;
+    this.tables = tables;
+    this.upsertSql = dialect.upsert(tables.deadLetter, List.of(COLUMNS.split(",\\s*")),
+        List.of("id"));
+  }
+
+  @Override
+  public void add(DeadLetter deadLetter) {
+    if (deadLetter == null) {
+      throw new IllegalArgumentException("deadLetter must not be null");
+    }
+    if (deadLetter.message().payloadSize() > Schema.MAX_PAYLOAD_BYTES) {
+      throw new IllegalArgumentException("payload of dead letter " + deadLetter.id() + " is "
+          + deadLetter.message().payloadSize() + " bytes, over the limit of "
+          + Schema.MAX_PAYLOAD_BYTES);
+    }
+    Jdbc.autoCommit(dataSource, "dead letter add to " + tables.deadLetter, c -> {
+      add(c, deadLetter);
+      return null;
+    });
+  }
+
+  void add(Connection c, DeadLetter d) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(upsertSql)) {
+      Message m = d.message();
+      ps.setString(1, d.id());
+      ps.setString(2, d.source());
+      ps.setString(3, d.reason());
+      setNullable(ps, 4, d.exceptionClass());
+      setNullable(ps, 5, d.exceptionMessage());
+      ps.setInt(6, d.attempts());
+      ps.setLong(7, Instants.toNanos("firstFailureAt", d.firstFailureAt()));
+      ps.setLong(8, Instants.toNanos("lastFailureAt", d.lastFailureAt()));
+      ps.setString(9, m.type());
+      setNullable(ps, 10, m.key().orElse(null));
+      ps.setString(11, Envelopes.encode(m));
+      ps.setBytes(12, m.payload());
+      ps.executeUpdate();
+    }
+  }
+
+  @Override
+  public Optional<DeadLetter> find(String id) {
+    requireId(id);
+    return Jdbc.autoCommit(dataSource, "dead letter find in " + tables.deadLetter,
+        c -> select(c, id, false));
+  }
+
+  @Override
+  public List<DeadLetter> list(DeadLetterQuery query) {
+    requireQuery(query);
+    List<Object> args = new ArrayList<>();
+    String sql = "SELECT " + COLUMNS + " FROM " + tables.deadLetter + where(query, args)
+        + " ORDER BY last_failure_at, id OFFSET ? ROWS FETCH FIRST ? ROWS ONLY";
+    args.add(query.offset());
+    args.add(query.limit());
+    return Jdbc.autoCommit(dataSource, "dead letter list from " + tables.deadLetter, c -> {
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        bind(ps, args);
+        List<DeadLetter> out = new ArrayList<>();
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            out.add(read(rs));
+          }
+        }
+        return out;
+      }
+    });
+  }
+
+  @Override
+  public long count(DeadLetterQuery query) {
+    requireQuery(query);
+    List<Object> args = new ArrayList<>();
+    String sql = "SELECT COUNT(*) FROM " + tables.deadLetter + where(query, args);
+    return Jdbc.autoCommit(dataSource, "dead letter count in " + tables.deadLetter, c -> {
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        bind(ps, args);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          return rs.getLong(1);
+        }
+      }
+    });
+  }
+
+  @Override
+  public Optional<DeadLetter> remove(String id) {
+    requireId(id);
+    return Jdbc.inTransaction(dataSource, "dead letter remove from " + tables.deadLetter,
+        c -> take(c, id));
+  }
+
+  /** Reads and deletes the row in {@code c}'s transaction; empty if another caller took it. */
+  private Optional<DeadLetter> take(Connection c, String id) throws SQLException {
+    Optional<DeadLetter> found = select(c, id, true);
+    if (found.isEmpty()) {
+      return found;
+    }
+    try (PreparedStatement ps = c.prepareStatement(
+        "DELETE FROM " + tables.deadLetter + " WHERE id = ?")) {
+      ps.setString(1, id);
+      return ps.executeUpdate() == 1 ? found : Optional.empty();
+    }
+  }
+
+  @Override
+  public long purge(DeadLetterQuery query) {
+    requireQuery(query);
+    List<Object> args = new ArrayList<>();
+    String sql = "DELETE FROM " + tables.deadLetter + where(query, args);
+    return Jdbc.autoCommit(dataSource, "dead letter purge in " + tables.deadLetter, c -> {
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        bind(ps, args);
+        return (long) ps.executeUpdate();
+      }
+    });
+  }
+
+  /**
+   * Moves the dead letter {@code id} back into {@code outbox}, to its source as the destination,
+   * in one transaction: the dead letter is gone exactly when the outbox row exists. Replaying the
+   * same id twice (two operators, a retried call) appends it once; the second call returns empty.
+   * The message keeps its id and trace id. Both stores must be on this database.
+   *
+   * @return the replayed dead letter, or empty if there was none
+   */
+  public Optional<DeadLetter> replayToOutbox(String id, JdbcOutboxStore outbox) {
+    requireId(id);
+    if (outbox == null) {
+      throw new IllegalArgumentException("outbox must not be null");
+    }
+    return Jdbc.inTransaction(dataSource, "dead letter replay from " + tables.deadLetter, c -> {
+      Optional<DeadLetter> taken = take(c, id);
+      if (taken.isPresent()) {
+        outbox.append(c, taken.get().source(), taken.get().message());
+      }
+      return taken;
+    });
+  }
+
+  private Optional<DeadLetter> select(Connection c, String id, boolean forUpdate)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT " + COLUMNS + " FROM "
+        + tables.deadLetter + " WHERE id = ?" + (forUpdate ? " FOR UPDATE" : ""))) {
+      ps.setString(1, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? Optional.of(read(rs)) : Optional.empty();
+      }
+    }
+  }
+
+  private static DeadLetter read(ResultSet rs) throws SQLException {
+    Message m = Envelopes.decode(rs.getString("headers"), rs.getString("msg_key"),
+        rs.getBytes("payload"));
+    return new DeadLetter(m, rs.getString("source"), rs.getString("reason"),
+        rs.getString("exception_class"), rs.getString("exception_message"),
+        rs.getInt("attempts"), Instants.get(rs, "first_failure_at"),
+        Instants.get(rs, "last_failure_at"));
+  }
+
+  private static String where(DeadLetterQuery q, List<Object> args) {
+    List<String> conditions = new ArrayList<>();
+    if (q.reasonContains() != null) {
+      conditions.add("reason LIKE ? ESCAPE '!'");
+      args.add("%" + q.reasonContains().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+          + "%");
+    }
+    if (q.type() != null) {
+      conditions.add("msg_type = ?");
+      args.add(q.type());
+    }
+    if (q.source() != null) {
+      conditions.add("source = ?");
+      args.add(q.source());
+    }
+    if (q.failedFrom() != null) {
+      conditions.add("last_failure_at >= ?");
+      args.add(Instants.toNanos("failedFrom", q.failedFrom()));
+    }
+    if (q.failedBefore() != null) {
+      conditions.add("last_failure_at < ?");
+      args.add(Instants.toNanos("failedBefore", q.failedBefore()));
+    }
+    return conditions.isEmpty() ? "" : " WHERE " + String.join(" AND ", conditions);
+  }
+
+  private static void bind(PreparedStatement ps, List<Object> args) throws SQLException {
+    for (int i = 0; i < args.size(); i++) {
+      Object a = args.get(i);
+      if (a instanceof Long) {
+        ps.setLong(i + 1, (Long) a);
+      } else if (a instanceof Integer) {
+        ps.setInt(i + 1, (Integer) a);
+      } else {
+        ps.setString(i + 1, (String) a);
+      }
+    }
+  }
+
+  private static void setNullable(PreparedStatement ps, int i, String v) throws SQLException {
+    if (v == null) {
+      ps.setNull(i, Types.VARCHAR);
+    } else {
+      ps.setString(i, v);
+    }
+  }
+
+  private static void requireId(String id) {
+    if (id == null || id.isBlank()) {
+      throw new IllegalArgumentException("id must not be blank, was "
+          + (id == null ? "null" : "'" + id + "'"));
+    }
+  }
+
+  private static void requireQuery(DeadLetterQuery query) {
+    if (query == null) {
+      throw new IllegalArgumentException("query must not be null");
+    }
+  }
+}

@@ -1,0 +1,210 @@
+package io.relaykit.storage.h2;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.InstantSource;
+import javax.sql.DataSource;
+
+/**
+ * relaykit's JDBC storage on one database and table prefix: creates or migrates the tables when
+ * opened, then hands out the stores (outbox, dead letters, idempotency, version guard, queue
+ * journals) that share its connections. Opened from an {@link H2StorageConfig} it owns a small
+ * HikariCP pool and closes it on {@link #close()}; opened on your {@link DataSource} it leaves the
+ * pool to you.
+ *
+ * <p>Durability on H2: {@link H2StorageConfig} sets {@code WRITE_DELAY=0}, so a committed
+ * transaction survives the death of the process. H2 does not fsync on commit, so an OS crash or a
+ * power loss can still lose the last commits; use PostgreSQL where that matters.
+ */
+public final class JdbcStorage implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(JdbcStorage.class.getName());
+
+  private final DataSource dataSource;
+  private final HikariDataSource ownedPool;
+  private final Dialect dialect;
+  private final Tables tables;
+  private final Duration retention;
+  private final InstantSource clock;
+
+  private JdbcStorage(DataSource dataSource, HikariDataSource ownedPool, Dialect dialect,
+      Tables tables, Duration retention, InstantSource clock) {
+    this.dataSource = dataSource;
+    this.ownedPool = ownedPool;
+    this.dialect = dialect;
+    this.tables = tables;
+    this.retention = retention;
+    this.clock = clock;
+  }
+
+  /**
+   * Opens the database {@code config} names with a pool of {@code config.poolSize()} connections,
+   * and creates or migrates the tables.
+   *
+   * @throws SchemaVersionException if the tables were written by a newer relaykit
+   * @throws JdbcStorageException if the database cannot be reached
+   */
+  public static JdbcStorage open(H2StorageConfig config, InstantSource clock) {
+    if (config == null) {
+      throw new IllegalArgumentException("config must not be null");
+    }
+    if (clock == null) {
+      throw new IllegalArgumentException("clock must not be null");
+    }
+    HikariConfig hc = new HikariConfig();
+    hc.setJdbcUrl(config.effectiveJdbcUrl());
+    if (config.username() != null) {
+      hc.setUsername(config.username());
+    }
+    if (config.password() != null) {
+      hc.setPassword(config.password());
+    }
+    hc.setMaximumPoolSize(config.poolSize());
+    hc.setPoolName("relaykit-" + config.tablePrefix());
+    hc.setAutoCommit(true);
+    hc.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
+    HikariDataSource pool;
+    try {
+      pool = new HikariDataSource(hc);
+    } catch (RuntimeException e) {
+      throw new JdbcStorageException("could not open " + config.dialect() + " database at "
+          + config.jdbcUrl() + ": " + e.getMessage(), e);
+    }
+    try {
+      return open(pool, pool, config.dialect(), config.tablePrefix(), config.retention(), clock);
+    } catch (RuntimeException e) {
+      pool.close();
+      throw e;
+    }
+  }
+
+  /**
+   * Uses {@code dataSource} (your pool; not closed by {@link #close()}) and creates or migrates
+   * the tables with {@code tablePrefix}. On H2, give the URL {@code ;WRITE_DELAY=0} yourself (or
+   * use {@link H2StorageConfig}): without it H2 may lose the last half second of commits when the
+   * process dies.
+   *
+   * @param retention how long sent outbox rows and completed idempotency keys are kept
+   */
+  public static JdbcStorage open(DataSource dataSource, Dialect dialect, String tablePrefix,
+      Duration retention, InstantSource clock) {
+    if (dataSource == null) {
+      throw new IllegalArgumentException("dataSource must not be null");
+    }
+    return open(dataSource, null, dialect, tablePrefix, retention, clock);
+  }
+
+  private static JdbcStorage open(DataSource dataSource, HikariDataSource owned, Dialect dialect,
+      String tablePrefix, Duration retention, InstantSource clock) {
+    if (dialect == null) {
+      throw new IllegalArgumentException("dialect must not be null");
+    }
+    if (retention == null || retention.isZero() || retention.isNegative()) {
+      throw new IllegalArgumentException("retention must be a positive duration, was "
+          + retention);
+    }
+    if (clock == null) {
+      throw new IllegalArgumentException("clock must not be null");
+    }
+    Tables tables = new Tables(tablePrefix);
+    checkDialect(dataSource, dialect);
+    Schema.migrate(dataSource, dialect, tables);
+    return new JdbcStorage(dataSource, owned, dialect, tables, retention, clock);
+  }
+
+  private static void checkDialect(DataSource dataSource, Dialect dialect) {
+    try (Connection c = dataSource.getConnection()) {
+      Dialect actual = Dialect.of(c);
+      if (actual != dialect) {
+        throw new IllegalArgumentException("dialect " + dialect + " does not match the database,"
+            + " which is " + actual);
+      }
+      if (dialect == Dialect.H2) {
+        warnUnlessWriteDelayZero(c);
+      }
+    } catch (SQLException e) {
+      throw new JdbcStorageException("could not connect to the " + dialect + " database: "
+          + e.getMessage(), e);
+    }
+  }
+
+  private static void warnUnlessWriteDelayZero(Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS"
+            + " WHERE SETTING_NAME = 'WRITE_DELAY'")) {
+      if (rs.next() && !"0".equals(rs.getString(1))) {
+        LOG.log(System.Logger.Level.WARNING, "H2 WRITE_DELAY is " + rs.getString(1)
+            + " ms: commits of that last interval are lost if the process dies; add"
+            + " ;WRITE_DELAY=0 to the JDBC URL");
+      }
+    }
+  }
+
+  /** The outbox: append in your transaction, claim and mark from relays. */
+  public JdbcOutboxStore outboxStore() {
+    return new JdbcOutboxStore(dataSource, tables);
+  }
+
+  /** Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}. */
+  public JdbcDeadLetterStore deadLetterStore() {
+    return new JdbcDeadLetterStore(dataSource, dialect, tables);
+  }
+
+  /** Idempotency keys on this storage's clock, DONE for the retention period. */
+  public JdbcIdempotencyStore idempotencyStore() {
+    return new JdbcIdempotencyStore(dataSource, dialect, tables, clock, retention);
+  }
+
+  /** Entity versions that only grow. */
+  public JdbcVersionGuard versionGuard() {
+    return new JdbcVersionGuard(dataSource, dialect, tables);
+  }
+
+  /**
+   * The queue journal called {@code name} (many share one table), group-committing non-critical
+   * changes every 50 ms.
+   */
+  public JdbcQueueJournal queueJournal(String name) {
+    return queueJournal(name, Duration.ofMillis(50));
+  }
+
+  /** The queue journal called {@code name}, group-committing every {@code commitInterval}. */
+  public JdbcQueueJournal queueJournal(String name, Duration commitInterval) {
+    return new JdbcQueueJournal(dataSource, tables, name, commitInterval);
+  }
+
+  public Dialect dialect() {
+    return dialect;
+  }
+
+  public String tablePrefix() {
+    return tables.prefix;
+  }
+
+  /** How long sent outbox rows and completed idempotency keys are kept. */
+  public Duration retention() {
+    return retention;
+  }
+
+  /** The clock the stores read where the SPI does not pass the time in. */
+  public InstantSource clock() {
+    return clock;
+  }
+
+  /** The connections the stores use; for your own transactions around {@code append}. */
+  public DataSource dataSource() {
+    return dataSource;
+  }
+
+  /** Closes the pool if this storage opened it; stores handed out must not be used after. */
+  @Override
+  public void close() {
+    if (ownedPool != null) {
+      ownedPool.close();
+    }
+  }
+}

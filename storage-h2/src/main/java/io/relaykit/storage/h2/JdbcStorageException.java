@@ -1,0 +1,14 @@
+package io.relaykit.storage.h2;
+
+/**
+ * A JDBC store could not do what was asked: the database is unreachable, a statement failed, a
+ * connection was closed under it. The message names the store, the operation and the table; the
+ * cause is the driver's {@link java.sql.SQLException}. Retryable unless the cause says otherwise.
+ */
+public class JdbcStorageException extends RuntimeException {
+  private static final long serialVersionUID = 1L;
+
+  public JdbcStorageException(String message, Throwable cause) {
+    super(message, cause);
+  }
+}

@@ -1,0 +1,14 @@
+package io.relaykit.storage.h2;
+
+/**
+ * The database holds relaykit tables at a schema version this build does not know (written by a
+ * newer relaykit). relaykit refuses to touch them rather than guess; upgrade relaykit or point it at
+ * another table prefix.
+ */
+public class SchemaVersionException extends IllegalStateException {
+  private static final long serialVersionUID = 1L;
+
+  public SchemaVersionException(String message) {
+    super(message);
+  }
+}

@@ -1,0 +1,17 @@
+package io.relaykit.storage.h2;
+
+import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.tck.IdempotencyStoreContract;
+import java.time.Duration;
+import java.time.InstantSource;
+
+/** IdempotencyStoreContract on PostgreSQL. */
+class PostgresIdempotencyStoreTest extends IdempotencyStoreContract {
+  private static final String PREFIX = TestDatabase.newPrefix();
+  private final TestDatabase db = TestDatabase.shared(TestDatabase.Kind.POSTGRESQL);
+
+  @Override
+  protected IdempotencyStore createStore(InstantSource clock, Duration retention) {
+    return db.emptied(PREFIX, retention, clock).idempotencyStore();
+  }
+}
