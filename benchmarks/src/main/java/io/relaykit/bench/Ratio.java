@@ -24,10 +24,19 @@ record Ratio(String name, Select numerator, Select denominator, Double target) {
    * Picks one JMH result: the benchmark method (the part after the class name, e.g. {@code
    * ReportQueueBenchmark.cycle}) and the params it must have.
    */
-  record Select(String benchmark, Map<String, String> params) {
+  record Select(String benchmark, Map<String, String> params, Double fixedScore, String unit) {
     Select {
       Objects.requireNonNull(benchmark, "benchmark");
       params = Map.copyOf(params);
+    }
+
+    Select(String benchmark, Map<String, String> params) {
+      this(benchmark, params, null, null);
+    }
+
+    /** A fixed reference score (a goal), not a measured result: the ratio then reads "× goal". */
+    static Select fixed(String label, double score, String unit) {
+      return new Select(label, Map.of(), score, unit);
     }
 
     static Select of(String benchmark, String... keyValues) {

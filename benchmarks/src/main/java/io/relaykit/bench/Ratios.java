@@ -57,6 +57,21 @@ final class Ratios {
         new Ratio("file journal, 4 CRITICAL producers vs fsync per add (Tape-like)",
             Ratio.Select.of("JournalBenchmark.concurrentCritical", "impl", "RELAYKIT"),
             Ratio.Select.of("JournalBenchmark.concurrentCritical", "impl", "FSYNC_PER_ADD"),
-            10.0));
+            10.0),
+        new Ratio("H2 journal group commit vs raw JDBC batch insert, commit every 100",
+            Ratio.Select.of("H2JournalBenchmark.append", "impl", "RELAYKIT",
+                "durability", "GROUP_COMMIT"),
+            Ratio.Select.of("H2JournalBenchmark.append", "impl", "RAW_JDBC_BATCH",
+                "durability", "GROUP_COMMIT"),
+            null),
+        new Ratio("H2 journal sync (CRITICAL) vs raw JDBC insert + commit per event",
+            Ratio.Select.of("H2JournalBenchmark.append", "impl", "RELAYKIT", "durability", "SYNC"),
+            Ratio.Select.of("H2JournalBenchmark.append", "impl", "RAW_JDBC_BATCH",
+                "durability", "SYNC"),
+            null),
+        new Ratio("outbox relay, H2 → in-process, 10 000 keyless rows, vs the 10 000/s goal",
+            Ratio.Select.of("OutboxRelayBenchmark.drain", "keys", "0"),
+            Ratio.Select.fixed("goal", 10_000, "ops/s"),
+            1.0));
   }
 }

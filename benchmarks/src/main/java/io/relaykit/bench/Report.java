@@ -99,6 +99,10 @@ public final class Report {
   }
 
   private static Optional<Result> find(List<Result> results, Ratio.Select select) {
+    if (select.fixedScore() != null) {
+      return Optional.of(new Result(select.benchmark(), Map.of(), select.fixedScore(), 0,
+          select.unit() + " (" + select.benchmark() + ")"));
+    }
     for (Result r : results) {
       if (r.benchmark().equals(select.benchmark())
           && r.params().entrySet().containsAll(select.params().entrySet())) {

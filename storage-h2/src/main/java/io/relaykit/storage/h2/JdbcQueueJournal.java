@@ -325,7 +325,9 @@ public final class JdbcQueueJournal implements QueueJournal {
       closed = true;
       upTo = recorded;
     }
-    flusher.shutdownNow();
+    // shutdown, not shutdownNow: interrupting a flush in progress closes H2's file channel
+    // (ClosedByInterruptException) and with it the whole database, for every user of the pool.
+    flusher.shutdown();
     awaitDurable(upTo);
   }
 
