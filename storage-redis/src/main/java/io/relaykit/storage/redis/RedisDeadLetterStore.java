@@ -1,0 +1,398 @@
+package io.relaykit.storage.redis;
+
+import io.lettuce.core.Limit;
+import io.lettuce.core.Range;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.message.Message;
+import io.relaykit.queue.Priority;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Dead letters in Redis: a hash per dead letter holding the whole message (payload bytes as Base64,
+ * headers, trace id) and its failure (source, reason, exception, attempts, first and last failure),
+ * plus one sorted set that orders them by last failure time, then id. Add and remove are single Lua
+ * scripts, so a replace never leaves a twin and a removal hands a dead letter out at most once.
+ *
+ * <p>Cost: add, find and remove are one round trip. Listing and counting with only a time filter
+ * read just the selected range ({@code ZRANGEBYLEX}, O(log n + page)); a reason, type or source
+ * filter scans the time range in pipelined chunks, O(range). All keys of one store share one hash
+ * tag (one Redis Cluster slot per store name), so the scripts stay valid on a cluster; the store as
+ * a whole is therefore bounded by one node. Dead letters do not expire: they wait for an operator.
+ * Unreachable Redis raises {@link RedisStorageException}. Thread-safe.
+ */
+public final class RedisDeadLetterStore implements DeadLetterStore {
+
+  /** The longest dead letter (message) id accepted. */
+  public static final int MAX_ID_LENGTH = 512;
+
+  private static final int CHUNK = 500;
+  // Instants are indexed as fixed-width decimal seconds (shifted to be non-negative) and nanos,
+  // so byte order is time order and ZRANGEBYLEX selects a time range exactly, to the nanosecond.
+  private static final long SECONDS_OFFSET = -Instant.MIN.getEpochSecond();
+  private static final int TIME_KEY_LENGTH = 17 + 9;
+
+  private static final Script ADD = new Script("""
+      local old = redis.call('HGET', KEYS[1], 'idx')
+      if old then
+        redis.call('ZREM', KEYS[2], old)
+      end
+      redis.call('DEL', KEYS[1])
+      redis.call('HSET', KEYS[1], 'idx', ARGV[1], unpack(ARGV, 2))
+      redis.call('ZADD', KEYS[2], 0, ARGV[1])
+      return old and 1 or 0
+      """);
+
+  private static final Script REMOVE = new Script("""
+      local idx = redis.call('HGET', KEYS[1], 'idx')
+      if not idx then
+        return {}
+      end
+      local all = redis.call('HGETALL', KEYS[1])
+      redis.call('DEL', KEYS[1])
+      redis.call('ZREM', KEYS[2], idx)
+      return all
+      """);
+
+  private static final String EXPECTED = "a relaykit dead letter (a hash)";
+
+  private final RedisConnector redis;
+  private final String entryPrefix;
+  private final String indexKey;
+  private final int maxValueBytes;
+
+  /** The longest store name accepted. */
+  public static final int MAX_NAME_LENGTH = 200;
+
+  private final String name;
+
+  RedisDeadLetterStore(RedisConnector redis, String name) {
+    this.redis = redis;
+    this.name = requireName(name);
+    String prefix = redis.config().keyPrefix();
+    String tag = prefix + "dlq:{" + prefix + name + "}:";
+    this.entryPrefix = tag + "e:";
+    this.indexKey = tag + "index";
+    this.maxValueBytes = redis.config().maxValueBytes();
+  }
+
+  @Override
+  public void add(DeadLetter deadLetter) {
+    if (deadLetter == null) {
+      throw new IllegalArgumentException("deadLetter must not be null");
+    }
+    String id = Keys.requireKey("id", deadLetter.id(), MAX_ID_LENGTH);
+    List<String> args = new ArrayList<>();
+    args.add(indexMember(deadLetter.lastFailureAt(), id));
+    Message m = deadLetter.message();
+    put(args, "id", id);
+    put(args, "type", m.type());
+    put(args, "schemaVersion", Integer.toString(m.schemaVersion()));
+    m.key().ifPresent(k -> put(args, "key", k));
+    put(args, "payload", Base64.getEncoder().encodeToString(m.payload()));
+    List<String> headers = new ArrayList<>();
+    m.headers().forEach((name, value) -> {
+      headers.add(name);
+      headers.add(value);
+    });
+    put(args, "headers", Fields.encode(headers));
+    put(args, "createdAt", m.createdAt().toString());
+    m.expiresAt().ifPresent(at -> put(args, "expiresAt", at.toString()));
+    put(args, "priority", m.priority().name());
+    put(args, "traceId", m.traceId());
+    put(args, "source", deadLetter.source());
+    put(args, "reason", deadLetter.reason());
+    put(args, "exceptionClass", deadLetter.exceptionClass());
+    put(args, "exceptionMessage", deadLetter.exceptionMessage());
+    put(args, "attempts", Integer.toString(deadLetter.attempts()));
+    put(args, "firstFailureAt", deadLetter.firstFailureAt().toString());
+    put(args, "lastFailureAt", deadLetter.lastFailureAt().toString());
+    long size = 0;
+    for (String a : args) {
+      size += Fields.utf8Length(a);
+    }
+    if (size > maxValueBytes) {
+      throw new IllegalArgumentException("deadLetter " + id + " is " + size
+          + " bytes encoded (payload " + m.payloadSize() + " bytes), over maxValueBytes "
+          + maxValueBytes);
+    }
+    String entryKey = entryKey(id);
+    try {
+      ADD.run(redis.sync(), ScriptOutputType.INTEGER, new String[] {entryKey, indexKey},
+          args.toArray(String[]::new));
+    } catch (RedisException e) {
+      throw failure("add", entryKey, e);
+    }
+  }
+
+  @Override
+  public Optional<DeadLetter> find(String id) {
+    Keys.requireKey("id", id, MAX_ID_LENGTH);
+    String entryKey = entryKey(id);
+    Map<String, String> h;
+    try {
+      h = redis.sync().hgetall(entryKey);
+    } catch (RedisException e) {
+      throw failure("find", entryKey, e);
+    }
+    return h == null || h.isEmpty() ? Optional.empty() : Optional.of(decode(entryKey, h));
+  }
+
+  @Override
+  public List<DeadLetter> list(DeadLetterQuery query) {
+    requireQuery(query);
+    List<DeadLetter> page = new ArrayList<>();
+    if (!hasContentFilter(query)) {
+      List<String> members = range(query, query.offset(), query.limit());
+      for (DeadLetter d : fetch(members)) {
+        page.add(d);
+      }
+      return page;
+    }
+    int[] skipped = {0};
+    scan(query, d -> {
+      if (skipped[0] < query.offset()) {
+        skipped[0]++;
+        return true;
+      }
+      page.add(d);
+      return page.size() < query.limit();
+    });
+    return page;
+  }
+
+  @Override
+  public long count(DeadLetterQuery query) {
+    requireQuery(query);
+    if (!hasContentFilter(query)) {
+      try {
+        return redis.sync().zlexcount(indexKey, lexRange(query));
+      } catch (RedisException e) {
+        throw failure("count", indexKey, e);
+      }
+    }
+    long[] n = {0};
+    scan(query, d -> {
+      n[0]++;
+      return true;
+    });
+    return n[0];
+  }
+
+  @Override
+  public Optional<DeadLetter> remove(String id) {
+    Keys.requireKey("id", id, MAX_ID_LENGTH);
+    String entryKey = entryKey(id);
+    List<Object> flat;
+    try {
+      flat = REMOVE.run(redis.sync(), ScriptOutputType.MULTI, new String[] {entryKey, indexKey});
+    } catch (RedisException e) {
+      throw failure("remove", entryKey, e);
+    }
+    if (flat == null || flat.isEmpty()) {
+      return Optional.empty();
+    }
+    Map<String, String> h = new HashMap<>();
+    for (int i = 0; i + 1 < flat.size(); i += 2) {
+      h.put((String) flat.get(i), (String) flat.get(i + 1));
+    }
+    return Optional.of(decode(entryKey, h));
+  }
+
+  @Override
+  public long purge(DeadLetterQuery query) {
+    requireQuery(query);
+    List<String> ids = new ArrayList<>();
+    scan(query.withPage(0, DeadLetterQuery.MAX_LIMIT), d -> {
+      ids.add(d.id());
+      return true;
+    });
+    long removed = 0;
+    for (String id : ids) {
+      if (remove(id).isPresent()) {
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  static String requireName(String name) {
+    return Keys.requireName("name", name, MAX_NAME_LENGTH);
+  }
+
+  /** The store's name: its keys live under it. */
+  public String name() {
+    return name;
+  }
+
+  /** The Redis key of the hash that holds dead letter {@code id}. */
+  String entryKey(String id) {
+    return entryPrefix + id;
+  }
+
+  /** The Redis key of the sorted set that orders the dead letters. */
+  String indexKey() {
+    return indexKey;
+  }
+
+  static String indexMember(Instant lastFailureAt, String id) {
+    return timeKey(lastFailureAt) + id;
+  }
+
+  private static String timeKey(Instant at) {
+    return String.format("%017d%09d", at.getEpochSecond() + SECONDS_OFFSET, at.getNano());
+  }
+
+  private static void put(List<String> args, String field, String value) {
+    if (value != null) {
+      args.add(field);
+      args.add(value);
+    }
+  }
+
+  private static boolean hasContentFilter(DeadLetterQuery q) {
+    return q.reasonContains() != null || q.type() != null || q.source() != null;
+  }
+
+  private static void requireQuery(DeadLetterQuery query) {
+    if (query == null) {
+      throw new IllegalArgumentException("query must not be null");
+    }
+  }
+
+  private static Range<String> lexRange(DeadLetterQuery q) {
+    Range.Boundary<String> lower = q.failedFrom() == null
+        ? Range.Boundary.unbounded() : Range.Boundary.including(timeKey(q.failedFrom()));
+    Range.Boundary<String> upper = q.failedBefore() == null
+        ? Range.Boundary.unbounded() : Range.Boundary.excluding(timeKey(q.failedBefore()));
+    return Range.from(lower, upper);
+  }
+
+  private List<String> range(DeadLetterQuery q, long offset, long count) {
+    try {
+      return redis.sync().zrangebylex(indexKey, lexRange(q), Limit.create(offset, count));
+    } catch (RedisException e) {
+      throw failure("list", indexKey, e);
+    }
+  }
+
+  /** Walks the query's time range in order, calling {@code visitor} with each match until false. */
+  private void scan(DeadLetterQuery q, java.util.function.Predicate<DeadLetter> visitor) {
+    // Resume after the last member seen rather than by offset, so removals behind the cursor do
+    // not make the scan skip entries.
+    Range<String> range = lexRange(q);
+    while (true) {
+      List<String> members;
+      try {
+        members = redis.sync().zrangebylex(indexKey, range, Limit.create(0, CHUNK));
+      } catch (RedisException e) {
+        throw failure("list", indexKey, e);
+      }
+      for (DeadLetter d : fetch(members)) {
+        if (q.matches(d) && !visitor.test(d)) {
+          return;
+        }
+      }
+      if (members.size() < CHUNK) {
+        return;
+      }
+      range = Range.from(Range.Boundary.excluding(members.get(members.size() - 1)),
+          range.getUpper());
+    }
+  }
+
+  /** Reads the dead letters behind index members, pipelined; skips ones removed meanwhile. */
+  private List<DeadLetter> fetch(List<String> members) {
+    if (members.isEmpty()) {
+      return List.of();
+    }
+    List<String> keys = new ArrayList<>(members.size());
+    for (String member : members) {
+      keys.add(entryKey(member.substring(TIME_KEY_LENGTH)));
+    }
+    RedisAsyncCommands<String, String> async;
+    try {
+      async = redis.async();
+    } catch (RedisException e) {
+      throw failure("list", indexKey, e);
+    }
+    List<RedisFuture<Map<String, String>>> futures = new ArrayList<>(keys.size());
+    for (String key : keys) {
+      futures.add(async.hgetall(key));
+    }
+    List<DeadLetter> out = new ArrayList<>(keys.size());
+    long timeoutMillis = redis.config().commandTimeout().toMillis();
+    for (int i = 0; i < futures.size(); i++) {
+      Map<String, String> h;
+      try {
+        h = futures.get(i).get(timeoutMillis, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new RedisStorageException("interrupted while listing dead letters", e);
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        throw failure("list", keys.get(i), cause instanceof RedisException
+            ? (RedisException) cause : new RedisException(String.valueOf(cause), cause));
+      } catch (TimeoutException e) {
+        throw new RedisStorageException("Redis at " + redis.where()
+            + " did not answer within the command timeout while listing dead letters", e);
+      }
+      if (h != null && !h.isEmpty()) {
+        out.add(decode(keys.get(i), h));
+      }
+    }
+    return out;
+  }
+
+  private DeadLetter decode(String entryKey, Map<String, String> h) {
+    try {
+      Message.Builder b = Message.builder()
+          .id(h.get("id"))
+          .type(h.get("type"))
+          .schemaVersion(Integer.parseInt(h.get("schemaVersion")))
+          .key(h.get("key"))
+          .payload(Base64.getDecoder().decode(h.get("payload")))
+          .createdAt(Instant.parse(h.get("createdAt")))
+          .expiresAt(h.get("expiresAt") == null ? null : Instant.parse(h.get("expiresAt")))
+          .priority(Priority.valueOf(h.get("priority")))
+          .traceId(h.get("traceId"));
+      List<String> headers = Fields.decode(h.get("headers"));
+      Map<String, String> map = new LinkedHashMap<>();
+      for (int i = 0; i + 1 < headers.size(); i += 2) {
+        map.put(headers.get(i), headers.get(i + 1));
+      }
+      b.headers(map);
+      return new DeadLetter(b.build(), h.get("source"), h.get("reason"),
+          h.get("exceptionClass"), h.get("exceptionMessage"),
+          Integer.parseInt(h.get("attempts")),
+          Instant.parse(h.get("firstFailureAt")), Instant.parse(h.get("lastFailureAt")));
+    } catch (RuntimeException e) {
+      throw new IllegalStateException("Redis key '" + entryKey + "' at " + redis.where()
+          + " is not " + EXPECTED + " that relaykit can read (" + e + "): another program or "
+          + "version wrote it. Remove it with DEL.", e);
+    }
+  }
+
+  private RuntimeException failure(String op, String key, RedisException e) {
+    if (RedisErrors.isWrongType(e)) {
+      return RedisErrors.wrongType(redis, key, EXPECTED, e);
+    }
+    return new RedisStorageException("Redis at " + redis.where() + " failed to " + op
+        + " dead letter '" + key + "': " + e.getMessage(), e);
+  }
+}

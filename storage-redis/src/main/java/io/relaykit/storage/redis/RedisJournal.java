@@ -1,0 +1,297 @@
+package io.relaykit.storage.redis;
+
+import io.lettuce.core.RedisException;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.relaykit.queue.JournalException;
+import io.relaykit.queue.JournalState;
+import io.relaykit.queue.Priority;
+import io.relaykit.queue.QueueJournal;
+import io.relaykit.queue.QueuedEvent;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A {@link QueueJournal} in Redis, for gateways that keep their report queue in a shared Redis. It
+ * stores the queue's state, not a log: each change is one Lua script that edits a few hashes and
+ * sorted sets (events, attempts, next attempt times, dead reasons, first-seen times; pending, dead
+ * and seen ids ordered by a sequence), so a change costs one round trip and O(log n) on the server
+ * and nothing ever needs compaction. {@link #load()} reads the state back in O(n).
+ *
+ * <h2>Durability</h2>
+ * Every change is acknowledged by Redis before the call returns, so {@link #flush()} has nothing
+ * left to wait for. What "acknowledged" survives is Redis's persistence setting: with {@code
+ * appendonly yes} and {@code appendfsync always} an acknowledged change is on disk (a power loss
+ * keeps it); with {@code appendfsync everysec} up to about one second of changes can be lost in an
+ * OS crash or power loss (a Redis process crash alone loses nothing); with no AOF (RDB snapshots
+ * only, or no persistence, as the test server runs) a Redis restart loses everything since the
+ * last snapshot. Replication is asynchronous: a failover can lose acknowledged changes too. Survives
+ * any number of client restarts: the state lives in Redis, under the journal's name.
+ *
+ * <p>All keys of one journal share a hash tag, so the scripts run on Redis Cluster and the journal
+ * lives on one node. Failures raise {@link JournalException} naming the journal; an event too large
+ * for {@code maxValueBytes} raises {@link IllegalArgumentException}. Thread-safe.
+ */
+public final class RedisJournal implements QueueJournal {
+
+  /** The longest event id accepted. */
+  public static final int MAX_EVENT_ID_LENGTH = 512;
+
+  /** The longest journal name accepted. */
+  public static final int MAX_NAME_LENGTH = 200;
+
+  // KEYS: 1 seq, 2 events, 3 attempts, 4 next, 5 pending, 6 dead, 7 reasons, 8 seen, 9 seenAt
+  private static final Script APPEND = new Script("""
+      local id = ARGV[1]
+      local s = redis.call('INCR', KEYS[1])
+      redis.call('HSET', KEYS[2], id, ARGV[2])
+      redis.call('HSET', KEYS[3], id, ARGV[3])
+      redis.call('HSET', KEYS[4], id, ARGV[4])
+      redis.call('ZREM', KEYS[6], id)
+      redis.call('HDEL', KEYS[7], id)
+      redis.call('ZADD', KEYS[5], 'NX', s, id)
+      if not redis.call('ZSCORE', KEYS[8], id) then
+        redis.call('ZADD', KEYS[8], s, id)
+        redis.call('HSET', KEYS[9], id, ARGV[5])
+      end
+      return s
+      """);
+
+  // A removal takes an id from pending, or else from dead; only a pending id that was dropped is
+  // forgotten as well.
+  private static final Script REMOVE = new Script("""
+      local id = ARGV[1]
+      local pending = redis.call('ZREM', KEYS[5], id)
+      if pending == 0 and redis.call('ZREM', KEYS[6], id) == 0 then
+        return 0
+      end
+      redis.call('HDEL', KEYS[2], id)
+      redis.call('HDEL', KEYS[3], id)
+      redis.call('HDEL', KEYS[4], id)
+      redis.call('HDEL', KEYS[7], id)
+      if pending == 1 and ARGV[2] == '1' then
+        redis.call('ZREM', KEYS[8], id)
+        redis.call('HDEL', KEYS[9], id)
+      end
+      return 1
+      """);
+
+  private static final Script RESCHEDULE = new Script("""
+      local id = ARGV[1]
+      if not redis.call('ZSCORE', KEYS[5], id) then
+        return 0
+      end
+      redis.call('HSET', KEYS[3], id, ARGV[2])
+      redis.call('HSET', KEYS[4], id, ARGV[3])
+      return 1
+      """);
+
+  private static final Script DEAD_LETTER = new Script("""
+      local id = ARGV[1]
+      if redis.call('ZREM', KEYS[5], id) == 0 then
+        return 0
+      end
+      local s = redis.call('INCR', KEYS[1])
+      redis.call('ZADD', KEYS[6], s, id)
+      redis.call('HSET', KEYS[3], id, ARGV[2])
+      redis.call('HSET', KEYS[7], id, ARGV[3])
+      return 1
+      """);
+
+  private static final Script FORGET = new Script("""
+      local id = ARGV[1]
+      if redis.call('ZSCORE', KEYS[5], id) then
+        return 0
+      end
+      redis.call('ZREM', KEYS[8], id)
+      redis.call('HDEL', KEYS[9], id)
+      return 1
+      """);
+
+  private final RedisConnector redis;
+  private final String name;
+  private final String[] keys;
+  private final int maxValueBytes;
+  private volatile boolean closed;
+
+  RedisJournal(RedisConnector redis, String name) {
+    this.redis = redis;
+    this.name = requireName(name);
+    String base = redis.config().keyPrefix() + "journal:{" + redis.config().keyPrefix() + name
+        + "}:";
+    this.keys = new String[] {base + "seq", base + "events", base + "attempts", base + "next",
+        base + "pending", base + "dead", base + "reasons", base + "seen", base + "seenAt"};
+    this.maxValueBytes = redis.config().maxValueBytes();
+  }
+
+  static String requireName(String name) {
+    return Keys.requireName("name", name, MAX_NAME_LENGTH);
+  }
+
+  /** The journal's name: its keys live under it, so a new instance on the same name recovers. */
+  public String name() {
+    return name;
+  }
+
+  @Override
+  public void append(QueuedEvent event) {
+    if (event == null) {
+      throw new IllegalArgumentException("event must not be null");
+    }
+    String packed = Fields.encode(event.name(), event.payload(), event.priority().name(),
+        event.enqueuedAt().toString(), event.expiresAt() == null ? null
+            : event.expiresAt().toString());
+    long size = Fields.utf8Length(packed);
+    if (size > maxValueBytes) {
+      throw new IllegalArgumentException("event " + event.eventId() + " is " + size
+          + " bytes encoded, over maxValueBytes " + maxValueBytes);
+    }
+    run("append " + event.eventId(), APPEND, event.eventId(), packed,
+        Integer.toString(event.attempts()), event.nextAttemptAt().toString(),
+        event.enqueuedAt().toString());
+  }
+
+  @Override
+  public void remove(String eventId, Removal removal) {
+    requireId(eventId);
+    if (removal == null) {
+      throw new IllegalArgumentException("removal must not be null");
+    }
+    run("remove " + eventId, REMOVE, eventId, removal == Removal.DROPPED ? "1" : "0");
+  }
+
+  @Override
+  public void reschedule(String eventId, int attempts, Instant nextAttemptAt) {
+    requireId(eventId);
+    requireAttempts(attempts);
+    if (nextAttemptAt == null) {
+      throw new IllegalArgumentException("nextAttemptAt must not be null");
+    }
+    run("reschedule " + eventId, RESCHEDULE, eventId, Integer.toString(attempts),
+        nextAttemptAt.toString());
+  }
+
+  @Override
+  public void deadLetter(String eventId, int attempts, String reason) {
+    requireId(eventId);
+    requireAttempts(attempts);
+    if (reason == null || reason.isBlank()) {
+      throw new IllegalArgumentException("reason must not be blank, was '" + reason + "'");
+    }
+    run("dead-letter " + eventId, DEAD_LETTER, eventId, Integer.toString(attempts), reason);
+  }
+
+  @Override
+  public void forget(String eventId) {
+    requireId(eventId);
+    run("forget " + eventId, FORGET, eventId);
+  }
+
+  @Override
+  public JournalState load() {
+    requireOpen();
+    try {
+      RedisCommands<String, String> sync = redis.sync();
+      List<String> pendingIds = sync.zrange(keys[4], 0, -1);
+      List<String> deadIds = sync.zrange(keys[5], 0, -1);
+      List<String> seenIds = sync.zrange(keys[7], 0, -1);
+      Map<String, String> events = sync.hgetall(keys[1]);
+      Map<String, String> attempts = sync.hgetall(keys[2]);
+      Map<String, String> next = sync.hgetall(keys[3]);
+      Map<String, String> reasons = sync.hgetall(keys[6]);
+      Map<String, String> seenAt = sync.hgetall(keys[8]);
+      List<QueuedEvent> pending = new ArrayList<>(pendingIds.size());
+      for (String id : pendingIds) {
+        pending.add(decode(id, events, attempts, next));
+      }
+      List<QueuedEvent> dead = new ArrayList<>(deadIds.size());
+      Map<String, String> deadReasons = new LinkedHashMap<>();
+      for (String id : deadIds) {
+        dead.add(decode(id, events, attempts, next));
+        deadReasons.put(id, reasons.get(id));
+      }
+      Map<String, Instant> seen = new LinkedHashMap<>();
+      for (String id : seenIds) {
+        seen.put(id, Instant.parse(seenAt.get(id)));
+      }
+      return new JournalState(pending, dead, deadReasons, seen);
+    } catch (RedisException e) {
+      throw new JournalException("Redis journal '" + name + "' at " + redis.where()
+          + " could not be read: " + e.getMessage(), e);
+    } catch (RuntimeException e) {
+      if (e instanceof JournalException) {
+        throw e;
+      }
+      throw new JournalException("Redis journal '" + name + "' at " + redis.where()
+          + " holds data relaykit cannot read (" + e + "); another program or version wrote it",
+          e);
+    }
+  }
+
+  private QueuedEvent decode(String id, Map<String, String> events, Map<String, String> attempts,
+      Map<String, String> next) {
+    String packed = events.get(id);
+    if (packed == null) {
+      throw new JournalException("Redis journal '" + name + "' lists event " + id
+          + " but holds no data for it");
+    }
+    List<String> f = Fields.decode(packed);
+    return new QueuedEvent(id, f.get(0), f.get(1), Priority.valueOf(f.get(2)),
+        Instant.parse(f.get(3)), Integer.parseInt(attempts.get(id)),
+        Instant.parse(next.get(id)), f.get(4) == null ? null : Instant.parse(f.get(4)));
+  }
+
+  /** Every change is acknowledged by Redis before it returns: nothing is left to flush. */
+  @Override
+  public void flush() {
+    requireOpen();
+  }
+
+  /** Closes this handle; the data stays in Redis. The {@link RedisStorage} owns the connection. */
+  @Override
+  public void close() {
+    closed = true;
+  }
+
+  /** Deletes every key of this journal: its whole recorded state. */
+  public void destroy() {
+    try {
+      redis.sync().unlink(keys);
+    } catch (RedisException e) {
+      throw new JournalException("Redis journal '" + name + "' at " + redis.where()
+          + " could not be deleted: " + e.getMessage(), e);
+    }
+  }
+
+  private void run(String what, Script script, String... args) {
+    requireOpen();
+    try {
+      script.run(redis.sync(), ScriptOutputType.INTEGER, keys, args);
+    } catch (RedisException e) {
+      String detail = RedisErrors.isWrongType(e)
+          ? "a key of the journal holds another type of value; another program wrote it: "
+          : "";
+      throw new JournalException("Redis journal '" + name + "' at " + redis.where()
+          + " failed to " + what + ": " + detail + e.getMessage(), e);
+    }
+  }
+
+  private void requireOpen() {
+    if (closed) {
+      throw new IllegalStateException("Redis journal '" + name + "' is closed");
+    }
+  }
+
+  private static void requireId(String eventId) {
+    Keys.requireKey("eventId", eventId, MAX_EVENT_ID_LENGTH);
+  }
+
+  private static void requireAttempts(int attempts) {
+    if (attempts < 0) {
+      throw new IllegalArgumentException("attempts must be >= 0, was " + attempts);
+    }
+  }
+}

@@ -1,0 +1,95 @@
+package io.relaykit.storage.redis;
+
+import java.time.InstantSource;
+
+/**
+ * The entry point to relaykit's Redis backends: one Lettuce client and one shared connection that
+ * every store it hands out uses. Opening does not connect; the first command does, and the
+ * connection reconnects by itself after Redis restarts. Close it when done.
+ *
+ * <pre>{@code
+ * try (RedisStorage redis = RedisStorage.open(RedisStorageConfig.builder()
+ *     .uri("redis://127.0.0.1:6379").keyPrefix("shop:").build())) {
+ *   IdempotencyStore fast = redis.idempotencyStore();
+ *   ...
+ * }
+ * }</pre>
+ */
+public final class RedisStorage implements AutoCloseable {
+  private final RedisConnector connector;
+  private final InstantSource clock;
+
+  private RedisStorage(RedisStorageConfig config, InstantSource clock) {
+    this.connector = new RedisConnector(config);
+    this.clock = clock;
+  }
+
+  /** Storage on {@code config}, using the system clock to report lease expiries. */
+  public static RedisStorage open(RedisStorageConfig config) {
+    return open(config, InstantSource.system());
+  }
+
+  /**
+   * Storage on {@code config}; {@code clock} only dates the answers (lease expiry instants):
+   * Redis expires keys on its own clock.
+   */
+  public static RedisStorage open(RedisStorageConfig config, InstantSource clock) {
+    if (config == null) {
+      throw new IllegalArgumentException("config must not be null");
+    }
+    if (clock == null) {
+      throw new IllegalArgumentException("clock must not be null");
+    }
+    return new RedisStorage(config, clock);
+  }
+
+  public RedisStorageConfig config() {
+    return connector.config();
+  }
+
+  /** The idempotency store under this storage's key prefix; cheap, stateless. */
+  public RedisIdempotencyStore idempotencyStore() {
+    return new RedisIdempotencyStore(connector, clock);
+  }
+
+  /** The version guard under this storage's key prefix; cheap, stateless. */
+  public RedisVersionGuard versionGuard() {
+    return new RedisVersionGuard(connector);
+  }
+
+  /** The dead-letter store named {@code "default"}; cheap, stateless. */
+  public RedisDeadLetterStore deadLetterStore() {
+    return deadLetterStore("default");
+  }
+
+  /**
+   * The dead-letter store called {@code name} (one per source, say) under this storage's key
+   * prefix; cheap, stateless.
+   *
+   * @throws IllegalArgumentException if {@code name} is blank, longer than {@link
+   *     RedisDeadLetterStore#MAX_NAME_LENGTH} or holds a brace
+   */
+  public RedisDeadLetterStore deadLetterStore(String name) {
+    return new RedisDeadLetterStore(connector, name);
+  }
+
+  /**
+   * The journal called {@code name} under this storage's key prefix: a new handle on the same name
+   * (after a restart) sees everything recorded before.
+   *
+   * @throws IllegalArgumentException if {@code name} is blank, longer than {@link
+   *     RedisJournal#MAX_NAME_LENGTH} or holds a brace
+   */
+  public RedisJournal journal(String name) {
+    return new RedisJournal(connector, name);
+  }
+
+  @Override
+  public void close() {
+    connector.close();
+  }
+
+  RedisConnector connector() {
+    return connector;
+  }
+}

@@ -1,0 +1,253 @@
+package io.relaykit.storage.redis;
+
+import io.lettuce.core.RedisURI;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Immutable settings for {@link RedisStorage}: where Redis is, how long to wait for it, how keys are
+ * named, and how long idempotency records live. Build with {@link #builder()}; {@code build()}
+ * rejects an invalid value with an {@link IllegalArgumentException} naming the field and the value.
+ *
+ * <table>
+ *   <caption>Settings and defaults</caption>
+ *   <tr><th>field</th><th>default</th><th>meaning</th></tr>
+ *   <tr><td>uri</td><td>{@code redis://127.0.0.1:6379}</td><td>Lettuce Redis URI</td></tr>
+ *   <tr><td>commandTimeout</td><td>1 s</td><td>a command not answered in time fails (and a
+ *       tiered idempotency store falls back to its durable tier)</td></tr>
+ *   <tr><td>connectTimeout</td><td>5 s</td><td>connect and handshake timeout</td></tr>
+ *   <tr><td>reconnectMaxDelay</td><td>1 s</td><td>cap of the reconnect back-off after Redis went
+ *       away</td></tr>
+ *   <tr><td>keyPrefix</td><td>{@code relaykit:}</td><td>prepended to every key; no braces</td></tr>
+ *   <tr><td>lease</td><td>30 s</td><td>default idempotency lease for callers that do not choose
+ *       one</td></tr>
+ *   <tr><td>retention</td><td>7 days</td><td>how long a DONE idempotency record is kept</td></tr>
+ *   <tr><td>maxValueBytes</td><td>8 MiB</td><td>largest encoded dead letter or journal event
+ *       accepted</td></tr>
+ * </table>
+ */
+public final class RedisStorageConfig {
+
+  /** The longest key prefix accepted. */
+  public static final int MAX_KEY_PREFIX_LENGTH = 128;
+
+  private final String uri;
+  private final Duration commandTimeout;
+  private final Duration connectTimeout;
+  private final Duration reconnectMaxDelay;
+  private final String keyPrefix;
+  private final Duration lease;
+  private final Duration retention;
+  private final int maxValueBytes;
+
+  private RedisStorageConfig(Builder b) {
+    this.uri = b.uri;
+    this.commandTimeout = b.commandTimeout;
+    this.connectTimeout = b.connectTimeout;
+    this.reconnectMaxDelay = b.reconnectMaxDelay;
+    this.keyPrefix = b.keyPrefix;
+    this.lease = b.lease;
+    this.retention = b.retention;
+    this.maxValueBytes = b.maxValueBytes;
+  }
+
+  /** A builder holding the defaults. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** A builder holding this configuration's values, to derive a changed copy. */
+  public Builder toBuilder() {
+    return new Builder()
+        .uri(uri)
+        .commandTimeout(commandTimeout)
+        .connectTimeout(connectTimeout)
+        .reconnectMaxDelay(reconnectMaxDelay)
+        .keyPrefix(keyPrefix)
+        .lease(lease)
+        .retention(retention)
+        .maxValueBytes(maxValueBytes);
+  }
+
+  public String uri() {
+    return uri;
+  }
+
+  public Duration commandTimeout() {
+    return commandTimeout;
+  }
+
+  public Duration connectTimeout() {
+    return connectTimeout;
+  }
+
+  public Duration reconnectMaxDelay() {
+    return reconnectMaxDelay;
+  }
+
+  public String keyPrefix() {
+    return keyPrefix;
+  }
+
+  public Duration lease() {
+    return lease;
+  }
+
+  public Duration retention() {
+    return retention;
+  }
+
+  public int maxValueBytes() {
+    return maxValueBytes;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    if (this == o) {
+      return true;
+    }
+    if (!(o instanceof RedisStorageConfig)) {
+      return false;
+    }
+    RedisStorageConfig c = (RedisStorageConfig) o;
+    return uri.equals(c.uri) && commandTimeout.equals(c.commandTimeout)
+        && connectTimeout.equals(c.connectTimeout)
+        && reconnectMaxDelay.equals(c.reconnectMaxDelay) && keyPrefix.equals(c.keyPrefix)
+        && lease.equals(c.lease) && retention.equals(c.retention)
+        && maxValueBytes == c.maxValueBytes;
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(uri, commandTimeout, connectTimeout, reconnectMaxDelay, keyPrefix, lease,
+        retention, maxValueBytes);
+  }
+
+  @Override
+  public String toString() {
+    // The URI may carry a password: print it redacted.
+    return "RedisStorageConfig[uri=" + redactedUri() + ", commandTimeout=" + commandTimeout
+        + ", connectTimeout=" + connectTimeout + ", reconnectMaxDelay=" + reconnectMaxDelay
+        + ", keyPrefix=" + keyPrefix + ", lease=" + lease + ", retention=" + retention
+        + ", maxValueBytes=" + maxValueBytes + "]";
+  }
+
+  String redactedUri() {
+    return redact(uri);
+  }
+
+  static String redact(String uri) {
+    int at = uri.lastIndexOf('@');
+    int scheme = uri.indexOf("://");
+    if (at < 0 || scheme < 0 || at < scheme) {
+      return uri;
+    }
+    return uri.substring(0, scheme + 3) + "***" + uri.substring(at);
+  }
+
+  /** Collects settings; {@link #build()} validates them. */
+  public static final class Builder {
+    private String uri = "redis://127.0.0.1:6379";
+    private Duration commandTimeout = Duration.ofSeconds(1);
+    private Duration connectTimeout = Duration.ofSeconds(5);
+    private Duration reconnectMaxDelay = Duration.ofSeconds(1);
+    private String keyPrefix = "relaykit:";
+    private Duration lease = Duration.ofSeconds(30);
+    private Duration retention = Duration.ofDays(7);
+    private int maxValueBytes = 8 * 1024 * 1024;
+
+    private Builder() {}
+
+    /** A Lettuce Redis URI, such as {@code redis://127.0.0.1:6379/0}. */
+    public Builder uri(String uri) {
+      this.uri = uri;
+      return this;
+    }
+
+    public Builder commandTimeout(Duration commandTimeout) {
+      this.commandTimeout = commandTimeout;
+      return this;
+    }
+
+    public Builder connectTimeout(Duration connectTimeout) {
+      this.connectTimeout = connectTimeout;
+      return this;
+    }
+
+    public Builder reconnectMaxDelay(Duration reconnectMaxDelay) {
+      this.reconnectMaxDelay = reconnectMaxDelay;
+      return this;
+    }
+
+    /** Prepended to every key, so several applications can share one Redis; no braces. */
+    public Builder keyPrefix(String keyPrefix) {
+      this.keyPrefix = keyPrefix;
+      return this;
+    }
+
+    public Builder lease(Duration lease) {
+      this.lease = lease;
+      return this;
+    }
+
+    public Builder retention(Duration retention) {
+      this.retention = retention;
+      return this;
+    }
+
+    public Builder maxValueBytes(int maxValueBytes) {
+      this.maxValueBytes = maxValueBytes;
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException naming the field and value when the URI is blank or not a
+     *     Redis URI, a duration is missing, zero or negative (or, for Redis expiries, below one
+     *     millisecond), the key prefix is empty, too long or holds a brace or whitespace, or
+     *     {@code maxValueBytes} is below 1 KiB
+     */
+    public RedisStorageConfig build() {
+      if (uri == null || uri.isBlank()) {
+        throw new IllegalArgumentException("uri must not be blank, was '" + uri + "'");
+      }
+      try {
+        RedisURI.create(uri);
+      } catch (RuntimeException e) {
+        throw new IllegalArgumentException(
+            "uri is not a Redis URI: '" + redact(uri) + "' (" + e.getMessage() + ")", e);
+      }
+      requireMillis("commandTimeout", commandTimeout);
+      requireMillis("connectTimeout", connectTimeout);
+      requireMillis("reconnectMaxDelay", reconnectMaxDelay);
+      requireMillis("lease", lease);
+      requireMillis("retention", retention);
+      if (keyPrefix == null || keyPrefix.isEmpty()) {
+        throw new IllegalArgumentException("keyPrefix must not be empty, was '" + keyPrefix + "'");
+      }
+      if (keyPrefix.length() > MAX_KEY_PREFIX_LENGTH) {
+        throw new IllegalArgumentException("keyPrefix must be at most " + MAX_KEY_PREFIX_LENGTH
+            + " characters, was " + keyPrefix.length());
+      }
+      for (int i = 0; i < keyPrefix.length(); i++) {
+        char c = keyPrefix.charAt(i);
+        // Braces would change which part of a key Redis Cluster hashes.
+        if (c == '{' || c == '}' || Character.isWhitespace(c) || Character.isISOControl(c)) {
+          throw new IllegalArgumentException("keyPrefix must not contain braces, whitespace or "
+              + "control characters, was '" + keyPrefix + "'");
+        }
+      }
+      if (maxValueBytes < 1024) {
+        throw new IllegalArgumentException(
+            "maxValueBytes must be >= 1024, was " + maxValueBytes);
+      }
+      return new RedisStorageConfig(this);
+    }
+
+    private static void requireMillis(String field, Duration d) {
+      if (d == null || d.isNegative() || d.toMillis() < 1) {
+        throw new IllegalArgumentException(
+            field + " must be a duration of at least 1 ms, was " + d);
+      }
+    }
+  }
+}

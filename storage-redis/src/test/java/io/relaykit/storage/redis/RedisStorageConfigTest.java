@@ -1,0 +1,66 @@
+package io.relaykit.storage.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+@DisplayName("RedisStorageConfig")
+class RedisStorageConfigTest {
+
+  @Test
+  @DisplayName("defaults are pinned")
+  void defaults() {
+    RedisStorageConfig c = RedisStorageConfig.builder().build();
+    assertThat(c.uri()).isEqualTo("redis://127.0.0.1:6379");
+    assertThat(c.commandTimeout()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(c.connectTimeout()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(c.reconnectMaxDelay()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(c.keyPrefix()).isEqualTo("relaykit:");
+    assertThat(c.lease()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(c.retention()).isEqualTo(Duration.ofDays(7));
+    assertThat(c.maxValueBytes()).isEqualTo(8 * 1024 * 1024);
+    assertThat(c.toBuilder().build()).isEqualTo(c).hasSameHashCodeAs(c);
+  }
+
+  @Test
+  @DisplayName("every invalid value is rejected naming the field and the value")
+  void invalid() {
+    assertInvalid(RedisStorageConfig.builder().uri(" "), "uri");
+    assertInvalid(RedisStorageConfig.builder().uri("http://host"), "uri", "http://host");
+    assertInvalid(RedisStorageConfig.builder().commandTimeout(Duration.ZERO), "commandTimeout",
+        "PT0S");
+    assertInvalid(RedisStorageConfig.builder().connectTimeout(null), "connectTimeout", "null");
+    assertInvalid(RedisStorageConfig.builder().reconnectMaxDelay(Duration.ofSeconds(-1)),
+        "reconnectMaxDelay", "PT-1S");
+    assertInvalid(RedisStorageConfig.builder().lease(Duration.ofNanos(5)), "lease", "PT0.000000005S");
+    assertInvalid(RedisStorageConfig.builder().retention(Duration.ZERO), "retention");
+    assertInvalid(RedisStorageConfig.builder().keyPrefix(""), "keyPrefix");
+    assertInvalid(RedisStorageConfig.builder().keyPrefix("app{1}:"), "keyPrefix", "app{1}:");
+    assertInvalid(RedisStorageConfig.builder().keyPrefix("a b"), "keyPrefix", "a b");
+    assertInvalid(RedisStorageConfig.builder().keyPrefix("p".repeat(129)), "keyPrefix", "129");
+    assertInvalid(RedisStorageConfig.builder().maxValueBytes(1023), "maxValueBytes", "1023");
+  }
+
+  @Test
+  @DisplayName("the password in the URI is not printed")
+  void redacted() {
+    RedisStorageConfig c = RedisStorageConfig.builder()
+        .uri("redis://app:s3cret@127.0.0.1:6379/0").build();
+    assertThat(c.toString()).doesNotContain("s3cret").contains("***@127.0.0.1:6379/0");
+    assertThatThrownBy(() -> RedisStorageConfig.builder().uri("rediss://u:s3cret@").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .satisfies(e -> assertThat(e.getMessage()).doesNotContain("s3cret"));
+  }
+
+  private static void assertInvalid(RedisStorageConfig.Builder b, String... parts) {
+    assertThatThrownBy(b::build).isInstanceOf(IllegalArgumentException.class)
+        .satisfies(e -> {
+          for (String part : parts) {
+            assertThat(e.getMessage()).contains(part);
+          }
+        });
+  }
+}
