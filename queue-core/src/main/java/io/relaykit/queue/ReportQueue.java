@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 
 /**
  * A bounded, prioritized, persistent queue of {@link ReportEvent}s on their way to a server:
@@ -83,9 +84,13 @@ public final class ReportQueue {
     boolean seenTrimmed;
 
     Entry(QueuedEvent event, long seq) {
+      this(event, seq, event.payloadBytes());
+    }
+
+    Entry(QueuedEvent event, long seq, int bytes) {
       this.event = event;
       this.seq = seq;
-      this.bytes = event.payloadBytes();
+      this.bytes = bytes;
     }
   }
 
@@ -109,6 +114,7 @@ public final class ReportQueue {
   private final Duration dedupeWindow;
   private final int dedupeMaxIds;
   private final LifecycleListener listener;
+  private final boolean listening;
   private final String name;
 
   private final ReentrantLock lock = new ReentrantLock();
@@ -139,6 +145,7 @@ public final class ReportQueue {
     this.dedupeWindow = b.dedupeWindow;
     this.dedupeMaxIds = b.dedupeMaxIds;
     this.listener = b.listener;
+    this.listening = b.listenerSet;
     this.name = b.name;
     for (int i = 0; i < lanes.length; i++) {
       lanes[i] = new Lane();
@@ -203,7 +210,7 @@ public final class ReportQueue {
         }
       }
       ticket = journal.appendDeferringSync(queuedEvent);
-      Entry entry = new Entry(queuedEvent, nextSeq++);
+      Entry entry = new Entry(queuedEvent, nextSeq++, size);
       live.put(id, entry);
       bytes += entry.bytes;
       enqueuePending(entry, now);
@@ -326,7 +333,9 @@ public final class ReportQueue {
           e.state = State.INFLIGHT;
           inflight.put(e.event.eventId(), e);
           batch.add(e.event);
-          emit(Stage.DELIVERED, e.event.eventId(), at, "attempt " + (e.event.attempts() + 1));
+          Entry drained = e;
+          emit(Stage.DELIVERED, e.event.eventId(), at,
+              () -> "attempt " + (drained.event.attempts() + 1));
         }
       }
       return batch;
@@ -358,7 +367,8 @@ public final class ReportQueue {
         journal.remove(id, Removal.ACKED);
         forgetIfTrimmed(e);
         acked++;
-        emit(Stage.ACKED, id, now, "after " + (e.event.attempts() + 1) + " attempt(s)");
+        int attempts = e.event.attempts() + 1;
+        emit(Stage.ACKED, id, now, () -> "after " + attempts + " attempt(s)");
       }
       return acked;
     } finally {
@@ -434,7 +444,7 @@ public final class ReportQueue {
           journal.reschedule(id, attempts, next);
           enqueuePending(e, now);
           requeued++;
-          emit(Stage.RETRIED, id, now, "attempt " + attempts + " failed; next at " + next);
+          emit(Stage.RETRIED, id, now, () -> "attempt " + attempts + " failed; next at " + next);
         }
       }
       return new NackResult(requeued, died, lapsed);
@@ -751,7 +761,16 @@ public final class ReportQueue {
   }
 
   private void emit(Stage stage, String id, Instant at, String detail) {
-    LifecycleListener.safely(listener, new LifecycleEvent(stage, id, null, name, at, detail));
+    if (listening) {
+      LifecycleListener.safely(listener, new LifecycleEvent(stage, id, null, name, at, detail));
+    }
+  }
+
+  /** As above, building the detail only when someone listens: drains and acks are hot paths. */
+  private void emit(Stage stage, String id, Instant at, Supplier<String> detail) {
+    if (listening) {
+      emit(stage, id, at, detail.get());
+    }
   }
 
   private static Instant plusSaturating(Instant t, Duration d) {
@@ -795,6 +814,7 @@ public final class ReportQueue {
     private Duration dedupeWindow = Duration.ofHours(24);
     private int dedupeMaxIds = 100_000;
     private LifecycleListener listener = LifecycleListener.noop();
+    private boolean listenerSet;
     private String name = "report-queue";
 
     private Builder() {
@@ -861,6 +881,7 @@ public final class ReportQueue {
     /** Receives every lifecycle step. Default: none. */
     public Builder listener(LifecycleListener listener) {
       this.listener = listener;
+      this.listenerSet = true;
       return this;
     }
 

@@ -78,11 +78,14 @@ public abstract class QueueJournalContract {
     return track(reopenJournal()).load();
   }
 
+  /** A journal reopened after a restart and the state it loaded. */
+  protected record Reopened(QueueJournal journal, JournalState state) {
+  }
+
   /** Like {@link #restart()} but also returns the instance, to keep recording. */
-  protected QueueJournal reopenLoaded(List<JournalState> state) throws Exception {
+  protected Reopened reopenLoaded() throws Exception {
     QueueJournal journal = track(reopenJournal());
-    state.add(journal.load());
-    return journal;
+    return new Reopened(journal, journal.load());
   }
 
   private QueueJournal track(QueueJournal journal) {
@@ -391,9 +394,9 @@ public abstract class QueueJournalContract {
       first.append(event("b"));
       first.close();
 
-      List<JournalState> loaded = new ArrayList<>();
-      QueueJournal second = reopenLoaded(loaded);
-      assertThat(ids(loaded.get(0).pending())).containsExactly("a", "b");
+      Reopened reopened = reopenLoaded();
+      assertThat(ids(reopened.state().pending())).containsExactly("a", "b");
+      QueueJournal second = reopened.journal();
       second.remove("a", Removal.ACKED);
       second.append(event("c"));
       second.close();
@@ -419,6 +422,20 @@ public abstract class QueueJournalContract {
       JournalState state = restart();
       assertThat(state.pending()).containsExactly(critical);
       assertThat(state.seen()).containsOnlyKeys("pay-1");
+    }
+
+    @Test
+    @DisplayName("a critical append whose sync was deferred survives a crash once awaitDurable returns")
+    void deferredSync() throws Exception {
+      QueueJournal journal = fresh();
+      QueuedEvent first = event("pay-1", Priority.CRITICAL, T0);
+      QueuedEvent second = event("pay-2", Priority.CRITICAL, T0.plusMillis(1));
+      long t1 = journal.appendDeferringSync(first);
+      long t2 = journal.appendDeferringSync(second);
+      journal.awaitDurable(t2);
+      journal.awaitDurable(t1);
+
+      assertThat(restart().pending()).containsExactly(first, second);
     }
 
     @Test

@@ -141,6 +141,22 @@ class ReportDispatcherTest {
     }
 
     @Test
+    @DisplayName("an event that expired before its batch went out never reaches the sender and is reported")
+    void expiredNeverSent() {
+      ReportQueue queue = queue(10);
+      ReportDispatcher dispatcher = direct(queue, recording(BatchResult::allOk)).build();
+      queue.enqueue(new ReportEvent("otp", "otp.sent", "123456", Priority.CRITICAL,
+          clock.instant().plusSeconds(3)));
+      enqueue(queue, "keep");
+      clock.advance(Duration.ofSeconds(5));
+      assertThat(dispatcher.runOnce()).isEqualTo(1);
+      assertThat(sent).containsExactly(List.of("keep"));
+      assertThat(queue.stats().expired()).isEqualTo(1);
+      assertThat(log.history("otp")).extracting(LifecycleEvent::stage)
+          .containsExactly(Stage.ENQUEUED, Stage.EXPIRED);
+    }
+
+    @Test
     @DisplayName("Retry-After is a floor under the backoff delay")
     void retryAfter() {
       ReportQueue queue = queue(2);

@@ -1,0 +1,477 @@
+package io.relaykit.transport.rabbitmq;
+
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.GetResponse;
+import com.rabbitmq.client.ShutdownSignalException;
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.message.MalformedMessageException;
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHeaders;
+import io.relaykit.message.PublishException;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleListener;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A {@link DeadLetterStore} view over one subscriber group's dead-letter queue ({@code
+ * <destination>.<group>.dead}), plus {@link #replay} back to the group's queue.
+ *
+ * <p><b>Cost.</b> A queue cannot be searched, so every operation but {@link #add} and an unfiltered
+ * {@link #purge} <em>browses</em> the whole queue: it takes each message with {@code basic.get}
+ * without acking (one broker round trip each), acks the ones it removes, and closes its channel so
+ * the broker requeues the rest. O(depth) round trips per call: fine for an operator looking at
+ * hundreds or a few thousand dead letters, not for a hot path. While a browse runs, the messages
+ * it holds are invisible to other browsers, so a concurrent {@link #find} may miss an entry that
+ * another caller is looking at; {@link #remove} still hands an entry out at most once (only one
+ * channel can hold, and ack, a message).
+ *
+ * <p>{@link #add} publishes with a confirm, then removes older entries of the same id (a crash in
+ * between leaves a twin, never a loss). Undecodable entries are listed with the envelope headers
+ * they had, type {@code undecodable} when theirs is missing, and their original body (a single
+ * zero byte stands in for an empty one). Thread-safe; one connection plus one publisher connection.
+ */
+public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoCloseable {
+
+  private static final long CONFIRM_WAIT_SECONDS = 60;
+
+  private final String destination;
+  private final RabbitMqTopology.GroupQueues queues;
+  private final Connection connection;
+  private final RabbitMqPublisher publisher;
+  private final LifecycleListener listener;
+  private final InstantSource clock;
+
+  private RabbitMqDeadLetterStore(String destination, RabbitMqTopology.GroupQueues queues,
+      Connection connection, RabbitMqPublisher publisher, LifecycleListener listener,
+      InstantSource clock) {
+    this.destination = destination;
+    this.queues = queues;
+    this.connection = connection;
+    this.publisher = publisher;
+    this.listener = listener;
+    this.clock = clock;
+  }
+
+  /**
+   * A view over the dead-letter queue of {@code group} on {@code destination}; declares the
+   * group's topology (idempotent) so that replay has somewhere to go.
+   *
+   * @throws UncheckedIOException naming the broker and how to start it, if it is unreachable
+   * @throws TopologyConflictException if a queue exists with other arguments
+   */
+  public static RabbitMqDeadLetterStore create(RabbitMqTransportConfig config, String destination,
+      String group) {
+    return create(config, destination, group, LifecycleListener.noop(), InstantSource.system());
+  }
+
+  /** Like {@link #create(RabbitMqTransportConfig, String, String)}, reporting REPLAYED events. */
+  public static RabbitMqDeadLetterStore create(RabbitMqTransportConfig config, String destination,
+      String group, LifecycleListener listener, InstantSource clock) {
+    if (config == null || listener == null || clock == null) {
+      throw new IllegalArgumentException("config, listener and clock must not be null");
+    }
+    RabbitMqTopology topology = RabbitMqTopology.of(config);
+    RabbitMqTopology.GroupQueues queues = topology.queues(destination, group);
+    Connection connection;
+    try {
+      connection = Connections.open(config, "dead-letters", true);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e.getMessage(), e);
+    }
+    try {
+      topology.declare(connection, destination, group);
+    } catch (IOException | RuntimeException e) {
+      abort(connection);
+      if (e instanceof RuntimeException) {
+        throw (RuntimeException) e;
+      }
+      throw new UncheckedIOException(e.getMessage(), (IOException) e);
+    }
+    RabbitMqPublisher publisher;
+    try {
+      publisher = RabbitMqPublisher.create(config, LifecycleListener.noop(), clock,
+          "dead-letter-publisher");
+    } catch (RuntimeException e) {
+      abort(connection);
+      throw e;
+    }
+    return new RabbitMqDeadLetterStore(destination, queues, connection, publisher, listener,
+        clock);
+  }
+
+  /** The dead-letter queue this view reads. */
+  public String queue() {
+    return queues.deadLetterQueue();
+  }
+
+  @Override
+  public void add(DeadLetter deadLetter) {
+    if (deadLetter == null) {
+      throw new IllegalArgumentException("deadLetter must not be null");
+    }
+    String entry = UUID.randomUUID().toString();
+    Map<String, String> headers = encode(deadLetter, entry);
+    confirm(publisher.publishToQueue(queues.deadLetterQueue(), headers,
+        deadLetter.message().payload()), "add dead letter " + deadLetter.id());
+    browse(entries -> {
+      for (Entry e : entries) {
+        if (e.deadLetter.id().equals(deadLetter.id()) && !entry.equals(e.entryId)) {
+          e.ack();
+        }
+      }
+      return null;
+    });
+  }
+
+  @Override
+  public Optional<DeadLetter> find(String id) {
+    requireId(id);
+    return browse(entries -> newest(entries, id).map(e -> e.deadLetter));
+  }
+
+  @Override
+  public List<DeadLetter> list(DeadLetterQuery query) {
+    requireQuery(query);
+    return browse(entries -> {
+      List<DeadLetter> matching = matching(entries, query);
+      int from = Math.min(query.offset(), matching.size());
+      int to = (int) Math.min((long) from + query.limit(), matching.size());
+      return new ArrayList<>(matching.subList(from, to));
+    });
+  }
+
+  @Override
+  public long count(DeadLetterQuery query) {
+    requireQuery(query);
+    return browse(entries -> (long) matching(entries, query).size());
+  }
+
+  /** Acks every entry with {@code id} and returns the newest; at most once under concurrency. */
+  @Override
+  public Optional<DeadLetter> remove(String id) {
+    requireId(id);
+    return browse(entries -> {
+      Optional<Entry> newest = newest(entries, id);
+      for (Entry e : entries) {
+        if (e.deadLetter.id().equals(id)) {
+          e.ack();
+        }
+      }
+      return newest.map(e -> e.deadLetter);
+    });
+  }
+
+  /** Without filters a single {@code queue.purge}; with filters a browse that acks the matches. */
+  @Override
+  public long purge(DeadLetterQuery query) {
+    requireQuery(query);
+    if (query.reasonContains() == null && query.type() == null && query.source() == null
+        && query.failedFrom() == null && query.failedBefore() == null) {
+      try (Channel ch = connection.createChannel()) {
+        return ch.queuePurge(queues.deadLetterQueue()).getMessageCount();
+      } catch (IOException | TimeoutException e) {
+        throw new UncheckedIOException(new IOException("purge of " + queues.deadLetterQueue()
+            + " failed: " + e.getMessage(), e));
+      }
+    }
+    return browse(entries -> {
+      long n = 0;
+      for (Entry e : entries) {
+        if (query.matches(e.deadLetter)) {
+          e.ack();
+          n++;
+        }
+      }
+      return n;
+    });
+  }
+
+  /**
+   * Sends the dead letter with {@code id} back to this group's queue (not to the destination's
+   * exchange: the other groups already handled it) with a fresh attempt count, then removes it
+   * from the dead-letter queue.
+   * The resend is confirmed before the removal, so a failure leaves the dead letter in place; a
+   * crash between the two may replay it twice (consumers dedupe by id).
+   *
+   * @return the replayed dead letter, or empty if there was none with that id
+   * @throws PublishException if the resend was not confirmed; the dead letter stays
+   */
+  public Optional<DeadLetter> replay(String id) {
+    requireId(id);
+    Optional<DeadLetter> replayed = browse(entries -> {
+      Optional<Entry> newest = newest(entries, id);
+      if (newest.isEmpty()) {
+        return Optional.empty();
+      }
+      DeadLetter d = newest.get().deadLetter;
+      Map<String, String> wire = new LinkedHashMap<>(MessageHeaders.toWire(d.message()));
+      d.message().key().ifPresent(k -> wire.put(AmqpHeaders.KEY, k));
+      confirm(publisher.publishToQueue(queues.queue(), wire, d.message().payload()),
+          "replay of dead letter " + id + " to " + queues.queue());
+      for (Entry e : entries) {
+        if (e.deadLetter.id().equals(id)) {
+          e.ack();
+        }
+      }
+      return Optional.of(d);
+    });
+    replayed.ifPresent(d -> LifecycleListener.safely(listener, new LifecycleEvent(
+        LifecycleEvent.Stage.REPLAYED, d.id(), d.message().traceId(), queues.queue(),
+        clock.instant(), "replayed from " + queues.deadLetterQueue())));
+    return replayed;
+  }
+
+  @Override
+  public void close() {
+    publisher.close();
+    try {
+      if (connection.isOpen()) {
+        connection.close(5_000);
+      }
+    } catch (IOException | ShutdownSignalException e) {
+      // closing anyway
+    }
+  }
+
+  private static List<DeadLetter> matching(List<Entry> entries, DeadLetterQuery query) {
+    List<DeadLetter> out = new ArrayList<>();
+    for (Entry e : entries) {
+      if (query.matches(e.deadLetter)) {
+        out.add(e.deadLetter);
+      }
+    }
+    out.sort(Comparator.comparing(DeadLetter::lastFailureAt).thenComparing(DeadLetter::id));
+    return out;
+  }
+
+  private static Optional<Entry> newest(List<Entry> entries, String id) {
+    Entry found = null;
+    for (Entry e : entries) {
+      if (e.deadLetter.id().equals(id) && (found == null
+          || !e.deadLetter.lastFailureAt().isBefore(found.deadLetter.lastFailureAt()))) {
+        found = e;
+      }
+    }
+    return Optional.ofNullable(found);
+  }
+
+  private interface Browse<T> {
+    T apply(List<Entry> entries) throws IOException;
+  }
+
+  /**
+   * Takes every ready message without acking, lets {@code action} ack some, then closes the
+   * channel so the broker requeues the rest.
+   */
+  private <T> T browse(Browse<T> action) {
+    Channel ch = null;
+    try {
+      ch = connection.createChannel();
+      if (ch == null) {
+        throw new IOException("no channel available");
+      }
+      List<Entry> entries = new ArrayList<>();
+      GetResponse r;
+      while ((r = ch.basicGet(queues.deadLetterQueue(), false)) != null) {
+        entries.add(new Entry(ch, r.getEnvelope().getDeliveryTag(), r));
+      }
+      return action.apply(entries);
+    } catch (IOException e) {
+      throw new UncheckedIOException(new IOException("browsing " + queues.deadLetterQueue()
+          + " failed: " + e.getMessage(), e));
+    } finally {
+      if (ch != null && ch.isOpen()) {
+        try {
+          ch.close();
+        } catch (IOException | TimeoutException | ShutdownSignalException e) {
+          abortQuietly(ch);
+        }
+      }
+    }
+  }
+
+  private static void abortQuietly(Channel ch) {
+    try {
+      ch.abort();
+    } catch (IOException e) {
+      // the broker requeues on connection loss as well
+    }
+  }
+
+  private static void abort(Connection c) {
+    c.abort();
+  }
+
+  private static void confirm(java.util.concurrent.CompletableFuture<?> f, String what) {
+    try {
+      f.get(CONFIRM_WAIT_SECONDS, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof RuntimeException) {
+        throw (RuntimeException) cause;
+      }
+      throw new PublishException(what + " failed: " + cause, cause);
+    } catch (TimeoutException e) {
+      throw new PublishException(what + " was not confirmed within " + CONFIRM_WAIT_SECONDS
+          + " s", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new PublishException(what + " was interrupted", e);
+    }
+  }
+
+  private static Map<String, String> encode(DeadLetter d, String entry) {
+    Map<String, String> h = new LinkedHashMap<>(MessageHeaders.toWire(d.message()));
+    d.message().key().ifPresent(k -> h.put(AmqpHeaders.KEY, k));
+    h.put(MessageHeaders.DEAD_REASON, d.reason());
+    if (d.exceptionClass() != null) {
+      h.put(MessageHeaders.EXCEPTION_CLASS, d.exceptionClass());
+    }
+    if (d.exceptionMessage() != null) {
+      h.put(MessageHeaders.EXCEPTION_MESSAGE, d.exceptionMessage());
+    }
+    h.put(MessageHeaders.ATTEMPT, Integer.toString(d.attempts()));
+    h.put(MessageHeaders.FIRST_FAILURE_AT, d.firstFailureAt().toString());
+    h.put(MessageHeaders.LAST_FAILURE_AT, d.lastFailureAt().toString());
+    h.put(MessageHeaders.SOURCE, d.source());
+    h.put(AmqpHeaders.DEAD_ENTRY, entry);
+    return h;
+  }
+
+  /** Decodes a dead-letter queue message; lenient, since undecodable messages end up here too. */
+  private DeadLetter decode(GetResponse r) {
+    Map<String, String> wire;
+    try {
+      wire = AmqpHeaders.strings(r.getProps());
+    } catch (MalformedMessageException e) {
+      wire = new LinkedHashMap<>();
+      for (Map.Entry<String, Object> h : r.getProps().getHeaders().entrySet()) {
+        if (!h.getKey().equals(AmqpHeaders.PUBLISH_SEQ) && !AmqpHeaders.isBrokerHeader(h.getKey())) {
+          wire.put(h.getKey(), AmqpHeaders.string(h.getValue()));
+        }
+      }
+    }
+    Message message;
+    try {
+      message = MessageHeaders.fromWire(wire, wire.get(AmqpHeaders.KEY), r.getBody());
+    } catch (MalformedMessageException | IllegalArgumentException e) {
+      message = lenientMessage(wire, r);
+    }
+    Instant first = instant(wire.get(MessageHeaders.FIRST_FAILURE_AT));
+    if (first == null) {
+      first = r.getProps().getTimestamp() != null
+          ? r.getProps().getTimestamp().toInstant() : Instant.EPOCH;
+    }
+    Instant last = instant(wire.get(MessageHeaders.LAST_FAILURE_AT));
+    if (last == null || last.isBefore(first)) {
+      last = first;
+    }
+    int attempts;
+    try {
+      attempts = Math.max(0, Integer.parseInt(wire.getOrDefault(MessageHeaders.ATTEMPT, "0")));
+    } catch (NumberFormatException e) {
+      attempts = 0;
+    }
+    String source = wire.get(MessageHeaders.SOURCE);
+    String reason = wire.get(MessageHeaders.DEAD_REASON);
+    return new DeadLetter(message,
+        source == null || source.isBlank() ? destination : source,
+        reason == null || reason.isBlank() ? "unknown (no " + MessageHeaders.DEAD_REASON
+            + " header)" : reason,
+        wire.get(MessageHeaders.EXCEPTION_CLASS), wire.get(MessageHeaders.EXCEPTION_MESSAGE),
+        attempts, first, last);
+  }
+
+  private static Message lenientMessage(Map<String, String> wire, GetResponse r) {
+    String id = wire.get(MessageHeaders.ID);
+    if (id == null || id.isBlank()) {
+      id = r.getProps().getMessageId() != null && !r.getProps().getMessageId().isBlank()
+          ? r.getProps().getMessageId() : "undecodable-" + r.getEnvelope().getDeliveryTag();
+    }
+    String type = wire.get(MessageHeaders.TYPE);
+    Map<String, String> user = new LinkedHashMap<>();
+    wire.forEach((k, v) -> {
+      if (!MessageHeaders.isReserved(k) && !k.isBlank()) {
+        user.put(k, v);
+      }
+    });
+    byte[] body = r.getBody() == null || r.getBody().length == 0 ? new byte[] {0} : r.getBody();
+    Message.Builder b = Message.builder().id(id)
+        .type(type == null || type.isBlank() ? "undecodable" : type)
+        .payload(body).headers(user);
+    String trace = wire.get(MessageHeaders.TRACE_ID);
+    if (trace != null && !trace.isBlank()) {
+      b.traceId(trace);
+    }
+    Instant created = instant(wire.get(MessageHeaders.CREATED_AT));
+    if (created != null) {
+      b.createdAt(created);
+    }
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      return Message.builder().id(id).type("undecodable").payload(body).build();
+    }
+  }
+
+  private static Instant instant(String s) {
+    if (s == null) {
+      return null;
+    }
+    try {
+      return Instant.parse(s);
+    } catch (DateTimeParseException e) {
+      return null;
+    }
+  }
+
+  private static void requireId(String id) {
+    if (id == null || id.isBlank()) {
+      throw new IllegalArgumentException("id must not be blank, was " + id);
+    }
+  }
+
+  private static void requireQuery(DeadLetterQuery query) {
+    if (query == null) {
+      throw new IllegalArgumentException("query must not be null");
+    }
+  }
+
+  /** One browsed message: held unacked on the browse channel until acked or requeued. */
+  private final class Entry {
+    final Channel channel;
+    final long tag;
+    final DeadLetter deadLetter;
+    final String entryId;
+
+    Entry(Channel channel, long tag, GetResponse r) {
+      this.channel = channel;
+      this.tag = tag;
+      this.deadLetter = decode(r);
+      Object e = r.getProps().getHeaders() == null ? null
+          : r.getProps().getHeaders().get(AmqpHeaders.DEAD_ENTRY);
+      this.entryId = e == null ? null : e.toString();
+    }
+
+    void ack() throws IOException {
+      channel.basicAck(tag, false);
+    }
+  }
+}

@@ -1,0 +1,172 @@
+package io.relaykit.transport.rabbitmq;
+
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ShutdownSignalException;
+import io.relaykit.message.MessageHandler;
+import io.relaykit.message.Subscriber;
+import io.relaykit.message.Subscription;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.LifecycleListener;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+
+/**
+ * A {@link Subscriber} on RabbitMQ quorum queues with manual acknowledgements: a message is acked
+ * only after its handler returned, or after it was durably (publisher-confirmed) moved to a delay
+ * queue for a retry or to the group's dead-letter queue. Nothing is acked before that, so a crash
+ * at any point redelivers the message.
+ *
+ * <p>Each {@link #subscribe} declares the destination's topology for the spec's group (see {@link
+ * RabbitMqTopology}) and starts one consumer with prefetch {@code maxInFlight} (or the configured
+ * prefetch). Members of one group compete for messages; each group sees every message.
+ *
+ * <p><b>Retries.</b> A retryable failure goes to the delay queue of the smallest delay level not
+ * shorter than the policy's backoff; the broker dead-letters it back to the group's queue when the
+ * level's TTL expires, so a short delay never waits behind a long one and the main queue never
+ * blocks. The attempt count and failure times travel in relaykit headers, never in broker delivery
+ * counts. Permanent failures, exhausted attempts, and messages that cannot be decoded go to the
+ * dead-letter queue with the reason, exception, attempts and times in headers.
+ *
+ * <p><b>Ordering.</b> Handlers run on a {@link io.relaykit.ordering.KeyedExecutor} of {@code
+ * concurrency} threads. {@code KEY}: one message per key at a time in arrival order, keys in
+ * parallel (keyless messages run beside anything); {@code PARTITION}: one message at a time per
+ * queue; {@code UNORDERED}: {@code concurrency} at once. Order holds
+ * within one subscriber and only until a retry: a retried message comes back after later ones, and
+ * competing consumers of one group each see part of a key's messages.
+ *
+ * <p>Costs one connection (consumers, recovered automatically after a connection loss; deliveries
+ * in flight at the loss are redelivered) and one publisher connection for retries and dead
+ * letters. Thread-safe.
+ */
+public final class RabbitMqSubscriber implements Subscriber {
+
+  private static final System.Logger LOG = System.getLogger(RabbitMqSubscriber.class.getName());
+
+  private final RabbitMqTransportConfig config;
+  private final RabbitMqTopology topology;
+  private final LifecycleListener listener;
+  private final InstantSource clock;
+  private final Connection connection;
+  private final RabbitMqPublisher mover;
+  private final ScheduledExecutorService timeouts;
+  private final List<RabbitMqSubscription> subscriptions = new CopyOnWriteArrayList<>();
+  private volatile boolean closed;
+
+  private RabbitMqSubscriber(RabbitMqTransportConfig config, LifecycleListener listener,
+      InstantSource clock, Connection connection, RabbitMqPublisher mover) {
+    this.config = config;
+    this.topology = RabbitMqTopology.of(config);
+    this.listener = listener;
+    this.clock = clock;
+    this.connection = connection;
+    this.mover = mover;
+    this.timeouts = Executors.newSingleThreadScheduledExecutor(
+        RabbitMqPublisher.daemon("relaykit-rabbitmq-handler-timeouts"));
+  }
+
+  /**
+   * Connects to the broker in {@code config}.
+   *
+   * @throws UncheckedIOException naming the broker and how to start it, if it is unreachable
+   */
+  public static RabbitMqSubscriber create(RabbitMqTransportConfig config) {
+    return create(config, LifecycleListener.noop(), InstantSource.system());
+  }
+
+  /**
+   * Like {@link #create(RabbitMqTransportConfig)}, reporting DELIVERED, ACKED, RETRIED,
+   * DEAD_LETTERED and EXPIRED events and reading failure times and expiry from {@code clock}.
+   */
+  public static RabbitMqSubscriber create(RabbitMqTransportConfig config,
+      LifecycleListener listener, InstantSource clock) {
+    if (config == null) {
+      throw new IllegalArgumentException("config must not be null");
+    }
+    if (listener == null) {
+      throw new IllegalArgumentException("listener must not be null");
+    }
+    if (clock == null) {
+      throw new IllegalArgumentException("clock must not be null");
+    }
+    RabbitMqPublisher mover = RabbitMqPublisher.create(config, listener, clock, "subscriber-mover");
+    Connection connection;
+    try {
+      connection = Connections.open(config, "subscriber", true);
+    } catch (IOException e) {
+      mover.close();
+      throw new UncheckedIOException(e.getMessage(), e);
+    }
+    return new RabbitMqSubscriber(config, listener, clock, connection, mover);
+  }
+
+  /**
+   * Declares the topology of {@code spec.destination()} for {@code spec.group()} and starts
+   * consuming the group's queue.
+   *
+   * @throws IllegalArgumentException if the destination or group is not a valid name
+   * @throws TopologyConflictException if a queue exists with other arguments
+   * @throws UncheckedIOException if the broker could not be reached
+   * @throws IllegalStateException if this subscriber is closed
+   */
+  @Override
+  public Subscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
+    if (spec == null) {
+      throw new IllegalArgumentException("spec must not be null");
+    }
+    if (handler == null) {
+      throw new IllegalArgumentException("handler must not be null");
+    }
+    if (closed) {
+      throw new IllegalStateException("subscriber is closed");
+    }
+    RabbitMqTopology.GroupQueues queues;
+    try {
+      queues = topology.declare(connection, spec.destination(), spec.group());
+    } catch (IOException e) {
+      throw new UncheckedIOException("could not declare the queues of " + spec.destination()
+          + " for group " + spec.group() + ": " + e.getMessage(), e);
+    }
+    RabbitMqSubscription s = new RabbitMqSubscription(spec, handler, queues, topology, mover,
+        timeouts, listener, clock, config.prefetch() > 0 ? config.prefetch() : spec.maxInFlight());
+    try {
+      s.start(connection);
+    } catch (IOException | ShutdownSignalException e) {
+      s.close(java.time.Duration.ZERO);
+      throw new UncheckedIOException("could not start consuming " + queues.queue() + ": "
+          + e.getMessage(), e instanceof IOException ? (IOException) e : new IOException(e));
+    }
+    subscriptions.add(s);
+    return s;
+  }
+
+  /** Closes every subscription (each with the configured close timeout), then the connections. */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    for (RabbitMqSubscription s : subscriptions) {
+      s.close(config.closeTimeout());
+    }
+    mover.close();
+    timeouts.shutdownNow();
+    try {
+      if (connection.isOpen()) {
+        connection.close(5_000);
+      }
+    } catch (IOException | ShutdownSignalException e) {
+      LOG.log(System.Logger.Level.DEBUG, "closing the subscriber connection failed", e);
+    }
+  }
+
+  /** The broker-side name of the consuming connection. */
+  String connectionName() {
+    return config.connectionName() + "-subscriber";
+  }
+}

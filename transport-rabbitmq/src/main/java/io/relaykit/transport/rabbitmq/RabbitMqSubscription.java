@@ -1,0 +1,471 @@
+package io.relaykit.transport.rabbitmq;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.ShutdownSignalException;
+import io.relaykit.message.Delivery;
+import io.relaykit.message.MalformedMessageException;
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHandler;
+import io.relaykit.message.MessageHeaders;
+import io.relaykit.message.PublishReceipt;
+import io.relaykit.message.Subscription;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.ordering.KeyedExecutor;
+import io.relaykit.retry.RetryPolicy;
+import java.io.IOException;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.time.format.DateTimeParseException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One consumer of one group queue: hands deliveries to worker lanes, runs the handler with a
+ * timeout, and settles each delivery exactly once (ack, or confirmed move to a delay or
+ * dead-letter queue then ack, or nack with requeue when that move failed).
+ */
+final class RabbitMqSubscription implements Subscription {
+
+  private static final System.Logger LOG = System.getLogger(RabbitMqSubscription.class.getName());
+
+  private final SubscriptionSpec spec;
+  private final MessageHandler handler;
+  private final RabbitMqTopology.GroupQueues queues;
+  private final RabbitMqTopology topology;
+  private final RabbitMqPublisher mover;
+  private final ScheduledExecutorService timeouts;
+  private final LifecycleListener listener;
+  private final InstantSource clock;
+  private final int prefetch;
+  private final KeyedExecutor workers;
+  private final AtomicInteger inFlight = new AtomicInteger();
+  private final Object drained = new Object();
+  private final AtomicBoolean closing = new AtomicBoolean();
+  private volatile boolean running;
+  private volatile boolean finishedInTime;
+  /** Set when close gave up waiting: late results must not ack what the broker will redeliver. */
+  private volatile boolean abandoned;
+  private Channel channel;
+  private String consumerTag;
+
+  RabbitMqSubscription(SubscriptionSpec spec, MessageHandler handler,
+      RabbitMqTopology.GroupQueues queues, RabbitMqTopology topology, RabbitMqPublisher mover,
+      ScheduledExecutorService timeouts, LifecycleListener listener, InstantSource clock,
+      int prefetch) {
+    this.spec = spec;
+    this.handler = handler;
+    this.queues = queues;
+    this.topology = topology;
+    this.mover = mover;
+    this.timeouts = timeouts;
+    this.listener = listener;
+    this.clock = clock;
+    this.prefetch = prefetch;
+    // Prefetch bounds what the broker hands out; the slack covers deliveries of a channel lost
+    // and recovered while its old deliveries still run.
+    this.workers = KeyedExecutor.builder()
+        .threads(spec.concurrency())
+        .maxQueued(2 * prefetch)
+        .threadFactory(RabbitMqPublisher.daemon("relaykit-rabbitmq-" + queues.queue()))
+        .build();
+  }
+
+  void start(Connection connection) throws IOException {
+    channel = connection.createChannel();
+    if (channel == null) {
+      throw new IOException("no channel available on the subscriber connection");
+    }
+    // Per-consumer prefetch (global=false): what quorum queues support.
+    channel.basicQos(prefetch);
+    running = true;
+    consumerTag = channel.basicConsume(queues.queue(), false, new DefaultConsumer(channel) {
+      @Override
+      public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props,
+          byte[] body) {
+        received(envelope.getDeliveryTag(), props, body);
+      }
+
+      @Override
+      public void handleCancel(String tag) {
+        running = false;
+        LOG.log(System.Logger.Level.WARNING, "the broker cancelled the consumer of "
+            + queues.queue() + " (queue deleted?)");
+      }
+    });
+  }
+
+  /** Runs on the connection's dispatch thread: decode, then hand off; never blocks. */
+  private void received(long tag, AMQP.BasicProperties props, byte[] body) {
+    inFlight.incrementAndGet();
+    Instant now = clock.instant();
+    Ctx ctx;
+    try {
+      Map<String, String> wire = AmqpHeaders.strings(props);
+      Message message = MessageHeaders.fromWire(wire, wire.get(AmqpHeaders.KEY), body);
+      int failedSoFar = parseAttempt(wire.get(MessageHeaders.ATTEMPT));
+      Instant firstFailure = parseInstant(wire, MessageHeaders.FIRST_FAILURE_AT);
+      ctx = new Ctx(tag, wire, body, message, failedSoFar + 1, firstFailure);
+    } catch (MalformedMessageException | IllegalArgumentException e) {
+      deadLetterUndecodable(tag, props, body, e, now);
+      return;
+    }
+    if (ctx.message.isExpiredAt(now)) {
+      ctx.settled.set(true);
+      ack(tag);
+      event(LifecycleEvent.Stage.EXPIRED, ctx.message, "expired at "
+          + ctx.message.expiresAt().orElseThrow());
+      done();
+      return;
+    }
+    boolean accepted;
+    try {
+      accepted = workers.trySubmit(orderKey(ctx.message), () -> run(ctx));
+    } catch (RejectedExecutionException e) {
+      accepted = false;
+    }
+    if (!accepted) {
+      // Closing (or over the bound after a recovery): let the broker redeliver it.
+      ctx.settled.set(true);
+      nack(tag);
+      done();
+    }
+  }
+
+  /** The KeyedExecutor key: the message key, one key for the whole queue, or none. */
+  private Object orderKey(Message message) {
+    switch (spec.ordering()) {
+      case KEY:
+        return message.key().orElse(null);
+      case PARTITION:
+        return queues.queue();
+      default:
+        return null;
+    }
+  }
+
+  private void run(Ctx ctx) {
+    if (ctx.settled.get()) {
+      return;
+    }
+    ctx.worker = Thread.currentThread();
+    ScheduledFuture<?> timeout = null;
+    try {
+      timeout = timeouts.schedule(() -> timedOut(ctx), spec.handlerTimeout().toNanos(),
+          TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException closing) {
+      // the subscriber is closing; run without a timeout
+    }
+    event(LifecycleEvent.Stage.DELIVERED, ctx.message, "attempt " + ctx.attempt);
+    Throwable failure = null;
+    try {
+      handler.handle(new Delivery(ctx.message, spec.destination(), ctx.attempt,
+          ctx.firstFailure));
+    } catch (Throwable t) {
+      failure = t;
+    } finally {
+      if (timeout != null) {
+        timeout.cancel(false);
+      }
+      synchronized (ctx) {
+        ctx.worker = null;
+      }
+    }
+    settle(ctx, failure);
+    // A timeout may have interrupted this thread after the handler returned.
+    Thread.interrupted();
+    if (failure instanceof VirtualMachineError) {
+      throw (VirtualMachineError) failure;
+    }
+  }
+
+  private void timedOut(Ctx ctx) {
+    settle(ctx, new TimeoutException("handler did not finish within " + spec.handlerTimeout()));
+    synchronized (ctx) {
+      if (ctx.worker != null) {
+        ctx.worker.interrupt();
+      }
+    }
+  }
+
+  /** Settles a delivery once; a late result after a timeout is ignored. */
+  private void settle(Ctx ctx, Throwable failure) {
+    if (!ctx.settled.compareAndSet(false, true)) {
+      return;
+    }
+    if (abandoned) {
+      done();
+      return;
+    }
+    if (failure == null) {
+      ack(ctx.tag);
+      event(LifecycleEvent.Stage.ACKED, ctx.message, "attempt " + ctx.attempt);
+      done();
+      return;
+    }
+    Instant now = clock.instant();
+    Instant first = ctx.firstFailure != null ? ctx.firstFailure : now;
+    if (now.isBefore(first)) {
+      now = first;
+    }
+    RetryPolicy.Decision decision;
+    try {
+      decision = spec.retryPolicy().decide(ctx.attempt, first, now, failure);
+    } catch (RuntimeException e) {
+      decision = RetryPolicy.Decision.deadLetter("retry policy failed: " + e);
+    }
+    Map<String, String> headers = new LinkedHashMap<>(ctx.wire);
+    headers.put(MessageHeaders.ATTEMPT, Integer.toString(ctx.attempt));
+    headers.put(MessageHeaders.FIRST_FAILURE_AT, first.toString());
+    headers.put(MessageHeaders.LAST_FAILURE_AT, now.toString());
+    headers.put(MessageHeaders.SOURCE, spec.destination());
+    headers.put(MessageHeaders.EXCEPTION_CLASS, failure.getClass().getName());
+    String exceptionMessage = failure.getMessage();
+    if (exceptionMessage != null) {
+      headers.put(MessageHeaders.EXCEPTION_MESSAGE, cut(exceptionMessage));
+    } else {
+      headers.remove(MessageHeaders.EXCEPTION_MESSAGE);
+    }
+    String target;
+    LifecycleEvent.Stage stage;
+    String detail;
+    if (decision.retry()) {
+      Duration level = topology.levelFor(decision.delay());
+      target = queues.retryQueues().get(level);
+      headers.put(MessageHeaders.RETRY_AT, now.plus(level).toString());
+      headers.remove(MessageHeaders.DEAD_REASON);
+      stage = LifecycleEvent.Stage.RETRIED;
+      detail = "attempt " + ctx.attempt + " failed (" + failure.getClass().getSimpleName()
+          + "); retry in " + level + " via " + target;
+    } else {
+      target = queues.deadLetterQueue();
+      headers.put(MessageHeaders.DEAD_REASON, cut(decision.reason()));
+      headers.put(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
+      headers.remove(MessageHeaders.RETRY_AT);
+      stage = LifecycleEvent.Stage.DEAD_LETTERED;
+      detail = decision.reason();
+    }
+    moveThenAck(ctx.tag, target, headers, ctx.body, () -> event(stage, ctx.message, detail));
+  }
+
+  private void deadLetterUndecodable(long tag, AMQP.BasicProperties props, byte[] body,
+      RuntimeException e, Instant now) {
+    Map<String, String> headers = new LinkedHashMap<>();
+    if (props.getHeaders() != null) {
+      props.getHeaders().forEach((k, v) -> {
+        if (!k.equals(AmqpHeaders.PUBLISH_SEQ) && !AmqpHeaders.isBrokerHeader(k)) {
+          headers.put(k, String.valueOf(v));
+        }
+      });
+    }
+    String id = headers.get(MessageHeaders.ID);
+    if (id == null || id.isBlank()) {
+      id = props.getMessageId() != null && !props.getMessageId().isBlank()
+          ? props.getMessageId() : "undecodable-" + UUID.randomUUID();
+      headers.put(MessageHeaders.ID, id);
+    }
+    String reason = "undecodable: " + e.getMessage();
+    headers.put(MessageHeaders.DEAD_REASON, cut(reason));
+    headers.put(MessageHeaders.EXCEPTION_CLASS, e.getClass().getName());
+    headers.put(MessageHeaders.EXCEPTION_MESSAGE, cut(String.valueOf(e.getMessage())));
+    headers.put(MessageHeaders.ATTEMPT, "0");
+    headers.put(MessageHeaders.FIRST_FAILURE_AT, now.toString());
+    headers.put(MessageHeaders.LAST_FAILURE_AT, now.toString());
+    headers.put(MessageHeaders.SOURCE, spec.destination());
+    headers.put(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
+    String trace = headers.get(MessageHeaders.TRACE_ID);
+    String messageId = id;
+    moveThenAck(tag, queues.deadLetterQueue(), headers, body, () ->
+        LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
+            messageId, trace, queues.queue(), clock.instant(), reason)));
+  }
+
+  /**
+   * Publishes to {@code queue} with a confirm, then acks the original; if the publish fails the
+   * original is requeued instead, so the message is never in neither place.
+   */
+  private void moveThenAck(long tag, String queue, Map<String, String> headers, byte[] body,
+      Runnable onMoved) {
+    CompletableFuture<PublishReceipt> moved;
+    try {
+      moved = mover.publishToQueue(queue, headers, body);
+    } catch (RuntimeException e) {
+      moved = CompletableFuture.failedFuture(e);
+    }
+    moved.whenComplete((receipt, error) -> {
+      if (error == null) {
+        ack(tag);
+        onMoved.run();
+      } else {
+        LOG.log(System.Logger.Level.WARNING, "could not move a message to " + queue
+            + "; requeued it for another attempt: " + error);
+        nack(tag);
+      }
+      done();
+    });
+  }
+
+  private void ack(long tag) {
+    try {
+      synchronized (channel) {
+        channel.basicAck(tag, false);
+      }
+    } catch (IOException | ShutdownSignalException e) {
+      // The channel is gone: the broker redelivers the message (at-least-once).
+      LOG.log(System.Logger.Level.DEBUG, "ack failed on " + queues.queue(), e);
+    }
+  }
+
+  private void nack(long tag) {
+    try {
+      synchronized (channel) {
+        channel.basicNack(tag, false, true);
+      }
+    } catch (IOException | ShutdownSignalException e) {
+      LOG.log(System.Logger.Level.DEBUG, "nack failed on " + queues.queue(), e);
+    }
+  }
+
+  private void done() {
+    if (inFlight.decrementAndGet() == 0) {
+      synchronized (drained) {
+        drained.notifyAll();
+      }
+    }
+  }
+
+  private void event(LifecycleEvent.Stage stage, Message m, String detail) {
+    LifecycleListener.safely(listener, new LifecycleEvent(stage, m.id(), m.traceId(),
+        queues.queue(), clock.instant(), detail));
+  }
+
+  @Override
+  public boolean close(Duration deadline) {
+    if (deadline == null || deadline.isNegative()) {
+      throw new IllegalArgumentException("deadline must be zero or positive, was " + deadline);
+    }
+    if (!closing.compareAndSet(false, true)) {
+      return finishedInTime;
+    }
+    running = false;
+    if (channel != null && consumerTag != null) {
+      try {
+        channel.basicCancel(consumerTag);
+      } catch (IOException | ShutdownSignalException e) {
+        LOG.log(System.Logger.Level.DEBUG, "cancel failed on " + queues.queue(), e);
+      }
+    }
+    long end = System.nanoTime() + deadline.toNanos();
+    boolean interrupted = false;
+    synchronized (drained) {
+      long left;
+      while (inFlight.get() > 0 && (left = end - System.nanoTime()) > 0) {
+        try {
+          TimeUnit.NANOSECONDS.timedWait(drained, left);
+        } catch (InterruptedException e) {
+          interrupted = true;
+          break;
+        }
+      }
+    }
+    finishedInTime = inFlight.get() == 0;
+    abandoned = !finishedInTime;
+    // Close the channel before interrupting the workers: a handler that returns on the interrupt
+    // must not ack a message that should go to the next consumer.
+    if (channel != null && channel.isOpen()) {
+      try {
+        // Unacked deliveries go back to the queue for the next consumer.
+        channel.close();
+      } catch (IOException | TimeoutException | ShutdownSignalException e) {
+        LOG.log(System.Logger.Level.DEBUG, "closing the channel of " + queues.queue()
+            + " failed", e);
+      }
+    }
+    workers.shutdownNow();
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    return finishedInTime;
+  }
+
+  @Override
+  public boolean isRunning() {
+    return running && channel != null && channel.isOpen();
+  }
+
+  /** Deliveries received and not yet settled; for tests. */
+  int inFlight() {
+    return inFlight.get();
+  }
+
+  private static int parseAttempt(String value) {
+    if (value == null) {
+      return 0;
+    }
+    try {
+      int n = Integer.parseInt(value);
+      if (n < 0) {
+        throw new MalformedMessageException("header " + MessageHeaders.ATTEMPT
+            + " is negative: " + value);
+      }
+      return n;
+    } catch (NumberFormatException e) {
+      throw new MalformedMessageException("header " + MessageHeaders.ATTEMPT
+          + " is not an integer: " + value, e);
+    }
+  }
+
+  private static Instant parseInstant(Map<String, String> wire, String name) {
+    String value = wire.get(name);
+    if (value == null) {
+      return null;
+    }
+    try {
+      return Instant.parse(value);
+    } catch (DateTimeParseException e) {
+      throw new MalformedMessageException("header " + name + " is not an instant: " + value, e);
+    }
+  }
+
+  static String cut(String s) {
+    return s.length() <= AmqpHeaders.MAX_EXCEPTION_MESSAGE
+        ? s : s.substring(0, AmqpHeaders.MAX_EXCEPTION_MESSAGE) + "...";
+  }
+
+  /** One delivery on its way through the handler. */
+  private static final class Ctx {
+    final long tag;
+    final Map<String, String> wire;
+    final byte[] body;
+    final Message message;
+    final int attempt;
+    final Instant firstFailure;
+    final AtomicBoolean settled = new AtomicBoolean();
+    volatile Thread worker;
+
+    Ctx(long tag, Map<String, String> wire, byte[] body, Message message, int attempt,
+        Instant firstFailure) {
+      this.tag = tag;
+      this.wire = wire;
+      this.body = body;
+      this.message = message;
+      this.attempt = attempt;
+      this.firstFailure = firstFailure;
+    }
+  }
+}

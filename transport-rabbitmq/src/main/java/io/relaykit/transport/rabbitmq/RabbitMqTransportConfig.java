@@ -1,0 +1,326 @@
+package io.relaykit.transport.rabbitmq;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+/**
+ * Everything the RabbitMQ transport needs to know: where the broker is, how far the publisher may
+ * run ahead of its confirms, how long it waits for them, the retry delay levels and how queues are
+ * named. Immutable; {@link Builder#build()} validates every field and names the one that is wrong.
+ *
+ * <p>Defaults (pinned by a test): URI from {@code RELAYKIT_RABBITMQ_URI} or {@code
+ * amqp://guest:guest@127.0.0.1:5672} (vhost /); connection name {@code relaykit}; prefetch 0 (use the
+ * subscription's {@code maxInFlight}); confirm window 1024; confirm timeout 30 s; close timeout
+ * 30 s; maximum message 16 MiB; delay levels 1 s, 10 s, 1 min, 10 min, 1 h; recovery interval 1 s;
+ * no name prefix.
+ */
+public final class RabbitMqTransportConfig {
+
+  /** Environment variable that overrides the default broker URI. */
+  public static final String URI_ENV = "RELAYKIT_RABBITMQ_URI";
+  /** The broker URI used when neither the builder nor {@value #URI_ENV} sets one. */
+  public static final String DEFAULT_URI = "amqp://guest:guest@127.0.0.1:5672";
+  /** RabbitMQ refuses messages above 512 MiB whatever its configuration says. */
+  public static final int BROKER_HARD_LIMIT_BYTES = 512 * 1024 * 1024;
+  /** Queue and exchange names are at most 255 bytes in AMQP 0-9-1. */
+  static final int MAX_NAME_LENGTH = 255;
+
+  private static final Pattern NAME = Pattern.compile("[A-Za-z0-9._:-]*");
+
+  private final String uri;
+  private final String connectionName;
+  private final int prefetch;
+  private final int confirmWindow;
+  private final Duration confirmTimeout;
+  private final Duration closeTimeout;
+  private final int maxMessageBytes;
+  private final List<Duration> delayLevels;
+  private final Duration recoveryInterval;
+  private final String namePrefix;
+
+  private RabbitMqTransportConfig(Builder b) {
+    this.uri = b.uri;
+    this.connectionName = b.connectionName;
+    this.prefetch = b.prefetch;
+    this.confirmWindow = b.confirmWindow;
+    this.confirmTimeout = b.confirmTimeout;
+    this.closeTimeout = b.closeTimeout;
+    this.maxMessageBytes = b.maxMessageBytes;
+    this.delayLevels = List.copyOf(b.delayLevels);
+    this.recoveryInterval = b.recoveryInterval;
+    this.namePrefix = b.namePrefix;
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** A builder holding this config's values, to derive a changed copy. */
+  public Builder toBuilder() {
+    return new Builder()
+        .uri(uri)
+        .connectionName(connectionName)
+        .prefetch(prefetch)
+        .confirmWindow(confirmWindow)
+        .confirmTimeout(confirmTimeout)
+        .closeTimeout(closeTimeout)
+        .maxMessageBytes(maxMessageBytes)
+        .delayLevels(delayLevels)
+        .recoveryInterval(recoveryInterval)
+        .namePrefix(namePrefix);
+  }
+
+  /** The broker URI, {@code amqp://user:password@host:port/vhost} (or {@code amqps://}). */
+  public String uri() {
+    return uri;
+  }
+
+  /** Shown in the broker's connection list, suffixed with the role (publisher, subscriber). */
+  public String connectionName() {
+    return connectionName;
+  }
+
+  /** Unacknowledged deliveries per consumer; 0 means the subscription's {@code maxInFlight}. */
+  public int prefetch() {
+    return prefetch;
+  }
+
+  /** Messages a publisher may have unconfirmed at once; a full window blocks {@code publish}. */
+  public int confirmWindow() {
+    return confirmWindow;
+  }
+
+  /**
+   * How long a publish may wait for its confirm (and for room in the window) before it fails with
+   * a retryable {@link io.relaykit.message.PublishException}.
+   */
+  public Duration confirmTimeout() {
+    return confirmTimeout;
+  }
+
+  /** How long {@code close()} waits for outstanding confirms and in-flight handlers. */
+  public Duration closeTimeout() {
+    return closeTimeout;
+  }
+
+  /** Largest encoded message (body plus headers) a publisher accepts. */
+  public int maxMessageBytes() {
+    return maxMessageBytes;
+  }
+
+  /** The retry delays, ascending; each has its own delay queue per subscriber group. */
+  public List<Duration> delayLevels() {
+    return delayLevels;
+  }
+
+  /** Pause between reconnect attempts after a connection loss. */
+  public Duration recoveryInterval() {
+    return recoveryInterval;
+  }
+
+  /** Put in front of every exchange and queue name the transport declares. */
+  public String namePrefix() {
+    return namePrefix;
+  }
+
+  @Override
+  public String toString() {
+    return "RabbitMqTransportConfig[uri=" + redactedUri() + ", connectionName=" + connectionName
+        + ", prefetch=" + prefetch + ", confirmWindow=" + confirmWindow
+        + ", confirmTimeout=" + confirmTimeout + ", closeTimeout=" + closeTimeout
+        + ", maxMessageBytes=" + maxMessageBytes + ", delayLevels=" + delayLevels
+        + ", recoveryInterval=" + recoveryInterval + ", namePrefix=" + namePrefix + "]";
+  }
+
+  /** The URI without its password, for logs and error messages. */
+  String redactedUri() {
+    return redact(uri);
+  }
+
+  static String redact(String uri) {
+    return uri.replaceFirst("//([^:/@]*):[^@/]*@", "//$1:***@");
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    if (this == o) {
+      return true;
+    }
+    if (!(o instanceof RabbitMqTransportConfig)) {
+      return false;
+    }
+    RabbitMqTransportConfig c = (RabbitMqTransportConfig) o;
+    return prefetch == c.prefetch && confirmWindow == c.confirmWindow
+        && maxMessageBytes == c.maxMessageBytes && uri.equals(c.uri)
+        && connectionName.equals(c.connectionName) && confirmTimeout.equals(c.confirmTimeout)
+        && closeTimeout.equals(c.closeTimeout) && delayLevels.equals(c.delayLevels)
+        && recoveryInterval.equals(c.recoveryInterval) && namePrefix.equals(c.namePrefix);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(uri, connectionName, prefetch, confirmWindow, confirmTimeout,
+        closeTimeout, maxMessageBytes, delayLevels, recoveryInterval, namePrefix);
+  }
+
+  /** Builds a validated {@link RabbitMqTransportConfig}. */
+  public static final class Builder {
+    private String uri = defaultUri();
+    private String connectionName = "relaykit";
+    private int prefetch = 0;
+    private int confirmWindow = 1024;
+    private Duration confirmTimeout = Duration.ofSeconds(30);
+    private Duration closeTimeout = Duration.ofSeconds(30);
+    private int maxMessageBytes = 16 * 1024 * 1024;
+    private List<Duration> delayLevels = List.of(Duration.ofSeconds(1), Duration.ofSeconds(10),
+        Duration.ofMinutes(1), Duration.ofMinutes(10), Duration.ofHours(1));
+    private Duration recoveryInterval = Duration.ofSeconds(1);
+    private String namePrefix = "";
+
+    private Builder() {}
+
+    private static String defaultUri() {
+      String env = System.getenv(URI_ENV);
+      return env == null || env.isBlank() ? DEFAULT_URI : env;
+    }
+
+    public Builder uri(String uri) {
+      this.uri = uri;
+      return this;
+    }
+
+    public Builder connectionName(String connectionName) {
+      this.connectionName = connectionName;
+      return this;
+    }
+
+    public Builder prefetch(int prefetch) {
+      this.prefetch = prefetch;
+      return this;
+    }
+
+    public Builder confirmWindow(int confirmWindow) {
+      this.confirmWindow = confirmWindow;
+      return this;
+    }
+
+    public Builder confirmTimeout(Duration confirmTimeout) {
+      this.confirmTimeout = confirmTimeout;
+      return this;
+    }
+
+    public Builder closeTimeout(Duration closeTimeout) {
+      this.closeTimeout = closeTimeout;
+      return this;
+    }
+
+    public Builder maxMessageBytes(int maxMessageBytes) {
+      this.maxMessageBytes = maxMessageBytes;
+      return this;
+    }
+
+    /** The retry delays; sorted ascending on build, duplicates rejected. */
+    public Builder delayLevels(List<Duration> delayLevels) {
+      this.delayLevels = delayLevels == null ? null : new ArrayList<>(delayLevels);
+      return this;
+    }
+
+    public Builder delayLevels(Duration... delayLevels) {
+      return delayLevels(delayLevels == null ? null : List.of(delayLevels));
+    }
+
+    public Builder recoveryInterval(Duration recoveryInterval) {
+      this.recoveryInterval = recoveryInterval;
+      return this;
+    }
+
+    public Builder namePrefix(String namePrefix) {
+      this.namePrefix = namePrefix;
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException naming the field and value: a URI that is not {@code
+     *     amqp://} or {@code amqps://}, a blank connection name, a negative prefetch or one above
+     *     65535, a confirm window below 1, a non-positive timeout or interval, a maximum message
+     *     size below 1 KiB or above {@value #BROKER_HARD_LIMIT_BYTES}, no delay levels, a delay
+     *     level that is not positive, a duplicate delay level or one above 24 days, or a name
+     *     prefix with characters other than letters, digits and {@code . _ : -}
+     */
+    public RabbitMqTransportConfig build() {
+      if (uri == null || uri.isBlank()) {
+        throw new IllegalArgumentException("uri must not be blank");
+      }
+      try {
+        String scheme = new URI(uri).getScheme();
+        if (!"amqp".equalsIgnoreCase(scheme) && !"amqps".equalsIgnoreCase(scheme)) {
+          throw new IllegalArgumentException(
+              "uri must start with amqp:// or amqps://, was " + redact(uri));
+        }
+      } catch (URISyntaxException e) {
+        throw new IllegalArgumentException("uri is not a valid URI: " + redact(uri), e);
+      }
+      if (connectionName == null || connectionName.isBlank()) {
+        throw new IllegalArgumentException("connectionName must not be blank");
+      }
+      if (prefetch < 0 || prefetch > 65_535) {
+        throw new IllegalArgumentException("prefetch must be in 0..65535, was " + prefetch);
+      }
+      if (confirmWindow < 1) {
+        throw new IllegalArgumentException("confirmWindow must be >= 1, was " + confirmWindow);
+      }
+      positive("confirmTimeout", confirmTimeout);
+      positive("closeTimeout", closeTimeout);
+      positive("recoveryInterval", recoveryInterval);
+      if (maxMessageBytes < 1024 || maxMessageBytes > BROKER_HARD_LIMIT_BYTES) {
+        throw new IllegalArgumentException("maxMessageBytes must be in 1024.."
+            + BROKER_HARD_LIMIT_BYTES + ", was " + maxMessageBytes);
+      }
+      if (delayLevels == null || delayLevels.isEmpty()) {
+        throw new IllegalArgumentException("delayLevels must hold at least one delay, was "
+            + delayLevels);
+      }
+      for (Duration level : delayLevels) {
+        positive("delayLevels", level);
+        // x-message-ttl is a 32-bit signed millisecond count on the broker.
+        if (level.compareTo(Duration.ofMillis(Integer.MAX_VALUE)) > 0) {
+          throw new IllegalArgumentException(
+              "delayLevels must not exceed " + Duration.ofMillis(Integer.MAX_VALUE) + ", was "
+                  + level);
+        }
+        if (level.toMillis() < 1) {
+          throw new IllegalArgumentException("delayLevels must be at least 1 ms, was " + level);
+        }
+      }
+      List<Duration> sorted = new ArrayList<>(delayLevels);
+      sorted.sort(null);
+      for (int i = 1; i < sorted.size(); i++) {
+        if (sorted.get(i).toMillis() == sorted.get(i - 1).toMillis()) {
+          throw new IllegalArgumentException(
+              "delayLevels must not repeat a level, " + sorted.get(i) + " appears twice");
+        }
+      }
+      delayLevels = sorted;
+      if (namePrefix == null || !NAME.matcher(namePrefix).matches()) {
+        throw new IllegalArgumentException("namePrefix may hold only letters, digits and . _ : -,"
+            + " was " + namePrefix);
+      }
+      if (namePrefix.length() > 100) {
+        throw new IllegalArgumentException(
+            "namePrefix must be at most 100 characters, was " + namePrefix.length());
+      }
+      return new RabbitMqTransportConfig(this);
+    }
+
+    private static void positive(String field, Duration value) {
+      if (value == null || value.isZero() || value.isNegative()) {
+        throw new IllegalArgumentException(field + " must be a positive duration, was " + value);
+      }
+    }
+  }
+}

@@ -1,0 +1,2 @@
+/** RabbitMQ transport for relaykit. */
+package io.relaykit.transport.rabbitmq;

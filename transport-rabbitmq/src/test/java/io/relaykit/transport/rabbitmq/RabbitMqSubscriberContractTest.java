@@ -1,0 +1,83 @@
+package io.relaykit.transport.rabbitmq;
+
+import com.rabbitmq.client.Connection;
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.Subscriber;
+import io.relaykit.tck.Await;
+import io.relaykit.tck.SubscriberContract;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+
+/**
+ * The Subscriber contract on the real broker. Retries leave a key's order (a retried message waits
+ * in a delay queue while later messages of its key go on), so {@link #holdsKeyBehindRetry()} is
+ * false, as the RabbitMqSubscriber documents.
+ */
+class RabbitMqSubscriberContractTest extends SubscriberContract {
+
+  private static final List<String> GROUPS = List.of("g", "g1", "g2", "shared");
+
+  private final RabbitMqTransportConfig config = TestBroker.config()
+      .delayLevels(Duration.ofMillis(100), Duration.ofSeconds(1), Duration.ofMinutes(1))
+      .build();
+  private final RabbitMqTopology topology = RabbitMqTopology.of(config);
+  private final List<String> destinations = new CopyOnWriteArrayList<>();
+
+  @Override
+  protected Subscriber createSubscriber() {
+    return RabbitMqSubscriber.create(config);
+  }
+
+  @Override
+  protected Publisher createPublisher() {
+    return RabbitMqPublisher.create(config);
+  }
+
+  @Override
+  protected String newDestination() {
+    String d = TestBroker.unique("subkit");
+    destinations.add(d);
+    return d;
+  }
+
+  @Override
+  protected boolean holdsKeyBehindRetry() {
+    return false;
+  }
+
+  @Override
+  protected DeadLetter awaitDeadLetter(String destination, String messageId, Duration timeout) {
+    AtomicReference<DeadLetter> found = new AtomicReference<>();
+    try (RabbitMqDeadLetterStore store = RabbitMqDeadLetterStore.create(config, destination,
+        "g")) {
+      Await.until(timeout, "dead letter " + messageId + " of " + destination, () -> {
+        Optional<DeadLetter> d = store.find(messageId);
+        d.ifPresent(found::set);
+        return d.isPresent();
+      });
+    }
+    return found.get();
+  }
+
+  @AfterEach
+  void deleteQueues() throws IOException {
+    try (Connection admin = TestBroker.connect(config)) {
+      for (String d : destinations) {
+        for (String g : GROUPS) {
+          topology.delete(admin, d, g, false);
+        }
+        try (var ch = admin.createChannel()) {
+          ch.exchangeDelete(topology.exchange(d));
+        } catch (java.util.concurrent.TimeoutException e) {
+          throw new IOException(e);
+        }
+      }
+    }
+  }
+}
