@@ -50,7 +50,7 @@ public class H2JournalBenchmark {
   /** When rows become durable. */
   public enum Durability { GROUP_COMMIT, SYNC }
 
-  static final int RAW_GROUP = 100;
+  static final int RAW_GROUP = 1_000;
   static final String PREFIX = "bench_";
   private static final String INSERT = "INSERT INTO " + PREFIX + "journal (journal, event_id, kind,"
       + " seq, seen_at, name, payload, priority, enqueued_at, attempts, next_attempt_at,"

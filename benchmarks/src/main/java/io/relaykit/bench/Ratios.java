@@ -58,7 +58,7 @@ final class Ratios {
             Ratio.Select.of("JournalBenchmark.concurrentCritical", "impl", "RELAYKIT"),
             Ratio.Select.of("JournalBenchmark.concurrentCritical", "impl", "FSYNC_PER_ADD"),
             10.0),
-        new Ratio("H2 journal group commit vs raw JDBC batch insert, commit every 100",
+        new Ratio("H2 journal group commit vs raw JDBC batch insert, commit every 1 000",
             Ratio.Select.of("H2JournalBenchmark.append", "impl", "RELAYKIT",
                 "durability", "GROUP_COMMIT"),
             Ratio.Select.of("H2JournalBenchmark.append", "impl", "RAW_JDBC_BATCH",
@@ -72,6 +72,20 @@ final class Ratios {
         new Ratio("outbox relay, H2 → in-process, 10 000 keyless rows, vs the 10 000/s goal",
             Ratio.Select.of("OutboxRelayBenchmark.drain", "keys", "0"),
             Ratio.Select.fixed("goal", 10_000, "ops/s"),
-            1.0));
+            1.0),
+        new Ratio("RabbitMQ publisher with confirms vs raw amqp-client async confirms, window 1024",
+            Ratio.Select.of("RabbitMqPublisherBenchmark.publish", "impl", "RELAYKIT",
+                "window", "1024"),
+            Ratio.Select.of("RabbitMqPublisherBenchmark.publish", "impl", "RAW_AMQP_CLIENT",
+                "window", "1024"),
+            0.8),
+        new Ratio("Redis idempotency claim vs raw Lettuce SET NX PX, 4 threads",
+            Ratio.Select.of("RedisIdempotencyBenchmark.claim", "impl", "RELAYKIT"),
+            Ratio.Select.of("RedisIdempotencyBenchmark.claim", "impl", "RAW_LETTUCE"),
+            0.8),
+        new Ratio("Redis claim + complete vs raw SET NX PX + EVALSHA, 4 threads",
+            Ratio.Select.of("RedisIdempotencyBenchmark.claimComplete", "impl", "RELAYKIT"),
+            Ratio.Select.of("RedisIdempotencyBenchmark.claimComplete", "impl", "RAW_LETTUCE"),
+            0.8));
   }
 }

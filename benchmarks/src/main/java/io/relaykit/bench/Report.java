@@ -140,7 +140,11 @@ public final class Report {
     if (v >= 10) {
       return String.format(Locale.ROOT, "%.1f", v);
     }
-    return String.format(Locale.ROOT, "%.2f", v);
+    if (v >= 0.1) {
+      return String.format(Locale.ROOT, "%.2f", v);
+    }
+    // Two significant digits, so a small ratio never prints as 0.00.
+    return new java.math.BigDecimal(v).round(new java.math.MathContext(2)).toPlainString();
   }
 
   /**
