@@ -43,6 +43,32 @@ class ReportTest {
   }
 
   @Test
+  @DisplayName("a ratio against a fixed goal divides by the goal and names it")
+  void fixedGoal() {
+    String json = "[{\"benchmark\":\"io.relaykit.bench.OutboxRelayBenchmark.drain\","
+        + "\"params\":{\"batchSize\":\"500\",\"keys\":\"0\"},"
+        + "\"primaryMetric\":{\"score\":5000.0,\"scoreError\":10.0,"
+        + "\"scoreUnit\":\"ops/s\"}}]";
+    Ratio goal = new Ratio("relay vs goal",
+        Ratio.Select.of("OutboxRelayBenchmark.drain", "keys", "0"),
+        Ratio.Select.fixed("goal", 10_000, "ops/s"), 1.0);
+
+    Report.Row row = Report.compute(Report.read(json), List.of(goal)).get(0);
+
+    assertThat(row.value()).hasValue(0.5);
+    assertThat(row.verdict()).isEqualTo("MISSED");
+    assertThat(Report.markdown(List.of(row))).contains("| 10,000 ops/s (goal) | 0.50× |");
+  }
+
+  @Test
+  @DisplayName("a small ratio keeps two significant digits instead of printing 0.00")
+  void smallRatios() {
+    assertThat(Report.format(0.0043)).isEqualTo("0.0043");
+    assertThat(Report.format(0.25)).isEqualTo("0.25");
+    assertThat(Report.format(12_345)).isEqualTo("12,345");
+  }
+
+  @Test
   @DisplayName("a file that is not a JMH result is refused clearly")
   void badInput() {
     assertThatThrownBy(() -> Report.read("{\"x\":1}"))
