@@ -152,12 +152,12 @@ public final class Report {
    * script, so a README shows it as an image.
    */
   static String svg(List<Row> rows) {
-    int labelWidth = 470;
-    int chartWidth = 420;
+    int labelWidth = 560;
+    int chartWidth = 480;
     int rowHeight = 30;
     int top = 40;
     int height = top + rows.size() * rowHeight + 40;
-    double minLog = -1;   // 0.1x
+    double minLog = -3;   // 0.001x
     double maxLog = 4;    // 10 000x
     StringBuilder s = new StringBuilder();
     s.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"")
