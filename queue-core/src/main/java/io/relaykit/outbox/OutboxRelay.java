@@ -71,7 +71,7 @@ public final class OutboxRelay implements AutoCloseable {
   private Thread worker;
   private volatile boolean running;
   private boolean closed;
-  private Instant lastPurge;
+  private volatile Instant lastPurge;
 
   private OutboxRelay(Builder b) {
     this.store = b.store;
@@ -344,9 +344,10 @@ public final class OutboxRelay implements AutoCloseable {
   }
 
   /**
-   * Stops the loop: the cycle in progress finishes (up to {@code deadline}; after that the thread
-   * is interrupted and its rows are taken over when their lease expires). Idempotent. Does not
-   * close the publisher or the store.
+   * Stops the loop: no new cycle starts, and this waits up to {@code deadline} for the cycle in
+   * progress to finish (a cycle that outlives the deadline still ends by itself, within the confirm
+   * timeout; its thread is never interrupted). Idempotent. Does not close the publisher or the
+   * store.
    *
    * @return whether the loop stopped within the deadline
    */
@@ -365,16 +366,13 @@ public final class OutboxRelay implements AutoCloseable {
     if (t == null || t == Thread.currentThread()) {
       return true;
     }
+    // The worker is not interrupted: an interrupt inside a JDBC call can break the connection,
+    // and with H2 files the whole database. Its cycle ends by itself within the confirm timeout.
     try {
       t.join(Math.max(1, deadline.toMillis()));
-      if (t.isAlive()) {
-        t.interrupt();
-        return false;
-      }
-      return true;
+      return !t.isAlive();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      t.interrupt();
       return false;
     }
   }

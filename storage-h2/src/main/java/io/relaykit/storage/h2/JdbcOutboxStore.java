@@ -256,7 +256,9 @@ public final class JdbcOutboxStore implements OutboxStore {
 
   @Override
   public int purgeSent(Instant sentBefore) {
-    requireNow(sentBefore);
+    if (sentBefore == null) {
+      throw new IllegalArgumentException("sentBefore must not be null");
+    }
     long before = Instants.toNanos("sentBefore", sentBefore);
     return Jdbc.autoCommit(dataSource, "outbox purgeSent on " + tables.outbox, c -> {
       try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + tables.outbox

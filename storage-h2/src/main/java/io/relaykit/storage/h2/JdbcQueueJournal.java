@@ -325,9 +325,17 @@ public final class JdbcQueueJournal implements QueueJournal {
       closed = true;
       upTo = recorded;
     }
-    // shutdown, not shutdownNow: interrupting a flush in progress closes H2's file channel
-    // (ClosedByInterruptException) and with it the whole database, for every user of the pool.
+    // shutdown, not shutdownNow: interrupting a thread inside an H2 file write closes the file
+    // channel (ClosedByInterruptException) and with it the whole database.
     flusher.shutdown();
+    try {
+      if (!flusher.awaitTermination(30, TimeUnit.SECONDS)) {
+        LOG.log(System.Logger.Level.WARNING, "journal " + name
+            + " group commit still running after 30 s at close");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     awaitDurable(upTo);
   }
 

@@ -1,0 +1,773 @@
+package io.relaykit.transport.kafka;
+
+import io.relaykit.message.Delivery;
+import io.relaykit.message.MalformedMessageException;
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHandler;
+import io.relaykit.message.MessageHeaders;
+import io.relaykit.message.MessageRejectedException;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.BacklogMonitor;
+import io.relaykit.monitor.BacklogSnapshot;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
+import io.relaykit.retry.RateLimiter;
+import io.relaykit.ordering.KeyedExecutor;
+import io.relaykit.ordering.OffsetTracker;
+import io.relaykit.retry.RetryPolicy;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InvalidGroupIdException;
+
+/**
+ * The consumer runtime behind a {@link KafkaSubscription}: one poll thread that owns the Kafka
+ * consumer and never runs or waits for a handler, a {@link KeyedExecutor} of {@code concurrency}
+ * workers, an {@link OffsetTracker} that turns out-of-order completion into a contiguous commit
+ * position, and the retry and dead-letter routing.
+ *
+ * <h2>Implementation notes</h2>
+ *
+ * <p>Poll thread: each turn it sets which partitions are paused (all of them when in-flight work is
+ * near {@code maxInFlight} or the subscription is draining; a retry partition whose next record is
+ * not yet due until then), polls, tracks and submits every record, and every commit interval
+ * commits the tracker's committable offsets asynchronously and samples the backlog. A record of the
+ * retry topic that is not yet due is not tracked: the poll thread seeks back to it and pauses its
+ * partition until its due time, so the delay costs no memory and no sleeping.
+ *
+ * <p>Workers decode the record (undecodable records go to the dead-letter topic), run the handler
+ * under a timeout watchdog, and on failure ask the {@link RetryPolicy}: retry means a copy goes to
+ * the retry topic with our attempt and due-time headers, give up means it goes to the dead-letter
+ * topic; either way the record counts as done only when the broker confirmed that copy. In KEY and
+ * PARTITION modes, {@link KeyParking} holds back the key's later records until the retry finishes.
+ *
+ * <p>Rebalances: on revoke we commit what is done for the revoked partitions (synchronously, still
+ * owning them), then drop their tracker state, so nothing of theirs is committed again and late
+ * completions of their records are ignored; the new owner starts at the committed offset. On loss
+ * (the group moved on without us) we drop the state without committing.
+ */
+final class KafkaConsumerRuntime implements KafkaSubscription {
+
+  private static final System.Logger LOG = System.getLogger(KafkaConsumerRuntime.class.getName());
+  /** How long to wait before handing a record to the retry or dead-letter topic again. */
+  private static final Duration RESEND_DELAY = Duration.ofSeconds(1);
+  private static final int MAX_EXCEPTION_MESSAGE = 2000;
+
+  private enum State { RUNNING, DRAINING, STOPPING, CLOSED, FAILED }
+
+  /** The position of a record in the retry topic whose key is parked until it finishes. */
+  private record RetryHold(TopicPartition partition, long offset) {}
+
+  private final SubscriptionSpec spec;
+  private final MessageHandler handler;
+  private final KafkaTransportConfig config;
+  private final InstantSource clock;
+  private final LifecycleListener listener;
+  private final MetricsListener metrics;
+  private final BacklogMonitor monitor;
+  private final RateLimiter rateLimiter;
+  private final String topic;
+  private final String retryTopic;
+  private final String deadLetterTopic;
+  private final KafkaConsumer<String, byte[]> consumer;
+  private final KafkaPublisher router;
+  private final OffsetTracker<TopicPartition> tracker;
+  private final KeyParking parking = new KeyParking();
+  private final KeyedExecutor workers;
+  private final ScheduledThreadPoolExecutor timers;
+  private final Thread pollThread;
+  private final int maxPollRecords;
+  private final Runnable onClosed;
+  private final Object idle = new Object();
+  private final Set<TopicPartition> owned = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private final CountDownLatch pollThreadDone = new CountDownLatch(1);
+
+  private volatile State state = State.RUNNING;
+  private volatile ConsumerBacklog backlog;
+  private volatile Boolean drainedAtClose;
+
+  // Poll thread only.
+  private final Map<TopicPartition, Instant> delayedUntil = new HashMap<>();
+  private final Map<TopicPartition, Long> committed = new HashMap<>();
+
+  KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
+      String retryTopic, String deadLetterTopic, RateLimiter rateLimiter, Runnable onClosed) {
+    this.spec = spec;
+    this.handler = handler;
+    this.config = config;
+    this.clock = config.clock();
+    this.listener = config.listener();
+    this.metrics = config.metrics();
+    this.monitor = new BacklogMonitor(config.backlogMonitor(), clock);
+    this.rateLimiter = rateLimiter;
+    this.topic = spec.destination();
+    this.retryTopic = retryTopic;
+    this.deadLetterTopic = deadLetterTopic;
+    this.onClosed = onClosed;
+    this.maxPollRecords = Math.max(1, Math.min(500, spec.maxInFlight() / 2));
+    this.tracker = new OffsetTracker<>(clock);
+    this.consumer = new KafkaConsumer<>(consumerProperties(config, spec, maxPollRecords),
+        new org.apache.kafka.common.serialization.StringDeserializer(),
+        new org.apache.kafka.common.serialization.ByteArrayDeserializer());
+    this.router = KafkaPublisher.createRouter(config);
+    String name = "relaykit-" + topic + "-" + spec.group();
+    this.workers = KeyedExecutor.builder()
+        .threads(spec.concurrency())
+        .maxQueued(spec.maxInFlight() + maxPollRecords)
+        .threadName(name + "-worker")
+        .failureHandler((key, failure) -> LOG.log(System.Logger.Level.ERROR,
+            "unexpected failure in the consumer runtime of " + topic, failure))
+        .build();
+    this.timers = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread t = new Thread(r, name + "-timer");
+      t.setDaemon(true);
+      return t;
+    });
+    timers.setRemoveOnCancelPolicy(true);
+    this.backlog = new ConsumerBacklog(topic, spec.group(), Map.of(), 0, Duration.ZERO,
+        clock.instant());
+    this.pollThread = new Thread(this::pollLoop, name + "-poll");
+    pollThread.setDaemon(true);
+  }
+
+  static Map<String, Object> consumerProperties(KafkaTransportConfig config, SubscriptionSpec spec,
+      int maxPollRecords) {
+    Map<String, Object> props = new HashMap<>();
+    props.put("auto.offset.reset", "earliest");
+    props.putAll(config.consumerProperties());
+    props.put("bootstrap.servers", config.bootstrapServers());
+    props.put("group.id", spec.group());
+    props.put("client.id", config.clientIdPrefix() + "-" + spec.group() + "-"
+        + Long.toHexString(System.nanoTime()));
+    props.put("enable.auto.commit", "false");
+    props.put("max.poll.records", Integer.toString(maxPollRecords));
+    props.put("max.poll.interval.ms", Long.toString(config.maxPollInterval().toMillis()));
+    return props;
+  }
+
+  void start() {
+    pollThread.start();
+  }
+
+  // ---------------------------------------------------------------- poll thread
+
+  private void pollLoop() {
+    try {
+      consumer.subscribe(List.of(topic, retryTopic), new Rebalance());
+      long nextCommit = System.nanoTime() + config.commitInterval().toNanos();
+      while (state == State.RUNNING || state == State.DRAINING) {
+        try {
+          adjustPauses();
+          ConsumerRecords<String, byte[]> records = consumer.poll(config.pollTimeout());
+          accept(records);
+          if (System.nanoTime() - nextCommit >= 0) {
+            commitAsync();
+            sampleBacklog();
+            nextCommit = System.nanoTime() + config.commitInterval().toNanos();
+          }
+        } catch (AuthenticationException | AuthorizationException | InvalidGroupIdException e) {
+          LOG.log(System.Logger.Level.ERROR, "consumer of " + topic + " in group " + spec.group()
+              + " failed and stopped: " + e.getMessage(), e);
+          state = State.FAILED;
+        } catch (RuntimeException e) {
+          // One bad turn (a commit timeout, a broker moving) must not end the loop.
+          LOG.log(System.Logger.Level.WARNING, "poll loop of " + topic + " in group "
+              + spec.group() + " hit " + e + "; continuing", e);
+        }
+      }
+    } finally {
+      try {
+        commitSync(new HashSet<>(owned));
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "final commit of " + topic + " failed: " + e, e);
+      }
+      for (TopicPartition tp : new ArrayList<>(owned)) {
+        tracker.revoke(tp);
+      }
+      owned.clear();
+      try {
+        consumer.close(org.apache.kafka.clients.consumer.CloseOptions.timeout(config.closeTimeout()));
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "closing the consumer of " + topic + " failed", e);
+      }
+      pollThreadDone.countDown();
+      synchronized (idle) {
+        idle.notifyAll();
+      }
+    }
+  }
+
+  private void adjustPauses() {
+    Set<TopicPartition> assigned = consumer.assignment();
+    Instant now = clock.instant();
+    delayedUntil.entrySet().removeIf(e -> !e.getValue().isAfter(now)
+        || !assigned.contains(e.getKey()));
+    boolean stopIntake = state != State.RUNNING
+        || tracker.inFlight() + maxPollRecords > spec.maxInFlight();
+    Set<TopicPartition> wanted = stopIntake ? assigned : delayedUntil.keySet();
+    Set<TopicPartition> paused = consumer.paused();
+    List<TopicPartition> toPause = new ArrayList<>();
+    for (TopicPartition tp : wanted) {
+      if (!paused.contains(tp)) {
+        toPause.add(tp);
+      }
+    }
+    List<TopicPartition> toResume = new ArrayList<>();
+    for (TopicPartition tp : paused) {
+      if (!wanted.contains(tp) && assigned.contains(tp)) {
+        toResume.add(tp);
+      }
+    }
+    if (!toPause.isEmpty()) {
+      consumer.pause(toPause);
+    }
+    if (!toResume.isEmpty()) {
+      consumer.resume(toResume);
+    }
+  }
+
+  private void accept(ConsumerRecords<String, byte[]> records) {
+    if (records.isEmpty()) {
+      return;
+    }
+    Instant now = clock.instant();
+    for (TopicPartition tp : records.partitions()) {
+      boolean fromRetry = tp.topic().equals(retryTopic);
+      for (ConsumerRecord<String, byte[]> r : records.records(tp)) {
+        if (state != State.RUNNING) {
+          consumer.seek(tp, r.offset()); // draining: leave it for the next owner
+          break;
+        }
+        if (fromRetry) {
+          Instant due = retryDue(r);
+          if (due != null && due.isAfter(now)) {
+            consumer.seek(tp, r.offset());
+            delayedUntil.put(tp, due);
+            consumer.pause(List.of(tp));
+            break;
+          }
+        }
+        OffsetTracker.Ticket<TopicPartition> ticket = tracker.track(tp, r.offset());
+        dispatch(new Work(r, ticket, fromRetry, gateKey(r, fromRetry)));
+      }
+    }
+  }
+
+  private static Instant retryDue(ConsumerRecord<String, byte[]> r) {
+    String due = KafkaRecords.fromHeaders(r.headers()).get(MessageHeaders.RETRY_AT);
+    if (due == null) {
+      return null;
+    }
+    try {
+      return Instant.parse(due);
+    } catch (DateTimeParseException e) {
+      return null; // the worker dead-letters it with the reason
+    }
+  }
+
+  private Object gateKey(ConsumerRecord<String, byte[]> r, boolean fromRetry) {
+    switch (spec.ordering()) {
+      case UNORDERED:
+        return null;
+      case KEY:
+        return r.key(); // a keyless record has nothing to be ordered with: it runs unordered
+      case PARTITION:
+        if (fromRetry) {
+          String source = KafkaRecords.fromHeaders(r.headers())
+              .get(MessageHeaders.SOURCE_POSITION);
+          String partition = source == null ? null : KafkaRecords.partitionOf(source);
+          return partition != null ? partition : r.topic() + "-" + r.partition();
+        }
+        return r.topic() + "-" + r.partition();
+      default:
+        throw new AssertionError(spec.ordering());
+    }
+  }
+
+  private void commitAsync() {
+    Map<TopicPartition, OffsetAndMetadata> offsets = changedOffsets(consumer.assignment());
+    if (offsets.isEmpty()) {
+      return;
+    }
+    consumer.commitAsync(offsets, (done, error) -> {
+      if (error != null) {
+        LOG.log(System.Logger.Level.DEBUG, "async commit of " + topic + " failed (the next one"
+            + " covers it): " + error);
+        done.keySet().forEach(committed::remove);
+      }
+    });
+    offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
+  }
+
+  private void commitSync(Collection<TopicPartition> partitions) {
+    Map<TopicPartition, OffsetAndMetadata> offsets = changedOffsets(partitions);
+    if (!offsets.isEmpty()) {
+      consumer.commitSync(offsets, config.closeTimeout());
+      offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
+    }
+  }
+
+  private Map<TopicPartition, OffsetAndMetadata> changedOffsets(
+      Collection<TopicPartition> partitions) {
+    Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
+    for (TopicPartition tp : partitions) {
+      OptionalLong next = tracker.committable(tp);
+      if (next.isPresent() && !Long.valueOf(next.getAsLong()).equals(committed.get(tp))) {
+        offsets.put(tp, new OffsetAndMetadata(next.getAsLong()));
+      }
+    }
+    return offsets;
+  }
+
+  private void sampleBacklog() {
+    Map<String, Long> lag = new LinkedHashMap<>();
+    for (TopicPartition tp : consumer.assignment()) {
+      OptionalLong l = consumer.currentLag(tp);
+      if (l.isPresent()) {
+        lag.put(tp.toString(), l.getAsLong());
+      }
+    }
+    ConsumerBacklog sample = new ConsumerBacklog(topic, spec.group(), lag, tracker.inFlight(),
+        tracker.oldestInFlightAge().orElse(Duration.ZERO), clock.instant());
+    backlog = sample;
+    try {
+      monitor.record(sample.toSample());
+    } catch (IllegalArgumentException e) {
+      return; // the clock stepped back: skip this sample rather than feed the monitor disorder
+    }
+    BacklogSnapshot snapshot = monitor.snapshot();
+    MetricsListener.safely(metrics, m -> {
+      m.consumerLag(topic, spec.group(), sample.totalLag());
+      m.backlogDepth(topic, sample.totalLag() + sample.inFlight());
+      m.oldestAge(topic, sample.oldestInFlightAge());
+      m.backlog(topic, snapshot);
+    });
+  }
+
+  /** Runs on the poll thread, inside {@code poll}. */
+  private final class Rebalance implements ConsumerRebalanceListener {
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+      try {
+        commitSync(partitions);
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "commit on revoke of " + partitions + " failed; "
+            + "the next owner may repeat finished records: " + e, e);
+      }
+      drop(partitions);
+    }
+
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> partitions) {
+      drop(partitions);
+    }
+
+    @Override
+    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+      owned.addAll(partitions);
+    }
+  }
+
+  private void drop(Collection<TopicPartition> partitions) {
+    Set<TopicPartition> gone = new HashSet<>(partitions);
+    owned.removeAll(gone);
+    for (TopicPartition tp : gone) {
+      tracker.revoke(tp);
+      delayedUntil.remove(tp);
+      committed.remove(tp);
+    }
+    parking.revoke(
+        hold -> (hold instanceof RetryHold rh && gone.contains(rh.partition()))
+            || (hold instanceof Work w && gone.contains(w.partition())),
+        w -> gone.contains(w.partition()),
+        this::submit);
+    synchronized (idle) {
+      idle.notifyAll();
+    }
+  }
+
+  // ---------------------------------------------------------------- dispatch
+
+  private void dispatch(Work w) {
+    if (w.gateKey() == null || w.fromRetryTopic()) {
+      submit(w);
+    } else {
+      parking.admit(w, this::submit);
+    }
+  }
+
+  private void submit(Work w) {
+    Runnable task = () -> {
+      if (w.gateKey() != null && !w.fromRetryTopic() && parking.parkIfHeld(w)) {
+        return; // its key went into retry after this record was queued
+      }
+      process(w);
+    };
+    try {
+      if (!workers.trySubmit(w.gateKey(), task)) {
+        // Cannot happen while in-flight work stays under maxInFlight; wait rather than lose it.
+        workers.submit(w.gateKey(), task);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      // Shutting down: the record stays uncommitted and is redelivered to the next owner.
+    }
+  }
+
+  // ---------------------------------------------------------------- workers
+
+  private void process(Work w) {
+    if (!owned.contains(w.partition()) || state == State.CLOSED) {
+      return; // revoked: the next owner re-reads it
+    }
+    ConsumerRecord<String, byte[]> r = w.record();
+    Map<String, String> wire = KafkaRecords.fromHeaders(r.headers());
+    Instant now = clock.instant();
+    Message message;
+    int attempt = 1;
+    Instant firstFailure = null;
+    String source = topic;
+    String sourcePosition = w.position();
+    try {
+      message = MessageHeaders.fromWire(wire, r.key(), r.value());
+      if (w.fromRetryTopic()) {
+        attempt = Integer.parseInt(required(wire, MessageHeaders.ATTEMPT)) + 1;
+        firstFailure = Instant.parse(required(wire, MessageHeaders.FIRST_FAILURE_AT));
+        source = wire.getOrDefault(MessageHeaders.SOURCE, topic);
+        sourcePosition = wire.getOrDefault(MessageHeaders.SOURCE_POSITION, w.position());
+      }
+    } catch (MalformedMessageException | NumberFormatException | DateTimeParseException e) {
+      MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));
+      deadLetter(w, wire, null, "undecodable: " + e.getMessage(), e, 0, now, now, topic,
+          w.position());
+      return;
+    }
+    if (message.isExpiredAt(now)) {
+      event(LifecycleEvent.Stage.EXPIRED, message, "expired at " + message.expiresAt().get());
+      MetricsListener.safely(metrics, m -> m.dropped(topic, "expired", 1));
+      finish(w);
+      return;
+    }
+    if (rateLimiter != null) {
+      try {
+        rateLimiter.acquire(); // holds this worker, so intake slows through the in-flight bound
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return; // closing: not committed, redelivered to the next owner
+      }
+    }
+    Delivery delivery = new Delivery(message, source, attempt, firstFailure);
+    event(LifecycleEvent.Stage.DELIVERED, message, w.position());
+    runHandler(w, wire, delivery, sourcePosition);
+  }
+
+  private static String required(Map<String, String> wire, String name) {
+    String v = wire.get(name);
+    if (v == null) {
+      throw new MalformedMessageException("retry record lacks header " + name);
+    }
+    return v;
+  }
+
+  /** Guards one handler call: exactly one of the handler's return and the timeout settles it. */
+  private static final class Attempt {
+    final Thread thread = Thread.currentThread();
+    boolean settled;
+  }
+
+  private void runHandler(Work w, Map<String, String> wire, Delivery delivery,
+      String sourcePosition) {
+    Attempt attempt = new Attempt();
+    Duration timeout = spec.handlerTimeout();
+    ScheduledFuture<?> watchdog = timers.schedule(() -> {
+      synchronized (attempt) {
+        if (attempt.settled) {
+          return;
+        }
+        attempt.settled = true;
+        attempt.thread.interrupt();
+      }
+      onFailure(w, wire, delivery, sourcePosition, new TimeoutException(
+          "handler did not finish within " + timeout + "; its late result is ignored"));
+    }, timeout.toNanos(), TimeUnit.NANOSECONDS);
+    Throwable failure = null;
+    try {
+      handler.handle(delivery);
+    } catch (Throwable t) {
+      failure = t;
+    }
+    boolean mine;
+    synchronized (attempt) {
+      mine = !attempt.settled;
+      attempt.settled = true;
+    }
+    Thread.interrupted(); // clears an interrupt the watchdog sent
+    if (!mine) {
+      LOG.log(System.Logger.Level.DEBUG, "late result of " + w + " ignored after its timeout");
+      return;
+    }
+    watchdog.cancel(false);
+    if (!owned.contains(w.partition())) {
+      return; // revoked or closed meanwhile: the next owner redoes it
+    }
+    if (failure == null) {
+      event(LifecycleEvent.Stage.ACKED, delivery.message(), w.position());
+      finish(w);
+    } else {
+      onFailure(w, wire, delivery, sourcePosition, failure);
+    }
+  }
+
+  private void onFailure(Work w, Map<String, String> wire, Delivery delivery,
+      String sourcePosition, Throwable failure) {
+    if (!owned.contains(w.partition())) {
+      return; // revoked or closing: the next owner redoes it, so no retry copy
+    }
+    Instant now = clock.instant();
+    Instant first = delivery.firstFailureAt() != null ? delivery.firstFailureAt() : now;
+    RetryPolicy.Decision decision = decide(delivery.attempt(), first, now, failure);
+    if (!decision.retry()) {
+      deadLetter(w, wire, delivery.message(), decision.reason(), failure, delivery.attempt(),
+          first, now, delivery.source(), sourcePosition);
+      return;
+    }
+    Object key = w.gateKey();
+    if (key != null) {
+      parking.hold(key, w); // before this worker lets the key's next record run
+    }
+    Map<String, String> headers = new LinkedHashMap<>(wire);
+    headers.put(MessageHeaders.ATTEMPT, Integer.toString(delivery.attempt()));
+    headers.put(MessageHeaders.FIRST_FAILURE_AT, first.toString());
+    headers.put(MessageHeaders.LAST_FAILURE_AT, now.toString());
+    headers.put(MessageHeaders.RETRY_AT, now.plus(decision.delay()).toString());
+    headers.put(MessageHeaders.SOURCE, delivery.source());
+    headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
+    describeFailure(headers, failure);
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic, null,
+        w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
+    Message message = delivery.message();
+    sendDurably(w, copy, message.id(), md -> {
+      if (key != null) {
+        parking.replace(key, w, new RetryHold(new TopicPartition(md.topic(), md.partition()),
+            md.offset()));
+      }
+      event(LifecycleEvent.Stage.RETRIED, message, "attempt " + delivery.attempt() + " failed, "
+          + "retry after " + decision.delay() + " via " + KafkaRecords.position(md.topic(),
+          md.partition(), md.offset()));
+      finish(w);
+    }, rejected -> {
+      if (key != null) {
+        parking.release(key, w, this::submit);
+      }
+      deadLetter(w, wire, message, "retry copy refused: " + rejected.getMessage(), failure,
+          delivery.attempt(), first, now, delivery.source(), sourcePosition);
+    });
+  }
+
+  private RetryPolicy.Decision decide(int attempt, Instant first, Instant now, Throwable failure) {
+    try {
+      return spec.retryPolicy().decide(attempt, first, now, failure);
+    } catch (RuntimeException e) {
+      return RetryPolicy.Decision.deadLetter("retry policy failed: " + e);
+    }
+  }
+
+  private void deadLetter(Work w, Map<String, String> wire, Message message, String reason,
+      Throwable failure, int attempts, Instant first, Instant last, String source,
+      String sourcePosition) {
+    if (!owned.contains(w.partition())) {
+      return;
+    }
+    Map<String, String> headers = new LinkedHashMap<>(wire);
+    headers.remove(MessageHeaders.RETRY_AT);
+    headers.put(MessageHeaders.DEAD_REASON, truncate(reason));
+    headers.put(MessageHeaders.ATTEMPT, Integer.toString(attempts));
+    headers.put(MessageHeaders.FIRST_FAILURE_AT, first.toString());
+    headers.put(MessageHeaders.LAST_FAILURE_AT, last.toString());
+    headers.put(MessageHeaders.SOURCE, source);
+    headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
+    describeFailure(headers, failure);
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
+        w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
+    String id = message != null ? message.id() : "dlt:" + sourcePosition;
+    sendDurably(w, copy, id, md -> {
+      LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
+          id, message != null ? message.traceId() : null, topic, clock.instant(), reason));
+      finish(w);
+    }, rejected -> LOG.log(System.Logger.Level.ERROR, "dead-letter topic " + deadLetterTopic
+        + " refused " + w + " (" + rejected.getMessage() + "); it stays uncommitted"));
+  }
+
+  private static void describeFailure(Map<String, String> headers, Throwable failure) {
+    if (failure == null) {
+      headers.remove(MessageHeaders.EXCEPTION_CLASS);
+      headers.remove(MessageHeaders.EXCEPTION_MESSAGE);
+      return;
+    }
+    headers.put(MessageHeaders.EXCEPTION_CLASS, failure.getClass().getName());
+    headers.put(MessageHeaders.EXCEPTION_MESSAGE,
+        failure.getMessage() == null ? "" : truncate(failure.getMessage()));
+  }
+
+  private static String truncate(String s) {
+    return s.length() <= MAX_EXCEPTION_MESSAGE ? s : s.substring(0, MAX_EXCEPTION_MESSAGE) + "...";
+  }
+
+  /**
+   * Sends a retry or dead-letter copy until the broker confirms it, as long as the record's
+   * partition is still ours: the record is not done (not committable) before that.
+   */
+  private void sendDurably(Work w, ProducerRecord<String, byte[]> copy, String what,
+      Consumer<RecordMetadata> onSent, Consumer<RuntimeException> onRejected) {
+    router.send(copy, what).whenComplete((md, error) -> {
+      if (error == null) {
+        onSent.accept(md);
+        return;
+      }
+      Throwable cause = error instanceof CompletionException && error.getCause() != null
+          ? error.getCause() : error;
+      if (cause instanceof MessageRejectedException rejected) {
+        onRejected.accept(rejected);
+        return;
+      }
+      if (state == State.CLOSED || state == State.FAILED || !owned.contains(w.partition())) {
+        return; // not committed: the next owner redoes it
+      }
+      LOG.log(System.Logger.Level.WARNING, "could not hand " + w + " to " + copy.topic()
+          + " (" + cause + "); trying again in " + RESEND_DELAY);
+      try {
+        timers.schedule(() -> sendDurably(w, copy, what, onSent, onRejected),
+            RESEND_DELAY.toMillis(), TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        // Closing: the record stays uncommitted.
+      }
+    });
+  }
+
+  private void finish(Work w) {
+    tracker.complete(w.ticket()); // false after a revoke: the result is discarded
+    if (w.fromRetryTopic() && w.gateKey() != null) {
+      parking.release(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
+          this::submit);
+    }
+    if (state != State.RUNNING) {
+      synchronized (idle) {
+        idle.notifyAll();
+      }
+    }
+  }
+
+  private void event(LifecycleEvent.Stage stage, Message message, String detail) {
+    LifecycleListener.safely(listener, new LifecycleEvent(stage, message.id(), message.traceId(),
+        topic, clock.instant(), detail));
+  }
+
+  // ---------------------------------------------------------------- Subscription
+
+  @Override
+  public ConsumerBacklog backlog() {
+    return backlog;
+  }
+
+  @Override
+  public BacklogSnapshot backlogVerdict() {
+    return monitor.snapshot();
+  }
+
+  @Override
+  public boolean isRunning() {
+    return state == State.RUNNING;
+  }
+
+  @Override
+  public boolean close(Duration deadline) {
+    if (deadline == null || deadline.isNegative()) {
+      throw new IllegalArgumentException("deadline must be zero or positive, was " + deadline);
+    }
+    synchronized (this) {
+      if (state == State.RUNNING || state == State.FAILED) {
+        state = state == State.FAILED ? State.FAILED : State.DRAINING;
+      } else {
+        awaitClosed();
+        return Boolean.TRUE.equals(drainedAtClose);
+      }
+      long end = System.nanoTime() + deadline.toNanos();
+      synchronized (idle) {
+        while (tracker.inFlight() > 0 && pollThreadDone.getCount() > 0) {
+          long left = end - System.nanoTime();
+          if (left <= 0) {
+            break;
+          }
+          try {
+            idle.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            break;
+          }
+        }
+      }
+      boolean drained = tracker.inFlight() == 0;
+      if (state != State.FAILED) {
+        state = State.STOPPING;
+      }
+      awaitPollThread();
+      workers.shutdownNow();
+      timers.shutdownNow();
+      router.close();
+      state = State.CLOSED;
+      drainedAtClose = drained;
+    }
+    onClosed.run();
+    return Boolean.TRUE.equals(drainedAtClose);
+  }
+
+  private void awaitPollThread() {
+    try {
+      if (!pollThreadDone.await(config.closeTimeout().toMillis() * 2
+          + config.pollTimeout().toMillis(), TimeUnit.MILLISECONDS)) {
+        LOG.log(System.Logger.Level.WARNING, "poll thread of " + topic + " did not stop in time");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private synchronized void awaitClosed() {
+    // close() holds this monitor while closing: reaching here means it finished.
+  }
+
+  @Override
+  public String toString() {
+    return "KafkaSubscription[topic=" + topic + ", group=" + spec.group() + ", state=" + state
+        + ", inFlight=" + tracker.inFlight() + "]";
+  }
+}

@@ -1,0 +1,352 @@
+package io.relaykit.transport.kafka;
+
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.message.MalformedMessageException;
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHeaders;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleListener;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+/**
+ * A {@link DeadLetterStore} view over one dead-letter topic (as written by {@link
+ * KafkaSubscriber}): list, filter, count, find, add, and {@link #replay} back to the source topic.
+ *
+ * <p>Each dead letter is the original record (key, value, headers) plus relaykit's failure
+ * headers: reason, exception class and message, attempts, first and last failure time, source
+ * topic and source position. A record that could not be decoded is shown with a stand-in message:
+ * id {@code dlt:<topic>-<partition>@<offset>} (its position in the source topic), type {@value #UNDECODABLE_TYPE}, its raw key and
+ * value, and its non-relaykit headers; replay resends its raw record unchanged.
+ *
+ * <p>Unsupported: {@link #remove} and {@link #purge} throw {@link UnsupportedOperationException}:
+ * a Kafka topic cannot delete one record, and a marker written by two callers at once cannot make
+ * removal at-most-once. Use {@link #replay}, which resends and then appends a replay marker that
+ * hides the entry; replaying an id a second time finds nothing and resends nothing. Two callers
+ * replaying the same id at the same moment may both resend it (consumers deduplicate by message
+ * id). Retention of the topic is the broker's: set {@code retention.ms} on the dead-letter topic.
+ *
+ * <p>Cost: every read scans the topic from its beginning, O(records in the topic); meant for
+ * operators and tests, not a hot path. Thread-safe.
+ */
+public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseable {
+
+  /** The type of the stand-in message of an undecodable record. */
+  public static final String UNDECODABLE_TYPE = "relaykit.undecodable";
+  /** Header of a replay marker: the id of the dead letter it hides. */
+  static final String REPLAYED = "relaykit-replayed";
+
+  private static final Set<String> FAILURE_HEADERS = Set.of(MessageHeaders.ATTEMPT,
+      MessageHeaders.FIRST_FAILURE_AT, MessageHeaders.LAST_FAILURE_AT, MessageHeaders.RETRY_AT,
+      MessageHeaders.DEAD_REASON, MessageHeaders.EXCEPTION_CLASS,
+      MessageHeaders.EXCEPTION_MESSAGE, MessageHeaders.SOURCE, MessageHeaders.SOURCE_POSITION);
+
+  private static final String UNSUPPORTED = "a Kafka dead-letter topic cannot delete single "
+      + "records, and markers cannot make removal at-most-once; use replay(id), which resends the "
+      + "message and hides the entry, and the topic's retention.ms to age entries out";
+
+  private final KafkaTransportConfig config;
+  private final String topic;
+  private final KafkaPublisher producer;
+
+  private KafkaDeadLetterStore(KafkaTransportConfig config, String topic) {
+    this.config = config;
+    this.topic = topic;
+    this.producer = KafkaPublisher.createRouter(config);
+  }
+
+  /**
+   * The view over {@code deadLetterTopic}.
+   *
+   * @throws IllegalArgumentException if the config is null or the topic name is illegal
+   */
+  public static KafkaDeadLetterStore create(KafkaTransportConfig config, String deadLetterTopic) {
+    if (config == null) {
+      throw new IllegalArgumentException("config must not be null");
+    }
+    KafkaTransportConfig.requireTopicName("deadLetterTopic", deadLetterTopic);
+    return new KafkaDeadLetterStore(config, deadLetterTopic);
+  }
+
+  /** The view over the dead-letter topic of {@code topic} for consumer {@code group}. */
+  public static KafkaDeadLetterStore forSubscription(KafkaTransportConfig config, String topic,
+      String group) {
+    if (config == null) {
+      throw new IllegalArgumentException("config must not be null");
+    }
+    return create(config, config.deadLetterTopic(topic, group));
+  }
+
+  public String topic() {
+    return topic;
+  }
+
+  /**
+   * Appends {@code deadLetter} to the topic and waits for the broker's confirm. A later entry with
+   * the same id replaces an earlier one in every read.
+   */
+  @Override
+  public void add(DeadLetter deadLetter) {
+    if (deadLetter == null) {
+      throw new IllegalArgumentException("deadLetter must not be null");
+    }
+    Message m = deadLetter.message();
+    Map<String, String> headers = new LinkedHashMap<>(MessageHeaders.toWire(m));
+    headers.put(MessageHeaders.DEAD_REASON, deadLetter.reason());
+    if (deadLetter.exceptionClass() != null) {
+      headers.put(MessageHeaders.EXCEPTION_CLASS, deadLetter.exceptionClass());
+    }
+    if (deadLetter.exceptionMessage() != null) {
+      headers.put(MessageHeaders.EXCEPTION_MESSAGE, deadLetter.exceptionMessage());
+    }
+    headers.put(MessageHeaders.ATTEMPT, Integer.toString(deadLetter.attempts()));
+    headers.put(MessageHeaders.FIRST_FAILURE_AT, deadLetter.firstFailureAt().toString());
+    headers.put(MessageHeaders.LAST_FAILURE_AT, deadLetter.lastFailureAt().toString());
+    headers.put(MessageHeaders.SOURCE, deadLetter.source());
+    await(producer.send(new ProducerRecord<>(topic, null, m.key().orElse(null), m.payload(),
+        KafkaRecords.toHeaders(headers)), m.id()), "add dead letter " + m.id());
+  }
+
+  @Override
+  public Optional<DeadLetter> find(String id) {
+    requireId(id);
+    Entry e = scan().get(id);
+    return e == null ? Optional.empty() : Optional.of(e.deadLetter);
+  }
+
+  @Override
+  public List<DeadLetter> list(DeadLetterQuery query) {
+    if (query == null) {
+      throw new IllegalArgumentException("query must not be null");
+    }
+    return matching(query).stream().skip(query.offset()).limit(query.limit()).toList();
+  }
+
+  @Override
+  public long count(DeadLetterQuery query) {
+    if (query == null) {
+      throw new IllegalArgumentException("query must not be null");
+    }
+    return matching(query).size();
+  }
+
+  /** Always throws: see the class documentation. */
+  @Override
+  public Optional<DeadLetter> remove(String id) {
+    throw new UnsupportedOperationException("remove: " + UNSUPPORTED);
+  }
+
+  /** Always throws: see the class documentation. */
+  @Override
+  public long purge(DeadLetterQuery query) {
+    throw new UnsupportedOperationException("purge: " + UNSUPPORTED);
+  }
+
+  /**
+   * Resends the dead letter with {@code id} to its source topic (its original key, value and
+   * headers, without the failure headers, so it starts again at attempt 1 with its id and trace
+   * id), waits for the confirm, then hides the entry with a replay marker.
+   *
+   * @return the replayed dead letter, or empty if there is none (never added, or already replayed)
+   * @throws IllegalStateException if the resend or the marker was not confirmed; a failed resend
+   *     leaves the entry visible, a failed marker leaves it visible although it was resent
+   */
+  public Optional<DeadLetter> replay(String id) {
+    requireId(id);
+    Entry e = scan().get(id);
+    if (e == null) {
+      return Optional.empty();
+    }
+    ConsumerRecord<String, byte[]> r = e.record;
+    Map<String, String> headers = new LinkedHashMap<>(KafkaRecords.fromHeaders(r.headers()));
+    headers.keySet().removeAll(FAILURE_HEADERS);
+    String source = e.deadLetter.source();
+    await(producer.send(new ProducerRecord<>(source, null, r.key(), r.value(),
+        KafkaRecords.toHeaders(headers)), id), "replay " + id + " to " + source);
+    await(producer.send(new ProducerRecord<>(topic, r.partition(), r.key(), null,
+        KafkaRecords.toHeaders(Map.of(REPLAYED, id))), id), "mark " + id + " replayed");
+    Message m = e.deadLetter.message();
+    LifecycleListener.safely(config.listener(), new LifecycleEvent(LifecycleEvent.Stage.REPLAYED,
+        m.id(), m.traceId(), source, config.clock().instant(), "replayed from " + topic));
+    return Optional.of(e.deadLetter);
+  }
+
+  @Override
+  public void close() {
+    producer.close();
+  }
+
+  private List<DeadLetter> matching(DeadLetterQuery query) {
+    return scan().values().stream()
+        .map(e -> e.deadLetter)
+        .filter(query::matches)
+        .sorted(Comparator.comparing(DeadLetter::lastFailureAt).thenComparing(DeadLetter::id))
+        .toList();
+  }
+
+  private static void requireId(String id) {
+    if (id == null || id.isBlank()) {
+      throw new IllegalArgumentException("id must not be blank, was "
+          + (id == null ? "null" : "'" + id + "'"));
+    }
+  }
+
+  private static <T> T await(java.util.concurrent.CompletableFuture<T> f, String what) {
+    try {
+      return f.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted: " + what, e);
+    } catch (ExecutionException e) {
+      throw new IllegalStateException("could not " + what + ": " + e.getCause().getMessage(),
+          e.getCause());
+    }
+  }
+
+  private record Entry(DeadLetter deadLetter, ConsumerRecord<String, byte[]> record) {}
+
+  /** Reads the topic from the beginning to its current end: id to latest visible entry. */
+  private Map<String, Entry> scan() {
+    Map<String, Object> props = new HashMap<>(config.consumerProperties());
+    props.put("bootstrap.servers", config.bootstrapServers());
+    props.put("client.id", config.clientIdPrefix() + "-dlt-reader-" + Long.toHexString(
+        System.nanoTime()));
+    props.put("enable.auto.commit", "false");
+    props.remove("group.id");
+    List<ConsumerRecord<String, byte[]>> records = new ArrayList<>();
+    try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(props, new StringDeserializer(),
+        new ByteArrayDeserializer())) {
+      List<PartitionInfo> infos = c.partitionsFor(topic, config.publishTimeout());
+      if (infos == null || infos.isEmpty()) {
+        return Map.of();
+      }
+      List<TopicPartition> parts = infos.stream()
+          .map(p -> new TopicPartition(topic, p.partition())).toList();
+      c.assign(parts);
+      c.seekToBeginning(parts);
+      Map<TopicPartition, Long> ends = c.endOffsets(parts, config.publishTimeout());
+      long deadline = System.nanoTime() + config.publishTimeout().toNanos();
+      while (parts.stream().anyMatch(p -> c.position(p) < ends.get(p))) {
+        if (System.nanoTime() - deadline > 0) {
+          throw new IllegalStateException("reading dead-letter topic " + topic
+              + " did not reach its end within " + config.publishTimeout(),
+              new TimeoutException());
+        }
+        c.poll(Duration.ofMillis(100)).forEach(records::add);
+      }
+    } catch (org.apache.kafka.common.errors.TimeoutException e) {
+      throw new IllegalStateException("could not read dead-letter topic " + topic + ": " + e, e);
+    }
+    // Entries and markers of one id share a key and so a partition; across partitions (records
+    // without a key) the record time decides which came last.
+    records.sort(Comparator.comparingLong((ConsumerRecord<String, byte[]> r) -> r.timestamp())
+        .thenComparingInt(ConsumerRecord::partition).thenComparingLong(ConsumerRecord::offset));
+    Map<String, Entry> visible = new LinkedHashMap<>();
+    for (ConsumerRecord<String, byte[]> r : records) {
+      Map<String, String> wire = KafkaRecords.fromHeaders(r.headers());
+      String replayed = wire.get(REPLAYED);
+      if (replayed != null) {
+        visible.remove(replayed);
+        continue;
+      }
+      DeadLetter d = decode(r, wire);
+      visible.put(d.id(), new Entry(d, r));
+    }
+    return visible;
+  }
+
+  private DeadLetter decode(ConsumerRecord<String, byte[]> r, Map<String, String> wire) {
+    Instant recordTime = Instant.ofEpochMilli(r.timestamp());
+    Message message;
+    try {
+      message = MessageHeaders.fromWire(wire, r.key(), r.value());
+    } catch (MalformedMessageException e) {
+      message = standIn(r, wire, recordTime);
+    }
+    Instant first = instant(wire.get(MessageHeaders.FIRST_FAILURE_AT), recordTime);
+    Instant last = instant(wire.get(MessageHeaders.LAST_FAILURE_AT), recordTime);
+    if (last.isBefore(first)) {
+      last = first;
+    }
+    int attempts;
+    try {
+      attempts = Math.max(0, Integer.parseInt(wire.getOrDefault(MessageHeaders.ATTEMPT, "0")));
+    } catch (NumberFormatException e) {
+      attempts = 0;
+    }
+    String reason = wire.get(MessageHeaders.DEAD_REASON);
+    String source = wire.get(MessageHeaders.SOURCE);
+    return new DeadLetter(message,
+        source == null || source.isBlank() ? topic : source,
+        reason == null || reason.isBlank() ? "unknown (no " + MessageHeaders.DEAD_REASON
+            + " header)" : reason,
+        wire.get(MessageHeaders.EXCEPTION_CLASS),
+        wire.get(MessageHeaders.EXCEPTION_MESSAGE),
+        attempts, first, last);
+  }
+
+  private static Message standIn(ConsumerRecord<String, byte[]> r, Map<String, String> wire,
+      Instant recordTime) {
+    Map<String, String> user = new LinkedHashMap<>();
+    wire.forEach((k, v) -> {
+      if (!MessageHeaders.isReserved(k) && !k.isBlank()) {
+        user.put(k, v);
+      }
+    });
+    byte[] value = r.value() == null || r.value().length == 0
+        ? "(empty)".getBytes(StandardCharsets.UTF_8) : r.value();
+    String origin = wire.get(MessageHeaders.SOURCE_POSITION);
+    String id = "dlt:" + (origin != null && !origin.isBlank() ? origin
+        : KafkaRecords.position(r.topic(), r.partition(), r.offset()));
+    // Derived from the id, so every read shows the same stand-in.
+    String traceId = UUID.nameUUIDFromBytes(id.getBytes(StandardCharsets.UTF_8)).toString()
+        .replace("-", "");
+    return Message.builder()
+        .id(id)
+        .traceId(traceId)
+        .type(UNDECODABLE_TYPE)
+        .key(r.key() == null || r.key().isBlank() ? null : r.key())
+        .payload(value)
+        .headers(user)
+        .createdAt(recordTime)
+        .build();
+  }
+
+  private static Instant instant(String value, Instant fallback) {
+    if (value == null) {
+      return fallback;
+    }
+    try {
+      return Instant.parse(value);
+    } catch (DateTimeParseException e) {
+      return fallback;
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "KafkaDeadLetterStore[topic=" + topic + "]";
+  }
+}

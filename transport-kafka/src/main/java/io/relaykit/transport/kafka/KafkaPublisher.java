@@ -1,0 +1,190 @@
+package io.relaykit.transport.kafka;
+
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHeaders;
+import io.relaykit.message.MessageRejectedException;
+import io.relaykit.message.PublishException;
+import io.relaykit.message.PublishReceipt;
+import io.relaykit.message.Publisher;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleListener;
+import java.time.InstantSource;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.errors.RecordBatchTooLargeException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * A {@link Publisher} on Kafka: an idempotent producer with {@code acks=all}, so a completed future
+ * means every in-sync replica holds the record, and a retried send inside the producer never
+ * duplicates or reorders it. The message key is the record key (so one key stays on one partition,
+ * in order); the envelope travels as {@link MessageHeaders} record headers, the payload as the
+ * value.
+ *
+ * <p>Sends are batched by the producer (5 ms linger); each message still gets its own future, whose
+ * receipt position reads {@code topic-partition@offset}. A record larger than {@link
+ * KafkaTransportConfig#maxRecordBytes()} fails at once with {@link MessageRejectedException}, as do
+ * an illegal topic name and any refusal a retry cannot fix; everything else (timeouts, lost
+ * connections, a closing publisher) fails with the retryable {@link PublishException}. Thread-safe.
+ */
+public final class KafkaPublisher implements Publisher {
+
+  private static final AtomicInteger CLIENT_IDS = new AtomicInteger();
+
+  private final Producer<String, byte[]> producer;
+  private final KafkaTransportConfig config;
+  private final InstantSource clock;
+  private final LifecycleListener listener;
+  private final AtomicBoolean closed = new AtomicBoolean();
+
+  private KafkaPublisher(Producer<String, byte[]> producer, KafkaTransportConfig config) {
+    this.producer = producer;
+    this.config = config;
+    this.clock = config.clock();
+    this.listener = config.listener();
+  }
+
+  /** A publisher with its own producer connected to {@code config}'s brokers. */
+  public static KafkaPublisher create(KafkaTransportConfig config) {
+    if (config == null) {
+      throw new IllegalArgumentException("config must not be null");
+    }
+    return new KafkaPublisher(
+        new KafkaProducer<>(producerProperties(config, "publisher"), new StringSerializer(),
+            new ByteArraySerializer()),
+        config);
+  }
+
+  /** The consumer runtime's own producer for retry and dead-letter copies. */
+  static KafkaPublisher createRouter(KafkaTransportConfig config) {
+    return new KafkaPublisher(
+        new KafkaProducer<>(producerProperties(config, "router"), new StringSerializer(),
+            new ByteArraySerializer()),
+        config);
+  }
+
+  /** The producer settings this transport uses: the user's extras under the protected ones. */
+  static Map<String, Object> producerProperties(KafkaTransportConfig config, String role) {
+    Map<String, Object> props = new HashMap<>();
+    long timeoutMs = config.publishTimeout().toMillis();
+    long lingerMs = Math.min(5, Math.max(0, timeoutMs / 4));
+    props.put(ProducerConfig.LINGER_MS_CONFIG, Long.toString(lingerMs));
+    props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG,
+        Long.toString(Math.max(1, Math.min(30_000, timeoutMs - lingerMs))));
+    props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, Long.toString(timeoutMs));
+    props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.toString(timeoutMs));
+    // Our own size check runs first with a clear message; the producer's framing adds a little.
+    props.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
+        Long.toString(Math.min(Integer.MAX_VALUE, config.maxRecordBytes() + 4096L)));
+    props.putAll(config.producerProperties());
+    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, config.bootstrapServers());
+    props.put(ProducerConfig.CLIENT_ID_CONFIG,
+        config.clientIdPrefix() + "-" + role + "-" + CLIENT_IDS.incrementAndGet());
+    props.put(ProducerConfig.ACKS_CONFIG, "all");
+    props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+    props.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, "5");
+    return props;
+  }
+
+  @Override
+  public CompletableFuture<PublishReceipt> publish(String destination, Message message) {
+    if (destination == null || destination.isBlank()) {
+      throw new IllegalArgumentException("destination must not be blank, was "
+          + (destination == null ? "null" : "'" + destination + "'"));
+    }
+    if (message == null) {
+      throw new IllegalArgumentException("message must not be null");
+    }
+    try {
+      KafkaTransportConfig.requireTopicName("destination", destination);
+    } catch (IllegalArgumentException e) {
+      return CompletableFuture.failedFuture(new MessageRejectedException(e.getMessage(), e));
+    }
+    if (closed.get()) {
+      return CompletableFuture.failedFuture(
+          new PublishException("publisher is closed; message " + message.id() + " was not sent"));
+    }
+    Map<String, String> wire = MessageHeaders.toWire(message);
+    String key = message.key().orElse(null);
+    ProducerRecord<String, byte[]> record = new ProducerRecord<>(destination, null, key,
+        message.payload(), KafkaRecords.toHeaders(wire));
+    LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.PUBLISHED,
+        message.id(), message.traceId(), destination, clock.instant(), ""));
+    return send(record, message.id()).thenApply(md -> {
+      String position = KafkaRecords.position(md.topic(), md.partition(), md.offset());
+      LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.CONFIRMED,
+          message.id(), message.traceId(), destination, clock.instant(), position));
+      return new PublishReceipt(message.id(), destination, position);
+    });
+  }
+
+  /**
+   * Sends one raw record, for the consumer runtime's retry and dead-letter routing: the same size
+   * check and the same failure mapping as {@link #publish}.
+   */
+  CompletableFuture<RecordMetadata> send(ProducerRecord<String, byte[]> record, String what) {
+    if (closed.get()) {
+      return CompletableFuture.failedFuture(
+          new PublishException("publisher is closed; " + what + " was not sent"));
+    }
+    int size = KafkaRecords.payloadBytes(record.key(), record.value(),
+        KafkaRecords.fromHeaders(record.headers()));
+    if (size > config.maxRecordBytes()) {
+      return CompletableFuture.failedFuture(new MessageRejectedException("message " + what
+          + " is " + size + " bytes (key, payload and headers), over the limit of "
+          + config.maxRecordBytes() + " bytes (maxRecordBytes) for topic " + record.topic()));
+    }
+    CompletableFuture<RecordMetadata> result = new CompletableFuture<>();
+    try {
+      producer.send(record, (md, error) -> {
+        if (error == null) {
+          result.complete(md);
+        } else {
+          result.completeExceptionally(translate(record.topic(), what, error));
+        }
+      });
+    } catch (RuntimeException e) {
+      // send() throws for a closed producer, a metadata timeout, or a serializer failure.
+      result.completeExceptionally(translate(record.topic(), what, e));
+    }
+    return result;
+  }
+
+  private static RuntimeException translate(String topic, String what, Throwable error) {
+    if (error instanceof RecordTooLargeException || error instanceof RecordBatchTooLargeException) {
+      return new MessageRejectedException("message " + what + " is too large for topic " + topic
+          + ": " + error.getMessage(), error);
+    }
+    if (error instanceof InvalidTopicException || error instanceof AuthorizationException
+        || error instanceof SerializationException) {
+      return new MessageRejectedException("topic " + topic + " refused message " + what + ": "
+          + error.getMessage(), error);
+    }
+    return new PublishException("no confirm for message " + what + " on topic " + topic + ": "
+        + error.getMessage(), error);
+  }
+
+  /**
+   * Waits up to the configured close timeout for outstanding confirms, fails the rest with {@link
+   * PublishException}, and rejects later publishes. Idempotent.
+   */
+  @Override
+  public void close() {
+    if (closed.compareAndSet(false, true)) {
+      producer.close(config.closeTimeout());
+    }
+  }
+}

@@ -1,0 +1,56 @@
+package io.relaykit.transport.kafka;
+
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+
+/** Record header codec: relaykit's string headers as UTF-8 Kafka headers, and back. */
+final class KafkaRecords {
+  private KafkaRecords() {}
+
+  static Headers toHeaders(Map<String, String> wire) {
+    RecordHeaders headers = new RecordHeaders();
+    for (Map.Entry<String, String> h : wire.entrySet()) {
+      headers.add(h.getKey(), h.getValue().getBytes(StandardCharsets.UTF_8));
+    }
+    return headers;
+  }
+
+  /** The last value of each header name, decoded as UTF-8; a header with a null value is skipped. */
+  static Map<String, String> fromHeaders(Headers headers) {
+    Map<String, String> wire = new LinkedHashMap<>();
+    for (Header h : headers) {
+      if (h.value() != null) {
+        wire.put(h.key(), new String(h.value(), StandardCharsets.UTF_8));
+      }
+    }
+    return wire;
+  }
+
+  /** Bytes a record's key, value and headers take, before Kafka's own framing. */
+  static int payloadBytes(String key, byte[] value, Map<String, String> wire) {
+    long size = value == null ? 0 : value.length;
+    if (key != null) {
+      size += key.getBytes(StandardCharsets.UTF_8).length;
+    }
+    for (Map.Entry<String, String> h : wire.entrySet()) {
+      size += h.getKey().getBytes(StandardCharsets.UTF_8).length
+          + h.getValue().getBytes(StandardCharsets.UTF_8).length;
+    }
+    return (int) Math.min(Integer.MAX_VALUE, size);
+  }
+
+  /** The {@code topic-partition} part of a {@link #position}, or null if it is not one. */
+  static String partitionOf(String position) {
+    int at = position.lastIndexOf('@');
+    return at > 0 && position.lastIndexOf('-', at) > 0 ? position.substring(0, at) : null;
+  }
+
+  /** {@code topic-partition@offset}, the position format of receipts and dead letters. */
+  static String position(String topic, int partition, long offset) {
+    return topic + "-" + partition + "@" + offset;
+  }
+}

@@ -1,0 +1,218 @@
+package io.relaykit.transport.kafka;
+
+import io.relaykit.message.MessageHandler;
+import io.relaykit.message.Subscriber;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.retry.RateLimiter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+
+/**
+ * Starts Kafka consumer runtimes: at-least-once, out-of-order completion with contiguous commits,
+ * UNORDERED / KEY / PARTITION parallelism inside one partition, bounded in-flight work, retries
+ * through a delay topic that never block the partition, and a dead-letter topic.
+ *
+ * <p>Each subscription is one Kafka consumer in {@code spec.group()} reading the topic and its
+ * retry topic ({@link KafkaTransportConfig#retryTopic}), with {@code spec.concurrency()} worker
+ * threads. The committed offset of a partition is its lowest unfinished record, so a crash or a
+ * rebalance repeats only unfinished work. Handlers run on the workers, never on the poll thread,
+ * so a slow handler cannot push the consumer out of its group; a handler past {@code
+ * spec.handlerTimeout()} is a retryable failure (its late result is ignored).
+ *
+ * <p>{@link #subscribe} creates the retry and dead-letter topics, with the source topic's partition
+ * count, if they are missing; the source topic must exist. Thread-safe.
+ *
+ * <p>Limits: a partition is consumed by one member of the group, so partitions cap the group's
+ * parallelism across machines; inside a member, KEY mode runs one record per key at a time, so a
+ * hot key caps its own throughput at one handler's speed. Key parking (later records of a key wait
+ * for its record in retry) lives in the member that owns the partition: after a rebalance the new
+ * owner does not know which keys were parked, so a record may overtake its key's retry then.
+ */
+public final class KafkaSubscriber implements Subscriber {
+
+  private final KafkaTransportConfig config;
+  private final Set<KafkaConsumerRuntime> running = ConcurrentHashMap.newKeySet();
+
+  private KafkaSubscriber(KafkaTransportConfig config) {
+    this.config = config;
+  }
+
+  /** A subscriber on {@code config}'s brokers. Creates no client until {@link #subscribe}. */
+  public static KafkaSubscriber create(KafkaTransportConfig config) {
+    if (config == null) {
+      throw new IllegalArgumentException("config must not be null");
+    }
+    return new KafkaSubscriber(config);
+  }
+
+  /**
+   * Starts consuming {@code spec.destination()} in {@code spec.group()}.
+   *
+   * @throws IllegalArgumentException if the spec or handler is null, the topic is not a legal
+   *     topic name or does not exist, or the group makes an illegal retry or dead-letter topic name
+   * @throws IllegalStateException if the brokers cannot be reached to check or create the topics
+   */
+  @Override
+  public KafkaSubscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
+    return start(spec, handler, null);
+  }
+
+  /**
+   * Like {@link #subscribe}, with handler calls limited to {@code rateLimiter}'s rate (shared with
+   * whatever else uses it), to protect a downstream that can take only so much. A worker waits for
+   * its permit before calling the handler; the wait does not count against the handler timeout.
+   *
+   * @throws IllegalArgumentException as {@link #subscribe}, or if {@code rateLimiter} is null
+   */
+  public KafkaSubscription subscribe(SubscriptionSpec spec, MessageHandler handler,
+      RateLimiter rateLimiter) {
+    if (rateLimiter == null) {
+      throw new IllegalArgumentException("rateLimiter must not be null");
+    }
+    return start(spec, handler, rateLimiter);
+  }
+
+  private KafkaSubscription start(SubscriptionSpec spec, MessageHandler handler,
+      RateLimiter rateLimiter) {
+    if (spec == null) {
+      throw new IllegalArgumentException("spec must not be null");
+    }
+    if (handler == null) {
+      throw new IllegalArgumentException("handler must not be null");
+    }
+    KafkaTransportConfig.requireTopicName("destination", spec.destination());
+    String retryTopic = config.retryTopic(spec.destination(), spec.group());
+    String deadLetterTopic = config.deadLetterTopic(spec.destination(), spec.group());
+    ensureTopics(spec.destination(), List.of(retryTopic, deadLetterTopic));
+    KafkaConsumerRuntime[] self = new KafkaConsumerRuntime[1];
+    KafkaConsumerRuntime runtime = new KafkaConsumerRuntime(spec, handler, config, retryTopic,
+        deadLetterTopic, rateLimiter, () -> running.remove(self[0]));
+    self[0] = runtime;
+    running.add(runtime);
+    runtime.start();
+    return runtime;
+  }
+
+  private void ensureTopics(String source, List<String> derived) {
+    try (Admin admin = Admin.create(adminProperties(config))) {
+      int partitions;
+      try {
+        TopicDescription d = admin.describeTopics(List.of(source)).allTopicNames()
+            .get(config.publishTimeout().toMillis(), TimeUnit.MILLISECONDS).get(source);
+        partitions = d.partitions().size();
+      } catch (ExecutionException e) {
+        if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+          throw new IllegalArgumentException("destination topic " + source + " does not exist;"
+              + " create it (with the partitions the consumers need) before subscribing", e);
+        }
+        throw e;
+      }
+      List<NewTopic> missing = new ArrayList<>();
+      Set<String> existing = admin.listTopics().names()
+          .get(config.publishTimeout().toMillis(), TimeUnit.MILLISECONDS);
+      for (String name : derived) {
+        if (!existing.contains(name)) {
+          missing.add(new NewTopic(name, Optional.of(partitions), Optional.empty()));
+        }
+      }
+      if (missing.isEmpty()) {
+        return;
+      }
+      admin.createTopics(missing).values().forEach((name, f) -> {
+        try {
+          f.get(config.publishTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+          if (!(e.getCause() instanceof TopicExistsException)) {
+            throw new IllegalStateException("could not create topic " + name, e.getCause());
+          }
+        } catch (Exception e) {
+          throw new IllegalStateException("could not create topic " + name, e);
+        }
+      });
+      // A produce racing a new partition's leader start gets NOT_LEADER_OR_FOLLOWER; wait until
+      // every new partition answers.
+      Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+      for (NewTopic t : missing) {
+        for (int p = 0; p < partitions; p++) {
+          latest.put(new TopicPartition(t.name(), p), OffsetSpec.latest());
+        }
+      }
+      awaitLeaders(admin, latest, config.publishTimeout());
+    } catch (IllegalArgumentException | IllegalStateException e) {
+      throw e;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while checking topics of " + source, e);
+    } catch (Exception e) {
+      throw new IllegalStateException("could not check or create the topics of " + source
+          + " on " + config.bootstrapServers() + ": " + e, e);
+    }
+  }
+
+  /**
+   * Waits until every partition answers a list-offsets request: metadata of a topic created a
+   * moment ago may not have reached the broker that answers, which fails the request at once.
+   */
+  static void awaitLeaders(Admin admin, Map<TopicPartition, OffsetSpec> partitions,
+      Duration timeout) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      try {
+        admin.listOffsets(partitions).all().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        return;
+      } catch (ExecutionException e) {
+        boolean retriable = e.getCause() instanceof RetriableException;
+        if (!retriable || System.nanoTime() - deadline > 0) {
+          throw e;
+        }
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+      }
+    }
+  }
+
+  /** Admin settings: the brokers plus the consumer's security settings. */
+  static Map<String, Object> adminProperties(KafkaTransportConfig config) {
+    Map<String, Object> props = new HashMap<>();
+    config.consumerProperties().forEach((k, v) -> {
+      if (k.startsWith("security.") || k.startsWith("sasl.") || k.startsWith("ssl.")) {
+        props.put(k, v);
+      }
+    });
+    props.put("bootstrap.servers", config.bootstrapServers());
+    props.put("client.id", config.clientIdPrefix() + "-admin-" + Long.toHexString(
+        System.nanoTime()));
+    props.put("default.api.timeout.ms", (int) Math.min(Integer.MAX_VALUE,
+        config.publishTimeout().toMillis()));
+    props.put("request.timeout.ms", (int) Math.min(Integer.MAX_VALUE,
+        config.publishTimeout().toMillis()));
+    return props;
+  }
+
+  /**
+   * Closes every running subscription, each draining up to the config's close timeout.
+   */
+  @Override
+  public void close() {
+    Duration deadline = config.closeTimeout();
+    for (KafkaConsumerRuntime r : new ArrayList<>(running)) {
+      r.close(deadline);
+    }
+  }
+}

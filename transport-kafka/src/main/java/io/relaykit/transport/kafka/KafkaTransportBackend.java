@@ -1,0 +1,41 @@
+package io.relaykit.transport.kafka;
+
+import com.google.inject.Module;
+import io.relaykit.guice.BackendModuleProvider;
+import io.relaykit.guice.RelayKitConfig;
+import io.relaykit.guice.RelayKitModule;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.Subscriber;
+
+/**
+ * The {@code kafka} transport for {@code relaykit.transport=kafka}: Publisher and Subscriber on
+ * Kafka, configured from the {@code relaykit.kafka.*} settings (see {@link
+ * KafkaTransportConfig#fromSettings}). Registered in {@code
+ * META-INF/services/io.relaykit.guice.BackendModuleProvider}; cheap to construct.
+ */
+public final class KafkaTransportBackend implements BackendModuleProvider {
+
+  /** The prefix of this backend's settings. */
+  public static final String SECTION = "relaykit.kafka.";
+
+  @Override
+  public Kind kind() {
+    return Kind.TRANSPORT;
+  }
+
+  @Override
+  public String name() {
+    return "kafka";
+  }
+
+  @Override
+  public Module module(RelayKitConfig config) {
+    KafkaTransportConfig kafka = KafkaTransportConfig.fromSettings(SECTION,
+        config.section(SECTION));
+    return binder -> {
+      binder.install(new KafkaTransportModule(kafka));
+      RelayKitModule.override(binder, Publisher.class).to(KafkaPublisher.class);
+      RelayKitModule.override(binder, Subscriber.class).to(KafkaSubscriber.class);
+    };
+  }
+}

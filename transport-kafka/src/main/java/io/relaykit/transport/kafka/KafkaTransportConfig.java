@@ -1,0 +1,532 @@
+package io.relaykit.transport.kafka;
+
+import io.relaykit.monitor.BacklogMonitor;
+import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Everything the Kafka transport needs to know: where the brokers are, extra client settings,
+ * how retry and dead-letter topics are named, and the consumer runtime's timings. Immutable;
+ * {@link Builder#build()} validates every field and names the one that is wrong.
+ *
+ * <p>Retry and dead-letter topics belong to one consumer group (a failure in group A must not be
+ * redelivered to group B): they are named {@code <topic>.<group><suffix>}, by default {@code
+ * orders.billing.retry} and {@code orders.billing.dlt}.
+ *
+ * <p>Settings the transport's guarantees depend on cannot be overridden through the client
+ * properties: {@code acks}, {@code enable.idempotence}, {@code enable.auto.commit}, serializers and
+ * deserializers, {@code group.id} and {@code bootstrap.servers}.
+ */
+public final class KafkaTransportConfig {
+
+  /** Kafka's own rule for topic names. */
+  private static final Pattern TOPIC_CHARS = Pattern.compile("[a-zA-Z0-9._-]+");
+  /** Kafka refuses topic names longer than this. */
+  static final int MAX_TOPIC_LENGTH = 249;
+
+  private static final Set<String> PROTECTED = Set.of(
+      "bootstrap.servers", "acks", "enable.idempotence", "enable.auto.commit", "group.id",
+      "key.serializer", "value.serializer", "key.deserializer", "value.deserializer");
+
+  private final String bootstrapServers;
+  private final String clientIdPrefix;
+  private final Map<String, String> producerProperties;
+  private final Map<String, String> consumerProperties;
+  private final int maxRecordBytes;
+  private final Duration publishTimeout;
+  private final String retryTopicSuffix;
+  private final String deadLetterTopicSuffix;
+  private final Duration commitInterval;
+  private final Duration pollTimeout;
+  private final Duration maxPollInterval;
+  private final Duration closeTimeout;
+  private final InstantSource clock;
+  private final LifecycleListener listener;
+  private final MetricsListener metrics;
+  private final BacklogMonitor.Config backlogMonitor;
+
+  private KafkaTransportConfig(Builder b) {
+    this.bootstrapServers = b.bootstrapServers;
+    this.clientIdPrefix = b.clientIdPrefix;
+    this.producerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.producer));
+    this.consumerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.consumer));
+    this.maxRecordBytes = b.maxRecordBytes;
+    this.publishTimeout = b.publishTimeout;
+    this.retryTopicSuffix = b.retryTopicSuffix;
+    this.deadLetterTopicSuffix = b.deadLetterTopicSuffix;
+    this.commitInterval = b.commitInterval;
+    this.pollTimeout = b.pollTimeout;
+    this.maxPollInterval = b.maxPollInterval;
+    this.closeTimeout = b.closeTimeout;
+    this.clock = b.clock;
+    this.listener = b.listener;
+    this.metrics = b.metrics;
+    this.backlogMonitor = b.backlogMonitor;
+  }
+
+  /** A builder with the defaults documented on each setter; {@code bootstrapServers} is required. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * A config from flat settings, as found under {@code relaykit.kafka.} in a deployment's
+   * properties: {@code bootstrap-servers} (required), {@code client-id-prefix}, {@code
+   * max-record-bytes}, {@code publish-timeout}, {@code retry-topic-suffix}, {@code
+   * dead-letter-topic-suffix}, {@code commit-interval}, {@code poll-timeout}, {@code
+   * max-poll-interval}, {@code close-timeout} (durations as ISO-8601 {@code PT5S} or {@code 500ms},
+   * {@code 5s}, {@code 2m}), and {@code producer.<name>} / {@code consumer.<name>} for client
+   * settings.
+   *
+   * @param prefix how the keys are named in messages ({@code relaykit.kafka.})
+   * @throws IllegalArgumentException naming the full key and the value when a key is unknown or a
+   *     value is invalid, or when {@link Builder#build()} rejects the result
+   */
+  public static KafkaTransportConfig fromSettings(String prefix, Map<String, String> settings) {
+    Builder b = builder();
+    for (Map.Entry<String, String> e : settings.entrySet()) {
+      String key = e.getKey();
+      String value = e.getValue() == null ? null : e.getValue().trim();
+      String full = prefix + key;
+      if (key.startsWith("producer.")) {
+        b.producerProperty(key.substring("producer.".length()), value);
+        continue;
+      }
+      if (key.startsWith("consumer.")) {
+        b.consumerProperty(key.substring("consumer.".length()), value);
+        continue;
+      }
+      switch (key) {
+        case "bootstrap-servers" -> b.bootstrapServers(value);
+        case "client-id-prefix" -> b.clientIdPrefix(value);
+        case "max-record-bytes" -> b.maxRecordBytes(parseInt(full, value));
+        case "publish-timeout" -> b.publishTimeout(parseDuration(full, value));
+        case "retry-topic-suffix" -> b.retryTopicSuffix(value);
+        case "dead-letter-topic-suffix" -> b.deadLetterTopicSuffix(value);
+        case "commit-interval" -> b.commitInterval(parseDuration(full, value));
+        case "poll-timeout" -> b.pollTimeout(parseDuration(full, value));
+        case "max-poll-interval" -> b.maxPollInterval(parseDuration(full, value));
+        case "close-timeout" -> b.closeTimeout(parseDuration(full, value));
+        default -> throw new IllegalArgumentException("unknown setting " + full + "=" + value
+            + "; known: " + prefix + String.join(", " + prefix, SETTINGS)
+            + ", " + prefix + "producer.<name>, " + prefix + "consumer.<name>");
+      }
+    }
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("invalid " + prefix + "* settings: " + e.getMessage(), e);
+    }
+  }
+
+  private static final java.util.List<String> SETTINGS = java.util.List.of("bootstrap-servers",
+      "client-id-prefix", "max-record-bytes", "publish-timeout", "retry-topic-suffix",
+      "dead-letter-topic-suffix", "commit-interval", "poll-timeout", "max-poll-interval",
+      "close-timeout");
+
+  private static int parseInt(String key, String value) {
+    try {
+      return Integer.parseInt(value);
+    } catch (NumberFormatException | NullPointerException e) {
+      throw new IllegalArgumentException(key + " must be a whole number, was " + quote(value), e);
+    }
+  }
+
+  private static Duration parseDuration(String key, String value) {
+    if (value == null) {
+      throw new IllegalArgumentException(key + " must be a duration, was null");
+    }
+    try {
+      if (value.toUpperCase(java.util.Locale.ROOT).startsWith("P")) {
+        return Duration.parse(value);
+      }
+      java.util.regex.Matcher m = Pattern.compile("(\\d+)\\s*(ms|s|m|h)").matcher(value);
+      if (m.matches()) {
+        long n = Long.parseLong(m.group(1));
+        switch (m.group(2)) {
+          case "ms":
+            return Duration.ofMillis(n);
+          case "s":
+            return Duration.ofSeconds(n);
+          case "m":
+            return Duration.ofMinutes(n);
+          default:
+            return Duration.ofHours(n);
+        }
+      }
+    } catch (RuntimeException e) {
+      throw new IllegalArgumentException(key + " must be a duration like PT5S or 500ms, was "
+          + quote(value), e);
+    }
+    throw new IllegalArgumentException(key + " must be a duration like PT5S or 500ms, was "
+        + quote(value));
+  }
+
+  /** A builder holding this config's values, to derive a changed copy. */
+  public Builder toBuilder() {
+    Builder b = new Builder();
+    b.bootstrapServers = bootstrapServers;
+    b.clientIdPrefix = clientIdPrefix;
+    b.producer.putAll(producerProperties);
+    b.consumer.putAll(consumerProperties);
+    b.maxRecordBytes = maxRecordBytes;
+    b.publishTimeout = publishTimeout;
+    b.retryTopicSuffix = retryTopicSuffix;
+    b.deadLetterTopicSuffix = deadLetterTopicSuffix;
+    b.commitInterval = commitInterval;
+    b.pollTimeout = pollTimeout;
+    b.maxPollInterval = maxPollInterval;
+    b.closeTimeout = closeTimeout;
+    b.clock = clock;
+    b.listener = listener;
+    b.metrics = metrics;
+    b.backlogMonitor = backlogMonitor;
+    return b;
+  }
+
+  public String bootstrapServers() {
+    return bootstrapServers;
+  }
+
+  public String clientIdPrefix() {
+    return clientIdPrefix;
+  }
+
+  /** Extra producer settings, applied under the transport's protected ones. */
+  public Map<String, String> producerProperties() {
+    return producerProperties;
+  }
+
+  /** Extra consumer settings, applied under the transport's protected ones. */
+  public Map<String, String> consumerProperties() {
+    return consumerProperties;
+  }
+
+  /** The largest record (key, value and headers) the publisher accepts. */
+  public int maxRecordBytes() {
+    return maxRecordBytes;
+  }
+
+  /** How long a publish may wait for metadata and the broker's confirm before it fails. */
+  public Duration publishTimeout() {
+    return publishTimeout;
+  }
+
+  public String retryTopicSuffix() {
+    return retryTopicSuffix;
+  }
+
+  public String deadLetterTopicSuffix() {
+    return deadLetterTopicSuffix;
+  }
+
+  public Duration commitInterval() {
+    return commitInterval;
+  }
+
+  public Duration pollTimeout() {
+    return pollTimeout;
+  }
+
+  public Duration maxPollInterval() {
+    return maxPollInterval;
+  }
+
+  public Duration closeTimeout() {
+    return closeTimeout;
+  }
+
+  public InstantSource clock() {
+    return clock;
+  }
+
+  public LifecycleListener listener() {
+    return listener;
+  }
+
+  /** Receives consumer lag, backlog depth, oldest in-flight age, verdicts and drops. */
+  public MetricsListener metrics() {
+    return metrics;
+  }
+
+  /** How each subscription's {@link BacklogMonitor} judges its backlog. */
+  public BacklogMonitor.Config backlogMonitor() {
+    return backlogMonitor;
+  }
+
+  /**
+   * The retry topic of {@code topic} for consumer {@code group}: {@code <topic>.<group><suffix>}.
+   *
+   * @throws IllegalArgumentException if the name is not a legal Kafka topic name (a group id with
+   *     characters outside {@code [a-zA-Z0-9._-]}, or longer than 249 characters in all)
+   */
+  public String retryTopic(String topic, String group) {
+    return derivedTopic("retry topic", topic, group, retryTopicSuffix);
+  }
+
+  /** The dead-letter topic of {@code topic} for {@code group}; see {@link #retryTopic}. */
+  public String deadLetterTopic(String topic, String group) {
+    return derivedTopic("dead-letter topic", topic, group, deadLetterTopicSuffix);
+  }
+
+  private static String derivedTopic(String what, String topic, String group, String suffix) {
+    requireTopicName("topic", topic);
+    String name = topic + "." + group + suffix;
+    if (!TOPIC_CHARS.matcher(name).matches() || name.length() > MAX_TOPIC_LENGTH) {
+      throw new IllegalArgumentException(what + " name " + name + " (from topic " + topic
+          + " and group " + group + ") is not a legal Kafka topic name: use only [a-zA-Z0-9._-] "
+          + "and at most " + MAX_TOPIC_LENGTH + " characters");
+    }
+    return name;
+  }
+
+  /**
+   * Checks that {@code name} is a legal Kafka topic name.
+   *
+   * @throws IllegalArgumentException naming {@code field} and the value otherwise
+   */
+  static String requireTopicName(String field, String name) {
+    if (name == null || name.isBlank()) {
+      throw new IllegalArgumentException(field + " must not be blank, was " + quote(name));
+    }
+    if (!TOPIC_CHARS.matcher(name).matches() || name.length() > MAX_TOPIC_LENGTH
+        || name.equals(".") || name.equals("..")) {
+      throw new IllegalArgumentException(field + " " + quote(name)
+          + " is not a legal Kafka topic name: use only [a-zA-Z0-9._-], at most "
+          + MAX_TOPIC_LENGTH + " characters");
+    }
+    return name;
+  }
+
+  private static String quote(String s) {
+    return s == null ? "null" : "'" + s + "'";
+  }
+
+  @Override
+  public String toString() {
+    return "KafkaTransportConfig[bootstrapServers=" + bootstrapServers
+        + ", clientIdPrefix=" + clientIdPrefix
+        + ", producerProperties=" + producerProperties.keySet()
+        + ", consumerProperties=" + consumerProperties.keySet()
+        + ", maxRecordBytes=" + maxRecordBytes + ", publishTimeout=" + publishTimeout
+        + ", retryTopicSuffix=" + retryTopicSuffix
+        + ", deadLetterTopicSuffix=" + deadLetterTopicSuffix
+        + ", commitInterval=" + commitInterval + ", pollTimeout=" + pollTimeout
+        + ", maxPollInterval=" + maxPollInterval + ", closeTimeout=" + closeTimeout + "]";
+  }
+
+  /** Builds a validated {@link KafkaTransportConfig}. */
+  public static final class Builder {
+    private String bootstrapServers;
+    private String clientIdPrefix = "relaykit";
+    private final Map<String, String> producer = new LinkedHashMap<>();
+    private final Map<String, String> consumer = new LinkedHashMap<>();
+    private int maxRecordBytes = 1024 * 1024;
+    private Duration publishTimeout = Duration.ofSeconds(30);
+    private String retryTopicSuffix = ".retry";
+    private String deadLetterTopicSuffix = ".dlt";
+    private Duration commitInterval = Duration.ofSeconds(1);
+    private Duration pollTimeout = Duration.ofMillis(100);
+    private Duration maxPollInterval = Duration.ofMinutes(5);
+    private Duration closeTimeout = Duration.ofSeconds(10);
+    private InstantSource clock = InstantSource.system();
+    private LifecycleListener listener = LifecycleListener.noop();
+    private MetricsListener metrics = MetricsListener.noop();
+    private BacklogMonitor.Config backlogMonitor = BacklogMonitor.Config.defaults();
+
+    private Builder() {}
+
+    /** {@code host:port[,host:port...]}; required. */
+    public Builder bootstrapServers(String bootstrapServers) {
+      this.bootstrapServers = bootstrapServers;
+      return this;
+    }
+
+    /** Prefix of every client id this transport creates. Default {@code relaykit}. */
+    public Builder clientIdPrefix(String clientIdPrefix) {
+      this.clientIdPrefix = clientIdPrefix;
+      return this;
+    }
+
+    /** An extra producer setting (compression, linger, security). */
+    public Builder producerProperty(String name, String value) {
+      producer.put(name, value);
+      return this;
+    }
+
+    /** An extra consumer setting (fetch sizes, security, {@code group.protocol}). */
+    public Builder consumerProperty(String name, String value) {
+      consumer.put(name, value);
+      return this;
+    }
+
+    /**
+     * The largest record the publisher accepts, key, value and headers included; larger ones fail
+     * with {@link io.relaykit.message.MessageRejectedException}. Default 1 MiB, the broker's
+     * default limit; raise both together.
+     */
+    public Builder maxRecordBytes(int maxRecordBytes) {
+      this.maxRecordBytes = maxRecordBytes;
+      return this;
+    }
+
+    /** Publish deadline: metadata wait plus confirm. Default 30 s. */
+    public Builder publishTimeout(Duration publishTimeout) {
+      this.publishTimeout = publishTimeout;
+      return this;
+    }
+
+    /** Retry topic suffix. Default {@code .retry}. */
+    public Builder retryTopicSuffix(String retryTopicSuffix) {
+      this.retryTopicSuffix = retryTopicSuffix;
+      return this;
+    }
+
+    /** Dead-letter topic suffix. Default {@code .dlt}. */
+    public Builder deadLetterTopicSuffix(String deadLetterTopicSuffix) {
+      this.deadLetterTopicSuffix = deadLetterTopicSuffix;
+      return this;
+    }
+
+    /** How often finished work is committed (asynchronously). Default 1 s. */
+    public Builder commitInterval(Duration commitInterval) {
+      this.commitInterval = commitInterval;
+      return this;
+    }
+
+    /** The poll thread's longest wait for records. Default 100 ms. */
+    public Builder pollTimeout(Duration pollTimeout) {
+      this.pollTimeout = pollTimeout;
+      return this;
+    }
+
+    /**
+     * Kafka's {@code max.poll.interval.ms}. The poll thread never waits for handlers, so this
+     * bounds only a stuck poll thread. Default 5 min.
+     */
+    public Builder maxPollInterval(Duration maxPollInterval) {
+      this.maxPollInterval = maxPollInterval;
+      return this;
+    }
+
+    /** How long closing a client may wait for it to flush. Default 10 s. */
+    public Builder closeTimeout(Duration closeTimeout) {
+      this.closeTimeout = closeTimeout;
+      return this;
+    }
+
+    /** The clock for failure times, retry due times and ages. Default the system clock. */
+    public Builder clock(InstantSource clock) {
+      this.clock = clock;
+      return this;
+    }
+
+    /** Sees every message's steps. Default: none. */
+    public Builder listener(LifecycleListener listener) {
+      this.listener = listener;
+      return this;
+    }
+
+    /**
+     * Receives, once per commit interval per subscription, the consumer lag, backlog depth (lag
+     * plus records in flight), oldest in-flight age and the backlog verdict; and drops of expired
+     * and undecodable records. Default: none.
+     */
+    public Builder metrics(MetricsListener metrics) {
+      this.metrics = metrics;
+      return this;
+    }
+
+    /** Thresholds of each subscription's backlog verdict. Default {@code Config.defaults()}. */
+    public Builder backlogMonitor(BacklogMonitor.Config backlogMonitor) {
+      this.backlogMonitor = backlogMonitor;
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException naming the field and value when the bootstrap servers or
+     *     client id prefix are blank, a client property is blank, null or protected, a size or
+     *     duration is not positive, the poll timeout is not below the max poll interval, or a topic
+     *     suffix is blank, not made of legal topic characters, or equal to the other suffix
+     */
+    public KafkaTransportConfig build() {
+      if (bootstrapServers == null || bootstrapServers.isBlank()) {
+        throw new IllegalArgumentException(
+            "bootstrapServers must not be blank, was " + quote(bootstrapServers));
+      }
+      if (clientIdPrefix == null || clientIdPrefix.isBlank()) {
+        throw new IllegalArgumentException(
+            "clientIdPrefix must not be blank, was " + quote(clientIdPrefix));
+      }
+      checkProperties("producerProperty", producer);
+      checkProperties("consumerProperty", consumer);
+      if (maxRecordBytes < 1) {
+        throw new IllegalArgumentException("maxRecordBytes must be >= 1, was " + maxRecordBytes);
+      }
+      positive("publishTimeout", publishTimeout);
+      positive("commitInterval", commitInterval);
+      positive("pollTimeout", pollTimeout);
+      positive("maxPollInterval", maxPollInterval);
+      positive("closeTimeout", closeTimeout);
+      if (pollTimeout.compareTo(maxPollInterval) >= 0) {
+        throw new IllegalArgumentException("pollTimeout must be below maxPollInterval ("
+            + maxPollInterval + "), was " + pollTimeout);
+      }
+      suffix("retryTopicSuffix", retryTopicSuffix);
+      suffix("deadLetterTopicSuffix", deadLetterTopicSuffix);
+      if (retryTopicSuffix.equals(deadLetterTopicSuffix)) {
+        throw new IllegalArgumentException("deadLetterTopicSuffix must differ from "
+            + "retryTopicSuffix, both were " + quote(retryTopicSuffix));
+      }
+      if (clock == null) {
+        throw new IllegalArgumentException("clock must not be null");
+      }
+      if (listener == null) {
+        throw new IllegalArgumentException("listener must not be null");
+      }
+      if (metrics == null) {
+        throw new IllegalArgumentException("metrics must not be null");
+      }
+      if (backlogMonitor == null) {
+        throw new IllegalArgumentException("backlogMonitor must not be null");
+      }
+      return new KafkaTransportConfig(this);
+    }
+
+    private static void checkProperties(String field, Map<String, String> props) {
+      for (Map.Entry<String, String> p : props.entrySet()) {
+        if (p.getKey() == null || p.getKey().isBlank()) {
+          throw new IllegalArgumentException(field + " name must not be blank, was "
+              + quote(p.getKey()));
+        }
+        if (p.getValue() == null) {
+          throw new IllegalArgumentException(field + " " + p.getKey() + " must not be null");
+        }
+        if (PROTECTED.contains(p.getKey())) {
+          throw new IllegalArgumentException(field + " " + p.getKey() + " is set by the "
+              + "transport and cannot be overridden (was " + quote(p.getValue()) + ")");
+        }
+      }
+    }
+
+    private static void positive(String field, Duration value) {
+      if (value == null || value.isZero() || value.isNegative()) {
+        throw new IllegalArgumentException(field + " must be a positive duration, was " + value);
+      }
+    }
+
+    private static void suffix(String field, String value) {
+      if (value == null || value.isBlank() || !TOPIC_CHARS.matcher(value).matches()) {
+        throw new IllegalArgumentException(field + " must be non-blank and use only "
+            + "[a-zA-Z0-9._-], was " + quote(value));
+      }
+    }
+  }
+}

@@ -1,0 +1,57 @@
+package io.relaykit.transport.kafka;
+
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.Subscriber;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.tck.Await;
+import io.relaykit.tck.SubscriberContract;
+import java.time.Duration;
+import java.util.Optional;
+import org.junit.jupiter.api.DisplayName;
+
+/**
+ * The subscriber contract on a real broker. Groups are scoped to the test's topic: Kafka groups
+ * are broker-wide, and the kit reuses names like {@code g} across tests.
+ */
+@DisplayName("KafkaSubscriber keeps the Subscriber contract")
+class KafkaSubscriberTest extends SubscriberContract {
+
+  private final KafkaTransportConfig config = KafkaTestSupport.config()
+      .closeTimeout(Duration.ofSeconds(5)).build();
+
+  @Override
+  protected Subscriber createSubscriber() {
+    return KafkaSubscriber.create(config);
+  }
+
+  @Override
+  protected Publisher createPublisher() {
+    return KafkaPublisher.create(config);
+  }
+
+  @Override
+  protected String newDestination() {
+    String topic = KafkaTestBroker.uniqueTopic("sub-kit");
+    KafkaTestBroker.createTopic(topic, 1);
+    return topic;
+  }
+
+  @Override
+  protected SubscriptionSpec.Builder spec(String destination, String group) {
+    return super.spec(destination, scoped(destination, group));
+  }
+
+  private static String scoped(String destination, String group) {
+    return destination + "-" + group;
+  }
+
+  @Override
+  protected DeadLetter awaitDeadLetter(String destination, String messageId, Duration timeout) {
+    try (KafkaDeadLetterStore store = KafkaDeadLetterStore.forSubscription(config, destination,
+        scoped(destination, "g"))) {
+      return Await.value(timeout, "dead letter " + messageId, () -> store.find(messageId),
+          Optional::isPresent).orElseThrow();
+    }
+  }
+}

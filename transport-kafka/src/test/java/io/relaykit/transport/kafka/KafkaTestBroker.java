@@ -1,0 +1,139 @@
+package io.relaykit.transport.kafka;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.test.KafkaClusterTestKit;
+import org.apache.kafka.common.test.TestKitNodes;
+
+/**
+ * One real KRaft broker (a combined broker + controller node) for the whole test JVM, started on
+ * first use (about 5 s) and stopped by a shutdown hook. Test classes share it and isolate
+ * themselves with {@link #uniqueTopic} names. Public (and shipped in the module's test jar) so the
+ * benchmarks can run on the same broker setup.
+ *
+ * <p>A single node cannot host the internal topics with their default replication factor of 3: the
+ * offsets, transaction and share-state topics get replication factor 1 and min ISR 1, or consumer
+ * groups never receive anything.
+ */
+public final class KafkaTestBroker {
+
+  private static KafkaClusterTestKit cluster;
+  private static Admin admin;
+
+  private KafkaTestBroker() {}
+
+  /** The broker's bootstrap address, starting the broker if it is not running yet. */
+  public static synchronized String bootstrapServers() {
+    if (cluster == null) {
+      start();
+    }
+    return cluster.bootstrapServers();
+  }
+
+  /** A shared admin client on the broker; do not close it. */
+  public static synchronized Admin admin() {
+    if (admin == null) {
+      admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers()));
+    }
+    return admin;
+  }
+
+  /** A topic name no other test uses: {@code prefix} plus a random suffix. */
+  public static String uniqueTopic(String prefix) {
+    return prefix + "-" + UUID.randomUUID().toString().substring(0, 8);
+  }
+
+  /**
+   * Creates {@code topic} with {@code partitions} partitions and waits until every partition's
+   * leader serves requests: a produce that races the leader's start gets NOT_LEADER_OR_FOLLOWER,
+   * and the idempotent producer's retry of such a first batch can stall on sequence errors.
+   */
+  public static void createTopic(String topic, int partitions) {
+    createTopic(topic, partitions, Map.of());
+  }
+
+  /** {@link #createTopic(String, int)} with topic-level settings ({@code max.message.bytes}). */
+  public static void createTopic(String topic, int partitions, Map<String, String> configs) {
+    try {
+      admin().createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs)))
+          .all().get(30, TimeUnit.SECONDS);
+      Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+      for (int p = 0; p < partitions; p++) {
+        latest.put(new TopicPartition(topic, p), OffsetSpec.latest());
+      }
+      KafkaSubscriber.awaitLeaders(admin(), latest, java.time.Duration.ofSeconds(30));
+    } catch (Exception e) {
+      throw new IllegalStateException("could not create topic " + topic, e);
+    }
+  }
+
+  /** Whether the broker holds a topic with this name. */
+  public static boolean topicExists(String topic) {
+    try {
+      Set<String> names = admin().listTopics().names().get(30, TimeUnit.SECONDS);
+      return names.contains(topic);
+    } catch (Exception e) {
+      throw new IllegalStateException("could not list topics", e);
+    }
+  }
+
+  private static void start() {
+    try {
+      TestKitNodes nodes = new TestKitNodes.Builder()
+          .setCombined(true)
+          .setNumBrokerNodes(1)
+          .setNumControllerNodes(1)
+          .build();
+      KafkaClusterTestKit kit = new KafkaClusterTestKit.Builder(nodes)
+          .setConfigProp("offsets.topic.replication.factor", "1")
+          .setConfigProp("offsets.topic.num.partitions", "4")
+          .setConfigProp("transaction.state.log.replication.factor", "1")
+          .setConfigProp("transaction.state.log.min.isr", "1")
+          .setConfigProp("share.coordinator.state.topic.replication.factor", "1")
+          .setConfigProp("share.coordinator.state.topic.min.isr", "1")
+          .setConfigProp("min.insync.replicas", "1")
+          .setConfigProp("auto.create.topics.enable", "true")
+          // A lone consumer should not wait the default 3 s before its first assignment.
+          .setConfigProp("group.initial.rebalance.delay.ms", "0")
+          .build();
+      kit.format();
+      kit.startup();
+      kit.waitForReadyBrokers();
+      cluster = kit;
+      Runtime.getRuntime().addShutdownHook(new Thread(KafkaTestBroker::stop, "kafka-test-broker-stop"));
+    } catch (Exception e) {
+      throw new IllegalStateException("could not start the in-JVM Kafka test broker", e);
+    }
+  }
+
+  /**
+   * Stops the broker if it runs; idempotent. Called when the JUnit session ends ({@link
+   * KafkaTestBrokerSession}) so the broker shuts down while the test framework still listens, and
+   * by the shutdown hook for other users (benchmarks).
+   */
+  public static synchronized void stop() {
+    try {
+      if (admin != null) {
+        admin.close(java.time.Duration.ofSeconds(5));
+      }
+      if (cluster != null) {
+        cluster.close();
+      }
+    } catch (Exception e) {
+      // Only temp files are left behind by a broker that does not stop cleanly.
+      System.err.println("kafka test broker did not stop cleanly: " + e);
+    } finally {
+      admin = null;
+      cluster = null;
+    }
+  }
+}
