@@ -1,0 +1,237 @@
+package io.relaykit.bench;
+
+import io.relaykit.queue.FileJournal;
+import io.relaykit.queue.Priority;
+import io.relaykit.queue.QueuedEvent;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Instant;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+
+/**
+ * The file journal's append cost beside a raw {@link FileChannel} writing the same number of bytes
+ * per record, in the same run. Reported as appends per second.
+ *
+ * <ul>
+ *   <li>{@code append}, mode {@code GROUP_COMMIT}: NORMAL events, fsynced by the journal's flusher
+ *       (every 20 ms or 1 000 records); the raw baseline writes each record and forces every 100.
+ *   <li>{@code append}, mode {@code SYNC}: CRITICAL events, fsynced before {@code append}
+ *       returns; the raw baseline writes and forces each record.
+ *   <li>{@code concurrentCritical}: four threads append CRITICAL events to one journal, sharing
+ *       fsyncs; the baseline is a Tape-like file queue that writes and fsyncs each add under a
+ *       lock.
+ * </ul>
+ * Each iteration starts from an empty directory under {@code target/} (or {@code
+ * -Drelaykit.bench.dir}), deleted at the iteration's end. Appends only: the journal's live state
+ * grows for one iteration, as a queue filling up does.
+ */
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+public class JournalBenchmark {
+
+  /** Forces per record of the raw group-commit baseline. */
+  static final int RAW_GROUP = 100;
+  static final String PAYLOAD = "{\"sku\":\"A-1\",\"qty\":1,\"amount\":1999}";
+  /** Ids of one width, so every record has the same size as the probe's. */
+  private static final long ID_BASE = 1_000_000_000_000L;
+
+  /** One appender: the journal or the raw channel, group-committed or synced. */
+  @State(Scope.Benchmark)
+  public static class Single {
+    /** What writes the records. */
+    public enum Impl { RELAYKIT, RAW_FILE_CHANNEL }
+
+    /** When records become durable; the ratio compares like with like. */
+    public enum Durability { GROUP_COMMIT, SYNC }
+
+    @Param
+    Impl impl;
+
+    @Param
+    Durability durability;
+
+    final AtomicLong sequence = new AtomicLong();
+    Path dir;
+    FileJournal journal;
+    FileChannel raw;
+    ByteBuffer record;
+    long rawCount;
+    Priority priority;
+
+    @Setup(Level.Iteration)
+    public void open() throws IOException {
+      priority = durability == Durability.SYNC ? Priority.CRITICAL : Priority.NORMAL;
+      dir = BenchDirs.create("journal");
+      if (impl == Impl.RELAYKIT) {
+        journal = FileJournal.builder(dir).build();
+      } else {
+        record = ByteBuffer.wrap(recordBytes(priority));
+        raw = FileChannel.open(dir.resolve("raw.log"), StandardOpenOption.CREATE_NEW,
+            StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+        rawCount = 0;
+      }
+    }
+
+    @TearDown(Level.Iteration)
+    public void close() throws IOException {
+      if (journal != null) {
+        journal.close();
+        journal = null;
+      }
+      if (raw != null) {
+        raw.force(false);
+        raw.close();
+        raw = null;
+      }
+      BenchDirs.delete(dir);
+    }
+  }
+
+  @Benchmark
+  public long append(Single s) throws IOException {
+    long seq = s.sequence.getAndIncrement();
+    if (s.journal != null) {
+      s.journal.append(event(seq, s.priority));
+      return seq;
+    }
+    s.record.rewind();
+    s.raw.write(s.record);
+    if (s.durability == Single.Durability.SYNC || ++s.rawCount % RAW_GROUP == 0) {
+      s.raw.force(false);
+    }
+    return seq;
+  }
+
+  /** Four producers of CRITICAL events on one journal (or one Tape-like queue). */
+  @State(Scope.Benchmark)
+  public static class Shared {
+    /** The file queue under test. */
+    public enum Impl { RELAYKIT, FSYNC_PER_ADD }
+
+    @Param
+    Impl impl;
+
+    final AtomicLong sequence = new AtomicLong();
+    Path dir;
+    FileJournal journal;
+    TapeLikeQueue tape;
+
+    @Setup(Level.Iteration)
+    public void open() throws IOException {
+      dir = BenchDirs.create("journal-concurrent");
+      if (impl == Impl.RELAYKIT) {
+        journal = FileJournal.builder(dir).build();
+      } else {
+        tape = new TapeLikeQueue(dir.resolve("queue.file"));
+      }
+    }
+
+    @TearDown(Level.Iteration)
+    public void close() throws IOException {
+      if (journal != null) {
+        journal.close();
+        journal = null;
+      }
+      if (tape != null) {
+        tape.close();
+        tape = null;
+      }
+      BenchDirs.delete(dir);
+    }
+  }
+
+  @Benchmark
+  @Threads(4)
+  public long concurrentCritical(Shared shared) throws IOException {
+    long seq = shared.sequence.getAndIncrement();
+    QueuedEvent event = event(seq, Priority.CRITICAL);
+    if (shared.journal != null) {
+      shared.journal.append(event);
+    } else {
+      shared.tape.add(recordBytesOf(event));
+    }
+    return seq;
+  }
+
+  static QueuedEvent event(long seq, Priority priority) {
+    Instant now = Instant.ofEpochMilli(1_700_000_000_000L + seq);
+    return new QueuedEvent("evt-" + (ID_BASE + seq), "order.paid", PAYLOAD, priority, now, 0,
+        now, null);
+  }
+
+  /**
+   * A record of exactly the size the journal writes for one append of {@link #event}: measured
+   * on a probe journal (its size on disk grows by the framed record), filled with the event's
+   * text, so the raw baseline writes as many bytes per append as the journal does.
+   */
+  static byte[] recordBytes(Priority priority) throws IOException {
+    Path probeDir = BenchDirs.create("journal-probe");
+    try {
+      FileJournal probe = FileJournal.builder(probeDir).build();
+      try {
+        probe.append(event(0, priority));
+        long before = probe.sizeOnDisk();
+        probe.append(event(1, priority));
+        int size = Math.toIntExact(probe.sizeOnDisk() - before);
+        byte[] text = recordBytesOf(event(1, priority));
+        byte[] bytes = new byte[size];
+        for (int i = 0; i < size; i++) {
+          bytes[i] = text[i % text.length];
+        }
+        return bytes;
+      } finally {
+        probe.close();
+      }
+    } finally {
+      BenchDirs.delete(probeDir);
+    }
+  }
+
+  /** The event as text: what the Tape-like queue stores per add. */
+  static byte[] recordBytesOf(QueuedEvent e) {
+    return (e.eventId() + '\n' + e.name() + '\n' + e.priority() + '\n'
+        + e.enqueuedAt().toEpochMilli() + '\n' + e.payload()).getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * The baseline for concurrent producers: a file queue in the style of Square Tape's {@code
+   * QueueFile}, whose add writes a length-prefixed element and makes it durable before returning,
+   * one add at a time under a lock. No group commit: N producers pay N fsyncs.
+   */
+  static final class TapeLikeQueue {
+    private final FileChannel channel;
+    private final ByteBuffer header = ByteBuffer.allocate(4);
+
+    TapeLikeQueue(Path file) throws IOException {
+      channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+          StandardOpenOption.APPEND);
+    }
+
+    synchronized void add(byte[] element) throws IOException {
+      header.clear();
+      header.putInt(element.length).flip();
+      channel.write(new ByteBuffer[] {header, ByteBuffer.wrap(element)});
+      channel.force(false);
+    }
+
+    synchronized void close() throws IOException {
+      channel.close();
+    }
+  }
+}

@@ -1,0 +1,213 @@
+package io.relaykit.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Turns a JMH JSON result file into the ratios of {@link Ratios}: a Markdown table (printed and
+ * written beside the JSON as {@code latest.md}) and an SVG chart ({@code chart.svg}).
+ *
+ * <p>{@code java -cp benchmarks.jar io.relaykit.bench.Report results/latest.json}
+ */
+public final class Report {
+
+  /** One JMH result: benchmark (class.method), params, score and error, unit. */
+  record Result(String benchmark, Map<String, String> params, double score, double error,
+      String unit) {}
+
+  /** A computed ratio; {@code value} is empty when either side did not run. */
+  record Row(Ratio ratio, Optional<Double> value, Optional<Result> top, Optional<Result> bottom) {
+    String verdict() {
+      if (value.isEmpty()) {
+        return "not run";
+      }
+      if (ratio.target() == null) {
+        return "—";
+      }
+      return value.get() >= ratio.target() ? "met" : "MISSED";
+    }
+  }
+
+  private Report() {}
+
+  public static void main(String[] args) throws IOException {
+    if (args.length != 1) {
+      System.err.println("usage: Report <jmh-result.json>");
+      System.exit(2);
+    }
+    Path json = Path.of(args[0]);
+    List<Result> results = read(Files.readString(json));
+    List<Row> rows = compute(results, Ratios.all());
+    String table = markdown(rows);
+    System.out.println(table);
+    Path dir = json.toAbsolutePath().getParent();
+    Files.writeString(dir.resolve("latest.md"), table, StandardCharsets.UTF_8);
+    Files.writeString(dir.resolve("chart.svg"), svg(rows), StandardCharsets.UTF_8);
+    System.out.println("wrote " + dir.resolve("latest.md") + " and " + dir.resolve("chart.svg"));
+  }
+
+  /** Reads JMH's JSON result format. */
+  static List<Result> read(String json) {
+    JsonNode root;
+    try {
+      root = new ObjectMapper().readTree(json);
+    } catch (IOException e) {
+      throw new UncheckedIOException("not a JMH JSON result: " + e.getMessage(), e);
+    }
+    if (root == null || !root.isArray()) {
+      throw new IllegalArgumentException("a JMH JSON result is an array of results");
+    }
+    List<Result> out = new ArrayList<>();
+    for (JsonNode r : root) {
+      String full = r.path("benchmark").asText();
+      int dot = full.lastIndexOf('.', full.lastIndexOf('.') - 1);
+      String benchmark = dot < 0 ? full : full.substring(dot + 1);
+      Map<String, String> params = new java.util.LinkedHashMap<>();
+      JsonNode p = r.path("params");
+      for (Map.Entry<String, JsonNode> e : p.properties()) {
+        params.put(e.getKey(), e.getValue().asText());
+      }
+      JsonNode metric = r.path("primaryMetric");
+      double error = metric.path("scoreError").asDouble(Double.NaN);
+      out.add(new Result(benchmark, params, metric.path("score").asDouble(),
+          error, metric.path("scoreUnit").asText()));
+    }
+    return out;
+  }
+
+  static List<Row> compute(List<Result> results, List<Ratio> ratios) {
+    List<Row> rows = new ArrayList<>();
+    for (Ratio ratio : ratios) {
+      Optional<Result> top = find(results, ratio.numerator());
+      Optional<Result> bottom = find(results, ratio.denominator());
+      Optional<Double> value = top.isPresent() && bottom.isPresent() && bottom.get().score() > 0
+          ? Optional.of(top.get().score() / bottom.get().score())
+          : Optional.empty();
+      rows.add(new Row(ratio, value, top, bottom));
+    }
+    return rows;
+  }
+
+  private static Optional<Result> find(List<Result> results, Ratio.Select select) {
+    if (select.fixedScore() != null) {
+      return Optional.of(new Result(select.benchmark(), Map.of(), select.fixedScore(), 0,
+          select.unit() + " (" + select.benchmark() + ")"));
+    }
+    for (Result r : results) {
+      if (r.benchmark().equals(select.benchmark())
+          && r.params().entrySet().containsAll(select.params().entrySet())) {
+        return Optional.of(r);
+      }
+    }
+    return Optional.empty();
+  }
+
+  static String markdown(List<Row> rows) {
+    StringBuilder md = new StringBuilder();
+    md.append("| comparison | relaykit | baseline | ratio | target | verdict |\n");
+    md.append("|---|---:|---:|---:|---:|---|\n");
+    for (Row row : rows) {
+      md.append("| ").append(row.ratio().name())
+          .append(" | ").append(row.top().map(Report::score).orElse("—"))
+          .append(" | ").append(row.bottom().map(Report::score).orElse("—"))
+          .append(" | ").append(row.value().map(v -> format(v) + "×").orElse("—"))
+          .append(" | ").append(row.ratio().target() == null ? "—"
+              : "≥ " + format(row.ratio().target()) + "×")
+          .append(" | ").append(row.verdict())
+          .append(" |\n");
+    }
+    return md.toString();
+  }
+
+  private static String score(Result r) {
+    return String.format(Locale.ROOT, "%,.0f %s", r.score(), r.unit());
+  }
+
+  static String format(double v) {
+    if (v >= 100) {
+      return String.format(Locale.ROOT, "%,.0f", v);
+    }
+    if (v >= 10) {
+      return String.format(Locale.ROOT, "%.1f", v);
+    }
+    if (v >= 0.1) {
+      return String.format(Locale.ROOT, "%.2f", v);
+    }
+    // Two significant digits, so a small ratio never prints as 0.00.
+    return new java.math.BigDecimal(v).round(new java.math.MathContext(2)).toPlainString();
+  }
+
+  /**
+   * A horizontal bar chart of the ratios on a log scale, with each target as a tick. Plain SVG, no
+   * script, so a README shows it as an image.
+   */
+  static String svg(List<Row> rows) {
+    int labelWidth = 560;
+    int chartWidth = 480;
+    int rowHeight = 30;
+    int top = 40;
+    int height = top + rows.size() * rowHeight + 40;
+    double minLog = -3;   // 0.001x
+    double maxLog = 4;    // 10 000x
+    StringBuilder s = new StringBuilder();
+    s.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"")
+        .append(labelWidth + chartWidth + 90).append("\" height=\"").append(height)
+        .append("\" font-family=\"sans-serif\" font-size=\"12\">\n");
+    s.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
+    s.append("<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">relaykit vs baseline,"
+        + " same run (ratio, log scale; tick = target)</text>\n");
+    for (int decade = (int) minLog; decade <= maxLog; decade++) {
+      double x = labelWidth + (decade - minLog) / (maxLog - minLog) * chartWidth;
+      s.append(String.format(Locale.ROOT,
+          "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>\n",
+          x, top - 5, x, height - 30));
+      s.append(String.format(Locale.ROOT,
+          "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%s×</text>\n",
+          x, height - 14, format(Math.pow(10, decade))));
+    }
+    int y = top;
+    for (Row row : rows) {
+      s.append("<text x=\"").append(labelWidth - 8).append("\" y=\"").append(y + 18)
+          .append("\" text-anchor=\"end\">").append(escape(row.ratio().name()))
+          .append("</text>\n");
+      if (row.value().isPresent()) {
+        double v = row.value().get();
+        double log = Math.max(minLog, Math.min(maxLog, Math.log10(v)));
+        double w = (log - minLog) / (maxLog - minLog) * chartWidth;
+        String color = row.ratio().target() == null ? "#6c8ebf"
+            : v >= row.ratio().target() ? "#4caf50" : "#e53935";
+        s.append(String.format(Locale.ROOT,
+            "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"18\" fill=\"%s\"/>\n",
+            labelWidth, y + 5, w, color));
+        s.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\">%s×</text>\n",
+            labelWidth + w + 6, y + 18, format(v)));
+      } else {
+        s.append("<text x=\"").append(labelWidth + 4).append("\" y=\"").append(y + 18)
+            .append("\" fill=\"#999\">not run</text>\n");
+      }
+      if (row.ratio().target() != null) {
+        double t = (Math.log10(row.ratio().target()) - minLog) / (maxLog - minLog) * chartWidth;
+        s.append(String.format(Locale.ROOT,
+            "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"black\" "
+                + "stroke-width=\"2\"/>\n", labelWidth + t, y + 2, labelWidth + t, y + 26));
+      }
+      y += rowHeight;
+    }
+    s.append("</svg>\n");
+    return s.toString();
+  }
+
+  private static String escape(String text) {
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
+  }
+}
