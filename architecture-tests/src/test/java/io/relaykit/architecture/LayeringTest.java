@@ -2,12 +2,10 @@ package io.relaykit.architecture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
-import com.tngtech.archunit.library.dependencies.SliceRule;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
@@ -77,37 +75,10 @@ class LayeringTest {
     RULES.internalPackagesStayInTheirModule().check(classes);
   }
 
-  /*
-   * Known violations, each exempted as narrowly as possible and each with a test that fails once
-   * the exemption is no longer needed, so it is deleted rather than left to hide a new violation.
-   *
-   * 1. io.relaykit.message.InProcessTransport (queue-core's in-memory transport) dead-letters,
-   *    so it uses io.relaykit.deadletter, whose DeadLetter holds a message.Message: a cycle
-   *    message <-> deadletter. The fix is to move the transport out of `message` (into a core
-   *    package that may depend on both, e.g. io.relaykit.inprocess, added to RelayKitModules).
-   */
-  private static final DescribedPredicate<JavaClass> IN_PROCESS_TRANSPORT = DescribedPredicate
-      .describe("io.relaykit.message.InProcessTransport and its nested classes",
-          c -> c.getName().startsWith("io.relaykit.message.InProcessTransport"));
-
-  private static SliceRule cycleRuleWithKnownExemptions() {
-    return RULES.noCyclesBetweenTopLevelPackages().ignoreDependency(IN_PROCESS_TRANSPORT,
-        JavaClass.Predicates.resideInAPackage("io.relaykit.deadletter"));
-  }
-
   @Test
-  @DisplayName("top-level packages are free of cycles (known exemptions aside)")
+  @DisplayName("top-level packages are free of cycles")
   void noCycles() {
-    cycleRuleWithKnownExemptions().check(classes);
-  }
-
-  @Test
-  @DisplayName("the InProcessTransport cycle exemption is still needed")
-  void inProcessTransportExemptionStillNeeded() {
-    assertThat(RULES.noCyclesBetweenTopLevelPackages().evaluate(classes).hasViolation())
-        .as("message <-> deadletter cycle through InProcessTransport is gone:"
-            + " delete IN_PROCESS_TRANSPORT and its exemption from LayeringTest")
-        .isTrue();
+    RULES.noCyclesBetweenTopLevelPackages().check(classes);
   }
 
   @Test

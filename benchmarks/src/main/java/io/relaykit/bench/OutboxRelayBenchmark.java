@@ -1,6 +1,6 @@
 package io.relaykit.bench;
 
-import io.relaykit.message.InProcessTransport;
+import io.relaykit.inprocess.InProcessTransport;
 import io.relaykit.message.Message;
 import io.relaykit.outbox.OutboxRelay;
 import io.relaykit.storage.h2.H2StorageConfig;

@@ -12,7 +12,7 @@ import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.InMemoryIdempotencyStore;
-import io.relaykit.message.InProcessTransport;
+import io.relaykit.inprocess.InProcessTransport;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.monitor.LifecycleListener;

@@ -15,7 +15,7 @@ import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.InMemoryIdempotencyStore;
-import io.relaykit.message.InProcessTransport;
+import io.relaykit.inprocess.InProcessTransport;
 import io.relaykit.message.Message;
 import io.relaykit.message.Subscriber;
 import io.relaykit.message.Subscription;

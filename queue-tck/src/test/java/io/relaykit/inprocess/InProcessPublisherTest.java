@@ -1,5 +1,8 @@
-package io.relaykit.message;
+package io.relaykit.inprocess;
 
+import io.relaykit.message.Message;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.PublisherContract;

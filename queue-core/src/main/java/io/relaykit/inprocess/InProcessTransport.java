@@ -1,9 +1,18 @@
-package io.relaykit.message;
+package io.relaykit.inprocess;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.internal.Checks;
+import io.relaykit.message.Delivery;
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHandler;
+import io.relaykit.message.PublishException;
+import io.relaykit.message.PublishReceipt;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.Subscriber;
+import io.relaykit.message.Subscription;
+import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.ordering.OrderingMode;

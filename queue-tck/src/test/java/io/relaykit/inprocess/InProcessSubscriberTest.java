@@ -1,6 +1,8 @@
-package io.relaykit.message;
+package io.relaykit.inprocess;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.Subscriber;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.SubscriberContract;
 import java.time.Duration;

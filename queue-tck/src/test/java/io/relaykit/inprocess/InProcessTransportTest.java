@@ -1,14 +1,19 @@
-package io.relaykit.message;
-
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+package io.relaykit.inprocess;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
-import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHandler;
+import io.relaykit.message.PublishException;
+import io.relaykit.message.PublishReceipt;
+import io.relaykit.message.Publisher;
+import io.relaykit.message.Subscriber;
+import io.relaykit.message.Subscription;
+import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleEvent.Stage;
+import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleLog;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.retry.Backoff;
@@ -30,6 +35,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** What the in-process transport adds to the Publisher and Subscriber kits. */
 class InProcessTransportTest {
