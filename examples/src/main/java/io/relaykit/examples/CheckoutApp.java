@@ -34,6 +34,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -49,8 +50,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * failures and dead-lettering permanent ones; the order's status follows the real pipeline.
  *
  * <p>Modules are chosen by configuration through queue-guice: {@link RelayKitModule} supplies the
- * clock, the retry policy and the transport ({@code relaykit.transport}); the storage is the JDBC
- * storage of storage-h2 on H2 or PostgreSQL.
+ * clock, the retry policy and the transport ({@code relaykit.transport}: the in-process one, or
+ * RabbitMQ through transport-rabbitmq's backend provider); the storage is the JDBC storage of
+ * storage-h2 on H2 or PostgreSQL.
  */
 final class CheckoutApp implements AutoCloseable {
 
@@ -68,6 +70,7 @@ final class CheckoutApp implements AutoCloseable {
   private final Subscriber subscriber;
   private final OutboxRelay relay;
   private final List<Subscription> subscriptions = new ArrayList<>();
+  private final RetryPolicy retry;
 
   private CheckoutApp(DemoOptions options, boolean consume) throws IOException, SQLException {
     this.options = options;
@@ -82,12 +85,7 @@ final class CheckoutApp implements AutoCloseable {
     // JDBC stores replace the in-memory defaults so dead letters and dedupe rows are durable.
     this.clock = InstantSource.system();
     this.storage = JdbcStorage.open(storageConfig(options), clock);
-    RelayKitConfig config = RelayKitConfig.builder()
-        .transport(options.transport())
-        .retryMaxAttempts(6)
-        .retryInitialBackoff(Duration.ofMillis(50))
-        .retryMaxBackoff(Duration.ofSeconds(1))
-        .build();
+    RelayKitConfig config = relayKitConfig(options);
     Injector injector = Guice.createInjector(new RelayKitModule(config), binder -> {
       RelayKitModule.override(binder, InstantSource.class).toInstance(clock);
       RelayKitModule.override(binder, LifecycleListener.class).toInstance(listener);
@@ -97,7 +95,7 @@ final class CheckoutApp implements AutoCloseable {
       RelayKitModule.override(binder, IdempotencyStore.class)
           .toInstance(storage.idempotencyStore());
     });
-    RetryPolicy retry = injector.getInstance(RetryPolicy.class);
+    this.retry = injector.getInstance(RetryPolicy.class);
     this.orders = new Orders(storage.dataSource(), storage.outboxStore(),
         storage.idempotencyStore(), storage.deadLetterStore(), clock);
     orders.createTables();
@@ -111,10 +109,15 @@ final class CheckoutApp implements AutoCloseable {
     }
     this.publisher = injector.getInstance(Publisher.class);
     this.subscriber = injector.getInstance(Subscriber.class);
-    int redriven = orders.redriveUnfinished();
-    if (redriven > 0) {
-      LOG.log(System.Logger.Level.INFO, "redrove " + redriven
-          + " unfinished messages after a restart (consumers deduplicate)");
+    // The in-process transport loses what it held when the JVM dies, so after a restart the
+    // messages the relay had already handed over are put back into the outbox. A broker keeps
+    // them durably (and redelivers unacked ones), so there is nothing to redrive.
+    if (isMemory(options)) {
+      int redriven = orders.redriveUnfinished();
+      if (redriven > 0) {
+        LOG.log(System.Logger.Level.INFO, "redrove " + redriven
+            + " unfinished messages after a restart (consumers deduplicate)");
+      }
     }
     for (Orders.Effect effect : Orders.Effect.values()) {
       subscriptions.add(subscriber.subscribe(
@@ -125,7 +128,7 @@ final class CheckoutApp implements AutoCloseable {
               .retryPolicy(retry)
               .handlerTimeout(Duration.ofSeconds(10))
               .build(),
-          delivery -> consume(effect, delivery)));
+          delivery -> consumeRecordingDeath(effect, delivery)));
     }
     this.relay = OutboxRelay.builder(storage.outboxStore(), publisher, storage.deadLetterStore())
         .clock(clock)
@@ -150,6 +153,56 @@ final class CheckoutApp implements AutoCloseable {
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
     return new CheckoutApp(options, false);
+  }
+
+  private static boolean isMemory(DemoOptions options) {
+    return options.transport().equals(RelayKitConfig.MEMORY);
+  }
+
+  /**
+   * The queue-guice configuration that chooses the modules: {@code relaykit.transport} picks the
+   * transport; a broker's names carry the demo's namespace, and its retry delays are short so the
+   * demo's retries stay quick.
+   */
+  static RelayKitConfig relayKitConfig(DemoOptions options) {
+    RelayKitConfig.Builder b = RelayKitConfig.builder()
+        .transport(options.transport())
+        .retryMaxAttempts(6)
+        .retryInitialBackoff(Duration.ofMillis(50))
+        .retryMaxBackoff(Duration.ofSeconds(1));
+    if (options.transport().equals("rabbitmq")) {
+      // The URI comes from RELAYKIT_RABBITMQ_URI (the module's default) unless set here.
+      b.set("relaykit.rabbitmq.connection-name", "relaykit-demo")
+          .set("relaykit.rabbitmq.delay-levels", "100ms,1s");
+      if (!options.namespace().isEmpty()) {
+        b.set("relaykit.rabbitmq.name-prefix", options.namespace() + ".");
+      }
+    }
+    return b.build();
+  }
+
+  /**
+   * A broker dead-letters into its own queue, not into the database the order status reads; so
+   * when this attempt is the last one, the dead letter is also recorded in the JDBC store (adding
+   * is idempotent per message id) before the failure goes back to the transport. Replay then goes
+   * through the outbox like any other dead letter. The in-process transport writes the JDBC store
+   * itself.
+   */
+  private void consumeRecordingDeath(Orders.Effect effect, Delivery delivery) throws Exception {
+    try {
+      consume(effect, delivery);
+    } catch (Exception e) {
+      if (!isMemory(options)) {
+        Instant now = clock.instant();
+        Instant first = delivery.firstFailure().orElse(now);
+        RetryPolicy.Decision decision = retry.decide(delivery.attempt(), first, now, e);
+        if (!decision.retry()) {
+          storage.deadLetterStore().add(DeadLetter.of(delivery.message(), delivery.source(),
+              decision.reason(), e, delivery.attempt(), first, now));
+        }
+      }
+      throw e;
+    }
   }
 
   static H2StorageConfig storageConfig(DemoOptions options) throws IOException {
