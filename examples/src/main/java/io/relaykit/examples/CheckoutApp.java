@@ -6,7 +6,9 @@ import com.google.inject.Injector;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.TieredIdempotencyStore;
 import io.relaykit.guice.RelayKitConfig;
 import io.relaykit.guice.RelayKitModule;
 import io.relaykit.message.Delivery;
@@ -30,6 +32,8 @@ import io.relaykit.retry.PermanentFailureException;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.storage.h2.H2StorageConfig;
 import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.redis.RedisStorage;
+import io.relaykit.storage.redis.RedisStorageConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.sql.SQLException;
@@ -52,7 +56,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Modules are chosen by configuration through queue-guice: {@link RelayKitModule} supplies the
  * clock, the retry policy and the transport ({@code relaykit.transport}: the in-process one, or
  * RabbitMQ through transport-rabbitmq's backend provider); the storage is the JDBC storage of
- * storage-h2 on H2 or PostgreSQL.
+ * storage-h2 on H2 or PostgreSQL, with {@code --storage redis} a Redis fast tier in front of its
+ * idempotency store.
  */
 final class CheckoutApp implements AutoCloseable {
 
@@ -71,6 +76,9 @@ final class CheckoutApp implements AutoCloseable {
   private final OutboxRelay relay;
   private final List<Subscription> subscriptions = new ArrayList<>();
   private final RetryPolicy retry;
+  /** {@code --storage redis}: Redis in front of the JDBC idempotency store; null otherwise. */
+  private final RedisStorage redis;
+  private final IdempotencyStore deliveries;
 
   private CheckoutApp(DemoOptions options, boolean consume) throws IOException, SQLException {
     this.options = options;
@@ -102,10 +110,28 @@ final class CheckoutApp implements AutoCloseable {
     this.backlog = new BacklogMonitor(BacklogMonitor.Config.defaults(), clock);
 
     if (!consume) {
+      this.redis = null;
+      this.deliveries = null;
       this.publisher = null;
       this.subscriber = null;
       this.relay = null;
       return;
+    }
+    if (options.storage().equals("redis")) {
+      this.redis = RedisStorage.open(RedisStorageConfig.builder()
+          .uri(System.getenv().getOrDefault("RELAYKIT_REDIS_URI", "redis://127.0.0.1:6379"))
+          .keyPrefix(redisKeyPrefix(options))
+          .commandTimeout(Duration.ofMillis(250))
+          .build(), clock);
+      // Connect now (Redis connects lazily): the first consumers would otherwise find it
+      // "still connecting" and send the tier into its durable-only back-off. A Redis that is
+      // down fails the start here, naming its address.
+      redis.idempotencyStore().status("startup-check");
+      this.deliveries = TieredIdempotencyStore.of(redis.idempotencyStore(),
+          storage.idempotencyStore());
+    } else {
+      this.redis = null;
+      this.deliveries = null;
     }
     this.publisher = injector.getInstance(Publisher.class);
     this.subscriber = injector.getInstance(Subscriber.class);
@@ -153,6 +179,12 @@ final class CheckoutApp implements AutoCloseable {
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
     return new CheckoutApp(options, false);
+  }
+
+  /** Where the demo's Redis keys live: {@code relaykit-demo:} plus the namespace, if any. */
+  static String redisKeyPrefix(DemoOptions options) {
+    return options.namespace().isEmpty() ? "relaykit-demo:"
+        : "relaykit-demo:" + options.namespace() + ":";
   }
 
   private static boolean isMemory(DemoOptions options) {
@@ -207,6 +239,8 @@ final class CheckoutApp implements AutoCloseable {
 
   static H2StorageConfig storageConfig(DemoOptions options) throws IOException {
     H2StorageConfig.Builder b = H2StorageConfig.builder().lease(options.lease());
+    // --storage redis keeps orders, outbox and dead letters in the H2 file database too: Redis
+    // only fronts the idempotency store.
     if (options.storage().equals("postgres")) {
       String url = System.getenv().getOrDefault("RELAYKIT_POSTGRES_URL",
           "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres");
@@ -240,7 +274,29 @@ final class CheckoutApp implements AutoCloseable {
     if (options.failRate() > 0 && ThreadLocalRandom.current().nextDouble() < options.failRate()) {
       throw new IllegalStateException("injected transient failure in " + effect.id());
     }
-    orders.perform(orderId, effect);
+    if (deliveries == null) {
+      orders.perform(orderId, effect);
+      return;
+    }
+    // Redis answers a redelivery of a finished effect without a database transaction. The claim
+    // key differs from the effect's runOnce key on purpose: runOnce, in the effect's own
+    // transaction, stays the final guard, and an IN_PROGRESS claim (another delivery running, or
+    // one that crashed and left its lease) just goes on to that guard instead of waiting.
+    Claim claim = deliveries.claim("delivered:" + effect.messageId(orderId), options.lease());
+    if (claim.status() == Claim.Status.DONE) {
+      return;
+    }
+    if (claim.status() != Claim.Status.CLAIMED) {
+      orders.perform(orderId, effect);
+      return;
+    }
+    try {
+      orders.perform(orderId, effect);
+    } catch (Exception e) {
+      deliveries.release(claim);
+      throw e;
+    }
+    deliveries.complete(claim);
   }
 
   /** Outbox backlog, oldest age, dead letters, drops and the backlog's verdict. */
@@ -287,6 +343,9 @@ final class CheckoutApp implements AutoCloseable {
     }
     if (publisher != null) {
       publisher.close();
+    }
+    if (redis != null) {
+      redis.close();
     }
     storage.close();
   }

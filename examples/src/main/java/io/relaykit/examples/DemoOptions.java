@@ -14,7 +14,9 @@ import java.util.regex.Pattern;
  * @param port HTTP port (0 picks a free one)
  * @param dataDir where the H2 database lives
  * @param storage {@code h2} (embedded file database) or {@code postgres}
- *     ({@code RELAYKIT_POSTGRES_URL}, default {@code jdbc:postgresql://127.0.0.1:5432/postgres})
+ *     ({@code RELAYKIT_POSTGRES_URL}, default {@code jdbc:postgresql://127.0.0.1:5432/postgres}), or
+ *     {@code redis}: the H2 file database plus a Redis fast tier in front of its idempotency store
+ *     ({@code RELAYKIT_REDIS_URI}, default {@code redis://127.0.0.1:6379})
  * @param transport {@code memory} (in-process) or {@code rabbitmq} ({@code RELAYKIT_RABBITMQ_URI},
  *     default {@code amqp://guest:guest@127.0.0.1:5672})
  * @param failRate probability in [0, 1) that a consumer attempt fails transiently
@@ -34,7 +36,7 @@ public record DemoOptions(
     Duration lease,
     String namespace) {
 
-  static final List<String> STORAGES = List.of("h2", "postgres");
+  static final List<String> STORAGES = List.of("h2", "postgres", "redis");
   static final List<String> TRANSPORTS = List.of("memory", "rabbitmq");
   private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9._:-]{0,64}");
 

@@ -87,7 +87,7 @@ class DemoOptionsTest {
   void unknownBackends() {
     assertThatThrownBy(() -> DemoOptions.parse("--storage", "mongo"))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("--storage must be one of [h2, postgres], was 'mongo'");
+        .hasMessage("--storage must be one of [h2, postgres, redis], was 'mongo'");
     assertThatThrownBy(() -> DemoOptions.parse("--transport", "smoke-signals"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageStartingWith("--transport must be one of [memory, rabbitmq]")
