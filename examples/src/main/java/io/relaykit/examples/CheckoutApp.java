@@ -45,8 +45,14 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
 
 /**
  * The checkout pipeline, wired: an order and its outbox messages commit together; a relay publishes
@@ -80,7 +86,8 @@ final class CheckoutApp implements AutoCloseable {
   private final RedisStorage redis;
   private final IdempotencyStore deliveries;
 
-  private CheckoutApp(DemoOptions options, boolean consume) throws IOException, SQLException {
+  private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume)
+      throws IOException, SQLException {
     this.options = options;
     for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
       counts.put(stage, new AtomicLong());
@@ -93,7 +100,7 @@ final class CheckoutApp implements AutoCloseable {
     // JDBC stores replace the in-memory defaults so dead letters and dedupe rows are durable.
     this.clock = InstantSource.system();
     this.storage = JdbcStorage.open(storageConfig(options), clock);
-    RelayKitConfig config = relayKitConfig(options);
+    RelayKitConfig config = relayKitConfig(options, settings);
     Injector injector = Guice.createInjector(new RelayKitModule(config), binder -> {
       RelayKitModule.override(binder, InstantSource.class).toInstance(clock);
       RelayKitModule.override(binder, LifecycleListener.class).toInstance(listener);
@@ -145,6 +152,9 @@ final class CheckoutApp implements AutoCloseable {
             + " unfinished messages after a restart (consumers deduplicate)");
       }
     }
+    if (options.transport().equals("kafka")) {
+      createKafkaTopics(config);
+    }
     for (Orders.Effect effect : Orders.Effect.values()) {
       subscriptions.add(subscriber.subscribe(
           SubscriptionSpec.builder(effect.destination(), effect.id())
@@ -173,12 +183,18 @@ final class CheckoutApp implements AutoCloseable {
 
   /** The full pipeline: HTTP-facing stores, relay and consumers. */
   static CheckoutApp start(DemoOptions options) throws IOException, SQLException {
-    return new CheckoutApp(options, true);
+    return new CheckoutApp(options, Map.of(), true);
+  }
+
+  /** The full pipeline, with extra {@code relaykit.*} settings over the demo's (for tests). */
+  static CheckoutApp start(DemoOptions options, Map<String, String> settings)
+      throws IOException, SQLException {
+    return new CheckoutApp(options, settings, true);
   }
 
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
-    return new CheckoutApp(options, false);
+    return new CheckoutApp(options, Map.of(), false);
   }
 
   /** Where the demo's Redis keys live: {@code relaykit-demo:} plus the namespace, if any. */
@@ -196,7 +212,7 @@ final class CheckoutApp implements AutoCloseable {
    * transport; a broker's names carry the demo's namespace, and its retry delays are short so the
    * demo's retries stay quick.
    */
-  static RelayKitConfig relayKitConfig(DemoOptions options) {
+  static RelayKitConfig relayKitConfig(DemoOptions options, Map<String, String> settings) {
     RelayKitConfig.Builder b = RelayKitConfig.builder()
         .transport(options.transport())
         .retryMaxAttempts(6)
@@ -210,7 +226,39 @@ final class CheckoutApp implements AutoCloseable {
         b.set("relaykit.rabbitmq.name-prefix", options.namespace() + ".");
       }
     }
+    if (options.transport().equals("kafka")) {
+      b.set("relaykit.kafka.bootstrap-servers", System.getenv()
+          .getOrDefault("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
+          .set("relaykit.kafka.client-id-prefix", "relaykit-demo");
+    }
+    settings.forEach(b::set);
     return b.build();
+  }
+
+  /**
+   * Kafka's subscriber wants its destination topic to exist (it creates the retry and dead-letter
+   * topics itself); the demo creates what is missing, with 4 partitions: the consumers' parallelism.
+   */
+  private static void createKafkaTopics(RelayKitConfig config) {
+    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
+        config.require("relaykit.kafka.bootstrap-servers")))) {
+      java.util.Set<String> existing = admin.listTopics().names().get(30, TimeUnit.SECONDS);
+      List<NewTopic> missing = new ArrayList<>();
+      for (Orders.Effect effect : Orders.Effect.values()) {
+        if (!existing.contains(effect.destination())) {
+          missing.add(new NewTopic(effect.destination(), Optional.of(4), Optional.empty()));
+        }
+      }
+      if (!missing.isEmpty()) {
+        admin.createTopics(missing).all().get(30, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while creating the demo's Kafka topics", e);
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IllegalStateException("could not create the demo's Kafka topics at "
+          + config.require("relaykit.kafka.bootstrap-servers") + ": " + e.getMessage(), e);
+    }
   }
 
   /**

@@ -17,13 +17,14 @@ import java.util.regex.Pattern;
  *     ({@code RELAYKIT_POSTGRES_URL}, default {@code jdbc:postgresql://127.0.0.1:5432/postgres}), or
  *     {@code redis}: the H2 file database plus a Redis fast tier in front of its idempotency store
  *     ({@code RELAYKIT_REDIS_URI}, default {@code redis://127.0.0.1:6379})
- * @param transport {@code memory} (in-process) or {@code rabbitmq} ({@code RELAYKIT_RABBITMQ_URI},
- *     default {@code amqp://guest:guest@127.0.0.1:5672})
+ * @param transport {@code memory} (in-process), {@code kafka} ({@code
+ *     RELAYKIT_KAFKA_BOOTSTRAP_SERVERS}, default {@code 127.0.0.1:9092}) or {@code rabbitmq}
+ *     ({@code RELAYKIT_RABBITMQ_URI}, default {@code amqp://guest:guest@127.0.0.1:5672})
  * @param failRate probability in [0, 1) that a consumer attempt fails transiently
  * @param poisonSku orders of this SKU fail permanently and are dead-lettered; null for none
  * @param lease how long a relay owns claimed outbox rows (a crashed relay's rows wait this long)
- * @param namespace prefix for the broker's exchanges and queues, so demos sharing a broker do not
- *     share messages; empty for none
+ * @param namespace prefix for RabbitMQ's exchanges and queues and the Redis keys, so demos sharing
+ *     a server do not share state; empty for none
  */
 public record DemoOptions(
     String host,
@@ -37,7 +38,7 @@ public record DemoOptions(
     String namespace) {
 
   static final List<String> STORAGES = List.of("h2", "postgres", "redis");
-  static final List<String> TRANSPORTS = List.of("memory", "rabbitmq");
+  static final List<String> TRANSPORTS = List.of("memory", "kafka", "rabbitmq");
   private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9._:-]{0,64}");
 
   public DemoOptions {
@@ -55,8 +56,8 @@ public record DemoOptions(
           + storage + "'");
     }
     if (!TRANSPORTS.contains(transport)) {
-      throw new IllegalArgumentException("--transport must be one of " + TRANSPORTS
-          + " (kafka runs from its module's quick start), was '" + transport + "'");
+      throw new IllegalArgumentException("--transport must be one of " + TRANSPORTS + ", was '"
+          + transport + "'");
     }
     if (!(failRate >= 0 && failRate < 1)) {
       throw new IllegalArgumentException("--fail-rate must be in [0, 1), was " + failRate);

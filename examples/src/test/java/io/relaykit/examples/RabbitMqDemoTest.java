@@ -40,7 +40,7 @@ class RabbitMqDemoTest {
   void start(@TempDir Path data) throws Exception {
     options = new DemoOptions("127.0.0.1", 0, data, "h2", "rabbitmq", 0, POISON,
         Duration.ofSeconds(2), "demo-test-" + UUID.randomUUID().toString().substring(0, 8));
-    broker = RabbitMqTransportBackend.transportConfig(CheckoutApp.relayKitConfig(options));
+    broker = RabbitMqTransportBackend.transportConfig(CheckoutApp.relayKitConfig(options, java.util.Map.of()));
     try (Connection c = connect()) {
       assertThat(c.isOpen()).isTrue();
     } catch (Exception e) {
