@@ -6,7 +6,9 @@ import com.google.inject.Injector;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.TieredIdempotencyStore;
 import io.relaykit.guice.RelayKitConfig;
 import io.relaykit.guice.RelayKitModule;
 import io.relaykit.message.Delivery;
@@ -30,18 +32,27 @@ import io.relaykit.retry.PermanentFailureException;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.storage.h2.H2StorageConfig;
 import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.redis.RedisStorage;
+import io.relaykit.storage.redis.RedisStorageConfig;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
 
 /**
  * The checkout pipeline, wired: an order and its outbox messages commit together; a relay publishes
@@ -49,8 +60,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * failures and dead-lettering permanent ones; the order's status follows the real pipeline.
  *
  * <p>Modules are chosen by configuration through queue-guice: {@link RelayKitModule} supplies the
- * clock, the retry policy and the transport ({@code relaykit.transport}); the storage is the JDBC
- * storage of storage-h2 on H2 or PostgreSQL.
+ * clock, the retry policy and the transport ({@code relaykit.transport}: the in-process one, or
+ * RabbitMQ through transport-rabbitmq's backend provider); the storage is the JDBC storage of
+ * storage-h2 on H2 or PostgreSQL, with {@code --storage redis} a Redis fast tier in front of its
+ * idempotency store.
  */
 final class CheckoutApp implements AutoCloseable {
 
@@ -68,8 +81,13 @@ final class CheckoutApp implements AutoCloseable {
   private final Subscriber subscriber;
   private final OutboxRelay relay;
   private final List<Subscription> subscriptions = new ArrayList<>();
+  private final RetryPolicy retry;
+  /** {@code --storage redis}: Redis in front of the JDBC idempotency store; null otherwise. */
+  private final RedisStorage redis;
+  private final IdempotencyStore deliveries;
 
-  private CheckoutApp(DemoOptions options, boolean consume) throws IOException, SQLException {
+  private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume)
+      throws IOException, SQLException {
     this.options = options;
     for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
       counts.put(stage, new AtomicLong());
@@ -82,12 +100,7 @@ final class CheckoutApp implements AutoCloseable {
     // JDBC stores replace the in-memory defaults so dead letters and dedupe rows are durable.
     this.clock = InstantSource.system();
     this.storage = JdbcStorage.open(storageConfig(options), clock);
-    RelayKitConfig config = RelayKitConfig.builder()
-        .transport(options.transport())
-        .retryMaxAttempts(6)
-        .retryInitialBackoff(Duration.ofMillis(50))
-        .retryMaxBackoff(Duration.ofSeconds(1))
-        .build();
+    RelayKitConfig config = relayKitConfig(options, settings);
     Injector injector = Guice.createInjector(new RelayKitModule(config), binder -> {
       RelayKitModule.override(binder, InstantSource.class).toInstance(clock);
       RelayKitModule.override(binder, LifecycleListener.class).toInstance(listener);
@@ -97,24 +110,50 @@ final class CheckoutApp implements AutoCloseable {
       RelayKitModule.override(binder, IdempotencyStore.class)
           .toInstance(storage.idempotencyStore());
     });
-    RetryPolicy retry = injector.getInstance(RetryPolicy.class);
+    this.retry = injector.getInstance(RetryPolicy.class);
     this.orders = new Orders(storage.dataSource(), storage.outboxStore(),
         storage.idempotencyStore(), storage.deadLetterStore(), clock);
     orders.createTables();
     this.backlog = new BacklogMonitor(BacklogMonitor.Config.defaults(), clock);
 
     if (!consume) {
+      this.redis = null;
+      this.deliveries = null;
       this.publisher = null;
       this.subscriber = null;
       this.relay = null;
       return;
     }
+    if (options.storage().equals("redis")) {
+      this.redis = RedisStorage.open(RedisStorageConfig.builder()
+          .uri(System.getenv().getOrDefault("RELAYKIT_REDIS_URI", "redis://127.0.0.1:6379"))
+          .keyPrefix(redisKeyPrefix(options))
+          .commandTimeout(Duration.ofMillis(250))
+          .build(), clock);
+      // Connect now (Redis connects lazily): the first consumers would otherwise find it
+      // "still connecting" and send the tier into its durable-only back-off. A Redis that is
+      // down fails the start here, naming its address.
+      redis.idempotencyStore().status("startup-check");
+      this.deliveries = TieredIdempotencyStore.of(redis.idempotencyStore(),
+          storage.idempotencyStore());
+    } else {
+      this.redis = null;
+      this.deliveries = null;
+    }
     this.publisher = injector.getInstance(Publisher.class);
     this.subscriber = injector.getInstance(Subscriber.class);
-    int redriven = orders.redriveUnfinished();
-    if (redriven > 0) {
-      LOG.log(System.Logger.Level.INFO, "redrove " + redriven
-          + " unfinished messages after a restart (consumers deduplicate)");
+    // The in-process transport loses what it held when the JVM dies, so after a restart the
+    // messages the relay had already handed over are put back into the outbox. A broker keeps
+    // them durably (and redelivers unacked ones), so there is nothing to redrive.
+    if (isMemory(options)) {
+      int redriven = orders.redriveUnfinished();
+      if (redriven > 0) {
+        LOG.log(System.Logger.Level.INFO, "redrove " + redriven
+            + " unfinished messages after a restart (consumers deduplicate)");
+      }
+    }
+    if (options.transport().equals("kafka")) {
+      createKafkaTopics(config);
     }
     for (Orders.Effect effect : Orders.Effect.values()) {
       subscriptions.add(subscriber.subscribe(
@@ -125,7 +164,7 @@ final class CheckoutApp implements AutoCloseable {
               .retryPolicy(retry)
               .handlerTimeout(Duration.ofSeconds(10))
               .build(),
-          delivery -> consume(effect, delivery)));
+          delivery -> consumeRecordingDeath(effect, delivery)));
     }
     this.relay = OutboxRelay.builder(storage.outboxStore(), publisher, storage.deadLetterStore())
         .clock(clock)
@@ -144,16 +183,112 @@ final class CheckoutApp implements AutoCloseable {
 
   /** The full pipeline: HTTP-facing stores, relay and consumers. */
   static CheckoutApp start(DemoOptions options) throws IOException, SQLException {
-    return new CheckoutApp(options, true);
+    return new CheckoutApp(options, Map.of(), true);
+  }
+
+  /** The full pipeline, with extra {@code relaykit.*} settings over the demo's (for tests). */
+  static CheckoutApp start(DemoOptions options, Map<String, String> settings)
+      throws IOException, SQLException {
+    return new CheckoutApp(options, settings, true);
   }
 
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
-    return new CheckoutApp(options, false);
+    return new CheckoutApp(options, Map.of(), false);
+  }
+
+  /** Where the demo's Redis keys live: {@code relaykit-demo:} plus the namespace, if any. */
+  static String redisKeyPrefix(DemoOptions options) {
+    return options.namespace().isEmpty() ? "relaykit-demo:"
+        : "relaykit-demo:" + options.namespace() + ":";
+  }
+
+  private static boolean isMemory(DemoOptions options) {
+    return options.transport().equals(RelayKitConfig.MEMORY);
+  }
+
+  /**
+   * The queue-guice configuration that chooses the modules: {@code relaykit.transport} picks the
+   * transport; a broker's names carry the demo's namespace, and its retry delays are short so the
+   * demo's retries stay quick.
+   */
+  static RelayKitConfig relayKitConfig(DemoOptions options, Map<String, String> settings) {
+    RelayKitConfig.Builder b = RelayKitConfig.builder()
+        .transport(options.transport())
+        .retryMaxAttempts(6)
+        .retryInitialBackoff(Duration.ofMillis(50))
+        .retryMaxBackoff(Duration.ofSeconds(1));
+    if (options.transport().equals("rabbitmq")) {
+      // The URI comes from RELAYKIT_RABBITMQ_URI (the module's default) unless set here.
+      b.set("relaykit.rabbitmq.connection-name", "relaykit-demo")
+          .set("relaykit.rabbitmq.delay-levels", "100ms,1s");
+      if (!options.namespace().isEmpty()) {
+        b.set("relaykit.rabbitmq.name-prefix", options.namespace() + ".");
+      }
+    }
+    if (options.transport().equals("kafka")) {
+      b.set("relaykit.kafka.bootstrap-servers", System.getenv()
+          .getOrDefault("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
+          .set("relaykit.kafka.client-id-prefix", "relaykit-demo");
+    }
+    settings.forEach(b::set);
+    return b.build();
+  }
+
+  /**
+   * Kafka's subscriber wants its destination topic to exist (it creates the retry and dead-letter
+   * topics itself); the demo creates what is missing, with 4 partitions: the consumers' parallelism.
+   */
+  private static void createKafkaTopics(RelayKitConfig config) {
+    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
+        config.require("relaykit.kafka.bootstrap-servers")))) {
+      java.util.Set<String> existing = admin.listTopics().names().get(30, TimeUnit.SECONDS);
+      List<NewTopic> missing = new ArrayList<>();
+      for (Orders.Effect effect : Orders.Effect.values()) {
+        if (!existing.contains(effect.destination())) {
+          missing.add(new NewTopic(effect.destination(), Optional.of(4), Optional.empty()));
+        }
+      }
+      if (!missing.isEmpty()) {
+        admin.createTopics(missing).all().get(30, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while creating the demo's Kafka topics", e);
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IllegalStateException("could not create the demo's Kafka topics at "
+          + config.require("relaykit.kafka.bootstrap-servers") + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * A broker dead-letters into its own queue, not into the database the order status reads; so
+   * when this attempt is the last one, the dead letter is also recorded in the JDBC store (adding
+   * is idempotent per message id) before the failure goes back to the transport. Replay then goes
+   * through the outbox like any other dead letter. The in-process transport writes the JDBC store
+   * itself.
+   */
+  private void consumeRecordingDeath(Orders.Effect effect, Delivery delivery) throws Exception {
+    try {
+      consume(effect, delivery);
+    } catch (Exception e) {
+      if (!isMemory(options)) {
+        Instant now = clock.instant();
+        Instant first = delivery.firstFailure().orElse(now);
+        RetryPolicy.Decision decision = retry.decide(delivery.attempt(), first, now, e);
+        if (!decision.retry()) {
+          storage.deadLetterStore().add(DeadLetter.of(delivery.message(), delivery.source(),
+              decision.reason(), e, delivery.attempt(), first, now));
+        }
+      }
+      throw e;
+    }
   }
 
   static H2StorageConfig storageConfig(DemoOptions options) throws IOException {
     H2StorageConfig.Builder b = H2StorageConfig.builder().lease(options.lease());
+    // --storage redis keeps orders, outbox and dead letters in the H2 file database too: Redis
+    // only fronts the idempotency store.
     if (options.storage().equals("postgres")) {
       String url = System.getenv().getOrDefault("RELAYKIT_POSTGRES_URL",
           "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres");
@@ -187,7 +322,29 @@ final class CheckoutApp implements AutoCloseable {
     if (options.failRate() > 0 && ThreadLocalRandom.current().nextDouble() < options.failRate()) {
       throw new IllegalStateException("injected transient failure in " + effect.id());
     }
-    orders.perform(orderId, effect);
+    if (deliveries == null) {
+      orders.perform(orderId, effect);
+      return;
+    }
+    // Redis answers a redelivery of a finished effect without a database transaction. The claim
+    // key differs from the effect's runOnce key on purpose: runOnce, in the effect's own
+    // transaction, stays the final guard, and an IN_PROGRESS claim (another delivery running, or
+    // one that crashed and left its lease) just goes on to that guard instead of waiting.
+    Claim claim = deliveries.claim("delivered:" + effect.messageId(orderId), options.lease());
+    if (claim.status() == Claim.Status.DONE) {
+      return;
+    }
+    if (claim.status() != Claim.Status.CLAIMED) {
+      orders.perform(orderId, effect);
+      return;
+    }
+    try {
+      orders.perform(orderId, effect);
+    } catch (Exception e) {
+      deliveries.release(claim);
+      throw e;
+    }
+    deliveries.complete(claim);
   }
 
   /** Outbox backlog, oldest age, dead letters, drops and the backlog's verdict. */
@@ -234,6 +391,9 @@ final class CheckoutApp implements AutoCloseable {
     }
     if (publisher != null) {
       publisher.close();
+    }
+    if (redis != null) {
+      redis.close();
     }
     storage.close();
   }

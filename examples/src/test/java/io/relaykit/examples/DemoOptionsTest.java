@@ -23,16 +23,17 @@ class DemoOptionsTest {
     assertThat(o.failRate()).isZero();
     assertThat(o.poisonSku()).isNull();
     assertThat(o.lease()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(o.namespace()).isEmpty();
   }
 
   @Test
   @DisplayName("every option is read")
   void parsesEveryOption() {
     DemoOptions o = DemoOptions.parse("--host", "0.0.0.0", "--port", "0", "--data", "/tmp/x",
-        "--storage", "POSTGRES", "--transport", "memory", "--fail-rate", "0.25",
-        "--poison-sku", "BAD", "--lease", "2");
+        "--storage", "POSTGRES", "--transport", "RabbitMQ", "--fail-rate", "0.25",
+        "--poison-sku", "BAD", "--lease", "2", "--namespace", "demo-1");
     assertThat(o).isEqualTo(new DemoOptions("0.0.0.0", 0, Path.of("/tmp/x"), "postgres",
-        "memory", 0.25, "BAD", Duration.ofSeconds(2)));
+        "rabbitmq", 0.25, "BAD", Duration.ofSeconds(2), "demo-1"));
   }
 
   @Test
@@ -86,11 +87,10 @@ class DemoOptionsTest {
   void unknownBackends() {
     assertThatThrownBy(() -> DemoOptions.parse("--storage", "mongo"))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("--storage must be one of [h2, postgres], was 'mongo'");
+        .hasMessage("--storage must be one of [h2, postgres, redis], was 'mongo'");
     assertThatThrownBy(() -> DemoOptions.parse("--transport", "smoke-signals"))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageStartingWith("--transport must be one of [memory]")
-        .hasMessageEndingWith("was 'smoke-signals'");
+        .hasMessage("--transport must be one of [memory, kafka, rabbitmq], was 'smoke-signals'");
   }
 
   @Test
@@ -107,5 +107,16 @@ class DemoOptionsTest {
     assertThatThrownBy(() -> DemoOptions.parse("--lease", "soon"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage("--lease must be a whole number, was 'soon'");
+  }
+
+  @Test
+  @DisplayName("a namespace with characters a broker name cannot hold, or too long, is refused")
+  void badNamespace() {
+    assertThatThrownBy(() -> DemoOptions.parse("--namespace", "a b"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("--namespace may hold at most 64 letters, digits and . _ : -, was 'a b'");
+    assertThatThrownBy(() -> DemoOptions.parse("--namespace", "x".repeat(65)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("--namespace may hold at most 64");
   }
 }

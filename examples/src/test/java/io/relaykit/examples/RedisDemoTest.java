@@ -1,0 +1,104 @@
+package io.relaykit.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.relaykit.idempotency.Claim;
+import io.relaykit.storage.redis.RedisStorage;
+import io.relaykit.storage.redis.RedisStorageConfig;
+import io.relaykit.tck.Await;
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The demo on {@code --storage redis}: H2 in a temp folder holds orders, outbox and effects; the
+ * local Redis, under a key prefix of its own (deleted afterwards), fronts the idempotency store.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class RedisDemoTest {
+  private static final Duration WAIT = Duration.ofSeconds(30);
+  private static final String REDIS_URI =
+      System.getenv().getOrDefault("RELAYKIT_REDIS_URI", "redis://127.0.0.1:6379");
+
+  private DemoOptions options;
+  private RedisClient client;
+  private StatefulRedisConnection<String, String> connection;
+  private CheckoutApp app;
+  private DemoServer server;
+  private DemoHttp http;
+
+  @BeforeAll
+  void start(@TempDir Path data) throws Exception {
+    options = new DemoOptions("127.0.0.1", 0, data, "redis", "memory", 0, null,
+        Duration.ofSeconds(2), "demo-test-" + UUID.randomUUID().toString().substring(0, 8));
+    client = RedisClient.create(REDIS_URI);
+    try {
+      connection = client.connect();
+    } catch (RuntimeException e) {
+      client.shutdown();
+      client = null;
+      throw new AssertionError("Redis is not reachable at " + REDIS_URI + " (set"
+          + " RELAYKIT_REDIS_URI, or start it: redis-server --daemonize yes --port 6379)", e);
+    }
+    app = CheckoutApp.start(options);
+    server = new DemoServer(app, "127.0.0.1", 0);
+    http = new DemoHttp(URI.create("http://127.0.0.1:" + server.port()));
+  }
+
+  @AfterAll
+  void stop() {
+    if (server != null) {
+      server.close();
+    }
+    if (app != null) {
+      app.close();
+    }
+    if (connection != null) {
+      RedisCommands<String, String> redis = connection.sync();
+      List<String> keys = redis.keys(CheckoutApp.redisKeyPrefix(options) + "*");
+      if (!keys.isEmpty()) {
+        redis.del(keys.toArray(String[]::new));
+      }
+      connection.close();
+    }
+    if (client != null) {
+      client.shutdown();
+    }
+  }
+
+  @Test
+  @DisplayName("an order ends SUCCESS with sms = 1 and coupon = 1, and Redis holds both as DONE")
+  void success() throws Exception {
+    String id = http.order("key-" + UUID.randomUUID(), "book-1", 1).json().get("orderId")
+        .asText();
+    Await.value(WAIT, "order " + id + " reaches SUCCESS",
+        () -> http.getJson("/orders/" + id + "/status"),
+        doc -> doc.path("status").asText().equals("SUCCESS"));
+    JsonNode order = http.get("/orders/" + id).json();
+    assertThat(order.get("effects").get("sms").asInt()).isEqualTo(1);
+    assertThat(order.get("effects").get("coupon").asInt()).isEqualTo(1);
+    assertThat(app.orders.effectCount(id, Orders.Effect.SMS)).isEqualTo(1);
+    assertThat(app.orders.effectCount(id, Orders.Effect.COUPON)).isEqualTo(1);
+
+    try (RedisStorage redis = RedisStorage.open(RedisStorageConfig.builder().uri(REDIS_URI)
+        .keyPrefix(CheckoutApp.redisKeyPrefix(options)).build())) {
+      for (Orders.Effect effect : Orders.Effect.values()) {
+        String key = "delivered:" + effect.messageId(id);
+        Await.until(WAIT, key + " DONE in Redis", () -> redis.idempotencyStore().status(key)
+            .filter(s -> s == Claim.Status.DONE).isPresent());
+      }
+    }
+  }
+}
