@@ -219,7 +219,10 @@ public final class ReportQueue {
       bytes += entry.bytes;
       enqueuePending(entry, now);
       seen.put(id, now);
-      trimSeen(now);
+      if (seen.size() > dedupeMaxIds) {
+        // Trimmed by age at `now` above; the new id can only break the count bound.
+        trimSeen(now);
+      }
       emit(Stage.ENQUEUED, id, now, queuedEvent.priority().name());
       result = EnqueueResult.ok(evicted);
       signal = readyCountLocked() >= batchSize;
