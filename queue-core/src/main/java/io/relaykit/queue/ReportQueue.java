@@ -21,7 +21,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.TreeSet;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Supplier;
 
 /**
  * A bounded, prioritized, persistent queue of {@link ReportEvent}s on their way to a server:
@@ -118,11 +117,11 @@ public final class ReportQueue {
   private final String name;
 
   private final ReentrantLock lock = new ReentrantLock();
-  private final Map<String, Entry> live = new HashMap<>();
-  private final Map<String, Entry> inflight = new LinkedHashMap<>();
+  private final Map<String, Entry> live;
+  private final Map<String, Entry> inflight;
   private final Map<String, Entry> dead = new LinkedHashMap<>();
   private final Map<String, String> deadReasons = new HashMap<>();
-  private final LinkedHashMap<String, Instant> seen = new LinkedHashMap<>();
+  private final LinkedHashMap<String, Instant> seen;
   private final Lane[] lanes = new Lane[Priority.values().length];
   private final TreeSet<Entry> delayed = new TreeSet<>(BY_DUE);
   private final TreeSet<Entry> expiring = new TreeSet<>(BY_EXPIRY);
@@ -135,7 +134,7 @@ public final class ReportQueue {
 
   private ReportQueue(Builder b) {
     this.clock = b.clock;
-    this.journal = b.journal != null ? b.journal : new InMemoryJournal();
+    this.journal = b.journal != null ? b.journal : NoJournal.INSTANCE;
     this.capacity = b.capacity;
     this.maxBytes = b.maxBytes;
     this.batchSize = b.batchSize;
@@ -147,6 +146,11 @@ public final class ReportQueue {
     this.listener = b.listener;
     this.listening = b.listenerSet;
     this.name = b.name;
+    // Presized where the bound is known, so the hot path never rehashes; capped so a huge
+    // configured bound does not cost memory up front.
+    this.live = new HashMap<>(mapCapacity(capacity));
+    this.inflight = new LinkedHashMap<>(mapCapacity(Math.min(capacity, batchSize * 4)));
+    this.seen = new LinkedHashMap<>(mapCapacity(dedupeMaxIds));
     for (int i = 0; i < lanes.length; i++) {
       lanes[i] = new Lane();
     }
@@ -215,7 +219,10 @@ public final class ReportQueue {
       bytes += entry.bytes;
       enqueuePending(entry, now);
       seen.put(id, now);
-      trimSeen(now);
+      if (seen.size() > dedupeMaxIds) {
+        // Trimmed by age at `now` above; the new id can only break the count bound.
+        trimSeen(now);
+      }
       emit(Stage.ENQUEUED, id, now, queuedEvent.priority().name());
       result = EnqueueResult.ok(evicted);
       signal = readyCountLocked() >= batchSize;
@@ -229,6 +236,12 @@ public final class ReportQueue {
       batchReadySignal.run();
     }
     return result;
+  }
+
+  /** A HashMap capacity holding {@code entries} without a resize, capped at 2^17 up front. */
+  private static int mapCapacity(int entries) {
+    int bounded = Math.min(entries, 1 << 17);
+    return (int) Math.min(1L << 30, bounded * 4L / 3 + 1);
   }
 
   private boolean fits(int events, long size) {
@@ -333,9 +346,9 @@ public final class ReportQueue {
           e.state = State.INFLIGHT;
           inflight.put(e.event.eventId(), e);
           batch.add(e.event);
-          Entry drained = e;
-          emit(Stage.DELIVERED, e.event.eventId(), at,
-              () -> "attempt " + (drained.event.attempts() + 1));
+          if (listening) {
+            emit(Stage.DELIVERED, e.event.eventId(), at, "attempt " + (e.event.attempts() + 1));
+          }
         }
       }
       return batch;
@@ -367,8 +380,9 @@ public final class ReportQueue {
         journal.remove(id, Removal.ACKED);
         forgetIfTrimmed(e);
         acked++;
-        int attempts = e.event.attempts() + 1;
-        emit(Stage.ACKED, id, now, () -> "after " + attempts + " attempt(s)");
+        if (listening) {
+          emit(Stage.ACKED, id, now, "after " + (e.event.attempts() + 1) + " attempt(s)");
+        }
       }
       return acked;
     } finally {
@@ -444,7 +458,9 @@ public final class ReportQueue {
           journal.reschedule(id, attempts, next);
           enqueuePending(e, now);
           requeued++;
-          emit(Stage.RETRIED, id, now, () -> "attempt " + attempts + " failed; next at " + next);
+          if (listening) {
+            emit(Stage.RETRIED, id, now, "attempt " + attempts + " failed; next at " + next);
+          }
         }
       }
       return new NackResult(requeued, died, lapsed);
@@ -766,12 +782,6 @@ public final class ReportQueue {
     }
   }
 
-  /** As above, building the detail only when someone listens: drains and acks are hot paths. */
-  private void emit(Stage stage, String id, Instant at, Supplier<String> detail) {
-    if (listening) {
-      emit(stage, id, at, detail.get());
-    }
-  }
 
   private static Instant plusSaturating(Instant t, Duration d) {
     try {
@@ -826,7 +836,11 @@ public final class ReportQueue {
       return this;
     }
 
-    /** Where changes are recorded. Default: a new {@link InMemoryJournal} (memory only). */
+    /**
+     * Where changes are recorded. Default: none (memory only): nothing is recorded, so {@link
+     * ReportQueue#restore()} finds an empty queue. Use {@link InMemoryJournal} to simulate
+     * restarts in memory.
+     */
     public Builder journal(QueueJournal journal) {
       this.journal = journal;
       return this;

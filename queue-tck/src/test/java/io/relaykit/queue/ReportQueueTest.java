@@ -543,6 +543,28 @@ class ReportQueueTest {
   class Persistence {
 
     @Test
+    @DisplayName("without a journal the queue is memory only: it dedupes, retries and dead-letters, and restore finds nothing")
+    void memoryOnlyByDefault() {
+      ReportQueue queue = ReportQueue.builder().clock(clock).maxAttempts(1).build();
+      queue.enqueue(normal("a"));
+      queue.enqueue(normal("b"));
+      assertThat(queue.enqueue(normal("a")).reason()).isEqualTo(Reason.DUPLICATE);
+      assertThat(ids(queue.drainBatch())).containsExactly("a", "b");
+      assertThat(queue.ack(List.of("a"))).isEqualTo(1);
+      assertThat(queue.nack(List.of("b"), true).dead()).isEqualTo(1);
+      assertThat(queue.enqueue(normal("a")).reason()).isEqualTo(Reason.DUPLICATE);
+      assertThat(queue.deadIds()).containsExactly("b");
+      queue.flush();
+
+      ReportQueue fresh = ReportQueue.builder().clock(clock).build();
+      assertThat(fresh.restore()).isZero();
+      assertThat(fresh.stats().seen()).isZero();
+      assertThat(fresh.enqueue(normal("a")).accepted()).isTrue();
+      // The journal given explicitly is still used: nothing leaked into it from the queues above.
+      assertThat(journal.load().seen()).isEmpty();
+    }
+
+    @Test
     @DisplayName("pending events and seen ids survive a restart")
     void persistAndRestore() {
       ReportQueue.Builder b = builder();
