@@ -89,26 +89,21 @@ public class KafkaConsumerBenchmark {
     return topic;
   }
 
-  /** The consumer runtime on one topic; one subscription with a fresh group per invocation. */
-  @State(Scope.Benchmark)
-  public static class Runtime {
-    @Param({"UNORDERED", "KEY"})
-    OrderingMode mode;
-
-    @Param({"16", "64"})
-    int concurrency;
-
-    int records = RUNTIME_RECORDS;
+  /**
+   * The consumer runtime on one topic, one subscription with a fresh group per invocation; the
+   * JMH states below hold the parameters and call in.
+   */
+  abstract static class Consumption {
     private KafkaSubscriber subscriber;
     private String topic;
     private KafkaSubscription subscription;
+    private int records;
     private CountDownLatch gate;
     private CountDownLatch entered;
     private CountDownLatch done;
     private final AtomicInteger completed = new AtomicInteger();
 
-    @Setup(Level.Trial)
-    public void open() throws Exception {
+    void openTrial() throws Exception {
       topic = publishTopic();
       subscriber = KafkaSubscriber.create(KafkaTransportConfig.builder()
           .bootstrapServers(KafkaTestBroker.bootstrapServers())
@@ -117,19 +112,21 @@ public class KafkaConsumerBenchmark {
           .build());
     }
 
-    @Setup(Level.Invocation)
-    public void subscribe() throws Exception {
+    void subscribe(OrderingMode mode, int concurrency, int limit) throws Exception {
+      records = limit;
       gate = new CountDownLatch(1);
       entered = new CountDownLatch(1);
       done = new CountDownLatch(1);
       completed.set(0);
-      int limit = records;
+      CountDownLatch myGate = gate;
+      CountDownLatch myEntered = entered;
+      CountDownLatch myDone = done;
       MessageHandler handler = delivery -> {
-        entered.countDown();
-        gate.await();
+        myEntered.countDown();
+        myGate.await();
         LockSupport.parkNanos(HANDLER_NANOS);
         if (completed.incrementAndGet() == limit) {
-          done.countDown();
+          myDone.countDown();
         }
       };
       SubscriptionSpec spec = SubscriptionSpec.builder(topic, "bench-" + UUID.randomUUID())
@@ -152,29 +149,75 @@ public class KafkaConsumerBenchmark {
       }
     }
 
-    @TearDown(Level.Invocation)
-    public void unsubscribe() {
+    void unsubscribe() {
       gate.countDown();
       subscription.close(Duration.ofSeconds(30));
     }
 
-    @TearDown(Level.Trial)
-    public void close() {
+    void closeTrial() {
       subscriber.close();
       // One trial per fork: stop the broker so the fork exits without JMH's 30 s shutdown wait.
       KafkaTestBroker.stop();
     }
   }
 
-  /** The runtime at concurrency 1, on the first {@value #SERIAL_RECORDS} records. */
+  /** The runtime at concurrency 16 and 64 on all {@value #RUNTIME_RECORDS} records. */
   @State(Scope.Benchmark)
-  public static class SerialRuntime extends Runtime {
-    @Override
+  public static class Runtime extends Consumption {
+    @Param({"UNORDERED", "KEY"})
+    OrderingMode mode;
+
+    @Param({"16", "64"})
+    int concurrency;
+
     @Setup(Level.Trial)
     public void open() throws Exception {
-      concurrency = 1;
-      records = SERIAL_RECORDS;
-      super.open();
+      openTrial();
+    }
+
+    @Setup(Level.Invocation)
+    public void join() throws Exception {
+      subscribe(mode, concurrency, RUNTIME_RECORDS);
+    }
+
+    @TearDown(Level.Invocation)
+    public void leave() {
+      unsubscribe();
+    }
+
+    @TearDown(Level.Trial)
+    public void close() {
+      closeTrial();
+    }
+  }
+
+  /** The runtime at concurrency 1, on the first {@value #SERIAL_RECORDS} records. */
+  @State(Scope.Benchmark)
+  public static class SerialRuntime extends Consumption {
+    @Param({"UNORDERED", "KEY"})
+    OrderingMode mode;
+
+    @Param({"1"})
+    int concurrency;
+
+    @Setup(Level.Trial)
+    public void open() throws Exception {
+      openTrial();
+    }
+
+    @Setup(Level.Invocation)
+    public void join() throws Exception {
+      subscribe(mode, concurrency, SERIAL_RECORDS);
+    }
+
+    @TearDown(Level.Invocation)
+    public void leave() {
+      unsubscribe();
+    }
+
+    @TearDown(Level.Trial)
+    public void close() {
+      closeTrial();
     }
   }
 
