@@ -86,6 +86,22 @@ final class Ratios {
         new Ratio("Redis claim + complete vs raw SET NX PX + EVALSHA, 4 threads",
             Ratio.Select.of("RedisIdempotencyBenchmark.claimComplete", "impl", "RELAYKIT"),
             Ratio.Select.of("RedisIdempotencyBenchmark.claimComplete", "impl", "RAW_LETTUCE"),
-            0.8));
+            0.8),
+        new Ratio("Kafka publisher (acks=all, idempotent) vs raw KafkaProducer, same settings",
+            Ratio.Select.of("KafkaPublisherBenchmark.publish", "impl", "RELAYKIT"),
+            Ratio.Select.of("KafkaPublisherBenchmark.publish", "impl", "RAW_KAFKA_PRODUCER"),
+            0.8),
+        // The ideal at concurrency 64 is 64 × 200/s = 12 800/s, 64× the plain loop's 200/s; the
+        // target is 0.9 of it.
+        new Ratio("Kafka consumer runtime, 5 ms handler, KEY @ 64 vs plain poll loop (ideal 64×)",
+            Ratio.Select.of("KafkaConsumerBenchmark.runtime", "mode", "KEY", "concurrency", "64"),
+            Ratio.Select.of("KafkaConsumerBenchmark.plainLoop"),
+            57.0),
+        new Ratio("Kafka consumer runtime, 5 ms handler, UNORDERED @ 64 vs plain poll loop "
+            + "(ideal 64×)",
+            Ratio.Select.of("KafkaConsumerBenchmark.runtime", "mode", "UNORDERED",
+                "concurrency", "64"),
+            Ratio.Select.of("KafkaConsumerBenchmark.plainLoop"),
+            57.0));
   }
 }
