@@ -7,7 +7,9 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import io.relaykit.tck.Await;
 import java.time.Duration;
+import java.util.UUID;
 
 /** A small java.net.http client for the demo's API, for tests. */
 final class DemoHttp {
@@ -42,6 +44,18 @@ final class DemoHttp {
 
   Answer order(String key, String sku, int qty) throws IOException {
     return post("/orders", key, "{\"sku\":\"" + sku + "\",\"qty\":" + qty + "}");
+  }
+
+  /** A fresh Idempotency-Key. */
+  static String newKey() {
+    return "key-" + UUID.randomUUID();
+  }
+
+  /** Polls the order's status until it is {@code status}; fails after {@code wait}. */
+  JsonNode awaitStatus(String orderId, String status, Duration wait) {
+    return Await.value(wait, "order " + orderId + " reaches " + status,
+        () -> getJson("/orders/" + orderId + "/status"),
+        doc -> doc.path("status").asText().equals(status));
   }
 
   /** GET that turns I/O failures into unchecked ones, for use inside {@code Await} lambdas. */

@@ -10,7 +10,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
@@ -48,14 +47,8 @@ class DemoServerTest {
     }
   }
 
-  private static String key() {
-    return "key-" + UUID.randomUUID();
-  }
-
   private JsonNode awaitStatus(String orderId, String status) {
-    return Await.value(WAIT, "order " + orderId + " reaches " + status,
-        () -> http.getJson("/orders/" + orderId + "/status"),
-        doc -> doc.path("status").asText().equals(status));
+    return http.awaitStatus(orderId, status, WAIT);
   }
 
   @Nested
@@ -64,7 +57,7 @@ class DemoServerTest {
     @Test
     @DisplayName("answers 202 with Location, Retry-After and {orderId, PENDING}; the order is stored")
     void accepted() throws Exception {
-      DemoHttp.Answer a = http.order(key(), "book-1", 2);
+      DemoHttp.Answer a = http.order(DemoHttp.newKey(), "book-1", 2);
       assertThat(a.status()).isEqualTo(202);
       String id = a.json().get("orderId").asText();
       assertThat(a.json().get("status").asText()).isEqualTo("PENDING");
@@ -89,7 +82,7 @@ class DemoServerTest {
     @Test
     @DisplayName("the same key with the same body answers the first response again, one order")
     void repeatIsTheFirstResponse() throws Exception {
-      String key = key();
+      String key = DemoHttp.newKey();
       DemoHttp.Answer first = http.order(key, "book-2", 1);
       long count = app.orders.count();
       DemoHttp.Answer again = http.order(key, "book-2", 1);
@@ -102,7 +95,7 @@ class DemoServerTest {
     @Test
     @DisplayName("the same key with a different body answers 422")
     void differentBody() throws Exception {
-      String key = key();
+      String key = DemoHttp.newKey();
       String id = http.order(key, "book-3", 1).json().get("orderId").asText();
       DemoHttp.Answer a = http.order(key, "book-3", 5);
       assertThat(a.status()).isEqualTo(422);
@@ -114,7 +107,7 @@ class DemoServerTest {
     @Test
     @DisplayName("the same key while its first request is in progress answers 409")
     void inProgress() throws Exception {
-      String key = key();
+      String key = DemoHttp.newKey();
       Claim claim = app.storage.idempotencyStore().claim("http:" + key, Duration.ofMinutes(1));
       assertThat(claim.status()).isEqualTo(Claim.Status.CLAIMED);
       DemoHttp.Answer a = http.order(key, "book-4", 1);
@@ -145,7 +138,7 @@ class DemoServerTest {
           "qty must be between 1 and 1000, was -3"});
       cases.add(new String[] {"{\"sku\":\"\",\"qty\":1}", "sku must be 1 to 64 characters"});
       for (String[] c : cases) {
-        DemoHttp.Answer a = http.post("/orders", key(), c[0]);
+        DemoHttp.Answer a = http.post("/orders", DemoHttp.newKey(), c[0]);
         assertThat(a.status()).as(c[0]).isEqualTo(400);
         assertThat(a.json().get("error").asText()).as(c[0]).contains(c[1]);
       }
@@ -155,7 +148,7 @@ class DemoServerTest {
     @Test
     @DisplayName("a rejected body does not burn its key: the same key then places the order")
     void rejectedKeyIsFree() throws Exception {
-      String key = key();
+      String key = DemoHttp.newKey();
       assertThat(http.post("/orders", key, "{\"sku\":\"a\",\"qty\":0}").status()).isEqualTo(400);
       assertThat(http.order(key, "a", 1).status()).isEqualTo(202);
     }
@@ -167,7 +160,7 @@ class DemoServerTest {
     @Test
     @DisplayName("an order ends SUCCESS without Retry-After, with sms = 1 and coupon = 1")
     void success() throws Exception {
-      String id = http.order(key(), "book-5", 1).json().get("orderId").asText();
+      String id = http.order(DemoHttp.newKey(), "book-5", 1).json().get("orderId").asText();
       JsonNode doc = awaitStatus(id, "SUCCESS");
       assertThat(doc.get("orderId").asText()).isEqualTo(id);
       assertThat(doc.hasNonNull("updatedAt")).isTrue();
@@ -194,7 +187,7 @@ class DemoServerTest {
       try (CheckoutApp storageOnly = CheckoutApp.storageOnly(options);
           DemoServer idleServer = new DemoServer(storageOnly, "127.0.0.1", 0)) {
         DemoHttp idleHttp = new DemoHttp(URI.create("http://127.0.0.1:" + idleServer.port()));
-        String id = idleHttp.order(key(), "book-6", 1).json().get("orderId").asText();
+        String id = idleHttp.order(DemoHttp.newKey(), "book-6", 1).json().get("orderId").asText();
         DemoHttp.Answer pending = idleHttp.get("/orders/" + id + "/status");
         assertThat(pending.json().get("status").asText()).isEqualTo("PENDING");
         assertThat(pending.header("Retry-After")).isEqualTo("1");
@@ -223,7 +216,7 @@ class DemoServerTest {
     @Test
     @DisplayName("a poison SKU ends FAILED with the reason, and both messages are dead letters")
     void poison() throws Exception {
-      String id = http.order(key(), POISON, 1).json().get("orderId").asText();
+      String id = http.order(DemoHttp.newKey(), POISON, 1).json().get("orderId").asText();
       JsonNode doc = awaitStatus(id, "FAILED");
       assertThat(doc.get("error").asText()).contains("SKU POISON is poison");
       assertThat(http.get("/orders/" + id + "/status").header("Retry-After")).isNull();
@@ -258,7 +251,7 @@ class DemoServerTest {
     @Test
     @DisplayName("sends the dead letter back through the pipeline: the poison SKU fails anew")
     void replayFlowsThroughThePipeline() throws Exception {
-      String id = http.order(key(), POISON, 2).json().get("orderId").asText();
+      String id = http.order(DemoHttp.newKey(), POISON, 2).json().get("orderId").asText();
       String dead = id + ":sms";
       Await.until(WAIT, "dead letter " + dead,
           () -> app.storage.deadLetterStore().find(dead).isPresent());

@@ -3,13 +3,11 @@ package io.relaykit.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.relaykit.tck.Await;
 import io.relaykit.transport.kafka.KafkaTestBroker;
 import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
-import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
@@ -50,20 +48,14 @@ class KafkaDemoTest {
     }
   }
 
-  private static String key() {
-    return "key-" + UUID.randomUUID();
-  }
-
   private JsonNode awaitStatus(String orderId, String status) {
-    return Await.value(WAIT, "order " + orderId + " reaches " + status,
-        () -> http.getJson("/orders/" + orderId + "/status"),
-        doc -> doc.path("status").asText().equals(status));
+    return http.awaitStatus(orderId, status, WAIT);
   }
 
   @Test
   @DisplayName("an order travels through Kafka and ends SUCCESS with sms = 1 and coupon = 1")
   void success() throws Exception {
-    String id = http.order(key(), "book-1", 1).json().get("orderId").asText();
+    String id = http.order(DemoHttp.newKey(), "book-1", 1).json().get("orderId").asText();
     awaitStatus(id, "SUCCESS");
     JsonNode order = http.get("/orders/" + id).json();
     assertThat(order.get("effects").get("sms").asInt()).isEqualTo(1);
@@ -79,7 +71,7 @@ class KafkaDemoTest {
   @Test
   @DisplayName("a poison order ends FAILED with the reason and no effects")
   void poison() throws Exception {
-    String id = http.order(key(), POISON, 1).json().get("orderId").asText();
+    String id = http.order(DemoHttp.newKey(), POISON, 1).json().get("orderId").asText();
     JsonNode doc = awaitStatus(id, "FAILED");
     assertThat(doc.get("error").asText()).contains("SKU POISON is poison");
     JsonNode order = http.get("/orders/" + id).json();

@@ -77,20 +77,14 @@ class RabbitMqDemoTest {
     }
   }
 
-  private static String key() {
-    return "key-" + UUID.randomUUID();
-  }
-
   private JsonNode awaitStatus(String orderId, String status) {
-    return Await.value(WAIT, "order " + orderId + " reaches " + status,
-        () -> http.getJson("/orders/" + orderId + "/status"),
-        doc -> doc.path("status").asText().equals(status));
+    return http.awaitStatus(orderId, status, WAIT);
   }
 
   @Test
   @DisplayName("an order travels through RabbitMQ and ends SUCCESS with sms = 1 and coupon = 1")
   void success() throws Exception {
-    String id = http.order(key(), "book-1", 1).json().get("orderId").asText();
+    String id = http.order(DemoHttp.newKey(), "book-1", 1).json().get("orderId").asText();
     awaitStatus(id, "SUCCESS");
     JsonNode order = http.get("/orders/" + id).json();
     assertThat(order.get("effects").get("sms").asInt()).isEqualTo(1);
@@ -104,7 +98,7 @@ class RabbitMqDemoTest {
   @Test
   @DisplayName("a poison order ends FAILED; its messages are in the broker's dead-letter queues")
   void poison() throws Exception {
-    String id = http.order(key(), POISON, 1).json().get("orderId").asText();
+    String id = http.order(DemoHttp.newKey(), POISON, 1).json().get("orderId").asText();
     JsonNode doc = awaitStatus(id, "FAILED");
     assertThat(doc.get("error").asText()).contains("SKU POISON is poison");
     JsonNode order = http.get("/orders/" + id).json();
