@@ -68,6 +68,11 @@ public record QueuedEvent(
   static int utf8Length(String s) {
     int length = s.length();
     int i = 0;
+    for (int limit = length - 3; i < limit; i += 4) {
+      if ((s.charAt(i) | s.charAt(i + 1) | s.charAt(i + 2) | s.charAt(i + 3)) >= 0x80) {
+        break;
+      }
+    }
     while (i < length && s.charAt(i) < 0x80) {
       i++;
     }

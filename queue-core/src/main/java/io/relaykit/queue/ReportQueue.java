@@ -13,7 +13,6 @@ import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -91,7 +90,6 @@ public final class ReportQueue {
       Comparator.<Entry, Instant>comparing(e -> e.event.expiresAt()).thenComparingLong(e -> e.seq);
 
   private static final Priority[] HIGHEST_FIRST = {Priority.CRITICAL, Priority.NORMAL, Priority.LOW};
-  private static final int NANOS_PER_SECOND = 1_000_000_000;
 
   private enum State {
     /** Pending and ready, in its lane's ready list. */
@@ -110,6 +108,8 @@ public final class ReportQueue {
 
   private static final class Entry {
     final String id;
+    /** This entry's slot in {@code index}. */
+    int ref;
     /** Null once GONE. */
     QueuedEvent event;
     long seq;
@@ -119,12 +119,6 @@ public final class ReportQueue {
     Entry prev;
     Entry next;
     String deadReason;
-    /** Whether the id is in the dedupe window; if not, the journal forgets it when it leaves. */
-    boolean inWindow;
-    long seenSecond;
-    int seenNano;
-    Entry olderSeen;
-    Entry newerSeen;
 
     Entry(String id) {
       this.id = id;
@@ -215,15 +209,12 @@ public final class ReportQueue {
   private final String name;
 
   private final ReentrantLock lock = new ReentrantLock();
-  private final HashMap<String, Entry> entries;
+  private final IdIndex<Entry> index;
   private final Lane[] lanes = new Lane[Priority.values().length];
   private final EntryList inflight = new EntryList();
   private final EntryList dead = new EntryList();
   private final TreeSet<Entry> delayed = new TreeSet<>(BY_DUE);
   private final TreeSet<Entry> expiring = new TreeSet<>(BY_EXPIRY);
-  private Entry seenOldest;
-  private Entry seenNewest;
-  private int seenCount;
   /** Pending plus in-flight events. */
   private int live;
   private int readyCount;
@@ -249,9 +240,10 @@ public final class ReportQueue {
     this.listener = b.listener;
     this.listening = b.listenerSet;
     this.name = b.name;
-    // Presized for the live events plus a full dedupe window, so the hot path never rehashes;
+    // Presized for the live events plus a full dedupe window, so the hot path never grows it;
     // capped so a huge configured bound does not cost memory up front.
-    this.entries = new HashMap<>(mapCapacity((long) capacity + dedupeMaxIds));
+    this.index = new IdIndex<>((int) Math.min((long) capacity + dedupeMaxIds, 1 << 18),
+        Math.min(dedupeMaxIds + 1, 1 << 17));
     for (int i = 0; i < lanes.length; i++) {
       lanes[i] = new Lane();
     }
@@ -285,7 +277,7 @@ public final class ReportQueue {
       Instant now = clock.instant();
       trimSeen(now);
       String id = event.eventId();
-      if (entries.containsKey(id)) {
+      if (index.find(id) != 0) {
         return EnqueueResult.rejected(EnqueueResult.Reason.DUPLICATE);
       }
       if (event.isExpiredAt(now)) {
@@ -325,7 +317,7 @@ public final class ReportQueue {
       e.event = queuedEvent;
       e.seq = nextSeq++;
       e.bytes = size;
-      entries.put(id, e);
+      e.ref = index.add(id, e, now.getEpochSecond(), now.getNano());
       live++;
       bytes += size;
       Lane lane = lanes[event.priority().ordinal()];
@@ -337,10 +329,9 @@ public final class ReportQueue {
       if (event.expiresAt() != null) {
         expiring.add(e);
       }
-      addToWindow(e, now.getEpochSecond(), now.getNano());
-      if (seenCount > dedupeMaxIds) {
+      if (index.windowSize() > dedupeMaxIds) {
         // Trimmed by age at `now` above; the new id can only break the count bound.
-        leaveWindow(seenOldest);
+        trimHead();
       }
       if (listening) {
         emit(Stage.ENQUEUED, id, now, event.priority().name());
@@ -357,12 +348,6 @@ public final class ReportQueue {
       batchReadySignal.run();
     }
     return result;
-  }
-
-  /** A HashMap capacity holding {@code entries} without a resize, capped at 2^18 up front. */
-  private static int mapCapacity(long entries) {
-    long bounded = Math.min(entries, 1 << 18);
-    return (int) (bounded * 4 / 3 + 1);
   }
 
   private boolean fits(long size) {
@@ -398,10 +383,7 @@ public final class ReportQueue {
       live--;
       bytes -= victim.bytes;
       // A dropped event is not seen: forgotten here, and by the journal's DROPPED removal.
-      if (victim.inWindow) {
-        unlinkFromWindow(victim);
-      }
-      entries.remove(victim.id);
+      index.drop(victim.ref);
       journal.remove(victim.id, Removal.DROPPED);
       dropped++;
       evicted.add(victim.id);
@@ -510,7 +492,7 @@ public final class ReportQueue {
       Instant now = listening ? clock.instant() : null;
       int acked = 0;
       for (String id : eventIds) {
-        Entry e = id == null ? null : entries.get(id);
+        Entry e = entry(id);
         if (e == null || e.state != State.INFLIGHT) {
           continue;
         }
@@ -565,7 +547,7 @@ public final class ReportQueue {
       int died = 0;
       int lapsed = 0;
       for (String id : eventIds) {
-        Entry e = id == null ? null : entries.get(id);
+        Entry e = entry(id);
         if (e == null || e.state != State.INFLIGHT) {
           continue;
         }
@@ -624,7 +606,7 @@ public final class ReportQueue {
     try {
       int purged = 0;
       for (String id : eventIds) {
-        Entry e = id == null ? null : entries.get(id);
+        Entry e = entry(id);
         if (e == null || e.state != State.DEAD) {
           continue;
         }
@@ -666,10 +648,7 @@ public final class ReportQueue {
       JournalState state = journal.load();
       Instant now = clock.instant();
       for (Map.Entry<String, Instant> seen : state.seen().entrySet()) {
-        Entry e = new Entry(seen.getKey());
-        e.state = State.GONE;
-        entries.put(e.id, e);
-        addToWindow(e, seen.getValue().getEpochSecond(), seen.getValue().getNano());
+        index.add(seen.getKey(), null, seen.getValue().getEpochSecond(), seen.getValue().getNano());
       }
       for (QueuedEvent event : state.pending()) {
         Entry e = restoredEntry(event);
@@ -718,13 +697,17 @@ public final class ReportQueue {
    * holds it; null if the id is already pending or dead (a repeated record).
    */
   private Entry restoredEntry(QueuedEvent event) {
-    Entry e = entries.get(event.eventId());
-    if (e == null) {
-      e = new Entry(event.eventId());
-      entries.put(e.id, e);
-      addToWindow(e, event.enqueuedAt().getEpochSecond(), event.enqueuedAt().getNano());
-    } else if (e.state != State.GONE) {
+    String id = event.eventId();
+    int ref = index.find(id);
+    if (ref != 0 && index.value(ref) != null) {
       return null;
+    }
+    Entry e = new Entry(id);
+    if (ref == 0) {
+      e.ref = index.add(id, e, event.enqueuedAt().getEpochSecond(), event.enqueuedAt().getNano());
+    } else {
+      e.ref = ref;
+      index.hold(ref, e);
     }
     e.event = event;
     e.seq = nextSeq++;
@@ -743,8 +726,8 @@ public final class ReportQueue {
     lock.lock();
     try {
       trimSeen(clock.instant());
-      return new QueueStats(live - inflight.size, inflight.size, seenCount, dead.size, dropped,
-          expired, bytes);
+      return new QueueStats(live - inflight.size, inflight.size, index.windowSize(), dead.size,
+          dropped, expired, bytes);
     } finally {
       lock.unlock();
     }
@@ -833,7 +816,7 @@ public final class ReportQueue {
   public Optional<String> deadReason(String eventId) {
     lock.lock();
     try {
-      Entry e = eventId == null ? null : entries.get(eventId);
+      Entry e = entry(eventId);
       return e != null && e.state == State.DEAD ? Optional.of(e.deadReason) : Optional.empty();
     } finally {
       lock.unlock();
@@ -985,81 +968,37 @@ public final class ReportQueue {
   private void leave(Entry e) {
     e.event = null;
     e.state = State.GONE;
-    if (!e.inWindow) {
-      entries.remove(e.id);
+    if (!index.release(e.ref)) {
       journal.forget(e.id);
     }
   }
 
-  private void addToWindow(Entry e, long second, int nano) {
-    e.inWindow = true;
-    e.seenSecond = second;
-    e.seenNano = nano;
-    e.olderSeen = seenNewest;
-    e.newerSeen = null;
-    if (seenNewest == null) {
-      seenOldest = e;
-    } else {
-      seenNewest.newerSeen = e;
-    }
-    seenNewest = e;
-    seenCount++;
-  }
-
-  private void unlinkFromWindow(Entry e) {
-    Entry older = e.olderSeen;
-    Entry newer = e.newerSeen;
-    if (older == null) {
-      seenOldest = newer;
-    } else {
-      older.newerSeen = newer;
-    }
-    if (newer == null) {
-      seenNewest = older;
-    } else {
-      newer.olderSeen = older;
-    }
-    e.olderSeen = null;
-    e.newerSeen = null;
-    e.inWindow = false;
-    seenCount--;
-  }
-
-  /**
-   * Takes an id out of the dedupe window: a GONE id is forgotten (here and in the journal); a
-   * live or dead one stays a duplicate until its event leaves.
-   */
-  private void leaveWindow(Entry e) {
-    unlinkFromWindow(e);
-    if (e.state == State.GONE) {
-      entries.remove(e.id);
-      journal.forget(e.id);
-    }
+  /** The live or dead entry of {@code id}; null if it is unknown or only remembered. */
+  private Entry entry(String id) {
+    int ref = id == null ? 0 : index.find(id);
+    return ref == 0 ? null : index.value(ref);
   }
 
   /** Trims the dedupe window to its count and age; amortized O(1), allocation-free. */
   private void trimSeen(Instant now) {
-    Entry oldest = seenOldest;
-    if (oldest == null) {
-      return;
-    }
     long second = now.getEpochSecond();
     int nano = now.getNano();
-    while (oldest != null && (seenCount > dedupeMaxIds || agedOut(oldest, second, nano))) {
-      leaveWindow(oldest);
-      oldest = seenOldest;
+    while (index.windowSize() > dedupeMaxIds
+        || index.headOlderThan(second, nano, windowSeconds, windowNanos)) {
+      trimHead();
     }
   }
 
-  /** Whether {@code now - seenAt >= dedupeWindow}, without allocating (cannot overflow). */
-  private boolean agedOut(Entry e, long nowSecond, int nowNano) {
-    long seconds = nowSecond - e.seenSecond;
-    int nanos = nowNano - e.seenNano;
-    if (nanos < 0) {
-      nanos += NANOS_PER_SECOND;
-      seconds--;
+  /**
+   * Lets the window's oldest id go: forgotten here and in the journal if its event already left;
+   * a pending, in-flight or dead event's id stays a duplicate, and the journal forgets it once the
+   * event leaves.
+   */
+  private void trimHead() {
+    String forgotten = index.trimHead();
+    if (forgotten != null) {
+      journal.forget(forgotten);
     }
-    return seconds > windowSeconds || (seconds == windowSeconds && nanos >= windowNanos);
   }
 
   private void emit(Stage stage, String id, Instant at, String detail) {
