@@ -51,6 +51,9 @@ final class IdIndex<V> {
   private long head;
   private long tail;
   private int windowSize;
+  /** Written by {@link #prefetchHead} so the load it exists for is not optimized away. */
+  @SuppressWarnings("unused")
+  private long prefetched;
 
   /** An index that holds {@code expectedIds} ids and {@code expectedWindow} window slots before growing. */
   IdIndex(int expectedIds, int expectedWindow) {
@@ -223,6 +226,19 @@ final class IdIndex<V> {
     String key = keys[ref];
     forget(ref);
     return key;
+  }
+
+  /**
+   * Loads the table slot of the window's oldest id without changing anything, so that trimming it
+   * right after the caller's next {@link #find} finds it in cache: the two random accesses then
+   * overlap instead of running one after the other.
+   */
+  void prefetchHead() {
+    skipHoles();
+    if (head != tail) {
+      int ref = ringRefs[(int) head & ringMask];
+      prefetched = table[hashes[ref] & tableMask];
+    }
   }
 
   private void skipHoles() {

@@ -56,9 +56,10 @@ import java.util.concurrent.locks.ReentrantLock;
 public final class ReportQueue {
 
   /*
-   * Implementation notes. Every id the queue knows has one Entry in `entries`: pending, in flight,
-   * dead, or GONE (acked, expired or purged, and still in the dedupe window). Age is the arrival
-   * sequence `seq`; an entry keeps it across retries.
+   * Implementation notes. Every id the queue knows is in `index` (IdIndex): the ids of pending,
+   * in-flight and dead events, which hold their Entry, and ids only remembered by the dedupe
+   * window (acked, expired, purged), which hold nothing: an event's Entry and payload are garbage
+   * as soon as it leaves. Age is the arrival sequence `seq`; an entry keeps it across retries.
    *
    * A pending entry of priority p is in exactly one of:
    *  - lanes[p].ready: an intrusive doubly-linked list in seq order. Fresh enqueues append at the
@@ -72,14 +73,14 @@ public final class ReportQueue {
    * entry is in a set: the event is replaced (rescheduled) only while in flight, in no set.
    * In-flight and dead entries sit in two more intrusive lists (drain order, death order), reusing
    * the same links. The hot path (a fresh event that never fails and never expires) touches no
-   * TreeSet at all.
+   * TreeSet.
    *
-   * The dedupe window is a second intrusive list through the entries (`olderSeen`/`newerSeen`) in
-   * first-seen order, with the first-seen time as two primitives, trimmed from its head by count
-   * and age without allocating. An id that leaves the window while its event is still pending, in
-   * flight or dead stays in `entries` (it is still a duplicate) with `inWindow` false; the journal
-   * forgets it once the event leaves. A GONE entry drops its event (payload) and is removed from
-   * `entries` when it leaves the window.
+   * The dedupe window is the index's ring of ids in first-seen order, trimmed from its head by
+   * count and age without allocating. An id that leaves the window while its event is still
+   * pending, in flight or dead stays in the index (still a duplicate); the journal forgets it once
+   * the event leaves. With a full window, one enqueue costs two random accesses into the index's
+   * table (the new id's lookup, the oldest id's removal); enqueue starts the second before the
+   * first so that they overlap.
    */
 
   private static final Comparator<Entry> BY_SEQ = (a, b) -> Long.compare(a.seq, b.seq);
@@ -102,7 +103,7 @@ public final class ReportQueue {
     INFLIGHT,
     /** Out of attempts or rejected, in the dead list. */
     DEAD,
-    /** Left the queue (acked, expired, purged); only its id remains, in the dedupe window. */
+    /** Left the queue (acked, expired, purged); the index keeps at most its id. */
     GONE
   }
 
@@ -110,7 +111,6 @@ public final class ReportQueue {
     final String id;
     /** This entry's slot in {@code index}. */
     int ref;
-    /** Null once GONE. */
     QueuedEvent event;
     long seq;
     int bytes;
@@ -277,6 +277,10 @@ public final class ReportQueue {
       Instant now = clock.instant();
       trimSeen(now);
       String id = event.eventId();
+      if (index.windowSize() >= dedupeMaxIds) {
+        // Accepting this event will trim the window's head: start loading its slot now.
+        index.prefetchHead();
+      }
       if (index.find(id) != 0) {
         return EnqueueResult.rejected(EnqueueResult.Reason.DUPLICATE);
       }
@@ -966,7 +970,6 @@ public final class ReportQueue {
    * the dedupe window, else it is forgotten now, here and in the journal.
    */
   private void leave(Entry e) {
-    e.event = null;
     e.state = State.GONE;
     if (!index.release(e.ref)) {
       journal.forget(e.id);
