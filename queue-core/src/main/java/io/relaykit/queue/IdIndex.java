@@ -15,7 +15,8 @@ import java.util.Arrays;
  * first-seen order with their first-seen times, trimmed from its head; an id that leaves the
  * ring while its value is still held (an event still pending, in flight or dead) stays known until
  * the value is released. Refs are reused last-freed first, so a window that turns over in order
- * walks the slot arrays in order too.
+ * walks the slot arrays in order too. {@link #prefetch} loads the slots an enqueue will touch
+ * early, so that its random accesses overlap and happen outside the queue's lock.
  *
  * <p>Costs: {@link #find}, {@link #add}, {@link #release}, {@link #drop} and {@link #trimHead} are
  * O(1) expected; the arrays double when full (amortized O(1)). Memory: about 40 bytes per known id
@@ -51,9 +52,6 @@ final class IdIndex<V> {
   private long head;
   private long tail;
   private int windowSize;
-  /** Written by {@link #prefetchHead} so the load it exists for is not optimized away. */
-  @SuppressWarnings("unused")
-  private long prefetched;
 
   /** An index that holds {@code expectedIds} ids and {@code expectedWindow} window slots before growing. */
   IdIndex(int expectedIds, int expectedWindow) {
@@ -229,16 +227,26 @@ final class IdIndex<V> {
   }
 
   /**
-   * Loads the table slot of the window's oldest id without changing anything, so that trimming it
-   * right after the caller's next {@link #find} finds it in cache: the two random accesses then
-   * overlap instead of running one after the other.
+   * Loads, without changing anything, the table slots that the caller's next {@link #find} of
+   * {@code key} and, when {@code trimming}, the removal of the window's oldest id will touch, so
+   * that these random accesses overlap, and can happen before the caller takes its lock. The one
+   * method that may run without the owner's lock: it only reads, tolerates stale or torn state
+   * (every index is bounded by the array it reads), and never throws for a racing writer. Returns
+   * the loaded slots mixed together, for the caller to consume so the loads are not optimized away.
    */
-  void prefetchHead() {
-    skipHoles();
-    if (head != tail) {
-      int ref = ringRefs[(int) head & ringMask];
-      prefetched = table[hashes[ref] & tableMask];
+  long prefetch(String key, boolean trimming) {
+    long[] t = table;
+    int m = t.length - 1;
+    long loaded = t[mix(key.hashCode()) & m];
+    if (trimming) {
+      int[] refs = ringRefs;
+      int ref = refs[(int) head & (refs.length - 1)];
+      int[] hs = hashes;
+      if (ref > 0 && ref < hs.length) {
+        loaded ^= t[hs[ref] & m];
+      }
     }
+    return loaded;
   }
 
   private void skipHoles() {
