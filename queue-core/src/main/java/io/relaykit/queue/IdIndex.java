@@ -20,7 +20,7 @@ import java.util.Arrays;
  *
  * <p>Costs: {@link #find}, {@link #add}, {@link #release}, {@link #drop} and {@link #trimHead} are
  * O(1) expected; the arrays double when full (amortized O(1)). Memory: about 40 bytes per known id
- * beyond the id string, plus 16 per window slot.
+ * beyond the id string, plus 16 to 32 per window slot (the ring is a power of two).
  *
  * @param <V> the queue's per-event object
  */
@@ -28,6 +28,7 @@ final class IdIndex<V> {
 
   private static final int MIN_TABLE = 16;
   private static final int MAX_TABLE = 1 << 30;
+  private static final int INITIAL_REFS = 256;
 
   // Hash table: slot = (hash << 32) | ref, 0 when empty (refs start at 1).
   private long[] table;
@@ -53,28 +54,27 @@ final class IdIndex<V> {
   private long tail;
   private int windowSize;
 
-  /** An index that holds {@code expectedIds} ids and {@code expectedWindow} window slots before growing. */
-  IdIndex(int expectedIds, int expectedWindow) {
+  /**
+   * An index whose table holds {@code expectedIds} ids before it grows (a table rehash touches
+   * every slot, so the queue sizes it up front); the per-id arrays and the window ring start small
+   * and double as needed (a copy, amortized O(1)).
+   */
+  IdIndex(int expectedIds) {
     int slots = MIN_TABLE;
     while (slots < MAX_TABLE && slots / 2 < expectedIds) {
       slots <<= 1;
     }
     table = new long[slots];
     tableMask = slots - 1;
-    int refs = Math.max(MIN_TABLE, expectedIds + 1);
-    keys = new String[refs];
-    hashes = new int[refs];
-    values = new Object[refs];
-    positions = new long[refs];
+    keys = new String[INITIAL_REFS];
+    hashes = new int[INITIAL_REFS];
+    values = new Object[INITIAL_REFS];
+    positions = new long[INITIAL_REFS];
     freeRefs = new int[MIN_TABLE];
-    int ring = MIN_TABLE;
-    while (ring < MAX_TABLE && ring < expectedWindow) {
-      ring <<= 1;
-    }
-    ringRefs = new int[ring];
-    ringSeconds = new long[ring];
-    ringNanos = new int[ring];
-    ringMask = ring - 1;
+    ringRefs = new int[INITIAL_REFS];
+    ringSeconds = new long[INITIAL_REFS];
+    ringNanos = new int[INITIAL_REFS];
+    ringMask = INITIAL_REFS - 1;
   }
 
   /** Spreads a hash code so that keys whose hash codes differ in a few bits land far apart. */

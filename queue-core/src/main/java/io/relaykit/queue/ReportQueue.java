@@ -247,10 +247,9 @@ public final class ReportQueue {
     this.listener = b.listener;
     this.listening = b.listenerSet;
     this.name = b.name;
-    // Presized for the live events plus a full dedupe window, so the hot path never grows it;
-    // capped so a huge configured bound does not cost memory up front.
-    this.index = new IdIndex<>((int) Math.min((long) capacity + dedupeMaxIds, 1 << 18),
-        Math.min(dedupeMaxIds + 1, 1 << 17));
+    // The id table is sized for the live events plus a full dedupe window, so the hot path never
+    // rehashes it; capped so a huge configured bound does not cost memory up front.
+    this.index = new IdIndex<>((int) Math.min((long) capacity + dedupeMaxIds, 1 << 18));
     for (int i = 0; i < lanes.length; i++) {
       lanes[i] = new Lane();
     }
