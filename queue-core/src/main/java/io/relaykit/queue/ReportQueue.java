@@ -83,8 +83,9 @@ public final class ReportQueue {
    * count and age without allocating. An id that leaves the window while its event is still
    * pending, in flight or dead stays in the index (still a duplicate); the journal forgets it once
    * the event leaves. With a full window, one enqueue costs two random accesses into the index's
-   * table (the new id's lookup, the oldest id's removal); enqueue starts the second before the
-   * first so that they overlap.
+   * table (the new id's lookup, the oldest id's removal); enqueue loads both slots before it
+   * takes the lock (IdIndex.prefetch, a racy read-only peek), so the two cache misses overlap and
+   * stay out of the critical section.
    */
 
   private static final Comparator<Entry> BY_SEQ = (a, b) -> Long.compare(a.seq, b.seq);
