@@ -11,6 +11,13 @@ public final class Checks {
     if (value == null) {
       throw new IllegalArgumentException(field + " must not be null");
     }
+    // Fast path: a printable ASCII first character (not whitespace) settles it without a scan.
+    if (!value.isEmpty()) {
+      char first = value.charAt(0);
+      if (first > ' ' && first < 0x7f) {
+        return value;
+      }
+    }
     if (value.isBlank()) {
       throw new IllegalArgumentException(field + " must not be blank");
     }

@@ -61,16 +61,32 @@ public record QueuedEvent(
     return utf8Length(payload);
   }
 
-  /** UTF-8 length without allocating the encoded bytes. */
+  /**
+   * UTF-8 length without allocating the encoded bytes: one pass over the chars, with a tight loop
+   * for the ASCII run that most payloads are. An unpaired surrogate counts 3 bytes.
+   */
   static int utf8Length(String s) {
-    int n = 0;
-    for (int i = 0; i < s.length(); i++) {
+    int length = s.length();
+    int i = 0;
+    for (int limit = length - 3; i < limit; i += 4) {
+      if ((s.charAt(i) | s.charAt(i + 1) | s.charAt(i + 2) | s.charAt(i + 3)) >= 0x80) {
+        break;
+      }
+    }
+    while (i < length && s.charAt(i) < 0x80) {
+      i++;
+    }
+    if (i == length) {
+      return length;
+    }
+    int n = i;
+    for (; i < length; i++) {
       char c = s.charAt(i);
       if (c < 0x80) {
         n += 1;
       } else if (c < 0x800) {
         n += 2;
-      } else if (Character.isHighSurrogate(c) && i + 1 < s.length()
+      } else if (Character.isHighSurrogate(c) && i + 1 < length
           && Character.isLowSurrogate(s.charAt(i + 1))) {
         n += 4;
         i++;

@@ -13,9 +13,7 @@ import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -26,9 +24,20 @@ import java.util.concurrent.locks.ReentrantLock;
  * A bounded, prioritized, persistent queue of {@link ReportEvent}s on their way to a server:
  * drained in batches, highest priority and oldest first, retried with backoff, dead-lettered when
  * out of attempts, deduplicated by event id, and recovered from its {@link QueueJournal} after a
- * restart. Every operation costs O(log n) in the number of queued events (O(1) amortized for the
- * dedupe window), plus one journal call per change; draining writes nothing. Only {@link
- * #restore()} and the id listings are O(n).
+ * restart. "Oldest" means first accepted: events are ordered by arrival (a sequence number taken
+ * when the queue accepts an event, or at {@link #restore()} in the journal's append order), not by
+ * their {@code enqueuedAt} timestamp, so a wall-clock step cannot reorder them.
+ *
+ * <p>Costs, for n queued events: enqueue, drain (per event) and ack (per id) are O(1) expected,
+ * independent of n and of the dedupe window's size: a lookup in a hash index of the known ids and
+ * a few list links, allocating only the event's {@link QueuedEvent} and a small entry. With a full
+ * dedupe window an enqueue also forgets the oldest id; the id's lookup and that removal are the
+ * two random memory accesses of an enqueue, and they overlap (outside the lock). Plus one journal
+ * call per change; draining writes nothing. An event that waits for a retry or carries an expiry
+ * adds O(log r) (r = such events) where it enters or leaves those orders. Evicting an event is
+ * O(1), O(log r) if it is a retry. Only {@link #restore()} and the id listings are O(n). Memory:
+ * under 100 bytes per known id (pending, in flight, dead, or remembered by the dedupe window)
+ * beyond the id string, plus each pending or in-flight event's records.
  *
  * <p>Thread-safe: producers may enqueue from many threads while a sender drains, acks and nacks.
  * One lock guards the state and orders the journal calls; a {@code CRITICAL} enqueue waits for its
@@ -46,24 +55,40 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Capacity counts pending and in-flight events (and their payload bytes); dead letters are held
  * apart, outside the capacity, until {@link #purgeDead purged}. Lifecycle steps (ENQUEUED,
  * DELIVERED, ACKED, RETRIED, DEAD_LETTERED, DROPPED, EXPIRED) go to the configured {@link
- * LifecycleListener}, under the queue's lock.
+ * LifecycleListener}, under the queue's lock; their details are built only when a listener is set.
  */
 public final class ReportQueue {
 
   /*
-   * Implementation notes. Each live event has one Entry, found by id in `live` (pending and in
-   * flight) or `dead`. A pending entry sits in lanes[priority].queued (ordered by enqueue time, then
-   * sequence: the eviction order) and in exactly one of lanes[priority].ready (same order: the drain
-   * order) or `delayed` (ordered by next attempt time: the retry heap); if it can expire it is also
-   * in `expiring`. Sets are TreeSets so an arbitrary entry is removed in O(log n) when evicted or
-   * expired. A comparator's keys never change while the entry is in that set: an entry leaves
-   * every set when drained and is rescheduled only while in flight. The dedupe window `seen` is an
-   * insertion-ordered map trimmed from its head by count and age; an id trimmed while its event is
-   * still live is flagged so the journal forgets it once the event leaves.
+   * Implementation notes. Every id the queue knows is in `index` (IdIndex): the ids of pending,
+   * in-flight and dead events, which hold their Entry, and ids only remembered by the dedupe
+   * window (acked, expired, purged), which hold nothing: an event's Entry and payload are garbage
+   * as soon as it leaves. Age is the arrival sequence `seq`; an entry keeps it across retries.
+   *
+   * A pending entry of priority p is in exactly one of:
+   *  - lanes[p].ready: an intrusive doubly-linked list in seq order. Fresh enqueues append at the
+   *    tail (their seq is the largest yet), so it stays sorted at O(1); so do restored entries,
+   *    which are appended in journal order before anything else;
+   *  - lanes[p].due: retries whose time has come (a TreeSet by seq). A retry keeps its old seq, so
+   *    it cannot be appended to the list; the drain takes the smaller seq of the two heads;
+   *  - lanes[p].waiting (by seq) and `delayed` (by next attempt time): retries not yet due.
+   * The oldest pending event of a lane (for eviction) is the smallest seq of the three heads. An
+   * entry that can expire is also in `expiring` (by expiry). Comparator keys never change while an
+   * entry is in a set: the event is replaced (rescheduled) only while in flight, in no set.
+   * In-flight and dead entries sit in two more intrusive lists (drain order, death order), reusing
+   * the same links. The hot path (a fresh event that never fails and never expires) touches no
+   * TreeSet.
+   *
+   * The dedupe window is the index's ring of ids in first-seen order, trimmed from its head by
+   * count and age without allocating. An id that leaves the window while its event is still
+   * pending, in flight or dead stays in the index (still a duplicate); the journal forgets it once
+   * the event leaves. With a full window, one enqueue costs two random accesses into the index's
+   * table (the new id's lookup, the oldest id's removal); enqueue loads both slots before it
+   * takes the lock (IdIndex.prefetch, a racy read-only peek), so the two cache misses overlap and
+   * stay out of the critical section.
    */
 
-  private static final Comparator<Entry> BY_AGE =
-      Comparator.<Entry, Instant>comparing(e -> e.event.enqueuedAt()).thenComparingLong(e -> e.seq);
+  private static final Comparator<Entry> BY_SEQ = (a, b) -> Long.compare(a.seq, b.seq);
   private static final Comparator<Entry> BY_DUE =
       Comparator.<Entry, Instant>comparing(e -> e.event.nextAttemptAt())
           .thenComparingLong(e -> e.seq);
@@ -72,34 +97,105 @@ public final class ReportQueue {
 
   private static final Priority[] HIGHEST_FIRST = {Priority.CRITICAL, Priority.NORMAL, Priority.LOW};
 
-  private enum State { READY, DELAYED, INFLIGHT, DEAD }
+  private enum State {
+    /** Pending and ready, in its lane's ready list. */
+    READY,
+    /** Pending, a retry whose time has come, in its lane's due set. */
+    DUE,
+    /** Pending, a retry whose time has not come, in {@code delayed} and its lane's waiting set. */
+    WAITING,
+    /** Drained, in the in-flight list. */
+    INFLIGHT,
+    /** Out of attempts or rejected, in the dead list. */
+    DEAD,
+    /** Left the queue (acked, expired, purged); the index keeps at most its id. */
+    GONE
+  }
 
   private static final class Entry {
+    final String id;
+    /** This entry's slot in {@code index}. */
+    int ref;
     QueuedEvent event;
-    final long seq;
-    final int bytes;
+    long seq;
+    int bytes;
     State state;
-    /** The dedupe window let go of this id while the event was live. */
-    boolean seenTrimmed;
+    /** Links of the one list the entry is in: its lane's ready list, in flight, or dead. */
+    Entry prev;
+    Entry next;
+    String deadReason;
 
-    Entry(QueuedEvent event, long seq) {
-      this(event, seq, event.payloadBytes());
+    Entry(String id) {
+      this.id = id;
+    }
+  }
+
+  /** An intrusive doubly-linked list of entries through {@code prev}/{@code next}. */
+  private static final class EntryList {
+    Entry head;
+    Entry tail;
+    int size;
+
+    void addLast(Entry e) {
+      e.prev = tail;
+      e.next = null;
+      if (tail == null) {
+        head = e;
+      } else {
+        tail.next = e;
+      }
+      tail = e;
+      size++;
     }
 
-    Entry(QueuedEvent event, long seq, int bytes) {
-      this.event = event;
-      this.seq = seq;
-      this.bytes = bytes;
+    void unlink(Entry e) {
+      Entry p = e.prev;
+      Entry n = e.next;
+      if (p == null) {
+        head = n;
+      } else {
+        p.next = n;
+      }
+      if (n == null) {
+        tail = p;
+      } else {
+        n.prev = p;
+      }
+      e.prev = null;
+      e.next = null;
+      size--;
     }
   }
 
   /** The pending events of one priority. */
   private static final class Lane {
-    /** Ready and delayed, oldest first: the eviction order. */
-    final TreeSet<Entry> queued = new TreeSet<>(BY_AGE);
-    /** Ready only, oldest first: the drain order. */
-    final TreeSet<Entry> ready = new TreeSet<>(BY_AGE);
+    final EntryList ready = new EntryList();
+    final TreeSet<Entry> due = new TreeSet<>(BY_SEQ);
+    final TreeSet<Entry> waiting = new TreeSet<>(BY_SEQ);
+    int count;
     long bytes;
+
+    /** The oldest ready entry (list head or due retry, whichever arrived first), or null. */
+    Entry oldestReady() {
+      Entry listed = ready.head;
+      if (due.isEmpty()) {
+        return listed;
+      }
+      Entry retry = due.first();
+      return listed == null || retry.seq < listed.seq ? retry : listed;
+    }
+
+    /** The oldest pending entry, ready or waiting: the eviction order. */
+    Entry oldest() {
+      Entry oldest = oldestReady();
+      if (!waiting.isEmpty()) {
+        Entry w = waiting.first();
+        if (oldest == null || w.seq < oldest.seq) {
+          oldest = w;
+        }
+      }
+      return oldest;
+    }
   }
 
   private final InstantSource clock;
@@ -110,26 +206,31 @@ public final class ReportQueue {
   private final int maxAttempts;
   private final Backoff backoff;
   private final DropPolicy dropPolicy;
-  private final Duration dedupeWindow;
+  private final long windowSeconds;
+  private final int windowNanos;
   private final int dedupeMaxIds;
   private final LifecycleListener listener;
   private final boolean listening;
   private final String name;
 
   private final ReentrantLock lock = new ReentrantLock();
-  private final Map<String, Entry> live;
-  private final Map<String, Entry> inflight;
-  private final Map<String, Entry> dead = new LinkedHashMap<>();
-  private final Map<String, String> deadReasons = new HashMap<>();
-  private final LinkedHashMap<String, Instant> seen;
+  private final IdIndex<Entry> index;
   private final Lane[] lanes = new Lane[Priority.values().length];
+  private final EntryList inflight = new EntryList();
+  private final EntryList dead = new EntryList();
   private final TreeSet<Entry> delayed = new TreeSet<>(BY_DUE);
   private final TreeSet<Entry> expiring = new TreeSet<>(BY_EXPIRY);
+  /** Pending plus in-flight events. */
+  private int live;
+  private int readyCount;
   private long bytes;
   private long nextSeq;
   private long dropped;
   private long expired;
   private boolean used;
+  /** Consumes {@link IdIndex#prefetch}'s loads so they are not optimized away; never read. */
+  @SuppressWarnings("unused")
+  private long prefetchSink;
   private volatile Runnable batchReadySignal = () -> { };
 
   private ReportQueue(Builder b) {
@@ -141,16 +242,15 @@ public final class ReportQueue {
     this.maxAttempts = b.maxAttempts;
     this.backoff = b.backoff;
     this.dropPolicy = b.dropPolicy;
-    this.dedupeWindow = b.dedupeWindow;
+    this.windowSeconds = b.dedupeWindow.getSeconds();
+    this.windowNanos = b.dedupeWindow.getNano();
     this.dedupeMaxIds = b.dedupeMaxIds;
     this.listener = b.listener;
     this.listening = b.listenerSet;
     this.name = b.name;
-    // Presized where the bound is known, so the hot path never rehashes; capped so a huge
-    // configured bound does not cost memory up front.
-    this.live = new HashMap<>(mapCapacity(capacity));
-    this.inflight = new LinkedHashMap<>(mapCapacity(Math.min(capacity, batchSize * 4)));
-    this.seen = new LinkedHashMap<>(mapCapacity(dedupeMaxIds));
+    // The id table is sized for the live events plus a full dedupe window, so the hot path never
+    // rehashes it; capped so a huge configured bound does not cost memory up front.
+    this.index = new IdIndex<>((int) Math.min((long) capacity + dedupeMaxIds, 1 << 18));
     for (int i = 0; i < lanes.length; i++) {
       lanes[i] = new Lane();
     }
@@ -178,54 +278,77 @@ public final class ReportQueue {
     boolean critical = event.priority() == Priority.CRITICAL;
     EnqueueResult result;
     boolean signal;
+    // The id's lookup and, with a full window, the oldest id's removal are random accesses into a
+    // large table: start both before taking the lock (a racy read, consumed under it).
+    long prefetched = index.prefetch(event.eventId(), index.windowSize() >= dedupeMaxIds);
     lock.lock();
     try {
+      prefetchSink ^= prefetched;
       used = true;
       Instant now = clock.instant();
       trimSeen(now);
       String id = event.eventId();
-      if (live.containsKey(id) || dead.containsKey(id) || seen.containsKey(id)) {
+      if (index.find(id) != 0) {
         return EnqueueResult.rejected(EnqueueResult.Reason.DUPLICATE);
       }
       if (event.isExpiredAt(now)) {
         expired++;
-        emit(Stage.EXPIRED, id, now, "expired before it was queued (expiresAt " + event.expiresAt()
-            + ")");
+        if (listening) {
+          emit(Stage.EXPIRED, id, now, "expired before it was queued (expiresAt "
+              + event.expiresAt() + ")");
+        }
         return EnqueueResult.rejected(EnqueueResult.Reason.EXPIRED);
       }
-      QueuedEvent queuedEvent = QueuedEvent.accepted(event, now);
-      int size = queuedEvent.payloadBytes();
+      int size = QueuedEvent.utf8Length(event.payload());
       if (size > maxBytes) {
         dropped++;
-        emit(Stage.DROPPED, id, now, "too large: " + size + " bytes > maxBytes " + maxBytes);
+        if (listening) {
+          emit(Stage.DROPPED, id, now, "too large: " + size + " bytes > maxBytes " + maxBytes);
+        }
         return EnqueueResult.rejected(EnqueueResult.Reason.TOO_LARGE);
       }
       List<String> evicted = List.of();
-      if (!fits(1, size)) {
+      if (!fits(size)) {
         expireDue(now);
-        if (!fits(1, size)) {
-          evicted = evictFor(queuedEvent, size, now);
+        if (!fits(size)) {
+          evicted = evictFor(event, size, now);
           if (evicted == null) {
             dropped++;
-            emit(Stage.DROPPED, id, now, "queue full (" + live.size() + " events, " + bytes
-                + " bytes), policy " + dropPolicy);
+            if (listening) {
+              emit(Stage.DROPPED, id, now, "queue full (" + live + " events, " + bytes
+                  + " bytes), policy " + dropPolicy);
+            }
             return EnqueueResult.rejected(EnqueueResult.Reason.QUEUE_FULL);
           }
         }
       }
+      QueuedEvent queuedEvent = QueuedEvent.accepted(event, now);
       ticket = journal.appendDeferringSync(queuedEvent);
-      Entry entry = new Entry(queuedEvent, nextSeq++, size);
-      live.put(id, entry);
-      bytes += entry.bytes;
-      enqueuePending(entry, now);
-      seen.put(id, now);
-      if (seen.size() > dedupeMaxIds) {
-        // Trimmed by age at `now` above; the new id can only break the count bound.
-        trimSeen(now);
+      Entry e = new Entry(id);
+      e.event = queuedEvent;
+      e.seq = nextSeq++;
+      e.bytes = size;
+      e.ref = index.add(id, e, now.getEpochSecond(), now.getNano());
+      live++;
+      bytes += size;
+      Lane lane = lanes[event.priority().ordinal()];
+      lane.count++;
+      lane.bytes += size;
+      e.state = State.READY;
+      lane.ready.addLast(e);
+      readyCount++;
+      if (event.expiresAt() != null) {
+        expiring.add(e);
       }
-      emit(Stage.ENQUEUED, id, now, queuedEvent.priority().name());
+      if (index.windowSize() > dedupeMaxIds) {
+        // Trimmed by age at `now` above; the new id can only break the count bound.
+        trimHead();
+      }
+      if (listening) {
+        emit(Stage.ENQUEUED, id, now, event.priority().name());
+      }
       result = EnqueueResult.ok(evicted);
-      signal = readyCountLocked() >= batchSize;
+      signal = readyCount >= batchSize;
     } finally {
       lock.unlock();
     }
@@ -238,25 +361,19 @@ public final class ReportQueue {
     return result;
   }
 
-  /** A HashMap capacity holding {@code entries} without a resize, capped at 2^17 up front. */
-  private static int mapCapacity(int entries) {
-    int bounded = Math.min(entries, 1 << 17);
-    return (int) Math.min(1L << 30, bounded * 4L / 3 + 1);
-  }
-
-  private boolean fits(int events, long size) {
-    return live.size() + events <= capacity && bytes + size <= maxBytes;
+  private boolean fits(long size) {
+    return live < capacity && bytes + size <= maxBytes;
   }
 
   /**
    * Evicts pending events so that {@code incoming} fits, per the drop policy, and returns their
    * ids; returns null (evicting nothing) when the policy cannot make room.
    */
-  private List<String> evictFor(QueuedEvent incoming, int size, Instant now) {
+  private List<String> evictFor(ReportEvent incoming, int size, Instant now) {
     if (dropPolicy == DropPolicy.REJECT_NEW) {
       return null;
     }
-    long needEvents = live.size() + 1L - capacity;
+    long needEvents = live + 1L - capacity;
     long needBytes = bytes + size - maxBytes;
     long candidateEvents = 0;
     long candidateBytes = 0;
@@ -264,32 +381,36 @@ public final class ReportQueue {
       if (dropPolicy == DropPolicy.DROP_LOWEST_PRIORITY && !incoming.priority().outranks(p)) {
         break;
       }
-      candidateEvents += lanes[p.ordinal()].queued.size();
+      candidateEvents += lanes[p.ordinal()].count;
       candidateBytes += lanes[p.ordinal()].bytes;
     }
     if (candidateEvents < needEvents || candidateBytes < needBytes) {
       return null;
     }
     List<String> evicted = new ArrayList<>(1);
-    while (!fits(1, size)) {
+    while (!fits(size)) {
       Entry victim = dropPolicy == DropPolicy.DROP_OLDEST ? oldestPending() : lowestPending();
       removePending(victim);
-      live.remove(victim.event.eventId());
+      live--;
       bytes -= victim.bytes;
-      seen.remove(victim.event.eventId());
-      journal.remove(victim.event.eventId(), Removal.DROPPED);
+      // A dropped event is not seen: forgotten here, and by the journal's DROPPED removal.
+      index.drop(victim.ref);
+      journal.remove(victim.id, Removal.DROPPED);
       dropped++;
-      evicted.add(victim.event.eventId());
-      emit(Stage.DROPPED, victim.event.eventId(), now, "evicted (" + dropPolicy + ") for "
-          + incoming.eventId() + " (" + incoming.priority() + ")");
+      evicted.add(victim.id);
+      if (listening) {
+        emit(Stage.DROPPED, victim.id, now, "evicted (" + dropPolicy + ") for "
+            + incoming.eventId() + " (" + incoming.priority() + ")");
+      }
     }
     return evicted;
   }
 
   private Entry lowestPending() {
     for (Lane lane : lanes) {
-      if (!lane.queued.isEmpty()) {
-        return lane.queued.first();
+      Entry oldest = lane.oldest();
+      if (oldest != null) {
+        return oldest;
       }
     }
     throw new IllegalStateException("no pending event to evict");
@@ -298,9 +419,9 @@ public final class ReportQueue {
   private Entry oldestPending() {
     Entry oldest = null;
     for (Lane lane : lanes) {
-      if (!lane.queued.isEmpty()
-          && (oldest == null || BY_AGE.compare(lane.queued.first(), oldest) < 0)) {
-        oldest = lane.queued.first();
+      Entry candidate = lane.oldest();
+      if (candidate != null && (oldest == null || candidate.seq < oldest.seq)) {
+        oldest = candidate;
       }
     }
     if (oldest == null) {
@@ -333,21 +454,32 @@ public final class ReportQueue {
       trimSeen(at);
       expireDue(at);
       promoteDue(at);
-      List<QueuedEvent> batch = new ArrayList<>(Math.min(batchSize, live.size()));
+      List<QueuedEvent> batch = new ArrayList<>(Math.min(batchSize, readyCount));
+      int room = batchSize;
       for (Priority p : HIGHEST_FIRST) {
-        TreeSet<Entry> set = lanes[p.ordinal()].ready;
-        while (batch.size() < batchSize && !set.isEmpty()) {
-          Entry e = set.pollFirst();
-          lanes[p.ordinal()].queued.remove(e);
-          lanes[p.ordinal()].bytes -= e.bytes;
+        Lane lane = lanes[p.ordinal()];
+        while (room > 0) {
+          Entry e = lane.oldestReady();
+          if (e == null) {
+            break;
+          }
+          if (e.state == State.READY) {
+            lane.ready.unlink(e);
+          } else {
+            lane.due.remove(e);
+          }
+          readyCount--;
+          lane.count--;
+          lane.bytes -= e.bytes;
           if (e.event.expiresAt() != null) {
             expiring.remove(e);
           }
           e.state = State.INFLIGHT;
-          inflight.put(e.event.eventId(), e);
+          inflight.addLast(e);
           batch.add(e.event);
+          room--;
           if (listening) {
-            emit(Stage.DELIVERED, e.event.eventId(), at, "attempt " + (e.event.attempts() + 1));
+            emit(Stage.DELIVERED, e.id, at, "attempt " + (e.event.attempts() + 1));
           }
         }
       }
@@ -368,21 +500,22 @@ public final class ReportQueue {
     Checks.requireNonNull("eventIds", eventIds);
     lock.lock();
     try {
-      Instant now = clock.instant();
+      Instant now = listening ? clock.instant() : null;
       int acked = 0;
       for (String id : eventIds) {
-        Entry e = id == null ? null : inflight.remove(id);
-        if (e == null) {
+        Entry e = entry(id);
+        if (e == null || e.state != State.INFLIGHT) {
           continue;
         }
-        live.remove(id);
+        inflight.unlink(e);
+        live--;
         bytes -= e.bytes;
         journal.remove(id, Removal.ACKED);
-        forgetIfTrimmed(e);
         acked++;
         if (listening) {
           emit(Stage.ACKED, id, now, "after " + (e.event.attempts() + 1) + " attempt(s)");
         }
+        leave(e);
       }
       return acked;
     } finally {
@@ -425,29 +558,32 @@ public final class ReportQueue {
       int died = 0;
       int lapsed = 0;
       for (String id : eventIds) {
-        Entry e = id == null ? null : inflight.remove(id);
-        if (e == null) {
+        Entry e = entry(id);
+        if (e == null || e.state != State.INFLIGHT) {
           continue;
         }
+        inflight.unlink(e);
         int attempts = e.event.attempts() + 1;
         if (e.event.isExpiredAt(now)) {
-          live.remove(id);
+          live--;
           bytes -= e.bytes;
-          expire(e, now, "expired after " + attempts + " failed attempt(s)");
+          expire(e, now, listening ? "expired after " + attempts + " failed attempt(s)" : null);
           lapsed++;
         } else if (!retryable || attempts >= maxAttempts) {
           String reason = !retryable
               ? (deadReason == null ? "rejected: not retryable" : deadReason)
               : "attempts exhausted (" + attempts + " of " + maxAttempts + ")";
-          live.remove(id);
+          live--;
           bytes -= e.bytes;
           e.event = e.event.rescheduled(attempts, e.event.nextAttemptAt());
           e.state = State.DEAD;
-          dead.put(id, e);
-          deadReasons.put(id, reason);
+          e.deadReason = reason;
+          dead.addLast(e);
           journal.deadLetter(id, attempts, reason);
           died++;
-          emit(Stage.DEAD_LETTERED, id, now, reason);
+          if (listening) {
+            emit(Stage.DEAD_LETTERED, id, now, reason);
+          }
         } else {
           Duration delay = backoff.delay(attempts);
           if (delay.compareTo(minDelay) < 0) {
@@ -456,7 +592,7 @@ public final class ReportQueue {
           Instant next = plusSaturating(now, delay);
           e.event = e.event.rescheduled(attempts, next);
           journal.reschedule(id, attempts, next);
-          enqueuePending(e, now);
+          requeue(e, now);
           requeued++;
           if (listening) {
             emit(Stage.RETRIED, id, now, "attempt " + attempts + " failed; next at " + next);
@@ -481,13 +617,15 @@ public final class ReportQueue {
     try {
       int purged = 0;
       for (String id : eventIds) {
-        Entry e = id == null ? null : dead.remove(id);
-        if (e != null) {
-          deadReasons.remove(id);
-          journal.remove(id, Removal.PURGED);
-          forgetIfTrimmed(e);
-          purged++;
+        Entry e = entry(id);
+        if (e == null || e.state != State.DEAD) {
+          continue;
         }
+        dead.unlink(e);
+        e.deadReason = null;
+        journal.remove(id, Removal.PURGED);
+        leave(e);
+        purged++;
       }
       return purged;
     } finally {
@@ -501,9 +639,10 @@ public final class ReportQueue {
   /**
    * Loads the journal into this queue: pending events come back with their attempts and retry
    * times, events that were in flight are pending and ready now (at-least-once; the event id lets
-   * the server drop the repeat), dead letters and the dedupe window come back too. Events that
-   * expired meanwhile are discarded and counted. Restored events are kept even beyond the
-   * capacity: a durable event is never dropped by a restart.
+   * the server drop the repeat), dead letters and the dedupe window come back too. Pending events
+   * keep the journal's append order as their age. Events that expired meanwhile are discarded and
+   * counted. Restored events are kept even beyond the capacity: a durable event is never dropped
+   * by a restart.
    *
    * @return the number of pending events after the restore
    * @throws IllegalStateException if this queue was already used or restored
@@ -519,33 +658,72 @@ public final class ReportQueue {
       used = true;
       JournalState state = journal.load();
       Instant now = clock.instant();
-      seen.putAll(state.seen());
+      for (Map.Entry<String, Instant> seen : state.seen().entrySet()) {
+        index.add(seen.getKey(), null, seen.getValue().getEpochSecond(), seen.getValue().getNano());
+      }
       for (QueuedEvent event : state.pending()) {
-        if (live.containsKey(event.eventId())) {
+        Entry e = restoredEntry(event);
+        if (e == null) {
           continue;
         }
-        Entry e = new Entry(event, nextSeq++);
-        seen.putIfAbsent(event.eventId(), event.enqueuedAt());
         if (event.isExpiredAt(now)) {
           expire(e, now, "expired while the queue was down");
           continue;
         }
-        live.put(event.eventId(), e);
+        live++;
         bytes += e.bytes;
-        enqueuePending(e, now);
+        Lane lane = lanes[event.priority().ordinal()];
+        if (event.nextAttemptAt().isAfter(now)) {
+          requeue(e, now);
+        } else {
+          // Restored in seq order before anything else: appending keeps the list sorted.
+          lane.count++;
+          lane.bytes += e.bytes;
+          e.state = State.READY;
+          lane.ready.addLast(e);
+          readyCount++;
+          if (event.expiresAt() != null) {
+            expiring.add(e);
+          }
+        }
       }
       for (QueuedEvent event : state.dead()) {
-        Entry e = new Entry(event, nextSeq++);
+        Entry e = restoredEntry(event);
+        if (e == null) {
+          continue;
+        }
         e.state = State.DEAD;
-        dead.put(event.eventId(), e);
-        deadReasons.put(event.eventId(), state.deadReasons().getOrDefault(event.eventId(), ""));
-        seen.putIfAbsent(event.eventId(), event.enqueuedAt());
+        e.deadReason = state.deadReasons().getOrDefault(event.eventId(), "");
+        dead.addLast(e);
       }
       trimSeen(now);
-      return live.size();
+      return live;
     } finally {
       lock.unlock();
     }
+  }
+
+  /**
+   * The entry for a restored event, seen at its enqueue time unless the journal's window already
+   * holds it; null if the id is already pending or dead (a repeated record).
+   */
+  private Entry restoredEntry(QueuedEvent event) {
+    String id = event.eventId();
+    int ref = index.find(id);
+    if (ref != 0 && index.value(ref) != null) {
+      return null;
+    }
+    Entry e = new Entry(id);
+    if (ref == 0) {
+      e.ref = index.add(id, e, event.enqueuedAt().getEpochSecond(), event.enqueuedAt().getNano());
+    } else {
+      e.ref = ref;
+      index.hold(ref, e);
+    }
+    e.event = event;
+    e.seq = nextSeq++;
+    e.bytes = event.payloadBytes();
+    return e;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -559,8 +737,8 @@ public final class ReportQueue {
     lock.lock();
     try {
       trimSeen(clock.instant());
-      return new QueueStats(live.size() - inflight.size(), inflight.size(), seen.size(),
-          dead.size(), dropped, expired, bytes);
+      return new QueueStats(live - inflight.size, inflight.size, index.windowSize(), dead.size,
+          dropped, expired, bytes);
     } finally {
       lock.unlock();
     }
@@ -570,10 +748,31 @@ public final class ReportQueue {
   public List<String> pendingIds() {
     lock.lock();
     try {
-      List<String> ids = new ArrayList<>(live.size() - inflight.size());
+      List<String> ids = new ArrayList<>(live - inflight.size);
       for (Priority p : HIGHEST_FIRST) {
-        for (Entry e : lanes[p.ordinal()].queued) {
-          ids.add(e.event.eventId());
+        Lane lane = lanes[p.ordinal()];
+        // Three runs sorted by seq: merge them.
+        Entry listed = lane.ready.head;
+        Iterator<Entry> dueIt = lane.due.iterator();
+        Iterator<Entry> waitingIt = lane.waiting.iterator();
+        Entry due = dueIt.hasNext() ? dueIt.next() : null;
+        Entry waiting = waitingIt.hasNext() ? waitingIt.next() : null;
+        while (listed != null || due != null || waiting != null) {
+          Entry min = listed;
+          if (due != null && (min == null || due.seq < min.seq)) {
+            min = due;
+          }
+          if (waiting != null && (min == null || waiting.seq < min.seq)) {
+            min = waiting;
+          }
+          ids.add(min.id);
+          if (min == listed) {
+            listed = listed.next;
+          } else if (min == due) {
+            due = dueIt.hasNext() ? dueIt.next() : null;
+          } else {
+            waiting = waitingIt.hasNext() ? waitingIt.next() : null;
+          }
         }
       }
       return ids;
@@ -586,7 +785,7 @@ public final class ReportQueue {
   public List<String> inflightIds() {
     lock.lock();
     try {
-      return new ArrayList<>(inflight.keySet());
+      return idsOf(inflight);
     } finally {
       lock.unlock();
     }
@@ -596,7 +795,7 @@ public final class ReportQueue {
   public List<String> deadIds() {
     lock.lock();
     try {
-      return new ArrayList<>(dead.keySet());
+      return idsOf(dead);
     } finally {
       lock.unlock();
     }
@@ -606,17 +805,30 @@ public final class ReportQueue {
   public List<QueuedEvent> deadLetters() {
     lock.lock();
     try {
-      return dead.values().stream().map(e -> e.event).toList();
+      List<QueuedEvent> events = new ArrayList<>(dead.size);
+      for (Entry e = dead.head; e != null; e = e.next) {
+        events.add(e.event);
+      }
+      return List.copyOf(events);
     } finally {
       lock.unlock();
     }
+  }
+
+  private static List<String> idsOf(EntryList list) {
+    List<String> ids = new ArrayList<>(list.size);
+    for (Entry e = list.head; e != null; e = e.next) {
+      ids.add(e.id);
+    }
+    return ids;
   }
 
   /** Why a dead letter gave up; empty if {@code eventId} is not a dead letter. */
   public Optional<String> deadReason(String eventId) {
     lock.lock();
     try {
-      return Optional.ofNullable(deadReasons.get(eventId));
+      Entry e = entry(eventId);
+      return e != null && e.state == State.DEAD ? Optional.of(e.deadReason) : Optional.empty();
     } finally {
       lock.unlock();
     }
@@ -631,8 +843,9 @@ public final class ReportQueue {
     try {
       Instant earliest = null;
       for (Lane lane : lanes) {
-        if (!lane.ready.isEmpty()) {
-          Instant at = lane.ready.first().event.nextAttemptAt();
+        Entry e = lane.oldestReady();
+        if (e != null) {
+          Instant at = e.event.nextAttemptAt();
           earliest = earliest == null || at.isBefore(earliest) ? at : earliest;
         }
       }
@@ -647,14 +860,14 @@ public final class ReportQueue {
 
   /**
    * How many events a drain at {@code at} could return (before expiry), counting retries whose
-   * time has come. O(log n) per retry that became due.
+   * time has come. O(1), plus O(log r) per retry that became due.
    */
   public int readyCount(Instant at) {
     Checks.requireNonNull("at", at);
     lock.lock();
     try {
       promoteDue(at);
-      return readyCountLocked();
+      return readyCount;
     } finally {
       lock.unlock();
     }
@@ -684,24 +897,19 @@ public final class ReportQueue {
   // ---------------------------------------------------------------------------------------------
   // Internals (lock held)
 
-  private int readyCountLocked() {
-    int n = 0;
-    for (Lane lane : lanes) {
-      n += lane.ready.size();
-    }
-    return n;
-  }
-
-  private void enqueuePending(Entry e, Instant now) {
-    int p = e.event.priority().ordinal();
-    lanes[p].queued.add(e);
-    lanes[p].bytes += e.bytes;
+  /** Puts a rescheduled (or restored, not yet due) entry back among the pending. */
+  private void requeue(Entry e, Instant now) {
+    Lane lane = lanes[e.event.priority().ordinal()];
+    lane.count++;
+    lane.bytes += e.bytes;
     if (e.event.nextAttemptAt().isAfter(now)) {
-      e.state = State.DELAYED;
+      e.state = State.WAITING;
       delayed.add(e);
+      lane.waiting.add(e);
     } else {
-      e.state = State.READY;
-      lanes[p].ready.add(e);
+      e.state = State.DUE;
+      lane.due.add(e);
+      readyCount++;
     }
     if (e.event.expiresAt() != null) {
       expiring.add(e);
@@ -709,14 +917,24 @@ public final class ReportQueue {
   }
 
   private void removePending(Entry e) {
-    int p = e.event.priority().ordinal();
-    lanes[p].queued.remove(e);
-    lanes[p].bytes -= e.bytes;
-    if (e.state == State.DELAYED) {
-      delayed.remove(e);
-    } else {
-      lanes[p].ready.remove(e);
+    Lane lane = lanes[e.event.priority().ordinal()];
+    switch (e.state) {
+      case READY -> {
+        lane.ready.unlink(e);
+        readyCount--;
+      }
+      case DUE -> {
+        lane.due.remove(e);
+        readyCount--;
+      }
+      case WAITING -> {
+        delayed.remove(e);
+        lane.waiting.remove(e);
+      }
+      default -> throw new IllegalStateException("not pending: " + e.id + " " + e.state);
     }
+    lane.count--;
+    lane.bytes -= e.bytes;
     if (e.event.expiresAt() != null) {
       expiring.remove(e);
     }
@@ -725,8 +943,11 @@ public final class ReportQueue {
   private void promoteDue(Instant at) {
     while (!delayed.isEmpty() && !delayed.first().event.nextAttemptAt().isAfter(at)) {
       Entry e = delayed.pollFirst();
-      e.state = State.READY;
-      lanes[e.event.priority().ordinal()].ready.add(e);
+      Lane lane = lanes[e.event.priority().ordinal()];
+      lane.waiting.remove(e);
+      e.state = State.DUE;
+      lane.due.add(e);
+      readyCount++;
     }
   }
 
@@ -734,68 +955,71 @@ public final class ReportQueue {
     while (!expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
       Entry e = expiring.first();
       removePending(e);
-      live.remove(e.event.eventId());
+      live--;
       bytes -= e.bytes;
-      expire(e, at, "expired at " + e.event.expiresAt() + " before it was sent");
+      expire(e, at, listening
+          ? "expired at " + e.event.expiresAt() + " before it was sent" : null);
     }
   }
 
+  /** Records and reports an expired event that already left pending and in flight. */
   private void expire(Entry e, Instant now, String detail) {
-    journal.remove(e.event.eventId(), Removal.EXPIRED);
-    forgetIfTrimmed(e);
+    journal.remove(e.id, Removal.EXPIRED);
     expired++;
-    emit(Stage.EXPIRED, e.event.eventId(), now, detail);
+    if (listening) {
+      emit(Stage.EXPIRED, e.id, now, detail);
+    }
+    leave(e);
   }
 
-  private void forgetIfTrimmed(Entry e) {
-    if (e.seenTrimmed) {
-      journal.forget(e.event.eventId());
+  /**
+   * An event left the queue for good (acked, expired, purged): its id stays seen while it is in
+   * the dedupe window, else it is forgotten now, here and in the journal.
+   */
+  private void leave(Entry e) {
+    e.state = State.GONE;
+    if (!index.release(e.ref)) {
+      journal.forget(e.id);
     }
   }
 
-  /** Trims the dedupe window to its count and age; amortized O(1). */
+  /** The live or dead entry of {@code id}; null if it is unknown or only remembered. */
+  private Entry entry(String id) {
+    int ref = id == null ? 0 : index.find(id);
+    return ref == 0 ? null : index.value(ref);
+  }
+
+  /** Trims the dedupe window to its count and age; amortized O(1), allocation-free. */
   private void trimSeen(Instant now) {
-    Instant horizon = minusSaturating(now, dedupeWindow);
-    Iterator<Map.Entry<String, Instant>> it = seen.entrySet().iterator();
-    while (it.hasNext()) {
-      Map.Entry<String, Instant> oldest = it.next();
-      if (seen.size() <= dedupeMaxIds && oldest.getValue().isAfter(horizon)) {
-        return;
-      }
-      it.remove();
-      String id = oldest.getKey();
-      Entry e = live.get(id);
-      if (e == null) {
-        e = dead.get(id);
-      }
-      if (e != null) {
-        e.seenTrimmed = true;
-      } else {
-        journal.forget(id);
-      }
+    long second = now.getEpochSecond();
+    int nano = now.getNano();
+    while (index.windowSize() > dedupeMaxIds
+        || index.headOlderThan(second, nano, windowSeconds, windowNanos)) {
+      trimHead();
+    }
+  }
+
+  /**
+   * Lets the window's oldest id go: forgotten here and in the journal if its event already left;
+   * a pending, in-flight or dead event's id stays a duplicate, and the journal forgets it once the
+   * event leaves.
+   */
+  private void trimHead() {
+    String forgotten = index.trimHead();
+    if (forgotten != null) {
+      journal.forget(forgotten);
     }
   }
 
   private void emit(Stage stage, String id, Instant at, String detail) {
-    if (listening) {
-      LifecycleListener.safely(listener, new LifecycleEvent(stage, id, null, name, at, detail));
-    }
+    LifecycleListener.safely(listener, new LifecycleEvent(stage, id, null, name, at, detail));
   }
-
 
   private static Instant plusSaturating(Instant t, Duration d) {
     try {
       return t.plus(d);
     } catch (ArithmeticException | DateTimeException e) {
       return Instant.MAX;
-    }
-  }
-
-  private static Instant minusSaturating(Instant t, Duration d) {
-    try {
-      return t.minus(d);
-    } catch (ArithmeticException | DateTimeException e) {
-      return Instant.MIN;
     }
   }
 

@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -28,6 +29,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.DisplayName;
@@ -796,6 +798,12 @@ class ReportQueueTest {
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventId");
       assertThatThrownBy(() -> new ReportEvent(null, "n", "p"))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventId");
+      assertThatThrownBy(() -> new ReportEvent("\u2003", "n", "p"))
+          .as("an em space is whitespace").isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("eventId");
+      assertThatThrownBy(() -> new ReportEvent("id", "\t \n", "p"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("name");
+      assertThat(new ReportEvent(" x", "\u00A0", "p").eventId()).as("not blank").isEqualTo(" x");
       assertThatThrownBy(() -> new ReportEvent("id", "", "p"))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("name");
       assertThatThrownBy(() -> new ReportEvent("id", "n", ""))
@@ -860,6 +868,224 @@ class ReportQueueTest {
         queue.nack(List.of(id), true);
       }
       assertThat(queue.deadIds()).containsExactly(id);
+    }
+  }
+
+  @Nested
+  @DisplayName("arrival order, retries, eviction and expiry inside a lane")
+  class ArrivalOrder {
+
+    @Test
+    @DisplayName("an expiring event in the middle of a lane leaves it; its neighbours drain in order")
+    void expiryInTheMiddle() {
+      ReportQueue queue = builder().build();
+      queue.enqueue(normal("a"));
+      queue.enqueue(new ReportEvent("otp", "otp", "1", Priority.NORMAL,
+          clock.instant().plusSeconds(5)));
+      queue.enqueue(normal("b"));
+      assertThat(queue.pendingIds()).containsExactly("a", "otp", "b");
+      clock.advance(Duration.ofSeconds(5));
+      assertThat(ids(queue.drainBatch())).containsExactly("a", "b");
+      assertThat(queue.stats().expired()).isEqualTo(1);
+      queue.enqueue(normal("c"));
+      assertThat(ids(queue.drainBatch())).containsExactly("c");
+    }
+
+    @Test
+    @DisplayName("retries that came due out of arrival order drain by arrival, before newer fresh events")
+    void dueRetriesByArrival() {
+      ReportQueue queue = builder().backoff(Backoff.fixed(Duration.ofSeconds(1))).build();
+      for (String id : List.of("a", "b", "c", "d")) {
+        queue.enqueue(normal(id));
+      }
+      queue.drainBatch();
+      queue.ack(List.of("b", "d"));
+      queue.nack(List.of("c"), true); // due at +1 s
+      clock.advance(Duration.ofMillis(100));
+      queue.nack(List.of("a"), true); // due at +1.1 s, but older than c
+      queue.enqueue(normal("e"));
+      // Waiting retries are listed by age among the ready, and do not block them.
+      assertThat(queue.pendingIds()).containsExactly("a", "c", "e");
+      assertThat(queue.readyCount(clock.instant())).isEqualTo(1);
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(queue.readyCount(clock.instant())).isEqualTo(3);
+      queue.enqueue(normal("f"));
+      assertThat(queue.pendingIds()).containsExactly("a", "c", "e", "f");
+      assertThat(ids(queue.drainBatch())).containsExactly("a", "c", "e", "f");
+    }
+
+    @Test
+    @DisplayName("a due retry is merged with the fresh events by age, batch after batch")
+    void dueRetryAcrossBatches() {
+      ReportQueue queue = builder().batchSize(2).backoff(Backoff.fixed(Duration.ofSeconds(1)))
+          .build();
+      queue.enqueue(normal("f1"));
+      queue.enqueue(normal("f2"));
+      queue.enqueue(normal("f3"));
+      assertThat(ids(queue.drainBatch())).containsExactly("f1", "f2");
+      queue.nack(List.of("f2"), true);
+      queue.enqueue(normal("f4"));
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(ids(queue.drainBatch())).containsExactly("f2", "f3");
+      assertThat(ids(queue.drainBatch())).containsExactly("f4");
+    }
+
+    @Test
+    @DisplayName("DROP_OLDEST evicts the oldest pending event across lanes even when it is a waiting retry")
+    void dropOldestWaitingRetry() {
+      ReportQueue queue = builder().capacity(3).dropPolicy(DropPolicy.DROP_OLDEST).build();
+      queue.enqueue(normal("n1"));
+      queue.drainBatch();
+      queue.nack(List.of("n1"), true);
+      queue.enqueue(normal("n2"));
+      queue.enqueue(event("c1", Priority.CRITICAL));
+      EnqueueResult r = queue.enqueue(event("l1", Priority.LOW));
+      assertThat(r.droppedIds()).as("older than n2, the head of its lane's ready events")
+          .containsExactly("n1");
+      assertThat(queue.pendingIds()).containsExactly("c1", "n2", "l1");
+      assertThat(queue.nextReadyAt()).contains(clock.instant());
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(ids(queue.drainBatch())).containsExactly("c1", "n2", "l1");
+      assertThat(queue.nextReadyAt()).as("the evicted retry is not scheduled any more").isEmpty();
+      assertThat(journal.reopen().load().pending()).extracting(QueuedEvent::eventId)
+          .containsExactlyInAnyOrder("n2", "c1", "l1");
+      assertThat(stages("n1")).endsWith(Stage.RETRIED, Stage.DROPPED);
+      queue.ack(List.of("c1"));
+      assertThat(queue.enqueue(normal("n1")).reason()).as("dropped, so not seen")
+          .isEqualTo(Reason.OK);
+    }
+
+    @Test
+    @DisplayName("DROP_OLDEST takes the next oldest of each lane in turn, ready or due")
+    void dropOldestInTurn() {
+      ReportQueue queue = builder().capacity(4).dropPolicy(DropPolicy.DROP_OLDEST)
+          .maxBytes(8).build();
+      queue.enqueue(new ReportEvent("l1", "n", "11", Priority.LOW, null));
+      queue.enqueue(new ReportEvent("c1", "n", "22", Priority.CRITICAL, null));
+      queue.enqueue(new ReportEvent("l2", "n", "33", Priority.LOW, null));
+      queue.enqueue(new ReportEvent("c2", "n", "44", Priority.CRITICAL, null));
+      EnqueueResult r = queue.enqueue(new ReportEvent("n1", "n", "555555", Priority.NORMAL, null));
+      assertThat(r.droppedIds()).containsExactly("l1", "c1", "l2");
+      assertThat(queue.pendingIds()).containsExactly("c2", "n1");
+      assertThat(queue.readyCount(clock.instant())).isEqualTo(2);
+      assertThat(queue.stats().bytes()).isEqualTo(8);
+    }
+
+    @Test
+    @DisplayName("DROP_LOWEST_PRIORITY evicts a due retry before a newer fresh event of its lane")
+    void lowestPriorityEvictsDueRetry() {
+      ReportQueue queue = builder().capacity(2).build();
+      queue.enqueue(event("l1", Priority.LOW));
+      queue.drainBatch();
+      queue.nack(List.of("l1"), true);
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(queue.readyCount(clock.instant())).isEqualTo(1);
+      queue.enqueue(event("l2", Priority.LOW));
+      EnqueueResult r = queue.enqueue(event("c", Priority.CRITICAL));
+      assertThat(r.droppedIds()).containsExactly("l1");
+      assertThat(queue.readyCount(clock.instant())).isEqualTo(2);
+      assertThat(ids(queue.drainBatch())).containsExactly("c", "l2");
+    }
+
+    @Test
+    @DisplayName("a due retry that expires is discarded from among the ready")
+    void dueRetryExpires() {
+      ReportQueue queue = builder().backoff(Backoff.fixed(Duration.ofSeconds(1))).build();
+      queue.enqueue(new ReportEvent("x", "otp", "1", Priority.NORMAL,
+          clock.instant().plusMillis(1500)));
+      queue.enqueue(normal("y"));
+      queue.drainBatch();
+      queue.nack(List.of("x", "y"), true);
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(queue.readyCount(clock.instant())).isEqualTo(2);
+      clock.advance(Duration.ofMillis(500));
+      assertThat(ids(queue.drainBatch())).containsExactly("y");
+      assertThat(queue.stats()).extracting(QueueStats::expired, QueueStats::pending)
+          .containsExactly(1L, 0);
+    }
+
+    @Test
+    @DisplayName("age is arrival order: a clock stepping back reorders neither drains nor evictions")
+    void clockStepBack() {
+      AtomicReference<Instant> now = new AtomicReference<>(FakeClock.EPOCH);
+      InstantSource steppy = now::get;
+      ReportQueue queue = ReportQueue.builder().clock(steppy).journal(journal).capacity(2)
+          .dropPolicy(DropPolicy.DROP_OLDEST).build();
+      queue.enqueue(normal("first"));
+      now.set(FakeClock.EPOCH.minus(Duration.ofHours(1)));
+      queue.enqueue(normal("second"));
+      assertThat(queue.pendingIds()).containsExactly("first", "second");
+      assertThat(queue.enqueue(normal("third")).droppedIds()).containsExactly("first");
+      assertThat(ids(queue.drainBatch())).containsExactly("second", "third");
+      assertThat(queue.enqueue(normal("second")).reason()).as("still seen")
+          .isEqualTo(Reason.DUPLICATE);
+    }
+
+    @Test
+    @DisplayName("restore keeps arrival order: waiting retries wait, in-flight and due ones drain by age")
+    void restoreOrder() {
+      ReportQueue.Builder b = builder().backoff(Backoff.fixed(Duration.ofSeconds(1)));
+      ReportQueue queue = b.build();
+      for (String id : List.of("a", "b", "c", "d")) {
+        queue.enqueue(normal(id));
+      }
+      queue.enqueue(event("e", Priority.LOW));
+      queue.drainBatch();
+      queue.nack(List.of("b"), true);
+
+      ReportQueue waiting = restarted(b);
+      assertThat(waiting.pendingIds()).containsExactly("a", "b", "c", "d", "e");
+      waiting.enqueue(normal("f"));
+      assertThat(ids(waiting.drainBatch())).containsExactly("a", "c", "d", "f", "e");
+
+      clock.advance(Duration.ofSeconds(1));
+      ReportQueue due = restarted(b);
+      due.enqueue(normal("g"));
+      assertThat(ids(due.drainBatch())).containsExactly("a", "b", "c", "d", "f", "g", "e");
+    }
+
+    @Test
+    @DisplayName("an id dropped from the middle of the dedupe window leaves a hole the count skips")
+    void windowHole() {
+      ReportQueue queue = builder().capacity(3).dedupeWindow(Duration.ofDays(1), 3).build();
+      queue.enqueue(event("a", Priority.NORMAL));
+      queue.enqueue(event("b", Priority.LOW));
+      queue.enqueue(event("c", Priority.NORMAL));
+      assertThat(queue.enqueue(event("d", Priority.CRITICAL)).droppedIds()).containsExactly("b");
+      assertThat(queue.stats().seen()).isEqualTo(3);
+      queue.ack(ids(queue.drainBatch()));
+      queue.enqueue(event("e", Priority.NORMAL)); // the window holds c, d, e: a is forgotten
+      assertThat(queue.stats().seen()).isEqualTo(3);
+      assertThat(queue.enqueue(event("c", Priority.NORMAL)).reason()).isEqualTo(Reason.DUPLICATE);
+      assertThat(journal.reopen().load().seen()).containsOnlyKeys("c", "d", "e");
+      assertThat(queue.enqueue(event("b", Priority.LOW)).reason()).as("dropped: never seen")
+          .isEqualTo(Reason.OK);
+      assertThat(queue.enqueue(event("a", Priority.LOW)).reason()).as("left the window")
+          .isEqualTo(Reason.OK);
+      assertThat(queue.stats().seen()).isEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("payload bytes count UTF-8 exactly: ASCII runs, 2-, 3- and 4-byte characters, lone surrogates")
+    void payloadBytes() {
+      Map<String, Integer> cases = Map.of(
+          "abcdefgh", 8,
+          "abcdeé", 7,
+          "abcd\u20ACxyz", 10,
+          "ab\u20AC\uD83D\uDE00x", 10,
+          "\uD800x", 4,
+          "é", 2);
+      ReportQueue queue = builder().capacity(100).build();
+      long total = 0;
+      int i = 0;
+      for (Map.Entry<String, Integer> c : cases.entrySet()) {
+        ReportEvent e = new ReportEvent("p" + i++, "n", c.getKey(), Priority.NORMAL, null);
+        assertThat(QueuedEvent.accepted(e, clock.instant()).payloadBytes()).as(c.getKey())
+            .isEqualTo(c.getValue());
+        queue.enqueue(e);
+        total += c.getValue();
+      }
+      assertThat(queue.stats().bytes()).isEqualTo(total);
     }
   }
 

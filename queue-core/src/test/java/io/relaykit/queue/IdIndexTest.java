@@ -1,0 +1,206 @@
+package io.relaykit.queue;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+class IdIndexTest {
+
+  /** {@code n} distinct keys with one hash code: "Aa" and "BB" hash alike, so do their strings. */
+  private static List<String> colliding(String prefix, int n) {
+    List<String> keys = new ArrayList<>();
+    for (int i = 0; keys.size() < n; i++) {
+      StringBuilder b = new StringBuilder(prefix);
+      for (int bit = 0; bit < 8; bit++) {
+        b.append((i >> bit & 1) == 0 ? "Aa" : "BB");
+      }
+      keys.add(b.toString());
+    }
+    assertThat(keys.stream().mapToInt(String::hashCode).distinct().count()).isEqualTo(1);
+    return keys;
+  }
+
+  @Test
+  @DisplayName("ids are found until forgotten; a released id stays known while it is in the window")
+  void basics() {
+    IdIndex<String> index = new IdIndex<>(4);
+    int a = index.add("a", "A", 10, 0);
+    int b = index.add("b", "B", 11, 0);
+    assertThat(index.find("a")).isEqualTo(a);
+    assertThat(index.find(new String("b"))).as("equal, not identical").isEqualTo(b);
+    assertThat(index.find("c")).isZero();
+    assertThat(index.value(a)).isEqualTo("A");
+    assertThat(index.key(b)).isEqualTo("b");
+
+    assertThat(index.release(a)).as("in the window: remembered").isTrue();
+    assertThat(index.find("a")).isEqualTo(a);
+    assertThat(index.value(a)).isNull();
+    assertThat(index.windowSize()).isEqualTo(2);
+
+    assertThat(index.trimHead()).as("a held nothing: forgotten").isEqualTo("a");
+    assertThat(index.find("a")).isZero();
+    assertThat(index.trimHead()).as("b is still held").isNull();
+    assertThat(index.find("b")).isEqualTo(b);
+    assertThat(index.inWindow(b)).isFalse();
+    assertThat(index.windowSize()).isZero();
+    assertThat(index.release(b)).as("outside the window: forgotten now").isFalse();
+    assertThat(index.find("b")).isZero();
+    assertThat(index.size()).isZero();
+    assertThat(index.trimHead()).as("empty window").isNull();
+  }
+
+  @Test
+  @DisplayName("a dropped id leaves a hole that the window skips and does not count")
+  void holes() {
+    IdIndex<String> index = new IdIndex<>(4);
+    index.add("a", null, 1, 0);
+    int b = index.add("b", "B", 2, 0);
+    index.add("c", null, 3, 0);
+    index.drop(b);
+    assertThat(index.find("b")).isZero();
+    assertThat(index.windowSize()).isEqualTo(2);
+    assertThat(index.trimHead()).isEqualTo("a");
+    assertThat(index.headOlderThan(5, 0, 2, 0)).as("head is c, seen at 3: 2 s old").isTrue();
+    assertThat(index.headOlderThan(4, 999_999_999, 2, 0)).isFalse();
+    assertThat(index.trimHead()).isEqualTo("c");
+    assertThat(index.windowSize()).isZero();
+    assertThat(index.headOlderThan(Long.MAX_VALUE / 2, 0, 0, 0)).as("empty").isFalse();
+  }
+
+  @Test
+  @DisplayName("age compares seconds and nanos exactly, borrowing across the second")
+  void age() {
+    IdIndex<String> index = new IdIndex<>(4);
+    index.add("a", null, 100, 900_000_000);
+    // window 1.2 s: due at 102.1 s
+    assertThat(index.headOlderThan(102, 99_999_999, 1, 200_000_000)).isFalse();
+    assertThat(index.headOlderThan(102, 100_000_000, 1, 200_000_000)).isTrue();
+    assertThat(index.headOlderThan(99, 0, 1, 0)).as("clock stepped back").isFalse();
+  }
+
+  /** A prefix whose colliding keys all have their home at {@code slot} of a table this size. */
+  private static String homedAt(int slot, int slots) {
+    for (int p = 0; ; p++) {
+      String candidate = "k" + p;
+      if ((IdIndex.mix(colliding(candidate, 1).get(0).hashCode()) & (slots - 1)) == slot) {
+        return candidate;
+      }
+    }
+  }
+
+  @Test
+  @DisplayName("removing from a run of colliding ids that wraps around the table end keeps every id findable")
+  void wrappingRun() {
+    IdIndex<String> index = new IdIndex<>(8);
+    int slots = index.tableSlots();
+    // One id homed at the second-to-last slot, three at the last (the run wraps to 0 and 1), two
+    // homed at 0 (pushed to 2 and 3).
+    List<String> keys = new ArrayList<>(colliding(homedAt(slots - 2, slots), 1));
+    keys.addAll(colliding(homedAt(slots - 1, slots), 3));
+    keys.addAll(colliding(homedAt(0, slots), 2));
+    Map<String, Integer> refs = new HashMap<>();
+    for (String k : keys) {
+      refs.put(k, index.add(k, k, 0, 0));
+    }
+    assertThat(index.tableSlots()).as("no growth: the run wraps").isEqualTo(slots);
+    // Remove before the wrap (ids past it must stay behind their home), then in the wrapped part.
+    for (String gone : List.of(keys.get(0), keys.get(2), keys.get(1), keys.get(4))) {
+      index.drop(refs.remove(gone));
+      assertThat(index.find(gone)).isZero();
+      refs.forEach((k, ref) -> assertThat(index.find(k)).as(k).isEqualTo(ref));
+    }
+  }
+
+  @Test
+  @DisplayName("random operations agree with a plain map and queue, through table, ref and ring growth")
+  void agreesWithModel() {
+    SplittableRandom random = new SplittableRandom(42);
+    IdIndex<String> index = new IdIndex<>(1);
+    Map<String, Integer> refs = new HashMap<>();
+    Map<String, String> held = new HashMap<>();
+    ArrayDeque<String> window = new ArrayDeque<>();
+    Map<String, Long> seenAt = new HashMap<>();
+    List<String> pool = new ArrayList<>(colliding("x", 40));
+    for (int i = 0; i < 1500; i++) {
+      pool.add("id-" + i);
+    }
+    long clock = 0;
+    for (int step = 0; step < 60_000; step++) {
+      String key = pool.get(random.nextInt(pool.size()));
+      int op = random.nextInt(10);
+      if (op < 4) {
+        if (refs.containsKey(key)) {
+          continue;
+        }
+        boolean hold = random.nextBoolean();
+        clock++;
+        refs.put(key, index.add(key, hold ? "v" + key : null, clock, 0));
+        if (hold) {
+          held.put(key, "v" + key);
+        }
+        window.addLast(key);
+        seenAt.put(key, clock);
+      } else if (op < 6) {
+        if (!held.containsKey(key)) {
+          continue;
+        }
+        boolean inWindow = window.contains(key);
+        assertThat(index.release(refs.get(key))).isEqualTo(inWindow);
+        held.remove(key);
+        if (!inWindow) {
+          refs.remove(key);
+        }
+      } else if (op < 7) {
+        if (!refs.containsKey(key)) {
+          continue;
+        }
+        index.drop(refs.remove(key));
+        held.remove(key);
+        window.remove(key);
+      } else if (op < 9) {
+        String head = window.peekFirst();
+        if (head != null) {
+          assertThat(index.headOlderThan(clock, 0, clock - seenAt.get(head), 0)).isTrue();
+          assertThat(index.headOlderThan(clock, 0, clock - seenAt.get(head) + 1, 0)).isFalse();
+        }
+        String forgotten = index.trimHead();
+        if (head == null) {
+          assertThat(forgotten).isNull();
+        } else {
+          window.removeFirst();
+          if (held.containsKey(head)) {
+            assertThat(forgotten).isNull();
+            assertThat(index.inWindow(refs.get(head))).isFalse();
+          } else {
+            assertThat(forgotten).isEqualTo(head);
+            refs.remove(head);
+          }
+        }
+      }
+      assertThat(index.size()).isEqualTo(refs.size());
+      assertThat(index.windowSize()).isEqualTo(window.size());
+      if (step % 97 == 0) {
+        for (String k : pool) {
+          Integer ref = refs.get(k);
+          assertThat(index.find(k)).as(k).isEqualTo(ref == null ? 0 : ref);
+          if (ref != null) {
+            assertThat(index.value(ref)).isEqualTo(held.get(k));
+            assertThat(index.key(ref)).isEqualTo(k);
+          }
+        }
+        for (String k : window) {
+          assertThat(index.inWindow(refs.get(k))).isTrue();
+        }
+      }
+    }
+    assertThat(index.tableSlots()).as("grew").isGreaterThan(16);
+    assertThat(index.ringSlots()).as("grew").isGreaterThan(256);
+  }
+}
