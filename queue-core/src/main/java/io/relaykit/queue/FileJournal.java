@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.zip.CRC32C;
 import javax.crypto.AEADBadTagException;
@@ -32,7 +33,10 @@ import javax.crypto.spec.GCMParameterSpec;
  *
  * <h2>Durability</h2>
  * A {@link Priority#CRITICAL} append is fsynced before it returns; concurrent critical appenders
- * share fsyncs (the first waiter syncs everything written so far, the others wait for it). Other
+ * share fsyncs (the first waiter syncs everything written so far, the others wait for it). When
+ * more critical appenders were waiting at once in the previous round than are waiting now, that
+ * first waiter gives the others up to half a recent fsync's duration (at most 1 ms) to append
+ * before it syncs, so that N producers share one fsync instead of alternating in two halves. Other
  * changes are group-committed by a background flusher thread: at the latest every {@code
  * commitInterval}, sooner once {@code commitRecords} changes are waiting, and at {@link #flush()}
  * and {@link #close()}. A process crash loses at most the changes of one commit interval that no
@@ -117,6 +121,7 @@ public final class FileJournal implements QueueJournal {
   /** The unit a disk writes whole: a torn write leaves whole sectors unwritten (zero). */
   private static final int SECTOR = 512;
   private static final byte[] ZEROS = new byte[64 * 1024];
+  private static final long MAX_GATHER_NANOS = 1_000_000;
   private static final String SUFFIX = ".seg";
   private static final String PREFIX = "journal-";
 
@@ -152,11 +157,27 @@ public final class FileJournal implements QueueJournal {
   private boolean loaded;
   private volatile boolean closed;
 
-  // Guarded by syncMonitor.
-  private final Object syncMonitor = new Object();
+  // Guarded by syncLock (never taken while holding it: writeLock).
+  private final ReentrantLock syncLock = new ReentrantLock();
+  /** Signalled when a sync ends (or the journal stops). */
+  private final Condition syncDone = syncLock.newCondition();
+  /** Signalled when enough critical appenders arrived for the sync that is gathering them. */
+  private final Condition arrived = syncLock.newCondition();
   private long durable;
   private boolean syncing;
+  private boolean gathering;
   private long syncs;
+  /** The targets of the critical appenders in awaitDurable, in waiterCount slots. */
+  private long[] waiterTargets = new long[8];
+  private int waiterCount;
+  /** Critical appenders whose record is not yet durable (target > durable). */
+  private int pending;
+  /** The most pending at once since the last critical sync started. */
+  private int roundPeak;
+  /** The previous round's peak: how many the next critical sync waits for, briefly. */
+  private int expected;
+  /** Recent force(false) durations, an exponential moving average. */
+  private long forceNanos;
   private final List<FileChannel> retired = new ArrayList<>();
 
   private final Object compactionLock = new Object();
@@ -221,7 +242,7 @@ public final class FileJournal implements QueueJournal {
   @Override
   public void awaitDurable(long ticket) {
     if (ticket >= 0) {
-      syncUpTo(ticket);
+      syncUpTo(ticket, true);
     }
   }
 
@@ -314,7 +335,7 @@ public final class FileJournal implements QueueJournal {
     } finally {
       writeLock.unlock();
     }
-    syncUpTo(target);
+    syncUpTo(target, false);
   }
 
   @Override
@@ -367,8 +388,11 @@ public final class FileJournal implements QueueJournal {
 
   /** How many group syncs ran (segment rolls and compactions not counted). For tests. */
   long syncCount() {
-    synchronized (syncMonitor) {
+    syncLock.lock();
+    try {
       return syncs;
+    } finally {
+      syncLock.unlock();
     }
   }
 
@@ -482,10 +506,13 @@ public final class FileJournal implements QueueJournal {
     } catch (IOException e) {
       throw new JournalException("cannot sync journal segment " + segment + ": " + e, e);
     }
-    synchronized (syncMonitor) {
-      durable = Math.max(durable, appended);
+    syncLock.lock();
+    try {
+      advanceDurable(appended);
       retired.add(old);
-      syncMonitor.notifyAll();
+      syncDone.signalAll();
+    } finally {
+      syncLock.unlock();
     }
     startSegment(nextSeq, false);
   }
@@ -551,51 +578,163 @@ public final class FileJournal implements QueueJournal {
   // ---------------------------------------------------------------------------------------------
   // Syncing
 
-  private void syncUpTo(long target) {
-    synchronized (syncMonitor) {
-      while (durable < target && syncing) {
-        try {
-          syncMonitor.wait();
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new JournalException("interrupted while waiting for journal " + dir + " to sync");
+  /**
+   * Returns once every byte up to {@code target} is fsynced. One thread at a time syncs (the
+   * leader: whoever finds no sync running); the others wait for it, and a leader covers every
+   * record written before it drains the buffer.
+   *
+   * <p>{@code critical} callers (CRITICAL appenders in {@link #awaitDurable}) are counted. A
+   * producer waiting for its own record has one record outstanding, so with N of them one sync
+   * can cover at most N records, and only if it starts after all N appended. When a sync ends, the
+   * producers it released need a few microseconds to append again; a leader that syncs at once
+   * covers only those that were already waiting, and the released ones wait a whole sync longer:
+   * the producers split into two groups that alternate, about N/2 records per sync. So a critical
+   * leader first waits until as many are waiting as were waiting at once in the previous round,
+   * or at most half a recent sync's duration (at most 1 ms), then syncs. That wait is spent only
+   * when more producers were active in the previous round than are waiting now; a lone producer
+   * never waits.
+   */
+  private void syncUpTo(long target, boolean critical) {
+    List<FileChannel> toClose = null;
+    syncLock.lock();
+    try {
+      boolean registered = critical && durable < target;
+      if (registered) {
+        addWaiter(target);
+        pending++;
+        roundPeak = Math.max(roundPeak, pending);
+        if (gathering && pending >= expected) {
+          arrived.signal();
         }
       }
-      if (durable >= target) {
+      try {
+        while (durable < target) {
+          if (syncing) {
+            awaitSync();
+            continue;
+          }
+          syncing = true;
+          if (critical) {
+            gather();
+            expected = roundPeak;
+            roundPeak = 0;
+          }
+          long covered = -1;
+          long forced = 0;
+          syncLock.unlock();
+          try {
+            FileChannel ch;
+            writeLock.lock();
+            try {
+              ensureOpen();
+              drainBuffer();
+              covered = appended;
+              unsyncedRecords = 0;
+              ch = channel;
+            } finally {
+              writeLock.unlock();
+            }
+            long start = System.nanoTime();
+            ch.force(false);
+            forced = System.nanoTime() - start;
+          } catch (IOException e) {
+            throw new JournalException("cannot sync journal segment " + segment + ": " + e, e);
+          } finally {
+            syncLock.lock();
+            syncs++;
+            syncing = false;
+            advanceDurable(covered);
+            if (forced > 0) {
+              forceNanos += (forced - forceNanos) / 8;
+            }
+            if (!retired.isEmpty()) {
+              toClose = toClose == null ? new ArrayList<>() : toClose;
+              toClose.addAll(retired);
+              retired.clear();
+            }
+            syncDone.signalAll();
+          }
+        }
+      } finally {
+        if (registered) {
+          removeWaiter(target);
+        }
+      }
+    } finally {
+      syncLock.unlock();
+      if (toClose != null) {
+        toClose.forEach(FileJournal::closeQuietly);
+      }
+    }
+  }
+
+  /**
+   * The leader waits briefly for the critical appenders of the previous round (syncLock held).
+   * Never throws: an interrupt ends the wait.
+   */
+  private void gather() {
+    if (pending >= expected) {
+      return;
+    }
+    long left = Math.min(forceNanos / 2, MAX_GATHER_NANOS);
+    gathering = true;
+    try {
+      while (pending < expected && left > 0 && !closed) {
+        try {
+          left = arrived.awaitNanos(left);
+        } catch (InterruptedException e) {
+          // Sync now instead; the caller sees its interrupt flag.
+          Thread.currentThread().interrupt();
+          return;
+        }
+      }
+    } finally {
+      gathering = false;
+    }
+  }
+
+  /**
+   * Moves {@code durable} forward (syncLock held); the critical appenders it covers stop counting
+   * as pending now, not when they get to run again.
+   */
+  private void advanceDurable(long to) {
+    if (to <= durable) {
+      return;
+    }
+    for (int i = 0; i < waiterCount; i++) {
+      if (waiterTargets[i] > durable && waiterTargets[i] <= to) {
+        pending--;
+      }
+    }
+    durable = to;
+  }
+
+  private void addWaiter(long target) {
+    if (waiterCount == waiterTargets.length) {
+      waiterTargets = Arrays.copyOf(waiterTargets, waiterCount * 2);
+    }
+    waiterTargets[waiterCount++] = target;
+  }
+
+  /** Removes one waiter for {@code target} (syncLock held). */
+  private void removeWaiter(long target) {
+    for (int i = 0; i < waiterCount; i++) {
+      if (waiterTargets[i] == target) {
+        if (target > durable) {
+          pending--;
+        }
+        waiterTargets[i] = waiterTargets[--waiterCount];
         return;
       }
-      syncing = true;
     }
-    long covered = durable;
+  }
+
+  private void awaitSync() {
     try {
-      FileChannel ch;
-      writeLock.lock();
-      try {
-        ensureOpen();
-        drainBuffer();
-        covered = appended;
-        unsyncedRecords = 0;
-        ch = channel;
-      } finally {
-        writeLock.unlock();
-      }
-      ch.force(false);
-    } catch (IOException e) {
-      throw new JournalException("cannot sync journal segment " + segment + ": " + e, e);
-    } finally {
-      List<FileChannel> toClose;
-      synchronized (syncMonitor) {
-        syncs++;
-        durable = Math.max(durable, covered);
-        syncing = false;
-        toClose = new ArrayList<>(retired);
-        retired.clear();
-        syncMonitor.notifyAll();
-      }
-      toClose.forEach(FileJournal::closeQuietly);
-    }
-    if (covered < target) {
-      syncUpTo(target);
+      syncDone.await();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new JournalException("interrupted while waiting for journal " + dir + " to sync");
     }
   }
 
@@ -637,7 +776,7 @@ public final class FileJournal implements QueueJournal {
         } finally {
           writeLock.unlock();
         }
-        syncUpTo(target);
+        syncUpTo(target, false);
         if (compactNow) {
           compactNow();
         }
@@ -832,8 +971,11 @@ public final class FileJournal implements QueueJournal {
       allocatedEnd = Math.max(end, channel.size());
     }
     liveBytes = estimateLive();
-    synchronized (syncMonitor) {
+    syncLock.lock();
+    try {
       durable = appended;
+    } finally {
+      syncLock.unlock();
     }
   }
 
@@ -1116,10 +1258,14 @@ public final class FileJournal implements QueueJournal {
       writeLock.unlock();
     }
     List<FileChannel> toClose;
-    synchronized (syncMonitor) {
+    syncLock.lock();
+    try {
       toClose = new ArrayList<>(retired);
       retired.clear();
-      syncMonitor.notifyAll();
+      syncDone.signalAll();
+      arrived.signalAll();
+    } finally {
+      syncLock.unlock();
     }
     toClose.forEach(FileJournal::closeQuietly);
   }
