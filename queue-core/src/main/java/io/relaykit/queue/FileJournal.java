@@ -620,7 +620,7 @@ public final class FileJournal implements QueueJournal {
             roundPeak = 0;
           }
           long covered = -1;
-          long forced = 0;
+          long forced = -1;
           syncLock.unlock();
           try {
             FileChannel ch;
@@ -641,11 +641,13 @@ public final class FileJournal implements QueueJournal {
             throw new JournalException("cannot sync journal segment " + segment + ": " + e, e);
           } finally {
             syncLock.lock();
-            syncs++;
             syncing = false;
-            advanceDurable(covered);
-            if (forced > 0) {
+            if (forced >= 0) {
+              // Only a force that returned makes anything durable; after a failure the next
+              // waiter leads and meets the failure itself if it persists.
+              syncs++;
               forceNanos += (forced - forceNanos) / 8;
+              advanceDurable(covered);
             }
             if (!retired.isEmpty()) {
               toClose = toClose == null ? new ArrayList<>() : toClose;

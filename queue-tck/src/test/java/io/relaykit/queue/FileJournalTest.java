@@ -335,6 +335,65 @@ class FileJournalTest extends QueueJournalContract {
   }
 
   @Nested
+  @DisplayName("shared syncs")
+  class SharedSyncs {
+
+    @Test
+    @DisplayName("four critical producers, each waiting for its own record, share each fsync instead of alternating in halves")
+    void fourProducersShareEachSync() throws Exception {
+      Path d = newDir();
+      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
+          .build());
+      journal.load();
+      int threads = 4;
+      int perThread = 150;
+      java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads);
+      List<Thread> producers = new ArrayList<>();
+      List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+      for (int t = 0; t < threads; t++) {
+        int thread = t;
+        Thread producer = new Thread(() -> {
+          try {
+            start.await();
+            for (int i = 0; i < perThread; i++) {
+              journal.append(event("p" + thread + "-" + i, Priority.CRITICAL, T0.plusMillis(i)));
+            }
+          } catch (Throwable e) {
+            failures.add(e);
+          }
+        });
+        producers.add(producer);
+        producer.start();
+      }
+      for (Thread producer : producers) {
+        producer.join(120_000);
+      }
+      assertThat(failures).isEmpty();
+      double perSync = (double) (threads * perThread) / journal.syncCount();
+      // Syncing as soon as one producer waits splits them into two groups that alternate: about
+      // 2.4 records per sync. Waiting for the previous round's producers brings it close to 4.
+      assertThat(perSync).as("records per sync (%d syncs)", journal.syncCount())
+          .isGreaterThan(3.0);
+      journal.crash();
+      assertThat(track(FileJournal.builder(d).build()).load().pending())
+          .hasSize(threads * perThread);
+    }
+
+    @Test
+    @DisplayName("a lone critical producer syncs each record on its own")
+    void loneProducer() throws IOException {
+      Path d = newDir();
+      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
+          .build());
+      journal.load();
+      for (int i = 0; i < 50; i++) {
+        journal.append(event("solo-" + i, Priority.CRITICAL, T0.plusMillis(i)));
+        assertThat(journal.syncCount()).isEqualTo(i + 1);
+      }
+    }
+  }
+
+  @Nested
   @DisplayName("compaction")
   class Compaction {
 
