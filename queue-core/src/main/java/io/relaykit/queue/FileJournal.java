@@ -45,9 +45,10 @@ import javax.crypto.spec.GCMParameterSpec;
  * <h2>Disk space</h2>
  * The active segment's file is extended with zeros ahead of its records (64 KiB at first,
  * growing to 1 MiB, never past {@code segmentBytes}), so that an fsync writes the new records
- * without also committing a change of the file's size: on ext4 a sync of an append costs about
- * 1.5× a sync of an overwrite. The zeros are cut off when a segment is sealed and at {@link
- * #close()}; {@link #sizeOnDisk()} does not count them.
+ * without also committing a change of the file's size to the file system's journal (on ext4, an
+ * fdatasync after an append does both; after an overwrite of written blocks, only the data). The
+ * zeros cost one larger sync per chunk, are cut off when a segment is sealed and at {@link
+ * #close()}, and are not counted by {@link #sizeOnDisk()}.
  *
  * <h2>Recovery</h2>
  * Opening replays every segment. The newest segment may end in preallocated zeros: an all-zero
