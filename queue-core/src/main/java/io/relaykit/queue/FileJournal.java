@@ -166,7 +166,10 @@ public final class FileJournal implements QueueJournal {
   private final Condition arrived = syncLock.newCondition();
   private long durable;
   private boolean syncing;
+  /** The leader is waiting for the previous round's critical appenders. */
   private boolean gathering;
+  /** The appender that completed a gathering leader's group took the lead from it. */
+  private boolean takenOver;
   private long syncs;
   /** The targets of the critical appenders in awaitDurable, in waiterCount slots. */
   private long[] waiterTargets = new long[8];
@@ -591,32 +594,44 @@ public final class FileJournal implements QueueJournal {
    * covers only those that were already waiting, and the released ones wait a whole sync longer:
    * the producers split into two groups that alternate, about N/2 records per sync. So a critical
    * leader first waits until as many are waiting as were waiting at once in the previous round,
-   * or at most half a recent sync's duration (at most 1 ms), then syncs. That wait is spent only
-   * when more producers were active in the previous round than are waiting now; a lone producer
-   * never waits.
+   * or at most half a recent sync's duration (at most 1 ms), then syncs; the appender that
+   * completes the group syncs itself, at once, rather than waking the leader to do it. That wait is
+   * spent only when more producers were active in the previous round than are waiting now; a lone
+   * producer never waits.
    */
   private void syncUpTo(long target, boolean critical) {
     List<FileChannel> toClose = null;
     syncLock.lock();
     try {
       boolean registered = critical && durable < target;
+      boolean lead = false;
       if (registered) {
         addWaiter(target);
         pending++;
         roundPeak = Math.max(roundPeak, pending);
         if (gathering && pending >= expected) {
+          // This appender completes the group: it syncs now, already running, instead of waking
+          // the gathering leader to do it; that one waits for this sync like the others.
+          gathering = false;
+          takenOver = true;
+          lead = true;
           arrived.signal();
         }
       }
       try {
         while (durable < target) {
-          if (syncing) {
-            awaitSync();
-            continue;
+          if (!lead) {
+            if (syncing) {
+              awaitSync();
+              continue;
+            }
+            syncing = true;
+            if (critical && !gather()) {
+              continue;
+            }
           }
-          syncing = true;
+          lead = false;
           if (critical) {
-            gather();
             expected = roundPeak;
             roundPeak = 0;
           }
@@ -673,27 +688,33 @@ public final class FileJournal implements QueueJournal {
 
   /**
    * The leader waits briefly for the critical appenders of the previous round (syncLock held).
+   * Returns whether it still leads: false when the appender that completed the group took over.
    * Never throws: an interrupt ends the wait.
    */
-  private void gather() {
+  private boolean gather() {
     if (pending >= expected) {
-      return;
+      return true;
     }
     long left = Math.min(forceNanos / 2, MAX_GATHER_NANOS);
     gathering = true;
     try {
-      while (pending < expected && left > 0 && !closed) {
+      while (!takenOver && pending < expected && left > 0 && !closed) {
         try {
           left = arrived.awaitNanos(left);
         } catch (InterruptedException e) {
-          // Sync now instead; the caller sees its interrupt flag.
+          // Sync now instead (unless taken over); the caller sees its interrupt flag.
           Thread.currentThread().interrupt();
-          return;
+          break;
         }
       }
     } finally {
       gathering = false;
     }
+    if (takenOver) {
+      takenOver = false;
+      return false;
+    }
+    return true;
   }
 
   /**
