@@ -168,8 +168,9 @@ public final class FileJournal implements QueueJournal {
   private boolean syncing;
   /** The leader is waiting for the previous round's critical appenders. */
   private boolean gathering;
-  /** The appender that completed a gathering leader's group took the lead from it. */
-  private boolean takenOver;
+  /** Numbers each gathering; the appender that completes one takes the lead and records it. */
+  private long gatherings;
+  private long takenOver;
   private long syncs;
   /** The targets of the critical appenders in awaitDurable, in waiterCount slots. */
   private long[] waiterTargets = new long[8];
@@ -613,7 +614,7 @@ public final class FileJournal implements QueueJournal {
           // This appender completes the group: it syncs now, already running, instead of waking
           // the gathering leader to do it; that one waits for this sync like the others.
           gathering = false;
-          takenOver = true;
+          takenOver = gatherings;
           lead = true;
           arrived.signal();
         }
@@ -696,9 +697,10 @@ public final class FileJournal implements QueueJournal {
       return true;
     }
     long left = Math.min(forceNanos / 2, MAX_GATHER_NANOS);
+    long mine = ++gatherings;
     gathering = true;
     try {
-      while (!takenOver && pending < expected && left > 0 && !closed) {
+      while (takenOver != mine && pending < expected && left > 0 && !closed) {
         try {
           left = arrived.awaitNanos(left);
         } catch (InterruptedException e) {
@@ -708,13 +710,11 @@ public final class FileJournal implements QueueJournal {
         }
       }
     } finally {
-      gathering = false;
+      if (takenOver != mine) {
+        gathering = false;
+      }
     }
-    if (takenOver) {
-      takenOver = false;
-      return false;
-    }
-    return true;
+    return takenOver != mine;
   }
 
   /**
