@@ -34,8 +34,9 @@ import org.openjdk.jmh.annotations.Threads;
  *   <li>{@code append}, mode {@code SYNC}: CRITICAL events, fsynced before {@code append}
  *       returns; the raw baseline writes and forces each record.
  *   <li>{@code concurrentCritical}: four threads append CRITICAL events to one journal, sharing
- *       fsyncs; the baseline is a Tape-like file queue that writes and fsyncs each add under a
- *       lock.
+ *       fsyncs; the baseline is {@link TapeQueueFile}, a port of the add path of Square Tape's
+ *       {@code QueueFile} (three synchronous {@code "rwd"} writes per add), shared by the four
+ *       threads under its lock.
  * </ul>
  * Each iteration starts from an empty directory under {@code target/} (or {@code
  * -Drelaykit.bench.dir}), deleted at the iteration's end. Appends only: the journal's live state
@@ -118,11 +119,11 @@ public class JournalBenchmark {
     return seq;
   }
 
-  /** Four producers of CRITICAL events on one journal (or one Tape-like queue). */
+  /** Four producers of CRITICAL events on one journal (or one Tape queue file). */
   @State(Scope.Benchmark)
   public static class Shared {
     /** The file queue under test. */
-    public enum Impl { RELAYKIT, FSYNC_PER_ADD }
+    public enum Impl { RELAYKIT, TAPE_QUEUE_FILE }
 
     @Param
     Impl impl;
@@ -130,7 +131,7 @@ public class JournalBenchmark {
     final AtomicLong sequence = new AtomicLong();
     Path dir;
     FileJournal journal;
-    TapeLikeQueue tape;
+    TapeQueueFile tape;
 
     @Setup(Level.Iteration)
     public void open() throws IOException {
@@ -138,7 +139,7 @@ public class JournalBenchmark {
       if (impl == Impl.RELAYKIT) {
         journal = FileJournal.builder(dir).build();
       } else {
-        tape = new TapeLikeQueue(dir.resolve("queue.file"));
+        tape = new TapeQueueFile(dir.resolve("queue.file"));
       }
     }
 
@@ -203,35 +204,9 @@ public class JournalBenchmark {
     }
   }
 
-  /** The event as text: what the Tape-like queue stores per add. */
+  /** The event as text: what the Tape queue file stores per add. */
   static byte[] recordBytesOf(QueuedEvent e) {
     return (e.eventId() + '\n' + e.name() + '\n' + e.priority() + '\n'
         + e.enqueuedAt().toEpochMilli() + '\n' + e.payload()).getBytes(StandardCharsets.UTF_8);
-  }
-
-  /**
-   * The baseline for concurrent producers: a file queue in the style of Square Tape's {@code
-   * QueueFile}, whose add writes a length-prefixed element and makes it durable before returning,
-   * one add at a time under a lock. No group commit: N producers pay N fsyncs.
-   */
-  static final class TapeLikeQueue {
-    private final FileChannel channel;
-    private final ByteBuffer header = ByteBuffer.allocate(4);
-
-    TapeLikeQueue(Path file) throws IOException {
-      channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
-          StandardOpenOption.APPEND);
-    }
-
-    synchronized void add(byte[] element) throws IOException {
-      header.clear();
-      header.putInt(element.length).flip();
-      channel.write(new ByteBuffer[] {header, ByteBuffer.wrap(element)});
-      channel.force(false);
-    }
-
-    synchronized void close() throws IOException {
-      channel.close();
-    }
   }
 }

@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.zip.CRC32C;
 import javax.crypto.AEADBadTagException;
@@ -32,16 +33,32 @@ import javax.crypto.spec.GCMParameterSpec;
  *
  * <h2>Durability</h2>
  * A {@link Priority#CRITICAL} append is fsynced before it returns; concurrent critical appenders
- * share fsyncs (the first waiter syncs everything written so far, the others wait for it). Other
+ * share fsyncs (the first waiter syncs everything written so far, the others wait for it). When
+ * more critical appenders were waiting at once in the previous round than are waiting now, that
+ * first waiter gives the others up to half a recent fsync's duration (at most 1 ms) to append
+ * before it syncs, so that N producers share one fsync instead of alternating in two halves. Other
  * changes are group-committed by a background flusher thread: at the latest every {@code
  * commitInterval}, sooner once {@code commitRecords} changes are waiting, and at {@link #flush()}
  * and {@link #close()}. A process crash loses at most the changes of one commit interval that no
  * critical append or flush covered.
  *
+ * <h2>Disk space</h2>
+ * The active segment's file is extended with zeros ahead of its records (64 KiB at first,
+ * growing to 1 MiB, never past {@code segmentBytes}), so that an fsync writes the new records
+ * without also committing a change of the file's size to the file system's journal (on ext4, an
+ * fdatasync after an append does both; after an overwrite of written blocks, only the data). The
+ * zeros cost one larger sync per chunk, are cut off when a segment is sealed and at {@link
+ * #close()}, and are not counted by {@link #sizeOnDisk()}.
+ *
  * <h2>Recovery</h2>
- * Opening replays every segment. A torn or truncated record at the end of the newest segment (a
- * crash mid-write) is cut off with a warning, keeping every complete record before it; anything
- * else that fails its checks is a {@link JournalException} naming the file and byte offset.
+ * Opening replays every segment. The newest segment may end in preallocated zeros: an all-zero
+ * record header is the end of its records (a valid header never is). A record torn by a crash at
+ * the end of the newest segment (cut short, or with zeros where part of it never reached the
+ * disk: only zeros after it, or a whole zero-filled 512-byte sector inside it) is cut off with a
+ * warning, with everything after it, keeping every complete record before it. Nothing after it
+ * was synced: a sync covers every byte written before it. Anything else that fails its checks is a
+ * {@link JournalException} naming the file and byte offset. (A disk that silently returns a
+ * zeroed sector inside the newest segment looks like such a torn write.)
  *
  * <h2>Compaction</h2>
  * When the journal holds mostly garbage (its files are larger than {@code compactionMinBytes}
@@ -71,6 +88,17 @@ public final class FileJournal implements QueueJournal {
    * Storing the length twice lets recovery tell a flipped length (corruption) from a record cut
    * short (torn tail). A base segment (written by compaction) supersedes every older segment.
    *
+   * Preallocation: the active segment's file extends past its records with zeros actually written
+   * (not a sparse setLength, not fallocate: both leave blocks whose first write changes metadata),
+   * in chunks of 64 KiB growing to 1 MiB, never past segmentBytes. A record then overwrites blocks
+   * that are already allocated and sized, so fdatasync (force(false)) writes data only instead of
+   * also committing a size change to the file system's journal. The zeros' own allocation is synced
+   * with the next record, once per chunk. Writes are positional (`writePos`), not O_APPEND. A sealed
+   * segment is truncated to its records before the next one is created, and so is the active one at
+   * close; only a crash leaves a zero tail, and only on the newest segment. Recovery reads an
+   * all-zero record header as the end of the records: a valid header never is (length > 0 and
+   * ~length != 0).
+   *
    * Positions: `appended` counts every byte handed to the journal; `durable` the bytes known to be
    * fsynced. A critical append returns `appended` as its ticket and waits until `durable` reaches
    * it. One syncing thread at a time (`syncing`); it copies the buffer to the channel under the
@@ -89,6 +117,12 @@ public final class FileJournal implements QueueJournal {
   private static final int KEY_CHECK = NONCE + 16 + TAG_BITS / 8;
   private static final int MAX_RECORD = Integer.MAX_VALUE - 64;
   private static final int WRITE_BUFFER = 256 * 1024;
+  private static final int PREALLOCATE_MIN = 64 * 1024;
+  private static final int PREALLOCATE_MAX = 1024 * 1024;
+  /** The unit a disk writes whole: a torn write leaves whole sectors unwritten (zero). */
+  private static final int SECTOR = 512;
+  private static final byte[] ZEROS = new byte[64 * 1024];
+  private static final long MAX_GATHER_NANOS = 1_000_000;
   private static final String SUFFIX = ".seg";
   private static final String PREFIX = "journal-";
 
@@ -113,6 +147,10 @@ public final class FileJournal implements QueueJournal {
   private Path segment;
   private long segmentSeq;
   private long segmentSize;
+  /** Where the next byte drained to the active segment's channel goes. */
+  private long writePos;
+  /** The active segment file's length: records up to writePos, zeros after. */
+  private long allocatedEnd;
   private long filesBytes;
   private long liveBytes;
   private long appended;
@@ -120,11 +158,31 @@ public final class FileJournal implements QueueJournal {
   private boolean loaded;
   private volatile boolean closed;
 
-  // Guarded by syncMonitor.
-  private final Object syncMonitor = new Object();
+  // Guarded by syncLock (never taken while holding it: writeLock).
+  private final ReentrantLock syncLock = new ReentrantLock();
+  /** Signalled when a sync ends (or the journal stops). */
+  private final Condition syncDone = syncLock.newCondition();
+  /** Signalled when enough critical appenders arrived for the sync that is gathering them. */
+  private final Condition arrived = syncLock.newCondition();
   private long durable;
   private boolean syncing;
+  /** The leader is waiting for the previous round's critical appenders. */
+  private boolean gathering;
+  /** Numbers each gathering; the appender that completes one takes the lead and records it. */
+  private long gatherings;
+  private long takenOver;
   private long syncs;
+  /** The targets of the critical appenders in awaitDurable, in waiterCount slots. */
+  private long[] waiterTargets = new long[8];
+  private int waiterCount;
+  /** Critical appenders whose record is not yet durable (target > durable). */
+  private int pending;
+  /** The most pending at once since the last critical sync started. */
+  private int roundPeak;
+  /** The previous round's peak: how many the next critical sync waits for, briefly. */
+  private int expected;
+  /** Recent force(false) durations, an exponential moving average. */
+  private long forceNanos;
   private final List<FileChannel> retired = new ArrayList<>();
 
   private final Object compactionLock = new Object();
@@ -189,7 +247,7 @@ public final class FileJournal implements QueueJournal {
   @Override
   public void awaitDurable(long ticket) {
     if (ticket >= 0) {
-      syncUpTo(ticket);
+      syncUpTo(ticket, true);
     }
   }
 
@@ -282,7 +340,7 @@ public final class FileJournal implements QueueJournal {
     } finally {
       writeLock.unlock();
     }
-    syncUpTo(target);
+    syncUpTo(target, false);
   }
 
   @Override
@@ -306,7 +364,11 @@ public final class FileJournal implements QueueJournal {
     compactNow();
   }
 
-  /** Bytes in the journal's segment files, counting what is still buffered for them. */
+  /**
+   * Bytes of journal data in the segment files (headers and records), counting what is still
+   * buffered for them. While the journal is open, the active segment's file is longer by its
+   * preallocated zeros (up to 1 MiB), which this does not count; they are cut off at close.
+   */
   public long sizeOnDisk() {
     writeLock.lock();
     try {
@@ -331,8 +393,11 @@ public final class FileJournal implements QueueJournal {
 
   /** How many group syncs ran (segment rolls and compactions not counted). For tests. */
   long syncCount() {
-    synchronized (syncMonitor) {
+    syncLock.lock();
+    try {
       return syncs;
+    } finally {
+      syncLock.unlock();
     }
   }
 
@@ -378,22 +443,54 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
-  /** Copies the buffer to the channel (no fsync). */
+  /** Copies the buffer to the channel (no fsync), preallocating ahead of it. */
   private void drainBuffer() {
     if (buffered == 0) {
       return;
     }
     try {
-      ByteBuffer bb = ByteBuffer.wrap(buffer, 0, buffered);
-      while (bb.hasRemaining()) {
-        channel.write(bb);
+      long end = writePos + buffered;
+      if (end > allocatedEnd) {
+        preallocate(end);
       }
+      ByteBuffer bb = ByteBuffer.wrap(buffer, 0, buffered);
+      long at = writePos;
+      while (bb.hasRemaining()) {
+        at += channel.write(bb, at);
+      }
+      writePos = end;
       buffered = 0;
       if (buffer.length > WRITE_BUFFER * 4) {
         buffer = new byte[8192];
       }
     } catch (IOException e) {
       throw new JournalException("cannot write to journal segment " + segment + ": " + e, e);
+    }
+  }
+
+  /**
+   * Extends the active segment with zeros past {@code end} (where the records being drained will
+   * end): by the segment's size so far, at least 64 KiB and at most 1 MiB, not past segmentBytes.
+   */
+  private void preallocate(long end) throws IOException {
+    long chunk = Math.min(PREALLOCATE_MAX, Math.max(PREALLOCATE_MIN, end));
+    long target = Math.min(end + chunk, segmentBytes);
+    long from = Math.max(allocatedEnd, end);
+    while (from < target) {
+      int n = (int) Math.min(ZEROS.length, target - from);
+      ByteBuffer zeros = ByteBuffer.wrap(ZEROS, 0, n);
+      while (zeros.hasRemaining()) {
+        from += channel.write(zeros, from);
+      }
+    }
+    allocatedEnd = Math.max(from, end);
+  }
+
+  /** Cuts the active segment's zero tail off, so that the file ends with its last record. */
+  private void trimPreallocation() throws IOException {
+    if (allocatedEnd > writePos) {
+      channel.truncate(writePos);
+      allocatedEnd = writePos;
     }
   }
 
@@ -407,14 +504,20 @@ public final class FileJournal implements QueueJournal {
     drainBuffer();
     FileChannel old = channel;
     try {
-      old.force(false);
+      // Only the newest segment may end in zeros: trimmed and synced before the next one exists.
+      boolean trimmed = allocatedEnd > writePos;
+      trimPreallocation();
+      old.force(trimmed);
     } catch (IOException e) {
       throw new JournalException("cannot sync journal segment " + segment + ": " + e, e);
     }
-    synchronized (syncMonitor) {
-      durable = Math.max(durable, appended);
+    syncLock.lock();
+    try {
+      advanceDurable(appended);
       retired.add(old);
-      syncMonitor.notifyAll();
+      syncDone.signalAll();
+    } finally {
+      syncLock.unlock();
     }
     startSegment(nextSeq, false);
   }
@@ -432,6 +535,8 @@ public final class FileJournal implements QueueJournal {
       segment = path;
       segmentSeq = seq;
       segmentSize = header.length;
+      writePos = header.length;
+      allocatedEnd = header.length;
       filesBytes += header.length;
     } catch (IOException e) {
       throw new JournalException("cannot create journal segment " + path + ": " + e, e);
@@ -478,51 +583,182 @@ public final class FileJournal implements QueueJournal {
   // ---------------------------------------------------------------------------------------------
   // Syncing
 
-  private void syncUpTo(long target) {
-    synchronized (syncMonitor) {
-      while (durable < target && syncing) {
-        try {
-          syncMonitor.wait();
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new JournalException("interrupted while waiting for journal " + dir + " to sync");
+  /**
+   * Returns once every byte up to {@code target} is fsynced. One thread at a time syncs (the
+   * leader: whoever finds no sync running); the others wait for it, and a leader covers every
+   * record written before it drains the buffer.
+   *
+   * <p>{@code critical} callers (CRITICAL appenders in {@link #awaitDurable}) are counted. A
+   * producer waiting for its own record has one record outstanding, so with N of them one sync
+   * can cover at most N records, and only if it starts after all N appended. When a sync ends, the
+   * producers it released need a few microseconds to append again; a leader that syncs at once
+   * covers only those that were already waiting, and the released ones wait a whole sync longer:
+   * the producers split into two groups that alternate, about N/2 records per sync. So a critical
+   * leader first waits until as many are waiting as were waiting at once in the previous round,
+   * or at most half a recent sync's duration (at most 1 ms), then syncs; the appender that
+   * completes the group syncs itself, at once, rather than waking the leader to do it. That wait is
+   * spent only when more producers were active in the previous round than are waiting now; a lone
+   * producer never waits.
+   */
+  private void syncUpTo(long target, boolean critical) {
+    List<FileChannel> toClose = null;
+    syncLock.lock();
+    try {
+      boolean registered = critical && durable < target;
+      boolean lead = false;
+      if (registered) {
+        addWaiter(target);
+        pending++;
+        roundPeak = Math.max(roundPeak, pending);
+        if (gathering && pending >= expected) {
+          // This appender completes the group: it syncs now, already running, instead of waking
+          // the gathering leader to do it; that one waits for this sync like the others.
+          gathering = false;
+          takenOver = gatherings;
+          lead = true;
+          arrived.signal();
         }
       }
-      if (durable >= target) {
+      try {
+        while (durable < target) {
+          if (!lead) {
+            if (syncing) {
+              awaitSync();
+              continue;
+            }
+            syncing = true;
+            if (critical && !gather()) {
+              continue;
+            }
+          }
+          lead = false;
+          if (critical) {
+            expected = roundPeak;
+            roundPeak = 0;
+          }
+          long covered = -1;
+          long forced = -1;
+          syncLock.unlock();
+          try {
+            FileChannel ch;
+            writeLock.lock();
+            try {
+              ensureOpen();
+              drainBuffer();
+              covered = appended;
+              unsyncedRecords = 0;
+              ch = channel;
+            } finally {
+              writeLock.unlock();
+            }
+            long start = System.nanoTime();
+            ch.force(false);
+            forced = System.nanoTime() - start;
+          } catch (IOException e) {
+            throw new JournalException("cannot sync journal segment " + segment + ": " + e, e);
+          } finally {
+            syncLock.lock();
+            syncing = false;
+            if (forced >= 0) {
+              // Only a force that returned makes anything durable; after a failure the next
+              // waiter leads and meets the failure itself if it persists.
+              syncs++;
+              forceNanos += (forced - forceNanos) / 8;
+              advanceDurable(covered);
+            }
+            if (!retired.isEmpty()) {
+              toClose = toClose == null ? new ArrayList<>() : toClose;
+              toClose.addAll(retired);
+              retired.clear();
+            }
+            syncDone.signalAll();
+          }
+        }
+      } finally {
+        if (registered) {
+          removeWaiter(target);
+        }
+      }
+    } finally {
+      syncLock.unlock();
+      if (toClose != null) {
+        toClose.forEach(FileJournal::closeQuietly);
+      }
+    }
+  }
+
+  /**
+   * The leader waits briefly for the critical appenders of the previous round (syncLock held).
+   * Returns whether it still leads: false when the appender that completed the group took over.
+   * Never throws: an interrupt ends the wait.
+   */
+  private boolean gather() {
+    if (pending >= expected) {
+      return true;
+    }
+    long left = Math.min(forceNanos / 2, MAX_GATHER_NANOS);
+    long mine = ++gatherings;
+    gathering = true;
+    try {
+      while (takenOver != mine && pending < expected && left > 0 && !closed) {
+        try {
+          left = arrived.awaitNanos(left);
+        } catch (InterruptedException e) {
+          // Sync now instead (unless taken over); the caller sees its interrupt flag.
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+    } finally {
+      if (takenOver != mine) {
+        gathering = false;
+      }
+    }
+    return takenOver != mine;
+  }
+
+  /**
+   * Moves {@code durable} forward (syncLock held); the critical appenders it covers stop counting
+   * as pending now, not when they get to run again.
+   */
+  private void advanceDurable(long to) {
+    if (to <= durable) {
+      return;
+    }
+    for (int i = 0; i < waiterCount; i++) {
+      if (waiterTargets[i] > durable && waiterTargets[i] <= to) {
+        pending--;
+      }
+    }
+    durable = to;
+  }
+
+  private void addWaiter(long target) {
+    if (waiterCount == waiterTargets.length) {
+      waiterTargets = Arrays.copyOf(waiterTargets, waiterCount * 2);
+    }
+    waiterTargets[waiterCount++] = target;
+  }
+
+  /** Removes one waiter for {@code target} (syncLock held). */
+  private void removeWaiter(long target) {
+    for (int i = 0; i < waiterCount; i++) {
+      if (waiterTargets[i] == target) {
+        if (target > durable) {
+          pending--;
+        }
+        waiterTargets[i] = waiterTargets[--waiterCount];
         return;
       }
-      syncing = true;
     }
-    long covered = durable;
+  }
+
+  private void awaitSync() {
     try {
-      FileChannel ch;
-      writeLock.lock();
-      try {
-        ensureOpen();
-        drainBuffer();
-        covered = appended;
-        unsyncedRecords = 0;
-        ch = channel;
-      } finally {
-        writeLock.unlock();
-      }
-      ch.force(false);
-    } catch (IOException e) {
-      throw new JournalException("cannot sync journal segment " + segment + ": " + e, e);
-    } finally {
-      List<FileChannel> toClose;
-      synchronized (syncMonitor) {
-        syncs++;
-        durable = Math.max(durable, covered);
-        syncing = false;
-        toClose = new ArrayList<>(retired);
-        retired.clear();
-        syncMonitor.notifyAll();
-      }
-      toClose.forEach(FileJournal::closeQuietly);
-    }
-    if (covered < target) {
-      syncUpTo(target);
+      syncDone.await();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new JournalException("interrupted while waiting for journal " + dir + " to sync");
     }
   }
 
@@ -564,7 +800,7 @@ public final class FileJournal implements QueueJournal {
         } finally {
           writeLock.unlock();
         }
-        syncUpTo(target);
+        syncUpTo(target, false);
         if (compactNow) {
           compactNow();
         }
@@ -743,8 +979,9 @@ public final class FileJournal implements QueueJournal {
       Files.deleteIfExists(segmentPath(seqs.get(i)));
     }
     seqs = new ArrayList<>(seqs.subList(baseIndex, seqs.size()));
+    long end = 0;
     for (int i = 0; i < seqs.size(); i++) {
-      replaySegment(segmentPath(seqs.get(i)), i == seqs.size() - 1);
+      end = replaySegment(segmentPath(seqs.get(i)), i == seqs.size() - 1);
     }
     if (seqs.isEmpty()) {
       startSegment(1, false);
@@ -752,12 +989,17 @@ public final class FileJournal implements QueueJournal {
       long last = seqs.get(seqs.size() - 1);
       segmentSeq = last;
       segment = segmentPath(last);
-      channel = FileChannel.open(segment, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-      segmentSize = channel.size();
+      channel = FileChannel.open(segment, StandardOpenOption.WRITE);
+      segmentSize = end;
+      writePos = end;
+      allocatedEnd = Math.max(end, channel.size());
     }
     liveBytes = estimateLive();
-    synchronized (syncMonitor) {
+    syncLock.lock();
+    try {
       durable = appended;
+    } finally {
+      syncLock.unlock();
     }
   }
 
@@ -772,21 +1014,26 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
-  private void replaySegment(Path path, boolean newest) throws IOException,
+  /**
+   * Replays one segment's records into the state; returns the offset where its records end (for
+   * the newest segment, where appending continues; zeros may follow it there).
+   */
+  private long replaySegment(Path path, boolean newest) throws IOException,
       GeneralSecurityException {
     try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ,
         StandardOpenOption.WRITE)) {
       long size = ch.size();
       int headerLength = checkHeader(path, ch, size, newest);
       if (headerLength < 0) {
-        return;
+        return ch.size();
       }
       long pos = headerLength;
       ByteBuffer head = ByteBuffer.allocate(RECORD_HEADER);
       byte[] record = new byte[4096];
       while (pos < size) {
         if (size - pos < RECORD_HEADER) {
-          tornTail(path, ch, pos, size, newest, "a record header cut short");
+          pos = endOfRecords(path, ch, pos, size, size, newest, "a record header cut short",
+              null);
           break;
         }
         head.clear();
@@ -795,14 +1042,14 @@ public final class FileJournal implements QueueJournal {
         int check = head.getInt(4);
         int expectedCrc = head.getInt(8);
         if (length != ~check || length <= 0 || length > MAX_RECORD) {
-          if (allZero(ch, pos, size)) {
-            tornTail(path, ch, pos, size, newest, "zero-filled space");
-            break;
-          }
-          throw corrupt(path, pos, "invalid record length (" + length + " / " + ~check + ")");
+          boolean zero = length == 0 && check == 0 && expectedCrc == 0;
+          pos = endOfRecords(path, ch, pos, pos + RECORD_HEADER, size, newest,
+              zero ? "zero-filled space" : "an invalid record header",
+              "invalid record length (" + length + " / " + ~check + ")");
+          break;
         }
         if (pos + RECORD_HEADER + length > size) {
-          tornTail(path, ch, pos, size, newest, "a record cut short");
+          pos = endOfRecords(path, ch, pos, size, size, newest, "a record cut short", null);
           break;
         }
         if (record.length < length) {
@@ -812,11 +1059,9 @@ public final class FileJournal implements QueueJournal {
         crc.reset();
         crc.update(record, 0, length);
         if ((int) crc.getValue() != expectedCrc) {
-          if (newest && pos + RECORD_HEADER + length == size) {
-            tornTail(path, ch, pos, size, true, "a last record with a bad checksum");
-            break;
-          }
-          throw corrupt(path, pos, "checksum mismatch");
+          pos = endOfRecords(path, ch, pos, pos + RECORD_HEADER + length, size, newest,
+              "a record with a bad checksum", "checksum mismatch");
+          break;
         }
         byte[] body = record;
         int bodyLength = length;
@@ -837,7 +1082,9 @@ public final class FileJournal implements QueueJournal {
         pos += RECORD_HEADER + length;
         appended += RECORD_HEADER + length;
       }
-      filesBytes += Math.min(pos, size);
+      long end = Math.min(pos, size);
+      filesBytes += end;
+      return end;
     }
   }
 
@@ -901,16 +1148,60 @@ public final class FileJournal implements QueueJournal {
     return 8 + KEY_CHECK;
   }
 
-  private void tornTail(Path path, FileChannel ch, long pos, long size, boolean newest,
-      String what) throws IOException {
+  /**
+   * The record at {@code pos}, spanning at most to {@code extentEnd}, fails its checks: decides
+   * whether that is the end of the records or corruption, and returns where the records end.
+   *
+   * <p>Only the newest segment may end early. There, zeros from {@code pos} to the end of the
+   * file are the preallocated tail: the normal end, kept for the next appends. A torn write (the
+   * process or the machine stopped before the record was complete) is recognised by zeros too:
+   * either everything after the record's extent is zero (a write cut short, followed by the
+   * preallocated tail, or by the end of the file), or the extent holds a whole zero-filled sector
+   * (the machine stopped after a later part of an unsynced write reached the disk but not this
+   * one). Then the record and everything after it are cut off with a warning: none of it was
+   * synced, since a sync writes all of it. Anything else is corruption: a {@link JournalException}
+   * naming the file and offset ({@code corruptWhat}, or {@code what} in a sealed segment).
+   */
+  private long endOfRecords(Path path, FileChannel ch, long pos, long extentEnd, long size,
+      boolean newest, String what, String corruptWhat) throws IOException {
     if (!newest) {
+      if (corruptWhat != null && !allZero(ch, pos, size)) {
+        throw corrupt(path, pos, corruptWhat);
+      }
       throw corrupt(path, pos, what + " in a sealed segment");
+    }
+    if (allZero(ch, pos, size)) {
+      // The preallocated tail (or nothing was ever written here): the records end at pos.
+      return pos;
+    }
+    if (!allZero(ch, Math.min(extentEnd, size), size) && !hasZeroSector(ch, pos, extentEnd, size)) {
+      throw corrupt(path, pos, corruptWhat != null ? corruptWhat : what);
     }
     LOG.log(System.Logger.Level.WARNING, "journal segment {0}: {1} at offset {2} (a write torn"
         + " by a crash); dropping the {3} bytes from there, keeping every complete record before"
         + " it", path, what, pos, size - pos);
     ch.truncate(pos);
     ch.force(true);
+    return pos;
+  }
+
+  /** Whether a whole aligned {@link #SECTOR} starting in [from, to) and inside the file is zero. */
+  private static boolean hasZeroSector(FileChannel ch, long from, long to, long size)
+      throws IOException {
+    long sector = (from + SECTOR - 1) / SECTOR * SECTOR;
+    ByteBuffer b = ByteBuffer.allocate(SECTOR);
+    for (; sector < to && sector + SECTOR <= size; sector += SECTOR) {
+      b.clear();
+      readFully(ch, b, sector);
+      boolean zero = true;
+      for (int i = 0; i < SECTOR && zero; i++) {
+        zero = b.get(i) == 0;
+      }
+      if (zero) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static JournalException corrupt(Path path, long offset, String what) {
@@ -977,15 +1268,28 @@ public final class FileJournal implements QueueJournal {
     writeLock.lock();
     try {
       buffered = 0;
+      if (orderly && channel.isOpen() && allocatedEnd > writePos) {
+        try {
+          trimPreallocation();
+          channel.force(true);
+        } catch (IOException e) {
+          LOG.log(System.Logger.Level.WARNING, "journal segment " + segment + ": cannot cut"
+              + " off its preallocated zeros at close; the next open reads them as the end", e);
+        }
+      }
       closeQuietly(channel);
     } finally {
       writeLock.unlock();
     }
     List<FileChannel> toClose;
-    synchronized (syncMonitor) {
+    syncLock.lock();
+    try {
       toClose = new ArrayList<>(retired);
       retired.clear();
-      syncMonitor.notifyAll();
+      syncDone.signalAll();
+      arrived.signalAll();
+    } finally {
+      syncLock.unlock();
     }
     toClose.forEach(FileJournal::closeQuietly);
   }
