@@ -83,10 +83,10 @@ public final class JdbcOutboxStore implements OutboxStore {
       // The whole batch in one statement (an index scan of the primary key for the array).
       this.markSentSql = markSent + "seq = ANY(?) AND state = " + UNSENT + " AND lease_owner = ?";
     } else {
-      // H2 claims in two steps inside one transaction. Its row locks do not re-check the row: a
-      // statement can lock, and then read or change, a row as its snapshot showed it, although
-      // another relay leased or marked the row after that snapshot (a one-statement
-      // UPDATE ... FETCH FIRST claim handed rows out twice in the concurrency tests). So the
+      // H2 claims in two steps inside one transaction. A one-statement claim (UPDATE ... FETCH
+      // FIRST n ROWS ONLY) handed rows out twice in the concurrency tests: H2 let the statement
+      // lease rows as its snapshot showed them, although another relay had leased and marked
+      // them sent after that snapshot. So the
       // SELECT ... FOR UPDATE SKIP LOCKED takes the locks (parameters now, now, max), and then a
       // conditional UPDATE per locked row, from a snapshot taken after the locks, keeps only rows
       // that still qualify and were not rescheduled meanwhile (attempts unchanged).
