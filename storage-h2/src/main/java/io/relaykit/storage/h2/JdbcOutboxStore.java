@@ -26,7 +26,7 @@ import javax.sql.DataSource;
  *
  * <p>A claim leases the oldest ready rows that are the oldest unsent row of their key, skipping
  * rows other relays hold, and returns them; a row is leased to one relay at a time. On PostgreSQL
- * it is one statement, {@code UPDATE ... WHERE seq IN (SELECT ... FOR UPDATE SKIP LOCKED)
+ * it is one statement, {@code UPDATE ... WHERE seq = ANY(ARRAY(SELECT ... FOR UPDATE SKIP LOCKED))
  * RETURNING ...}, and {@link #markSent} is one {@code UPDATE ... WHERE seq = ANY(?)}. On H2 a
  * claim is one transaction of {@code SELECT ... FOR UPDATE SKIP LOCKED} and a batch of conditional
  * one-row lease updates (H2 row locks do not re-check a row; see the constructor), and markSent
@@ -74,11 +74,13 @@ public final class JdbcOutboxStore implements OutboxStore {
     if (postgres) {
       // One statement, one round trip: the subquery locks the oldest claimable rows, skipping
       // rows other relays hold (READ COMMITTED re-checks a locked row's WHERE clause on its newest
-      // version), and the UPDATE leases exactly those rows and returns them.
-      // Parameters: owner, until, now, now, max.
-      this.claimSql = "UPDATE " + t + " SET lease_owner = ?, lease_until = ? WHERE seq IN ("
-          + "SELECT o.seq FROM " + t + " o WHERE " + claimable
-          + " ORDER BY o.seq LIMIT ? FOR UPDATE SKIP LOCKED) RETURNING " + CLAIM_COLUMNS;
+      // version), and the UPDATE leases exactly those rows and returns them. ANY(ARRAY(...))
+      // makes the subquery an init plan, run once, and the UPDATE a primary-key lookup; with
+      // seq IN (...) the planner may pick a hash semi-join over a sequential scan of the table,
+      // sent rows included. Parameters: owner, until, now, now, max.
+      this.claimSql = "UPDATE " + t + " SET lease_owner = ?, lease_until = ?"
+          + " WHERE seq = ANY(ARRAY(SELECT o.seq FROM " + t + " o WHERE " + claimable
+          + " ORDER BY o.seq LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING " + CLAIM_COLUMNS;
       this.leaseSql = null;
       // The whole batch in one statement (an index scan of the primary key for the array).
       this.markSentSql = markSent + "seq = ANY(?) AND state = " + UNSENT + " AND lease_owner = ?";
