@@ -10,9 +10,11 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -27,12 +29,14 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * The outbox relay draining a backlog of {@value #BACKLOG} rows from an H2 file database ({@code
- * WRITE_DELAY=0}) into the in-process transport, which confirms at once: claim with lease,
- * publish, await confirms, mark sent, until nothing is left. Reported as messages per second; the
- * README compares it with a fixed goal of 10 000 messages/s (there is no library baseline in the
- * JVM to run beside it). {@code keys} 0: keyless messages; 100: messages over 100 keys, where
- * the per-key order rule lets a claim take only each key's oldest unsent row.
+ * The outbox relay draining a backlog of {@value #BACKLOG} rows into the in-process transport,
+ * which confirms at once: claim with lease, publish, await confirms, mark sent, until nothing is
+ * left. Reported as messages per second; the README compares it with a fixed goal of 10 000
+ * messages/s (there is no library baseline in the JVM to run beside it). {@code database} H2: an
+ * H2 file database with the crash-safe {@code WRITE_DELAY=0}; POSTGRESQL: the server at {@code
+ * RELAYKIT_POSTGRES_URL} (default {@value #POSTGRES_DEFAULT_URL}), fresh tables with a random
+ * prefix per trial, dropped at the end. {@code keys} 0: keyless messages; 100: messages over 100
+ * keys, where the per-key order rule lets a claim take only each key's oldest unsent row.
  *
  * <p>The backlog is written before each invocation (one transaction, batches of 1 000) and is not
  * measured.
@@ -44,6 +48,14 @@ public class OutboxRelayBenchmark {
 
   static final int BACKLOG = 10_000;
   static final String DESTINATION = "orders";
+  static final String POSTGRES_DEFAULT_URL =
+      "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres";
+
+  /** Where the outbox lives; both dialects share the relay and the transport. */
+  public enum Database { H2, POSTGRESQL }
+
+  @Param({"H2", "POSTGRESQL"})
+  Database database;
 
   @Param({"500"})
   int batchSize;
@@ -60,16 +72,37 @@ public class OutboxRelayBenchmark {
 
   @Setup(Level.Trial)
   public void openDatabase() throws IOException {
-    dir = BenchDirs.create("h2-outbox");
-    storage = JdbcStorage.open(H2StorageConfig.builder()
-        .jdbcUrl("jdbc:h2:file:" + dir.toAbsolutePath().resolve("db"))
-        .tablePrefix("bench_")
-        .build(), InstantSource.system());
+    String url;
+    if (database == Database.H2) {
+      dir = BenchDirs.create("h2-outbox");
+      url = "jdbc:h2:file:" + dir.toAbsolutePath().resolve("db");
+    } else {
+      String env = System.getenv("RELAYKIT_POSTGRES_URL");
+      url = env == null || env.isBlank() ? POSTGRES_DEFAULT_URL : env;
+    }
+    try {
+      storage = JdbcStorage.open(H2StorageConfig.builder()
+          .jdbcUrl(url)
+          .tablePrefix("bench_" + UUID.randomUUID().toString().substring(0, 8) + "_")
+          .build(), InstantSource.system());
+    } catch (RuntimeException e) {
+      throw new IllegalStateException(database + " is not reachable at " + url + " (" + e
+          + "); start it with ./relaykit test's services, or set RELAYKIT_POSTGRES_URL", e);
+    }
     outbox = storage.outboxStore();
   }
 
   @TearDown(Level.Trial)
-  public void closeDatabase() {
+  public void closeDatabase() throws SQLException {
+    if (database == Database.POSTGRESQL) {
+      try (Connection c = storage.dataSource().getConnection();
+          Statement s = c.createStatement()) {
+        for (String table : new String[] {"outbox", "dead_letter", "idempotency",
+            "version_guard", "journal", "schema_version"}) {
+          s.execute("DROP TABLE IF EXISTS " + storage.tablePrefix() + table);
+        }
+      }
+    }
     storage.close();
     BenchDirs.delete(dir);
   }

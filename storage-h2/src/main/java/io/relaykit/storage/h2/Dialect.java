@@ -10,7 +10,9 @@ import java.util.stream.Collectors;
 /**
  * The few SQL statements that differ between the databases relaykit's JDBC storage runs on. All
  * other SQL is the same on both: standard DDL, {@code FETCH FIRST n ROWS ONLY}, {@code FOR UPDATE
- * SKIP LOCKED}. H2 runs in its native mode; {@code MODE=PostgreSQL} is not needed.
+ * SKIP LOCKED}, {@code = ANY(?)} with an array parameter; the outbox claim, which each database
+ * does its own fastest safe way, is built in {@link JdbcOutboxStore}. H2 runs in its native mode;
+ * {@code MODE=PostgreSQL} is not needed.
  */
 public enum Dialect {
   /** H2 2.x, embedded (file or in-memory) or server. */

@@ -146,7 +146,7 @@ public final class JdbcStorage implements AutoCloseable {
 
   /** The outbox: append in your transaction, claim and mark from relays. */
   public JdbcOutboxStore outboxStore() {
-    return new JdbcOutboxStore(dataSource, tables);
+    return new JdbcOutboxStore(dataSource, dialect, tables);
   }
 
   /** Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}. */

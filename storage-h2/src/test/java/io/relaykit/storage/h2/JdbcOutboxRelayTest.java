@@ -34,12 +34,15 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
-/** The outbox relay (core logic) on the JDBC outbox, on H2. */
-class JdbcOutboxRelayTest {
+/**
+ * The outbox relay (core logic) on the JDBC outbox; {@link H2OutboxRelayTest} runs it on H2 in
+ * memory, {@link PostgresOutboxRelayTest} on PostgreSQL (each database claims its own way).
+ */
+abstract class JdbcOutboxRelayTest {
   private static final Duration LEASE = Duration.ofSeconds(30);
   private static final String DEST = "orders";
 
-  private final TestDatabase db = TestDatabase.shared(TestDatabase.Kind.H2_MEMORY);
+  private final TestDatabase db;
   private final FakeClock clock = new FakeClock();
   private final RecordingPublisher publisher = new RecordingPublisher();
   private final LifecycleLog log = new LifecycleLog(100_000);
@@ -47,6 +50,10 @@ class JdbcOutboxRelayTest {
   private JdbcStorage storage;
   private JdbcOutboxStore outbox;
   private JdbcDeadLetterStore deadLetters;
+
+  JdbcOutboxRelayTest(TestDatabase.Kind kind) {
+    this.db = TestDatabase.shared(kind);
+  }
 
   @BeforeEach
   void setUp() {
@@ -288,7 +295,7 @@ class JdbcOutboxRelayTest {
       + " nothing")
   void survivesDatabaseOutage() {
     FlakyDataSource flaky = new FlakyDataSource(db.dataSource());
-    JdbcStorage flakyStorage = JdbcStorage.open(flaky, Dialect.H2, storage.tablePrefix(),
+    JdbcStorage flakyStorage = JdbcStorage.open(flaky, db.dialect(), storage.tablePrefix(),
         Duration.ofDays(7), clock);
     List<Message> first = new ArrayList<>();
     for (int i = 0; i < 50; i++) {
