@@ -31,7 +31,6 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -103,6 +102,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final KeyParking parking = new KeyParking();
   private final KeyedExecutor workers;
   private final ScheduledThreadPoolExecutor timers;
+  private final HandlerWatchdog watchdog;
   private final Thread pollThread;
   private final int maxPollRecords;
   private final Runnable onClosed;
@@ -152,6 +152,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       return t;
     });
     timers.setRemoveOnCancelPolicy(true);
+    this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
     this.backlog = new ConsumerBacklog(topic, spec.group(), Map.of(), 0, Duration.ZERO,
         clock.instant());
     this.pollThread = new Thread(this::pollLoop, name + "-poll");
@@ -174,6 +175,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   void start() {
+    watchdog.start();
     pollThread.start();
   }
 
@@ -498,44 +500,21 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     return v;
   }
 
-  /** Guards one handler call: exactly one of the handler's return and the timeout settles it. */
-  private static final class Attempt {
-    final Thread thread = Thread.currentThread();
-    boolean settled;
-  }
-
   private void runHandler(Work w, Map<String, String> wire, Delivery delivery,
       String sourcePosition) {
-    Attempt attempt = new Attempt();
-    Duration timeout = spec.handlerTimeout();
-    ScheduledFuture<?> watchdog = timers.schedule(() -> {
-      synchronized (attempt) {
-        if (attempt.settled) {
-          return;
-        }
-        attempt.settled = true;
-        attempt.thread.interrupt();
-      }
-      onFailure(w, wire, delivery, sourcePosition, new TimeoutException(
-          "handler did not finish within " + timeout + "; its late result is ignored"));
-    }, timeout.toNanos(), TimeUnit.NANOSECONDS);
+    HandlerWatchdog.Call call = watchdog.begin(() -> onFailure(w, wire, delivery, sourcePosition,
+        new TimeoutException("handler did not finish within " + spec.handlerTimeout()
+            + "; its late result is ignored")));
     Throwable failure = null;
     try {
       handler.handle(delivery);
     } catch (Throwable t) {
       failure = t;
     }
-    boolean mine;
-    synchronized (attempt) {
-      mine = !attempt.settled;
-      attempt.settled = true;
-    }
-    Thread.interrupted(); // clears an interrupt the watchdog sent
-    if (!mine) {
+    if (!watchdog.end(call)) {
       LOG.log(System.Logger.Level.DEBUG, "late result of " + w + " ignored after its timeout");
       return;
     }
-    watchdog.cancel(false);
     if (!owned.contains(w.partition())) {
       return; // revoked or closed meanwhile: the next owner redoes it
     }
@@ -687,6 +666,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   private void event(LifecycleEvent.Stage stage, Message message, String detail) {
+    if (listener == KafkaTransportConfig.NO_LISTENER) {
+      return; // nobody listens: spare the two events per record
+    }
     LifecycleListener.safely(listener, new LifecycleEvent(stage, message.id(), message.traceId(),
         topic, clock.instant(), detail));
   }

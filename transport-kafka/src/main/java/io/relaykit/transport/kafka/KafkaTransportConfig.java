@@ -26,6 +26,9 @@ import java.util.regex.Pattern;
  */
 public final class KafkaTransportConfig {
 
+  /** The default listener; the consumer runtime builds no events for it. */
+  static final LifecycleListener NO_LISTENER = LifecycleListener.noop();
+
   /** Kafka's own rule for topic names. */
   private static final Pattern TOPIC_CHARS = Pattern.compile("[a-zA-Z0-9._-]+");
   /** Kafka refuses topic names longer than this. */
@@ -337,7 +340,7 @@ public final class KafkaTransportConfig {
     private Duration maxPollInterval = Duration.ofMinutes(5);
     private Duration closeTimeout = Duration.ofSeconds(10);
     private InstantSource clock = InstantSource.system();
-    private LifecycleListener listener = LifecycleListener.noop();
+    private LifecycleListener listener = NO_LISTENER;
     private MetricsListener metrics = MetricsListener.noop();
     private BacklogMonitor.Config backlogMonitor = BacklogMonitor.Config.defaults();
 
