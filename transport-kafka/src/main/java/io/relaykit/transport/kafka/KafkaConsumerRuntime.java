@@ -34,6 +34,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -46,6 +47,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.InvalidGroupIdException;
+import org.apache.kafka.common.errors.WakeupException;
 
 /**
  * The consumer runtime behind a {@link KafkaSubscription}: one poll thread that owns the Kafka
@@ -58,7 +60,10 @@ import org.apache.kafka.common.errors.InvalidGroupIdException;
  * <p>Poll thread: each turn it sets which partitions are paused (all of them when in-flight work is
  * near {@code maxInFlight} or the subscription is draining; a retry partition whose next record is
  * not yet due until then), polls, tracks and submits every record, and every commit interval
- * commits the tracker's committable offsets asynchronously and samples the backlog. A record of the
+ * commits the tracker's committable offsets asynchronously and samples the backlog. While intake
+ * is stopped for lack of room, the worker whose completion makes room wakes the poll ({@link
+ * KafkaConsumer#wakeup()}): intake resumes while the records still in flight keep the workers busy,
+ * instead of up to a poll timeout later, after they may have run dry. A record of the
  * retry topic that is not yet due is not tracked: the poll thread seeks back to it and pauses its
  * partition until its due time, so the delay costs no memory and no sleeping.
  *
@@ -109,6 +114,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final Object idle = new Object();
   private final Set<TopicPartition> owned = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final CountDownLatch pollThreadDone = new CountDownLatch(1);
+  /** Up while the poll thread polls with intake stopped for lack of room; see {@link #poll}. */
+  private final AtomicBoolean wakeWhenRoom = new AtomicBoolean();
 
   private volatile State state = State.RUNNING;
   private volatile ConsumerBacklog backlog;
@@ -187,8 +194,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       long nextCommit = System.nanoTime() + config.commitInterval().toNanos();
       while (state == State.RUNNING || state == State.DRAINING) {
         try {
-          adjustPauses();
-          ConsumerRecords<String, byte[]> records = consumer.poll(config.pollTimeout());
+          ConsumerRecords<String, byte[]> records = poll(adjustPauses());
           accept(records);
           if (System.nanoTime() - nextCommit >= 0) {
             commitAsync();
@@ -227,13 +233,46 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
   }
 
-  private void adjustPauses() {
+  /**
+   * Polls for up to the poll timeout. When {@code full}, a worker that makes room cuts the wait short
+   * with {@link KafkaConsumer#wakeup()}, so intake resumes while the records still in flight keep
+   * the workers busy, not one poll timeout later.
+   */
+  private ConsumerRecords<String, byte[]> poll(boolean full) {
+    if (full) {
+      wakeWhenRoom.set(true);
+      if (hasRoom()) { // room was made before the flag was up: go round again at once
+        wakeWhenRoom.set(false);
+        return ConsumerRecords.empty();
+      }
+    }
+    try {
+      return consumer.poll(config.pollTimeout());
+    } catch (WakeupException e) {
+      return ConsumerRecords.empty(); // a worker made room
+    } finally {
+      wakeWhenRoom.set(false);
+    }
+  }
+
+  /** Whether one more poll's worth of records fits under {@code maxInFlight}. */
+  private boolean hasRoom() {
+    return tracker.inFlight() + maxPollRecords <= spec.maxInFlight();
+  }
+
+  /**
+   * Pauses every partition while intake is stopped, and a retry partition until its next record is
+   * due; resumes the rest.
+   *
+   * @return true if intake is stopped because in-flight work is full (and the runtime is running)
+   */
+  private boolean adjustPauses() {
     Set<TopicPartition> assigned = consumer.assignment();
     Instant now = clock.instant();
     delayedUntil.entrySet().removeIf(e -> !e.getValue().isAfter(now)
         || !assigned.contains(e.getKey()));
-    boolean stopIntake = state != State.RUNNING
-        || tracker.inFlight() + maxPollRecords > spec.maxInFlight();
+    boolean full = !hasRoom();
+    boolean stopIntake = state != State.RUNNING || full;
     Set<TopicPartition> wanted = stopIntake ? assigned : delayedUntil.keySet();
     Set<TopicPartition> paused = consumer.paused();
     List<TopicPartition> toPause = new ArrayList<>();
@@ -254,6 +293,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     if (!toResume.isEmpty()) {
       consumer.resume(toResume);
     }
+    return full && state == State.RUNNING;
   }
 
   private void accept(ConsumerRecords<String, byte[]> records) {
@@ -332,7 +372,13 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private void commitSync(Collection<TopicPartition> partitions) {
     Map<TopicPartition, OffsetAndMetadata> offsets = changedOffsets(partitions);
     if (!offsets.isEmpty()) {
-      consumer.commitSync(offsets, config.closeTimeout());
+      try {
+        consumer.commitSync(offsets, config.closeTimeout());
+      } catch (WakeupException e) {
+        // a worker's wake-up meant for a poll (it made room just as that poll ended); the throw
+        // used it up, and the commit is still wanted
+        consumer.commitSync(offsets, config.closeTimeout());
+      }
       offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
     }
   }
@@ -654,6 +700,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private void finish(Work w) {
     tracker.complete(w.ticket()); // false after a revoke: the result is discarded
+    if (wakeWhenRoom.get() && hasRoom() && wakeWhenRoom.compareAndSet(true, false)) {
+      consumer.wakeup(); // the poll thread waits for room: intake can resume
+    }
     if (w.fromRetryTopic() && w.gateKey() != null) {
       parking.release(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
           this::submit);
@@ -720,6 +769,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       boolean drained = tracker.inFlight() == 0;
       if (state != State.FAILED) {
         state = State.STOPPING;
+        consumer.wakeup(); // end a poll in progress now, not a poll timeout later
       }
       awaitPollThread();
       workers.shutdownNow();
@@ -745,6 +795,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private synchronized void awaitClosed() {
     // close() holds this monitor while closing: reaching here means it finished.
+  }
+
+  /** Records taken in and not finished yet (tests). */
+  long inFlight() {
+    return tracker.inFlight();
   }
 
   @Override

@@ -379,4 +379,39 @@ class KafkaConsumerRuntimeTest {
           .containsOnly(messages.get(i).traceId());
     }
   }
+
+  @Test
+  @DisplayName("when in-flight work is full, the worker that makes room wakes the poll: intake does"
+      + " not wait out the poll timeout")
+  void roomWakesThePoll() throws Exception {
+    String topic = KafkaTestBroker.uniqueTopic("room");
+    KafkaTestBroker.createTopic(topic, 1);
+    List<Message> messages = new ArrayList<>();
+    for (int i = 0; i < 60; i++) {
+      messages.add(message("k" + i, i));
+    }
+    publishAll(topic, messages);
+    KafkaSubscriber s = KafkaSubscriber.create(KafkaTestSupport.config()
+        .pollTimeout(Duration.ofSeconds(60)).closeTimeout(Duration.ofSeconds(5)).build());
+    subscribers.add(s);
+    CountDownLatch gate = new CountDownLatch(1);
+    AtomicInteger handled = new AtomicInteger();
+    // maxInFlight 10: polls of at most 5 records, intake stops above 5 in flight.
+    KafkaConsumerRuntime sub = (KafkaConsumerRuntime) s.subscribe(
+        SubscriptionSpec.builder(topic, topic + "-g").ordering(OrderingMode.UNORDERED)
+            .concurrency(2).maxInFlight(10).build(),
+        d -> {
+          gate.await();
+          handled.incrementAndGet();
+        });
+    Await.until(WAIT, "in-flight work full", () -> sub.inFlight() == 10);
+    gate.countDown();
+    // Each stop would last the 60 s poll timeout if nothing cut it short.
+    Await.until(Duration.ofSeconds(30), "all 60 handled well within one poll timeout",
+        () -> handled.get() == 60);
+    long start = System.nanoTime();
+    assertThat(sub.close(Duration.ofSeconds(5))).isTrue();
+    assertThat(Duration.ofNanos(System.nanoTime() - start))
+        .as("close ends the poll in progress").isLessThan(Duration.ofSeconds(30));
+  }
 }
