@@ -32,7 +32,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>Cost: submit and task hand-off are O(1); memory is O(queued tasks + keys with queued or
  * running tasks), with no thread per key. A single lock guards the queues; it is held only to move
- * a task in or out, never while a task runs. A hot key caps its own throughput at one thread's
+ * a task in or out, never while a task runs, and a busy worker takes it once per task (booking
+ * the finished task and taking the next in one go). A hot key caps its own throughput at one thread's
  * speed.
  *
  * <p>Shutdown: {@link #shutdown()} stops intake and lets accepted tasks finish; {@link
@@ -201,11 +202,14 @@ public final class KeyedExecutor {
   }
 
   private void work() {
+    Object item = null; // the item this worker just ran: finished under the lock that takes the next
     while (true) {
-      Object item;
       Runnable task;
       lock.lock();
       try {
+        if (item != null) {
+          finishLocked(item);
+        }
         while (ready.isEmpty() && !stopNow && !(shutdown && pending == 0)) {
           try {
             workAvailable.await();
@@ -229,39 +233,38 @@ public final class KeyedExecutor {
         lock.unlock();
       }
 
-      Object key = item instanceof Lane ? ((Lane) item).key : null;
       try {
         task.run();
       } catch (Throwable failure) {
-        reportFailure(key, failure);
+        reportFailure(item instanceof Lane ? ((Lane) item).key : null, failure);
       }
+    }
+  }
 
-      lock.lock();
-      try {
-        if (!stopNow) {
-          Thread.interrupted(); // an interrupt aimed at one task must not hit the next
-        }
-        pending--;
-        notFull.signal();
-        if (item instanceof Lane) {
-          Lane lane = (Lane) item;
-          lane.tasks.pollFirst();
-          if (lane.tasks.isEmpty()) {
-            lanes.remove(lane.key);
-          } else if (!stopNow) {
-            lane.queued = true;
-            ready.addLast(lane);
-            workAvailable.signal();
-          }
-        }
-        if (pending == 0) {
-          drained.signalAll();
-          if (shutdown) {
-            workAvailable.signalAll(); // idle workers may now retire
-          }
-        }
-      } finally {
-        lock.unlock();
+  /**
+   * Books the end of {@code item}'s task. The caller goes on to take the next ready item in the same
+   * critical section, so a lane put back here needs no signal: the ready queue does not grow.
+   */
+  private void finishLocked(Object item) {
+    if (!stopNow) {
+      Thread.interrupted(); // an interrupt aimed at one task must not hit the next
+    }
+    pending--;
+    notFull.signal();
+    if (item instanceof Lane) {
+      Lane lane = (Lane) item;
+      lane.tasks.pollFirst();
+      if (lane.tasks.isEmpty()) {
+        lanes.remove(lane.key);
+      } else if (!stopNow) {
+        lane.queued = true;
+        ready.addLast(lane);
+      }
+    }
+    if (pending == 0) {
+      drained.signalAll();
+      if (shutdown) {
+        workAvailable.signalAll(); // idle workers may now retire
       }
     }
   }

@@ -7,8 +7,11 @@ import io.relaykit.queue.Priority;
 import io.relaykit.retry.FailureClassifier;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.time.format.DateTimeParseException;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
@@ -181,6 +184,78 @@ class MessageHeadersTest {
           .isInstanceOf(IllegalArgumentException.class)
           .isNotInstanceOf(MalformedMessageException.class)
           .hasMessage("wire must not be null");
+    }
+  }
+
+  @Nested
+  @DisplayName("instant headers")
+  class Instants {
+
+    @Test
+    @DisplayName("every instant Instant.toString writes (years 0 to 9999, any precision) parses to the same instant")
+    void canonicalForms() {
+      Random random = new Random(42);
+      long min = Instant.parse("0000-01-01T00:00:00Z").getEpochSecond();
+      long max = Instant.parse("9999-12-31T23:59:59Z").getEpochSecond();
+      for (int i = 0; i < 20_000; i++) {
+        long second = min + (long) (random.nextDouble() * (max - min));
+        int nanos = switch (i % 4) {
+          case 0 -> 0;
+          case 1 -> random.nextInt(1000) * 1_000_000;
+          case 2 -> random.nextInt(1_000_000) * 1000;
+          default -> random.nextInt(1_000_000_000);
+        };
+        String text = Instant.ofEpochSecond(second, nanos).toString();
+        assertThat(MessageHeaders.parseInstant(text)).as(text).isEqualTo(Instant.parse(text));
+      }
+    }
+
+    @Test
+    @DisplayName("one to nine fraction digits, leap days and the ends of the range parse as Instant.parse does")
+    void edges() {
+      for (String text : List.of("2026-01-01T00:00:00.1Z", "2026-01-01T00:00:00.12Z",
+          "2026-01-01T00:00:00.1234Z", "2026-01-01T00:00:00.12345678Z",
+          "2026-01-01T00:00:00.000000001Z", "2024-02-29T12:00:00Z", "2000-02-29T23:59:59.999Z",
+          "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "1970-01-01T00:00:00Z",
+          "1969-12-31T23:59:59.5Z")) {
+        assertThat(MessageHeaders.parseInstant(text)).as(text).isEqualTo(Instant.parse(text));
+      }
+    }
+
+    @Test
+    @DisplayName("other spellings go to Instant.parse: same result when it accepts, same error when it refuses")
+    void otherSpellings() {
+      for (String text : List.of("2026-01-01t00:00:00z", "2026-01-01T23:59:60Z",
+          "+10000-01-01T00:00:00Z", "-0001-01-01T00:00:00Z", "2026-01-01T00:00:00+01:00",
+          "2025-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-01-32T00:00:00Z",
+          "2026-01-01T24:00:00Z", "2026-01-01T00:60:00Z", "2026-01-01T00:00:00.Z",
+          "2026-01-01T00:00:00.1234567890Z", "2026-01-01T00:00:00", "2026-01-01 00:00:00Z",
+          "2026-0a-01T00:00:00Z", "2026-01-01T00:00:00.12x4Z", "", "yesterday")) {
+        Object expected;
+        try {
+          expected = Instant.parse(text);
+        } catch (DateTimeParseException e) {
+          expected = e.getClass().getName() + ": " + e.getMessage();
+        }
+        Object actual;
+        try {
+          actual = MessageHeaders.parseInstant(text);
+        } catch (DateTimeParseException e) {
+          actual = e.getClass().getName() + ": " + e.getMessage();
+        }
+        assertThat(actual).as(text).isEqualTo(expected);
+      }
+    }
+
+    @Test
+    @DisplayName("an impossible date in created-at is a malformed message naming the header")
+    void impossibleDate() {
+      Map<String, String> wire = wire();
+      wire.put(MessageHeaders.CREATED_AT, "2025-02-29T00:00:00Z");
+      assertThatThrownBy(() -> MessageHeaders.fromWire(wire, "order-42", BODY))
+          .isInstanceOf(MalformedMessageException.class)
+          .hasMessage("header relaykit-created-at is not an instant: 2025-02-29T00:00:00Z")
+          .hasCauseInstanceOf(DateTimeParseException.class);
     }
   }
 }

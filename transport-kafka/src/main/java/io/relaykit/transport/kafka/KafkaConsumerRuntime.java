@@ -31,10 +31,10 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -47,6 +47,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.InvalidGroupIdException;
+import org.apache.kafka.common.errors.WakeupException;
 
 /**
  * The consumer runtime behind a {@link KafkaSubscription}: one poll thread that owns the Kafka
@@ -59,7 +60,10 @@ import org.apache.kafka.common.errors.InvalidGroupIdException;
  * <p>Poll thread: each turn it sets which partitions are paused (all of them when in-flight work is
  * near {@code maxInFlight} or the subscription is draining; a retry partition whose next record is
  * not yet due until then), polls, tracks and submits every record, and every commit interval
- * commits the tracker's committable offsets asynchronously and samples the backlog. A record of the
+ * commits the tracker's committable offsets asynchronously and samples the backlog. While intake
+ * is stopped for lack of room, the worker whose completion makes room wakes the poll ({@link
+ * KafkaConsumer#wakeup()}): intake resumes while the records still in flight keep the workers busy,
+ * instead of up to a poll timeout later, after they may have run dry. A record of the
  * retry topic that is not yet due is not tracked: the poll thread seeks back to it and pauses its
  * partition until its due time, so the delay costs no memory and no sleeping.
  *
@@ -103,12 +107,15 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final KeyParking parking = new KeyParking();
   private final KeyedExecutor workers;
   private final ScheduledThreadPoolExecutor timers;
+  private final HandlerWatchdog watchdog;
   private final Thread pollThread;
   private final int maxPollRecords;
   private final Runnable onClosed;
   private final Object idle = new Object();
   private final Set<TopicPartition> owned = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final CountDownLatch pollThreadDone = new CountDownLatch(1);
+  /** Up while the poll thread polls with intake stopped for lack of room; see {@link #poll}. */
+  private final AtomicBoolean wakeWhenRoom = new AtomicBoolean();
 
   private volatile State state = State.RUNNING;
   private volatile ConsumerBacklog backlog;
@@ -152,6 +159,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       return t;
     });
     timers.setRemoveOnCancelPolicy(true);
+    this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
     this.backlog = new ConsumerBacklog(topic, spec.group(), Map.of(), 0, Duration.ZERO,
         clock.instant());
     this.pollThread = new Thread(this::pollLoop, name + "-poll");
@@ -174,6 +182,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   void start() {
+    watchdog.start();
     pollThread.start();
   }
 
@@ -185,8 +194,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       long nextCommit = System.nanoTime() + config.commitInterval().toNanos();
       while (state == State.RUNNING || state == State.DRAINING) {
         try {
-          adjustPauses();
-          ConsumerRecords<String, byte[]> records = consumer.poll(config.pollTimeout());
+          ConsumerRecords<String, byte[]> records = poll(adjustPauses());
           accept(records);
           if (System.nanoTime() - nextCommit >= 0) {
             commitAsync();
@@ -225,13 +233,46 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
   }
 
-  private void adjustPauses() {
+  /**
+   * Polls for up to the poll timeout. When {@code full}, a worker that makes room cuts the wait short
+   * with {@link KafkaConsumer#wakeup()}, so intake resumes while the records still in flight keep
+   * the workers busy, not one poll timeout later.
+   */
+  private ConsumerRecords<String, byte[]> poll(boolean full) {
+    if (full) {
+      wakeWhenRoom.set(true);
+      if (hasRoom()) { // room was made before the flag was up: go round again at once
+        wakeWhenRoom.set(false);
+        return ConsumerRecords.empty();
+      }
+    }
+    try {
+      return consumer.poll(config.pollTimeout());
+    } catch (WakeupException e) {
+      return ConsumerRecords.empty(); // a worker made room
+    } finally {
+      wakeWhenRoom.set(false);
+    }
+  }
+
+  /** Whether one more poll's worth of records fits under {@code maxInFlight}. */
+  private boolean hasRoom() {
+    return tracker.inFlight() + maxPollRecords <= spec.maxInFlight();
+  }
+
+  /**
+   * Pauses every partition while intake is stopped, and a retry partition until its next record is
+   * due; resumes the rest.
+   *
+   * @return true if intake is stopped because in-flight work is full (and the runtime is running)
+   */
+  private boolean adjustPauses() {
     Set<TopicPartition> assigned = consumer.assignment();
     Instant now = clock.instant();
     delayedUntil.entrySet().removeIf(e -> !e.getValue().isAfter(now)
         || !assigned.contains(e.getKey()));
-    boolean stopIntake = state != State.RUNNING
-        || tracker.inFlight() + maxPollRecords > spec.maxInFlight();
+    boolean full = !hasRoom();
+    boolean stopIntake = state != State.RUNNING || full;
     Set<TopicPartition> wanted = stopIntake ? assigned : delayedUntil.keySet();
     Set<TopicPartition> paused = consumer.paused();
     List<TopicPartition> toPause = new ArrayList<>();
@@ -252,6 +293,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     if (!toResume.isEmpty()) {
       consumer.resume(toResume);
     }
+    return full && state == State.RUNNING;
   }
 
   private void accept(ConsumerRecords<String, byte[]> records) {
@@ -330,7 +372,13 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private void commitSync(Collection<TopicPartition> partitions) {
     Map<TopicPartition, OffsetAndMetadata> offsets = changedOffsets(partitions);
     if (!offsets.isEmpty()) {
-      consumer.commitSync(offsets, config.closeTimeout());
+      try {
+        consumer.commitSync(offsets, config.closeTimeout());
+      } catch (WakeupException e) {
+        // a worker's wake-up meant for a poll (it made room just as that poll ended); the throw
+        // used it up, and the commit is still wanted
+        consumer.commitSync(offsets, config.closeTimeout());
+      }
       offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
     }
   }
@@ -498,44 +546,21 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     return v;
   }
 
-  /** Guards one handler call: exactly one of the handler's return and the timeout settles it. */
-  private static final class Attempt {
-    final Thread thread = Thread.currentThread();
-    boolean settled;
-  }
-
   private void runHandler(Work w, Map<String, String> wire, Delivery delivery,
       String sourcePosition) {
-    Attempt attempt = new Attempt();
-    Duration timeout = spec.handlerTimeout();
-    ScheduledFuture<?> watchdog = timers.schedule(() -> {
-      synchronized (attempt) {
-        if (attempt.settled) {
-          return;
-        }
-        attempt.settled = true;
-        attempt.thread.interrupt();
-      }
-      onFailure(w, wire, delivery, sourcePosition, new TimeoutException(
-          "handler did not finish within " + timeout + "; its late result is ignored"));
-    }, timeout.toNanos(), TimeUnit.NANOSECONDS);
+    HandlerWatchdog.Call call = watchdog.begin(() -> onFailure(w, wire, delivery, sourcePosition,
+        new TimeoutException("handler did not finish within " + spec.handlerTimeout()
+            + "; its late result is ignored")));
     Throwable failure = null;
     try {
       handler.handle(delivery);
     } catch (Throwable t) {
       failure = t;
     }
-    boolean mine;
-    synchronized (attempt) {
-      mine = !attempt.settled;
-      attempt.settled = true;
-    }
-    Thread.interrupted(); // clears an interrupt the watchdog sent
-    if (!mine) {
+    if (!watchdog.end(call)) {
       LOG.log(System.Logger.Level.DEBUG, "late result of " + w + " ignored after its timeout");
       return;
     }
-    watchdog.cancel(false);
     if (!owned.contains(w.partition())) {
       return; // revoked or closed meanwhile: the next owner redoes it
     }
@@ -675,6 +700,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private void finish(Work w) {
     tracker.complete(w.ticket()); // false after a revoke: the result is discarded
+    if (wakeWhenRoom.get() && hasRoom() && wakeWhenRoom.compareAndSet(true, false)) {
+      consumer.wakeup(); // the poll thread waits for room: intake can resume
+    }
     if (w.fromRetryTopic() && w.gateKey() != null) {
       parking.release(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
           this::submit);
@@ -687,6 +715,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   private void event(LifecycleEvent.Stage stage, Message message, String detail) {
+    if (listener == KafkaTransportConfig.NO_LISTENER) {
+      return; // nobody listens: spare the two events per record
+    }
     LifecycleListener.safely(listener, new LifecycleEvent(stage, message.id(), message.traceId(),
         topic, clock.instant(), detail));
   }
@@ -738,6 +769,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       boolean drained = tracker.inFlight() == 0;
       if (state != State.FAILED) {
         state = State.STOPPING;
+        consumer.wakeup(); // end a poll in progress now, not a poll timeout later
       }
       awaitPollThread();
       workers.shutdownNow();
@@ -763,6 +795,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private synchronized void awaitClosed() {
     // close() holds this monitor while closing: reaching here means it finished.
+  }
+
+  /** Records taken in and not finished yet (tests). */
+  long inFlight() {
+    return tracker.inFlight();
   }
 
   @Override

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -121,14 +122,27 @@ public final class KafkaPublisher implements Publisher {
     String key = message.key().orElse(null);
     ProducerRecord<String, byte[]> record = new ProducerRecord<>(destination, null, key,
         message.payload(), KafkaRecords.toHeaders(wire));
-    LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.PUBLISHED,
-        message.id(), message.traceId(), destination, clock.instant(), ""));
-    return send(record, message.id()).thenApply(md -> {
+    event(LifecycleEvent.Stage.PUBLISHED, message, destination, "");
+    CompletableFuture<PublishReceipt> receipt = new CompletableFuture<>();
+    send(record, message.id(), (md, error) -> {
+      if (error != null) {
+        receipt.completeExceptionally(error);
+        return;
+      }
       String position = KafkaRecords.position(md.topic(), md.partition(), md.offset());
-      LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.CONFIRMED,
-          message.id(), message.traceId(), destination, clock.instant(), position));
-      return new PublishReceipt(message.id(), destination, position);
+      event(LifecycleEvent.Stage.CONFIRMED, message, destination, position);
+      receipt.complete(new PublishReceipt(message.id(), destination, position));
     });
+    return receipt;
+  }
+
+  private void event(LifecycleEvent.Stage stage, Message message, String destination,
+      String detail) {
+    if (listener == KafkaTransportConfig.NO_LISTENER) {
+      return; // nobody listens: spare two events per message
+    }
+    LifecycleListener.safely(listener, new LifecycleEvent(stage, message.id(), message.traceId(),
+        destination, clock.instant(), detail));
   }
 
   /**
@@ -136,31 +150,43 @@ public final class KafkaPublisher implements Publisher {
    * check and the same failure mapping as {@link #publish}.
    */
   CompletableFuture<RecordMetadata> send(ProducerRecord<String, byte[]> record, String what) {
+    CompletableFuture<RecordMetadata> result = new CompletableFuture<>();
+    send(record, what, (md, error) -> {
+      if (error == null) {
+        result.complete(md);
+      } else {
+        result.completeExceptionally(error);
+      }
+    });
+    return result;
+  }
+
+  /**
+   * Checks the size, hands {@code record} to the producer and calls {@code done} exactly once:
+   * with the broker's confirm, or with the failure already translated ({@link
+   * MessageRejectedException} or {@link PublishException}). {@code done} runs on the caller's
+   * thread for an immediate refusal, else on the producer's I/O thread, so it must be quick.
+   */
+  private void send(ProducerRecord<String, byte[]> record, String what,
+      BiConsumer<RecordMetadata, RuntimeException> done) {
     if (closed.get()) {
-      return CompletableFuture.failedFuture(
-          new PublishException("publisher is closed; " + what + " was not sent"));
+      done.accept(null, new PublishException("publisher is closed; " + what + " was not sent"));
+      return;
     }
-    int size = KafkaRecords.payloadBytes(record.key(), record.value(),
-        KafkaRecords.fromHeaders(record.headers()));
+    int size = KafkaRecords.payloadBytes(record.key(), record.value(), record.headers());
     if (size > config.maxRecordBytes()) {
-      return CompletableFuture.failedFuture(new MessageRejectedException("message " + what
+      done.accept(null, new MessageRejectedException("message " + what
           + " is " + size + " bytes (key, payload and headers), over the limit of "
           + config.maxRecordBytes() + " bytes (maxRecordBytes) for topic " + record.topic()));
+      return;
     }
-    CompletableFuture<RecordMetadata> result = new CompletableFuture<>();
     try {
-      producer.send(record, (md, error) -> {
-        if (error == null) {
-          result.complete(md);
-        } else {
-          result.completeExceptionally(translate(record.topic(), what, error));
-        }
-      });
+      producer.send(record, (md, error) -> done.accept(md,
+          error == null ? null : translate(record.topic(), what, error)));
     } catch (RuntimeException e) {
       // send() throws for a closed producer, a metadata timeout, or a serializer failure.
-      result.completeExceptionally(translate(record.topic(), what, e));
+      done.accept(null, translate(record.topic(), what, e));
     }
-    return result;
   }
 
   private static RuntimeException translate(String topic, String what, Throwable error) {

@@ -26,8 +26,9 @@ import java.util.regex.Pattern;
  */
 public final class KafkaTransportConfig {
 
-  /** Kafka's own rule for topic names. */
-  private static final Pattern TOPIC_CHARS = Pattern.compile("[a-zA-Z0-9._-]+");
+  /** The default listener; the consumer runtime builds no events for it. */
+  static final LifecycleListener NO_LISTENER = LifecycleListener.noop();
+
   /** Kafka refuses topic names longer than this. */
   static final int MAX_TOPIC_LENGTH = 249;
 
@@ -279,7 +280,7 @@ public final class KafkaTransportConfig {
   private static String derivedTopic(String what, String topic, String group, String suffix) {
     requireTopicName("topic", topic);
     String name = topic + "." + group + suffix;
-    if (!TOPIC_CHARS.matcher(name).matches() || name.length() > MAX_TOPIC_LENGTH) {
+    if (!legalTopicChars(name) || name.length() > MAX_TOPIC_LENGTH) {
       throw new IllegalArgumentException(what + " name " + name + " (from topic " + topic
           + " and group " + group + ") is not a legal Kafka topic name: use only [a-zA-Z0-9._-] "
           + "and at most " + MAX_TOPIC_LENGTH + " characters");
@@ -296,13 +297,31 @@ public final class KafkaTransportConfig {
     if (name == null || name.isBlank()) {
       throw new IllegalArgumentException(field + " must not be blank, was " + quote(name));
     }
-    if (!TOPIC_CHARS.matcher(name).matches() || name.length() > MAX_TOPIC_LENGTH
+    if (!legalTopicChars(name) || name.length() > MAX_TOPIC_LENGTH
         || name.equals(".") || name.equals("..")) {
       throw new IllegalArgumentException(field + " " + quote(name)
           + " is not a legal Kafka topic name: use only [a-zA-Z0-9._-], at most "
           + MAX_TOPIC_LENGTH + " characters");
     }
     return name;
+  }
+
+  /**
+   * Kafka's own rule for topic name characters: one or more of {@code [a-zA-Z0-9._-]}. A loop, not a
+   * regex: {@link KafkaPublisher#publish} checks every destination.
+   */
+  private static boolean legalTopicChars(String name) {
+    if (name.isEmpty()) {
+      return false;
+    }
+    for (int i = 0; i < name.length(); i++) {
+      char c = name.charAt(i);
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+          || c == '.' || c == '_' || c == '-')) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static String quote(String s) {
@@ -337,7 +356,7 @@ public final class KafkaTransportConfig {
     private Duration maxPollInterval = Duration.ofMinutes(5);
     private Duration closeTimeout = Duration.ofSeconds(10);
     private InstantSource clock = InstantSource.system();
-    private LifecycleListener listener = LifecycleListener.noop();
+    private LifecycleListener listener = NO_LISTENER;
     private MetricsListener metrics = MetricsListener.noop();
     private BacklogMonitor.Config backlogMonitor = BacklogMonitor.Config.defaults();
 
@@ -523,7 +542,7 @@ public final class KafkaTransportConfig {
     }
 
     private static void suffix(String field, String value) {
-      if (value == null || value.isBlank() || !TOPIC_CHARS.matcher(value).matches()) {
+      if (value == null || value.isBlank() || !legalTopicChars(value)) {
         throw new IllegalArgumentException(field + " must be non-blank and use only "
             + "[a-zA-Z0-9._-], was " + quote(value));
       }

@@ -35,6 +35,12 @@ final class KeyParking {
 
   private final Map<Object, Park> parks = new HashMap<>();
   private int waitingCount;
+  /**
+   * {@code parks.size()}, written under the lock after every change (after the flush, on release),
+   * read without it by {@link #parkIfHeld}: a key is parked by the record of that key that runs
+   * before (its failure holds the key before its task ends), so the read sees that hold.
+   */
+  private volatile int parkedCount;
 
   /**
    * Runs {@code submit} for {@code work} now if its key is not parked, else queues it. Both happen
@@ -53,8 +59,15 @@ final class KeyParking {
     return true;
   }
 
-  /** Whether {@code work}'s key is parked; if so queues it (it was submitted before the park). */
-  synchronized boolean parkIfHeld(Work work) {
+  /**
+   * Whether {@code work}'s key is parked; if so queues it (it was submitted before the park). Takes
+   * no lock while no key is parked, which is the common case.
+   */
+  boolean parkIfHeld(Work work) {
+    return parkedCount != 0 && parkIfHeldLocked(work);
+  }
+
+  private synchronized boolean parkIfHeldLocked(Work work) {
     Park park = parks.get(work.gateKey());
     if (park == null) {
       return false;
@@ -67,6 +80,7 @@ final class KeyParking {
   /** Parks {@code key} under {@code hold} (a failed work, or a retry record's position). */
   synchronized void hold(Object key, Object hold) {
     parks.computeIfAbsent(key, k -> new Park()).holds.add(hold);
+    parkedCount = parks.size();
   }
 
   /** Swaps one hold for another without unparking in between. */
@@ -90,6 +104,7 @@ final class KeyParking {
     if (park.holds.isEmpty()) {
       parks.remove(key);
       flush(park, submit);
+      parkedCount = parks.size();
     }
   }
 
@@ -124,6 +139,7 @@ final class KeyParking {
     for (Park park : unparked) {
       flush(park, submit);
     }
+    parkedCount = parks.size();
     return dropped;
   }
 

@@ -22,6 +22,7 @@ final class Work {
   private final OffsetTracker.Ticket<TopicPartition> ticket;
   private final boolean fromRetryTopic;
   private final Object gateKey;
+  private String position; // built on first use; a racy repeat builds an equal string
 
   Work(ConsumerRecord<String, byte[]> record, OffsetTracker.Ticket<TopicPartition> ticket,
       boolean fromRetryTopic, Object gateKey) {
@@ -53,8 +54,14 @@ final class Work {
     return gateKey;
   }
 
+  /** {@code topic-partition@offset}. */
   String position() {
-    return KafkaRecords.position(record.topic(), record.partition(), record.offset());
+    String p = position;
+    if (p == null) {
+      p = KafkaRecords.position(record.topic(), record.partition(), record.offset());
+      position = p;
+    }
+    return p;
   }
 
   @Override

@@ -9,6 +9,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.Message;
 import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleLog;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.tck.Await;
 import java.time.Duration;
@@ -351,5 +353,65 @@ class KafkaConsumerRuntimeTest {
     assertThatThrownBy(() -> subscriber().subscribe(SubscriptionSpec.builder(topic, "x").build(),
         d -> { }, null)).isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("rateLimiter");
+  }
+
+  @Test
+  @DisplayName("a lifecycle listener sees each record delivered, then acked, at its position")
+  void lifecycleEvents() {
+    String topic = KafkaTestBroker.uniqueTopic("events");
+    KafkaTestBroker.createTopic(topic, 1);
+    List<Message> messages = List.of(message("a", 0), message("b", 1));
+    publishAll(topic, messages);
+    LifecycleLog log = new LifecycleLog(100);
+    KafkaSubscriber s = KafkaSubscriber.create(KafkaTestSupport.config().listener(log).build());
+    subscribers.add(s);
+    List<Integer> handled = new CopyOnWriteArrayList<>();
+    s.subscribe(SubscriptionSpec.builder(topic, topic + "-g").build(), d -> handled.add(seq(d)));
+
+    Await.until(WAIT, "both acked", () -> messages.stream().allMatch(m -> log.history(m.id())
+        .stream().anyMatch(e -> e.stage() == LifecycleEvent.Stage.ACKED)));
+    for (int i = 0; i < messages.size(); i++) {
+      List<LifecycleEvent> history = log.history(messages.get(i).id());
+      assertThat(history).extracting(LifecycleEvent::stage)
+          .containsExactly(LifecycleEvent.Stage.DELIVERED, LifecycleEvent.Stage.ACKED);
+      assertThat(history).extracting(LifecycleEvent::detail).containsOnly(topic + "-0@" + i);
+      assertThat(history).extracting(LifecycleEvent::traceId)
+          .containsOnly(messages.get(i).traceId());
+    }
+  }
+
+  @Test
+  @DisplayName("when in-flight work is full, the worker that makes room wakes the poll: intake does"
+      + " not wait out the poll timeout")
+  void roomWakesThePoll() throws Exception {
+    String topic = KafkaTestBroker.uniqueTopic("room");
+    KafkaTestBroker.createTopic(topic, 1);
+    List<Message> messages = new ArrayList<>();
+    for (int i = 0; i < 60; i++) {
+      messages.add(message("k" + i, i));
+    }
+    publishAll(topic, messages);
+    KafkaSubscriber s = KafkaSubscriber.create(KafkaTestSupport.config()
+        .pollTimeout(Duration.ofSeconds(60)).closeTimeout(Duration.ofSeconds(5)).build());
+    subscribers.add(s);
+    CountDownLatch gate = new CountDownLatch(1);
+    AtomicInteger handled = new AtomicInteger();
+    // maxInFlight 10: polls of at most 5 records, intake stops above 5 in flight.
+    KafkaConsumerRuntime sub = (KafkaConsumerRuntime) s.subscribe(
+        SubscriptionSpec.builder(topic, topic + "-g").ordering(OrderingMode.UNORDERED)
+            .concurrency(2).maxInFlight(10).build(),
+        d -> {
+          gate.await();
+          handled.incrementAndGet();
+        });
+    Await.until(WAIT, "in-flight work full", () -> sub.inFlight() == 10);
+    gate.countDown();
+    // Each stop would last the 60 s poll timeout if nothing cut it short.
+    Await.until(Duration.ofSeconds(30), "all 60 handled well within one poll timeout",
+        () -> handled.get() == 60);
+    long start = System.nanoTime();
+    assertThat(sub.close(Duration.ofSeconds(5))).isTrue();
+    assertThat(Duration.ofNanos(System.nanoTime() - start))
+        .as("close ends the poll in progress").isLessThan(Duration.ofSeconds(30));
   }
 }

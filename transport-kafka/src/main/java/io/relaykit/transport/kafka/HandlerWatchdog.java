@@ -1,0 +1,161 @@
+package io.relaykit.transport.kafka;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+/**
+ * Times out handler calls that all share one timeout, without a timer task per call: each worker
+ * thread publishes its running call in a slot of its own, and one scan on the timer thread expires
+ * the calls past their deadline, then schedules itself for the earliest deadline it saw, or one
+ * timeout ahead when nothing runs. A call that starts after a scan is due no earlier than the next
+ * one, so every call is expired at its deadline (give or take the timer thread's own delays), as
+ * with a timer task per call.
+ *
+ * <p>Expiring a call marks it settled, interrupts its thread and runs its expiry action on the
+ * timer thread; the worker's {@link #end} then reports that the call's own result no longer counts.
+ * Exactly one of the two settles a call.
+ *
+ * <p>Cost: per call one small object and two volatile writes, no lock shared between workers; the
+ * timer thread wakes about once per timeout while handlers finish in time, and scans one slot per
+ * worker thread. Thread-safe.
+ */
+final class HandlerWatchdog {
+
+  private static final System.Logger LOG = System.getLogger(HandlerWatchdog.class.getName());
+  /** Keeps {@code nanoTime() + timeout} far from overflow: about 73 years. */
+  private static final long MAX_TIMEOUT_NANOS = Long.MAX_VALUE / 4;
+
+  /** One handler call being watched. */
+  static final class Call {
+    private final Thread thread;
+    private final long deadline;
+    private final Runnable onExpiry;
+    private final Slot slot;
+    private boolean settled; // guarded by this
+
+    private Call(Thread thread, long deadline, Runnable onExpiry, Slot slot) {
+      this.thread = thread;
+      this.deadline = deadline;
+      this.onExpiry = onExpiry;
+      this.slot = slot;
+    }
+  }
+
+  /** A worker thread's running call, if any. */
+  private static final class Slot {
+    volatile Call current;
+  }
+
+  private final long timeoutNanos;
+  private final ScheduledExecutorService timer;
+  private final LongSupplier nanoTime;
+  private final List<Slot> slots = new CopyOnWriteArrayList<>();
+  private final ThreadLocal<Slot> mySlot = ThreadLocal.withInitial(() -> {
+    Slot slot = new Slot();
+    slots.add(slot);
+    return slot;
+  });
+
+  /**
+   * @param timeout how long a call may run
+   * @param timer runs the scans and the expiry actions; shutting it down stops the watchdog
+   */
+  HandlerWatchdog(Duration timeout, ScheduledExecutorService timer) {
+    this(timeout, timer, System::nanoTime);
+  }
+
+  /** As above, reading time from {@code nanoTime} (tests). */
+  HandlerWatchdog(Duration timeout, ScheduledExecutorService timer, LongSupplier nanoTime) {
+    if (timeout == null || timeout.isNegative() || timeout.isZero()) {
+      throw new IllegalArgumentException("timeout must be positive, was " + timeout);
+    }
+    this.timeoutNanos = timeout.compareTo(Duration.ofNanos(MAX_TIMEOUT_NANOS)) > 0
+        ? MAX_TIMEOUT_NANOS : timeout.toNanos();
+    this.timer = timer;
+    this.nanoTime = nanoTime;
+  }
+
+  /** Starts scanning. */
+  void start() {
+    scheduleScan(timeoutNanos);
+  }
+
+  /**
+   * Starts watching a call on the current thread, which must {@link #end} it before it begins
+   * another.
+   *
+   * @param onExpiry runs on the timer thread if the call is still running at its deadline
+   */
+  Call begin(Runnable onExpiry) {
+    Slot slot = mySlot.get();
+    Call call = new Call(Thread.currentThread(), nanoTime.getAsLong() + timeoutNanos, onExpiry,
+        slot);
+    slot.current = call;
+    return call;
+  }
+
+  /**
+   * Stops watching {@code call} and clears an interrupt its expiry sent.
+   *
+   * @return true if the call finished first, false if it had expired (its result is to be ignored)
+   */
+  boolean end(Call call) {
+    call.slot.current = null;
+    boolean mine;
+    synchronized (call) {
+      // after an expiry, this waits until its interrupt has been sent, so the line below clears it
+      mine = !call.settled;
+      call.settled = true;
+    }
+    Thread.interrupted();
+    return mine;
+  }
+
+  private void scan() {
+    long now = nanoTime.getAsLong();
+    long next = now + timeoutNanos;
+    try {
+      for (Slot slot : slots) {
+        Call call = slot.current;
+        if (call == null) {
+          continue;
+        }
+        if (now - call.deadline >= 0) {
+          expire(call);
+        } else if (call.deadline - next < 0) {
+          next = call.deadline;
+        }
+      }
+    } finally {
+      scheduleScan(next - nanoTime.getAsLong());
+    }
+  }
+
+  private void expire(Call call) {
+    synchronized (call) {
+      if (call.settled) {
+        return;
+      }
+      call.settled = true;
+      call.thread.interrupt();
+    }
+    try {
+      call.onExpiry.run();
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.ERROR, "handler timeout action failed", e);
+    }
+  }
+
+  private void scheduleScan(long delayNanos) {
+    try {
+      timer.schedule(this::scan, Math.max(0, delayNanos), TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException e) {
+      // the timer is shut down: the subscription is closing
+    }
+  }
+}
