@@ -139,9 +139,46 @@ final class Schema {
           c.setAutoCommit(true);
         }
       }
+      if (dialect == Dialect.H2) {
+        realignOutboxIdentity(c, tables);
+      }
     } catch (SQLException e) {
       throw new JdbcStorageException("could not create or migrate relaykit tables with prefix '"
           + tables.prefix + "' on " + dialect + ": " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * Moves the H2 outbox's identity past the highest sequence in the table when it is not already
+   * past it. After a killed process H2 can reopen a file whose committed rows are ahead of the
+   * identity generator's persisted state (seen in the demo's kill -9 test: the next append then
+   * fails with a primary key violation). A no-op, two reads, when the generator is ahead, which is
+   * the normal case; so a second process opening the same file while the first appends changes
+   * nothing.
+   */
+  static void realignOutboxIdentity(Connection c, Tables tables) throws SQLException {
+    long next;
+    try (PreparedStatement ps = c.prepareStatement("SELECT IDENTITY_BASE FROM "
+        + "INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = CURRENT_SCHEMA AND TABLE_NAME = ? "
+        + "AND COLUMN_NAME = 'SEQ'")) {
+      ps.setString(1, tables.outbox.toUpperCase(java.util.Locale.ROOT));
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return;
+        }
+        next = rs.getLong(1);
+      }
+    }
+    long max;
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT COALESCE(MAX(seq), 0) FROM " + tables.outbox)) {
+      rs.next();
+      max = rs.getLong(1);
+    }
+    if (next <= max) {
+      try (Statement s = c.createStatement()) {
+        s.execute("ALTER TABLE " + tables.outbox + " ALTER COLUMN seq RESTART WITH " + (max + 1));
+      }
     }
   }
 
