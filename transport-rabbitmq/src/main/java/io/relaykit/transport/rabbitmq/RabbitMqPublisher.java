@@ -36,6 +36,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 
 /**
  * A {@link Publisher} with RabbitMQ publisher confirms: a future completes only after the broker
@@ -283,18 +284,18 @@ public final class RabbitMqPublisher implements Publisher {
         done.add(p);
       }
     }
-    for (Pending p : done) {
+    finish(done, p -> {
       if (!ack) {
-        finish(p, new PublishException("broker nacked message " + p.messageId + " on "
-            + p.destination + " (an internal broker error; publish again)"));
-      } else if (p.returned != null) {
-        finish(p, new PublishException("message " + p.messageId + " is unroutable: "
-            + p.returned + " (no queue is bound to " + p.destination
-            + "; declare a subscriber group first)"));
-      } else {
-        finish(p, null);
+        return new PublishException("broker nacked message " + p.messageId + " on "
+            + p.destination + " (an internal broker error; publish again)");
       }
-    }
+      if (p.returned != null) {
+        return new PublishException("message " + p.messageId + " is unroutable: "
+            + p.returned + " (no queue is bound to " + p.destination
+            + "; declare a subscriber group first)");
+      }
+      return null;
+    });
   }
 
   private void returned(Gen g, int replyCode, String replyText, AMQP.BasicProperties props) {
@@ -308,22 +309,33 @@ public final class RabbitMqPublisher implements Publisher {
     }
   }
 
-  /** Completes {@code p} once: frees its window slot and completes its future off this thread. */
+  /** Completes {@code p} once with {@code failure} (null: confirmed). */
   private void finish(Pending p, RuntimeException failure) {
-    if (!p.finished.compareAndSet(false, true)) {
+    finish(List.of(p), ignored -> failure);
+  }
+
+  /**
+   * Completes each of {@code batch} that is not finished yet with the failure {@code outcome} gives
+   * it (null: confirmed). Their window slots are freed together and their futures completed by one
+   * task on the completer thread: one broker confirm often settles hundreds of messages, and a
+   * wake-up of the publishing thread or of the completer per message would cost more than the
+   * message itself.
+   */
+  private void finish(List<Pending> batch, Function<Pending, RuntimeException> outcome) {
+    List<Pending> settled = new ArrayList<>(batch.size());
+    for (Pending p : batch) {
+      if (p.finished.compareAndSet(false, true)) {
+        p.failure = outcome.apply(p);
+        settled.add(p);
+      }
+    }
+    if (settled.isEmpty()) {
       return;
     }
-    window.release();
-    PublishReceipt receipt = failure == null
-        ? new PublishReceipt(p.messageId, p.destination, Long.toString(p.seq)) : null;
+    window.release(settled.size());
     Runnable complete = () -> {
-      if (failure == null) {
-        if (p.traceId != null) {
-          event(LifecycleEvent.Stage.CONFIRMED, p, receipt.position());
-        }
-        p.future.complete(receipt);
-      } else {
-        p.future.completeExceptionally(failure);
+      for (Pending p : settled) {
+        complete(p);
       }
     };
     try {
@@ -331,6 +343,18 @@ public final class RabbitMqPublisher implements Publisher {
     } catch (RejectedExecutionException e) {
       complete.run();
     }
+  }
+
+  private void complete(Pending p) {
+    if (p.failure != null) {
+      p.future.completeExceptionally(p.failure);
+      return;
+    }
+    PublishReceipt receipt = new PublishReceipt(p.messageId, p.destination, Long.toString(p.seq));
+    if (p.traceId != null) {
+      event(LifecycleEvent.Stage.CONFIRMED, p, receipt.position());
+    }
+    p.future.complete(receipt);
   }
 
   private void event(LifecycleEvent.Stage stage, Pending p, String detail) {
@@ -362,11 +386,10 @@ public final class RabbitMqPublisher implements Publisher {
     } finally {
       lock.unlock();
     }
-    for (Pending p : overdue) {
-      finish(p, new PublishException("no confirm for message " + p.messageId + " on "
-          + p.destination + " within " + config.confirmTimeout() + " (last connection loss: "
-          + lastLossText() + ")"));
-    }
+    String loss = lastLossText();
+    finish(overdue, p -> new PublishException("no confirm for message " + p.messageId + " on "
+        + p.destination + " within " + config.confirmTimeout() + " (last connection loss: "
+        + loss + ")"));
   }
 
   private String lastLossText() {
@@ -535,10 +558,8 @@ public final class RabbitMqPublisher implements Publisher {
     } finally {
       lock.unlock();
     }
-    for (Pending p : left) {
-      finish(p, new PublishException("publisher closed before message " + p.messageId
-          + " was confirmed"));
-    }
+    finish(left, p -> new PublishException("publisher closed before message " + p.messageId
+        + " was confirmed"));
     if (drained) {
       window.release(config.confirmWindow());
     }
@@ -602,6 +623,7 @@ public final class RabbitMqPublisher implements Publisher {
     int sends; // guarded by the publisher's lock
     volatile long seq;
     volatile String returned;
+    RuntimeException failure; // written before its completion task is submitted
 
     Pending(String exchange, String routingKey, String destination, String messageId,
         String traceId, String type, long createdMillis, Map<String, String> wire, byte[] body) {
