@@ -18,11 +18,13 @@ import java.util.function.LongSupplier;
  *
  * <p>Expiring a call marks it settled, interrupts its thread and runs its expiry action on the
  * timer thread; the worker's {@link #end} then reports that the call's own result no longer counts.
- * Exactly one of the two settles a call.
+ * Exactly one of the two settles a call. An {@link #end} that meets a running expiry action waits
+ * for it: whatever the action sets up (the consumer runtime parks the record's key there) is in
+ * place before the call's thread moves on, as if that thread had handled the failure itself.
  *
  * <p>Cost: per call one small object and two volatile writes, no lock shared between workers; the
  * timer thread wakes about once per timeout while handlers finish in time, and scans one slot per
- * worker thread. Thread-safe.
+ * worker thread. Only an expired call's own thread ever waits, for its expiry action. Thread-safe.
  */
 final class HandlerWatchdog {
 
@@ -89,7 +91,8 @@ final class HandlerWatchdog {
    * Starts watching a call on the current thread, which must {@link #end} it before it begins
    * another.
    *
-   * @param onExpiry runs on the timer thread if the call is still running at its deadline
+   * @param onExpiry runs on the timer thread if the call is still running at its deadline; {@link
+   *     #end} of this call waits until it has run, so it must not wait for this call's thread
    */
   Call begin(Runnable onExpiry) {
     Slot slot = mySlot.get();
@@ -100,7 +103,8 @@ final class HandlerWatchdog {
   }
 
   /**
-   * Stops watching {@code call} and clears an interrupt its expiry sent.
+   * Stops watching {@code call} and clears an interrupt its expiry sent. If the call expired, returns
+   * only after its expiry action has run.
    *
    * @return true if the call finished first, false if it had expired (its result is to be ignored)
    */
@@ -108,7 +112,8 @@ final class HandlerWatchdog {
     call.slot.current = null;
     boolean mine;
     synchronized (call) {
-      // after an expiry, this waits until its interrupt has been sent, so the line below clears it
+      // after an expiry, this waits until its interrupt has been sent and its action has run, so
+      // the line below clears that interrupt and the caller sees what the action did
       mine = !call.settled;
       call.settled = true;
     }
@@ -143,11 +148,14 @@ final class HandlerWatchdog {
       }
       call.settled = true;
       call.thread.interrupt();
-    }
-    try {
-      call.onExpiry.run();
-    } catch (RuntimeException e) {
-      LOG.log(System.Logger.Level.ERROR, "handler timeout action failed", e);
+      // Still holding the call: its thread, once out of the handler, waits in end() until the
+      // action has run. Released any earlier, that thread would go on (its executor would start
+      // the key's next record) before the action had parked the key.
+      try {
+        call.onExpiry.run();
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.ERROR, "handler timeout action failed", e);
+      }
     }
   }
 

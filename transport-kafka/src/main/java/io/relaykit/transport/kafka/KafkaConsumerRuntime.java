@@ -548,6 +548,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private void runHandler(Work w, Map<String, String> wire, Delivery delivery,
       String sourcePosition) {
+    // On a timeout the failure is routed on the timer thread, and watchdog.end waits for that: the
+    // key is parked (onFailure) before this worker lets the key's next record run.
     HandlerWatchdog.Call call = watchdog.begin(() -> onFailure(w, wire, delivery, sourcePosition,
         new TimeoutException("handler did not finish within " + spec.handlerTimeout()
             + "; its late result is ignored")));

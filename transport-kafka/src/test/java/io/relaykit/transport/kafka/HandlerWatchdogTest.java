@@ -3,13 +3,17 @@ package io.relaykit.transport.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.relaykit.tck.Await;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
@@ -130,6 +134,46 @@ class HandlerWatchdogTest {
     assertThat(expired).hasValue(2);
     assertThat(watchdog.end(calls.get(0))).isFalse();
     assertThat(watchdog.end(calls.get(2))).isFalse();
+  }
+
+  @Test
+  @DisplayName("the thread of an expired call leaves end only after the expiry action has run, so"
+      + " what the action sets up is in place before that thread moves on")
+  void endWaitsForTheExpiryAction() throws Exception {
+    watchdog.start();
+    AtomicBoolean actionDone = new AtomicBoolean();
+    AtomicReference<Boolean> mine = new AtomicReference<>();
+    AtomicReference<Boolean> actionDoneAtEnd = new AtomicReference<>();
+    AtomicReference<Thread> worker = new AtomicReference<>();
+    CountDownLatch begun = new CountDownLatch(1);
+    worker.set(new Thread(() -> {
+      // The action stands for the runtime parking the record's key. It lets the worker reach end
+      // first (blocked there, or gone past it if end does not wait), then completes.
+      HandlerWatchdog.Call call = watchdog.begin(() -> {
+        Await.until(Duration.ofSeconds(30), "the worker at or past end", () ->
+            worker.get().getState() == Thread.State.BLOCKED
+                || worker.get().getState() == Thread.State.TERMINATED);
+        actionDone.set(true);
+      });
+      begun.countDown();
+      try {
+        new CountDownLatch(1).await(30, TimeUnit.SECONDS); // a handler stuck until interrupted
+      } catch (InterruptedException e) {
+        // the expiry's interrupt
+      }
+      mine.set(watchdog.end(call));
+      actionDoneAtEnd.set(actionDone.get());
+    }, "watchdog-test-worker"));
+    worker.get().start();
+    assertThat(begun.await(30, TimeUnit.SECONDS)).isTrue();
+
+    timer.advanceTo(100 * MS); // expires the call here, on the test thread
+    worker.get().join(TimeUnit.SECONDS.toMillis(30));
+
+    assertThat(actionDone).isTrue();
+    assertThat(mine.get()).as("the call's own result no longer counts").isFalse();
+    assertThat(actionDoneAtEnd.get()).as("the expiry action had finished when end returned")
+        .isTrue();
   }
 
   @Test

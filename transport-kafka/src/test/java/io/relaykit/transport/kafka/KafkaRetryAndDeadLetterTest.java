@@ -14,6 +14,7 @@ import io.relaykit.message.MessageHeaders;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.retry.Backoff;
+import io.relaykit.retry.FailureClassifier;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.tck.Await;
 import java.nio.charset.StandardCharsets;
@@ -22,10 +23,14 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -244,5 +249,54 @@ class KafkaRetryAndDeadLetterTest {
         .containsEntry(MessageHeaders.EXCEPTION_CLASS,
             java.util.concurrent.TimeoutException.class.getName())
         .containsKey(MessageHeaders.RETRY_AT);
+  }
+
+  @Test
+  @DisplayName("KEY mode: a record that times out parks its key before the key's next record can"
+      + " start; that record runs only after the retry has finished")
+  void timeoutParksTheKeyBeforeItsNextRecordRuns() {
+    String topic = KafkaTestBroker.uniqueTopic("timeoutorder");
+    String group = topic + "-g";
+    KafkaTestBroker.createTopic(topic, 1);
+    publishAll(topic, List.of(message("k", 0), message("k", 1)));
+
+    // Lock-free, so that no handler thread ever shows as BLOCKED because of the test itself.
+    Queue<String> log = new ConcurrentLinkedQueue<>();
+    AtomicReference<Thread> timedOutWorker = new AtomicReference<>();
+    // The retry policy runs on the timer thread between the timeout and the parking of the key.
+    // Here it dwells there until the key's next record has started (the key was not parked in
+    // time) or the timed-out record's worker is blocked waiting for this routing to finish.
+    FailureClassifier dwellsOnTimeout = failure -> {
+      if (failure instanceof TimeoutException) {
+        try {
+          Await.until(Duration.ofSeconds(10), "next record started, or the worker waits", () ->
+              log.contains("start 1#1")
+                  || timedOutWorker.get().getState() == Thread.State.BLOCKED);
+        } catch (AssertionError e) {
+          // neither: go on, the order asserted below decides
+        }
+      }
+      return FailureClassifier.Kind.RETRYABLE;
+    };
+    subscriber().subscribe(SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
+        .concurrency(2).handlerTimeout(Duration.ofMillis(500))
+        .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+            .backoff(Backoff.fixed(Duration.ofMillis(100))).classifier(dwellsOnTimeout).build())
+        .build(),
+        d -> {
+          String call = d.message().payloadUtf8() + "#" + d.attempt();
+          log.add("start " + call);
+          if (call.equals("0#1")) {
+            timedOutWorker.set(Thread.currentThread());
+            new CountDownLatch(1).await(); // until the timeout interrupts it
+          }
+          log.add("end " + call);
+        });
+
+    Await.until(WAIT, "the retry and the next record handled",
+        () -> log.contains("end 0#2") && log.contains("end 1#1"));
+    assertThat(log).containsExactly("start 0#1", "start 0#2", "end 0#2", "start 1#1", "end 1#1");
+    Await.until(WAIT, "both committed", () -> Long.valueOf(2)
+        .equals(committedOffsets(group, topic).get(0)));
   }
 }
