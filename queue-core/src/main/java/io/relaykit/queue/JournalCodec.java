@@ -116,16 +116,16 @@ final class JournalCodec {
 
   /** Approximate encoded sizes, for the live-bytes estimate that triggers compaction. */
   static long appendSize(QueuedEvent e) {
-    return 64 + QueuedEvent.utf8Length(e.eventId()) + QueuedEvent.utf8Length(e.name())
-        + QueuedEvent.utf8Length(e.payload());
+    return 64 + Utf8.length(e.eventId()) + Utf8.length(e.name())
+        + Utf8.length(e.payload());
   }
 
   static long seenSize(String id) {
-    return 32 + QueuedEvent.utf8Length(id);
+    return 32 + Utf8.length(id);
   }
 
   static long deadSize(String id, String reason) {
-    return 32 + QueuedEvent.utf8Length(id) + (reason == null ? 0 : QueuedEvent.utf8Length(reason));
+    return 32 + Utf8.length(id) + (reason == null ? 0 : Utf8.length(reason));
   }
 
   /** Thrown for a record whose checksum passed but whose contents make no sense. */

@@ -56,45 +56,17 @@ public record QueuedEvent(
     return expiresAt != null && !now.isBefore(expiresAt);
   }
 
-  /** The payload's size in UTF-8 bytes: what {@code maxBytes} capacity counts. */
+  /**
+   * The payload's size in UTF-8 bytes ({@link Utf8#length}), what {@code maxBytes} capacity
+   * counts; {@link Integer#MAX_VALUE} for a payload larger than that.
+   */
   public int payloadBytes() {
-    return utf8Length(payload);
+    return bytesOf(payload);
   }
 
-  /**
-   * UTF-8 length without allocating the encoded bytes: one pass over the chars, with a tight loop
-   * for the ASCII run that most payloads are. An unpaired surrogate counts 3 bytes.
-   */
-  static int utf8Length(String s) {
-    int length = s.length();
-    int i = 0;
-    for (int limit = length - 3; i < limit; i += 4) {
-      if ((s.charAt(i) | s.charAt(i + 1) | s.charAt(i + 2) | s.charAt(i + 3)) >= 0x80) {
-        break;
-      }
-    }
-    while (i < length && s.charAt(i) < 0x80) {
-      i++;
-    }
-    if (i == length) {
-      return length;
-    }
-    int n = i;
-    for (; i < length; i++) {
-      char c = s.charAt(i);
-      if (c < 0x80) {
-        n += 1;
-      } else if (c < 0x800) {
-        n += 2;
-      } else if (Character.isHighSurrogate(c) && i + 1 < length
-          && Character.isLowSurrogate(s.charAt(i + 1))) {
-        n += 4;
-        i++;
-      } else {
-        n += 3;
-      }
-    }
-    return n;
+  /** {@link Utf8#length} of {@code payload}, capped at {@link Integer#MAX_VALUE}. */
+  static int bytesOf(String payload) {
+    return (int) Math.min(Integer.MAX_VALUE, Utf8.length(payload));
   }
 
   @Override

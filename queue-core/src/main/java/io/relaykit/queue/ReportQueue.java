@@ -299,7 +299,7 @@ public final class ReportQueue {
         }
         return EnqueueResult.rejected(EnqueueResult.Reason.EXPIRED);
       }
-      int size = QueuedEvent.utf8Length(event.payload());
+      int size = QueuedEvent.bytesOf(event.payload());
       if (size > maxBytes) {
         dropped++;
         if (listening) {

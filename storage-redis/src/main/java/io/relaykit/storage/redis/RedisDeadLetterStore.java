@@ -11,6 +11,7 @@ import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.message.Message;
 import io.relaykit.queue.Priority;
+import io.relaykit.queue.Utf8;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -124,7 +125,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     put(args, "lastFailureAt", deadLetter.lastFailureAt().toString());
     long size = 0;
     for (String a : args) {
-      size += Fields.utf8Length(a);
+      size += Utf8.length(a);
     }
     if (size > maxValueBytes) {
       throw new IllegalArgumentException("deadLetter " + id + " is " + size

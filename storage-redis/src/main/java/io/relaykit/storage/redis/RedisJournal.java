@@ -8,6 +8,7 @@ import io.relaykit.queue.JournalState;
 import io.relaykit.queue.Priority;
 import io.relaykit.queue.QueueJournal;
 import io.relaykit.queue.QueuedEvent;
+import io.relaykit.queue.Utf8;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -144,7 +145,7 @@ public final class RedisJournal implements QueueJournal {
     String packed = Fields.encode(event.name(), event.payload(), event.priority().name(),
         event.enqueuedAt().toString(), event.expiresAt() == null ? null
             : event.expiresAt().toString());
-    long size = Fields.utf8Length(packed);
+    long size = Utf8.length(packed);
     if (size > maxValueBytes) {
       throw new IllegalArgumentException("event " + event.eventId() + " is " + size
           + " bytes encoded, over maxValueBytes " + maxValueBytes);

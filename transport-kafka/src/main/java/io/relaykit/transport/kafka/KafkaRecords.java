@@ -1,5 +1,6 @@
 package io.relaykit.transport.kafka;
 
+import io.relaykit.queue.Utf8;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -34,34 +35,12 @@ final class KafkaRecords {
   static int payloadBytes(String key, byte[] value, Headers headers) {
     long size = value == null ? 0 : value.length;
     if (key != null) {
-      size += utf8Length(key);
+      size += Utf8.length(key);
     }
     for (Header h : headers) {
-      size += utf8Length(h.key()) + (h.value() == null ? 0 : h.value().length);
+      size += Utf8.length(h.key()) + (h.value() == null ? 0 : h.value().length);
     }
     return (int) Math.min(Integer.MAX_VALUE, size);
-  }
-
-  /** {@code s.getBytes(UTF_8).length}, without encoding it. */
-  static long utf8Length(String s) {
-    long n = 0;
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      if (c < 0x80) {
-        n++;
-      } else if (c < 0x800) {
-        n += 2;
-      } else if (!Character.isSurrogate(c)) {
-        n += 3;
-      } else if (Character.isHighSurrogate(c) && i + 1 < s.length()
-          && Character.isLowSurrogate(s.charAt(i + 1))) {
-        n += 4;
-        i++;
-      } else {
-        n++; // a lone surrogate is encoded as '?'
-      }
-    }
-    return n;
   }
 
   /** The {@code topic-partition} part of a {@link #position}, or null if it is not one. */

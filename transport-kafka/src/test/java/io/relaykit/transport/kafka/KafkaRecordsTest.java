@@ -2,9 +2,7 @@ package io.relaykit.transport.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.junit.jupiter.api.DisplayName;
@@ -12,18 +10,6 @@ import org.junit.jupiter.api.Test;
 
 @DisplayName("KafkaRecords header codec and sizes")
 class KafkaRecordsTest {
-
-  @Test
-  @DisplayName("utf8Length is the length of the UTF-8 encoding, surrogate pairs and lone"
-      + " surrogates included")
-  void utf8Length() {
-    for (String s : List.of("", "order-42", "caf\u00e9", "\u00ff\u0100\u07ff\u0800",
-        "\u65e5\u672c\u8a9e", "\ud83d\ude00 smile", "lone \ud83d high", "lone \ude00 low",
-        "\ude00\ud83d reversed", "end \ud83d", "\uffff\u0000")) {
-      assertThat(KafkaRecords.utf8Length(s)).as(s)
-          .isEqualTo(s.getBytes(StandardCharsets.UTF_8).length);
-    }
-  }
 
   @Test
   @DisplayName("payloadBytes counts the key, the value and every header name and value")
