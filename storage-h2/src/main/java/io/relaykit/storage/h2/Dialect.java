@@ -10,9 +10,9 @@ import java.util.stream.Collectors;
 /**
  * The few SQL statements that differ between the databases relaykit's JDBC storage runs on. All
  * other SQL is the same on both: standard DDL, {@code FETCH FIRST n ROWS ONLY}, {@code FOR UPDATE
- * SKIP LOCKED}, {@code = ANY(?)} with an array parameter; the outbox claim, which each database
- * does its own fastest safe way, is built in {@link JdbcOutboxStore}. H2 runs in its native mode;
- * {@code MODE=PostgreSQL} is not needed.
+ * SKIP LOCKED}, {@code = ANY(?)} with an array parameter. The outbox's claim and markSent, which
+ * each database does its own fastest safe way, are the {@code OutboxStatements} that {@code
+ * outbox(table)} picks. H2 runs in its native mode; {@code MODE=PostgreSQL} is not needed.
  */
 public enum Dialect {
   /** H2 2.x, embedded (file or in-memory) or server. */
@@ -33,6 +33,11 @@ public enum Dialect {
     String upsert(String table, List<String> columns, List<String> keys) {
       return "MERGE INTO " + table + " (" + String.join(", ", columns) + ") KEY ("
           + String.join(", ", keys) + ") VALUES (" + params(columns.size()) + ")";
+    }
+
+    @Override
+    OutboxStatements outbox(String table) {
+      return new OutboxStatements.H2(table);
     }
   },
 
@@ -58,6 +63,11 @@ public enum Dialect {
           .collect(Collectors.joining(", "));
       return insert(table, columns) + " ON CONFLICT (" + String.join(", ", keys)
           + ") DO UPDATE SET " + updates;
+    }
+
+    @Override
+    OutboxStatements outbox(String table) {
+      return new OutboxStatements.Postgres(table);
     }
   };
 
@@ -95,6 +105,9 @@ public enum Dialect {
 
   /** An INSERT of one row that replaces the non-key columns of an existing row with the same keys. */
   abstract String upsert(String table, List<String> columns, List<String> keys);
+
+  /** The outbox claim and markSent statements for the outbox table {@code table}. */
+  abstract OutboxStatements outbox(String table);
 
   /**
    * Runs an {@link #insertIgnoringDuplicates} statement: 1 if the row was inserted, 0 if a row

@@ -12,10 +12,8 @@ import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.List;
 import javax.sql.DataSource;
 
@@ -29,8 +27,8 @@ import javax.sql.DataSource;
  * it is one statement, {@code UPDATE ... WHERE seq = ANY(ARRAY(SELECT ... FOR UPDATE SKIP LOCKED))
  * RETURNING ...}, and {@link #markSent} is one {@code UPDATE ... WHERE seq = ANY(?)}. On H2 a
  * claim is one transaction of {@code SELECT ... FOR UPDATE SKIP LOCKED} and a batch of conditional
- * one-row lease updates (H2 row locks do not re-check a row; see the constructor), and markSent
- * one batch of one-row updates. Cost per claim: one index range scan in sequence order that stops
+ * one-row lease updates (H2 row locks do not re-check a row; see {@code OutboxStatements.H2}), and
+ * markSent one batch of one-row updates. Cost per claim: one index range scan in sequence order that stops
  * after {@code max} rows, one index probe per keyed candidate, one row write per claimed row (plus
  * one lock write per row on H2); see the README for the index plan. Append is one INSERT (one
  * batch for {@link #appendAll}). Thread-safe.
@@ -49,64 +47,18 @@ public final class JdbcOutboxStore implements OutboxStore {
 
   private final DataSource dataSource;
   private final Tables tables;
-  private final boolean postgres;
   private final String insertSql;
-  private final String claimSql;
-  private final String leaseSql;
-  private final String markSentSql;
+  private final OutboxStatements statements;
 
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables) {
     this.dataSource = dataSource;
     this.tables = tables;
-    this.postgres = dialect == Dialect.POSTGRESQL;
     String t = tables.outbox;
     this.insertSql = "INSERT INTO " + t + " (destination, message_id, msg_key, headers, payload,"
         + " created_at, state, ready_at, attempts) VALUES (?, ?, ?, ?, ?, ?, " + UNSENT
         + ", 0, 0)";
-    // Claimable: unsent, ready, not under a live lease, and the oldest unsent row of its key.
-    // Parameters: now, now.
-    String claimable = "o.state = " + UNSENT + " AND o.ready_at <= ?"
-        + " AND (o.lease_until IS NULL OR o.lease_until <= ?)"
-        + " AND (o.msg_key IS NULL OR NOT EXISTS (SELECT 1 FROM " + t + " e"
-        + " WHERE e.msg_key = o.msg_key AND e.state = " + UNSENT + " AND e.seq < o.seq))";
-    String markSent = "UPDATE " + t + " SET state = " + SENT + ", sent_at = ?,"
-        + " lease_owner = NULL, lease_until = NULL WHERE ";
-    if (postgres) {
-      // One statement, one round trip: the subquery locks the oldest claimable rows, skipping
-      // rows other relays hold (READ COMMITTED re-checks a locked row's WHERE clause on its newest
-      // version), and the UPDATE leases exactly those rows and returns them. ANY(ARRAY(...))
-      // makes the subquery an init plan, run once, and the UPDATE a primary-key lookup; with
-      // seq IN (...) the planner may pick a hash semi-join over a sequential scan of the table,
-      // sent rows included. Parameters: owner, until, now, now, max.
-      this.claimSql = "UPDATE " + t + " SET lease_owner = ?, lease_until = ?"
-          + " WHERE seq = ANY(ARRAY(SELECT o.seq FROM " + t + " o WHERE " + claimable
-          + " ORDER BY o.seq LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING " + CLAIM_COLUMNS;
-      this.leaseSql = null;
-      // The whole batch in one statement (an index scan of the primary key for the array).
-      this.markSentSql = markSent + "seq = ANY(?) AND state = " + UNSENT + " AND lease_owner = ?";
-    } else {
-      // H2 claims in two steps inside one transaction. A one-statement claim (UPDATE ... FETCH
-      // FIRST n ROWS ONLY) handed rows out twice in the concurrency tests: H2 let the statement
-      // lease rows as its snapshot showed them, although another relay had leased and marked
-      // them sent after that snapshot. So the
-      // SELECT ... FOR UPDATE SKIP LOCKED takes the locks (parameters now, now, max), and then a
-      // conditional UPDATE per locked row, from a snapshot taken after the locks, keeps only rows
-      // that still qualify and were not rescheduled meanwhile (attempts unchanged).
-      // Parameters: owner, until, seq, attempts read, now, now.
-      this.claimSql = "SELECT " + CLAIM_COLUMNS + " FROM " + t + " o WHERE " + claimable
-          + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
-      this.leaseSql = "UPDATE " + t + " SET lease_owner = ?, lease_until = ? WHERE seq = ?"
-          + " AND attempts = ? AND state = " + UNSENT + " AND ready_at <= ?"
-          + " AND (lease_until IS NULL OR lease_until <= ?)";
-      // A JDBC batch of one-row updates: H2 evaluates seq = ANY(?) by a linear search of the
-      // array for every row it updates, quadratic in the batch size.
-      this.markSentSql = markSent + "seq = ? AND state = " + UNSENT + " AND lease_owner = ?";
-    }
+    this.statements = dialect.outbox(t);
   }
-
-  /** The columns a claim returns, in the order {@link #readClaimed} reads them. */
-  private static final String CLAIM_COLUMNS =
-      "seq, destination, msg_key, headers, payload, attempts, first_failure_at";
 
   /**
    * Inserts {@code message} for {@code destination} through {@code tx}, the caller's connection,
@@ -179,73 +131,9 @@ public final class JdbcOutboxStore implements OutboxStore {
     Instant until = now.plus(lease);
     long nowNanos = Instants.toNanos("now", now);
     long untilNanos = Instants.toNanos("now + lease", until);
-    String what = "outbox claim on " + tables.outbox;
-    List<OutboxRecord> claimed;
-    if (postgres) {
-      claimed = Jdbc.autoCommit(dataSource, what, c -> {
-        try (PreparedStatement ps = c.prepareStatement(claimSql)) {
-          ps.setString(1, owner);
-          ps.setLong(2, untilNanos);
-          ps.setLong(3, nowNanos);
-          ps.setLong(4, nowNanos);
-          ps.setInt(5, max);
-          return readClaimed(ps, max, owner, until);
-        }
-      });
-      // UPDATE ... RETURNING promises no order: oldest first, as specified.
-      claimed.sort(BY_SEQUENCE);
-      return claimed;
-    }
-    return Jdbc.inTransaction(dataSource, what, c -> {
-      List<OutboxRecord> candidates;
-      try (PreparedStatement ps = c.prepareStatement(claimSql)) {
-        ps.setLong(1, nowNanos);
-        ps.setLong(2, nowNanos);
-        ps.setInt(3, max);
-        candidates = readClaimed(ps, max, owner, until);
-      }
-      if (candidates.isEmpty()) {
-        return candidates;
-      }
-      try (PreparedStatement ps = c.prepareStatement(leaseSql)) {
-        for (OutboxRecord r : candidates) {
-          ps.setString(1, owner);
-          ps.setLong(2, untilNanos);
-          ps.setLong(3, r.sequence());
-          ps.setInt(4, r.attempts());
-          ps.setLong(5, nowNanos);
-          ps.setLong(6, nowNanos);
-          ps.addBatch();
-        }
-        int[] counts = ps.executeBatch();
-        List<OutboxRecord> leased = new ArrayList<>(candidates.size());
-        for (int i = 0; i < counts.length; i++) {
-          if (counts[i] == 1 || counts[i] == Statement.SUCCESS_NO_INFO) {
-            leased.add(candidates.get(i));
-          }
-        }
-        return leased;
-      }
-    });
+    return statements.claim(dataSource, "outbox claim on " + tables.outbox, owner, max,
+        nowNanos, untilNanos, until);
   }
-
-  private static List<OutboxRecord> readClaimed(PreparedStatement ps, int max, String owner,
-      Instant until) throws SQLException {
-    List<OutboxRecord> rows = new ArrayList<>(Math.min(max, 1_024));
-    try (ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        long firstFailure = rs.getLong(7);
-        Instant firstFailureAt = rs.wasNull() ? null : Instants.fromNanos(firstFailure);
-        Message m = Envelopes.decode(rs.getString(4), rs.getString(3), rs.getBytes(5));
-        rows.add(new OutboxRecord(rs.getLong(1), rs.getString(2), m, rs.getInt(6),
-            firstFailureAt, owner, until));
-      }
-    }
-    return rows;
-  }
-
-  private static final Comparator<OutboxRecord> BY_SEQUENCE =
-      Comparator.comparingLong(OutboxRecord::sequence);
 
   @Override
   public int markSent(String owner, Collection<Long> sequences, Instant now) {
@@ -268,32 +156,8 @@ public final class JdbcOutboxStore implements OutboxStore {
     }
     // Ascending, so concurrent statements lock rows in one order, as claims do.
     Arrays.sort(seqs);
-    String what = "outbox markSent on " + tables.outbox;
-    if (postgres) {
-      return Jdbc.autoCommit(dataSource, what, c -> {
-        try (PreparedStatement ps = c.prepareStatement(markSentSql)) {
-          ps.setLong(1, nowNanos);
-          ps.setArray(2, c.createArrayOf("bigint", seqs));
-          ps.setString(3, owner);
-          return ps.executeUpdate();
-        }
-      });
-    }
-    return Jdbc.inTransaction(dataSource, what, c -> {
-      try (PreparedStatement ps = c.prepareStatement(markSentSql)) {
-        for (Long seq : seqs) {
-          ps.setLong(1, nowNanos);
-          ps.setLong(2, seq);
-          ps.setString(3, owner);
-          ps.addBatch();
-        }
-        int changed = 0;
-        for (int n : ps.executeBatch()) {
-          changed += n > 0 ? n : 0;
-        }
-        return changed;
-      }
-    });
+    return statements.markSent(dataSource, "outbox markSent on " + tables.outbox, owner, seqs,
+        nowNanos);
   }
 
   @Override
