@@ -4,108 +4,108 @@ import java.util.List;
 
 /**
  * Every ratio the README reports, with its target. One list, so the report, the README table and
- * the chart cannot drift apart. Each backend's benchmark adds its rows here.
+ * the chart cannot drift apart. Each backend's benchmark adds its rows here, one declaration a
+ * ratio.
  */
 final class Ratios {
   private Ratios() {}
 
+  /** The target of a ratio that is reported but has no floor. */
+  private static final Double NO_TARGET = null;
+
   static List<Ratio> all() {
     return List.of(
-        new Ratio("report queue cycle vs ArrayBlockingQueue, 1 000 pending",
-            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "RELAYKIT", "capacity", "1000"),
-            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "ARRAY_BLOCKING_QUEUE",
-                "capacity", "1000"),
-            0.5),
-        new Ratio("report queue cycle vs ArrayBlockingQueue, 100 000 pending",
-            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "RELAYKIT",
-                "capacity", "100000"),
-            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "ARRAY_BLOCKING_QUEUE",
-                "capacity", "100000"),
-            0.5),
-        new Ratio("report queue cycle at 100 000 vs at 1 000 pending (flat cost)",
-            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "RELAYKIT",
-                "capacity", "100000"),
-            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "RELAYKIT", "capacity", "1000"),
-            0.8),
-        new Ratio("report queue cycle vs the seed design, 100 000 pending",
-            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "RELAYKIT",
-                "capacity", "100000"),
-            Ratio.Select.of("ReportQueueBenchmark.cycle", "impl", "SEED_BASELINE",
-                "capacity", "100000"),
-            100.0),
-        new Ratio("report queue, 2 producers + 1 drainer, vs ArrayBlockingQueue",
-            Ratio.Select.of("ReportQueueBenchmark.concurrentEnqueue", "impl", "RELAYKIT",
-                "capacity", "100000"),
-            Ratio.Select.of("ReportQueueBenchmark.concurrentEnqueue", "impl",
-                "ARRAY_BLOCKING_QUEUE", "capacity", "100000"),
-            null),
-        new Ratio("offset tracker vs TreeSet, 10 000 in flight",
-            Ratio.Select.of("OffsetTrackerBenchmark.completeTrackCommit", "impl", "RELAYKIT"),
-            Ratio.Select.of("OffsetTrackerBenchmark.completeTrackCommit", "impl", "TREE_SET"),
-            null),
-        new Ratio("file journal group commit vs raw FileChannel append, force every 100",
-            Ratio.Select.of("JournalBenchmark.append", "impl", "RELAYKIT",
-                "durability", "GROUP_COMMIT"),
-            Ratio.Select.of("JournalBenchmark.append", "impl", "RAW_FILE_CHANNEL",
-                "durability", "GROUP_COMMIT"),
-            0.7),
-        new Ratio("file journal sync (CRITICAL) vs raw append + force per record",
-            Ratio.Select.of("JournalBenchmark.append", "impl", "RELAYKIT", "durability", "SYNC"),
-            Ratio.Select.of("JournalBenchmark.append", "impl", "RAW_FILE_CHANNEL",
-                "durability", "SYNC"),
-            0.7),
-        new Ratio("file journal, 4 CRITICAL producers vs Tape QueueFile add (3 synchronous writes)",
-            Ratio.Select.of("JournalBenchmark.concurrentCritical", "impl", "RELAYKIT"),
-            Ratio.Select.of("JournalBenchmark.concurrentCritical", "impl", "TAPE_QUEUE_FILE"),
-            10.0),
-        new Ratio("H2 journal group commit vs raw JDBC batch insert, commit every 1 000",
-            Ratio.Select.of("H2JournalBenchmark.append", "impl", "RELAYKIT",
-                "durability", "GROUP_COMMIT"),
-            Ratio.Select.of("H2JournalBenchmark.append", "impl", "RAW_JDBC_BATCH",
-                "durability", "GROUP_COMMIT"),
-            null),
-        new Ratio("H2 journal sync (CRITICAL) vs raw JDBC insert + commit per event",
-            Ratio.Select.of("H2JournalBenchmark.append", "impl", "RELAYKIT", "durability", "SYNC"),
-            Ratio.Select.of("H2JournalBenchmark.append", "impl", "RAW_JDBC_BATCH",
-                "durability", "SYNC"),
-            null),
-        new Ratio("outbox relay, H2 → in-process, 10 000 keyless rows, vs the 10 000/s goal",
-            Ratio.Select.of("OutboxRelayBenchmark.drain", "keys", "0", "database", "H2"),
-            Ratio.Select.fixed("goal", 10_000, "ops/s"),
-            1.0),
-        new Ratio("outbox relay, PostgreSQL → in-process, 10 000 keyless rows, vs 10 000/s",
-            Ratio.Select.of("OutboxRelayBenchmark.drain", "keys", "0", "database", "POSTGRESQL"),
-            Ratio.Select.fixed("goal", 10_000, "ops/s"),
-            null),
-        new Ratio("RabbitMQ publisher with confirms vs raw amqp-client async confirms, window 1024",
-            Ratio.Select.of("RabbitMqPublisherBenchmark.publish", "impl", "RELAYKIT",
-                "window", "1024"),
-            Ratio.Select.of("RabbitMqPublisherBenchmark.publish", "impl", "RAW_AMQP_CLIENT",
-                "window", "1024"),
-            0.8),
-        new Ratio("Redis idempotency claim vs raw Lettuce SET NX PX, 4 threads",
-            Ratio.Select.of("RedisIdempotencyBenchmark.claim", "impl", "RELAYKIT"),
-            Ratio.Select.of("RedisIdempotencyBenchmark.claim", "impl", "RAW_LETTUCE"),
-            0.8),
-        new Ratio("Redis claim + complete vs raw SET NX PX + EVALSHA, 4 threads",
-            Ratio.Select.of("RedisIdempotencyBenchmark.claimComplete", "impl", "RELAYKIT"),
-            Ratio.Select.of("RedisIdempotencyBenchmark.claimComplete", "impl", "RAW_LETTUCE"),
-            0.8),
-        new Ratio("Kafka publisher (acks=all, idempotent) vs raw KafkaProducer, same settings",
-            Ratio.Select.of("KafkaPublisherBenchmark.publish", "impl", "RELAYKIT"),
-            Ratio.Select.of("KafkaPublisherBenchmark.publish", "impl", "RAW_KAFKA_PRODUCER"),
-            0.8),
+        row("report queue cycle vs ArrayBlockingQueue, 1 000 pending",
+            "ReportQueueBenchmark.cycle", "impl=RELAYKIT capacity=1000",
+            "impl=ARRAY_BLOCKING_QUEUE capacity=1000", 0.5),
+        row("report queue cycle vs ArrayBlockingQueue, 100 000 pending",
+            "ReportQueueBenchmark.cycle", "impl=RELAYKIT capacity=100000",
+            "impl=ARRAY_BLOCKING_QUEUE capacity=100000", 0.5),
+        row("report queue cycle at 100 000 vs at 1 000 pending (flat cost)",
+            "ReportQueueBenchmark.cycle", "impl=RELAYKIT capacity=100000",
+            "impl=RELAYKIT capacity=1000", 0.8),
+        row("report queue cycle vs the seed design, 100 000 pending",
+            "ReportQueueBenchmark.cycle", "impl=RELAYKIT capacity=100000",
+            "impl=SEED_BASELINE capacity=100000", 100.0),
+        row("report queue, 2 producers + 1 drainer, vs ArrayBlockingQueue",
+            "ReportQueueBenchmark.concurrentEnqueue", "impl=RELAYKIT capacity=100000",
+            "impl=ARRAY_BLOCKING_QUEUE capacity=100000", NO_TARGET),
+        row("offset tracker vs TreeSet, 10 000 in flight",
+            "OffsetTrackerBenchmark.completeTrackCommit", "impl=RELAYKIT", "impl=TREE_SET",
+            NO_TARGET),
+        row("file journal group commit vs raw FileChannel append, force every 100",
+            "JournalBenchmark.append", "impl=RELAYKIT durability=GROUP_COMMIT",
+            "impl=RAW_FILE_CHANNEL durability=GROUP_COMMIT", 0.7),
+        row("file journal sync (CRITICAL) vs raw append + force per record",
+            "JournalBenchmark.append", "impl=RELAYKIT durability=SYNC",
+            "impl=RAW_FILE_CHANNEL durability=SYNC", 0.7),
+        row("file journal, 4 CRITICAL producers vs Tape QueueFile add (3 synchronous writes)",
+            "JournalBenchmark.concurrentCritical", "impl=RELAYKIT", "impl=TAPE_QUEUE_FILE", 10.0),
+        row("H2 journal group commit vs raw JDBC batch insert, commit every 1 000",
+            "H2JournalBenchmark.append", "impl=RELAYKIT durability=GROUP_COMMIT",
+            "impl=RAW_JDBC_BATCH durability=GROUP_COMMIT", NO_TARGET),
+        row("H2 journal sync (CRITICAL) vs raw JDBC insert + commit per event",
+            "H2JournalBenchmark.append", "impl=RELAYKIT durability=SYNC",
+            "impl=RAW_JDBC_BATCH durability=SYNC", NO_TARGET),
+        vsGoal("outbox relay, H2 → in-process, 10 000 keyless rows, vs the 10 000/s goal",
+            "OutboxRelayBenchmark.drain", "keys=0 database=H2", 10_000, 1.0),
+        vsGoal("outbox relay, PostgreSQL → in-process, 10 000 keyless rows, vs 10 000/s",
+            "OutboxRelayBenchmark.drain", "keys=0 database=POSTGRESQL", 10_000, NO_TARGET),
+        row("RabbitMQ publisher with confirms vs raw amqp-client async confirms, window 1024",
+            "RabbitMqPublisherBenchmark.publish", "impl=RELAYKIT window=1024",
+            "impl=RAW_AMQP_CLIENT window=1024", 0.8),
+        row("Redis idempotency claim vs raw Lettuce SET NX PX, 4 threads",
+            "RedisIdempotencyBenchmark.claim", "impl=RELAYKIT", "impl=RAW_LETTUCE", 0.8),
+        row("Redis claim + complete vs raw SET NX PX + EVALSHA, 4 threads",
+            "RedisIdempotencyBenchmark.claimComplete", "impl=RELAYKIT", "impl=RAW_LETTUCE", 0.8),
+        row("Kafka publisher (acks=all, idempotent) vs raw KafkaProducer, same settings",
+            "KafkaPublisherBenchmark.publish", "impl=RELAYKIT", "impl=RAW_KAFKA_PRODUCER", 0.8),
         // The ideal at concurrency 64 is 64 × 200/s = 12 800/s, 64× the plain loop's 200/s; the
         // target is 0.9 of it.
         new Ratio("Kafka consumer runtime, 5 ms handler, KEY @ 64 vs plain poll loop (ideal 64×)",
-            Ratio.Select.of("KafkaConsumerBenchmark.runtime", "mode", "KEY", "concurrency", "64"),
-            Ratio.Select.of("KafkaConsumerBenchmark.plainLoop"),
-            57.0),
+            select("KafkaConsumerBenchmark.runtime", "mode=KEY concurrency=64"),
+            select("KafkaConsumerBenchmark.plainLoop", ""), 57.0),
         new Ratio("Kafka consumer runtime, 5 ms handler, UNORDERED @ 64 vs plain poll loop "
             + "(ideal 64×)",
-            Ratio.Select.of("KafkaConsumerBenchmark.runtime", "mode", "UNORDERED",
-                "concurrency", "64"),
-            Ratio.Select.of("KafkaConsumerBenchmark.plainLoop"),
-            57.0));
+            select("KafkaConsumerBenchmark.runtime", "mode=UNORDERED concurrency=64"),
+            select("KafkaConsumerBenchmark.plainLoop", ""), 57.0));
+  }
+
+  /**
+   * relaykit against a baseline in the same JMH benchmark: the two results differ only in their
+   * params, each written as {@code key=value} pairs separated by spaces.
+   */
+  static Ratio row(String label, String benchmark, String relaykitParams, String baselineParams,
+      Double target) {
+    return new Ratio(label, select(benchmark, relaykitParams), select(benchmark, baselineParams),
+        target);
+  }
+
+  /** relaykit's result against a fixed goal in ops/s. */
+  static Ratio vsGoal(String label, String benchmark, String params, double goal, Double target) {
+    return new Ratio(label, select(benchmark, params), Ratio.Select.fixed("goal", goal, "ops/s"),
+        target);
+  }
+
+  /**
+   * The result of {@code benchmark} with {@code params}, {@code key=value} pairs separated by
+   * spaces ({@code "impl=RELAYKIT capacity=1000"}; empty for none).
+   *
+   * @throws IllegalArgumentException naming the pair when one is not {@code key=value}
+   */
+  static Ratio.Select select(String benchmark, String params) {
+    String[] pairs = params.isBlank() ? new String[0] : params.trim().split("\\s+");
+    String[] keyValues = new String[2 * pairs.length];
+    for (int i = 0; i < pairs.length; i++) {
+      int eq = pairs[i].indexOf('=');
+      if (eq <= 0 || eq == pairs[i].length() - 1) {
+        throw new IllegalArgumentException("params of " + benchmark
+            + " are key=value pairs separated by spaces, but '" + pairs[i] + "' in '" + params
+            + "' is not one");
+      }
+      keyValues[2 * i] = pairs[i].substring(0, eq);
+      keyValues[2 * i + 1] = pairs[i].substring(eq + 1);
+    }
+    return Ratio.Select.of(benchmark, keyValues);
   }
 }

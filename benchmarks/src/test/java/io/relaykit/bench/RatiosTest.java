@@ -1,0 +1,54 @@
+package io.relaykit.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.Map;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+class RatiosTest {
+
+  @Test
+  @DisplayName("a row selects relaykit and the baseline in one benchmark by their key=value params")
+  void row() {
+    Ratio r = Ratios.row("cycle", "ReportQueueBenchmark.cycle", "impl=RELAYKIT capacity=1000",
+        " impl=ARRAY_BLOCKING_QUEUE   capacity=1000 ", 0.5);
+
+    assertThat(r.name()).isEqualTo("cycle");
+    assertThat(r.numerator().benchmark()).isEqualTo("ReportQueueBenchmark.cycle");
+    assertThat(r.numerator().params()).isEqualTo(Map.of("impl", "RELAYKIT", "capacity", "1000"));
+    assertThat(r.denominator().benchmark()).isEqualTo("ReportQueueBenchmark.cycle");
+    assertThat(r.denominator().params())
+        .isEqualTo(Map.of("impl", "ARRAY_BLOCKING_QUEUE", "capacity", "1000"));
+    assertThat(r.target()).isEqualTo(0.5);
+    assertThat(Ratios.select("KafkaConsumerBenchmark.plainLoop", "").params()).isEmpty();
+  }
+
+  @Test
+  @DisplayName("a ratio against a goal divides by a fixed score in ops/s")
+  void vsGoal() {
+    Ratio r = Ratios.vsGoal("relay", "OutboxRelayBenchmark.drain", "keys=0", 10_000, null);
+
+    assertThat(r.numerator().params()).isEqualTo(Map.of("keys", "0"));
+    assertThat(r.denominator().fixedScore()).isEqualTo(10_000.0);
+    assertThat(r.denominator().unit()).isEqualTo("ops/s");
+    assertThat(r.target()).isNull();
+  }
+
+  @Test
+  @DisplayName("a param that is not key=value is refused, naming it")
+  void badParams() {
+    for (String bad : new String[] {"impl", "impl=", "=RELAYKIT", "impl=RELAYKIT capacity"}) {
+      assertThatThrownBy(() -> Ratios.select("B.m", bad)).as(bad)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("key=value").hasMessageContaining("B.m");
+    }
+  }
+
+  @Test
+  @DisplayName("every ratio has its own name")
+  void namesAreUnique() {
+    assertThat(Ratios.all()).extracting(Ratio::name).doesNotHaveDuplicates();
+  }
+}
