@@ -12,6 +12,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 
 /**
  * Runs tasks on a fixed pool of threads with per-key order: at most one task per key runs at a
@@ -349,19 +350,7 @@ public final class KeyedExecutor {
    * @return true if nothing is pending, false if {@code timeout} passed first
    */
   public boolean awaitDrained(Duration timeout) throws InterruptedException {
-    long nanos = saturatedNanos(Objects.requireNonNull(timeout, "timeout"));
-    lock.lockInterruptibly();
-    try {
-      while (pending > 0) {
-        if (nanos <= 0) {
-          return false;
-        }
-        nanos = drained.awaitNanos(nanos);
-      }
-      return true;
-    } finally {
-      lock.unlock();
-    }
+    return awaitUnderLock(timeout, drained, () -> pending <= 0);
   }
 
   /**
@@ -389,14 +378,23 @@ public final class KeyedExecutor {
 
   /** Waits until every worker thread has exited (after a shutdown and drain, or shutdownNow). */
   public boolean awaitTermination(Duration timeout) throws InterruptedException {
+    return awaitUnderLock(timeout, terminated, () -> liveWorkers <= 0);
+  }
+
+  /**
+   * Waits on {@code signal} until {@code done} holds or {@code timeout} passes. {@code done} is
+   * read under {@link #lock}, and whoever makes it true signals {@code signal}.
+   */
+  private boolean awaitUnderLock(Duration timeout, Condition signal, BooleanSupplier done)
+      throws InterruptedException {
     long nanos = saturatedNanos(Objects.requireNonNull(timeout, "timeout"));
     lock.lockInterruptibly();
     try {
-      while (liveWorkers > 0) {
+      while (!done.getAsBoolean()) {
         if (nanos <= 0) {
           return false;
         }
-        nanos = terminated.awaitNanos(nanos);
+        nanos = signal.awaitNanos(nanos);
       }
       return true;
     } finally {
