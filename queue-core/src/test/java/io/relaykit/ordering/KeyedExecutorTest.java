@@ -57,6 +57,45 @@ class KeyedExecutorTest {
     };
   }
 
+  /**
+   * Submits on {@code key} a task that holds its worker until the returned gate opens, and waits
+   * until that task runs.
+   */
+  private CountDownLatch hold(KeyedExecutor executor, Object key) throws InterruptedException {
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch gate = gate();
+    executor.submit(key, awaiting(started, gate));
+    assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
+    return gate;
+  }
+
+  /**
+   * A thread blocked in {@code executor.submit(key, task)} (the constructor returns once it is
+   * blocked); it records whether that submit returned, or what it threw.
+   */
+  private static final class BlockedSubmitter {
+    final AtomicBoolean accepted = new AtomicBoolean();
+    final AtomicReference<Throwable> error = new AtomicReference<>();
+    final Thread thread;
+
+    BlockedSubmitter(KeyedExecutor executor, Object key, Runnable task) {
+      thread = new Thread(() -> {
+        try {
+          executor.submit(key, task);
+          accepted.set(true);
+        } catch (Throwable e) {
+          error.set(e);
+        }
+      }, "submitter");
+      thread.start();
+      Awaits.untilBlocked(thread);
+    }
+
+    void join() throws InterruptedException {
+      thread.join(WAIT.toMillis());
+    }
+  }
+
   @AfterEach
   void tearDown() throws InterruptedException {
     gates.forEach(CountDownLatch::countDown);
@@ -169,10 +208,7 @@ class KeyedExecutorTest {
     void roundRobin() throws Exception {
       KeyedExecutor executor = executor(1, 16);
       List<String> order = new CopyOnWriteArrayList<>();
-      CountDownLatch started = new CountDownLatch(1);
-      CountDownLatch gate = gate();
-      executor.submit("x", awaiting(started, gate));
-      assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
+      CountDownLatch gate = hold(executor, "x");
       for (int i = 1; i <= 3; i++) {
         String name = "a" + i;
         executor.submit("a", () -> order.add(name));
@@ -217,30 +253,16 @@ class KeyedExecutorTest {
     @DisplayName("a blocking submit waits for room and is accepted when a task finishes")
     void blockingSubmit() throws Exception {
       KeyedExecutor executor = executor(1, 1);
-      CountDownLatch started = new CountDownLatch(1);
-      CountDownLatch gate = gate();
-      executor.submit("a", awaiting(started, gate));
-      assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
+      CountDownLatch gate = hold(executor, "a");
 
-      AtomicBoolean accepted = new AtomicBoolean();
       AtomicBoolean ran = new AtomicBoolean();
-      AtomicReference<Throwable> error = new AtomicReference<>();
-      Thread submitter = new Thread(() -> {
-        try {
-          executor.submit("b", () -> ran.set(true));
-          accepted.set(true);
-        } catch (Throwable e) {
-          error.set(e);
-        }
-      }, "submitter");
-      submitter.start();
-      Awaits.untilBlocked(submitter);
-      assertThat(accepted).isFalse();
+      BlockedSubmitter submitter = new BlockedSubmitter(executor, "b", () -> ran.set(true));
+      assertThat(submitter.accepted).isFalse();
 
       gate.countDown();
-      submitter.join(WAIT.toMillis());
-      assertThat(error.get()).isNull();
-      assertThat(accepted).isTrue();
+      submitter.join();
+      assertThat(submitter.error.get()).isNull();
+      assertThat(submitter.accepted).isTrue();
       Awaits.until(WAIT, "b runs", ran::get);
     }
 
@@ -248,23 +270,11 @@ class KeyedExecutorTest {
     @DisplayName("an interrupted blocking submit throws and does not accept the task")
     void interruptedSubmit() throws Exception {
       KeyedExecutor executor = executor(1, 1);
-      CountDownLatch started = new CountDownLatch(1);
-      CountDownLatch gate = gate();
-      executor.submit("a", awaiting(started, gate));
-      assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
-      AtomicReference<Throwable> error = new AtomicReference<>();
-      Thread submitter = new Thread(() -> {
-        try {
-          executor.submit("b", () -> { });
-        } catch (Throwable e) {
-          error.set(e);
-        }
-      }, "submitter");
-      submitter.start();
-      Awaits.untilBlocked(submitter);
-      submitter.interrupt();
-      submitter.join(WAIT.toMillis());
-      assertThat(error.get()).isInstanceOf(InterruptedException.class);
+      hold(executor, "a");
+      BlockedSubmitter submitter = new BlockedSubmitter(executor, "b", () -> { });
+      submitter.thread.interrupt();
+      submitter.join();
+      assertThat(submitter.error.get()).isInstanceOf(InterruptedException.class);
       assertThat(executor.pending()).isEqualTo(1);
     }
   }
@@ -356,23 +366,11 @@ class KeyedExecutorTest {
     @DisplayName("a submit waiting for room is rejected when the executor shuts down")
     void waitingSubmitRejected() throws Exception {
       KeyedExecutor executor = executor(1, 1);
-      CountDownLatch started = new CountDownLatch(1);
-      CountDownLatch gate = gate();
-      executor.submit("a", awaiting(started, gate));
-      assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
-      AtomicReference<Throwable> error = new AtomicReference<>();
-      Thread submitter = new Thread(() -> {
-        try {
-          executor.submit("b", () -> { });
-        } catch (Throwable e) {
-          error.set(e);
-        }
-      }, "submitter");
-      submitter.start();
-      Awaits.untilBlocked(submitter);
+      hold(executor, "a");
+      BlockedSubmitter submitter = new BlockedSubmitter(executor, "b", () -> { });
       executor.shutdown();
-      submitter.join(WAIT.toMillis());
-      assertThat(error.get()).isInstanceOf(RejectedExecutionException.class);
+      submitter.join();
+      assertThat(submitter.error.get()).isInstanceOf(RejectedExecutionException.class);
     }
 
     @Test
@@ -442,10 +440,7 @@ class KeyedExecutorTest {
     @DisplayName("awaitDrained times out while a task runs, without stopping intake")
     void awaitDrainedTimesOut() throws Exception {
       KeyedExecutor executor = executor(1, 8);
-      CountDownLatch started = new CountDownLatch(1);
-      CountDownLatch gate = gate();
-      executor.submit("a", awaiting(started, gate));
-      assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
+      CountDownLatch gate = hold(executor, "a");
       assertThat(executor.awaitDrained(Duration.ofMillis(20))).isFalse();
       assertThat(executor.trySubmit("b", () -> { })).isTrue();
       gate.countDown();
