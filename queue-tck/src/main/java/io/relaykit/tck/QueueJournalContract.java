@@ -78,6 +78,21 @@ public abstract class QueueJournalContract {
     return track(reopenJournal()).load();
   }
 
+  /** A {@linkplain #fresh() fresh} journal with {@code event(id)} appended for each id, in order. */
+  private QueueJournal freshWith(String... ids) throws Exception {
+    QueueJournal journal = fresh();
+    for (String id : ids) {
+      journal.append(event(id));
+    }
+    return journal;
+  }
+
+  /** Closes {@code journal} and returns what a {@linkplain #restart() restart} then loads. */
+  private JournalState closeAndRestart(QueueJournal journal) throws Exception {
+    journal.close();
+    return restart();
+  }
+
   /** A journal reopened after a restart and the state it loaded. */
   protected record Reopened(QueueJournal journal, JournalState state) {
   }
@@ -128,9 +143,7 @@ public abstract class QueueJournalContract {
           T0.plusMillis(7), 2, T0.plusSeconds(4).plusMillis(1), T0.plus(Duration.ofMinutes(5)));
       journal.append(plain);
       journal.append(expiring);
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(state.pending()).containsExactly(plain, expiring);
       assertThat(state.dead()).isEmpty();
       assertThat(state.seen()).containsExactly(
@@ -148,9 +161,7 @@ public abstract class QueueJournalContract {
         journal.append(event(id, priorities[i % 3], T0.plusMillis(i)));
         expected.add(id);
       }
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(ids(state.pending())).containsExactlyElementsOf(expected);
       assertThat(state.seen().keySet()).containsExactlyElementsOf(expected);
     }
@@ -163,13 +174,9 @@ public abstract class QueueJournalContract {
     @Test
     @DisplayName("an acked event leaves pending and stays seen")
     void acked() throws Exception {
-      QueueJournal journal = fresh();
-      journal.append(event("a"));
-      journal.append(event("b"));
+      QueueJournal journal = freshWith("a", "b");
       journal.remove("a", Removal.ACKED);
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(ids(state.pending())).containsExactly("b");
       assertThat(state.seen()).containsOnlyKeys("a", "b");
     }
@@ -177,12 +184,9 @@ public abstract class QueueJournalContract {
     @Test
     @DisplayName("an expired event leaves pending and stays seen")
     void expired() throws Exception {
-      QueueJournal journal = fresh();
-      journal.append(event("a"));
+      QueueJournal journal = freshWith("a");
       journal.remove("a", Removal.EXPIRED);
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(state.pending()).isEmpty();
       assertThat(state.seen()).containsOnlyKeys("a");
     }
@@ -190,13 +194,9 @@ public abstract class QueueJournalContract {
     @Test
     @DisplayName("a dropped event leaves pending and is forgotten, so it may be reported again")
     void dropped() throws Exception {
-      QueueJournal journal = fresh();
-      journal.append(event("a"));
-      journal.append(event("b"));
+      QueueJournal journal = freshWith("a", "b");
       journal.remove("a", Removal.DROPPED);
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(ids(state.pending())).containsExactly("b");
       assertThat(state.seen()).containsOnlyKeys("b");
     }
@@ -204,15 +204,11 @@ public abstract class QueueJournalContract {
     @Test
     @DisplayName("a purged dead letter leaves the dead letters and stays seen")
     void purged() throws Exception {
-      QueueJournal journal = fresh();
-      journal.append(event("a"));
-      journal.append(event("b"));
+      QueueJournal journal = freshWith("a", "b");
       journal.deadLetter("a", 5, "attempts exhausted");
       journal.deadLetter("b", 1, "rejected");
       journal.remove("a", Removal.PURGED);
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(state.pending()).isEmpty();
       assertThat(ids(state.dead())).containsExactly("b");
       assertThat(state.deadReasons()).containsOnly(Map.entry("b", "rejected"));
@@ -232,9 +228,7 @@ public abstract class QueueJournalContract {
       journal.append(event("b", Priority.NORMAL, T0.plusMillis(1)));
       journal.reschedule("a", 1, T0.plusSeconds(1));
       journal.reschedule("a", 2, T0.plusSeconds(3).plusMillis(5));
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(ids(state.pending())).containsExactly("a", "b");
       QueuedEvent a = state.pending().get(0);
       assertThat(a.attempts()).isEqualTo(2);
@@ -246,14 +240,10 @@ public abstract class QueueJournalContract {
     @Test
     @DisplayName("a dead-lettered event moves from pending to dead with its attempts and reason, and stays seen")
     void deadLettered() throws Exception {
-      QueueJournal journal = fresh();
-      journal.append(event("a"));
-      journal.append(event("b"));
+      QueueJournal journal = freshWith("a", "b");
       journal.reschedule("a", 4, T0.plusSeconds(8));
       journal.deadLetter("a", 5, "attempts exhausted (5 of 5)");
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(ids(state.pending())).containsExactly("b");
       assertThat(state.dead()).hasSize(1);
       QueuedEvent dead = state.dead().get(0);
@@ -267,15 +257,10 @@ public abstract class QueueJournalContract {
     @Test
     @DisplayName("dead letters come back in the order they died")
     void deadOrder() throws Exception {
-      QueueJournal journal = fresh();
-      journal.append(event("a"));
-      journal.append(event("b"));
-      journal.append(event("c"));
+      QueueJournal journal = freshWith("a", "b", "c");
       journal.deadLetter("c", 1, "rejected");
       journal.deadLetter("a", 1, "rejected");
-      journal.close();
-
-      assertThat(ids(restart().dead())).containsExactly("c", "a");
+      assertThat(ids(closeAndRestart(journal).dead())).containsExactly("c", "a");
     }
   }
 
@@ -293,9 +278,7 @@ public abstract class QueueJournalContract {
       journal.remove("a", Removal.ACKED);
       journal.remove("b", Removal.ACKED);
       journal.forget("a");
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(state.seen()).containsExactly(
           Map.entry("b", T0.plusMillis(1)), Map.entry("c", T0.plusMillis(2)));
       assertThat(ids(state.pending())).containsExactly("c");
@@ -311,9 +294,7 @@ public abstract class QueueJournalContract {
       QueuedEvent again = new QueuedEvent("a", "test.event", "second", Priority.CRITICAL,
           T0.plusSeconds(60), 0, T0.plusSeconds(60), null);
       journal.append(again);
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(state.pending()).containsExactly(again);
       assertThat(state.seen()).containsExactly(Map.entry("a", T0.plusSeconds(60)));
     }
@@ -326,8 +307,7 @@ public abstract class QueueJournalContract {
     @Test
     @DisplayName("changes apply in the order they were recorded")
     void order() throws Exception {
-      QueueJournal journal = fresh();
-      journal.append(event("a"));
+      QueueJournal journal = freshWith("a");
       journal.remove("a", Removal.DROPPED);
       QueuedEvent second = new QueuedEvent("a", "test.event", "second", Priority.LOW,
           T0.plusSeconds(1), 0, T0.plusSeconds(1), null);
@@ -337,9 +317,7 @@ public abstract class QueueJournalContract {
       journal.deadLetter("b", 2, "gave up");
       journal.append(event("c", Priority.NORMAL, T0.plusSeconds(4)));
       journal.deadLetter("c", 1, "first");
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(state.pending()).containsExactly(second);
       assertThat(ids(state.dead())).containsExactly("b", "c");
       assertThat(state.dead().get(0).attempts()).isEqualTo(2);
@@ -352,17 +330,14 @@ public abstract class QueueJournalContract {
     @Test
     @DisplayName("changes that name unknown ids are ignored")
     void unknownIgnored() throws Exception {
-      QueueJournal journal = fresh();
-      journal.append(event("a"));
+      QueueJournal journal = freshWith("a");
       journal.remove("ghost-1", Removal.ACKED);
       journal.remove("ghost-2", Removal.DROPPED);
       journal.remove("ghost-3", Removal.PURGED);
       journal.reschedule("ghost-4", 3, T0.plusSeconds(9));
       journal.deadLetter("ghost-5", 2, "never there");
       journal.forget("ghost-6");
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(state.pending()).containsExactly(event("a"));
       assertThat(state.dead()).isEmpty();
       assertThat(state.deadReasons()).isEmpty();
@@ -372,15 +347,12 @@ public abstract class QueueJournalContract {
     @Test
     @DisplayName("changes to an id that already left are ignored")
     void alreadyGone() throws Exception {
-      QueueJournal journal = fresh();
-      journal.append(event("a"));
+      QueueJournal journal = freshWith("a");
       journal.remove("a", Removal.ACKED);
       journal.reschedule("a", 1, T0.plusSeconds(1));
       journal.deadLetter("a", 1, "too late");
       journal.remove("a", Removal.ACKED);
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(state.pending()).isEmpty();
       assertThat(state.dead()).isEmpty();
       assertThat(state.seen()).containsOnlyKeys("a");
@@ -389,9 +361,7 @@ public abstract class QueueJournalContract {
     @Test
     @DisplayName("a journal reopened after a restart keeps recording on top of what it replayed")
     void recordsAfterRestart() throws Exception {
-      QueueJournal first = fresh();
-      first.append(event("a"));
-      first.append(event("b"));
+      QueueJournal first = freshWith("a", "b");
       first.close();
 
       Reopened reopened = reopenLoaded();
@@ -464,9 +434,7 @@ public abstract class QueueJournalContract {
       for (int i = 0; i < 10; i++) {
         journal.append(event("e" + i, Priority.LOW, T0.plusMillis(i)));
       }
-      journal.close();
-
-      assertThat(restart().pending()).hasSize(10);
+      assertThat(closeAndRestart(journal).pending()).hasSize(10);
     }
 
     @Test
@@ -539,9 +507,7 @@ public abstract class QueueJournalContract {
           T0, 0, T0, null);
       QueueJournal journal = fresh();
       journal.append(big);
-      journal.close();
-
-      assertThat(restart().pending()).containsExactly(big);
+      assertThat(closeAndRestart(journal).pending()).containsExactly(big);
     }
 
     @Test
@@ -556,9 +522,7 @@ public abstract class QueueJournalContract {
       journal.append(a);
       journal.append(b);
       journal.deadLetter("b-ü", 1, "refusé: «invalide» 🚫");
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(state.pending()).containsExactly(a);
       assertThat(state.dead()).singleElement().satisfies(d -> {
         assertThat(d.eventId()).isEqualTo("b-ü");
@@ -622,9 +586,7 @@ public abstract class QueueJournalContract {
           }
         }
       }
-      journal.close();
-
-      JournalState state = restart();
+      JournalState state = closeAndRestart(journal);
       assertThat(state.pending()).containsExactlyElementsOf(model.pending.values());
       assertThat(state.dead()).containsExactlyElementsOf(model.dead.values());
       assertThat(state.deadReasons()).isEqualTo(model.reasons);
