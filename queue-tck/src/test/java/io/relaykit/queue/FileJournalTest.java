@@ -83,6 +83,25 @@ class FileJournalTest extends QueueJournalContract {
     return track(b.build());
   }
 
+  /** Builds {@code builder}'s journal, tracked for clean-up, and loads it. */
+  private FileJournal loaded(FileJournal.Builder builder) {
+    FileJournal journal = track(builder.build());
+    journal.load();
+    return journal;
+  }
+
+  /** What a new unencrypted journal with default settings loads from {@code directory}. */
+  private JournalState reload(Path directory) {
+    return open(directory, null).load();
+  }
+
+  /** A new directory holding one segment file, {@code name}, with {@code bytes}. */
+  private Path dirWith(String name, byte[] bytes) throws IOException {
+    Path d = newDir();
+    Files.write(d.resolve(name), bytes);
+    return d;
+  }
+
   private static List<Path> segments(Path directory) throws IOException {
     try (Stream<Path> files = Files.list(directory)) {
       return files.filter(p -> p.getFileName().toString().endsWith(".seg")).sorted().toList();
@@ -138,8 +157,7 @@ class FileJournalTest extends QueueJournalContract {
 
   private JournalState recoverFrom(byte[] bytes, String segmentName, SecretKey key)
       throws IOException {
-    Path d = newDir();
-    Files.write(d.resolve(segmentName), bytes);
+    Path d = dirWith(segmentName, bytes);
     return open(d, key).load();
   }
 
@@ -179,8 +197,7 @@ class FileJournalTest extends QueueJournalContract {
           complete++;
         }
         byte[] prefix = java.util.Arrays.copyOf(w.bytes(), cut);
-        Path d = newDir();
-        Files.write(d.resolve(name), prefix);
+        Path d = dirWith(name, prefix);
         FileJournal recovered = open(d, key);
         assertThat(recovered.load()).as("cut at byte %d of %d: %d complete records", cut,
             w.bytes().length, complete).isEqualTo(w.states().get(complete));
@@ -243,15 +260,14 @@ class FileJournalTest extends QueueJournalContract {
     @DisplayName("a sealed segment cut short is corruption, not a torn tail")
     void sealedSegmentCutShort() throws IOException {
       Path d = newDir();
-      FileJournal journal = track(FileJournal.builder(d).segmentBytes(1024).build());
-      journal.load();
+      FileJournal journal = loaded(FileJournal.builder(d).segmentBytes(1024));
       for (int i = 0; i < 40; i++) {
         journal.append(event("e" + i, Priority.NORMAL, T0.plusMillis(i)));
       }
       journal.close();
       List<Path> segs = segments(d);
       assertThat(segs).hasSizeGreaterThan(2);
-      assertThat(track(FileJournal.builder(d).build()).load().pending()).hasSize(40);
+      assertThat(reload(d).pending()).hasSize(40);
       byte[] first = Files.readAllBytes(segs.get(0));
       Files.write(segs.get(0), java.util.Arrays.copyOf(first, first.length - 3));
       assertThatThrownBy(() -> track(FileJournal.builder(d).build()))
@@ -269,16 +285,14 @@ class FileJournalTest extends QueueJournalContract {
     @DisplayName("a normal change reaches the file within the commit interval without flush")
     void committedByInterval() throws IOException {
       Path d = newDir();
-      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofMillis(5))
-          .build());
-      journal.load();
+      FileJournal journal = loaded(FileJournal.builder(d).commitInterval(Duration.ofMillis(5)));
       long before = Files.size(segments(d).get(0));
       journal.append(event("n", Priority.NORMAL, T0));
       Await.until(Duration.ofSeconds(10), "the flusher writes the record",
           () -> sizeOf(d) > before);
       Await.until(Duration.ofSeconds(10), "the flusher syncs", () -> journal.syncCount() > 0);
       journal.crash();
-      assertThat(track(FileJournal.builder(d).build()).load().pending())
+      assertThat(reload(d).pending())
           .extracting(QueuedEvent::eventId).containsExactly("n");
     }
 
@@ -286,9 +300,8 @@ class FileJournalTest extends QueueJournalContract {
     @DisplayName("a normal change reaches the file once commitRecords changes are waiting")
     void committedByCount() throws IOException {
       Path d = newDir();
-      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
-          .commitRecords(10).build());
-      journal.load();
+      FileJournal journal = loaded(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
+          .commitRecords(10));
       for (int i = 0; i < 9; i++) {
         journal.append(event("e" + i, Priority.LOW, T0));
       }
@@ -297,21 +310,19 @@ class FileJournalTest extends QueueJournalContract {
       Await.until(Duration.ofSeconds(10), "the tenth change triggers a sync",
           () -> journal.syncCount() > 0);
       journal.crash();
-      assertThat(track(FileJournal.builder(d).build()).load().pending()).hasSize(10);
+      assertThat(reload(d).pending()).hasSize(10);
     }
 
     @Test
     @DisplayName("unsynced normal changes are lost in a crash, critical ones and those before them are not")
     void crashLosesOnlyUnsynced() throws IOException {
       Path d = newDir();
-      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
-          .build());
-      journal.load();
+      FileJournal journal = loaded(FileJournal.builder(d).commitInterval(Duration.ofHours(1)));
       journal.append(event("n1", Priority.NORMAL, T0));
       journal.append(event("c1", Priority.CRITICAL, T0));
       journal.append(event("n2", Priority.NORMAL, T0));
       journal.crash();
-      assertThat(track(FileJournal.builder(d).build()).load().pending())
+      assertThat(reload(d).pending())
           .extracting(QueuedEvent::eventId).containsExactly("n1", "c1");
     }
 
@@ -319,9 +330,7 @@ class FileJournalTest extends QueueJournalContract {
     @DisplayName("critical appends waiting together share one fsync")
     void criticalAppendsShareSync() throws IOException {
       Path d = newDir();
-      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
-          .build());
-      journal.load();
+      FileJournal journal = loaded(FileJournal.builder(d).commitInterval(Duration.ofHours(1)));
       long t1 = journal.appendDeferringSync(event("c1", Priority.CRITICAL, T0));
       long t2 = journal.appendDeferringSync(event("c2", Priority.CRITICAL, T0));
       long t3 = journal.appendDeferringSync(event("c3", Priority.CRITICAL, T0));
@@ -330,7 +339,7 @@ class FileJournalTest extends QueueJournalContract {
       journal.awaitDurable(t2);
       assertThat(journal.syncCount()).isEqualTo(1);
       journal.crash();
-      assertThat(track(FileJournal.builder(d).build()).load().pending()).hasSize(3);
+      assertThat(reload(d).pending()).hasSize(3);
     }
   }
 
@@ -342,9 +351,7 @@ class FileJournalTest extends QueueJournalContract {
     @DisplayName("four critical producers, each waiting for its own record, share each fsync instead of alternating in halves")
     void fourProducersShareEachSync() throws Exception {
       Path d = newDir();
-      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
-          .build());
-      journal.load();
+      FileJournal journal = loaded(FileJournal.builder(d).commitInterval(Duration.ofHours(1)));
       int threads = 4;
       int perThread = 150;
       java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads);
@@ -375,7 +382,7 @@ class FileJournalTest extends QueueJournalContract {
       assertThat(perSync).as("records per sync (%d syncs)", journal.syncCount())
           .isGreaterThan(3.0);
       journal.crash();
-      assertThat(track(FileJournal.builder(d).build()).load().pending())
+      assertThat(reload(d).pending())
           .hasSize(threads * perThread);
     }
 
@@ -383,9 +390,7 @@ class FileJournalTest extends QueueJournalContract {
     @DisplayName("a lone critical producer syncs each record on its own")
     void loneProducer() throws IOException {
       Path d = newDir();
-      FileJournal journal = track(FileJournal.builder(d).commitInterval(Duration.ofHours(1))
-          .build());
-      journal.load();
+      FileJournal journal = loaded(FileJournal.builder(d).commitInterval(Duration.ofHours(1)));
       for (int i = 0; i < 50; i++) {
         journal.append(event("solo-" + i, Priority.CRITICAL, T0.plusMillis(i)));
         assertThat(journal.syncCount()).isEqualTo(i + 1);
@@ -397,9 +402,21 @@ class FileJournalTest extends QueueJournalContract {
   @DisplayName("compaction")
   class Compaction {
 
-    private FileJournal churn(Path d, FileJournal.Builder builder, InMemoryJournal model) {
-      FileJournal journal = track(builder.build());
-      journal.load();
+    /**
+     * {@link #churn churn} on a journal in {@code d} with 8 KiB segments that compacts only when
+     * asked to.
+     */
+    private FileJournal churnCompactingOnDemand(Path d, InMemoryJournal model) {
+      return churn(FileJournal.builder(d).segmentBytes(8 * 1024)
+          .compactionMinBytes(Long.MAX_VALUE / 2), model);
+    }
+
+    /**
+     * Records 400 appends on a loaded journal, most of them acked (some forgotten), some
+     * rescheduled or dead-lettered, mirroring each change on {@code model}.
+     */
+    private FileJournal churn(FileJournal.Builder builder, InMemoryJournal model) {
+      FileJournal journal = loaded(builder);
       for (int i = 0; i < 400; i++) {
         QueuedEvent e = new QueuedEvent("e" + i, "churn", "x".repeat(200), Priority.NORMAL,
             T0.plusMillis(i), 0, T0.plusMillis(i), null);
@@ -430,8 +447,7 @@ class FileJournalTest extends QueueJournalContract {
     void compactsToLiveState() throws IOException {
       Path d = newDir();
       InMemoryJournal model = new InMemoryJournal();
-      FileJournal journal = churn(d, FileJournal.builder(d).segmentBytes(8 * 1024)
-          .compactionMinBytes(Long.MAX_VALUE / 2), model);
+      FileJournal journal = churnCompactingOnDemand(d, model);
       journal.flush();
       long before = journal.sizeOnDisk();
       assertThat(segments(d)).hasSizeGreaterThan(3);
@@ -444,7 +460,7 @@ class FileJournalTest extends QueueJournalContract {
       journal.append(event("after", Priority.CRITICAL, T0.plusSeconds(999)));
       model.append(event("after", Priority.CRITICAL, T0.plusSeconds(999)));
       journal.crash();
-      assertThat(track(FileJournal.builder(d).build()).load()).isEqualTo(model.load());
+      assertThat(reload(d)).isEqualTo(model.load());
     }
 
     @Test
@@ -452,23 +468,22 @@ class FileJournalTest extends QueueJournalContract {
     void compactsAutomatically() throws IOException {
       Path d = newDir();
       InMemoryJournal model = new InMemoryJournal();
-      FileJournal journal = churn(d, FileJournal.builder(d).segmentBytes(8 * 1024)
+      FileJournal journal = churn(FileJournal.builder(d).segmentBytes(8 * 1024)
           .commitInterval(Duration.ofMillis(5)).compactionMinBytes(16 * 1024), model);
       // About 120 KiB were written, of which about 20 KiB are live: once compaction keeps the
       // garbage under half, the files hold under 60 KiB.
       Await.until(Duration.ofSeconds(10), "the journal shrinks under 60 KiB",
           () -> journal.sizeOnDisk() < 60 * 1024);
       journal.close();
-      assertThat(track(FileJournal.builder(d).build()).load()).isEqualTo(model.load());
+      assertThat(reload(d)).isEqualTo(model.load());
     }
 
     @Test
     @DisplayName("changes recorded while compactions run are all kept, in order")
     void writesDuringCompaction() throws Exception {
       Path d = newDir();
-      FileJournal journal = track(FileJournal.builder(d).segmentBytes(4 * 1024)
-          .compactionMinBytes(Long.MAX_VALUE / 2).build());
-      journal.load();
+      FileJournal journal = loaded(FileJournal.builder(d).segmentBytes(4 * 1024)
+          .compactionMinBytes(Long.MAX_VALUE / 2));
       int total = 2_000;
       java.util.concurrent.atomic.AtomicInteger written =
           new java.util.concurrent.atomic.AtomicInteger();
@@ -491,7 +506,7 @@ class FileJournalTest extends QueueJournalContract {
       assertThat(written.get()).isEqualTo(total);
       journal.close();
 
-      JournalState state = track(FileJournal.builder(d).build()).load();
+      JournalState state = reload(d);
       List<String> expected = new ArrayList<>();
       for (int i = 1; i < total; i += 2) {
         expected.add("w" + i);
@@ -507,15 +522,14 @@ class FileJournalTest extends QueueJournalContract {
     void crashBeforeInstall() throws IOException {
       Path d = newDir();
       InMemoryJournal model = new InMemoryJournal();
-      FileJournal journal = churn(d, FileJournal.builder(d).segmentBytes(8 * 1024)
-          .compactionMinBytes(Long.MAX_VALUE / 2), model);
+      FileJournal journal = churnCompactingOnDemand(d, model);
       journal.close();
       List<Path> segs = segments(d);
       // A half-written compaction output, as a crash in the middle of writing it leaves it.
       Path tmp = d.resolve(String.format("journal-%020d.seg.tmp", segs.size() + 1));
       Files.write(tmp, java.util.Arrays.copyOf(Files.readAllBytes(segs.get(0)), 100));
 
-      assertThat(track(FileJournal.builder(d).build()).load()).isEqualTo(model.load());
+      assertThat(reload(d)).isEqualTo(model.load());
       assertThat(Files.exists(tmp)).as("the unfinished output is deleted").isFalse();
     }
 
@@ -524,8 +538,7 @@ class FileJournalTest extends QueueJournalContract {
     void crashAfterInstall() throws IOException {
       Path d = newDir();
       InMemoryJournal model = new InMemoryJournal();
-      FileJournal journal = churn(d, FileJournal.builder(d).segmentBytes(8 * 1024)
-          .compactionMinBytes(Long.MAX_VALUE / 2), model);
+      FileJournal journal = churnCompactingOnDemand(d, model);
       journal.flush();
       Path copy = newDir();
       for (Path p : segments(d)) {
@@ -537,7 +550,7 @@ class FileJournalTest extends QueueJournalContract {
       Files.copy(base, copy.resolve(base.getFileName()));
       assertThat(segments(copy)).hasSizeGreaterThan(2);
 
-      assertThat(track(FileJournal.builder(copy).build()).load()).isEqualTo(model.load());
+      assertThat(reload(copy)).isEqualTo(model.load());
       assertThat(segments(copy)).containsExactly(copy.resolve(base.getFileName()));
     }
   }
@@ -655,13 +668,12 @@ class FileJournalTest extends QueueJournalContract {
 
     /** Recovers {@code bytes}, then appends one more event and checks that it survives a reopen. */
     private JournalState recoverAndAppend(byte[] bytes, String name) throws IOException {
-      Path d = newDir();
-      Files.write(d.resolve(name), bytes);
+      Path d = dirWith(name, bytes);
       FileJournal recovered = open(d, null);
       JournalState state = recovered.load();
       recovered.append(critical("after-recovery", 10));
       recovered.close();
-      JournalState again = open(d, null).load();
+      JournalState again = reload(d);
       assertThat(again.pending()).extracting(QueuedEvent::eventId)
           .containsExactlyElementsOf(Stream.concat(
               state.pending().stream().map(QueuedEvent::eventId), Stream.of("after-recovery"))
@@ -693,9 +705,8 @@ class FileJournalTest extends QueueJournalContract {
       Crashed c = crashAfter(critical("a", 50), critical("b", 60), critical("c", 70));
       assertThat((long) c.bytes().length).isGreaterThan(c.ends()[3]);
 
-      Path d = newDir();
+      Path d = dirWith(c.name(), c.bytes());
       Path segment = d.resolve(c.name());
-      Files.write(segment, c.bytes());
       FileJournal recovered = open(d, null);
       assertThat(recovered.load()).isEqualTo(c.states().get(3));
       assertThat(recovered.sizeOnDisk()).isEqualTo(c.ends()[3]);
@@ -706,7 +717,7 @@ class FileJournalTest extends QueueJournalContract {
       byte[] after = Files.readAllBytes(segment);
       assertThat(java.util.Arrays.copyOf(after, (int) c.ends()[3]))
           .isEqualTo(java.util.Arrays.copyOf(c.bytes(), (int) c.ends()[3]));
-      assertThat(open(d, null).load().pending()).extracting(QueuedEvent::eventId)
+      assertThat(reload(d).pending()).extracting(QueuedEvent::eventId)
           .containsExactly("a", "b", "c", "d");
     }
 
@@ -739,10 +750,9 @@ class FileJournalTest extends QueueJournalContract {
       byte[] bytes = c.bytes().clone();
       java.util.Arrays.fill(bytes, sector, sector + 512, (byte) 0);
 
-      Path d = newDir();
+      Path d = dirWith(c.name(), bytes);
       Path segment = d.resolve(c.name());
-      Files.write(segment, bytes);
-      assertThat(open(d, null).load()).isEqualTo(c.states().get(1));
+      assertThat(reload(d)).isEqualTo(c.states().get(1));
       assertThat(Files.size(segment)).as("cut at the torn record").isEqualTo(start);
       assertThat(recoverAndAppend(bytes, c.name())).isEqualTo(c.states().get(1));
     }
@@ -776,8 +786,7 @@ class FileJournalTest extends QueueJournalContract {
     @DisplayName("a segment is sealed without its zeros; only the newest keeps a tail, and a crash after rolls recovers everything")
     void segmentRoll() throws IOException {
       Path d = newDir();
-      FileJournal journal = track(FileJournal.builder(d).segmentBytes(48 * 1024).build());
-      journal.load();
+      FileJournal journal = loaded(FileJournal.builder(d).segmentBytes(48 * 1024));
       int events = 2_000;
       for (int i = 0; i < events; i++) {
         journal.append(event("e" + i, i % 100 == 0 ? Priority.CRITICAL : Priority.NORMAL,
@@ -810,7 +819,7 @@ class FileJournalTest extends QueueJournalContract {
         byte[] b = Files.readAllBytes(p);
         assertThat(endOfFrames(b)).as("%s ends with its last record", p).isEqualTo(b.length);
       }
-      assertThat(track(FileJournal.builder(d).build()).load().pending())
+      assertThat(reload(d).pending())
           .hasSize(2 * events);
     }
   }
