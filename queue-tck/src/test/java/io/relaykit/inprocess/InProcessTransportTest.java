@@ -20,11 +20,11 @@ import io.relaykit.retry.Backoff;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.FakeClock;
+import io.relaykit.tck.ForwardingDeadLetterStore;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -199,38 +199,13 @@ class InProcessTransportTest {
     void storeFailureLosesNothing() {
       AtomicInteger adds = new AtomicInteger();
       InMemoryDeadLetterStore real = new InMemoryDeadLetterStore();
-      DeadLetterStore flaky = new DeadLetterStore() {
+      DeadLetterStore flaky = new ForwardingDeadLetterStore(real) {
         @Override
         public void add(DeadLetter deadLetter) {
           if (adds.incrementAndGet() == 1) {
             throw new IllegalStateException("dead-letter database down");
           }
-          real.add(deadLetter);
-        }
-
-        @Override
-        public Optional<DeadLetter> find(String id) {
-          return real.find(id);
-        }
-
-        @Override
-        public List<DeadLetter> list(DeadLetterQuery query) {
-          return real.list(query);
-        }
-
-        @Override
-        public long count(DeadLetterQuery query) {
-          return real.count(query);
-        }
-
-        @Override
-        public Optional<DeadLetter> remove(String id) {
-          return real.remove(id);
-        }
-
-        @Override
-        public long purge(DeadLetterQuery query) {
-          return real.purge(query);
+          super.add(deadLetter);
         }
       };
       transport.close();

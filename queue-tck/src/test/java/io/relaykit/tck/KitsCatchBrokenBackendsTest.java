@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
 
 import io.relaykit.deadletter.DeadLetter;
-import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.idempotency.IdempotencyStore;
@@ -148,35 +147,10 @@ class KitsCatchBrokenBackendsTest {
     @Override
     protected DeadLetterStore createStore() {
       InMemoryDeadLetterStore real = new InMemoryDeadLetterStore();
-      return new DeadLetterStore() {
-        @Override
-        public void add(DeadLetter deadLetter) {
-          real.add(deadLetter);
-        }
-
-        @Override
-        public Optional<DeadLetter> find(String id) {
-          return real.find(id);
-        }
-
-        @Override
-        public List<DeadLetter> list(DeadLetterQuery query) {
-          return real.list(query);
-        }
-
-        @Override
-        public long count(DeadLetterQuery query) {
-          return real.count(query);
-        }
-
+      return new ForwardingDeadLetterStore(real) {
         @Override
         public Optional<DeadLetter> remove(String id) {
           return real.find(id);
-        }
-
-        @Override
-        public long purge(DeadLetterQuery query) {
-          return real.purge(query);
         }
       };
     }

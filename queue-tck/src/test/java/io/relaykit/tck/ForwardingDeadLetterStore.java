@@ -1,0 +1,56 @@
+package io.relaykit.tck;
+
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * A test fixture: a {@link DeadLetterStore} that hands every call to another store, so a test can
+ * break one method by overriding it and keep the rest real. Costs one extra call per operation.
+ */
+public class ForwardingDeadLetterStore implements DeadLetterStore {
+
+  private final DeadLetterStore delegate;
+
+  public ForwardingDeadLetterStore(DeadLetterStore delegate) {
+    this.delegate = Objects.requireNonNull(delegate, "delegate");
+  }
+
+  /** The store every call is handed to. */
+  protected final DeadLetterStore delegate() {
+    return delegate;
+  }
+
+  @Override
+  public void add(DeadLetter deadLetter) {
+    delegate.add(deadLetter);
+  }
+
+  @Override
+  public Optional<DeadLetter> find(String id) {
+    return delegate.find(id);
+  }
+
+  @Override
+  public List<DeadLetter> list(DeadLetterQuery query) {
+    return delegate.list(query);
+  }
+
+  @Override
+  public long count(DeadLetterQuery query) {
+    return delegate.count(query);
+  }
+
+  @Override
+  public Optional<DeadLetter> remove(String id) {
+    return delegate.remove(id);
+  }
+
+  @Override
+  public long purge(DeadLetterQuery query) {
+    return delegate.purge(query);
+  }
+}
