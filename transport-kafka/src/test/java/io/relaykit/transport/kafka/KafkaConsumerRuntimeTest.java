@@ -2,6 +2,8 @@ package io.relaykit.transport.kafka;
 
 import static io.relaykit.transport.kafka.KafkaTestSupport.committedOffsets;
 import static io.relaykit.transport.kafka.KafkaTestSupport.message;
+import static io.relaykit.transport.kafka.KafkaTestSupport.newTopic;
+import static io.relaykit.transport.kafka.KafkaTestSupport.numberedMessages;
 import static io.relaykit.transport.kafka.KafkaTestSupport.publishAll;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -26,28 +28,17 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 @DisplayName("Kafka consumer runtime on a real broker")
 class KafkaConsumerRuntimeTest {
 
   private static final Duration WAIT = Duration.ofSeconds(60);
 
-  private final List<KafkaSubscriber> subscribers = new ArrayList<>();
-
-  @AfterEach
-  void closeAll() {
-    subscribers.forEach(KafkaSubscriber::close);
-  }
-
-  private KafkaSubscriber subscriber() {
-    KafkaSubscriber s = KafkaSubscriber.create(KafkaTestSupport.config()
-        .closeTimeout(Duration.ofSeconds(5)).build());
-    subscribers.add(s);
-    return s;
-  }
+  @RegisterExtension
+  final KafkaClients clients = new KafkaClients();
 
   private static int seq(Delivery d) {
     return Integer.parseInt(d.message().payloadUtf8());
@@ -57,18 +48,14 @@ class KafkaConsumerRuntimeTest {
   @DisplayName("out-of-order completion: a killed consumer's successor repeats only records at or"
       + " after the lowest unfinished one, and loses none")
   void killAndRestartRepeatsOnlyUnfinished() {
-    String topic = KafkaTestBroker.uniqueTopic("kill");
+    String topic = newTopic("kill", 1);
     String group = topic + "-g";
-    KafkaTestBroker.createTopic(topic, 1);
-    List<Message> messages = new ArrayList<>();
-    for (int i = 0; i < 40; i++) {
-      messages.add(message("k" + (i % 7), i));
-    }
+    List<Message> messages = numberedMessages(40, i -> "k" + (i % 7));
     publishAll(topic, messages);
 
     CountDownLatch never = new CountDownLatch(1);
     Set<Integer> firstRun = ConcurrentHashMap.newKeySet();
-    KafkaSubscription first = subscriber().subscribe(
+    KafkaSubscription first = clients.subscriber().subscribe(
         SubscriptionSpec.builder(topic, group).ordering(OrderingMode.UNORDERED).concurrency(4)
             .maxInFlight(100).handlerTimeout(Duration.ofMinutes(2)).build(),
         d -> {
@@ -86,7 +73,7 @@ class KafkaConsumerRuntimeTest {
     assertThat(committedOffsets(group, topic)).containsEntry(0, 12L);
 
     List<Integer> secondRun = new CopyOnWriteArrayList<>();
-    KafkaSubscription second = subscriber().subscribe(
+    KafkaSubscription second = clients.subscriber().subscribe(
         SubscriptionSpec.builder(topic, group).ordering(OrderingMode.UNORDERED).concurrency(4)
             .build(),
         d -> secondRun.add(seq(d)));
@@ -109,14 +96,10 @@ class KafkaConsumerRuntimeTest {
   @Test
   @DisplayName("KEY mode runs one record per key at a time, in order, while different keys overlap")
   void keyModeKeepsPerKeyOrderWhileKeysOverlap() {
-    String topic = KafkaTestBroker.uniqueTopic("keyorder");
-    KafkaTestBroker.createTopic(topic, 1);
+    String topic = newTopic("keyorder", 1);
     int keys = 8;
     int perKey = 25;
-    List<Message> messages = new ArrayList<>();
-    for (int i = 0; i < keys * perKey; i++) {
-      messages.add(message("key-" + (i % keys), i));
-    }
+    List<Message> messages = numberedMessages(keys * perKey, i -> "key-" + (i % keys));
     publishAll(topic, messages);
 
     Map<String, AtomicInteger> running = new ConcurrentHashMap<>();
@@ -125,7 +108,7 @@ class KafkaConsumerRuntimeTest {
     AtomicInteger maxConcurrentKeys = new AtomicInteger();
     CountDownLatch firstsOverlap = new CountDownLatch(2);
     List<String> log = Collections.synchronizedList(new ArrayList<>());
-    subscriber().subscribe(
+    clients.subscriber().subscribe(
         SubscriptionSpec.builder(topic, topic + "-g").ordering(OrderingMode.KEY).concurrency(8)
             .maxInFlight(64).build(),
         d -> {
@@ -168,14 +151,10 @@ class KafkaConsumerRuntimeTest {
   @DisplayName("rebalance with two consumers in one group: nothing lost, duplicates only for"
       + " in-flight work")
   void rebalanceLosesNothing() {
-    String topic = KafkaTestBroker.uniqueTopic("rebalance");
+    String topic = newTopic("rebalance", 4);
     String group = topic + "-g";
-    KafkaTestBroker.createTopic(topic, 4);
     int total = 120;
-    List<Message> messages = new ArrayList<>();
-    for (int i = 0; i < total; i++) {
-      messages.add(message("key-" + (i % 12), i));
-    }
+    List<Message> messages = numberedMessages(total, i -> "key-" + (i % 12));
     publishAll(topic, messages);
 
     int maxInFlight = 8;
@@ -186,7 +165,7 @@ class KafkaConsumerRuntimeTest {
     AtomicInteger blocked = new AtomicInteger();
     SubscriptionSpec spec = SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
         .concurrency(4).maxInFlight(maxInFlight).handlerTimeout(Duration.ofMinutes(2)).build();
-    subscriber().subscribe(spec, d -> {
+    clients.subscriber().subscribe(spec, d -> {
       if (byA.size() >= 30 && gate.getCount() > 0) {
         blocked.incrementAndGet(); // A's workers stall with records in flight
         gate.await();
@@ -196,7 +175,7 @@ class KafkaConsumerRuntimeTest {
     });
     Await.until(WAIT, "A stalls with work in flight", () -> blocked.get() == 4);
 
-    subscriber().subscribe(spec, d -> {
+    clients.subscriber().subscribe(spec, d -> {
       byB.add(seq(d));
       processed.computeIfAbsent(seq(d), k -> new AtomicInteger()).incrementAndGet();
     });
@@ -221,19 +200,15 @@ class KafkaConsumerRuntimeTest {
   @DisplayName("shutdown stops intake, drains the records in flight, commits them, and the next"
       + " consumer starts exactly after them")
   void shutdownDrains() throws Exception {
-    String topic = KafkaTestBroker.uniqueTopic("drain");
+    String topic = newTopic("drain", 1);
     String group = topic + "-g";
-    KafkaTestBroker.createTopic(topic, 1);
-    List<Message> messages = new ArrayList<>();
-    for (int i = 0; i < 20; i++) {
-      messages.add(message("k" + i, i));
-    }
+    List<Message> messages = numberedMessages(20, i -> "k" + i);
     publishAll(topic, messages);
 
     CountDownLatch gate = new CountDownLatch(1);
     AtomicInteger started = new AtomicInteger();
     Set<Integer> firstRun = ConcurrentHashMap.newKeySet();
-    KafkaSubscription first = subscriber().subscribe(
+    KafkaSubscription first = clients.subscriber().subscribe(
         SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY).concurrency(4)
             .maxInFlight(8).build(),
         d -> {
@@ -257,7 +232,7 @@ class KafkaConsumerRuntimeTest {
     assertThat(committedOffsets(group, topic)).containsEntry(0, (long) drained);
 
     List<Integer> secondRun = new CopyOnWriteArrayList<>();
-    subscriber().subscribe(SubscriptionSpec.builder(topic, group).build(),
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group).build(),
         d -> secondRun.add(seq(d)));
     Await.until(WAIT, "the rest handled", () -> secondRun.size() == 20 - drained);
     Set<Integer> all = new HashSet<>(firstRun);
@@ -270,13 +245,9 @@ class KafkaConsumerRuntimeTest {
   @DisplayName("in-flight work stays under maxInFlight while handlers stall; lag and the oldest"
       + " in-flight age are sampled")
   void backpressureAndBacklogSamples() {
-    String topic = KafkaTestBroker.uniqueTopic("backlog");
+    String topic = newTopic("backlog", 1);
     String group = topic + "-g";
-    KafkaTestBroker.createTopic(topic, 1);
-    List<Message> messages = new ArrayList<>();
-    for (int i = 0; i < 50; i++) {
-      messages.add(message("k" + i, i));
-    }
+    List<Message> messages = numberedMessages(50, i -> "k" + i);
     publishAll(topic, messages);
 
     CountDownLatch gate = new CountDownLatch(1);
@@ -296,9 +267,8 @@ class KafkaConsumerRuntimeTest {
         verdicts.add(snapshot);
       }
     };
-    KafkaSubscriber withMetrics = KafkaSubscriber.create(KafkaTestSupport.config()
-        .metrics(metrics).closeTimeout(Duration.ofSeconds(5)).build());
-    subscribers.add(withMetrics);
+    KafkaSubscriber withMetrics = clients.subscriber(KafkaTestSupport.config()
+        .metrics(metrics).closeTimeout(Duration.ofSeconds(5)));
     KafkaSubscription sub = withMetrics.subscribe(
         SubscriptionSpec.builder(topic, group).ordering(OrderingMode.UNORDERED).concurrency(2)
             .maxInFlight(6).build(),
@@ -330,17 +300,13 @@ class KafkaConsumerRuntimeTest {
   @Test
   @DisplayName("an optional rate limiter spaces handler calls to its rate")
   void rateLimiterSpacesHandlerCalls() {
-    String topic = KafkaTestBroker.uniqueTopic("rate");
-    KafkaTestBroker.createTopic(topic, 1);
-    List<Message> messages = new ArrayList<>();
-    for (int i = 0; i < 11; i++) {
-      messages.add(message("k" + i, i));
-    }
+    String topic = newTopic("rate", 1);
+    List<Message> messages = numberedMessages(11, i -> "k" + i);
     publishAll(topic, messages);
     List<Long> starts = new CopyOnWriteArrayList<>();
     io.relaykit.retry.RateLimiter limiter = io.relaykit.retry.RateLimiter.builder()
         .permitsPerSecond(20).burst(1).build();
-    subscriber().subscribe(SubscriptionSpec.builder(topic, topic + "-g")
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, topic + "-g")
         .ordering(OrderingMode.UNORDERED).concurrency(8).build(),
         d -> starts.add(System.nanoTime()), limiter);
 
@@ -350,21 +316,19 @@ class KafkaConsumerRuntimeTest {
     // eight workers are.
     assertThat(Duration.ofNanos(sorted.get(10) - sorted.get(0)))
         .isGreaterThanOrEqualTo(Duration.ofMillis(450));
-    assertThatThrownBy(() -> subscriber().subscribe(SubscriptionSpec.builder(topic, "x").build(),
-        d -> { }, null)).isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("rateLimiter");
+    assertThatThrownBy(() -> clients.subscriber().subscribe(
+        SubscriptionSpec.builder(topic, "x").build(), d -> { }, null))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rateLimiter");
   }
 
   @Test
   @DisplayName("a lifecycle listener sees each record delivered, then acked, at its position")
   void lifecycleEvents() {
-    String topic = KafkaTestBroker.uniqueTopic("events");
-    KafkaTestBroker.createTopic(topic, 1);
+    String topic = newTopic("events", 1);
     List<Message> messages = List.of(message("a", 0), message("b", 1));
     publishAll(topic, messages);
     LifecycleLog log = new LifecycleLog(100);
-    KafkaSubscriber s = KafkaSubscriber.create(KafkaTestSupport.config().listener(log).build());
-    subscribers.add(s);
+    KafkaSubscriber s = clients.subscriber(KafkaTestSupport.config().listener(log));
     List<Integer> handled = new CopyOnWriteArrayList<>();
     s.subscribe(SubscriptionSpec.builder(topic, topic + "-g").build(), d -> handled.add(seq(d)));
 
@@ -384,16 +348,11 @@ class KafkaConsumerRuntimeTest {
   @DisplayName("when in-flight work is full, the worker that makes room wakes the poll: intake does"
       + " not wait out the poll timeout")
   void roomWakesThePoll() throws Exception {
-    String topic = KafkaTestBroker.uniqueTopic("room");
-    KafkaTestBroker.createTopic(topic, 1);
-    List<Message> messages = new ArrayList<>();
-    for (int i = 0; i < 60; i++) {
-      messages.add(message("k" + i, i));
-    }
+    String topic = newTopic("room", 1);
+    List<Message> messages = numberedMessages(60, i -> "k" + i);
     publishAll(topic, messages);
-    KafkaSubscriber s = KafkaSubscriber.create(KafkaTestSupport.config()
-        .pollTimeout(Duration.ofSeconds(60)).closeTimeout(Duration.ofSeconds(5)).build());
-    subscribers.add(s);
+    KafkaSubscriber s = clients.subscriber(KafkaTestSupport.config()
+        .pollTimeout(Duration.ofSeconds(60)).closeTimeout(Duration.ofSeconds(5)));
     CountDownLatch gate = new CountDownLatch(1);
     AtomicInteger handled = new AtomicInteger();
     // maxInFlight 10: polls of at most 5 records, intake stops above 5 in flight.

@@ -2,6 +2,8 @@ package io.relaykit.transport.kafka;
 
 import static io.relaykit.transport.kafka.KafkaTestSupport.committedOffsets;
 import static io.relaykit.transport.kafka.KafkaTestSupport.message;
+import static io.relaykit.transport.kafka.KafkaTestSupport.newTopic;
+import static io.relaykit.transport.kafka.KafkaTestSupport.numberedMessages;
 import static io.relaykit.transport.kafka.KafkaTestSupport.publishAll;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -36,37 +38,17 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 @DisplayName("Kafka retries and dead letters on a real broker")
 class KafkaRetryAndDeadLetterTest {
 
   private static final Duration WAIT = Duration.ofSeconds(60);
 
-  private final List<AutoCloseable> closeables = new ArrayList<>();
-
-  @AfterEach
-  void closeAll() throws Exception {
-    for (AutoCloseable c : closeables) {
-      c.close();
-    }
-  }
-
-  private KafkaSubscriber subscriber() {
-    KafkaSubscriber s = KafkaSubscriber.create(KafkaTestSupport.config()
-        .closeTimeout(Duration.ofSeconds(5)).build());
-    closeables.add(s);
-    return s;
-  }
-
-  private KafkaDeadLetterStore store(String topic, String group) {
-    KafkaDeadLetterStore s = KafkaDeadLetterStore.forSubscription(
-        KafkaTestSupport.config().build(), topic, group);
-    closeables.add(s);
-    return s;
-  }
+  @RegisterExtension
+  final KafkaClients clients = new KafkaClients();
 
   private static RetryPolicy quickRetries(int maxAttempts) {
     return RetryPolicy.builder().maxAttempts(maxAttempts)
@@ -80,9 +62,8 @@ class KafkaRetryAndDeadLetterTest {
   @DisplayName("a poison record goes to the DLT after max attempts while other keys flow; its key's"
       + " later record waits for it; replay brings it back")
   void poisonRecordIsDeadLetteredAndReplayed() {
-    String topic = KafkaTestBroker.uniqueTopic("poison");
+    String topic = newTopic("poison", 1);
     String group = topic + "-g";
-    KafkaTestBroker.createTopic(topic, 1);
     List<Message> messages = new ArrayList<>();
     messages.add(message("poison", 0));
     for (int i = 1; i <= 30; i++) {
@@ -93,7 +74,7 @@ class KafkaRetryAndDeadLetterTest {
 
     AtomicBoolean poisoned = new AtomicBoolean(true);
     List<Call> calls = new CopyOnWriteArrayList<>();
-    KafkaSubscription sub = subscriber().subscribe(
+    KafkaSubscription sub = clients.subscriber().subscribe(
         SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY).concurrency(4)
             .maxInFlight(64).retryPolicy(quickRetries(3)).build(),
         d -> {
@@ -103,7 +84,7 @@ class KafkaRetryAndDeadLetterTest {
             throw new IllegalStateException("cannot digest record 0");
           }
         });
-    KafkaDeadLetterStore dlt = store(topic, group);
+    KafkaDeadLetterStore dlt = clients.deadLetterStore(topic, group);
     Await.until(WAIT, "poison dead-lettered", () -> dlt.count(DeadLetterQuery.all()) == 1);
     Await.until(WAIT, "its key's later record handled", () -> calls.stream()
         .anyMatch(c -> c.seq() == 31));
@@ -155,9 +136,8 @@ class KafkaRetryAndDeadLetterTest {
   @DisplayName("an undecodable record goes to the DLT with the reason; a keyless record in KEY mode"
       + " is delivered unordered; the records around them are handled")
   void badInputGoesToDeadLettersOrRunsUnordered() throws Exception {
-    String topic = KafkaTestBroker.uniqueTopic("badinput");
+    String topic = newTopic("badinput", 1);
     String group = topic + "-g";
-    KafkaTestBroker.createTopic(topic, 1);
     try (KafkaProducer<String, byte[]> raw = new KafkaProducer<>(Map.of(
         "bootstrap.servers", KafkaTestBroker.bootstrapServers()), new StringSerializer(),
         new ByteArraySerializer())) {
@@ -170,9 +150,9 @@ class KafkaRetryAndDeadLetterTest {
     publishAll(topic, List.of(keyless, good));
 
     List<Delivery> handled = new CopyOnWriteArrayList<>();
-    subscriber().subscribe(SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
         .concurrency(2).build(), handled::add);
-    KafkaDeadLetterStore dlt = store(topic, group);
+    KafkaDeadLetterStore dlt = clients.deadLetterStore(topic, group);
     Await.until(WAIT, "two dead letters", () -> dlt.count(DeadLetterQuery.all()) == 2);
     Await.until(WAIT, "keyless and good records handled", () -> handled.size() == 2);
     assertThat(handled).extracting(Delivery::message).containsExactlyInAnyOrder(keyless, good);
@@ -205,17 +185,16 @@ class KafkaRetryAndDeadLetterTest {
   @DisplayName("a handler past its timeout counts as a retryable failure and its late result is"
       + " ignored")
   void handlerTimeoutIsARetryableFailure() {
-    String topic = KafkaTestBroker.uniqueTopic("timeout");
+    String topic = newTopic("timeout", 1);
     String group = topic + "-g";
-    KafkaTestBroker.createTopic(topic, 1);
     Message slow = message("s", 1);
     publishAll(topic, List.of(slow));
 
     CountDownLatch release = new CountDownLatch(1);
     List<Integer> attempts = new CopyOnWriteArrayList<>();
     List<Integer> finished = new CopyOnWriteArrayList<>();
-    subscriber().subscribe(SubscriptionSpec.builder(topic, group).ordering(OrderingMode.UNORDERED)
-        .concurrency(2).handlerTimeout(Duration.ofMillis(500))
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group)
+        .ordering(OrderingMode.UNORDERED).concurrency(2).handlerTimeout(Duration.ofMillis(500))
         .retryPolicy(quickRetries(3)).build(),
         d -> {
           attempts.add(d.attempt());
@@ -236,7 +215,7 @@ class KafkaRetryAndDeadLetterTest {
     assertThat(attempts).containsExactly(1, 2);
     release.countDown();
     Await.until(WAIT, "late first attempt returned", () -> finished.contains(1));
-    KafkaDeadLetterStore dlt = store(topic, group);
+    KafkaDeadLetterStore dlt = clients.deadLetterStore(topic, group);
     assertThat(dlt.count(DeadLetterQuery.all())).isZero();
     Await.until(WAIT, "committed", () -> Long.valueOf(1)
         .equals(committedOffsets(group, topic).get(0)));
@@ -255,9 +234,8 @@ class KafkaRetryAndDeadLetterTest {
   @DisplayName("KEY mode: a record that times out parks its key before the key's next record can"
       + " start; that record runs only after the retry has finished")
   void timeoutParksTheKeyBeforeItsNextRecordRuns() {
-    String topic = KafkaTestBroker.uniqueTopic("timeoutorder");
+    String topic = newTopic("timeoutorder", 1);
     String group = topic + "-g";
-    KafkaTestBroker.createTopic(topic, 1);
     publishAll(topic, List.of(message("k", 0), message("k", 1)));
 
     // Lock-free, so that no handler thread ever shows as BLOCKED because of the test itself.
@@ -278,7 +256,7 @@ class KafkaRetryAndDeadLetterTest {
       }
       return FailureClassifier.Kind.RETRYABLE;
     };
-    subscriber().subscribe(SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
         .concurrency(2).handlerTimeout(Duration.ofMillis(500))
         .retryPolicy(RetryPolicy.builder().maxAttempts(3)
             .backoff(Backoff.fixed(Duration.ofMillis(100))).classifier(dwellsOnTimeout).build())

@@ -66,6 +66,23 @@ final class KafkaTestSupport {
     }
   }
 
+  /** A new topic on the shared broker, named after {@code prefix}, with {@code partitions}. */
+  static String newTopic(String prefix, int partitions) {
+    String topic = KafkaTestBroker.uniqueTopic(prefix);
+    KafkaTestBroker.createTopic(topic, partitions);
+    return topic;
+  }
+
+  /** {@code count} {@linkplain #message messages} numbered from 0; the i-th is keyed key(i). */
+  static List<io.relaykit.message.Message> numberedMessages(int count,
+      java.util.function.IntFunction<String> key) {
+    List<io.relaykit.message.Message> out = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      out.add(message(key.apply(i), i));
+    }
+    return out;
+  }
+
   /** A message of type {@code test} with {@code key} and a payload naming its sequence number. */
   static io.relaykit.message.Message message(String key, int seq) {
     return io.relaykit.message.Message.builder().type("test").key(key)
