@@ -24,26 +24,23 @@ class DemoServerTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
   private static final String POISON = "POISON";
 
+  private RunningDemo demo;
   private CheckoutApp app;
-  private DemoServer server;
   private DemoHttp http;
 
   @BeforeAll
   void start(@TempDir Path data) throws Exception {
     DemoOptions options = new DemoOptions("127.0.0.1", 0, data, "h2", "memory", 0, POISON,
         Duration.ofSeconds(2));
-    app = CheckoutApp.start(options);
-    server = new DemoServer(app, "127.0.0.1", 0);
-    http = new DemoHttp(URI.create("http://127.0.0.1:" + server.port()));
+    demo = RunningDemo.start(options);
+    app = demo.app();
+    http = demo.http();
   }
 
   @AfterAll
   void stop() {
-    if (server != null) {
-      server.close();
-    }
-    if (app != null) {
-      app.close();
+    if (demo != null) {
+      demo.close();
     }
   }
 

@@ -2,7 +2,6 @@ package io.relaykit.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import io.relaykit.tck.Await;
@@ -10,7 +9,6 @@ import io.relaykit.transport.rabbitmq.RabbitMqDeadLetterStore;
 import io.relaykit.transport.rabbitmq.RabbitMqTopology;
 import io.relaykit.transport.rabbitmq.RabbitMqTransportBackend;
 import io.relaykit.transport.rabbitmq.RabbitMqTransportConfig;
-import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.UUID;
@@ -32,9 +30,7 @@ class RabbitMqDemoTest {
 
   private DemoOptions options;
   private RabbitMqTransportConfig broker;
-  private CheckoutApp app;
-  private DemoServer server;
-  private DemoHttp http;
+  private RunningDemo demo;
 
   @BeforeAll
   void start(@TempDir Path data) throws Exception {
@@ -47,9 +43,7 @@ class RabbitMqDemoTest {
       throw new AssertionError("RabbitMQ is not reachable at " + broker.uri()
           + " (set RELAYKIT_RABBITMQ_URI, or start it: rabbitmq-server -detached)", e);
     }
-    app = CheckoutApp.start(options);
-    server = new DemoServer(app, "127.0.0.1", 0);
-    http = new DemoHttp(URI.create("http://127.0.0.1:" + server.port()));
+    demo = RunningDemo.start(options);
   }
 
   private Connection connect() throws Exception {
@@ -61,11 +55,8 @@ class RabbitMqDemoTest {
 
   @AfterAll
   void stop() throws Exception {
-    if (server != null) {
-      server.close();
-    }
-    if (app != null) {
-      app.close();
+    if (demo != null) {
+      demo.close();
     }
     if (broker != null) {
       try (Connection c = connect()) {
@@ -77,33 +68,18 @@ class RabbitMqDemoTest {
     }
   }
 
-  private JsonNode awaitStatus(String orderId, String status) {
-    return http.awaitStatus(orderId, status, WAIT);
-  }
-
   @Test
   @DisplayName("an order travels through RabbitMQ and ends SUCCESS with sms = 1 and coupon = 1")
   void success() throws Exception {
-    String id = http.order(DemoHttp.newKey(), "book-1", 1).json().get("orderId").asText();
-    awaitStatus(id, "SUCCESS");
-    JsonNode order = http.get("/orders/" + id).json();
-    assertThat(order.get("effects").get("sms").asInt()).isEqualTo(1);
-    assertThat(order.get("effects").get("coupon").asInt()).isEqualTo(1);
-    assertThat(app.orders.effectCount(id, Orders.Effect.SMS)).isEqualTo(1);
-    assertThat(app.orders.effectCount(id, Orders.Effect.COUPON)).isEqualTo(1);
-    assertThat(app.storage.outboxStore().stats(java.time.Instant.now()).unsent())
+    demo.orderSucceedsWithOneOfEachEffect(WAIT);
+    assertThat(demo.app().storage.outboxStore().stats(java.time.Instant.now()).unsent())
         .as("the relay handed both messages to the broker").isZero();
   }
 
   @Test
   @DisplayName("a poison order ends FAILED; its messages are in the broker's dead-letter queues")
   void poison() throws Exception {
-    String id = http.order(DemoHttp.newKey(), POISON, 1).json().get("orderId").asText();
-    JsonNode doc = awaitStatus(id, "FAILED");
-    assertThat(doc.get("error").asText()).contains("SKU POISON is poison");
-    JsonNode order = http.get("/orders/" + id).json();
-    assertThat(order.get("effects").get("sms").asInt()).isZero();
-    assertThat(order.get("effects").get("coupon").asInt()).isZero();
+    String id = demo.orderFailsAsPoison(POISON, WAIT);
     for (Orders.Effect effect : Orders.Effect.values()) {
       try (RabbitMqDeadLetterStore dead =
           RabbitMqDeadLetterStore.create(broker, effect.destination(), effect.id())) {

@@ -2,7 +2,6 @@ package io.relaykit.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
@@ -10,7 +9,6 @@ import io.relaykit.idempotency.Claim;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.storage.redis.RedisStorageConfig;
 import io.relaykit.tck.Await;
-import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -35,9 +33,7 @@ class RedisDemoTest {
   private DemoOptions options;
   private RedisClient client;
   private StatefulRedisConnection<String, String> connection;
-  private CheckoutApp app;
-  private DemoServer server;
-  private DemoHttp http;
+  private RunningDemo demo;
 
   @BeforeAll
   void start(@TempDir Path data) throws Exception {
@@ -52,18 +48,13 @@ class RedisDemoTest {
       throw new AssertionError("Redis is not reachable at " + REDIS_URI + " (set"
           + " RELAYKIT_REDIS_URI, or start it: redis-server --daemonize yes --port 6379)", e);
     }
-    app = CheckoutApp.start(options);
-    server = new DemoServer(app, "127.0.0.1", 0);
-    http = new DemoHttp(URI.create("http://127.0.0.1:" + server.port()));
+    demo = RunningDemo.start(options);
   }
 
   @AfterAll
   void stop() {
-    if (server != null) {
-      server.close();
-    }
-    if (app != null) {
-      app.close();
+    if (demo != null) {
+      demo.close();
     }
     if (connection != null) {
       RedisCommands<String, String> redis = connection.sync();
@@ -81,16 +72,7 @@ class RedisDemoTest {
   @Test
   @DisplayName("an order ends SUCCESS with sms = 1 and coupon = 1, and Redis holds both as DONE")
   void success() throws Exception {
-    String id = http.order("key-" + UUID.randomUUID(), "book-1", 1).json().get("orderId")
-        .asText();
-    Await.value(WAIT, "order " + id + " reaches SUCCESS",
-        () -> http.getJson("/orders/" + id + "/status"),
-        doc -> doc.path("status").asText().equals("SUCCESS"));
-    JsonNode order = http.get("/orders/" + id).json();
-    assertThat(order.get("effects").get("sms").asInt()).isEqualTo(1);
-    assertThat(order.get("effects").get("coupon").asInt()).isEqualTo(1);
-    assertThat(app.orders.effectCount(id, Orders.Effect.SMS)).isEqualTo(1);
-    assertThat(app.orders.effectCount(id, Orders.Effect.COUPON)).isEqualTo(1);
+    String id = demo.orderSucceedsWithOneOfEachEffect(WAIT);
 
     try (RedisStorage redis = RedisStorage.open(RedisStorageConfig.builder().uri(REDIS_URI)
         .keyPrefix(CheckoutApp.redisKeyPrefix(options)).build())) {

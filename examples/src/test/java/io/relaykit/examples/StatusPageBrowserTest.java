@@ -38,8 +38,7 @@ class StatusPageBrowserTest {
   Path data;
   @TempDir
   Path profile;
-  private CheckoutApp app;
-  private DemoServer server;
+  private RunningDemo demo;
   private ChromeDriverService service;
   private WebDriver driver;
 
@@ -50,9 +49,8 @@ class StatusPageBrowserTest {
           + " `apt-get install -y --no-install-recommends chromium chromium-driver`"
           + " (./relaykit test does it for you)");
     }
-    app = CheckoutApp.start(new DemoOptions("127.0.0.1", 0, data, "h2", "memory", 0, "POISON",
+    demo = RunningDemo.start(new DemoOptions("127.0.0.1", 0, data, "h2", "memory", 0, "POISON",
         Duration.ofSeconds(2)));
-    server = new DemoServer(app, "127.0.0.1", 0);
     service = new ChromeDriverService.Builder()
         .usingDriverExecutable(CHROMEDRIVER.toFile())
         .usingAnyFreePort()
@@ -75,11 +73,8 @@ class StatusPageBrowserTest {
     if (service != null) {
       service.stop();
     }
-    if (server != null) {
-      server.close();
-    }
-    if (app != null) {
-      app.close();
+    if (demo != null) {
+      demo.close();
     }
   }
 
@@ -101,22 +96,22 @@ class StatusPageBrowserTest {
   @Test
   @DisplayName("an order ends SUCCESS on the page, a poison order FAILED with its reason")
   void ordersReachTheirEnd() throws Exception {
-    driver.get("http://127.0.0.1:" + server.port() + "/");
+    driver.get("http://127.0.0.1:" + demo.server().port() + "/");
     assertThat(driver.getTitle()).isEqualTo("relaykit checkout demo");
 
     WebElement ok = placeAndAwait("book-42", "SUCCESS");
     String okId = ok.getAttribute("data-order-id");
     assertThat(ok.findElement(By.cssSelector(".status")).getText()).isEqualTo("SUCCESS");
     assertThat(ok.findElement(By.cssSelector(".detail")).getText()).isEmpty();
-    assertThat(app.orders.effectCount(okId, Orders.Effect.SMS)).isEqualTo(1);
-    assertThat(app.orders.effectCount(okId, Orders.Effect.COUPON)).isEqualTo(1);
+    assertThat(demo.app().orders.effectCount(okId, Orders.Effect.SMS)).isEqualTo(1);
+    assertThat(demo.app().orders.effectCount(okId, Orders.Effect.COUPON)).isEqualTo(1);
 
     WebElement bad = placeAndAwait("POISON", "FAILED");
     String badId = bad.getAttribute("data-order-id");
     assertThat(bad.findElement(By.cssSelector(".status")).getText()).isEqualTo("FAILED");
     assertThat(bad.findElement(By.cssSelector(".detail")).getText())
         .contains("SKU POISON is poison");
-    assertThat(app.storage.deadLetterStore().find(badId + ":sms")).isPresent();
+    assertThat(demo.app().storage.deadLetterStore().find(badId + ":sms")).isPresent();
 
     // The dead-letter table refreshes (and is rebuilt) when a poll ends and every 3 s: read both
     // rows of the order within one wait, tolerating a rebuild between find and read.
