@@ -47,7 +47,10 @@ public final class MessageHeaders {
 
   private MessageHeaders() {}
 
-  /** The message's envelope fields and user headers as one header map, in a stable order. */
+  /**
+   * The message's envelope fields and user headers as one header map, in a stable order: a new
+   * mutable map each call, so a transport may add its own headers to it.
+   */
   public static Map<String, String> toWire(Message message) {
     Map<String, String> wire = new LinkedHashMap<>();
     wire.put(ID, message.id());

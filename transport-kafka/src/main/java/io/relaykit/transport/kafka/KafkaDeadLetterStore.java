@@ -1,6 +1,7 @@
 package io.relaykit.transport.kafka;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterHeaders;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.message.MalformedMessageException;
@@ -11,7 +12,6 @@ import io.relaykit.monitor.LifecycleListener;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -113,18 +113,7 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
       throw new IllegalArgumentException("deadLetter must not be null");
     }
     Message m = deadLetter.message();
-    Map<String, String> headers = new LinkedHashMap<>(MessageHeaders.toWire(m));
-    headers.put(MessageHeaders.DEAD_REASON, deadLetter.reason());
-    if (deadLetter.exceptionClass() != null) {
-      headers.put(MessageHeaders.EXCEPTION_CLASS, deadLetter.exceptionClass());
-    }
-    if (deadLetter.exceptionMessage() != null) {
-      headers.put(MessageHeaders.EXCEPTION_MESSAGE, deadLetter.exceptionMessage());
-    }
-    headers.put(MessageHeaders.ATTEMPT, Integer.toString(deadLetter.attempts()));
-    headers.put(MessageHeaders.FIRST_FAILURE_AT, deadLetter.firstFailureAt().toString());
-    headers.put(MessageHeaders.LAST_FAILURE_AT, deadLetter.lastFailureAt().toString());
-    headers.put(MessageHeaders.SOURCE, deadLetter.source());
+    Map<String, String> headers = DeadLetterHeaders.toWire(deadLetter);
     await(producer.send(new ProducerRecord<>(topic, null, m.key().orElse(null), m.payload(),
         KafkaRecords.toHeaders(headers)), m.id()), "add dead letter " + m.id());
   }
@@ -285,26 +274,7 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
     } catch (MalformedMessageException e) {
       message = standIn(r, wire, recordTime);
     }
-    Instant first = instant(wire.get(MessageHeaders.FIRST_FAILURE_AT), recordTime);
-    Instant last = instant(wire.get(MessageHeaders.LAST_FAILURE_AT), recordTime);
-    if (last.isBefore(first)) {
-      last = first;
-    }
-    int attempts;
-    try {
-      attempts = Math.max(0, Integer.parseInt(wire.getOrDefault(MessageHeaders.ATTEMPT, "0")));
-    } catch (NumberFormatException e) {
-      attempts = 0;
-    }
-    String reason = wire.get(MessageHeaders.DEAD_REASON);
-    String source = wire.get(MessageHeaders.SOURCE);
-    return new DeadLetter(message,
-        source == null || source.isBlank() ? topic : source,
-        reason == null || reason.isBlank() ? "unknown (no " + MessageHeaders.DEAD_REASON
-            + " header)" : reason,
-        wire.get(MessageHeaders.EXCEPTION_CLASS),
-        wire.get(MessageHeaders.EXCEPTION_MESSAGE),
-        attempts, first, last);
+    return DeadLetterHeaders.fromWire(message, wire, topic, recordTime);
   }
 
   private static Message standIn(ConsumerRecord<String, byte[]> r, Map<String, String> wire,
@@ -332,17 +302,6 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
         .headers(user)
         .createdAt(recordTime)
         .build();
-  }
-
-  private static Instant instant(String value, Instant fallback) {
-    if (value == null) {
-      return fallback;
-    }
-    try {
-      return Instant.parse(value);
-    } catch (DateTimeParseException e) {
-      return fallback;
-    }
   }
 
   @Override

@@ -5,6 +5,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.GetResponse;
 import com.rabbitmq.client.ShutdownSignalException;
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterHeaders;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.message.MalformedMessageException;
@@ -221,7 +222,7 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
         return Optional.empty();
       }
       DeadLetter d = newest.get().deadLetter;
-      Map<String, String> wire = new LinkedHashMap<>(MessageHeaders.toWire(d.message()));
+      Map<String, String> wire = MessageHeaders.toWire(d.message());
       d.message().key().ifPresent(k -> wire.put(AmqpHeaders.KEY, k));
       confirm(publisher.publishToQueue(queues.queue(), wire, d.message().payload()),
           "replay of dead letter " + id + " to " + queues.queue());
@@ -338,19 +339,8 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
   }
 
   private static Map<String, String> encode(DeadLetter d, String entry) {
-    Map<String, String> h = new LinkedHashMap<>(MessageHeaders.toWire(d.message()));
+    Map<String, String> h = DeadLetterHeaders.toWire(d);
     d.message().key().ifPresent(k -> h.put(AmqpHeaders.KEY, k));
-    h.put(MessageHeaders.DEAD_REASON, d.reason());
-    if (d.exceptionClass() != null) {
-      h.put(MessageHeaders.EXCEPTION_CLASS, d.exceptionClass());
-    }
-    if (d.exceptionMessage() != null) {
-      h.put(MessageHeaders.EXCEPTION_MESSAGE, d.exceptionMessage());
-    }
-    h.put(MessageHeaders.ATTEMPT, Integer.toString(d.attempts()));
-    h.put(MessageHeaders.FIRST_FAILURE_AT, d.firstFailureAt().toString());
-    h.put(MessageHeaders.LAST_FAILURE_AT, d.lastFailureAt().toString());
-    h.put(MessageHeaders.SOURCE, d.source());
     h.put(AmqpHeaders.DEAD_ENTRY, entry);
     return h;
   }
@@ -374,29 +364,9 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
     } catch (MalformedMessageException | IllegalArgumentException e) {
       message = lenientMessage(wire, r);
     }
-    Instant first = instant(wire.get(MessageHeaders.FIRST_FAILURE_AT));
-    if (first == null) {
-      first = r.getProps().getTimestamp() != null
-          ? r.getProps().getTimestamp().toInstant() : Instant.EPOCH;
-    }
-    Instant last = instant(wire.get(MessageHeaders.LAST_FAILURE_AT));
-    if (last == null || last.isBefore(first)) {
-      last = first;
-    }
-    int attempts;
-    try {
-      attempts = Math.max(0, Integer.parseInt(wire.getOrDefault(MessageHeaders.ATTEMPT, "0")));
-    } catch (NumberFormatException e) {
-      attempts = 0;
-    }
-    String source = wire.get(MessageHeaders.SOURCE);
-    String reason = wire.get(MessageHeaders.DEAD_REASON);
-    return new DeadLetter(message,
-        source == null || source.isBlank() ? destination : source,
-        reason == null || reason.isBlank() ? "unknown (no " + MessageHeaders.DEAD_REASON
-            + " header)" : reason,
-        wire.get(MessageHeaders.EXCEPTION_CLASS), wire.get(MessageHeaders.EXCEPTION_MESSAGE),
-        attempts, first, last);
+    Instant published = r.getProps().getTimestamp() != null
+        ? r.getProps().getTimestamp().toInstant() : Instant.EPOCH;
+    return DeadLetterHeaders.fromWire(message, wire, destination, published);
   }
 
   private static Message lenientMessage(Map<String, String> wire, GetResponse r) {

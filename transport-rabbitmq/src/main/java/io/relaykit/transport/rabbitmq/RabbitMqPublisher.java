@@ -155,7 +155,7 @@ public final class RabbitMqPublisher implements Publisher {
     if (closed) {
       return CompletableFuture.failedFuture(new PublishException("publisher is closed"));
     }
-    Map<String, String> wire = new java.util.LinkedHashMap<>(MessageHeaders.toWire(message));
+    Map<String, String> wire = MessageHeaders.toWire(message);
     message.key().ifPresent(key -> wire.put(AmqpHeaders.KEY, key));
     long size = message.payloadSize() + AmqpHeaders.estimatedSize(wire);
     if (size > config.maxMessageBytes()) {
