@@ -43,10 +43,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * dead-lettered with the reason. Sent rows older than the retention are purged, by default.
  *
  * <p>{@link #runOnce()} does one cycle on the caller's thread (deterministic tests, your own
- * scheduler); {@link #start()} runs cycles on a daemon thread, back to back while there is a
- * backlog, every {@code pollInterval} when idle, and with a capped backoff while the store fails,
- * until {@link #close(Duration)}. Cost per cycle: one claim, one publish per row, one markSent, one
- * store call per failed row.
+ * scheduler); {@link #start()} runs cycles on a daemon thread, back to back while claims return
+ * rows (a partial batch included: it may be one row per key of a larger keyed backlog), every
+ * {@code pollInterval} after a claim found nothing, and with a capped backoff while the store
+ * fails, until {@link #close(Duration)}. Cost per cycle: one claim, one publish per row, one
+ * markSent, one store call per failed row.
  */
 public final class OutboxRelay implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(OutboxRelay.class.getName());
@@ -309,7 +310,10 @@ public final class OutboxRelay implements AutoCloseable {
               + failures + " failed cycles");
         }
         failures = 0;
-        pause = b.claimed() >= batchSize ? Duration.ZERO : pollInterval;
+        // Any row claimed: claim again at once. A partial batch does not mean the backlog is
+        // empty: per-key order lets a claim take one row per key, so a backlog over fewer keys
+        // than the batch size claims partial batches until it is drained.
+        pause = b.claimed() > 0 ? Duration.ZERO : pollInterval;
       } catch (RuntimeException e) {
         if (!running) {
           break;

@@ -14,6 +14,8 @@ import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
@@ -109,5 +111,36 @@ class OutboxRelayTest {
     assertThat(relay.close(Duration.ofSeconds(5))).isTrue();
     assertThatThrownBy(relay::start).isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("closed");
+  }
+
+  @Test
+  @DisplayName("the background loop runs the next cycle at once after a partial batch: a keyed"
+      + " backlog with fewer keys than the batch size does not wait a poll interval per cycle")
+  void keyedBacklogDoesNotPause() throws InterruptedException {
+    for (int i = 0; i < 6; i++) {
+      append("k" + (i % 2), "m" + i);
+    }
+    CountDownLatch confirmed = new CountDownLatch(6);
+    Publisher counting = new Publisher() {
+      @Override
+      public CompletableFuture<PublishReceipt> publish(String destination, Message message) {
+        confirmed.countDown();
+        return CompletableFuture.completedFuture(
+            new PublishReceipt(message.id(), destination, "p"));
+      }
+
+      @Override
+      public void close() {}
+    };
+    // Each claim finds 2 of 10 (one head per key); the idle pause is an hour.
+    OutboxRelay relay = OutboxRelay.builder(store, counting, deadLetters).clock(clock)
+        .batchSize(10).pollInterval(Duration.ofHours(1)).build();
+    relay.start();
+    try {
+      assertThat(confirmed.await(30, TimeUnit.SECONDS)).as("all 6 published").isTrue();
+    } finally {
+      assertThat(relay.close(Duration.ofSeconds(5))).isTrue();
+    }
+    assertThat(store.stats(now.get()).unsent()).isZero();
   }
 }
