@@ -299,6 +299,19 @@ public final class OutboxRelay implements AutoCloseable {
     }
   }
 
+  /**
+   * How long the background loop waits after cycle {@code b}: not at all while cycles make
+   * progress, else {@code pollInterval}. A partial batch that sent or dead-lettered rows does not
+   * mean the backlog is empty: per-key order lets a claim take one row per key, so a backlog over
+   * fewer keys than the batch size claims partial batches until it is drained. A partial batch
+   * that only rescheduled rows (the publisher is failing) waits, so a retry delay near zero cannot
+   * turn the loop into a claim-and-reschedule spin.
+   */
+  static Duration pauseAfter(Batch b, int batchSize, Duration pollInterval) {
+    boolean progress = b.sent() > 0 || b.deadLettered() > 0 || b.claimed() >= batchSize;
+    return progress ? Duration.ZERO : pollInterval;
+  }
+
   private void loop() {
     int failures = 0;
     while (running) {
@@ -310,10 +323,7 @@ public final class OutboxRelay implements AutoCloseable {
               + failures + " failed cycles");
         }
         failures = 0;
-        // Any row claimed: claim again at once. A partial batch does not mean the backlog is
-        // empty: per-key order lets a claim take one row per key, so a backlog over fewer keys
-        // than the batch size claims partial batches until it is drained.
-        pause = b.claimed() > 0 ? Duration.ZERO : pollInterval;
+        pause = pauseAfter(b, batchSize, pollInterval);
       } catch (RuntimeException e) {
         if (!running) {
           break;

@@ -143,4 +143,23 @@ class OutboxRelayTest {
     }
     assertThat(store.stats(now.get()).unsent()).isZero();
   }
+
+  @Test
+  @DisplayName("the background loop goes on at once only after a cycle that made progress")
+  void pauseAfterACycle() {
+    Duration poll = Duration.ofSeconds(7);
+    // claimed, sent, retried, deadLettered, leaseLost
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(0, 0, 0, 0, 0), 100, poll))
+        .as("nothing claimed").isEqualTo(poll);
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 3, 0, 0, 0), 100, poll))
+        .as("a partial batch that sent: one row per key of a keyed backlog").isZero();
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 0, 0, 3, 0), 100, poll))
+        .as("a partial batch that dead-lettered frees its keys").isZero();
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(100, 0, 100, 0, 0), 100, poll))
+        .as("a full batch: the backlog goes on").isZero();
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 0, 3, 0, 0), 100, poll))
+        .as("only rescheduled (failing publisher): no claim-and-reschedule spin").isEqualTo(poll);
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 0, 0, 0, 3), 100, poll))
+        .as("only lost leases").isEqualTo(poll);
+  }
 }

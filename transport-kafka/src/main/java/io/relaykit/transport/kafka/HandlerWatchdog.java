@@ -92,7 +92,8 @@ final class HandlerWatchdog {
    * another.
    *
    * @param onExpiry runs on the timer thread if the call is still running at its deadline; {@link
-   *     #end} of this call waits until it has run, so it must not wait for this call's thread
+   *     #end} of this call waits until it has run, so it must be short and must not wait for this
+   *     call's thread (hand slow work, such as a send, to another task)
    */
   Call begin(Runnable onExpiry) {
     Slot slot = mySlot.get();

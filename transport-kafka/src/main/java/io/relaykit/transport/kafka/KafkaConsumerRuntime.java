@@ -31,6 +31,8 @@ import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -548,11 +550,13 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private void runHandler(Work w, Map<String, String> wire, Delivery delivery,
       String sourcePosition) {
-    // On a timeout the failure is routed on the timer thread, and watchdog.end waits for that: the
-    // key is parked (onFailure) before this worker lets the key's next record run.
+    // On a timeout the failure is decided on the timer thread, and watchdog.end waits for that:
+    // the key is parked (onFailure) before this worker lets the key's next record run. The retry
+    // or dead-letter send then runs as a separate timer task, so a producer blocked on a missing
+    // topic's metadata holds the timer, not this worker.
     HandlerWatchdog.Call call = watchdog.begin(() -> onFailure(w, wire, delivery, sourcePosition,
         new TimeoutException("handler did not finish within " + spec.handlerTimeout()
-            + "; its late result is ignored")));
+            + "; its late result is ignored"), this::afterTimeout));
     Throwable failure = null;
     try {
       handler.handle(delivery);
@@ -570,12 +574,25 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       event(LifecycleEvent.Stage.ACKED, delivery.message(), w.position());
       finish(w);
     } else {
-      onFailure(w, wire, delivery, sourcePosition, failure);
+      onFailure(w, wire, delivery, sourcePosition, failure, Runnable::run);
     }
   }
 
+  /** Sends a timed-out record's retry or dead-letter copy once the watchdog has let go of it. */
+  private void afterTimeout(Runnable send) {
+    try {
+      timers.execute(send);
+    } catch (RejectedExecutionException e) {
+      send.run(); // closing: the ownership checks in the send skip what is no longer ours
+    }
+  }
+
+  /**
+   * Decides what becomes of a failed record and, for a retry, holds its key (at once, on this
+   * thread); the retry or dead-letter copy is then sent through {@code sends}.
+   */
   private void onFailure(Work w, Map<String, String> wire, Delivery delivery,
-      String sourcePosition, Throwable failure) {
+      String sourcePosition, Throwable failure, Executor sends) {
     if (!owned.contains(w.partition())) {
       return; // revoked or closing: the next owner redoes it, so no retry copy
     }
@@ -583,13 +600,23 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     Instant first = delivery.firstFailureAt() != null ? delivery.firstFailureAt() : now;
     RetryPolicy.Decision decision = decide(delivery.attempt(), first, now, failure);
     if (!decision.retry()) {
-      deadLetter(w, wire, delivery.message(), decision.reason(), failure, delivery.attempt(),
-          first, now, delivery.source(), sourcePosition);
+      sends.execute(() -> deadLetter(w, wire, delivery.message(), decision.reason(), failure,
+          delivery.attempt(), first, now, delivery.source(), sourcePosition));
       return;
     }
     Object key = w.gateKey();
     if (key != null) {
       parking.hold(key, w); // before this worker lets the key's next record run
+    }
+    sends.execute(() -> sendRetry(w, wire, delivery, sourcePosition, failure, key, decision,
+        first, now));
+  }
+
+  private void sendRetry(Work w, Map<String, String> wire, Delivery delivery,
+      String sourcePosition, Throwable failure, Object key, RetryPolicy.Decision decision,
+      Instant first, Instant now) {
+    if (!owned.contains(w.partition())) {
+      return; // revoked meanwhile (its holds went with it): the next owner redoes it
     }
     Map<String, String> headers = new LinkedHashMap<>(wire);
     headers.put(MessageHeaders.ATTEMPT, Integer.toString(delivery.attempt()));
@@ -694,7 +721,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       try {
         timers.schedule(() -> sendDurably(w, copy, what, onSent, onRejected),
             RESEND_DELAY.toMillis(), TimeUnit.MILLISECONDS);
-      } catch (java.util.concurrent.RejectedExecutionException e) {
+      } catch (RejectedExecutionException e) {
         // Closing: the record stays uncommitted.
       }
     });

@@ -8,7 +8,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * A test fixture for the broker tests: opens subscribers and dead-letter stores on the shared test
- * broker and closes each after the test, in the order they were opened. Register one per test
+ * broker and closes each after the test, newest first. Register one per test
  * instance with {@code @RegisterExtension}, so parallel tests never share it.
  */
 final class KafkaClients implements AfterEachCallback {
@@ -31,16 +31,35 @@ final class KafkaClients implements AfterEachCallback {
         KafkaTestSupport.config().build(), topic, group));
   }
 
+  /** The dead-letter store over {@code deadLetterTopic} itself. */
+  KafkaDeadLetterStore deadLetterStore(String deadLetterTopic) {
+    return closedAfterTest(KafkaDeadLetterStore.create(KafkaTestSupport.config().build(),
+        deadLetterTopic));
+  }
+
   private <T extends AutoCloseable> T closedAfterTest(T client) {
     open.add(client);
     return client;
   }
 
+  /** Closes every client, newest first, even when one fails; the first failure is thrown. */
   @Override
   public void afterEach(ExtensionContext context) throws Exception {
-    for (AutoCloseable c : open) {
-      c.close();
+    Exception failure = null;
+    for (int i = open.size() - 1; i >= 0; i--) {
+      try {
+        open.get(i).close();
+      } catch (Exception e) {
+        if (failure == null) {
+          failure = e;
+        } else {
+          failure.addSuppressed(e);
+        }
+      }
     }
     open.clear();
+    if (failure != null) {
+      throw failure;
+    }
   }
 }

@@ -231,6 +231,11 @@ public final class RabbitMqPublisher implements Publisher {
     p.deadlineNanos = System.nanoTime() + timeoutNanos;
     lock.lock();
     try {
+      if (closed) {
+        // close() may have collected what was left before this lock: nothing would finish p.
+        window.release();
+        return CompletableFuture.failedFuture(new PublishException("publisher is closed"));
+      }
       if (gen == null) {
         unsent.addLast(p);
       } else {
@@ -324,8 +329,12 @@ public final class RabbitMqPublisher implements Publisher {
   private void finish(List<Pending> batch, Function<Pending, RuntimeException> outcome) {
     List<Pending> settled = new ArrayList<>(batch.size());
     for (Pending p : batch) {
+      if (p.isFinished()) {
+        continue;
+      }
+      RuntimeException failure = outcome.apply(p); // before the claim: it only builds a message
       if (p.finished.compareAndSet(false, true)) {
-        p.failure = outcome.apply(p);
+        p.failure = failure;
         settled.add(p);
       }
     }
@@ -335,7 +344,17 @@ public final class RabbitMqPublisher implements Publisher {
     window.release(settled.size());
     Runnable complete = () -> {
       for (Pending p : settled) {
-        complete(p);
+        try {
+          complete(p);
+        } catch (RuntimeException | Error e) {
+          // What complete() throws (a listener's Error that LifecycleListener.safely lets
+          // through) must not strand the rest of the batch; p's future is completed either way.
+          p.future.completeExceptionally(e);
+          if (e instanceof VirtualMachineError vme) {
+            throw vme;
+          }
+          LOG.log(System.Logger.Level.ERROR, "completing message " + p.messageId + " failed", e);
+        }
       }
     };
     try {
@@ -351,10 +370,13 @@ public final class RabbitMqPublisher implements Publisher {
       return;
     }
     PublishReceipt receipt = new PublishReceipt(p.messageId, p.destination, Long.toString(p.seq));
-    if (p.traceId != null) {
-      event(LifecycleEvent.Stage.CONFIRMED, p, receipt.position());
+    try {
+      if (p.traceId != null) {
+        event(LifecycleEvent.Stage.CONFIRMED, p, receipt.position());
+      }
+    } finally {
+      p.future.complete(receipt); // confirmed by the broker, whatever the event did
     }
-    p.future.complete(receipt);
   }
 
   private void event(LifecycleEvent.Stage stage, Pending p, String detail) {

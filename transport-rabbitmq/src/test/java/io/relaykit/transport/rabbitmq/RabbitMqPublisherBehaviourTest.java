@@ -207,6 +207,27 @@ class RabbitMqPublisherBehaviourTest {
     assertThat(log.all()).allMatch(e -> e.traceId().equals(m.traceId()));
   }
 
+  @Test
+  @DisplayName("a listener that throws an Error on CONFIRMED strands no future of the batch")
+  void throwingListenerStrandsNothing() throws Exception {
+    // LifecycleListener.safely contains runtime exceptions, linkage and assertion errors; any
+    // other Error reaches the publisher's completion task, which settles a whole confirm batch.
+    publisher = RabbitMqPublisher.create(config, event -> {
+      if (event.stage() == LifecycleEvent.Stage.CONFIRMED) {
+        throw new Error("listener bug");
+      }
+    }, InstantSource.system());
+    List<CompletableFuture<PublishReceipt>> confirms = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      confirms.add(publisher.publish(destination, message(i)));
+    }
+
+    CompletableFuture.allOf(confirms.toArray(new CompletableFuture<?>[0]))
+        .get(30, TimeUnit.SECONDS);
+    assertThat(confirms).allMatch(f -> !f.isCompletedExceptionally());
+    assertThat(TestBroker.drain(admin, queues.queue())).hasSize(200);
+  }
+
   @Nested
   @DisplayName("when the broker force-closes the connection mid-publish")
   class ConnectionLoss {
