@@ -744,6 +744,32 @@ public final class ReportQueue {
     }
   }
 
+  /**
+   * How long the oldest pending event (ready or waiting for a retry) has been in the queue, by the
+   * queue's clock (never negative); empty if nothing is pending. In-flight events do not count:
+   * they are being delivered. The backlog's age for {@link io.relaykit.monitor.BacklogMonitor}.
+   * O(1).
+   */
+  public Optional<Duration> oldestPendingAge() {
+    lock.lock();
+    try {
+      Entry oldest = null;
+      for (Lane lane : lanes) {
+        Entry e = lane.oldest();
+        if (e != null && (oldest == null || e.seq < oldest.seq)) {
+          oldest = e;
+        }
+      }
+      if (oldest == null) {
+        return Optional.empty();
+      }
+      Duration age = Duration.between(oldest.event.enqueuedAt(), clock.instant());
+      return Optional.of(age.isNegative() ? Duration.ZERO : age);
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /** Ids of pending events, in drain order (ready and waiting retries mixed by age). O(n). */
   public List<String> pendingIds() {
     lock.lock();

@@ -114,6 +114,30 @@ class ReportQueueTest {
     }
 
     @Test
+    @DisplayName("oldestPendingAge is the age of the oldest pending event in any lane or retry")
+    void oldestPendingAge() {
+      ReportQueue queue = builder().batchSize(1).backoff(Backoff.fixed(Duration.ofMinutes(5)))
+          .build();
+      assertThat(queue.oldestPendingAge()).isEmpty();
+      queue.enqueue(event("low-1", Priority.LOW));
+      clock.advance(Duration.ofSeconds(10));
+      queue.enqueue(event("critical-1", Priority.CRITICAL));
+      clock.advance(Duration.ofSeconds(5));
+      assertThat(queue.oldestPendingAge()).contains(Duration.ofSeconds(15));
+
+      assertThat(ids(queue.drainBatch())).containsExactly("critical-1");
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(queue.oldestPendingAge()).as("in flight does not count")
+          .contains(Duration.ofSeconds(16));
+
+      assertThat(ids(queue.drainBatch())).containsExactly("low-1");
+      assertThat(queue.oldestPendingAge()).as("everything in flight").isEmpty();
+      queue.nack(List.of("critical-1"), true);
+      assertThat(queue.oldestPendingAge()).as("a waiting retry is pending, aged from enqueue")
+          .contains(Duration.ofSeconds(6));
+    }
+
+    @Test
     @DisplayName("ack removes in-flight events for good and ignores ids that are not in flight")
     void ack() {
       ReportQueue queue = builder().build();
