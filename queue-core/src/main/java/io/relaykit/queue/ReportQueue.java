@@ -633,6 +633,49 @@ public final class ReportQueue {
     }
   }
 
+  /**
+   * Moves dead letters back to pending (an operator fixed the cause): ready now, attempts reset to
+   * 0, same id, payload, priority and enqueue time, behind the events pending now; journaled (a
+   * {@code CRITICAL} one durably before return, under the queue's lock), so a restart keeps them
+   * pending. Emits {@code REPLAYED}. A dead letter comes back only while the queue has room
+   * ({@code capacity} and {@code maxBytes}); the others stay dead letters. Ids that are not dead
+   * letters are ignored.
+   *
+   * @return how many dead letters were replayed
+   */
+  public int replayDead(Collection<String> eventIds) {
+    Checks.requireNonNull("eventIds", eventIds);
+    lock.lock();
+    try {
+      Instant now = clock.instant();
+      int replayed = 0;
+      for (String id : eventIds) {
+        Entry e = entry(id);
+        if (e == null || e.state != State.DEAD || !fits(e.bytes)) {
+          continue;
+        }
+        dead.unlink(e);
+        e.deadReason = null;
+        live++;
+        bytes += e.bytes;
+        e.event = e.event.rescheduled(0, now);
+        e.seq = nextSeq++;
+        // In the journal a replay is the dead letter's removal and a new append of the event
+        // (same id and enqueue time, attempts 0): every journal already replays that pair.
+        journal.remove(id, Removal.PURGED);
+        journal.append(e.event);
+        requeue(e, now);
+        replayed++;
+        if (listening) {
+          emit(Stage.REPLAYED, id, now, "replayed from the dead letters");
+        }
+      }
+      return replayed;
+    } finally {
+      lock.unlock();
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Restore
 

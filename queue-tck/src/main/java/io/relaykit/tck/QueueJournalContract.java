@@ -255,6 +255,25 @@ public abstract class QueueJournalContract {
     }
 
     @Test
+    @DisplayName("a replayed dead letter (purged, then appended again) is pending behind the others")
+    void replayedDeadLetter() throws Exception {
+      QueueJournal journal = freshWith("a", "b", "c");
+      journal.deadLetter("a", 5, "attempts exhausted (5 of 5)");
+      journal.deadLetter("c", 1, "rejected");
+      journal.remove("a", Removal.PURGED);
+      journal.append(event("a").rescheduled(0, T0.plusSeconds(60)));
+      JournalState state = closeAndRestart(journal);
+      assertThat(ids(state.pending())).containsExactly("b", "a");
+      QueuedEvent a = state.pending().get(1);
+      assertThat(a.attempts()).isZero();
+      assertThat(a.nextAttemptAt()).isEqualTo(T0.plusSeconds(60));
+      assertThat(a.payload()).isEqualTo(event("a").payload());
+      assertThat(ids(state.dead())).containsExactly("c");
+      assertThat(state.deadReasons()).containsOnly(Map.entry("c", "rejected"));
+      assertThat(state.seen()).containsOnlyKeys("a", "b", "c");
+    }
+
+    @Test
     @DisplayName("dead letters come back in the order they died")
     void deadOrder() throws Exception {
       QueueJournal journal = freshWith("a", "b", "c");

@@ -506,6 +506,64 @@ class ReportQueueTest {
   }
 
   @Nested
+  @DisplayName("replaying dead letters")
+  class Replay {
+
+    @Test
+    @DisplayName("a replayed dead letter is pending behind the others, ready now, attempts reset, journaled")
+    void replay() {
+      ReportQueue queue = builder().maxAttempts(2).build();
+      queue.enqueue(normal("a"));
+      queue.enqueue(normal("b"));
+      queue.drainBatch();
+      queue.nack(List.of("a"), false);
+      queue.nack(List.of("b"), true);
+      clock.advance(Duration.ofMinutes(1));
+      queue.drainBatch();
+      queue.nack(List.of("b"), true); // out of attempts
+      assertThat(queue.deadIds()).containsExactly("a", "b");
+
+      assertThat(queue.replayDead(List.of("b", "nope", "a"))).isEqualTo(2);
+
+      assertThat(queue.deadIds()).isEmpty();
+      assertThat(queue.deadReason("a")).isEmpty();
+      assertThat(queue.stats().pending()).isEqualTo(2);
+      List<QueuedEvent> drained = queue.drainBatch();
+      assertThat(ids(drained)).as("in the order they were replayed").containsExactly("b", "a");
+      assertThat(drained).allMatch(e -> e.attempts() == 0);
+      assertThat(stages("b")).endsWith(Stage.DEAD_LETTERED, Stage.REPLAYED, Stage.DELIVERED);
+      JournalState stored = journal.reopen().load();
+      assertThat(stored.dead()).isEmpty();
+      assertThat(ids(stored.pending())).containsExactly("b", "a");
+      assertThat(stored.pending()).allMatch(e -> e.attempts() == 0);
+    }
+
+    @Test
+    @DisplayName("a replay stops at capacity: the rest stay dead letters")
+    void replayWithinCapacity() {
+      ReportQueue queue = builder().capacity(2).build();
+      queue.enqueue(normal("a"));
+      queue.enqueue(normal("b"));
+      queue.drainBatch();
+      queue.nack(List.of("a", "b"), false);
+      queue.enqueue(normal("c"));
+
+      assertThat(queue.replayDead(List.of("a", "b"))).isEqualTo(1);
+
+      assertThat(queue.pendingIds()).containsExactlyInAnyOrder("a", "c");
+      assertThat(queue.deadIds()).containsExactly("b");
+    }
+
+    @Test
+    @DisplayName("null ids are refused")
+    void nullIds() {
+      ReportQueue queue = builder().build();
+      assertThatThrownBy(() -> queue.replayDead(null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventIds");
+    }
+  }
+
+  @Nested
   @DisplayName("expiry")
   class Expiry {
 
@@ -784,6 +842,7 @@ class ReportQueueTest {
             q.nack(List.of("b"), true); // out of attempts
           },
           q -> q.purgeDead(List.of("d")),
+          q -> q.replayDead(List.of("b")),
           q -> clock.advance(Duration.ofHours(2)),
           q -> q.enqueue(event("e", Priority.NORMAL))); // window passed: accepted again
       for (int i = 0; i < steps.size(); i++) {
@@ -805,9 +864,9 @@ class ReportQueueTest {
         queue = b.journal(reopen.get()).build();
         queue.restore();
       }
-      assertThat(queue.pendingIds()).containsExactly("e");
-      assertThat(queue.deadIds()).containsExactly("b");
-      assertThat(queue.stats().seen()).isEqualTo(1);
+      assertThat(queue.pendingIds()).as("b was replayed").containsExactly("b", "e");
+      assertThat(queue.deadIds()).isEmpty();
+      assertThat(queue.stats().seen()).as("the window passed for b").isEqualTo(1);
     }
   }
 
