@@ -10,6 +10,7 @@ import io.relaykit.message.Publisher;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.retry.Backoff;
 import io.relaykit.retry.Jitter;
 import io.relaykit.retry.RetryPolicy;
@@ -51,6 +52,8 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 public final class OutboxRelay implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(OutboxRelay.class.getName());
+  /** The {@code destination} of the relay's metrics. */
+  static final String METRICS_NAME = "outbox";
 
   private final OutboxStore store;
   private final Publisher publisher;
@@ -66,6 +69,9 @@ public final class OutboxRelay implements AutoCloseable {
   private final Backoff errorBackoff;
   private final Duration retention;
   private final Duration purgeInterval;
+  private final MetricsListener metrics;
+  private final boolean metering;
+  private final Duration metricsInterval;
 
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition wake = lock.newCondition();
@@ -73,6 +79,7 @@ public final class OutboxRelay implements AutoCloseable {
   private volatile boolean running;
   private boolean closed;
   private volatile Instant lastPurge;
+  private volatile Instant lastSample;
 
   private OutboxRelay(Builder b) {
     this.store = b.store;
@@ -89,6 +96,9 @@ public final class OutboxRelay implements AutoCloseable {
     this.errorBackoff = b.errorBackoff;
     this.retention = b.retention;
     this.purgeInterval = b.purgeInterval;
+    this.metrics = b.metrics;
+    this.metering = b.metricsSet;
+    this.metricsInterval = b.metricsInterval;
   }
 
   /** A builder for a relay from {@code store} through {@code publisher}. */
@@ -112,6 +122,7 @@ public final class OutboxRelay implements AutoCloseable {
    */
   public Batch runOnce() {
     Instant now = clock.instant();
+    sampleIfDue(now);
     List<OutboxRecord> claimed = store.claim(owner, batchSize, lease, now);
     if (claimed.isEmpty()) {
       purgeIfDue(now);
@@ -251,6 +262,29 @@ public final class OutboxRelay implements AutoCloseable {
       emit(stage, r, at, reason);
     }
     return removed;
+  }
+
+  /**
+   * Reports the backlog (unsent rows, oldest unsent age) to the metrics listener at most once per
+   * metrics interval. A store that cannot answer costs this sample, not the cycle.
+   */
+  private void sampleIfDue(Instant now) {
+    if (!metering || (lastSample != null && now.isBefore(lastSample.plus(metricsInterval)))) {
+      return;
+    }
+    lastSample = now;
+    OutboxStats stats;
+    try {
+      stats = store.stats(now);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "outbox relay " + owner + " could not sample the"
+          + " backlog for metrics: " + e);
+      return;
+    }
+    MetricsListener.safely(metrics, m -> {
+      m.backlogDepth(METRICS_NAME, stats.unsent());
+      m.oldestAge(METRICS_NAME, stats.oldestUnsentAge());
+    });
   }
 
   private void purgeIfDue(Instant now) {
@@ -425,6 +459,9 @@ public final class OutboxRelay implements AutoCloseable {
         .withMax(Duration.ofSeconds(30)).withJitter(Jitter.FULL);
     private Duration retention = Duration.ofDays(7);
     private Duration purgeInterval = Duration.ofMinutes(1);
+    private MetricsListener metrics = MetricsListener.noop();
+    private boolean metricsSet;
+    private Duration metricsInterval = Duration.ofSeconds(10);
 
     private Builder(OutboxStore store, Publisher publisher, DeadLetterStore deadLetters) {
       this.store = Checks.requireNonNull("store", store);
@@ -503,6 +540,24 @@ public final class OutboxRelay implements AutoCloseable {
      *     timeout, poll interval, retention or purge interval; a confirm timeout not shorter than
      *     the lease
      */
+    /**
+     * Where the backlog is reported: {@link MetricsListener#backlogDepth} (unsent rows) and
+     * {@link MetricsListener#oldestAge} (oldest unsent message) for destination {@code
+     * "outbox"}, sampled by a cycle at most once per {@link #metricsInterval} (one {@link
+     * OutboxStore#stats} call: a count over the unsent rows). Default: none.
+     */
+    public Builder metrics(MetricsListener metrics) {
+      this.metrics = metrics;
+      this.metricsSet = true;
+      return this;
+    }
+
+    /** How often the backlog is sampled for {@link #metrics}. Default 10 s. */
+    public Builder metricsInterval(Duration metricsInterval) {
+      this.metricsInterval = metricsInterval;
+      return this;
+    }
+
     public OutboxRelay build() {
       Checks.requireNonNull("retryPolicy", retryPolicy);
       Checks.requireNonNull("listener", listener);
@@ -522,6 +577,8 @@ public final class OutboxRelay implements AutoCloseable {
       Checks.requireNonNull("errorBackoff", errorBackoff);
       Checks.requirePositive("retention", retention);
       Checks.requirePositive("purgeInterval", purgeInterval);
+      Checks.requireNonNull("metrics", metrics);
+      Checks.requirePositive("metricsInterval", metricsInterval);
       return new OutboxRelay(this);
     }
   }

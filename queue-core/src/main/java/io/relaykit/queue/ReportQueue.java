@@ -4,6 +4,7 @@ import io.relaykit.internal.Checks;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.queue.QueueJournal.Removal;
 import io.relaykit.retry.Backoff;
 import java.time.DateTimeException;
@@ -211,6 +212,8 @@ public final class ReportQueue {
   private final int dedupeMaxIds;
   private final LifecycleListener listener;
   private final boolean listening;
+  private final MetricsListener metrics;
+  private final boolean metering;
   private final String name;
 
   private final ReentrantLock lock = new ReentrantLock();
@@ -247,6 +250,8 @@ public final class ReportQueue {
     this.dedupeMaxIds = b.dedupeMaxIds;
     this.listener = b.listener;
     this.listening = b.listenerSet;
+    this.metrics = b.metrics;
+    this.metering = b.metricsSet;
     this.name = b.name;
     // The id table is sized for the live events plus a full dedupe window, so the hot path never
     // rehashes it; capped so a huge configured bound does not cost memory up front.
@@ -293,6 +298,7 @@ public final class ReportQueue {
       }
       if (event.isExpiredAt(now)) {
         expired++;
+        meterDrop("expired");
         if (listening) {
           emit(Stage.EXPIRED, id, now, "expired before it was queued (expiresAt "
               + event.expiresAt() + ")");
@@ -302,6 +308,7 @@ public final class ReportQueue {
       int size = QueuedEvent.bytesOf(event.payload());
       if (size > maxBytes) {
         dropped++;
+        meterDrop("rejected");
         if (listening) {
           emit(Stage.DROPPED, id, now, "too large: " + size + " bytes > maxBytes " + maxBytes);
         }
@@ -314,6 +321,7 @@ public final class ReportQueue {
           evicted = evictFor(event, size, now);
           if (evicted == null) {
             dropped++;
+            meterDrop("capacity");
             if (listening) {
               emit(Stage.DROPPED, id, now, "queue full (" + live + " events, " + bytes
                   + " bytes), policy " + dropPolicy);
@@ -397,6 +405,7 @@ public final class ReportQueue {
       index.drop(victim.ref);
       journal.remove(victim.id, Removal.DROPPED);
       dropped++;
+      meterDrop("capacity");
       evicted.add(victim.id);
       if (listening) {
         emit(Stage.DROPPED, victim.id, now, "evicted (" + dropPolicy + ") for "
@@ -1031,10 +1040,18 @@ public final class ReportQueue {
     }
   }
 
+  /** Reports one lost event to the metrics listener, if one is set. */
+  private void meterDrop(String reason) {
+    if (metering) {
+      MetricsListener.safely(metrics, m -> m.dropped(name, reason, 1));
+    }
+  }
+
   /** Records and reports an expired event that already left pending and in flight. */
   private void expire(Entry e, Instant now, String detail) {
     journal.remove(e.id, Removal.EXPIRED);
     expired++;
+    meterDrop("expired");
     if (listening) {
       emit(Stage.EXPIRED, e.id, now, detail);
     }
@@ -1118,6 +1135,8 @@ public final class ReportQueue {
     private int dedupeMaxIds = 100_000;
     private LifecycleListener listener = LifecycleListener.noop();
     private boolean listenerSet;
+    private MetricsListener metrics = MetricsListener.noop();
+    private boolean metricsSet;
     private String name = "report-queue";
 
     private Builder() {
@@ -1192,6 +1211,19 @@ public final class ReportQueue {
       return this;
     }
 
+    /**
+     * Where lost events are counted: {@link MetricsListener#dropped} with this queue's {@link
+     * #name}, reason {@code "capacity"} (evicted, or rejected as {@code QUEUE_FULL}), {@code
+     * "rejected"} ({@code TOO_LARGE}) or {@code "expired"}, one call per event, under the queue's
+     * lock (so it must be fast). Default: none. Gauges come from {@link ReportQueue#stats()} and
+     * {@link ReportQueue#oldestPendingAge()}, sampled by the caller.
+     */
+    public Builder metrics(MetricsListener metrics) {
+      this.metrics = metrics;
+      this.metricsSet = true;
+      return this;
+    }
+
     /** The {@code where} of lifecycle events. Default {@code "report-queue"}. */
     public Builder name(String name) {
       this.name = name;
@@ -1215,6 +1247,7 @@ public final class ReportQueue {
       Checks.requirePositive("dedupeWindow", dedupeWindow);
       Checks.requirePositive("dedupeMaxIds", dedupeMaxIds);
       Checks.requireNonNull("listener", listener);
+      Checks.requireNonNull("metrics", metrics);
       Checks.requireNonBlank("name", name);
       return new ReportQueue(this);
     }

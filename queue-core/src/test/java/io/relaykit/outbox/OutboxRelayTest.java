@@ -162,4 +162,44 @@ class OutboxRelayTest {
     assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 0, 0, 0, 3), 100, poll))
         .as("only lost leases").isEqualTo(poll);
   }
+
+  @Test
+  @DisplayName("the backlog goes to the metrics listener at most once per metrics interval")
+  void backlogMetrics() {
+    List<String> samples = new ArrayList<>();
+    io.relaykit.monitor.MetricsListener metrics = new io.relaykit.monitor.MetricsListener() {
+      @Override
+      public void backlogDepth(String destination, long depth) {
+        samples.add(destination + " depth " + depth);
+      }
+
+      @Override
+      public void oldestAge(String destination, Duration age) {
+        samples.add(destination + " age " + age.toSeconds() + "s");
+      }
+    };
+    append("a", "a1");
+    append("a", "a2");
+    now.set(now.get().plusSeconds(5));
+    OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).clock(clock)
+        .metrics(metrics).metricsInterval(Duration.ofSeconds(10)).build();
+
+    relay.runOnce(); // samples before claiming: 2 unsent, the oldest 5 s old
+    relay.runOnce(); // within the interval: no sample
+    now.set(now.get().plusSeconds(10));
+    relay.runOnce(); // everything sent
+
+    assertThat(samples).containsExactly("outbox depth 2", "outbox age 5s",
+        "outbox depth 0", "outbox age 0s");
+  }
+
+  @Test
+  @DisplayName("a bad metrics setting is refused, naming it")
+  void badMetricsSettings() {
+    assertThatThrownBy(() -> OutboxRelay.builder(store, publisher, deadLetters).metrics(null)
+        .build()).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("metrics");
+    assertThatThrownBy(() -> OutboxRelay.builder(store, publisher, deadLetters)
+        .metricsInterval(Duration.ZERO).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("metricsInterval");
+  }
 }

@@ -506,6 +506,46 @@ class ReportQueueTest {
   }
 
   @Nested
+  @DisplayName("metrics")
+  class Metrics {
+
+    @Test
+    @DisplayName("every lost event is counted by reason under the queue's name")
+    void dropsByReason() {
+      List<String> drops = new ArrayList<>();
+      ReportQueue queue = builder().name("clicks").capacity(1).maxBytes(20)
+          .dropPolicy(DropPolicy.DROP_OLDEST)
+          .metrics(new io.relaykit.monitor.MetricsListener() {
+            @Override
+            public void dropped(String destination, String reason, long count) {
+              drops.add(destination + ":" + reason + ":" + count);
+            }
+          })
+          .build();
+      queue.enqueue(new ReportEvent("a", "n", "x", Priority.NORMAL, null));
+      queue.enqueue(new ReportEvent("b", "n", "x", Priority.NORMAL, null)); // evicts a
+      queue.enqueue(new ReportEvent("c", "n", "x".repeat(21), Priority.NORMAL, null));
+      queue.enqueue(new ReportEvent("d", "n", "x", Priority.NORMAL, clock.instant()));
+      queue.enqueue(new ReportEvent("e", "n", "x", Priority.NORMAL,
+          clock.instant().plusSeconds(1)));
+      clock.advance(Duration.ofSeconds(2));
+      queue.drainBatch(); // e has expired
+
+      assertThat(drops).containsExactly("clicks:capacity:1", "clicks:rejected:1",
+          "clicks:expired:1", "clicks:capacity:1", "clicks:expired:1");
+      assertThat(queue.stats().dropped()).isEqualTo(3);
+      assertThat(queue.stats().expired()).isEqualTo(2);
+    }
+
+    @Test
+    @DisplayName("a null metrics listener is refused")
+    void nullMetrics() {
+      assertThatThrownBy(() -> builder().metrics(null).build())
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("metrics");
+    }
+  }
+
+  @Nested
   @DisplayName("replaying dead letters")
   class Replay {
 
