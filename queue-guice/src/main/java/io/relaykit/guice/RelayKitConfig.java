@@ -47,6 +47,9 @@ public final class RelayKitConfig {
   public static final String RELAY_POLL_INTERVAL = "relaykit.relay.poll-interval";
   public static final String IDEMPOTENCY_RETENTION = "relaykit.idempotency.retention";
 
+  /** The largest {@value #RELAY_BATCH_SIZE} an {@code OutboxRelay} accepts. */
+  public static final int MAX_RELAY_BATCH_SIZE = 10_000;
+
   private static final String PREFIX = "relaykit.";
   private static final String ENV_PREFIX = "RELAYKIT_";
   private static final Pattern BACKEND_NAME = Pattern.compile("[a-z][a-z0-9-]*");
@@ -84,6 +87,10 @@ public final class RelayKitConfig {
     String maxAge = raw(RETRY_MAX_AGE);
     this.retryMaxAge = maxAge == null ? null : parseDuration(RETRY_MAX_AGE, maxAge);
     this.relayBatchSize = getInt(RELAY_BATCH_SIZE, 100);
+    if (relayBatchSize > MAX_RELAY_BATCH_SIZE) {
+      throw invalid(RELAY_BATCH_SIZE, raw(RELAY_BATCH_SIZE),
+          "a whole number in 1.." + MAX_RELAY_BATCH_SIZE);
+    }
     this.relayLease = getDuration(RELAY_LEASE, Duration.ofSeconds(30));
     this.relayPollInterval = getDuration(RELAY_POLL_INTERVAL, Duration.ofMillis(500));
     this.idempotencyRetention = getDuration(IDEMPOTENCY_RETENTION, Duration.ofDays(1));
@@ -165,7 +172,10 @@ public final class RelayKitConfig {
     return Optional.ofNullable(retryMaxAge);
   }
 
-  /** Outbox rows one relay claims at a time ({@value #RELAY_BATCH_SIZE}); default 100. */
+  /**
+   * Outbox rows one relay claims at a time ({@value #RELAY_BATCH_SIZE}); default 100, at most
+   * {@value #MAX_RELAY_BATCH_SIZE}.
+   */
   public int relayBatchSize() {
     return relayBatchSize;
   }

@@ -19,10 +19,12 @@ import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.ordering.InMemoryVersionGuard;
 import io.relaykit.ordering.VersionGuard;
 import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.outbox.OutboxRelay;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.queue.InMemoryJournal;
 import io.relaykit.queue.QueueJournal;
 import io.relaykit.retry.RetryPolicy;
+import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Objects;
 
@@ -45,18 +47,29 @@ import java.util.Objects;
  *       clock, listener and {@link DeadLetterStore} (so its dead letters land in the chosen
  *       storage);</li>
  *   <li>{@link InstantSource}: the system clock; {@link LifecycleListener}: a no-op;
- *       {@link RetryPolicy}: from the config's {@code relaykit.retry.*} settings.</li>
+ *       {@link RetryPolicy}: from the config's {@code relaykit.retry.*} settings;</li>
+ *   <li>{@link OutboxRelay}: one relay from the bound {@link OutboxStore} through the bound {@link
+ *       Publisher}, dead-lettering into the bound {@link DeadLetterStore}, with the bound retry
+ *       policy, clock and listener, claiming {@code relaykit.relay.batch-size} rows under a {@code
+ *       relaykit.relay.lease} lease and polling an idle outbox every {@code
+ *       relaykit.relay.poll-interval}. It is built, not started: call {@link OutboxRelay#start()}
+ *       in the processes that should relay (or {@link OutboxRelay#runOnce()} from your own
+ *       scheduler), and {@link OutboxRelay#close(java.time.Duration)} before closing the publisher
+ *       and the store.</li>
  * </ul>
  * In-memory state is lost with the process: the defaults suit tests, the demo and single-process
  * deployments whose work is itself in memory. They take the bound clock, so overriding {@link
  * InstantSource} (with the TCK's {@code FakeClock}, say) moves their time too. Guice closes
- * nothing: the application closes the {@link Publisher} and {@link Subscriber} when it stops.
+ * nothing: the application closes the {@link OutboxRelay} it started, then the {@link Publisher}
+ * and {@link Subscriber}, when it stops.
  *
  * <pre>{@code
  * Injector injector = Guice.createInjector(new RelayKitModule(RelayKitConfig.fromSystem()));
  * }</pre>
  */
 public final class RelayKitModule extends AbstractModule {
+
+  private static final Duration RELAY_CONFIRM_TIMEOUT = Duration.ofSeconds(10);
 
   private final RelayKitConfig config;
   private final Module backends;
@@ -106,6 +119,7 @@ public final class RelayKitModule extends AbstractModule {
     defaultOf(QueueJournal.class).to(Key.get(QueueJournal.class, InMemory.class));
     defaultOf(Publisher.class).to(Key.get(InProcessTransport.class, InMemory.class));
     defaultOf(Subscriber.class).to(Key.get(InProcessTransport.class, InMemory.class));
+    defaultOf(OutboxRelay.class).to(Key.get(OutboxRelay.class, Configured.class));
 
     install(backends);
   }
@@ -159,6 +173,37 @@ public final class RelayKitModule extends AbstractModule {
       LifecycleListener listener) {
     return InProcessTransport.builder().clock(clock).deadLetters(deadLetters).listener(listener)
         .build();
+  }
+
+  /**
+   * The relay over whatever the injector binds as outbox, publisher and dead letters, so a chosen
+   * backend's stores and transport are the ones it uses. Not started: a relay is a background
+   * thread that publishes, and whether this process should run one is the application's choice.
+   */
+  @Provides
+  @Singleton
+  @Configured
+  OutboxRelay outboxRelay(OutboxStore store, Publisher publisher, DeadLetterStore deadLetters,
+      RetryPolicy retryPolicy, InstantSource clock, LifecycleListener listener) {
+    return OutboxRelay.builder(store, publisher, deadLetters)
+        .retryPolicy(retryPolicy)
+        .clock(clock)
+        .listener(listener)
+        .batchSize(config.relayBatchSize())
+        .lease(config.relayLease())
+        .confirmTimeout(relayConfirmTimeout(config.relayLease()))
+        .pollInterval(config.relayPollInterval())
+        .build();
+  }
+
+  /**
+   * The relay's confirm wait: its own default of 10 s, or half the lease when the lease is shorter
+   * than 20 s, since confirms must be awaited well inside the lease or rows would be taken over by
+   * another relay while this one still waits for them.
+   */
+  static Duration relayConfirmTimeout(Duration lease) {
+    Duration half = lease.dividedBy(2);
+    return half.compareTo(RELAY_CONFIRM_TIMEOUT) < 0 ? half : RELAY_CONFIRM_TIMEOUT;
   }
 
   private <T> LinkedBindingBuilder<T> defaultOf(Class<T> spi) {

@@ -349,6 +349,7 @@ class RelayKitConfigTest {
         "relaykit.retry.max-age, forever",
         "relaykit.relay.batch-size, 0",
         "relaykit.relay.batch-size, 1.5",
+        "relaykit.relay.batch-size, 10001",
         "relaykit.relay.lease, 0ms",
         "relaykit.relay.poll-interval, fast",
         "relaykit.idempotency.retention, 0d"})
