@@ -6,12 +6,15 @@ import com.google.inject.Key;
 import com.google.inject.Module;
 import com.google.inject.Provides;
 import com.google.inject.Singleton;
+import com.google.inject.name.Named;
+import com.google.inject.name.Names;
 import com.google.inject.binder.LinkedBindingBuilder;
 import com.google.inject.multibindings.OptionalBinder;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.InMemoryIdempotencyStore;
+import io.relaykit.idempotency.TieredIdempotencyStore;
 import io.relaykit.inprocess.InProcessTransport;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
@@ -23,6 +26,7 @@ import io.relaykit.outbox.OutboxRelay;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.queue.InMemoryJournal;
 import io.relaykit.queue.QueueJournal;
+import io.relaykit.retry.Backoff;
 import io.relaykit.retry.RetryPolicy;
 import java.time.Duration;
 import java.time.InstantSource;
@@ -37,8 +41,15 @@ import java.util.Objects;
  *
  * <p>Defaults, each a singleton so every service of the injector shares one state:
  * <ul>
- *   <li>{@link IdempotencyStore}: {@link InMemoryIdempotencyStore} on the bound clock, keeping DONE
- *       keys for {@code relaykit.idempotency.retention};</li>
+ *   <li>{@link IdempotencyStore}: the storage backend's store (see {@link
+ *       #overrideStorageIdempotency}), by default an {@link InMemoryIdempotencyStore} on the bound
+ *       clock keeping DONE keys for {@code relaykit.idempotency.retention}. With {@code
+ *       relaykit.idempotency.fast-tier=<backend>} it is instead a {@link TieredIdempotencyStore}
+ *       (also bound as such, for {@link TieredIdempotencyStore#fastTierInUse()}) of that backend's
+ *       store in front of the storage backend's: the fast path first, the storage's store as the
+ *       final guard, so {@code relaykit.storage=h2} with {@code fast-tier=redis} is Redis in front
+ *       of the database's unique key. Neither adapter knows the other: this module composes
+ *       them;</li>
  *   <li>{@link VersionGuard}: {@link InMemoryVersionGuard};</li>
  *   <li>{@link DeadLetterStore}: {@link InMemoryDeadLetterStore};</li>
  *   <li>{@link OutboxStore}: {@link InMemoryOutboxStore};</li>
@@ -70,6 +81,15 @@ import java.util.Objects;
 public final class RelayKitModule extends AbstractModule {
 
   private static final Duration RELAY_CONFIRM_TIMEOUT = Duration.ofSeconds(10);
+
+  private static final String STORAGE_IDEMPOTENCY_NAME = "relaykit.idempotency.storage";
+  private static final String FAST_TIER_IDEMPOTENCY_NAME = "relaykit.idempotency.fast-tier";
+  /** The storage backend's idempotency store; see {@link #overrideStorageIdempotency}. */
+  static final Key<IdempotencyStore> STORAGE_IDEMPOTENCY =
+      Key.get(IdempotencyStore.class, Names.named(STORAGE_IDEMPOTENCY_NAME));
+  /** The fast tier's store, bound by {@link BackendModuleProvider#idempotencyFastTier}. */
+  static final Key<IdempotencyStore> FAST_TIER_IDEMPOTENCY =
+      Key.get(IdempotencyStore.class, Names.named(FAST_TIER_IDEMPOTENCY_NAME));
 
   private final RelayKitConfig config;
   private final Module backends;
@@ -105,6 +125,18 @@ public final class RelayKitModule extends AbstractModule {
     return OptionalBinder.newOptionalBinder(binder, spi).setBinding();
   }
 
+  /**
+   * Starts the binding of a storage backend's {@link IdempotencyStore}; storage backends call
+   * this rather than {@code override(binder, IdempotencyStore.class)}. Without a fast tier the
+   * {@link IdempotencyStore} SPI is this store. With {@code relaykit.idempotency.fast-tier} set it
+   * is the durable tier, the final guard, behind the fast tier's store in a {@link
+   * TieredIdempotencyStore}. (A backend that overrides the SPI itself cannot be layered: its
+   * override wins over the tiered store, and a configured fast tier goes unused.)
+   */
+  public static LinkedBindingBuilder<IdempotencyStore> overrideStorageIdempotency(Binder binder) {
+    return OptionalBinder.newOptionalBinder(binder, STORAGE_IDEMPOTENCY).setBinding();
+  }
+
   @Override
   protected void configure() {
     bind(RelayKitConfig.class).toInstance(config);
@@ -112,7 +144,14 @@ public final class RelayKitModule extends AbstractModule {
     defaultOf(InstantSource.class).toInstance(InstantSource.system());
     defaultOf(LifecycleListener.class).toInstance(LifecycleListener.noop());
     defaultOf(RetryPolicy.class).toInstance(config.retryPolicy());
-    defaultOf(IdempotencyStore.class).to(Key.get(IdempotencyStore.class, InMemory.class));
+    OptionalBinder.newOptionalBinder(binder(), STORAGE_IDEMPOTENCY).setDefault()
+        .to(Key.get(IdempotencyStore.class, InMemory.class));
+    if (config.idempotencyFastTier().isPresent()) {
+      defaultOf(IdempotencyStore.class).to(TieredIdempotencyStore.class);
+      install(new TieredIdempotencyModule());
+    } else {
+      defaultOf(IdempotencyStore.class).to(STORAGE_IDEMPOTENCY);
+    }
     defaultOf(VersionGuard.class).to(Key.get(VersionGuard.class, InMemory.class));
     defaultOf(DeadLetterStore.class).to(Key.get(DeadLetterStore.class, InMemory.class));
     defaultOf(OutboxStore.class).to(Key.get(OutboxStore.class, InMemory.class));
@@ -204,6 +243,21 @@ public final class RelayKitModule extends AbstractModule {
   static Duration relayConfirmTimeout(Duration lease) {
     Duration half = lease.dividedBy(2);
     return half.compareTo(RELAY_CONFIRM_TIMEOUT) < 0 ? half : RELAY_CONFIRM_TIMEOUT;
+  }
+
+  /**
+   * Bound only when a fast tier is configured, since it needs the fast tier's store: the tiered
+   * store retries a failed fast tier after 1 s, doubling to 30 s, on the bound clock.
+   */
+  private static final class TieredIdempotencyModule extends AbstractModule {
+    @Provides
+    @Singleton
+    TieredIdempotencyStore tieredIdempotencyStore(
+        @Named(FAST_TIER_IDEMPOTENCY_NAME) IdempotencyStore fast,
+        @Named(STORAGE_IDEMPOTENCY_NAME) IdempotencyStore durable, InstantSource clock) {
+      return new TieredIdempotencyStore(fast, durable, clock,
+          Backoff.exponential(Duration.ofSeconds(1)).withMax(Duration.ofSeconds(30)));
+    }
   }
 
   private <T> LinkedBindingBuilder<T> defaultOf(Class<T> spi) {
