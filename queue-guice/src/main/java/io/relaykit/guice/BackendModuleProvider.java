@@ -1,6 +1,9 @@
 package io.relaykit.guice;
 
+import com.google.inject.Key;
 import com.google.inject.Module;
+import io.relaykit.idempotency.IdempotencyStore;
+import java.util.Optional;
 
 /**
  * A backend a deployment can choose by name: {@code relaykit.storage=h2} picks the storage
@@ -50,4 +53,25 @@ public interface BackendModuleProvider {
    *     missing or invalid
    */
   Module module(RelayKitConfig config);
+
+  /**
+   * For a {@link Kind#STORAGE} backend that can answer idempotency repeats in front of another
+   * backend's store ({@code relaykit.idempotency.fast-tier=<this name>}): a module that binds this
+   * backend's {@link IdempotencyStore} to {@code key}, and overrides none of relaykit's SPIs (it
+   * may expose what the application must close, such as a client). {@link RelayKitModule} then
+   * binds {@link IdempotencyStore} to a {@link io.relaykit.idempotency.TieredIdempotencyStore} of
+   * this store in front of the storage backend's. Called only when the configuration asks for it,
+   * and never for the backend {@code relaykit.storage} names.
+   *
+   * <p>The store must signal an outage with {@link
+   * io.relaykit.idempotency.IdempotencyUnavailableException}, so the tiered store can fall back to
+   * the durable tier, and should keep DONE keys no longer than the durable tier does.
+   *
+   * @return empty (the default) if this backend cannot serve as a fast tier
+   * @throws IllegalArgumentException naming the key and value when the backend's settings are
+   *     missing or invalid
+   */
+  default Optional<Module> idempotencyFastTier(RelayKitConfig config, Key<IdempotencyStore> key) {
+    return Optional.empty();
+  }
 }

@@ -98,10 +98,14 @@ public final class Backends {
    */
   public BackendModuleProvider provider(Kind kind, String name) {
     Objects.requireNonNull(kind, "kind");
+    return provider(kind, name, kind.configKey());
+  }
+
+  private BackendModuleProvider provider(Kind kind, String name, String configKey) {
     BackendModuleProvider p = byKind.get(kind).get(name);
     if (p == null) {
       throw new IllegalArgumentException("unknown " + label(kind) + " backend '" + name + "' ("
-          + kind.configKey() + "); known: " + String.join(", ", names(kind))
+          + configKey + "); known: " + String.join(", ", names(kind))
           + ". Add the adapter module that registers it to the class path.");
     }
     return p;
@@ -109,22 +113,41 @@ public final class Backends {
 
   /**
    * The modules of the storage and transport backends {@code config} names, configured from
-   * {@code config}.
+   * {@code config}, and of the idempotency fast tier when {@value
+   * RelayKitConfig#IDEMPOTENCY_FAST_TIER} names one (it binds that backend's store to the key
+   * {@link RelayKitModule} layers in front of the storage backend's).
    *
-   * @throws IllegalArgumentException for an unknown backend name (listing the known ones) or
-   *     invalid backend settings
+   * @throws IllegalArgumentException for an unknown backend name (listing the known ones), a fast
+   *     tier that is the storage backend itself or cannot serve as one, or invalid backend settings
    */
   public Module select(RelayKitConfig config) {
     Objects.requireNonNull(config, "config");
     Module storage = provider(Kind.STORAGE, config.storage()).module(config);
     Module transport = provider(Kind.TRANSPORT, config.transport()).module(config);
+    Module fastTier = config.idempotencyFastTier().map(name -> fastTier(config, name))
+        .orElse(binder -> { });
     return new AbstractModule() {
       @Override
       protected void configure() {
         install(storage);
         install(transport);
+        install(fastTier);
       }
     };
+  }
+
+  private Module fastTier(RelayKitConfig config, String name) {
+    String key = RelayKitConfig.IDEMPOTENCY_FAST_TIER;
+    if (name.equals(config.storage())) {
+      throw new IllegalArgumentException(key + " names the storage backend itself ('" + name
+          + "', " + RelayKitConfig.STORAGE + "): the fast tier must be another backend, such as"
+          + " redis in front of h2");
+    }
+    return provider(Kind.STORAGE, name, key)
+        .idempotencyFastTier(config, RelayKitModule.FAST_TIER_IDEMPOTENCY)
+        .orElseThrow(() -> new IllegalArgumentException("storage backend '" + name + "' ("
+            + key + ") cannot serve as an idempotency fast tier; set " + key + "="
+            + RelayKitConfig.NONE + " or name one that can, such as redis"));
   }
 
   private static String label(Kind kind) {

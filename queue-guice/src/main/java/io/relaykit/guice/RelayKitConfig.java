@@ -46,6 +46,13 @@ public final class RelayKitConfig {
   public static final String RELAY_LEASE = "relaykit.relay.lease";
   public static final String RELAY_POLL_INTERVAL = "relaykit.relay.poll-interval";
   public static final String IDEMPOTENCY_RETENTION = "relaykit.idempotency.retention";
+  public static final String IDEMPOTENCY_FAST_TIER = "relaykit.idempotency.fast-tier";
+
+  /** The value of {@value #IDEMPOTENCY_FAST_TIER} that means no fast tier (the default). */
+  public static final String NONE = "none";
+
+  /** The largest {@value #RELAY_BATCH_SIZE} an {@code OutboxRelay} accepts. */
+  public static final int MAX_RELAY_BATCH_SIZE = 10_000;
 
   private static final String PREFIX = "relaykit.";
   private static final String ENV_PREFIX = "RELAYKIT_";
@@ -69,6 +76,7 @@ public final class RelayKitConfig {
   private final Duration relayLease;
   private final Duration relayPollInterval;
   private final Duration idempotencyRetention;
+  private final String idempotencyFastTier;
 
   private RelayKitConfig(Map<String, Entry> entries) {
     this.entries = Map.copyOf(entries);
@@ -84,9 +92,15 @@ public final class RelayKitConfig {
     String maxAge = raw(RETRY_MAX_AGE);
     this.retryMaxAge = maxAge == null ? null : parseDuration(RETRY_MAX_AGE, maxAge);
     this.relayBatchSize = getInt(RELAY_BATCH_SIZE, 100);
+    if (relayBatchSize > MAX_RELAY_BATCH_SIZE) {
+      throw invalid(RELAY_BATCH_SIZE, raw(RELAY_BATCH_SIZE),
+          "a whole number in 1.." + MAX_RELAY_BATCH_SIZE);
+    }
     this.relayLease = getDuration(RELAY_LEASE, Duration.ofSeconds(30));
     this.relayPollInterval = getDuration(RELAY_POLL_INTERVAL, Duration.ofMillis(500));
     this.idempotencyRetention = getDuration(IDEMPOTENCY_RETENTION, Duration.ofDays(1));
+    this.idempotencyFastTier = raw(IDEMPOTENCY_FAST_TIER) == null ? NONE
+        : backendName(IDEMPOTENCY_FAST_TIER);
     if (retryMaxBackoff.compareTo(retryInitialBackoff) < 0) {
       throw new IllegalArgumentException(RETRY_MAX_BACKOFF + " must be >= " + RETRY_INITIAL_BACKOFF
           + " (" + retryInitialBackoff + "), was '" + raw(RETRY_MAX_BACKOFF) + "'");
@@ -165,7 +179,10 @@ public final class RelayKitConfig {
     return Optional.ofNullable(retryMaxAge);
   }
 
-  /** Outbox rows one relay claims at a time ({@value #RELAY_BATCH_SIZE}); default 100. */
+  /**
+   * Outbox rows one relay claims at a time ({@value #RELAY_BATCH_SIZE}); default 100, at most
+   * {@value #MAX_RELAY_BATCH_SIZE}.
+   */
   public int relayBatchSize() {
     return relayBatchSize;
   }
@@ -186,6 +203,16 @@ public final class RelayKitConfig {
    */
   public Duration idempotencyRetention() {
     return idempotencyRetention;
+  }
+
+  /**
+   * The storage backend whose idempotency store answers repeats in front of the storage backend's
+   * own ({@value #IDEMPOTENCY_FAST_TIER}), e.g. {@code redis} over {@code relaykit.storage=h2}:
+   * Redis as the fast path, the database's unique key as the final guard. Empty for {@value
+   * #NONE}, the default.
+   */
+  public Optional<String> idempotencyFastTier() {
+    return NONE.equals(idempotencyFastTier) ? Optional.empty() : Optional.of(idempotencyFastTier);
   }
 
   /**
@@ -512,6 +539,10 @@ public final class RelayKitConfig {
       return set(IDEMPOTENCY_RETENTION, retention == null ? null : retention.toString());
     }
 
+    public Builder idempotencyFastTier(String backend) {
+      return set(IDEMPOTENCY_FAST_TIER, backend);
+    }
+
     /**
      * Parses and checks every value.
      *
@@ -524,7 +555,7 @@ public final class RelayKitConfig {
     private static String[] knownKeys() {
       return new String[] {STORAGE, TRANSPORT, RETRY_MAX_ATTEMPTS, RETRY_INITIAL_BACKOFF,
           RETRY_MAX_BACKOFF, RETRY_JITTER, RETRY_MAX_AGE, RELAY_BATCH_SIZE, RELAY_LEASE,
-          RELAY_POLL_INTERVAL, IDEMPOTENCY_RETENTION};
+          RELAY_POLL_INTERVAL, IDEMPOTENCY_RETENTION, IDEMPOTENCY_FAST_TIER};
     }
   }
 }

@@ -6,12 +6,15 @@ import com.google.inject.Key;
 import com.google.inject.Module;
 import com.google.inject.Provides;
 import com.google.inject.Singleton;
+import com.google.inject.name.Named;
+import com.google.inject.name.Names;
 import com.google.inject.binder.LinkedBindingBuilder;
 import com.google.inject.multibindings.OptionalBinder;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.InMemoryIdempotencyStore;
+import io.relaykit.idempotency.TieredIdempotencyStore;
 import io.relaykit.inprocess.InProcessTransport;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
@@ -19,10 +22,13 @@ import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.ordering.InMemoryVersionGuard;
 import io.relaykit.ordering.VersionGuard;
 import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.outbox.OutboxRelay;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.queue.InMemoryJournal;
 import io.relaykit.queue.QueueJournal;
+import io.relaykit.retry.Backoff;
 import io.relaykit.retry.RetryPolicy;
+import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Objects;
 
@@ -35,8 +41,15 @@ import java.util.Objects;
  *
  * <p>Defaults, each a singleton so every service of the injector shares one state:
  * <ul>
- *   <li>{@link IdempotencyStore}: {@link InMemoryIdempotencyStore} on the bound clock, keeping DONE
- *       keys for {@code relaykit.idempotency.retention};</li>
+ *   <li>{@link IdempotencyStore}: the storage backend's store (see {@link
+ *       #overrideStorageIdempotency}), by default an {@link InMemoryIdempotencyStore} on the bound
+ *       clock keeping DONE keys for {@code relaykit.idempotency.retention}. With {@code
+ *       relaykit.idempotency.fast-tier=<backend>} it is instead a {@link TieredIdempotencyStore}
+ *       (also bound as such, for {@link TieredIdempotencyStore#fastTierInUse()}) of that backend's
+ *       store in front of the storage backend's: the fast path first, the storage's store as the
+ *       final guard, so {@code relaykit.storage=h2} with {@code fast-tier=redis} is Redis in front
+ *       of the database's unique key. Neither adapter knows the other: this module composes
+ *       them;</li>
  *   <li>{@link VersionGuard}: {@link InMemoryVersionGuard};</li>
  *   <li>{@link DeadLetterStore}: {@link InMemoryDeadLetterStore};</li>
  *   <li>{@link OutboxStore}: {@link InMemoryOutboxStore};</li>
@@ -45,18 +58,38 @@ import java.util.Objects;
  *       clock, listener and {@link DeadLetterStore} (so its dead letters land in the chosen
  *       storage);</li>
  *   <li>{@link InstantSource}: the system clock; {@link LifecycleListener}: a no-op;
- *       {@link RetryPolicy}: from the config's {@code relaykit.retry.*} settings.</li>
+ *       {@link RetryPolicy}: from the config's {@code relaykit.retry.*} settings;</li>
+ *   <li>{@link OutboxRelay}: one relay from the bound {@link OutboxStore} through the bound {@link
+ *       Publisher}, dead-lettering into the bound {@link DeadLetterStore}, with the bound retry
+ *       policy, clock and listener, claiming {@code relaykit.relay.batch-size} rows under a {@code
+ *       relaykit.relay.lease} lease and polling an idle outbox every {@code
+ *       relaykit.relay.poll-interval}. It is built, not started: call {@link OutboxRelay#start()}
+ *       in the processes that should relay (or {@link OutboxRelay#runOnce()} from your own
+ *       scheduler), and {@link OutboxRelay#close(java.time.Duration)} before closing the publisher
+ *       and the store.</li>
  * </ul>
  * In-memory state is lost with the process: the defaults suit tests, the demo and single-process
  * deployments whose work is itself in memory. They take the bound clock, so overriding {@link
  * InstantSource} (with the TCK's {@code FakeClock}, say) moves their time too. Guice closes
- * nothing: the application closes the {@link Publisher} and {@link Subscriber} when it stops.
+ * nothing: the application closes the {@link OutboxRelay} it started, then the {@link Publisher}
+ * and {@link Subscriber}, when it stops.
  *
  * <pre>{@code
  * Injector injector = Guice.createInjector(new RelayKitModule(RelayKitConfig.fromSystem()));
  * }</pre>
  */
 public final class RelayKitModule extends AbstractModule {
+
+  private static final Duration RELAY_CONFIRM_TIMEOUT = Duration.ofSeconds(10);
+
+  private static final String STORAGE_IDEMPOTENCY_NAME = "relaykit.idempotency.storage";
+  private static final String FAST_TIER_IDEMPOTENCY_NAME = "relaykit.idempotency.fast-tier";
+  /** The storage backend's idempotency store; see {@link #overrideStorageIdempotency}. */
+  static final Key<IdempotencyStore> STORAGE_IDEMPOTENCY =
+      Key.get(IdempotencyStore.class, Names.named(STORAGE_IDEMPOTENCY_NAME));
+  /** The fast tier's store, bound by {@link BackendModuleProvider#idempotencyFastTier}. */
+  static final Key<IdempotencyStore> FAST_TIER_IDEMPOTENCY =
+      Key.get(IdempotencyStore.class, Names.named(FAST_TIER_IDEMPOTENCY_NAME));
 
   private final RelayKitConfig config;
   private final Module backends;
@@ -92,6 +125,18 @@ public final class RelayKitModule extends AbstractModule {
     return OptionalBinder.newOptionalBinder(binder, spi).setBinding();
   }
 
+  /**
+   * Starts the binding of a storage backend's {@link IdempotencyStore}; storage backends call
+   * this rather than {@code override(binder, IdempotencyStore.class)}. Without a fast tier the
+   * {@link IdempotencyStore} SPI is this store. With {@code relaykit.idempotency.fast-tier} set it
+   * is the durable tier, the final guard, behind the fast tier's store in a {@link
+   * TieredIdempotencyStore}. (A backend that overrides the SPI itself cannot be layered: its
+   * override wins over the tiered store, and a configured fast tier goes unused.)
+   */
+  public static LinkedBindingBuilder<IdempotencyStore> overrideStorageIdempotency(Binder binder) {
+    return OptionalBinder.newOptionalBinder(binder, STORAGE_IDEMPOTENCY).setBinding();
+  }
+
   @Override
   protected void configure() {
     bind(RelayKitConfig.class).toInstance(config);
@@ -99,13 +144,21 @@ public final class RelayKitModule extends AbstractModule {
     defaultOf(InstantSource.class).toInstance(InstantSource.system());
     defaultOf(LifecycleListener.class).toInstance(LifecycleListener.noop());
     defaultOf(RetryPolicy.class).toInstance(config.retryPolicy());
-    defaultOf(IdempotencyStore.class).to(Key.get(IdempotencyStore.class, InMemory.class));
+    OptionalBinder.newOptionalBinder(binder(), STORAGE_IDEMPOTENCY).setDefault()
+        .to(Key.get(IdempotencyStore.class, InMemory.class));
+    if (config.idempotencyFastTier().isPresent()) {
+      defaultOf(IdempotencyStore.class).to(TieredIdempotencyStore.class);
+      install(new TieredIdempotencyModule());
+    } else {
+      defaultOf(IdempotencyStore.class).to(STORAGE_IDEMPOTENCY);
+    }
     defaultOf(VersionGuard.class).to(Key.get(VersionGuard.class, InMemory.class));
     defaultOf(DeadLetterStore.class).to(Key.get(DeadLetterStore.class, InMemory.class));
     defaultOf(OutboxStore.class).to(Key.get(OutboxStore.class, InMemory.class));
     defaultOf(QueueJournal.class).to(Key.get(QueueJournal.class, InMemory.class));
     defaultOf(Publisher.class).to(Key.get(InProcessTransport.class, InMemory.class));
     defaultOf(Subscriber.class).to(Key.get(InProcessTransport.class, InMemory.class));
+    defaultOf(OutboxRelay.class).to(Key.get(OutboxRelay.class, Configured.class));
 
     install(backends);
   }
@@ -159,6 +212,52 @@ public final class RelayKitModule extends AbstractModule {
       LifecycleListener listener) {
     return InProcessTransport.builder().clock(clock).deadLetters(deadLetters).listener(listener)
         .build();
+  }
+
+  /**
+   * The relay over whatever the injector binds as outbox, publisher and dead letters, so a chosen
+   * backend's stores and transport are the ones it uses. Not started: a relay is a background
+   * thread that publishes, and whether this process should run one is the application's choice.
+   */
+  @Provides
+  @Singleton
+  @Configured
+  OutboxRelay outboxRelay(OutboxStore store, Publisher publisher, DeadLetterStore deadLetters,
+      RetryPolicy retryPolicy, InstantSource clock, LifecycleListener listener) {
+    return OutboxRelay.builder(store, publisher, deadLetters)
+        .retryPolicy(retryPolicy)
+        .clock(clock)
+        .listener(listener)
+        .batchSize(config.relayBatchSize())
+        .lease(config.relayLease())
+        .confirmTimeout(relayConfirmTimeout(config.relayLease()))
+        .pollInterval(config.relayPollInterval())
+        .build();
+  }
+
+  /**
+   * The relay's confirm wait: its own default of 10 s, or half the lease when the lease is shorter
+   * than 20 s, since confirms must be awaited well inside the lease or rows would be taken over by
+   * another relay while this one still waits for them.
+   */
+  static Duration relayConfirmTimeout(Duration lease) {
+    Duration half = lease.dividedBy(2);
+    return half.compareTo(RELAY_CONFIRM_TIMEOUT) < 0 ? half : RELAY_CONFIRM_TIMEOUT;
+  }
+
+  /**
+   * Bound only when a fast tier is configured, since it needs the fast tier's store: the tiered
+   * store retries a failed fast tier after 1 s, doubling to 30 s, on the bound clock.
+   */
+  private static final class TieredIdempotencyModule extends AbstractModule {
+    @Provides
+    @Singleton
+    TieredIdempotencyStore tieredIdempotencyStore(
+        @Named(FAST_TIER_IDEMPOTENCY_NAME) IdempotencyStore fast,
+        @Named(STORAGE_IDEMPOTENCY_NAME) IdempotencyStore durable, InstantSource clock) {
+      return new TieredIdempotencyStore(fast, durable, clock,
+          Backoff.exponential(Duration.ofSeconds(1)).withMax(Duration.ofSeconds(30)));
+    }
   }
 
   private <T> LinkedBindingBuilder<T> defaultOf(Class<T> spi) {

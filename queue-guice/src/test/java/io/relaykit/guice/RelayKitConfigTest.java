@@ -45,6 +45,7 @@ class RelayKitConfigTest {
       assertThat(c.relayLease()).isEqualTo(Duration.ofSeconds(30));
       assertThat(c.relayPollInterval()).isEqualTo(Duration.ofMillis(500));
       assertThat(c.idempotencyRetention()).isEqualTo(Duration.ofDays(1));
+      assertThat(c.idempotencyFastTier()).isEmpty();
       assertThat(c.asMap()).isEmpty();
     }
 
@@ -81,6 +82,7 @@ class RelayKitConfigTest {
           "relaykit.relay.lease", "2m",
           "relaykit.relay.poll-interval", "250ms",
           "relaykit.idempotency.retention", "7d",
+          "relaykit.idempotency.fast-tier", "Redis",
           "unrelated.key", "ignored"));
 
       assertThat(c.storage()).isEqualTo("h2");
@@ -94,7 +96,9 @@ class RelayKitConfigTest {
       assertThat(c.relayLease()).isEqualTo(Duration.ofMinutes(2));
       assertThat(c.relayPollInterval()).isEqualTo(Duration.ofMillis(250));
       assertThat(c.idempotencyRetention()).isEqualTo(Duration.ofDays(7));
-      assertThat(c.asMap()).doesNotContainKey("unrelated.key").hasSize(11);
+      assertThat(c.idempotencyFastTier()).as("case-insensitive, like backend names")
+          .contains("redis");
+      assertThat(c.asMap()).doesNotContainKey("unrelated.key").hasSize(12);
     }
 
     @Test
@@ -200,6 +204,7 @@ class RelayKitConfigTest {
           .relayLease(Duration.ofSeconds(5))
           .relayPollInterval(Duration.ofMillis(20))
           .idempotencyRetention(Duration.ofHours(2))
+          .idempotencyFastTier("redis")
           .build();
 
       assertThat(c.retryMaxAttempts()).isEqualTo(2);
@@ -211,6 +216,9 @@ class RelayKitConfigTest {
       assertThat(c.relayLease()).isEqualTo(Duration.ofSeconds(5));
       assertThat(c.relayPollInterval()).isEqualTo(Duration.ofMillis(20));
       assertThat(c.idempotencyRetention()).isEqualTo(Duration.ofHours(2));
+      assertThat(c.idempotencyFastTier()).contains("redis");
+      assertThat(RelayKitConfig.builder().idempotencyFastTier("none").build()
+          .idempotencyFastTier()).as("none is no fast tier").isEmpty();
     }
 
     @Test
@@ -349,9 +357,11 @@ class RelayKitConfigTest {
         "relaykit.retry.max-age, forever",
         "relaykit.relay.batch-size, 0",
         "relaykit.relay.batch-size, 1.5",
+        "relaykit.relay.batch-size, 10001",
         "relaykit.relay.lease, 0ms",
         "relaykit.relay.poll-interval, fast",
-        "relaykit.idempotency.retention, 0d"})
+        "relaykit.idempotency.retention, 0d",
+        "relaykit.idempotency.fast-tier, re dis"})
     @DisplayName("a bad value fails the build with its key and value in the message")
     void rejected(String key, String value) {
       assertThatThrownBy(() -> RelayKitConfig.from(props(key, value)))

@@ -15,7 +15,9 @@ import io.relaykit.queue.QueueJournal;
  * The storage backend {@code relaykit.storage=h2} selects (found through {@link
  * java.util.ServiceLoader}): installs an {@link H2StorageModule} and makes its stores relaykit's
  * {@link OutboxStore}, {@link IdempotencyStore}, {@link DeadLetterStore}, {@link VersionGuard} and
- * {@link QueueJournal}. Reads the {@code relaykit.h2.*} keys:
+ * {@link QueueJournal}; with {@code relaykit.idempotency.fast-tier} set (say {@code redis}), the
+ * {@link JdbcIdempotencyStore} is instead the durable tier, the final guard, behind that backend's
+ * store. Reads the {@code relaykit.h2.*} keys:
  *
  * <table>
  *   <caption>Keys</caption>
@@ -75,7 +77,8 @@ public final class H2StorageBackend implements BackendModuleProvider {
       protected void configure() {
         install(new H2StorageModule(h2, journalName));
         RelayKitModule.override(binder(), OutboxStore.class).to(JdbcOutboxStore.class);
-        RelayKitModule.override(binder(), IdempotencyStore.class).to(JdbcIdempotencyStore.class);
+        // The storage's store: the SPI itself, or the final guard behind a configured fast tier.
+        RelayKitModule.overrideStorageIdempotency(binder()).to(JdbcIdempotencyStore.class);
         RelayKitModule.override(binder(), DeadLetterStore.class).to(JdbcDeadLetterStore.class);
         RelayKitModule.override(binder(), VersionGuard.class).to(JdbcVersionGuard.class);
         RelayKitModule.override(binder(), QueueJournal.class).to(JdbcQueueJournal.class);

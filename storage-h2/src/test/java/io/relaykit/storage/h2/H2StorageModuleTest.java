@@ -3,13 +3,22 @@ package io.relaykit.storage.h2;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.google.inject.AbstractModule;
 import com.google.inject.Guice;
 import com.google.inject.Injector;
+import com.google.inject.Key;
+import com.google.inject.Module;
+import com.google.inject.Provides;
+import com.google.inject.Singleton;
+import io.relaykit.guice.BackendModuleProvider;
+import io.relaykit.guice.Backends;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.guice.RelayKitConfig;
 import io.relaykit.guice.RelayKitModule;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.InMemoryIdempotencyStore;
+import io.relaykit.idempotency.TieredIdempotencyStore;
 import io.relaykit.message.Message;
 import io.relaykit.ordering.VersionGuard;
 import io.relaykit.outbox.OutboxStore;
@@ -17,6 +26,9 @@ import io.relaykit.queue.QueueJournal;
 import java.sql.Connection;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Optional;
 import java.util.UUID;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
@@ -76,5 +88,68 @@ class H2StorageModuleTest {
     assertThatThrownBy(() -> new RelayKitModule(config()
         .set(H2StorageBackend.POOL_SIZE, "zero").build()))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("pool-size");
+  }
+
+  @Test
+  @DisplayName("with relaykit.idempotency.fast-tier the JDBC store is the durable tier: every claim"
+      + " and DONE is in the database, in front of it the fast tier answers repeats")
+  void durableTierBehindAFastTier() {
+    Injector injector = Guice.createInjector(new RelayKitModule(
+        config().idempotencyFastTier("local").build(),
+        Backends.of(List.of(new H2StorageBackend(), new LocalFastTier()))));
+    JdbcStorage storage = injector.getInstance(JdbcStorage.class);
+    try {
+      IdempotencyStore store = injector.getInstance(IdempotencyStore.class);
+      JdbcIdempotencyStore durable = injector.getInstance(JdbcIdempotencyStore.class);
+      InMemoryIdempotencyStore fast = injector.getInstance(InMemoryIdempotencyStore.class);
+      assertThat(store).isInstanceOf(TieredIdempotencyStore.class);
+
+      Claim claim = store.claim("order-7:paid", Duration.ofSeconds(30));
+      assertThat(durable.status("order-7:paid")).contains(Claim.Status.CLAIMED);
+      assertThat(store.complete(claim)).isTrue();
+
+      assertThat(durable.status("order-7:paid")).contains(Claim.Status.DONE);
+      assertThat(fast.status("order-7:paid")).contains(Claim.Status.DONE);
+      assertThat(store.claim("order-7:paid", Duration.ofSeconds(30)).status())
+          .isEqualTo(Claim.Status.DONE);
+    } finally {
+      injector.getInstance(JdbcQueueJournal.class).close();
+      storage.close();
+    }
+  }
+
+  /** A fast tier in this JVM's memory, standing in for Redis (adapters never meet in a test). */
+  private static final class LocalFastTier implements BackendModuleProvider {
+    @Override
+    public Kind kind() {
+      return Kind.STORAGE;
+    }
+
+    @Override
+    public String name() {
+      return "local";
+    }
+
+    @Override
+    public Module module(RelayKitConfig config) {
+      throw new UnsupportedOperationException("only a fast tier");
+    }
+
+    @Override
+    public Optional<Module> idempotencyFastTier(RelayKitConfig config,
+        Key<IdempotencyStore> key) {
+      return Optional.of(new AbstractModule() {
+        @Override
+        protected void configure() {
+          bind(key).to(InMemoryIdempotencyStore.class);
+        }
+
+        @Provides
+        @Singleton
+        InMemoryIdempotencyStore store(InstantSource clock) {
+          return new InMemoryIdempotencyStore(clock, config.idempotencyRetention());
+        }
+      });
+    }
   }
 }

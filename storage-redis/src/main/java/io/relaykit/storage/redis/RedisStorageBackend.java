@@ -1,14 +1,27 @@
 package io.relaykit.storage.redis;
 
+import com.google.inject.Key;
 import com.google.inject.Module;
+import com.google.inject.PrivateModule;
+import com.google.inject.Provides;
+import com.google.inject.Singleton;
 import io.relaykit.guice.BackendModuleProvider;
 import io.relaykit.guice.RelayKitConfig;
+import io.relaykit.idempotency.IdempotencyStore;
 import java.time.Duration;
+import java.time.InstantSource;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * The storage backend {@code relaykit.storage=redis} selects: a {@link RedisStorageModule}
  * configured from the {@code relaykit.redis.*} keys (or {@code RELAYKIT_REDIS_*} variables).
+ *
+ * <p>It also serves as the idempotency fast tier, {@code relaykit.idempotency.fast-tier=redis}
+ * beside another storage backend ({@code relaykit.storage=h2}): then only its {@link
+ * RedisIdempotencyStore} is bound, from the same keys, and relaykit puts it in front of the
+ * storage backend's store, the final guard. Its {@link RedisStorage} is bound too: close it when
+ * the application stops. Keep {@code relaykit.redis.retention} no longer than the durable tier's.
  *
  * <table>
  *   <caption>Keys</caption>
@@ -56,9 +69,51 @@ public final class RedisStorageBackend implements BackendModuleProvider {
    */
   @Override
   public Module module(RelayKitConfig config) {
+    RedisStorageConfig redis = storageConfig(config);
+    try {
+      return new RedisStorageModule(redis,
+          config.get(PREFIX + "journal").orElse("default"),
+          config.get(PREFIX + "dead-letters").orElse("default"));
+    } catch (IllegalArgumentException e) {
+      throw withKey(e);
+    }
+  }
+
+  /**
+   * Binds the {@link RedisIdempotencyStore} (and its {@link RedisStorage}) alone, to {@code key}.
+   *
+   * @throws IllegalArgumentException naming the {@code relaykit.redis.*} key and its value when a
+   *     setting is invalid
+   */
+  @Override
+  public Optional<Module> idempotencyFastTier(RelayKitConfig config, Key<IdempotencyStore> key) {
+    RedisStorageConfig redis = storageConfig(config);
+    return Optional.of(new PrivateModule() {
+      @Override
+      protected void configure() {
+        expose(RedisStorage.class);
+        expose(key);
+        bind(key).to(RedisIdempotencyStore.class);
+      }
+
+      @Provides
+      @Singleton
+      RedisStorage storage(InstantSource clock) {
+        return RedisStorage.open(redis, clock);
+      }
+
+      @Provides
+      @Singleton
+      RedisIdempotencyStore idempotencyStore(RedisStorage storage) {
+        return storage.idempotencyStore();
+      }
+    });
+  }
+
+  private static RedisStorageConfig storageConfig(RelayKitConfig config) {
     RedisStorageConfig defaults = RedisStorageConfig.builder().build();
     try {
-      RedisStorageConfig.Builder b = RedisStorageConfig.builder()
+      return RedisStorageConfig.builder()
           .uri(config.get(PREFIX + "uri").orElse(defaults.uri()))
           .commandTimeout(duration(config, "command-timeout", defaults.commandTimeout()))
           .connectTimeout(duration(config, "connect-timeout", defaults.connectTimeout()))
@@ -67,20 +122,23 @@ public final class RedisStorageBackend implements BackendModuleProvider {
           .keyPrefix(config.get(PREFIX + "key-prefix").orElse(defaults.keyPrefix()))
           .lease(duration(config, "lease", defaults.lease()))
           .retention(duration(config, "retention", config.idempotencyRetention()))
-          .maxValueBytes(config.getInt(PREFIX + "max-value-bytes", defaults.maxValueBytes()));
-      return new RedisStorageModule(b.build(),
-          config.get(PREFIX + "journal").orElse("default"),
-          config.get(PREFIX + "dead-letters").orElse("default"));
+          .maxValueBytes(config.getInt(PREFIX + "max-value-bytes", defaults.maxValueBytes()))
+          .build();
     } catch (IllegalArgumentException e) {
-      String message = e.getMessage() == null ? "" : e.getMessage();
-      for (Map.Entry<String, String> k : KEYS.entrySet()) {
-        if (message.startsWith(k.getKey() + " ")) {
-          throw new IllegalArgumentException(k.getValue() + message.substring(k.getKey().length()),
-              e);
-        }
-      }
-      throw e;
+      throw withKey(e);
     }
+  }
+
+  /** {@code e} with the config field its message starts with replaced by the key. */
+  private static IllegalArgumentException withKey(IllegalArgumentException e) {
+    String message = e.getMessage() == null ? "" : e.getMessage();
+    for (Map.Entry<String, String> k : KEYS.entrySet()) {
+      if (message.startsWith(k.getKey() + " ")) {
+        return new IllegalArgumentException(k.getValue() + message.substring(k.getKey().length()),
+            e);
+      }
+    }
+    return e;
   }
 
   private static Duration duration(RelayKitConfig config, String key, Duration defaultValue) {

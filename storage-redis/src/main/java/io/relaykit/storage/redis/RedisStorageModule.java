@@ -103,7 +103,8 @@ public final class RedisStorageModule extends AbstractModule {
         return storage.journal(journalName);
       }
     });
-    RelayKitModule.override(binder(), IdempotencyStore.class).to(IDEMPOTENCY);
+    // The storage's store: the SPI itself, or the durable tier behind a configured fast tier.
+    RelayKitModule.overrideStorageIdempotency(binder()).to(IDEMPOTENCY);
     RelayKitModule.override(binder(), VersionGuard.class).to(VERSIONS);
     RelayKitModule.override(binder(), DeadLetterStore.class).to(DEAD_LETTERS);
     RelayKitModule.override(binder(), QueueJournal.class).to(JOURNAL);

@@ -10,6 +10,8 @@ import io.relaykit.guice.RelayKitConfig;
 import io.relaykit.guice.RelayKitModule;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.TieredIdempotencyStore;
+import io.relaykit.ordering.InMemoryVersionGuard;
 import io.relaykit.ordering.VersionGuard;
 import io.relaykit.outbox.InMemoryOutboxStore;
 import io.relaykit.outbox.OutboxStore;
@@ -70,6 +72,40 @@ class RedisStorageModuleTest {
       assertThat(support.raw().pttl(support.prefix + "idem:{wired-order}"))
           .isGreaterThan(Duration.ofHours(1).toMillis());
     }
+  }
+
+  @Test
+  @DisplayName("relaykit.idempotency.fast-tier=redis puts the Redis store in front of the storage"
+      + " backend's, and binds nothing else from Redis")
+  void fastTier() {
+    Injector injector = Guice.createInjector(new RelayKitModule(config().storage("memory")
+        .idempotencyFastTier("redis").build()));
+    try (RedisStorage storage = injector.getInstance(RedisStorage.class)) {
+      IdempotencyStore idempotency = injector.getInstance(IdempotencyStore.class);
+      assertThat(idempotency).isInstanceOf(TieredIdempotencyStore.class);
+      assertThat(injector.getInstance(VersionGuard.class))
+          .as("the other SPIs stay with the storage backend")
+          .isInstanceOf(InMemoryVersionGuard.class);
+
+      Claim c = idempotency.claim("tiered-order", Duration.ofSeconds(30));
+      assertThat(support.raw().get(support.prefix + "idem:{tiered-order}"))
+          .as("the claim went through Redis").isNotNull();
+      assertThat(idempotency.complete(c)).isTrue();
+
+      assertThat(support.raw().get(support.prefix + "idem:{tiered-order}")).isEqualTo("DONE");
+      assertThat(idempotency.status("tiered-order")).as("the durable tier holds it too")
+          .contains(Claim.Status.DONE);
+      assertThat(((TieredIdempotencyStore) idempotency).fastTierInUse()).isTrue();
+    }
+  }
+
+  @Test
+  @DisplayName("an invalid setting of the Redis fast tier fails when the module is built")
+  void badFastTierSettings() {
+    assertThatThrownBy(() -> new RelayKitModule(config().storage("memory")
+        .idempotencyFastTier("redis").set("relaykit.redis.key-prefix", "a{b}").build()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("relaykit.redis.key-prefix").hasMessageContaining("a{b}");
   }
 
   @Test
