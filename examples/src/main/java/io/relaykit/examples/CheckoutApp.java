@@ -76,6 +76,8 @@ final class CheckoutApp implements AutoCloseable {
   final BacklogMonitor backlog;
   private final Map<LifecycleEvent.Stage, AtomicLong> counts =
       new EnumMap<>(LifecycleEvent.Stage.class);
+  /** Deliveries of an effect that was already done, absorbed by the idempotency guard. */
+  private final AtomicLong deduplicated = new AtomicLong();
   private final InstantSource clock;
   private final Publisher publisher;
   private final Subscriber subscriber;
@@ -319,11 +321,27 @@ final class CheckoutApp implements AutoCloseable {
       throw new PermanentFailureException("SKU " + sku + " is poison: the " + effect.id()
           + " service rejects it");
     }
-    if (options.failRate() > 0 && ThreadLocalRandom.current().nextDouble() < options.failRate()) {
+    // An injected failure strikes before the effect (the service was down) or, half the time,
+    // after it (the effect happened but the ack was lost), so redeliveries meet the dedupe guard.
+    boolean fail = options.failRate() > 0
+        && ThreadLocalRandom.current().nextDouble() < options.failRate();
+    boolean afterEffect = fail && ThreadLocalRandom.current().nextBoolean();
+    if (fail && !afterEffect) {
       throw new IllegalStateException("injected transient failure in " + effect.id());
     }
+    performOnce(orderId, effect);
+    if (afterEffect) {
+      throw new IllegalStateException("injected transient failure in " + effect.id()
+          + " after its effect, as if the ack were lost");
+    }
+  }
+
+  /** Performs the effect unless it was done; a redelivery of a done effect is counted. */
+  private void performOnce(String orderId, Orders.Effect effect) throws Exception {
     if (deliveries == null) {
-      orders.perform(orderId, effect);
+      if (!orders.perform(orderId, effect)) {
+        deduplicated.incrementAndGet();
+      }
       return;
     }
     // Redis answers a redelivery of a finished effect without a database transaction. The claim
@@ -332,14 +350,19 @@ final class CheckoutApp implements AutoCloseable {
     // one that crashed and left its lease) just goes on to that guard instead of waiting.
     Claim claim = deliveries.claim("delivered:" + effect.messageId(orderId), options.lease());
     if (claim.status() == Claim.Status.DONE) {
+      deduplicated.incrementAndGet();
       return;
     }
     if (claim.status() != Claim.Status.CLAIMED) {
-      orders.perform(orderId, effect);
+      if (!orders.perform(orderId, effect)) {
+        deduplicated.incrementAndGet();
+      }
       return;
     }
     try {
-      orders.perform(orderId, effect);
+      if (!orders.perform(orderId, effect)) {
+        deduplicated.incrementAndGet();
+      }
     } catch (Exception e) {
       deliveries.release(claim);
       throw e;
@@ -361,6 +384,7 @@ final class CheckoutApp implements AutoCloseable {
     m.put("expired", counts.get(LifecycleEvent.Stage.EXPIRED).get());
     m.put("retried", counts.get(LifecycleEvent.Stage.RETRIED).get());
     m.put("acked", counts.get(LifecycleEvent.Stage.ACKED).get());
+    m.put("deduplicated", deduplicated.get());
     m.put("verdict", snapshot.verdict().name());
     return m;
   }

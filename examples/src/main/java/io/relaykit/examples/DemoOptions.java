@@ -20,7 +20,8 @@ import java.util.regex.Pattern;
  * @param transport {@code memory} (in-process), {@code kafka} ({@code
  *     RELAYKIT_KAFKA_BOOTSTRAP_SERVERS}, default {@code 127.0.0.1:9092}) or {@code rabbitmq}
  *     ({@code RELAYKIT_RABBITMQ_URI}, default {@code amqp://guest:guest@127.0.0.1:5672})
- * @param failRate probability in [0, 1) that a consumer attempt fails transiently
+ * @param failRate probability in [0, 1) that a consumer attempt fails transiently (half of these
+ *     failures come after the effect, as if its ack were lost)
  * @param poisonSku orders of this SKU fail permanently and are dead-lettered; null for none
  * @param lease how long a relay owns claimed outbox rows (a crashed relay's rows wait this long)
  * @param namespace prefix for RabbitMQ's exchanges and queues and the Redis keys, so demos sharing

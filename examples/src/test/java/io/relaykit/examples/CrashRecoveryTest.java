@@ -4,11 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.relaykit.tck.Await;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -18,7 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -26,73 +21,37 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Kill -9: the demo runs as a child JVM; 1 000 orders go in while it is killed with SIGKILL three
- * times and restarted on the same data folder. Unanswered requests are resent with the same
- * Idempotency-Key. At the end every order is SUCCESS (FAILED for the poison SKU), every effect
- * happened exactly once, and the database holds exactly one order per key.
+ * Kill -9: the demo runs as a child JVM with {@code --fail-rate 0.05}; 1 000 orders go in while it
+ * is killed with SIGKILL three times and restarted on the same data folder. Unanswered requests are
+ * resent with the same Idempotency-Key. At the end every order is SUCCESS (FAILED for the poison
+ * SKU), every effect happened exactly once, the injected failures were retried, and the database
+ * holds exactly one order per key.
  */
 class CrashRecoveryTest {
   private static final int ORDERS = 1_000;
   private static final int SENDERS = 8;
   private static final int KILLS = 3;
   private static final String POISON = "POISON";
-  private static final Pattern LISTENING =
-      Pattern.compile("relaykit demo listening on http://127\\.0\\.0\\.1:(\\d+)");
+  /**
+   * Transient consumer failures on top of the kills. Low enough that a good order never exhausts
+   * the demo's 6 attempts (0.05^6, about 2e-8 per message), so FAILED still means poison only.
+   */
+  private static final double FAIL_RATE = 0.05;
 
   @TempDir
   Path data;
-  private final AtomicReference<Demo> current = new AtomicReference<>();
-  private final List<Demo> started = new ArrayList<>();
+  private final AtomicReference<DemoProcess> current = new AtomicReference<>();
+  private final List<DemoProcess> started = new ArrayList<>();
 
-  /** One child JVM and the demo it runs. */
-  private static final class Demo {
-    final Process process;
-    final DemoHttp http;
-
-    Demo(Process process, int port) {
-      this.process = process;
-      this.http = new DemoHttp(URI.create("http://127.0.0.1:" + port));
-    }
-  }
-
-  private Demo start() throws Exception {
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    Process p = new ProcessBuilder(java, "-Xmx256m", "-XX:+UseSerialGC",
-        "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
-        CheckoutDemo.class.getName(), "--port", "0", "--data", data.toString(), "--lease", "2",
-        "--poison-sku", POISON)
-        .redirectErrorStream(true)
-        .start();
-    CompletableFuture<Integer> port = new CompletableFuture<>();
-    StringBuffer log = new StringBuffer();
-    Thread reader = new Thread(() -> {
-      try (BufferedReader r = new BufferedReader(
-          new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-        for (String line; (line = r.readLine()) != null; ) {
-          if (log.length() < 64_000) {
-            log.append(line).append('\n');
-          }
-          Matcher m = LISTENING.matcher(line);
-          if (m.find()) {
-            port.complete(Integer.parseInt(m.group(1)));
-          }
-        }
-      } catch (IOException e) {
-        // the process was killed; the log so far is kept
-      }
-      port.completeExceptionally(new AssertionError("the demo exited before listening:\n" + log));
-    }, "demo-output");
-    reader.setDaemon(true);
-    reader.start();
-    Demo demo = new Demo(p, port.get(60, TimeUnit.SECONDS));
+  private DemoProcess start() throws Exception {
+    DemoProcess demo = DemoProcess.start(Map.of(), "--data", data.toString(), "--lease", "2",
+        "--poison-sku", POISON, "--fail-rate", Double.toString(FAIL_RATE));
     synchronized (started) {
       started.add(demo);
     }
@@ -101,9 +60,11 @@ class CrashRecoveryTest {
 
   @AfterEach
   void killLeftovers() throws InterruptedException {
-    for (Demo d : started) {
+    for (DemoProcess d : started) {
       d.process.destroyForcibly();
-      d.process.waitFor(10, TimeUnit.SECONDS);
+    }
+    for (DemoProcess d : started) {
+      d.kill();
     }
   }
 
@@ -121,7 +82,7 @@ class CrashRecoveryTest {
    * short (409 until its lease ends), so the caller sends again with the same key.
    */
   private boolean trySend(int i, Map<Integer, String> accepted, AtomicInteger resends) {
-    Demo d = current.get();
+    DemoProcess d = current.get();
     if (d == null) {
       return false;
     }
@@ -167,9 +128,7 @@ class CrashRecoveryTest {
         int threshold = k * ORDERS / (KILLS + 1);
         Await.until(Duration.ofSeconds(60), threshold + " orders accepted before kill " + k,
             () -> accepted.size() >= threshold || done.stream().anyMatch(Future::isDone));
-        Demo victim = current.getAndSet(null);
-        victim.process.destroyForcibly();
-        assertThat(victim.process.waitFor(10, TimeUnit.SECONDS)).isTrue();
+        current.getAndSet(null).kill();
         current.set(start());
       }
       for (Future<?> f : done) {
@@ -213,10 +172,11 @@ class CrashRecoveryTest {
     }
     assertThat(poisoned.get()).isEqualTo(50);
 
+    // The injected failures were retried (counted by the last demo alone, since its restart).
+    assertThat(http.getJson("/metrics").get("retried").asLong()).as("retried").isPositive();
+
     // What the database holds, read directly after one more kill -9.
-    Demo last = current.getAndSet(null);
-    last.process.destroyForcibly();
-    assertThat(last.process.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    current.getAndSet(null).kill();
     try (Connection c = DriverManager.getConnection(
         "jdbc:h2:file:" + data.toAbsolutePath().resolve("relaykit") + ";AUTO_SERVER=TRUE");
         Statement s = c.createStatement()) {

@@ -322,6 +322,7 @@ class DemoServerTest {
       assertThat(m.get("dropped").asLong()).isZero();
       assertThat(m.get("expired").isIntegralNumber()).isTrue();
       assertThat(m.get("retried").isIntegralNumber()).isTrue();
+      assertThat(m.get("deduplicated").isIntegralNumber()).isTrue();
       assertThat(m.get("acked").isIntegralNumber()).isTrue();
       assertThat(m.get("verdict").asText()).isIn(
           java.util.Arrays.stream(io.relaykit.monitor.BacklogVerdict.values())

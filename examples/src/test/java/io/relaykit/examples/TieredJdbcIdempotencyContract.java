@@ -1,0 +1,106 @@
+package io.relaykit.examples;
+
+import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.TieredIdempotencyStore;
+import io.relaykit.storage.h2.H2StorageConfig;
+import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.redis.RedisStorage;
+import io.relaykit.tck.Await;
+import io.relaykit.tck.IdempotencyStoreContract;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.TestInfo;
+
+/**
+ * The idempotency kit on the tiered store as the demo wires it, {@code
+ * TieredIdempotencyStore.of(redis, jdbc)}: the real Redis (a key prefix of its own) as the fast
+ * tier, the JDBC store of storage-h2 on a real database (H2 or a PostgreSQL schema of its own) as
+ * the durable one. Redis expires keys on its own clock, so the kit runs in real time: the clock is
+ * the system clock and "advance" waits. Each test class keeps one Redis storage and one JDBC storage
+ * per retention, opened on first use (the kit's keys are unique per test, so tests share them safely).
+ */
+abstract class TieredJdbcIdempotencyContract extends IdempotencyStoreContract {
+
+  /** What one test class holds open. */
+  private static final class ClassState implements AutoCloseable {
+    final LocalRedis redis = new LocalRedis();
+    final TestDatabase database;
+    final Map<Duration, RedisStorage> fast = new ConcurrentHashMap<>();
+    final Map<Duration, JdbcStorage> durable = new ConcurrentHashMap<>();
+
+    ClassState(String databaseKind) {
+      this.database = TestDatabase.open(databaseKind);
+      // Load Lettuce's classes before the kit's short real-time leases start counting.
+      try (RedisStorage warm = RedisStorage.open(redis.config().build())) {
+        warm.idempotencyStore().status("warm-up");
+      }
+    }
+
+    @Override
+    public void close() {
+      try {
+        fast.values().forEach(RedisStorage::close);
+        durable.values().forEach(JdbcStorage::close);
+      } finally {
+        try {
+          redis.close();
+        } finally {
+          database.close();
+        }
+      }
+    }
+  }
+
+  private static final Map<Class<?>, ClassState> STATES = new ConcurrentHashMap<>();
+
+  /** {@code h2} or {@code postgres}: the database under the durable tier. */
+  protected abstract String databaseKind();
+
+  @AfterAll
+  static void cleanUp(TestInfo info) {
+    ClassState state = STATES.remove(info.getTestClass().orElseThrow());
+    if (state != null) {
+      state.close();
+    }
+  }
+
+  @Override
+  protected IdempotencyStore createStore(InstantSource clock, Duration retention) {
+    ClassState state = STATES.computeIfAbsent(getClass(), c -> new ClassState(databaseKind()));
+    RedisStorage fast = state.fast.computeIfAbsent(retention, r ->
+        RedisStorage.open(state.redis.config().retention(r).build(), clock));
+    JdbcStorage durable = state.durable.computeIfAbsent(retention, r ->
+        JdbcStorage.open(H2StorageConfig.builder().jdbcUrl(state.database.url)
+            .tablePrefix("tiered" + state.durable.size() + "_").retention(r).build(), clock));
+    return TieredIdempotencyStore.of(fast.idempotencyStore(), durable.idempotencyStore());
+  }
+
+  @Override
+  protected InstantSource clock() {
+    return InstantSource.system();
+  }
+
+  @Override
+  protected void advance(Duration duration) {
+    Await.elapsed(duration);
+  }
+
+  @Override
+  protected Duration lease() {
+    return Duration.ofMillis(1000);
+  }
+
+  @Override
+  protected Duration retention() {
+    // Well above the lease: on a busy machine a test step can take a second or more.
+    return Duration.ofMillis(4000);
+  }
+
+  @Override
+  protected Duration clockTolerance() {
+    return Duration.ofMillis(5);
+  }
+}
