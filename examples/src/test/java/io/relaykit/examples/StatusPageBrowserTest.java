@@ -14,6 +14,7 @@ import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.openqa.selenium.By;
+import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
@@ -105,6 +106,16 @@ class StatusPageBrowserTest {
     assertThat(ok.findElement(By.cssSelector(".detail")).getText()).isEmpty();
     assertThat(demo.app().orders.effectCount(okId, Orders.Effect.SMS)).isEqualTo(1);
     assertThat(demo.app().orders.effectCount(okId, Orders.Effect.COUPON)).isEqualTo(1);
+    // The page honours the 202's Retry-After (1 s): measured by the browser's own resource timing.
+    Number gapMs = (Number) ((JavascriptExecutor) driver).executeScript(
+        "var id = arguments[0], all = performance.getEntriesByType('resource');"
+            + "var post = all.filter(function (e) { return /\\/orders$/.test(e.name); })[0];"
+            + "var poll = all.filter(function (e) {"
+            + "  return e.name.indexOf('/orders/' + id + '/status') >= 0; })[0];"
+            + "return post && poll ? poll.startTime - post.responseEnd : null;", okId);
+    assertThat(gapMs).as("first status request after the 202").isNotNull();
+    assertThat(gapMs.doubleValue()).as("ms between the 202 and the first status request")
+        .isGreaterThanOrEqualTo(950.0);
 
     WebElement bad = placeAndAwait("POISON", "FAILED");
     String badId = bad.getAttribute("data-order-id");

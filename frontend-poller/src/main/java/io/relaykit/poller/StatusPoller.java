@@ -32,7 +32,8 @@ import java.util.random.RandomGenerator;
  *   <li>Capped exponential backoff with full jitter (default 1 s doubling to 8 s), so a thousand
  *       clients that submitted together do not poll together.
  *   <li>{@code Retry-After} (seconds or an HTTP date) is honoured as a floor on the next delay,
- *       also on {@code 429} and {@code 503}.
+ *       also on {@code 429} and {@code 503}; {@link #pollAfter} also waits the submit answer's
+ *       {@code Retry-After} before the first request.
  *   <li>Transient failures (I/O errors, 5xx, 429) count as attempts and are retried; answers that
  *       cannot improve (other 4xx, an unreadable body) end the poll with {@code ERROR}.
  *   <li>At the deadline the outcome is {@code TIMED_OUT} ("still working — check later"), never an
@@ -90,14 +91,61 @@ public final class StatusPoller implements AutoCloseable {
    * @throws IllegalArgumentException if {@code statusUrl} is null or not absolute http(s)
    */
   public Poll poll(URI statusUrl) {
+    return poll(statusUrl, Duration.ZERO);
+  }
+
+  /**
+   * Starts polling {@code statusUrl}, the first request after {@code firstDelay}. The deadline
+   * counts from this call, the first delay included: a first delay that reaches the deadline ends
+   * the poll with {@code TIMED_OUT} and no request.
+   *
+   * @throws IllegalArgumentException if {@code statusUrl} is null or not absolute http(s), or
+   *     {@code firstDelay} is null or negative
+   */
+  public Poll poll(URI statusUrl, Duration firstDelay) {
     if (statusUrl == null || !statusUrl.isAbsolute()
         || !("http".equals(statusUrl.getScheme()) || "https".equals(statusUrl.getScheme()))) {
       throw new IllegalArgumentException("statusUrl must be an absolute http(s) URI, was "
           + statusUrl);
     }
+    if (firstDelay == null || firstDelay.isNegative()) {
+      throw new IllegalArgumentException("firstDelay must be zero or positive, was " + firstDelay);
+    }
     RunningPoll poll = new RunningPoll(statusUrl, clock.instant());
-    poll.request();
+    if (firstDelay.isZero()) {
+      poll.request();
+    } else {
+      poll.requestAfter(firstDelay);
+    }
     return poll;
+  }
+
+  /**
+   * Starts polling the status URL of a submit answer ({@code 202 Accepted}): its {@code Location},
+   * resolved against the request URI, the first request after its {@code Retry-After} (seconds or
+   * an HTTP date; at once when absent or unreadable).
+   *
+   * @throws IllegalArgumentException if {@code accepted} is null, not a 202, has no
+   *     {@code Location}, or the resolved status URL is not http(s)
+   */
+  public Poll pollAfter(HttpResponse<?> accepted) {
+    if (accepted == null) {
+      throw new IllegalArgumentException("accepted must not be null");
+    }
+    if (accepted.statusCode() != 202) {
+      throw new IllegalArgumentException("accepted must be a 202 Accepted answer, was HTTP "
+          + accepted.statusCode() + " from " + accepted.uri());
+    }
+    String location = accepted.headers().firstValue("Location")
+        .orElseThrow(() -> new IllegalArgumentException(
+            "the 202 answer from " + accepted.uri() + " has no Location header"));
+    URI statusUrl;
+    try {
+      statusUrl = accepted.uri().resolve(location.trim());
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("the 202 answer's Location is not a URI: " + location, e);
+    }
+    return poll(statusUrl, retryAfter(accepted).orElse(Duration.ZERO));
   }
 
   /** Stops the poller's own scheduler thread, if it made one. Running polls stop advancing. */
@@ -137,6 +185,15 @@ public final class StatusPoller implements AutoCloseable {
         request.cancel(true);
       }
       return stopped;
+    }
+
+    /** The first wait: the same deadline rule as every later one. */
+    void requestAfter(Duration delay) {
+      if (!clock.instant().plus(delay).isBefore(giveUpAt)) {
+        finish(PollOutcome.Result.TIMED_OUT, "still working — check later");
+        return;
+      }
+      scheduler.schedule(delay, this::request);
     }
 
     void request() {
@@ -213,12 +270,7 @@ public final class StatusPoller implements AutoCloseable {
       if (retryAfter != null && retryAfter.compareTo(delay) > 0) {
         delay = retryAfter;
       }
-      Instant now = clock.instant();
-      if (!now.plus(delay).isBefore(giveUpAt)) {
-        finish(PollOutcome.Result.TIMED_OUT, "still working — check later");
-        return;
-      }
-      scheduler.schedule(delay, this::request);
+      requestAfter(delay);
     }
 
     private boolean finish(PollOutcome.Result result, String detail) {

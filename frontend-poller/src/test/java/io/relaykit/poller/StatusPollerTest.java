@@ -6,8 +6,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.relaykit.retry.Jitter;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.FakeClock;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -103,6 +109,135 @@ class StatusPollerTest {
       await(poller().build().poll(server.url()));
 
       assertThat(delays).containsExactly(Duration.ofSeconds(1), Duration.ofSeconds(2));
+    }
+  }
+
+  @Nested
+  @DisplayName("the first request")
+  class FirstRequest {
+    private final HttpClient http = HttpClient.newHttpClient();
+
+    private HttpResponse<String> submit() {
+      try {
+        return http.send(HttpRequest.newBuilder(server.submitUrl())
+            .POST(HttpRequest.BodyPublishers.ofString("{}")).build(),
+            HttpResponse.BodyHandlers.ofString());
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(e);
+      }
+    }
+
+    @Test
+    @DisplayName("pollAfter waits the 202's Retry-After, then backs off as usual")
+    void waitsTheSubmitRetryAfter() {
+      server.submitRetryAfter("3").then("PENDING").then("PROCESSING").then("SUCCESS");
+      List<Integer> requestsAtFirstWait = new CopyOnWriteArrayList<>();
+      Poll poll = poller().scheduler((delay, task) -> {
+        requestsAtFirstWait.add(server.requests.get());
+        jumpAhead.schedule(delay, task);
+      }).build().pollAfter(submit());
+      PollOutcome outcome = await(poll);
+
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.SUCCESS);
+      assertThat(outcome.attempts()).isEqualTo(3);
+      assertThat(delays).containsExactly(Duration.ofSeconds(3), Duration.ofSeconds(1),
+          Duration.ofSeconds(2));
+      assertThat(requestsAtFirstWait.get(0)).as("no request before the first wait").isZero();
+      assertThat(outcome.elapsed()).isEqualTo(Duration.ofSeconds(6));
+    }
+
+    @Test
+    @DisplayName("pollAfter takes Retry-After as an HTTP date, and polls at once without one")
+    void retryAfterDateOrNone() {
+      assertThat(clock.instant()).isEqualTo(Instant.parse("2026-01-01T00:00:00Z"));
+      server.submitRetryAfter("Thu, 01 Jan 2026 00:00:04 GMT").then("SUCCESS");
+      await(poller().build().pollAfter(submit()));
+      assertThat(delays).containsExactly(Duration.ofSeconds(4));
+
+      delays.clear();
+      try (StatusServer plain = new StatusServer()) {
+        plain.then("SUCCESS");
+        HttpResponse<String> accepted;
+        try {
+          accepted = http.send(HttpRequest.newBuilder(plain.submitUrl())
+              .POST(HttpRequest.BodyPublishers.noBody()).build(),
+              HttpResponse.BodyHandlers.ofString());
+        } catch (IOException | InterruptedException e) {
+          throw new AssertionError(e);
+        }
+        PollOutcome outcome = await(poller().build().pollAfter(accepted));
+        assertThat(outcome.result()).isEqualTo(PollOutcome.Result.SUCCESS);
+        assertThat(delays).isEmpty();
+        assertThat(plain.requests.get()).isEqualTo(1);
+      }
+    }
+
+    @Test
+    @DisplayName("a first delay is a floor the backoff does not shorten, and counts to the deadline")
+    void firstDelayAndDeadline() {
+      server.then("PROCESSING");
+      PollOutcome outcome = await(poller().deadline(Duration.ofSeconds(10)).build()
+          .poll(server.url(), Duration.ofSeconds(4)));
+
+      // 4 s, 5 s, 7 s: the next (4 s later) would reach the 10 s deadline.
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.TIMED_OUT);
+      assertThat(delays).containsExactly(Duration.ofSeconds(4), Duration.ofSeconds(1),
+          Duration.ofSeconds(2));
+      assertThat(server.requests.get()).isEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("a first delay that reaches the deadline times out without a request")
+    void firstDelayPastDeadline() {
+      server.then("PROCESSING");
+      PollOutcome outcome = await(poller().deadline(Duration.ofSeconds(5)).build()
+          .poll(server.url(), Duration.ofSeconds(5)));
+
+      assertThat(outcome.result()).isEqualTo(PollOutcome.Result.TIMED_OUT);
+      assertThat(outcome.attempts()).isZero();
+      assertThat(delays).isEmpty();
+      assertThat(server.requests.get()).isZero();
+    }
+
+    @Test
+    @DisplayName("cancel during the first wait: no request at all")
+    void cancelDuringFirstWait() {
+      List<Runnable> parked = new CopyOnWriteArrayList<>();
+      server.then("PROCESSING");
+      Poll poll = poller().scheduler((delay, task) -> parked.add(task)).build()
+          .poll(server.url(), Duration.ofSeconds(2));
+      assertThat(parked).hasSize(1);
+
+      assertThat(poll.cancel()).isTrue();
+      parked.get(0).run();
+
+      assertThat(await(poll).result()).isEqualTo(PollOutcome.Result.CANCELLED);
+      assertThat(await(poll).attempts()).isZero();
+      assertThat(server.requests.get()).isZero();
+    }
+
+    @Test
+    @DisplayName("pollAfter rejects an answer that is not a 202 with a Location")
+    void pollAfterBadInput() {
+      server.then("PENDING");
+      try (StatusPoller p = poller().build()) {
+        assertThatThrownBy(() -> p.pollAfter(null))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("accepted");
+        HttpResponse<String> notAccepted;
+        try {
+          notAccepted = http.send(HttpRequest.newBuilder(server.url()).GET().build(),
+              HttpResponse.BodyHandlers.ofString());
+        } catch (IOException | InterruptedException e) {
+          throw new AssertionError(e);
+        }
+        assertThatThrownBy(() -> p.pollAfter(notAccepted))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("was HTTP 200");
+        assertThatThrownBy(() -> p.poll(server.url(), Duration.ofSeconds(-1)))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("firstDelay");
+      }
     }
   }
 
