@@ -9,8 +9,8 @@ import java.io.UncheckedIOException;
  * semantics as {@link StatusPoller} (one request in flight, capped exponential backoff with full
  * jitter, {@code Retry-After}, {@code RelayKitPoller.pollAfter(response)} to wait the 202's
  * {@code Retry-After} before the first request, deadline, cancel) and one more: it stops when the
- * page is hidden or left. Its clock and timers can be injected through options, for tests. Serve {@link #browserPollerScript()} at a URL of your choice with content type {@link
- * #JAVASCRIPT}.
+ * page is hidden or left. Its clock and timers can be injected through options, for tests. Serve
+ * {@link #browserPollerScript()} at a URL of your choice with content type {@link #JAVASCRIPT}.
  */
 public final class PollerAssets {
 

@@ -38,8 +38,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * <p>Each dead letter is the original record (key, value, headers) plus relaykit's failure
  * headers: reason, exception class and message, attempts, first and last failure time, source
  * topic and source position. A record that could not be decoded is shown with a stand-in message:
- * id {@code dlt:<topic>-<partition>@<offset>} (its position in the source topic), type {@value #UNDECODABLE_TYPE}, its raw key and
- * value, and its non-relaykit headers; replay resends its raw record unchanged.
+ * id {@code dlt:<topic>-<partition>@<offset>} (its position in the source topic), type {@value
+ * #UNDECODABLE_TYPE}, its raw key and value, and its non-relaykit headers; replay resends its raw
+ * record unchanged.
  *
  * <p>Unsupported: {@link #remove} and {@link #purge} throw {@link UnsupportedOperationException}:
  * a Kafka topic cannot delete one record, and a marker written by two callers at once cannot make
