@@ -1,9 +1,12 @@
 package io.relaykit.storage.h2;
 
+import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.message.Message;
+import io.relaykit.message.MessageHeaders;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.outbox.OutboxStore;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -15,6 +18,8 @@ import java.time.Instant;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
+import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
@@ -32,14 +37,37 @@ import javax.sql.DataSource;
  * after {@code max} rows, one index probe per keyed candidate, one row write per claimed row (plus
  * one lock write per row on H2); see the README for the index plan. Append is one INSERT (one
  * batch for {@link #appendAll}). Thread-safe.
+ *
+ * <p>Malformed rows: a claimed row that does not decode to a message (a corrupt envelope column, a
+ * missing header, an empty payload: rows written by something other than {@link #append}) is
+ * never handed to a relay. The claim deletes it and stores it in the dead-letter table of the same
+ * prefix, with a reason naming the row's sequence and what is wrong, and leases the rest of the
+ * batch as usual: on H2 in the claim's own transaction, on PostgreSQL in one more transaction
+ * right after it (if that one fails, the row stays leased and is tried again when the lease
+ * expires). The dead letter's message is a stand-in, since there is no message to keep: its id is
+ * the row's {@code message_id} (or {@code outbox-row-<seq>} when that is blank), type {@value
+ * #UNDECODABLE_TYPE}, the row's key and payload, and the raw envelope column (cut at {@value
+ * #MAX_RAW_ENVELOPE} characters) in the header {@value #RAW_ENVELOPE_HEADER}. Replaying it
+ * publishes that stand-in; repair the row's envelope instead where the original matters. Cost: none
+ * while rows decode; one DELETE and one upsert per undecodable row.
  */
 public final class JdbcOutboxStore implements OutboxStore {
 
   /** The largest payload the outbox stores, in bytes. */
   public static final int MAX_PAYLOAD_BYTES = Schema.MAX_PAYLOAD_BYTES;
 
+  /** The type of the stand-in message in the dead letter of an undecodable row. */
+  public static final String UNDECODABLE_TYPE = "relaykit.undecodable";
+
+  /** The header of that stand-in holding the row's raw envelope column. */
+  public static final String RAW_ENVELOPE_HEADER = "outbox-envelope";
+
   static final int UNSENT = 0;
   static final int SENT = 1;
+
+  private static final System.Logger LOG = System.getLogger(JdbcOutboxStore.class.getName());
+  private static final int MAX_RAW_ENVELOPE = 8_192;
+  private static final int MAX_REASON_LENGTH = 2_000;
 
   private static final int MAX_ID_LENGTH = 255;
   private static final int MAX_KEY_LENGTH = 512;
@@ -49,10 +77,12 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final Tables tables;
   private final String insertSql;
   private final OutboxStatements statements;
+  private final JdbcDeadLetterStore deadLetters;
 
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables) {
     this.dataSource = dataSource;
     this.tables = tables;
+    this.deadLetters = new JdbcDeadLetterStore(dataSource, dialect, tables);
     String t = tables.outbox;
     this.insertSql = "INSERT INTO " + t + " (destination, message_id, msg_key, headers, payload,"
         + " created_at, state, ready_at, attempts) VALUES (?, ?, ?, ?, ?, ?, " + UNSENT
@@ -131,8 +161,64 @@ public final class JdbcOutboxStore implements OutboxStore {
     Instant until = now.plus(lease);
     long nowNanos = Instants.toNanos("now", now);
     long untilNanos = Instants.toNanos("now + lease", until);
-    return statements.claim(dataSource, "outbox claim on " + tables.outbox, owner, max,
-        nowNanos, untilNanos, until);
+    OutboxStatements.Claimed claimed = statements.claim(dataSource,
+        "outbox claim on " + tables.outbox, owner, max, nowNanos, untilNanos, until,
+        (c, row) -> {
+          DeadLetter d = undecodable(row, now);
+          deadLetters.add(c, d);
+          return d;
+        });
+    for (DeadLetter d : claimed.deadLettered()) {
+      LOG.log(System.Logger.Level.WARNING, "moved to dead letters: " + d.reason());
+    }
+    return claimed.records();
+  }
+
+  /** The dead letter of a row that does not decode: a stand-in message and the reason. */
+  private DeadLetter undecodable(OutboxStatements.Undecodable row, Instant now) {
+    String id = row.messageId() == null || row.messageId().isBlank()
+        ? "outbox-row-" + row.sequence() : row.messageId();
+    String destination = row.destination() == null || row.destination().isBlank()
+        ? "outbox" : row.destination();
+    String reason = cut("undecodable outbox row seq " + row.sequence() + " in " + tables.outbox
+        + " (message id " + row.messageId() + ", destination " + row.destination() + "): "
+        + row.error().getMessage(), MAX_REASON_LENGTH);
+    String raw = row.headers() == null ? "(NULL)" : cut(row.headers(), MAX_RAW_ENVELOPE);
+    byte[] payload = row.payload() == null || row.payload().length == 0
+        ? "(empty)".getBytes(StandardCharsets.UTF_8) : row.payload();
+    String key = row.key() == null || row.key().isBlank() ? null : row.key();
+    Message standIn = Message.builder()
+        .id(id)
+        .type(UNDECODABLE_TYPE)
+        .key(key)
+        .payload(payload)
+        .headers(Map.of(RAW_ENVELOPE_HEADER, raw))
+        .traceId(traceId(row, id))
+        .createdAt(now)
+        .build();
+    Instant first = row.firstFailureAt() == null || row.firstFailureAt().isAfter(now) ? now
+        : row.firstFailureAt();
+    String exceptionMessage = row.error().getMessage() == null ? null
+        : cut(row.error().getMessage(), MAX_REASON_LENGTH);
+    return new DeadLetter(standIn, destination, reason, row.error().getClass().getName(),
+        exceptionMessage, row.attempts(), first, now);
+  }
+
+  /** The row's own trace id where its envelope still yields one, else one derived from its id. */
+  private static String traceId(OutboxStatements.Undecodable row, String id) {
+    try {
+      String trace = Envelopes.decodeMap(row.headers()).get(MessageHeaders.TRACE_ID);
+      if (trace != null && !trace.isBlank() && trace.length() <= 64) {
+        return trace;
+      }
+    } catch (RuntimeException e) {
+      // The envelope is what is corrupt; derive one.
+    }
+    return UUID.nameUUIDFromBytes(id.getBytes(StandardCharsets.UTF_8)).toString().replace("-", "");
+  }
+
+  private static String cut(String s, int max) {
+    return s.length() <= max ? s : s.substring(0, max) + "...";
   }
 
   @Override

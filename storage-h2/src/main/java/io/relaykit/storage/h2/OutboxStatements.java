@@ -3,8 +3,10 @@ package io.relaykit.storage.h2;
 import static io.relaykit.storage.h2.JdbcOutboxStore.SENT;
 import static io.relaykit.storage.h2.JdbcOutboxStore.UNSENT;
 
+import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.message.Message;
 import io.relaykit.outbox.OutboxRecord;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -20,19 +22,59 @@ import javax.sql.DataSource;
  * and markSent statements for one outbox table, built once, and the round trips that run them.
  * {@link Dialect#outbox} picks the implementation; the store validates arguments and converts
  * times before it calls here.
+ *
+ * <p>A claimed row whose columns do not decode to a message (a corrupt envelope, a missing header,
+ * an empty payload: rows written around {@code append}) is not handed out: it is deleted and given
+ * to the claim's {@link UndecodableSink}, which stores it as a dead letter, so one bad row never
+ * fails a claim or comes back every cycle. On H2 that happens inside the claim's transaction; on
+ * PostgreSQL in a second transaction right after the claim (the bad row is leased by then, so no
+ * other relay sees it), and if that transaction fails the row stays leased and is tried again when
+ * its lease expires.
  */
 abstract sealed class OutboxStatements {
+  private static final System.Logger LOG = System.getLogger(OutboxStatements.class.getName());
 
   /** The columns a claim returns, in the order {@link #readClaimed} reads them. */
   static final String CLAIM_COLUMNS =
-      "seq, destination, msg_key, headers, payload, attempts, first_failure_at";
+      "seq, destination, msg_key, headers, payload, attempts, first_failure_at, message_id";
+
+  /**
+   * A claimed row whose columns do not make a message, as the database holds them.
+   *
+   * @param error why decoding failed
+   */
+  record Undecodable(long sequence, String destination, String messageId, String key,
+      String headers, byte[] payload, int attempts, Instant firstFailureAt,
+      RuntimeException error) {}
+
+  /** What a claim's rows decoded to. */
+  record Read(List<OutboxRecord> records, List<Undecodable> undecodable) {}
+
+  /**
+   * What a claim did: the rows leased to the caller, oldest first, and the dead letters of the
+   * undecodable rows it took out of the outbox.
+   */
+  record Claimed(List<OutboxRecord> records, List<DeadLetter> deadLettered) {}
+
+  /** Stores an undecodable row, already deleted in {@code c}'s transaction, as a dead letter. */
+  @FunctionalInterface
+  interface UndecodableSink {
+    DeadLetter deadLetter(Connection c, Undecodable row) throws SQLException;
+  }
+
+  /** Binds an undecodable row's conditional DELETE. */
+  @FunctionalInterface
+  private interface DeleteBinder {
+    void bind(PreparedStatement ps, Undecodable row) throws SQLException;
+  }
 
   /**
    * Leases up to {@code max} claimable rows to {@code owner} until {@code untilNanos}, oldest
-   * first; {@code what} names the operation in a {@link JdbcStorageException}.
+   * first, and moves undecodable ones to {@code sink}; {@code what} names the operation in a
+   * {@link JdbcStorageException}.
    */
-  abstract List<OutboxRecord> claim(DataSource dataSource, String what, String owner, int max,
-      long nowNanos, long untilNanos, Instant until);
+  abstract Claimed claim(DataSource dataSource, String what, String owner, int max,
+      long nowNanos, long untilNanos, Instant until, UndecodableSink sink);
 
   /** Marks the rows {@code seqs} (ascending) that {@code owner} holds sent; the count changed. */
   abstract int markSent(DataSource dataSource, String what, String owner, Long[] seqs,
@@ -55,19 +97,50 @@ abstract sealed class OutboxStatements {
         + " lease_owner = NULL, lease_until = NULL WHERE ";
   }
 
-  static List<OutboxRecord> readClaimed(PreparedStatement ps, int max, String owner,
-      Instant until) throws SQLException {
+  static Read readClaimed(PreparedStatement ps, int max, String owner, Instant until)
+      throws SQLException {
     List<OutboxRecord> rows = new ArrayList<>(Math.min(max, 1_024));
+    List<Undecodable> undecodable = new ArrayList<>(0);
     try (ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
+        long seq = rs.getLong(1);
+        String destination = rs.getString(2);
+        String key = rs.getString(3);
+        String headers = rs.getString(4);
+        byte[] payload = rs.getBytes(5);
+        int attempts = rs.getInt(6);
         long firstFailure = rs.getLong(7);
         Instant firstFailureAt = rs.wasNull() ? null : Instants.fromNanos(firstFailure);
-        Message m = Envelopes.decode(rs.getString(4), rs.getString(3), rs.getBytes(5));
-        rows.add(new OutboxRecord(rs.getLong(1), rs.getString(2), m, rs.getInt(6),
-            firstFailureAt, owner, until));
+        try {
+          Message m = Envelopes.decode(headers, key, payload);
+          rows.add(new OutboxRecord(seq, destination, m, attempts, firstFailureAt, owner, until));
+        } catch (RuntimeException e) {
+          // Decoding is pure computation on the row's values: whatever it throws is the row's
+          // fault (MalformedMessageException, or the record refusing a blank destination).
+          undecodable.add(new Undecodable(seq, destination, rs.getString(8), key, headers,
+              payload, attempts, firstFailureAt, e));
+        }
       }
     }
-    return rows;
+    return new Read(rows, undecodable);
+  }
+
+  /**
+   * Deletes each undecodable row with {@code deleteSql} (bound by {@code binder}) in {@code c}'s
+   * transaction and, where the DELETE took it, hands it to {@code sink}.
+   */
+  private static List<DeadLetter> deadLetter(Connection c, String deleteSql, DeleteBinder binder,
+      List<Undecodable> rows, UndecodableSink sink) throws SQLException {
+    List<DeadLetter> moved = new ArrayList<>(rows.size());
+    try (PreparedStatement ps = c.prepareStatement(deleteSql)) {
+      for (Undecodable row : rows) {
+        binder.bind(ps, row);
+        if (ps.executeUpdate() == 1) {
+          moved.add(sink.deadLetter(c, row));
+        }
+      }
+    }
+    return moved;
   }
 
   /** PostgreSQL: a claim and a markSent are one auto-committed statement each. */
@@ -77,6 +150,7 @@ abstract sealed class OutboxStatements {
 
     private final String claimSql;
     private final String markSentSql;
+    private final String deleteUndecodableSql;
 
     Postgres(String table) {
       // One statement, one round trip: the subquery locks the oldest claimable rows, skipping
@@ -92,12 +166,15 @@ abstract sealed class OutboxStatements {
       // The whole batch in one statement (an index scan of the primary key for the array).
       this.markSentSql = markSentPrefix(table) + "seq = ANY(?) AND state = " + UNSENT
           + " AND lease_owner = ?";
+      // The claim has leased the row to us; parameters: seq, owner.
+      this.deleteUndecodableSql = "DELETE FROM " + table + " WHERE seq = ? AND state = " + UNSENT
+          + " AND lease_owner = ?";
     }
 
     @Override
-    List<OutboxRecord> claim(DataSource dataSource, String what, String owner, int max,
-        long nowNanos, long untilNanos, Instant until) {
-      List<OutboxRecord> claimed = Jdbc.autoCommit(dataSource, what, c -> {
+    Claimed claim(DataSource dataSource, String what, String owner, int max,
+        long nowNanos, long untilNanos, Instant until, UndecodableSink sink) {
+      Read read = Jdbc.autoCommit(dataSource, what, c -> {
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
           ps.setString(1, owner);
           ps.setLong(2, untilNanos);
@@ -108,8 +185,26 @@ abstract sealed class OutboxStatements {
         }
       });
       // UPDATE ... RETURNING promises no order: oldest first, as specified.
+      List<OutboxRecord> claimed = read.records();
       claimed.sort(BY_SEQUENCE);
-      return claimed;
+      if (read.undecodable().isEmpty()) {
+        return new Claimed(claimed, List.of());
+      }
+      List<DeadLetter> moved;
+      try {
+        moved = Jdbc.inTransaction(dataSource, what + ": dead-lettering undecodable rows",
+            c -> deadLetter(c, deleteUndecodableSql, (ps, row) -> {
+              ps.setLong(1, row.sequence());
+              ps.setString(2, owner);
+            }, read.undecodable(), sink));
+      } catch (JdbcStorageException e) {
+        // The decodable rows are leased and go out; the bad ones keep their lease and are tried
+        // again when it expires.
+        LOG.log(System.Logger.Level.WARNING, "could not dead-letter " + read.undecodable().size()
+            + " undecodable outbox rows; they are tried again when their lease expires", e);
+        moved = List.of();
+      }
+      return new Claimed(claimed, moved);
     }
 
     @Override
@@ -133,6 +228,7 @@ abstract sealed class OutboxStatements {
     private final String claimSql;
     private final String leaseSql;
     private final String markSentSql;
+    private final String deleteUndecodableSql;
 
     H2(String table) {
       // H2 claims in two steps inside one transaction. A one-statement claim (UPDATE ... FETCH
@@ -145,9 +241,12 @@ abstract sealed class OutboxStatements {
       // Parameters: owner, until, seq, attempts read, now, now.
       this.claimSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o WHERE "
           + claimable(table) + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
-      this.leaseSql = "UPDATE " + table + " SET lease_owner = ?, lease_until = ? WHERE seq = ?"
-          + " AND attempts = ? AND state = " + UNSENT + " AND ready_at <= ?"
-          + " AND (lease_until IS NULL OR lease_until <= ?)";
+      String stillClaimable = " WHERE seq = ? AND attempts = ? AND state = " + UNSENT
+          + " AND ready_at <= ? AND (lease_until IS NULL OR lease_until <= ?)";
+      this.leaseSql = "UPDATE " + table + " SET lease_owner = ?, lease_until = ?"
+          + stillClaimable;
+      // The same re-check for an undecodable row; parameters: seq, attempts read, now, now.
+      this.deleteUndecodableSql = "DELETE FROM " + table + stillClaimable;
       // A JDBC batch of one-row updates: H2 evaluates seq = ANY(?) by a linear search of the
       // array for every row it updates, quadratic in the batch size.
       this.markSentSql = markSentPrefix(table) + "seq = ? AND state = " + UNSENT
@@ -155,18 +254,26 @@ abstract sealed class OutboxStatements {
     }
 
     @Override
-    List<OutboxRecord> claim(DataSource dataSource, String what, String owner, int max,
-        long nowNanos, long untilNanos, Instant until) {
+    Claimed claim(DataSource dataSource, String what, String owner, int max,
+        long nowNanos, long untilNanos, Instant until, UndecodableSink sink) {
       return Jdbc.inTransaction(dataSource, what, c -> {
-        List<OutboxRecord> candidates;
+        Read read;
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
           ps.setLong(1, nowNanos);
           ps.setLong(2, nowNanos);
           ps.setInt(3, max);
-          candidates = readClaimed(ps, max, owner, until);
+          read = readClaimed(ps, max, owner, until);
         }
+        List<DeadLetter> moved = read.undecodable().isEmpty() ? List.of()
+            : deadLetter(c, deleteUndecodableSql, (ps, row) -> {
+              ps.setLong(1, row.sequence());
+              ps.setInt(2, row.attempts());
+              ps.setLong(3, nowNanos);
+              ps.setLong(4, nowNanos);
+            }, read.undecodable(), sink);
+        List<OutboxRecord> candidates = read.records();
         if (candidates.isEmpty()) {
-          return candidates;
+          return new Claimed(candidates, moved);
         }
         try (PreparedStatement ps = c.prepareStatement(leaseSql)) {
           for (OutboxRecord r : candidates) {
@@ -185,7 +292,7 @@ abstract sealed class OutboxStatements {
               leased.add(candidates.get(i));
             }
           }
-          return leased;
+          return new Claimed(leased, moved);
         }
       });
     }

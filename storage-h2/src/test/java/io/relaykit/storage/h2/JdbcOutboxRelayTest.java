@@ -257,6 +257,30 @@ abstract class JdbcOutboxRelayTest {
   }
 
   @Test
+  @DisplayName("a corrupt outbox row goes to dead letters with its reason; the running relay"
+      + " publishes the rest and keeps going")
+  void corruptRowDoesNotStopRelay() {
+    appendAll(List.of(message("a", "before")));
+    long bad = JdbcOutboxStoreTest.insertRaw(db, storage.tablePrefix(), "corrupt-1", null,
+        "not an envelope", "x".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    appendAll(List.of(message("b", "after")));
+    started(relay("r").build());
+    Await.until(Duration.ofSeconds(30), "both good rows confirmed",
+        () -> publisher.confirmedCount() == 2);
+    appendAll(List.of(message("a", "later")));
+    Await.until(Duration.ofSeconds(30), "a row appended later confirmed too",
+        () -> publisher.confirmedCount() == 3);
+
+    assertThat(publisher.publishedPayloads()).containsExactlyInAnyOrder("before", "after",
+        "later");
+    DeadLetter d = deadLetters.find("corrupt-1").orElseThrow();
+    assertThat(d.reason()).startsWith("undecodable outbox row seq " + bad)
+        .contains("corrupt envelope column");
+    assertThat(d.source()).isEqualTo(DEST);
+    assertThat(unsentRows()).isZero();
+  }
+
+  @Test
   @DisplayName("an expired message is never published: it is dead-lettered with the reason")
   void expiredMessage() {
     Message code = Message.builder().type("sms.code").payload("123456")

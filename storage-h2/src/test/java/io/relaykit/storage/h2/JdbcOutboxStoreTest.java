@@ -3,13 +3,17 @@ package io.relaykit.storage.h2;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.message.Message;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.queue.Priority;
 import io.relaykit.tck.FakeClock;
 import java.nio.file.Path;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -123,6 +127,85 @@ class JdbcOutboxStoreTest {
     assertThat(r.firstFailureAt()).isNull();
     assertThat(r.leaseOwner()).isEqualTo("r");
     assertThat(r.leaseExpiresAt()).isEqualTo(clock.instant().plus(LEASE));
+  }
+
+  /** Writes an outbox row around {@code append}, as a broken writer or a bad migration would. */
+  static long insertRaw(TestDatabase db, String prefix, String messageId, String key,
+      String headers, byte[] payload) {
+    try (Connection c = db.connection(); PreparedStatement ps = c.prepareStatement("INSERT INTO "
+        + prefix + "outbox (destination, message_id, msg_key, headers, payload, created_at,"
+        + " state, ready_at, attempts) VALUES ('orders', ?, ?, ?, ?, 0, 0, 0, 0)",
+        Statement.RETURN_GENERATED_KEYS)) {
+      ps.setString(1, messageId);
+      ps.setString(2, key);
+      ps.setString(3, headers);
+      ps.setBytes(4, payload);
+      ps.executeUpdate();
+      try (ResultSet keys = ps.getGeneratedKeys()) {
+        keys.next();
+        return keys.getLong(1);
+      }
+    } catch (SQLException e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  @DisplayName("a claim hands out the good rows and moves undecodable ones to dead letters with"
+      + " the reason")
+  void undecodableRowsAreDeadLettered(TestDatabase db) throws SQLException {
+    JdbcStorage storage = db.storage(clock);
+    String p = storage.tablePrefix();
+    JdbcOutboxStore outbox = storage.outboxStore();
+    long good1 = append(storage, "orders", message("a", "good-1"));
+    byte[] body = "raw body".getBytes(StandardCharsets.UTF_8);
+    long corrupt = insertRaw(db, p, "bad-corrupt", "c", "12:relaykit-id", body);
+    long missingType = insertRaw(db, p, "bad-missing", null, "11:relaykit-id3:x-1", body);
+    long notANumber = insertRaw(db, p, " ", null, "ab:cd", new byte[0]);
+    long good2 = append(storage, "orders", message("b", "good-2"));
+
+    List<OutboxRecord> claimed = outbox.claim("r", 10, LEASE, clock.instant());
+
+    assertThat(claimed).extracting(OutboxRecord::sequence).containsExactly(good1, good2);
+    assertThat(db.count("SELECT COUNT(*) FROM " + p + "outbox")).isEqualTo(2);
+    assertThat(db.count("SELECT COUNT(*) FROM " + p + "outbox WHERE lease_owner = 'r'"))
+        .isEqualTo(2);
+    assertThat(db.count("SELECT COUNT(*) FROM " + p + "dead_letter")).isEqualTo(3);
+    assertThat(reason(db, p, "bad-corrupt")).startsWith("undecodable outbox row seq " + corrupt)
+        .contains("corrupt envelope column at offset 0: length 12 runs past the end");
+    assertThat(reason(db, p, "bad-missing")).startsWith("undecodable outbox row seq "
+        + missingType).contains("missing header relaykit-type");
+    assertThat(reason(db, p, "outbox-row-" + notANumber)).startsWith(
+        "undecodable outbox row seq " + notANumber).contains("length 'ab' is not a number");
+
+    DeadLetter d = storage.deadLetterStore().find("bad-corrupt").orElseThrow();
+    assertThat(d.source()).isEqualTo("orders");
+    assertThat(d.attempts()).isZero();
+    assertThat(d.lastFailureAt()).isEqualTo(clock.instant());
+    assertThat(d.exceptionClass()).isEqualTo("io.relaykit.message.MalformedMessageException");
+    assertThat(d.message().type()).isEqualTo(JdbcOutboxStore.UNDECODABLE_TYPE);
+    assertThat(d.message().key()).contains("c");
+    assertThat(d.message().payload()).isEqualTo(body);
+    assertThat(d.message().headers())
+        .containsEntry(JdbcOutboxStore.RAW_ENVELOPE_HEADER, "12:relaykit-id");
+
+    // They are gone for good: the next claims see only the next good row.
+    long good3 = append(storage, "orders", message(null, "good-3"));
+    assertThat(outbox.claim("r", 10, LEASE, clock.instant())).extracting(OutboxRecord::sequence)
+        .containsExactly(good3);
+    assertThat(db.count("SELECT COUNT(*) FROM " + p + "dead_letter")).isEqualTo(3);
+  }
+
+  private static String reason(TestDatabase db, String prefix, String id) throws SQLException {
+    try (Connection c = db.connection(); PreparedStatement ps = c.prepareStatement(
+        "SELECT reason FROM " + prefix + "dead_letter WHERE id = ?")) {
+      ps.setString(1, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        assertThat(rs.next()).as("dead letter %s", id).isTrue();
+        return rs.getString(1);
+      }
+    }
   }
 
   @ParameterizedTest(name = "{0}")
