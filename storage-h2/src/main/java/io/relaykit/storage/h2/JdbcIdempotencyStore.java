@@ -11,9 +11,11 @@ import java.sql.Types;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 
 /**
@@ -24,8 +26,27 @@ import javax.sql.DataSource;
  * measured on the injected clock. {@link #runOnce} records the key and runs the work in the
  * caller's transaction, so the dedupe row and the effect commit together. Database failures
  * surface as {@link IdempotencyUnavailableException}. Thread-safe.
+ *
+ * <p>Expiry: keys whose DONE period (the retention) or lease is over are deleted, with no wiring.
+ * At most once every {@link #PURGE_INTERVAL} on the injected clock, one {@link #claim} or {@link
+ * #runOnce} call also deletes up to {@link #PURGE_BATCH} expired keys, before its own work, in one
+ * short transaction on a second pooled connection that skips rows other transactions hold (so it
+ * never waits on a caller's open transaction and holds its locks only for that batch). That call
+ * pays for it: finding expired keys scans the table (there is no index on the expiry times), so
+ * O(keys) once per interval. When a batch comes back full, the next call purges again, so deletion
+ * keeps up with expiry at up to {@value #PURGE_BATCH} keys per call. A failed purge is logged and
+ * the call goes on; the next try is an interval later. Each store instance keeps its own schedule.
+ * Expired rows read as absent whether or not they were deleted yet.
  */
 public final class JdbcIdempotencyStore implements IdempotencyStore {
+
+  /** How often, at most, a {@link #claim} or {@link #runOnce} also deletes expired keys. */
+  public static final Duration PURGE_INTERVAL = Duration.ofMinutes(5);
+
+  /** The most expired keys one purge transaction deletes. */
+  public static final int PURGE_BATCH = 1_000;
+
+  private static final System.Logger LOG = System.getLogger(JdbcIdempotencyStore.class.getName());
 
   /** Work done in the caller's transaction, together with recording its key. */
   @FunctionalInterface
@@ -42,6 +63,10 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
   private final Duration retention;
   private final String insertSql;
   private final String takeoverSql;
+  private final String expiredSql;
+  private final String deleteExpiredSql;
+  /** Epoch nanos on {@link #clock} from which the next opportunistic purge is due. */
+  private final AtomicLong nextPurgeNanos = new AtomicLong(Long.MIN_VALUE);
 
   JdbcIdempotencyStore(DataSource dataSource, Dialect dialect, Tables tables,
       InstantSource clock, Duration retention) {
@@ -55,6 +80,15 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         + " SET status = ?, token = ?, lease_until = ?, done_until = ? WHERE idem_key = ?"
         + " AND ((status = " + CLAIMED + " AND lease_until <= ?) OR (status = " + DONE
         + " AND done_until <= ?))";
+    String expired = "((status = " + CLAIMED + " AND lease_until <= ?) OR (status = " + DONE
+        + " AND done_until <= ?))";
+    // Parameters: now, now, limit. SKIP LOCKED: rows a caller's transaction holds (a takeover in
+    // runOnce) are left for a later purge instead of being waited for.
+    this.expiredSql = "SELECT idem_key FROM " + tables.idempotency + " WHERE " + expired
+        + " FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
+    // Re-checks expiry on the locked row. Parameters: key, now, now.
+    this.deleteExpiredSql = "DELETE FROM " + tables.idempotency + " WHERE idem_key = ? AND "
+        + expired;
   }
 
   @Override
@@ -64,6 +98,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
       throw new IllegalArgumentException("lease must be a positive duration, was " + lease);
     }
     Instant now = clock.instant();
+    purgeIfDue(now);
     Instant until = now.plus(lease);
     String token = UUID.randomUUID().toString();
     return call("claim", c -> {
@@ -163,6 +198,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
       throw new IllegalArgumentException("work must not be null");
     }
     Instant now = clock.instant();
+    purgeIfDue(now);
     if (!insertOrTakeOver(tx, key, DONE, null, null, now.plus(retention), now)) {
       return false;
     }
@@ -171,22 +207,91 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
   }
 
   /**
-   * Deletes keys whose lease or DONE period is over. Optional housekeeping: expired rows are
-   * already treated as absent. A full scan of the table.
+   * Deletes every key whose lease or DONE period is over, now, in transactions of up to {@link
+   * #PURGE_BATCH} keys each (skipping keys other transactions hold). Not needed for correctness
+   * (expired rows already read as absent) nor for housekeeping ({@link #claim} and {@link
+   * #runOnce} purge as they go; see the class comment): for an operator who wants the table small
+   * now. Each batch scans the table for expired keys.
    *
    * @return how many rows were deleted
+   * @throws IdempotencyUnavailableException if the database fails
    */
   public int purgeExpired() {
     long now = Instants.toNanos("now", clock.instant());
-    return call("purgeExpired", c -> {
-      try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + tables.idempotency
-          + " WHERE (status = " + CLAIMED + " AND lease_until <= ?) OR (status = " + DONE
-          + " AND done_until <= ?)")) {
-        ps.setLong(1, now);
-        ps.setLong(2, now);
-        return ps.executeUpdate();
+    int total = 0;
+    Purged batch;
+    do {
+      batch = purgeBatch(now);
+      total += batch.deleted();
+    } while (batch.full() && batch.deleted() > 0);
+    return total;
+  }
+
+  /**
+   * Purges one batch if the interval since the last purge has passed, containing any failure: a
+   * caller's claim must not fail because housekeeping did.
+   */
+  private void purgeIfDue(Instant now) {
+    long nowNanos = Instants.toNanos("now", now);
+    long due = nextPurgeNanos.get();
+    long interval = PURGE_INTERVAL.toNanos();
+    long next = nowNanos > Long.MAX_VALUE - interval ? Long.MAX_VALUE : nowNanos + interval;
+    if (nowNanos < due || !nextPurgeNanos.compareAndSet(due, next)) {
+      return;
+    }
+    try {
+      if (purgeBatch(nowNanos).full()) {
+        // More are waiting: the next call purges again.
+        nextPurgeNanos.compareAndSet(next, nowNanos);
       }
-    });
+    } catch (IdempotencyUnavailableException e) {
+      LOG.log(System.Logger.Level.WARNING, "could not delete expired idempotency keys from "
+          + tables.idempotency + "; trying again in " + PURGE_INTERVAL, e);
+    }
+  }
+
+  /**
+   * One purge transaction's outcome: {@code full} when it found a whole batch of expired keys (more
+   * may be waiting), {@code deleted} how many rows it deleted.
+   */
+  private record Purged(boolean full, int deleted) {}
+
+  /** Deletes up to {@link #PURGE_BATCH} keys expired at {@code now}, in one transaction. */
+  private Purged purgeBatch(long now) {
+    try {
+      return Jdbc.inTransaction(dataSource, "idempotency purge of expired keys in "
+          + tables.idempotency, c -> {
+            List<String> keys = new ArrayList<>();
+            try (PreparedStatement ps = c.prepareStatement(expiredSql)) {
+              ps.setLong(1, now);
+              ps.setLong(2, now);
+              ps.setInt(3, PURGE_BATCH);
+              try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                  keys.add(rs.getString(1));
+                }
+              }
+            }
+            if (keys.isEmpty()) {
+              return new Purged(false, 0);
+            }
+            int deleted = 0;
+            try (PreparedStatement ps = c.prepareStatement(deleteExpiredSql)) {
+              for (String key : keys) {
+                ps.setString(1, key);
+                ps.setLong(2, now);
+                ps.setLong(3, now);
+                ps.addBatch();
+              }
+              for (int n : ps.executeBatch()) {
+                deleted += n > 0 ? n : 0;
+              }
+            }
+            return new Purged(keys.size() == PURGE_BATCH, deleted);
+          });
+    } catch (JdbcStorageException e) {
+      throw new IdempotencyUnavailableException(e.getMessage(), e.getCause());
+    }
   }
 
   private boolean insertOrTakeOver(Connection c, String key, int status, String token,

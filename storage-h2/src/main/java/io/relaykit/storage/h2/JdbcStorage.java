@@ -154,7 +154,10 @@ public final class JdbcStorage implements AutoCloseable {
     return new JdbcDeadLetterStore(dataSource, dialect, tables);
   }
 
-  /** Idempotency keys on this storage's clock, DONE for the retention period. */
+  /**
+   * Idempotency keys on this storage's clock, DONE for the retention period, then deleted by the
+   * store's own claims (see {@link JdbcIdempotencyStore}: one bounded purge per interval).
+   */
   public JdbcIdempotencyStore idempotencyStore() {
     return new JdbcIdempotencyStore(dataSource, dialect, tables, clock, retention);
   }
