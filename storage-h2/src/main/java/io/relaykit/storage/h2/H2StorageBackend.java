@@ -17,7 +17,8 @@ import io.relaykit.queue.QueueJournal;
  * {@link OutboxStore}, {@link IdempotencyStore}, {@link DeadLetterStore}, {@link VersionGuard} and
  * {@link QueueJournal}; with {@code relaykit.idempotency.fast-tier} set (say {@code redis}), the
  * {@link JdbcIdempotencyStore} is instead the durable tier, the final guard, behind that backend's
- * store. Reads the {@code relaykit.h2.*} keys:
+ * store. The outbox reports ENQUEUED to the injector's {@code LifecycleListener}. Reads the
+ * {@code relaykit.h2.*} keys:
  *
  * <table>
  *   <caption>Keys</caption>

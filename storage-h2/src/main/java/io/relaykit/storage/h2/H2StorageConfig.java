@@ -1,7 +1,9 @@
 package io.relaykit.storage.h2;
 
+import io.relaykit.monitor.LifecycleListener;
 import java.time.Duration;
 import java.util.Locale;
+import java.util.Optional;
 
 /**
  * Where and how relaykit's JDBC storage keeps its tables. Immutable; {@link Builder#build()}
@@ -23,6 +25,9 @@ import java.util.Locale;
  *   <tr><td>tablePrefix</td><td>{@code relaykit_}</td><td>prefix of every table and index</td></tr>
  *   <tr><td>lease</td><td>30 s</td><td>how long a relay holds claimed outbox rows</td></tr>
  *   <tr><td>retention</td><td>7 days</td><td>how long sent rows and done keys are kept</td></tr>
+ *   <tr><td>listener</td><td>none</td><td>sees outbox steps: ENQUEUED on append, DEAD_LETTERED
+ *       for an undecodable row; under Guice, {@link H2StorageModule} adds the injector's
+ *       {@link LifecycleListener}</td></tr>
  * </table>
  */
 public final class H2StorageConfig {
@@ -38,6 +43,7 @@ public final class H2StorageConfig {
   private final String tablePrefix;
   private final Duration lease;
   private final Duration retention;
+  private final LifecycleListener listener;
   private final Dialect dialect;
 
   private H2StorageConfig(Builder b, Dialect dialect) {
@@ -48,7 +54,16 @@ public final class H2StorageConfig {
     this.tablePrefix = b.tablePrefix;
     this.lease = b.lease;
     this.retention = b.retention;
+    this.listener = b.listener;
     this.dialect = dialect;
+  }
+
+  /** This config with {@code listener} in place of its own (null for none). */
+  H2StorageConfig withListener(LifecycleListener listener) {
+    Builder b = builder().jdbcUrl(jdbcUrl).username(username).password(password)
+        .poolSize(poolSize).tablePrefix(tablePrefix).lease(lease).retention(retention)
+        .listener(listener);
+    return new H2StorageConfig(b, dialect);
   }
 
   public static Builder builder() {
@@ -103,6 +118,14 @@ public final class H2StorageConfig {
     return retention;
   }
 
+  /**
+   * The listener the storage's outbox reports to (see {@link JdbcOutboxStore}); empty for none. It
+   * runs on the caller's thread inside {@code append}: it must be fast and must not block.
+   */
+  public Optional<LifecycleListener> listener() {
+    return Optional.ofNullable(listener);
+  }
+
   /** The dialect the URL selects. */
   public Dialect dialect() {
     return dialect;
@@ -113,7 +136,7 @@ public final class H2StorageConfig {
     // No password: configs end up in logs.
     return "H2StorageConfig[jdbcUrl=" + jdbcUrl + ", username=" + username + ", poolSize="
         + poolSize + ", tablePrefix=" + tablePrefix + ", lease=" + lease + ", retention="
-        + retention + "]";
+        + retention + ", listener=" + (listener == null ? "none" : listener) + "]";
   }
 
   /** Builds a validated {@link H2StorageConfig}. */
@@ -125,6 +148,7 @@ public final class H2StorageConfig {
     private String tablePrefix = DEFAULT_TABLE_PREFIX;
     private Duration lease = DEFAULT_LEASE;
     private Duration retention = DEFAULT_RETENTION;
+    private LifecycleListener listener;
 
     private Builder() {}
 
@@ -160,6 +184,12 @@ public final class H2StorageConfig {
 
     public Builder retention(Duration retention) {
       this.retention = retention;
+      return this;
+    }
+
+    /** Where the outbox reports its steps; null (the default) for nowhere. */
+    public Builder listener(LifecycleListener listener) {
+      this.listener = listener;
       return this;
     }
 

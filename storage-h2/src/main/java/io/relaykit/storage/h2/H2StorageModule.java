@@ -1,9 +1,14 @@
 package io.relaykit.storage.h2;
 
+import com.google.inject.Binding;
+import com.google.inject.Injector;
+import com.google.inject.Key;
 import com.google.inject.PrivateModule;
 import com.google.inject.Provides;
 import com.google.inject.Singleton;
+import io.relaykit.monitor.LifecycleListener;
 import java.time.InstantSource;
+import java.util.List;
 
 /**
  * Binds relaykit's JDBC storage from an {@link H2StorageConfig}: one {@link JdbcStorage} (its
@@ -14,6 +19,11 @@ import java.time.InstantSource;
  * pool when it stops. Needs an {@link InstantSource} binding (relaykit's {@code RelayKitModule}
  * provides one). Under {@code RelayKitModule}, choose it with {@code relaykit.storage=h2} (see
  * {@link H2StorageBackend}), which also binds relaykit's SPIs to these stores.
+ *
+ * <p>The outbox reports its lifecycle steps (ENQUEUED on append) to the injector's {@link
+ * LifecycleListener} when one is bound (relaykit's {@code RelayKitModule} binds one, a no-op
+ * unless overridden), and to the config's own {@link H2StorageConfig#listener()} if it has one;
+ * with neither, nowhere.
  *
  * <p>The pool is opened when the injector first asks for a store (at injector creation in
  * {@code Stage.PRODUCTION}); an unreachable database or a newer schema fails there.
@@ -46,8 +56,18 @@ public final class H2StorageModule extends PrivateModule {
 
   @Provides
   @Singleton
-  JdbcStorage storage(InstantSource clock) {
-    return JdbcStorage.open(config, clock);
+  JdbcStorage storage(InstantSource clock, Injector injector) {
+    // Optional: the module also works in an injector without a listener binding.
+    Binding<LifecycleListener> bound =
+        injector.getExistingBinding(Key.get(LifecycleListener.class));
+    if (bound == null) {
+      return JdbcStorage.open(config, clock);
+    }
+    LifecycleListener fromGuice = bound.getProvider().get();
+    LifecycleListener listener = config.listener()
+        .map(own -> LifecycleListener.composite(List.of(own, fromGuice)))
+        .orElse(fromGuice);
+    return JdbcStorage.open(config.withListener(listener), clock);
   }
 
   @Provides

@@ -3,6 +3,9 @@ package io.relaykit.storage.h2;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleEvent.Stage;
+import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.outbox.OutboxStore;
@@ -15,6 +18,7 @@ import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
@@ -50,6 +54,15 @@ import javax.sql.DataSource;
  * #MAX_RAW_ENVELOPE} characters) in the header {@value #RAW_ENVELOPE_HEADER}. Replaying it
  * publishes that stand-in; repair the row's envelope instead where the original matters. Cost: none
  * while rows decode; one DELETE and one upsert per undecodable row.
+ *
+ * <p>Lifecycle: the store reports to the {@link LifecycleListener} it was built with ({@link
+ * H2StorageConfig#listener()}, under Guice the injector's). {@link #append} and {@link #appendAll}
+ * report {@link Stage#ENQUEUED} (message id, trace id, the destination as {@code where}) once the
+ * INSERT succeeded. That means "written in the caller's transaction", not committed: the caller
+ * may still roll back, and then the event stands for a row that never existed (the relay's
+ * PUBLISHED shows what really went out). The listener runs on the caller's thread, inside its open
+ * transaction: it must be fast and must not block. A claim reports {@link Stage#DEAD_LETTERED} for
+ * each undecodable row it moved to dead letters.
  */
 public final class JdbcOutboxStore implements OutboxStore {
 
@@ -78,10 +91,15 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final String insertSql;
   private final OutboxStatements statements;
   private final JdbcDeadLetterStore deadLetters;
+  private final InstantSource clock;
+  private final LifecycleListener listener;
 
-  JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables) {
+  JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
+      LifecycleListener listener) {
     this.dataSource = dataSource;
     this.tables = tables;
+    this.clock = clock;
+    this.listener = listener;
     this.deadLetters = new JdbcDeadLetterStore(dataSource, dialect, tables);
     String t = tables.outbox;
     this.insertSql = "INSERT INTO " + t + " (destination, message_id, msg_key, headers, payload,"
@@ -93,7 +111,8 @@ public final class JdbcOutboxStore implements OutboxStore {
   /**
    * Inserts {@code message} for {@code destination} through {@code tx}, the caller's connection,
    * inside whatever transaction it has open: the row commits or rolls back with the caller's
-   * business write. Does not commit, close or change {@code tx}.
+   * business write. Does not commit, close or change {@code tx}. Reports {@link Stage#ENQUEUED}
+   * after the INSERT succeeded: written in the caller's transaction, which may still roll back.
    *
    * @return the row's sequence number
    * @throws IllegalArgumentException naming the field when the destination is blank or longer than
@@ -111,15 +130,23 @@ public final class JdbcOutboxStore implements OutboxStore {
         if (!keys.next()) {
           throw new SQLException("the database returned no sequence for the outbox row");
         }
-        return keys.getLong(1);
+        long seq = keys.getLong(1);
+        enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
+        return seq;
       }
     }
+  }
+
+  private void enqueued(String destination, Message message, String detail) {
+    LifecycleListener.safely(listener, new LifecycleEvent(Stage.ENQUEUED, message.id(),
+        message.traceId(), destination, clock.instant(), detail));
   }
 
   /**
    * Inserts every message for {@code destination} through {@code tx} as one JDBC batch: the way to
    * write many rows (and to fill a backlog for a benchmark). Every message is validated before
-   * anything is written.
+   * anything is written. Reports {@link Stage#ENQUEUED} for every message once the whole batch
+   * was written (in the caller's transaction, which may still roll back).
    *
    * @throws IllegalArgumentException as {@link #append}, for the first invalid message
    */
@@ -146,6 +173,9 @@ public final class JdbcOutboxStore implements OutboxStore {
         ps.executeBatch();
       }
     }
+    for (Message m : messages) {
+      enqueued(destination, m, "outbox batch, in the caller's transaction");
+    }
   }
 
   @Override
@@ -170,6 +200,8 @@ public final class JdbcOutboxStore implements OutboxStore {
         });
     for (DeadLetter d : claimed.deadLettered()) {
       LOG.log(System.Logger.Level.WARNING, "moved to dead letters: " + d.reason());
+      LifecycleListener.safely(listener, new LifecycleEvent(Stage.DEAD_LETTERED, d.id(),
+          d.message().traceId(), d.source(), now, d.reason()));
     }
     return claimed.records();
   }

@@ -2,6 +2,7 @@ package io.relaykit.storage.h2;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import io.relaykit.monitor.LifecycleListener;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -30,20 +31,22 @@ public final class JdbcStorage implements AutoCloseable {
   private final Tables tables;
   private final Duration retention;
   private final InstantSource clock;
+  private final LifecycleListener listener;
 
   private JdbcStorage(DataSource dataSource, HikariDataSource ownedPool, Dialect dialect,
-      Tables tables, Duration retention, InstantSource clock) {
+      Tables tables, Duration retention, InstantSource clock, LifecycleListener listener) {
     this.dataSource = dataSource;
     this.ownedPool = ownedPool;
     this.dialect = dialect;
     this.tables = tables;
     this.retention = retention;
     this.clock = clock;
+    this.listener = listener;
   }
 
   /**
    * Opens the database {@code config} names with a pool of {@code config.poolSize()} connections,
-   * and creates or migrates the tables.
+   * and creates or migrates the tables. The outbox reports to {@code config.listener()}, if any.
    *
    * @throws SchemaVersionException if the tables were written by a newer relaykit
    * @throws JdbcStorageException if the database cannot be reached
@@ -75,7 +78,8 @@ public final class JdbcStorage implements AutoCloseable {
           + config.jdbcUrl() + ": " + e.getMessage(), e);
     }
     try {
-      return open(pool, pool, config.dialect(), config.tablePrefix(), config.retention(), clock);
+      return open(pool, pool, config.dialect(), config.tablePrefix(), config.retention(), clock,
+          config.listener().orElse(LifecycleListener.noop()));
     } catch (RuntimeException e) {
       pool.close();
       throw e;
@@ -92,14 +96,23 @@ public final class JdbcStorage implements AutoCloseable {
    */
   public static JdbcStorage open(DataSource dataSource, Dialect dialect, String tablePrefix,
       Duration retention, InstantSource clock) {
+    return open(dataSource, dialect, tablePrefix, retention, clock, LifecycleListener.noop());
+  }
+
+  /**
+   * As {@link #open(DataSource, Dialect, String, Duration, InstantSource)}, with the outbox
+   * reporting its steps to {@code listener} (see {@link JdbcOutboxStore}).
+   */
+  public static JdbcStorage open(DataSource dataSource, Dialect dialect, String tablePrefix,
+      Duration retention, InstantSource clock, LifecycleListener listener) {
     if (dataSource == null) {
       throw new IllegalArgumentException("dataSource must not be null");
     }
-    return open(dataSource, null, dialect, tablePrefix, retention, clock);
+    return open(dataSource, null, dialect, tablePrefix, retention, clock, listener);
   }
 
   private static JdbcStorage open(DataSource dataSource, HikariDataSource owned, Dialect dialect,
-      String tablePrefix, Duration retention, InstantSource clock) {
+      String tablePrefix, Duration retention, InstantSource clock, LifecycleListener listener) {
     if (dialect == null) {
       throw new IllegalArgumentException("dialect must not be null");
     }
@@ -110,10 +123,13 @@ public final class JdbcStorage implements AutoCloseable {
     if (clock == null) {
       throw new IllegalArgumentException("clock must not be null");
     }
+    if (listener == null) {
+      throw new IllegalArgumentException("listener must not be null: use LifecycleListener.noop()");
+    }
     Tables tables = new Tables(tablePrefix);
     checkDialect(dataSource, dialect);
     Schema.migrate(dataSource, dialect, tables);
-    return new JdbcStorage(dataSource, owned, dialect, tables, retention, clock);
+    return new JdbcStorage(dataSource, owned, dialect, tables, retention, clock, listener);
   }
 
   private static void checkDialect(DataSource dataSource, Dialect dialect) {
@@ -144,9 +160,12 @@ public final class JdbcStorage implements AutoCloseable {
     }
   }
 
-  /** The outbox: append in your transaction, claim and mark from relays. */
+  /**
+   * The outbox: append in your transaction, claim and mark from relays; reports ENQUEUED (and
+   * DEAD_LETTERED for undecodable rows) to this storage's listener.
+   */
   public JdbcOutboxStore outboxStore() {
-    return new JdbcOutboxStore(dataSource, dialect, tables);
+    return new JdbcOutboxStore(dataSource, dialect, tables, clock, listener);
   }
 
   /** Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}. */
@@ -196,6 +215,11 @@ public final class JdbcStorage implements AutoCloseable {
   /** The clock the stores read where the SPI does not pass the time in. */
   public InstantSource clock() {
     return clock;
+  }
+
+  /** Where the outbox reports its steps; {@link LifecycleListener#noop()} when nowhere. */
+  public LifecycleListener listener() {
+    return listener;
   }
 
   /** The connections the stores use; for your own transactions around {@code append}. */

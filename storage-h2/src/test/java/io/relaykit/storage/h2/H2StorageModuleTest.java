@@ -20,6 +20,10 @@ import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.InMemoryIdempotencyStore;
 import io.relaykit.idempotency.TieredIdempotencyStore;
 import io.relaykit.message.Message;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleEvent.Stage;
+import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.LifecycleLog;
 import io.relaykit.ordering.VersionGuard;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.queue.QueueJournal;
@@ -68,6 +72,59 @@ class H2StorageModuleTest {
           .isEqualTo(1);
       assertThat(injector.getInstance(IdempotencyStore.class)
           .claim("k", Duration.ofSeconds(5)).status()).isEqualTo(Claim.Status.CLAIMED);
+    } finally {
+      injector.getInstance(JdbcQueueJournal.class).close();
+      storage.close();
+    }
+  }
+
+  @Test
+  @DisplayName("the outbox reports ENQUEUED to the injector's LifecycleListener")
+  void outboxReportsToBoundListener() throws Exception {
+    LifecycleLog log = new LifecycleLog(100);
+    Injector injector = Guice.createInjector(new RelayKitModule(config().build()),
+        new AbstractModule() {
+          @Override
+          protected void configure() {
+            RelayKitModule.override(binder(), LifecycleListener.class).toInstance(log);
+          }
+        });
+    JdbcStorage storage = injector.getInstance(JdbcStorage.class);
+    try {
+      Message m = Message.builder().type("t").payload("x").build();
+      try (Connection c = storage.dataSource().getConnection()) {
+        injector.getInstance(JdbcOutboxStore.class).append(c, "orders", m);
+      }
+      assertThat(log.history(m.id())).extracting(LifecycleEvent::stage, LifecycleEvent::traceId,
+          LifecycleEvent::where).containsExactly(
+              org.assertj.core.groups.Tuple.tuple(Stage.ENQUEUED, m.traceId(), "orders"));
+    } finally {
+      injector.getInstance(JdbcQueueJournal.class).close();
+      storage.close();
+    }
+  }
+
+  @Test
+  @DisplayName("without a listener binding, H2StorageModule reports to the config's listener")
+  void configListenerWithoutBinding() throws Exception {
+    LifecycleLog log = new LifecycleLog(100);
+    H2StorageConfig h2 = H2StorageConfig.builder()
+        .jdbcUrl("jdbc:h2:mem:guice" + UUID.randomUUID().toString().replace("-", ""))
+        .listener(log).build();
+    Injector injector = Guice.createInjector(new H2StorageModule(h2, "j"), new AbstractModule() {
+      @Override
+      protected void configure() {
+        bind(InstantSource.class).toInstance(InstantSource.system());
+      }
+    });
+    JdbcStorage storage = injector.getInstance(JdbcStorage.class);
+    try {
+      Message m = Message.builder().type("t").payload("x").build();
+      try (Connection c = storage.dataSource().getConnection()) {
+        injector.getInstance(JdbcOutboxStore.class).append(c, "orders", m);
+      }
+      assertThat(log.history(m.id())).extracting(LifecycleEvent::stage)
+          .containsExactly(Stage.ENQUEUED);
     } finally {
       injector.getInstance(JdbcQueueJournal.class).close();
       storage.close();

@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.message.Message;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleEvent.Stage;
+import io.relaykit.monitor.LifecycleLog;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.queue.Priority;
@@ -206,6 +209,48 @@ class JdbcOutboxStoreTest {
         return rs.getString(1);
       }
     }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  @DisplayName("append reports ENQUEUED with id, trace id and destination once the row is written;"
+      + " a claim reports an undecodable row as DEAD_LETTERED")
+  void lifecycleEvents(TestDatabase db) throws SQLException {
+    LifecycleLog log = new LifecycleLog(100);
+    JdbcStorage storage = JdbcStorage.open(db.dataSource(), db.dialect(), TestDatabase.newPrefix(),
+        Duration.ofDays(7), clock, log);
+    JdbcOutboxStore outbox = storage.outboxStore();
+    Message one = message("a", "one");
+    Message two = message("b", "two");
+    Message three = message(null, "three");
+    long seq;
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      seq = outbox.append(c, "orders", one);
+      assertThat(log.history(one.id())).as("reported before the commit").hasSize(1);
+      outbox.appendAll(c, "invoices", List.of(two, three));
+      assertThatThrownBy(() -> outbox.append(c, " ", message("c", "refused")))
+          .isInstanceOf(IllegalArgumentException.class);
+      c.commit();
+    }
+    assertThat(log.all()).extracting(LifecycleEvent::stage, LifecycleEvent::messageId,
+        LifecycleEvent::traceId, LifecycleEvent::where).containsExactly(
+            org.assertj.core.groups.Tuple.tuple(Stage.ENQUEUED, one.id(), one.traceId(), "orders"),
+            org.assertj.core.groups.Tuple.tuple(Stage.ENQUEUED, two.id(), two.traceId(),
+                "invoices"),
+            org.assertj.core.groups.Tuple.tuple(Stage.ENQUEUED, three.id(), three.traceId(),
+                "invoices"));
+    LifecycleEvent first = log.history(one.id()).get(0);
+    assertThat(first.at()).isEqualTo(clock.instant());
+    assertThat(first.detail()).contains("seq " + seq).contains("caller's transaction");
+
+    long bad = insertRaw(db, storage.tablePrefix(), "bad-1", null, "garbage", new byte[] {1});
+    outbox.claim("r", 10, LEASE, clock.instant());
+    assertThat(log.history("bad-1")).singleElement().satisfies(e -> {
+      assertThat(e.stage()).isEqualTo(Stage.DEAD_LETTERED);
+      assertThat(e.where()).isEqualTo("orders");
+      assertThat(e.detail()).startsWith("undecodable outbox row seq " + bad);
+    });
   }
 
   @ParameterizedTest(name = "{0}")

@@ -130,6 +130,7 @@ class JdbcStorageTest {
       assertThat(c.retention()).isEqualTo(Duration.ofDays(7));
       assertThat(c.dialect()).isEqualTo(Dialect.H2);
       assertThat(c.effectiveJdbcUrl()).isEqualTo("jdbc:h2:mem:x;WRITE_DELAY=0;LOCK_TIMEOUT=10000;DB_CLOSE_DELAY=-1");
+      assertThat(c.listener()).isEmpty();
     }
 
     @Test
