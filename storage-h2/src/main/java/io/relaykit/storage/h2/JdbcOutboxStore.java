@@ -50,10 +50,10 @@ import javax.sql.DataSource;
  * right after it (if that one fails, the row stays leased and is tried again when the lease
  * expires). The dead letter's message is a stand-in, since there is no message to keep: its id is
  * the row's {@code message_id} (or {@code outbox-row-<seq>} when that is blank), type {@value
- * #UNDECODABLE_TYPE}, the row's key and payload, and the raw envelope column (cut at {@value
- * #MAX_RAW_ENVELOPE} characters) in the header {@value #RAW_ENVELOPE_HEADER}. Replaying it
- * publishes that stand-in; repair the row's envelope instead where the original matters. Cost: none
- * while rows decode; one DELETE and one upsert per undecodable row.
+ * #UNDECODABLE_TYPE}, the row's key and payload, and the raw envelope column (cut at 8 192
+ * characters) in the header {@value #RAW_ENVELOPE_HEADER}. Replaying it publishes that stand-in;
+ * repair the row's envelope instead where the original matters. Cost: none while rows decode; one
+ * DELETE and one upsert per undecodable row.
  *
  * <p>Lifecycle: the store reports to the {@link LifecycleListener} it was built with ({@link
  * H2StorageConfig#listener()}, under Guice the injector's). {@link #append} and {@link #appendAll}

@@ -2,6 +2,7 @@ package io.relaykit.storage.h2;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
 
 import com.google.inject.AbstractModule;
 import com.google.inject.Guice;
@@ -97,7 +98,7 @@ class H2StorageModuleTest {
       }
       assertThat(log.history(m.id())).extracting(LifecycleEvent::stage, LifecycleEvent::traceId,
           LifecycleEvent::where).containsExactly(
-              org.assertj.core.groups.Tuple.tuple(Stage.ENQUEUED, m.traceId(), "orders"));
+              tuple(Stage.ENQUEUED, m.traceId(), "orders"));
     } finally {
       injector.getInstance(JdbcQueueJournal.class).close();
       storage.close();

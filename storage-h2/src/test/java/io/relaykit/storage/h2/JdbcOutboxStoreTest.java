@@ -2,6 +2,7 @@ package io.relaykit.storage.h2;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.message.Message;
@@ -235,11 +236,9 @@ class JdbcOutboxStoreTest {
     }
     assertThat(log.all()).extracting(LifecycleEvent::stage, LifecycleEvent::messageId,
         LifecycleEvent::traceId, LifecycleEvent::where).containsExactly(
-            org.assertj.core.groups.Tuple.tuple(Stage.ENQUEUED, one.id(), one.traceId(), "orders"),
-            org.assertj.core.groups.Tuple.tuple(Stage.ENQUEUED, two.id(), two.traceId(),
-                "invoices"),
-            org.assertj.core.groups.Tuple.tuple(Stage.ENQUEUED, three.id(), three.traceId(),
-                "invoices"));
+            tuple(Stage.ENQUEUED, one.id(), one.traceId(), "orders"),
+            tuple(Stage.ENQUEUED, two.id(), two.traceId(), "invoices"),
+            tuple(Stage.ENQUEUED, three.id(), three.traceId(), "invoices"));
     LifecycleEvent first = log.history(one.id()).get(0);
     assertThat(first.at()).isEqualTo(clock.instant());
     assertThat(first.detail()).contains("seq " + seq).contains("caller's transaction");
