@@ -101,7 +101,7 @@ final class CheckoutApp implements AutoCloseable {
     // queue-guice, chosen by configuration: relaykit.transport picks the transport, and the
     // JDBC stores replace the in-memory defaults so dead letters and dedupe rows are durable.
     this.clock = InstantSource.system();
-    this.storage = JdbcStorage.open(storageConfig(options), clock);
+    this.storage = JdbcStorage.open(storageConfig(options, listener), clock);
     RelayKitConfig config = relayKitConfig(options, settings);
     Injector injector = Guice.createInjector(new RelayKitModule(config), binder -> {
       RelayKitModule.override(binder, InstantSource.class).toInstance(clock);
@@ -287,8 +287,11 @@ final class CheckoutApp implements AutoCloseable {
     }
   }
 
-  static H2StorageConfig storageConfig(DemoOptions options) throws IOException {
-    H2StorageConfig.Builder b = H2StorageConfig.builder().lease(options.lease());
+  /** The storage of {@code options}; its outbox reports to {@code listener} (ENQUEUED, ...). */
+  static H2StorageConfig storageConfig(DemoOptions options, LifecycleListener listener)
+      throws IOException {
+    H2StorageConfig.Builder b = H2StorageConfig.builder().lease(options.lease())
+        .listener(listener);
     // --storage redis keeps orders, outbox and dead letters in the H2 file database too: Redis
     // only fronts the idempotency store.
     if (options.storage().equals("postgres")) {
