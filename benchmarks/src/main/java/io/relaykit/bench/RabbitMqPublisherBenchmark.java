@@ -46,8 +46,9 @@ import org.openjdk.jmh.annotations.TearDown;
  *
  * <p>The raw baseline: one channel in confirm mode, a semaphore of {@code window} permits taken
  * before each {@code basicPublish} (mandatory, persistent, the same headers as {@link
- * MessageHeaders#toWire}) and returned by a multiple-aware confirm listener. The queue is purged
- * after each iteration and deleted with its exchange at the end.
+ * MessageHeaders#toWire}) and returned by a multiple-aware confirm listener. Each trial first
+ * wakes the broker with the same burst for both sides (see {@code primeBroker}). The queue is
+ * purged after each iteration and deleted with its exchange at the end.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -55,6 +56,7 @@ import org.openjdk.jmh.annotations.TearDown;
 public class RabbitMqPublisherBenchmark {
 
   static final int MESSAGES = 2_000;
+  private static final int PRIME_MESSAGES = 30_000;
   private static final long CONFIRM_WAIT_SECONDS = 60;
 
   /** Who publishes. */
@@ -100,6 +102,7 @@ public class RabbitMqPublisherBenchmark {
       messages.add(Message.builder().type("order.paid").key("order-" + (i % 100))
           .payload(body).build());
     }
+    primeBroker(topology.exchange(destination), body);
     if (impl == Impl.RELAYKIT) {
       publisher = RabbitMqPublisher.create(config);
     } else {
@@ -118,6 +121,28 @@ public class RabbitMqPublisherBenchmark {
           release(seq, multiple);
         }
       });
+    }
+  }
+
+  /**
+   * Wakes the broker before either side is measured: a RabbitMQ that sat idle while the suite's
+   * other benchmarks ran confirms its first few seconds of quorum-queue writes several times slower,
+   * which JMH's short quick-mode warm-up does not cover and which would fall on whichever side runs
+   * first. The same {@value #PRIME_MESSAGES} messages for both sides, through a plain confirm
+   * channel, then purged.
+   */
+  private void primeBroker(String exchange, byte[] body) throws Exception {
+    try (Channel c = admin.createChannel()) {
+      c.confirmSelect();
+      AMQP.BasicProperties props = new AMQP.BasicProperties.Builder().deliveryMode(2).build();
+      for (int i = 0; i < PRIME_MESSAGES; i++) {
+        c.basicPublish(exchange, "", false, props, body);
+        if (i % 1_000 == 999) {
+          c.waitForConfirmsOrDie(CONFIRM_WAIT_SECONDS * 1_000);
+        }
+      }
+      c.waitForConfirmsOrDie(CONFIRM_WAIT_SECONDS * 1_000);
+      c.queuePurge(queues.queue());
     }
   }
 
