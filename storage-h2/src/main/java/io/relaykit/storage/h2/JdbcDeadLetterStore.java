@@ -4,14 +4,19 @@ import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.message.Message;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Types;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
@@ -20,9 +25,18 @@ import javax.sql.DataSource;
  * {@link #remove} a DELETE whose update count decides who got the row (at most one caller), and
  * {@link #replayToOutbox} moves a dead letter back into the outbox in one transaction, so replaying
  * it twice publishes it once. Listing uses the {@code (last_failure_at, id)} index; filters other
- * than the time range are evaluated on the rows in that order. Thread-safe.
+ * than the time range are evaluated on the rows in that order. A row whose stored envelope no longer
+ * decodes is still listed and found, with a stand-in message (type {@code relaykit.undecodable},
+ * the raw envelope and the decode error as headers), so one corrupt row never hides the others.
+ * Thread-safe.
  */
 public final class JdbcDeadLetterStore implements DeadLetterStore {
+
+  /** On the stand-in message of a row that does not decode: why it does not. */
+  public static final String DECODE_ERROR_HEADER = "dead-letter-decode-error";
+  /** On the stand-in message of a row that does not decode: the row's message type column. */
+  public static final String ORIGINAL_TYPE_HEADER = "dead-letter-original-type";
+  private static final String UNDECODABLE_TYPE = JdbcOutboxStore.UNDECODABLE_TYPE;
 
   private static final String COLUMNS = "id, source, reason, exception_class, exception_message,"
       + " attempts, first_failure_at, last_failure_at, msg_type, msg_key, headers, payload";
@@ -187,12 +201,52 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
   }
 
   private static DeadLetter read(ResultSet rs) throws SQLException {
-    Message m = Envelopes.decode(rs.getString("headers"), rs.getString("msg_key"),
-        rs.getBytes("payload"));
+    String headers = rs.getString("headers");
+    String key = rs.getString("msg_key");
+    byte[] payload = rs.getBytes("payload");
+    Message m;
+    try {
+      m = Envelopes.decode(headers, key, payload);
+    } catch (RuntimeException e) {
+      // A corrupt row must not hide every other dead letter from find and list.
+      m = standIn(rs.getString("id"), rs.getString("msg_type"), key, headers, payload,
+          Instants.get(rs, "first_failure_at"), e);
+    }
     return new DeadLetter(m, rs.getString("source"), rs.getString("reason"),
         rs.getString("exception_class"), rs.getString("exception_message"),
         rs.getInt("attempts"), Instants.get(rs, "first_failure_at"),
         Instants.get(rs, "last_failure_at"));
+  }
+
+  /**
+   * The message of a row whose envelope does not decode: its id, type {@link
+   * JdbcOutboxStore#UNDECODABLE_TYPE}, its key and payload, the raw envelope (cut at 8 192
+   * characters) under {@link JdbcOutboxStore#RAW_ENVELOPE_HEADER} and the decode error under
+   * {@link #DECODE_ERROR_HEADER}; the trace id is derived from the id, so every read shows the
+   * same stand-in. Replaying it publishes the stand-in, not the lost original.
+   */
+  private static Message standIn(String id, String type, String key, String headers,
+      byte[] payload, Instant createdAt, RuntimeException error) {
+    String raw = headers == null ? "(NULL)"
+        : headers.length() > 8_192 ? headers.substring(0, 8_192) : headers;
+    String why = String.valueOf(error.getMessage());
+    Map<String, String> extra = new LinkedHashMap<>();
+    extra.put(JdbcOutboxStore.RAW_ENVELOPE_HEADER, raw);
+    extra.put(DECODE_ERROR_HEADER, why.length() > 1_000 ? why.substring(0, 1_000) : why);
+    if (type != null && !type.isBlank()) {
+      extra.put(ORIGINAL_TYPE_HEADER, type);
+    }
+    return Message.builder()
+        .id(id)
+        .type(UNDECODABLE_TYPE)
+        .key(key == null || key.isBlank() ? null : key)
+        .payload(payload == null || payload.length == 0
+            ? "(empty)".getBytes(StandardCharsets.UTF_8) : payload)
+        .headers(extra)
+        .traceId(UUID.nameUUIDFromBytes(id.getBytes(StandardCharsets.UTF_8)).toString()
+            .replace("-", ""))
+        .createdAt(createdAt)
+        .build();
   }
 
   private static String where(DeadLetterQuery q, List<Object> args) {
