@@ -5,10 +5,9 @@ import com.google.inject.Key;
 import com.google.inject.Module;
 import com.google.inject.Provides;
 import com.google.inject.Singleton;
-import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
-import io.relaykit.idempotency.IdempotencyUnavailableException;
 import io.relaykit.idempotency.InMemoryIdempotencyStore;
+import io.relaykit.tck.SwitchableIdempotencyStore;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Optional;
@@ -41,54 +40,15 @@ final class CacheTierBackend implements BackendModuleProvider {
     return Optional.of(new AbstractModule() {
       @Override
       protected void configure() {
-        bind(key).to(SwitchableStore.class);
+        bind(key).to(SwitchableIdempotencyStore.class);
       }
 
       @Provides
       @Singleton
-      SwitchableStore store(InstantSource clock) {
-        return new SwitchableStore(new InMemoryIdempotencyStore(clock, retention));
+      SwitchableIdempotencyStore store(InstantSource clock) {
+        return new SwitchableIdempotencyStore(new InMemoryIdempotencyStore(clock, retention),
+            "cache");
       }
     });
-  }
-
-  /** An in-memory store that fails like an unreachable Redis while {@link #down} is set. */
-  static final class SwitchableStore implements IdempotencyStore {
-    final InMemoryIdempotencyStore delegate;
-    volatile boolean down;
-
-    SwitchableStore(InMemoryIdempotencyStore delegate) {
-      this.delegate = delegate;
-    }
-
-    private void check() {
-      if (down) {
-        throw new IdempotencyUnavailableException("cache is down", null);
-      }
-    }
-
-    @Override
-    public Claim claim(String key, Duration lease) {
-      check();
-      return delegate.claim(key, lease);
-    }
-
-    @Override
-    public boolean complete(Claim claim) {
-      check();
-      return delegate.complete(claim);
-    }
-
-    @Override
-    public boolean release(Claim claim) {
-      check();
-      return delegate.release(claim);
-    }
-
-    @Override
-    public Optional<Claim.Status> status(String key) {
-      check();
-      return delegate.status(key);
-    }
   }
 }

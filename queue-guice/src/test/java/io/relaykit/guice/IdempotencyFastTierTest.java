@@ -11,6 +11,7 @@ import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.InMemoryIdempotencyStore;
 import io.relaykit.idempotency.TieredIdempotencyStore;
 import io.relaykit.tck.FakeClock;
+import io.relaykit.tck.SwitchableIdempotencyStore;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
@@ -65,8 +66,8 @@ class IdempotencyFastTierTest {
   void tiered() {
     Injector injector = injector(RelayKitConfig.builder().idempotencyFastTier("cache").build());
     IdempotencyStore store = injector.getInstance(IdempotencyStore.class);
-    CacheTierBackend.SwitchableStore fast =
-        injector.getInstance(CacheTierBackend.SwitchableStore.class);
+    SwitchableIdempotencyStore fast =
+        injector.getInstance(SwitchableIdempotencyStore.class);
 
     assertThat(store).isInstanceOf(TieredIdempotencyStore.class)
         .isSameAs(injector.getInstance(TieredIdempotencyStore.class))
@@ -78,7 +79,7 @@ class IdempotencyFastTierTest {
     assertThat(store.complete(claim)).isTrue();
 
     assertThat(durable.status("order-1:paid")).contains(Claim.Status.DONE);
-    assertThat(fast.delegate.status("order-1:paid")).contains(Claim.Status.DONE);
+    assertThat(fast.delegate().status("order-1:paid")).contains(Claim.Status.DONE);
     assertThat(store.claim("order-1:paid", LEASE).status()).isEqualTo(Claim.Status.DONE);
   }
 
@@ -88,11 +89,11 @@ class IdempotencyFastTierTest {
   void fastTierDown() {
     Injector injector = injector(RelayKitConfig.builder().idempotencyFastTier("cache").build());
     TieredIdempotencyStore store = injector.getInstance(TieredIdempotencyStore.class);
-    CacheTierBackend.SwitchableStore fast =
-        injector.getInstance(CacheTierBackend.SwitchableStore.class);
+    SwitchableIdempotencyStore fast =
+        injector.getInstance(SwitchableIdempotencyStore.class);
     store.complete(store.claim("order-1:paid", LEASE));
 
-    fast.down = true;
+    fast.down(true);
     Claim other = store.claim("order-2:paid", LEASE);
 
     assertThat(other.status()).isEqualTo(Claim.Status.CLAIMED);
@@ -101,7 +102,7 @@ class IdempotencyFastTierTest {
         .as("the durable claim excludes a second worker").isEqualTo(Claim.Status.IN_PROGRESS);
     assertThat(store.claim("order-1:paid", LEASE).status()).isEqualTo(Claim.Status.DONE);
 
-    fast.down = false;
+    fast.down(false);
     clock.advance(Duration.ofSeconds(1));
     store.claim("order-3:paid", LEASE);
     assertThat(store.fastTierInUse()).as("retried after 1 s on the injector's clock").isTrue();

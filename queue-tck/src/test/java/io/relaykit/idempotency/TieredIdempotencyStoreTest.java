@@ -7,11 +7,10 @@ import io.relaykit.retry.Backoff;
 import io.relaykit.tck.FakeClock;
 import io.relaykit.tck.IdempotencyStoreContract;
 import io.relaykit.tck.Race;
+import io.relaykit.tck.SwitchableIdempotencyStore;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
-import java.util.Optional;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
@@ -33,55 +32,15 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
         new InMemoryIdempotencyStore(clock, retention), clock, RETRY);
   }
 
-  /** A real in-memory store that can be switched off, as a Redis outage would, and counts calls. */
-  static final class Switchable implements IdempotencyStore {
-    final IdempotencyStore delegate;
-    volatile boolean down;
-    final AtomicInteger calls = new AtomicInteger();
-
-    Switchable(IdempotencyStore delegate) {
-      this.delegate = delegate;
-    }
-
-    private void check() {
-      calls.incrementAndGet();
-      if (down) {
-        throw new IdempotencyUnavailableException("switched off", null);
-      }
-    }
-
-    @Override
-    public Claim claim(String key, Duration lease) {
-      check();
-      return delegate.claim(key, lease);
-    }
-
-    @Override
-    public boolean complete(Claim claim) {
-      check();
-      return delegate.complete(claim);
-    }
-
-    @Override
-    public boolean release(Claim claim) {
-      check();
-      return delegate.release(claim);
-    }
-
-    @Override
-    public Optional<Claim.Status> status(String key) {
-      check();
-      return delegate.status(key);
-    }
-  }
-
   @Nested
   @DisplayName("tiers")
   class Tiers {
     final FakeClock clock = new FakeClock();
-    final Switchable fast = new Switchable(new InMemoryIdempotencyStore(clock, Duration.ofHours(1)));
-    final Switchable durable =
-        new Switchable(new InMemoryIdempotencyStore(clock, Duration.ofHours(2)));
+    final SwitchableIdempotencyStore fast = new SwitchableIdempotencyStore(
+        new InMemoryIdempotencyStore(clock, Duration.ofHours(1)), "the fast tier");
+    final SwitchableIdempotencyStore durable =
+        new SwitchableIdempotencyStore(new InMemoryIdempotencyStore(clock, Duration.ofHours(2)),
+            "the durable tier");
     final TieredIdempotencyStore tiered = new TieredIdempotencyStore(fast, durable, clock, RETRY);
 
     @Test
@@ -89,12 +48,12 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
     void bothTiers() {
       Claim c = tiered.claim("order-1", LEASE);
       assertThat(c.isClaimed()).isTrue();
-      assertThat(fast.delegate.status("order-1")).contains(Claim.Status.CLAIMED);
-      assertThat(durable.delegate.status("order-1")).contains(Claim.Status.CLAIMED);
+      assertThat(fast.delegate().status("order-1")).contains(Claim.Status.CLAIMED);
+      assertThat(durable.delegate().status("order-1")).contains(Claim.Status.CLAIMED);
 
       assertThat(tiered.complete(c)).isTrue();
-      assertThat(fast.delegate.status("order-1")).contains(Claim.Status.DONE);
-      assertThat(durable.delegate.status("order-1")).contains(Claim.Status.DONE);
+      assertThat(fast.delegate().status("order-1")).contains(Claim.Status.DONE);
+      assertThat(durable.delegate().status("order-1")).contains(Claim.Status.DONE);
     }
 
     @Test
@@ -102,23 +61,23 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
         + "one durable read")
     void repeatsStopAtFastTier() {
       Claim c = tiered.claim("order-2", LEASE);
-      int durableCalls = durable.calls.get();
+      int durableCalls = durable.calls();
       assertThat(tiered.claim("order-2", LEASE).status()).isEqualTo(Claim.Status.IN_PROGRESS);
-      assertThat(durable.calls.get()).isEqualTo(durableCalls + 1);
+      assertThat(durable.calls()).isEqualTo(durableCalls + 1);
       tiered.complete(c);
-      durableCalls = durable.calls.get();
+      durableCalls = durable.calls();
       assertThat(tiered.claim("order-2", LEASE).status()).isEqualTo(Claim.Status.DONE);
-      assertThat(durable.calls.get()).isEqualTo(durableCalls);
+      assertThat(durable.calls()).isEqualTo(durableCalls);
     }
 
     @Test
     @DisplayName("fast CLAIMED but durable DONE answers DONE and fills in the fast tier")
     void durableDoneWins() {
-      Claim d = durable.delegate.claim("order-3", LEASE);
-      durable.delegate.complete(d);
+      Claim d = durable.delegate().claim("order-3", LEASE);
+      durable.delegate().complete(d);
 
       assertThat(tiered.claim("order-3", LEASE).status()).isEqualTo(Claim.Status.DONE);
-      assertThat(fast.delegate.status("order-3")).contains(Claim.Status.DONE);
+      assertThat(fast.delegate().status("order-3")).contains(Claim.Status.DONE);
     }
 
     @Test
@@ -126,18 +85,18 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
         + "confirm it")
     void inProgressWithDurableDown() {
       Claim c = tiered.claim("order-9", LEASE);
-      durable.down = true;
+      durable.down(true);
       assertThat(tiered.claim("order-9", LEASE).status()).isEqualTo(Claim.Status.IN_PROGRESS);
-      durable.down = false;
+      durable.down(false);
       assertThat(tiered.complete(c)).isTrue();
     }
 
     @Test
     @DisplayName("a fast claim that outlived its work (orphaned) does not hide a durable DONE")
     void orphanedFastClaim() {
-      fast.delegate.claim("order-8", LEASE);
-      Claim d = durable.delegate.claim("order-8", LEASE);
-      durable.delegate.complete(d);
+      fast.delegate().claim("order-8", LEASE);
+      Claim d = durable.delegate().claim("order-8", LEASE);
+      durable.delegate().complete(d);
 
       assertThat(tiered.claim("order-8", LEASE).status()).isEqualTo(Claim.Status.DONE);
     }
@@ -145,21 +104,21 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
     @Test
     @DisplayName("fast CLAIMED but durable IN_PROGRESS answers IN_PROGRESS and frees the fast claim")
     void durableInProgress() {
-      durable.delegate.claim("order-4", LEASE);
+      durable.delegate().claim("order-4", LEASE);
 
       assertThat(tiered.claim("order-4", LEASE).status()).isEqualTo(Claim.Status.IN_PROGRESS);
-      assertThat(fast.delegate.status("order-4")).isEmpty();
+      assertThat(fast.delegate().status("order-4")).isEmpty();
     }
 
     @Test
     @DisplayName("complete writes the durable tier first: if it fails, the fast tier is not DONE")
     void durableFirst() {
       Claim c = tiered.claim("order-5", LEASE);
-      durable.down = true;
+      durable.down(true);
       assertThatThrownBy(() -> tiered.complete(c))
           .isInstanceOf(IdempotencyUnavailableException.class);
-      assertThat(fast.delegate.status("order-5")).contains(Claim.Status.CLAIMED);
-      durable.down = false;
+      assertThat(fast.delegate().status("order-5")).contains(Claim.Status.CLAIMED);
+      durable.down(false);
       assertThat(tiered.complete(c)).isTrue();
       assertThat(tiered.status("order-5")).contains(Claim.Status.DONE);
     }
@@ -167,10 +126,10 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
     @Test
     @DisplayName("a durable outage is not masked, and the fast claim it would strand is freed")
     void durableOutagePropagates() {
-      durable.down = true;
+      durable.down(true);
       assertThatThrownBy(() -> tiered.claim("order-6", LEASE))
           .isInstanceOf(IdempotencyUnavailableException.class);
-      assertThat(fast.delegate.status("order-6")).isEmpty();
+      assertThat(fast.delegate().status("order-6")).isEmpty();
     }
 
     @Test
@@ -178,8 +137,8 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
     void release() {
       Claim c = tiered.claim("order-7", LEASE);
       assertThat(tiered.release(c)).isTrue();
-      assertThat(fast.delegate.status("order-7")).isEmpty();
-      assertThat(durable.delegate.status("order-7")).isEmpty();
+      assertThat(fast.delegate().status("order-7")).isEmpty();
+      assertThat(durable.delegate().status("order-7")).isEmpty();
       assertThat(tiered.claim("order-7", LEASE).isClaimed()).isTrue();
     }
   }
@@ -188,14 +147,15 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
   @DisplayName("fast-tier outage")
   class Outage {
     final FakeClock clock = new FakeClock();
-    final Switchable fast = new Switchable(new InMemoryIdempotencyStore(clock, Duration.ofHours(1)));
+    final SwitchableIdempotencyStore fast = new SwitchableIdempotencyStore(
+        new InMemoryIdempotencyStore(clock, Duration.ofHours(1)), "the fast tier");
     final InMemoryIdempotencyStore durable = new InMemoryIdempotencyStore(clock, Duration.ofHours(2));
     final TieredIdempotencyStore tiered = new TieredIdempotencyStore(fast, durable, clock, RETRY);
 
     @Test
     @DisplayName("while the fast tier is down, the durable tier alone claims, excludes and completes")
     void durableAlone() {
-      fast.down = true;
+      fast.down(true);
       Claim c = tiered.claim("order-10", LEASE);
       assertThat(c.isClaimed()).isTrue();
       assertThat(tiered.fastTierInUse()).isFalse();
@@ -209,44 +169,44 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
     @DisplayName("the fast tier is left alone during the back-off, probed after it, and used again "
         + "when it answers")
     void backOffAndReturn() {
-      fast.down = true;
+      fast.down(true);
       tiered.claim("a", LEASE);
-      int calls = fast.calls.get();
+      int calls = fast.calls();
       tiered.claim("b", LEASE);
       tiered.claim("c", LEASE);
-      assertThat(fast.calls.get()).as("no fast call during the back-off").isEqualTo(calls);
+      assertThat(fast.calls()).as("no fast call during the back-off").isEqualTo(calls);
 
       clock.advance(Duration.ofSeconds(1));
       tiered.claim("d", LEASE);
-      assertThat(fast.calls.get()).as("one probe after 1 s").isEqualTo(calls + 1);
+      assertThat(fast.calls()).as("one probe after 1 s").isEqualTo(calls + 1);
       assertThat(tiered.fastTierInUse()).isFalse();
 
       clock.advance(Duration.ofSeconds(1));
       tiered.claim("e", LEASE);
-      assertThat(fast.calls.get()).as("the back-off doubled to 2 s").isEqualTo(calls + 1);
+      assertThat(fast.calls()).as("the back-off doubled to 2 s").isEqualTo(calls + 1);
 
-      fast.down = false;
+      fast.down(false);
       clock.advance(Duration.ofSeconds(1));
       Claim f = tiered.claim("f", LEASE);
       assertThat(tiered.fastTierInUse()).isTrue();
-      assertThat(fast.delegate.status("f")).contains(Claim.Status.CLAIMED);
+      assertThat(fast.delegate().status("f")).contains(Claim.Status.CLAIMED);
       assertThat(tiered.complete(f)).isTrue();
-      assertThat(fast.delegate.status("f")).contains(Claim.Status.DONE);
+      assertThat(fast.delegate().status("f")).contains(Claim.Status.DONE);
     }
 
     @Test
     @DisplayName("work claimed during the outage is not done twice when the fast tier returns, and "
         + "its DONE is filled in")
     void claimSpansReturn() {
-      fast.down = true;
+      fast.down(true);
       Claim during = tiered.claim("order-11", LEASE);
-      fast.down = false;
+      fast.down(false);
       clock.advance(Duration.ofSeconds(1));
 
       assertThat(tiered.claim("order-11", LEASE).status()).isEqualTo(Claim.Status.IN_PROGRESS);
-      assertThat(fast.delegate.status("order-11")).as("the losing fast claim was freed").isEmpty();
+      assertThat(fast.delegate().status("order-11")).as("the losing fast claim was freed").isEmpty();
       assertThat(tiered.complete(during)).isTrue();
-      assertThat(fast.delegate.status("order-11")).contains(Claim.Status.DONE);
+      assertThat(fast.delegate().status("order-11")).contains(Claim.Status.DONE);
       assertThat(tiered.claim("order-11", LEASE).status()).isEqualTo(Claim.Status.DONE);
     }
 
@@ -254,7 +214,7 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
     @DisplayName("a claim made with the fast tier completes even if the fast tier dies meanwhile")
     void fastDiesMidWork() {
       Claim c = tiered.claim("order-12", LEASE);
-      fast.down = true;
+      fast.down(true);
       assertThat(tiered.complete(c)).isTrue();
       assertThat(durable.status("order-12")).contains(Claim.Status.DONE);
       assertThat(tiered.claim("order-12", LEASE).status()).isEqualTo(Claim.Status.DONE);
@@ -265,10 +225,10 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
         + "claim a key")
     void mixedModes() {
       TieredIdempotencyStore healthy = new TieredIdempotencyStore(
-          fast.delegate, durable, clock, RETRY);
+          fast.delegate(), durable, clock, RETRY);
       for (int round = 0; round < 20; round++) {
         String key = "race-" + round;
-        fast.down = true;
+        fast.down(true);
         List<Claim> claims = Race.run(8, Duration.ofSeconds(10),
             i -> (i % 2 == 0 ? tiered : healthy).claim(key, LEASE));
         assertThat(claims).filteredOn(Claim::isClaimed).hasSize(1);
