@@ -50,6 +50,18 @@ final class Jdbc {
     }
   }
 
+  /**
+   * The rows a JDBC batch changed: the sum of its positive update counts ({@code
+   * SUCCESS_NO_INFO}, negative, counts as none).
+   */
+  static int rowsChanged(int[] updateCounts) {
+    int changed = 0;
+    for (int n : updateCounts) {
+      changed += n > 0 ? n : 0;
+    }
+    return changed;
+  }
+
   private static void rollbackQuietly(Connection c, Throwable cause) {
     try {
       if (!c.isClosed()) {

@@ -275,7 +275,6 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
             if (keys.isEmpty()) {
               return new Purged(false, 0);
             }
-            int deleted = 0;
             try (PreparedStatement ps = c.prepareStatement(deleteExpiredSql)) {
               for (String key : keys) {
                 ps.setString(1, key);
@@ -283,11 +282,8 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
                 ps.setLong(3, now);
                 ps.addBatch();
               }
-              for (int n : ps.executeBatch()) {
-                deleted += n > 0 ? n : 0;
-              }
+              return new Purged(keys.size() == PURGE_BATCH, Jdbc.rowsChanged(ps.executeBatch()));
             }
-            return new Purged(keys.size() == PURGE_BATCH, deleted);
           });
     } catch (JdbcStorageException e) {
       throw new IdempotencyUnavailableException(e.getMessage(), e.getCause());

@@ -307,11 +307,7 @@ abstract sealed class OutboxStatements {
             ps.setString(3, owner);
             ps.addBatch();
           }
-          int changed = 0;
-          for (int n : ps.executeBatch()) {
-            changed += n > 0 ? n : 0;
-          }
-          return changed;
+          return Jdbc.rowsChanged(ps.executeBatch());
         }
       });
     }
