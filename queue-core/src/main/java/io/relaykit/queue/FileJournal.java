@@ -4,11 +4,9 @@ import io.relaykit.internal.Checks;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.security.GeneralSecurityException;
 import java.security.SecureRandom;
@@ -133,6 +131,7 @@ public final class FileJournal implements QueueJournal {
   private final long compactionMinBytes;
   private final double compactionGarbageRatio;
   private final SecretKey key;
+  private final FileIo io;
   private final SecureRandom random = new SecureRandom();
 
   // Guarded by writeLock.
@@ -189,6 +188,8 @@ public final class FileJournal implements QueueJournal {
   private final Thread flusher;
   private final Object flusherMonitor = new Object();
   private boolean flushSoon;
+  private long flusherRounds;
+  private long compactions;
 
   private FileJournal(Builder b) {
     this.dir = b.dir;
@@ -198,6 +199,7 @@ public final class FileJournal implements QueueJournal {
     this.compactionMinBytes = b.compactionMinBytes;
     this.compactionGarbageRatio = b.compactionGarbageRatio;
     this.key = b.key;
+    this.io = b.io;
     try {
       this.cipher = key == null ? null : Cipher.getInstance("AES/GCM/NoPadding");
       Files.createDirectories(dir);
@@ -391,6 +393,30 @@ public final class FileJournal implements QueueJournal {
     stop(false);
   }
 
+  /** How many compactions completed. For tests. */
+  long compactions() {
+    synchronized (compactionLock) {
+      return compactions;
+    }
+  }
+
+  /** The live state's size as the compaction trigger counts it. For tests. */
+  long liveBytes() {
+    writeLock.lock();
+    try {
+      return liveBytes;
+    } finally {
+      writeLock.unlock();
+    }
+  }
+
+  /** How many rounds the flusher thread completed. For tests. */
+  long flusherRounds() {
+    synchronized (flusherMonitor) {
+      return flusherRounds;
+    }
+  }
+
   /** How many group syncs ran (segment rolls and compactions not counted). For tests. */
   long syncCount() {
     syncLock.lock();
@@ -525,7 +551,7 @@ public final class FileJournal implements QueueJournal {
   private void startSegment(long seq, boolean base) {
     Path path = segmentPath(seq);
     try {
-      FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW,
+      FileChannel ch = io.open(path, StandardOpenOption.CREATE_NEW,
           StandardOpenOption.WRITE);
       byte[] header = header(base);
       ch.write(ByteBuffer.wrap(header));
@@ -809,6 +835,10 @@ public final class FileJournal implements QueueJournal {
           LOG.log(System.Logger.Level.ERROR, "journal " + dir + ": background commit failed", e);
         }
       }
+      synchronized (flusherMonitor) {
+        flusherRounds++;
+        flusherMonitor.notifyAll();
+      }
     }
   }
 
@@ -838,7 +868,7 @@ public final class FileJournal implements QueueJournal {
       Path target = segmentPath(baseSeq);
       Path tmp = target.resolveSibling(target.getFileName() + ".tmp");
       long written;
-      try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE,
+      try (FileChannel out = io.open(tmp, StandardOpenOption.CREATE,
           StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
         written = writeSnapshot(out, snapshot);
         out.force(true);
@@ -847,11 +877,7 @@ public final class FileJournal implements QueueJournal {
         throw new JournalException("cannot write compacted journal segment " + tmp + ": " + e, e);
       }
       try {
-        try {
-          Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
-        } catch (AtomicMoveNotSupportedException e) {
-          throw new IOException("the file system cannot rename atomically", e);
-        }
+        io.moveAtomically(tmp, target);
         fsyncDirectory();
       } catch (IOException e) {
         deleteQuietly(tmp);
@@ -871,6 +897,7 @@ public final class FileJournal implements QueueJournal {
         writeLock.unlock();
       }
       fsyncDirectoryQuietly();
+      compactions++;
     }
   }
 
@@ -955,7 +982,7 @@ public final class FileJournal implements QueueJournal {
         String name = p.getFileName().toString();
         if (name.startsWith(PREFIX) && name.endsWith(SUFFIX + ".tmp")) {
           // An unfinished compaction: the segments it would have replaced are all still here.
-          Files.deleteIfExists(p);
+          io.delete(p);
         } else if (name.startsWith(PREFIX) && name.endsWith(SUFFIX)) {
           String digits = name.substring(PREFIX.length(), name.length() - SUFFIX.length());
           try {
@@ -976,7 +1003,7 @@ public final class FileJournal implements QueueJournal {
     }
     for (int i = 0; i < baseIndex; i++) {
       // Superseded by a complete base segment; left behind by a crash right after compaction.
-      Files.deleteIfExists(segmentPath(seqs.get(i)));
+      io.delete(segmentPath(seqs.get(i)));
     }
     seqs = new ArrayList<>(seqs.subList(baseIndex, seqs.size()));
     long end = 0;
@@ -989,7 +1016,7 @@ public final class FileJournal implements QueueJournal {
       long last = seqs.get(seqs.size() - 1);
       segmentSeq = last;
       segment = segmentPath(last);
-      channel = FileChannel.open(segment, StandardOpenOption.WRITE);
+      channel = io.open(segment, StandardOpenOption.WRITE);
       segmentSize = end;
       writePos = end;
       allocatedEnd = Math.max(end, channel.size());
@@ -1004,7 +1031,7 @@ public final class FileJournal implements QueueJournal {
   }
 
   private int readFlags(Path path) throws IOException {
-    try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+    try (FileChannel ch = io.open(path, StandardOpenOption.READ)) {
       if (ch.size() < 8) {
         return 0;
       }
@@ -1020,7 +1047,7 @@ public final class FileJournal implements QueueJournal {
    */
   private long replaySegment(Path path, boolean newest) throws IOException,
       GeneralSecurityException {
-    try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ,
+    try (FileChannel ch = io.open(path, StandardOpenOption.READ,
         StandardOpenOption.WRITE)) {
       long size = ch.size();
       int headerLength = checkHeader(path, ch, size, newest);
@@ -1327,14 +1354,7 @@ public final class FileJournal implements QueueJournal {
   }
 
   private void fsyncDirectory() throws IOException {
-    try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-      d.force(true);
-    } catch (IOException e) {
-      // Some platforms cannot open a directory for syncing; Linux can, and that is where it counts.
-      if (System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux")) {
-        throw e;
-      }
-    }
+    io.syncDirectory(dir);
   }
 
   private void fsyncDirectoryQuietly() {
@@ -1362,9 +1382,9 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
-  private static void deleteQuietly(Path p) {
+  private void deleteQuietly(Path p) {
     try {
-      Files.deleteIfExists(p);
+      io.delete(p);
     } catch (IOException e) {
       LOG.log(System.Logger.Level.WARNING, "cannot delete " + p, e);
     }
@@ -1387,6 +1407,7 @@ public final class FileJournal implements QueueJournal {
     private long compactionMinBytes = 4L * 1024 * 1024;
     private double compactionGarbageRatio = 0.5;
     private SecretKey key;
+    private FileIo io = FileIo.SYSTEM;
 
     private Builder(Path dir) {
       this.dir = dir;
@@ -1428,6 +1449,17 @@ public final class FileJournal implements QueueJournal {
     /** Seal every record with AES-GCM under {@code key} (AES, 128/192/256 bits). Default none. */
     public Builder encryptionKey(SecretKey key) {
       this.key = key;
+      return this;
+    }
+
+    /** The monotonic clock of compaction backoff, in nanoseconds. For tests. */
+    Builder nanoClock(java.util.function.LongSupplier nanoClock) {
+      return this;
+    }
+
+    /** The file system to use; tests pass one that fails on demand. Default the real one. */
+    Builder fileIo(FileIo io) {
+      this.io = Checks.requireNonNull("fileIo", io);
       return this;
     }
 
