@@ -114,18 +114,18 @@ final class JournalCodec {
     return reset(SEEN).putString(id).putInstant(at);
   }
 
-  /** Approximate encoded sizes, for the live-bytes estimate that triggers compaction. */
-  static long appendSize(QueuedEvent e) {
-    return 64 + Utf8.length(e.eventId()) + Utf8.length(e.name())
-        + Utf8.length(e.payload());
+  /** Exact encoded lengths of the bodies written by {@link #append}, {@link #seen}, {@link #dead}. */
+  static long appendLength(QueuedEvent e) {
+    return 43 + Utf8.length(e.eventId()) + Utf8.length(e.name()) + Utf8.length(e.payload())
+        + (e.expiresAt() == null ? 0 : 12);
   }
 
-  static long seenSize(String id) {
-    return 32 + Utf8.length(id);
+  static long seenLength(String id) {
+    return 17 + Utf8.length(id);
   }
 
-  static long deadSize(String id, String reason) {
-    return 32 + Utf8.length(id) + (reason == null ? 0 : Utf8.length(reason));
+  static long deadLength(String id, String reason) {
+    return 13 + Utf8.length(id) + (reason == null ? 0 : Utf8.length(reason));
   }
 
   /** Thrown for a record whose checksum passed but whose contents make no sense. */

@@ -76,7 +76,21 @@ class FileJournalFormatTest {
     assertThat(state.dead()).extracting(QueuedEvent::eventId).containsExactly("c");
     assertThat(state.deadReasons()).containsExactlyEntriesOf(java.util.Map.of("c", "rejected"));
     assertThat(state.seen().keySet()).containsExactly("a", "c");
+    assertRewrittenInFormat2(dir);
     assertThat(open(dir, null)).as("and again after reopening").isEqualTo(expected(true));
+  }
+
+  /** Opening a format-1 directory rewrote it: one base and one segment, both format 2. */
+  private static void assertRewrittenInFormat2(Path dir) throws IOException {
+    try (Stream<Path> files = Files.list(dir)) {
+      List<Path> all = files.sorted().toList();
+      assertThat(all).extracting(p -> p.getFileName().toString().replaceAll("\\d", "#"))
+          .containsExactly("journal-####################.base",
+              "journal-####################.seg");
+      for (Path p : all) {
+        assertThat(Files.readAllBytes(p)[4]).as("format of %s", p.getFileName()).isEqualTo((byte) 2);
+      }
+    }
   }
 
   @Test
@@ -100,7 +114,7 @@ class FileJournalFormatTest {
     assertThat(state.dead()).extracting(QueuedEvent::eventId)
         .containsExactly("e5", "e38", "e49");
     assertThat(state.pending()).extracting(QueuedEvent::eventId).endsWith("expiring");
+    assertRewrittenInFormat2(dir);
     assertThat(open(dir, key)).as("and again after reopening").isEqualTo(want);
-    assertThat(List.of(dir.toFile().list())).isNotEmpty();
   }
 }

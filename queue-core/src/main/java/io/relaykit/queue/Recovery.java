@@ -1,0 +1,351 @@
+package io.relaykit.queue;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.zip.CRC32C;
+import javax.crypto.AEADBadTagException;
+
+/**
+ * Opening a {@link FileJournal} directory: finds the newest base and the segments that follow it,
+ * checks that none is missing and that each sealed one is complete, replays their records into a
+ * {@link ReplayState}, and cuts a torn tail off the newest segment. Format-1 segments (written
+ * before headers had checksums) are read too; the journal then rewrites them in the current
+ * format.
+ *
+ * <p>What is an error (a {@link JournalException} naming the file, and nothing is deleted): any
+ * header or record that fails its checksum or authentication, except a torn tail of the newest
+ * segment; a segment missing between a base or segment and the one that names it as its
+ * predecessor, or before the oldest one; a sealed segment or base without its trailer, or with
+ * anything but zeros after it. What a crash leaves and recovery repairs: a torn tail of the newest
+ * segment (cut off with a warning), an unfinished compaction output (deleted), a base whose older
+ * files were not yet deleted (deleted now), a newest segment sealed before its successor was
+ * created, or created with its header cut short.
+ */
+final class Recovery {
+  private static final System.Logger LOG = System.getLogger(FileJournal.class.getName());
+
+  private final Path dir;
+  private final FileIo io;
+  private final RecordCipher cipher;
+  private final CRC32C crc = new CRC32C();
+  final ReplayState state = new ReplayState();
+  /** The journal id of the format-2 files, or null while none was read. */
+  byte[] journalId;
+  /** Bytes of journal data in the files kept (headers, records, trailers). */
+  long filesBytes;
+  /** The newest segment's number, 0 when there is none. */
+  long lastSeq;
+  /** The newest segment when appending continues in it (format 2, not sealed), else null. */
+  Path activePath;
+  FileChannel activeChannel;
+  long activeEnd;
+  /** Whether a format-1 segment was replayed: the journal rewrites the directory. */
+  boolean legacy;
+
+  Recovery(Path dir, FileIo io, RecordCipher cipher) {
+    this.dir = dir;
+    this.io = io;
+    this.cipher = cipher;
+  }
+
+  /** Reads the directory; on return the fields above describe it. */
+  void run() throws IOException {
+    TreeMap<Long, Path> segments = new TreeMap<>();
+    TreeMap<Long, Path> bases = new TreeMap<>();
+    try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
+      for (Path p : files) {
+        String name = p.getFileName().toString();
+        if (!name.startsWith(SegmentFormat.PREFIX)) {
+          continue;
+        }
+        if (name.endsWith(SegmentFormat.TMP)) {
+          // An unfinished compaction: the files it would have replaced are all still here.
+          io.delete(p);
+        } else if (SegmentFormat.seqOf(name, SegmentFormat.SEGMENT) >= 0) {
+          segments.put(SegmentFormat.seqOf(name, SegmentFormat.SEGMENT), p);
+        } else if (SegmentFormat.seqOf(name, SegmentFormat.BASE) >= 0) {
+          bases.put(SegmentFormat.seqOf(name, SegmentFormat.BASE), p);
+        } else {
+          throw new JournalException("unexpected file in journal directory: " + p);
+        }
+      }
+    }
+    List<Path> superseded = new ArrayList<>();
+    long start = segments.isEmpty() ? 0 : segments.firstKey();
+    long resumeAt = -1;
+    SegmentFormat.Header base = null;
+    if (!bases.isEmpty()) {
+      Map.Entry<Long, Path> newest = bases.lastEntry();
+      base = header(newest.getValue(), true, newest.getKey(), false);
+      start = newest.getKey();
+      resumeAt = base.link();
+      superseded.addAll(bases.headMap(newest.getKey()).values());
+      replay(newest.getValue(), base, base.length(), false, true);
+      if (!segments.containsKey(start)) {
+        throw new JournalException("journal segment " + SegmentFormat.segmentPath(dir, start)
+            + " is missing: the base " + newest.getValue() + " continues in it");
+      }
+    }
+    List<Long> seqs = new ArrayList<>(segments.tailMap(start, true).keySet());
+    List<SegmentFormat.Header> headers = new ArrayList<>();
+    for (int i = 0; i < seqs.size(); i++) {
+      headers.add(header(segments.get(seqs.get(i)), false, seqs.get(i), i == seqs.size() - 1));
+    }
+    if (base == null) {
+      // Format 1: the newest segment flagged as base supersedes every older one.
+      for (int i = headers.size() - 1; i > 0; i--) {
+        if (headers.get(i) != null && headers.get(i).version() == SegmentFormat.V1
+            && headers.get(i).base()) {
+          seqs = seqs.subList(i, seqs.size());
+          headers = headers.subList(i, headers.size());
+          break;
+        }
+      }
+    }
+    superseded.addAll(segments.headMap(seqs.isEmpty() ? Long.MAX_VALUE : seqs.get(0)).values());
+    long previous = -1;
+    boolean sawV2 = false;
+    for (int i = 0; i < seqs.size(); i++) {
+      long seq = seqs.get(i);
+      Path path = segments.get(seq);
+      boolean newest = i == seqs.size() - 1;
+      SegmentFormat.Header h = headers.get(i);
+      if (h == null) {
+        // The newest segment's header is cut short: created, then the process died before its
+        // header was complete; no record follows. Start it afresh.
+        h = restartHeader(path, seq, previous);
+      }
+      if (h.version() == SegmentFormat.V1) {
+        if (sawV2) {
+          throw SegmentFormat.corrupt(path, 4, "a format-1 segment after format-2 ones");
+        }
+        legacy = true;
+      } else {
+        sawV2 = true;
+        checkLink(path, h, base != null && i == 0, previous);
+      }
+      long from = base != null && i == 0 ? resumeAt : h.length();
+      long end = replay(path, h, from, newest, false);
+      previous = seq;
+      lastSeq = seq;
+      if (newest && h.version() == SegmentFormat.V2 && end >= 0) {
+        activePath = path;
+        activeEnd = end;
+      }
+    }
+    for (Path p : superseded) {
+      // Superseded by a complete base; left behind by a crash right after a compaction.
+      io.delete(p);
+    }
+    if (!superseded.isEmpty()) {
+      io.syncDirectory(dir);
+    }
+    if (activePath != null) {
+      activeChannel = io.open(activePath, StandardOpenOption.READ, StandardOpenOption.WRITE);
+    }
+  }
+
+  /** Checks the predecessor a format-2 segment names against the segment before it. */
+  private void checkLink(Path path, SegmentFormat.Header h, boolean afterBase, long previous) {
+    if (afterBase) {
+      return;
+    }
+    long link = h.link();
+    if (previous < 0 && link != 0) {
+      throw new JournalException("journal segment " + SegmentFormat.segmentPath(dir, link)
+          + " is missing: " + path + " follows it, and no base replaces it");
+    }
+    if (previous >= 0 && link != previous) {
+      throw new JournalException(link > previous
+          ? "journal segment " + SegmentFormat.segmentPath(dir, link) + " is missing: " + path
+              + " follows it"
+          : "journal segment " + path + " names segment " + link + " as its predecessor, but "
+              + "follows segment " + previous);
+    }
+  }
+
+  /** Reads a header, checking its journal id; null for a newest segment cut short in it. */
+  private SegmentFormat.Header header(Path path, boolean base, long seq, boolean newest)
+      throws IOException {
+    try (FileChannel ch = io.open(path, StandardOpenOption.READ)) {
+      SegmentFormat.Header h = SegmentFormat.readHeader(path, ch, ch.size(), base, seq, cipher);
+      if (h == null) {
+        if (newest && !base) {
+          return null;
+        }
+        throw SegmentFormat.corrupt(path, 0, "header cut short (" + ch.size() + " bytes)"
+            + (base ? " in a base" : " in a sealed segment"));
+      }
+      if (h.journalId() != null) {
+        if (journalId == null) {
+          journalId = h.journalId();
+        } else if (!Arrays.equals(journalId, h.journalId())) {
+          throw SegmentFormat.corrupt(path, 24, "the file belongs to another journal (its"
+              + " journal id differs from the other files')");
+        }
+      }
+      return h;
+    }
+  }
+
+  /** Rewrites a torn header of the newest segment; returns the new header. */
+  private SegmentFormat.Header restartHeader(Path path, long seq, long previous)
+      throws IOException {
+    if (journalId == null) {
+      journalId = FileJournal.newJournalId();
+    }
+    byte[] header = SegmentFormat.header(false, seq, Math.max(previous, 0), journalId, cipher);
+    try (FileChannel ch = io.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+      LOG.log(System.Logger.Level.WARNING, "journal segment {0}: header cut short ({1} bytes),"
+          + " starting it afresh", path, ch.size());
+      ch.truncate(0);
+      SegmentFormat.writeFully(ch, ByteBuffer.wrap(header), 0);
+      ch.force(true);
+    }
+    return new SegmentFormat.Header(SegmentFormat.V2, cipher != null, false, seq,
+        Math.max(previous, 0), journalId, header.length);
+  }
+
+  /**
+   * Replays the records of one file from offset {@code from}. Returns where they end: for the
+   * newest segment, where appending continues (zeros may follow), or -1 when it is sealed.
+   */
+  private long replay(Path path, SegmentFormat.Header h, long from, boolean newest, boolean base)
+      throws IOException {
+    boolean v2 = h.version() == SegmentFormat.V2;
+    byte kind = base ? RecordCipher.KIND_BASE : RecordCipher.KIND_SEGMENT;
+    try (FileChannel ch = io.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+      long size = ch.size();
+      if (from > size || from < h.length()) {
+        throw SegmentFormat.corrupt(path, from, "the base continues at offset " + from
+            + ", outside the segment's records (" + size + " bytes)");
+      }
+      long pos = from;
+      ByteBuffer head = ByteBuffer.allocate(SegmentFormat.FRAME_HEADER);
+      byte[] record = new byte[4096];
+      boolean sealed = false;
+      while (pos < size) {
+        if (size - pos < SegmentFormat.FRAME_HEADER) {
+          pos = endOfRecords(path, ch, pos, size, size, newest, "a record header cut short",
+              null);
+          break;
+        }
+        head.clear();
+        SegmentFormat.readFully(ch, head, pos);
+        int length = head.getInt(0);
+        int check = head.getInt(4);
+        int expectedCrc = head.getInt(8);
+        if (length != ~check || length <= 0 || length > SegmentFormat.MAX_RECORD) {
+          boolean zero = length == 0 && check == 0 && expectedCrc == 0;
+          pos = endOfRecords(path, ch, pos, pos + SegmentFormat.FRAME_HEADER, size, newest,
+              zero ? "zero-filled space" : "an invalid record header",
+              "invalid record length (" + length + " / " + ~check + ")");
+          break;
+        }
+        if (pos + SegmentFormat.FRAME_HEADER + length > size) {
+          pos = endOfRecords(path, ch, pos, size, size, newest, "a record cut short", null);
+          break;
+        }
+        if (record.length < length) {
+          record = new byte[Math.max(length, record.length * 2)];
+        }
+        SegmentFormat.readFully(ch, ByteBuffer.wrap(record, 0, length),
+            pos + SegmentFormat.FRAME_HEADER);
+        crc.reset();
+        crc.update(record, 0, length);
+        if ((int) crc.getValue() != expectedCrc) {
+          pos = endOfRecords(path, ch, pos, pos + SegmentFormat.FRAME_HEADER + length, size,
+              newest, "a record with a bad checksum", "checksum mismatch");
+          break;
+        }
+        byte[] body = record;
+        int bodyLength = length;
+        if (cipher != null) {
+          try {
+            body = cipher.open(record, length,
+                v2 ? cipher.bind(journalId, kind, h.seq(), pos) : null);
+          } catch (AEADBadTagException e) {
+            throw SegmentFormat.corrupt(path, pos, "record failed decryption: wrong key, or the"
+                + " data was tampered with (changed, moved or replayed)");
+          }
+          bodyLength = body.length;
+        }
+        pos += SegmentFormat.FRAME_HEADER + length;
+        if (v2 && bodyLength == 1 && body[0] == SegmentFormat.TRAILER) {
+          if (pos < size && !(newest && SegmentFormat.allZero(ch, pos, size))) {
+            throw SegmentFormat.corrupt(path, pos, "data after the trailer that sealed the"
+                + " segment");
+          }
+          sealed = true;
+          break;
+        }
+        try {
+          JournalCodec.apply(body, bodyLength, state);
+        } catch (JournalCodec.MalformedRecordException e) {
+          throw SegmentFormat.corrupt(path, pos - SegmentFormat.FRAME_HEADER - length,
+              "malformed record: " + e.getMessage());
+        }
+      }
+      if (v2 && !sealed && (base || !newest)) {
+        throw SegmentFormat.corrupt(path, pos, (base ? "a base" : "a sealed segment")
+            + " without its trailer: cut short or truncated");
+      }
+      long end = Math.min(pos, size);
+      filesBytes += end;
+      if (!v2 && newest && size > end) {
+        // A format-1 newest segment keeps no zero tail: format-2 segments follow it.
+        ch.truncate(end);
+        ch.force(true);
+      }
+      return sealed ? -1 : end;
+    }
+  }
+
+  /**
+   * The record at {@code pos}, spanning at most to {@code extentEnd}, fails its checks: decides
+   * whether that is the end of the records or corruption, and returns where the records end.
+   *
+   * <p>Only the newest segment may end early. There, zeros from {@code pos} to the end of the
+   * file are the preallocated tail: the normal end, kept for the next appends. A torn write (the
+   * process or the machine stopped before the record was complete) is recognised by zeros too:
+   * either everything after the record's extent is zero (a write cut short, followed by the
+   * preallocated tail, or by the end of the file), or the extent holds a whole zero-filled sector
+   * (the machine stopped after a later part of an unsynced write reached the disk but not this
+   * one). Then the record and everything after it are cut off with a warning: none of it was
+   * synced, since a sync writes all of it. Anything else is corruption: a {@link JournalException}
+   * naming the file and offset ({@code corruptWhat}, or {@code what} in a sealed segment).
+   */
+  private static long endOfRecords(Path path, FileChannel ch, long pos, long extentEnd, long size,
+      boolean newest, String what, String corruptWhat) throws IOException {
+    if (!newest) {
+      if (corruptWhat != null && !SegmentFormat.allZero(ch, pos, size)) {
+        throw SegmentFormat.corrupt(path, pos, corruptWhat);
+      }
+      throw SegmentFormat.corrupt(path, pos, what + " in a sealed segment");
+    }
+    if (SegmentFormat.allZero(ch, pos, size)) {
+      // The preallocated tail (or nothing was ever written here): the records end at pos.
+      return pos;
+    }
+    if (!SegmentFormat.allZero(ch, Math.min(extentEnd, size), size)
+        && !SegmentFormat.hasZeroSector(ch, pos, extentEnd, size)) {
+      throw SegmentFormat.corrupt(path, pos, corruptWhat != null ? corruptWhat : what);
+    }
+    LOG.log(System.Logger.Level.WARNING, "journal segment {0}: {1} at offset {2} (a write torn"
+        + " by a crash); dropping the {3} bytes from there, keeping every complete record before"
+        + " it", path, what, pos, size - pos);
+    ch.truncate(pos);
+    ch.force(true);
+    return pos;
+  }
+}
