@@ -21,9 +21,17 @@ import java.util.Optional;
  */
 public final class Report {
 
-  /** One JMH result: benchmark (class.method), params, score and error, unit. */
+  /**
+   * One JMH result: benchmark (class.method), params, score and error, unit, and the scores of
+   * its secondary metrics (auxiliary counters such as {@code fsyncs}) by name.
+   */
   record Result(String benchmark, Map<String, String> params, double score, double error,
-      String unit) {}
+      String unit, Map<String, Double> secondary) {
+    Result(String benchmark, Map<String, String> params, double score, double error,
+        String unit) {
+      this(benchmark, params, score, error, unit, Map.of());
+    }
+  }
 
   /** A computed ratio; {@code value} is empty when either side did not run. */
   record Row(Ratio ratio, Optional<Double> value, Optional<Result> top, Optional<Result> bottom) {
@@ -79,8 +87,12 @@ public final class Report {
       }
       JsonNode metric = r.path("primaryMetric");
       double error = metric.path("scoreError").asDouble(Double.NaN);
+      Map<String, Double> secondary = new java.util.LinkedHashMap<>();
+      for (Map.Entry<String, JsonNode> e : r.path("secondaryMetrics").properties()) {
+        secondary.put(e.getKey(), e.getValue().path("score").asDouble());
+      }
       out.add(new Result(benchmark, params, metric.path("score").asDouble(),
-          error, metric.path("scoreUnit").asText()));
+          error, metric.path("scoreUnit").asText(), secondary));
     }
     return out;
   }
@@ -129,8 +141,14 @@ public final class Report {
     return md.toString();
   }
 
+  /** The score, and records per fsync where the result counted the journal's fsyncs. */
   private static String score(Result r) {
-    return String.format(Locale.ROOT, "%,.0f %s", r.score(), r.unit());
+    String s = String.format(Locale.ROOT, "%,.0f %s", r.score(), r.unit());
+    Double fsyncs = r.secondary().get("fsyncs");
+    if (fsyncs != null && fsyncs > 0) {
+      s += String.format(Locale.ROOT, " (%.1f records/fsync)", r.score() / fsyncs);
+    }
+    return s;
   }
 
   static String format(double v) {
