@@ -42,8 +42,13 @@ public class JournalCompactionBenchmark {
   /** A ~100 MB journal, compacting or not. */
   @State(Scope.Benchmark)
   public static class Journal {
-    /** Whether a compaction runs while the producers append. */
-    public enum Compaction { NONE, RUNNING }
+    /**
+     * Whether a compaction runs while the producers append; {@code SAME_IO_ELSEWHERE} is the
+     * control: a thread writes and fsyncs a file of the base's size again and again, beside the
+     * journal, without touching it, so RUNNING / SAME_IO_ELSEWHERE is what compaction costs the
+     * producers beyond sharing the disk.
+     */
+    public enum Compaction { NONE, RUNNING, SAME_IO_ELSEWHERE }
 
     @Param
     Compaction compaction;
@@ -79,6 +84,35 @@ public class JournalCompactionBenchmark {
         }, "bench-compactor");
         compactor.setDaemon(true);
         compactor.start();
+      } else if (compaction == Compaction.SAME_IO_ELSEWHERE) {
+        journal.compact();
+        long baseBytes;
+        try (var files = java.nio.file.Files.list(dir)) {
+          baseBytes = java.nio.file.Files.size(files.filter(
+              p -> p.toString().endsWith(".base")).findFirst().orElseThrow());
+        }
+        compactor = new Thread(() -> writeAgainAndAgain(dir.resolve("elsewhere.bin"), baseBytes),
+            "bench-disk-load");
+        compactor.setDaemon(true);
+        compactor.start();
+      }
+    }
+
+    private void writeAgainAndAgain(Path file, long bytes) {
+      java.nio.ByteBuffer chunk = java.nio.ByteBuffer.allocate(64 * 1024);
+      while (!stop) {
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
+            java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE,
+            java.nio.file.StandardOpenOption.TRUNCATE_EXISTING)) {
+          for (long at = 0; at < bytes && !stop; at += chunk.capacity()) {
+            chunk.clear();
+            ch.write(chunk, at);
+          }
+          ch.force(true);
+          compactions.incrementAndGet();
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
       }
     }
 

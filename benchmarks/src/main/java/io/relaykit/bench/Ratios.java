@@ -47,6 +47,9 @@ final class Ratios {
             "JournalBenchmark.critical16", "impl=RELAYKIT", "impl=TAPE", 25.0),
         row("file journal, 4 CRITICAL producers while a ~100 MB journal compacts vs not",
             "JournalCompactionBenchmark.produce", "compaction=RUNNING", "compaction=NONE", 0.5),
+        row("file journal, 4 CRITICAL producers while it compacts vs while the same I/O runs"
+            + " elsewhere on the disk", "JournalCompactionBenchmark.produce", "compaction=RUNNING",
+            "compaction=SAME_IO_ELSEWHERE", 0.8),
         row("H2 journal group commit vs raw JDBC batch insert, commit every 1 000",
             "H2JournalBenchmark.append", "impl=RELAYKIT durability=GROUP_COMMIT",
             "impl=RAW_JDBC_BATCH durability=GROUP_COMMIT", NO_TARGET),

@@ -25,6 +25,8 @@ import java.util.zip.CRC32C;
  */
 final class Compactor {
   private static final System.Logger LOG = System.getLogger(FileJournal.class.getName());
+  /** The base is fsynced every this many bytes as it is written. */
+  private static final long SYNC_EVERY = 1024 * 1024;
 
   private final Path dir;
   private final FileIo io;
@@ -142,6 +144,7 @@ final class Compactor {
     private byte[] chunk = new byte[64 * 1024];
     private int used;
     private long written;
+    private long synced;
     long position;
 
     Writer(FileChannel out, long seq) {
@@ -183,6 +186,13 @@ final class Compactor {
       SegmentFormat.writeFully(out, ByteBuffer.wrap(chunk, 0, used), written);
       written += used;
       used = 0;
+      if (written - synced >= SYNC_EVERY) {
+        // Keep the base's dirty data small: on ext4 (data=ordered) a producer's fsync that
+        // commits metadata waits for every file's dirty data, so one large final fsync here
+        // would stall critical appenders for as long as it takes.
+        out.force(false);
+        synced = written;
+      }
     }
   }
 
