@@ -580,7 +580,8 @@ public final class ReportQueue {
           lapsed++;
         } else if (!retryable || attempts >= maxAttempts) {
           String reason = !retryable
-              ? (deadReason == null ? "rejected: not retryable" : deadReason)
+              ? (deadReason == null || deadReason.isBlank() ? "rejected: not retryable"
+                  : deadReason)
               : "attempts exhausted (" + attempts + " of " + maxAttempts + ")";
           live--;
           bytes -= e.bytes;

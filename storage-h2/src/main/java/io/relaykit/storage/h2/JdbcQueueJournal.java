@@ -56,8 +56,8 @@ public final class JdbcQueueJournal implements QueueJournal {
   private static final Null NULL_LONG = new Null(Types.BIGINT);
   private static final Null NULL_BYTES = new Null(Types.VARBINARY);
 
-  /** One recorded change: a statement and its parameters. */
-  private record Change(String sql, Object[] params) {}
+  /** One buffered statement and its parameters. */
+  private record Statement(String sql, Object[] params) {}
 
   private final DataSource dataSource;
   private final String table;
@@ -71,12 +71,12 @@ public final class JdbcQueueJournal implements QueueJournal {
 
   private final Object lock = new Object();
   private final ReentrantLock flushLock = new ReentrantLock();
-  private List<Change> buffer = new ArrayList<>();
+  private List<Statement> buffer = new ArrayList<>();
   private long recorded;
   private volatile long durable;
   private final Set<String> pending = new HashSet<>();
   private final Set<String> seen = new HashSet<>();
-  private final Map<String, Long> deadSeq = new HashMap<>();
+  private final Set<String> dead = new HashSet<>();
   private long nextSeq = 1;
   private boolean loaded;
   private volatile boolean closed;
@@ -128,7 +128,7 @@ public final class JdbcQueueJournal implements QueueJournal {
               + " WHERE journal = ? ORDER BY seq")) {
         ps.setString(1, name);
         List<QueuedEvent> pendingEvents = new ArrayList<>();
-        List<QueuedEvent> dead = new ArrayList<>();
+        List<QueuedEvent> deadEvents = new ArrayList<>();
         Map<String, String> reasons = new HashMap<>();
         Map<String, Instant> seenAt = new LinkedHashMap<>();
         try (ResultSet rs = ps.executeQuery()) {
@@ -146,10 +146,10 @@ public final class JdbcQueueJournal implements QueueJournal {
                 pending.add(id);
               }
               case DEAD -> {
-                dead.add(event(rs, id));
+                deadEvents.add(event(rs, id));
                 String reason = rs.getString("dead_reason");
                 reasons.put(id, reason == null ? "" : reason);
-                deadSeq.put(id, seq);
+                dead.add(id);
               }
               default -> throw new JournalException("journal " + name + " in " + table
                   + " has a row of unknown kind " + rs.getInt("kind") + " for event " + id);
@@ -157,7 +157,7 @@ public final class JdbcQueueJournal implements QueueJournal {
           }
         }
         loaded = true;
-        return new JournalState(pendingEvents, dead, reasons, seenAt);
+        return new JournalState(pendingEvents, deadEvents, reasons, seenAt);
       } catch (SQLException | RuntimeException e) {
         if (e instanceof JournalException) {
           throw (JournalException) e;
@@ -178,7 +178,7 @@ public final class JdbcQueueJournal implements QueueJournal {
 
   @Override
   public void append(QueuedEvent event) {
-    long ticket = record(event);
+    long ticket = appendDeferringSync(event);
     if (event.priority() == Priority.CRITICAL) {
       awaitDurable(ticket);
     }
@@ -186,14 +186,72 @@ public final class JdbcQueueJournal implements QueueJournal {
 
   @Override
   public long appendDeferringSync(QueuedEvent event) {
-    long ticket = record(event);
-    return event.priority() == Priority.CRITICAL ? ticket : 0L;
+    Appended a = checkAppend(event);
+    synchronized (lock) {
+      ensureWritable();
+      recordAppend(a);
+      return event.priority() == Priority.CRITICAL ? recorded : 0L;
+    }
   }
 
-  private long record(QueuedEvent e) {
-    if (e == null) {
-      throw new IllegalArgumentException("event must not be null");
+  /**
+   * Atomic: the changes are checked whole, then buffered under one lock hold, so they are written
+   * by the same group commit, in one transaction.
+   */
+  @Override
+  public long recordAtomically(List<Change> changes) {
+    QueueJournal.requireChanges(changes);
+    List<Object> checked = new ArrayList<>(changes.size());
+    boolean critical = false;
+    for (Change c : changes) {
+      if (c instanceof Change.Append a) {
+        checked.add(checkAppend(a.event()));
+        critical |= a.event().priority() == Priority.CRITICAL;
+      } else {
+        requireId(eventIdOf(c));
+        if (c instanceof Change.Reschedule r) {
+          nanos(r.nextAttemptAt());
+        }
+        checked.add(c);
+      }
     }
+    synchronized (lock) {
+      ensureWritable();
+      for (Object c : checked) {
+        if (c instanceof Appended a) {
+          recordAppend(a);
+        } else if (c instanceof Change.Remove r) {
+          recordRemove(r.eventId(), r.removal());
+        } else if (c instanceof Change.Reschedule r) {
+          recordReschedule(r.eventId(), r.attempts(), r.nextAttemptAt());
+        } else if (c instanceof Change.DeadLetter d) {
+          recordDeadLetter(d.eventId(), d.attempts(), d.reason());
+        } else if (c instanceof Change.Forget f) {
+          recordForget(f.eventId());
+        }
+      }
+      return critical ? recorded : 0L;
+    }
+  }
+
+  private static String eventIdOf(Change c) {
+    if (c instanceof Change.Remove r) {
+      return r.eventId();
+    } else if (c instanceof Change.Reschedule r) {
+      return r.eventId();
+    } else if (c instanceof Change.DeadLetter d) {
+      return d.eventId();
+    } else if (c instanceof Change.Forget f) {
+      return f.eventId();
+    }
+    throw new IllegalArgumentException("not a single-id change: " + c);
+  }
+
+  /** An event checked for this journal, with its payload encoded. */
+  private record Appended(QueuedEvent event, byte[] payload) {}
+
+  private static Appended checkAppend(QueuedEvent e) {
+    QueueJournal.requireEvent(e);
     requireId(e.eventId());
     byte[] payload = e.payload().getBytes(StandardCharsets.UTF_8);
     if (payload.length > Schema.MAX_JOURNAL_PAYLOAD_BYTES) {
@@ -201,24 +259,31 @@ public final class JdbcQueueJournal implements QueueJournal {
           + payload.length + " bytes, over the journal limit of "
           + Schema.MAX_JOURNAL_PAYLOAD_BYTES + "; nothing was recorded");
     }
-    synchronized (lock) {
-      ensureWritable();
-      String id = e.eventId();
-      if (pending.contains(id)) {
-        add(updatePendingSql, e.name(), payload, e.priority().ordinal(),
-            nanos(e.enqueuedAt()), e.attempts(), nanos(e.nextAttemptAt()), nanos(e.expiresAt()),
-            name, id);
-      } else {
-        pending.add(id);
-        add(insertSql, name, id, PENDING, nextSeq++, NULL_LONG, e.name(), payload,
-            e.priority().ordinal(), nanos(e.enqueuedAt()), e.attempts(),
-            nanos(e.nextAttemptAt()), nanos(e.expiresAt()), NULL_TEXT);
-      }
-      if (seen.add(id)) {
-        add(insertSql, name, id, SEEN, nextSeq++, nanos(e.enqueuedAt()), NULL_TEXT, NULL_BYTES,
-            NULL_INT, NULL_LONG, NULL_INT, NULL_LONG, NULL_LONG, NULL_TEXT);
-      }
-      return recorded;
+    return new Appended(e, payload);
+  }
+
+  /** Buffers an append. Call with {@link #lock} held. */
+  private void recordAppend(Appended a) {
+    QueuedEvent e = a.event();
+    byte[] payload = a.payload();
+    String id = e.eventId();
+    if (dead.remove(id)) {
+      // A replay: the dead letter goes, the event is pending behind the others.
+      add(deleteSql, name, id, DEAD);
+    }
+    if (pending.contains(id)) {
+      add(updatePendingSql, e.name(), payload, e.priority().ordinal(),
+          nanos(e.enqueuedAt()), e.attempts(), nanos(e.nextAttemptAt()), nanos(e.expiresAt()),
+          name, id);
+    } else {
+      pending.add(id);
+      add(insertSql, name, id, PENDING, nextSeq++, NULL_LONG, e.name(), payload,
+          e.priority().ordinal(), nanos(e.enqueuedAt()), e.attempts(),
+          nanos(e.nextAttemptAt()), nanos(e.expiresAt()), NULL_TEXT);
+    }
+    if (seen.add(id)) {
+      add(insertSql, name, id, SEEN, nextSeq++, nanos(e.enqueuedAt()), NULL_TEXT, NULL_BYTES,
+          NULL_INT, NULL_LONG, NULL_INT, NULL_LONG, NULL_LONG, NULL_TEXT);
     }
   }
 
@@ -230,53 +295,65 @@ public final class JdbcQueueJournal implements QueueJournal {
     }
     synchronized (lock) {
       ensureWritable();
-      boolean wasPending = pending.remove(eventId);
-      if (wasPending) {
-        add(deleteSql, name, eventId, PENDING);
+      recordRemove(eventId, removal);
+    }
+  }
+
+  private void recordRemove(String eventId, Removal removal) {
+    boolean wasPending = pending.remove(eventId);
+    if (wasPending) {
+      add(deleteSql, name, eventId, PENDING);
+    }
+    if (removal == Removal.DROPPED) {
+      if (wasPending && seen.remove(eventId)) {
+        add(deleteSql, name, eventId, SEEN);
       }
-      if (removal == Removal.DROPPED) {
-        if (wasPending && seen.remove(eventId)) {
-          add(deleteSql, name, eventId, SEEN);
-        }
-      } else if (!wasPending && deadSeq.remove(eventId) != null) {
-        add(deleteSql, name, eventId, DEAD);
-      }
+    } else if (!wasPending && dead.remove(eventId)) {
+      add(deleteSql, name, eventId, DEAD);
     }
   }
 
   @Override
   public void reschedule(String eventId, int attempts, Instant nextAttemptAt) {
     requireId(eventId);
+    QueueJournal.requireAttempts(attempts);
     if (nextAttemptAt == null) {
       throw new IllegalArgumentException("nextAttemptAt must not be null");
     }
+    nanos(nextAttemptAt);
     synchronized (lock) {
       ensureWritable();
-      if (pending.contains(eventId)) {
-        add(rescheduleSql, attempts, nanos(nextAttemptAt), name, eventId);
-      }
+      recordReschedule(eventId, attempts, nextAttemptAt);
+    }
+  }
+
+  private void recordReschedule(String eventId, int attempts, Instant nextAttemptAt) {
+    if (pending.contains(eventId)) {
+      add(rescheduleSql, attempts, nanos(nextAttemptAt), name, eventId);
     }
   }
 
   @Override
   public void deadLetter(String eventId, int attempts, String reason) {
     requireId(eventId);
+    QueueJournal.requireAttempts(attempts);
+    QueueJournal.requireDeadReason(reason);
     synchronized (lock) {
       ensureWritable();
-      if (!pending.remove(eventId)) {
-        return;
-      }
-      // A second death of the same id replaces the entry in its old place, as a map would.
-      Long seq = deadSeq.get(eventId);
-      if (seq != null) {
-        add(deleteSql, name, eventId, DEAD);
-      } else {
-        seq = nextSeq++;
-        deadSeq.put(eventId, seq);
-      }
-      add(toDeadSql, seq, attempts, reason == null ? "" : reason, name, eventId);
-      add(deleteSql, name, eventId, PENDING);
+      recordDeadLetter(eventId, attempts, reason);
     }
+  }
+
+  private void recordDeadLetter(String eventId, int attempts, String reason) {
+    if (!pending.remove(eventId)) {
+      return;
+    }
+    // A pending id is never dead too (an append of a dead id replays it), so this is its only
+    // dead row.
+    long seq = nextSeq++;
+    dead.add(eventId);
+    add(toDeadSql, seq, attempts, reason, name, eventId);
+    add(deleteSql, name, eventId, PENDING);
   }
 
   @Override
@@ -284,9 +361,13 @@ public final class JdbcQueueJournal implements QueueJournal {
     requireId(eventId);
     synchronized (lock) {
       ensureWritable();
-      if (!pending.contains(eventId) && seen.remove(eventId)) {
-        add(deleteSql, name, eventId, SEEN);
-      }
+      recordForget(eventId);
+    }
+  }
+
+  private void recordForget(String eventId) {
+    if (!pending.contains(eventId) && seen.remove(eventId)) {
+      add(deleteSql, name, eventId, SEEN);
     }
   }
 
@@ -356,7 +437,7 @@ public final class JdbcQueueJournal implements QueueJournal {
 
   /** Writes everything buffered in one transaction. Call with {@link #flushLock} held. */
   private void writeBuffered() {
-    List<Change> batch;
+    List<Statement> batch;
     long upTo;
     synchronized (lock) {
       if (buffer.isEmpty()) {
@@ -389,11 +470,11 @@ public final class JdbcQueueJournal implements QueueJournal {
   }
 
   /** Executes the changes in order, batching runs of the same statement. */
-  private static void write(Connection c, List<Change> changes) throws SQLException {
+  private static void write(Connection c, List<Statement> changes) throws SQLException {
     PreparedStatement ps = null;
     String current = null;
     try {
-      for (Change ch : changes) {
+      for (Statement ch : changes) {
         if (!ch.sql().equals(current)) {
           if (ps != null) {
             ps.executeBatch();
@@ -433,7 +514,7 @@ public final class JdbcQueueJournal implements QueueJournal {
   }
 
   private void add(String sql, Object... params) {
-    buffer.add(new Change(sql, params));
+    buffer.add(new Statement(sql, params));
     recorded++;
     if (buffer.size() % MAX_BUFFERED == 0) {
       // Backpressure: the writer pays for the commit instead of growing the buffer.
@@ -459,10 +540,7 @@ public final class JdbcQueueJournal implements QueueJournal {
   }
 
   private static void requireId(String id) {
-    if (id == null || id.isBlank()) {
-      throw new IllegalArgumentException("eventId must not be blank, was "
-          + (id == null ? "null" : "'" + id + "'"));
-    }
+    QueueJournal.requireEventId(id);
     if (id.length() > MAX_ID_LENGTH) {
       throw new IllegalArgumentException("eventId must be at most " + MAX_ID_LENGTH
           + " characters, was " + id.length());
