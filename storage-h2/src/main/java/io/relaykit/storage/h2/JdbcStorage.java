@@ -79,7 +79,7 @@ public final class JdbcStorage implements AutoCloseable {
     }
     try {
       return open(pool, pool, config.dialect(), config.tablePrefix(), config.retention(), clock,
-          config.listener().orElse(LifecycleListener.noop()));
+          config.listener().orElse(LifecycleListener.noop()), config.migrate());
     } catch (RuntimeException e) {
       pool.close();
       throw e;
@@ -108,11 +108,53 @@ public final class JdbcStorage implements AutoCloseable {
     if (dataSource == null) {
       throw new IllegalArgumentException("dataSource must not be null");
     }
-    return open(dataSource, null, dialect, tablePrefix, retention, clock, listener);
+    return open(dataSource, null, dialect, tablePrefix, retention, clock, listener, true);
+  }
+
+  /**
+   * Like {@link #open(DataSource, Dialect, String, Duration, InstantSource)}, but runs no DDL: the
+   * tables must already be at this build's schema version (migrated by {@link #migrate} or by
+   * Flyway/Liquibase running relaykit's scripts). For applications whose database user may only
+   * read and write rows.
+   *
+   * @throws SchemaVersionException naming the missing scripts if the tables are older (or absent),
+   *     or if they are newer than this build knows
+   */
+  public static JdbcStorage openVerified(DataSource dataSource, Dialect dialect,
+      String tablePrefix, Duration retention, InstantSource clock) {
+    if (dataSource == null) {
+      throw new IllegalArgumentException("dataSource must not be null");
+    }
+    return open(dataSource, null, dialect, tablePrefix, retention, clock,
+        LifecycleListener.noop(), false);
+  }
+
+  /**
+   * Brings the relaykit tables with {@code tablePrefix} up to this build's schema version, as
+   * opening a storage does by default: for a deployment step that runs with DDL rights while the
+   * application opens with {@code migrate=false}. The same SQL ships as versioned scripts per
+   * dialect on the class path ({@code io/relaykit/storage/h2/db/h2/V1__base.sql}, ...,
+   * {@code .../db/postgresql/...}) with the placeholder {@code ${prefix}}, for Flyway or
+   * Liquibase; each script records its version in {@code <prefix>schema_version}.
+   *
+   * <p>Safe to run from several instances at once: PostgreSQL migrates under an advisory lock in
+   * one transaction; H2 serialises DDL and its scripts are idempotent.
+   *
+   * @throws SchemaVersionException if the tables are at a newer version than this build knows
+   * @throws JdbcStorageException if the database cannot be reached or a script fails
+   */
+  public static void migrate(DataSource dataSource, Dialect dialect, String tablePrefix) {
+    if (dataSource == null || dialect == null) {
+      throw new IllegalArgumentException("dataSource and dialect must not be null");
+    }
+    Tables tables = new Tables(tablePrefix);
+    checkDialect(dataSource, dialect);
+    Schema.migrate(dataSource, dialect, tables, true);
   }
 
   private static JdbcStorage open(DataSource dataSource, HikariDataSource owned, Dialect dialect,
-      String tablePrefix, Duration retention, InstantSource clock, LifecycleListener listener) {
+      String tablePrefix, Duration retention, InstantSource clock, LifecycleListener listener,
+      boolean migrate) {
     if (dialect == null) {
       throw new IllegalArgumentException("dialect must not be null");
     }
@@ -128,7 +170,7 @@ public final class JdbcStorage implements AutoCloseable {
     }
     Tables tables = new Tables(tablePrefix);
     checkDialect(dataSource, dialect);
-    Schema.migrate(dataSource, dialect, tables);
+    Schema.migrate(dataSource, dialect, tables, migrate);
     return new JdbcStorage(dataSource, owned, dialect, tables, retention, clock, listener);
   }
 
