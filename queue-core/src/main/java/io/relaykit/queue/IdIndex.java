@@ -204,6 +204,12 @@ final class IdIndex<V> {
     return seconds > windowSecond || (seconds == windowSecond && nanos >= windowNano);
   }
 
+  /** The ref of the window's oldest id (past any holes), or 0 when the window is empty. */
+  int headRef() {
+    skipHoles();
+    return head == tail ? 0 : ringRefs[(int) head & ringMask];
+  }
+
   /**
    * Takes the oldest id out of the window. Returns it if it was forgotten (nothing held it);
    * returns null if its value is still held (it stays known until {@link #release}d) or the
