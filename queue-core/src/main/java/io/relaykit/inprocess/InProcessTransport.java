@@ -402,7 +402,7 @@ public final class InProcessTransport implements Publisher, Subscriber {
             waitThenRun(g, item, decision.delay());
           } else {
             item.state = State.DEAD_LETTERING;
-            deadLetter = DeadLetter.of(item.message, name, decision.reason(), failure,
+            deadLetter = DeadLetter.of(item.message, name, g.name, decision.reason(), failure,
                 item.attempt, first, now);
           }
         }

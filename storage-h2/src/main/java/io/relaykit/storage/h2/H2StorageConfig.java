@@ -25,6 +25,8 @@ import java.util.Optional;
  *   <tr><td>tablePrefix</td><td>{@code relaykit_}</td><td>prefix of every table and index</td></tr>
  *   <tr><td>lease</td><td>30 s</td><td>how long a relay holds claimed outbox rows</td></tr>
  *   <tr><td>retention</td><td>7 days</td><td>how long sent rows and done keys are kept</td></tr>
+ *   <tr><td>databaseClock</td><td>{@link DatabaseClock#database()}</td><td>the clock leases,
+ *       takeovers and retention are decided on</td></tr>
  *   <tr><td>migrate</td><td>true</td><td>create or migrate the tables when opening; false only
  *       checks that they are at this build's schema version (for DML-only credentials, or where
  *       Flyway or Liquibase runs relaykit's scripts; see {@link JdbcStorage#migrate})</td></tr>
@@ -48,6 +50,7 @@ public final class H2StorageConfig {
   private final Duration retention;
   private final LifecycleListener listener;
   private final boolean migrate;
+  private final DatabaseClock databaseClock;
   private final Dialect dialect;
 
   private H2StorageConfig(Builder b, Dialect dialect) {
@@ -60,6 +63,7 @@ public final class H2StorageConfig {
     this.retention = b.retention;
     this.listener = b.listener;
     this.migrate = b.migrate;
+    this.databaseClock = b.databaseClock;
     this.dialect = dialect;
   }
 
@@ -67,7 +71,7 @@ public final class H2StorageConfig {
   H2StorageConfig withListener(LifecycleListener listener) {
     Builder b = builder().jdbcUrl(jdbcUrl).username(username).password(password)
         .poolSize(poolSize).tablePrefix(tablePrefix).lease(lease).retention(retention)
-        .listener(listener).migrate(migrate);
+        .listener(listener).migrate(migrate).databaseClock(databaseClock);
     return new H2StorageConfig(b, dialect);
   }
 
@@ -131,6 +135,11 @@ public final class H2StorageConfig {
     return Optional.ofNullable(listener);
   }
 
+  /** The clock leases, takeovers and retention are decided on. */
+  public DatabaseClock databaseClock() {
+    return databaseClock;
+  }
+
   /** Whether opening creates or migrates the tables (true) or only verifies their version. */
   public boolean migrate() {
     return migrate;
@@ -160,6 +169,7 @@ public final class H2StorageConfig {
     private Duration retention = DEFAULT_RETENTION;
     private LifecycleListener listener;
     private boolean migrate = true;
+    private DatabaseClock databaseClock = DatabaseClock.database();
 
     private Builder() {}
 
@@ -201,6 +211,21 @@ public final class H2StorageConfig {
     /** Where the outbox reports its steps; null (the default) for nowhere. */
     public Builder listener(LifecycleListener listener) {
       this.listener = listener;
+      return this;
+    }
+
+    /**
+     * The clock leases, takeovers and retention are decided on: {@link DatabaseClock#database()}
+     * (the default) or, for tests and single-host deployments, {@link DatabaseClock#of}.
+     *
+     * @throws IllegalArgumentException if null
+     */
+    public Builder databaseClock(DatabaseClock databaseClock) {
+      if (databaseClock == null) {
+        throw new IllegalArgumentException(
+            "databaseClock must not be null: use DatabaseClock.database()");
+      }
+      this.databaseClock = databaseClock;
       return this;
     }
 

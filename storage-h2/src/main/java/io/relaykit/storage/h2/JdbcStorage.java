@@ -31,16 +31,19 @@ public final class JdbcStorage implements AutoCloseable {
   private final Tables tables;
   private final Duration retention;
   private final InstantSource clock;
+  private final DatabaseClock databaseClock;
   private final LifecycleListener listener;
 
   private JdbcStorage(DataSource dataSource, HikariDataSource ownedPool, Dialect dialect,
-      Tables tables, Duration retention, InstantSource clock, LifecycleListener listener) {
+      Tables tables, Duration retention, InstantSource clock, DatabaseClock databaseClock,
+      LifecycleListener listener) {
     this.dataSource = dataSource;
     this.ownedPool = ownedPool;
     this.dialect = dialect;
     this.tables = tables;
     this.retention = retention;
     this.clock = clock;
+    this.databaseClock = databaseClock;
     this.listener = listener;
   }
 
@@ -79,7 +82,8 @@ public final class JdbcStorage implements AutoCloseable {
     }
     try {
       return open(pool, pool, config.dialect(), config.tablePrefix(), config.retention(), clock,
-          config.listener().orElse(LifecycleListener.noop()), config.migrate());
+          config.databaseClock(), config.listener().orElse(LifecycleListener.noop()),
+          config.migrate());
     } catch (RuntimeException e) {
       pool.close();
       throw e;
@@ -108,7 +112,24 @@ public final class JdbcStorage implements AutoCloseable {
     if (dataSource == null) {
       throw new IllegalArgumentException("dataSource must not be null");
     }
-    return open(dataSource, null, dialect, tablePrefix, retention, clock, listener, true);
+    return open(dataSource, null, dialect, tablePrefix, retention, clock,
+        DatabaseClock.database(), listener, true);
+  }
+
+  /**
+   * As {@link #open(DataSource, Dialect, String, Duration, InstantSource, LifecycleListener)},
+   * with leases, takeovers and retention decided on {@code databaseClock} ({@link
+   * DatabaseClock#of} for tests that drive time; the others use {@link DatabaseClock#database()}),
+   * and with {@code migrate} false running no DDL (see {@link #openVerified}).
+   */
+  public static JdbcStorage open(DataSource dataSource, Dialect dialect, String tablePrefix,
+      Duration retention, InstantSource clock, DatabaseClock databaseClock,
+      LifecycleListener listener, boolean migrate) {
+    if (dataSource == null) {
+      throw new IllegalArgumentException("dataSource must not be null");
+    }
+    return open(dataSource, null, dialect, tablePrefix, retention, clock, databaseClock,
+        listener, migrate);
   }
 
   /**
@@ -126,7 +147,7 @@ public final class JdbcStorage implements AutoCloseable {
       throw new IllegalArgumentException("dataSource must not be null");
     }
     return open(dataSource, null, dialect, tablePrefix, retention, clock,
-        LifecycleListener.noop(), false);
+        DatabaseClock.database(), LifecycleListener.noop(), false);
   }
 
   /**
@@ -153,8 +174,8 @@ public final class JdbcStorage implements AutoCloseable {
   }
 
   private static JdbcStorage open(DataSource dataSource, HikariDataSource owned, Dialect dialect,
-      String tablePrefix, Duration retention, InstantSource clock, LifecycleListener listener,
-      boolean migrate) {
+      String tablePrefix, Duration retention, InstantSource clock, DatabaseClock databaseClock,
+      LifecycleListener listener, boolean migrate) {
     if (dialect == null) {
       throw new IllegalArgumentException("dialect must not be null");
     }
@@ -168,10 +189,15 @@ public final class JdbcStorage implements AutoCloseable {
     if (listener == null) {
       throw new IllegalArgumentException("listener must not be null: use LifecycleListener.noop()");
     }
+    if (databaseClock == null) {
+      throw new IllegalArgumentException(
+          "databaseClock must not be null: use DatabaseClock.database()");
+    }
     Tables tables = new Tables(tablePrefix);
     checkDialect(dataSource, dialect);
     Schema.migrate(dataSource, dialect, tables, migrate);
-    return new JdbcStorage(dataSource, owned, dialect, tables, retention, clock, listener);
+    return new JdbcStorage(dataSource, owned, dialect, tables, retention, clock, databaseClock,
+        listener);
   }
 
   private static void checkDialect(DataSource dataSource, Dialect dialect) {
@@ -257,6 +283,14 @@ public final class JdbcStorage implements AutoCloseable {
   /** The clock the stores read where the SPI does not pass the time in. */
   public InstantSource clock() {
     return clock;
+  }
+
+  /**
+   * The clock leases, takeovers and retention are decided on: the database's ({@link
+   * DatabaseClock#database()}) unless the storage was opened with another.
+   */
+  public DatabaseClock databaseClock() {
+    return databaseClock;
   }
 
   /** Where the outbox reports its steps; {@link LifecycleListener#noop()} when nowhere. */

@@ -3,12 +3,16 @@ package io.relaykit.storage.h2;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.message.Message;
 import io.relaykit.tck.FakeClock;
 import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -84,6 +88,49 @@ class SchemaMigrationTest {
     open(db, prefix, false).outboxStore().stats(clock.instant());
     assertThat(db.count("SELECT MAX(version) FROM " + prefix + "schema_version"))
         .isEqualTo(Schema.CURRENT_VERSION);
+  }
+
+  @ParameterizedTest
+  @EnumSource(TestDatabase.Kind.class)
+  @DisplayName("version 2 gives the dead letters of version 1 (keyed by message id) their identity"
+      + " (message id, source), and they read back whole")
+  void deadLetterIdentityUpgrade(TestDatabase.Kind kind) throws SQLException {
+    TestDatabase db = TestDatabase.shared(kind);
+    String prefix = TestDatabase.newPrefix();
+    Tables tables = new Tables(prefix);
+    Message m = Message.builder().id("m@1#x%").type("order.paid").key("o-1").payload("{}")
+        .header("tenant", "acme").build();
+    try (Connection c = db.connection(); Statement s = c.createStatement()) {
+      for (String sql : Schema.statements(db.dialect(), 1, tables)) {
+        s.execute(sql);
+      }
+      try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + tables.deadLetter
+          + " (id, source, reason, exception_class, exception_message, attempts,"
+          + " first_failure_at, last_failure_at, msg_type, msg_key, headers, payload)"
+          + " VALUES (?, ?, ?, NULL, NULL, 3, 1000, 2000, ?, ?, ?, ?)")) {
+        ps.setString(1, m.id());
+        ps.setString(2, "orders@eu");
+        ps.setString(3, "attempts exhausted (3 of 3)");
+        ps.setString(4, m.type());
+        ps.setString(5, "o-1");
+        ps.setString(6, Envelopes.encode(m));
+        ps.setBytes(7, m.payload());
+        ps.executeUpdate();
+      }
+    }
+    assertThat(db.count("SELECT MAX(version) FROM " + prefix + "schema_version")).isEqualTo(1);
+
+    JdbcStorage storage = open(db, prefix, true);
+
+    String id = DeadLetter.idOf(m.id(), "orders@eu", null);
+    assertThat(id).isEqualTo("m%401%23x%25@orders%40eu");
+    DeadLetter d = storage.deadLetterStore().find(id).orElseThrow();
+    assertThat(d.message()).isEqualTo(m);
+    assertThat(d.source()).isEqualTo("orders@eu");
+    assertThat(d.group()).isNull();
+    assertThat(d.attempts()).isEqualTo(3);
+    assertThat(storage.deadLetterStore().list(DeadLetterQuery.all().withMessageId(m.id())))
+        .containsExactly(d);
   }
 
   @ParameterizedTest
