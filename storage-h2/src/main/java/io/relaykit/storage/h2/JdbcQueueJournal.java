@@ -1,6 +1,7 @@
 package io.relaykit.storage.h2;
 
 import io.relaykit.queue.JournalException;
+import io.relaykit.queue.JournalFullException;
 import io.relaykit.queue.JournalState;
 import io.relaykit.queue.Priority;
 import io.relaykit.queue.QueueJournal;
@@ -30,9 +31,32 @@ import javax.sql.DataSource;
  * A {@link QueueJournal} in a database table: each change becomes one or two single-row
  * statements (insert, update or delete of the event's pending, dead or seen row), never a rewrite
  * of the whole state. Changes are buffered and group-committed in one transaction every {@code
- * commitInterval} by a daemon thread, or at once when the buffer reaches 10 000 changes; a {@link
+ * commitInterval} by a daemon thread, or sooner when 10 000 statements are waiting; a {@link
  * Priority#CRITICAL} append commits everything buffered before it returns, and concurrent critical
- * appends share that commit. Several journals share one table, told apart by name.
+ * appends share that commit. {@link #recordAtomically} buffers its list under one lock, so one
+ * transaction writes it. Several journals share one table, told apart by name.
+ *
+ * <h2>Failures</h2>
+ * <ul>
+ *   <li><b>A lost commit acknowledgement</b> (the database committed, then the connection broke
+ *       before the answer) does not wedge later commits. Every transaction also moves the
+ *       journal's commit mark (a row of kind 3 with a blank event id, which no event has) to the
+ *       number of the last statement it writes; a commit that failed keeps its statements
+ *       buffered, and the next transaction first reads the mark under a row lock (so it waits for
+ *       a commit still in progress) and skips the statements the database already has. Nothing is
+ *       written twice and nothing is lost.
+ *   <li><b>While the database is down</b> the buffer is bounded ({@code maxBufferedStatements},
+ *       {@code maxBufferedBytes} of payload): past the bound an append throws {@link
+ *       JournalFullException} (the queue answers {@code JOURNAL_FULL} for a normal event); other
+ *       changes may use a quarter more, so that in-flight events can still be acked, and then
+ *       throw it too. A {@code CRITICAL} append fails fast: while the last commit failed, it is
+ *       refused at once ({@link JournalException}, nothing recorded) instead of waiting for the
+ *       pool's connection timeout; the flusher probes the database every interval and clears that
+ *       state with its first successful transaction.
+ *   <li>A critical append or flush whose commit fails throws a {@link JournalException} with an
+ *       unknown outcome: its changes stay buffered and are committed (once) by a later
+ *       transaction.
+ * </ul>
  *
  * <p>The journal keeps the set of pending, dead and seen ids in memory (not the payloads), so it
  * can write each change unconditionally. One instance writes a journal name at a time: a second
@@ -45,7 +69,14 @@ public final class JdbcQueueJournal implements QueueJournal {
   private static final int SEEN = 0;
   private static final int PENDING = 1;
   private static final int DEAD = 2;
-  private static final int MAX_BUFFERED = 10_000;
+  /** The row of the commit mark: its seq is the number of the last statement committed. */
+  private static final int COMMIT_MARK = 3;
+  private static final String MARK_ID = "";
+  private static final int FLUSH_EARLY = 10_000;
+  /** Default bound of buffered statements. */
+  static final int DEFAULT_MAX_BUFFERED_STATEMENTS = 100_000;
+  /** Default bound of buffered payload bytes. */
+  static final long DEFAULT_MAX_BUFFERED_BYTES = 64L * 1024 * 1024;
   private static final int MAX_ID_LENGTH = 512;
 
   /** A typed SQL NULL: PostgreSQL refuses a VARCHAR null for a BIGINT column. */
@@ -56,8 +87,8 @@ public final class JdbcQueueJournal implements QueueJournal {
   private static final Null NULL_LONG = new Null(Types.BIGINT);
   private static final Null NULL_BYTES = new Null(Types.VARBINARY);
 
-  /** One buffered statement and its parameters. */
-  private record Statement(String sql, Object[] params) {}
+  /** One buffered statement, its parameters, and the payload bytes it holds. */
+  private record Statement(String sql, Object[] params, long bytes) {}
 
   private final DataSource dataSource;
   private final String table;
@@ -68,12 +99,26 @@ public final class JdbcQueueJournal implements QueueJournal {
   private final String deleteSql;
   private final String rescheduleSql;
   private final String toDeadSql;
+  private final String insertMarkSql;
+
+  private final int maxBufferedStatements;
+  private final long maxBufferedBytes;
+  private final String markSql;
+  private final String moveMarkSql;
 
   private final Object lock = new Object();
   private final ReentrantLock flushLock = new ReentrantLock();
+  /**
+   * The statements numbered durable + 1 .. recorded, in order: every one not known to be
+   * committed. Guarded by lock.
+   */
   private List<Statement> buffer = new ArrayList<>();
+  private long bufferedBytes;
+  /** The number of the last statement recorded; numbers continue the commit mark's. */
   private long recorded;
   private volatile long durable;
+  /** Why the last transaction failed, while it did; null once one succeeded. */
+  private volatile String down;
   private final Set<String> pending = new HashSet<>();
   private final Set<String> seen = new HashSet<>();
   private final Set<String> dead = new HashSet<>();
@@ -81,7 +126,14 @@ public final class JdbcQueueJournal implements QueueJournal {
   private boolean loaded;
   private volatile boolean closed;
 
-  JdbcQueueJournal(DataSource dataSource, Tables tables, String name, Duration commitInterval) {
+  JdbcQueueJournal(DataSource dataSource, Dialect dialect, Tables tables, String name,
+      Duration commitInterval) {
+    this(dataSource, dialect, tables, name, commitInterval, DEFAULT_MAX_BUFFERED_STATEMENTS,
+        DEFAULT_MAX_BUFFERED_BYTES);
+  }
+
+  JdbcQueueJournal(DataSource dataSource, Dialect dialect, Tables tables, String name,
+      Duration commitInterval, int maxBufferedStatements, long maxBufferedBytes) {
     if (name == null || name.isBlank() || name.length() > 255) {
       throw new IllegalArgumentException("journal name must be 1..255 characters, not blank, was "
           + (name == null ? "null" : "'" + name + "'"));
@@ -90,9 +142,24 @@ public final class JdbcQueueJournal implements QueueJournal {
       throw new IllegalArgumentException("commitInterval must be a positive duration, was "
           + commitInterval);
     }
+    if (maxBufferedStatements < 1) {
+      throw new IllegalArgumentException("maxBufferedStatements must be >= 1, was "
+          + maxBufferedStatements);
+    }
+    if (maxBufferedBytes < 1) {
+      throw new IllegalArgumentException("maxBufferedBytes must be >= 1, was " + maxBufferedBytes);
+    }
     this.dataSource = dataSource;
     this.table = tables.journal;
     this.name = name;
+    this.maxBufferedStatements = maxBufferedStatements;
+    this.maxBufferedBytes = maxBufferedBytes;
+    this.markSql = "SELECT seq FROM " + table + " WHERE journal = ? AND event_id = '"
+        + MARK_ID + "' AND kind = " + COMMIT_MARK + " FOR UPDATE";
+    this.moveMarkSql = "UPDATE " + table + " SET seq = ? WHERE journal = ? AND event_id = '"
+        + MARK_ID + "' AND kind = " + COMMIT_MARK;
+    this.insertMarkSql = dialect.insertIgnoringDuplicates(table,
+        List.of("journal", "event_id", "kind", "seq"), List.of("journal", "event_id", "kind"));
     this.insertSql = "INSERT INTO " + table + " (journal, event_id, kind, seq, seen_at, name,"
         + " payload, priority, enqueued_at, attempts, next_attempt_at, expires_at, dead_reason)"
         + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
@@ -124,8 +191,17 @@ public final class JdbcQueueJournal implements QueueJournal {
         throw new IllegalStateException("journal " + name + " is already loaded");
       }
       try (Connection c = dataSource.getConnection();
+          PreparedStatement mark = c.prepareStatement(insertMarkSql);
           PreparedStatement ps = c.prepareStatement("SELECT * FROM " + table
               + " WHERE journal = ? ORDER BY seq")) {
+        mark.setString(1, name);
+        mark.setString(2, MARK_ID);
+        mark.setInt(3, COMMIT_MARK);
+        mark.setLong(4, 0L);
+        Dialect.executeIgnoringDuplicate(mark);
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
         ps.setString(1, name);
         List<QueuedEvent> pendingEvents = new ArrayList<>();
         List<QueuedEvent> deadEvents = new ArrayList<>();
@@ -135,6 +211,11 @@ public final class JdbcQueueJournal implements QueueJournal {
           while (rs.next()) {
             String id = rs.getString("event_id");
             long seq = rs.getLong("seq");
+            if (rs.getInt("kind") == COMMIT_MARK) {
+              recorded = seq;
+              durable = seq;
+              continue;
+            }
             nextSeq = Math.max(nextSeq, seq + 1);
             switch (rs.getInt("kind")) {
               case SEEN -> {
@@ -189,6 +270,7 @@ public final class JdbcQueueJournal implements QueueJournal {
     Appended a = checkAppend(event);
     synchronized (lock) {
       ensureWritable();
+      ensureRoom(true, event.priority() == Priority.CRITICAL, 2, a.payload().length);
       recordAppend(a);
       return event.priority() == Priority.CRITICAL ? recorded : 0L;
     }
@@ -215,8 +297,17 @@ public final class JdbcQueueJournal implements QueueJournal {
         checked.add(c);
       }
     }
+    long payloadBytes = 0;
+    boolean appends = false;
+    for (Object c : checked) {
+      if (c instanceof Appended a) {
+        payloadBytes += a.payload().length;
+        appends = true;
+      }
+    }
     synchronized (lock) {
       ensureWritable();
+      ensureRoom(appends, critical, 3 * checked.size(), payloadBytes);
       for (Object c : checked) {
         if (c instanceof Appended a) {
           recordAppend(a);
@@ -295,6 +386,7 @@ public final class JdbcQueueJournal implements QueueJournal {
     }
     synchronized (lock) {
       ensureWritable();
+      ensureRoom(false, false, 2, 0);
       recordRemove(eventId, removal);
     }
   }
@@ -323,6 +415,7 @@ public final class JdbcQueueJournal implements QueueJournal {
     nanos(nextAttemptAt);
     synchronized (lock) {
       ensureWritable();
+      ensureRoom(false, false, 2, 0);
       recordReschedule(eventId, attempts, nextAttemptAt);
     }
   }
@@ -340,6 +433,7 @@ public final class JdbcQueueJournal implements QueueJournal {
     QueueJournal.requireDeadReason(reason);
     synchronized (lock) {
       ensureWritable();
+      ensureRoom(false, false, 2, 0);
       recordDeadLetter(eventId, attempts, reason);
     }
   }
@@ -361,6 +455,7 @@ public final class JdbcQueueJournal implements QueueJournal {
     requireId(eventId);
     synchronized (lock) {
       ensureWritable();
+      ensureRoom(false, false, 2, 0);
       recordForget(eventId);
     }
   }
@@ -435,37 +530,124 @@ public final class JdbcQueueJournal implements QueueJournal {
     }
   }
 
-  /** Writes everything buffered in one transaction. Call with {@link #flushLock} held. */
+  /**
+   * Writes everything buffered in one transaction (while the last one failed, an empty one too:
+   * a probe, which also settles the outcome of the failed commit). Call with {@link #flushLock}
+   * held.
+   */
   private void writeBuffered() {
     List<Statement> batch;
+    long from;
     long upTo;
     synchronized (lock) {
-      if (buffer.isEmpty()) {
+      if (buffer.isEmpty() && down == null) {
         return;
       }
-      batch = buffer;
-      buffer = new ArrayList<>();
+      batch = new ArrayList<>(buffer);
+      from = durable;
       upTo = recorded;
     }
+    long committed;
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
       try {
-        write(c, batch);
+        long mark = readMark(c);
+        if (mark < from || mark > upTo) {
+          throw new JournalException("journal " + name + " in " + table + " has commit mark "
+              + mark + " outside " + from + ".." + upTo + ": another process writes this journal");
+        }
+        // The statements up to the mark are in the database already: a commit whose answer was
+        // lost. Write the rest, and move the mark in the same transaction.
+        List<Statement> rest = batch.subList((int) (mark - from), batch.size());
+        if (!rest.isEmpty()) {
+          write(c, rest);
+          moveMark(c, upTo);
+        }
         c.commit();
+        committed = rest.isEmpty() ? mark : upTo;
       } catch (SQLException | RuntimeException e) {
-        c.rollback();
+        rollbackQuietly(c);
         throw e;
       } finally {
-        c.setAutoCommit(true);
+        resetAutoCommitQuietly(c);
       }
-      durable = upTo;
     } catch (SQLException | RuntimeException e) {
-      synchronized (lock) {
-        batch.addAll(buffer);
-        buffer = batch;
+      down = e.toString();
+      if (e instanceof JournalException je) {
+        throw je;
       }
       throw new JournalException("journal " + name + " could not commit " + batch.size()
-          + " changes to " + table + ": " + e.getMessage(), e);
+          + " statements to " + table + " (they stay buffered and are committed once by a later"
+          + " transaction): " + e.getMessage(), e, JournalException.Outcome.UNKNOWN);
+    }
+    synchronized (lock) {
+      long done = committed - durable;
+      for (int i = 0; i < done; i++) {
+        bufferedBytes -= buffer.get(i).bytes();
+      }
+      buffer = new ArrayList<>(buffer.subList((int) done, buffer.size()));
+      durable = committed;
+    }
+    down = null;
+  }
+
+  private long readMark(Connection c) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(markSql)) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new JournalException("journal " + name + " in " + table + " has no commit mark "
+              + "row; was it deleted while the journal was open?");
+        }
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  private void moveMark(Connection c, long to) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(moveMarkSql)) {
+      ps.setLong(1, to);
+      ps.setString(2, name);
+      ps.executeUpdate();
+    }
+  }
+
+  private static void rollbackQuietly(Connection c) {
+    try {
+      c.rollback();
+    } catch (SQLException ignored) {
+      // The connection is broken; the transaction dies with it.
+    }
+  }
+
+  private static void resetAutoCommitQuietly(Connection c) {
+    try {
+      c.setAutoCommit(true);
+    } catch (SQLException ignored) {
+      // A broken connection: the pool discards it.
+    }
+  }
+
+  /**
+   * Refuses a change that the buffer has no room for, or a critical append while the database is
+   * down. Call with {@link #lock} held, before anything is buffered.
+   */
+  private void ensureRoom(boolean appends, boolean critical, int statements, long payloadBytes) {
+    if (critical && down != null) {
+      throw new JournalException("journal " + name + " refuses a critical change at once: the "
+          + "database is unreachable (the last transaction failed: " + down + "); nothing was "
+          + "recorded", null, JournalException.Outcome.NOT_RECORDED);
+    }
+    long statementBound = appends ? maxBufferedStatements
+        : maxBufferedStatements + maxBufferedStatements / 4L;
+    long byteBound = appends ? maxBufferedBytes : maxBufferedBytes + maxBufferedBytes / 4;
+    if (buffer.size() + (long) statements > statementBound
+        || bufferedBytes + payloadBytes > byteBound) {
+      throw new JournalFullException("journal " + name + " holds " + buffer.size()
+          + " uncommitted statements (" + bufferedBytes + " payload bytes), its bound is "
+          + maxBufferedStatements + " (" + maxBufferedBytes + " bytes)"
+          + (down == null ? "" : "; the database is unreachable: " + down)
+          + "; nothing was recorded");
     }
   }
 
@@ -514,9 +696,16 @@ public final class JdbcQueueJournal implements QueueJournal {
   }
 
   private void add(String sql, Object... params) {
-    buffer.add(new Statement(sql, params));
+    long bytes = 0;
+    for (Object p : params) {
+      if (p instanceof byte[] b) {
+        bytes += b.length;
+      }
+    }
+    buffer.add(new Statement(sql, params, bytes));
+    bufferedBytes += bytes;
     recorded++;
-    if (buffer.size() % MAX_BUFFERED == 0) {
+    if (buffer.size() % FLUSH_EARLY == 0) {
       // Backpressure: the writer pays for the commit instead of growing the buffer.
       flusher.execute(this::backgroundFlush);
     }
