@@ -1,5 +1,6 @@
 package io.relaykit.storage.redis;
 
+import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.sync.RedisCommands;
@@ -35,6 +36,15 @@ import java.util.Map;
  * <p>All keys of one journal share a hash tag, so the scripts run on Redis Cluster and the journal
  * lives on one node. Failures raise {@link JournalException} naming the journal; an event too large
  * for {@code maxValueBytes} raises {@link IllegalArgumentException}. Thread-safe.
+ *
+ * <h2>Failures</h2>
+ * There is no buffer to fill while Redis is down: every change is one synchronous script, and
+ * while the connection is down commands are rejected at once, so each change throws a {@link
+ * JournalException} with outcome {@code NOT_RECORDED} without waiting (a {@code CRITICAL} enqueue
+ * fails fast, and nothing grows). A change whose reply is lost (a timeout, a connection reset
+ * after the command was sent) throws with outcome {@code UNKNOWN}: Redis may have run it. Every
+ * change is idempotent (a repeated append keeps its place, a repeated dead letter finds nothing
+ * pending), so recording it again is safe and later changes are never wedged by it.
  */
 public final class RedisJournal implements QueueJournal {
 
@@ -352,9 +362,26 @@ public final class RedisJournal implements QueueJournal {
       String detail = RedisErrors.isWrongType(e)
           ? "a key of the journal holds another type of value; another program wrote it: "
           : "";
+      boolean unsent = notSent(e);
       throw new JournalException("Redis journal '" + name + "' at " + redis.where()
-          + " failed to " + what + ": " + detail + e.getMessage(), e);
+          + " failed to " + what + ": " + detail + e.getMessage()
+          + (unsent ? " (not sent: nothing recorded)"
+              : " (it may have been applied; recording it again is safe)"), e,
+          unsent ? JournalException.Outcome.NOT_RECORDED : JournalException.Outcome.UNKNOWN);
     }
+  }
+
+  /**
+   * Whether the command never left the client: no connection (a failed connect, or Lettuce
+   * rejecting commands while disconnected). A timeout or a reset after sending is an unknown
+   * outcome: Redis may have run the script.
+   */
+  private static boolean notSent(RedisException e) {
+    if (e instanceof RedisConnectionException) {
+      return true;
+    }
+    String m = e.getMessage();
+    return m != null && m.contains("not connected");
   }
 
   private void requireOpen() {
