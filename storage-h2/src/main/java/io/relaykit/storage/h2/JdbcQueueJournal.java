@@ -160,19 +160,23 @@ public final class JdbcQueueJournal implements QueueJournal {
         + MARK_ID + "' AND kind = " + COMMIT_MARK;
     this.insertMarkSql = dialect.insertIgnoringDuplicates(table,
         List.of("journal", "event_id", "kind", "seq"), List.of("journal", "event_id", "kind"));
-    this.insertSql = "INSERT INTO " + table + " (journal, event_id, kind, seq, seen_at, name,"
-        + " payload, priority, enqueued_at, attempts, next_attempt_at, expires_at, dead_reason)"
-        + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    this.insertSql = "INSERT INTO " + table + " (journal, event_id, kind, seq, seen_s, seen_ns,"
+        + " name, payload, priority, enqueued_s, enqueued_ns, attempts, next_attempt_s,"
+        + " next_attempt_ns, expires_s, expires_ns, dead_reason)"
+        + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
     this.updatePendingSql = "UPDATE " + table + " SET name = ?, payload = ?, priority = ?,"
-        + " enqueued_at = ?, attempts = ?, next_attempt_at = ?, expires_at = ?"
+        + " enqueued_s = ?, enqueued_ns = ?, attempts = ?, next_attempt_s = ?,"
+        + " next_attempt_ns = ?, expires_s = ?, expires_ns = ?"
         + " WHERE journal = ? AND event_id = ? AND kind = " + PENDING;
     this.deleteSql = "DELETE FROM " + table + " WHERE journal = ? AND event_id = ? AND kind = ?";
-    this.rescheduleSql = "UPDATE " + table + " SET attempts = ?, next_attempt_at = ?"
+    this.rescheduleSql = "UPDATE " + table + " SET attempts = ?, next_attempt_s = ?,"
+        + " next_attempt_ns = ?"
         + " WHERE journal = ? AND event_id = ? AND kind = " + PENDING;
     this.toDeadSql = "INSERT INTO " + table + " (journal, event_id, kind, seq, name, payload,"
-        + " priority, enqueued_at, attempts, next_attempt_at, expires_at, dead_reason)"
-        + " SELECT journal, event_id, " + DEAD + ", ?, name, payload, priority, enqueued_at, ?,"
-        + " next_attempt_at, expires_at, ? FROM " + table
+        + " priority, enqueued_s, enqueued_ns, attempts, next_attempt_s, next_attempt_ns,"
+        + " expires_s, expires_ns, dead_reason)"
+        + " SELECT journal, event_id, " + DEAD + ", ?, name, payload, priority, enqueued_s,"
+        + " enqueued_ns, ?, next_attempt_s, next_attempt_ns, expires_s, expires_ns, ? FROM " + table
         + " WHERE journal = ? AND event_id = ? AND kind = " + PENDING;
     this.flusher = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "relaykit-journal-" + name);
@@ -219,7 +223,7 @@ public final class JdbcQueueJournal implements QueueJournal {
             nextSeq = Math.max(nextSeq, seq + 1);
             switch (rs.getInt("kind")) {
               case SEEN -> {
-                seenAt.put(id, Instants.get(rs, "seen_at"));
+                seenAt.put(id, instant(rs, "seen"));
                 seen.add(id);
               }
               case PENDING -> {
@@ -252,9 +256,8 @@ public final class JdbcQueueJournal implements QueueJournal {
   private static QueuedEvent event(ResultSet rs, String id) throws SQLException {
     return new QueuedEvent(id, rs.getString("name"),
         new String(rs.getBytes("payload"), StandardCharsets.UTF_8),
-        Priority.values()[rs.getInt("priority")], Instants.get(rs, "enqueued_at"),
-        rs.getInt("attempts"), Instants.get(rs, "next_attempt_at"),
-        Instants.get(rs, "expires_at"));
+        Priority.values()[rs.getInt("priority")], instant(rs, "enqueued"),
+        rs.getInt("attempts"), instant(rs, "next_attempt"), instant(rs, "expires"));
   }
 
   @Override
@@ -292,7 +295,6 @@ public final class JdbcQueueJournal implements QueueJournal {
       } else {
         requireId(eventIdOf(c));
         if (c instanceof Change.Reschedule r) {
-          nanos(r.nextAttemptAt());
         }
         checked.add(c);
       }
@@ -364,17 +366,20 @@ public final class JdbcQueueJournal implements QueueJournal {
     }
     if (pending.contains(id)) {
       add(updatePendingSql, e.name(), payload, e.priority().ordinal(),
-          nanos(e.enqueuedAt()), e.attempts(), nanos(e.nextAttemptAt()), nanos(e.expiresAt()),
-          name, id);
+          seconds(e.enqueuedAt()), nanos(e.enqueuedAt()), e.attempts(),
+          seconds(e.nextAttemptAt()), nanos(e.nextAttemptAt()), seconds(e.expiresAt()),
+          nanos(e.expiresAt()), name, id);
     } else {
       pending.add(id);
-      add(insertSql, name, id, PENDING, nextSeq++, NULL_LONG, e.name(), payload,
-          e.priority().ordinal(), nanos(e.enqueuedAt()), e.attempts(),
-          nanos(e.nextAttemptAt()), nanos(e.expiresAt()), NULL_TEXT);
+      add(insertSql, name, id, PENDING, nextSeq++, NULL_LONG, NULL_INT, e.name(), payload,
+          e.priority().ordinal(), seconds(e.enqueuedAt()), nanos(e.enqueuedAt()), e.attempts(),
+          seconds(e.nextAttemptAt()), nanos(e.nextAttemptAt()), seconds(e.expiresAt()),
+          nanos(e.expiresAt()), NULL_TEXT);
     }
     if (seen.add(id)) {
-      add(insertSql, name, id, SEEN, nextSeq++, nanos(e.enqueuedAt()), NULL_TEXT, NULL_BYTES,
-          NULL_INT, NULL_LONG, NULL_INT, NULL_LONG, NULL_LONG, NULL_TEXT);
+      add(insertSql, name, id, SEEN, nextSeq++, seconds(e.enqueuedAt()), nanos(e.enqueuedAt()),
+          NULL_TEXT, NULL_BYTES, NULL_INT, NULL_LONG, NULL_INT, NULL_INT, NULL_LONG, NULL_INT,
+          NULL_LONG, NULL_INT, NULL_TEXT);
     }
   }
 
@@ -412,7 +417,6 @@ public final class JdbcQueueJournal implements QueueJournal {
     if (nextAttemptAt == null) {
       throw new IllegalArgumentException("nextAttemptAt must not be null");
     }
-    nanos(nextAttemptAt);
     synchronized (lock) {
       ensureWritable();
       ensureRoom(false, false, 2, 0);
@@ -422,7 +426,7 @@ public final class JdbcQueueJournal implements QueueJournal {
 
   private void recordReschedule(String eventId, int attempts, Instant nextAttemptAt) {
     if (pending.contains(eventId)) {
-      add(rescheduleSql, attempts, nanos(nextAttemptAt), name, eventId);
+      add(rescheduleSql, attempts, seconds(nextAttemptAt), nanos(nextAttemptAt), name, eventId);
     }
   }
 
@@ -711,8 +715,24 @@ public final class JdbcQueueJournal implements QueueJournal {
     }
   }
 
+  /**
+   * Instants are epoch seconds (BIGINT) and nanoseconds (INT) since schema version 4, so any
+   * {@link Instant} round-trips, {@link Instant#MAX} and {@link Instant#MIN} included.
+   */
+  private static Object seconds(Instant instant) {
+    return instant == null ? NULL_LONG : (Object) instant.getEpochSecond();
+  }
+
   private static Object nanos(Instant instant) {
-    return instant == null ? NULL_LONG : Instants.toNanos("event time", instant);
+    return instant == null ? NULL_INT : (Object) instant.getNano();
+  }
+
+  private static Instant instant(ResultSet rs, String column) throws SQLException {
+    long seconds = rs.getLong(column + "_s");
+    if (rs.wasNull()) {
+      return null;
+    }
+    return Instant.ofEpochSecond(seconds, rs.getInt(column + "_ns"));
   }
 
   private void ensureWritable() {
