@@ -797,6 +797,26 @@ public abstract class QueueJournalContract {
   class Data {
 
     @Test
+    @DisplayName("any Instant round-trips: the year 9999, Instant.MAX from a saturated retry time, Instant.MIN, before 1970, nanoseconds")
+    void extremeInstants() throws Exception {
+      Instant year9999 = Instant.parse("9999-12-31T23:59:59.999999999Z");
+      Instant before1970 = Instant.parse("1969-12-31T23:59:59.000000001Z");
+      Instant ancient = Instant.parse("1600-02-29T12:00:00.5Z");
+      QueuedEvent a = new QueuedEvent("far", "n", "p", Priority.NORMAL, before1970, 3,
+          Instant.MAX, year9999);
+      QueuedEvent b = new QueuedEvent("old", "n", "p", Priority.LOW, ancient, 0, Instant.MIN,
+          Instant.MAX);
+      QueueJournal journal = fresh();
+      journal.append(a);
+      journal.append(b);
+      journal.reschedule("old", 1, year9999);
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).containsExactly(a, b.rescheduled(1, year9999));
+      assertThat(state.seen()).containsExactly(Map.entry("far", before1970),
+          Map.entry("old", ancient));
+    }
+
+    @Test
     @DisplayName("a large payload comes back byte for byte")
     void largePayload() throws Exception {
       StringBuilder sb = new StringBuilder(1 << 20);
