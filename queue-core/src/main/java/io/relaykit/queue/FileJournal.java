@@ -230,7 +230,7 @@ public final class FileJournal implements QueueJournal {
 
   @Override
   public long appendDeferringSync(QueuedEvent event) {
-    Checks.requireNonNull("event", event);
+    QueueJournal.requireEvent(event);
     writeLock.lock();
     try {
       write(codec.append(event));
@@ -253,7 +253,7 @@ public final class FileJournal implements QueueJournal {
 
   @Override
   public void remove(String eventId, Removal removal) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
     Checks.requireNonNull("removal", removal);
     writeLock.lock();
     try {
@@ -275,7 +275,8 @@ public final class FileJournal implements QueueJournal {
 
   @Override
   public void reschedule(String eventId, int attempts, Instant nextAttemptAt) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
+    QueueJournal.requireAttempts(attempts);
     Checks.requireNonNull("nextAttemptAt", nextAttemptAt);
     writeLock.lock();
     try {
@@ -288,7 +289,9 @@ public final class FileJournal implements QueueJournal {
 
   @Override
   public void deadLetter(String eventId, int attempts, String reason) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
+    QueueJournal.requireAttempts(attempts);
+    QueueJournal.requireDeadReason(reason);
     writeLock.lock();
     try {
       write(codec.dead(eventId, attempts, reason));
@@ -302,7 +305,7 @@ public final class FileJournal implements QueueJournal {
 
   @Override
   public void forget(String eventId) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
     writeLock.lock();
     try {
       write(codec.forget(eventId));

@@ -262,9 +262,28 @@ public final class JdbcStorage implements AutoCloseable {
     return queueJournal(name, Duration.ofMillis(50));
   }
 
-  /** The queue journal called {@code name}, group-committing every {@code commitInterval}. */
+  /**
+   * The queue journal called {@code name}, group-committing every {@code commitInterval}, with at
+   * most 100 000 uncommitted statements and 64 MiB of uncommitted payload buffered while the
+   * database is down.
+   */
   public JdbcQueueJournal queueJournal(String name, Duration commitInterval) {
-    return new JdbcQueueJournal(dataSource, tables, name, commitInterval);
+    return new JdbcQueueJournal(dataSource, dialect, tables, name, commitInterval);
+  }
+
+  /**
+   * The queue journal called {@code name}, group-committing every {@code commitInterval}, with at
+   * most {@code maxBufferedStatements} uncommitted statements and {@code maxBufferedBytes} of
+   * uncommitted payload buffered (while the database is down or behind) before appends are
+   * refused with {@link io.relaykit.queue.JournalFullException}.
+   *
+   * @throws IllegalArgumentException naming the field for a blank or over-long name, a
+   *     non-positive interval or bound
+   */
+  public JdbcQueueJournal queueJournal(String name, Duration commitInterval,
+      int maxBufferedStatements, long maxBufferedBytes) {
+    return new JdbcQueueJournal(dataSource, dialect, tables, name, commitInterval,
+        maxBufferedStatements, maxBufferedBytes);
   }
 
   public Dialect dialect() {

@@ -41,7 +41,7 @@ final class Schema {
 
   /** The script of version n is {@code SCRIPTS.get(n - 1)}. */
   static final List<String> SCRIPTS = List.of("V1__base.sql", "V2__dead_letter_identity.sql",
-      "V3__database_clock.sql");
+      "V3__database_clock.sql", "V4__journal_instants.sql");
 
   /** The newest schema version this build knows: the number of scripts in {@link #SCRIPTS}. */
   static final int CURRENT_VERSION = SCRIPTS.size();

@@ -135,6 +135,44 @@ class SchemaMigrationTest {
 
   @ParameterizedTest
   @EnumSource(TestDatabase.Kind.class)
+  @DisplayName("version 4 moves journal rows of version 3 (nanosecond instants, before and after"
+      + " 1970) to seconds and nanos, and they read back exactly")
+  void journalInstantsUpgrade(TestDatabase.Kind kind) throws SQLException {
+    TestDatabase db = TestDatabase.shared(kind);
+    String prefix = TestDatabase.newPrefix();
+    Tables tables = new Tables(prefix);
+    java.time.Instant before1970 = java.time.Instant.parse("1969-12-31T23:59:58.250000001Z");
+    java.time.Instant after = java.time.Instant.parse("2026-01-01T00:00:00.123456789Z");
+    try (Connection c = db.connection(); Statement s = c.createStatement()) {
+      for (int version = 1; version <= 3; version++) {
+        for (String sql : Schema.statements(db.dialect(), version, tables)) {
+          s.execute(sql);
+        }
+      }
+      try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + tables.journal
+          + " (journal, event_id, kind, seq, seen_at, name, payload, priority, enqueued_at,"
+          + " attempts, next_attempt_at, expires_at, dead_reason) VALUES"
+          + " ('j', 'e', 1, 1, NULL, 'n', ?, 1, ?, 2, ?, ?, NULL),"
+          + " ('j', 'e', 0, 2, ?, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)")) {
+        ps.setBytes(1, "p".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        ps.setLong(2, Instants.toNanos("t", before1970));
+        ps.setLong(3, Instants.toNanos("t", after));
+        ps.setLong(4, Instants.toNanos("t", after.plusSeconds(60)));
+        ps.setLong(5, Instants.toNanos("t", before1970));
+        ps.executeUpdate();
+      }
+    }
+    JdbcStorage storage = open(db, prefix, true);
+    assertThat(db.count("SELECT MAX(version) FROM " + prefix + "schema_version"))
+        .isEqualTo(Schema.CURRENT_VERSION);
+    io.relaykit.queue.JournalState state = storage.queueJournal("j").load();
+    assertThat(state.pending()).containsExactly(new io.relaykit.queue.QueuedEvent("e", "n", "p",
+        io.relaykit.queue.Priority.NORMAL, before1970, 2, after, after.plusSeconds(60)));
+    assertThat(state.seen()).containsExactly(java.util.Map.entry("e", before1970));
+  }
+
+  @ParameterizedTest
+  @EnumSource(TestDatabase.Kind.class)
   @DisplayName("four instances opening one fresh schema at once all succeed, five times over")
   void concurrentFirstOpen(TestDatabase.Kind kind) throws Exception {
     TestDatabase db = TestDatabase.shared(kind);
