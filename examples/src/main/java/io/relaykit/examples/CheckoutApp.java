@@ -159,7 +159,7 @@ final class CheckoutApp implements AutoCloseable {
     }
     for (Orders.Effect effect : Orders.Effect.values()) {
       subscriptions.add(subscriber.subscribe(
-          SubscriptionSpec.builder(effect.destination(), effect.id())
+          SubscriptionSpec.builder(effect.destination(), effect.group())
               .ordering(OrderingMode.KEY)
               .concurrency(4)
               .maxInFlight(64)
@@ -280,7 +280,7 @@ final class CheckoutApp implements AutoCloseable {
         RetryPolicy.Decision decision = retry.decide(delivery.attempt(), first, now, e);
         if (!decision.retry()) {
           storage.deadLetterStore().add(DeadLetter.of(delivery.message(), delivery.source(),
-              decision.reason(), e, delivery.attempt(), first, now));
+              effect.group(), decision.reason(), e, delivery.attempt(), first, now));
         }
       }
       throw e;

@@ -46,7 +46,7 @@ final class DemoServer implements AutoCloseable {
 
   private static final System.Logger LOG = System.getLogger(DemoServer.class.getName());
   private static final Pattern ORDER = Pattern.compile("/orders/([A-Za-z0-9-]{1,64})(/status)?");
-  private static final Pattern REPLAY = Pattern.compile("/dead-letters/([^/]{1,255})/replay");
+  private static final Pattern REPLAY = Pattern.compile("/dead-letters/([^/]{1,2048})/replay");
   private static final Duration RETRY_AFTER = Duration.ofSeconds(1);
   private static final int MAX_BODY = 16 * 1024;
   private static final int MAX_KEY = 200;
@@ -214,8 +214,10 @@ final class DemoServer implements AutoCloseable {
   static ObjectNode deadLetterJson(DeadLetter d) {
     ObjectNode n = Json.MAPPER.createObjectNode();
     n.put("id", d.id());
+    n.put("messageId", d.messageId());
     n.put("orderId", d.message().key().orElse(null));
     n.put("source", d.source());
+    n.put("group", d.group());
     n.put("reason", d.reason());
     n.put("exception", d.exceptionClass());
     n.put("attempts", d.attempts());

@@ -49,6 +49,31 @@ final class Orders {
     String messageId(String orderId) {
       return orderId + ":" + id();
     }
+
+    /** The consumer group that applies this effect. */
+    String group() {
+      return id();
+    }
+
+    /**
+     * Where this effect's message of {@code orderId} is when it gave up: dead-lettered by its
+     * consumer group, or by the relay that could not publish it.
+     */
+    List<String> deadLetterIds(String orderId) {
+      return List.of(DeadLetter.idOf(messageId(orderId), destination(), group()),
+          DeadLetter.idOf(messageId(orderId), destination(), null));
+    }
+
+    /** This effect's dead letter for {@code orderId} in {@code store}, if it gave up. */
+    Optional<DeadLetter> deadLetter(DeadLetterStore store, String orderId) {
+      for (String id : deadLetterIds(orderId)) {
+        Optional<DeadLetter> found = store.find(id);
+        if (found.isPresent()) {
+          return found;
+        }
+      }
+      return Optional.empty();
+    }
   }
 
   /** An order as stored. */
@@ -217,7 +242,7 @@ final class Orders {
   StatusDocument status(Order order) throws SQLException {
     Instant updated = order.pickedUpAt() != null ? order.pickedUpAt() : order.createdAt();
     for (Effect effect : Effect.values()) {
-      Optional<DeadLetter> dead = deadLetters.find(effect.messageId(order.id()));
+      Optional<DeadLetter> dead = effect.deadLetter(deadLetters, order.id());
       if (dead.isPresent()) {
         return new StatusDocument(order.id(), JobStatus.FAILED, dead.get().lastFailureAt(),
             effect.id() + ": " + dead.get().reason());
@@ -277,7 +302,7 @@ final class Orders {
       c.setAutoCommit(false);
       for (String[] m : missing) {
         Effect effect = Effect.valueOf(m[3]);
-        if (deadLetters.find(effect.messageId(m[0])).isPresent()) {
+        if (effect.deadLetter(deadLetters, m[0]).isPresent()) {
           continue;
         }
         outbox.append(c, effect.destination(),

@@ -3,6 +3,7 @@ package io.relaykit.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.tck.Await;
 import java.net.URI;
@@ -236,9 +237,10 @@ class DemoServerTest {
     }
   }
 
+  /** The message ids of the listed dead letters. */
   private static List<String> idsOf(JsonNode list) {
     List<String> ids = new ArrayList<>();
-    list.forEach(d -> ids.add(d.get("id").asText()));
+    list.forEach(d -> ids.add(d.get("messageId").asText()));
     return ids;
   }
 
@@ -249,13 +251,15 @@ class DemoServerTest {
     @DisplayName("sends the dead letter back through the pipeline: the poison SKU fails anew")
     void replayFlowsThroughThePipeline() throws Exception {
       String id = http.order(DemoHttp.newKey(), POISON, 2).json().get("orderId").asText();
-      String dead = id + ":sms";
+      String dead = io.relaykit.deadletter.DeadLetter.idOf(id + ":sms", "orders.sms", "sms");
       Await.until(WAIT, "dead letter " + dead,
           () -> app.storage.deadLetterStore().find(dead).isPresent());
       java.time.Instant firstFailure = app.storage.deadLetterStore().find(dead).orElseThrow()
           .firstFailureAt();
 
-      DemoHttp.Answer a = http.post("/dead-letters/" + dead + "/replay", null, "");
+      DemoHttp.Answer a = http.post("/dead-letters/"
+          + java.net.URLEncoder.encode(dead, java.nio.charset.StandardCharsets.UTF_8) + "/replay",
+          null, "");
       assertThat(a.status()).isEqualTo(200);
       assertThat(a.json().get("replayed").asText()).isEqualTo(dead);
 
@@ -286,9 +290,11 @@ class DemoServerTest {
         assertThat(idsOf(listed)).containsExactly("o-1:coupon");
         assertThat(listed.get(0).get("attempts").asInt()).isEqualTo(3);
 
-        assertThat(idleHttp.post("/dead-letters/o-1:coupon/replay", null, "").status())
-            .isEqualTo(200);
-        DemoHttp.Answer twice = idleHttp.post("/dead-letters/o-1:coupon/replay", null, "");
+        String path = "/dead-letters/" + java.net.URLEncoder.encode(listed.get(0).get("id")
+            .asText(), java.nio.charset.StandardCharsets.UTF_8) + "/replay";
+        assertThat(listed.get(0).get("id").asText()).isEqualTo("o-1:coupon@orders.coupon");
+        assertThat(idleHttp.post(path, null, "").status()).isEqualTo(200);
+        DemoHttp.Answer twice = idleHttp.post(path, null, "");
         assertThat(twice.status()).isEqualTo(404);
         assertThat(twice.json().get("error").asText()).contains("already replayed");
 
@@ -318,7 +324,7 @@ class DemoServerTest {
       assertThat(m.get("oldestPendingAgeMs").asLong()).isNotNegative();
       assertThat(m.get("deadLetters").asLong())
           .isEqualTo(app.storage.deadLetterStore().count(
-              io.relaykit.deadletter.DeadLetterQuery.all()));
+              DeadLetterQuery.all()));
       assertThat(m.get("dropped").asLong()).isZero();
       assertThat(m.get("expired").isIntegralNumber()).isTrue();
       assertThat(m.get("retried").isIntegralNumber()).isTrue();

@@ -121,7 +121,7 @@ class FailRateDemoTest {
       // Failures really happened and were retried, and nothing but poison is a dead letter.
       assertThat((Long) app.metrics().get("retried")).as("RETRIED lifecycle events").isPositive();
       List<DeadLetter> dead = app.deadLetters(1_000);
-      assertThat(dead).extracting(DeadLetter::id).containsExactlyInAnyOrderElementsOf(
+      assertThat(dead).extracting(DeadLetter::messageId).containsExactlyInAnyOrderElementsOf(
           poisonIds.stream().flatMap(id -> java.util.Arrays.stream(Orders.Effect.values())
               .map(e -> e.messageId(id))).toList());
       assertThat(dead).allSatisfy(d -> assertThat(d.reason()).contains("is poison"));

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
+import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.tck.Await;
 import io.relaykit.transport.rabbitmq.RabbitMqDeadLetterStore;
 import io.relaykit.transport.rabbitmq.RabbitMqTopology;
@@ -84,7 +85,8 @@ class RabbitMqDemoTest {
       try (RabbitMqDeadLetterStore dead =
           RabbitMqDeadLetterStore.create(broker, effect.destination(), effect.id())) {
         Await.until(WAIT, effect.id() + " dead letter of " + id + " in the broker",
-            () -> dead.find(effect.messageId(id)).isPresent());
+            () -> dead.list(DeadLetterQuery.all()).stream()
+                .anyMatch(d -> d.messageId().equals(effect.messageId(id))));
       }
     }
   }

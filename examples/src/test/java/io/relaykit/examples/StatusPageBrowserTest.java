@@ -122,7 +122,8 @@ class StatusPageBrowserTest {
     assertThat(bad.findElement(By.cssSelector(".status")).getText()).isEqualTo("FAILED");
     assertThat(bad.findElement(By.cssSelector(".detail")).getText())
         .contains("SKU POISON is poison");
-    assertThat(demo.app().storage.deadLetterStore().find(badId + ":sms")).isPresent();
+    assertThat(Orders.Effect.SMS.deadLetter(demo.app().storage.deadLetterStore(), badId))
+        .isPresent();
 
     // The dead-letter table refreshes (and is rebuilt) when a poll ends and every 3 s: read both
     // rows of the order within one wait, tolerating a rebuild between find and read.

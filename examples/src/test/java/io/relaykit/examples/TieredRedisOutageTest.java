@@ -12,6 +12,7 @@ import io.relaykit.storage.h2.JdbcStorage;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.storage.redis.RedisStorageConfig;
 import io.relaykit.tck.Await;
+import io.relaykit.tck.FaultProxy;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.sql.Connection;
@@ -40,7 +41,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * {@code TieredIdempotencyStore.of(redis, jdbc)} while Redis is unreachable, on real H2 and
  * PostgreSQL: workers race to run one effect per key (an INSERT into a table of the same database,
  * with no unique key, so a duplicate would show). Redis is down from the start (a closed port), or
- * goes away mid-run (a {@link CuttableProxy} in front of the shared Redis is cut). Either way the
+ * goes away mid-run (a {@link FaultProxy} in front of the shared Redis is cut). Either way the
  * JDBC tier keeps the claims exclusive: every key's effect happens exactly once and ends DONE in
  * the database.
  */
@@ -103,7 +104,7 @@ class TieredRedisOutageTest {
         TestDatabase db = TestDatabase.open(kind);
         JdbcStorage durable = jdbc(db)) {
       RedisURI target = RedisURI.create(shared.uri);
-      try (CuttableProxy proxy = new CuttableProxy(target.getHost(), target.getPort());
+      try (FaultProxy proxy = FaultProxy.to(target.getHost(), target.getPort());
           RedisStorage redis = RedisStorage.open(
               fastFailing("redis://127.0.0.1:" + proxy.port(), shared.prefix))) {
         // The first calls load scripts; make them before the short timeouts matter.
@@ -118,7 +119,10 @@ class TieredRedisOutageTest {
             TieredIdempotencyStore.of(redis.idempotencyStore(), durable.idempotencyStore());
         assertThat(tiered.fastTierInUse()).isTrue();
         List<String> keys = keys(120);
-        race(tiered, durable, keys, proxy::cut);
+        race(tiered, durable, keys, () -> {
+          proxy.refuseConnections();
+          proxy.cutConnections();
+        });
 
         assertThat(tiered.fastTierInUse()).as("Redis is out of use after the cut").isFalse();
         assertExactlyOnceAndDone(durable, keys);

@@ -9,11 +9,19 @@ import java.time.Instant;
  * (payload, headers, trace id), where it came from, why it failed, the last exception, how many
  * attempts it made, and when it first and last failed.
  *
- * <p>A dead letter's id is its message's id: dead-lettering the same message again (after a replay
- * that failed again) replaces the entry instead of adding a twin.
+ * <h2>Identity</h2>
+ * A dead letter is identified by its message's id, its source and, for a consumer's dead letter,
+ * its consumer group: one message appended to two outbox destinations, or consumed by two
+ * subscriptions, gives two dead letters, and neither overwrites the other. Dead-lettering the same
+ * message again at the same place (after a replay that failed again) replaces the entry instead of
+ * adding a twin. {@link #id()} encodes the three parts into one string, so that distinct parts
+ * never give the same id (see {@link #idOf}).
  *
  * @param message the original message, unchanged
- * @param source where it was being delivered or consumed (topic, queue, {@code "outbox"})
+ * @param source where it was being delivered or consumed: the outbox destination, the topic or
+ *     queue
+ * @param group the consumer group (subscription) that gave up on it; null when no consumer was
+ *     involved (an outbox row that could not be published)
  * @param reason why it gave up, in words ("attempts exhausted (5 of 5): ...",
  *     "undecodable: missing header relaykit-type")
  * @param exceptionClass the last failure's class name; null when there was no exception
@@ -26,6 +34,7 @@ import java.time.Instant;
 public record DeadLetter(
     Message message,
     String source,
+    String group,
     String reason,
     String exceptionClass,
     String exceptionMessage,
@@ -36,6 +45,9 @@ public record DeadLetter(
   public DeadLetter {
     Checks.requireNonNull("message", message);
     Checks.requireNonBlank("source", source);
+    if (group != null) {
+      Checks.requireNonBlank("group", group);
+    }
     Checks.requireNonBlank("reason", reason);
     if (attempts < 0) {
       throw new IllegalArgumentException("attempts must be >= 0, was " + attempts);
@@ -48,17 +60,77 @@ public record DeadLetter(
     }
   }
 
-  /** A dead letter for {@code failure} (may be null) after {@code attempts} attempts. */
+  /** A dead letter that no consumer group was involved in (an outbox row, a report event). */
+  public DeadLetter(Message message, String source, String reason, String exceptionClass,
+      String exceptionMessage, int attempts, Instant firstFailureAt, Instant lastFailureAt) {
+    this(message, source, null, reason, exceptionClass, exceptionMessage, attempts,
+        firstFailureAt, lastFailureAt);
+  }
+
+  /**
+   * A dead letter of no consumer group for {@code failure} (may be null) after {@code attempts}
+   * attempts.
+   */
   public static DeadLetter of(Message message, String source, String reason, Throwable failure,
       int attempts, Instant firstFailureAt, Instant lastFailureAt) {
-    return new DeadLetter(message, source, reason,
+    return of(message, source, null, reason, failure, attempts, firstFailureAt, lastFailureAt);
+  }
+
+  /**
+   * The dead letter of consumer group {@code group} (null for none) for {@code failure} (may be
+   * null) after {@code attempts} attempts.
+   */
+  public static DeadLetter of(Message message, String source, String group, String reason,
+      Throwable failure, int attempts, Instant firstFailureAt, Instant lastFailureAt) {
+    return new DeadLetter(message, source, group, reason,
         failure == null ? null : failure.getClass().getName(),
         failure == null ? null : failure.getMessage(),
         attempts, firstFailureAt, lastFailureAt);
   }
 
-  /** The dead letter's id: its message's id. */
+  /** The dead letter's id: {@link #idOf} its message id, source and group. */
   public String id() {
+    return idOf(message.id(), source, group);
+  }
+
+  /** The id of the message that gave up. */
+  public String messageId() {
     return message.id();
+  }
+
+  /**
+   * The id of the dead letter of message {@code messageId} at {@code source} for consumer group
+   * {@code group} (null for none): {@code <messageId>@<source>} or {@code
+   * <messageId>@<source>#<group>}, with {@code %}, {@code @} and {@code #} inside each part
+   * percent-encoded ({@code %25}, {@code %40}, {@code %23}). Distinct parts never give the same id,
+   * and an id reads back as its parts. The form is stable: stores keep it, operators copy it.
+   *
+   * @throws IllegalArgumentException if {@code messageId} or {@code source} is blank, or {@code
+   *     group} is blank but not null
+   */
+  public static String idOf(String messageId, String source, String group) {
+    Checks.requireNonBlank("messageId", messageId);
+    Checks.requireNonBlank("source", source);
+    StringBuilder id = new StringBuilder(messageId.length() + source.length() + 16);
+    escape(id, messageId).append('@');
+    escape(id, source);
+    if (group != null) {
+      Checks.requireNonBlank("group", group);
+      escape(id.append('#'), group);
+    }
+    return id.toString();
+  }
+
+  private static StringBuilder escape(StringBuilder out, String part) {
+    for (int i = 0; i < part.length(); i++) {
+      char c = part.charAt(i);
+      switch (c) {
+        case '%' -> out.append("%25");
+        case '@' -> out.append("%40");
+        case '#' -> out.append("%23");
+        default -> out.append(c);
+      }
+    }
+    return out;
   }
 }

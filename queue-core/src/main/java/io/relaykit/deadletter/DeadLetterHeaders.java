@@ -41,7 +41,19 @@ public final class DeadLetterHeaders {
     h.put(MessageHeaders.FIRST_FAILURE_AT, deadLetter.firstFailureAt().toString());
     h.put(MessageHeaders.LAST_FAILURE_AT, deadLetter.lastFailureAt().toString());
     h.put(MessageHeaders.SOURCE, deadLetter.source());
+    if (deadLetter.group() != null) {
+      h.put(MessageHeaders.GROUP, deadLetter.group());
+    }
     return h;
+  }
+
+  /**
+   * As {@link #fromWire(Message, Map, String, String, Instant)} with no default group: the group
+   * is the one {@code wire} names, if any.
+   */
+  public static DeadLetter fromWire(Message message, Map<String, String> wire,
+      String defaultSource, Instant fallbackTime) {
+    return fromWire(message, wire, defaultSource, null, fallbackTime);
   }
 
   /**
@@ -50,11 +62,13 @@ public final class DeadLetterHeaders {
    * @param message the message, already decoded from {@code wire} (or a stand-in for one that
    *     could not be)
    * @param defaultSource the source when {@code wire} names none (the dead-letter topic or queue)
+   * @param defaultGroup the consumer group when {@code wire} names none (the group that owns the
+   *     dead-letter topic or queue); may be null
    * @param fallbackTime a failure time that is missing or unreadable becomes this; a last failure
    *     before the first becomes the first
    */
   public static DeadLetter fromWire(Message message, Map<String, String> wire,
-      String defaultSource, Instant fallbackTime) {
+      String defaultSource, String defaultGroup, Instant fallbackTime) {
     if (wire == null || fallbackTime == null) {
       throw new IllegalArgumentException("wire and fallbackTime must not be null");
     }
@@ -71,8 +85,10 @@ public final class DeadLetterHeaders {
     }
     String source = wire.get(MessageHeaders.SOURCE);
     String reason = wire.get(MessageHeaders.DEAD_REASON);
+    String group = wire.get(MessageHeaders.GROUP);
     return new DeadLetter(message,
         source == null || source.isBlank() ? defaultSource : source,
+        group == null || group.isBlank() ? defaultGroup : group,
         reason == null || reason.isBlank()
             ? "unknown (no " + MessageHeaders.DEAD_REASON + " header)" : reason,
         wire.get(MessageHeaders.EXCEPTION_CLASS), wire.get(MessageHeaders.EXCEPTION_MESSAGE),

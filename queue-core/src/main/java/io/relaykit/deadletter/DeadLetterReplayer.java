@@ -52,7 +52,7 @@ public final class DeadLetterReplayer {
       throw new ReplayException("replay of dead letter " + id + " failed; it was put back", e);
     }
     LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.REPLAYED,
-        d.id(), d.message().traceId(), d.source(), clock.instant(), "replayed"));
+        d.messageId(), d.message().traceId(), d.source(), clock.instant(), "replayed"));
     return taken;
   }
 

@@ -8,8 +8,10 @@ import java.util.Optional;
  *
  * <h2>Contract</h2>
  * <ul>
- *   <li>{@link #add} is idempotent per id (the message id): adding a dead letter whose id is
- *       present replaces it. A dead letter, once added, is never lost until removed or purged.
+ *   <li>{@link #add} is idempotent per {@linkplain DeadLetter#id() id} (message id, source and
+ *       consumer group): adding a dead letter whose id is present replaces it; dead letters of
+ *       one message at two sources or for two groups are two entries, and neither overwrites the
+ *       other. A dead letter, once added, is never lost until removed or purged.
  *   <li>{@link #remove} hands a dead letter out at most once, even under concurrent callers: that
  *       is what makes {@link DeadLetterReplayer replay} idempotent.
  *   <li>Listing is ordered by last failure time, then id; see {@link DeadLetterQuery}.
@@ -20,9 +22,10 @@ import java.util.Optional;
  */
 public interface DeadLetterStore {
 
-  /** Stores {@code deadLetter}, replacing an entry with the same id. */
+  /** Stores {@code deadLetter}, replacing an entry with the same {@linkplain DeadLetter#id() id}. */
   void add(DeadLetter deadLetter);
 
+  /** The dead letter whose {@linkplain DeadLetter#id() id} is {@code id}. */
   Optional<DeadLetter> find(String id);
 
   /** The page of dead letters the query selects. */

@@ -44,6 +44,8 @@ public final class MessageHeaders {
   public static final String SOURCE = "relaykit-source";
   /** The source position (partition and offset, delivery tag) where one exists. */
   public static final String SOURCE_POSITION = "relaykit-source-position";
+  /** The consumer group of a dead letter that a consumer gave up on; part of its identity. */
+  public static final String GROUP = "relaykit-group";
 
   private MessageHeaders() {}
 

@@ -7,8 +7,11 @@ import java.util.List;
  * by a {@link ReportDispatcher} from its sender threads, at most {@code maxInFlightBatches} at a
  * time.
  *
- * <p>An event the result does not mention is retried, and a {@link RuntimeException} thrown from
- * {@link #send} retries the whole batch: nothing is lost because a sender forgot an event.
+ * <p>An event the result does not mention is retried, and anything thrown from {@link #send} (a
+ * runtime exception, an {@link Error}, a checked exception thrown sneakily) retries the whole
+ * batch: nothing is lost or stranded because a sender forgot an event or failed. A send that does
+ * not return within the dispatcher's {@code sendTimeout} is given up and its events retried; its
+ * answer, when it comes, is ignored.
  */
 @FunctionalInterface
 public interface BatchSender {

@@ -24,7 +24,15 @@ public record EnqueueResult(Reason reason, List<String> droppedIds) {
     /** Already past its expiry. */
     EXPIRED,
     /** Its payload alone is larger than the queue's byte capacity. */
-    TOO_LARGE
+    TOO_LARGE,
+    /**
+     * The journal holds as many uncommitted changes as it may (its database or Redis is down or
+     * behind): nothing was recorded or evicted, and the same event may be offered again later.
+     * Counted in {@link QueueStats#journalFull()}. Never for a {@code CRITICAL} event: its enqueue
+     * throws {@link JournalFullException} instead, so that its producer cannot mistake it for a
+     * drop it may ignore.
+     */
+    JOURNAL_FULL
   }
 
   private static final EnqueueResult OK = new EnqueueResult(Reason.OK, List.of());

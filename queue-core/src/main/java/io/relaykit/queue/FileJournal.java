@@ -32,14 +32,15 @@ import javax.crypto.SecretKey;
  * What a caller sees, and what remains:
  * <ul>
  *   <li>A change whose call throws before it returns a ticket ({@link #appendDeferringSync},
- *       {@link #remove}, {@link #reschedule}, {@link #deadLetter}, {@link #forget}) was refused:
+ *       {@link #remove}, {@link #reschedule}, {@link #deadLetter}, {@link #forget}) was refused
+ *       ({@link JournalException.Outcome#NOT_RECORDED}):
  *       it is not in the journal, not in the state {@link #compact} writes, and never comes back
  *       after a restart. That includes a full disk at a segment roll: the full segment is sealed
  *       and fsynced first, a new segment file that cannot be written is deleted again, and the
  *       next change tries again, so rolls and writes work again once space is freed.
  *   <li>{@link #append} or {@link #awaitDurable} of a critical event, and {@link #flush}, that
- *       throw leave the outcome <em>unknown</em>: the change was recorded but could not be made
- *       durable. It may be there after a restart (with its id, once) or not.
+ *       throw leave the outcome <em>unknown</em> ({@link JournalException.Outcome#UNKNOWN}): the
+ *       change was recorded but could not be made durable. It may be there after a restart (with its id, once) or not.
  *   <li>A buffer that cannot be written (no space for it) is kept and written by the next sync.
  *   <li>A failed fsync fails the journal closed: on Linux a write-back error is reported once and
  *       the dirty pages may be dropped, so a later fsync that succeeds would prove nothing. From
@@ -226,14 +227,10 @@ public final class FileJournal implements QueueJournal {
 
   @Override
   public long appendDeferringSync(QueuedEvent event) {
-    Checks.requireNonNull("event", event);
+    QueueJournal.requireEvent(event);
     writeLock.lock();
     try {
-      String id = event.eventId();
-      QueuedEvent replaced = state.pending.get(id);
-      long delta = frame(JournalCodec.appendLength(event))
-          - (replaced == null ? 0 : frame(JournalCodec.appendLength(replaced)))
-          + (state.seen.containsKey(id) ? 0 : frame(JournalCodec.seenLength(id)));
+      long delta = appendDelta(event);
       record(codec.append(event));
       state.append(event);
       liveBytes += delta;
@@ -252,7 +249,7 @@ public final class FileJournal implements QueueJournal {
 
   @Override
   public void remove(String eventId, Removal removal) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
     Checks.requireNonNull("removal", removal);
     writeLock.lock();
     try {
@@ -275,7 +272,8 @@ public final class FileJournal implements QueueJournal {
 
   @Override
   public void reschedule(String eventId, int attempts, Instant nextAttemptAt) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
+    QueueJournal.requireAttempts(attempts);
     Checks.requireNonNull("nextAttemptAt", nextAttemptAt);
     writeLock.lock();
     try {
@@ -288,7 +286,9 @@ public final class FileJournal implements QueueJournal {
 
   @Override
   public void deadLetter(String eventId, int attempts, String reason) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
+    QueueJournal.requireAttempts(attempts);
+    QueueJournal.requireDeadReason(reason);
     writeLock.lock();
     try {
       QueuedEvent wasDead = state.dead.get(eventId);
@@ -306,7 +306,7 @@ public final class FileJournal implements QueueJournal {
 
   @Override
   public void forget(String eventId) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
     writeLock.lock();
     try {
       record(codec.forget(eventId));
@@ -453,9 +453,18 @@ public final class FileJournal implements QueueJournal {
   // ---------------------------------------------------------------------------------------------
   // Writing (writeLock held)
 
+  /**
+   * Frames a change into the buffer, or throws having recorded nothing: the writer rolls or writes
+   * what it must before it adds the record, so any failure here is {@code NOT_RECORDED}.
+   */
   private void record(JournalCodec body) {
-    ensureWritable();
-    writer.append(body.array(), body.length());
+    try {
+      ensureWritable();
+      writer.append(body.array(), body.length());
+    } catch (JournalException e) {
+      throw new JournalException(e.getMessage(), e.getCause() != null ? e.getCause() : e,
+          JournalException.Outcome.NOT_RECORDED);
+    }
     if (++unsyncedRecords >= commitRecords) {
       unsyncedRecords = 0;
       wakeFlusher();
@@ -473,6 +482,21 @@ public final class FileJournal implements QueueJournal {
     } finally {
       writeLock.unlock();
     }
+  }
+
+  /**
+   * How an append changes the live size: the event's record replaces a pending one of the same id
+   * or, for a dead id (a replay), the dead letter and its reason; a new id adds a seen record.
+   */
+  private long appendDelta(QueuedEvent event) {
+    String id = event.eventId();
+    QueuedEvent replaced = state.pending.get(id);
+    QueuedEvent dead = state.dead.get(id);
+    return frame(JournalCodec.appendLength(event))
+        - (replaced == null ? 0 : frame(JournalCodec.appendLength(replaced)))
+        - (dead == null ? 0 : frame(JournalCodec.appendLength(dead))
+            + frame(JournalCodec.deadLength(id, state.deadReasons.get(id))))
+        + (state.seen.containsKey(id) ? 0 : frame(JournalCodec.seenLength(id)));
   }
 
   /** A record's framed length on disk, for a body of {@code bodyLength}. */

@@ -20,7 +20,9 @@ import java.util.Arrays;
  *
  * <p>Costs: {@link #find}, {@link #add}, {@link #release}, {@link #drop} and {@link #trimHead} are
  * O(1) expected; the arrays double when full (amortized O(1)). Memory: about 40 bytes per known id
- * beyond the id string, plus 16 to 32 per window slot (the ring is a power of two).
+ * beyond the id string, plus 16 to 32 per window slot (the ring is a power of two, and a full ring
+ * that is at least half holes left by dropped ids is compacted instead of grown, so it stays
+ * within four times the window's size).
  *
  * @param <V> the queue's per-event object
  */
@@ -145,7 +147,11 @@ final class IdIndex<V> {
     insert(table, tableMask, h, ref);
     size++;
     if (tail - head == ringRefs.length) {
-      growRing();
+      if (windowSize <= ringRefs.length / 2) {
+        compactRing();
+      } else {
+        growRing();
+      }
     }
     int at = (int) tail & ringMask;
     ringRefs[at] = ref;
@@ -202,6 +208,12 @@ final class IdIndex<V> {
       seconds--;
     }
     return seconds > windowSecond || (seconds == windowSecond && nanos >= windowNano);
+  }
+
+  /** The ref of the window's oldest id (past any holes), or 0 when the window is empty. */
+  int headRef() {
+    skipHoles();
+    return head == tail ? 0 : ringRefs[(int) head & ringMask];
   }
 
   /**
@@ -329,6 +341,33 @@ final class IdIndex<V> {
     }
     table = t;
     tableMask = m;
+  }
+
+  /**
+   * Closes the holes dropped ids left in a full ring, keeping the window's order: a ring at least
+   * half holes is compacted rather than grown, so the ring stays within twice the window's size
+   * however many ids are dropped (O(ring) once per ring/2 adds: amortized O(1)).
+   */
+  private void compactRing() {
+    long to = head;
+    for (long p = head; p < tail; p++) {
+      int from = (int) p & ringMask;
+      int ref = ringRefs[from];
+      if (ref == 0) {
+        continue;
+      }
+      int at = (int) to & ringMask;
+      // to <= p, so slot `at` was already read: moving entries down in order is safe in place.
+      ringRefs[at] = ref;
+      ringSeconds[at] = ringSeconds[from];
+      ringNanos[at] = ringNanos[from];
+      positions[ref] = to;
+      to++;
+    }
+    for (long p = to; p < tail; p++) {
+      ringRefs[(int) p & ringMask] = 0;
+    }
+    tail = to;
   }
 
   private void growRing() {

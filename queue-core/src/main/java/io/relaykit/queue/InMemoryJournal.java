@@ -2,12 +2,15 @@ package io.relaykit.queue;
 
 import io.relaykit.internal.Checks;
 import java.time.Instant;
+import java.util.List;
 
 /**
  * A {@link QueueJournal} held in memory: it survives a new {@link ReportQueue} built on the same
  * instance (a simulated restart), not the process. Every change is O(1) and durable at once (there
  * is nothing to sync), so {@link #flush()} is free; memory is proportional to the live state, not
  * to the number of changes, because changes are applied to the replayed state as they arrive.
+ * {@link #recordAtomically} is atomic: the list is checked whole, then applied under one lock.
+ * Nothing here fails once its arguments passed their checks, except on a closed instance.
  *
  * <p>{@link #load()} may be called any number of times on this class, each time returning the
  * state the changes so far produce. {@link #reopen()} gives a second instance on the same storage,
@@ -38,7 +41,7 @@ public final class InMemoryJournal implements QueueJournal {
 
   @Override
   public void append(QueuedEvent event) {
-    Checks.requireNonNull("event", event);
+    QueueJournal.requireEvent(event);
     synchronized (storage) {
       ensureOpen();
       storage.append(event);
@@ -47,7 +50,7 @@ public final class InMemoryJournal implements QueueJournal {
 
   @Override
   public void remove(String eventId, Removal removal) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
     Checks.requireNonNull("removal", removal);
     synchronized (storage) {
       ensureOpen();
@@ -57,7 +60,8 @@ public final class InMemoryJournal implements QueueJournal {
 
   @Override
   public void reschedule(String eventId, int attempts, Instant nextAttemptAt) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
+    QueueJournal.requireAttempts(attempts);
     Checks.requireNonNull("nextAttemptAt", nextAttemptAt);
     synchronized (storage) {
       ensureOpen();
@@ -67,7 +71,9 @@ public final class InMemoryJournal implements QueueJournal {
 
   @Override
   public void deadLetter(String eventId, int attempts, String reason) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
+    QueueJournal.requireAttempts(attempts);
+    QueueJournal.requireDeadReason(reason);
     synchronized (storage) {
       ensureOpen();
       storage.deadLetter(eventId, attempts, reason);
@@ -76,11 +82,33 @@ public final class InMemoryJournal implements QueueJournal {
 
   @Override
   public void forget(String eventId) {
-    Checks.requireNonBlank("eventId", eventId);
+    QueueJournal.requireEventId(eventId);
     synchronized (storage) {
       ensureOpen();
       storage.forget(eventId);
     }
+  }
+
+  @Override
+  public long recordAtomically(List<Change> changes) {
+    QueueJournal.requireChanges(changes);
+    synchronized (storage) {
+      ensureOpen();
+      for (Change change : changes) {
+        if (change instanceof Change.Append a) {
+          storage.append(a.event());
+        } else if (change instanceof Change.Remove r) {
+          storage.remove(r.eventId(), r.removal());
+        } else if (change instanceof Change.Reschedule r) {
+          storage.reschedule(r.eventId(), r.attempts(), r.nextAttemptAt());
+        } else if (change instanceof Change.DeadLetter d) {
+          storage.deadLetter(d.eventId(), d.attempts(), d.reason());
+        } else if (change instanceof Change.Forget f) {
+          storage.forget(f.eventId());
+        }
+      }
+    }
+    return 0L;
   }
 
   @Override

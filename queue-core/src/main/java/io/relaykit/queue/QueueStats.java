@@ -12,7 +12,12 @@ package io.relaykit.queue;
  * @param expired events discarded since the queue was built because their expiry passed,
  *     including those rejected as {@code EXPIRED} at enqueue
  * @param bytes UTF-8 payload bytes of pending and in-flight events
+ * @param journalFull enqueues refused as {@code JOURNAL_FULL} since the queue was built (the
+ *     journal's buffer for its backend was full); not counted in {@code dropped}
+ * @param deadDropped dead letters discarded since the queue was built because the dead letters
+ *     were at their bounds (the oldest pushed out, or one too large to keep)
  */
 public record QueueStats(
-    int pending, int inflight, int seen, int deadLetters, long dropped, long expired, long bytes) {
+    int pending, int inflight, int seen, int deadLetters, long dropped, long expired, long bytes,
+    long journalFull, long deadDropped) {
 }

@@ -17,10 +17,17 @@ final class ReplayState {
   final Map<String, String> deadReasons = new LinkedHashMap<>();
   final LinkedHashMap<String, Instant> seen = new LinkedHashMap<>();
 
-  /** Returns true when the id was newly seen. */
+  /**
+   * Returns true when the id was newly seen. An append of a dead id is a replay: the dead letter
+   * and its reason go, and the event is pending after the others.
+   */
   boolean append(QueuedEvent event) {
-    pending.put(event.eventId(), event);
-    return seen.putIfAbsent(event.eventId(), event.enqueuedAt()) == null;
+    String id = event.eventId();
+    if (dead.remove(id) != null) {
+      deadReasons.remove(id);
+    }
+    pending.put(id, event);
+    return seen.putIfAbsent(id, event.enqueuedAt()) == null;
   }
 
   /** Marks an id seen at {@code at} unless it already is (a compaction snapshot's record). */

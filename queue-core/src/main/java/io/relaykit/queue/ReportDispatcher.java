@@ -13,7 +13,9 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -30,6 +32,26 @@ import java.util.concurrent.atomic.AtomicInteger;
  * retries and dead letters are reported by the queue's {@link io.relaykit.monitor.LifecycleListener}
  * as the dispatcher's acks and nacks cause them: nothing leaves the queue unreported.
  *
+ * <h2>Failures</h2>
+ * Nothing strands a batch in flight:
+ * <ul>
+ *   <li>A sender that throws anything (a runtime exception, a checked exception thrown sneakily,
+ *       an {@link Error}) gets every event of the batch retried, as a failed attempt; a {@link
+ *       VirtualMachineError} is rethrown after that.
+ *   <li>A send that has not answered {@code sendTimeout} after it started (by the injected clock)
+ *       is given up: its events are retried as a failed attempt, and its slot is free for another
+ *       batch. Each drain carries a token; the answer of a send that was given up, when it comes,
+ *       is ignored and counted ({@link #lateResults()}), so it can never ack or nack events that
+ *       were drained again since.
+ *   <li>When the queue's journal cannot record an outcome, the events of the batch that are still
+ *       in flight go back to pending without a journal write ({@link ReportQueue} never recorded
+ *       the drain), to be sent again after a pause that doubles with each consecutive failure, up
+ *       to a minute; they are counted ({@link #unrecordedOutcomes()}) and logged. Events are
+ *       delivered at least once: the event id lets the server drop the repeat.
+ *   <li>A batch the send executor rejects was never sent: its events go back to pending without
+ *       counting an attempt.
+ * </ul>
+ *
  * <pre>{@code
  * ReportDispatcher dispatcher = ReportDispatcher.builder(queue, batch -> client.post(batch))
  *     .flushInterval(Duration.ofSeconds(2))
@@ -43,6 +65,22 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class ReportDispatcher implements AutoCloseable {
 
   private static final System.Logger LOG = System.getLogger(ReportDispatcher.class.getName());
+  private static final Duration MAX_UNRECORDED_PAUSE = Duration.ofMinutes(1);
+
+  /** A drained batch handed to the sender, and who settles it. */
+  private static final class InFlight {
+    final long token;
+    final List<QueuedEvent> batch;
+    final Instant deadline;
+    /** Set, under the dispatcher's lock, by whichever settles it: the answer or the timeout. */
+    boolean claimed;
+
+    InFlight(long token, List<QueuedEvent> batch, Instant deadline) {
+      this.token = token;
+      this.batch = batch;
+      this.deadline = deadline;
+    }
+  }
 
   private final ReportQueue queue;
   private final BatchSender sender;
@@ -50,17 +88,24 @@ public final class ReportDispatcher implements AutoCloseable {
   private final Duration flushInterval;
   private final int maxInFlightBatches;
   private final Duration pollInterval;
+  private final Duration sendTimeout;
   private final Executor sendExecutor;
   private final ExecutorService ownedExecutor;
   private final String name;
 
   // Guarded by `this`.
-  private int inFlight;
+  /** Batches the dispatcher waits for (settling ones included), by token. */
+  private final Map<Long, InFlight> inFlight = new LinkedHashMap<>();
+  private long nextToken;
   private Instant lastSendAt;
   private boolean wakeUp;
   private boolean stopping;
   private boolean closed;
   private Thread loop;
+  private long lateResults;
+  private long timedOut;
+  private long unrecordedOutcomes;
+  private int consecutiveUnrecorded;
 
   private ReportDispatcher(Builder b) {
     this.queue = b.queue;
@@ -69,12 +114,17 @@ public final class ReportDispatcher implements AutoCloseable {
     this.flushInterval = b.flushInterval;
     this.maxInFlightBatches = b.maxInFlightBatches;
     this.pollInterval = b.pollInterval;
+    this.sendTimeout = b.sendTimeout;
     this.name = b.name;
     if (b.sendExecutor != null) {
       this.sendExecutor = b.sendExecutor;
       this.ownedExecutor = null;
     } else {
-      this.ownedExecutor = Executors.newFixedThreadPool(maxInFlightBatches, daemonThreads(name));
+      // Twice maxInFlightBatches threads at most, none queued: the extra half runs new batches
+      // while sends that timed out still hold their threads; past that the pool rejects, and the
+      // batch goes back to pending unsent.
+      this.ownedExecutor = new ThreadPoolExecutor(maxInFlightBatches, 2 * maxInFlightBatches,
+          30, TimeUnit.SECONDS, new SynchronousQueue<>(), daemonThreads(name));
       this.sendExecutor = ownedExecutor;
     }
     this.lastSendAt = clock.instant();
@@ -101,10 +151,10 @@ public final class ReportDispatcher implements AutoCloseable {
   }
 
   /**
-   * One decision step at the clock's current time (nothing once closed): while fewer than {@code maxInFlightBatches}
-   * batches are in flight and a batch is due (a full batch is ready, or the flush interval has
-   * passed since the last send and something is ready), drains a batch and hands it to the send
-   * executor.
+   * One decision step at the clock's current time (nothing once closed): gives up sends older
+   * than {@code sendTimeout}, then, while fewer than {@code maxInFlightBatches} batches are in
+   * flight and a batch is due (a full batch is ready, or the flush interval has passed since the
+   * last send and something is ready), drains a batch and hands it to the send executor.
    *
    * @return how many batches were handed to the send executor
    */
@@ -120,14 +170,44 @@ public final class ReportDispatcher implements AutoCloseable {
   /**
    * Sends every event that is ready now, full batch or not, and returns when those batches have
    * settled (acked or nacked). Events waiting for a retry time are not sent.
+   *
+   * @throws IllegalStateException once the dispatcher is closed: it sends nothing any more, so it
+   *     cannot flush (before, it handed batches to a stopped executor and retried them until they
+   *     were dead letters, though they were never sent)
    */
   public void flush() {
+    synchronized (this) {
+      if (closed) {
+        throw new IllegalStateException("dispatcher " + name + " is closed: it sends nothing");
+      }
+    }
     settleReady(Long.MAX_VALUE);
   }
 
-  /** Batches handed to the sender and not yet settled. */
+  /** Batches handed to the sender and not yet settled (sends given up do not count). */
   public synchronized int inFlightBatches() {
-    return inFlight;
+    return inFlight.size();
+  }
+
+  /**
+   * Answers of sends that were given up ({@code sendTimeout}) and came later: ignored, because
+   * their events had been retried already.
+   */
+  public synchronized long lateResults() {
+    return lateResults;
+  }
+
+  /** Sends given up because they had not answered within {@code sendTimeout}. */
+  public synchronized long timedOutSends() {
+    return timedOut;
+  }
+
+  /**
+   * Events whose outcome the queue's journal could not record: they went back to pending, to be
+   * sent again.
+   */
+  public synchronized long unrecordedOutcomes() {
+    return unrecordedOutcomes;
   }
 
   /**
@@ -146,7 +226,7 @@ public final class ReportDispatcher implements AutoCloseable {
     long deadlineNanos = System.nanoTime() + saturatedNanos(deadline);
     Thread loopThread;
     synchronized (this) {
-      if (closed) {
+      if (closed || stopping) {
         return;
       }
       stopping = true;
@@ -162,12 +242,16 @@ public final class ReportDispatcher implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
-    boolean settled = settleReady(deadlineNanos);
-    if (ownedExecutor != null) {
-      ownedExecutor.shutdown();
-    }
-    synchronized (this) {
-      closed = true;
+    boolean settled;
+    try {
+      settled = settleReady(deadlineNanos);
+    } finally {
+      if (ownedExecutor != null) {
+        ownedExecutor.shutdown();
+      }
+      synchronized (this) {
+        closed = true;
+      }
     }
     queue.flush();
     if (!settled) {
@@ -187,36 +271,81 @@ public final class ReportDispatcher implements AutoCloseable {
   // ---------------------------------------------------------------------------------------------
 
   private int dispatch(boolean force) {
+    giveUpTimedOut();
     int handed = 0;
     while (true) {
-      List<QueuedEvent> batch;
+      InFlight sending;
       synchronized (this) {
-        if (inFlight >= maxInFlightBatches) {
+        if (closed || inFlight.size() >= maxInFlightBatches) {
           break;
         }
         Instant now = clock.instant();
         if (!force && !due(now)) {
           break;
         }
-        batch = queue.drainBatch(now);
+        List<QueuedEvent> batch = queue.drainBatch(now);
         if (batch.isEmpty()) {
           break;
         }
-        inFlight++;
+        sending = new InFlight(++nextToken, batch, plusSaturating(now, sendTimeout));
+        inFlight.put(sending.token, sending);
         lastSendAt = now;
       }
-      handed++;
       try {
-        sendExecutor.execute(() -> sendAndSettle(batch));
+        sendExecutor.execute(() -> sendAndSettle(sending));
       } catch (RejectedExecutionException e) {
+        // Never sent: back to pending, no attempt counted, and no more batches this step.
         LOG.log(System.Logger.Level.WARNING, "dispatcher " + name + ": send executor rejected a "
-            + "batch of " + batch.size() + "; it will be retried", e);
-        settle(batch, BatchResult.allRetry(batch, null));
-        batchDone();
+            + "batch of " + sending.batch.size() + "; it goes back to pending unsent", e);
+        queue.release(ids(sending.batch), clock.instant().plus(pollInterval));
+        synchronized (this) {
+          inFlight.remove(sending.token);
+          wakeUp = true;
+          notifyAll();
+        }
         break;
       }
+      handed++;
     }
     return handed;
+  }
+
+  /** Gives up every send older than sendTimeout: its events are retried as a failed attempt. */
+  private void giveUpTimedOut() {
+    List<InFlight> expired = null;
+    synchronized (this) {
+      if (inFlight.isEmpty()) {
+        return;
+      }
+      Instant now = clock.instant();
+      for (InFlight f : inFlight.values()) {
+        if (!f.claimed && !now.isBefore(f.deadline)) {
+          f.claimed = true;
+          if (expired == null) {
+            expired = new ArrayList<>(1);
+          }
+          expired.add(f);
+        }
+      }
+    }
+    if (expired == null) {
+      return;
+    }
+    for (InFlight f : expired) {
+      LOG.log(System.Logger.Level.WARNING, "dispatcher " + name + ": a batch of "
+          + f.batch.size() + " has not been answered within " + sendTimeout
+          + "; its events are retried, and its answer will be ignored");
+      try {
+        settle(f.batch, BatchResult.allRetry(f.batch, null));
+      } finally {
+        synchronized (this) {
+          timedOut++;
+          inFlight.remove(f.token);
+          wakeUp = true;
+          notifyAll();
+        }
+      }
+    }
   }
 
   private boolean due(Instant now) {
@@ -233,10 +362,10 @@ public final class ReportDispatcher implements AutoCloseable {
       dispatch(true);
       synchronized (this) {
         boolean nothingReady = queue.readyCount(clock.instant()) == 0;
-        if (nothingReady && inFlight == 0) {
+        if (nothingReady && inFlight.isEmpty()) {
           return true;
         }
-        if (inFlight < maxInFlightBatches && !nothingReady) {
+        if (inFlight.size() < maxInFlightBatches && !nothingReady) {
           continue;
         }
         long remaining = remainingMillis(deadlineNanos);
@@ -244,7 +373,7 @@ public final class ReportDispatcher implements AutoCloseable {
           return false;
         }
         try {
-          wait(Math.min(remaining, 1000));
+          wait(Math.min(remaining, Math.max(1, pollInterval.toMillis())));
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           return false;
@@ -253,26 +382,58 @@ public final class ReportDispatcher implements AutoCloseable {
     }
   }
 
-  private void sendAndSettle(List<QueuedEvent> batch) {
+  private void sendAndSettle(InFlight sending) {
+    List<QueuedEvent> batch = sending.batch;
+    BatchResult result;
+    Throwable failure = null;
     try {
-      BatchResult result;
-      try {
-        result = sender.send(List.copyOf(batch));
-        if (result == null) {
-          throw new IllegalStateException("sender returned null");
-        }
-      } catch (RuntimeException e) {
-        LOG.log(System.Logger.Level.WARNING, "dispatcher " + name + ": sending a batch of "
-            + batch.size() + " failed; every event in it will be retried", e);
-        result = BatchResult.allRetry(batch, null);
+      result = sender.send(List.copyOf(batch));
+      if (result == null) {
+        throw new IllegalStateException("sender returned null");
       }
-      settle(batch, result);
-    } finally {
-      batchDone();
+    } catch (Throwable e) {
+      // Anything at all: an Error or a checked exception thrown sneakily must not strand the
+      // batch in flight.
+      failure = e;
+      result = BatchResult.allRetry(batch, null);
+    }
+    boolean mine;
+    synchronized (this) {
+      mine = !sending.claimed && inFlight.get(sending.token) == sending;
+      if (mine) {
+        sending.claimed = true;
+      } else {
+        lateResults++;
+      }
+    }
+    if (!mine) {
+      LOG.log(System.Logger.Level.DEBUG, "dispatcher " + name + ": ignoring the late answer of "
+          + "a batch of " + batch.size() + " that was given up after " + sendTimeout);
+    } else {
+      if (failure != null) {
+        LOG.log(System.Logger.Level.WARNING, "dispatcher " + name + ": sending a batch of "
+            + batch.size() + " failed; every event in it will be retried", failure);
+      }
+      try {
+        settle(batch, result);
+      } finally {
+        synchronized (this) {
+          inFlight.remove(sending.token);
+          wakeUp = true;
+          notifyAll();
+        }
+      }
+    }
+    if (failure instanceof VirtualMachineError vme) {
+      throw vme;
     }
   }
 
-  /** Acks and nacks the events of {@code batch} (only those) by their outcome, in few calls. */
+  /**
+   * Acks and nacks the events of {@code batch} (only those) by their outcome, in few calls. When
+   * the journal cannot record an outcome, the batch's events still in flight go back to pending
+   * unrecorded, after a pause.
+   */
   private void settle(List<QueuedEvent> batch, BatchResult result) {
     List<String> ok = new ArrayList<>();
     Map<Optional<Duration>, List<String>> retries = new LinkedHashMap<>();
@@ -297,18 +458,39 @@ public final class ReportDispatcher implements AutoCloseable {
           queue.nack(ids, true, retryAfter.orElse(Duration.ZERO), null));
       rejects.forEach((reason, ids) -> queue.nack(ids, false, Duration.ZERO,
           "rejected by receiver" + (reason.isEmpty() ? "" : ": " + reason)));
+      synchronized (this) {
+        consecutiveUnrecorded = 0;
+      }
     } catch (RuntimeException e) {
-      // The events stay in flight in this process and pending in the journal: a restart sends
-      // them again. Nothing is lost, so log and keep the loop alive.
-      LOG.log(System.Logger.Level.ERROR, "dispatcher " + name + ": could not record the outcome "
-          + "of a batch of " + batch.size() + "; it will be resent after a restart", e);
+      Duration pause;
+      synchronized (this) {
+        consecutiveUnrecorded++;
+        pause = unrecordedPause(consecutiveUnrecorded);
+      }
+      int released = queue.release(ids(batch), plusSaturating(clock.instant(), pause));
+      synchronized (this) {
+        unrecordedOutcomes += released;
+      }
+      LOG.log(System.Logger.Level.ERROR, "dispatcher " + name + ": the journal could not record "
+          + "the outcome of a batch of " + batch.size() + "; its " + released + " events still in "
+          + "flight go back to pending and are sent again in " + pause + " (at least once: the "
+          + "server drops repeats by event id)", e);
     }
   }
 
-  private synchronized void batchDone() {
-    inFlight--;
-    wakeUp = true;
-    notifyAll();
+  /** 1 s, 2 s, 4 s, ... up to a minute, for the n-th failure in a row. */
+  private static Duration unrecordedPause(int failures) {
+    int shift = Math.min(failures - 1, 6);
+    Duration pause = Duration.ofSeconds(1L << shift);
+    return pause.compareTo(MAX_UNRECORDED_PAUSE) > 0 ? MAX_UNRECORDED_PAUSE : pause;
+  }
+
+  private static List<String> ids(List<QueuedEvent> batch) {
+    List<String> ids = new ArrayList<>(batch.size());
+    for (QueuedEvent e : batch) {
+      ids.add(e.eventId());
+    }
+    return ids;
   }
 
   private synchronized void wake() {
@@ -342,23 +524,40 @@ public final class ReportDispatcher implements AutoCloseable {
     }
   }
 
-  /** Until the next send could be due, capped at the poll interval; at least 1 ms. */
+  /**
+   * Until the next send could be due or the oldest send times out, capped at the poll interval;
+   * at least 1 ms.
+   */
   private long nextWaitMillis() {
     long cap = pollInterval.toMillis();
     Optional<Instant> nextReady = queue.nextReadyAt();
-    if (nextReady.isEmpty()) {
-      return cap;
-    }
-    Instant flushAt;
+    Instant now = clock.instant();
+    Instant dueAt = null;
     synchronized (this) {
-      if (inFlight >= maxInFlightBatches) {
-        return cap;
+      for (InFlight f : inFlight.values()) {
+        if (!f.claimed && (dueAt == null || f.deadline.isBefore(dueAt))) {
+          dueAt = f.deadline;
+        }
       }
-      flushAt = lastSendAt.plus(flushInterval);
+      if (nextReady.isPresent() && inFlight.size() < maxInFlightBatches) {
+        Instant flushAt = lastSendAt.plus(flushInterval);
+        Instant sendAt = nextReady.get().isAfter(flushAt) ? nextReady.get() : flushAt;
+        dueAt = dueAt == null || sendAt.isBefore(dueAt) ? sendAt : dueAt;
+      }
     }
-    Instant dueAt = nextReady.get().isAfter(flushAt) ? nextReady.get() : flushAt;
-    long millis = Duration.between(clock.instant(), dueAt).toMillis();
+    if (dueAt == null) {
+      return Math.max(1, cap);
+    }
+    long millis = Duration.between(now, dueAt).toMillis();
     return Math.max(1, Math.min(cap, millis));
+  }
+
+  private static Instant plusSaturating(Instant t, Duration d) {
+    try {
+      return t.plus(d);
+    } catch (ArithmeticException | java.time.DateTimeException e) {
+      return Instant.MAX;
+    }
   }
 
   private static long remainingMillis(long deadlineNanos) {
@@ -401,6 +600,7 @@ public final class ReportDispatcher implements AutoCloseable {
     private Duration flushInterval = Duration.ofSeconds(5);
     private int maxInFlightBatches = 1;
     private Duration pollInterval = Duration.ofMillis(200);
+    private Duration sendTimeout = Duration.ofSeconds(60);
     private Executor sendExecutor;
     private String name = "report-dispatcher";
 
@@ -437,8 +637,18 @@ public final class ReportDispatcher implements AutoCloseable {
     }
 
     /**
+     * How long a send may go unanswered, by the clock, before it is given up: its events are
+     * retried (a failed attempt) and its answer, if it comes, is ignored. Default 60 s.
+     */
+    public Builder sendTimeout(Duration sendTimeout) {
+      this.sendTimeout = sendTimeout;
+      return this;
+    }
+
+    /**
      * Runs each {@link BatchSender#send}. Default: an owned pool of {@code maxInFlightBatches}
-     * daemon threads, shut down by {@link #close(Duration)}. Tests pass {@code Runnable::run} to
+     * daemon threads (up to twice that while sends that timed out still hold theirs), shut down
+     * by {@link #close(Duration)}. Tests pass {@code Runnable::run} to
      * send on the calling thread.
      */
     public Builder sendExecutor(Executor sendExecutor) {
@@ -460,6 +670,7 @@ public final class ReportDispatcher implements AutoCloseable {
       Checks.requirePositive("flushInterval", flushInterval);
       Checks.requirePositive("maxInFlightBatches", maxInFlightBatches);
       Checks.requirePositive("pollInterval", pollInterval);
+      Checks.requirePositive("sendTimeout", sendTimeout);
       Checks.requireNonBlank("name", name);
       return new ReportDispatcher(this);
     }

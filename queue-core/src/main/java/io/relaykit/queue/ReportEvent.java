@@ -7,6 +7,10 @@ import java.time.Instant;
  * An event a client reports, as handed to {@link ReportQueue#enqueue}. The {@code eventId} is
  * chosen by the producer once and kept across every retry, so the server can drop repeats.
  *
+ * <p>The id, name and payload must be well-formed UTF-16: an unpaired surrogate has no UTF-8
+ * form, so a journal would store it as {@code '?'} and two distinct ids would collide after a
+ * restart. Checking costs one scan of the strings, allocation-free.
+ *
  * @param eventId stable, producer-chosen id; not blank
  * @param name what happened ({@code "payment.captured"}); not blank
  * @param payload the event body; not empty
@@ -18,7 +22,8 @@ public record ReportEvent(
 
   /**
    * @throws IllegalArgumentException naming the field when {@code eventId} or {@code name} is
-   *     blank, {@code payload} is null or empty, or {@code priority} is null
+   *     blank, {@code payload} is null or empty, {@code priority} is null, or the id, name or
+   *     payload holds an unpaired surrogate (naming its index)
    */
   public ReportEvent {
     Checks.requireNonBlank("eventId", eventId);
@@ -28,6 +33,9 @@ public record ReportEvent(
       throw new IllegalArgumentException("payload must not be empty");
     }
     Checks.requireNonNull("priority", priority);
+    Utf8.requireWellFormed("eventId", eventId);
+    Utf8.requireWellFormed("name", name);
+    Utf8.requireWellFormed("payload", payload);
   }
 
   /** A {@link Priority#NORMAL} event that never expires. */

@@ -5,6 +5,7 @@ import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.MetricsListener;
+import io.relaykit.queue.QueueJournal.Change;
 import io.relaykit.queue.QueueJournal.Removal;
 import io.relaykit.retry.Backoff;
 import java.time.DateTimeException;
@@ -54,11 +55,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * }</pre>
  *
  * <p>Capacity counts pending and in-flight events (and their payload bytes); dead letters are held
- * apart, outside the capacity, until {@link #purgeDead purged}. Lifecycle steps (ENQUEUED,
+ * apart, outside the capacity, until {@link #purgeDead purged}, within bounds of their own ({@link
+ * Builder#deadLetters}). Lifecycle steps (ENQUEUED,
  * DELIVERED, ACKED, RETRIED, DEAD_LETTERED, DROPPED, EXPIRED) go to the configured {@link
  * LifecycleListener}, under the queue's lock; their details are built only when a listener is set.
  */
 public final class ReportQueue {
+
+  private static final System.Logger LOG = System.getLogger(ReportQueue.class.getName());
 
   /*
    * Implementation notes. Every id the queue knows is in `index` (IdIndex): the ids of pending,
@@ -87,6 +91,28 @@ public final class ReportQueue {
    * table (the new id's lookup, the oldest id's removal); enqueue loads both slots before it
    * takes the lock (IdIndex.prefetch, a racy read-only peek), so the two cache misses overlap and
    * stay out of the critical section.
+   *
+   * Journal first. Every operation calls the journal before it changes anything here, and changes
+   * the in-memory state only after the journal call returned; no code between a journal call and
+   * the state change it stands for can fail. If the call throws, the queue is exactly as it was
+   * before the call and the caller gets a JournalException (JournalFullException for a full
+   * journal) naming the queue and the operation, with the journal's outcome (NOT_RECORDED or
+   * UNKNOWN). Where one change of this state takes several records, they are one
+   * recordAtomically call, ordered so that a backend that falls back to recording them one by one
+   * loses nothing in a crash half way: an enqueue and the evictions it causes (the new event
+   * first); an ack, expiry or purge of an id that already left the dedupe window, and its forget;
+   * a dead letter and the oldest dead letters it pushes out. A replay of a dead letter is a single
+   * append (the journal's replay rule). Operations over several ids make one change per id: on a
+   * failure the ids before it are done, it and the ids after it are untouched, so a retry with the
+   * same ids finishes the job (ack and the others ignore ids no longer in the state they expect).
+   * Housekeeping follows the same rule but does not fail the operation that triggers it: an id
+   * whose forget fails stays in the dedupe window (remembered longer) and is retried at the next
+   * trim; the window then holds at most one id over its bound before enqueues are refused. The
+   * one way out of in flight without a journal call is release(), which puts events back among
+   * the pending: the journal never recorded the drain, so there is nothing to record.
+   * A CRITICAL enqueue waits for its sync after the lock; if the sync fails the event stays queued
+   * (it was recorded, and a drain may already have it) and the caller is told the outcome is
+   * unknown.
    */
 
   private static final Comparator<Entry> BY_SEQ = (a, b) -> Long.compare(a.seq, b.seq);
@@ -210,6 +236,8 @@ public final class ReportQueue {
   private final long windowSeconds;
   private final int windowNanos;
   private final int dedupeMaxIds;
+  private final int maxDeadLetters;
+  private final long maxDeadBytes;
   private final LifecycleListener listener;
   private final boolean listening;
   private final MetricsListener metrics;
@@ -230,6 +258,12 @@ public final class ReportQueue {
   private long nextSeq;
   private long dropped;
   private long expired;
+  private long journalFull;
+  private long deadDropped;
+  /** Payload bytes of the dead letters. */
+  private long deadBytes;
+  /** Why the last forget of an id leaving the dedupe window failed; null once one succeeds. */
+  private String lastForgetFailure;
   private boolean used;
   /** Consumes {@link IdIndex#prefetch}'s loads so they are not optimized away; never read. */
   @SuppressWarnings("unused")
@@ -248,6 +282,8 @@ public final class ReportQueue {
     this.windowSeconds = b.dedupeWindow.getSeconds();
     this.windowNanos = b.dedupeWindow.getNano();
     this.dedupeMaxIds = b.dedupeMaxIds;
+    this.maxDeadLetters = b.maxDeadLetters;
+    this.maxDeadBytes = b.maxDeadBytes;
     this.listener = b.listener;
     this.listening = b.listenerSet;
     this.metrics = b.metrics;
@@ -270,12 +306,33 @@ public final class ReportQueue {
   // Enqueue
 
   /**
-   * Offers an event. Accepted events are journaled (durably before return when {@code CRITICAL})
-   * and their id is remembered for the dedupe window. A full queue applies the drop policy; an
-   * evicted event is journaled as dropped, reported, and forgotten.
+   * Offers an event. An accepted event is journaled first (durably before return when {@code
+   * CRITICAL}) and only then queued, and its id is remembered for the dedupe window. A full queue
+   * applies the drop policy: the new event and the evictions it causes are one atomic journal
+   * change ({@link QueueJournal#recordAtomically}), so either both happen or neither; an evicted
+   * event is reported and forgotten.
    *
-   * @throws IllegalArgumentException if {@code event} is null
-   * @throws JournalException if the journal cannot record the event (it is then not queued)
+   * <p>When the journal fails, nothing changed: not the new event, not an eviction. A journal
+   * whose buffer for its backend is full answers {@link EnqueueResult.Reason#JOURNAL_FULL} for a
+   * non-critical event (counted in {@link QueueStats#journalFull()}) and a {@link
+   * JournalFullException} for a critical one.
+   *
+   * <p>A {@code CRITICAL} event whose record was written but whose sync failed ({@link
+   * QueueJournal#awaitDurable} threw) is the one case where the outcome is unknown: the call throws
+   * a {@link JournalException} with {@link JournalException.Outcome#UNKNOWN}, and the event <em>is
+   * queued</em> in this process and will be sent (it was recorded, and a concurrent drain may
+   * already have taken it), but it may not survive a crash. Retrying with the <em>same</em> id is
+   * safe: while the event is queued the retry answers {@code DUPLICATE}; after a restart that kept
+   * it, {@code DUPLICATE} too; after one that lost it, it is accepted once. Never retry under a new
+   * id.
+   *
+   * @throws IllegalArgumentException if {@code event} is null, or the journal refuses it (over the
+   *     backend's size limits); nothing changed
+   * @throws JournalFullException for a {@code CRITICAL} event when the journal's buffer is full;
+   *     nothing changed
+   * @throws JournalException if the journal cannot record the event; nothing changed (see {@link
+   *     JournalException#outcome()} for whether the record may still come back after a restart),
+   *     except after a failed sync of a critical event, as above
    */
   public EnqueueResult enqueue(ReportEvent event) {
     Checks.requireNonNull("event", event);
@@ -286,13 +343,13 @@ public final class ReportQueue {
     // The id's lookup and, with a full window, the oldest id's removal are random accesses into a
     // large table: start both before taking the lock (a racy read, consumed under it).
     long prefetched = index.prefetch(event.eventId(), index.windowSize() >= dedupeMaxIds);
+    String id = event.eventId();
     lock.lock();
     try {
       prefetchSink ^= prefetched;
       used = true;
       Instant now = clock.instant();
       trimSeen(now);
-      String id = event.eventId();
       if (index.find(id) != 0) {
         return EnqueueResult.rejected(EnqueueResult.Reason.DUPLICATE);
       }
@@ -314,12 +371,25 @@ public final class ReportQueue {
         }
         return EnqueueResult.rejected(EnqueueResult.Reason.TOO_LARGE);
       }
-      List<String> evicted = List.of();
+      if (index.windowSize() > dedupeMaxIds) {
+        // An earlier forget failed and its retry in trimSeen failed again: the window would grow
+        // past its bound by more than the one id it may hold over it.
+        throw new JournalException(name + ": enqueue of " + id + " refused: the dedupe window holds "
+            + index.windowSize() + " ids, over its bound of " + dedupeMaxIds + ", because the "
+            + "journal cannot record that the oldest left it (" + lastForgetFailure
+            + "); nothing was recorded", null, JournalException.Outcome.NOT_RECORDED);
+      }
+      List<Entry> victims = null;
       if (!fits(size)) {
-        expireDue(now);
+        try {
+          expireDue(now);
+        } catch (JournalException e) {
+          throw failure("enqueue of " + id + " (expiring events to make room)", e,
+              JournalException.Outcome.NOT_RECORDED);
+        }
         if (!fits(size)) {
-          evicted = evictFor(event, size, now);
-          if (evicted == null) {
+          victims = victimsFor(event, size);
+          if (victims == null) {
             dropped++;
             meterDrop("capacity");
             if (listening) {
@@ -331,7 +401,38 @@ public final class ReportQueue {
         }
       }
       QueuedEvent queuedEvent = QueuedEvent.accepted(event, now);
-      ticket = journal.appendDeferringSync(queuedEvent);
+      try {
+        if (victims == null) {
+          ticket = journal.appendDeferringSync(queuedEvent);
+        } else {
+          // The new event first: a backend that records the list one change at a time and
+          // crashes half way keeps the event and some victims, losing nothing.
+          List<Change> changes = new ArrayList<>(victims.size() + 1);
+          changes.add(new Change.Append(queuedEvent));
+          for (Entry v : victims) {
+            changes.add(new Change.Remove(v.id, Removal.DROPPED));
+          }
+          ticket = journal.recordAtomically(changes);
+        }
+      } catch (JournalFullException e) {
+        if (critical) {
+          throw new JournalFullException(name + ": enqueue of critical event " + id
+              + " refused, nothing recorded: " + e.getMessage(), e);
+        }
+        journalFull++;
+        meterDrop("journal-full");
+        if (listening) {
+          emit(Stage.DROPPED, id, now, "journal full: " + e.getMessage());
+        }
+        return EnqueueResult.rejected(EnqueueResult.Reason.JOURNAL_FULL);
+      } catch (IllegalArgumentException e) {
+        throw e;
+      } catch (RuntimeException e) {
+        throw failure("enqueue of " + id, e, null);
+      }
+      // Recorded: now the queue changes, and nothing below calls the journal but the best-effort
+      // trim of the dedupe window.
+      List<String> evicted = victims == null ? List.of() : evict(victims, event, now);
       Entry e = new Entry(id);
       e.event = queuedEvent;
       e.seq = nextSeq++;
@@ -361,7 +462,14 @@ public final class ReportQueue {
       lock.unlock();
     }
     if (critical) {
-      journal.awaitDurable(ticket);
+      try {
+        journal.awaitDurable(ticket);
+      } catch (RuntimeException e) {
+        throw new JournalException(name + ": critical event " + id + " was recorded but the "
+            + "journal cannot prove it durable, so its outcome is unknown: it is queued in this "
+            + "process and will be sent, but it may not survive a crash; retry with the same id "
+            + "(never a new one): " + e.getMessage(), e, JournalException.Outcome.UNKNOWN);
+      }
     }
     if (signal) {
       batchReadySignal.run();
@@ -374,10 +482,11 @@ public final class ReportQueue {
   }
 
   /**
-   * Evicts pending events so that {@code incoming} fits, per the drop policy, and returns their
-   * ids; returns null (evicting nothing) when the policy cannot make room.
+   * The pending events to evict so that {@code incoming} fits, per the drop policy, oldest first
+   * in eviction order; null when the policy cannot make room. Changes nothing: the evictions happen
+   * in {@link #evict} once the journal recorded them.
    */
-  private List<String> evictFor(ReportEvent incoming, int size, Instant now) {
+  private List<Entry> victimsFor(ReportEvent incoming, int size) {
     if (dropPolicy == DropPolicy.REJECT_NEW) {
       return null;
     }
@@ -385,58 +494,113 @@ public final class ReportQueue {
     long needBytes = bytes + size - maxBytes;
     long candidateEvents = 0;
     long candidateBytes = 0;
+    int lanesToUse = 0;
     for (Priority p : Priority.values()) {
       if (dropPolicy == DropPolicy.DROP_LOWEST_PRIORITY && !incoming.priority().outranks(p)) {
         break;
       }
       candidateEvents += lanes[p.ordinal()].count;
       candidateBytes += lanes[p.ordinal()].bytes;
+      lanesToUse++;
     }
     if (candidateEvents < needEvents || candidateBytes < needBytes) {
       return null;
     }
-    List<String> evicted = new ArrayList<>(1);
-    while (!fits(size)) {
-      Entry victim = dropPolicy == DropPolicy.DROP_OLDEST ? oldestPending() : lowestPending();
+    LaneCursor[] cursors = new LaneCursor[lanesToUse];
+    for (int i = 0; i < lanesToUse; i++) {
+      cursors[i] = new LaneCursor(lanes[i]);
+    }
+    List<Entry> victims = new ArrayList<>(1);
+    long liveAfter = live;
+    long bytesAfter = bytes;
+    while (!(liveAfter < capacity && bytesAfter + size <= maxBytes)) {
+      Entry victim = null;
+      for (LaneCursor c : cursors) {
+        Entry candidate = c.peek();
+        if (candidate == null) {
+          continue;
+        }
+        if (victim == null || (dropPolicy == DropPolicy.DROP_OLDEST && candidate.seq < victim.seq)) {
+          victim = candidate;
+        }
+        if (dropPolicy == DropPolicy.DROP_LOWEST_PRIORITY) {
+          break; // the lowest lane that still has an event
+        }
+      }
+      if (victim == null) {
+        throw new IllegalStateException("no pending event to evict");
+      }
+      cursors[victim.event.priority().ordinal()].next();
+      victims.add(victim);
+      liveAfter--;
+      bytesAfter -= victim.bytes;
+    }
+    return victims;
+  }
+
+  /** Evicts {@code victims} (their removal is journaled) and returns their ids. */
+  private List<String> evict(List<Entry> victims, ReportEvent incoming, Instant now) {
+    List<String> ids = new ArrayList<>(victims.size());
+    for (Entry victim : victims) {
       removePending(victim);
       live--;
       bytes -= victim.bytes;
-      // A dropped event is not seen: forgotten here, and by the journal's DROPPED removal.
+      // A dropped event is not seen: forgotten here, as by the journal's DROPPED removal.
       index.drop(victim.ref);
-      journal.remove(victim.id, Removal.DROPPED);
+      victim.state = State.GONE;
       dropped++;
       meterDrop("capacity");
-      evicted.add(victim.id);
+      ids.add(victim.id);
       if (listening) {
         emit(Stage.DROPPED, victim.id, now, "evicted (" + dropPolicy + ") for "
             + incoming.eventId() + " (" + incoming.priority() + ")");
       }
     }
-    return evicted;
+    return ids;
   }
 
-  private Entry lowestPending() {
-    for (Lane lane : lanes) {
-      Entry oldest = lane.oldest();
-      if (oldest != null) {
-        return oldest;
-      }
-    }
-    throw new IllegalStateException("no pending event to evict");
-  }
+  /**
+   * Walks one lane's pending entries in arrival order without changing them: the merge of its
+   * three runs sorted by seq (ready list, due retries, waiting retries). For choosing victims.
+   */
+  private static final class LaneCursor {
+    private Entry listed;
+    private final Iterator<Entry> dueIt;
+    private final Iterator<Entry> waitingIt;
+    private Entry due;
+    private Entry waiting;
 
-  private Entry oldestPending() {
-    Entry oldest = null;
-    for (Lane lane : lanes) {
-      Entry candidate = lane.oldest();
-      if (candidate != null && (oldest == null || candidate.seq < oldest.seq)) {
-        oldest = candidate;
+    LaneCursor(Lane lane) {
+      listed = lane.ready.head;
+      dueIt = lane.due.iterator();
+      waitingIt = lane.waiting.iterator();
+      due = dueIt.hasNext() ? dueIt.next() : null;
+      waiting = waitingIt.hasNext() ? waitingIt.next() : null;
+    }
+
+    /** The oldest entry not yet passed, or null. */
+    Entry peek() {
+      Entry min = listed;
+      if (due != null && (min == null || due.seq < min.seq)) {
+        min = due;
+      }
+      if (waiting != null && (min == null || waiting.seq < min.seq)) {
+        min = waiting;
+      }
+      return min;
+    }
+
+    /** Passes the entry {@link #peek} returned. */
+    void next() {
+      Entry min = peek();
+      if (min == listed) {
+        listed = listed.next;
+      } else if (min == due) {
+        due = dueIt.hasNext() ? dueIt.next() : null;
+      } else if (min == waiting) {
+        waiting = waitingIt.hasNext() ? waitingIt.next() : null;
       }
     }
-    if (oldest == null) {
-      throw new IllegalStateException("no pending event to evict");
-    }
-    return oldest;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -451,9 +615,12 @@ public final class ReportQueue {
    * Moves up to {@code batchSize} events that are ready at {@code at} to in flight and returns
    * them: highest priority first, oldest first within a priority. Events whose retry time has not
    * come stay behind without blocking others; expired events are discarded, counted and reported,
-   * never returned. Writes nothing to the journal.
+   * never returned. Draining itself writes nothing to the journal; discarding an expired event
+   * does, first.
    *
    * @throws IllegalArgumentException if {@code at} is null
+   * @throws JournalException if the journal cannot record that an expired event left; nothing is
+   *     drained (the expiries recorded before it stay done)
    */
   public List<QueuedEvent> drainBatch(Instant at) {
     Checks.requireNonNull("at", at);
@@ -461,7 +628,11 @@ public final class ReportQueue {
     try {
       used = true;
       trimSeen(at);
-      expireDue(at);
+      try {
+        expireDue(at);
+      } catch (JournalException e) {
+        throw failure("drainBatch (expiring events)", e, null);
+      }
       promoteDue(at);
       List<QueuedEvent> batch = new ArrayList<>(Math.min(batchSize, readyCount));
       int room = batchSize;
@@ -500,10 +671,13 @@ public final class ReportQueue {
 
   /**
    * Acknowledges in-flight events: they leave the queue for good and their ids stay seen for the
-   * dedupe window. Ids that are not in flight are ignored.
+   * dedupe window. Ids that are not in flight are ignored, so a caller may retry an ack that threw:
+   * the ids acked before the failure are no longer in flight.
    *
    * @return how many in-flight events were acknowledged
    * @throws IllegalArgumentException if {@code eventIds} is null
+   * @throws JournalException if the journal cannot record an ack: the ids before it are acked, it
+   *     and the ids after it are still in flight, exactly as before
    */
   public int ack(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
@@ -516,10 +690,14 @@ public final class ReportQueue {
         if (e == null || e.state != State.INFLIGHT) {
           continue;
         }
+        try {
+          recordLeaving(e, Removal.ACKED);
+        } catch (RuntimeException x) {
+          throw failure("ack of " + id + " (" + acked + " acked before it)", x, null);
+        }
         inflight.unlink(e);
         live--;
         bytes -= e.bytes;
-        journal.remove(id, Removal.ACKED);
         acked++;
         if (listening) {
           emit(Stage.ACKED, id, now, "after " + (e.event.attempts() + 1) + " attempt(s)");
@@ -538,6 +716,8 @@ public final class ReportQueue {
    * a dead letter. Ids that are not in flight are ignored.
    *
    * @throws IllegalArgumentException if {@code eventIds} is null
+   * @throws JournalException if the journal cannot record an outcome (see {@link #nack(Collection,
+   *     boolean, Duration, String)})
    */
   public NackResult nack(Collection<String> eventIds, boolean retryable) {
     return nack(eventIds, retryable, Duration.ZERO,
@@ -546,12 +726,20 @@ public final class ReportQueue {
 
   /**
    * Like {@link #nack(Collection, boolean)} with a floor under the retry delay (a server's
-   * {@code Retry-After}) and the reason recorded for any event that becomes a dead letter.
+   * {@code Retry-After}) and the reason recorded for any event that becomes a dead letter. A dead
+   * letter beyond the bounds ({@link Builder#deadLetters(int, long)}) pushes the oldest dead
+   * letters out, in the same journal change; they are counted in {@link QueueStats#deadDropped()}
+   * and reported as {@code DROPPED}. An event too large on its own for the dead letters' bytes is
+   * dropped instead of kept.
    *
    * @param minDelay the retry waits at least this long, even if the backoff is shorter
-   * @param deadReason why a non-retryable event gave up; null for a generic reason
+   * @param deadReason why a non-retryable event gave up; null or blank for a generic reason (an
+   *     unpaired surrogate in it is replaced with U+FFFD, so that every journal can store it)
    * @throws IllegalArgumentException if {@code eventIds} or {@code minDelay} is null, or {@code
    *     minDelay} is negative
+   * @throws JournalException if the journal cannot record an outcome: the ids before it are
+   *     settled, it and the ids after it are still in flight, exactly as before, and a retry with
+   *     the same ids settles the rest
    */
   public NackResult nack(
       Collection<String> eventIds, boolean retryable, Duration minDelay, String deadReason) {
@@ -560,6 +748,8 @@ public final class ReportQueue {
     if (minDelay.isNegative()) {
       throw new IllegalArgumentException("minDelay must not be negative, was " + minDelay);
     }
+    String rejection = deadReason == null || deadReason.isBlank() ? "rejected: not retryable"
+        : wellFormed(deadReason);
     lock.lock();
     try {
       Instant now = clock.instant();
@@ -571,41 +761,39 @@ public final class ReportQueue {
         if (e == null || e.state != State.INFLIGHT) {
           continue;
         }
-        inflight.unlink(e);
         int attempts = e.event.attempts() + 1;
-        if (e.event.isExpiredAt(now)) {
-          live--;
-          bytes -= e.bytes;
-          expire(e, now, listening ? "expired after " + attempts + " failed attempt(s)" : null);
-          lapsed++;
-        } else if (!retryable || attempts >= maxAttempts) {
-          String reason = !retryable
-              ? (deadReason == null ? "rejected: not retryable" : deadReason)
-              : "attempts exhausted (" + attempts + " of " + maxAttempts + ")";
-          live--;
-          bytes -= e.bytes;
-          e.event = e.event.rescheduled(attempts, e.event.nextAttemptAt());
-          e.state = State.DEAD;
-          e.deadReason = reason;
-          dead.addLast(e);
-          journal.deadLetter(id, attempts, reason);
-          died++;
-          if (listening) {
-            emit(Stage.DEAD_LETTERED, id, now, reason);
+        try {
+          if (e.event.isExpiredAt(now)) {
+            recordLeaving(e, Removal.EXPIRED);
+            inflight.unlink(e);
+            live--;
+            bytes -= e.bytes;
+            countExpired(e, now, listening
+                ? "expired after " + attempts + " failed attempt(s)" : null);
+            lapsed++;
+          } else if (!retryable || attempts >= maxAttempts) {
+            String reason = !retryable ? rejection
+                : "attempts exhausted (" + attempts + " of " + maxAttempts + ")";
+            deadLetter(e, attempts, reason, now);
+            died++;
+          } else {
+            Duration delay = backoff.delay(attempts);
+            if (delay.compareTo(minDelay) < 0) {
+              delay = minDelay;
+            }
+            Instant next = plusSaturating(now, delay);
+            journal.reschedule(id, attempts, next);
+            inflight.unlink(e);
+            e.event = e.event.rescheduled(attempts, next);
+            requeue(e, now);
+            requeued++;
+            if (listening) {
+              emit(Stage.RETRIED, id, now, "attempt " + attempts + " failed; next at " + next);
+            }
           }
-        } else {
-          Duration delay = backoff.delay(attempts);
-          if (delay.compareTo(minDelay) < 0) {
-            delay = minDelay;
-          }
-          Instant next = plusSaturating(now, delay);
-          e.event = e.event.rescheduled(attempts, next);
-          journal.reschedule(id, attempts, next);
-          requeue(e, now);
-          requeued++;
-          if (listening) {
-            emit(Stage.RETRIED, id, now, "attempt " + attempts + " failed; next at " + next);
-          }
+        } catch (RuntimeException x) {
+          throw failure("nack of " + id + " (" + (requeued + died + lapsed)
+              + " settled before it)", x, null);
         }
       }
       return new NackResult(requeued, died, lapsed);
@@ -615,10 +803,87 @@ public final class ReportQueue {
   }
 
   /**
+   * Makes an in-flight entry a dead letter, pushing the oldest dead letters out when the bounds
+   * require it, as one journal change; then the in-memory state. Throws before changing anything
+   * when the journal fails.
+   */
+  private void deadLetter(Entry e, int attempts, String reason, Instant now) {
+    if (e.bytes > maxDeadBytes) {
+      // Too large to keep at all: it leaves as a purged dead letter would, counted as one.
+      recordLeaving(e, Removal.PURGED);
+      inflight.unlink(e);
+      live--;
+      bytes -= e.bytes;
+      deadDropped++;
+      meterDrop("dead-letter-overflow");
+      if (listening) {
+        emit(Stage.DROPPED, e.id, now, "not kept as a dead letter (" + reason + "): its "
+            + e.bytes + " bytes exceed the dead letters' bound of " + maxDeadBytes);
+      }
+      leave(e);
+      return;
+    }
+    List<Entry> pushedOut = null;
+    int deadAfter = dead.size + 1;
+    long deadBytesAfter = deadBytes + e.bytes;
+    for (Entry old = dead.head; old != null
+        && (deadAfter > maxDeadLetters || deadBytesAfter > maxDeadBytes); old = old.next) {
+      if (pushedOut == null) {
+        pushedOut = new ArrayList<>(1);
+      }
+      pushedOut.add(old);
+      deadAfter--;
+      deadBytesAfter -= old.bytes;
+    }
+    if (pushedOut == null) {
+      journal.deadLetter(e.id, attempts, reason);
+    } else {
+      List<Change> changes = new ArrayList<>(2 * pushedOut.size() + 1);
+      changes.add(new Change.DeadLetter(e.id, attempts, reason));
+      for (Entry old : pushedOut) {
+        changes.add(new Change.Remove(old.id, Removal.PURGED));
+      }
+      for (Entry old : pushedOut) {
+        if (!index.inWindow(old.ref)) {
+          changes.add(new Change.Forget(old.id));
+        }
+      }
+      journal.recordAtomically(changes);
+    }
+    inflight.unlink(e);
+    live--;
+    bytes -= e.bytes;
+    e.event = e.event.rescheduled(attempts, e.event.nextAttemptAt());
+    e.state = State.DEAD;
+    e.deadReason = reason;
+    dead.addLast(e);
+    deadBytes += e.bytes;
+    if (listening) {
+      emit(Stage.DEAD_LETTERED, e.id, now, reason);
+    }
+    if (pushedOut != null) {
+      for (Entry old : pushedOut) {
+        dead.unlink(old);
+        deadBytes -= old.bytes;
+        old.deadReason = null;
+        deadDropped++;
+        meterDrop("dead-letter-overflow");
+        if (listening) {
+          emit(Stage.DROPPED, old.id, now, "pushed out of the dead letters (bounds "
+              + maxDeadLetters + " events, " + maxDeadBytes + " bytes) by " + e.id);
+        }
+        leave(old);
+      }
+    }
+  }
+
+  /**
    * Removes dead letters for good (an operator decided); their ids stay seen for the dedupe
    * window. Ids that are not dead letters are ignored.
    *
    * @return how many dead letters were removed
+   * @throws JournalException if the journal cannot record a purge: the ids before it are purged,
+   *     it and the ids after it are still dead letters
    */
   public int purgeDead(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
@@ -630,9 +895,14 @@ public final class ReportQueue {
         if (e == null || e.state != State.DEAD) {
           continue;
         }
+        try {
+          recordLeaving(e, Removal.PURGED);
+        } catch (RuntimeException x) {
+          throw failure("purgeDead of " + id + " (" + purged + " purged before it)", x, null);
+        }
         dead.unlink(e);
+        deadBytes -= e.bytes;
         e.deadReason = null;
-        journal.remove(id, Removal.PURGED);
         leave(e);
         purged++;
       }
@@ -644,13 +914,16 @@ public final class ReportQueue {
 
   /**
    * Moves dead letters back to pending (an operator fixed the cause): ready now, attempts reset to
-   * 0, same id, payload, priority and enqueue time, behind the events pending now; journaled (a
-   * {@code CRITICAL} one durably before return, under the queue's lock), so a restart keeps them
-   * pending. Emits {@code REPLAYED}. A dead letter comes back only while the queue has room
-   * ({@code capacity} and {@code maxBytes}); the others stay dead letters. Ids that are not dead
-   * letters are ignored.
+   * 0, same id, payload, priority and enqueue time, behind the events pending now; journaled first
+   * as one append of the dead id (the journal's replay rule, so the move is atomic in every
+   * backend; a {@code CRITICAL} one durably before return, under the queue's lock), so a restart
+   * keeps them pending. Emits {@code REPLAYED}. A dead letter comes back only while the queue has
+   * room ({@code capacity} and {@code maxBytes}); the others stay dead letters. Ids that are not
+   * dead letters are ignored.
    *
    * @return how many dead letters were replayed
+   * @throws JournalException if the journal cannot record a replay: the ids before it are
+   *     pending, it and the ids after it are still dead letters
    */
   public int replayDead(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
@@ -663,16 +936,20 @@ public final class ReportQueue {
         if (e == null || e.state != State.DEAD || !fits(e.bytes)) {
           continue;
         }
+        QueuedEvent back = e.event.rescheduled(0, now);
+        try {
+          journal.append(back);
+        } catch (RuntimeException x) {
+          throw failure("replayDead of " + id + " (" + replayed + " replayed before it)", x,
+              null);
+        }
         dead.unlink(e);
+        deadBytes -= e.bytes;
         e.deadReason = null;
         live++;
         bytes += e.bytes;
-        e.event = e.event.rescheduled(0, now);
+        e.event = back;
         e.seq = nextSeq++;
-        // In the journal a replay is the dead letter's removal and a new append of the event
-        // (same id and enqueue time, attempts 0): every journal already replays that pair.
-        journal.remove(id, Removal.PURGED);
-        journal.append(e.event);
         requeue(e, now);
         replayed++;
         if (listening) {
@@ -680,6 +957,41 @@ public final class ReportQueue {
         }
       }
       return replayed;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Puts in-flight events back among the pending without a journal write and without counting an
+   * attempt, not to be drained before {@code notBefore} (in this process: after a restart they are
+   * ready at once, as every in-flight event is). The journal still holds them as pending, so
+   * nothing needs recording; this is the one way out of in flight that cannot fail. For a
+   * dispatcher that could not record a batch's outcome, or never sent it. Ids not in flight are
+   * ignored.
+   *
+   * @return how many events went back to pending
+   */
+  int release(Collection<String> eventIds, Instant notBefore) {
+    Checks.requireNonNull("eventIds", eventIds);
+    Checks.requireNonNull("notBefore", notBefore);
+    lock.lock();
+    try {
+      Instant now = clock.instant();
+      int released = 0;
+      for (String id : eventIds) {
+        Entry e = entry(id);
+        if (e == null || e.state != State.INFLIGHT) {
+          continue;
+        }
+        inflight.unlink(e);
+        if (notBefore.isAfter(e.event.nextAttemptAt())) {
+          e.event = e.event.rescheduled(e.event.attempts(), notBefore);
+        }
+        requeue(e, now);
+        released++;
+      }
+      return released;
     } finally {
       lock.unlock();
     }
@@ -693,12 +1005,14 @@ public final class ReportQueue {
    * times, events that were in flight are pending and ready now (at-least-once; the event id lets
    * the server drop the repeat), dead letters and the dedupe window come back too. Pending events
    * keep the journal's append order as their age. Events that expired meanwhile are discarded and
-   * counted. Restored events are kept even beyond the capacity: a durable event is never dropped
-   * by a restart.
+   * counted (if the journal cannot record such an expiry, the event stays pending and is expired
+   * at the next drain instead). Restored events are kept even beyond the capacity, and dead
+   * letters beyond their bounds: a durable event is never dropped by a restart.
    *
    * @return the number of pending events after the restore
    * @throws IllegalStateException if this queue was already used or restored
-   * @throws JournalException if the journal cannot be read
+   * @throws JournalException if the journal cannot be read; nothing changed, and restore may be
+   *     called again
    */
   public int restore() {
     lock.lock();
@@ -707,8 +1021,13 @@ public final class ReportQueue {
         throw new IllegalStateException(
             "restore() must be called once, before the queue is used");
       }
+      JournalState state;
+      try {
+        state = journal.load();
+      } catch (RuntimeException e) {
+        throw failure("restore", e, null);
+      }
       used = true;
-      JournalState state = journal.load();
       Instant now = clock.instant();
       for (Map.Entry<String, Instant> seen : state.seen().entrySet()) {
         index.add(seen.getKey(), null, seen.getValue().getEpochSecond(), seen.getValue().getNano());
@@ -718,8 +1037,7 @@ public final class ReportQueue {
         if (e == null) {
           continue;
         }
-        if (event.isExpiredAt(now)) {
-          expire(e, now, "expired while the queue was down");
+        if (event.isExpiredAt(now) && expireRestored(e, now)) {
           continue;
         }
         live++;
@@ -747,12 +1065,28 @@ public final class ReportQueue {
         e.state = State.DEAD;
         e.deadReason = state.deadReasons().getOrDefault(event.eventId(), "");
         dead.addLast(e);
+        deadBytes += e.bytes;
       }
       trimSeen(now);
       return live;
     } finally {
       lock.unlock();
     }
+  }
+
+  /** Records and counts a restored event that expired while the queue was down; false if not. */
+  private boolean expireRestored(Entry e, Instant now) {
+    try {
+      recordLeaving(e, Removal.EXPIRED);
+    } catch (RuntimeException x) {
+      LOG.log(System.Logger.Level.WARNING, name + ": could not record that " + e.id
+          + " expired while the queue was down; it is expired at the next drain instead", x);
+      return false;
+    }
+    countExpired(e, now, "expired while the queue was down");
+    e.state = State.GONE;
+    index.release(e.ref);
+    return true;
   }
 
   /**
@@ -790,7 +1124,7 @@ public final class ReportQueue {
     try {
       trimSeen(clock.instant());
       return new QueueStats(live - inflight.size, inflight.size, index.windowSize(), dead.size,
-          dropped, expired, bytes);
+          dropped, expired, bytes, journalFull, deadDropped);
     } finally {
       lock.unlock();
     }
@@ -1029,14 +1363,25 @@ public final class ReportQueue {
     }
   }
 
+  /**
+   * Discards every pending event expired at {@code at}, each journaled first.
+   *
+   * @throws JournalException when the journal cannot record one; the ones before stay expired
+   */
   private void expireDue(Instant at) {
     while (!expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
       Entry e = expiring.first();
+      try {
+        recordLeaving(e, Removal.EXPIRED);
+      } catch (RuntimeException x) {
+        throw failure("expiry of " + e.id, x, null);
+      }
       removePending(e);
       live--;
       bytes -= e.bytes;
-      expire(e, at, listening
+      countExpired(e, at, listening
           ? "expired at " + e.event.expiresAt() + " before it was sent" : null);
+      leave(e);
     }
   }
 
@@ -1047,26 +1392,36 @@ public final class ReportQueue {
     }
   }
 
-  /** Records and reports an expired event that already left pending and in flight. */
-  private void expire(Entry e, Instant now, String detail) {
-    journal.remove(e.id, Removal.EXPIRED);
+  /** Counts and reports an expired event whose removal is journaled. */
+  private void countExpired(Entry e, Instant now, String detail) {
     expired++;
     meterDrop("expired");
     if (listening) {
       emit(Stage.EXPIRED, e.id, now, detail);
     }
-    leave(e);
   }
 
   /**
-   * An event left the queue for good (acked, expired, purged): its id stays seen while it is in
-   * the dedupe window, else it is forgotten now, here and in the journal.
+   * Journals that {@code e} leaves the queue for good (acked, expired, purged). An id still in
+   * the dedupe window stays seen; one that already left the window is forgotten in the same
+   * atomic change, because {@link #leave} forgets it here once this returns.
+   */
+  private void recordLeaving(Entry e, Removal removal) {
+    if (index.inWindow(e.ref)) {
+      journal.remove(e.id, removal);
+    } else {
+      journal.recordAtomically(List.of(new Change.Remove(e.id, removal),
+          new Change.Forget(e.id)));
+    }
+  }
+
+  /**
+   * An event whose leaving {@link #recordLeaving} journaled left the queue: its id stays seen while
+   * it is in the dedupe window, else it is forgotten now (the journal forgot it in that change).
    */
   private void leave(Entry e) {
     e.state = State.GONE;
-    if (!index.release(e.ref)) {
-      journal.forget(e.id);
-    }
+    index.release(e.ref);
   }
 
   /** The live or dead entry of {@code id}; null if it is unknown or only remembered. */
@@ -1075,26 +1430,88 @@ public final class ReportQueue {
     return ref == 0 ? null : index.value(ref);
   }
 
-  /** Trims the dedupe window to its count and age; amortized O(1), allocation-free. */
+  /**
+   * Trims the dedupe window to its count and age; amortized O(1), allocation-free. Best effort:
+   * when the journal cannot record that an id left the window, the id stays in it (remembered a
+   * little longer, which dedupe can afford) and trimming stops until the next call.
+   */
   private void trimSeen(Instant now) {
     long second = now.getEpochSecond();
     int nano = now.getNano();
     while (index.windowSize() > dedupeMaxIds
         || index.headOlderThan(second, nano, windowSeconds, windowNanos)) {
-      trimHead();
+      if (!trimHead()) {
+        return;
+      }
     }
   }
 
   /**
-   * Lets the window's oldest id go: forgotten here and in the journal if its event already left;
-   * a pending, in-flight or dead event's id stays a duplicate, and the journal forgets it once the
-   * event leaves.
+   * Lets the window's oldest id go: forgotten in the journal first and then here if its event
+   * already left; a pending, in-flight or dead event's id stays a duplicate, and is forgotten with
+   * the change that makes the event leave. Returns false, changing nothing, when the journal
+   * cannot record the forget.
    */
-  private void trimHead() {
-    String forgotten = index.trimHead();
-    if (forgotten != null) {
-      journal.forget(forgotten);
+  private boolean trimHead() {
+    int ref = index.headRef();
+    if (ref == 0) {
+      return false;
     }
+    if (index.value(ref) == null) {
+      String id = index.key(ref);
+      try {
+        journal.forget(id);
+      } catch (RuntimeException e) {
+        if (lastForgetFailure == null) {
+          LOG.log(System.Logger.Level.WARNING, name + ": the journal could not forget " + id
+              + ", which left the dedupe window; it stays remembered until a forget succeeds", e);
+        }
+        lastForgetFailure = e.toString();
+        return false;
+      }
+      lastForgetFailure = null;
+    }
+    index.trimHead();
+    return true;
+  }
+
+  /**
+   * The exception a caller sees when the journal failed during {@code operation}: a {@link
+   * JournalException} naming the queue and the operation, with the journal's outcome (or {@code
+   * outcome} when given; {@code UNKNOWN} for an exception that is not a JournalException, except
+   * an IllegalArgumentException, which refuses before writing), and a {@link
+   * JournalFullException} for a full journal.
+   */
+  private JournalException failure(String operation, RuntimeException e,
+      JournalException.Outcome outcome) {
+    String message = name + ": " + operation + " failed in the journal: " + e.getMessage();
+    if (e instanceof JournalFullException) {
+      return new JournalFullException(message, e);
+    }
+    JournalException.Outcome o = outcome != null ? outcome
+        : e instanceof JournalException je ? je.outcome()
+        : e instanceof IllegalArgumentException ? JournalException.Outcome.NOT_RECORDED
+        : JournalException.Outcome.UNKNOWN;
+    return new JournalException(message, e, o);
+  }
+
+  /** {@code s} with every unpaired surrogate replaced by U+FFFD, so every journal can store it. */
+  private static String wellFormed(String s) {
+    int at = Utf8.firstUnpairedSurrogate(s);
+    if (at < 0) {
+      return s;
+    }
+    StringBuilder b = new StringBuilder(s);
+    for (int i = at; i < b.length(); i++) {
+      char c = b.charAt(i);
+      if (Character.isHighSurrogate(c) && i + 1 < b.length()
+          && Character.isLowSurrogate(b.charAt(i + 1))) {
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        b.setCharAt(i, '\uFFFD');
+      }
+    }
+    return b.toString();
   }
 
   private void emit(Stage stage, String id, Instant at, String detail) {
@@ -1133,6 +1550,8 @@ public final class ReportQueue {
     private DropPolicy dropPolicy = DropPolicy.DROP_LOWEST_PRIORITY;
     private Duration dedupeWindow = Duration.ofHours(24);
     private int dedupeMaxIds = 100_000;
+    private int maxDeadLetters = 10_000;
+    private long maxDeadBytes = 64L * 1024 * 1024;
     private LifecycleListener listener = LifecycleListener.noop();
     private boolean listenerSet;
     private MetricsListener metrics = MetricsListener.noop();
@@ -1204,6 +1623,18 @@ public final class ReportQueue {
       return this;
     }
 
+    /**
+     * The most dead letters kept, by count and by UTF-8 payload bytes, whichever bound is hit
+     * first: a new dead letter beyond them pushes the oldest out (reported as {@code DROPPED},
+     * counted in {@link QueueStats#deadDropped()} and as {@code "dead-letter-overflow"} by the
+     * metrics listener). Default 10 000 events, 64 MiB.
+     */
+    public Builder deadLetters(int maxCount, long maxBytes) {
+      this.maxDeadLetters = maxCount;
+      this.maxDeadBytes = maxBytes;
+      return this;
+    }
+
     /** Receives every lifecycle step. Default: none. */
     public Builder listener(LifecycleListener listener) {
       this.listener = listener;
@@ -1214,7 +1645,9 @@ public final class ReportQueue {
     /**
      * Where lost events are counted: {@link MetricsListener#dropped} with this queue's {@link
      * #name}, reason {@code "capacity"} (evicted, or rejected as {@code QUEUE_FULL}), {@code
-     * "rejected"} ({@code TOO_LARGE}) or {@code "expired"}, one call per event, under the queue's
+     * "rejected"} ({@code TOO_LARGE}), {@code "expired"}, {@code "journal-full"} ({@code
+     * JOURNAL_FULL}) or {@code "dead-letter-overflow"} (a dead letter pushed out of full dead
+     * letters), one call per event, under the queue's
      * lock (so it must be fast). Default: none. Gauges come from {@link ReportQueue#stats()} and
      * {@link ReportQueue#oldestPendingAge()}, sampled by the caller.
      */
@@ -1246,6 +1679,8 @@ public final class ReportQueue {
       Checks.requireNonNull("dropPolicy", dropPolicy);
       Checks.requirePositive("dedupeWindow", dedupeWindow);
       Checks.requirePositive("dedupeMaxIds", dedupeMaxIds);
+      Checks.requirePositive("maxDeadLetters", maxDeadLetters);
+      Checks.requirePositive("maxDeadBytes", maxDeadBytes);
       Checks.requireNonNull("listener", listener);
       Checks.requireNonNull("metrics", metrics);
       Checks.requireNonBlank("name", name);

@@ -11,6 +11,10 @@ import io.relaykit.internal.Checks;
  * 3 for any other char, and 1 for an unpaired surrogate, which {@code getBytes} replaces with
  * {@code '?'}. One pass over the chars and no allocation; an ASCII run is scanned four chars at a
  * time.
+ *
+ * <p>{@link #requireWellFormed} refuses such strings where they would be stored: an unpaired
+ * surrogate has no UTF-8 form, so two distinct ids that differ only there would be written as the
+ * same bytes and collide after a restart.
  */
 public final class Utf8 {
   private Utf8() {}
@@ -52,5 +56,48 @@ public final class Utf8 {
       }
     }
     return n;
+  }
+
+  /**
+   * The index of the first unpaired surrogate in {@code s} (a high surrogate not followed by a low
+   * one, or a low one not preceded by a high one), or -1 when {@code s} is well-formed UTF-16 and
+   * so encodes to UTF-8 and back unchanged. O(length), allocation-free.
+   *
+   * @throws IllegalArgumentException if {@code s} is null
+   */
+  public static int firstUnpairedSurrogate(String s) {
+    Checks.requireNonNull("s", s);
+    int length = s.length();
+    for (int i = 0; i < length; i++) {
+      char c = s.charAt(i);
+      if (c < Character.MIN_SURROGATE || c > Character.MAX_SURROGATE) {
+        continue;
+      }
+      if (Character.isHighSurrogate(c) && i + 1 < length
+          && Character.isLowSurrogate(s.charAt(i + 1))) {
+        i++;
+        continue;
+      }
+      return i;
+    }
+    return -1;
+  }
+
+  /**
+   * Returns {@code s} when it is well-formed UTF-16 (no unpaired surrogate), so that it is stored
+   * exactly; otherwise throws an {@link IllegalArgumentException} naming {@code field}, the index
+   * and the char.
+   *
+   * @throws IllegalArgumentException if {@code s} is null or holds an unpaired surrogate
+   */
+  public static String requireWellFormed(String field, String s) {
+    Checks.requireNonNull(field, s);
+    int at = firstUnpairedSurrogate(s);
+    if (at >= 0) {
+      throw new IllegalArgumentException(field + " holds an unpaired surrogate U+"
+          + Integer.toHexString(s.charAt(at)).toUpperCase(java.util.Locale.ROOT) + " at index " + at
+          + ": it has no UTF-8 form and would be stored as '?', colliding with other values");
+    }
+    return s;
   }
 }

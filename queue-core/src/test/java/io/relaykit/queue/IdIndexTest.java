@@ -203,4 +203,26 @@ class IdIndexTest {
     assertThat(index.tableSlots()).as("grew").isGreaterThan(16);
     assertThat(index.ringSlots()).as("grew").isGreaterThan(256);
   }
+
+  @Test
+  @DisplayName("holes left by dropped ids do not grow the ring: one remembered id, then a million evictions, keep it small")
+  void holesDoNotGrowTheRing() {
+    IdIndex<String> index = new IdIndex<>(4);
+    int acked = index.add("acked", null, 0, 0);
+    int previous = index.add("e-0", "E", 1, 0);
+    for (int i = 1; i <= 1_000_000; i++) {
+      int next = index.add("e-" + i, "E", 1 + i, 0);
+      index.drop(previous);
+      previous = next;
+    }
+    assertThat(index.windowSize()).isEqualTo(2);
+    assertThat(index.ringSlots()).as("proportional to the live window").isLessThanOrEqualTo(256);
+    assertThat(index.inWindow(acked)).isTrue();
+    assertThat(index.inWindow(previous)).isTrue();
+    assertThat(index.trimHead()).as("order kept: the oldest first").isEqualTo("acked");
+    assertThat(index.headOlderThan(1_000_001, 0, 0, 0)).as("the survivor's time kept").isTrue();
+    assertThat(index.headOlderThan(1_000_000, 999_999_999, 0, 0)).isFalse();
+    assertThat(index.trimHead()).as("still held").isNull();
+    assertThat(index.windowSize()).isZero();
+  }
 }

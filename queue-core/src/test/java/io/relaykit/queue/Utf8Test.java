@@ -3,6 +3,9 @@ package io.relaykit.queue;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.nio.CharBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -96,5 +99,59 @@ class Utf8Test {
     assertThatThrownBy(() -> Utf8.length(null))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("must not be null");
+  }
+
+  /** Whether a strict encoder (one that reports malformed input) can encode {@code s}. */
+  private static boolean strictlyEncodable(String s) {
+    try {
+      StandardCharsets.UTF_8.newEncoder().onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT).encode(CharBuffer.wrap(s));
+      return true;
+    } catch (CharacterCodingException e) {
+      return false;
+    }
+  }
+
+  @Test
+  @DisplayName("firstUnpairedSurrogate finds a lone high or low surrogate, wherever it is, and nothing in pairs")
+  void unpairedSurrogates() {
+    assertThat(Utf8.firstUnpairedSurrogate("order-42")).isEqualTo(-1);
+    assertThat(Utf8.firstUnpairedSurrogate("\ud83d\ude00 smile")).isEqualTo(-1);
+    assertThat(Utf8.firstUnpairedSurrogate("lone \ud83d high")).isEqualTo(5);
+    assertThat(Utf8.firstUnpairedSurrogate("lone \ude00 low")).isEqualTo(5);
+    assertThat(Utf8.firstUnpairedSurrogate("\ude00\ud83d")).as("reversed pair").isZero();
+    assertThat(Utf8.firstUnpairedSurrogate("end \ud83d")).isEqualTo(4);
+    assertThat(Utf8.firstUnpairedSurrogate("\ud83d\ud83d\ude00")).as("high, then a pair")
+        .isZero();
+    assertThat(Utf8.firstUnpairedSurrogate("\ud83d\ude00\ude00")).as("a pair, then low")
+        .isEqualTo(2);
+  }
+
+  @Test
+  @DisplayName("a string is well-formed exactly when a strict UTF-8 encoder accepts it, on random strings")
+  void wellFormedAgreesWithStrictEncoder() {
+    SplittableRandom random = new SplittableRandom(20261201);
+    for (int round = 0; round < 20_000; round++) {
+      int length = random.nextInt(12);
+      StringBuilder b = new StringBuilder(length);
+      for (int i = 0; i < length; i++) {
+        b.append(randomChar(random));
+      }
+      String s = b.toString();
+      assertThat(Utf8.firstUnpairedSurrogate(s) < 0).as("round %d: %s", round, codes(s))
+          .isEqualTo(strictlyEncodable(s));
+    }
+  }
+
+  @Test
+  @DisplayName("requireWellFormed returns a well-formed string and refuses another naming the field, index and char")
+  void requireWellFormed() {
+    assertThat(Utf8.requireWellFormed("eventId", "pay-\ud83d\ude00")).isEqualTo("pay-\ud83d\ude00");
+    assertThatThrownBy(() -> Utf8.requireWellFormed("eventId", "pay-\ud83d"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("eventId").hasMessageContaining("U+D83D")
+        .hasMessageContaining("index 4");
+    assertThatThrownBy(() -> Utf8.requireWellFormed("eventId", null))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventId");
   }
 }

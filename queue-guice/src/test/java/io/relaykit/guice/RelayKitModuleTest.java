@@ -10,6 +10,7 @@ import com.google.inject.Injector;
 import com.google.inject.Key;
 import com.google.inject.Stage;
 import com.google.inject.name.Names;
+import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.idempotency.Claim;
@@ -150,10 +151,13 @@ class RelayKitModuleTest {
       injector.getInstance(Publisher.class).publish("orders", m).get();
       DeadLetterStore deadLetters = injector.getInstance(DeadLetterStore.class);
       Await.until(Duration.ofSeconds(10), "the message is dead-lettered",
-          () -> deadLetters.find(m.id()).isPresent());
+          () -> deadLetters.list(DeadLetterQuery.all().withMessageId(m.id()))
+              .stream().findFirst().isPresent());
 
-      assertThat(deadLetters.find(m.id()).orElseThrow().lastFailureAt()).isEqualTo(clock.instant());
-      assertThat(deadLetters.find(m.id()).orElseThrow().reason()).contains("bad order");
+      assertThat(deadLetters.list(DeadLetterQuery.all().withMessageId(m.id()))
+          .stream().findFirst().orElseThrow().lastFailureAt()).isEqualTo(clock.instant());
+      assertThat(deadLetters.list(DeadLetterQuery.all().withMessageId(m.id()))
+          .stream().findFirst().orElseThrow().reason()).contains("bad order");
       subscriber.close();
     }
 

@@ -109,9 +109,15 @@ public abstract class DeadLetterStoreContract {
   private static List<String> ids(List<DeadLetter> list) {
     List<String> out = new ArrayList<>();
     for (DeadLetter d : list) {
-      out.add(d.id());
+      out.add(d.messageId());
     }
     return out;
+  }
+
+  /** {@code d} as dead-lettered by consumer group {@code group} (null: by no group). */
+  protected static DeadLetter inGroup(DeadLetter d, String group) {
+    return new DeadLetter(d.message(), d.source(), group, d.reason(), d.exceptionClass(),
+        d.exceptionMessage(), d.attempts(), d.firstFailureAt(), d.lastFailureAt());
   }
 
   @Nested
@@ -181,7 +187,7 @@ public abstract class DeadLetterStoreContract {
 
       store.add(second);
 
-      assertThat(store.find(id)).contains(second);
+      assertThat(store.find(second.id())).contains(second);
       assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
       assertThat(store.list(DeadLetterQuery.all())).containsExactly(second);
     }
@@ -190,6 +196,114 @@ public abstract class DeadLetterStoreContract {
     @DisplayName("an absent id is not found")
     void absent() {
       assertThat(store.find(id())).isEqualTo(Optional.empty());
+    }
+  }
+
+  @Nested
+  @DisplayName("identity: (message id, source, consumer group)")
+  class Identity {
+
+    @Test
+    @DisplayName("one message dead-lettered at two sources keeps two dead letters; neither"
+        + " overwrites the other")
+    void twoSources() {
+      String id = id();
+      DeadLetter toOrders = deadLetter(id, "order.paid", "orders", "orders failed", 1);
+      DeadLetter toAudit = deadLetter(id, "order.paid", "audit", "audit failed", 2);
+
+      store.add(toOrders);
+      store.add(toAudit);
+
+      assertThat(toOrders.id()).isNotEqualTo(toAudit.id());
+      assertThat(store.find(toOrders.id())).contains(toOrders);
+      assertThat(store.find(toAudit.id())).contains(toAudit);
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(2);
+    }
+
+    @Test
+    @DisplayName("one message dead-lettered by two consumer groups keeps two dead letters, and"
+        + " both stay apart from the source's own (no group) dead letter")
+    void twoGroups() {
+      DeadLetter base = deadLetter(id(), 1);
+      DeadLetter billing = inGroup(base, "billing");
+      DeadLetter shipping = inGroup(base, "shipping");
+
+      store.add(billing);
+      store.add(shipping);
+      store.add(base);
+
+      assertThat(store.find(billing.id())).contains(billing);
+      assertThat(store.find(shipping.id())).contains(shipping);
+      assertThat(store.find(base.id())).contains(base);
+      assertThat(store.find(billing.id()).orElseThrow().group()).isEqualTo("billing");
+      assertThat(store.find(base.id()).orElseThrow().group()).isNull();
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("parts that contain the separators never collide: (a@b, c) and (a, b@c) are two"
+        + " dead letters")
+    void separatorsEncoded() {
+      DeadLetter first = deadLetter("a@b", "order.paid", "c", "first", 1);
+      DeadLetter second = deadLetter("a", "order.paid", "b@c", "second", 2);
+      DeadLetter third = inGroup(deadLetter("a#g%40", "order.paid", "c", "third", 3), "h");
+
+      store.add(first);
+      store.add(second);
+      store.add(third);
+
+      assertThat(new java.util.HashSet<>(List.of(first.id(), second.id(), third.id())))
+          .hasSize(3);
+      assertThat(store.find(first.id())).contains(first);
+      assertThat(store.find(second.id())).contains(second);
+      assertThat(store.find(third.id())).contains(third);
+    }
+
+    @Test
+    @DisplayName("remove takes one of them and leaves the other")
+    void removeOne() {
+      assumeTrue(supportsRemoveById(), "store cannot remove by id: checked in Remove");
+      DeadLetter base = deadLetter(id(), 1);
+      DeadLetter billing = inGroup(base, "billing");
+      store.add(base);
+      store.add(billing);
+
+      assertThat(store.remove(billing.id())).contains(billing);
+
+      assertThat(store.find(billing.id())).isEmpty();
+      assertThat(store.find(base.id())).contains(base);
+    }
+
+    @Test
+    @DisplayName("filter by message id: every dead letter of one message, whatever its source or"
+        + " group")
+    void byMessageId() {
+      assumeTrue(supportsFilters(), "store cannot filter: checked in Filters.unsupported()");
+      String id = id();
+      DeadLetter orders = deadLetter(id, "order.paid", "orders", "r", 1);
+      DeadLetter billing = inGroup(deadLetter(id, "order.paid", "orders", "r", 2), "billing");
+      store.add(orders);
+      store.add(billing);
+      store.add(deadLetter(id(), 3));
+
+      assertThat(store.list(DeadLetterQuery.all().withMessageId(id)))
+          .containsExactly(orders, billing);
+      assertThat(store.count(DeadLetterQuery.all().withMessageId(id))).isEqualTo(2);
+    }
+
+    @Test
+    @DisplayName("filter by consumer group")
+    void byGroup() {
+      assumeTrue(supportsFilters(), "store cannot filter: checked in Filters.unsupported()");
+      DeadLetter base = deadLetter(id(), 1);
+      DeadLetter billing = inGroup(deadLetter(id(), 2), "billing");
+      DeadLetter shipping = inGroup(deadLetter(id(), 3), "shipping");
+      store.add(base);
+      store.add(billing);
+      store.add(shipping);
+
+      assertThat(store.list(DeadLetterQuery.all().withGroup("billing"))).containsExactly(billing);
+      assertThat(store.count(DeadLetterQuery.all().withGroup("shipping"))).isEqualTo(1);
     }
   }
 
@@ -418,7 +532,7 @@ public abstract class DeadLetterStoreContract {
 
       assertThat(purged).isEqualTo(3);
       assertThat(store.list(DeadLetterQuery.all())).containsExactlyElementsOf(kept.values());
-      assertThat(store.find("pg-0")).isEmpty();
+      assertThat(store.find(DeadLetter.idOf("pg-0", "orders", null))).isEmpty();
     }
 
     @Test

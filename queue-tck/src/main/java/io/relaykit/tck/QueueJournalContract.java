@@ -7,6 +7,7 @@ import io.relaykit.queue.JournalException;
 import io.relaykit.queue.JournalState;
 import io.relaykit.queue.Priority;
 import io.relaykit.queue.QueueJournal;
+import io.relaykit.queue.QueueJournal.Change;
 import io.relaykit.queue.QueueJournal.Removal;
 import io.relaykit.queue.QueuedEvent;
 import java.time.Duration;
@@ -21,6 +22,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
@@ -36,6 +39,10 @@ import org.junit.jupiter.api.Test;
  * still be open and unflushed: that is a simulated crash, and the kit never uses it again (it
  * closes every instance it opened after each test, ignoring failures, so a backend can release
  * resources). Times in this kit have millisecond precision; a backend must keep at least that.
+ *
+ * <p>A backend that records {@link QueueJournal#recordAtomically} one change at a time (the
+ * interface's default) says so by overriding {@link #writesChangesAtomically()}; the kit then
+ * checks the weaker promise of the default (a crash keeps a prefix of the list).
  */
 public abstract class QueueJournalContract {
 
@@ -47,6 +54,14 @@ public abstract class QueueJournalContract {
    * previous instance may have been closed, flushed, or neither (a crash).
    */
   protected abstract QueueJournal reopenJournal() throws Exception;
+
+  /**
+   * Whether {@link QueueJournal#recordAtomically} writes its list as one change (all or none after
+   * a crash, all durable together). True unless overridden.
+   */
+  protected boolean writesChangesAtomically() {
+    return true;
+  }
 
   /** A fixed base time with non-zero milliseconds, so a backend that truncates to seconds fails. */
   protected static final Instant T0 = Instant.parse("2026-01-01T00:00:00.123Z");
@@ -397,6 +412,273 @@ public abstract class QueueJournalContract {
   }
 
   @Nested
+  @DisplayName("one rule per case")
+  class Rules {
+
+    @Test
+    @DisplayName("an append of a pending id replaces the event in its place and keeps its seen time")
+    void appendOfPendingReplaces() throws Exception {
+      QueueJournal journal = freshWith("a", "b");
+      QueuedEvent replaced = new QueuedEvent("a", "test.event", "second", Priority.CRITICAL,
+          T0.plusSeconds(5), 2, T0.plusSeconds(9), null);
+      journal.append(replaced);
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).containsExactly(replaced, event("b"));
+      assertThat(state.seen()).containsExactly(Map.entry("a", T0), Map.entry("b", T0));
+    }
+
+    @Test
+    @DisplayName("an append of a dead id replays it: the dead letter and its reason go, the event is pending last, seen as before")
+    void appendOfDeadReplays() throws Exception {
+      QueueJournal journal = freshWith("a", "b");
+      journal.deadLetter("a", 3, "attempts exhausted");
+      QueuedEvent replayed = event("a").rescheduled(0, T0.plusSeconds(30));
+      journal.append(replayed);
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).containsExactly(event("b"), replayed);
+      assertThat(state.dead()).isEmpty();
+      assertThat(state.deadReasons()).isEmpty();
+      assertThat(state.seen()).containsExactly(Map.entry("a", T0), Map.entry("b", T0));
+    }
+
+    @Test
+    @DisplayName("a replayed event that dies again is a dead letter after the others, with its new reason")
+    void replayedDiesAgain() throws Exception {
+      QueueJournal journal = freshWith("a", "b");
+      journal.deadLetter("a", 3, "first");
+      journal.deadLetter("b", 1, "other");
+      journal.append(event("a"));
+      journal.deadLetter("a", 1, "second");
+      JournalState state = closeAndRestart(journal);
+      assertThat(ids(state.dead())).containsExactly("b", "a");
+      assertThat(state.dead().get(1).attempts()).isEqualTo(1);
+      assertThat(state.deadReasons()).containsOnly(Map.entry("a", "second"),
+          Map.entry("b", "other"));
+    }
+
+    @Test
+    @DisplayName("a DROPPED removal of a dead id changes nothing: dead letters are purged, never dropped")
+    void droppedDeadIgnored() throws Exception {
+      QueueJournal journal = freshWith("a");
+      journal.deadLetter("a", 2, "rejected");
+      journal.remove("a", Removal.DROPPED);
+      JournalState state = closeAndRestart(journal);
+      assertThat(ids(state.dead())).containsExactly("a");
+      assertThat(state.deadReasons()).containsOnly(Map.entry("a", "rejected"));
+      assertThat(state.seen()).containsOnlyKeys("a");
+    }
+
+    @Test
+    @DisplayName("a dead letter of an id that is already dead keeps its first death")
+    void deadTwiceKeepsFirst() throws Exception {
+      QueueJournal journal = freshWith("a");
+      journal.deadLetter("a", 2, "first");
+      journal.deadLetter("a", 7, "second");
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.dead()).singleElement().satisfies(d -> assertThat(d.attempts()).isEqualTo(2));
+      assertThat(state.deadReasons()).containsOnly(Map.entry("a", "first"));
+    }
+
+    @Test
+    @DisplayName("forgetting a dead id keeps the dead letter and forgets only the id")
+    void forgetDead() throws Exception {
+      QueueJournal journal = freshWith("a", "b");
+      journal.deadLetter("a", 1, "rejected");
+      journal.forget("a");
+      journal.forget("b");
+      JournalState state = closeAndRestart(journal);
+      assertThat(ids(state.dead())).containsExactly("a");
+      assertThat(ids(state.pending())).as("a pending id is never forgotten").containsExactly("b");
+      assertThat(state.seen()).containsOnlyKeys("b");
+    }
+
+    @Test
+    @DisplayName("a blank or null dead reason is refused naming the reason, and nothing is recorded")
+    void blankReasonRefused() throws Exception {
+      QueueJournal journal = freshWith("a");
+      for (String reason : new String[] {null, "", "   ", "\t\n"}) {
+        assertThatThrownBy(() -> journal.deadLetter("a", 1, reason))
+            .as("reason %s", reason == null ? "null" : "'" + reason + "'")
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("reason");
+      }
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).containsExactly(event("a"));
+      assertThat(state.dead()).isEmpty();
+    }
+
+    @Test
+    @DisplayName("every change recorded twice in a row gives the state of recording it once (a retry after an unknown outcome)")
+    void changesAreIdempotent() throws Exception {
+      List<Consumer<QueueJournal>> script = List.of(
+          j -> j.append(event("a", Priority.NORMAL, T0)),
+          j -> j.append(event("b", Priority.CRITICAL, T0.plusMillis(1))),
+          j -> j.append(event("c", Priority.LOW, T0.plusMillis(2))),
+          j -> j.append(event("d", Priority.LOW, T0.plusMillis(3))),
+          j -> j.reschedule("a", 1, T0.plusSeconds(2)),
+          j -> j.deadLetter("b", 4, "attempts exhausted"),
+          j -> j.remove("c", Removal.ACKED),
+          j -> j.forget("c"),
+          j -> j.remove("d", Removal.DROPPED),
+          j -> j.append(event("b").rescheduled(0, T0.plusSeconds(4))),
+          j -> j.deadLetter("b", 1, "again"),
+          j -> j.remove("b", Removal.PURGED));
+      QueueJournal once = fresh();
+      script.forEach(step -> step.accept(once));
+      JournalState expected = closeAndRestart(once);
+      QueueJournal twice = fresh();
+      script.forEach(step -> {
+        step.accept(twice);
+        step.accept(twice);
+      });
+      assertThat(closeAndRestart(twice)).isEqualTo(expected);
+      assertThat(ids(expected.pending())).containsExactly("a");
+      assertThat(expected.seen()).containsOnlyKeys("a", "b");
+    }
+  }
+
+  @Nested
+  @DisplayName("atomic changes")
+  class Atomic {
+
+    @Test
+    @DisplayName("recordAtomically applies every change of its list, in order")
+    void appliesInOrder() throws Exception {
+      QueueJournal journal = freshWith("old", "acked");
+      journal.remove("acked", Removal.ACKED);
+      journal.recordAtomically(List.of(
+          new Change.Append(event("new", Priority.NORMAL, T0.plusMillis(5))),
+          new Change.Remove("old", Removal.DROPPED),
+          new Change.Forget("acked")));
+      journal.recordAtomically(List.of(new Change.Append(event("x", Priority.LOW, T0)),
+          new Change.Reschedule("x", 2, T0.plusSeconds(3)),
+          new Change.DeadLetter("x", 3, "gave up")));
+      JournalState state = closeAndRestart(journal);
+      assertThat(ids(state.pending())).containsExactly("new");
+      assertThat(ids(state.dead())).containsExactly("x");
+      assertThat(state.dead().get(0).attempts()).isEqualTo(3);
+      assertThat(state.deadReasons()).containsOnly(Map.entry("x", "gave up"));
+      assertThat(state.seen()).containsOnlyKeys("new", "x");
+    }
+
+    @Test
+    @DisplayName("a critical append in an atomic list survives a crash once awaitDurable returns, with the rest of the list if the backend writes it atomically")
+    void criticalListDurable() throws Exception {
+      QueueJournal journal = freshWith("victim");
+      journal.flush();
+      QueuedEvent pay = event("pay", Priority.CRITICAL, T0.plusMillis(1));
+      long ticket = journal.recordAtomically(List.of(new Change.Append(pay),
+          new Change.Remove("victim", Removal.DROPPED)));
+      journal.awaitDurable(ticket);
+      // No flush, no close: a crash.
+      JournalState state = restart();
+      assertThat(state.pending()).contains(pay);
+      if (writesChangesAtomically()) {
+        assertThat(state.pending()).containsExactly(pay);
+        assertThat(state.seen()).containsOnlyKeys("pay");
+      } else {
+        assertThat(ids(state.pending())).as("a prefix of the list: nothing lost")
+            .isSubsetOf("victim", "pay");
+      }
+    }
+
+    @Test
+    @DisplayName("a null, empty or null-holding list is refused and nothing is recorded")
+    void badLists() throws Exception {
+      QueueJournal journal = freshWith("a");
+      List<Change> withNull = new ArrayList<>();
+      withNull.add(new Change.Remove("a", Removal.ACKED));
+      withNull.add(null);
+      assertThatThrownBy(() -> journal.recordAtomically(null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("changes");
+      assertThatThrownBy(() -> journal.recordAtomically(List.of()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("changes");
+      assertThatThrownBy(() -> journal.recordAtomically(withNull))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("changes");
+      assertThat(closeAndRestart(journal).pending()).containsExactly(event("a"));
+    }
+
+    @Test
+    @DisplayName("a change with a bad argument cannot even be built, so no list holds one")
+    void changesCheckThemselves() {
+      assertThatThrownBy(() -> new Change.Remove(" ", Removal.ACKED))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventId");
+      assertThatThrownBy(() -> new Change.Remove("a", null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("removal");
+      assertThatThrownBy(() -> new Change.DeadLetter("a", 1, " "))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("reason");
+      assertThatThrownBy(() -> new Change.Reschedule("a", -1, T0))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("attempts");
+      assertThatThrownBy(() -> new Change.Forget("a\uD800"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("surrogate");
+      assertThatThrownBy(() -> new Change.Append(null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("event");
+    }
+  }
+
+  @Nested
+  @DisplayName("bad input")
+  class BadInput {
+
+    /** Ids that no journal may record: blank, or holding an unpaired surrogate. */
+    private static final String[] BAD_IDS = {null, "", "  ", "id-\uD83D", "\uDC00-id",
+        "a\uDBFFb"};
+
+    private void refused(ThrowingCallable call, String field) {
+      assertThatThrownBy(call).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining(field);
+    }
+
+    @Test
+    @DisplayName("blank ids and ids with unpaired surrogates are refused by every change, naming eventId, and nothing is recorded")
+    void badIds() throws Exception {
+      QueueJournal journal = freshWith("a");
+      for (String id : BAD_IDS) {
+        refused(() -> journal.remove(id, Removal.ACKED), "eventId");
+        refused(() -> journal.reschedule(id, 1, T0), "eventId");
+        refused(() -> journal.deadLetter(id, 1, "reason"), "eventId");
+        refused(() -> journal.forget(id), "eventId");
+      }
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).containsExactly(event("a"));
+      assertThat(state.seen()).containsOnlyKeys("a");
+    }
+
+    @Test
+    @DisplayName("two ids that differ only in an unpaired surrogate can never collide: an event holding one is refused")
+    void surrogatesInEvents() throws Exception {
+      QueueJournal journal = fresh();
+      refused(() -> journal.append(null), "event");
+      refused(() -> journal.append(new QueuedEvent("pay-\uD83D", "n", "p", Priority.CRITICAL, T0,
+          0, T0, null)), "eventId");
+      refused(() -> journal.append(new QueuedEvent("pay-\uDE00", "n", "p", Priority.NORMAL, T0,
+          0, T0, null)), "eventId");
+      refused(() -> journal.append(new QueuedEvent("e", "name-\uD800", "p", Priority.NORMAL, T0,
+          0, T0, null)), "name");
+      refused(() -> journal.append(new QueuedEvent("e", "n", "{\"x\":\"\uDFFF\"}",
+          Priority.NORMAL, T0, 0, T0, null)), "payload");
+      QueuedEvent pair = new QueuedEvent("pay-\uD83D\uDE00", "n", "💳", Priority.NORMAL, T0, 0,
+          T0, null);
+      journal.append(pair);
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).as("a surrogate pair is fine").containsExactly(pair);
+    }
+
+    @Test
+    @DisplayName("null removals and times, negative attempts and bad reasons are refused naming the field")
+    void badArguments() throws Exception {
+      QueueJournal journal = freshWith("a");
+      refused(() -> journal.remove("a", null), "removal");
+      refused(() -> journal.reschedule("a", 1, null), "nextAttemptAt");
+      refused(() -> journal.reschedule("a", -1, T0), "attempts");
+      refused(() -> journal.deadLetter("a", -1, "reason"), "attempts");
+      refused(() -> journal.deadLetter("a", 1, "bad \uD800 reason"), "reason");
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).containsExactly(event("a"));
+      assertThat(state.dead()).isEmpty();
+    }
+  }
+
+  @Nested
   @DisplayName("durability")
   class Durability {
 
@@ -515,6 +797,26 @@ public abstract class QueueJournalContract {
   class Data {
 
     @Test
+    @DisplayName("any Instant round-trips: the year 9999, Instant.MAX from a saturated retry time, Instant.MIN, before 1970, nanoseconds")
+    void extremeInstants() throws Exception {
+      Instant year9999 = Instant.parse("9999-12-31T23:59:59.999999999Z");
+      Instant before1970 = Instant.parse("1969-12-31T23:59:59.000000001Z");
+      Instant ancient = Instant.parse("1600-02-29T12:00:00.5Z");
+      QueuedEvent a = new QueuedEvent("far", "n", "p", Priority.NORMAL, before1970, 3,
+          Instant.MAX, year9999);
+      QueuedEvent b = new QueuedEvent("old", "n", "p", Priority.LOW, ancient, 0, Instant.MIN,
+          Instant.MAX);
+      QueueJournal journal = fresh();
+      journal.append(a);
+      journal.append(b);
+      journal.reschedule("old", 1, year9999);
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).containsExactly(a, b.rescheduled(1, year9999));
+      assertThat(state.seen()).containsExactly(Map.entry("far", before1970),
+          Map.entry("old", ancient));
+    }
+
+    @Test
     @DisplayName("a large payload comes back byte for byte")
     void largePayload() throws Exception {
       StringBuilder sb = new StringBuilder(1 << 20);
@@ -622,14 +924,19 @@ public abstract class QueueJournalContract {
     final LinkedHashMap<String, Instant> seen = new LinkedHashMap<>();
 
     void append(QueuedEvent e) {
+      if (dead.remove(e.eventId()) != null) {
+        reasons.remove(e.eventId());
+      }
       pending.put(e.eventId(), e);
       seen.putIfAbsent(e.eventId(), e.enqueuedAt());
     }
 
     void remove(String id, Removal removal) {
       boolean wasPending = pending.remove(id) != null;
-      if (removal == Removal.DROPPED && wasPending) {
-        seen.remove(id);
+      if (removal == Removal.DROPPED) {
+        if (wasPending) {
+          seen.remove(id);
+        }
       } else if (!wasPending && dead.remove(id) != null) {
         reasons.remove(id);
       }

@@ -362,7 +362,7 @@ public abstract class SubscriberContract {
       DeadLetter d = awaitDeadLetter(destination, m.id(), timeout());
 
       assertThat(recorder.attemptsOf(m.id())).containsExactly(1, 2, 3);
-      assertThat(d.id()).isEqualTo(m.id());
+      assertThat(d.messageId()).isEqualTo(m.id());
       assertThat(d.message()).isEqualTo(m);
       assertThat(d.message().headers()).containsEntry("label", "doomed");
       assertThat(d.message().traceId()).isEqualTo(m.traceId());

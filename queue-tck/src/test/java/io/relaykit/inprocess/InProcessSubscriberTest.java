@@ -1,6 +1,7 @@
 package io.relaykit.inprocess;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.tck.Await;
@@ -31,6 +32,7 @@ class InProcessSubscriberTest extends SubscriberContract {
   @Override
   protected DeadLetter awaitDeadLetter(String destination, String messageId, Duration timeout) {
     return Await.value(timeout, "dead letter " + messageId,
-        () -> transport.deadLetters().find(messageId).orElse(null), d -> d != null);
+        () -> transport.deadLetters().list(DeadLetterQuery.all().withMessageId(messageId)
+            .withSource(destination)).stream().findFirst().orElse(null), d -> d != null);
   }
 }

@@ -166,7 +166,8 @@ class InProcessTransportTest {
 
       Await.until(WAIT, "EXPIRED", () -> stages(code).contains(Stage.EXPIRED));
       assertThat(attempts).hasValue(1);
-      assertThat(transport.deadLetters().find(code.id())).isEmpty();
+      assertThat(transport.deadLetters().list(
+          DeadLetterQuery.all().withMessageId(code.id()))).isEmpty();
     }
   }
 
@@ -186,7 +187,8 @@ class InProcessTransportTest {
       transport.publish("orders", m).join();
 
       DeadLetter d = Await.value(WAIT, "dead letter",
-          () -> transport.deadLetters().find(m.id()).orElse(null), x -> x != null);
+          () -> transport.deadLetters().list(DeadLetterQuery.all()
+              .withMessageId(m.id())).stream().findFirst().orElse(null), x -> x != null);
       assertThat(d.firstFailureAt()).isEqualTo(FakeClock.EPOCH.plusSeconds(10));
       assertThat(d.lastFailureAt()).isEqualTo(FakeClock.EPOCH.plusSeconds(30));
       assertThat(d.exceptionMessage()).isEqualTo("attempt 3");
@@ -219,7 +221,8 @@ class InProcessTransportTest {
 
       transport.publish("orders", m).join();
 
-      Await.until(WAIT, "the dead letter stored", () -> real.find(m.id()).isPresent());
+      Await.until(WAIT, "the dead letter stored", () -> !real.list(
+          DeadLetterQuery.all().withMessageId(m.id())).isEmpty());
       assertThat(adds).hasValue(2);
       assertThat(attempts).hasValue(4);
       assertThat(transport.deadLetters()).isSameAs(flaky);

@@ -149,7 +149,7 @@ class ReportQueueTest {
       assertThat(queue.ack(List.of("a"))).as("acked twice").isZero();
       assertThat(queue.inflightIds()).containsExactly("c");
       assertThat(queue.stats()).isEqualTo(new QueueStats(0, 1, 3, 0, 0, 0,
-          "{\"id\":\"c\"}".length()));
+          "{\"id\":\"c\"}".length(), 0, 0));
       assertThat(journal.reopen().load().pending()).extracting(QueuedEvent::eventId)
           .containsExactly("c");
       assertThat(stages("a")).containsExactly(Stage.ENQUEUED, Stage.DELIVERED, Stage.ACKED);
@@ -487,6 +487,58 @@ class ReportQueueTest {
       assertThat(ids(queue.drainBatch())).containsExactly("b");
       clock.advance(Duration.ofSeconds(29));
       assertThat(ids(queue.drainBatch())).containsExactly("a");
+    }
+
+    @Test
+    @DisplayName("dead letters beyond their count bound push the oldest out, counted, reported and journaled, ids still seen")
+    void deadLetterCountBound() {
+      List<String> drops = new ArrayList<>();
+      ReportQueue queue = builder().deadLetters(2, Long.MAX_VALUE)
+          .metrics(new io.relaykit.monitor.MetricsListener() {
+            @Override
+            public void dropped(String destination, String reason, long count) {
+              drops.add(reason);
+            }
+          }).build();
+      for (String id : List.of("d1", "d2", "d3", "d4")) {
+        queue.enqueue(normal(id));
+        queue.drainBatch();
+        queue.nack(List.of(id), false);
+        clock.advance(Duration.ofMillis(1));
+      }
+      assertThat(queue.deadIds()).containsExactly("d3", "d4");
+      assertThat(queue.stats().deadLetters()).isEqualTo(2);
+      assertThat(queue.stats().deadDropped()).isEqualTo(2);
+      assertThat(drops).containsExactly("dead-letter-overflow", "dead-letter-overflow");
+      assertThat(stages("d1")).endsWith(Stage.DEAD_LETTERED, Stage.DROPPED);
+      assertThat(log.history("d1").get(log.history("d1").size() - 1).detail())
+          .contains("pushed out of the dead letters").contains("d3");
+      assertThat(queue.enqueue(normal("d1")).reason()).as("its id stays seen")
+          .isEqualTo(Reason.DUPLICATE);
+      JournalState stored = journal.reopen().load();
+      assertThat(ids(stored.dead())).containsExactly("d3", "d4");
+      assertThat(stored.seen()).containsKeys("d1", "d2", "d3", "d4");
+    }
+
+    @Test
+    @DisplayName("dead letters beyond their byte bound push out as many old ones as needed; one too large on its own is not kept")
+    void deadLetterByteBound() {
+      ReportQueue queue = builder().deadLetters(100, 10).build();
+      for (String[] e : new String[][] {{"a", "xxxx"}, {"b", "yyyy"}, {"c", "zzzzzzzz"},
+          {"huge", "h".repeat(11)}}) {
+        queue.enqueue(new ReportEvent(e[0], "n", e[1]));
+        queue.drainBatch();
+        queue.nack(List.of(e[0]), false);
+      }
+      assertThat(queue.deadIds()).containsExactly("c");
+      assertThat(queue.stats().deadDropped()).isEqualTo(3);
+      assertThat(stages("huge")).endsWith(Stage.DELIVERED, Stage.DROPPED);
+      assertThat(queue.inflightIds()).isEmpty();
+      assertThat(queue.stats().bytes()).isZero();
+      JournalState stored = journal.reopen().load();
+      assertThat(ids(stored.dead())).containsExactly("c");
+      assertThat(stored.pending()).isEmpty();
+      assertThat(restarted(builder().deadLetters(100, 10)).deadIds()).containsExactly("c");
     }
 
     @Test
@@ -946,6 +998,35 @@ class ReportQueueTest {
     }
 
     @Test
+    @DisplayName("ids, names and payloads with an unpaired surrogate are refused naming the field and index: they would collide after a restart")
+    void unpairedSurrogates() {
+      assertThatThrownBy(() -> new ReportEvent("pay-\uD83D", "n", "p"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventId")
+          .hasMessageContaining("index 4").hasMessageContaining("U+D83D");
+      assertThatThrownBy(() -> new ReportEvent("pay-\uDE00", "n", "p"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventId");
+      assertThatThrownBy(() -> new ReportEvent("id", "n\uD800", "p"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("name");
+      assertThatThrownBy(() -> new ReportEvent("id", "n", "{\"x\":\"\uDFFF\"}"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("payload");
+      ReportQueue queue = builder().build();
+      assertThat(queue.enqueue(new ReportEvent("pay-\uD83D\uDE00", "n", "💳")).accepted())
+          .as("a surrogate pair is a character like any other").isTrue();
+      assertThat(restarted(builder()).pendingIds()).containsExactly("pay-\uD83D\uDE00");
+    }
+
+    @Test
+    @DisplayName("a dead reason with an unpaired surrogate is stored with U+FFFD in its place, not refused")
+    void reasonWithSurrogate() {
+      ReportQueue queue = builder().build();
+      queue.enqueue(normal("a"));
+      queue.drainBatch();
+      queue.nack(List.of("a"), false, Duration.ZERO, "server said \uD800!");
+      assertThat(queue.deadReason("a")).contains("server said \uFFFD!");
+      assertThat(journal.reopen().load().deadReasons()).containsEntry("a", "server said \uFFFD!");
+    }
+
+    @Test
     @DisplayName("invalid configuration is refused naming the field and the value")
     void invalidConfig() {
       assertInvalid(ReportQueue.builder().capacity(0), "capacity", "0");
@@ -958,6 +1039,8 @@ class ReportQueueTest {
           "PT0S");
       assertInvalid(ReportQueue.builder().dedupeWindow(Duration.ofHours(1), 0), "dedupeMaxIds",
           "0");
+      assertInvalid(ReportQueue.builder().deadLetters(0, 10), "maxDeadLetters", "0");
+      assertInvalid(ReportQueue.builder().deadLetters(10, 0), "maxDeadBytes", "0");
       assertInvalid(ReportQueue.builder().clock(null), "clock", "null");
       assertInvalid(ReportQueue.builder().listener(null), "listener", "null");
       assertInvalid(ReportQueue.builder().name(" "), "name", "blank");
@@ -1189,14 +1272,13 @@ class ReportQueueTest {
     }
 
     @Test
-    @DisplayName("payload bytes count UTF-8 exactly: ASCII runs, 2-, 3- and 4-byte characters, lone surrogates")
+    @DisplayName("payload bytes count UTF-8 exactly: ASCII runs, 2-, 3- and 4-byte characters")
     void payloadBytes() {
       Map<String, Integer> cases = Map.of(
           "abcdefgh", 8,
           "abcdeé", 7,
           "abcd\u20ACxyz", 10,
           "ab\u20AC\uD83D\uDE00x", 10,
-          "\uD800x", 2, // a lone surrogate is encoded as '?', as String.getBytes(UTF_8) does
           "é", 2);
       ReportQueue queue = builder().capacity(100).build();
       long total = 0;
@@ -1288,7 +1370,7 @@ class ReportQueueTest {
       assertThat(acked).hasSize(producers * perProducer);
       assertThat(acked.values()).allSatisfy(n -> assertThat(n.get()).isEqualTo(1));
       assertThat(queue.stats()).isEqualTo(new QueueStats(0, 0, producers * perProducer, 0, 0, 0,
-          0));
+          0, 0, 0));
       JournalState stored = journal.reopen().load();
       assertThat(stored.pending()).isEmpty();
       assertThat(stored.seen()).hasSize(producers * perProducer);

@@ -30,6 +30,8 @@ import io.relaykit.queue.QueueJournal;
  *   <tr><td>{@code relaykit.h2.lease}</td><td>{@code relaykit.relay.lease}</td></tr>
  *   <tr><td>{@code relaykit.h2.retention}</td><td>{@code relaykit.idempotency.retention}</td></tr>
  *   <tr><td>{@code relaykit.h2.journal-name}</td><td>{@code relaykit}</td></tr>
+ *   <tr><td>{@code relaykit.h2.migrate}</td><td>{@code true}; {@code false} only verifies the
+ *       schema version</td></tr>
  * </table>
  */
 public final class H2StorageBackend implements BackendModuleProvider {
@@ -41,6 +43,7 @@ public final class H2StorageBackend implements BackendModuleProvider {
   public static final String LEASE = "relaykit.h2.lease";
   public static final String RETENTION = "relaykit.h2.retention";
   public static final String JOURNAL_NAME = "relaykit.h2.journal-name";
+  public static final String MIGRATE = "relaykit.h2.migrate";
 
   @Override
   public Kind kind() {
@@ -68,6 +71,7 @@ public final class H2StorageBackend implements BackendModuleProvider {
           .tablePrefix(config.get(TABLE_PREFIX).orElse(H2StorageConfig.DEFAULT_TABLE_PREFIX))
           .lease(config.getDuration(LEASE, config.relayLease()))
           .retention(config.getDuration(RETENTION, config.idempotencyRetention()))
+          .migrate(config.getBoolean(MIGRATE, true))
           .build();
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("invalid relaykit.h2 settings: " + e.getMessage(), e);

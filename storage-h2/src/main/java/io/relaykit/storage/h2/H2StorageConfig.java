@@ -25,6 +25,11 @@ import java.util.Optional;
  *   <tr><td>tablePrefix</td><td>{@code relaykit_}</td><td>prefix of every table and index</td></tr>
  *   <tr><td>lease</td><td>30 s</td><td>how long a relay holds claimed outbox rows</td></tr>
  *   <tr><td>retention</td><td>7 days</td><td>how long sent rows and done keys are kept</td></tr>
+ *   <tr><td>databaseClock</td><td>{@link DatabaseClock#database()}</td><td>the clock leases,
+ *       takeovers and retention are decided on</td></tr>
+ *   <tr><td>migrate</td><td>true</td><td>create or migrate the tables when opening; false only
+ *       checks that they are at this build's schema version (for DML-only credentials, or where
+ *       Flyway or Liquibase runs relaykit's scripts; see {@link JdbcStorage#migrate})</td></tr>
  *   <tr><td>listener</td><td>none</td><td>sees outbox steps: ENQUEUED on append, DEAD_LETTERED
  *       for an undecodable row; under Guice, {@link H2StorageModule} adds the injector's
  *       {@link LifecycleListener}</td></tr>
@@ -44,6 +49,8 @@ public final class H2StorageConfig {
   private final Duration lease;
   private final Duration retention;
   private final LifecycleListener listener;
+  private final boolean migrate;
+  private final DatabaseClock databaseClock;
   private final Dialect dialect;
 
   private H2StorageConfig(Builder b, Dialect dialect) {
@@ -55,6 +62,8 @@ public final class H2StorageConfig {
     this.lease = b.lease;
     this.retention = b.retention;
     this.listener = b.listener;
+    this.migrate = b.migrate;
+    this.databaseClock = b.databaseClock;
     this.dialect = dialect;
   }
 
@@ -62,7 +71,7 @@ public final class H2StorageConfig {
   H2StorageConfig withListener(LifecycleListener listener) {
     Builder b = builder().jdbcUrl(jdbcUrl).username(username).password(password)
         .poolSize(poolSize).tablePrefix(tablePrefix).lease(lease).retention(retention)
-        .listener(listener);
+        .listener(listener).migrate(migrate).databaseClock(databaseClock);
     return new H2StorageConfig(b, dialect);
   }
 
@@ -126,6 +135,16 @@ public final class H2StorageConfig {
     return Optional.ofNullable(listener);
   }
 
+  /** The clock leases, takeovers and retention are decided on. */
+  public DatabaseClock databaseClock() {
+    return databaseClock;
+  }
+
+  /** Whether opening creates or migrates the tables (true) or only verifies their version. */
+  public boolean migrate() {
+    return migrate;
+  }
+
   /** The dialect the URL selects. */
   public Dialect dialect() {
     return dialect;
@@ -136,7 +155,7 @@ public final class H2StorageConfig {
     // No password: configs end up in logs.
     return "H2StorageConfig[jdbcUrl=" + jdbcUrl + ", username=" + username + ", poolSize="
         + poolSize + ", tablePrefix=" + tablePrefix + ", lease=" + lease + ", retention="
-        + retention + ", listener=" + (listener == null ? "none" : listener) + "]";
+        + retention + ", migrate=" + migrate + ", listener=" + (listener == null ? "none" : listener) + "]";
   }
 
   /** Builds a validated {@link H2StorageConfig}. */
@@ -149,6 +168,8 @@ public final class H2StorageConfig {
     private Duration lease = DEFAULT_LEASE;
     private Duration retention = DEFAULT_RETENTION;
     private LifecycleListener listener;
+    private boolean migrate = true;
+    private DatabaseClock databaseClock = DatabaseClock.database();
 
     private Builder() {}
 
@@ -190,6 +211,31 @@ public final class H2StorageConfig {
     /** Where the outbox reports its steps; null (the default) for nowhere. */
     public Builder listener(LifecycleListener listener) {
       this.listener = listener;
+      return this;
+    }
+
+    /**
+     * The clock leases, takeovers and retention are decided on: {@link DatabaseClock#database()}
+     * (the default) or, for tests and single-host deployments, {@link DatabaseClock#of}.
+     *
+     * @throws IllegalArgumentException if null
+     */
+    public Builder databaseClock(DatabaseClock databaseClock) {
+      if (databaseClock == null) {
+        throw new IllegalArgumentException(
+            "databaseClock must not be null: use DatabaseClock.database()");
+      }
+      this.databaseClock = databaseClock;
+      return this;
+    }
+
+    /**
+     * Whether opening creates or migrates the tables (true, the default) or only checks that they
+     * are at this build's version, failing with a {@link SchemaVersionException} that names the
+     * missing scripts (false).
+     */
+    public Builder migrate(boolean migrate) {
+      this.migrate = migrate;
       return this;
     }
 

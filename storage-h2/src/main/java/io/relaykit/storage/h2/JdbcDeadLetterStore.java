@@ -20,8 +20,13 @@ import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
- * Dead letters in a table, one row per message id: the whole original message (envelope, headers,
- * payload), source, reason, last exception, attempts and failure times. {@link #add} is an upsert,
+ * Dead letters in a table, one row per {@linkplain DeadLetter#id() dead-letter id} (message id,
+ * source, consumer group): the whole original message (envelope, headers, payload), source, group,
+ * reason, last exception, attempts and failure times. {@link #add} is an upsert on that id, so a
+ * message dead-lettered at two destinations or by two groups keeps two rows; it validates first
+ * what the columns can hold (message id, source, group and type up to 255 characters, key up to
+ * 512, exception class up to 1 000, payload up to 1 MiB) and refuses the rest with an {@link
+ * IllegalArgumentException} naming the field, before anything is written;
  * {@link #remove} a DELETE whose update count decides who got the row (at most one caller), and
  * {@link #replayToOutbox} moves a dead letter back into the outbox in one transaction, so replaying
  * it twice publishes it once. Listing uses the {@code (last_failure_at, id)} index; filters other
@@ -39,7 +44,15 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
   private static final String UNDECODABLE_TYPE = JdbcOutboxStore.UNDECODABLE_TYPE;
 
   private static final String COLUMNS = "id, source, reason, exception_class, exception_message,"
-      + " attempts, first_failure_at, last_failure_at, msg_type, msg_key, headers, payload";
+      + " attempts, first_failure_at, last_failure_at, msg_type, msg_key, headers, payload,"
+      + " message_id, consumer_group";
+
+  /** The longest message id, source, group and message type the table holds, in characters. */
+  public static final int MAX_NAME_LENGTH = 255;
+  /** The longest message key the table holds, in characters. */
+  public static final int MAX_KEY_LENGTH = 512;
+  /** The longest exception class name the table holds, in characters. */
+  public static final int MAX_EXCEPTION_CLASS_LENGTH = 1_000;
 
   private final DataSource dataSource;
   private final Dialect dialect;
@@ -64,6 +77,13 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
           + deadLetter.message().payloadSize() + " bytes, over the limit of "
           + Schema.MAX_PAYLOAD_BYTES);
     }
+    Message m = deadLetter.message();
+    requireFits("message id", m.id(), MAX_NAME_LENGTH);
+    requireFits("source", deadLetter.source(), MAX_NAME_LENGTH);
+    requireFits("group", deadLetter.group(), MAX_NAME_LENGTH);
+    requireFits("message type", m.type(), MAX_NAME_LENGTH);
+    requireFits("message key", m.key().orElse(null), MAX_KEY_LENGTH);
+    requireFits("exception class", deadLetter.exceptionClass(), MAX_EXCEPTION_CLASS_LENGTH);
     Jdbc.autoCommit(dataSource, "dead letter add to " + tables.deadLetter, c -> {
       add(c, deadLetter);
       return null;
@@ -85,6 +105,8 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
       setNullable(ps, 10, m.key().orElse(null));
       ps.setString(11, Envelopes.encode(m));
       ps.setBytes(12, m.payload());
+      ps.setString(13, m.id());
+      setNullable(ps, 14, d.group());
       ps.executeUpdate();
     }
   }
@@ -209,10 +231,11 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
       m = Envelopes.decode(headers, key, payload);
     } catch (RuntimeException e) {
       // A corrupt row must not hide every other dead letter from find and list.
-      m = standIn(rs.getString("id"), rs.getString("msg_type"), key, headers, payload,
+      m = standIn(rs.getString("message_id"), rs.getString("msg_type"), key, headers, payload,
           Instants.get(rs, "first_failure_at"), e);
     }
-    return new DeadLetter(m, rs.getString("source"), rs.getString("reason"),
+    return new DeadLetter(m, rs.getString("source"), rs.getString("consumer_group"),
+        rs.getString("reason"),
         rs.getString("exception_class"), rs.getString("exception_message"),
         rs.getInt("attempts"), Instants.get(rs, "first_failure_at"),
         Instants.get(rs, "last_failure_at"));
@@ -251,6 +274,10 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
 
   private static String where(DeadLetterQuery q, List<Object> args) {
     List<String> conditions = new ArrayList<>();
+    if (q.messageId() != null) {
+      conditions.add("message_id = ?");
+      args.add(q.messageId());
+    }
     if (q.reasonContains() != null) {
       conditions.add("reason LIKE ? ESCAPE '!'");
       args.add("%" + q.reasonContains().replace("!", "!!").replace("%", "!%").replace("_", "!_")
@@ -263,6 +290,10 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
     if (q.source() != null) {
       conditions.add("source = ?");
       args.add(q.source());
+    }
+    if (q.group() != null) {
+      conditions.add("consumer_group = ?");
+      args.add(q.group());
     }
     if (q.failedFrom() != null) {
       conditions.add("last_failure_at >= ?");
@@ -293,6 +324,14 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
       ps.setNull(i, Types.VARCHAR);
     } else {
       ps.setString(i, v);
+    }
+  }
+
+  private static void requireFits(String field, String value, int max) {
+    if (value != null && value.length() > max) {
+      throw new IllegalArgumentException(field + " of a dead letter must be at most " + max
+          + " characters to be stored, was " + value.length() + " ('"
+          + value.substring(0, 32) + "...')");
     }
   }
 

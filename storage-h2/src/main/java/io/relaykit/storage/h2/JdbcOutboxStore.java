@@ -200,7 +200,7 @@ public final class JdbcOutboxStore implements OutboxStore {
         });
     for (DeadLetter d : claimed.deadLettered()) {
       LOG.log(System.Logger.Level.WARNING, "moved to dead letters: " + d.reason());
-      LifecycleListener.safely(listener, new LifecycleEvent(Stage.DEAD_LETTERED, d.id(),
+      LifecycleListener.safely(listener, new LifecycleEvent(Stage.DEAD_LETTERED, d.messageId(),
           d.message().traceId(), d.source(), now, d.reason()));
     }
     return claimed.records();

@@ -31,16 +31,19 @@ public final class JdbcStorage implements AutoCloseable {
   private final Tables tables;
   private final Duration retention;
   private final InstantSource clock;
+  private final DatabaseClock databaseClock;
   private final LifecycleListener listener;
 
   private JdbcStorage(DataSource dataSource, HikariDataSource ownedPool, Dialect dialect,
-      Tables tables, Duration retention, InstantSource clock, LifecycleListener listener) {
+      Tables tables, Duration retention, InstantSource clock, DatabaseClock databaseClock,
+      LifecycleListener listener) {
     this.dataSource = dataSource;
     this.ownedPool = ownedPool;
     this.dialect = dialect;
     this.tables = tables;
     this.retention = retention;
     this.clock = clock;
+    this.databaseClock = databaseClock;
     this.listener = listener;
   }
 
@@ -79,7 +82,8 @@ public final class JdbcStorage implements AutoCloseable {
     }
     try {
       return open(pool, pool, config.dialect(), config.tablePrefix(), config.retention(), clock,
-          config.listener().orElse(LifecycleListener.noop()));
+          config.databaseClock(), config.listener().orElse(LifecycleListener.noop()),
+          config.migrate());
     } catch (RuntimeException e) {
       pool.close();
       throw e;
@@ -108,11 +112,70 @@ public final class JdbcStorage implements AutoCloseable {
     if (dataSource == null) {
       throw new IllegalArgumentException("dataSource must not be null");
     }
-    return open(dataSource, null, dialect, tablePrefix, retention, clock, listener);
+    return open(dataSource, null, dialect, tablePrefix, retention, clock,
+        DatabaseClock.database(), listener, true);
+  }
+
+  /**
+   * As {@link #open(DataSource, Dialect, String, Duration, InstantSource, LifecycleListener)},
+   * with leases, takeovers and retention decided on {@code databaseClock} ({@link
+   * DatabaseClock#of} for tests that drive time; the others use {@link DatabaseClock#database()}),
+   * and with {@code migrate} false running no DDL (see {@link #openVerified}).
+   */
+  public static JdbcStorage open(DataSource dataSource, Dialect dialect, String tablePrefix,
+      Duration retention, InstantSource clock, DatabaseClock databaseClock,
+      LifecycleListener listener, boolean migrate) {
+    if (dataSource == null) {
+      throw new IllegalArgumentException("dataSource must not be null");
+    }
+    return open(dataSource, null, dialect, tablePrefix, retention, clock, databaseClock,
+        listener, migrate);
+  }
+
+  /**
+   * Like {@link #open(DataSource, Dialect, String, Duration, InstantSource)}, but runs no DDL: the
+   * tables must already be at this build's schema version (migrated by {@link #migrate} or by
+   * Flyway/Liquibase running relaykit's scripts). For applications whose database user may only
+   * read and write rows.
+   *
+   * @throws SchemaVersionException naming the missing scripts if the tables are older (or absent),
+   *     or if they are newer than this build knows
+   */
+  public static JdbcStorage openVerified(DataSource dataSource, Dialect dialect,
+      String tablePrefix, Duration retention, InstantSource clock) {
+    if (dataSource == null) {
+      throw new IllegalArgumentException("dataSource must not be null");
+    }
+    return open(dataSource, null, dialect, tablePrefix, retention, clock,
+        DatabaseClock.database(), LifecycleListener.noop(), false);
+  }
+
+  /**
+   * Brings the relaykit tables with {@code tablePrefix} up to this build's schema version, as
+   * opening a storage does by default: for a deployment step that runs with DDL rights while the
+   * application opens with {@code migrate=false}. The same SQL ships as versioned scripts per
+   * dialect on the class path ({@code io/relaykit/storage/h2/db/h2/V1__base.sql}, ...,
+   * {@code .../db/postgresql/...}) with the placeholder {@code ${prefix}}, for Flyway or
+   * Liquibase; each script records its version in {@code <prefix>schema_version}.
+   *
+   * <p>Safe to run from several instances at once: PostgreSQL migrates under an advisory lock in
+   * one transaction; H2 serialises DDL and its scripts are idempotent.
+   *
+   * @throws SchemaVersionException if the tables are at a newer version than this build knows
+   * @throws JdbcStorageException if the database cannot be reached or a script fails
+   */
+  public static void migrate(DataSource dataSource, Dialect dialect, String tablePrefix) {
+    if (dataSource == null || dialect == null) {
+      throw new IllegalArgumentException("dataSource and dialect must not be null");
+    }
+    Tables tables = new Tables(tablePrefix);
+    checkDialect(dataSource, dialect);
+    Schema.migrate(dataSource, dialect, tables, true);
   }
 
   private static JdbcStorage open(DataSource dataSource, HikariDataSource owned, Dialect dialect,
-      String tablePrefix, Duration retention, InstantSource clock, LifecycleListener listener) {
+      String tablePrefix, Duration retention, InstantSource clock, DatabaseClock databaseClock,
+      LifecycleListener listener, boolean migrate) {
     if (dialect == null) {
       throw new IllegalArgumentException("dialect must not be null");
     }
@@ -126,10 +189,15 @@ public final class JdbcStorage implements AutoCloseable {
     if (listener == null) {
       throw new IllegalArgumentException("listener must not be null: use LifecycleListener.noop()");
     }
+    if (databaseClock == null) {
+      throw new IllegalArgumentException(
+          "databaseClock must not be null: use DatabaseClock.database()");
+    }
     Tables tables = new Tables(tablePrefix);
     checkDialect(dataSource, dialect);
-    Schema.migrate(dataSource, dialect, tables);
-    return new JdbcStorage(dataSource, owned, dialect, tables, retention, clock, listener);
+    Schema.migrate(dataSource, dialect, tables, migrate);
+    return new JdbcStorage(dataSource, owned, dialect, tables, retention, clock, databaseClock,
+        listener);
   }
 
   private static void checkDialect(DataSource dataSource, Dialect dialect) {
@@ -194,9 +262,28 @@ public final class JdbcStorage implements AutoCloseable {
     return queueJournal(name, Duration.ofMillis(50));
   }
 
-  /** The queue journal called {@code name}, group-committing every {@code commitInterval}. */
+  /**
+   * The queue journal called {@code name}, group-committing every {@code commitInterval}, with at
+   * most 100 000 uncommitted statements and 64 MiB of uncommitted payload buffered while the
+   * database is down.
+   */
   public JdbcQueueJournal queueJournal(String name, Duration commitInterval) {
-    return new JdbcQueueJournal(dataSource, tables, name, commitInterval);
+    return new JdbcQueueJournal(dataSource, dialect, tables, name, commitInterval);
+  }
+
+  /**
+   * The queue journal called {@code name}, group-committing every {@code commitInterval}, with at
+   * most {@code maxBufferedStatements} uncommitted statements and {@code maxBufferedBytes} of
+   * uncommitted payload buffered (while the database is down or behind) before appends are
+   * refused with {@link io.relaykit.queue.JournalFullException}.
+   *
+   * @throws IllegalArgumentException naming the field for a blank or over-long name, a
+   *     non-positive interval or bound
+   */
+  public JdbcQueueJournal queueJournal(String name, Duration commitInterval,
+      int maxBufferedStatements, long maxBufferedBytes) {
+    return new JdbcQueueJournal(dataSource, dialect, tables, name, commitInterval,
+        maxBufferedStatements, maxBufferedBytes);
   }
 
   public Dialect dialect() {
@@ -215,6 +302,14 @@ public final class JdbcStorage implements AutoCloseable {
   /** The clock the stores read where the SPI does not pass the time in. */
   public InstantSource clock() {
     return clock;
+  }
+
+  /**
+   * The clock leases, takeovers and retention are decided on: the database's ({@link
+   * DatabaseClock#database()}) unless the storage was opened with another.
+   */
+  public DatabaseClock databaseClock() {
+    return databaseClock;
   }
 
   /** Where the outbox reports its steps; {@link LifecycleListener#noop()} when nowhere. */

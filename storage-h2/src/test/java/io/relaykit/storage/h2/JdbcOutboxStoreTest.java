@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.message.Message;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
@@ -183,7 +184,9 @@ class JdbcOutboxStoreTest {
     assertThat(reason(db, p, "outbox-row-" + notANumber)).startsWith(
         "undecodable outbox row seq " + notANumber).contains("length 'ab' is not a number");
 
-    DeadLetter d = storage.deadLetterStore().find("bad-corrupt").orElseThrow();
+    DeadLetter d = storage.deadLetterStore()
+        .list(DeadLetterQuery.all().withMessageId("bad-corrupt"))
+        .stream().findFirst().orElseThrow();
     assertThat(d.source()).isEqualTo("orders");
     assertThat(d.attempts()).isZero();
     assertThat(d.lastFailureAt()).isEqualTo(clock.instant());
@@ -203,7 +206,7 @@ class JdbcOutboxStoreTest {
 
   private static String reason(TestDatabase db, String prefix, String id) throws SQLException {
     try (Connection c = db.connection(); PreparedStatement ps = c.prepareStatement(
-        "SELECT reason FROM " + prefix + "dead_letter WHERE id = ?")) {
+        "SELECT reason FROM " + prefix + "dead_letter WHERE message_id = ?")) {
       ps.setString(1, id);
       try (ResultSet rs = ps.executeQuery()) {
         assertThat(rs.next()).as("dead letter %s", id).isTrue();

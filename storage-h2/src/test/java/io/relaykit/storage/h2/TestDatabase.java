@@ -127,6 +127,27 @@ final class TestDatabase {
     return new HikariDataSource(hc);
   }
 
+  /**
+   * A new pool on this PostgreSQL database and schema that connects through {@code hostPort}
+   * (a fault proxy in front of the server) instead of the server's own address. Close it.
+   */
+  HikariDataSource poolVia(String hostPort, int socketTimeoutSeconds) {
+    if (kind != Kind.POSTGRESQL) {
+      throw new IllegalStateException("only PostgreSQL is reached over TCP here, not " + kind);
+    }
+    String via = url.replaceFirst("//[^/]+/", "//" + hostPort + "/");
+    via += (via.contains("?") ? "&" : "?") + "socketTimeout=" + socketTimeoutSeconds
+        + "&connectTimeout=" + socketTimeoutSeconds;
+    HikariConfig hc = new HikariConfig();
+    hc.setJdbcUrl(via);
+    hc.setMaximumPoolSize(2);
+    hc.setMinimumIdle(0);
+    hc.setConnectionTimeout(Math.max(250, socketTimeoutSeconds * 1000L));
+    hc.setPoolName("test-via-" + PREFIXES.incrementAndGet());
+    hc.setSchema(pgSchema);
+    return new HikariDataSource(hc);
+  }
+
   Dialect dialect() {
     return kind == Kind.POSTGRESQL ? Dialect.POSTGRESQL : Dialect.H2;
   }

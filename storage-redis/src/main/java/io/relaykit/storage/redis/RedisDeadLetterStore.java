@@ -25,10 +25,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Dead letters in Redis: a hash per dead letter holding the whole message (payload bytes as Base64,
- * headers, trace id) and its failure (source, reason, exception, attempts, first and last failure),
- * plus one sorted set that orders them by last failure time, then id. Add and remove are single Lua
- * scripts, so a replace never leaves a twin and a removal hands a dead letter out at most once.
+ * Dead letters in Redis: a hash per {@linkplain DeadLetter#id() dead-letter id} (message id, source
+ * and consumer group) holding the whole message (payload bytes as Base64, headers, trace id) and
+ * its failure (source, group, reason, exception, attempts, first and last failure), plus one sorted
+ * set that orders them by last failure time, then id. Add and remove are single Lua scripts, so a
+ * replace never leaves a twin and a removal hands a dead letter out at most once; dead letters of
+ * one message at two sources or for two groups are two hashes.
  *
  * <p>Cost: add, find and remove are one round trip. Listing and counting with only a time filter
  * read just the selected range ({@code ZRANGEBYLEX}, O(log n + page)); a reason, type or source
@@ -39,8 +41,11 @@ import java.util.concurrent.TimeoutException;
  */
 public final class RedisDeadLetterStore implements DeadLetterStore {
 
-  /** The longest dead letter (message) id accepted. */
-  public static final int MAX_ID_LENGTH = 512;
+  /**
+   * The longest {@linkplain DeadLetter#id() dead-letter id} (message id, source and group,
+   * encoded) accepted.
+   */
+  public static final int MAX_ID_LENGTH = 2_048;
 
   private static final int CHUNK = 500;
   // Instants are indexed as fixed-width decimal seconds (shifted to be non-negative) and nanos,
@@ -102,6 +107,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     args.add(indexMember(deadLetter.lastFailureAt(), id));
     Message m = deadLetter.message();
     put(args, "id", id);
+    put(args, "messageId", m.id());
     put(args, "type", m.type());
     put(args, "schemaVersion", Integer.toString(m.schemaVersion()));
     m.key().ifPresent(k -> put(args, "key", k));
@@ -117,6 +123,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     put(args, "priority", m.priority().name());
     put(args, "traceId", m.traceId());
     put(args, "source", deadLetter.source());
+    put(args, "group", deadLetter.group());
     put(args, "reason", deadLetter.reason());
     put(args, "exceptionClass", deadLetter.exceptionClass());
     put(args, "exceptionMessage", deadLetter.exceptionMessage());
@@ -267,7 +274,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
   }
 
   private static boolean hasContentFilter(DeadLetterQuery q) {
-    return q.reasonContains() != null || q.type() != null || q.source() != null;
+    return q.hasContentFilter();
   }
 
   private static void requireQuery(DeadLetterQuery query) {
@@ -362,8 +369,10 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
 
   private DeadLetter decode(String entryKey, Map<String, String> h) {
     try {
+      // Entries written before dead letters had their own identity keep the message id in "id".
+      String messageId = h.getOrDefault("messageId", h.get("id"));
       Message.Builder b = Message.builder()
-          .id(h.get("id"))
+          .id(messageId)
           .type(h.get("type"))
           .schemaVersion(Integer.parseInt(h.get("schemaVersion")))
           .key(h.get("key"))
@@ -378,7 +387,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
         map.put(headers.get(i), headers.get(i + 1));
       }
       b.headers(map);
-      return new DeadLetter(b.build(), h.get("source"), h.get("reason"),
+      return new DeadLetter(b.build(), h.get("source"), h.get("group"), h.get("reason"),
           h.get("exceptionClass"), h.get("exceptionMessage"),
           Integer.parseInt(h.get("attempts")),
           Instant.parse(h.get("firstFailureAt")), Instant.parse(h.get("lastFailureAt")));

@@ -1,5 +1,6 @@
 package io.relaykit.storage.redis;
 
+import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.sync.RedisCommands;
@@ -35,6 +36,15 @@ import java.util.Map;
  * <p>All keys of one journal share a hash tag, so the scripts run on Redis Cluster and the journal
  * lives on one node. Failures raise {@link JournalException} naming the journal; an event too large
  * for {@code maxValueBytes} raises {@link IllegalArgumentException}. Thread-safe.
+ *
+ * <h2>Failures</h2>
+ * There is no buffer to fill while Redis is down: every change is one synchronous script, and
+ * while the connection is down commands are rejected at once, so each change throws a {@link
+ * JournalException} with outcome {@code NOT_RECORDED} without waiting (a {@code CRITICAL} enqueue
+ * fails fast, and nothing grows). A change whose reply is lost (a timeout, a connection reset
+ * after the command was sent) throws with outcome {@code UNKNOWN}: Redis may have run it. Every
+ * change is idempotent (a repeated append keeps its place, a repeated dead letter finds nothing
+ * pending), so recording it again is safe and later changes are never wedged by it.
  */
 public final class RedisJournal implements QueueJournal {
 
@@ -44,72 +54,87 @@ public final class RedisJournal implements QueueJournal {
   /** The longest journal name accepted. */
   public static final int MAX_NAME_LENGTH = 200;
 
-  // KEYS: 1 seq, 2 events, 3 attempts, 4 next, 5 pending, 6 dead, 7 reasons, 8 seen, 9 seenAt
-  private static final Script APPEND = new Script("""
-      local id = ARGV[1]
-      local s = redis.call('INCR', KEYS[1])
-      redis.call('HSET', KEYS[2], id, ARGV[2])
-      redis.call('HSET', KEYS[3], id, ARGV[3])
-      redis.call('HSET', KEYS[4], id, ARGV[4])
-      redis.call('ZREM', KEYS[6], id)
-      redis.call('HDEL', KEYS[7], id)
-      redis.call('ZADD', KEYS[5], 'NX', s, id)
-      if not redis.call('ZSCORE', KEYS[8], id) then
-        redis.call('ZADD', KEYS[8], s, id)
-        redis.call('HSET', KEYS[9], id, ARGV[5])
+  // One script applies a list of changes, so one change and an atomic group are the same round
+  // trip. ARGV is a run of ops, each a code and fixed arguments:
+  //   A id packed attempts next seenAt | R id dropped | S id attempts next | D id attempts reason
+  //   | F id
+  // KEYS: 1 seq, 2 events, 3 attempts, 4 next, 5 pending, 6 dead, 7 reasons, 8 seen, 9 seenAt.
+  // Every op is idempotent, so a change that Redis applied but whose reply was lost can be sent
+  // again: a repeated append keeps its place (ZADD NX), a repeated dead letter finds nothing
+  // pending and does nothing.
+  private static final Script CHANGES = new Script("""
+      local function append(id, packed, attempts, nxt, seenAt)
+        local s = redis.call('INCR', KEYS[1])
+        redis.call('HSET', KEYS[2], id, packed)
+        redis.call('HSET', KEYS[3], id, attempts)
+        redis.call('HSET', KEYS[4], id, nxt)
+        redis.call('ZREM', KEYS[6], id)
+        redis.call('HDEL', KEYS[7], id)
+        redis.call('ZADD', KEYS[5], 'NX', s, id)
+        if not redis.call('ZSCORE', KEYS[8], id) then
+          redis.call('ZADD', KEYS[8], s, id)
+          redis.call('HSET', KEYS[9], id, seenAt)
+        end
       end
-      return s
-      """);
-
-  // A removal takes an id from pending, or else from dead; only a pending id that was dropped is
-  // forgotten as well.
-  private static final Script REMOVE = new Script("""
-      local id = ARGV[1]
-      local pending = redis.call('ZREM', KEYS[5], id)
-      if pending == 0 and redis.call('ZREM', KEYS[6], id) == 0 then
-        return 0
+      -- A removal takes an id from pending, or else (not for DROPPED) from dead; only a pending id
+      -- that was dropped is forgotten as well.
+      local function remove(id, dropped)
+        local pending = redis.call('ZREM', KEYS[5], id)
+        if pending == 0 and (dropped == '1' or redis.call('ZREM', KEYS[6], id) == 0) then
+          return
+        end
+        redis.call('HDEL', KEYS[2], id)
+        redis.call('HDEL', KEYS[3], id)
+        redis.call('HDEL', KEYS[4], id)
+        redis.call('HDEL', KEYS[7], id)
+        if pending == 1 and dropped == '1' then
+          redis.call('ZREM', KEYS[8], id)
+          redis.call('HDEL', KEYS[9], id)
+        end
       end
-      redis.call('HDEL', KEYS[2], id)
-      redis.call('HDEL', KEYS[3], id)
-      redis.call('HDEL', KEYS[4], id)
-      redis.call('HDEL', KEYS[7], id)
-      if pending == 1 and ARGV[2] == '1' then
-        redis.call('ZREM', KEYS[8], id)
-        redis.call('HDEL', KEYS[9], id)
+      local function reschedule(id, attempts, nxt)
+        if redis.call('ZSCORE', KEYS[5], id) then
+          redis.call('HSET', KEYS[3], id, attempts)
+          redis.call('HSET', KEYS[4], id, nxt)
+        end
       end
-      return 1
-      """);
-
-  private static final Script RESCHEDULE = new Script("""
-      local id = ARGV[1]
-      if not redis.call('ZSCORE', KEYS[5], id) then
-        return 0
+      local function deadLetter(id, attempts, reason)
+        if redis.call('ZREM', KEYS[5], id) == 1 then
+          local s = redis.call('INCR', KEYS[1])
+          redis.call('ZADD', KEYS[6], s, id)
+          redis.call('HSET', KEYS[3], id, attempts)
+          redis.call('HSET', KEYS[7], id, reason)
+        end
       end
-      redis.call('HSET', KEYS[3], id, ARGV[2])
-      redis.call('HSET', KEYS[4], id, ARGV[3])
-      return 1
-      """);
-
-  private static final Script DEAD_LETTER = new Script("""
-      local id = ARGV[1]
-      if redis.call('ZREM', KEYS[5], id) == 0 then
-        return 0
+      local function forget(id)
+        if not redis.call('ZSCORE', KEYS[5], id) then
+          redis.call('ZREM', KEYS[8], id)
+          redis.call('HDEL', KEYS[9], id)
+        end
       end
-      local s = redis.call('INCR', KEYS[1])
-      redis.call('ZADD', KEYS[6], s, id)
-      redis.call('HSET', KEYS[3], id, ARGV[2])
-      redis.call('HSET', KEYS[7], id, ARGV[3])
-      return 1
-      """);
-
-  private static final Script FORGET = new Script("""
-      local id = ARGV[1]
-      if redis.call('ZSCORE', KEYS[5], id) then
-        return 0
+      local i, n = 1, #ARGV
+      while i <= n do
+        local op = ARGV[i]
+        if op == 'A' then
+          append(ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5])
+          i = i + 6
+        elseif op == 'R' then
+          remove(ARGV[i + 1], ARGV[i + 2])
+          i = i + 3
+        elseif op == 'S' then
+          reschedule(ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+          i = i + 4
+        elseif op == 'D' then
+          deadLetter(ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+          i = i + 4
+        elseif op == 'F' then
+          forget(ARGV[i + 1])
+          i = i + 2
+        else
+          return redis.error_reply('relaykit journal: unknown op ' .. tostring(op))
+        end
       end
-      redis.call('ZREM', KEYS[8], id)
-      redis.call('HDEL', KEYS[9], id)
-      return 1
+      return n
       """);
 
   private final RedisConnector redis;
@@ -139,9 +164,70 @@ public final class RedisJournal implements QueueJournal {
 
   @Override
   public void append(QueuedEvent event) {
-    if (event == null) {
-      throw new IllegalArgumentException("event must not be null");
+    List<String> args = new ArrayList<>(6);
+    addAppend(args, event);
+    run("append " + event.eventId(), args);
+  }
+
+  @Override
+  public void remove(String eventId, Removal removal) {
+    List<String> args = new ArrayList<>(3);
+    addRemove(args, eventId, removal);
+    run("remove " + eventId, args);
+  }
+
+  @Override
+  public void reschedule(String eventId, int attempts, Instant nextAttemptAt) {
+    List<String> args = new ArrayList<>(4);
+    addReschedule(args, eventId, attempts, nextAttemptAt);
+    run("reschedule " + eventId, args);
+  }
+
+  @Override
+  public void deadLetter(String eventId, int attempts, String reason) {
+    List<String> args = new ArrayList<>(4);
+    addDeadLetter(args, eventId, attempts, reason);
+    run("dead-letter " + eventId, args);
+  }
+
+  @Override
+  public void forget(String eventId) {
+    requireId(eventId);
+    run("forget " + eventId, List.of("F", eventId));
+  }
+
+  /**
+   * Atomic: one script applies every change, and Redis runs a script without interleaving any
+   * other command. (A script that fails half way, because a key holds another type of value that
+   * another program wrote, keeps what it did before the failure: Redis does not roll scripts back.)
+   * The changes are checked whole before anything is sent.
+   */
+  @Override
+  public long recordAtomically(List<Change> changes) {
+    QueueJournal.requireChanges(changes);
+    List<String> args = new ArrayList<>();
+    for (Change c : changes) {
+      if (c instanceof Change.Append a) {
+        addAppend(args, a.event());
+      } else if (c instanceof Change.Remove r) {
+        addRemove(args, r.eventId(), r.removal());
+      } else if (c instanceof Change.Reschedule r) {
+        addReschedule(args, r.eventId(), r.attempts(), r.nextAttemptAt());
+      } else if (c instanceof Change.DeadLetter d) {
+        addDeadLetter(args, d.eventId(), d.attempts(), d.reason());
+      } else if (c instanceof Change.Forget f) {
+        requireId(f.eventId());
+        args.add("F");
+        args.add(f.eventId());
+      }
     }
+    run(changes.size() + " changes", args);
+    return 0L;
+  }
+
+  private void addAppend(List<String> args, QueuedEvent event) {
+    QueueJournal.requireEvent(event);
+    requireId(event.eventId());
     String packed = Fields.encode(event.name(), event.payload(), event.priority().name(),
         event.enqueuedAt().toString(), event.expiresAt() == null ? null
             : event.expiresAt().toString());
@@ -150,45 +236,46 @@ public final class RedisJournal implements QueueJournal {
       throw new IllegalArgumentException("event " + event.eventId() + " is " + size
           + " bytes encoded, over maxValueBytes " + maxValueBytes);
     }
-    run("append " + event.eventId(), APPEND, event.eventId(), packed,
-        Integer.toString(event.attempts()), event.nextAttemptAt().toString(),
-        event.enqueuedAt().toString());
+    args.add("A");
+    args.add(event.eventId());
+    args.add(packed);
+    args.add(Integer.toString(event.attempts()));
+    args.add(event.nextAttemptAt().toString());
+    args.add(event.enqueuedAt().toString());
   }
 
-  @Override
-  public void remove(String eventId, Removal removal) {
+  private static void addRemove(List<String> args, String eventId, Removal removal) {
     requireId(eventId);
     if (removal == null) {
       throw new IllegalArgumentException("removal must not be null");
     }
-    run("remove " + eventId, REMOVE, eventId, removal == Removal.DROPPED ? "1" : "0");
+    args.add("R");
+    args.add(eventId);
+    args.add(removal == Removal.DROPPED ? "1" : "0");
   }
 
-  @Override
-  public void reschedule(String eventId, int attempts, Instant nextAttemptAt) {
+  private static void addReschedule(List<String> args, String eventId, int attempts,
+      Instant nextAttemptAt) {
     requireId(eventId);
-    requireAttempts(attempts);
+    QueueJournal.requireAttempts(attempts);
     if (nextAttemptAt == null) {
       throw new IllegalArgumentException("nextAttemptAt must not be null");
     }
-    run("reschedule " + eventId, RESCHEDULE, eventId, Integer.toString(attempts),
-        nextAttemptAt.toString());
+    args.add("S");
+    args.add(eventId);
+    args.add(Integer.toString(attempts));
+    args.add(nextAttemptAt.toString());
   }
 
-  @Override
-  public void deadLetter(String eventId, int attempts, String reason) {
+  private static void addDeadLetter(List<String> args, String eventId, int attempts,
+      String reason) {
     requireId(eventId);
-    requireAttempts(attempts);
-    if (reason == null || reason.isBlank()) {
-      throw new IllegalArgumentException("reason must not be blank, was '" + reason + "'");
-    }
-    run("dead-letter " + eventId, DEAD_LETTER, eventId, Integer.toString(attempts), reason);
-  }
-
-  @Override
-  public void forget(String eventId) {
-    requireId(eventId);
-    run("forget " + eventId, FORGET, eventId);
+    QueueJournal.requireAttempts(attempts);
+    QueueJournal.requireDeadReason(reason);
+    args.add("D");
+    args.add(eventId);
+    args.add(Integer.toString(attempts));
+    args.add(reason);
   }
 
   @Override
@@ -267,17 +354,34 @@ public final class RedisJournal implements QueueJournal {
     }
   }
 
-  private void run(String what, Script script, String... args) {
+  private void run(String what, List<String> args) {
     requireOpen();
     try {
-      script.run(redis.sync(), ScriptOutputType.INTEGER, keys, args);
+      CHANGES.run(redis.sync(), ScriptOutputType.INTEGER, keys, args.toArray(new String[0]));
     } catch (RedisException e) {
       String detail = RedisErrors.isWrongType(e)
           ? "a key of the journal holds another type of value; another program wrote it: "
           : "";
+      boolean unsent = notSent(e);
       throw new JournalException("Redis journal '" + name + "' at " + redis.where()
-          + " failed to " + what + ": " + detail + e.getMessage(), e);
+          + " failed to " + what + ": " + detail + e.getMessage()
+          + (unsent ? " (not sent: nothing recorded)"
+              : " (it may have been applied; recording it again is safe)"), e,
+          unsent ? JournalException.Outcome.NOT_RECORDED : JournalException.Outcome.UNKNOWN);
     }
+  }
+
+  /**
+   * Whether the command never left the client: no connection (a failed connect, or Lettuce
+   * rejecting commands while disconnected). A timeout or a reset after sending is an unknown
+   * outcome: Redis may have run the script.
+   */
+  private static boolean notSent(RedisException e) {
+    if (e instanceof RedisConnectionException) {
+      return true;
+    }
+    String m = e.getMessage();
+    return m != null && m.contains("not connected");
   }
 
   private void requireOpen() {
@@ -287,12 +391,7 @@ public final class RedisJournal implements QueueJournal {
   }
 
   private static void requireId(String eventId) {
+    QueueJournal.requireEventId(eventId);
     Keys.requireKey("eventId", eventId, MAX_EVENT_ID_LENGTH);
-  }
-
-  private static void requireAttempts(int attempts) {
-    if (attempts < 0) {
-      throw new IllegalArgumentException("attempts must be >= 0, was " + attempts);
-    }
   }
 }

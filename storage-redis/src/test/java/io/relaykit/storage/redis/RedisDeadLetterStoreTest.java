@@ -51,16 +51,19 @@ class RedisDeadLetterStoreTest extends DeadLetterStoreContract {
       RedisDeadLetterStore store = (RedisDeadLetterStore) store();
       DeadLetter d = deadLetter("m-1", "order.placed", "orders", "attempts exhausted", 3);
       store.add(d);
-      assertThat(support.raw().hget(store.entryKey("m-1"), "reason"))
+      String id = d.id();
+      assertThat(id).isEqualTo("m-1@orders");
+      assertThat(support.raw().hget(store.entryKey(id), "reason"))
           .isEqualTo("attempts exhausted");
-      assertThat(support.raw().hget(store.entryKey("m-1"), "traceId"))
+      assertThat(support.raw().hget(store.entryKey(id), "messageId")).isEqualTo("m-1");
+      assertThat(support.raw().hget(store.entryKey(id), "traceId"))
           .isEqualTo(d.message().traceId());
       assertThat(support.raw().zrange(store.indexKey(), 0, -1))
-          .containsExactly(RedisDeadLetterStore.indexMember(d.lastFailureAt(), "m-1"));
-      assertThat(store.entryKey("m-1")).startsWith(support.prefix + "dlq:{" + support.prefix
+          .containsExactly(RedisDeadLetterStore.indexMember(d.lastFailureAt(), id));
+      assertThat(store.entryKey(id)).startsWith(support.prefix + "dlq:{" + support.prefix
           + store.name() + "}:");
-      assertThat(store.remove("m-1")).contains(d);
-      assertThat(support.raw().exists(store.entryKey("m-1"), store.indexKey())).isZero();
+      assertThat(store.remove(id)).contains(d);
+      assertThat(support.raw().exists(store.entryKey(id), store.indexKey())).isZero();
     }
 
     @Test
@@ -82,10 +85,11 @@ class RedisDeadLetterStoreTest extends DeadLetterStoreContract {
     @DisplayName("an entry key holding another type is a clear error")
     void wrongType() {
       RedisDeadLetterStore store = (RedisDeadLetterStore) store();
-      support.raw().set(store.entryKey("m-2"), "oops");
-      assertThatThrownBy(() -> store.add(deadLetter("m-2", "t", "s", "r", 1)))
+      DeadLetter d = deadLetter("m-2", "t", "s", "r", 1);
+      support.raw().set(store.entryKey(d.id()), "oops");
+      assertThatThrownBy(() -> store.add(d))
           .isInstanceOf(IllegalStateException.class)
-          .hasMessageContaining(store.entryKey("m-2")).hasMessageContaining("string");
+          .hasMessageContaining(store.entryKey(d.id())).hasMessageContaining("string");
     }
 
     @Test

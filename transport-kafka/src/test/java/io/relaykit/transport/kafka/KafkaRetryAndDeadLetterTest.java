@@ -101,7 +101,7 @@ class KafkaRetryAndDeadLetterTest {
     assertThat(later.at()).isAfterOrEqualTo(lastPoisonAttempt);
 
     DeadLetter d = dlt.list(DeadLetterQuery.all()).get(0);
-    assertThat(d.id()).isEqualTo(messages.get(0).id());
+    assertThat(d.messageId()).isEqualTo(messages.get(0).id());
     assertThat(d.message()).isEqualTo(messages.get(0));
     assertThat(d.source()).isEqualTo(topic);
     assertThat(d.reason()).startsWith("attempts exhausted (3 of 3)");
@@ -157,7 +157,8 @@ class KafkaRetryAndDeadLetterTest {
     Await.until(WAIT, "keyless and good records handled", () -> handled.size() == 2);
     assertThat(handled).extracting(Delivery::message).containsExactlyInAnyOrder(keyless, good);
 
-    DeadLetter undecodable = dlt.find("dlt:" + topic + "-0@0").orElseThrow();
+    DeadLetter undecodable = dlt.list(DeadLetterQuery.all().withMessageId("dlt:" + topic + "-0@0"))
+        .stream().findFirst().orElseThrow();
     assertThat(undecodable.reason()).isEqualTo("undecodable: missing header relaykit-id");
     assertThat(undecodable.message().type()).isEqualTo(KafkaDeadLetterStore.UNDECODABLE_TYPE);
     assertThat(undecodable.message().payloadUtf8()).isEqualTo("no envelope");
@@ -165,7 +166,8 @@ class KafkaRetryAndDeadLetterTest {
     assertThat(undecodable.attempts()).isZero();
     assertThat(undecodable.exceptionClass())
         .isEqualTo(io.relaykit.message.MalformedMessageException.class.getName());
-    DeadLetter tombstone = dlt.find("dlt:" + topic + "-0@1").orElseThrow();
+    DeadLetter tombstone = dlt.list(DeadLetterQuery.all().withMessageId("dlt:" + topic + "-0@1"))
+        .stream().findFirst().orElseThrow();
     assertThat(tombstone.reason()).startsWith("undecodable: ");
     assertThat(tombstone.message().payloadUtf8()).isEqualTo("(empty)");
     assertThat(dlt.list(DeadLetterQuery.all().withType(KafkaDeadLetterStore.UNDECODABLE_TYPE)))

@@ -1,6 +1,7 @@
 package io.relaykit.transport.kafka;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.message.SubscriptionSpec;
@@ -50,7 +51,8 @@ class KafkaSubscriberTest extends SubscriberContract {
   protected DeadLetter awaitDeadLetter(String destination, String messageId, Duration timeout) {
     try (KafkaDeadLetterStore store = KafkaDeadLetterStore.forSubscription(config, destination,
         scoped(destination, "g"))) {
-      return Await.value(timeout, "dead letter " + messageId, () -> store.find(messageId),
+      return Await.value(timeout, "dead letter " + messageId,
+          () -> store.list(DeadLetterQuery.all().withMessageId(messageId)).stream().findFirst(),
           Optional::isPresent).orElseThrow();
     }
   }

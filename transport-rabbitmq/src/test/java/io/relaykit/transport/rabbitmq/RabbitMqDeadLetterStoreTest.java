@@ -84,19 +84,20 @@ class RabbitMqDeadLetterStoreTest extends DeadLetterStoreContract {
 
       Await.until(Duration.ofSeconds(30), "one dead letter", () -> store.count(
           DeadLetterQuery.all()) == 1);
-      DeadLetter d = store.find("replay-1").orElseThrow();
+      DeadLetter d = store.list(DeadLetterQuery.all().withMessageId("replay-1"))
+          .stream().findFirst().orElseThrow();
       assertThat(d.message()).isEqualTo(m);
       assertThat(d.reason()).startsWith("permanent failure").contains("customer unknown");
       assertThat(d.attempts()).isEqualTo(1);
       assertThat(d.source()).isEqualTo(destination);
       assertThat(d.exceptionClass()).isEqualTo(PermanentFailureException.class.getName());
 
-      assertThat(store.replay("replay-1")).contains(d);
+      assertThat(store.replay(d.id())).contains(d);
       Await.until(Duration.ofSeconds(30), "the replayed message handled",
           () -> outcomes.size() == 2);
       assertThat(outcomes).containsExactly("rejected attempt 1", "handled attempt 1");
       assertThat(store.count(DeadLetterQuery.all())).isZero();
-      assertThat(store.replay("replay-1")).as("replay is idempotent").isEmpty();
+      assertThat(store.replay(d.id())).as("replay is idempotent").isEmpty();
     }
 
     @Test
@@ -119,7 +120,7 @@ class RabbitMqDeadLetterStoreTest extends DeadLetterStoreContract {
       Await.until(Duration.ofSeconds(30), "the dead letter", () -> store.count(
           DeadLetterQuery.all()) == 1);
       DeadLetter d = store.list(DeadLetterQuery.all().withReasonContains("undecodable")).get(0);
-      assertThat(d.id()).isEqualTo("raw-7");
+      assertThat(d.messageId()).isEqualTo("raw-7");
       assertThat(d.reason()).isEqualTo("undecodable: missing header relaykit-id");
       assertThat(d.attempts()).isZero();
       assertThat(d.message().payloadUtf8()).isEqualTo("garbage");

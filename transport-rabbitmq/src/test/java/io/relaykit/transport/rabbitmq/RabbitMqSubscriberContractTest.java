@@ -2,6 +2,7 @@ package io.relaykit.transport.rabbitmq;
 
 import com.rabbitmq.client.Connection;
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.tck.Await;
@@ -57,7 +58,8 @@ class RabbitMqSubscriberContractTest extends SubscriberContract {
     try (RabbitMqDeadLetterStore store = RabbitMqDeadLetterStore.create(config, destination,
         "g")) {
       Await.until(timeout, "dead letter " + messageId + " of " + destination, () -> {
-        Optional<DeadLetter> d = store.find(messageId);
+        Optional<DeadLetter> d = store.list(DeadLetterQuery.all().withMessageId(messageId))
+            .stream().findFirst();
         d.ifPresent(found::set);
         return d.isPresent();
       });

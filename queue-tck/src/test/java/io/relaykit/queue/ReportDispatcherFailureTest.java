@@ -1,0 +1,267 @@
+package io.relaykit.queue;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.relaykit.retry.Backoff;
+import io.relaykit.tck.FakeClock;
+import io.relaykit.tck.FaultyJournal;
+import io.relaykit.tck.FaultyJournal.Call;
+import io.relaykit.tck.FaultyJournal.Fault;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+/** What the dispatcher does when the sender, the executor or the queue's journal fails. */
+@DisplayName("ReportDispatcher when something fails")
+class ReportDispatcherFailureTest {
+
+  private final FakeClock clock = new FakeClock();
+  private final InMemoryJournal storage = new InMemoryJournal();
+  private final FaultyJournal journal = new FaultyJournal(storage);
+  private final List<List<String>> sent = Collections.synchronizedList(new ArrayList<>());
+
+  private ReportQueue queue(int batchSize) {
+    return ReportQueue.builder().clock(clock).journal(journal).batchSize(batchSize)
+        .backoff(Backoff.fixed(Duration.ofSeconds(1))).build();
+  }
+
+  private static void enqueue(ReportQueue queue, String... ids) {
+    for (String id : ids) {
+      assertThat(queue.enqueue(new ReportEvent(id, "test", "p-" + id)).accepted()).isTrue();
+    }
+  }
+
+  private BatchSender recordingOk() {
+    return batch -> {
+      sent.add(batch.stream().map(QueuedEvent::eventId).toList());
+      return BatchResult.allOk(batch);
+    };
+  }
+
+  private ReportDispatcher.Builder direct(ReportQueue queue, BatchSender sender) {
+    return ReportDispatcher.builder(queue, sender).clock(clock).sendExecutor(Runnable::run);
+  }
+
+  /** Throws {@code t}, checked or not, from a method that declares nothing. */
+  @SuppressWarnings("unchecked")
+  private static <T extends Throwable> RuntimeException sneaky(Throwable t) throws T {
+    throw (T) t;
+  }
+
+  @Nested
+  @DisplayName("a sender that throws")
+  class SenderThrows {
+
+    @Test
+    @DisplayName("an Error from the sender retries the batch instead of stranding it in flight")
+    void error() {
+      ReportQueue queue = queue(2);
+      int[] calls = {0};
+      ReportDispatcher dispatcher = direct(queue, batch -> {
+        if (calls[0]++ == 0) {
+          throw new AssertionError("a bug in the sender");
+        }
+        return BatchResult.allOk(batch);
+      }).build();
+      enqueue(queue, "a", "b");
+      assertThat(dispatcher.runOnce()).isEqualTo(1);
+      assertThat(queue.inflightIds()).isEmpty();
+      assertThat(queue.pendingIds()).containsExactly("a", "b");
+      assertThat(dispatcher.inFlightBatches()).isZero();
+      clock.advance(Duration.ofSeconds(5));
+      assertThat(dispatcher.runOnce()).isEqualTo(1);
+      assertThat(queue.stats().pending() + queue.stats().inflight()).isZero();
+    }
+
+    @Test
+    @DisplayName("a checked exception thrown sneakily retries the batch too")
+    void checked() {
+      ReportQueue queue = queue(1);
+      ReportDispatcher dispatcher = direct(queue, batch -> {
+        throw ReportDispatcherFailureTest.<RuntimeException>sneaky(
+            new IOException("connection reset"));
+      }).build();
+      enqueue(queue, "a");
+      dispatcher.runOnce();
+      assertThat(queue.inflightIds()).isEmpty();
+      assertThat(queue.pendingIds()).containsExactly("a");
+      assertThat(storage.reopen().load().pending().get(0).attempts())
+          .as("a failed attempt, journaled").isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("a VirtualMachineError is rethrown, after its batch was retried")
+    void virtualMachineError() {
+      ReportQueue queue = queue(1);
+      ReportDispatcher dispatcher = direct(queue, batch -> {
+        throw new OutOfMemoryError("simulated");
+      }).build();
+      enqueue(queue, "a");
+      assertThatThrownBy(dispatcher::runOnce).isInstanceOf(OutOfMemoryError.class);
+      assertThat(queue.pendingIds()).containsExactly("a");
+      assertThat(dispatcher.inFlightBatches()).isZero();
+    }
+  }
+
+  @Nested
+  @DisplayName("a send that does not answer")
+  class Timeout {
+
+    @Test
+    @DisplayName("is given up after sendTimeout on the clock: its events are retried, and its late answer is ignored and counted")
+    void timeoutRequeuesAndIgnoresLateAnswer() {
+      ReportQueue queue = queue(2);
+      ArrayDeque<Runnable> tasks = new ArrayDeque<>();
+      Executor manual = tasks::add;
+      ReportDispatcher dispatcher = ReportDispatcher.builder(queue, recordingOk()).clock(clock)
+          .sendExecutor(manual).sendTimeout(Duration.ofSeconds(30)).build();
+      enqueue(queue, "a", "b");
+      assertThat(dispatcher.runOnce()).isEqualTo(1);
+      Runnable hung = tasks.poll();
+      assertThat(queue.inflightIds()).containsExactly("a", "b");
+
+      clock.advance(Duration.ofSeconds(29));
+      dispatcher.runOnce();
+      assertThat(dispatcher.timedOutSends()).as("not yet").isZero();
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(dispatcher.runOnce()).as("nothing ready until the retry time").isZero();
+      assertThat(dispatcher.timedOutSends()).isEqualTo(1);
+      assertThat(dispatcher.inFlightBatches()).isZero();
+      assertThat(queue.inflightIds()).isEmpty();
+      assertThat(queue.pendingIds()).containsExactly("a", "b");
+
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(dispatcher.runOnce()).as("sent again").isEqualTo(1);
+      Runnable second = tasks.poll();
+      assertThat(queue.inflightIds()).containsExactly("a", "b");
+
+      hung.run(); // the first send answers at last: OK for both, but they were drained again
+      assertThat(dispatcher.lateResults()).isEqualTo(1);
+      assertThat(queue.inflightIds()).as("the late answer settles nothing")
+          .containsExactly("a", "b");
+      second.run();
+      assertThat(queue.stats().pending() + queue.stats().inflight()).isZero();
+      assertThat(sent).hasSize(2);
+      assertThat(storage.reopen().load().pending()).isEmpty();
+    }
+
+    @Test
+    @DisplayName("the default timeout is 60 s; a non-positive one is refused")
+    void config() {
+      ReportQueue queue = queue(1);
+      ArrayDeque<Runnable> tasks = new ArrayDeque<>();
+      ReportDispatcher dispatcher = ReportDispatcher.builder(queue, recordingOk()).clock(clock)
+          .sendExecutor(tasks::add).build();
+      enqueue(queue, "a");
+      dispatcher.runOnce();
+      clock.advance(Duration.ofSeconds(59));
+      dispatcher.runOnce();
+      assertThat(dispatcher.timedOutSends()).isZero();
+      clock.advance(Duration.ofSeconds(1));
+      dispatcher.runOnce();
+      assertThat(dispatcher.timedOutSends()).isEqualTo(1);
+      assertThatThrownBy(() -> ReportDispatcher.builder(queue, recordingOk())
+          .sendTimeout(Duration.ZERO).build()).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("sendTimeout");
+    }
+  }
+
+  @Nested
+  @DisplayName("the queue's journal cannot record an outcome")
+  class Unrecorded {
+
+    @Test
+    @DisplayName("the batch goes back to pending, is sent again after a pause that doubles, and is acked once the journal recovers")
+    void ackFails() {
+      ReportQueue queue = queue(2);
+      ReportDispatcher dispatcher = direct(queue, recordingOk()).build();
+      enqueue(queue, "a", "b");
+      journal.failAlways(Call.REMOVE, Fault.BEFORE_WRITE);
+      dispatcher.runOnce();
+      assertThat(queue.inflightIds()).as("not stuck in flight").isEmpty();
+      assertThat(queue.pendingIds()).containsExactly("a", "b");
+      assertThat(dispatcher.unrecordedOutcomes()).isEqualTo(2);
+      assertThat(queue.nextReadyAt()).contains(clock.instant().plusSeconds(1));
+
+      clock.advance(Duration.ofSeconds(1));
+      dispatcher.runOnce();
+      assertThat(sent).hasSize(2);
+      assertThat(queue.nextReadyAt()).as("doubled").contains(clock.instant().plusSeconds(2));
+
+      journal.heal();
+      clock.advance(Duration.ofSeconds(2));
+      dispatcher.runOnce();
+      assertThat(sent).hasSize(3);
+      assertThat(queue.stats().pending() + queue.stats().inflight()).isZero();
+      assertThat(storage.reopen().load().pending()).isEmpty();
+      assertThat(dispatcher.unrecordedOutcomes()).isEqualTo(4);
+    }
+
+    @Test
+    @DisplayName("a nack that fails half way leaves what it recorded and sends the rest again")
+    void nackFailsPartly() {
+      ReportQueue queue = queue(3);
+      ReportDispatcher dispatcher = direct(queue, batch -> BatchResult.builder()
+          .ok("a").reject("b", "bad").retry("c").build()).build();
+      enqueue(queue, "a", "b", "c");
+      journal.failNext(Call.DEAD_LETTER, Fault.BEFORE_WRITE);
+      dispatcher.runOnce();
+      assertThat(queue.deadIds()).isEmpty();
+      assertThat(queue.pendingIds()).as("a was acked; b and c back").containsExactly("b", "c");
+      assertThat(storage.reopen().load().pending()).extracting(QueuedEvent::eventId)
+          .containsExactly("b", "c");
+    }
+  }
+
+  @Nested
+  @DisplayName("an executor that rejects, and a closed dispatcher")
+  class Closed {
+
+    @Test
+    @DisplayName("a batch the executor rejects was never sent: it goes back to pending without an attempt")
+    void rejected() {
+      ReportQueue queue = queue(1);
+      Executor rejecting = r -> {
+        throw new RejectedExecutionException("full");
+      };
+      ReportDispatcher dispatcher = ReportDispatcher.builder(queue, recordingOk()).clock(clock)
+          .sendExecutor(rejecting).build();
+      enqueue(queue, "a");
+      assertThat(dispatcher.runOnce()).isZero();
+      assertThat(queue.pendingIds()).containsExactly("a");
+      assertThat(queue.inflightIds()).isEmpty();
+      assertThat(dispatcher.inFlightBatches()).isZero();
+      assertThat(queue.nextReadyAt()).as("after a poll interval").contains(
+          clock.instant().plusMillis(200));
+      assertThat(storage.reopen().load().pending().get(0).attempts()).isZero();
+      assertThat(sent).isEmpty();
+    }
+
+    @Test
+    @DisplayName("flush after close refuses, and dead-letters nothing it never sent")
+    void flushAfterClose() {
+      ReportQueue queue = ReportQueue.builder().clock(clock).journal(journal).batchSize(2)
+          .maxAttempts(1).build();
+      ReportDispatcher dispatcher = ReportDispatcher.builder(queue, recordingOk()).clock(clock)
+          .build();
+      dispatcher.close(Duration.ofSeconds(1));
+      enqueue(queue, "a", "b");
+      assertThatThrownBy(dispatcher::flush).isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("closed");
+      assertThat(queue.deadIds()).isEmpty();
+      assertThat(queue.pendingIds()).containsExactly("a", "b");
+      assertThat(storage.reopen().load().pending())
+          .allSatisfy(e -> assertThat(e.attempts()).isZero());
+      assertThat(sent).isEmpty();
+    }
+  }
+}
