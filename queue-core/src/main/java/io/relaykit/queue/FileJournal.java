@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
@@ -230,10 +231,8 @@ public final class FileJournal implements QueueJournal {
     QueueJournal.requireEvent(event);
     writeLock.lock();
     try {
-      long delta = appendDelta(event);
       record(codec.append(event));
-      state.append(event);
-      liveBytes += delta;
+      applyAppend(event);
       return event.priority() == Priority.CRITICAL ? writer.appended() : -1L;
     } finally {
       writeLock.unlock();
@@ -253,18 +252,8 @@ public final class FileJournal implements QueueJournal {
     Checks.requireNonNull("removal", removal);
     writeLock.lock();
     try {
-      String reason = state.deadReasons.get(eventId);
       record(codec.remove(eventId, removal));
-      ReplayState.Removed removed = state.remove(eventId, removal);
-      if (removed != null) {
-        liveBytes -= frame(JournalCodec.appendLength(removed.event()));
-        if (removed.wasDead()) {
-          liveBytes -= frame(JournalCodec.deadLength(eventId, reason));
-        }
-        if (removed.forgotten()) {
-          liveBytes -= frame(JournalCodec.seenLength(eventId));
-        }
-      }
+      applyRemove(eventId, removal);
     } finally {
       writeLock.unlock();
     }
@@ -291,14 +280,8 @@ public final class FileJournal implements QueueJournal {
     QueueJournal.requireDeadReason(reason);
     writeLock.lock();
     try {
-      QueuedEvent wasDead = state.dead.get(eventId);
-      long replaced = wasDead == null ? 0 : frame(JournalCodec.appendLength(wasDead))
-          + frame(JournalCodec.deadLength(eventId, state.deadReasons.get(eventId)));
       record(codec.dead(eventId, attempts, reason));
-      if (state.deadLetter(eventId, attempts, reason) != null) {
-        liveBytes += frame(JournalCodec.deadLength(eventId, reason == null ? "" : reason))
-            - replaced;
-      }
+      applyDeadLetter(eventId, attempts, reason);
     } finally {
       writeLock.unlock();
     }
@@ -310,9 +293,53 @@ public final class FileJournal implements QueueJournal {
     writeLock.lock();
     try {
       record(codec.forget(eventId));
-      if (state.forget(eventId)) {
-        liveBytes -= frame(JournalCodec.seenLength(eventId));
+      applyForget(eventId);
+    } finally {
+      writeLock.unlock();
+    }
+  }
+
+  /**
+   * Records {@code changes} as one framed record: after a crash, all of them or none. A ticket for
+   * {@link #awaitDurable} when one is a CRITICAL append (-1 otherwise). Failures as for a single
+   * change: a throw is {@code NOT_RECORDED}; {@code awaitDurable} that throws is {@code UNKNOWN}.
+   */
+  @Override
+  public long recordAtomically(List<Change> changes) {
+    QueueJournal.requireChanges(changes);
+    writeLock.lock();
+    try {
+      JournalCodec group = new JournalCodec().group(changes.size());
+      boolean critical = false;
+      for (Change c : changes) {
+        if (c instanceof Change.Append a) {
+          group.putBody(codec.append(a.event()));
+          critical |= a.event().priority() == Priority.CRITICAL;
+        } else if (c instanceof Change.Remove r) {
+          group.putBody(codec.remove(r.eventId(), r.removal()));
+        } else if (c instanceof Change.Reschedule r) {
+          group.putBody(codec.reschedule(r.eventId(), r.attempts(), r.nextAttemptAt()));
+        } else if (c instanceof Change.DeadLetter d) {
+          group.putBody(codec.dead(d.eventId(), d.attempts(), d.reason()));
+        } else if (c instanceof Change.Forget f) {
+          group.putBody(codec.forget(f.eventId()));
+        }
       }
+      record(group);
+      for (Change c : changes) {
+        if (c instanceof Change.Append a) {
+          applyAppend(a.event());
+        } else if (c instanceof Change.Remove r) {
+          applyRemove(r.eventId(), r.removal());
+        } else if (c instanceof Change.Reschedule r) {
+          state.reschedule(r.eventId(), r.attempts(), r.nextAttemptAt());
+        } else if (c instanceof Change.DeadLetter d) {
+          applyDeadLetter(d.eventId(), d.attempts(), d.reason());
+        } else if (c instanceof Change.Forget f) {
+          applyForget(f.eventId());
+        }
+      }
+      return critical ? writer.appended() : -1L;
     } finally {
       writeLock.unlock();
     }
@@ -481,6 +508,40 @@ public final class FileJournal implements QueueJournal {
       return new GroupCommit.Pending(writer.channel(), writer.path(), writer.appended());
     } finally {
       writeLock.unlock();
+    }
+  }
+
+  // State changes after their record is in the buffer, with the live size (writeLock held).
+
+  private void applyAppend(QueuedEvent event) {
+    long delta = appendDelta(event);
+    state.append(event);
+    liveBytes += delta;
+  }
+
+  private void applyRemove(String eventId, Removal removal) {
+    String reason = state.deadReasons.get(eventId);
+    ReplayState.Removed removed = state.remove(eventId, removal);
+    if (removed != null) {
+      liveBytes -= frame(JournalCodec.appendLength(removed.event()));
+      if (removed.wasDead()) {
+        liveBytes -= frame(JournalCodec.deadLength(eventId, reason));
+      }
+      if (removed.forgotten()) {
+        liveBytes -= frame(JournalCodec.seenLength(eventId));
+      }
+    }
+  }
+
+  private void applyDeadLetter(String eventId, int attempts, String reason) {
+    if (state.deadLetter(eventId, attempts, reason) != null) {
+      liveBytes += frame(JournalCodec.deadLength(eventId, reason == null ? "" : reason));
+    }
+  }
+
+  private void applyForget(String eventId) {
+    if (state.forget(eventId)) {
+      liveBytes -= frame(JournalCodec.seenLength(eventId));
     }
   }
 

@@ -18,6 +18,8 @@ final class JournalCodec {
   static final byte FORGET = 5;
   /** Written only by compaction: an id seen at a time, with no event attached. */
   static final byte SEEN = 6;
+  /** Several changes written as one record (format 2): a count, then each body with its length. */
+  static final byte GROUP = 7;
 
   private static final Priority[] PRIORITIES = Priority.values();
   private static final Removal[] REMOVALS = Removal.values();
@@ -110,6 +112,20 @@ final class JournalCodec {
     return reset(FORGET).putString(id);
   }
 
+  /** Starts a group record; add each change's body with {@link #putBody}. */
+  JournalCodec group(int count) {
+    return reset(GROUP).putInt(count);
+  }
+
+  /** Appends another codec's body, length first (for a group). */
+  JournalCodec putBody(JournalCodec body) {
+    putInt(body.len);
+    ensure(body.len);
+    System.arraycopy(body.buf, 0, buf, len, body.len);
+    len += body.len;
+    return this;
+  }
+
   JournalCodec seen(String id, Instant at) {
     return reset(SEEN).putString(id).putInstant(at);
   }
@@ -139,6 +155,32 @@ final class JournalCodec {
 
   /** Reads one decoded change and applies it to {@code state}. */
   static void apply(byte[] body, int length, ReplayState state) throws MalformedRecordException {
+    if (length > 0 && body[0] == GROUP) {
+      Reader g = new Reader(body, length);
+      g.b();
+      int count = g.i();
+      if (count < 1) {
+        throw new MalformedRecordException("group of " + count + " changes");
+      }
+      for (int i = 0; i < count; i++) {
+        int n = g.i();
+        g.need(n);
+        if (n < 1 || body[g.pos] == GROUP) {
+          throw new MalformedRecordException("invalid change " + i + " in a group");
+        }
+        applyOne(java.util.Arrays.copyOfRange(body, g.pos, g.pos + n), n, state);
+        g.pos += n;
+      }
+      if (g.pos != length) {
+        throw new MalformedRecordException((length - g.pos) + " unexpected trailing bytes");
+      }
+      return;
+    }
+    applyOne(body, length, state);
+  }
+
+  private static void applyOne(byte[] body, int length, ReplayState state)
+      throws MalformedRecordException {
     Reader r = new Reader(body, length);
     byte type = r.b();
     switch (type) {

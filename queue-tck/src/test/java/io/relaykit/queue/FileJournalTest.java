@@ -42,12 +42,6 @@ class FileJournalTest extends QueueJournalContract {
     return last;
   }
 
-  /** FileJournal uses the interface's default, one record per change (wip/fj makes it one). */
-  @Override
-  protected boolean writesChangesAtomically() {
-    return false;
-  }
-
   @Override
   protected QueueJournal reopenJournal() {
     // Whatever the previous instance did not sync is lost, as in a process crash.
