@@ -294,42 +294,39 @@ public abstract class QueueJournalFaultContract {
         + "\n  keep the seed in QueueJournalFaultContract.REGRESSION_SEEDS once fixed");
   }
 
-  /** Runs a generated list; returns why it failed, or null. Fills {@code ops} as it goes. */
+  /** Runs {@link #steps()} operations generated from {@code seed}, recording them in {@code ops}. */
   private String run(long seed, List<Op> ops) throws Exception {
-    Generator generator = new Generator(seed);
-    Run run = new Run(backend());
-    try {
-      for (int i = 0; i < steps(); i++) {
-        Op op = generator.next(run.model);
-        ops.add(op);
-        String failure = run.apply(op);
-        if (failure != null) {
-          return "step " + (i + 1) + " (" + op + "): " + failure;
-        }
-      }
-      return run.apply(new Op(Kind.REOPEN, null, null, null, null));
-    } catch (AssertionError | RuntimeException e) {
-      return "step " + ops.size() + " (" + ops.get(ops.size() - 1) + ") threw " + e;
-    } finally {
-      run.close();
-    }
+    return run(ops, new Generator(seed));
   }
 
-  /** Runs a concrete list; returns why it failed, or null. */
+  /** Runs the concrete list {@code ops}. */
   private String run(List<Op> ops) throws Exception {
+    return run(new ArrayList<>(ops), null);
+  }
+
+  /**
+   * Runs {@code ops}, or, with a generator, {@link #steps()} operations it generates (appended to
+   * {@code ops}), then a clean reopen; returns why a promise broke, or null.
+   */
+  private String run(List<Op> ops, Generator generator) throws Exception {
     Run run = new Run(backend());
     int step = 0;
     try {
-      for (Op op : ops) {
-        step++;
+      int count = generator == null ? ops.size() : steps();
+      for (; step < count; step++) {
+        if (generator != null) {
+          ops.add(generator.next(run.model));
+        }
+        Op op = ops.get(step);
         String failure = run.apply(op);
         if (failure != null) {
-          return "step " + step + " (" + op + "): " + failure;
+          return "step " + (step + 1) + " (" + op + "): " + failure;
         }
       }
       return run.apply(new Op(Kind.REOPEN, null, null, null, null));
     } catch (AssertionError | RuntimeException e) {
-      return "step " + step + " (" + ops.get(Math.max(0, step - 1)) + ") threw " + e;
+      return "step " + (step + 1) + " (" + (step < ops.size() ? ops.get(step) : "reopen")
+          + ") threw " + e;
     } finally {
       run.close();
     }
