@@ -214,8 +214,10 @@ final class DemoServer implements AutoCloseable {
   static ObjectNode deadLetterJson(DeadLetter d) {
     ObjectNode n = Json.MAPPER.createObjectNode();
     n.put("id", d.id());
+    n.put("messageId", d.messageId());
     n.put("orderId", d.message().key().orElse(null));
     n.put("source", d.source());
+    n.put("group", d.group());
     n.put("reason", d.reason());
     n.put("exception", d.exceptionClass());
     n.put("attempts", d.attempts());

@@ -2,6 +2,7 @@ package io.relaykit.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.tck.Await;
 import java.io.ByteArrayOutputStream;
@@ -37,9 +38,11 @@ class DemoCliTest {
         Duration.ofSeconds(2));
     String dir = data.toString();
     String orderId;
+    String smsDeadLetter;
     try (CheckoutApp app = CheckoutApp.start(options)) {
       orderId = app.orders.place("BAD", 1, "k1", Orders.requestHash("BAD", 1))
           .orElseThrow().id();
+      smsDeadLetter = DeadLetter.idOf(orderId + ":sms", "orders.sms", "sms");
       app.orders.place("good", 1, "k2", Orders.requestHash("good", 1)).orElseThrow();
       Await.until(Duration.ofSeconds(30), "both messages of the BAD order dead-lettered",
           () -> app.storage.deadLetterStore().count(DeadLetterQuery.all()) == 2);
@@ -51,18 +54,19 @@ class DemoCliTest {
 
       Run list = cli("dlq", "list", "--data", dir);
       assertThat(list.code()).isZero();
-      assertThat(list.out()).contains(orderId + ":sms\torders.sms\tattempts=1")
-          .contains(orderId + ":coupon\torders.coupon").contains("SKU BAD is poison");
+      assertThat(list.out()).contains(smsDeadLetter + "\torders.sms\tattempts=1")
+          .contains(DeadLetter.idOf(orderId + ":coupon", "orders.coupon", "coupon")
+              + "\torders.coupon").contains("SKU BAD is poison");
       assertThat(cli("dlq", "list", "--limit", "1", "--data", dir).out().lines()).hasSize(1);
     }
 
     // Replay with the demo stopped, so no relay re-creates the dead letter between the two.
-    Run replay = cli("dlq", "replay", orderId + ":sms", "--data", dir);
+    Run replay = cli("dlq", "replay", smsDeadLetter, "--data", dir);
     assertThat(replay.code()).isZero();
-    assertThat(replay.out()).contains("replayed " + orderId + ":sms to orders.sms");
-    Run again = cli("dlq", "replay", orderId + ":sms", "--data", dir);
+    assertThat(replay.out()).contains("replayed " + smsDeadLetter + " to orders.sms");
+    Run again = cli("dlq", "replay", smsDeadLetter, "--data", dir);
     assertThat(again.code()).isEqualTo(1);
-    assertThat(again.err()).contains("no dead letter " + orderId + ":sms");
+    assertThat(again.err()).contains("no dead letter " + smsDeadLetter);
 
     Run purge = cli("dlq", "purge", "--data", dir);
     assertThat(purge.code()).isZero();

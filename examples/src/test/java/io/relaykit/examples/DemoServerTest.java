@@ -237,9 +237,10 @@ class DemoServerTest {
     }
   }
 
+  /** The message ids of the listed dead letters. */
   private static List<String> idsOf(JsonNode list) {
     List<String> ids = new ArrayList<>();
-    list.forEach(d -> ids.add(d.get("id").asText()));
+    list.forEach(d -> ids.add(d.get("messageId").asText()));
     return ids;
   }
 
@@ -289,9 +290,11 @@ class DemoServerTest {
         assertThat(idsOf(listed)).containsExactly("o-1:coupon");
         assertThat(listed.get(0).get("attempts").asInt()).isEqualTo(3);
 
-        assertThat(idleHttp.post("/dead-letters/o-1:coupon/replay", null, "").status())
-            .isEqualTo(200);
-        DemoHttp.Answer twice = idleHttp.post("/dead-letters/o-1:coupon/replay", null, "");
+        String path = "/dead-letters/" + java.net.URLEncoder.encode(listed.get(0).get("id")
+            .asText(), java.nio.charset.StandardCharsets.UTF_8) + "/replay";
+        assertThat(listed.get(0).get("id").asText()).isEqualTo("o-1:coupon@orders.coupon");
+        assertThat(idleHttp.post(path, null, "").status()).isEqualTo(200);
+        DemoHttp.Answer twice = idleHttp.post(path, null, "");
         assertThat(twice.status()).isEqualTo(404);
         assertThat(twice.json().get("error").asText()).contains("already replayed");
 

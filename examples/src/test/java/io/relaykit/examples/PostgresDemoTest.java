@@ -63,7 +63,8 @@ class PostgresDemoTest {
             .isZero();
         assertThat(count(c, "SELECT COUNT(*) FROM relaykit_idempotency WHERE idem_key IN (?, ?)",
             "sms:" + id, "coupon:" + id)).isEqualTo(2);
-        assertThat(count(c, "SELECT COUNT(*) FROM relaykit_dead_letter WHERE id IN (?, ?)",
+        assertThat(count(c,
+            "SELECT COUNT(*) FROM relaykit_dead_letter WHERE message_id IN (?, ?)",
             poison + ":sms", poison + ":coupon")).isEqualTo(2);
       }
     }

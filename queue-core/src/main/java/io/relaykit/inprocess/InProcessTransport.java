@@ -2,6 +2,7 @@ package io.relaykit.inprocess;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.internal.Checks;
 import io.relaykit.message.Delivery;
@@ -58,8 +59,9 @@ import java.util.concurrent.locks.ReentrantLock;
  *   <li>At most {@code concurrency} handlers run per subscription, and a group takes at most the
  *       sum of its members' {@code maxInFlight} messages off the log before they finish.
  *   <li>A handler's normal return acknowledges. A failure, or a handler running past its timeout,
- *       asks the {@link RetryPolicy}: retry after the delay, or dead-letter to the {@link
- *       DeadLetterStore} with reason, exception, attempts and first and last failure times. A
+ *       is routed by {@link FailureRoute} (the spec's {@link RetryPolicy}): retry after the delay,
+ *       or dead-letter to the {@link DeadLetterStore} with reason, exception (its text bounded),
+ *       attempts and first and last failure times, as on every other transport. A
  *       message past its {@code expiresAt} is not delivered: it is reported EXPIRED and dropped.
  *   <li>Every step is reported to the {@link LifecycleListener} with the message's trace id.
  * </ul>
@@ -389,21 +391,19 @@ public final class InProcessTransport implements Publisher, Subscriber {
           if (failure instanceof TimeoutException) {
             item.execution.cancel(true);
           }
-          Instant now = clock.instant();
-          Instant first = item.firstFailureAt == null ? now : item.firstFailureAt;
-          item.firstFailureAt = first;
-          RetryPolicy.Decision decision =
-              spec.retryPolicy().decide(item.attempt, first, now, failure);
-          if (decision.retry()) {
+          FailureRoute route = FailureRoute.decide(spec,
+              new Delivery(item.message, name, item.attempt, item.firstFailureAt), failure,
+              clock.instant());
+          item.firstFailureAt = route.firstFailureAt();
+          if (route.isRetry()) {
             event(LifecycleEvent.Stage.RETRIED, item.message, name, "group=" + g.name
-                + " attempt " + item.attempt + " failed (" + failure + "); retry in "
-                + decision.delay());
+                + " attempt " + item.attempt + " failed (" + route.exceptionClass() + "); retry in "
+                + route.delay());
             item.attempt++;
-            waitThenRun(g, item, decision.delay());
+            waitThenRun(g, item, route.delay());
           } else {
             item.state = State.DEAD_LETTERING;
-            deadLetter = DeadLetter.of(item.message, name, g.name, decision.reason(), failure,
-                item.attempt, first, now);
+            deadLetter = route.deadLetter(item.message, g.name);
           }
         }
         m.idle.signalAll();

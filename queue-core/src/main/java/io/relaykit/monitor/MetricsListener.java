@@ -13,7 +13,7 @@ import java.util.function.Consumer;
  *
  * <p>Gauges ({@code backlogDepth}, {@code oldestAge}, {@code consumerLag}, {@code
  * deadLetterDepth}, {@code backlog}) report the current value each time a runtime samples it;
- * {@code dropped} reports an increment. {@code destination} names a queue, topic or outbox; runtimes
+ * {@code dropped} reports an increment; {@code consumerFailed} reports that a consumer stopped. {@code destination} names a queue, topic or outbox; runtimes
  * pass the same name they were configured with.
  *
  * <p>WARNING: called from delivery threads and timers. Implementations must be fast, thread-safe
@@ -47,6 +47,13 @@ public interface MetricsListener {
 
   /** The latest backlog judgement for {@code destination}. */
   default void backlog(String destination, BacklogSnapshot snapshot) {}
+
+  /**
+   * Consumer {@code group} of {@code destination} stopped for good on an error it cannot recover
+   * from (an offset it may not reset, missing authorization, a fenced member): an event, once per
+   * subscription, not a gauge. The subscription no longer runs; {@code cause} says why.
+   */
+  default void consumerFailed(String destination, String group, Throwable cause) {}
 
   /** A listener that ignores everything. */
   static MetricsListener noop() {
@@ -91,6 +98,11 @@ public interface MetricsListener {
       @Override
       public void backlog(String destination, BacklogSnapshot snapshot) {
         copy.forEach(l -> safely(l, x -> x.backlog(destination, snapshot)));
+      }
+
+      @Override
+      public void consumerFailed(String destination, String group, Throwable cause) {
+        copy.forEach(l -> safely(l, x -> x.consumerFailed(destination, group, cause)));
       }
     };
   }

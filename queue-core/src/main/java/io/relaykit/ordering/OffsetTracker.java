@@ -152,6 +152,22 @@ public final class OffsetTracker<P> {
   }
 
   /**
+   * Whether {@code ticket} belongs to the current assignment of its partition: false once the
+   * partition was {@linkplain #revoke revoked} after the ticket was issued, even if the partition
+   * was assigned again since. A runtime checks it before work done under the ticket writes
+   * anything (a retry copy, a dead letter, a hold on its key): work of an earlier assignment is
+   * stale and writes nothing. O(1), lock-free.
+   *
+   * @throws IllegalArgumentException if the ticket is null
+   */
+  public boolean isCurrent(Ticket<P> ticket) {
+    if (ticket == null) {
+      throw new IllegalArgumentException("ticket must not be null");
+    }
+    return !ticket.state.revoked;
+  }
+
+  /**
    * Marks {@code offset} of {@code partition} complete. Completions may come in any order.
    *
    * @return true if it was completed; false if the partition has no state (revoked, or never
@@ -323,7 +339,8 @@ public final class OffsetTracker<P> {
   private static final class PartitionState {
     final TreeMap<Long, Instant> incomplete = new TreeMap<>();
     long highest = -1;
-    boolean revoked;
+    /** Written under the state's lock; read without it by {@link #isCurrent}. */
+    volatile boolean revoked;
 
     long committable() {
       return incomplete.isEmpty() ? highest + 1 : incomplete.firstKey();

@@ -46,6 +46,11 @@ class MetricsListenerTest {
     public void backlog(String destination, BacklogSnapshot snapshot) {
       calls.add("backlog " + destination + " " + snapshot.verdict());
     }
+
+    @Override
+    public void consumerFailed(String destination, String group, Throwable cause) {
+      calls.add("failed " + destination + " " + group + " " + cause.getMessage());
+    }
   }
 
   /** Throws from every method. */
@@ -69,6 +74,7 @@ class MetricsListenerTest {
     l.dropped("orders", "expired", 1);
     l.backlog("orders", new BacklogSnapshot(BacklogVerdict.STALLED, null, 0, Duration.ZERO, 0,
         Duration.ZERO, 0));
+    l.consumerFailed("orders", "billing", new IllegalStateException("no offset"));
   }
 
   @Test
@@ -86,7 +92,8 @@ class MetricsListenerTest {
     MetricsListener all = MetricsListener.composite(List.of(first, new Broken(), second));
     callEverything(all);
     List<String> expected = List.of("depth orders 5", "age orders PT3S", "lag orders billing 7",
-        "dlq orders 2", "dropped orders expired 1", "backlog orders STALLED");
+        "dlq orders 2", "dropped orders expired 1", "backlog orders STALLED",
+        "failed orders billing no offset");
     assertThat(first.calls).isEqualTo(expected);
     assertThat(second.calls).isEqualTo(expected);
   }

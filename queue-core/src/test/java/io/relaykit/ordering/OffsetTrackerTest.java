@@ -265,6 +265,26 @@ class OffsetTrackerTest {
       assertThat(tracker.complete(fresh)).isTrue();
       assertThat(tracker.committable("p0")).hasValue(11);
     }
+
+    @Test
+    @DisplayName("a ticket stays current until its partition is revoked, and a reassignment does"
+        + " not make it current again")
+    void currentUntilRevoked() {
+      OffsetTracker.Ticket<String> old = tracker.track("p0", 1);
+      OffsetTracker.Ticket<String> other = tracker.track("p1", 1);
+      assertThat(tracker.isCurrent(old)).isTrue();
+      tracker.complete(other);
+      assertThat(tracker.isCurrent(other)).as("completion is not revocation").isTrue();
+
+      tracker.revoke("p0");
+      OffsetTracker.Ticket<String> fresh = tracker.track("p0", 1);
+
+      assertThat(tracker.isCurrent(old)).isFalse();
+      assertThat(tracker.isCurrent(fresh)).isTrue();
+      assertThat(tracker.isCurrent(other)).isTrue();
+      assertThatThrownBy(() -> tracker.isCurrent(null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("ticket");
+    }
   }
 
   @Nested

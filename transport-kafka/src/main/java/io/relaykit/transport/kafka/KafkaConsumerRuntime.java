@@ -1,5 +1,6 @@
 package io.relaykit.transport.kafka;
 
+import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
@@ -15,7 +16,6 @@ import io.relaykit.monitor.MetricsListener;
 import io.relaykit.retry.RateLimiter;
 import io.relaykit.ordering.KeyedExecutor;
 import io.relaykit.ordering.OffsetTracker;
-import io.relaykit.retry.RetryPolicy;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -70,9 +70,9 @@ import org.apache.kafka.common.errors.WakeupException;
  * partition until its due time, so the delay costs no memory and no sleeping.
  *
  * <p>Workers decode the record (undecodable records go to the dead-letter topic), run the handler
- * under a timeout watchdog, and on failure ask the {@link RetryPolicy}: retry means a copy goes to
- * the retry topic with our attempt and due-time headers, give up means it goes to the dead-letter
- * topic; either way the record counts as done only when the broker confirmed that copy. In KEY and
+ * under a timeout watchdog, and on failure route it with {@link FailureRoute}: retry means a copy
+ * goes to the retry topic with our attempt and due-time headers, give up means it goes to the
+ * dead-letter topic; either way the record counts as done only when the broker confirmed that copy. In KEY and
  * PARTITION modes, {@link KeyParking} holds back the key's later records until the retry finishes.
  *
  * <p>Rebalances: on revoke we commit what is done for the revoked partitions (synchronously, still
@@ -85,7 +85,6 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private static final System.Logger LOG = System.getLogger(KafkaConsumerRuntime.class.getName());
   /** How long to wait before handing a record to the retry or dead-letter topic again. */
   private static final Duration RESEND_DELAY = Duration.ofSeconds(1);
-  private static final int MAX_EXCEPTION_MESSAGE = 2000;
 
   private enum State { RUNNING, DRAINING, STOPPING, CLOSED, FAILED }
 
@@ -502,25 +501,22 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     ConsumerRecord<String, byte[]> r = w.record();
     Map<String, String> wire = KafkaRecords.fromHeaders(r.headers());
     Instant now = clock.instant();
-    Message message;
-    int attempt = 1;
-    Instant firstFailure = null;
-    String source = topic;
+    Delivery delivery;
     String sourcePosition = w.position();
     try {
-      message = MessageHeaders.fromWire(wire, r.key(), r.value());
+      Message message = MessageHeaders.fromWire(wire, r.key(), r.value());
+      String source = topic;
       if (w.fromRetryTopic()) {
-        attempt = Integer.parseInt(required(wire, MessageHeaders.ATTEMPT)) + 1;
-        firstFailure = Instant.parse(required(wire, MessageHeaders.FIRST_FAILURE_AT));
         source = wire.getOrDefault(MessageHeaders.SOURCE, topic);
         sourcePosition = wire.getOrDefault(MessageHeaders.SOURCE_POSITION, w.position());
       }
-    } catch (MalformedMessageException | NumberFormatException | DateTimeParseException e) {
+      delivery = FailureRoute.delivery(message, source, wire);
+    } catch (MalformedMessageException e) {
       MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));
-      deadLetter(w, wire, null, "undecodable: " + e.getMessage(), e, 0, now, now, topic,
-          w.position());
+      deadLetter(w, wire, null, FailureRoute.undecodable(topic, e, now), w.position());
       return;
     }
+    Message message = delivery.message();
     if (message.isExpiredAt(now)) {
       event(LifecycleEvent.Stage.EXPIRED, message, "expired at " + message.expiresAt().get());
       MetricsListener.safely(metrics, m -> m.dropped(topic, "expired", 1));
@@ -535,17 +531,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         return; // closing: not committed, redelivered to the next owner
       }
     }
-    Delivery delivery = new Delivery(message, source, attempt, firstFailure);
     event(LifecycleEvent.Stage.DELIVERED, message, w.position());
     runHandler(w, wire, delivery, sourcePosition);
-  }
-
-  private static String required(Map<String, String> wire, String name) {
-    String v = wire.get(name);
-    if (v == null) {
-      throw new MalformedMessageException("retry record lacks header " + name);
-    }
-    return v;
   }
 
   private void runHandler(Work w, Map<String, String> wire, Delivery delivery,
@@ -588,7 +575,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   /**
-   * Decides what becomes of a failed record and, for a retry, holds its key (at once, on this
+   * Routes a failed record ({@link FailureRoute}) and, for a retry, holds its key (at once, on this
    * thread); the retry or dead-letter copy is then sent through {@code sends}.
    */
   private void onFailure(Work w, Map<String, String> wire, Delivery delivery,
@@ -596,104 +583,62 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     if (!owned.contains(w.partition())) {
       return; // revoked or closing: the next owner redoes it, so no retry copy
     }
-    Instant now = clock.instant();
-    Instant first = delivery.firstFailureAt() != null ? delivery.firstFailureAt() : now;
-    RetryPolicy.Decision decision = decide(delivery.attempt(), first, now, failure);
-    if (!decision.retry()) {
-      sends.execute(() -> deadLetter(w, wire, delivery.message(), decision.reason(), failure,
-          delivery.attempt(), first, now, delivery.source(), sourcePosition));
+    FailureRoute route = FailureRoute.decide(spec, delivery, failure, clock.instant());
+    if (!route.isRetry()) {
+      sends.execute(() -> deadLetter(w, wire, delivery.message(), route, sourcePosition));
       return;
     }
     Object key = w.gateKey();
     if (key != null) {
       parking.hold(key, w); // before this worker lets the key's next record run
     }
-    sends.execute(() -> sendRetry(w, wire, delivery, sourcePosition, failure, key, decision,
-        first, now));
+    sends.execute(() -> sendRetry(w, wire, delivery.message(), route, sourcePosition, key));
   }
 
-  private void sendRetry(Work w, Map<String, String> wire, Delivery delivery,
-      String sourcePosition, Throwable failure, Object key, RetryPolicy.Decision decision,
-      Instant first, Instant now) {
+  private void sendRetry(Work w, Map<String, String> wire, Message message, FailureRoute route,
+      String sourcePosition, Object key) {
     if (!owned.contains(w.partition())) {
       return; // revoked meanwhile (its holds went with it): the next owner redoes it
     }
-    Map<String, String> headers = new LinkedHashMap<>(wire);
-    headers.put(MessageHeaders.ATTEMPT, Integer.toString(delivery.attempt()));
-    headers.put(MessageHeaders.FIRST_FAILURE_AT, first.toString());
-    headers.put(MessageHeaders.LAST_FAILURE_AT, now.toString());
-    headers.put(MessageHeaders.RETRY_AT, now.plus(decision.delay()).toString());
-    headers.put(MessageHeaders.SOURCE, delivery.source());
+    Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
-    describeFailure(headers, failure);
     ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic, null,
         w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
-    Message message = delivery.message();
     sendDurably(w, copy, message.id(), md -> {
       if (key != null) {
         parking.replace(key, w, new RetryHold(new TopicPartition(md.topic(), md.partition()),
             md.offset()));
       }
-      event(LifecycleEvent.Stage.RETRIED, message, "attempt " + delivery.attempt() + " failed, "
-          + "retry after " + decision.delay() + " via " + KafkaRecords.position(md.topic(),
+      event(LifecycleEvent.Stage.RETRIED, message, "attempt " + route.attempt() + " failed, "
+          + "retry after " + route.delay() + " via " + KafkaRecords.position(md.topic(),
           md.partition(), md.offset()));
       finish(w);
     }, rejected -> {
       if (key != null) {
         parking.release(key, w, this::submit);
       }
-      deadLetter(w, wire, message, "retry copy refused: " + rejected.getMessage(), failure,
-          delivery.attempt(), first, now, delivery.source(), sourcePosition);
+      deadLetter(w, wire, message, route.deadLetterInstead("retry copy refused: "
+          + rejected.getMessage()), sourcePosition);
     });
   }
 
-  private RetryPolicy.Decision decide(int attempt, Instant first, Instant now, Throwable failure) {
-    try {
-      return spec.retryPolicy().decide(attempt, first, now, failure);
-    } catch (RuntimeException e) {
-      return RetryPolicy.Decision.deadLetter("retry policy failed: " + e);
-    }
-  }
-
-  private void deadLetter(Work w, Map<String, String> wire, Message message, String reason,
-      Throwable failure, int attempts, Instant first, Instant last, String source,
+  private void deadLetter(Work w, Map<String, String> wire, Message message, FailureRoute route,
       String sourcePosition) {
     if (!owned.contains(w.partition())) {
       return;
     }
-    Map<String, String> headers = new LinkedHashMap<>(wire);
-    headers.remove(MessageHeaders.RETRY_AT);
-    headers.put(MessageHeaders.DEAD_REASON, truncate(reason));
-    headers.put(MessageHeaders.ATTEMPT, Integer.toString(attempts));
-    headers.put(MessageHeaders.FIRST_FAILURE_AT, first.toString());
-    headers.put(MessageHeaders.LAST_FAILURE_AT, last.toString());
-    headers.put(MessageHeaders.SOURCE, source);
+    Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
-    describeFailure(headers, failure);
     ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
         w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
     String id = message != null ? message.id() : "dlt:" + sourcePosition;
     sendDurably(w, copy, id, md -> {
       LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
-          id, message != null ? message.traceId() : null, topic, clock.instant(), reason));
+          id, message != null ? message.traceId() : null, topic, clock.instant(),
+          route.reason()));
       finish(w);
     }, rejected -> LOG.log(System.Logger.Level.ERROR, "dead-letter topic " + deadLetterTopic
         + " refused " + w + " (" + rejected.getMessage() + "); it stays uncommitted"));
-  }
-
-  private static void describeFailure(Map<String, String> headers, Throwable failure) {
-    if (failure == null) {
-      headers.remove(MessageHeaders.EXCEPTION_CLASS);
-      headers.remove(MessageHeaders.EXCEPTION_MESSAGE);
-      return;
-    }
-    headers.put(MessageHeaders.EXCEPTION_CLASS, failure.getClass().getName());
-    headers.put(MessageHeaders.EXCEPTION_MESSAGE,
-        failure.getMessage() == null ? "" : truncate(failure.getMessage()));
-  }
-
-  private static String truncate(String s) {
-    return s.length() <= MAX_EXCEPTION_MESSAGE ? s : s.substring(0, MAX_EXCEPTION_MESSAGE) + "...";
   }
 
   /**

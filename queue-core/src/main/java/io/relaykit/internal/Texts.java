@@ -1,0 +1,60 @@
+package io.relaykit.internal;
+
+/** Text helpers shared inside queue-core. Not API: other modules must not use this package. */
+public final class Texts {
+  private Texts() {}
+
+  /** Appended to a string that was cut. */
+  public static final String CUT_MARK = "...";
+
+  /**
+   * {@code s} if it takes at most {@code maxBytes} bytes in UTF-8, else its longest prefix that
+   * fits together with {@link #CUT_MARK}, followed by the mark. Never splits a surrogate pair, so
+   * the result encodes to exactly what it shows. O(length of the kept prefix).
+   *
+   * @throws NullPointerException if {@code s} is null
+   * @throws IllegalArgumentException if {@code maxBytes} is smaller than the mark
+   */
+  public static String truncateUtf8(String s, int maxBytes) {
+    if (s == null) {
+      throw new NullPointerException("s");
+    }
+    if (maxBytes < CUT_MARK.length()) {
+      throw new IllegalArgumentException("maxBytes must be >= " + CUT_MARK.length() + ", was "
+          + maxBytes);
+    }
+    if (s.length() <= maxBytes / 3) {
+      return s; // at most 3 bytes per char: fits without counting
+    }
+    int budget = maxBytes - CUT_MARK.length();
+    int bytes = 0;
+    int cut = -1; // where the prefix that fits with the mark ends
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      int n;
+      int chars = 1;
+      if (c < 0x80) {
+        n = 1;
+      } else if (c < 0x800) {
+        n = 2;
+      } else if (Character.isHighSurrogate(c) && i + 1 < s.length()
+          && Character.isLowSurrogate(s.charAt(i + 1))) {
+        n = 4;
+        chars = 2;
+      } else if (Character.isSurrogate(c)) {
+        n = 1; // an unpaired surrogate encodes as '?'
+      } else {
+        n = 3;
+      }
+      if (cut < 0 && bytes + n > budget) {
+        cut = i;
+      }
+      bytes += n;
+      if (bytes > maxBytes) {
+        return s.substring(0, cut) + CUT_MARK;
+      }
+      i += chars - 1;
+    }
+    return s;
+  }
+}

@@ -1,0 +1,62 @@
+package io.relaykit.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+class TextsTest {
+
+  private static int bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8).length;
+  }
+
+  @Test
+  @DisplayName("a string that fits is returned as it is, up to exactly the bound")
+  void fits() {
+    assertThat(Texts.truncateUtf8("", 3)).isEmpty();
+    assertThat(Texts.truncateUtf8("abcdef", 6)).isEqualTo("abcdef");
+    assertThat(Texts.truncateUtf8("é".repeat(5), 10)).isEqualTo("é".repeat(5));
+  }
+
+  @Test
+  @DisplayName("a longer string keeps the longest prefix that fits with the mark")
+  void cuts() {
+    assertThat(Texts.truncateUtf8("abcdefg", 6)).isEqualTo("abc...");
+    String cut = Texts.truncateUtf8("x".repeat(10_000), 2048);
+    assertThat(cut).hasSize(2048).startsWith("xxx").endsWith(Texts.CUT_MARK);
+  }
+
+  @Test
+  @DisplayName("multi-byte characters are counted in bytes and never split")
+  void multiByte() {
+    String euros = "€".repeat(100); // 3 bytes each
+    String cut = Texts.truncateUtf8(euros, 20);
+    assertThat(cut).isEqualTo("€".repeat(5) + "...");
+    assertThat(bytes(cut)).isLessThanOrEqualTo(20);
+    String emoji = "😀".repeat(10); // a surrogate pair, 4 bytes each
+    String e = Texts.truncateUtf8(emoji, 13);
+    assertThat(e).isEqualTo("😀😀...");
+    assertThat(bytes(e)).isLessThanOrEqualTo(13);
+    for (int max = 3; max < 45; max++) {
+      String mixed = Texts.truncateUtf8("a€😀é".repeat(5), max);
+      assertThat(bytes(mixed)).as("bound %d", max).isLessThanOrEqualTo(max);
+      String kept = mixed.endsWith(Texts.CUT_MARK)
+          ? mixed.substring(0, mixed.length() - Texts.CUT_MARK.length()) : mixed;
+      assertThat(kept.isEmpty() || !Character.isHighSurrogate(kept.charAt(kept.length() - 1)))
+          .as("no half surrogate pair kept at bound %d", max).isTrue();
+    }
+  }
+
+  @Test
+  @DisplayName("null and a bound below the mark are refused, naming what is wrong")
+  void badInput() {
+    assertThatThrownBy(() -> Texts.truncateUtf8(null, 10))
+        .isInstanceOf(NullPointerException.class).hasMessage("s");
+    assertThatThrownBy(() -> Texts.truncateUtf8("abc", 2))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxBytes")
+        .hasMessageContaining("2");
+  }
+}
