@@ -58,6 +58,7 @@ public final class FaultyJournal implements QueueJournal {
   private final Map<Call, Fault> always = new EnumMap<>(Call.class);
   private Predicate<QueuedEvent> refused = e -> false;
   private long injected;
+  private volatile JournalState lastLoad;
 
   /** Wraps {@code delegate}, failing nothing until a fault is armed. */
   public FaultyJournal(QueueJournal delegate) {
@@ -263,7 +264,14 @@ public final class FaultyJournal implements QueueJournal {
     if (fault != null) {
       throw before(Call.LOAD, fault == Fault.AFTER_WRITE ? Fault.BEFORE_WRITE : fault);
     }
-    return delegate.load();
+    JournalState state = delegate.load();
+    lastLoad = state;
+    return state;
+  }
+
+  /** What the last successful {@link #load()} returned, or null before one. */
+  public JournalState lastLoad() {
+    return lastLoad;
   }
 
   @Override

@@ -38,13 +38,19 @@ import org.junit.platform.launcher.listeners.TestExecutionSummary;
 class KitsCatchBrokenBackendsTest {
 
   private static Set<String> failedCases(Class<?> kitSubclass) {
+    return failedCases(kitSubclass, true);
+  }
+
+  private static Set<String> failedCases(Class<?> kitSubclass, boolean restPasses) {
     SummaryGeneratingListener listener = new SummaryGeneratingListener();
     LauncherFactory.create().execute(
         LauncherDiscoveryRequestBuilder.request().selectors(selectClass(kitSubclass)).build(),
         listener);
     TestExecutionSummary summary = listener.getSummary();
-    assertThat(summary.getTestsSucceededCount()).as("the rest of the kit still passes")
-        .isPositive();
+    if (restPasses) {
+      assertThat(summary.getTestsSucceededCount()).as("the rest of the kit still passes")
+          .isPositive();
+    }
     Set<String> failed = new TreeSet<>();
     for (TestExecutionSummary.Failure f : summary.getFailures()) {
       failed.add(f.getTestIdentifier().getLegacyReportingName().replace("()", ""));
@@ -76,6 +82,16 @@ class KitsCatchBrokenBackendsTest {
     assertThat(failedCases(PurgeNotDeclaredUnsupported.class)).containsExactly("unsupported");
     assertThat(failedCases(RemoveHandsOutTwice.class))
         .contains("removeOnce", "concurrentRemovers").doesNotContain("roundTrip", "byReason");
+  }
+
+  @Test
+  @DisplayName("QueueJournalFaultContract catches a journal that loses critical appends in a crash, and one that never records drops")
+  void queueJournalFaults() {
+    // The fault kit has two cases, and a broken journal fails both.
+    assertThat(failedCases(CriticalNotDurable.class, false))
+        .contains("randomOperationsWithFaults");
+    assertThat(failedCases(DropsNotRecorded.class, false))
+        .contains("randomOperationsWithFaults", "everyCallSite");
   }
 
   @Test
@@ -201,6 +217,109 @@ class KitsCatchBrokenBackendsTest {
     protected void appendCommitted(String destination, Message message) {
       Message keyless = message.toBuilder().key(null).build();
       real.append(destination, keyless);
+    }
+  }
+
+  /**
+   * A journal that buffers every change until flush or close, critical appends included: a crash
+   * loses them.
+   */
+  static final class CriticalNotDurable extends QueueJournalFaultContract {
+    @Override
+    protected Backend backend() {
+      io.relaykit.queue.InMemoryJournal storage = new io.relaykit.queue.InMemoryJournal();
+      return new Backend() {
+        @Override
+        public io.relaykit.queue.QueueJournal open() {
+          return new Buffering(storage.reopen());
+        }
+
+        @Override
+        public void crash(io.relaykit.queue.QueueJournal journal) {
+          ((Buffering) journal).buffer.clear();
+        }
+      };
+    }
+  }
+
+  /** A journal that ignores {@code remove(id, DROPPED)}: evicted events come back. */
+  static final class DropsNotRecorded extends QueueJournalFaultContract {
+    @Override
+    protected Backend backend() {
+      io.relaykit.queue.InMemoryJournal storage = new io.relaykit.queue.InMemoryJournal();
+      return () -> new Buffering(storage.reopen()) {
+        @Override
+        public void remove(String eventId, Removal removal) {
+          if (removal != Removal.DROPPED) {
+            super.remove(eventId, removal);
+          }
+        }
+      }.writeThrough();
+    }
+  }
+
+  /** Applies changes to an in-memory journal at flush (or at once, if writing through). */
+  static class Buffering implements io.relaykit.queue.QueueJournal {
+    final List<Runnable> buffer = new java.util.ArrayList<>();
+    private final io.relaykit.queue.QueueJournal storage;
+    private boolean through;
+
+    Buffering(io.relaykit.queue.QueueJournal storage) {
+      this.storage = storage;
+    }
+
+    Buffering writeThrough() {
+      through = true;
+      return this;
+    }
+
+    private synchronized void later(Runnable change) {
+      if (through) {
+        change.run();
+      } else {
+        buffer.add(change);
+      }
+    }
+
+    @Override
+    public void append(io.relaykit.queue.QueuedEvent event) {
+      later(() -> storage.append(event));
+    }
+
+    @Override
+    public void remove(String eventId, Removal removal) {
+      later(() -> storage.remove(eventId, removal));
+    }
+
+    @Override
+    public void reschedule(String eventId, int attempts, Instant nextAttemptAt) {
+      later(() -> storage.reschedule(eventId, attempts, nextAttemptAt));
+    }
+
+    @Override
+    public void deadLetter(String eventId, int attempts, String reason) {
+      later(() -> storage.deadLetter(eventId, attempts, reason));
+    }
+
+    @Override
+    public void forget(String eventId) {
+      later(() -> storage.forget(eventId));
+    }
+
+    @Override
+    public io.relaykit.queue.JournalState load() {
+      return storage.load();
+    }
+
+    @Override
+    public synchronized void flush() {
+      buffer.forEach(Runnable::run);
+      buffer.clear();
+    }
+
+    @Override
+    public void close() {
+      flush();
     }
   }
 }

@@ -125,6 +125,8 @@ public final class JdbcQueueJournal implements QueueJournal {
   private long nextSeq = 1;
   private boolean loaded;
   private volatile boolean closed;
+  /** Set by {@link #crash()}: nothing is written any more. Guarded by lock. */
+  private boolean crashed;
 
   JdbcQueueJournal(DataSource dataSource, Dialect dialect, Tables tables, String name,
       Duration commitInterval) {
@@ -519,6 +521,22 @@ public final class JdbcQueueJournal implements QueueJournal {
     awaitDurable(upTo);
   }
 
+  /**
+   * Stops without committing what is buffered, and never writes again: what a killed process
+   * leaves behind. For crash tests.
+   */
+  void crash() {
+    synchronized (lock) {
+      closed = true;
+      crashed = true;
+      buffer = new ArrayList<>();
+      bufferedBytes = 0;
+    }
+    flusher.shutdown();
+    flushLock.lock(); // waits for a commit in progress, so nothing is written after this returns
+    flushLock.unlock();
+  }
+
   private void backgroundFlush() {
     try {
       flushLock.lock();
@@ -544,7 +562,7 @@ public final class JdbcQueueJournal implements QueueJournal {
     long from;
     long upTo;
     synchronized (lock) {
-      if (buffer.isEmpty() && down == null) {
+      if (crashed || (buffer.isEmpty() && down == null)) {
         return;
       }
       batch = new ArrayList<>(buffer);
@@ -585,6 +603,9 @@ public final class JdbcQueueJournal implements QueueJournal {
           + " transaction): " + e.getMessage(), e, JournalException.Outcome.UNKNOWN);
     }
     synchronized (lock) {
+      if (crashed) {
+        return;
+      }
       long done = committed - durable;
       for (int i = 0; i < done; i++) {
         bufferedBytes -= buffer.get(i).bytes();
