@@ -4,6 +4,7 @@ import io.relaykit.internal.Checks;
 import io.relaykit.message.Message;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -23,12 +24,19 @@ import java.util.TreeSet;
  * claimable rows (keyless rows and the oldest unsent row of each key) are indexed as candidates,
  * later rows of a key wait in that key's queue, and leased or rescheduled rows wait in a time index
  * until they are due.
+ *
+ * <p>Time: built with a clock ({@link #InMemoryOutboxStore(InstantSource)}), the store decides
+ * readiness, lease expiry and retention on that clock alone, whatever time its callers pass in (see
+ * {@link OutboxStore}'s "one clock" rule); built without one, it uses the time each caller passes,
+ * which is right when every relay of the process reads one clock.
  */
 public final class InMemoryOutboxStore implements OutboxStore {
 
   private static final Comparator<Row> BY_DUE =
       Comparator.comparing((Row r) -> r.dueAt).thenComparingLong(r -> r.sequence);
 
+  /** The store's own clock, or null to use the time callers pass. */
+  private final InstantSource clock;
   private long nextSequence = 1;
   /** Every unsent row by sequence. */
   private final TreeMap<Long, Row> unsent = new TreeMap<>();
@@ -41,6 +49,26 @@ public final class InMemoryOutboxStore implements OutboxStore {
   /** Sent rows by sent time, for purging. */
   private final TreeSet<Row> sent =
       new TreeSet<>(Comparator.comparing((Row r) -> r.sentAt).thenComparingLong(r -> r.sequence));
+
+  /** A store that decides on the time its callers pass in. */
+  public InMemoryOutboxStore() {
+    this.clock = null;
+  }
+
+  /**
+   * A store that decides readiness, lease expiry and retention on {@code clock}, ignoring the time
+   * callers pass: several relays with skewed clocks share it as they would share a database.
+   *
+   * @throws IllegalArgumentException if {@code clock} is null
+   */
+  public InMemoryOutboxStore(InstantSource clock) {
+    this.clock = Checks.requireNonNull("clock", clock);
+  }
+
+  /** The store's now: its own clock's, else the caller's. */
+  private Instant now(Instant callerNow) {
+    return clock == null ? callerNow : clock.instant();
+  }
 
   /**
    * Appends a message for {@code destination}, claimable at once (unless an earlier row of its key
@@ -74,13 +102,14 @@ public final class InMemoryOutboxStore implements OutboxStore {
     Checks.requirePositive("max", max);
     Checks.requirePositive("lease", lease);
     Checks.requireNonNull("now", now);
+    Instant at = now(now);
     Row due;
-    while (!waiting.isEmpty() && !(due = waiting.first()).dueAt.isAfter(now)) {
+    while (!waiting.isEmpty() && !(due = waiting.first()).dueAt.isAfter(at)) {
       waiting.pollFirst();
       ready.add(due);
     }
     List<OutboxRecord> claimed = new ArrayList<>(Math.min(max, ready.size()));
-    Instant expiresAt = now.plus(lease);
+    Instant expiresAt = at.plus(lease);
     while (claimed.size() < max && !ready.isEmpty()) {
       Row row = ready.pollFirst();
       row.owner = owner;
@@ -97,12 +126,13 @@ public final class InMemoryOutboxStore implements OutboxStore {
     Checks.requireNonBlank("owner", owner);
     Checks.requireNonNull("sequences", sequences);
     Checks.requireNonNull("now", now);
+    Instant at = now(now);
     int changed = 0;
     for (Long sequence : sequences) {
       Row row = held(owner, Checks.requireNonNull("sequence", sequence));
       if (row != null) {
         leave(row);
-        row.sentAt = now;
+        row.sentAt = at;
         sent.add(row);
         changed++;
       }
@@ -129,7 +159,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
     if (row.firstFailureAt == null) {
       row.firstFailureAt = failedAt;
     }
-    row.dueAt = notBefore;
+    row.dueAt = clock == null ? notBefore : clock.instant().plus(Duration.between(failedAt,
+        notBefore));
     waiting.add(row);
     return true;
   }
@@ -150,6 +181,23 @@ public final class InMemoryOutboxStore implements OutboxStore {
     Checks.requireNonNull("sentBefore", sentBefore);
     int purged = 0;
     while (!sent.isEmpty() && sent.first().sentAt.isBefore(sentBefore)) {
+      sent.pollFirst();
+      purged++;
+    }
+    return purged;
+  }
+
+  @Override
+  public synchronized int purgeSentOlderThan(Duration retention, int max, Instant now) {
+    Checks.requireNonNull("retention", retention);
+    if (retention.isNegative()) {
+      throw new IllegalArgumentException("retention must be a duration >= 0, was " + retention);
+    }
+    Checks.requirePositive("max", max);
+    Checks.requireNonNull("now", now);
+    Instant cutoff = now(now).minus(retention);
+    int purged = 0;
+    while (purged < max && !sent.isEmpty() && sent.first().sentAt.isBefore(cutoff)) {
       sent.pollFirst();
       purged++;
     }

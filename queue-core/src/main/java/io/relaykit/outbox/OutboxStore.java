@@ -23,25 +23,47 @@ import java.util.List;
  *   <li>{@link #markSent}, {@link #reschedule} and {@link #markDead} act only on rows the caller
  *       still holds (owner matches and the lease has not been claimed by another relay); they
  *       return how many rows they changed, so a relay whose lease was taken over knows.
- *   <li>Sent rows are kept until {@link #purgeSent} removes them; dead rows leave the outbox
- *       (the relay has stored them as dead letters first).
+ *   <li>Sent rows are kept until {@link #purgeSentOlderThan} (or {@link #purgeSent}) removes
+ *       them; dead rows leave the outbox (the relay has stored them as dead letters first).
  * </ul>
- * Thread-safe.
+ *
+ * <h2>Time: one clock for shared decisions</h2>
+ * Whether a row is ready, whether a lease ran out so that another relay may take the row over, and
+ * whether a sent row has outlived its retention are decided by one clock for all relays: a store
+ * shared by several hosts uses a clock of its own (a database's, through the JDBC store's {@code
+ * DatabaseClock}), never the time a caller passes in, so a relay whose host clock runs 31 s fast
+ * cannot take a fresh lease of another relay, and one 8 days fast cannot purge rows that are not
+ * old enough. Such a store reads the {@code now} arguments as the caller's view only and keeps the
+ * durations: a lease lasts {@code lease} from the store's now ({@link OutboxRecord#leaseExpiresAt}
+ * is on the store's clock), a rescheduled row becomes ready {@code notBefore - failedAt} after the
+ * store's now, a row is sent at the store's now, and {@link #purgeSentOlderThan} measures the
+ * retention on the store's clock. A store without a clock of its own (the no-argument {@link
+ * InMemoryOutboxStore}, for one process whose relays share one clock) uses the caller's {@code now}
+ * for all of it. Failure times ({@code failedAt}, {@link OutboxRecord#firstFailureAt}) are the
+ * failing relay's and only feed its {@link io.relaykit.retry.RetryPolicy}.
+ *
+ * <p>Thread-safe.
  */
 public interface OutboxStore {
 
   /**
-   * Claims up to {@code max} ready rows for {@code owner} until {@code now + lease}, oldest first,
-   * at most one per key.
+   * Claims up to {@code max} ready rows for {@code owner} for {@code lease}, oldest first, at most
+   * one per key; "ready" and "lease ran out" on the store's clock ({@code now} for a store without
+   * one), and the lease lasts until that clock's now plus {@code lease}.
    */
   List<OutboxRecord> claim(String owner, int max, Duration lease, Instant now);
 
-  /** Marks the rows sent. Returns how many the caller still held. */
+  /**
+   * Marks the rows sent, at the store's now ({@code now} for a store without a clock of its own).
+   * Returns how many the caller still held.
+   */
   int markSent(String owner, Collection<Long> sequences, Instant now);
 
   /**
    * Records a failed attempt: releases the claim, sets attempts, the first failure time (if not
-   * set yet) and the time before which the row is not claimed again.
+   * set yet) and when the row may be claimed again: {@code notBefore} for a store without a clock
+   * of its own; a store with one keeps the retry delay, {@code notBefore - failedAt} ({@code
+   * failedAt} being the caller's now), and starts it at its own now.
    *
    * @return whether the caller still held the row
    */
@@ -51,8 +73,37 @@ public interface OutboxStore {
   /** Removes a row that gave up (already stored as a dead letter). */
   boolean markDead(String owner, long sequence);
 
-  /** Deletes sent rows sent before {@code sentBefore}; returns how many. */
+  /**
+   * Deletes sent rows sent before {@code sentBefore}, an instant on the caller's clock; returns how
+   * many. Relays use {@link #purgeSentOlderThan}, which cannot be skewed by the caller's clock.
+   */
   int purgeSent(Instant sentBefore);
+
+  /**
+   * Deletes at most {@code max} rows that were sent more than {@code retention} ago on the store's
+   * clock ({@code now}, the caller's time, for a store without a clock of its own), in one short
+   * step; call again while it returns {@code max}. So a relay whose clock runs ahead purges nothing
+   * early.
+   *
+   * <p>The default, for stores written before this method, purges on the caller's clock and
+   * ignores {@code max}; relaykit's stores override it.
+   *
+   * @return how many rows it deleted
+   * @throws IllegalArgumentException naming the argument: a negative retention, {@code max} below
+   *     1, a null {@code now}
+   */
+  default int purgeSentOlderThan(Duration retention, int max, Instant now) {
+    if (retention == null || retention.isNegative()) {
+      throw new IllegalArgumentException("retention must be a duration >= 0, was " + retention);
+    }
+    if (max < 1) {
+      throw new IllegalArgumentException("max must be >= 1, was " + max);
+    }
+    if (now == null) {
+      throw new IllegalArgumentException("now must not be null");
+    }
+    return purgeSent(now.minus(retention));
+  }
 
   /** Unsent rows and the age of the oldest, at {@code now}. */
   OutboxStats stats(Instant now);

@@ -30,9 +30,12 @@ import org.junit.jupiter.api.Test;
  * {@code Connection} in a transaction and commits).
  *
  * <h2>Time</h2>
- * The SPI takes "now" from its caller; the kit passes {@link #clock()}'s time, a {@link FakeClock}
- * moved by {@link #advance}. A backend that measures leases on server time instead overrides both
- * (see {@link IdempotencyStoreContract} for the pattern) and {@link #lease()}.
+ * The store decides readiness, lease expiry and retention on a clock of its own (see {@link
+ * OutboxStore}'s "one clock" rule): {@link #createStore} must build it on {@link #clock()}, a
+ * {@link FakeClock} that {@link #advance} moves (the JDBC store through {@code
+ * DatabaseClock.of(clock())}, the in-memory one through {@code new InMemoryOutboxStore(clock())}).
+ * The kit passes that clock's time as the callers' {@code now}, except in the "one clock" cases,
+ * which play relays whose clocks run fast or slow.
  *
  * <p>Every test gets a fresh store that must start empty (the kit checks the stats it reports).
  */
@@ -42,7 +45,7 @@ public abstract class OutboxStoreContract {
   private OutboxStore store;
   private final String destination = "tck-orders-" + UUID.randomUUID();
 
-  /** A new, empty outbox. */
+  /** A new, empty outbox that decides time on {@link #clock()}. */
   protected abstract OutboxStore createStore();
 
   /**
@@ -349,6 +352,124 @@ public abstract class OutboxStoreContract {
 
       assertThat(messageIds(claim("relay-a", 10))).containsExactlyElementsOf(ids(a2));
       assertThat(store.stats(now()).unsent()).isEqualTo(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("one clock for shared decisions")
+  class OneClock {
+    private final Duration fast = Duration.ofSeconds(31);
+
+    @Test
+    @DisplayName("a relay whose clock runs 31 s (or a day) fast cannot take another relay's fresh"
+        + " lease")
+    void fastRelayCannotTakeFreshLease() {
+      append("k1");
+      OutboxRecord mine = only(claim("relay-a", 10));
+
+      assertThat(store.claim("relay-b", 10, lease(), now().plus(fast))).isEmpty();
+      assertThat(store.claim("relay-b", 10, lease(), now().plus(Duration.ofDays(1)))).isEmpty();
+      assertThat(store.markSent("relay-a", List.of(mine.sequence()), now())).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("a relay whose clock runs an hour slow still takes over a lease that ran out")
+    void slowRelayTakesOverExpiredLease() {
+      Message m = append("k1");
+      only(claim("relay-a", 10));
+      advance(lease().plusMillis(1));
+
+      OutboxRecord taken = only(store.claim("relay-b", 10, lease(),
+          now().minus(Duration.ofHours(1))));
+
+      assertThat(taken.message().id()).isEqualTo(m.id());
+      assertThat(taken.leaseOwner()).isEqualTo("relay-b");
+    }
+
+    @Test
+    @DisplayName("a lease lasts its duration from the store's now, whatever the claimer's clock"
+        + " says")
+    void leaseRunsOnStoreClock() {
+      append(null);
+      Instant storeNow = now();
+
+      OutboxRecord r = only(store.claim("relay-a", 10, lease(), now().plus(Duration.ofHours(1))));
+
+      assertThat(r.leaseExpiresAt()).isEqualTo(storeNow.plus(lease()));
+      advance(lease().plusMillis(1));
+      assertThat(only(claim("relay-b", 10)).sequence()).as("taken over on the store's clock")
+          .isEqualTo(r.sequence());
+    }
+
+    @Test
+    @DisplayName("a retry delay runs on the store's clock: neither a fast nor a slow relay moves"
+        + " the time a rescheduled row is claimable again")
+    void retryDelayOnStoreClock() {
+      append(null);
+      append(null);
+      List<OutboxRecord> got = claim("relay-a", 2);
+      Duration delay = Duration.ofSeconds(10);
+      Instant fastNow = now().plus(fast);
+      Instant slowNow = now().minus(Duration.ofHours(1));
+      assertThat(store.reschedule("relay-a", got.get(0).sequence(), 1, fastNow,
+          fastNow.plus(delay), "fast relay")).isTrue();
+      assertThat(store.reschedule("relay-a", got.get(1).sequence(), 1, slowNow,
+          slowNow.plus(delay), "slow relay")).isTrue();
+
+      assertThat(claim("relay-b", 10)).as("before the delay ran out on the store's clock")
+          .isEmpty();
+      advance(delay);
+      assertThat(claim("relay-b", 10)).extracting(OutboxRecord::sequence)
+          .containsExactly(got.get(0).sequence(), got.get(1).sequence());
+    }
+
+    @Test
+    @DisplayName("sent-row retention runs on the store's clock: a relay 8 days fast purges"
+        + " nothing early, and one 8 days slow does not make fresh rows look old")
+    void retentionOnStoreClock() {
+      Duration retention = Duration.ofDays(7);
+      Duration skew = Duration.ofDays(8);
+      append(null);
+      append(null);
+      List<OutboxRecord> got = claim("relay-a", 2);
+      assertThat(store.markSent("relay-a", List.of(got.get(0).sequence()), now().plus(skew)))
+          .isEqualTo(1);
+      assertThat(store.markSent("relay-a", List.of(got.get(1).sequence()), now().minus(skew)))
+          .isEqualTo(1);
+
+      assertThat(store.purgeSentOlderThan(retention, 100, now().plus(skew))).isZero();
+      assertThat(store.purgeSentOlderThan(retention, 100, now())).isZero();
+      assertThat(store.stats(now()).sent()).isEqualTo(2);
+
+      advance(retention.plusMillis(1));
+      assertThat(store.purgeSentOlderThan(retention, 100, now().minus(skew))).isEqualTo(2);
+      assertThat(store.stats(now()).sent()).isZero();
+    }
+
+    @Test
+    @DisplayName("purgeSentOlderThan deletes at most max rows per call, keeps unsent rows, and"
+        + " rejects a negative retention, max below 1 and a null now")
+    void purgeSentOlderThanIsBounded() {
+      for (int i = 0; i < 4; i++) {
+        append(null);
+      }
+      List<OutboxRecord> got = claim("relay-a", 3);
+      store.markSent("relay-a", List.of(got.get(0).sequence(), got.get(1).sequence(),
+          got.get(2).sequence()), now());
+      advance(Duration.ofMinutes(1).plusMillis(1));
+
+      assertThat(store.purgeSentOlderThan(Duration.ofMinutes(1), 2, now())).isEqualTo(2);
+      assertThat(store.purgeSentOlderThan(Duration.ofMinutes(1), 2, now())).isEqualTo(1);
+      assertThat(store.purgeSentOlderThan(Duration.ZERO, 2, now())).isZero();
+      assertThat(store.stats(now())).extracting(OutboxStats::unsent, OutboxStats::sent)
+          .containsExactly(1L, 0L);
+
+      assertThatThrownBy(() -> store.purgeSentOlderThan(Duration.ofSeconds(-1), 1, now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("retention");
+      assertThatThrownBy(() -> store.purgeSentOlderThan(Duration.ZERO, 0, now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("max");
+      assertThatThrownBy(() -> store.purgeSentOlderThan(Duration.ZERO, 1, null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("now");
     }
   }
 

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.relaykit.message.Message;
 import io.relaykit.tck.OutboxStoreContract;
+import java.time.Duration;
+import java.time.Instant;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
@@ -14,7 +16,7 @@ class InMemoryOutboxStoreTest extends OutboxStoreContract {
 
   @Override
   protected OutboxStore createStore() {
-    store = new InMemoryOutboxStore();
+    store = new InMemoryOutboxStore(clock());
     return store;
   }
 
@@ -35,5 +37,21 @@ class InMemoryOutboxStoreTest extends OutboxStoreContract {
     assertThatThrownBy(() -> store.append("orders", null))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("message");
     assertThat(store.stats(m.createdAt()).unsent()).isEqualTo(2);
+  }
+
+  @Test
+  @DisplayName("built without a clock, the store decides on the time each caller passes")
+  void withoutClockUsesCallersTime() {
+    InMemoryOutboxStore callers = new InMemoryOutboxStore();
+    callers.append("orders", Message.builder().type("t").payload("x").build());
+    Instant t = Instant.parse("2026-01-01T00:00:00Z");
+    Duration lease = Duration.ofSeconds(30);
+
+    OutboxRecord r = callers.claim("relay-a", 10, lease, t).get(0);
+
+    assertThat(r.leaseExpiresAt()).isEqualTo(t.plus(lease));
+    assertThat(callers.claim("relay-b", 10, lease, t.plus(lease))).hasSize(1);
+    assertThatThrownBy(() -> new InMemoryOutboxStore(null))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("clock");
   }
 }

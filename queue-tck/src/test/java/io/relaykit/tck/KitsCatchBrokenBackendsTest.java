@@ -102,6 +102,17 @@ class KitsCatchBrokenBackendsTest {
         .doesNotContain("leaseHides", "keylessUnordered", "hidesUntilNotBefore");
   }
 
+  @Test
+  @DisplayName("OutboxStoreContract catches a store that decides leases, retries and retention on"
+      + " its callers' clocks")
+  void outboxStoreOnCallersClock() {
+    assertThat(failedCases(DecidesOnCallersClock.class))
+        .contains("fastRelayCannotTakeFreshLease", "slowRelayTakesOverExpiredLease",
+            "leaseRunsOnStoreClock", "retryDelayOnStoreClock", "retentionOnStoreClock")
+        .doesNotContain("oneKeyAtATime", "expiredReclaimable", "hidesUntilNotBefore",
+            "purgeSentOlderThanIsBounded");
+  }
+
   // ---- broken backends: run only through the launcher above (surefire skips nested classes) ----
 
   static final class EqualVersionsAccepted extends VersionGuardContract {
@@ -172,12 +183,28 @@ class KitsCatchBrokenBackendsTest {
     }
   }
 
-  static final class KeyOrderIgnored extends OutboxStoreContract {
+  /** The in-memory store without a clock of its own: it takes each caller's word for the time. */
+  static final class DecidesOnCallersClock extends OutboxStoreContract {
     private InMemoryOutboxStore real;
 
     @Override
     protected OutboxStore createStore() {
       real = new InMemoryOutboxStore();
+      return real;
+    }
+
+    @Override
+    protected void appendCommitted(String destination, Message message) {
+      real.append(destination, message);
+    }
+  }
+
+  static final class KeyOrderIgnored extends OutboxStoreContract {
+    private InMemoryOutboxStore real;
+
+    @Override
+    protected OutboxStore createStore() {
+      real = new InMemoryOutboxStore(clock());
       return new OutboxStore() {
         @Override
         public List<OutboxRecord> claim(String owner, int max, Duration lease, Instant now) {
@@ -203,6 +230,11 @@ class KitsCatchBrokenBackendsTest {
         @Override
         public int purgeSent(Instant sentBefore) {
           return real.purgeSent(sentBefore);
+        }
+
+        @Override
+        public int purgeSentOlderThan(Duration retention, int max, Instant now) {
+          return real.purgeSentOlderThan(retention, max, now);
         }
 
         @Override

@@ -12,7 +12,7 @@ import java.util.stream.Collectors;
  * other SQL is the same on both: standard DDL, {@code FETCH FIRST n ROWS ONLY}, {@code FOR UPDATE
  * SKIP LOCKED}, {@code = ANY(?)} with an array parameter. The outbox's claim and markSent, which
  * each database does its own fastest safe way, are the {@code OutboxStatements} that {@code
- * outbox(table)} picks. H2 runs in its native mode; {@code MODE=PostgreSQL} is not needed.
+ * outbox(table, clock)} picks. H2 runs in its native mode; {@code MODE=PostgreSQL} is not needed.
  */
 public enum Dialect {
   /** H2 2.x, embedded (file or in-memory) or server. */
@@ -36,8 +36,8 @@ public enum Dialect {
     }
 
     @Override
-    OutboxStatements outbox(String table) {
-      return new OutboxStatements.H2(table);
+    OutboxStatements outbox(String table, DatabaseClock clock) {
+      return new OutboxStatements.H2(table, clock);
     }
   },
 
@@ -66,8 +66,8 @@ public enum Dialect {
     }
 
     @Override
-    OutboxStatements outbox(String table) {
-      return new OutboxStatements.Postgres(table);
+    OutboxStatements outbox(String table, DatabaseClock clock) {
+      return new OutboxStatements.Postgres(table, clock);
     }
   };
 
@@ -106,8 +106,11 @@ public enum Dialect {
   /** An INSERT of one row that replaces the non-key columns of an existing row with the same keys. */
   abstract String upsert(String table, List<String> columns, List<String> keys);
 
-  /** The outbox claim and markSent statements for the outbox table {@code table}. */
-  abstract OutboxStatements outbox(String table);
+  /**
+   * The outbox claim and markSent statements for the outbox table {@code table}, deciding time on
+   * {@code clock}.
+   */
+  abstract OutboxStatements outbox(String table, DatabaseClock clock);
 
   /**
    * Runs an {@link #insertIgnoringDuplicates} statement: 1 if the row was inserted, 0 if a row

@@ -42,6 +42,15 @@ import javax.sql.DataSource;
  * one lock write per row on H2); see the README for the index plan. Append is one INSERT (one
  * batch for {@link #appendAll}). Thread-safe.
  *
+ * <p>Time: whether a row is ready, whether a lease ran out (so another relay may take the row
+ * over), when a new lease ends, when a row was sent and whether it outlived the retention are
+ * decided on the storage's {@link DatabaseClock}: by default the database server's clock, read in
+ * SQL ({@code clock_timestamp()} on PostgreSQL, {@code RELAYKIT_CLOCK_MILLIS()} on H2), so relays
+ * whose host clocks disagree never compare them. The {@code now} arguments of the SPI are the
+ * caller's view and decide none of this (see {@link OutboxStore}); a claimed record's lease end is
+ * on the database's clock. Cost: nothing on PostgreSQL (the claim reads the clock in its own
+ * statement), one {@code SELECT} of the clock per claim and per markSent on H2.
+ *
  * <p>Malformed rows: a claimed row that does not decode to a message (a corrupt envelope column, a
  * missing header, an empty payload: rows written by something other than {@link #append}) is
  * never handed to a relay. The claim deletes it and stores it in the dead-letter table of the same
@@ -92,20 +101,24 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final OutboxStatements statements;
   private final JdbcDeadLetterStore deadLetters;
   private final InstantSource clock;
+  private final DatabaseClock databaseClock;
+  private final Dialect dialect;
   private final LifecycleListener listener;
 
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
-      LifecycleListener listener) {
+      DatabaseClock databaseClock, LifecycleListener listener) {
     this.dataSource = dataSource;
     this.tables = tables;
     this.clock = clock;
+    this.databaseClock = databaseClock;
+    this.dialect = dialect;
     this.listener = listener;
     this.deadLetters = new JdbcDeadLetterStore(dataSource, dialect, tables);
     String t = tables.outbox;
     this.insertSql = "INSERT INTO " + t + " (destination, message_id, msg_key, headers, payload,"
         + " created_at, state, ready_at, attempts) VALUES (?, ?, ?, ?, ?, ?, " + UNSENT
         + ", 0, 0)";
-    this.statements = dialect.outbox(t);
+    this.statements = dialect.outbox(t, databaseClock);
   }
 
   /**
@@ -188,11 +201,9 @@ public final class JdbcOutboxStore implements OutboxStore {
       throw new IllegalArgumentException("lease must be a positive duration, was " + lease);
     }
     requireNow(now);
-    Instant until = now.plus(lease);
-    long nowNanos = Instants.toNanos("now", now);
-    long untilNanos = Instants.toNanos("now + lease", until);
+    long leaseNanos = nanos("lease", lease);
     OutboxStatements.Claimed claimed = statements.claim(dataSource,
-        "outbox claim on " + tables.outbox, owner, max, nowNanos, untilNanos, until,
+        "outbox claim on " + tables.outbox, owner, max, leaseNanos,
         (c, row) -> {
           DeadLetter d = undecodable(row, now);
           deadLetters.add(c, d);
@@ -263,7 +274,6 @@ public final class JdbcOutboxStore implements OutboxStore {
     if (sequences.isEmpty()) {
       return 0;
     }
-    long nowNanos = Instants.toNanos("now", now);
     Long[] seqs = new Long[sequences.size()];
     int i = 0;
     for (Long seq : sequences) {
@@ -274,8 +284,7 @@ public final class JdbcOutboxStore implements OutboxStore {
     }
     // Ascending, so concurrent statements lock rows in one order, as claims do.
     Arrays.sort(seqs);
-    return statements.markSent(dataSource, "outbox markSent on " + tables.outbox, owner, seqs,
-        nowNanos);
+    return statements.markSent(dataSource, "outbox markSent on " + tables.outbox, owner, seqs);
   }
 
   @Override
@@ -290,24 +299,27 @@ public final class JdbcOutboxStore implements OutboxStore {
           + " must not be null");
     }
     long failedNanos = Instants.toNanos("failedAt", failedAt);
-    long readyNanos = Instants.toNanos("notBefore", notBefore);
+    // The retry delay, started on the database's clock: the caller's clock only says how long.
+    long delayNanos = Math.max(0, Instants.toNanos("notBefore", notBefore) - failedNanos);
     String err = error == null ? null
         : error.length() <= MAX_ERROR_LENGTH ? error : error.substring(0, MAX_ERROR_LENGTH);
     return Jdbc.autoCommit(dataSource, "outbox reschedule on " + tables.outbox, c -> {
       try (PreparedStatement ps = c.prepareStatement("UPDATE " + tables.outbox
-          + " SET attempts = ?, first_failure_at = COALESCE(first_failure_at, ?), ready_at = ?,"
+          + " SET attempts = ?, first_failure_at = COALESCE(first_failure_at, ?), ready_at = "
+          + databaseClock.nowNanos(dialect) + " + ?,"
           + " last_error = ?, lease_owner = NULL, lease_until = NULL"
           + " WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?")) {
         ps.setInt(1, attempts);
         ps.setLong(2, failedNanos);
-        ps.setLong(3, readyNanos);
+        int i = databaseClock.bind(ps, 3);
+        ps.setLong(i, delayNanos);
         if (err == null) {
-          ps.setNull(4, Types.VARCHAR);
+          ps.setNull(i + 1, Types.VARCHAR);
         } else {
-          ps.setString(4, err);
+          ps.setString(i + 1, err);
         }
-        ps.setLong(5, sequence);
-        ps.setString(6, owner);
+        ps.setLong(i + 2, sequence);
+        ps.setString(i + 3, owner);
         return ps.executeUpdate() == 1;
       }
     });
@@ -336,6 +348,44 @@ public final class JdbcOutboxStore implements OutboxStore {
       try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + tables.outbox
           + " WHERE state = " + SENT + " AND sent_at < ?")) {
         ps.setLong(1, before);
+        return ps.executeUpdate();
+      }
+    });
+  }
+
+  /**
+   * Deletes at most {@code max} rows sent more than {@code retention} ago on the database's clock,
+   * oldest first, in one statement (an index range scan of {@code outbox_sent}).
+   */
+  @Override
+  public int purgeSentOlderThan(Duration retention, int max, Instant now) {
+    if (retention == null || retention.isNegative()) {
+      throw new IllegalArgumentException("retention must be a duration >= 0, was " + retention);
+    }
+    if (max < 1) {
+      throw new IllegalArgumentException("max must be >= 1, was " + max);
+    }
+    requireNow(now);
+    long retentionNanos;
+    try {
+      retentionNanos = retention.toNanos();
+    } catch (ArithmeticException e) {
+      return 0; // longer than any stored instant can be old
+    }
+    String t = tables.outbox;
+    String cutoff = databaseClock.nowNanos(dialect) + " - ?";
+    String sql = dialect == Dialect.POSTGRESQL
+        // Skips rows a concurrent purge holds, and never reaches unsent rows (state, sent_at).
+        ? "DELETE FROM " + t + " WHERE seq = ANY(ARRAY(SELECT seq FROM " + t + " WHERE state = "
+            + SENT + " AND sent_at < " + cutoff + " ORDER BY sent_at LIMIT ?"
+            + " FOR UPDATE SKIP LOCKED))"
+        : "DELETE FROM " + t + " WHERE state = " + SENT + " AND sent_at < " + cutoff
+            + " FETCH FIRST ? ROWS ONLY";
+    return Jdbc.autoCommit(dataSource, "outbox purgeSentOlderThan on " + t, c -> {
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        int i = databaseClock.bind(ps, 1);
+        ps.setLong(i, retentionNanos);
+        ps.setInt(i + 1, max);
         return ps.executeUpdate();
       }
     });
@@ -423,6 +473,14 @@ public final class JdbcOutboxStore implements OutboxStore {
     if (owner.length() > MAX_ID_LENGTH) {
       throw new IllegalArgumentException("owner must be at most " + MAX_ID_LENGTH
           + " characters, was " + owner.length());
+    }
+  }
+
+  private static long nanos(String field, Duration d) {
+    try {
+      return d.toNanos();
+    } catch (ArithmeticException e) {
+      throw new IllegalArgumentException(field + " must be at most 292 years, was " + d, e);
     }
   }
 

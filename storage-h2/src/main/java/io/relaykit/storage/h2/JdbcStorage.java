@@ -230,10 +230,11 @@ public final class JdbcStorage implements AutoCloseable {
 
   /**
    * The outbox: append in your transaction, claim and mark from relays; reports ENQUEUED (and
-   * DEAD_LETTERED for undecodable rows) to this storage's listener.
+   * DEAD_LETTERED for undecodable rows) to this storage's listener. Readiness, lease takeover and
+   * sent-row retention are decided on {@link #databaseClock()}.
    */
   public JdbcOutboxStore outboxStore() {
-    return new JdbcOutboxStore(dataSource, dialect, tables, clock, listener);
+    return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener);
   }
 
   /** Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}. */

@@ -23,6 +23,10 @@ import javax.sql.DataSource;
  * {@link Dialect#outbox} picks the implementation; the store validates arguments and converts
  * times before it calls here.
  *
+ * <p>Time comes from the store's {@link DatabaseClock}: readiness, lease expiry and the new lease's
+ * end are computed from its now, read once per claim (on H2 before the locking SELECT, on
+ * PostgreSQL in the claim statement itself), never from the caller's clock.
+ *
  * <p>A claimed row whose columns do not decode to a message (a corrupt envelope, a missing header,
  * an empty payload: rows written around {@code append}) is not handed out: it is deleted and given
  * to the claim's {@link UndecodableSink}, which stores it as a dead letter, so one bad row never
@@ -68,35 +72,48 @@ abstract sealed class OutboxStatements {
     void bind(PreparedStatement ps, Undecodable row) throws SQLException;
   }
 
+  final DatabaseClock clock;
+
+  OutboxStatements(DatabaseClock clock) {
+    this.clock = clock;
+  }
+
   /**
-   * Leases up to {@code max} claimable rows to {@code owner} until {@code untilNanos}, oldest
-   * first, and moves undecodable ones to {@code sink}; {@code what} names the operation in a
-   * {@link JdbcStorageException}.
+   * Leases up to {@code max} claimable rows to {@code owner} for {@code leaseNanos} from the
+   * database clock's now, oldest first, and moves undecodable ones to {@code sink}; {@code what}
+   * names the operation in a {@link JdbcStorageException}.
    */
   abstract Claimed claim(DataSource dataSource, String what, String owner, int max,
-      long nowNanos, long untilNanos, Instant until, UndecodableSink sink);
+      long leaseNanos, UndecodableSink sink);
 
-  /** Marks the rows {@code seqs} (ascending) that {@code owner} holds sent; the count changed. */
-  abstract int markSent(DataSource dataSource, String what, String owner, Long[] seqs,
-      long nowNanos);
+  /**
+   * Marks the rows {@code seqs} (ascending) that {@code owner} holds sent at the database clock's
+   * now; the count changed.
+   */
+  abstract int markSent(DataSource dataSource, String what, String owner, Long[] seqs);
 
   /**
    * Claimable: unsent, ready, not under a live lease, and the oldest unsent row of its key, for
-   * the outbox table aliased {@code o}. Parameters: now, now.
+   * the outbox table aliased {@code o}, with {@code now} the SQL of the current time (a parameter
+   * or a scalar subquery, used twice).
    */
-  static String claimable(String table) {
-    return "o.state = " + UNSENT + " AND o.ready_at <= ?"
-        + " AND (o.lease_until IS NULL OR o.lease_until <= ?)"
+  static String claimable(String table, String now) {
+    return "o.state = " + UNSENT + " AND o.ready_at <= " + now
+        + " AND (o.lease_until IS NULL OR o.lease_until <= " + now + ")"
         + " AND (o.msg_key IS NULL OR NOT EXISTS (SELECT 1 FROM " + table + " e"
         + " WHERE e.msg_key = o.msg_key AND e.state = " + UNSENT + " AND e.seq < o.seq))";
   }
 
-  /** The start of a markSent UPDATE, up to its WHERE; parameter: now. */
-  static String markSentPrefix(String table) {
-    return "UPDATE " + table + " SET state = " + SENT + ", sent_at = ?,"
+  /** The start of a markSent UPDATE, up to its WHERE, with {@code now} the SQL of the time. */
+  static String markSentPrefix(String table, String now) {
+    return "UPDATE " + table + " SET state = " + SENT + ", sent_at = " + now + ","
         + " lease_owner = NULL, lease_until = NULL WHERE ";
   }
 
+  /**
+   * Reads a claim's rows; {@code until} is the lease's end, or null to read it from the column
+   * after {@link #CLAIM_COLUMNS}.
+   */
   static Read readClaimed(PreparedStatement ps, int max, String owner, Instant until)
       throws SQLException {
     List<OutboxRecord> rows = new ArrayList<>(Math.min(max, 1_024));
@@ -111,9 +128,11 @@ abstract sealed class OutboxStatements {
         int attempts = rs.getInt(6);
         long firstFailure = rs.getLong(7);
         Instant firstFailureAt = rs.wasNull() ? null : Instants.fromNanos(firstFailure);
+        Instant leaseEnd = until != null ? until : Instants.fromNanos(rs.getLong(9));
         try {
           Message m = Envelopes.decode(headers, key, payload);
-          rows.add(new OutboxRecord(seq, destination, m, attempts, firstFailureAt, owner, until));
+          rows.add(new OutboxRecord(seq, destination, m, attempts, firstFailureAt, owner,
+              leaseEnd));
         } catch (RuntimeException e) {
           // Decoding is pure computation on the row's values: whatever it throws is the row's
           // fault (MalformedMessageException, or the record refusing a blank destination).
@@ -152,36 +171,42 @@ abstract sealed class OutboxStatements {
     private final String markSentSql;
     private final String deleteUndecodableSql;
 
-    Postgres(String table) {
+    Postgres(String table, DatabaseClock clock) {
+      super(clock);
       // One statement, one round trip: the subquery locks the oldest claimable rows, skipping
       // rows other relays hold (READ COMMITTED re-checks a locked row's WHERE clause on its newest
       // version), and the UPDATE leases exactly those rows and returns them. ANY(ARRAY(...))
       // makes the subquery an init plan, run once, and the UPDATE a primary-key lookup; with
       // seq IN (...) the planner may pick a hash semi-join over a sequential scan of the table,
-      // sent rows included. Parameters: owner, until, now, now, max.
-      this.claimSql = "UPDATE " + table + " SET lease_owner = ?, lease_until = ?"
+      // sent rows included. The database's now is read once, in the CTE (clock_timestamp() is
+      // volatile: inline it would be read per row and could not bound an index scan); each
+      // (SELECT now FROM clock) is an init plan, a constant for the rest of the statement.
+      // Parameters: [now], owner, lease, max.
+      String now = "(SELECT now FROM clock)";
+      this.claimSql = "WITH clock AS (SELECT " + clock.nowNanos(Dialect.POSTGRESQL) + " AS now)"
+          + " UPDATE " + table + " SET lease_owner = ?, lease_until = " + now + " + ?"
           + " WHERE seq = ANY(ARRAY(SELECT o.seq FROM " + table + " o WHERE "
-          + claimable(table) + " ORDER BY o.seq LIMIT ? FOR UPDATE SKIP LOCKED)) RETURNING "
-          + CLAIM_COLUMNS;
+          + claimable(table, now) + " ORDER BY o.seq LIMIT ? FOR UPDATE OF o SKIP LOCKED))"
+          + " RETURNING " + CLAIM_COLUMNS + ", lease_until";
       // The whole batch in one statement (an index scan of the primary key for the array).
-      this.markSentSql = markSentPrefix(table) + "seq = ANY(?) AND state = " + UNSENT
-          + " AND lease_owner = ?";
+      // Parameters: [now], seqs, owner.
+      this.markSentSql = markSentPrefix(table, clock.nowNanos(Dialect.POSTGRESQL))
+          + "seq = ANY(?) AND state = " + UNSENT + " AND lease_owner = ?";
       // The claim has leased the row to us; parameters: seq, owner.
       this.deleteUndecodableSql = "DELETE FROM " + table + " WHERE seq = ? AND state = " + UNSENT
           + " AND lease_owner = ?";
     }
 
     @Override
-    Claimed claim(DataSource dataSource, String what, String owner, int max,
-        long nowNanos, long untilNanos, Instant until, UndecodableSink sink) {
+    Claimed claim(DataSource dataSource, String what, String owner, int max, long leaseNanos,
+        UndecodableSink sink) {
       Read read = Jdbc.autoCommit(dataSource, what, c -> {
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
-          ps.setString(1, owner);
-          ps.setLong(2, untilNanos);
-          ps.setLong(3, nowNanos);
-          ps.setLong(4, nowNanos);
-          ps.setInt(5, max);
-          return readClaimed(ps, max, owner, until);
+          int i = clock.bind(ps, 1);
+          ps.setString(i, owner);
+          ps.setLong(i + 1, leaseNanos);
+          ps.setInt(i + 2, max);
+          return readClaimed(ps, max, owner, null);
         }
       });
       // UPDATE ... RETURNING promises no order: oldest first, as specified.
@@ -208,12 +233,12 @@ abstract sealed class OutboxStatements {
     }
 
     @Override
-    int markSent(DataSource dataSource, String what, String owner, Long[] seqs, long nowNanos) {
+    int markSent(DataSource dataSource, String what, String owner, Long[] seqs) {
       return Jdbc.autoCommit(dataSource, what, c -> {
         try (PreparedStatement ps = c.prepareStatement(markSentSql)) {
-          ps.setLong(1, nowNanos);
-          ps.setArray(2, c.createArrayOf("bigint", seqs));
-          ps.setString(3, owner);
+          int i = clock.bind(ps, 1);
+          ps.setArray(i, c.createArrayOf("bigint", seqs));
+          ps.setString(i + 1, owner);
           return ps.executeUpdate();
         }
       });
@@ -230,7 +255,8 @@ abstract sealed class OutboxStatements {
     private final String markSentSql;
     private final String deleteUndecodableSql;
 
-    H2(String table) {
+    H2(String table, DatabaseClock clock) {
+      super(clock);
       // H2 claims in two steps inside one transaction. A one-statement claim (UPDATE ... FETCH
       // FIRST n ROWS ONLY) handed rows out twice in the concurrency tests: H2 let the statement
       // lease rows as its snapshot showed them, although another relay had leased and marked
@@ -239,8 +265,10 @@ abstract sealed class OutboxStatements {
       // conditional UPDATE per locked row, from a snapshot taken after the locks, keeps only rows
       // that still qualify and were not rescheduled meanwhile (attempts unchanged).
       // Parameters: owner, until, seq, attempts read, now, now.
+      // "now" is the database clock's, read once at the start of the claim's transaction.
       this.claimSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o WHERE "
-          + claimable(table) + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
+          + claimable(table, "?") + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY"
+          + " FOR UPDATE SKIP LOCKED";
       String stillClaimable = " WHERE seq = ? AND attempts = ? AND state = " + UNSENT
           + " AND ready_at <= ? AND (lease_until IS NULL OR lease_until <= ?)";
       this.leaseSql = "UPDATE " + table + " SET lease_owner = ?, lease_until = ?"
@@ -249,14 +277,17 @@ abstract sealed class OutboxStatements {
       this.deleteUndecodableSql = "DELETE FROM " + table + stillClaimable;
       // A JDBC batch of one-row updates: H2 evaluates seq = ANY(?) by a linear search of the
       // array for every row it updates, quadratic in the batch size.
-      this.markSentSql = markSentPrefix(table) + "seq = ? AND state = " + UNSENT
+      this.markSentSql = markSentPrefix(table, "?") + "seq = ? AND state = " + UNSENT
           + " AND lease_owner = ?";
     }
 
     @Override
-    Claimed claim(DataSource dataSource, String what, String owner, int max,
-        long nowNanos, long untilNanos, Instant until, UndecodableSink sink) {
+    Claimed claim(DataSource dataSource, String what, String owner, int max, long leaseNanos,
+        UndecodableSink sink) {
       return Jdbc.inTransaction(dataSource, what, c -> {
+        long nowNanos = Instants.toNanos("database now", clock.now(c, Dialect.H2));
+        long untilNanos = Math.addExact(nowNanos, leaseNanos);
+        Instant until = Instants.fromNanos(untilNanos);
         Read read;
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
           ps.setLong(1, nowNanos);
@@ -298,8 +329,9 @@ abstract sealed class OutboxStatements {
     }
 
     @Override
-    int markSent(DataSource dataSource, String what, String owner, Long[] seqs, long nowNanos) {
+    int markSent(DataSource dataSource, String what, String owner, Long[] seqs) {
       return Jdbc.inTransaction(dataSource, what, c -> {
+        long nowNanos = Instants.toNanos("database now", clock.now(c, Dialect.H2));
         try (PreparedStatement ps = c.prepareStatement(markSentSql)) {
           for (Long seq : seqs) {
             ps.setLong(1, nowNanos);

@@ -10,6 +10,7 @@ import io.relaykit.message.PublishException;
 import io.relaykit.message.PublishReceipt;
 import io.relaykit.message.Publisher;
 import io.relaykit.monitor.LifecycleEvent.Stage;
+import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.LifecycleLog;
 import io.relaykit.outbox.OutboxRelay;
 import io.relaykit.outbox.OutboxStats;
@@ -327,7 +328,7 @@ abstract class JdbcOutboxRelayTest {
   void survivesDatabaseOutage() {
     FlakyDataSource flaky = new FlakyDataSource(db.dataSource());
     JdbcStorage flakyStorage = JdbcStorage.open(flaky, db.dialect(), storage.tablePrefix(),
-        Duration.ofDays(7), clock);
+        Duration.ofDays(7), clock, DatabaseClock.of(clock), LifecycleListener.noop(), true);
     List<Message> first = new ArrayList<>();
     for (int i = 0; i < 50; i++) {
       first.add(message("k" + (i % 7), "first-" + i));

@@ -222,7 +222,7 @@ class JdbcOutboxStoreTest {
   void lifecycleEvents(TestDatabase db) throws SQLException {
     LifecycleLog log = new LifecycleLog(100);
     JdbcStorage storage = JdbcStorage.open(db.dataSource(), db.dialect(), TestDatabase.newPrefix(),
-        Duration.ofDays(7), clock, log);
+        Duration.ofDays(7), clock, DatabaseClock.of(clock), log, true);
     JdbcOutboxStore outbox = storage.outboxStore();
     Message one = message("a", "one");
     Message two = message("b", "two");
@@ -320,6 +320,38 @@ class JdbcOutboxStoreTest {
     assertThat(outbox.markDead("crashed", seq)).isFalse();
     assertThat(outbox.markSent("r2", List.of(seq), clock.instant())).isEqualTo(1);
     assertThat(outbox.stats(clock.instant())).isEqualTo(new OutboxStats(0, Duration.ZERO, 1));
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  @DisplayName("on the database server's clock, relays whose hosts run 31 s fast or 8 days fast"
+      + " neither take a fresh lease nor purge fresh sent rows; lease ends are the database's")
+  void decidesOnTheDatabaseServersClock(TestDatabase db) throws SQLException {
+    JdbcStorage storage = db.storageOnDatabaseClock(TestDatabase.newPrefix(), Duration.ofDays(7),
+        clock);
+    JdbcOutboxStore outbox = storage.outboxStore();
+    append(storage, "orders", message("k", "one"));
+    append(storage, "orders", message(null, "two"));
+    Instant fast = Instant.now().plusSeconds(31);
+    Instant serverBefore;
+    try (Connection c = db.connection()) {
+      serverBefore = storage.databaseClock().now(c, db.dialect());
+    }
+
+    List<OutboxRecord> mine = outbox.claim("relay-a", 10, LEASE, FakeClock.EPOCH);
+    assertThat(mine).hasSize(2);
+    assertThat(mine.get(0).leaseExpiresAt()).as("the database's now + lease, not the caller's")
+        .isAfterOrEqualTo(serverBefore.plus(LEASE));
+    assertThat(outbox.claim("relay-b", 10, LEASE, fast)).isEmpty();
+
+    assertThat(outbox.markSent("relay-a", List.of(mine.get(0).sequence(),
+        mine.get(1).sequence()), FakeClock.EPOCH)).isEqualTo(2);
+    assertThat(outbox.purgeSentOlderThan(Duration.ofDays(7), 100,
+        Instant.now().plus(Duration.ofDays(8)))).as("purged by a host 8 days fast").isZero();
+    assertThat(outbox.purgeSentOlderThan(Duration.ofDays(7), 100, FakeClock.EPOCH))
+        .as("sent at the database's time, not at the caller's 2026-01-01").isZero();
+    assertThat(outbox.stats(Instant.now()).sent()).isEqualTo(2);
+    assertThat(outbox.purgeSentOlderThan(Duration.ZERO, 100, FakeClock.EPOCH)).isEqualTo(2);
   }
 
   @ParameterizedTest(name = "{0}")

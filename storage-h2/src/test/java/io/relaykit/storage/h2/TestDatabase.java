@@ -183,8 +183,19 @@ final class TestDatabase {
     return storage(newPrefix(), Duration.ofDays(7), clock);
   }
 
+  /**
+   * Storage on {@code prefix} whose shared decisions (leases, takeovers, retention) are made on
+   * {@code clock} through {@link DatabaseClock#of}, so tests drive them with a fake clock.
+   */
   JdbcStorage storage(String prefix, Duration retention, InstantSource clock) {
-    return JdbcStorage.open(pool, dialect(), prefix, retention, clock);
+    return JdbcStorage.open(pool, dialect(), prefix, retention, clock, DatabaseClock.of(clock),
+        io.relaykit.monitor.LifecycleListener.noop(), true);
+  }
+
+  /** Storage on {@code prefix} that decides on the database server's own clock. */
+  JdbcStorage storageOnDatabaseClock(String prefix, Duration retention, InstantSource clock) {
+    return JdbcStorage.open(pool, dialect(), prefix, retention, clock, DatabaseClock.database(),
+        io.relaykit.monitor.LifecycleListener.noop(), true);
   }
 
   Connection connection() throws SQLException {
