@@ -104,9 +104,11 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final DatabaseClock databaseClock;
   private final Dialect dialect;
   private final LifecycleListener listener;
+  private final OutboxOrderScope scope;
 
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
-      DatabaseClock databaseClock, LifecycleListener listener) {
+      DatabaseClock databaseClock, LifecycleListener listener, OutboxOrderScope scope) {
+    this.scope = scope;
     this.dataSource = dataSource;
     this.tables = tables;
     this.clock = clock;
@@ -116,9 +118,9 @@ public final class JdbcOutboxStore implements OutboxStore {
     this.deadLetters = new JdbcDeadLetterStore(dataSource, dialect, tables);
     String t = tables.outbox;
     this.insertSql = "INSERT INTO " + t + " (destination, message_id, msg_key, headers, payload,"
-        + " created_at, state, ready_at, attempts) VALUES (?, ?, ?, ?, ?, ?, " + UNSENT
-        + ", 0, 0)";
-    this.statements = dialect.outbox(t, databaseClock);
+        + " created_at, order_dest, state, ready_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, "
+        + UNSENT + ", 0, 0)";
+    this.statements = dialect.outbox(t, tables.outboxHead, databaseClock);
   }
 
   /**
@@ -136,6 +138,31 @@ public final class JdbcOutboxStore implements OutboxStore {
   public long append(Connection tx, String destination, Message message) throws SQLException {
     requireConnection(tx);
     validate(destination, message);
+    if (message.key().isEmpty()) {
+      long seq = insert(tx, destination, message);
+      enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
+      return seq;
+    }
+    OutboxStatements.KeyRef ref = scopeKey(destination, message);
+    long seq = inCallersTransaction(tx, () -> {
+      long head = statements.lockHead(tx, ref);
+      long s = insert(tx, destination, message);
+      if (head == 0) {
+        statements.setHead(tx, ref, s);
+      }
+      return s;
+    });
+    enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
+    return seq;
+  }
+
+  /** The order scope key of a keyed message appended for {@code destination}. */
+  private OutboxStatements.KeyRef scopeKey(String destination, Message message) {
+    return new OutboxStatements.KeyRef(message.key().orElseThrow(),
+        scope == OutboxOrderScope.KEY_PER_DESTINATION ? destination : "");
+  }
+
+  private long insert(Connection tx, String destination, Message message) throws SQLException {
     try (PreparedStatement ps = tx.prepareStatement(insertSql, Statement.RETURN_GENERATED_KEYS)) {
       bind(ps, destination, message);
       ps.executeUpdate();
@@ -143,10 +170,40 @@ public final class JdbcOutboxStore implements OutboxStore {
         if (!keys.next()) {
           throw new SQLException("the database returned no sequence for the outbox row");
         }
-        long seq = keys.getLong(1);
-        enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
-        return seq;
+        return keys.getLong(1);
       }
+    }
+  }
+
+  /** Work that must hold the key locks until it commits. */
+  @FunctionalInterface
+  private interface TxWork<T> {
+    T run() throws SQLException;
+  }
+
+  /**
+   * Runs {@code work} in {@code tx}'s open transaction; on an auto-commit connection in a
+   * transaction of its own (committed, or rolled back when it fails), so a key's lock is held
+   * from the head's lock to the row's commit either way, and auto-commit is restored.
+   */
+  private static <T> T inCallersTransaction(Connection tx, TxWork<T> work) throws SQLException {
+    if (!tx.getAutoCommit()) {
+      return work.run();
+    }
+    tx.setAutoCommit(false);
+    try {
+      T result = work.run();
+      tx.commit();
+      return result;
+    } catch (SQLException | RuntimeException e) {
+      try {
+        tx.rollback();
+      } catch (SQLException r) {
+        e.addSuppressed(r);
+      }
+      throw e;
+    } finally {
+      tx.setAutoCommit(true);
     }
   }
 
@@ -169,23 +226,39 @@ public final class JdbcOutboxStore implements OutboxStore {
     if (messages == null) {
       throw new IllegalArgumentException("messages must not be null");
     }
+    java.util.TreeSet<OutboxStatements.KeyRef> refs = new java.util.TreeSet<>();
     for (Message m : messages) {
       validate(destination, m);
+      if (m.key().isPresent()) {
+        refs.add(scopeKey(destination, m));
+      }
     }
-    try (PreparedStatement ps = tx.prepareStatement(insertSql)) {
-      int pending = 0;
-      for (Message m : messages) {
-        bind(ps, destination, m);
-        ps.addBatch();
-        if (++pending == 1_000) {
-          ps.executeBatch();
-          pending = 0;
+    inCallersTransaction(tx, () -> {
+      // Keys in one order (sorted), so two appendAll calls never wait for each other in a cycle.
+      List<OutboxStatements.KeyRef> idle = new java.util.ArrayList<>();
+      for (OutboxStatements.KeyRef ref : refs) {
+        if (statements.lockHead(tx, ref) == 0) {
+          idle.add(ref);
         }
       }
-      if (pending > 0) {
-        ps.executeBatch();
+      try (PreparedStatement ps = tx.prepareStatement(insertSql)) {
+        int pending = 0;
+        for (Message m : messages) {
+          bind(ps, destination, m);
+          ps.addBatch();
+          if (++pending == 1_000) {
+            ps.executeBatch();
+            pending = 0;
+          }
+        }
+        if (pending > 0) {
+          ps.executeBatch();
+        }
       }
-    }
+      // Their heads were empty and are locked: the key's lowest unsent row is one of these.
+      statements.advanceHeads(tx, idle);
+      return null;
+    });
     for (Message m : messages) {
       enqueued(destination, m, "outbox batch, in the caller's transaction");
     }
@@ -328,13 +401,19 @@ public final class JdbcOutboxStore implements OutboxStore {
   @Override
   public boolean markDead(String owner, long sequence) {
     requireOwner(owner);
-    return Jdbc.autoCommit(dataSource, "outbox markDead on " + tables.outbox, c -> {
+    return Jdbc.inTransaction(dataSource, "outbox markDead on " + tables.outbox, c -> {
+      List<OutboxStatements.KeyRef> refs = statements.keysOf(c, new Long[] {sequence});
+      boolean removed;
       try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + tables.outbox
           + " WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?")) {
         ps.setLong(1, sequence);
         ps.setString(2, owner);
-        return ps.executeUpdate() == 1;
+        removed = ps.executeUpdate() == 1;
       }
+      if (removed) {
+        statements.advanceHeads(c, refs);
+      }
+      return removed;
     });
   }
 
@@ -381,7 +460,7 @@ public final class JdbcOutboxStore implements OutboxStore {
             + " FOR UPDATE SKIP LOCKED))"
         : "DELETE FROM " + t + " WHERE state = " + SENT + " AND sent_at < " + cutoff
             + " FETCH FIRST ? ROWS ONLY";
-    return Jdbc.autoCommit(dataSource, "outbox purgeSentOlderThan on " + t, c -> {
+    int purged = Jdbc.autoCommit(dataSource, "outbox purgeSentOlderThan on " + t, c -> {
       try (PreparedStatement ps = c.prepareStatement(sql)) {
         int i = databaseClock.bind(ps, 1);
         ps.setLong(i, retentionNanos);
@@ -389,6 +468,10 @@ public final class JdbcOutboxStore implements OutboxStore {
         return ps.executeUpdate();
       }
     });
+    // Heads of keys with nothing left to send, in the same bounded steps.
+    Jdbc.inTransaction(dataSource, "outbox purge of idle key heads on " + tables.outboxHead,
+        c -> statements.purgeIdleHeads(c, max));
+    return purged;
   }
 
   @Override
@@ -463,6 +546,8 @@ public final class JdbcOutboxStore implements OutboxStore {
     ps.setString(4, Envelopes.encode(m));
     ps.setBytes(5, m.payload());
     ps.setLong(6, Instants.toNanos("message createdAt", m.createdAt()));
+    ps.setString(7, m.key().isPresent() && scope == OutboxOrderScope.KEY_PER_DESTINATION
+        ? destination : "");
   }
 
   private static void requireOwner(String owner) {

@@ -234,7 +234,20 @@ public final class JdbcStorage implements AutoCloseable {
    * sent-row retention are decided on {@link #databaseClock()}.
    */
   public JdbcOutboxStore outboxStore() {
-    return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener);
+    return outboxStore(OutboxOrderScope.KEY);
+  }
+
+  /**
+   * As {@link #outboxStore()}, with rows appended through it ordered by {@code scope} (a key
+   * across all destinations, or a key per destination). Stores of both scopes may share the
+   * tables: each row keeps the scope it was appended with.
+   */
+  public JdbcOutboxStore outboxStore(OutboxOrderScope scope) {
+    if (scope == null) {
+      throw new IllegalArgumentException("scope must not be null");
+    }
+    return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener,
+        scope);
   }
 
   /** Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}. */
