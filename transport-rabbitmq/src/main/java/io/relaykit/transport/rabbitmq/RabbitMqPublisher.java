@@ -219,10 +219,19 @@ public final class RabbitMqPublisher implements Publisher {
     if (closed) {
       return CompletableFuture.failedFuture(new PublishException("publisher is closed"));
     }
-    String id = wire.getOrDefault(MessageHeaders.ID, "unknown");
-    String trace = wire.get(MessageHeaders.TRACE_ID);
-    return enqueue(new Pending(DEFAULT_EXCHANGE, queue, queue, id, trace,
-        wire.get(MessageHeaders.TYPE), clock.millis(), wire, body));
+    return publishToQueue(queue, wire, body, wire.getOrDefault(MessageHeaders.ID, "unknown"),
+        clock.millis());
+  }
+
+  /** Like {@link #publishToQueue(String, Map, byte[])} with the message id and timestamp given. */
+  CompletableFuture<PublishReceipt> publishToQueue(String queue, Map<String, String> wire,
+      byte[] body, String messageId, long timestampMillis) {
+    if (closed) {
+      return CompletableFuture.failedFuture(new PublishException("publisher is closed"));
+    }
+    return enqueue(new Pending(DEFAULT_EXCHANGE, queue, queue, messageId,
+        wire.get(MessageHeaders.TRACE_ID), wire.get(MessageHeaders.TYPE), timestampMillis, wire,
+        body));
   }
 
   private CompletableFuture<PublishReceipt> enqueue(Pending p) {

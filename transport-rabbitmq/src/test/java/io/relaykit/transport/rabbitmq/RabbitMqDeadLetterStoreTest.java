@@ -101,6 +101,34 @@ class RabbitMqDeadLetterStoreTest extends DeadLetterStoreContract {
     }
 
     @Test
+    @DisplayName("reading a dead letter 30 times (list, count, find) changes nothing: the message"
+        + " in the queue has no x-delivery-count and the dead letter reads the same")
+    void readsDoNotRequeue() throws Exception {
+      RabbitMqDeadLetterStore store = (RabbitMqDeadLetterStore) store();
+      Message m = Message.builder().id("read-many").type("order.paid").key("o-1")
+          .payload("{}").header("h", "v").build();
+      java.time.Instant t = java.time.Instant.parse("2026-12-01T10:00:00Z");
+      DeadLetter d = new DeadLetter(m, destinations.get(0), null, "attempts exhausted: boom",
+          IOException.class.getName(), "boom", 3, t, t.plusSeconds(5));
+      store.add(d);
+      DeadLetter first = store.find(d.id()).orElseThrow();
+      for (int i = 0; i < 10; i++) {
+        assertThat(store.list(DeadLetterQuery.all())).containsExactly(first);
+        assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+        assertThat(store.find(d.id())).contains(first);
+      }
+
+      try (Connection admin = TestBroker.connect(config)) {
+        List<com.rabbitmq.client.GetResponse> held = TestBroker.drain(admin, store.queue());
+        assertThat(held).hasSize(1);
+        Object count = held.get(0).getProps().getHeaders().get("x-delivery-count");
+        assertThat(count == null ? 0L : ((Number) count).longValue())
+            .as("x-delivery-count after 30 reads").isZero();
+        assertThat(held.get(0).getProps().getMessageId()).isEqualTo("read-many");
+      }
+    }
+
+    @Test
     @DisplayName("an undecodable message is listed with its reason and original body")
     void undecodableListed() throws Exception {
       String destination = destinations.get(0);
