@@ -713,7 +713,12 @@ public final class ReportQueue {
   /**
    * Reports failed delivery of in-flight events. A retryable event with attempts left is requeued
    * with {@code attempts + 1}, not before {@code now + backoff(attempts + 1)}; otherwise it becomes
-   * a dead letter. Ids that are not in flight are ignored.
+   * a dead letter. An event whose expiry has passed (by the queue's clock) is expired instead,
+   * whatever {@code retryable} says, exactly as a drain expires a pending one: its removal is
+   * journaled, it leaves the queue for good (its id stays seen for the dedupe window), it is
+   * counted in {@link QueueStats#expired()} and {@link NackResult#expired()} and reported as
+   * {@code EXPIRED}. Ids that are not in flight are ignored (so a late ack or nack of it finds
+   * nothing).
    *
    * @throws IllegalArgumentException if {@code eventIds} is null
    * @throws JournalException if the journal cannot record an outcome (see {@link #nack(Collection,
@@ -770,6 +775,7 @@ public final class ReportQueue {
             bytes -= e.bytes;
             countExpired(e, now, listening
                 ? "expired after " + attempts + " failed attempt(s)" : null);
+            leave(e);
             lapsed++;
           } else if (!retryable || attempts >= maxAttempts) {
             String reason = !retryable ? rejection

@@ -712,6 +712,38 @@ class ReportQueueTest {
       assertThat(queue.stats().expired()).isEqualTo(1);
       assertThat(queue.stats().inflight()).isZero();
     }
+
+    @Test
+    @DisplayName("an expired event that was nacked has left for good: a late ack or nack finds nothing, its id is forgotten with the window, and its room is free")
+    void expiredOnNackLeaves() {
+      ReportQueue queue = builder().capacity(1).dedupeWindow(Duration.ofSeconds(10), 100).build();
+      queue.enqueue(new ReportEvent("otp", "otp", "1", Priority.NORMAL,
+          clock.instant().plusSeconds(1)));
+      queue.drainBatch();
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(queue.nack(List.of("otp"), false)).as("expired wins over a rejection")
+          .isEqualTo(new NackResult(0, 0, 1));
+      assertThat(queue.nack(List.of("otp"), true)).isEqualTo(new NackResult(0, 0, 0));
+      assertThat(queue.ack(List.of("otp"))).isZero();
+      QueueStats stats = queue.stats();
+      assertThat(stats.pending()).isZero();
+      assertThat(stats.inflight()).isZero();
+      assertThat(stats.deadLetters()).isZero();
+      assertThat(stats.expired()).isEqualTo(1);
+      assertThat(stages("otp")).containsExactly(Stage.ENQUEUED, Stage.DELIVERED, Stage.EXPIRED);
+      assertThat(queue.enqueue(normal("other")).reason()).as("its room is free")
+          .isEqualTo(Reason.OK);
+      assertThat(queue.enqueue(normal("otp")).reason()).as("seen within the window")
+          .isEqualTo(Reason.DUPLICATE);
+      queue.drainBatch();
+      queue.ack(List.of("other"));
+      clock.advance(Duration.ofSeconds(11));
+      assertThat(queue.enqueue(normal("otp")).reason()).as("forgotten once out of the window")
+          .isEqualTo(Reason.OK);
+      JournalState stored = journal.reopen().load();
+      assertThat(ids(stored.pending())).containsExactly("otp");
+      assertThat(stored.pending().get(0).payload()).isEqualTo(normal("otp").payload());
+    }
   }
 
   @Nested
