@@ -151,6 +151,8 @@ public final class ReportQueue {
     Entry prev;
     Entry next;
     String deadReason;
+    /** What a dead letter costs against the dead letters' byte bound: payload plus reason bytes. */
+    long deadCost;
 
     Entry(String id) {
       this.id = id;
@@ -260,7 +262,7 @@ public final class ReportQueue {
   private long expired;
   private long journalFull;
   private long deadDropped;
-  /** Payload bytes of the dead letters. */
+  /** Payload plus reason bytes of the dead letters (their {@code deadCost}). */
   private long deadBytes;
   /** Why the last forget of an id leaving the dedupe window failed; null once one succeeds. */
   private String lastForgetFailure;
@@ -734,8 +736,8 @@ public final class ReportQueue {
    * {@code Retry-After}) and the reason recorded for any event that becomes a dead letter. A dead
    * letter beyond the bounds ({@link Builder#deadLetters(int, long)}) pushes the oldest dead
    * letters out, in the same journal change; they are counted in {@link QueueStats#deadDropped()}
-   * and reported as {@code DROPPED}. An event too large on its own for the dead letters' bytes is
-   * dropped instead of kept.
+   * and reported as {@code DROPPED}. An event too large on its own for the dead letters' bytes
+   * (payload plus reason) is dropped instead of kept.
    *
    * @param minDelay the retry waits at least this long, even if the backoff is shorter
    * @param deadReason why a non-retryable event gave up; null or blank for a generic reason (an
@@ -814,7 +816,8 @@ public final class ReportQueue {
    * when the journal fails.
    */
   private void deadLetter(Entry e, int attempts, String reason, Instant now) {
-    if (e.bytes > maxDeadBytes) {
+    long cost = deadCost(e.bytes, reason);
+    if (cost > maxDeadBytes) {
       // Too large to keep at all: it leaves as a purged dead letter would, counted as one.
       recordLeaving(e, Removal.PURGED);
       inflight.unlink(e);
@@ -824,14 +827,15 @@ public final class ReportQueue {
       meterDrop("dead-letter-overflow");
       if (listening) {
         emit(Stage.DROPPED, e.id, now, "not kept as a dead letter (" + reason + "): its "
-            + e.bytes + " bytes exceed the dead letters' bound of " + maxDeadBytes);
+            + cost + " bytes (payload and reason) exceed the dead letters' bound of "
+            + maxDeadBytes);
       }
       leave(e);
       return;
     }
     List<Entry> pushedOut = null;
     int deadAfter = dead.size + 1;
-    long deadBytesAfter = deadBytes + e.bytes;
+    long deadBytesAfter = deadBytes + cost;
     for (Entry old = dead.head; old != null
         && (deadAfter > maxDeadLetters || deadBytesAfter > maxDeadBytes); old = old.next) {
       if (pushedOut == null) {
@@ -839,7 +843,7 @@ public final class ReportQueue {
       }
       pushedOut.add(old);
       deadAfter--;
-      deadBytesAfter -= old.bytes;
+      deadBytesAfter -= old.deadCost;
     }
     if (pushedOut == null) {
       journal.deadLetter(e.id, attempts, reason);
@@ -862,15 +866,16 @@ public final class ReportQueue {
     e.event = e.event.rescheduled(attempts, e.event.nextAttemptAt());
     e.state = State.DEAD;
     e.deadReason = reason;
+    e.deadCost = cost;
     dead.addLast(e);
-    deadBytes += e.bytes;
+    deadBytes += cost;
     if (listening) {
       emit(Stage.DEAD_LETTERED, e.id, now, reason);
     }
     if (pushedOut != null) {
       for (Entry old : pushedOut) {
         dead.unlink(old);
-        deadBytes -= old.bytes;
+        deadBytes -= old.deadCost;
         old.deadReason = null;
         deadDropped++;
         meterDrop("dead-letter-overflow");
@@ -907,7 +912,7 @@ public final class ReportQueue {
           throw failure("purgeDead of " + id + " (" + purged + " purged before it)", x, null);
         }
         dead.unlink(e);
-        deadBytes -= e.bytes;
+        deadBytes -= e.deadCost;
         e.deadReason = null;
         leave(e);
         purged++;
@@ -950,7 +955,7 @@ public final class ReportQueue {
               null);
         }
         dead.unlink(e);
-        deadBytes -= e.bytes;
+        deadBytes -= e.deadCost;
         e.deadReason = null;
         live++;
         bytes += e.bytes;
@@ -1070,8 +1075,9 @@ public final class ReportQueue {
         }
         e.state = State.DEAD;
         e.deadReason = state.deadReasons().getOrDefault(event.eventId(), "");
+        e.deadCost = deadCost(e.bytes, e.deadReason);
         dead.addLast(e);
-        deadBytes += e.bytes;
+        deadBytes += e.deadCost;
       }
       trimSeen(now);
       return live;
@@ -1391,6 +1397,11 @@ public final class ReportQueue {
     }
   }
 
+  /** A dead letter's cost against {@code maxDeadBytes}: its payload and its reason, in UTF-8. */
+  private static long deadCost(int payloadBytes, String reason) {
+    return payloadBytes + Utf8.length(reason);
+  }
+
   /** Reports one lost event to the metrics listener, if one is set. */
   private void meterDrop(String reason) {
     if (metering) {
@@ -1630,8 +1641,8 @@ public final class ReportQueue {
     }
 
     /**
-     * The most dead letters kept, by count and by UTF-8 payload bytes, whichever bound is hit
-     * first: a new dead letter beyond them pushes the oldest out (reported as {@code DROPPED},
+     * The most dead letters kept, by count and by UTF-8 bytes of payload plus dead reason,
+     * whichever bound is hit first: a new dead letter beyond them pushes the oldest out (reported as {@code DROPPED},
      * counted in {@link QueueStats#deadDropped()} and as {@code "dead-letter-overflow"} by the
      * metrics listener). Default 10 000 events, 64 MiB.
      */

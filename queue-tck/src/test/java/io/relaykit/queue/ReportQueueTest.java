@@ -523,12 +523,13 @@ class ReportQueueTest {
     @Test
     @DisplayName("dead letters beyond their byte bound push out as many old ones as needed; one too large on its own is not kept")
     void deadLetterByteBound() {
-      ReportQueue queue = builder().deadLetters(100, 10).build();
+      // Each costs its payload plus its one-byte reason.
+      ReportQueue queue = builder().deadLetters(100, 11).build();
       for (String[] e : new String[][] {{"a", "xxxx"}, {"b", "yyyy"}, {"c", "zzzzzzzz"},
           {"huge", "h".repeat(11)}}) {
         queue.enqueue(new ReportEvent(e[0], "n", e[1]));
         queue.drainBatch();
-        queue.nack(List.of(e[0]), false);
+        queue.nack(List.of(e[0]), false, Duration.ZERO, "r");
       }
       assertThat(queue.deadIds()).containsExactly("c");
       assertThat(queue.stats().deadDropped()).isEqualTo(3);
@@ -538,7 +539,36 @@ class ReportQueueTest {
       JournalState stored = journal.reopen().load();
       assertThat(ids(stored.dead())).containsExactly("c");
       assertThat(stored.pending()).isEmpty();
-      assertThat(restarted(builder().deadLetters(100, 10)).deadIds()).containsExactly("c");
+      assertThat(restarted(builder().deadLetters(100, 11)).deadIds()).containsExactly("c");
+    }
+
+    @Test
+    @DisplayName("a dead letter's reason counts toward the dead letters' byte bound, also after a restart")
+    void deadReasonBytesCount() {
+      // Each dead letter costs 4 payload bytes + 8 reason bytes = 12: two exceed a bound of 20.
+      ReportQueue queue = builder().deadLetters(100, 20).build();
+      for (String id : List.of("a", "b")) {
+        queue.enqueue(new ReportEvent(id, "n", "xxxx"));
+        queue.drainBatch();
+        queue.nack(List.of(id), false, Duration.ZERO, "reason-" + id);
+      }
+      assertThat(queue.deadIds()).containsExactly("b");
+      assertThat(queue.stats().deadDropped()).isEqualTo(1);
+      assertThat(stages("a")).endsWith(Stage.DEAD_LETTERED, Stage.DROPPED);
+      // 4 payload bytes, but a 30-byte reason: too large on its own, not kept.
+      queue.enqueue(new ReportEvent("long", "n", "yyyy"));
+      queue.drainBatch();
+      queue.nack(List.of("long"), false, Duration.ZERO, "r".repeat(30));
+      assertThat(queue.deadIds()).containsExactly("b");
+      assertThat(queue.stats().deadDropped()).isEqualTo(2);
+      ReportQueue again = restarted(builder().deadLetters(100, 20));
+      assertThat(again.deadReason("b")).contains("reason-b");
+      again.enqueue(new ReportEvent("c", "n", "zzzz"));
+      again.drainBatch();
+      again.nack(List.of("c"), false, Duration.ZERO, "reason-c");
+      assertThat(again.deadIds()).as("the restored dead letter's reason counts too")
+          .containsExactly("c");
+      assertThat(again.stats().deadDropped()).isEqualTo(1);
     }
 
     @Test
