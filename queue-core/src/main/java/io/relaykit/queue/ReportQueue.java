@@ -1128,14 +1128,20 @@ public final class ReportQueue {
   // Views
 
   /**
-   * Counts, as one consistent snapshot. The dedupe window is trimmed to the clock's time first, so
-   * {@code seen} counts only ids still in it.
+   * Counts, as one consistent snapshot. A query: it changes nothing and writes nothing to the
+   * journal (so it never fails for a failing journal). {@code seen} counts the ids the dedupe window
+   * still holds at the clock's time, not those that left it by age (they are forgotten, and the
+   * journal told, by the next enqueue or drain); it is one over the count bound while the journal
+   * cannot record a forget (the id is still remembered). O(1) plus the ids that left the window by
+   * age since that last change.
    */
   public QueueStats stats() {
     lock.lock();
     try {
-      trimSeen(clock.instant());
-      return new QueueStats(live - inflight.size, inflight.size, index.windowSize(), dead.size,
+      Instant now = clock.instant();
+      int seen = index.windowSizeAfterAgeTrim(now.getEpochSecond(), now.getNano(), windowSeconds,
+          windowNanos);
+      return new QueueStats(live - inflight.size, inflight.size, seen, dead.size,
           dropped, expired, bytes, journalFull, deadDropped);
     } finally {
       lock.unlock();
@@ -1284,14 +1290,22 @@ public final class ReportQueue {
 
   /**
    * How many events a drain at {@code at} could return (before expiry), counting retries whose
-   * time has come. O(1), plus O(log r) per retry that became due.
+   * time has come by then. A query: it changes nothing (a retry counted here for a later {@code
+   * at} still waits for its time) and writes nothing to the journal. O(1), plus O(1) per waiting
+   * retry due by {@code at}.
    */
   public int readyCount(Instant at) {
     Checks.requireNonNull("at", at);
     lock.lock();
     try {
-      promoteDue(at);
-      return readyCount;
+      int ready = readyCount;
+      for (Entry e : delayed) {
+        if (e.event.nextAttemptAt().isAfter(at)) {
+          break;
+        }
+        ready++;
+      }
+      return ready;
     } finally {
       lock.unlock();
     }
@@ -1543,6 +1557,7 @@ public final class ReportQueue {
     }
   }
 
+  /** The queue's name and counts; a query like {@link #stats()}: changes and writes nothing. */
   @Override
   public String toString() {
     QueueStats s = stats();
