@@ -741,7 +741,8 @@ public final class ReportQueue {
    *
    * @param minDelay the retry waits at least this long, even if the backoff is shorter
    * @param deadReason why a non-retryable event gave up; null or blank for a generic reason (an
-   *     unpaired surrogate in it is replaced with U+FFFD, so that every journal can store it)
+   *     unpaired surrogate or U+0000 in it is replaced with U+FFFD, so that every journal can
+   *     store it)
    * @throws IllegalArgumentException if {@code eventIds} or {@code minDelay} is null, or {@code
    *     minDelay} is negative
    * @throws JournalException if the journal cannot record an outcome: the ids before it are
@@ -1526,9 +1527,12 @@ public final class ReportQueue {
     return new JournalException(message, e, o);
   }
 
-  /** {@code s} with every unpaired surrogate replaced by U+FFFD, so every journal can store it. */
+  /**
+   * {@code s} with every unpaired surrogate and U+0000 replaced by U+FFFD, so every journal can
+   * store it.
+   */
   private static String wellFormed(String s) {
-    int at = Utf8.firstUnpairedSurrogate(s);
+    int at = Utf8.firstUnstorable(s);
     if (at < 0) {
       return s;
     }
@@ -1538,7 +1542,7 @@ public final class ReportQueue {
       if (Character.isHighSurrogate(c) && i + 1 < b.length()
           && Character.isLowSurrogate(b.charAt(i + 1))) {
         i++;
-      } else if (Character.isSurrogate(c)) {
+      } else if (Character.isSurrogate(c) || c == 0) {
         b.setCharAt(i, '\uFFFD');
       }
     }

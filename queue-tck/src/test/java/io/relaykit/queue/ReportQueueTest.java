@@ -1078,6 +1078,31 @@ class ReportQueueTest {
     }
 
     @Test
+    @DisplayName("ids and names holding U+0000 are refused naming the field and index (a PostgreSQL text column cannot hold it); payloads may hold it")
+    void nulChars() {
+      assertThatThrownBy(() -> new ReportEvent("pay\u0000", "n", "p"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventId")
+          .hasMessageContaining("U+0000").hasMessageContaining("index 3");
+      assertThatThrownBy(() -> new ReportEvent("id", "\u0000n", "p"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("name");
+      ReportQueue queue = builder().build();
+      assertThat(queue.enqueue(new ReportEvent("id", "n", "{\"x\":\"\u0000\"}")).accepted())
+          .as("a payload is stored as bytes: U+0000 in it is fine").isTrue();
+      assertThat(restarted(builder()).pendingIds()).containsExactly("id");
+    }
+
+    @Test
+    @DisplayName("a dead reason holding U+0000 is stored with U+FFFD in its place, not refused")
+    void reasonWithNul() {
+      ReportQueue queue = builder().build();
+      queue.enqueue(normal("a"));
+      queue.drainBatch();
+      queue.nack(List.of("a"), false, Duration.ZERO, "server said \u0000!");
+      assertThat(queue.deadReason("a")).contains("server said \uFFFD!");
+      assertThat(journal.reopen().load().deadReasons()).containsEntry("a", "server said \uFFFD!");
+    }
+
+    @Test
     @DisplayName("a dead reason with an unpaired surrogate is stored with U+FFFD in its place, not refused")
     void reasonWithSurrogate() {
       ReportQueue queue = builder().build();
