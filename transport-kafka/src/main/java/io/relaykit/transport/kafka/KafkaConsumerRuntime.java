@@ -59,9 +59,10 @@ import org.apache.kafka.common.errors.WakeupException;
  *
  * <h2>Implementation notes</h2>
  *
- * <p>Poll thread: each turn it sets which partitions are paused (all of them when in-flight work is
- * near {@code maxInFlight} or the subscription is draining; a retry partition whose next record is
- * not yet due until then), polls, tracks and submits every record, and every commit interval
+ * <p>Poll thread: each turn it sets which partitions are paused (the source partitions when active
+ * work, parked records left out, is near {@code maxInFlight}; the retry partitions only when active
+ * work exceeds {@code maxInFlight} by a poll, so a retry that unparks a key is never starved; a
+ * retry partition whose next record is not yet due until then), polls, tracks and submits every record, and every commit interval
  * commits the tracker's committable offsets asynchronously and samples the backlog. While intake
  * is stopped for lack of room, the worker whose completion makes room wakes the poll ({@link
  * KafkaConsumer#wakeup()}): intake resumes while the records still in flight keep the workers busy,
@@ -85,6 +86,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private static final System.Logger LOG = System.getLogger(KafkaConsumerRuntime.class.getName());
   /** How long to wait before handing a record to the retry or dead-letter topic again. */
   private static final Duration RESEND_DELAY = Duration.ofSeconds(1);
+  /** Records that may wait for parked keys, per unit of {@code maxInFlight}. */
+  static final int PARKED_PER_IN_FLIGHT = 4;
 
   private enum State { RUNNING, DRAINING, STOPPING, CLOSED, FAILED }
 
@@ -111,6 +114,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final HandlerWatchdog watchdog;
   private final Thread pollThread;
   private final int maxPollRecords;
+  /**
+   * The most records that may wait for parked keys before source intake stops: {@value
+   * #PARKED_PER_IN_FLIGHT} times {@code maxInFlight}. They do not count against {@code
+   * maxInFlight} (a hot failing key would stop every other key), but they are held in memory.
+   */
+  private final int maxParked;
   private final Runnable onClosed;
   private final Object idle = new Object();
   private final Set<TopicPartition> owned = java.util.concurrent.ConcurrentHashMap.newKeySet();
@@ -141,6 +150,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     this.deadLetterTopic = deadLetterTopic;
     this.onClosed = onClosed;
     this.maxPollRecords = Math.max(1, Math.min(500, spec.maxInFlight() / 2));
+    this.maxParked = (int) Math.min(Integer.MAX_VALUE / 2,
+        (long) PARKED_PER_IN_FLIGHT * spec.maxInFlight());
     this.tracker = new OffsetTracker<>(clock);
     this.consumer = new KafkaConsumer<>(consumerProperties(config, spec, maxPollRecords),
         new org.apache.kafka.common.serialization.StringDeserializer(),
@@ -149,7 +160,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     String name = "relaykit-" + topic + "-" + spec.group();
     this.workers = KeyedExecutor.builder()
         .threads(spec.concurrency())
-        .maxQueued(spec.maxInFlight() + maxPollRecords)
+        // Everything tracked may be queued at once (parked records released together, retries in
+        // their headroom), beside stale tasks of a revoked assignment: a submit never waits.
+        .maxQueued(2 * (spec.maxInFlight() + maxParked) + 3 * maxPollRecords)
         .threadName(name + "-worker")
         .failureHandler((key, failure) -> LOG.log(System.Logger.Level.ERROR,
             "unexpected failure in the consumer runtime of " + topic, failure))
@@ -256,16 +269,40 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
   }
 
-  /** Whether one more poll's worth of records fits under {@code maxInFlight}. */
-  private boolean hasRoom() {
-    return tracker.inFlight() + maxPollRecords <= spec.maxInFlight();
+  /**
+   * Records in flight that will finish by themselves: running, queued for a worker, or being handed
+   * to the retry or dead-letter topic. Records waiting for a parked key are not among them: they
+   * wait for a retry, which must still be fetched.
+   */
+  private long active() {
+    return tracker.inFlight() - parking.waiting();
   }
 
   /**
-   * Pauses every partition while intake is stopped, and a retry partition until its next record is
-   * due; resumes the rest.
+   * Whether one more poll's worth of source records fits: under {@code maxInFlight} active
+   * records, and under {@link #maxParked} records waiting for parked keys.
+   */
+  private boolean hasRoom() {
+    return active() + maxPollRecords <= spec.maxInFlight() && parking.waiting() < maxParked;
+  }
+
+  /**
+   * Whether the retry partitions may be fetched: they keep one poll of headroom above {@code
+   * maxInFlight}, so neither the main flow nor parked records can starve the retries that unpark
+   * keys. What is active finishes by itself (handlers are bounded by their timeout), so this bound
+   * cannot deadlock.
+   */
+  private boolean hasRetryRoom() {
+    return active() <= spec.maxInFlight();
+  }
+
+  /**
+   * Pauses the source partitions while source intake is stopped, the retry partitions while they
+   * have no room of their own, and a retry partition until its next record is due; resumes the
+   * rest.
    *
-   * @return true if intake is stopped because in-flight work is full (and the runtime is running)
+   * @return true if source intake is stopped because in-flight work is full (and the runtime is
+   *     running)
    */
   private boolean adjustPauses() {
     Set<TopicPartition> assigned = consumer.assignment();
@@ -273,8 +310,14 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     delayedUntil.entrySet().removeIf(e -> !e.getValue().isAfter(now)
         || !assigned.contains(e.getKey()));
     boolean full = !hasRoom();
-    boolean stopIntake = state != State.RUNNING || full;
-    Set<TopicPartition> wanted = stopIntake ? assigned : delayedUntil.keySet();
+    boolean stopSource = state != State.RUNNING || full;
+    boolean stopRetry = state != State.RUNNING || !hasRetryRoom();
+    Set<TopicPartition> wanted = new HashSet<>(delayedUntil.keySet());
+    for (TopicPartition tp : assigned) {
+      if (tp.topic().equals(retryTopic) ? stopRetry : stopSource) {
+        wanted.add(tp);
+      }
+    }
     Set<TopicPartition> paused = consumer.paused();
     List<TopicPartition> toPause = new ArrayList<>();
     for (TopicPartition tp : wanted) {

@@ -34,7 +34,8 @@ final class KeyParking {
   }
 
   private final Map<Object, Park> parks = new HashMap<>();
-  private int waitingCount;
+  /** Written under the lock; read without it by {@link #waiting} (the poll thread's room check). */
+  private volatile int waitingCount;
   /**
    * {@code parks.size()}, written under the lock after every change (after the flush, on release),
    * read without it by {@link #parkIfHeld}: a key is parked by the record of that key that runs
@@ -150,8 +151,8 @@ final class KeyParking {
     }
   }
 
-  /** Records waiting for a parked key. */
-  synchronized int waiting() {
+  /** Records waiting for a parked key. Lock-free. */
+  int waiting() {
     return waitingCount;
   }
 

