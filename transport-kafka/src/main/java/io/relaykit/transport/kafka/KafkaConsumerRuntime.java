@@ -41,14 +41,20 @@ import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.InvalidOffsetException;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.FencedInstanceIdException;
+import org.apache.kafka.common.errors.GroupMaxSizeReachedException;
 import org.apache.kafka.common.errors.InvalidGroupIdException;
+import org.apache.kafka.common.errors.UnreleasedInstanceIdException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.errors.WakeupException;
 
 /**
@@ -86,6 +92,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private static final System.Logger LOG = System.getLogger(KafkaConsumerRuntime.class.getName());
   /** How long to wait before handing a record to the retry or dead-letter topic again. */
   private static final Duration RESEND_DELAY = Duration.ofSeconds(1);
+  /** The longest wait between poll turns that keep failing with retriable errors. */
+  static final Duration MAX_ERROR_BACKOFF = Duration.ofSeconds(5);
   /** Records that may wait for parked keys, per unit of {@code maxInFlight}. */
   static final int PARKED_PER_IN_FLIGHT = 4;
 
@@ -105,6 +113,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final String topic;
   private final String retryTopic;
   private final String deadLetterTopic;
+  private final OffsetReset sourceReset;
   private final KafkaConsumer<String, byte[]> consumer;
   private final KafkaPublisher router;
   private final OffsetTracker<TopicPartition> tracker;
@@ -130,6 +139,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private volatile State state = State.RUNNING;
   private volatile ConsumerBacklog backlog;
   private volatile Boolean drainedAtClose;
+  private volatile Throwable failure;
 
   // Poll thread only.
   private final Map<TopicPartition, Instant> delayedUntil = new HashMap<>();
@@ -148,6 +158,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     this.topic = spec.destination();
     this.retryTopic = retryTopic;
     this.deadLetterTopic = deadLetterTopic;
+    this.sourceReset = OffsetReset.parse(config.consumerProperties().get(OffsetReset.SETTING));
     this.onClosed = onClosed;
     this.maxPollRecords = Math.max(1, Math.min(500, spec.maxInFlight() / 2));
     this.maxParked = (int) Math.min(Integer.MAX_VALUE / 2,
@@ -183,8 +194,10 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   static Map<String, Object> consumerProperties(KafkaTransportConfig config, SubscriptionSpec spec,
       int maxPollRecords) {
     Map<String, Object> props = new HashMap<>();
-    props.put("auto.offset.reset", "earliest");
     props.putAll(config.consumerProperties());
+    // We choose start positions ourselves (see resetPositions): the user's setting governs the
+    // source partitions only, retry partitions always start from their earliest copy.
+    props.put(OffsetReset.SETTING, "none");
     props.put("bootstrap.servers", config.bootstrapServers());
     props.put("group.id", spec.group());
     props.put("client.id", config.clientIdPrefix() + "-" + spec.group() + "-"
@@ -206,6 +219,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     try {
       consumer.subscribe(List.of(topic, retryTopic), new Rebalance());
       long nextCommit = System.nanoTime() + config.commitInterval().toNanos();
+      int errorsInARow = 0;
       while (state == State.RUNNING || state == State.DRAINING) {
         try {
           ConsumerRecords<String, byte[]> records = poll(adjustPauses());
@@ -215,14 +229,18 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
             sampleBacklog();
             nextCommit = System.nanoTime() + config.commitInterval().toNanos();
           }
-        } catch (AuthenticationException | AuthorizationException | InvalidGroupIdException e) {
-          LOG.log(System.Logger.Level.ERROR, "consumer of " + topic + " in group " + spec.group()
-              + " failed and stopped: " + e.getMessage(), e);
-          state = State.FAILED;
+          errorsInARow = 0;
+        } catch (InvalidOffsetException e) {
+          resetPositions(e);
+        } catch (AuthenticationException | AuthorizationException | InvalidGroupIdException
+            | FencedInstanceIdException | UnreleasedInstanceIdException
+            | GroupMaxSizeReachedException | UnsupportedVersionException e) {
+          fail("consumer of " + topic + " in group " + spec.group() + " cannot go on: " + e, e);
         } catch (RuntimeException e) {
-          // One bad turn (a commit timeout, a broker moving) must not end the loop.
-          LOG.log(System.Logger.Level.WARNING, "poll loop of " + topic + " in group "
-              + spec.group() + " hit " + e + "; continuing", e);
+          // A bad turn (a commit timeout, a broker moving) must not end the loop; repeated ones
+          // back off, and only the first of a run logs its stack trace.
+          errorsInARow++;
+          backOff(errorsInARow, e);
         }
       }
     } finally {
@@ -244,6 +262,107 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       synchronized (idle) {
         idle.notifyAll();
       }
+    }
+  }
+
+  /**
+   * Chooses start positions for partitions the consumer could not place ({@code
+   * auto.offset.reset=none} is what it runs with): a retry partition starts from its earliest copy
+   * (a copy skipped is a message lost: its source was committed when the copy was confirmed); a
+   * source partition follows the user's {@link OffsetReset}, and with {@code none} the
+   * subscription fails, naming the partitions and the setting.
+   */
+  private void resetPositions(InvalidOffsetException e) {
+    boolean outOfRange = e instanceof OffsetOutOfRangeException;
+    List<TopicPartition> retry = new ArrayList<>();
+    List<TopicPartition> source = new ArrayList<>();
+    for (TopicPartition tp : e.partitions()) {
+      (tp.topic().equals(retryTopic) ? retry : source).add(tp);
+    }
+    if (!retry.isEmpty()) {
+      if (outOfRange) {
+        LOG.log(System.Logger.Level.WARNING, "committed offsets of retry partitions " + retry
+            + " of group " + spec.group() + " are out of range (retention?); starting from the"
+            + " earliest copy still held");
+      }
+      consumer.seekToBeginning(retry);
+    }
+    if (source.isEmpty()) {
+      return;
+    }
+    switch (sourceReset.kind()) {
+      case EARLIEST -> consumer.seekToBeginning(source);
+      case LATEST -> consumer.seekToEnd(source);
+      case BY_DURATION -> {
+        long since = clock.instant().minus(sourceReset.duration()).toEpochMilli();
+        Map<TopicPartition, Long> times = new HashMap<>();
+        source.forEach(tp -> times.put(tp, since));
+        Map<TopicPartition, org.apache.kafka.clients.consumer.OffsetAndTimestamp> found =
+            consumer.offsetsForTimes(times, config.closeTimeout());
+        List<TopicPartition> toEnd = new ArrayList<>();
+        for (TopicPartition tp : source) {
+          var at = found.get(tp);
+          if (at == null) {
+            toEnd.add(tp); // nothing that recent: start at the end
+          } else {
+            consumer.seek(tp, at.offset());
+          }
+        }
+        if (!toEnd.isEmpty()) {
+          consumer.seekToEnd(toEnd);
+        }
+      }
+      case NONE -> fail("partition(s) " + source + " of group " + spec.group()
+          + (outOfRange ? " have a committed offset out of range" : " have no committed offset")
+          + " and " + sourceReset + " forbids choosing a start: set the group's offsets"
+          + " (kafka-consumer-groups.sh --reset-offsets) or use auto.offset.reset=earliest or"
+          + " latest; the subscription stopped", e);
+      default -> throw new AssertionError(sourceReset);
+    }
+    if (outOfRange && sourceReset.kind() != OffsetReset.Kind.NONE) {
+      LOG.log(System.Logger.Level.WARNING, "committed offsets of " + source + " of group "
+          + spec.group() + " are out of range; restarting them by " + sourceReset);
+    }
+  }
+
+  /**
+   * Stops the subscription for good: one error log naming the cause, {@link #failure()} set,
+   * {@link MetricsListener#consumerFailed} reported, {@link #isRunning()} false. The poll loop then
+   * commits what finished and closes the consumer; unfinished records are redelivered to the next
+   * consumer.
+   */
+  private void fail(String what, Throwable cause) {
+    if (failure != null) {
+      return;
+    }
+    IllegalStateException e = new IllegalStateException(what, cause);
+    failure = e;
+    state = State.FAILED;
+    LOG.log(System.Logger.Level.ERROR, what, cause);
+    MetricsListener.safely(metrics, m -> m.consumerFailed(topic, spec.group(), e));
+  }
+
+  /**
+   * Waits after the {@code n}-th retriable error in a row: the poll timeout doubled per error, at
+   * most {@link #MAX_ERROR_BACKOFF}; {@link #close} cuts the wait short.
+   */
+  private void backOff(int n, RuntimeException e) {
+    long base = Math.max(config.pollTimeout().toMillis(), 10);
+    long waitMs = Math.min(MAX_ERROR_BACKOFF.toMillis(), base << Math.min(n - 1, 20));
+    String text = "poll loop of " + topic + " in group " + spec.group() + " hit " + e
+        + " (" + n + " in a row); retrying in " + waitMs + " ms";
+    if (n == 1) {
+      LOG.log(System.Logger.Level.WARNING, text, e);
+    } else if (Integer.bitCount(n) == 1) {
+      LOG.log(System.Logger.Level.WARNING, text);
+    }
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
+    while (state == State.RUNNING || state == State.DRAINING) {
+      long left = end - System.nanoTime();
+      if (left <= 0) {
+        return;
+      }
+      java.util.concurrent.locks.LockSupport.parkNanos(this, left);
     }
   }
 
@@ -757,6 +876,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   @Override
+  public java.util.Optional<Throwable> failure() {
+    return java.util.Optional.ofNullable(failure);
+  }
+
+  @Override
   public boolean close(Duration deadline) {
     if (deadline == null || deadline.isNegative()) {
       throw new IllegalArgumentException("deadline must be zero or positive, was " + deadline);
@@ -787,6 +911,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       if (state != State.FAILED) {
         state = State.STOPPING;
         consumer.wakeup(); // end a poll in progress now, not a poll timeout later
+        java.util.concurrent.locks.LockSupport.unpark(pollThread); // and an error back-off
       }
       awaitPollThread();
       workers.shutdownNow();

@@ -101,4 +101,76 @@ class KafkaFailurePathTest {
     Await.until(WAIT, "everything committed", () -> Long.valueOf(13)
         .equals(committedOffsets(topic + "-g", topic).get(0)));
   }
+
+  @Test
+  @DisplayName("auto.offset.reset=latest governs the source only: after a restart before the retry"
+      + " is due, the new consumer still runs the retry copy")
+  void restartBeforeARetryIsDueKeepsTheRetryWithLatest() {
+    String topic = newTopic("latest", 1);
+    String group = topic + "-g";
+    KafkaTransportConfig.Builder config = KafkaTestSupport.config()
+        .closeTimeout(Duration.ofSeconds(5)).consumerProperty("auto.offset.reset", "latest");
+    SubscriptionSpec spec = SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
+        .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+            .backoff(Backoff.fixed(Duration.ofSeconds(3))).build())
+        .build();
+    List<Integer> attempts = new CopyOnWriteArrayList<>();
+    KafkaSubscription first = clients.subscriber(config).subscribe(spec, d -> {
+      attempts.add(d.attempt());
+      throw new IllegalStateException("fails before the restart");
+    });
+    // With latest, only records published after the consumer placed itself are read.
+    Await.value(WAIT, "the source partition placed", first::backlog,
+        b -> b.lagByPartition().containsKey(topic + "-0"));
+    publishAll(topic, List.of(message("k", 0)));
+    Await.until(WAIT, "the source committed past the failed record (its retry copy confirmed)",
+        () -> Long.valueOf(1).equals(committedOffsets(group, topic).get(0)));
+    first.close(Duration.ofSeconds(5));
+    assertThat(attempts).containsExactly(1);
+
+    List<Integer> later = new CopyOnWriteArrayList<>();
+    clients.subscriber(config).subscribe(spec, d -> later.add(d.attempt()));
+    Await.until(WAIT, "the retry copy handled by the restarted consumer",
+        () -> later.contains(2));
+  }
+
+  @Test
+  @DisplayName("auto.offset.reset=none without a committed offset stops the subscription with one"
+      + " error naming the partition and the setting, reported to the metrics listener")
+  void noCommittedOffsetWithResetNoneIsFatal() {
+    String topic = newTopic("resetnone", 1);
+    publishAll(topic, List.of(message("k", 0)));
+    List<Throwable> failures = new CopyOnWriteArrayList<>();
+    io.relaykit.monitor.MetricsListener metrics = new io.relaykit.monitor.MetricsListener() {
+      @Override
+      public void consumerFailed(String destination, String group, Throwable cause) {
+        failures.add(cause);
+      }
+    };
+    List<Integer> handled = new CopyOnWriteArrayList<>();
+    KafkaSubscription sub = clients.subscriber(KafkaTestSupport.config()
+        .closeTimeout(Duration.ofSeconds(5)).metrics(metrics)
+        .consumerProperty("auto.offset.reset", "none"))
+        .subscribe(SubscriptionSpec.builder(topic, topic + "-g").build(),
+            d -> handled.add(seq(d)));
+    Await.until(WAIT, "the subscription stopped", () -> !sub.isRunning());
+    Throwable failure = sub.failure().orElseThrow();
+    assertThat(failure).hasMessageContaining(topic + "-0")
+        .hasMessageContaining("auto.offset.reset=none");
+    Await.until(WAIT, "the failure reported", () -> failures.size() == 1);
+    assertThat(failures.get(0)).isSameAs(failure);
+    assertThat(handled).isEmpty();
+    assertThat(sub.close(Duration.ofSeconds(5))).isTrue();
+  }
+
+  @Test
+  @DisplayName("an auto.offset.reset that Kafka does not know is refused when the config is built")
+  void unknownOffsetResetIsRefused() {
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> KafkaTestSupport.config()
+        .consumerProperty("auto.offset.reset", "smallest").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("auto.offset.reset").hasMessageContaining("smallest");
+    assertThat(KafkaTestSupport.config().consumerProperty("auto.offset.reset",
+        "by_duration:PT1H").build()).isNotNull();
+  }
 }
