@@ -637,6 +637,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private void submit(Work w) {
     Runnable task = () -> {
+      if (!current(w)) {
+        return; // queued before a revoke: the partition's current owner (maybe us) re-read it
+      }
       if (w.gateKey() != null && !w.fromRetryTopic() && parking.parkIfHeld(w)) {
         return; // its key went into retry after this record was queued
       }
@@ -656,9 +659,19 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   // ---------------------------------------------------------------- workers
 
+  /**
+   * Whether {@code w} belongs to its partition's current assignment. Not whether we own the
+   * partition: after a revoke and a reassignment to this member, work of the earlier assignment is
+   * stale (the partition was re-read from the committed offset) and must write nothing, no retry
+   * or dead-letter copy and no hold.
+   */
+  private boolean current(Work w) {
+    return tracker.isCurrent(w.ticket()) && state != State.CLOSED;
+  }
+
   private void process(Work w) {
-    if (!owned.contains(w.partition()) || state == State.CLOSED) {
-      return; // revoked: the next owner re-reads it
+    if (!current(w)) {
+      return; // revoked: the partition's current owner re-reads it
     }
     ConsumerRecord<String, byte[]> r = w.record();
     Map<String, String> wire = KafkaRecords.fromHeaders(r.headers());
@@ -716,8 +729,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       LOG.log(System.Logger.Level.DEBUG, "late result of " + w + " ignored after its timeout");
       return;
     }
-    if (!owned.contains(w.partition())) {
-      return; // revoked or closed meanwhile: the next owner redoes it
+    if (!current(w)) {
+      return; // revoked or closed meanwhile: the current owner redoes it
     }
     if (failure == null) {
       event(LifecycleEvent.Stage.ACKED, delivery.message(), w.position());
@@ -742,8 +755,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
    */
   private void onFailure(Work w, Map<String, String> wire, Delivery delivery,
       String sourcePosition, Throwable failure, Executor sends) {
-    if (!owned.contains(w.partition())) {
-      return; // revoked or closing: the next owner redoes it, so no retry copy
+    if (!current(w)) {
+      return; // revoked or closing: the current owner redoes it, so no retry copy
     }
     FailureRoute route = FailureRoute.decide(spec, delivery, failure, clock.instant());
     if (!route.isRetry()) {
@@ -751,16 +764,18 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       return;
     }
     Object key = w.gateKey();
-    if (key != null) {
-      parking.hold(key, w); // before this worker lets the key's next record run
+    // Held before this worker lets the key's next record run; under the parking lock with the
+    // staleness check, so a revoke either sees the hold and drops it or makes the check fail.
+    if (key != null && !parking.holdIf(key, w, () -> current(w))) {
+      return;
     }
     sends.execute(() -> sendRetry(w, wire, delivery.message(), route, sourcePosition, key));
   }
 
   private void sendRetry(Work w, Map<String, String> wire, Message message, FailureRoute route,
       String sourcePosition, Object key) {
-    if (!owned.contains(w.partition())) {
-      return; // revoked meanwhile (its holds went with it): the next owner redoes it
+    if (!current(w)) {
+      return; // revoked meanwhile (its holds went with it): the current owner redoes it
     }
     Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
@@ -786,7 +801,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private void deadLetter(Work w, Map<String, String> wire, Message message, FailureRoute route,
       String sourcePosition) {
-    if (!owned.contains(w.partition())) {
+    if (!current(w)) {
       return;
     }
     Map<String, String> headers = route.headers(wire);
@@ -820,8 +835,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         onRejected.accept(rejected);
         return;
       }
-      if (state == State.CLOSED || state == State.FAILED || !owned.contains(w.partition())) {
-        return; // not committed: the next owner redoes it
+      if (state == State.FAILED || !current(w)) {
+        return; // not committed: the current owner redoes it
       }
       LOG.log(System.Logger.Level.WARNING, "could not hand " + w + " to " + copy.topic()
           + " (" + cause + "); trying again in " + RESEND_DELAY);
@@ -835,7 +850,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   private void finish(Work w) {
-    tracker.complete(w.ticket()); // false after a revoke: the result is discarded
+    if (!tracker.complete(w.ticket())) {
+      return; // revoked since: the result is discarded, and its holds went with the revoke
+    }
     if (wakeWhenRoom.get() && hasRoom() && wakeWhenRoom.compareAndSet(true, false)) {
       consumer.wakeup(); // the poll thread waits for room: intake can resume
     }

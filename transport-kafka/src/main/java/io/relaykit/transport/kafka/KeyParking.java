@@ -78,6 +78,21 @@ final class KeyParking {
     return true;
   }
 
+  /**
+   * Parks {@code key} under {@code hold} if {@code valid} still holds, checked under this object's
+   * lock: a {@link #revoke} that runs after the check drops the hold, one that ran before makes the
+   * check fail (revokes mark their work stale before they take the lock).
+   *
+   * @return whether the hold was placed
+   */
+  synchronized boolean holdIf(Object key, Object hold, java.util.function.BooleanSupplier valid) {
+    if (!valid.getAsBoolean()) {
+      return false;
+    }
+    hold(key, hold);
+    return true;
+  }
+
   /** Parks {@code key} under {@code hold} (a failed work, or a retry record's position). */
   synchronized void hold(Object key, Object hold) {
     parks.computeIfAbsent(key, k -> new Park()).holds.add(hold);

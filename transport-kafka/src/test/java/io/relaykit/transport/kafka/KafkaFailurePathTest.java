@@ -173,4 +173,52 @@ class KafkaFailurePathTest {
     assertThat(KafkaTestSupport.config().consumerProperty("auto.offset.reset",
         "by_duration:PT1H").build()).isNotNull();
   }
+
+  @Test
+  @DisplayName("work queued before a revoke-and-reassign to the same member is stale: it does not"
+      + " run again, and a stale failure writes no retry copy")
+  void staleWorkAfterRevokeAndReassignRunsNotAgain() {
+    String topic = newTopic("stale", 1);
+    String group = topic + "-g";
+    publishAll(topic, KafkaTestSupport.numberedMessages(10, i -> "k" + i));
+
+    CountDownLatch gate = new CountDownLatch(1);
+    java.util.Map<Integer, java.util.concurrent.atomic.AtomicInteger> calls =
+        new java.util.concurrent.ConcurrentHashMap<>();
+    KafkaConsumerRuntime a = (KafkaConsumerRuntime) clients.subscriber().subscribe(
+        SubscriptionSpec.builder(topic, group).ordering(OrderingMode.UNORDERED).concurrency(1)
+            .maxInFlight(20).handlerTimeout(Duration.ofMinutes(2))
+            .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+                .backoff(Backoff.fixed(Duration.ofMillis(100))).build())
+            .build(),
+        d -> {
+          int n = calls.computeIfAbsent(seq(d), k -> new java.util.concurrent.atomic.AtomicInteger())
+              .incrementAndGet();
+          if (seq(d) == 0 && n == 1) {
+            gate.await(); // blocked across the rebalance, then fails
+            throw new IllegalStateException("the stale attempt fails");
+          }
+        });
+    Await.until(WAIT, "record 0 blocked, nine queued", () -> calls.size() == 1
+        && a.inFlight() == 10);
+
+    // A second member of the group on another topic: an eager rebalance revokes the partition
+    // from the first member and gives it back to it.
+    String other = newTopic("stale-other", 1);
+    KafkaSubscription b = clients.subscriber().subscribe(
+        SubscriptionSpec.builder(other, group).build(), d -> { });
+    Await.value(WAIT, "the second member placed", b::backlog,
+        s -> s.lagByPartition().containsKey(other + "-0"));
+    Await.until(WAIT, "the first member re-read its partition", () -> a.inFlight() == 10);
+    gate.countDown();
+
+    Await.until(WAIT, "everything committed", () -> Long.valueOf(10)
+        .equals(committedOffsets(group, topic).get(0)));
+    for (int i = 1; i < 10; i++) {
+      assertThat(calls.get(i)).as("calls of record " + i).hasValue(1);
+    }
+    assertThat(calls.get(0)).as("the stale call and the current one").hasValue(2);
+    String retryTopic = KafkaTestSupport.config().build().retryTopic(topic, group);
+    assertThat(KafkaTestSupport.endOffset(retryTopic, 0)).as("retry copies written").isZero();
+  }
 }
