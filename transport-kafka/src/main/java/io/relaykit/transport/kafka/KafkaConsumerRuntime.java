@@ -92,6 +92,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private static final System.Logger LOG = System.getLogger(KafkaConsumerRuntime.class.getName());
   /** How long to wait before handing a record to the retry or dead-letter topic again. */
   private static final Duration RESEND_DELAY = Duration.ofSeconds(1);
+  /** The longest reason and exception message of a reference dead letter, in UTF-8 bytes. */
+  private static final int REFERENCE_TEXT_BYTES = 512;
   /** The longest wait between poll turns that keep failing with retriable errors. */
   static final Duration MAX_ERROR_BACKOFF = Duration.ofSeconds(5);
   /** Records that may wait for parked keys, per unit of {@code maxInFlight}. */
@@ -806,16 +808,60 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
     Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
+    headers.put(MessageHeaders.GROUP, spec.group());
     ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
         w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
     String id = message != null ? message.id() : "dlt:" + sourcePosition;
-    sendDurably(w, copy, id, md -> {
-      LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
-          id, message != null ? message.traceId() : null, topic, clock.instant(),
-          route.reason()));
+    sendDurably(w, copy, id, md -> deadLettered(w, id, message, route),
+        rejected -> deadLetterReference(w, wire, message, route, sourcePosition, id, rejected));
+  }
+
+  /**
+   * Dead-letters a reference entry when the full copy was refused (the failure headers, bounded as
+   * they are, pushed a record that fit over {@code maxRecordBytes}; or the topic refused it): the
+   * envelope and failure headers without the user's headers, a short body naming the original's
+   * position, and {@link KafkaDeadLetterStore#REFERENCE}, so that a replay reads the original
+   * record from the source. If even that is refused the record is finished anyway, with an error
+   * log and a {@code dropped(topic, "dead-letter-refused")} count: a record that is never finished
+   * stops its partition's commit for good and replays on every restart.
+   */
+  private void deadLetterReference(Work w, Map<String, String> wire, Message message,
+      FailureRoute route, String sourcePosition, String id, RuntimeException refused) {
+    FailureRoute ref = route.deadLetterInstead(io.relaykit.internal.Texts.truncateUtf8(
+        "this entry refers to the original at " + sourcePosition + " (the full dead-letter copy"
+        + " was refused: " + refused.getMessage() + "); " + route.reason(), REFERENCE_TEXT_BYTES));
+    Map<String, String> envelope = new LinkedHashMap<>();
+    wire.forEach((k, v) -> {
+      if (MessageHeaders.isReserved(k)) {
+        envelope.put(k, v);
+      }
+    });
+    Map<String, String> headers = ref.headers(envelope);
+    headers.computeIfPresent(MessageHeaders.EXCEPTION_MESSAGE,
+        (k, v) -> io.relaykit.internal.Texts.truncateUtf8(v, REFERENCE_TEXT_BYTES));
+    headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
+    headers.put(MessageHeaders.GROUP, spec.group());
+    headers.put(KafkaDeadLetterStore.REFERENCE, sourcePosition);
+    byte[] body = ("dead letter " + id + " was too large for " + deadLetterTopic
+        + "; the original record is at " + sourcePosition)
+        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
+        w.record().key(), body, KafkaRecords.toHeaders(headers));
+    LOG.log(System.Logger.Level.WARNING, "dead-letter topic " + deadLetterTopic + " refused " + w
+        + " (" + refused.getMessage() + "); writing a reference entry instead");
+    sendDurably(w, copy, id, md -> deadLettered(w, id, message, ref), again -> {
+      LOG.log(System.Logger.Level.ERROR, "dead-letter topic " + deadLetterTopic + " refused "
+          + w + " and its reference entry (" + again.getMessage() + "); the record is dropped"
+          + " so that its partition's commit can go on");
+      MetricsListener.safely(metrics, m -> m.dropped(topic, "dead-letter-refused", 1));
       finish(w);
-    }, rejected -> LOG.log(System.Logger.Level.ERROR, "dead-letter topic " + deadLetterTopic
-        + " refused " + w + " (" + rejected.getMessage() + "); it stays uncommitted"));
+    });
+  }
+
+  private void deadLettered(Work w, String id, Message message, FailureRoute route) {
+    LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
+        id, message != null ? message.traceId() : null, topic, clock.instant(), route.reason()));
+    finish(w);
   }
 
   /**

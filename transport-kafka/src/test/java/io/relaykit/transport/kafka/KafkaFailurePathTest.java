@@ -221,4 +221,83 @@ class KafkaFailurePathTest {
     String retryTopic = KafkaTestSupport.config().build().retryTopic(topic, group);
     assertThat(KafkaTestSupport.endOffset(retryTopic, 0)).as("retry copies written").isZero();
   }
+
+  @Test
+  @DisplayName("a record whose dead-letter copy no longer fits maxRecordBytes (failure headers of a"
+      + " long exception) is dead-lettered as a reference entry, committed, and replayable")
+  void oversizedDeadLetterBecomesAReferenceEntry() {
+    String topic = newTopic("bigdlt", 1);
+    String group = topic + "-g";
+    Message big = Message.builder().type("test").key("k").payload("x".repeat(2500)).build();
+    publishAll(topic, List.of(big));
+
+    java.util.concurrent.atomic.AtomicBoolean failing =
+        new java.util.concurrent.atomic.AtomicBoolean(true);
+    List<Integer> payloadSizes = new CopyOnWriteArrayList<>();
+    clients.subscriber(KafkaTestSupport.config().closeTimeout(Duration.ofSeconds(5))
+        .maxRecordBytes(3000))
+        .subscribe(SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
+            .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+                .backoff(Backoff.fixed(Duration.ofMillis(100))).build())
+            .build(),
+            d -> {
+              payloadSizes.add(d.message().payload().length);
+              if (failing.get()) {
+                throw new IllegalStateException("e".repeat(10_000));
+              }
+            });
+    Await.until(WAIT, "the record committed", () -> Long.valueOf(1)
+        .equals(committedOffsets(group, topic).get(0)));
+    KafkaDeadLetterStore dlt = clients.deadLetterStore(topic, group);
+    List<io.relaykit.deadletter.DeadLetter> entries = dlt.list(
+        io.relaykit.deadletter.DeadLetterQuery.all());
+    assertThat(entries).hasSize(1);
+    io.relaykit.deadletter.DeadLetter entry = entries.get(0);
+    assertThat(entry.messageId()).isEqualTo(big.id());
+    assertThat(entry.reason()).contains("retry copy refused")
+        .contains("refers to the original at " + topic + "-0@0");
+    assertThat(entry.exceptionMessage()).hasSizeLessThanOrEqualTo(
+        io.relaykit.deadletter.FailureRoute.MAX_EXCEPTION_MESSAGE_BYTES);
+
+    failing.set(false);
+    assertThat(dlt.replay(entry.id())).isPresent();
+    Await.until(WAIT, "the original handled again from the replay",
+        () -> payloadSizes.size() == 2);
+    assertThat(payloadSizes).containsExactly(2500, 2500);
+  }
+
+  @Test
+  @DisplayName("replaying a dead letter of one group reaches that group only, through its retry"
+      + " topic; another group on the same topic does not see it again")
+  void replayGoesToTheGroupOnly() {
+    String topic = newTopic("replaygroup", 1);
+    Message m = message("k", 0);
+    publishAll(topic, List.of(m));
+    java.util.concurrent.atomic.AtomicBoolean failing =
+        new java.util.concurrent.atomic.AtomicBoolean(true);
+    List<Integer> byFirst = new CopyOnWriteArrayList<>();
+    List<Integer> bySecond = new CopyOnWriteArrayList<>();
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, topic + "-g1").build(), d -> {
+      byFirst.add(d.attempt());
+      if (failing.get()) {
+        throw new io.relaykit.retry.PermanentFailureException("no");
+      }
+    });
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, topic + "-g2").build(),
+        d -> bySecond.add(d.attempt()));
+    KafkaDeadLetterStore dlt = clients.deadLetterStore(topic, topic + "-g1");
+    Await.until(WAIT, "dead-lettered by the first group",
+        () -> dlt.count(io.relaykit.deadletter.DeadLetterQuery.all()) == 1);
+    Await.until(WAIT, "handled by the second group", () -> bySecond.size() == 1);
+    failing.set(false);
+    io.relaykit.deadletter.DeadLetter d = dlt.list(io.relaykit.deadletter.DeadLetterQuery.all())
+        .get(0);
+    assertThat(d.group()).isEqualTo(topic + "-g1");
+    dlt.replay(d.id());
+    Await.until(WAIT, "the first group handles the replay", () -> byFirst.size() == 2);
+    assertThat(byFirst).containsExactly(1, 1);
+    Await.holds(Duration.ofSeconds(2), "the second group does not see it again",
+        () -> bySecond.size() == 1);
+    assertThat(KafkaTestSupport.endOffset(topic, 0)).as("nothing resent to the source").isOne();
+  }
 }
