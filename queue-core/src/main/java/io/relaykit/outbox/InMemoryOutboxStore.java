@@ -1,5 +1,7 @@
 package io.relaykit.outbox;
 
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.internal.Checks;
 import io.relaykit.message.Message;
 import java.time.Duration;
@@ -10,8 +12,10 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 
@@ -174,6 +178,50 @@ public final class InMemoryOutboxStore implements OutboxStore {
     }
     leave(row);
     return true;
+  }
+
+  /**
+   * Under the store's lock: if {@code owner} holds the row, stores the dead letter and then takes
+   * the row out, so no other relay can claim or send it in between; if {@code deadLetters} throws,
+   * the row stays, still held. Holds the store's lock for the dead-letter store's call.
+   */
+  @Override
+  public synchronized boolean moveToDeadLetters(String owner, long sequence,
+      DeadLetter deadLetter, DeadLetterStore deadLetters) {
+    Checks.requireNonBlank("owner", owner);
+    Checks.requireNonNull("deadLetter", deadLetter);
+    Checks.requireNonNull("deadLetters", deadLetters);
+    Row row = held(owner, sequence);
+    if (row == null) {
+      return false;
+    }
+    deadLetters.add(deadLetter);
+    leave(row);
+    return true;
+  }
+
+  @Override
+  public synchronized Set<Long> renewLease(String owner, Collection<Long> sequences,
+      Duration lease, Instant now) {
+    Checks.requireNonBlank("owner", owner);
+    Checks.requireNonNull("sequences", sequences);
+    Checks.requirePositive("lease", lease);
+    Checks.requireNonNull("now", now);
+    Instant until = now(now).plus(lease);
+    Set<Long> kept = new HashSet<>();
+    for (Long sequence : sequences) {
+      Row row = held(owner, Checks.requireNonNull("sequence", sequence));
+      // A held row waits until its lease ends, or, once that passed, may be ready again; a
+      // rescheduled one has no owner.
+      if (row != null) {
+        waiting.remove(row);
+        ready.remove(row);
+        row.dueAt = until;
+        waiting.add(row);
+        kept.add(sequence);
+      }
+    }
+    return kept;
   }
 
   @Override

@@ -69,6 +69,20 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
 
   @Override
   public void add(DeadLetter deadLetter) {
+    validate(deadLetter);
+    Jdbc.autoCommit(dataSource, "dead letter add to " + tables.deadLetter, c -> {
+      add(c, deadLetter);
+      return null;
+    });
+  }
+
+  /**
+   * Refuses what the table cannot hold, naming the field: a null dead letter, a payload over
+   * {@link Schema#MAX_PAYLOAD_BYTES}, a message id, source, group or type over {@value
+   * #MAX_NAME_LENGTH} characters, a key over {@value #MAX_KEY_LENGTH}, an exception class over
+   * {@value #MAX_EXCEPTION_CLASS_LENGTH}.
+   */
+  static void validate(DeadLetter deadLetter) {
     if (deadLetter == null) {
       throw new IllegalArgumentException("deadLetter must not be null");
     }
@@ -84,10 +98,11 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
     requireFits("message type", m.type(), MAX_NAME_LENGTH);
     requireFits("message key", m.key().orElse(null), MAX_KEY_LENGTH);
     requireFits("exception class", deadLetter.exceptionClass(), MAX_EXCEPTION_CLASS_LENGTH);
-    Jdbc.autoCommit(dataSource, "dead letter add to " + tables.deadLetter, c -> {
-      add(c, deadLetter);
-      return null;
-    });
+  }
+
+  /** Whether this store's table is reached through {@code other}, so one transaction spans both. */
+  boolean usesDataSource(DataSource other) {
+    return dataSource == other;
   }
 
   void add(Connection c, DeadLetter d) throws SQLException {

@@ -1,6 +1,7 @@
 package io.relaykit.storage.h2;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.monitor.LifecycleEvent;
@@ -21,8 +22,10 @@ import java.time.Instant;
 import java.time.InstantSource;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
 
@@ -338,6 +341,98 @@ public final class JdbcOutboxStore implements OutboxStore {
     });
   }
 
+  /**
+   * Deletes the held row and stores its dead letter in one transaction: the DELETE (fenced by
+   * owner) first, and only if it took the row, the dead letter. When {@code deadLetters} is a
+   * {@link JdbcDeadLetterStore} of this storage's database, the upsert is in the same transaction:
+   * both or neither. Any other store (Redis, a broker) is written while the DELETE holds the row's
+   * lock and before the commit, so no other relay can claim, send or take the row over
+   * meanwhile; if that store throws, the transaction rolls back and the row stays held; if the
+   * commit fails after it stored the dead letter, the row stays beside its dead letter and is
+   * tried again (a replay may then publish it twice). Cost: one DELETE and one upsert in one
+   * transaction.
+   */
+  @Override
+  public boolean moveToDeadLetters(String owner, long sequence, DeadLetter deadLetter,
+      DeadLetterStore deadLetters) {
+    requireOwner(owner);
+    if (deadLetter == null || deadLetters == null) {
+      throw new IllegalArgumentException((deadLetter == null ? "deadLetter" : "deadLetters")
+          + " must not be null");
+    }
+    JdbcDeadLetterStore local = deadLetters instanceof JdbcDeadLetterStore j
+        && j.usesDataSource(dataSource) ? j : null;
+    if (local != null) {
+      JdbcDeadLetterStore.validate(deadLetter);
+    }
+    return Jdbc.inTransaction(dataSource, "outbox moveToDeadLetters on " + tables.outbox, c -> {
+      try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + tables.outbox
+          + " WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?")) {
+        ps.setLong(1, sequence);
+        ps.setString(2, owner);
+        if (ps.executeUpdate() != 1) {
+          return false;
+        }
+      }
+      if (local != null) {
+        local.add(c, deadLetter);
+      } else {
+        deadLetters.add(deadLetter);
+      }
+      return true;
+    });
+  }
+
+  /**
+   * Sets {@code lease_until} of the rows {@code owner} holds among {@code sequences} to the
+   * database clock's now plus {@code lease}, in one transaction of one-row updates (the clock read
+   * once); rows another relay took over, or that were sent, rescheduled or dead-lettered, are not
+   * touched. Cost: one UPDATE by primary key per row, one clock read.
+   */
+  @Override
+  public Set<Long> renewLease(String owner, Collection<Long> sequences, Duration lease,
+      Instant now) {
+    requireOwner(owner);
+    if (sequences == null) {
+      throw new IllegalArgumentException("sequences must not be null");
+    }
+    if (lease == null || lease.isZero() || lease.isNegative()) {
+      throw new IllegalArgumentException("lease must be a positive duration, was " + lease);
+    }
+    requireNow(now);
+    long leaseNanos = nanos("lease", lease);
+    Long[] seqs = new Long[sequences.size()];
+    int n = 0;
+    for (Long seq : sequences) {
+      if (seq == null) {
+        throw new IllegalArgumentException("sequences must not contain null");
+      }
+      seqs[n++] = seq;
+    }
+    if (seqs.length == 0) {
+      return Set.of();
+    }
+    // Ascending, so concurrent statements lock rows in one order, as claims do.
+    Arrays.sort(seqs);
+    return Jdbc.inTransaction(dataSource, "outbox renewLease on " + tables.outbox, c -> {
+      long until = Math.addExact(Instants.toNanos("database now",
+          databaseClock.now(c, dialect)), leaseNanos);
+      Set<Long> kept = new HashSet<>();
+      try (PreparedStatement ps = c.prepareStatement("UPDATE " + tables.outbox
+          + " SET lease_until = ? WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?")) {
+        for (Long seq : seqs) {
+          ps.setLong(1, until);
+          ps.setLong(2, seq);
+          ps.setString(3, owner);
+          if (ps.executeUpdate() == 1) {
+            kept.add(seq);
+          }
+        }
+      }
+      return kept;
+    });
+  }
+
   @Override
   public int purgeSent(Instant sentBefore) {
     if (sentBefore == null) {
@@ -440,6 +535,13 @@ public final class JdbcOutboxStore implements OutboxStore {
     if (message.id().length() > MAX_ID_LENGTH) {
       throw new IllegalArgumentException("message id must be at most " + MAX_ID_LENGTH
           + " characters, was " + message.id().length());
+    }
+    if (message.type().length() > JdbcDeadLetterStore.MAX_NAME_LENGTH) {
+      // The outbox keeps the type in its envelope, but a dead letter needs it in a column: a row
+      // whose dead letter cannot be stored would fail every time it gave up.
+      throw new IllegalArgumentException("message type must be at most "
+          + JdbcDeadLetterStore.MAX_NAME_LENGTH + " characters (dead_letter.msg_type), was "
+          + message.type().length() + "; nothing was written");
     }
     if (message.key().isPresent() && message.key().get().length() > MAX_KEY_LENGTH) {
       throw new IllegalArgumentException("message key must be at most " + MAX_KEY_LENGTH
