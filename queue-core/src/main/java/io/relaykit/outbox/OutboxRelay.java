@@ -150,6 +150,16 @@ public final class OutboxRelay implements AutoCloseable {
     return owner;
   }
 
+  /** How long this relay's claims hold rows (renewed while a batch is in flight). */
+  public Duration lease() {
+    return lease;
+  }
+
+  /** How long sent rows are kept before this relay purges them. */
+  public Duration retention() {
+    return retention;
+  }
+
   /**
    * One cycle: claim up to {@code batchSize} rows, publish them, wait up to {@code confirmTimeout}
    * for the confirms (renewing the batch's leases meanwhile), mark, reschedule or dead-letter each

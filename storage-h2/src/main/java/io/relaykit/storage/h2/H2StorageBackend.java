@@ -4,6 +4,7 @@ import com.google.inject.AbstractModule;
 import com.google.inject.Module;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.guice.BackendModuleProvider;
+import io.relaykit.guice.OutboxRelaySettings;
 import io.relaykit.guice.RelayKitConfig;
 import io.relaykit.guice.RelayKitModule;
 import io.relaykit.idempotency.IdempotencyStore;
@@ -27,8 +28,10 @@ import io.relaykit.queue.QueueJournal;
  *   <tr><td>{@code relaykit.h2.username}, {@code relaykit.h2.password}</td><td>none</td></tr>
  *   <tr><td>{@code relaykit.h2.pool-size}</td><td>4</td></tr>
  *   <tr><td>{@code relaykit.h2.table-prefix}</td><td>{@code relaykit_}</td></tr>
- *   <tr><td>{@code relaykit.h2.lease}</td><td>{@code relaykit.relay.lease}</td></tr>
- *   <tr><td>{@code relaykit.h2.retention}</td><td>{@code relaykit.idempotency.retention}</td></tr>
+ *   <tr><td>{@code relaykit.h2.lease}</td><td>{@code relaykit.relay.lease}; the injected
+ *       relay's lease</td></tr>
+ *   <tr><td>{@code relaykit.h2.retention}</td><td>{@code relaykit.idempotency.retention}; how
+ *       long the injected relay keeps sent rows and the idempotency store DONE keys</td></tr>
  *   <tr><td>{@code relaykit.h2.journal-name}</td><td>{@code relaykit}</td></tr>
  *   <tr><td>{@code relaykit.h2.migrate}</td><td>{@code true}; {@code false} only verifies the
  *       schema version</td></tr>
@@ -82,6 +85,9 @@ public final class H2StorageBackend implements BackendModuleProvider {
       protected void configure() {
         install(new H2StorageModule(h2, journalName));
         RelayKitModule.override(binder(), OutboxStore.class).to(JdbcOutboxStore.class);
+        // The relay holds rows for this storage's lease and purges sent rows after its retention.
+        RelayKitModule.override(binder(), OutboxRelaySettings.class)
+            .toInstance(new OutboxRelaySettings(h2.lease(), h2.retention()));
         // The storage's store: the SPI itself, or the final guard behind a configured fast tier.
         RelayKitModule.overrideStorageIdempotency(binder()).to(JdbcIdempotencyStore.class);
         RelayKitModule.override(binder(), DeadLetterStore.class).to(JdbcDeadLetterStore.class);

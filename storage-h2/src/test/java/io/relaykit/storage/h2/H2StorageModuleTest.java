@@ -133,6 +133,38 @@ class H2StorageModuleTest {
   }
 
   @Test
+  @DisplayName("the injected relay holds rows for relaykit.h2.lease and keeps sent rows for"
+      + " relaykit.h2.retention; without them, relaykit.relay.lease and the idempotency retention")
+  void relayUsesStorageLeaseAndRetention() {
+    Injector injector = Guice.createInjector(new RelayKitModule(config()
+        .set(H2StorageBackend.LEASE, "PT12S").set(H2StorageBackend.RETENTION, "P2D").build()));
+    JdbcStorage storage = injector.getInstance(JdbcStorage.class);
+    try {
+      io.relaykit.outbox.OutboxRelay relay =
+          injector.getInstance(io.relaykit.outbox.OutboxRelay.class);
+      assertThat(relay.lease()).isEqualTo(Duration.ofSeconds(12));
+      assertThat(relay.retention()).isEqualTo(Duration.ofDays(2));
+      assertThat(storage.retention()).isEqualTo(Duration.ofDays(2));
+    } finally {
+      injector.getInstance(JdbcQueueJournal.class).close();
+      storage.close();
+    }
+
+    Injector defaults = Guice.createInjector(new RelayKitModule(config()
+        .relayLease(Duration.ofSeconds(40)).idempotencyRetention(Duration.ofHours(5)).build()));
+    JdbcStorage second = defaults.getInstance(JdbcStorage.class);
+    try {
+      io.relaykit.outbox.OutboxRelay relay =
+          defaults.getInstance(io.relaykit.outbox.OutboxRelay.class);
+      assertThat(relay.lease()).isEqualTo(Duration.ofSeconds(40));
+      assertThat(relay.retention()).isEqualTo(Duration.ofHours(5));
+    } finally {
+      defaults.getInstance(JdbcQueueJournal.class).close();
+      second.close();
+    }
+  }
+
+  @Test
   @DisplayName("a missing or invalid relaykit.h2 setting fails naming the key and value")
   void invalidSettings() {
     assertThatThrownBy(() -> new RelayKitModule(RelayKitConfig.builder().storage("h2").build()))
