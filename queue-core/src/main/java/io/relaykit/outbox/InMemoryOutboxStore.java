@@ -41,6 +41,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
 
   /** The store's own clock, or null to use the time callers pass. */
   private final InstantSource clock;
+  private final OutboxBound bound;
+  private long refusedAppends;
+  private long overBoundAppends;
   private long nextSequence = 1;
   /** Every unsent row by sequence. */
   private final TreeMap<Long, Row> unsent = new TreeMap<>();
@@ -57,6 +60,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   /** A store that decides on the time its callers pass in. */
   public InMemoryOutboxStore() {
     this.clock = null;
+    this.bound = OutboxBound.unbounded();
   }
 
   /**
@@ -66,7 +70,35 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * @throws IllegalArgumentException if {@code clock} is null
    */
   public InMemoryOutboxStore(InstantSource clock) {
+    this(clock, OutboxBound.unbounded());
+  }
+
+  /**
+   * A store on {@code clock} whose appends are checked against {@code bound}, exactly: the
+   * unsent rows are counted under the store's lock.
+   *
+   * @throws IllegalArgumentException if {@code clock} or {@code bound} is null
+   */
+  public InMemoryOutboxStore(InstantSource clock, OutboxBound bound) {
     this.clock = Checks.requireNonNull("clock", clock);
+    this.bound = Checks.requireNonNull("bound", bound);
+  }
+
+  @Override
+  public OutboxBound bound() {
+    return bound;
+  }
+
+  /** Appends refused because the backlog was at its bound (REFUSE). */
+  @Override
+  public synchronized long refusedAppends() {
+    return refusedAppends;
+  }
+
+  /** Appends accepted over the bound (ACCEPT). */
+  @Override
+  public synchronized long overBoundAppends() {
+    return overBoundAppends;
   }
 
   /** The store's now: its own clock's, else the caller's. */
@@ -80,10 +112,19 @@ public final class InMemoryOutboxStore implements OutboxStore {
    *
    * @return the row's sequence
    * @throws IllegalArgumentException if {@code destination} is blank or {@code message} null
+   * @throws OutboxFullException if the store's {@link OutboxBound} refuses it (nothing is added)
    */
   public synchronized long append(String destination, Message message) {
     Checks.requireNonBlank("destination", destination);
     Checks.requireNonNull("message", message);
+    try {
+      if (bound.admit(unsent.size(), "in-memory outbox")) {
+        overBoundAppends++;
+      }
+    } catch (OutboxFullException e) {
+      refusedAppends++;
+      throw e;
+    }
     Row row = new Row(nextSequence++, destination, message);
     unsent.put(row.sequence, row);
     String key = message.key().orElse(null);

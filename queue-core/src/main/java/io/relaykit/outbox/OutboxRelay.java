@@ -7,6 +7,10 @@ import io.relaykit.message.Message;
 import io.relaykit.message.PublishException;
 import io.relaykit.message.PublishReceipt;
 import io.relaykit.message.Publisher;
+import io.relaykit.monitor.BacklogMonitor;
+import io.relaykit.monitor.BacklogSample;
+import io.relaykit.monitor.BacklogSnapshot;
+import io.relaykit.monitor.BacklogVerdict;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
 import io.relaykit.monitor.LifecycleListener;
@@ -105,6 +109,8 @@ public final class OutboxRelay implements AutoCloseable {
   private volatile boolean purgeBehind;
   private volatile Instant lastSample;
   private final Duration renewEvery;
+  private final boolean bounded;
+  private final BacklogMonitor backlog;
   private final Duration heartbeatTick;
   private ScheduledThreadPoolExecutor heartbeat;
   private final AtomicLong rowFailures = new AtomicLong();
@@ -133,6 +139,10 @@ public final class OutboxRelay implements AutoCloseable {
     this.metering = b.metricsSet;
     this.metricsInterval = b.metricsInterval;
     this.renewEvery = lease.dividedBy(3);
+    OutboxBound bound = store.bound();
+    this.bounded = bound != null && bound.isBounded();
+    this.backlog = new BacklogMonitor(BacklogMonitor.Config.builder()
+        .maxDepth(bounded ? bound.maxUnsent() : Long.MAX_VALUE).build(), clock);
     Duration tick = lease.dividedBy(10);
     Duration maxTick = Duration.ofMillis(100);
     this.heartbeatTick = tick.compareTo(maxTick) > 0 ? maxTick
@@ -539,7 +549,8 @@ public final class OutboxRelay implements AutoCloseable {
    * metrics interval. A store that cannot answer costs this sample, not the cycle.
    */
   private void sampleIfDue(Instant now) {
-    if (!metering || (lastSample != null && now.isBefore(lastSample.plus(metricsInterval)))) {
+    if (!(metering || bounded)
+        || (lastSample != null && now.isBefore(lastSample.plus(metricsInterval)))) {
       return;
     }
     lastSample = now;
@@ -551,10 +562,31 @@ public final class OutboxRelay implements AutoCloseable {
           + " backlog for metrics: " + e);
       return;
     }
+    BacklogSnapshot snapshot;
+    try {
+      backlog.record(new BacklogSample(now, stats.unsent(), stats.oldestUnsentAge()));
+      snapshot = backlog.snapshot();
+    } catch (IllegalArgumentException e) {
+      return; // the relay's clock went back: this sample does not fit the window
+    }
+    if (snapshot.verdict() == BacklogVerdict.OVER_BOUND) {
+      LOG.log(System.Logger.Level.WARNING, "outbox backlog of " + stats.unsent()
+          + " unsent rows is over its bound of " + store.bound().maxUnsent());
+    }
     MetricsListener.safely(metrics, m -> {
       m.backlogDepth(METRICS_NAME, stats.unsent());
       m.oldestAge(METRICS_NAME, stats.oldestUnsentAge());
+      m.backlog(METRICS_NAME, snapshot);
     });
+  }
+
+  /**
+   * The backlog's verdict from this relay's samples (taken at most once per metrics interval,
+   * when metrics are set or the store has an {@link OutboxBound}): {@link
+   * BacklogVerdict#OVER_BOUND} while the unsent rows are over the store's bound.
+   */
+  public BacklogSnapshot backlog() {
+    return backlog.snapshot();
   }
 
   /**

@@ -172,4 +172,23 @@ public interface OutboxStore {
 
   /** Unsent rows and the age of the oldest, at {@code now}. */
   OutboxStats stats(Instant now);
+
+  /**
+   * The bound appends are checked against ({@link OutboxBound#unbounded()} by default). A relay
+   * over a bounded store judges its backlog against it: {@link
+   * io.relaykit.monitor.BacklogVerdict#OVER_BOUND} while the unsent rows are over it.
+   */
+  default OutboxBound bound() {
+    return OutboxBound.unbounded();
+  }
+
+  /** Rows whose append the {@link #bound()} refused (REFUSE); 0 for a store without a bound. */
+  default long refusedAppends() {
+    return 0;
+  }
+
+  /** Rows appended over the {@link #bound()} (ACCEPT); 0 for a store without a bound. */
+  default long overBoundAppends() {
+    return 0;
+  }
 }

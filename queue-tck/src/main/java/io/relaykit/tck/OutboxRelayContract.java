@@ -55,6 +55,12 @@ public abstract class OutboxRelayContract {
   protected abstract OutboxStore createStore();
 
   /**
+   * A new, empty outbox like {@link #createStore} whose appends are checked against {@code
+   * bound}; {@link #appendCommitted} then appends to it.
+   */
+  protected abstract OutboxStore createStore(io.relaykit.outbox.OutboxBound bound);
+
+  /**
    * The dead-letter store that goes with the store {@link #createStore} returned last (for JDBC,
    * the dead-letter table of the same database), empty.
    */
@@ -414,6 +420,56 @@ public abstract class OutboxRelayContract {
       assertThat(store.stats(clock.instant()).sent()).isLessThanOrEqualTo(3);
       assertThat(relay.counters().purged()).isGreaterThanOrEqualTo(7);
       assertThat(broker.payloads()).hasSize(11);
+    }
+  }
+
+  @Nested
+  @DisplayName("backlog bound")
+  class Bound {
+
+    @Test
+    @DisplayName("REFUSE: an append at the bound throws OutboxFullException naming it, writes"
+        + " nothing and is counted; once the relay drained the backlog, appends succeed again")
+    void refuse() {
+      store = createStore(io.relaykit.outbox.OutboxBound.refuseAbove(3));
+      append("a", "1");
+      append("b", "2");
+      append(null, "3");
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> append("c", "4"))
+          .isInstanceOf(io.relaykit.outbox.OutboxFullException.class)
+          .hasMessageContaining("3 unsent rows, at its bound of 3")
+          .hasMessageContaining("nothing was written");
+      assertThat(store.stats(clock.instant()).unsent()).isEqualTo(3);
+      assertThat(store.refusedAppends()).isEqualTo(1);
+
+      TestBroker broker = new TestBroker();
+      assertThat(built(relay("r", store, deadLetters, broker)).runOnce().sent()).isEqualTo(3);
+      append("c", "4");
+      assertThat(store.stats(clock.instant()).unsent()).isEqualTo(1);
+      assertThat(broker.payloads()).containsExactly("1", "2", "3");
+    }
+
+    @Test
+    @DisplayName("ACCEPT: appends over the bound succeed and are counted, and the relay's backlog"
+        + " verdict is OVER_BOUND until it drained below the bound")
+    void accept() {
+      store = createStore(io.relaykit.outbox.OutboxBound.acceptAbove(2));
+      for (int i = 0; i < 5; i++) {
+        append(null, "m" + i);
+      }
+      assertThat(store.stats(clock.instant()).unsent()).isEqualTo(5);
+      assertThat(store.overBoundAppends()).isEqualTo(3);
+      TestBroker broker = new TestBroker();
+      OutboxRelay relay = built(relay("r", store, deadLetters, broker).batchSize(10)
+          .metricsInterval(Duration.ofSeconds(1)));
+      assertThat(relay.runOnce().sent()).isEqualTo(5);
+      assertThat(relay.backlog().verdict())
+          .isEqualTo(io.relaykit.monitor.BacklogVerdict.OVER_BOUND);
+      assertThat(relay.backlog().depth()).isEqualTo(5);
+      clock.advance(Duration.ofSeconds(2));
+      relay.runOnce();
+      assertThat(relay.backlog().verdict())
+          .isNotEqualTo(io.relaykit.monitor.BacklogVerdict.OVER_BOUND);
     }
   }
 }

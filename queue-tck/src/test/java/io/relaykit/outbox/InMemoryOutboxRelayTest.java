@@ -16,6 +16,12 @@ class InMemoryOutboxRelayTest extends OutboxRelayContract {
   }
 
   @Override
+  protected OutboxStore createStore(OutboxBound bound) {
+    store = new InMemoryOutboxStore(clock(), bound);
+    return store;
+  }
+
+  @Override
   protected DeadLetterStore createDeadLetterStore() {
     return new InMemoryDeadLetterStore();
   }

@@ -7,6 +7,8 @@ import io.relaykit.message.MessageHeaders;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.outbox.OutboxBound;
+import io.relaykit.outbox.OutboxFullException;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.outbox.OutboxStore;
@@ -27,6 +29,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 
 /**
@@ -107,9 +110,24 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final DatabaseClock databaseClock;
   private final Dialect dialect;
   private final LifecycleListener listener;
+  private final OutboxBound bound;
+  private final AtomicLong refusedAppends = new AtomicLong();
+  private final AtomicLong overBoundAppends = new AtomicLong();
+  /** The unsent-row count appends are checked against, sampled; guarded by itself. */
+  private final long[] sample = new long[2]; // [0] unsent at the sample, [1] appended since
+  private Instant sampledAt;
+
+  /** How old the sampled unsent count may be when an append is checked against the bound. */
+  static final Duration BOUND_SAMPLE_INTERVAL = Duration.ofSeconds(1);
 
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
       DatabaseClock databaseClock, LifecycleListener listener) {
+    this(dataSource, dialect, tables, clock, databaseClock, listener, OutboxBound.unbounded());
+  }
+
+  JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
+      DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound) {
+    this.bound = bound;
     this.dataSource = dataSource;
     this.tables = tables;
     this.clock = clock;
@@ -134,11 +152,14 @@ public final class JdbcOutboxStore implements OutboxStore {
    * @throws IllegalArgumentException naming the field when the destination is blank or longer than
    *     255, the message is null, its id is longer than 255, its key longer than 512, or its payload
    *     larger than {@link #MAX_PAYLOAD_BYTES}; nothing is written then
+   * @throws OutboxFullException if the store's {@link OutboxBound} (REFUSE) is reached: nothing
+   *     is written, the caller's transaction is untouched
    * @throws SQLException from the caller's connection; the caller decides about its transaction
    */
   public long append(Connection tx, String destination, Message message) throws SQLException {
     requireConnection(tx);
     validate(destination, message);
+    admit(tx, 1);
     try (PreparedStatement ps = tx.prepareStatement(insertSql, Statement.RETURN_GENERATED_KEYS)) {
       bind(ps, destination, message);
       ps.executeUpdate();
@@ -151,6 +172,75 @@ public final class JdbcOutboxStore implements OutboxStore {
         return seq;
       }
     }
+  }
+
+  /**
+   * Checks {@code rows} more rows against the bound: the unsent count is sampled through {@code
+   * tx} (one {@code COUNT} over the unsent rows, an index range scan) at most once per {@link
+   * #BOUND_SAMPLE_INTERVAL} on the storage's clock, plus what this store appended since; an append
+   * that would be refused is re-checked against a fresh count first, so rows sent since the
+   * sample never cause a refusal (a refused append costs one COUNT). Overshoot: appends by other store instances (other hosts) since
+   * the sample are not seen, and a rolled-back append still counts until the next sample.
+   */
+  private void admit(Connection tx, int rows) throws SQLException {
+    if (!bound.isBounded()) {
+      return;
+    }
+    Instant now = clock.instant();
+    boolean fresh = false;
+    long estimate;
+    synchronized (sample) {
+      boolean stale = sampledAt == null || !now.isBefore(sampledAt.plus(BOUND_SAMPLE_INTERVAL))
+          || now.isBefore(sampledAt);
+      estimate = stale ? -1 : sample[0] + sample[1];
+    }
+    if (estimate < 0 || (bound.overBound() == OutboxBound.OverBound.REFUSE
+        && estimate + rows > bound.maxUnsent())) {
+      estimate = countUnsent(tx);
+      fresh = true;
+    }
+    synchronized (sample) {
+      if (fresh) {
+        sample[0] = estimate;
+        sample[1] = 0;
+        sampledAt = now;
+      }
+      try {
+        if (bound.admit(estimate + rows - 1, "outbox " + tables.outbox)) {
+          overBoundAppends.addAndGet(rows);
+        }
+      } catch (OutboxFullException e) {
+        refusedAppends.addAndGet(rows);
+        throw e;
+      }
+      sample[1] += rows;
+    }
+  }
+
+  private long countUnsent(Connection tx) throws SQLException {
+    try (Statement s = tx.createStatement();
+        ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + tables.outbox + " WHERE state = "
+            + UNSENT)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  @Override
+  public OutboxBound bound() {
+    return bound;
+  }
+
+  /** Appends refused because the backlog was at the bound (REFUSE), counted in rows. */
+  @Override
+  public long refusedAppends() {
+    return refusedAppends.get();
+  }
+
+  /** Rows appended over the bound (ACCEPT). */
+  @Override
+  public long overBoundAppends() {
+    return overBoundAppends.get();
   }
 
   private void enqueued(String destination, Message message, String detail) {
@@ -175,6 +265,10 @@ public final class JdbcOutboxStore implements OutboxStore {
     for (Message m : messages) {
       validate(destination, m);
     }
+    if (messages.isEmpty()) {
+      return;
+    }
+    admit(tx, messages.size());
     try (PreparedStatement ps = tx.prepareStatement(insertSql)) {
       int pending = 0;
       for (Message m : messages) {

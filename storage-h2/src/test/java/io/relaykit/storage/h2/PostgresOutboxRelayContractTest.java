@@ -2,6 +2,7 @@ package io.relaykit.storage.h2;
 
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.message.Message;
+import io.relaykit.outbox.OutboxBound;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.tck.OutboxRelayContract;
 import java.sql.Connection;
@@ -14,11 +15,18 @@ class PostgresOutboxRelayContractTest extends OutboxRelayContract {
   private final TestDatabase db = TestDatabase.shared(TestDatabase.Kind.POSTGRESQL);
 
   private JdbcStorage storage;
+  private JdbcOutboxStore outbox;
 
   @Override
   protected OutboxStore createStore() {
+    return createStore(OutboxBound.unbounded());
+  }
+
+  @Override
+  protected OutboxStore createStore(OutboxBound bound) {
     storage = db.emptied(PREFIX, Duration.ofDays(7), clock());
-    return storage.outboxStore();
+    outbox = storage.outboxStore(bound);
+    return outbox;
   }
 
   @Override
@@ -30,7 +38,7 @@ class PostgresOutboxRelayContractTest extends OutboxRelayContract {
   protected void appendCommitted(String destination, Message message) {
     try (Connection c = storage.dataSource().getConnection()) {
       c.setAutoCommit(false);
-      storage.outboxStore().append(c, destination, message);
+      outbox.append(c, destination, message);
       c.commit();
     } catch (SQLException e) {
       throw new AssertionError(e);
