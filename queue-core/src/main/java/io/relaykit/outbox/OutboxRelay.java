@@ -119,6 +119,10 @@ public final class OutboxRelay implements AutoCloseable {
   private final AtomicLong leaseLostTotal = new AtomicLong();
   private final AtomicLong purgedTotal = new AtomicLong();
   private final AtomicLong purgeFailures = new AtomicLong();
+  private final AtomicLong deadLettersPurgedTotal = new AtomicLong();
+  private final Duration deadLetterMaxAge;
+  private final long deadLetterMaxCount;
+  private volatile boolean deadLetterRetentionSupported = true;
 
   private OutboxRelay(Builder b) {
     this.store = b.store;
@@ -138,6 +142,8 @@ public final class OutboxRelay implements AutoCloseable {
     this.metrics = b.metrics;
     this.metering = b.metricsSet;
     this.metricsInterval = b.metricsInterval;
+    this.deadLetterMaxAge = b.deadLetterMaxAge;
+    this.deadLetterMaxCount = b.deadLetterMaxCount;
     this.renewEvery = lease.dividedBy(3);
     OutboxBound bound = store.bound();
     this.bounded = bound != null && bound.isBounded();
@@ -527,7 +533,8 @@ public final class OutboxRelay implements AutoCloseable {
   /** What the relay has counted since it was built. */
   public Counters counters() {
     return new Counters(rowFailures.get(), leaseRenewals.get(), renewalFailures.get(),
-        leaseLostTotal.get(), purgedTotal.get(), purgeFailures.get());
+        leaseLostTotal.get(), purgedTotal.get(), purgeFailures.get(),
+        deadLettersPurgedTotal.get());
   }
 
   /**
@@ -540,9 +547,10 @@ public final class OutboxRelay implements AutoCloseable {
    * @param leaseLost rows whose lease another relay took over before this one marked them
    * @param purged sent rows purged
    * @param purgeFailures purge steps that failed (the next cycle tries again)
+   * @param deadLettersPurged dead letters removed by the dead-letter retention
    */
   public record Counters(long rowFailures, long leaseRenewals, long renewalFailures,
-      long leaseLost, long purged, long purgeFailures) {}
+      long leaseLost, long purged, long purgeFailures, long deadLettersPurged) {}
 
   /**
    * Reports the backlog (unsent rows, oldest unsent age) to the metrics listener at most once per
@@ -617,12 +625,49 @@ public final class OutboxRelay implements AutoCloseable {
       LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " could not purge sent"
           + " rows (tried again in " + purgeInterval + "): " + e);
     }
-    purgeBehind = behind;
     purgedTotal.addAndGet(purged);
     if (purged > 0) {
       LOG.log(System.Logger.Level.DEBUG, "outbox relay " + owner + " purged " + purged
           + " sent rows older than " + retention);
     }
+    purgeBehind = behind | purgeDeadLetters(now);
+  }
+
+  /**
+   * Applies the dead-letter retention (age on the relay's clock, then count), in the same bounded
+   * steps; returns whether it stopped at its bound with more to remove.
+   */
+  private boolean purgeDeadLetters(Instant now) {
+    if (!deadLetterRetentionSupported) {
+      return false;
+    }
+    long removed = 0;
+    boolean behind = false;
+    try {
+      int steps = 0;
+      long n;
+      do {
+        n = deadLetters.purgeFailedBefore(now.minus(deadLetterMaxAge), PURGE_STEP);
+        removed += n;
+      } while (n >= PURGE_STEP && ++steps < PURGE_STEPS_PER_CYCLE);
+      behind = n >= PURGE_STEP;
+      steps = 0;
+      do {
+        n = deadLetters.trimTo(deadLetterMaxCount, PURGE_STEP);
+        removed += n;
+      } while (n >= PURGE_STEP && ++steps < PURGE_STEPS_PER_CYCLE);
+      behind |= n >= PURGE_STEP;
+    } catch (UnsupportedOperationException e) {
+      deadLetterRetentionSupported = false;
+      LOG.log(System.Logger.Level.INFO, "outbox relay " + owner + ": the dead-letter store"
+          + " cannot apply retention, so its dead letters are kept until purged by hand: " + e);
+    } catch (RuntimeException e) {
+      purgeFailures.incrementAndGet();
+      LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " could not apply the"
+          + " dead-letter retention (tried again in " + purgeInterval + "): " + e);
+    }
+    deadLettersPurgedTotal.addAndGet(removed);
+    return behind;
   }
 
   private void emit(Stage stage, OutboxRecord r, Instant at, String detail) {
@@ -793,6 +838,8 @@ public final class OutboxRelay implements AutoCloseable {
         .withMax(Duration.ofSeconds(30)).withJitter(Jitter.FULL);
     private Duration retention = Duration.ofDays(7);
     private Duration purgeInterval = Duration.ofMinutes(1);
+    private Duration deadLetterMaxAge = Duration.ofDays(30);
+    private long deadLetterMaxCount = 100_000;
     private MetricsListener metrics = MetricsListener.noop();
     private boolean metricsSet;
     private Duration metricsInterval = Duration.ofSeconds(10);
@@ -866,9 +913,25 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
-    /** How often an idle relay purges sent rows older than the retention. Default 1 min. */
+    /**
+     * How often the relay purges sent rows older than the retention and applies the dead-letter
+     * retention, busy or idle. Default 1 min.
+     */
     public Builder purgeInterval(Duration purgeInterval) {
       this.purgeInterval = purgeInterval;
+      return this;
+    }
+
+    /**
+     * Dead-letter retention, applied to the relay's dead-letter store on the purge schedule (in
+     * steps of {@value OutboxRelay#PURGE_STEP}, counted in {@link Counters#deadLettersPurged()}):
+     * dead letters whose last failure is older than {@code maxAge} on the relay's clock are
+     * removed, and beyond {@code maxCount} the oldest are. A store that cannot apply retention
+     * (a broker's dead-letter queue) is left alone. Default 30 days and 100 000.
+     */
+    public Builder deadLetterRetention(Duration maxAge, long maxCount) {
+      this.deadLetterMaxAge = maxAge;
+      this.deadLetterMaxCount = maxCount;
       return this;
     }
 
@@ -915,6 +978,8 @@ public final class OutboxRelay implements AutoCloseable {
       Checks.requireNonNull("errorBackoff", errorBackoff);
       Checks.requirePositive("retention", retention);
       Checks.requirePositive("purgeInterval", purgeInterval);
+      Checks.requirePositive("deadLetterMaxAge", deadLetterMaxAge);
+      Checks.requirePositive("deadLetterMaxCount", deadLetterMaxCount);
       Checks.requireNonNull("metrics", metrics);
       Checks.requirePositive("metricsInterval", metricsInterval);
       return new OutboxRelay(this);

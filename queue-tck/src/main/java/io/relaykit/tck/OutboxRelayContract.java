@@ -421,6 +421,31 @@ public abstract class OutboxRelayContract {
       assertThat(relay.counters().purged()).isGreaterThanOrEqualTo(7);
       assertThat(broker.payloads()).hasSize(11);
     }
+
+    @Test
+    @DisplayName("the relay applies the dead-letter retention on its purge schedule: by age, then"
+        + " by count, counted")
+    void deadLetterRetention() {
+      TestBroker broker = new TestBroker();
+      broker.fail(m -> true);
+      OutboxRelay relay = built(relay("r", store, deadLetters, broker).batchSize(10)
+          .purgeInterval(Duration.ofMinutes(1)).deadLetterRetention(Duration.ofDays(2), 3));
+      for (int i = 0; i < 5; i++) {
+        append("k" + i, "old" + i);
+      }
+      assertThat(relay.runOnce().deadLettered()).isEqualTo(5);
+      assertThat(deadLetterCount()).as("over the count, trimmed in the same cycle").isEqualTo(3);
+      clock.advance(Duration.ofDays(1));
+      append("n", "new");
+      assertThat(relay.runOnce().deadLettered()).isEqualTo(1);
+      assertThat(deadLetterCount()).isEqualTo(3);
+      clock.advance(Duration.ofDays(1).plusMinutes(1));
+      relay.runOnce();
+      // The five old ones failed over two days ago: gone; the new one stays.
+      assertThat(deadLetters.list(DeadLetterQuery.all())).extracting(d -> d.message().payloadUtf8())
+          .containsExactly("new");
+      assertThat(relay.counters().deadLettersPurged()).isEqualTo(5);
+    }
   }
 
   @Nested

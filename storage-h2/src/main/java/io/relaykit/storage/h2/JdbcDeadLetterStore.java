@@ -205,6 +205,65 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
   }
 
   /**
+   * Deletes at most {@code max} rows whose last failure is before {@code failedBefore}, oldest
+   * first, in one statement (a range scan of the {@code (last_failure_at, id)} index).
+   */
+  @Override
+  public long purgeFailedBefore(Instant failedBefore, int max) {
+    if (failedBefore == null) {
+      throw new IllegalArgumentException("failedBefore must not be null");
+    }
+    requireMax(max);
+    long before = Instants.toNanos("failedBefore", failedBefore);
+    String t = tables.deadLetter;
+    String sql = "DELETE FROM " + t + " WHERE id IN (SELECT id FROM " + t
+        + " WHERE last_failure_at < ? ORDER BY last_failure_at, id FETCH FIRST ? ROWS ONLY)";
+    return Jdbc.autoCommit(dataSource, "dead letter purgeFailedBefore in " + t, c -> {
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        ps.setLong(1, before);
+        ps.setInt(2, max);
+        return (long) ps.executeUpdate();
+      }
+    });
+  }
+
+  /**
+   * Counts the rows and deletes the oldest beyond {@code keep}, at most {@code max}, in one
+   * transaction: a COUNT (O(rows)) and one DELETE by the time index.
+   */
+  @Override
+  public long trimTo(long keep, int max) {
+    if (keep < 0) {
+      throw new IllegalArgumentException("keep must be >= 0, was " + keep);
+    }
+    requireMax(max);
+    String t = tables.deadLetter;
+    return Jdbc.inTransaction(dataSource, "dead letter trimTo in " + t, c -> {
+      long count;
+      try (PreparedStatement ps = c.prepareStatement("SELECT COUNT(*) FROM " + t);
+          ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        count = rs.getLong(1);
+      }
+      long excess = Math.min(count - keep, max);
+      if (excess <= 0) {
+        return 0L;
+      }
+      try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + t + " WHERE id IN (SELECT"
+          + " id FROM " + t + " ORDER BY last_failure_at, id FETCH FIRST ? ROWS ONLY)")) {
+        ps.setInt(1, (int) excess);
+        return (long) ps.executeUpdate();
+      }
+    });
+  }
+
+  private static void requireMax(int max) {
+    if (max < 1) {
+      throw new IllegalArgumentException("max must be >= 1, was " + max);
+    }
+  }
+
+  /**
    * Moves the dead letter {@code id} back into {@code outbox}, to its source as the destination,
    * in one transaction: the dead letter is gone exactly when the outbox row exists. Replaying the
    * same id twice (two operators, a retried call) appends it once; the second call returns empty.
