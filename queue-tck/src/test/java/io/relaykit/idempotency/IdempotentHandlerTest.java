@@ -6,11 +6,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
+import io.relaykit.retry.Backoff;
 import io.relaykit.retry.FailureClassifier;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.tck.FakeClock;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
@@ -93,20 +96,107 @@ class IdempotentHandlerTest {
     }
 
     @Test
-    @DisplayName("a key held by another delivery throws a retryable WorkInProgressException and"
-        + " does not run the handler")
+    @DisplayName("a key held by another delivery is claimed again with back-off, then throws a"
+        + " retryable WorkInProgressException without running the handler or acking")
     void inProgressIsRetryable() {
       Claim other = store.claim("o-1:sms", Duration.ofMinutes(1));
+      List<Duration> pauses = new ArrayList<>();
+      IdempotentHandler h = IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey,
+              Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .inProgressRetries(3, Backoff.exponential(Duration.ofMillis(100)))
+          .pause(d -> {
+            pauses.add(d);
+            clock.advance(d);
+          })
+          .build();
 
-      assertThatThrownBy(() -> handler(d -> runs.incrementAndGet())
-          .handle(Delivery.first(order("o-1"), "orders")))
+      assertThatThrownBy(() -> h.handle(Delivery.first(order("o-1"), "orders")))
           .isInstanceOf(WorkInProgressException.class)
-          .hasMessageContaining("o-1:sms");
+          .hasMessageContaining("o-1:sms")
+          .hasMessageContaining("3 retries");
+      assertThat(pauses).containsExactly(Duration.ofMillis(100), Duration.ofMillis(200),
+          Duration.ofMillis(400));
       assertThat(runs).hasValue(0);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.CLAIMED);
       assertThat(RetryPolicy.defaults().isPermanent(new WorkInProgressException("x"))).isFalse();
       assertThat(FailureClassifier.defaults().classify(new WorkInProgressException("x")))
           .isEqualTo(FailureClassifier.Kind.RETRYABLE);
       assertThat(store.complete(other)).isTrue();
+    }
+
+    @Test
+    @DisplayName("with zero retries an IN_PROGRESS key fails at once, without pausing")
+    void zeroRetries() {
+      store.claim("o-1:sms", Duration.ofMinutes(1));
+      IdempotentHandler h = IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey,
+              Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .inProgressRetries(0, Backoff.fixed(Duration.ofSeconds(1)))
+          .pause(d -> {
+            throw new AssertionError("must not pause");
+          })
+          .build();
+
+      assertThatThrownBy(() -> h.handle(Delivery.first(order("o-1"), "orders")))
+          .isInstanceOf(WorkInProgressException.class);
+      assertThat(runs).hasValue(0);
+    }
+
+    @Test
+    @DisplayName("a holder that releases while this delivery waits lets it run the work")
+    void holderReleasesWhileWaiting() throws Exception {
+      Claim other = store.claim("o-1:sms", Duration.ofMinutes(1));
+      IdempotentHandler h = IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey,
+              Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .pause(d -> {
+            clock.advance(d);
+            store.release(other);
+          })
+          .build();
+
+      h.handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(runs).hasValue(1);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a holder that completes while this delivery waits makes it ack without running")
+    void holderCompletesWhileWaiting() throws Exception {
+      Claim other = store.claim("o-1:sms", Duration.ofMinutes(1));
+      IdempotentHandler h = IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey,
+              Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .pause(d -> {
+            clock.advance(d);
+            store.complete(other);
+          })
+          .build();
+
+      h.handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(runs).hasValue(0);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("an interrupt while waiting fails the delivery retryably and keeps the flag")
+    void interruptedWhileWaiting() {
+      store.claim("o-1:sms", Duration.ofMinutes(1));
+      IdempotentHandler h = IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey,
+              Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .pause(d -> {
+            throw new InterruptedException("shutdown");
+          })
+          .build();
+
+      try {
+        assertThatThrownBy(() -> h.handle(Delivery.first(order("o-1"), "orders")))
+            .isInstanceOf(WorkInProgressException.class)
+            .hasCauseInstanceOf(InterruptedException.class);
+        assertThat(Thread.currentThread().isInterrupted()).isTrue();
+      } finally {
+        Thread.interrupted();
+      }
+      assertThat(runs).hasValue(0);
     }
 
     @Test
@@ -151,6 +241,21 @@ class IdempotentHandlerTest {
       assertThatThrownBy(() -> h.handle(Delivery.first(order("o-1"), "orders")))
           .isInstanceOf(MalformedMessageException.class).hasMessageContaining("600 characters");
       assertThat(runs).hasValue(0);
+    }
+
+    @Test
+    @DisplayName("the builder names a bad retry count, a null back-off and a null pause")
+    void builderChecks() {
+      IdempotentHandler.Builder b = IdempotentHandler.builder(store, m -> "k",
+          Duration.ofMinutes(1), d -> { });
+      assertThatThrownBy(() -> b.inProgressRetries(-1, Backoff.fixed(Duration.ofSeconds(1))))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("inProgressRetries");
+      assertThatThrownBy(() -> b.inProgressRetries(101, Backoff.fixed(Duration.ofSeconds(1))))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("101");
+      assertThatThrownBy(() -> b.inProgressRetries(1, null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("backoff");
+      assertThatThrownBy(() -> b.pause(null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("pause");
     }
 
     @Test

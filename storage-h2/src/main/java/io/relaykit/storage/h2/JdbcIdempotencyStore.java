@@ -3,6 +3,7 @@ package io.relaykit.storage.h2;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.IdempotencyUnavailableException;
+import io.relaykit.idempotency.RunOnceResult;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -23,13 +24,13 @@ import javax.sql.DataSource;
  * is the final guard against doing work twice. A claim is at most three single-row statements (an
  * insert that ignores duplicates, a conditional takeover of an expired lease or DONE marker, a
  * read); complete and release are one conditional statement each. Leases and retention are
- * measured on the injected clock. {@link #runOnce} records the key and runs the work in the
+ * measured on the injected clock. {@link #tryRunOnce} records the key and runs the work in the
  * caller's transaction, so the dedupe row and the effect commit together. Database failures
  * surface as {@link IdempotencyUnavailableException}. Thread-safe.
  *
  * <p>Expiry: keys whose DONE period (the retention) or lease is over are deleted, with no wiring.
  * At most once every {@link #PURGE_INTERVAL} on the injected clock, one {@link #claim} or {@link
- * #runOnce} call also deletes up to {@link #PURGE_BATCH} expired keys, before its own work, in one
+ * #tryRunOnce} call also deletes up to {@link #PURGE_BATCH} expired keys, before its own work, in one
  * short transaction on a second pooled connection that skips rows other transactions hold (so it
  * never waits on a caller's open transaction and holds its locks only for that batch). That call
  * pays for it: finding expired keys scans the table (there is no index on the expiry times), so
@@ -40,7 +41,7 @@ import javax.sql.DataSource;
  */
 public final class JdbcIdempotencyStore implements IdempotencyStore {
 
-  /** How often, at most, a {@link #claim} or {@link #runOnce} also deletes expired keys. */
+  /** How often, at most, a {@link #claim} or {@link #tryRunOnce} also deletes expired keys. */
   public static final Duration PURGE_INTERVAL = Duration.ofMinutes(5);
 
   /** The most expired keys one purge transaction deletes. */
@@ -180,16 +181,25 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
   /**
    * Runs {@code work} at most once per {@code key}, in {@code tx}, the caller's open transaction:
    * records the key as DONE and runs the work through the same connection, so both commit or
-   * neither does. If the key is already DONE (or another caller holds a live claim on it) the work
-   * is skipped and {@code tx} stays usable: on PostgreSQL the duplicate is absorbed by {@code ON
-   * CONFLICT DO NOTHING}, which, unlike a unique violation, does not abort the transaction. A
-   * concurrent {@code runOnce} of the same key waits for this transaction and then skips.
-   * Does not commit, roll back or close {@code tx}.
+   * neither does. If the key is already DONE, or another caller holds a live claim on it (taken
+   * with {@link #claim}), the work is skipped, the answer says which, and {@code tx} stays usable:
+   * on PostgreSQL the duplicate is absorbed by {@code ON CONFLICT DO NOTHING}, which, unlike a
+   * unique violation, does not abort the transaction. A concurrent {@code tryRunOnce} of the same
+   * key waits for this transaction and then answers ALREADY_DONE (or runs, if this one rolled
+   * back). Does not commit, roll back or close {@code tx}.
    *
-   * @return true if the work ran (commit to make it count), false if the key was already done
+   * <p>This is the only form that fences the effect itself: the key row and the effect commit in
+   * one transaction, so two callers can never both commit the work, whatever their leases did.
+   *
+   * @return {@link RunOnceResult#RAN} if the work ran (commit to make it count), {@link
+   *     RunOnceResult#ALREADY_DONE} if the key is done, {@link RunOnceResult#IN_PROGRESS} if a
+   *     live claim holds it (the work may still fail and be released: retry later, do not treat
+   *     it as done)
    * @throws SQLException from the connection or the work; roll back then
+   * @throws IllegalArgumentException if {@code tx} or {@code work} is null, or the key is blank
+   *     or too long
    */
-  public boolean runOnce(Connection tx, String key, Work work) throws SQLException {
+  public RunOnceResult tryRunOnce(Connection tx, String key, Work work) throws SQLException {
     if (tx == null) {
       throw new IllegalArgumentException("tx must not be null");
     }
@@ -199,18 +209,45 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     }
     Instant now = clock.instant();
     purgeIfDue(now);
-    if (!insertOrTakeOver(tx, key, DONE, null, null, now.plus(retention), now)) {
-      return false;
+    // A row can vanish between the statements (released, purged): then try again.
+    for (int round = 0; ; round++) {
+      if (insertOrTakeOver(tx, key, DONE, null, null, now.plus(retention), now)) {
+        work.run(tx);
+        return RunOnceResult.RAN;
+      }
+      try (PreparedStatement ps = tx.prepareStatement("SELECT status FROM "
+          + tables.idempotency + " WHERE idem_key = ?")) {
+        ps.setString(1, key);
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            return rs.getInt(1) == DONE ? RunOnceResult.ALREADY_DONE : RunOnceResult.IN_PROGRESS;
+          }
+        }
+      }
+      if (round == 10) {
+        throw new SQLException("key " + key + " changed under 10 runOnce attempts in a row");
+      }
     }
-    work.run(tx);
-    return true;
+  }
+
+  /**
+   * {@link #tryRunOnce} answering only whether the work ran.
+   *
+   * @return true if the work ran, false if it was skipped: DONE, or held by a live claim
+   * @throws SQLException from the connection or the work; roll back then
+   * @deprecated false conflates "done" with "someone else holds it now, and may still release
+   *     it": a caller that acknowledges on false can lose the work. Use {@link #tryRunOnce}.
+   */
+  @Deprecated
+  public boolean runOnce(Connection tx, String key, Work work) throws SQLException {
+    return tryRunOnce(tx, key, work).ran();
   }
 
   /**
    * Deletes every key whose lease or DONE period is over, now, in transactions of up to {@link
    * #PURGE_BATCH} keys each (skipping keys other transactions hold). Not needed for correctness
    * (expired rows already read as absent) nor for housekeeping ({@link #claim} and {@link
-   * #runOnce} purge as they go; see the class comment): for an operator who wants the table small
+   * #tryRunOnce} purge as they go; see the class comment): for an operator who wants the table small
    * now. Each batch scans the table for expired keys.
    *
    * @return how many rows were deleted

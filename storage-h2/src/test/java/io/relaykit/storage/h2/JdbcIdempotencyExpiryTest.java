@@ -3,6 +3,7 @@ package io.relaykit.storage.h2;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.relaykit.idempotency.Claim;
+import io.relaykit.idempotency.RunOnceResult;
 import io.relaykit.tck.FakeClock;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -110,7 +111,7 @@ class JdbcIdempotencyExpiryTest {
       throws SQLException {
     try (Connection tx = db.connection()) {
       tx.setAutoCommit(false);
-      assertThat(store.runOnce(tx, key, c -> { })).isTrue();
+      assertThat(store.tryRunOnce(tx, key, c -> { })).isEqualTo(RunOnceResult.RAN);
       tx.commit();
     }
   }
