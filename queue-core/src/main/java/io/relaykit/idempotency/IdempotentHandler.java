@@ -7,6 +7,8 @@ import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
 import io.relaykit.retry.Backoff;
 import java.time.Duration;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
@@ -27,12 +29,24 @@ import java.util.function.Function;
  *   <li>DONE: the work was done; returns normally (ack) without running the handler.
  * </ul>
  *
- * A business key the function cannot produce (null or blank) is a {@link MalformedMessageException}
- * (permanent: dead-lettered). If another consumer took the key over while the handler ran (its
- * lease had lapsed), {@code complete} reports it: the work is acknowledged, since it did run here,
- * and logged as possibly duplicated. Costs one claim and one complete (or release) on the store per
- * delivery, plus one claim per IN_PROGRESS retry. The pauses block the calling consumer thread:
- * at most the sum of the back-off's first {@code inProgressRetries} delays.
+ * <h2>Long handlers</h2>
+ * Completion is fenced by the claim's token, not by time: a handler that outlasts its lease still
+ * completes the key as long as nobody took it over. To keep others from taking it over, configure
+ * a {@linkplain Builder#heartbeat heartbeat}: while the handler runs, the claim is renewed every
+ * period on the given scheduler. If a renewal finds the claim taken over (the handler stalled past
+ * its lease, say in a GC pause), the heartbeat stops and a warning is logged; the handler cannot
+ * be stopped, so both consumers may be running the effect: a lease never fences an effect outside
+ * the store (see {@link IdempotencyStore}, "What a takeover means"). A renewal that fails because
+ * the store is unreachable is logged and tried again at the next beat.
+ *
+ * <p>A business key the function cannot produce (null or blank) is a {@link
+ * MalformedMessageException} (permanent: dead-lettered). If another consumer took the key over
+ * while the handler ran, {@code complete} reports it: the work is acknowledged, since it did run
+ * here (a retry would only find the new holder's claim), and logged as possibly duplicated.
+ *
+ * <p>Costs one claim and one complete (or release) on the store per delivery, plus one claim per
+ * IN_PROGRESS retry and one renew per heartbeat. The pauses block the calling consumer thread: at
+ * most the sum of the back-off's first {@code inProgressRetries} delays.
  */
 public final class IdempotentHandler implements MessageHandler {
 
@@ -50,6 +64,26 @@ public final class IdempotentHandler implements MessageHandler {
     }
   }
 
+  /** Runs a heartbeat; the seam tests replace with one they step by hand. */
+  @FunctionalInterface
+  public interface Scheduler {
+    /**
+     * Runs {@code beat} every {@code period}, the first time one period from now, until the
+     * returned handle is run.
+     */
+    Runnable every(Duration period, Runnable beat);
+
+    /** Beats on {@code executor} with a fixed delay; the handle cancels the task. */
+    static Scheduler of(ScheduledExecutorService executor) {
+      Checks.requireNonNull("executor", executor);
+      return (period, beat) -> {
+        ScheduledFuture<?> f = executor.scheduleWithFixedDelay(beat, period.toNanos(),
+            period.toNanos(), TimeUnit.NANOSECONDS);
+        return () -> f.cancel(false);
+      };
+    }
+  }
+
   /** Default IN_PROGRESS retries: 3, so four claims in all. */
   public static final int DEFAULT_IN_PROGRESS_RETRIES = 3;
 
@@ -64,6 +98,8 @@ public final class IdempotentHandler implements MessageHandler {
   private final int inProgressRetries;
   private final Backoff inProgressBackoff;
   private final Pause pause;
+  private final Duration heartbeatEvery;
+  private final Scheduler heartbeatScheduler;
 
   /**
    * A handler with the default IN_PROGRESS retries ({@link #DEFAULT_IN_PROGRESS_RETRIES}, {@link
@@ -89,6 +125,8 @@ public final class IdempotentHandler implements MessageHandler {
     this.inProgressRetries = b.inProgressRetries;
     this.inProgressBackoff = b.inProgressBackoff;
     this.pause = b.pause;
+    this.heartbeatEvery = b.heartbeatEvery;
+    this.heartbeatScheduler = b.heartbeatScheduler;
   }
 
   /**
@@ -113,9 +151,11 @@ public final class IdempotentHandler implements MessageHandler {
     if (claim.status() == Claim.Status.DONE) {
       return;
     }
+    Heartbeat heartbeat = startHeartbeat(claim, delivery.message().id());
     try {
       delegate.handle(delivery);
     } catch (Exception | Error failure) {
+      heartbeat.stop();
       try {
         store.release(claim);
       } catch (RuntimeException releaseFailure) {
@@ -124,6 +164,7 @@ public final class IdempotentHandler implements MessageHandler {
       }
       throw failure;
     }
+    heartbeat.stop();
     if (!store.complete(claim)) {
       LOG.log(System.Logger.Level.WARNING, "business key {0} was taken over by another consumer"
           + " while message {1} was handled (its lease had lapsed); its effect may be duplicated",
@@ -161,6 +202,60 @@ public final class IdempotentHandler implements MessageHandler {
     }
   }
 
+  private Heartbeat startHeartbeat(Claim claim, String messageId) {
+    Heartbeat h = new Heartbeat(claim, messageId);
+    if (heartbeatScheduler != null) {
+      h.cancel = heartbeatScheduler.every(heartbeatEvery, h::beat);
+    }
+    return h;
+  }
+
+  /** One delivery's lease renewals; stopped before the claim is completed or released. */
+  private final class Heartbeat {
+    private final Claim claim;
+    private final String messageId;
+    private volatile boolean stopped;
+    private volatile Runnable cancel;
+
+    Heartbeat(Claim claim, String messageId) {
+      this.claim = claim;
+      this.messageId = messageId;
+    }
+
+    void beat() {
+      if (stopped) {
+        return;
+      }
+      boolean renewed;
+      try {
+        renewed = store.renew(claim, lease);
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "could not renew the lease on business key "
+            + claim.key() + " (message " + messageId + "); trying again in " + heartbeatEvery, e);
+        return;
+      }
+      if (!renewed && !stopped) {
+        stop();
+        LOG.log(System.Logger.Level.WARNING, "business key {0} was taken over by another consumer"
+            + " while message {1} is still being handled (its lease had lapsed); both may run the"
+            + " effect", claim.key(), messageId);
+      }
+    }
+
+    void stop() {
+      stopped = true;
+      Runnable c = cancel;
+      if (c != null) {
+        try {
+          c.run();
+        } catch (RuntimeException e) {
+          LOG.log(System.Logger.Level.WARNING, "could not cancel the heartbeat of business key "
+              + claim.key(), e);
+        }
+      }
+    }
+  }
+
   private static String abbreviate(String key) {
     if (key == null) {
       return "null";
@@ -178,6 +273,8 @@ public final class IdempotentHandler implements MessageHandler {
     private int inProgressRetries = DEFAULT_IN_PROGRESS_RETRIES;
     private Backoff inProgressBackoff = DEFAULT_IN_PROGRESS_BACKOFF;
     private Pause pause = Pause.sleep();
+    private Duration heartbeatEvery;
+    private Scheduler heartbeatScheduler;
 
     private Builder(IdempotencyStore store, Function<Message, String> businessKey,
         Duration lease, MessageHandler delegate) {
@@ -211,6 +308,25 @@ public final class IdempotentHandler implements MessageHandler {
      */
     public Builder pause(Pause pause) {
       this.pause = Checks.requireNonNull("pause", pause);
+      return this;
+    }
+
+    /**
+     * Renews the claim every {@code every} on {@code scheduler} while the handler runs; off by
+     * default. Choose {@code every} well below the lease (a third of it, say), so one late or
+     * failed beat does not let the lease lapse.
+     *
+     * @throws IllegalArgumentException if {@code every} is not positive or not shorter than the
+     *     lease, or {@code scheduler} is null
+     */
+    public Builder heartbeat(Duration every, Scheduler scheduler) {
+      Checks.requirePositive("heartbeat", every);
+      if (every.compareTo(lease) >= 0) {
+        throw new IllegalArgumentException("heartbeat must be shorter than the lease " + lease
+            + ", was " + every);
+      }
+      this.heartbeatEvery = every;
+      this.heartbeatScheduler = Checks.requireNonNull("scheduler", scheduler);
       return this;
     }
 

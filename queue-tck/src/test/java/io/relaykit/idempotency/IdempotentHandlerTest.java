@@ -214,6 +214,168 @@ class IdempotentHandlerTest {
     }
   }
 
+  /** A heartbeat scheduler the test steps by hand: {@link #beat} runs every live task once. */
+  private static final class ManualScheduler implements IdempotentHandler.Scheduler {
+    final List<Duration> periods = new ArrayList<>();
+    final List<Runnable> live = new ArrayList<>();
+    int cancelled;
+
+    @Override
+    public synchronized Runnable every(Duration period, Runnable beat) {
+      periods.add(period);
+      live.add(beat);
+      return () -> {
+        synchronized (this) {
+          if (live.remove(beat)) {
+            cancelled++;
+          }
+        }
+      };
+    }
+
+    void beat() {
+      List<Runnable> now;
+      synchronized (this) {
+        now = new ArrayList<>(live);
+      }
+      now.forEach(Runnable::run);
+    }
+  }
+
+  @Nested
+  @DisplayName("long handlers")
+  class LongHandlers {
+
+    private final Duration lease = Duration.ofMinutes(1);
+    private final ManualScheduler scheduler = new ManualScheduler();
+
+    private IdempotentHandler withHeartbeat(io.relaykit.message.MessageHandler delegate) {
+      return IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey, lease, delegate)
+          .heartbeat(Duration.ofSeconds(20), scheduler)
+          .build();
+    }
+
+    @Test
+    @DisplayName("a handler that outlasts its lease with nobody else around still completes the"
+        + " key: a redelivery does not run the effect again")
+    void outlastsLeaseAlone() throws Exception {
+      IdempotentHandler h = handler(d -> {
+        runs.incrementAndGet();
+        clock.advance(Duration.ofMinutes(3));
+      });
+
+      h.handle(Delivery.first(order("o-1"), "orders"));
+      h.handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(runs).hasValue(1);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("the heartbeat renews the lease while the handler runs, so nobody takes the key"
+        + " over, and stops when the handler is done")
+    void heartbeatKeepsLease() throws Exception {
+      Claim[] rival = new Claim[1];
+      withHeartbeat(d -> {
+        runs.incrementAndGet();
+        for (int i = 0; i < 9; i++) {   // 3 minutes in all, beating every 20 s
+          clock.advance(Duration.ofSeconds(20));
+          scheduler.beat();
+        }
+        rival[0] = store.claim("o-1:sms", lease);
+      }).handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(rival[0].status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(scheduler.periods).containsExactly(Duration.ofSeconds(20));
+      assertThat(scheduler.live).isEmpty();
+      assertThat(scheduler.cancelled).isEqualTo(1);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+      assertThat(runs).hasValue(1);
+    }
+
+    @Test
+    @DisplayName("a failing handler stops its heartbeat and releases the key")
+    void heartbeatStopsOnFailure() {
+      assertThatThrownBy(() -> withHeartbeat(d -> {
+        throw new IOException("smtp down");
+      }).handle(Delivery.first(order("o-1"), "orders"))).hasMessage("smtp down");
+
+      assertThat(scheduler.live).isEmpty();
+      assertThat(store.status("o-1:sms")).isEmpty();
+    }
+
+    @Test
+    @DisplayName("a heartbeat that finds the key taken over stops; the delivery is acked and the"
+        + " new holder keeps the key")
+    void heartbeatFindsTakeover() throws Exception {
+      Claim[] taker = new Claim[1];
+      withHeartbeat(d -> {
+        clock.advance(lease.plusSeconds(1));   // stalled past the lease: no beat ran
+        taker[0] = store.claim("o-1:sms", lease);
+        scheduler.beat();
+        assertThat(scheduler.live).as("stopped after the failed renewal").isEmpty();
+      }).handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(taker[0].isClaimed()).isTrue();
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.CLAIMED);
+      assertThat(store.complete(taker[0])).isTrue();
+    }
+
+    @Test
+    @DisplayName("a heartbeat whose store fails keeps beating; the next renewal holds the lease")
+    void heartbeatSurvivesStoreFailure() throws Exception {
+      io.relaykit.tck.SwitchableIdempotencyStore flaky =
+          new io.relaykit.tck.SwitchableIdempotencyStore(store, "flaky");
+      Claim[] rival = new Claim[1];
+      IdempotentHandler.builder(flaky, IdempotentHandlerTest::businessKey, lease, d -> {
+        clock.advance(Duration.ofSeconds(20));
+        flaky.down(true);
+        scheduler.beat();
+        flaky.down(false);
+        clock.advance(Duration.ofSeconds(20));
+        scheduler.beat();
+        clock.advance(Duration.ofSeconds(40));
+        rival[0] = store.claim("o-1:sms", lease);
+      }).heartbeat(Duration.ofSeconds(20), scheduler).build()
+          .handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(rival[0].status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a heartbeat period must be positive and shorter than the lease")
+    void heartbeatChecks() {
+      IdempotentHandler.Builder b = IdempotentHandler.builder(store, m -> "k", lease, d -> { });
+      assertThatThrownBy(() -> b.heartbeat(lease, scheduler))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("shorter");
+      assertThatThrownBy(() -> b.heartbeat(Duration.ZERO, scheduler))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("heartbeat");
+      assertThatThrownBy(() -> b.heartbeat(Duration.ofSeconds(1), null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("scheduler");
+    }
+
+    @Test
+    @DisplayName("Scheduler.of beats on a real executor and the handle cancels it")
+    void executorScheduler() {
+      java.util.concurrent.ScheduledExecutorService ex =
+          java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+      try {
+        AtomicInteger beats = new AtomicInteger();
+        Runnable cancel = IdempotentHandler.Scheduler.of(ex)
+            .every(Duration.ofMillis(5), beats::incrementAndGet);
+        io.relaykit.tck.Await.until(Duration.ofSeconds(10), "two beats", () -> beats.get() >= 2);
+        cancel.run();
+        int after = beats.get();
+        // Once cancelled, no new beat starts; one already running may still finish.
+        ex.shutdown();
+        assertThat(beats.get()).isLessThanOrEqualTo(after + 1);
+      } finally {
+        ex.shutdownNow();
+      }
+    }
+  }
+
   @Nested
   @DisplayName("bad input")
   class BadInput {

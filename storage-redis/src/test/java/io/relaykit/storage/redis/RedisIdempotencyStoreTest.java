@@ -8,6 +8,7 @@ import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.tck.Await;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -45,6 +46,12 @@ class RedisIdempotencyStoreTest {
     }
   }
 
+  /** The Redis server's clock, which decides leases. */
+  private static Instant serverTime() {
+    List<String> t = support.raw().time();
+    return Instant.ofEpochSecond(Long.parseLong(t.get(0)), Long.parseLong(t.get(1)) * 1_000);
+  }
+
   private static String key(String name) {
     return name + "-" + System.nanoTime();
   }
@@ -53,16 +60,35 @@ class RedisIdempotencyStoreTest {
   @DisplayName("what Redis holds")
   class Holds {
     @Test
-    @DisplayName("a claim is the owner's token with the lease as expiry")
+    @DisplayName("a claim is the owner's token and its lease end on the server's clock, kept for"
+        + " the lease plus the retention so a late owner can still complete it")
     void claimHoldsToken() {
       String key = key("order-1");
+      Instant before = serverTime();
       Claim c = store.claim(key, LEASE);
+      Instant after = serverTime();
       assertThat(c.status()).isEqualTo(Claim.Status.CLAIMED);
-      String redisKey = support.prefix + "idem:{" + key + "}";
-      assertThat(support.raw().get(redisKey)).isEqualTo(c.token())
-          .matches("[0-9a-f]{32}\\.\\d+")
-          .endsWith("." + c.leaseExpiresAt().toEpochMilli());
-      assertThat(support.raw().pttl(redisKey)).isBetween(25_000L, 30_000L);
+      String redisKey = store.redisKey(key);
+      assertThat(c.token()).matches("[0-9a-f]{32}");
+      assertThat(support.raw().get(redisKey)).matches("[0-9a-f]{32}\\.\\d+")
+          .isEqualTo(c.token() + "." + c.leaseExpiresAt().toEpochMilli());
+      assertThat(c.leaseExpiresAt()).isBetween(before.plus(LEASE), after.plus(LEASE));
+      long keep = LEASE.plus(Duration.ofHours(1)).toMillis();
+      assertThat(support.raw().pttl(redisKey)).isBetween(keep - 5_000L, keep);
+    }
+
+    @Test
+    @DisplayName("renew rewrites the lease end from the server's clock and keeps the token")
+    void renewHolds() {
+      String key = key("order-1r");
+      Claim c = store.claim(key, Duration.ofSeconds(5));
+      Instant before = serverTime();
+      assertThat(store.renew(c, LEASE)).isTrue();
+      String v = support.raw().get(store.redisKey(key));
+      assertThat(v).startsWith(c.token() + ".");
+      long end = Long.parseLong(v.substring(33));
+      assertThat(end).isGreaterThanOrEqualTo(before.plus(LEASE).toEpochMilli());
+      assertThat(store.complete(c)).isTrue();
     }
 
     @Test
@@ -122,7 +148,7 @@ class RedisIdempotencyStoreTest {
       Claim forged = Claim.claimed(key, "0123456789abcdef0123456789abcdef", real.leaseExpiresAt());
       assertThat(store.complete(forged)).isFalse();
       assertThat(store.release(forged)).isFalse();
-      assertThat(support.raw().get(store.redisKey(key))).isEqualTo(real.token());
+      assertThat(support.raw().get(store.redisKey(key))).startsWith(real.token() + ".");
     }
 
     @Test
