@@ -168,6 +168,26 @@ public abstract class IdempotencyStoreContract {
     }
 
     @Test
+    @DisplayName("keys with any characters are kept apart, including braces: completing \"a\""
+        + " leaves \"{a}\" and its relatives absent")
+    void bracesKeptApart() {
+      String[] family = {"a", "{a}", "{a}}", "a}", "}a", "{}a", "{{a}", "{a}:x", "x:{a}"};
+      // Each key is the family member with the test's random prefix put inside it, so that "{a}"
+      // becomes "{<prefix>a}": the hash tag of the old Redis encoding of "<prefix>a".
+      Claim first = store.claim(key("a"), lease());
+      assertThat(store.complete(first)).isTrue();
+      for (int i = 1; i < family.length; i++) {
+        String k = family[i].startsWith("{") ? "{" + prefix + family[i].substring(1)
+            : prefix + family[i];
+        assertThat(store.status(k)).as("status of %s", k).isEmpty();
+        Claim c = store.claim(k, lease());
+        assertThat(c.status()).as("claim of %s", k).isEqualTo(Claim.Status.CLAIMED);
+        assertThat(store.complete(c)).isTrue();
+      }
+      assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
+    }
+
+    @Test
     @DisplayName("keys with any characters are kept apart exactly")
     void oddCharactersKeptApart() {
       String odd = key("order 42:sms/ä{tag}*?\"'");

@@ -2,6 +2,7 @@ package io.relaykit.storage.redis;
 
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.cluster.SlotHash;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.IdempotencyUnavailableException;
@@ -23,6 +24,20 @@ import java.util.UUID;
  * that outlasts its lease can still complete, release or renew it as long as nobody took it over;
  * a takeover writes a new token, which the old holder's scripts then do not match. No key is
  * written without an expiry.
+ *
+ * <h2>Keys</h2>
+ * A business key {@code k} lives at {@code <prefix>idem.v2:{<slot tag>}:k}, {@code k} kept whole,
+ * so distinct business keys never share a record, whatever characters they hold (braces too); the
+ * slot tag is {@code k}'s own hash tag if it has one ({@code "{order-42}:sms"}: all keys of order
+ * 42 in one cluster slot), else {@code k}. Releases before this one used {@code
+ * <prefix>idem:{k}} (or {@code <prefix>idem:k} for a tagged key), where {@code "a"} and {@code
+ * "{a}"} collided. Those records are not read unless {@link
+ * RedisStorageConfig#readLegacyIdempotencyKeys()} is set: then a claim or status of a key whose
+ * new record is absent also honours a DONE or live claim at its legacy key (read only, when both
+ * share a slot), for as long as legacy records live (one retention); the legacy collision applies
+ * to those reads. Without it, work completed just before an upgrade may run once more if
+ * redelivered; with a {@link io.relaykit.idempotency.TieredIdempotencyStore} the database tier
+ * still answers DONE.
  *
  * <p>Cost: claim, complete, release, renew and status are one script call ({@code EVALSHA}) each,
  * on one key, so they work on Redis Cluster. Redis replication is asynchronous: after a failover a
@@ -58,12 +73,25 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
       """;
 
   /**
-   * KEYS: the key. ARGV: token, lease ms, retention ms. Returns {1, lease end} when claimed, {2, 0}
+   * KEYS: the key, and optionally its legacy key (read only: a DONE or live claim there counts).
+   * ARGV: token, lease ms, retention ms. Returns {1, lease end} when claimed, {2, 0}
    * when DONE, {0, holder's lease end} when a live claim holds it, {3, PTTL} for a foreign value.
    */
   private static final Script CLAIM = new Script(PRELUDE + """
       local now = now_ms()
       local v = redis.call('GET', KEYS[1])
+      if not v and KEYS[2] then
+        local l = redis.call('GET', KEYS[2])
+        if l == 'DONE' then
+          return {2, 0}
+        end
+        if l then
+          local pt = redis.call('PTTL', KEYS[2])
+          if pt > 0 then
+            return {0, now + pt}
+          end
+        end
+      end
       if v == 'DONE' then
         return {2, 0}
       end
@@ -114,9 +142,22 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
       return 0
       """);
 
-  /** KEYS: the key. 0 absent or lapsed, 1 live claim (or a foreign value), 2 DONE. */
+  /**
+   * KEYS: the key, optionally its legacy key. 0 absent or lapsed, 1 live claim (or a foreign
+   * value), 2 DONE.
+   */
   private static final Script STATUS = new Script(PRELUDE + """
       local v = redis.call('GET', KEYS[1])
+      if not v and KEYS[2] then
+        local l = redis.call('GET', KEYS[2])
+        if l == 'DONE' then
+          return 2
+        end
+        if l and redis.call('PTTL', KEYS[2]) > 0 then
+          return 1
+        end
+        return 0
+      end
       if not v then
         return 0
       end
@@ -130,15 +171,20 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
       return 1
       """);
 
+  /** The key space of idempotency records; "idem:" held the older, ambiguous encoding. */
+  static final String SPACE = "idem.v2";
+
   private static final String EXPECTED = "a relaykit idempotency record (a string)";
 
   private final RedisConnector redis;
   private final String prefix;
   private final String retentionMillis;
+  private final boolean readLegacyKeys;
 
   RedisIdempotencyStore(RedisConnector redis) {
     this.redis = redis;
     this.prefix = redis.config().keyPrefix();
+    this.readLegacyKeys = redis.config().readLegacyIdempotencyKeys();
     this.retentionMillis = Long.toString(redis.config().retention().toMillis());
   }
 
@@ -149,7 +195,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
     String redisKey = redisKey(key);
     String token = UUID.randomUUID().toString().replace("-", "");
     try {
-      List<Object> r = CLAIM.run(redis.sync(), ScriptOutputType.MULTI, new String[] {redisKey},
+      List<Object> r = CLAIM.run(redis.sync(), ScriptOutputType.MULTI, keys(key, redisKey),
           token, leaseMillis, retentionMillis);
       long outcome = (Long) r.get(0);
       long at = (Long) r.get(1);
@@ -250,7 +296,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
     Keys.requireKey("key", key, MAX_KEY_LENGTH);
     String redisKey = redisKey(key);
     try {
-      Long v = STATUS.run(redis.sync(), ScriptOutputType.INTEGER, new String[] {redisKey});
+      Long v = STATUS.run(redis.sync(), ScriptOutputType.INTEGER, keys(key, redisKey));
       if (v == 0L) {
         return Optional.empty();
       }
@@ -260,9 +306,33 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
     }
   }
 
-  /** The Redis key that holds {@code key}'s record. */
+  /**
+   * The Redis key that holds {@code key}'s record: {@code <prefix>idem.v2:{<slot tag>}:<key>} (see
+   * {@link Keys#exact}), so distinct keys never share a record and the keys of one entity ({@code
+   * "{order-42}:sms"}, {@code "{order-42}:email"}) share a cluster slot.
+   */
   String redisKey(String key) {
+    return Keys.exact(prefix, SPACE, key);
+  }
+
+  /**
+   * Where releases before the exact encoding kept {@code key}: {@code <prefix>idem:{<key>}}, or
+   * {@code <prefix>idem:<key>} for a key with a hash tag. Ambiguous ({@code "a"} and {@code "{a}"}
+   * share one), so read only when configured, for one retention period after an upgrade.
+   */
+  String legacyRedisKey(String key) {
     return Keys.tagged(prefix, "idem", key);
+  }
+
+  /** The script keys: the record, plus its legacy key when configured and in the same slot. */
+  private String[] keys(String key, String redisKey) {
+    if (readLegacyKeys) {
+      String legacy = legacyRedisKey(key);
+      if (SlotHash.getSlot(legacy) == SlotHash.getSlot(redisKey)) {
+        return new String[] {redisKey, legacy};
+      }
+    }
+    return new String[] {redisKey};
   }
 
   private static void requireClaimed(Claim claim) {

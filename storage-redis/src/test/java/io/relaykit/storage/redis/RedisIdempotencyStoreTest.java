@@ -116,13 +116,55 @@ class RedisIdempotencyStoreTest {
     }
 
     @Test
-    @DisplayName("keys are namespaced by the prefix and carry a hash tag per entity")
+    @DisplayName("keys are namespaced by the prefix, kept whole, and carry a hash tag per entity")
     void namespacing() {
-      assertThat(store.redisKey("order-42")).isEqualTo(support.prefix + "idem:{order-42}");
-      assertThat(store.redisKey("{order-42}:sms")).isEqualTo(support.prefix + "idem:{order-42}:sms");
+      assertThat(store.redisKey("order-42")).isEqualTo(support.prefix + "idem.v2:{order-42}:order-42");
+      assertThat(store.redisKey("{order-42}:sms"))
+          .isEqualTo(support.prefix + "idem.v2:{order-42}:{order-42}:sms");
       assertThat(SlotHash.getSlot(store.redisKey("{order-42}:sms")))
           .isEqualTo(SlotHash.getSlot(store.redisKey("{order-42}:email")))
+          .isEqualTo(SlotHash.getSlot(store.redisKey("order-42")))
           .isEqualTo(SlotHash.getSlot("{order-42}"));
+    }
+
+    @Test
+    @DisplayName("keys that collided in the old encoding (\"a\", \"{a}\") get distinct records")
+    void noCollisions() {
+      String[] keys = {"a", "{a}", "{a}}", "}a", "a}", "{}a", "{{a}", "{a}:", "a:{a}", "{a}b{c}"};
+      java.util.Set<String> redisKeys = new java.util.HashSet<>();
+      for (String k : keys) {
+        String rk = store.redisKey(k);
+        assertThat(rk).endsWith("}:" + k);
+        assertThat(redisKeys.add(rk)).as("distinct record for %s", k).isTrue();
+      }
+      assertThat(SlotHash.getSlot(store.redisKey("{a}")))
+          .isEqualTo(SlotHash.getSlot(store.redisKey("a")))
+          .isEqualTo(SlotHash.getSlot(store.redisKey("{a}b{c}")));
+      // The old encoding mapped "a" and "{a}" to one key:
+      assertThat(store.legacyRedisKey("a")).isEqualTo(store.legacyRedisKey("{a}"));
+    }
+
+    @Test
+    @DisplayName("with readLegacyIdempotencyKeys a DONE or live claim in the old key format is"
+        + " honoured; without it, it is not read")
+    void legacyKeys() {
+      String key = key("legacy");
+      String done = key + "-done";
+      support.raw().psetex(store.legacyRedisKey(done), 60_000, "DONE");
+      support.raw().psetex(store.legacyRedisKey(key), 60_000,
+          "0123456789abcdef0123456789abcdef.1");
+      try (RedisStorage legacy = RedisStorage.open(support.config().retention(Duration.ofHours(1))
+          .readLegacyIdempotencyKeys(true).build())) {
+        RedisIdempotencyStore reading = legacy.idempotencyStore();
+        assertThat(reading.claim(done, LEASE).status()).isEqualTo(Claim.Status.DONE);
+        assertThat(reading.status(done)).contains(Claim.Status.DONE);
+        Claim held = reading.claim(key, LEASE);
+        assertThat(held.status()).isEqualTo(Claim.Status.IN_PROGRESS);
+        assertThat(held.leaseExpiresAt()).isAfter(serverTime().plusSeconds(50));
+        assertThat(reading.status(key)).contains(Claim.Status.CLAIMED);
+      }
+      assertThat(store.claim(done, LEASE).status()).isEqualTo(Claim.Status.CLAIMED);
+      assertThat(store.claim(key, LEASE).status()).isEqualTo(Claim.Status.CLAIMED);
     }
   }
 
