@@ -1,6 +1,7 @@
 package io.relaykit.transport.rabbitmq;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Connection;
@@ -152,6 +153,55 @@ class RabbitMqPublisherFaultTest {
     assertThat(later).isCompletedExceptionally();
     assertThat(TestBroker.depth(admin, queues.queue())).as("only the first message arrived")
         .isEqualTo(1);
+  }
+
+  @Test
+  @DisplayName("when the broker reads again the same connection carries on: later messages are"
+      + " confirmed, unroutable ones still fail as unroutable, nothing was reconnected")
+  void resumesAfterStall() throws Exception {
+    publisher = RabbitMqPublisher.create(viaProxy());
+    publisher.publish(destination, big(0)).get(10, TimeUnit.SECONDS);
+    proxy.stopReading();
+    List<CompletableFuture<PublishReceipt>> stalled = new ArrayList<>();
+    for (int i = 1; i <= 600; i++) {
+      stalled.add(publisher.publish(destination, big(i)));
+    }
+    for (CompletableFuture<PublishReceipt> f : stalled) {
+      try {
+        f.get(CONFIRM_TIMEOUT.plus(SLACK).toMillis(), TimeUnit.MILLISECONDS);
+      } catch (ExecutionException e) {
+        assertThat(e.getCause()).isInstanceOf(PublishException.class);
+      }
+    }
+    proxy.heal();
+
+    // Alternate a routable and an unroutable destination: a confirm or a return matched to the
+    // wrong message (sequence numbers out of step after the skipped ones) fails the wrong future.
+    String lonely = TestBroker.unique("lonely");
+    try {
+      List<CompletableFuture<PublishReceipt>> routable = new ArrayList<>();
+      List<CompletableFuture<PublishReceipt>> unroutable = new ArrayList<>();
+      for (int i = 0; i < 40; i++) {
+        Message m = Message.builder().id("after-" + i).type("t").payload("x").build();
+        (i % 2 == 0 ? routable : unroutable).add(
+            publisher.publish(i % 2 == 0 ? destination : lonely, m));
+      }
+      for (CompletableFuture<PublishReceipt> f : routable) {
+        assertThat(f.get(30, TimeUnit.SECONDS).messageId()).startsWith("after-");
+      }
+      for (CompletableFuture<PublishReceipt> f : unroutable) {
+        assertThatThrownBy(() -> f.get(30, TimeUnit.SECONDS))
+            .cause().isInstanceOf(PublishException.class).hasMessageContaining("unroutable");
+      }
+      assertThat(publisher.recoveries()).as("no reconnect was needed").isZero();
+      long ids = TestBroker.drain(admin, queues.queue()).stream()
+          .map(r -> r.getProps().getMessageId()).filter(id -> id.startsWith("after-")).count();
+      assertThat(ids).isEqualTo(20);
+    } finally {
+      try (var ch = admin.createChannel()) {
+        ch.exchangeDelete(topology.exchange(lonely));
+      }
+    }
   }
 
   /** Delivers a broker control command to {@code c} the way its reader thread does. */
