@@ -204,6 +204,54 @@ class RabbitMqPublisherFaultTest {
     }
   }
 
+  @Test
+  @DisplayName("a connection cut while a write is stuck: the publisher reconnects and republishes;"
+      + " every message is confirmed and on the queue")
+  void cutDuringStuckWrite() throws Exception {
+    publisher = RabbitMqPublisher.create(viaProxy().toBuilder()
+        .confirmTimeout(Duration.ofSeconds(60)).build());
+    publisher.publish(destination, big(0)).get(10, TimeUnit.SECONDS);
+    proxy.stopReading();
+    List<CompletableFuture<PublishReceipt>> futures = new ArrayList<>();
+    for (int i = 1; i <= 300; i++) {
+      futures.add(publisher.publish(destination, big(i)));
+    }
+    Await.until(Duration.ofSeconds(20), "the writer blocked in a socket write",
+        RabbitMqPublisherFaultTest::writerBlockedInSocketWrite);
+    proxy.cutConnections();
+    proxy.heal();
+
+    for (CompletableFuture<PublishReceipt> f : futures) {
+      f.get(60, TimeUnit.SECONDS);
+    }
+    assertThat(publisher.recoveries()).isGreaterThanOrEqualTo(1);
+    assertThat(publisher.republished()).isPositive();
+    java.util.Set<String> ids = new java.util.HashSet<>();
+    for (var r : TestBroker.drain(admin, queues.queue())) {
+      ids.add(r.getProps().getMessageId());
+    }
+    for (int i = 0; i <= 300; i++) {
+      assertThat(ids).contains("big-" + i);
+    }
+  }
+
+  /** Whether a publisher's writer thread is inside a socket write (the buffers are full). */
+  private static boolean writerBlockedInSocketWrite() {
+    for (var e : Thread.getAllStackTraces().entrySet()) {
+      if (e.getKey().getName().endsWith("-writer")) {
+        StackTraceElement[] stack = e.getValue();
+        for (int i = 0; i < Math.min(stack.length, 12); i++) {
+          String frame = stack[i].getClassName() + "." + stack[i].getMethodName();
+          if (frame.contains("Socket") && frame.toLowerCase(java.util.Locale.ROOT)
+              .contains("write")) {
+            return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
   /** Delivers a broker control command to {@code c} the way its reader thread does. */
   private static void fromBroker(Connection c, com.rabbitmq.client.Method method)
       throws Exception {
