@@ -52,6 +52,7 @@ final class RabbitMqSubscription implements Subscription {
   private final LifecycleListener listener;
   private final InstantSource clock;
   private final int prefetch;
+  private final Duration requeueDelay;
   private final KeyedExecutor workers;
   private final AtomicInteger inFlight = new AtomicInteger();
   private final Object drained = new Object();
@@ -66,7 +67,7 @@ final class RabbitMqSubscription implements Subscription {
   RabbitMqSubscription(SubscriptionSpec spec, MessageHandler handler,
       RabbitMqTopology.GroupQueues queues, RabbitMqTopology topology, RabbitMqPublisher mover,
       ScheduledExecutorService timeouts, LifecycleListener listener, InstantSource clock,
-      int prefetch) {
+      int prefetch, Duration requeueDelay) {
     this.spec = spec;
     this.handler = handler;
     this.queues = queues;
@@ -76,6 +77,7 @@ final class RabbitMqSubscription implements Subscription {
     this.listener = listener;
     this.clock = clock;
     this.prefetch = prefetch;
+    this.requeueDelay = requeueDelay;
     // Prefetch bounds what the broker hands out; the slack covers deliveries of a channel lost
     // and recovered while its old deliveries still run.
     this.workers = KeyedExecutor.builder()
@@ -266,7 +268,10 @@ final class RabbitMqSubscription implements Subscription {
 
   /**
    * Publishes to {@code queue} with a confirm, then acks the original; if the publish fails the
-   * original is requeued instead, so the message is never in neither place.
+   * original is requeued instead, so the message is never in neither place. The requeue waits
+   * {@code requeueDelay} (the recovery interval): a move that fails fast (a broker that blocks
+   * publishing under a resource alarm) must not turn into a loop that runs the handler again and
+   * again as fast as the broker redelivers. The message holds its in-flight slot meanwhile.
    */
   private void moveThenAck(long tag, String queue, Map<String, String> headers, byte[] body,
       Runnable onMoved) {
@@ -282,8 +287,17 @@ final class RabbitMqSubscription implements Subscription {
         onMoved.run();
       } else {
         LOG.log(System.Logger.Level.WARNING, "could not move a message to " + queue
-            + "; requeued it for another attempt: " + error);
-        nack(tag);
+            + "; requeueing it in " + requeueDelay + " for another attempt: " + error);
+        Runnable requeue = () -> {
+          nack(tag);
+          done();
+        };
+        try {
+          timeouts.schedule(requeue, requeueDelay.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException closing) {
+          requeue.run();
+        }
+        return;
       }
       done();
     });
