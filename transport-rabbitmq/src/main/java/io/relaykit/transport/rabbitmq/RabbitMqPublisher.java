@@ -107,7 +107,8 @@ public final class RabbitMqPublisher implements Publisher {
   private Connections.Opened connection; // guarded by lock
   private Gen gen; // guarded by lock; null while disconnected
   private String lastLoss = "none"; // guarded by lock
-  private String blockedReason; // guarded by lock; non-null while the broker blocks connection
+  /** Non-null while the broker blocks the connection; written under the lock, read without. */
+  private volatile String blockedReason;
   private boolean stopped; // guarded by lock: the writer is to exit
   private volatile boolean closed;
   private final Set<String> declaredExchanges = ConcurrentHashMap.newKeySet();
@@ -237,7 +238,7 @@ public final class RabbitMqPublisher implements Publisher {
   }
 
   private CompletableFuture<PublishReceipt> enqueue(Pending p) {
-    String blocked = blockedReason();
+    String blocked = blockedReason; // the fast path; checked again under the lock below
     if (blocked != null) {
       return CompletableFuture.failedFuture(blockedFailure(p, blocked));
     }
@@ -625,15 +626,6 @@ public final class RabbitMqPublisher implements Publisher {
     lock.lock();
     try {
       return lastLoss;
-    } finally {
-      lock.unlock();
-    }
-  }
-
-  private String blockedReason() {
-    lock.lock();
-    try {
-      return blockedReason;
     } finally {
       lock.unlock();
     }
