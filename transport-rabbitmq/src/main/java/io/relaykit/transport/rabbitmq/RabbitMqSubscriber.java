@@ -164,7 +164,8 @@ public final class RabbitMqSubscriber implements Subscriber {
     timeouts.shutdownNow();
     try {
       if (connection.isOpen()) {
-        connection.close(5_000);
+        // Waits this long for close-ok, then closes the socket: bounded on a stalled broker.
+        connection.close((int) Math.max(1, Math.min(5_000, config.closeTimeout().toMillis())));
       }
     } catch (IOException | ShutdownSignalException e) {
       LOG.log(System.Logger.Level.DEBUG, "closing the subscriber connection failed", e);

@@ -29,14 +29,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The publisher when the broker stops reading (a TCP proxy that stalls what the client sends, as a
+ * The publisher (and the subscriber's close) when the broker stops reading (a TCP proxy that stalls what the client sends, as a
  * broker under a memory or disk alarm does) and when the broker blocks the connection
  * (connection.blocked, injected into the client's own control-command path: a proxy cannot make
  * the broker send it).
  */
-@DisplayName("RabbitMqPublisher when the broker stops reading or blocks the connection")
+@DisplayName("RabbitMQ publisher and subscriber when the broker stops reading or blocks the connection")
 @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang is a failure
-class RabbitMqPublisherFaultTest {
+class RabbitMqFaultTest {
 
   private static final Duration CONFIRM_TIMEOUT = Duration.ofSeconds(2);
   private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(2);
@@ -217,7 +217,7 @@ class RabbitMqPublisherFaultTest {
       futures.add(publisher.publish(destination, big(i)));
     }
     Await.until(Duration.ofSeconds(20), "the writer blocked in a socket write",
-        RabbitMqPublisherFaultTest::writerBlockedInSocketWrite);
+        RabbitMqFaultTest::writerBlockedInSocketWrite);
     proxy.cutConnections();
     proxy.heal();
 
@@ -232,6 +232,37 @@ class RabbitMqPublisherFaultTest {
     }
     for (int i = 0; i <= 300; i++) {
       assertThat(ids).contains("big-" + i);
+    }
+  }
+
+  @Test
+  @DisplayName("Subscription.close(deadline) and the subscriber's close return in time while the"
+      + " broker reads nothing")
+  void subscriberClosesWhileStalled() throws Exception {
+    RabbitMqTransportConfig stalled = viaProxy();
+    RabbitMqSubscriber subscriber = RabbitMqSubscriber.create(stalled);
+    try {
+      io.relaykit.message.Subscription s = subscriber.subscribe(
+          io.relaykit.message.SubscriptionSpec.builder(destination, "g").build(), d -> { });
+      proxy.stopReading();
+      // close(1 s): the drain (nothing in flight) plus at most 1 s for the channel's close-ok.
+      try {
+        CompletableFuture.supplyAsync(() -> s.close(Duration.ofSeconds(1)), callers)
+            .get(Duration.ofSeconds(2).plus(SLACK).toMillis(), TimeUnit.MILLISECONDS);
+      } catch (TimeoutException e) {
+        throw new AssertionError("Subscription.close(1 s) did not return", e);
+      }
+      // The subscriber: its mover publisher (twice closeTimeout at most) and its connection
+      // (closeTimeout for close-ok, then the socket is closed).
+      try {
+        CompletableFuture.runAsync(subscriber::close, callers)
+            .get(CLOSE_TIMEOUT.multipliedBy(3).plus(SLACK).toMillis(), TimeUnit.MILLISECONDS);
+      } catch (TimeoutException e) {
+        throw new AssertionError("RabbitMqSubscriber.close() did not return", e);
+      }
+    } finally {
+      proxy.heal();
+      subscriber.close();
     }
   }
 
