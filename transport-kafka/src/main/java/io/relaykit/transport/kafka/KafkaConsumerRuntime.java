@@ -116,6 +116,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final String retryTopic;
   private final String deadLetterTopic;
   private final OffsetReset sourceReset;
+  private final int retryPartitions;
   private final KafkaConsumer<String, byte[]> consumer;
   private final KafkaPublisher router;
   private final OffsetTracker<TopicPartition> tracker;
@@ -148,7 +149,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final Map<TopicPartition, Long> committed = new HashMap<>();
 
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
-      String retryTopic, String deadLetterTopic, RateLimiter rateLimiter, Runnable onClosed) {
+      String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
+      Runnable onClosed) {
     this.spec = spec;
     this.handler = handler;
     this.config = config;
@@ -159,6 +161,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     this.rateLimiter = rateLimiter;
     this.topic = spec.destination();
     this.retryTopic = retryTopic;
+    this.retryPartitions = retryPartitions;
     this.deadLetterTopic = deadLetterTopic;
     this.sourceReset = OffsetReset.parse(config.consumerProperties().get(OffsetReset.SETTING));
     this.onClosed = onClosed;
@@ -200,6 +203,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     // We choose start positions ourselves (see resetPositions): the user's setting governs the
     // source partitions only, retry partitions always start from their earliest copy.
     props.put(OffsetReset.SETTING, "none");
+    // Under the KIP-848 protocol the server's default (uniform) assignor may put every retry
+    // partition on one member and every source partition on another; range gives a member the
+    // same partition numbers of both topics, so retry copies land where their key is parked.
+    if ("consumer".equalsIgnoreCase(String.valueOf(props.get("group.protocol")))) {
+      props.putIfAbsent("group.remote.assignor", "range");
+    }
     props.put("bootstrap.servers", config.bootstrapServers());
     props.put("group.id", spec.group());
     props.put("client.id", config.clientIdPrefix() + "-" + spec.group() + "-"
@@ -781,12 +790,14 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
     Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
-    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic, null,
-        w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic,
+        retryPartition(w, sourcePosition), w.record().key(), w.record().value(),
+        KafkaRecords.toHeaders(headers));
     sendDurably(w, copy, message.id(), md -> {
       if (key != null) {
-        parking.replace(key, w, new RetryHold(new TopicPartition(md.topic(), md.partition()),
-            md.offset()));
+        TopicPartition copyAt = new TopicPartition(md.topic(), md.partition());
+        parking.moveHold(key, w, new RetryHold(copyAt, md.offset()),
+            () -> owned.contains(copyAt), this::submit);
       }
       event(LifecycleEvent.Stage.RETRIED, message, "attempt " + route.attempt() + " failed, "
           + "retry after " + route.delay() + " via " + KafkaRecords.position(md.topic(),
@@ -799,6 +810,20 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       deadLetter(w, wire, message, route.deadLetterInstead("retry copy refused: "
           + rejected.getMessage()), sourcePosition);
     });
+  }
+
+  /**
+   * The retry partition a copy goes to: the one numbered like the record's source partition
+   * (modulo the retry topic's partitions, should the source have grown), so that the copy lands
+   * where its key's park lives whenever the assignor gives a member the same partitions of both
+   * topics (the range assignor, classic or KIP-848, does for equal partition counts). Where it
+   * does not, {@link KeyParking#moveHold} releases the park rather than hold it for a copy another
+   * member runs.
+   */
+  private int retryPartition(Work w, String sourcePosition) {
+    var source = KafkaRecords.parsePosition(sourcePosition);
+    int partition = source != null ? source.getKey().partition() : w.partition().partition();
+    return Math.floorMod(partition, retryPartitions);
   }
 
   private void deadLetter(Work w, Map<String, String> wire, Message message, FailureRoute route,
@@ -903,7 +928,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       consumer.wakeup(); // the poll thread waits for room: intake can resume
     }
     if (w.fromRetryTopic() && w.gateKey() != null) {
-      parking.release(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
+      parking.releaseRetry(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
           this::submit);
     }
     if (state != State.RUNNING) {

@@ -42,8 +42,13 @@ import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
  * <p>Limits: a partition is consumed by one member of the group, so partitions cap the group's
  * parallelism across machines; inside a member, KEY mode runs one record per key at a time, so a
  * hot key caps its own throughput at one handler's speed. Key parking (later records of a key wait
- * for its record in retry) lives in the member that owns the partition: after a rebalance the new
- * owner does not know which keys were parked, so a record may overtake its key's retry then.
+ * for its record in retry) lives in the member that owns the partition; a retry copy goes to the
+ * retry partition numbered like its source partition, which a range assignor gives the same
+ * member. Where another member owns it, the park is released at once (no key stays parked, but a
+ * record may overtake its key's retry then), as after a rebalance, whose new owner does not know
+ * which keys were parked.
+ *
+ * <p>{@link #subscribe} refuses a retry topic with fewer partitions than the source.
  */
 public final class KafkaSubscriber implements Subscriber {
 
@@ -100,17 +105,26 @@ public final class KafkaSubscriber implements Subscriber {
     KafkaTransportConfig.requireTopicName("destination", spec.destination());
     String retryTopic = config.retryTopic(spec.destination(), spec.group());
     String deadLetterTopic = config.deadLetterTopic(spec.destination(), spec.group());
-    ensureTopics(spec.destination(), List.of(retryTopic, deadLetterTopic));
+    int retryPartitions = ensureTopics(spec.destination(), retryTopic, deadLetterTopic);
     KafkaConsumerRuntime[] self = new KafkaConsumerRuntime[1];
     KafkaConsumerRuntime runtime = new KafkaConsumerRuntime(spec, handler, config, retryTopic,
-        deadLetterTopic, rateLimiter, () -> running.remove(self[0]));
+        retryPartitions, deadLetterTopic, rateLimiter, () -> running.remove(self[0]));
     self[0] = runtime;
     running.add(runtime);
     runtime.start();
     return runtime;
   }
 
-  private void ensureTopics(String source, List<String> derived) {
+  /**
+   * Checks the source topic and creates the missing retry and dead-letter topics.
+   *
+   * @return the retry topic's partition count
+   * @throws IllegalArgumentException if the source is missing, or an existing retry topic has
+   *     fewer partitions than the source (retry copies go to the retry partition numbered like
+   *     their source partition, where the key's park lives)
+   */
+  private int ensureTopics(String source, String retryTopic, String deadLetterTopic) {
+    List<String> derived = List.of(retryTopic, deadLetterTopic);
     try (Admin admin = Admin.create(adminProperties(config))) {
       int partitions;
       try {
@@ -132,8 +146,21 @@ public final class KafkaSubscriber implements Subscriber {
           missing.add(new NewTopic(name, Optional.of(partitions), Optional.empty()));
         }
       }
+      int retryPartitions = partitions;
+      if (existing.contains(retryTopic)) {
+        retryPartitions = admin.describeTopics(List.of(retryTopic)).allTopicNames()
+            .get(config.publishTimeout().toMillis(), TimeUnit.MILLISECONDS).get(retryTopic)
+            .partitions().size();
+        if (retryPartitions < partitions) {
+          throw new IllegalArgumentException("retry topic " + retryTopic + " has "
+              + retryPartitions + " partitions, fewer than the " + partitions + " of " + source
+              + ": a retry copy goes to the retry partition numbered like its source partition"
+              + " (where its key is parked); add partitions (kafka-topics.sh --alter --topic "
+              + retryTopic + " --partitions " + partitions + ")");
+        }
+      }
       if (missing.isEmpty()) {
-        return;
+        return retryPartitions;
       }
       admin.createTopics(missing).values().forEach((name, f) -> {
         try {
@@ -155,6 +182,7 @@ public final class KafkaSubscriber implements Subscriber {
         }
       }
       awaitLeaders(admin, latest, config.publishTimeout());
+      return retryPartitions;
     } catch (IllegalArgumentException | IllegalStateException e) {
       throw e;
     } catch (InterruptedException e) {

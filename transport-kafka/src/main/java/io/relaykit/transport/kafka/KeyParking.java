@@ -28,9 +28,17 @@ import java.util.function.Predicate;
  */
 final class KeyParking {
 
+  /** Retry positions remembered per park as finished before their hold was placed. */
+  static final int MAX_FINISHED_EARLY = 64;
+
   private static final class Park {
     final Set<Object> holds = new HashSet<>();
     final PriorityQueue<Work> waiting = new PriorityQueue<>(Work.ORDER);
+    /**
+     * Retry holds released before they were placed: the consumer fetched and finished a retry copy
+     * before the producer callback that moves the key's hold onto that copy ran.
+     */
+    final Set<Object> finishedEarly = new HashSet<>();
   }
 
   private final Map<Object, Park> parks = new HashMap<>();
@@ -99,13 +107,43 @@ final class KeyParking {
     parkedCount = parks.size();
   }
 
-  /** Swaps one hold for another without unparking in between. */
-  synchronized void replace(Object key, Object oldHold, Object newHold) {
+  /**
+   * Moves {@code key}'s hold from {@code oldHold} (a failed work) to {@code newHold} (its retry
+   * copy's position), without unparking in between, if {@code live} says this member will see that
+   * copy finish (it owns the copy's partition; checked under the lock, so a revoke of that
+   * partition either runs later and drops the new hold, or ran before and fails the check).
+   * Otherwise, and if the copy already finished ({@link #releaseRetry} came first), the key is
+   * released: no hold is placed that nobody would release.
+   */
+  synchronized void moveHold(Object key, Object oldHold, Object newHold,
+      java.util.function.BooleanSupplier live, Consumer<Work> submit) {
     Park park = parks.get(key);
-    if (park == null || !park.holds.remove(oldHold)) {
+    if (park == null || !park.holds.contains(oldHold)) {
       return; // released meanwhile by a revoke: the new owner decides order from here
     }
+    if (park.finishedEarly.remove(newHold) || !live.getAsBoolean()) {
+      release(key, oldHold, submit);
+      return;
+    }
+    park.holds.remove(oldHold);
     park.holds.add(newHold);
+  }
+
+  /**
+   * Releases {@code hold}, a retry copy's position, when that copy finished. If the key is parked
+   * but the hold is not there yet (its move is still to come, see {@link #moveHold}), remembers it,
+   * at most {@value #MAX_FINISHED_EARLY} per park; they go with the park.
+   */
+  synchronized void releaseRetry(Object key, Object hold, Consumer<Work> submit) {
+    Park park = parks.get(key);
+    if (park == null) {
+      return;
+    }
+    if (park.holds.contains(hold)) {
+      release(key, hold, submit);
+    } else if (park.finishedEarly.size() < MAX_FINISHED_EARLY) {
+      park.finishedEarly.add(hold);
+    }
   }
 
   /**

@@ -300,4 +300,19 @@ class KafkaFailurePathTest {
         () -> bySecond.size() == 1);
     assertThat(KafkaTestSupport.endOffset(topic, 0)).as("nothing resent to the source").isOne();
   }
+
+  @Test
+  @DisplayName("subscribe refuses a retry topic with fewer partitions than the source, naming both"
+      + " counts and the fix")
+  void retryTopicWithFewerPartitionsIsRefused() {
+    String topic = newTopic("fewretry", 3);
+    String group = topic + "-g";
+    String retryTopic = KafkaTestSupport.config().build().retryTopic(topic, group);
+    KafkaTestBroker.createTopic(retryTopic, 2);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> clients.subscriber()
+        .subscribe(SubscriptionSpec.builder(topic, group).build(), d -> { }))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining(retryTopic + " has 2 partitions, fewer than the 3 of " + topic)
+        .hasMessageContaining("--partitions 3");
+  }
 }
