@@ -13,6 +13,7 @@ import io.relaykit.monitor.LifecycleLog;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.queue.Priority;
+import io.relaykit.tck.Await;
 import io.relaykit.tck.FakeClock;
 import java.nio.file.Path;
 import java.nio.charset.StandardCharsets;
@@ -351,7 +352,20 @@ class JdbcOutboxStoreTest {
     assertThat(outbox.purgeSentOlderThan(Duration.ofDays(7), 100, FakeClock.EPOCH))
         .as("sent at the database's time, not at the caller's 2026-01-01").isZero();
     assertThat(outbox.stats(Instant.now()).sent()).isEqualTo(2);
+    // Retention zero purges rows sent strictly before the database's now: wait until the server's
+    // clock has moved past the markSent above (same millisecond on a fast machine).
+    Instant sentBy = serverNow(storage, db);
+    Await.until(Duration.ofSeconds(10), "the database clock to pass the markSent",
+        () -> serverNow(storage, db).isAfter(sentBy));
     assertThat(outbox.purgeSentOlderThan(Duration.ZERO, 100, FakeClock.EPOCH)).isEqualTo(2);
+  }
+
+  private static Instant serverNow(JdbcStorage storage, TestDatabase db) {
+    try (Connection c = db.connection()) {
+      return storage.databaseClock().now(c, db.dialect());
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot read the database clock", e);
+    }
   }
 
   @ParameterizedTest(name = "{0}")
