@@ -179,7 +179,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         // Everything tracked may be queued at once (parked records released together, retries in
         // their headroom), beside stale tasks of a revoked assignment: a submit never waits.
         .maxQueued(2 * (spec.maxInFlight() + maxParked) + 3 * maxPollRecords)
-        .threadName(name + "-worker")
+        .threadFactory(daemonThreads(name + "-worker"))
         .failureHandler((key, failure) -> LOG.log(System.Logger.Level.ERROR,
             "unexpected failure in the consumer runtime of " + topic, failure))
         .build();
@@ -194,6 +194,15 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         clock.instant());
     this.pollThread = new Thread(this::pollLoop, name + "-poll");
     pollThread.setDaemon(true);
+  }
+
+  private static java.util.concurrent.ThreadFactory daemonThreads(String name) {
+    java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+      t.setDaemon(true); // a stuck handler must not keep the JVM alive after close
+      return t;
+    };
   }
 
   static Map<String, Object> consumerProperties(KafkaTransportConfig config, SubscriptionSpec spec,
@@ -441,7 +450,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         || !assigned.contains(e.getKey()));
     boolean full = !hasRoom();
     boolean stopSource = state != State.RUNNING || full;
-    boolean stopRetry = state != State.RUNNING || !hasRetryRoom();
+    // Retry partitions are read while draining too: a due retry unparks its key's records.
+    boolean stopRetry = !hasRetryRoom();
     Set<TopicPartition> wanted = new HashSet<>(delayedUntil.keySet());
     for (TopicPartition tp : assigned) {
       if (tp.topic().equals(retryTopic) ? stopRetry : stopSource) {
@@ -478,7 +488,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     for (TopicPartition tp : records.partitions()) {
       boolean fromRetry = tp.topic().equals(retryTopic);
       for (ConsumerRecord<String, byte[]> r : records.records(tp)) {
-        if (state != State.RUNNING) {
+        if (state != State.RUNNING && !(fromRetry && state == State.DRAINING)) {
           consumer.seek(tp, r.offset()); // draining: leave it for the next owner
           break;
         }
@@ -577,8 +587,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         lag.put(tp.toString(), l.getAsLong());
       }
     }
+    // A handler stuck past its timeout (its record moved on to the retry topic) still holds a
+    // worker: it counts towards the oldest age, so an alarm sees workers that stopped moving.
+    Duration oldest = tracker.oldestInFlightAge().orElse(Duration.ZERO);
+    Duration running = watchdog.oldestRunning().orElse(Duration.ZERO);
     ConsumerBacklog sample = new ConsumerBacklog(topic, spec.group(), lag, tracker.inFlight(),
-        tracker.oldestInFlightAge().orElse(Duration.ZERO), clock.instant());
+        running.compareTo(oldest) > 0 ? running : oldest, clock.instant());
     backlog = sample;
     try {
       monitor.record(sample.toSample());
@@ -982,7 +996,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
       long end = System.nanoTime() + deadline.toNanos();
       synchronized (idle) {
-        while (tracker.inFlight() > 0 && pollThreadDone.getCount() > 0) {
+        // Records waiting for a parked key are not waited for: they wait for a retry that may be
+        // due long after the deadline (they stay uncommitted and are redelivered).
+        while (active() > 0 && pollThreadDone.getCount() > 0) {
           long left = end - System.nanoTime();
           if (left <= 0) {
             break;
@@ -995,7 +1011,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
           }
         }
       }
-      boolean drained = tracker.inFlight() == 0;
+      boolean drained = active() == 0;
       if (state != State.FAILED) {
         state = State.STOPPING;
         consumer.wakeup(); // end a poll in progress now, not a poll timeout later
@@ -1003,6 +1019,14 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
       awaitPollThread();
       workers.shutdownNow();
+      try {
+        if (!workers.awaitTermination(config.closeTimeout())) {
+          LOG.log(System.Logger.Level.WARNING, "workers of " + topic + " still run handlers that"
+              + " ignore interrupts after " + config.closeTimeout() + "; left behind (daemons)");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
       timers.shutdownNow();
       router.close();
       state = State.CLOSED;
