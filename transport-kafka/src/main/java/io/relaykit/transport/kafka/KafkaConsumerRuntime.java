@@ -1051,6 +1051,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     // close() holds this monitor while closing: reaching here means it finished.
   }
 
+  /** Keys parked now, and records waiting for them (tests). */
+  int parkedKeys() {
+    return parking.parkedKeys();
+  }
+
   /** Records taken in and not finished yet (tests). */
   long inFlight() {
     return tracker.inFlight();

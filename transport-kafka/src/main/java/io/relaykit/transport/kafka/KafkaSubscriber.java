@@ -48,9 +48,16 @@ import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
  * record may overtake its key's retry then), as after a rebalance, whose new owner does not know
  * which keys were parked.
  *
- * <p>{@link #subscribe} refuses a retry topic with fewer partitions than the source.
+ * <p>{@link #subscribe} refuses a retry topic with fewer partitions than the source, and a {@code
+ * group.instance.id} that a running subscription of the same group in this JVM already uses.
  */
 public final class KafkaSubscriber implements Subscriber {
+
+  /**
+   * Static members ({@code group.instance.id}) of running subscriptions in this JVM, group and id
+   * to topic: a second subscription with the same id in the same group would fence the first.
+   */
+  private static final Map<String, String> STATIC_MEMBERS = new ConcurrentHashMap<>();
 
   private final KafkaTransportConfig config;
   private final Set<KafkaConsumerRuntime> running = ConcurrentHashMap.newKeySet();
@@ -71,7 +78,9 @@ public final class KafkaSubscriber implements Subscriber {
    * Starts consuming {@code spec.destination()} in {@code spec.group()}.
    *
    * @throws IllegalArgumentException if the spec or handler is null, the topic is not a legal
-   *     topic name or does not exist, or the group makes an illegal retry or dead-letter topic name
+   *     topic name or does not exist, the group makes an illegal retry or dead-letter topic name,
+   *     an existing retry topic has fewer partitions than the source, or the config's {@code
+   *     group.instance.id} is in use by a running subscription of the same group in this JVM
    * @throws IllegalStateException if the brokers cannot be reached to check or create the topics
    */
   @Override
@@ -105,14 +114,34 @@ public final class KafkaSubscriber implements Subscriber {
     KafkaTransportConfig.requireTopicName("destination", spec.destination());
     String retryTopic = config.retryTopic(spec.destination(), spec.group());
     String deadLetterTopic = config.deadLetterTopic(spec.destination(), spec.group());
-    int retryPartitions = ensureTopics(spec.destination(), retryTopic, deadLetterTopic);
-    KafkaConsumerRuntime[] self = new KafkaConsumerRuntime[1];
-    KafkaConsumerRuntime runtime = new KafkaConsumerRuntime(spec, handler, config, retryTopic,
-        retryPartitions, deadLetterTopic, rateLimiter, () -> running.remove(self[0]));
-    self[0] = runtime;
-    running.add(runtime);
-    runtime.start();
-    return runtime;
+    String instanceId = config.consumerProperties().get("group.instance.id");
+    String member = instanceId == null ? null : spec.group() + "\u0000" + instanceId;
+    if (member != null && STATIC_MEMBERS.putIfAbsent(member, spec.destination()) != null) {
+      throw new IllegalArgumentException("group.instance.id " + instanceId + " is already used by"
+          + " a running subscription of group " + spec.group() + " (to "
+          + STATIC_MEMBERS.get(member) + ") in this JVM: two members of one group sharing a static"
+          + " id fence each other; give each subscription its own group.instance.id");
+    }
+    try {
+      int retryPartitions = ensureTopics(spec.destination(), retryTopic, deadLetterTopic);
+      KafkaConsumerRuntime[] self = new KafkaConsumerRuntime[1];
+      KafkaConsumerRuntime runtime = new KafkaConsumerRuntime(spec, handler, config, retryTopic,
+          retryPartitions, deadLetterTopic, rateLimiter, () -> {
+            running.remove(self[0]);
+            if (member != null) {
+              STATIC_MEMBERS.remove(member);
+            }
+          });
+      self[0] = runtime;
+      running.add(runtime);
+      runtime.start();
+      return runtime;
+    } catch (RuntimeException e) {
+      if (member != null) {
+        STATIC_MEMBERS.remove(member);
+      }
+      throw e;
+    }
   }
 
   /**

@@ -379,4 +379,26 @@ class KafkaFailurePathTest {
     sub.close(Duration.ofSeconds(10));
     assertThat(workers).noneMatch(Thread::isAlive);
   }
+
+  @Test
+  @DisplayName("subscribe refuses a group.instance.id that a running subscription of the same group"
+      + " uses; it is free again after that one closed")
+  void sharedStaticMemberIdIsRefused() {
+    String topic = newTopic("staticid", 1);
+    String other = newTopic("staticid-other", 1);
+    String group = topic + "-g";
+    KafkaSubscriber subscriber = clients.subscriber(KafkaTestSupport.config()
+        .closeTimeout(Duration.ofSeconds(5)).consumerProperty("group.instance.id", "member-1"));
+    KafkaSubscription first = subscriber.subscribe(SubscriptionSpec.builder(topic, group).build(),
+        d -> { });
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> subscriber.subscribe(
+        SubscriptionSpec.builder(other, group).build(), d -> { }))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("group.instance.id member-1").hasMessageContaining(group);
+    // Another group may use the same id.
+    subscriber.subscribe(SubscriptionSpec.builder(other, other + "-g").build(), d -> { });
+    first.close(Duration.ofSeconds(5));
+    assertThat(subscriber.subscribe(SubscriptionSpec.builder(other, group).build(), d -> { })
+        .isRunning()).isTrue();
+  }
 }
