@@ -644,7 +644,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         hold -> (hold instanceof RetryHold rh && gone.contains(rh.partition()))
             || (hold instanceof Work w && gone.contains(w.partition())),
         w -> gone.contains(w.partition()),
-        this::submit);
+        this::drain);
     synchronized (idle) {
       idle.notifyAll();
     }
@@ -661,19 +661,36 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   private void submit(Work w) {
-    Runnable task = () -> {
+    submitTask(w.gateKey(), () -> {
       if (!current(w)) {
         return; // queued before a revoke: the partition's current owner (maybe us) re-read it
       }
       if (w.gateKey() != null && !w.fromRetryTopic() && parking.parkIfHeld(w)) {
-        return; // its key went into retry after this record was queued
+        return; // its key went into retry (or is draining its released records) meanwhile
       }
       process(w);
-    };
+    });
+  }
+
+  /**
+   * Runs the released records of {@code key} in order, in the key's lane: one task for all of
+   * them, so a record of the key queued in the lane before the release cannot overtake them (it
+   * finds the key still parked and joins the queue).
+   */
+  private void drain(Object key) {
+    submitTask(key, () -> {
+      Work next;
+      while ((next = parking.nextReleased(key)) != null) {
+        process(next);
+      }
+    });
+  }
+
+  private void submitTask(Object key, Runnable task) {
     try {
-      if (!workers.trySubmit(w.gateKey(), task)) {
+      if (!workers.trySubmit(key, task)) {
         // Cannot happen while in-flight work stays under maxInFlight; wait rather than lose it.
-        workers.submit(w.gateKey(), task);
+        workers.submit(key, task);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -811,7 +828,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       if (key != null) {
         TopicPartition copyAt = new TopicPartition(md.topic(), md.partition());
         parking.moveHold(key, w, new RetryHold(copyAt, md.offset()),
-            () -> owned.contains(copyAt), this::submit);
+            () -> owned.contains(copyAt), this::drain);
       }
       event(LifecycleEvent.Stage.RETRIED, message, "attempt " + route.attempt() + " failed, "
           + "retry after " + route.delay() + " via " + KafkaRecords.position(md.topic(),
@@ -819,7 +836,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       finish(w);
     }, rejected -> {
       if (key != null) {
-        parking.release(key, w, this::submit);
+        parking.release(key, w, this::drain);
       }
       deadLetter(w, wire, message, route.deadLetterInstead("retry copy refused: "
           + rejected.getMessage()), sourcePosition);
@@ -943,7 +960,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
     if (w.fromRetryTopic() && w.gateKey() != null) {
       parking.releaseRetry(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
-          this::submit);
+          this::drain);
     }
     if (state != State.RUNNING) {
       synchronized (idle) {

@@ -45,9 +45,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 @DisplayName("Kafka rebalance kit: three members joining and leaving while keyed records flow")
 class KafkaRebalanceKitTest {
 
-  static final int CI_RECORDS = 2000;
+  static final int CI_RECORDS = 3000;
   private static final int KEYS = 40;
   private static final int PARTITIONS = 4;
+  private static final long WORK_NANOS = 3_000_000;
   private static final Duration WAIT = Duration.ofSeconds(120);
 
   /** What one member saw. */
@@ -178,6 +179,8 @@ class KafkaRebalanceKitTest {
           }
           m.highestFirstTry.merge(key, seq, Math::max);
         }
+        // A little work per record, so that joins and leaves meet records in flight.
+        java.util.concurrent.locks.LockSupport.parkNanos(WORK_NANOS);
         if (poison.contains(id)) {
           throw new IllegalStateException("poison " + seq);
         }
