@@ -261,11 +261,12 @@ public final class JdbcStorage implements AutoCloseable {
   }
 
   /**
-   * Idempotency keys on this storage's clock, DONE for the retention period, then deleted by the
+   * Idempotency keys whose leases, takeovers and retention are decided on {@link
+   * #databaseClock()}, DONE for the retention period, then deleted by the
    * store's own claims (see {@link JdbcIdempotencyStore}: one bounded purge per interval).
    */
   public JdbcIdempotencyStore idempotencyStore() {
-    return new JdbcIdempotencyStore(dataSource, dialect, tables, clock, retention);
+    return new JdbcIdempotencyStore(dataSource, dialect, tables, clock, databaseClock, retention);
   }
 
   /** Entity versions that only grow. */

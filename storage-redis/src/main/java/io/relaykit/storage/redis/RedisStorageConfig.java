@@ -24,6 +24,9 @@ import java.util.Objects;
  *   <tr><td>retention</td><td>7 days</td><td>how long a DONE idempotency record is kept</td></tr>
  *   <tr><td>maxValueBytes</td><td>8 MiB</td><td>largest encoded dead letter or journal event
  *       accepted</td></tr>
+ *   <tr><td>readLegacyIdempotencyKeys</td><td>false</td><td>also honour idempotency records in the
+ *       key format of earlier releases (see {@link RedisIdempotencyStore}); for one retention
+ *       period after an upgrade</td></tr>
  * </table>
  */
 public final class RedisStorageConfig {
@@ -39,6 +42,7 @@ public final class RedisStorageConfig {
   private final Duration lease;
   private final Duration retention;
   private final int maxValueBytes;
+  private final boolean readLegacyIdempotencyKeys;
 
   private RedisStorageConfig(Builder b) {
     this.uri = b.uri;
@@ -49,6 +53,7 @@ public final class RedisStorageConfig {
     this.lease = b.lease;
     this.retention = b.retention;
     this.maxValueBytes = b.maxValueBytes;
+    this.readLegacyIdempotencyKeys = b.readLegacyIdempotencyKeys;
   }
 
   /** A builder holding the defaults. */
@@ -66,7 +71,8 @@ public final class RedisStorageConfig {
         .keyPrefix(keyPrefix)
         .lease(lease)
         .retention(retention)
-        .maxValueBytes(maxValueBytes);
+        .maxValueBytes(maxValueBytes)
+        .readLegacyIdempotencyKeys(readLegacyIdempotencyKeys);
   }
 
   public String uri() {
@@ -101,6 +107,11 @@ public final class RedisStorageConfig {
     return maxValueBytes;
   }
 
+  /** Whether idempotency records in the earlier releases' key format are honoured too. */
+  public boolean readLegacyIdempotencyKeys() {
+    return readLegacyIdempotencyKeys;
+  }
+
   @Override
   public boolean equals(Object o) {
     if (this == o) {
@@ -114,13 +125,14 @@ public final class RedisStorageConfig {
         && connectTimeout.equals(c.connectTimeout)
         && reconnectMaxDelay.equals(c.reconnectMaxDelay) && keyPrefix.equals(c.keyPrefix)
         && lease.equals(c.lease) && retention.equals(c.retention)
-        && maxValueBytes == c.maxValueBytes;
+        && maxValueBytes == c.maxValueBytes
+        && readLegacyIdempotencyKeys == c.readLegacyIdempotencyKeys;
   }
 
   @Override
   public int hashCode() {
     return Objects.hash(uri, commandTimeout, connectTimeout, reconnectMaxDelay, keyPrefix, lease,
-        retention, maxValueBytes);
+        retention, maxValueBytes, readLegacyIdempotencyKeys);
   }
 
   @Override
@@ -129,7 +141,8 @@ public final class RedisStorageConfig {
     return "RedisStorageConfig[uri=" + redactedUri() + ", commandTimeout=" + commandTimeout
         + ", connectTimeout=" + connectTimeout + ", reconnectMaxDelay=" + reconnectMaxDelay
         + ", keyPrefix=" + keyPrefix + ", lease=" + lease + ", retention=" + retention
-        + ", maxValueBytes=" + maxValueBytes + "]";
+        + ", maxValueBytes=" + maxValueBytes + ", readLegacyIdempotencyKeys="
+        + readLegacyIdempotencyKeys + "]";
   }
 
   String redactedUri() {
@@ -155,6 +168,7 @@ public final class RedisStorageConfig {
     private Duration lease = Duration.ofSeconds(30);
     private Duration retention = Duration.ofDays(7);
     private int maxValueBytes = 8 * 1024 * 1024;
+    private boolean readLegacyIdempotencyKeys;
 
     private Builder() {}
 
@@ -197,6 +211,16 @@ public final class RedisStorageConfig {
 
     public Builder maxValueBytes(int maxValueBytes) {
       this.maxValueBytes = maxValueBytes;
+      return this;
+    }
+
+    /**
+     * Also honour idempotency records written in the key format of releases before the exact
+     * encoding ({@code <prefix>idem:{key}}), read only; off by default. Turn it on for one
+     * retention period after upgrading a Redis-only deployment, then off.
+     */
+    public Builder readLegacyIdempotencyKeys(boolean read) {
+      this.readLegacyIdempotencyKeys = read;
       return this;
     }
 

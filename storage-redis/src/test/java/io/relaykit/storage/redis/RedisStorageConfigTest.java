@@ -22,7 +22,11 @@ class RedisStorageConfigTest {
     assertThat(c.lease()).isEqualTo(Duration.ofSeconds(30));
     assertThat(c.retention()).isEqualTo(Duration.ofDays(7));
     assertThat(c.maxValueBytes()).isEqualTo(8 * 1024 * 1024);
+    assertThat(c.readLegacyIdempotencyKeys()).isFalse();
     assertThat(c.toBuilder().build()).isEqualTo(c).hasSameHashCodeAs(c);
+    RedisStorageConfig legacy = c.toBuilder().readLegacyIdempotencyKeys(true).build();
+    assertThat(legacy).isNotEqualTo(c);
+    assertThat(legacy.toBuilder().build().readLegacyIdempotencyKeys()).isTrue();
   }
 
   @Test
