@@ -268,6 +268,101 @@ public abstract class OutboxStoreContract {
   }
 
   @Nested
+  @DisplayName("lease renewal and moving to dead letters, fenced by the owner")
+  class RenewAndMove {
+
+    private io.relaykit.deadletter.DeadLetter deadLetterOf(OutboxRecord r) {
+      return io.relaykit.deadletter.DeadLetter.of(r.message(), r.destination(), "gave up", null,
+          1, now(), now());
+    }
+
+    @Test
+    @DisplayName("renewLease extends a held lease from the store's now; another relay cannot take"
+        + " the row until the renewed lease ends")
+    void renewExtends() {
+      append("k1");
+      OutboxRecord r = only(claim("relay-a", 10));
+      advance(lease().dividedBy(2));
+      assertThat(store.renewLease("relay-a", List.of(r.sequence()), lease(), now()))
+          .containsExactly(r.sequence());
+      advance(lease().dividedBy(2).plusMillis(1));
+      assertThat(claim("relay-b", 10)).as("renewed lease still live").isEmpty();
+      advance(lease().dividedBy(2));
+      assertThat(only(claim("relay-b", 10)).leaseOwner()).isEqualTo("relay-b");
+    }
+
+    @Test
+    @DisplayName("renewLease keeps only what the caller still holds: not a row taken over, sent or"
+        + " rescheduled; an expired lease nobody took is renewed")
+    void renewFenced() {
+      append(null);
+      append(null);
+      append(null);
+      append(null);
+      List<OutboxRecord> rs = claim("relay-a", 4);
+      long taken = rs.get(0).sequence();
+      long sent = rs.get(1).sequence();
+      long rescheduled = rs.get(2).sequence();
+      long kept = rs.get(3).sequence();
+      assertThat(store.markSent("relay-a", List.of(sent), now())).isEqualTo(1);
+      assertThat(store.reschedule("relay-a", rescheduled, 1, now(), now().plus(lease()).plus(
+          lease()), "x")).isTrue();
+      advance(lease().plusMillis(1));
+      // relay-b takes one expired row; the other expired row nobody took.
+      List<OutboxRecord> b = store.claim("relay-b", 1, lease(), now());
+      assertThat(b).extracting(OutboxRecord::sequence).containsExactly(taken);
+
+      assertThat(store.renewLease("relay-a", List.of(taken, sent, rescheduled, kept), lease(),
+          now())).containsExactly(kept);
+      assertThat(store.renewLease("relay-a", List.of(), lease(), now())).isEmpty();
+      assertThat(claim("relay-c", 10)).isEmpty();
+    }
+
+    @Test
+    @DisplayName("moveToDeadLetters by a stale owner moves nothing and stores no dead letter; the"
+        + " holder's move stores it and the row leaves")
+    void moveFenced() {
+      io.relaykit.deadletter.InMemoryDeadLetterStore dead =
+          new io.relaykit.deadletter.InMemoryDeadLetterStore();
+      append("k1");
+      OutboxRecord first = only(claim("relay-a", 10));
+      advance(lease().plusMillis(1));
+      OutboxRecord taken = only(claim("relay-b", 10));
+
+      assertThat(store.moveToDeadLetters("relay-a", first.sequence(), deadLetterOf(first), dead))
+          .isFalse();
+      assertThat(dead.count(io.relaykit.deadletter.DeadLetterQuery.all())).isZero();
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+
+      assertThat(store.moveToDeadLetters("relay-b", taken.sequence(), deadLetterOf(taken), dead))
+          .isTrue();
+      assertThat(dead.find(deadLetterOf(taken).id())).isPresent();
+      assertThat(store.stats(now()).unsent()).isZero();
+      assertThat(claim("relay-c", 10)).isEmpty();
+    }
+
+    @Test
+    @DisplayName("a dead-letter store that throws leaves the row in the outbox, still held by the"
+        + " caller")
+    void moveFailureKeepsRow() {
+      append("k1");
+      OutboxRecord r = only(claim("relay-a", 10));
+      io.relaykit.deadletter.DeadLetterStore refusing = new ForwardingDeadLetterStore(
+          new io.relaykit.deadletter.InMemoryDeadLetterStore()) {
+        @Override
+        public void add(io.relaykit.deadletter.DeadLetter d) {
+          throw new IllegalArgumentException("over the size limit");
+        }
+      };
+      assertThatThrownBy(() -> store.moveToDeadLetters("relay-a", r.sequence(), deadLetterOf(r),
+          refusing)).hasMessageContaining("over the size limit");
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+      assertThat(claim("relay-b", 10)).as("still leased to relay-a").isEmpty();
+      assertThat(store.markSent("relay-a", List.of(r.sequence()), now())).isEqualTo(1);
+    }
+  }
+
+  @Nested
   @DisplayName("per-key order")
   class KeyOrder {
 

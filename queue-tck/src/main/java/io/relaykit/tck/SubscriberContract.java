@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
@@ -17,6 +20,7 @@ import io.relaykit.retry.Backoff;
 import io.relaykit.retry.PermanentFailureException;
 import io.relaykit.retry.RetryPolicy;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -105,6 +109,16 @@ public abstract class SubscriberContract {
    */
   protected boolean holdsKeyBehindRetry() {
     return true;
+  }
+
+  /**
+   * The dead-letter store that holds what a subscription of {@code group} on {@code destination}
+   * dead-letters, to read from; the kit closes it after use when it is {@link AutoCloseable}.
+   * Null (the default) when the kit subclass offers none: the "dead letters read many times" case
+   * then does not apply.
+   */
+  protected DeadLetterStore deadLetterStore(String destination, String group) {
+    return null;
   }
 
   @BeforeEach
@@ -434,6 +448,71 @@ public abstract class SubscriberContract {
       Await.until(timeout(), "other keys delivered while A waits for its retry",
           () -> recorder.ids().containsAll(idsOf(others)));
       assertThat(recorder.attemptsOf(a.id())).as("A waits for its retry").containsExactly(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("poison records and dead-letter reads")
+  class PoisonAndDeadLetterReads {
+
+    @Test
+    @DisplayName("a poison record with a long exception: its failure headers stay bounded, it is"
+        + " dead-lettered after its attempts and the key's next record is handled")
+    void poisonWithLongException() {
+      String destination = newDestination();
+      // About 1 MB of UTF-8 text in 2- and 3-byte characters: cuts must respect characters.
+      String huge = "\u00e9\u20ac".repeat(200_000);
+      Recorder recorder = new Recorder(d -> {
+        if (d.message().headers().get("label").equals("poison")) {
+          throw new IllegalStateException(huge);
+        }
+      });
+      subscribe(spec(destination, "g").ordering(OrderingMode.KEY).build(), recorder);
+      Message poison = publish(destination, "k", "poison");
+      Message next = publish(destination, "k", "next");
+
+      DeadLetter d = awaitDeadLetter(destination, poison.id(), timeout());
+      Await.until(timeout(), "the key's next record handled",
+          () -> recorder.ids().contains(next.id()));
+
+      assertThat(recorder.attemptsOf(poison.id())).containsExactly(1, 2, 3);
+      assertThat(d.attempts()).isEqualTo(3);
+      assertThat(d.message()).isEqualTo(poison);
+      assertThat(d.exceptionClass()).isEqualTo(IllegalStateException.class.getName());
+      assertThat(d.exceptionMessage()).startsWith("\u00e9\u20ac\u00e9\u20ac");
+      assertThat(d.exceptionMessage().getBytes(StandardCharsets.UTF_8).length)
+          .isLessThanOrEqualTo(FailureRoute.MAX_EXCEPTION_MESSAGE_BYTES);
+      assertThat(d.reason()).contains("attempts exhausted");
+      assertThat(d.reason().getBytes(StandardCharsets.UTF_8).length)
+          .isLessThanOrEqualTo(FailureRoute.MAX_REASON_BYTES);
+      assertThat(recorder.attemptsOf(next.id())).containsExactly(1);
+    }
+
+    @Test
+    @DisplayName("dead letters read many times (list, count, find) are unchanged and still there")
+    void deadLettersReadManyTimes() throws Exception {
+      String destination = newDestination();
+      DeadLetterStore store = deadLetterStore(destination, "g");
+      assumeTrue(store != null, "this kit subclass offers no dead-letter store to read");
+      try {
+        subscribe(spec(destination, "g").build(), d -> {
+          throw new PermanentFailureException("unknown product");
+        });
+        Message m = publish(destination, "k", "dead");
+        DeadLetter first = awaitDeadLetter(destination, m.id(), timeout());
+
+        DeadLetterQuery query = DeadLetterQuery.all().withMessageId(m.id());
+        for (int i = 0; i < 10; i++) {
+          assertThat(store.list(query)).containsExactly(first);
+          assertThat(store.count(query)).isEqualTo(1);
+          assertThat(store.find(first.id())).contains(first);
+        }
+        assertThat(awaitDeadLetter(destination, m.id(), timeout())).isEqualTo(first);
+      } finally {
+        if (store instanceof AutoCloseable c) {
+          c.close();
+        }
+      }
     }
   }
 

@@ -3,6 +3,7 @@ package io.relaykit.storage.h2;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.outbox.OutboxBound;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -33,6 +34,7 @@ public final class JdbcStorage implements AutoCloseable {
   private final InstantSource clock;
   private final DatabaseClock databaseClock;
   private final LifecycleListener listener;
+  private volatile OutboxBound outboxBound = OutboxBound.unbounded();
 
   private JdbcStorage(DataSource dataSource, HikariDataSource ownedPool, Dialect dialect,
       Tables tables, Duration retention, InstantSource clock, DatabaseClock databaseClock,
@@ -81,9 +83,11 @@ public final class JdbcStorage implements AutoCloseable {
           + config.jdbcUrl() + ": " + e.getMessage(), e);
     }
     try {
-      return open(pool, pool, config.dialect(), config.tablePrefix(), config.retention(), clock,
-          config.databaseClock(), config.listener().orElse(LifecycleListener.noop()),
-          config.migrate());
+      JdbcStorage storage = open(pool, pool, config.dialect(), config.tablePrefix(),
+          config.retention(), clock, config.databaseClock(),
+          config.listener().orElse(LifecycleListener.noop()), config.migrate());
+      storage.outboxBound = config.outboxBound();
+      return storage;
     } catch (RuntimeException e) {
       pool.close();
       throw e;
@@ -234,7 +238,21 @@ public final class JdbcStorage implements AutoCloseable {
    * sent-row retention are decided on {@link #databaseClock()}.
    */
   public JdbcOutboxStore outboxStore() {
-    return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener);
+    return outboxStore(outboxBound);
+  }
+
+  /**
+   * {@link #outboxStore()} whose appends are checked against {@code bound} (see {@link
+   * JdbcOutboxStore#append}).
+   *
+   * @throws IllegalArgumentException if {@code bound} is null
+   */
+  public JdbcOutboxStore outboxStore(OutboxBound bound) {
+    if (bound == null) {
+      throw new IllegalArgumentException("bound must not be null: use OutboxBound.unbounded()");
+    }
+    return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener,
+        bound);
   }
 
   /** Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}. */

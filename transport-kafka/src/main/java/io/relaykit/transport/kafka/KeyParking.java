@@ -34,7 +34,8 @@ final class KeyParking {
   }
 
   private final Map<Object, Park> parks = new HashMap<>();
-  private int waitingCount;
+  /** Written under the lock; read without it by {@link #waiting} (the poll thread's room check). */
+  private volatile int waitingCount;
   /**
    * {@code parks.size()}, written under the lock after every change (after the flush, on release),
    * read without it by {@link #parkIfHeld}: a key is parked by the record of that key that runs
@@ -74,6 +75,21 @@ final class KeyParking {
     }
     park.waiting.add(work);
     waitingCount++;
+    return true;
+  }
+
+  /**
+   * Parks {@code key} under {@code hold} if {@code valid} still holds, checked under this object's
+   * lock: a {@link #revoke} that runs after the check drops the hold, one that ran before makes the
+   * check fail (revokes mark their work stale before they take the lock).
+   *
+   * @return whether the hold was placed
+   */
+  synchronized boolean holdIf(Object key, Object hold, java.util.function.BooleanSupplier valid) {
+    if (!valid.getAsBoolean()) {
+      return false;
+    }
+    hold(key, hold);
     return true;
   }
 
@@ -150,8 +166,8 @@ final class KeyParking {
     }
   }
 
-  /** Records waiting for a parked key. */
-  synchronized int waiting() {
+  /** Records waiting for a parked key. Lock-free. */
+  int waiting() {
     return waitingCount;
   }
 

@@ -6,6 +6,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.ShutdownSignalException;
+import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
@@ -17,12 +18,10 @@ import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.ordering.KeyedExecutor;
-import io.relaykit.retry.RetryPolicy;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
-import java.time.format.DateTimeParseException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
@@ -118,9 +117,7 @@ final class RabbitMqSubscription implements Subscription {
     try {
       Map<String, String> wire = AmqpHeaders.strings(props);
       Message message = MessageHeaders.fromWire(wire, wire.get(AmqpHeaders.KEY), body);
-      int failedSoFar = parseAttempt(wire.get(MessageHeaders.ATTEMPT));
-      Instant firstFailure = parseInstant(wire, MessageHeaders.FIRST_FAILURE_AT);
-      ctx = new Ctx(tag, wire, body, message, failedSoFar + 1, firstFailure);
+      ctx = new Ctx(tag, wire, body, FailureRoute.delivery(message, spec.destination(), wire));
     } catch (MalformedMessageException | IllegalArgumentException e) {
       deadLetterUndecodable(tag, props, body, e, now);
       return;
@@ -174,8 +171,7 @@ final class RabbitMqSubscription implements Subscription {
     event(LifecycleEvent.Stage.DELIVERED, ctx.message, "attempt " + ctx.attempt);
     Throwable failure = null;
     try {
-      handler.handle(new Delivery(ctx.message, spec.destination(), ctx.attempt,
-          ctx.firstFailure));
+      handler.handle(ctx.delivery);
     } catch (Throwable t) {
       failure = t;
     } finally {
@@ -218,47 +214,25 @@ final class RabbitMqSubscription implements Subscription {
       done();
       return;
     }
-    Instant now = clock.instant();
-    Instant first = ctx.firstFailure != null ? ctx.firstFailure : now;
-    if (now.isBefore(first)) {
-      now = first;
-    }
-    RetryPolicy.Decision decision;
-    try {
-      decision = spec.retryPolicy().decide(ctx.attempt, first, now, failure);
-    } catch (RuntimeException e) {
-      decision = RetryPolicy.Decision.deadLetter("retry policy failed: " + e);
-    }
-    Map<String, String> headers = new LinkedHashMap<>(ctx.wire);
-    headers.put(MessageHeaders.ATTEMPT, Integer.toString(ctx.attempt));
-    headers.put(MessageHeaders.FIRST_FAILURE_AT, first.toString());
-    headers.put(MessageHeaders.LAST_FAILURE_AT, now.toString());
-    headers.put(MessageHeaders.SOURCE, spec.destination());
-    headers.put(MessageHeaders.EXCEPTION_CLASS, failure.getClass().getName());
-    String exceptionMessage = failure.getMessage();
-    if (exceptionMessage != null) {
-      headers.put(MessageHeaders.EXCEPTION_MESSAGE, cut(exceptionMessage));
-    } else {
-      headers.remove(MessageHeaders.EXCEPTION_MESSAGE);
-    }
+    // The failure model is queue-core's, the same on every transport; this only moves bytes.
+    FailureRoute route = FailureRoute.decide(spec, ctx.delivery, failure, clock.instant());
+    Map<String, String> headers = route.headers(ctx.wire);
     String target;
     LifecycleEvent.Stage stage;
     String detail;
-    if (decision.retry()) {
-      Duration level = topology.levelFor(decision.delay());
+    if (route.isRetry()) {
+      // The retry waits in the delay queue of the smallest level not below the route's delay.
+      Duration level = topology.levelFor(route.delay());
       target = queues.retryQueues().get(level);
-      headers.put(MessageHeaders.RETRY_AT, now.plus(level).toString());
-      headers.remove(MessageHeaders.DEAD_REASON);
+      headers.put(MessageHeaders.RETRY_AT, route.lastFailureAt().plus(level).toString());
       stage = LifecycleEvent.Stage.RETRIED;
       detail = "attempt " + ctx.attempt + " failed (" + failure.getClass().getSimpleName()
           + "); retry in " + level + " via " + target;
     } else {
       target = queues.deadLetterQueue();
-      headers.put(MessageHeaders.DEAD_REASON, cut(decision.reason()));
       headers.put(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
-      headers.remove(MessageHeaders.RETRY_AT);
       stage = LifecycleEvent.Stage.DEAD_LETTERED;
-      detail = decision.reason();
+      detail = route.reason();
     }
     moveThenAck(ctx.tag, target, headers, ctx.body, () -> event(stage, ctx.message, detail));
   }
@@ -279,18 +253,13 @@ final class RabbitMqSubscription implements Subscription {
           ? props.getMessageId() : "undecodable-" + UUID.randomUUID();
       headers.put(MessageHeaders.ID, id);
     }
-    String reason = "undecodable: " + e.getMessage();
-    headers.put(MessageHeaders.DEAD_REASON, cut(reason));
-    headers.put(MessageHeaders.EXCEPTION_CLASS, e.getClass().getName());
-    headers.put(MessageHeaders.EXCEPTION_MESSAGE, cut(String.valueOf(e.getMessage())));
-    headers.put(MessageHeaders.ATTEMPT, "0");
-    headers.put(MessageHeaders.FIRST_FAILURE_AT, now.toString());
-    headers.put(MessageHeaders.LAST_FAILURE_AT, now.toString());
-    headers.put(MessageHeaders.SOURCE, spec.destination());
-    headers.put(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
+    FailureRoute route = FailureRoute.undecodable(spec.destination(), e, now);
+    String reason = route.reason();
+    Map<String, String> dead = route.headers(headers);
+    dead.put(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
     String trace = headers.get(MessageHeaders.TRACE_ID);
     String messageId = id;
-    moveThenAck(tag, queues.deadLetterQueue(), headers, body, () ->
+    moveThenAck(tag, queues.deadLetterQueue(), dead, body, () ->
         LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
             messageId, trace, queues.queue(), clock.instant(), reason)));
   }
@@ -413,59 +382,24 @@ final class RabbitMqSubscription implements Subscription {
     return inFlight.get();
   }
 
-  private static int parseAttempt(String value) {
-    if (value == null) {
-      return 0;
-    }
-    try {
-      int n = Integer.parseInt(value);
-      if (n < 0) {
-        throw new MalformedMessageException("header " + MessageHeaders.ATTEMPT
-            + " is negative: " + value);
-      }
-      return n;
-    } catch (NumberFormatException e) {
-      throw new MalformedMessageException("header " + MessageHeaders.ATTEMPT
-          + " is not an integer: " + value, e);
-    }
-  }
-
-  private static Instant parseInstant(Map<String, String> wire, String name) {
-    String value = wire.get(name);
-    if (value == null) {
-      return null;
-    }
-    try {
-      return Instant.parse(value);
-    } catch (DateTimeParseException e) {
-      throw new MalformedMessageException("header " + name + " is not an instant: " + value, e);
-    }
-  }
-
-  static String cut(String s) {
-    return s.length() <= AmqpHeaders.MAX_EXCEPTION_MESSAGE
-        ? s : s.substring(0, AmqpHeaders.MAX_EXCEPTION_MESSAGE) + "...";
-  }
-
   /** One delivery on its way through the handler. */
   private static final class Ctx {
     final long tag;
     final Map<String, String> wire;
     final byte[] body;
+    final Delivery delivery;
     final Message message;
     final int attempt;
-    final Instant firstFailure;
     final AtomicBoolean settled = new AtomicBoolean();
     volatile Thread worker;
 
-    Ctx(long tag, Map<String, String> wire, byte[] body, Message message, int attempt,
-        Instant firstFailure) {
+    Ctx(long tag, Map<String, String> wire, byte[] body, Delivery delivery) {
       this.tag = tag;
       this.wire = wire;
       this.body = body;
-      this.message = message;
-      this.attempt = attempt;
-      this.firstFailure = firstFailure;
+      this.delivery = delivery;
+      this.message = delivery.message();
+      this.attempt = delivery.attempt();
     }
   }
 }
