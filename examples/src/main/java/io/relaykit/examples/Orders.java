@@ -2,6 +2,8 @@ package io.relaykit.examples;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.idempotency.RunOnceResult;
+import io.relaykit.idempotency.WorkInProgressException;
 import io.relaykit.message.Message;
 import io.relaykit.poller.JobStatus;
 import io.relaykit.poller.StatusDocument;
@@ -202,12 +204,15 @@ final class Orders {
    * together, so a redelivery finds the key done and writes nothing.
    *
    * @return whether this call performed the effect (false: it was already done)
+   * @throws WorkInProgressException (retryable) if a live claim holds the effect's key: it is not
+   *     done yet, so the delivery must be retried, not acknowledged
    */
   boolean perform(String orderId, Effect effect) throws SQLException {
     try (Connection c = dataSource.getConnection()) {
       c.setAutoCommit(false);
       try {
-        boolean ran = idempotency.runOnce(c, effect.id() + ":" + orderId, tx -> {
+        String key = effect.id() + ":" + orderId;
+        RunOnceResult result = idempotency.tryRunOnce(c, key, tx -> {
           try (PreparedStatement ps = tx.prepareStatement(
               "INSERT INTO demo_effects (order_id, effect, done_at) VALUES (?, ?, ?)")) {
             ps.setString(1, orderId);
@@ -217,7 +222,10 @@ final class Orders {
           }
         });
         c.commit();
-        return ran;
+        if (result == RunOnceResult.IN_PROGRESS) {
+          throw new WorkInProgressException("effect " + key + " is held by another worker");
+        }
+        return result.ran();
       } catch (SQLException | RuntimeException e) {
         c.rollback();
         throw e;

@@ -1,5 +1,6 @@
 package io.relaykit.deadletter;
 
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 
@@ -16,6 +17,9 @@ import java.util.Optional;
  *       is what makes {@link DeadLetterReplayer replay} idempotent.
  *   <li>Listing is ordered by last failure time, then id; see {@link DeadLetterQuery}.
  *   <li>Blank ids throw {@link IllegalArgumentException}.
+ *   <li>Retention: {@link #purgeFailedBefore} (age) and {@link #trimTo} (count) remove the oldest
+ *       dead letters in bounded steps; {@link io.relaykit.outbox.OutboxRelay} applies both on its
+ *       purge schedule.
  * </ul>
  * A backend that cannot do an operation (a broker queue cannot remove an arbitrary message cheaply)
  * says so in its documentation and throws {@link UnsupportedOperationException} with a reason.
@@ -39,4 +43,42 @@ public interface DeadLetterStore {
 
   /** Removes every dead letter the query's filters select (ignoring paging); returns how many. */
   long purge(DeadLetterQuery query);
+
+  /**
+   * Retention by age: removes at most {@code max} dead letters whose last failure is before
+   * {@code failedBefore}, oldest first, in one short step; call again while it returns {@code
+   * max}. Failure times are the failing process's, so {@code failedBefore} is on the caller's
+   * clock.
+   *
+   * <p>The default, for stores written before this method, is {@link #purge} with that time range,
+   * which ignores {@code max}; relaykit's stores override it with a bounded step.
+   *
+   * @return how many it removed
+   * @throws IllegalArgumentException on a null time or {@code max} below 1
+   */
+  default long purgeFailedBefore(Instant failedBefore, int max) {
+    if (failedBefore == null) {
+      throw new IllegalArgumentException("failedBefore must not be null");
+    }
+    if (max < 1) {
+      throw new IllegalArgumentException("max must be >= 1, was " + max);
+    }
+    return purge(DeadLetterQuery.all().withFailedBetween(null, failedBefore));
+  }
+
+  /**
+   * Retention by count: removes the oldest dead letters (by last failure, then id) beyond the
+   * newest {@code keep}, at most {@code max} of them per call; call again while it returns {@code
+   * max}.
+   *
+   * <p>The default, for stores written before this method, throws {@link
+   * UnsupportedOperationException}; relaykit's stores override it.
+   *
+   * @return how many it removed
+   * @throws IllegalArgumentException on a negative {@code keep} or {@code max} below 1
+   */
+  default long trimTo(long keep, int max) {
+    throw new UnsupportedOperationException(getClass().getName()
+        + " cannot trim dead letters to a count");
+  }
 }

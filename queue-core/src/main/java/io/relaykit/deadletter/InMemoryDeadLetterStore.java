@@ -1,6 +1,7 @@
 package io.relaykit.deadletter;
 
 import io.relaykit.internal.Checks;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -95,6 +96,34 @@ public final class InMemoryDeadLetterStore implements DeadLetterStore {
         byId.remove(d.id());
         n++;
       }
+    }
+    return n;
+  }
+
+  /** O(k log n) for k removed. */
+  @Override
+  public synchronized long purgeFailedBefore(Instant failedBefore, int max) {
+    Checks.requireNonNull("failedBefore", failedBefore);
+    Checks.requirePositive("max", max);
+    long n = 0;
+    while (n < max && !ordered.isEmpty() && ordered.first().lastFailureAt().isBefore(failedBefore)) {
+      byId.remove(ordered.pollFirst().id());
+      n++;
+    }
+    return n;
+  }
+
+  /** O(k log n) for k removed. */
+  @Override
+  public synchronized long trimTo(long keep, int max) {
+    if (keep < 0) {
+      throw new IllegalArgumentException("keep must be >= 0, was " + keep);
+    }
+    Checks.requirePositive("max", max);
+    long n = 0;
+    while (n < max && ordered.size() > keep) {
+      byId.remove(ordered.pollFirst().id());
+      n++;
     }
     return n;
   }

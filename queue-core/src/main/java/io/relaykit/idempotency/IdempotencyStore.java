@@ -11,45 +11,76 @@ import java.util.Optional;
  * <h2>State machine</h2>
  * <pre>
  *   (absent) --claim--> CLAIMED(token, lease) --complete(token)--> DONE (for the retention period)
- *                         |  \--release(token)--> (absent)
- *                         \--lease expires--> (absent: the next claim gets it)
+ *                         |  |  \--release(token)--> (absent)
+ *                         |  \--renew(token, lease)--> CLAIMED(token, new lease from now)
+ *                         \--lease lapses, then someone claims--> CLAIMED(new token, lease)
  * </pre>
  * <ul>
  *   <li>{@link #claim} is atomic: of any number of concurrent callers, at most one gets CLAIMED
- *       while the lease is live; the others get IN_PROGRESS, or DONE once completed.
- *   <li>{@link #complete} and {@link #release} act only if the caller still owns the claim (its
- *       token matches and the lease has not been taken over); they return false otherwise, and
- *       the caller must treat its work as possibly duplicated.
+ *       while the lease is live; the others get IN_PROGRESS, or DONE once completed. A claim whose
+ *       lease lapsed reads as absent ({@link #status} is empty) and the next {@code claim} takes it
+ *       over with a new token.
+ *   <li>Fenced by the token, not by time: {@link #complete}, {@link #release} and {@link #renew}
+ *       act if the claim was not taken over (its token is still the key's), even after its lease
+ *       lapsed, and return false once another caller took the key over (or it was completed or
+ *       released). A lapsed claim that nobody took over is remembered for at least the store's
+ *       retention after its lease ended; past that it may be forgotten, and complete returns false.
+ *   <li>Leases, takeovers and retention are decided on the store's clock (the database's, Redis's),
+ *       never by comparing the clocks of different hosts.
  *   <li>DONE lasts for the store's retention period, then the key is forgotten.
  *   <li>Blank keys, and keys longer than {@link #MAX_KEY_LENGTH}, throw {@link
  *       IllegalArgumentException}; a non-positive lease too.
  * </ul>
- * Thread-safe. A store that cannot reach its backend throws {@link IdempotencyUnavailableException},
- * so a {@link TieredIdempotencyStore} can fall back to its durable tier.
+ *
+ * <h2>What a takeover means</h2>
+ * A lease is a promise that nobody else starts the work before it ends, not that the first worker
+ * stops. When a worker outlives its lease (a GC pause, a slow downstream) and another claims the
+ * key, both may be running the effect at once; the first one's {@code complete} then returns false,
+ * but its effect has happened. Only {@code renew} (a heartbeat that keeps the lease ahead of the
+ * work) avoids this for effects outside the store; only an effect written in the same transaction
+ * as the key (e.g. the JDBC store's {@code tryRunOnce}) is fenced itself.
+ *
+ * <p>Thread-safe. A store that cannot reach its backend throws {@link
+ * IdempotencyUnavailableException}, so a {@link TieredIdempotencyStore} can fall back to its
+ * durable tier.
  */
 public interface IdempotencyStore {
 
   /** The longest key every store accepts. */
   int MAX_KEY_LENGTH = 512;
 
-  /** Tries to take ownership of {@code key} for {@code lease}. */
+  /** Tries to take ownership of {@code key} for {@code lease}, measured on the store's clock. */
   Claim claim(String key, Duration lease);
 
   /**
-   * Marks the claimed work done for the retention period.
+   * Marks the claimed work done for the retention period, if the claim was not taken over, even
+   * when its lease has lapsed.
    *
-   * @return true if the caller still owned the claim and the key is now DONE
+   * @return true if the caller still owned the claim and the key is now DONE; false if it was
+   *     taken over, completed or released (then the work may run, or have run, elsewhere too)
    * @throws IllegalArgumentException if {@code claim} is not a CLAIMED claim
    */
   boolean complete(Claim claim);
 
   /**
-   * Frees a claim after a failure so a retry can run at once.
+   * Frees a claim after a failure so a retry can run at once, if it was not taken over.
    *
    * @return true if the caller still owned the claim and it was freed
    * @throws IllegalArgumentException if {@code claim} is not a CLAIMED claim
    */
   boolean release(Claim claim);
+
+  /**
+   * Extends a claim: its lease now ends {@code lease} from now on the store's clock. Works on a
+   * claim whose lease lapsed as long as nobody took it over. A heartbeat calls this while long
+   * work runs, so the key is not taken over under it.
+   *
+   * @return true if the caller still owned the claim and its lease was extended; false if it was
+   *     taken over, completed or released (stop the heartbeat: another caller may own the key)
+   * @throws IllegalArgumentException if {@code claim} is not a CLAIMED claim or {@code lease} is
+   *     not positive
+   */
+  boolean renew(Claim claim, Duration lease);
 
   /** The key's current status (CLAIMED for a live lease), or empty if absent; for diagnostics. */
   Optional<Claim.Status> status(String key);

@@ -5,7 +5,11 @@ import io.relaykit.message.Delivery;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
+import io.relaykit.retry.Backoff;
 import java.time.Duration;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 /**
@@ -15,26 +19,92 @@ import java.util.function.Function;
  * <ul>
  *   <li>CLAIMED: runs the handler; on success completes the key and returns (ack); on failure
  *       releases the key, so the runtime's retry can claim it again at once, and rethrows.
- *   <li>IN_PROGRESS: another delivery holds the key; throws {@link WorkInProgressException}
- *       (retryable), so the runtime tries again later instead of acknowledging work not yet done.
+ *   <li>IN_PROGRESS: another delivery holds the key. The claim is tried again up to {@link
+ *       Builder#inProgressRetries} times, pausing by the builder's back-off in between (on the
+ *       injected {@link Pause}); if the holder completes meanwhile the answer becomes DONE (ack),
+ *       if it releases or its lease lapses this delivery claims it and runs. Still IN_PROGRESS
+ *       after the last retry: throws {@link WorkInProgressException} (retryable), so the runtime
+ *       tries again later. Work held elsewhere is never acknowledged as done: the holder may still
+ *       fail and release it.
  *   <li>DONE: the work was done; returns normally (ack) without running the handler.
  * </ul>
  *
- * A business key the function cannot produce (null or blank) is a {@link MalformedMessageException}
- * (permanent: dead-lettered). If the lease lapsed while the handler ran and another consumer took
- * the key over, {@code complete} reports it: the work is acknowledged, and logged as possibly
- * duplicated. Costs one claim and one complete (or release) on the store per delivery.
+ * <h2>Long handlers</h2>
+ * Completion is fenced by the claim's token, not by time: a handler that outlasts its lease still
+ * completes the key as long as nobody took it over. To keep others from taking it over, configure
+ * a {@linkplain Builder#heartbeat heartbeat}: while the handler runs, the claim is renewed every
+ * period on the given scheduler. If a renewal finds the claim taken over (the handler stalled past
+ * its lease, say in a GC pause), the heartbeat stops and a warning is logged; the handler cannot
+ * be stopped, so both consumers may be running the effect: a lease never fences an effect outside
+ * the store (see {@link IdempotencyStore}, "What a takeover means"). A renewal that fails because
+ * the store is unreachable is logged and tried again at the next beat.
+ *
+ * <p>A business key the function cannot produce (null or blank) is a {@link
+ * MalformedMessageException} (permanent: dead-lettered). If another consumer took the key over
+ * while the handler ran, {@code complete} reports it: the work is acknowledged, since it did run
+ * here (a retry would only find the new holder's claim), and logged as possibly duplicated.
+ *
+ * <p>Costs one claim and one complete (or release) on the store per delivery, plus one claim per
+ * IN_PROGRESS retry and one renew per heartbeat. The pauses block the calling consumer thread: at
+ * most the sum of the back-off's first {@code inProgressRetries} delays.
  */
 public final class IdempotentHandler implements MessageHandler {
 
   private static final System.Logger LOG = System.getLogger(IdempotentHandler.class.getName());
 
+  /** Waits for a duration; the seam tests replace with a fake clock's advance. */
+  @FunctionalInterface
+  public interface Pause {
+    /** Blocks for {@code duration}, or less if interrupted. */
+    void pause(Duration duration) throws InterruptedException;
+
+    /** Sleeps the calling thread: the default. */
+    static Pause sleep() {
+      return d -> TimeUnit.NANOSECONDS.sleep(d.toNanos());
+    }
+  }
+
+  /** Runs a heartbeat; the seam tests replace with one they step by hand. */
+  @FunctionalInterface
+  public interface Scheduler {
+    /**
+     * Runs {@code beat} every {@code period}, the first time one period from now, until the
+     * returned handle is run.
+     */
+    Runnable every(Duration period, Runnable beat);
+
+    /** Beats on {@code executor} with a fixed delay; the handle cancels the task. */
+    static Scheduler of(ScheduledExecutorService executor) {
+      Checks.requireNonNull("executor", executor);
+      return (period, beat) -> {
+        ScheduledFuture<?> f = executor.scheduleWithFixedDelay(beat, period.toNanos(),
+            period.toNanos(), TimeUnit.NANOSECONDS);
+        return () -> f.cancel(false);
+      };
+    }
+  }
+
+  /** Default IN_PROGRESS retries: 3, so four claims in all. */
+  public static final int DEFAULT_IN_PROGRESS_RETRIES = 3;
+
+  /** Default pause between IN_PROGRESS claims: 100 ms, doubling, at most 1 s. */
+  public static final Backoff DEFAULT_IN_PROGRESS_BACKOFF =
+      Backoff.exponential(Duration.ofMillis(100)).withMax(Duration.ofSeconds(1));
+
   private final IdempotencyStore store;
   private final Function<Message, String> businessKey;
   private final Duration lease;
   private final MessageHandler delegate;
+  private final int inProgressRetries;
+  private final Backoff inProgressBackoff;
+  private final Pause pause;
+  private final Duration heartbeatEvery;
+  private final Scheduler heartbeatScheduler;
 
   /**
+   * A handler with the default IN_PROGRESS retries ({@link #DEFAULT_IN_PROGRESS_RETRIES}, {@link
+   * #DEFAULT_IN_PROGRESS_BACKOFF}, sleeping); see {@link #builder} for the others.
+   *
    * @param store where claims are kept
    * @param businessKey the unit of work a message stands for ({@code m -> "order-" + orderId +
    *     ":sms"}); not the message id, so a republished message maps to the same key
@@ -44,10 +114,29 @@ public final class IdempotentHandler implements MessageHandler {
    */
   public IdempotentHandler(IdempotencyStore store, Function<Message, String> businessKey,
       Duration lease, MessageHandler delegate) {
-    this.store = Checks.requireNonNull("store", store);
-    this.businessKey = Checks.requireNonNull("businessKey", businessKey);
-    this.lease = Checks.requirePositive("lease", lease);
-    this.delegate = Checks.requireNonNull("delegate", delegate);
+    this(builder(store, businessKey, lease, delegate));
+  }
+
+  private IdempotentHandler(Builder b) {
+    this.store = b.store;
+    this.businessKey = b.businessKey;
+    this.lease = b.lease;
+    this.delegate = b.delegate;
+    this.inProgressRetries = b.inProgressRetries;
+    this.inProgressBackoff = b.inProgressBackoff;
+    this.pause = b.pause;
+    this.heartbeatEvery = b.heartbeatEvery;
+    this.heartbeatScheduler = b.heartbeatScheduler;
+  }
+
+  /**
+   * A builder with the required parts; the arguments are as for the constructor.
+   *
+   * @throws IllegalArgumentException naming the argument that is null or not positive
+   */
+  public static Builder builder(IdempotencyStore store, Function<Message, String> businessKey,
+      Duration lease, MessageHandler delegate) {
+    return new Builder(store, businessKey, lease, delegate);
   }
 
   @Override
@@ -58,21 +147,15 @@ public final class IdempotentHandler implements MessageHandler {
           + " has no valid business key (null, blank or longer than "
           + IdempotencyStore.MAX_KEY_LENGTH + " characters): " + abbreviate(key));
     }
-    Claim claim = store.claim(key, lease);
-    switch (claim.status()) {
-      case DONE:
-        return;
-      case IN_PROGRESS:
-        throw new WorkInProgressException("business key " + key + " is being processed by another"
-            + " delivery until " + claim.leaseExpiresAt());
-      case CLAIMED:
-        break;
-      default:
-        throw new IllegalStateException("unknown claim status " + claim.status());
+    Claim claim = claimWaitingOutOthers(key);
+    if (claim.status() == Claim.Status.DONE) {
+      return;
     }
+    Heartbeat heartbeat = startHeartbeat(claim, delivery.message().id());
     try {
       delegate.handle(delivery);
     } catch (Exception | Error failure) {
+      heartbeat.stop();
       try {
         store.release(claim);
       } catch (RuntimeException releaseFailure) {
@@ -81,10 +164,95 @@ public final class IdempotentHandler implements MessageHandler {
       }
       throw failure;
     }
+    heartbeat.stop();
     if (!store.complete(claim)) {
-      LOG.log(System.Logger.Level.WARNING, "lease on business key {0} lapsed and was taken over"
-          + " while message {1} was handled; its effect may be duplicated", key,
-          delivery.message().id());
+      LOG.log(System.Logger.Level.WARNING, "business key {0} was taken over by another consumer"
+          + " while message {1} was handled (its lease had lapsed); its effect may be duplicated",
+          key, delivery.message().id());
+    }
+  }
+
+  /** CLAIMED or DONE; IN_PROGRESS after the last retry throws {@link WorkInProgressException}. */
+  private Claim claimWaitingOutOthers(String key) {
+    for (int retry = 1; ; retry++) {
+      Claim claim = store.claim(key, lease);
+      switch (claim.status()) {
+        case DONE:
+        case CLAIMED:
+          return claim;
+        case IN_PROGRESS:
+          break;
+        default:
+          throw new IllegalStateException("unknown claim status " + claim.status());
+      }
+      if (retry > inProgressRetries) {
+        throw new WorkInProgressException("business key " + key + " is being processed by"
+            + " another delivery until " + claim.leaseExpiresAt() + " (still after "
+            + inProgressRetries + " retries)");
+      }
+      try {
+        pause.pause(inProgressBackoff.delay(retry));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        WorkInProgressException w = new WorkInProgressException("business key " + key
+            + " is being processed by another delivery; interrupted while waiting for it");
+        w.initCause(e);
+        throw w;
+      }
+    }
+  }
+
+  private Heartbeat startHeartbeat(Claim claim, String messageId) {
+    Heartbeat h = new Heartbeat(claim, messageId);
+    if (heartbeatScheduler != null) {
+      h.cancel = heartbeatScheduler.every(heartbeatEvery, h::beat);
+    }
+    return h;
+  }
+
+  /** One delivery's lease renewals; stopped before the claim is completed or released. */
+  private final class Heartbeat {
+    private final Claim claim;
+    private final String messageId;
+    private volatile boolean stopped;
+    private volatile Runnable cancel;
+
+    Heartbeat(Claim claim, String messageId) {
+      this.claim = claim;
+      this.messageId = messageId;
+    }
+
+    void beat() {
+      if (stopped) {
+        return;
+      }
+      boolean renewed;
+      try {
+        renewed = store.renew(claim, lease);
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "could not renew the lease on business key "
+            + claim.key() + " (message " + messageId + "); trying again in " + heartbeatEvery, e);
+        return;
+      }
+      if (!renewed && !stopped) {
+        stop();
+        LOG.log(System.Logger.Level.WARNING, "business key {0} was taken over by another consumer"
+            + " while message {1} is still being handled (its lease had lapsed); both may run the"
+            + " effect", claim.key(), messageId);
+      }
+    }
+
+    void stop() {
+      stopped = true;
+      Runnable c = cancel;
+      if (c != null) {
+        try {
+          c.run();
+        } catch (RuntimeException e) {
+          LOG.log(System.Logger.Level.WARNING, "could not cancel the heartbeat of business key "
+              + claim.key(), e);
+        }
+      }
     }
   }
 
@@ -94,5 +262,77 @@ public final class IdempotentHandler implements MessageHandler {
     }
     return key.length() <= 40 ? "\"" + key + "\"" : "\"" + key.substring(0, 40) + "...\" ("
         + key.length() + " characters)";
+  }
+
+  /** Builds an {@link IdempotentHandler}; validated as it goes. Not thread-safe. */
+  public static final class Builder {
+    private final IdempotencyStore store;
+    private final Function<Message, String> businessKey;
+    private final Duration lease;
+    private final MessageHandler delegate;
+    private int inProgressRetries = DEFAULT_IN_PROGRESS_RETRIES;
+    private Backoff inProgressBackoff = DEFAULT_IN_PROGRESS_BACKOFF;
+    private Pause pause = Pause.sleep();
+    private Duration heartbeatEvery;
+    private Scheduler heartbeatScheduler;
+
+    private Builder(IdempotencyStore store, Function<Message, String> businessKey,
+        Duration lease, MessageHandler delegate) {
+      this.store = Checks.requireNonNull("store", store);
+      this.businessKey = Checks.requireNonNull("businessKey", businessKey);
+      this.lease = Checks.requirePositive("lease", lease);
+      this.delegate = Checks.requireNonNull("delegate", delegate);
+    }
+
+    /**
+     * How often an IN_PROGRESS key is claimed again before the delivery fails retryably, and the
+     * pause before retry n ({@code backoff.delay(n)}). Zero retries fails at once.
+     *
+     * @throws IllegalArgumentException if {@code retries} is negative or above 100, or {@code
+     *     backoff} is null
+     */
+    public Builder inProgressRetries(int retries, Backoff backoff) {
+      if (retries < 0 || retries > 100) {
+        throw new IllegalArgumentException("inProgressRetries must be in 0..100, was " + retries);
+      }
+      this.inProgressRetries = retries;
+      this.inProgressBackoff = Checks.requireNonNull("backoff", backoff);
+      return this;
+    }
+
+    /**
+     * How the handler waits between IN_PROGRESS claims; {@link Pause#sleep()} by default. Tests
+     * pass a fake clock's advance.
+     *
+     * @throws IllegalArgumentException if {@code pause} is null
+     */
+    public Builder pause(Pause pause) {
+      this.pause = Checks.requireNonNull("pause", pause);
+      return this;
+    }
+
+    /**
+     * Renews the claim every {@code every} on {@code scheduler} while the handler runs; off by
+     * default. Choose {@code every} well below the lease (a third of it, say), so one late or
+     * failed beat does not let the lease lapse.
+     *
+     * @throws IllegalArgumentException if {@code every} is not positive or not shorter than the
+     *     lease, or {@code scheduler} is null
+     */
+    public Builder heartbeat(Duration every, Scheduler scheduler) {
+      Checks.requirePositive("heartbeat", every);
+      if (every.compareTo(lease) >= 0) {
+        throw new IllegalArgumentException("heartbeat must be shorter than the lease " + lease
+            + ", was " + every);
+      }
+      this.heartbeatEvery = every;
+      this.heartbeatScheduler = Checks.requireNonNull("scheduler", scheduler);
+      return this;
+    }
+
+    /** The handler. */
+    public IdempotentHandler build() {
+      return new IdempotentHandler(this);
+    }
   }
 }

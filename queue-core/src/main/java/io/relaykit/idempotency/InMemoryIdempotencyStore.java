@@ -16,9 +16,10 @@ import java.util.UUID;
  * process, so use it for tests, the demo and single-process deployments whose work is itself
  * in memory.
  *
- * <p>Thread-safe (one lock). Every operation is O(log n) in the number of remembered keys; expired
- * leases and DONE markers past their retention are forgotten as time passes, so memory is bounded
- * by the keys claimed within one lease or retention period.
+ * <p>Thread-safe (one lock). Every operation is O(log n) in the number of remembered keys. A
+ * claim whose lease lapsed stays (so its holder can still complete it) until someone takes it over
+ * or until the retention has passed after its lease ended; DONE markers are forgotten after the
+ * retention. Memory is bounded by the keys claimed within one lease plus retention period.
  */
 public final class InMemoryIdempotencyStore implements IdempotencyStore {
 
@@ -48,12 +49,12 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
     if (e != null && e.done) {
       return Claim.done(key);
     }
-    if (e != null) {
-      return Claim.inProgress(key, e.expiresAt);
+    if (e != null && e.leaseUntil.isAfter(now)) {
+      return Claim.inProgress(key, e.leaseUntil);
     }
-    Entry claimed = new Entry(UUID.randomUUID().toString(), false, now.plus(lease));
+    Entry claimed = claimedEntry(UUID.randomUUID().toString(), now, lease);
     put(key, claimed);
-    return Claim.claimed(key, claimed.token, claimed.expiresAt);
+    return Claim.claimed(key, claimed.token, claimed.leaseUntil);
   }
 
   @Override
@@ -64,8 +65,27 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
     if (!owns(claim)) {
       return false;
     }
-    put(claim.key(), new Entry(null, true, now.plus(retention)));
+    Instant forgetAt = now.plus(retention);
+    put(claim.key(), new Entry(null, true, forgetAt, forgetAt));
     return true;
+  }
+
+  @Override
+  public synchronized boolean renew(Claim claim, Duration lease) {
+    requireClaimed(claim);
+    Checks.requirePositive("lease", lease);
+    Instant now = clock.instant();
+    forgetExpired(now);
+    if (!owns(claim)) {
+      return false;
+    }
+    put(claim.key(), claimedEntry(claim.token(), now, lease));
+    return true;
+  }
+
+  private Entry claimedEntry(String token, Instant now, Duration lease) {
+    Instant leaseUntil = now.plus(lease);
+    return new Entry(token, false, leaseUntil, leaseUntil.plus(retention));
   }
 
   @Override
@@ -87,7 +107,11 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
     if (e == null) {
       return Optional.empty();
     }
-    return Optional.of(e.done ? Claim.Status.DONE : Claim.Status.CLAIMED);
+    if (e.done) {
+      return Optional.of(Claim.Status.DONE);
+    }
+    return e.leaseUntil.isAfter(clock.instant()) ? Optional.of(Claim.Status.CLAIMED)
+        : Optional.empty();
   }
 
   private boolean owns(Claim claim) {
@@ -97,10 +121,10 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
 
   private void put(String key, Entry e) {
     entries.put(key, e);
-    expiries.add(new Expiry(e.expiresAt, key, e));
+    expiries.add(new Expiry(e.forgetAt, key, e));
   }
 
-  /** A lease or DONE marker is gone at its expiry instant: the key may be claimed again then. */
+  /** An entry is forgotten at its forgetAt instant (DONE: retention; CLAIMED: lease + retention). */
   private void forgetExpired(Instant now) {
     Expiry head;
     while ((head = expiries.peek()) != null && !head.at.isAfter(now)) {
@@ -128,12 +152,16 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
   private static final class Entry {
     final String token;
     final boolean done;
-    final Instant expiresAt;
+    /** When a CLAIMED lease lapses (others may take it over); forgetAt for DONE. */
+    final Instant leaseUntil;
+    /** When the entry is forgotten altogether. */
+    final Instant forgetAt;
 
-    Entry(String token, boolean done, Instant expiresAt) {
+    Entry(String token, boolean done, Instant leaseUntil, Instant forgetAt) {
       this.token = token;
       this.done = done;
-      this.expiresAt = expiresAt;
+      this.leaseUntil = leaseUntil;
+      this.forgetAt = forgetAt;
     }
   }
 

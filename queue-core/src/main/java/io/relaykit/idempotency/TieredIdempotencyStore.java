@@ -158,6 +158,23 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
     return released;
   }
 
+  /**
+   * Renews the durable claim, which decides; the fast claim is renewed as best effort (if that
+   * fails, the fast lease lapses and a later claim is answered IN_PROGRESS by the durable tier).
+   */
+  @Override
+  public boolean renew(Claim claim, Duration lease) {
+    Token t = Token.decode(claim);
+    Checks.requirePositive("lease", lease);
+    if (!durable.renew(t.durable(claim), lease)) {
+      return false;
+    }
+    if (t.fast != null) {
+      onFast(store -> store.renew(t.fast(claim), lease), false, false);
+    }
+    return true;
+  }
+
   @Override
   public Optional<Claim.Status> status(String key) {
     requireKey(key);

@@ -20,7 +20,8 @@ import java.util.List;
  * O(1) amortized and {@link #verdict()} O(samples in the window). Thread-safe.
  *
  * <h2>Rules</h2>
- * With at least {@link Config#minSamples()} samples in the window (fewer: {@link
+ * {@link BacklogVerdict#OVER_BOUND} whenever the latest depth is over {@link Config#maxDepth()};
+ * otherwise, with at least {@link Config#minSamples()} samples in the window (fewer: {@link
  * BacklogVerdict#HEALTHY}, no evidence), checked in this order:
  * <ol>
  *   <li>{@link BacklogVerdict#STALLED}: over the latest run of samples in which the depth was above
@@ -107,6 +108,9 @@ public final class BacklogMonitor {
 
   private BacklogVerdict judge(BacklogSample[] s) {
     int n = s.length;
+    if (n > 0 && s[n - 1].depth() > config.maxDepth()) {
+      return BacklogVerdict.OVER_BOUND;
+    }
     if (n < config.minSamples()) {
       return BacklogVerdict.HEALTHY;
     }
@@ -194,6 +198,8 @@ public final class BacklogMonitor {
    *     1.0)
    * @param highDepth the depth from which a falling backlog is a draining spike (default 1000)
    * @param stallAge the oldest age from which a non-moving head is a stall (default 1 minute)
+   * @param maxDepth the bound: a latest depth above it is {@link BacklogVerdict#OVER_BOUND}
+   *     (default {@link Long#MAX_VALUE}, no bound)
    */
   public record Config(
       Duration window,
@@ -201,7 +207,14 @@ public final class BacklogMonitor {
       int maxSamples,
       double growthPerSecond,
       long highDepth,
-      Duration stallAge) {
+      Duration stallAge,
+      long maxDepth) {
+
+    /** A config without a bound ({@code maxDepth} {@link Long#MAX_VALUE}). */
+    public Config(Duration window, int minSamples, int maxSamples, double growthPerSecond,
+        long highDepth, Duration stallAge) {
+      this(window, minSamples, maxSamples, growthPerSecond, highDepth, stallAge, Long.MAX_VALUE);
+    }
 
     /** Validates; prefer {@link #builder()}. */
     public Config {
@@ -219,6 +232,7 @@ public final class BacklogMonitor {
       }
       Checks.requirePositive("highDepth", highDepth);
       Checks.requirePositive("stallAge", stallAge);
+      Checks.requirePositive("maxDepth", maxDepth);
     }
 
     public static Builder builder() {
@@ -238,8 +252,15 @@ public final class BacklogMonitor {
       private double growthPerSecond = 1.0;
       private long highDepth = 1000;
       private Duration stallAge = Duration.ofMinutes(1);
+      private long maxDepth = Long.MAX_VALUE;
 
       private Builder() {}
+
+      /** The bound over which the verdict is OVER_BOUND. Default none. */
+      public Builder maxDepth(long maxDepth) {
+        this.maxDepth = maxDepth;
+        return this;
+      }
 
       public Builder window(Duration window) {
         this.window = window;
@@ -273,7 +294,8 @@ public final class BacklogMonitor {
 
       /** @throws IllegalArgumentException naming the invalid field and its value */
       public Config build() {
-        return new Config(window, minSamples, maxSamples, growthPerSecond, highDepth, stallAge);
+        return new Config(window, minSamples, maxSamples, growthPerSecond, highDepth, stallAge,
+            maxDepth);
       }
     }
   }

@@ -18,5 +18,13 @@ public enum BacklogVerdict {
    * The oldest message keeps ageing, as fast as time passes, while nothing drains: consumers are
    * stuck or gone. Page someone.
    */
-  STALLED
+  STALLED,
+  /**
+   * The latest depth is over the bound the backlog was configured with ({@link
+   * BacklogMonitor.Config#maxDepth()}; an outbox's {@link io.relaykit.outbox.OutboxBound} with
+   * ACCEPT): appends are still accepted, but the producer outruns the relay and the bound is
+   * there to say so. Checked before every other verdict, with any number of samples. Page
+   * someone.
+   */
+  OVER_BOUND
 }

@@ -1,5 +1,7 @@
 package io.relaykit.outbox;
 
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.internal.Checks;
 import io.relaykit.message.Message;
 import java.time.Duration;
@@ -10,8 +12,10 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 
@@ -37,6 +41,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
 
   /** The store's own clock, or null to use the time callers pass. */
   private final InstantSource clock;
+  private final OutboxBound bound;
+  private long refusedAppends;
+  private long overBoundAppends;
   private long nextSequence = 1;
   /** Every unsent row by sequence. */
   private final TreeMap<Long, Row> unsent = new TreeMap<>();
@@ -53,6 +60,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   /** A store that decides on the time its callers pass in. */
   public InMemoryOutboxStore() {
     this.clock = null;
+    this.bound = OutboxBound.unbounded();
   }
 
   /**
@@ -62,7 +70,35 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * @throws IllegalArgumentException if {@code clock} is null
    */
   public InMemoryOutboxStore(InstantSource clock) {
+    this(clock, OutboxBound.unbounded());
+  }
+
+  /**
+   * A store on {@code clock} whose appends are checked against {@code bound}, exactly: the
+   * unsent rows are counted under the store's lock.
+   *
+   * @throws IllegalArgumentException if {@code clock} or {@code bound} is null
+   */
+  public InMemoryOutboxStore(InstantSource clock, OutboxBound bound) {
     this.clock = Checks.requireNonNull("clock", clock);
+    this.bound = Checks.requireNonNull("bound", bound);
+  }
+
+  @Override
+  public OutboxBound bound() {
+    return bound;
+  }
+
+  /** Appends refused because the backlog was at its bound (REFUSE). */
+  @Override
+  public synchronized long refusedAppends() {
+    return refusedAppends;
+  }
+
+  /** Appends accepted over the bound (ACCEPT). */
+  @Override
+  public synchronized long overBoundAppends() {
+    return overBoundAppends;
   }
 
   /** The store's now: its own clock's, else the caller's. */
@@ -76,10 +112,19 @@ public final class InMemoryOutboxStore implements OutboxStore {
    *
    * @return the row's sequence
    * @throws IllegalArgumentException if {@code destination} is blank or {@code message} null
+   * @throws OutboxFullException if the store's {@link OutboxBound} refuses it (nothing is added)
    */
   public synchronized long append(String destination, Message message) {
     Checks.requireNonBlank("destination", destination);
     Checks.requireNonNull("message", message);
+    try {
+      if (bound.admit(unsent.size(), "in-memory outbox")) {
+        overBoundAppends++;
+      }
+    } catch (OutboxFullException e) {
+      refusedAppends++;
+      throw e;
+    }
     Row row = new Row(nextSequence++, destination, message);
     unsent.put(row.sequence, row);
     String key = message.key().orElse(null);
@@ -174,6 +219,50 @@ public final class InMemoryOutboxStore implements OutboxStore {
     }
     leave(row);
     return true;
+  }
+
+  /**
+   * Under the store's lock: if {@code owner} holds the row, stores the dead letter and then takes
+   * the row out, so no other relay can claim or send it in between; if {@code deadLetters} throws,
+   * the row stays, still held. Holds the store's lock for the dead-letter store's call.
+   */
+  @Override
+  public synchronized boolean moveToDeadLetters(String owner, long sequence,
+      DeadLetter deadLetter, DeadLetterStore deadLetters) {
+    Checks.requireNonBlank("owner", owner);
+    Checks.requireNonNull("deadLetter", deadLetter);
+    Checks.requireNonNull("deadLetters", deadLetters);
+    Row row = held(owner, sequence);
+    if (row == null) {
+      return false;
+    }
+    deadLetters.add(deadLetter);
+    leave(row);
+    return true;
+  }
+
+  @Override
+  public synchronized Set<Long> renewLease(String owner, Collection<Long> sequences,
+      Duration lease, Instant now) {
+    Checks.requireNonBlank("owner", owner);
+    Checks.requireNonNull("sequences", sequences);
+    Checks.requirePositive("lease", lease);
+    Checks.requireNonNull("now", now);
+    Instant until = now(now).plus(lease);
+    Set<Long> kept = new HashSet<>();
+    for (Long sequence : sequences) {
+      Row row = held(owner, Checks.requireNonNull("sequence", sequence));
+      // A held row waits until its lease ends, or, once that passed, may be ready again; a
+      // rescheduled one has no owner.
+      if (row != null) {
+        waiting.remove(row);
+        ready.remove(row);
+        row.dueAt = until;
+        waiting.add(row);
+        kept.add(sequence);
+      }
+    }
+    return kept;
   }
 
   @Override

@@ -7,6 +7,10 @@ import io.relaykit.message.Message;
 import io.relaykit.message.PublishException;
 import io.relaykit.message.PublishReceipt;
 import io.relaykit.message.Publisher;
+import io.relaykit.monitor.BacklogMonitor;
+import io.relaykit.monitor.BacklogSample;
+import io.relaykit.monitor.BacklogSnapshot;
+import io.relaykit.monitor.BacklogVerdict;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
 import io.relaykit.monitor.LifecycleListener;
@@ -18,14 +22,20 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -33,8 +43,19 @@ import java.util.concurrent.locks.ReentrantLock;
  * Moves outbox rows to a broker: claims a batch with a lease, publishes every row, waits for the
  * broker's confirms, marks the confirmed rows sent, reschedules failures with the {@link
  * RetryPolicy}'s backoff, and dead-letters rows that are out of attempts or failed permanently
- * (the {@link DeadLetter} is stored first, then the row leaves the outbox, so a crash in between
- * leaves a row to retry, never a lost message).
+ * through {@link OutboxStore#moveToDeadLetters}, fenced by the lease: a relay that lost a row to
+ * another relay stores no dead letter for it, and a row never leaves the outbox without its
+ * {@link DeadLetter}.
+ *
+ * <p>Leases: while a batch is in flight (publishing, awaiting confirms) a heartbeat thread renews
+ * its leases every third of the lease ({@link OutboxStore#renewLease}, fenced by the owner), so a
+ * broker slower than the lease does not hand the rows to a second relay; rows a renewal reports
+ * taken over are given up and their results are not marked. A relay whose renewals fail (the
+ * store is down) keeps its batch only as long as its last lease.
+ *
+ * <p>Poison isolation: a failure handling one row (its dead letter cannot be stored, marking or
+ * rescheduling it throws) is that row's alone: it is counted, backed off, and the cycle goes on
+ * with the other rows and keys (see {@link #runOnce()}).
  *
  * <p>Guarantees: at least once (a relay that dies after the broker confirmed but before marking
  * sent leaves rows that are published again when its lease expires; consumers dedupe by message
@@ -48,15 +69,17 @@ import java.util.concurrent.locks.ReentrantLock;
  * rows (a partial batch included: it may be one row per key of a larger keyed backlog), every
  * {@code pollInterval} after a claim found nothing, and with a capped backoff while the store
  * fails, until {@link #close(Duration)}. Cost per cycle: one claim, one publish per row, one
- * markSent, one store call per failed row.
+ * markSent, one store call per failed row, one renewal per third of the lease a batch is in
+ * flight, and, once per purge interval, up to {@value #PURGE_STEPS_PER_CYCLE} purge statements of
+ * {@value #PURGE_STEP} sent rows (every cycle while a purge is behind).
  */
 public final class OutboxRelay implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(OutboxRelay.class.getName());
   /** The {@code destination} of the relay's metrics. */
   static final String METRICS_NAME = "outbox";
-  /** Sent rows deleted per purge statement, and statements per purge. */
-  private static final int PURGE_STEP = 1_000;
-  private static final int MAX_PURGE_STEPS = 100;
+  /** Sent rows deleted per purge statement, and statements per cycle. */
+  static final int PURGE_STEP = 1_000;
+  static final int PURGE_STEPS_PER_CYCLE = 10;
 
   private final OutboxStore store;
   private final Publisher publisher;
@@ -82,7 +105,24 @@ public final class OutboxRelay implements AutoCloseable {
   private volatile boolean running;
   private boolean closed;
   private volatile Instant lastPurge;
+  /** The last purge stopped at its bound with more to delete: the next cycle goes on at once. */
+  private volatile boolean purgeBehind;
   private volatile Instant lastSample;
+  private final Duration renewEvery;
+  private final boolean bounded;
+  private final BacklogMonitor backlog;
+  private final Duration heartbeatTick;
+  private ScheduledThreadPoolExecutor heartbeat;
+  private final AtomicLong rowFailures = new AtomicLong();
+  private final AtomicLong leaseRenewals = new AtomicLong();
+  private final AtomicLong renewalFailures = new AtomicLong();
+  private final AtomicLong leaseLostTotal = new AtomicLong();
+  private final AtomicLong purgedTotal = new AtomicLong();
+  private final AtomicLong purgeFailures = new AtomicLong();
+  private final AtomicLong deadLettersPurgedTotal = new AtomicLong();
+  private final Duration deadLetterMaxAge;
+  private final long deadLetterMaxCount;
+  private volatile boolean deadLetterRetentionSupported = true;
 
   private OutboxRelay(Builder b) {
     this.store = b.store;
@@ -102,6 +142,17 @@ public final class OutboxRelay implements AutoCloseable {
     this.metrics = b.metrics;
     this.metering = b.metricsSet;
     this.metricsInterval = b.metricsInterval;
+    this.deadLetterMaxAge = b.deadLetterMaxAge;
+    this.deadLetterMaxCount = b.deadLetterMaxCount;
+    this.renewEvery = lease.dividedBy(3);
+    OutboxBound bound = store.bound();
+    this.bounded = bound != null && bound.isBounded();
+    this.backlog = new BacklogMonitor(BacklogMonitor.Config.builder()
+        .maxDepth(bounded ? bound.maxUnsent() : Long.MAX_VALUE).build(), clock);
+    Duration tick = lease.dividedBy(10);
+    Duration maxTick = Duration.ofMillis(100);
+    this.heartbeatTick = tick.compareTo(maxTick) > 0 ? maxTick
+        : tick.isZero() ? Duration.ofNanos(1) : tick;
   }
 
   /** A builder for a relay from {@code store} through {@code publisher}. */
@@ -115,52 +166,86 @@ public final class OutboxRelay implements AutoCloseable {
     return owner;
   }
 
+  /** How long this relay's claims hold rows (renewed while a batch is in flight). */
+  public Duration lease() {
+    return lease;
+  }
+
+  /** How long sent rows are kept before this relay purges them. */
+  public Duration retention() {
+    return retention;
+  }
+
   /**
    * One cycle: claim up to {@code batchSize} rows, publish them, wait up to {@code confirmTimeout}
-   * for the confirms, mark, reschedule or dead-letter each row; purge old sent rows when due.
+   * for the confirms (renewing the batch's leases meanwhile), mark, reschedule or dead-letter each
+   * row; purge old sent rows when due.
+   *
+   * <p>Poison isolation: once rows are claimed, a failure handling one of them (its dead letter
+   * cannot be stored, marking or rescheduling it throws) affects that row and its key only. The
+   * row is counted ({@link Batch#failed()}, {@link Counters#rowFailures()}), rescheduled with the
+   * error backoff over its attempts where the store still answers (else it keeps its lease and is
+   * claimed again when that expires), and the cycle carries on with the other rows.
    *
    * @return what happened to the claimed rows
-   * @throws RuntimeException whatever the store throws (an unreachable database): rows claimed in
-   *     this cycle keep their lease and are taken over when it expires
+   * @throws RuntimeException what the store's claim throws (an unreachable database): nothing was
+   *     claimed, or the rows claimed keep their lease and are taken over when it expires
    */
   public Batch runOnce() {
     Instant now = clock.instant();
     sampleIfDue(now);
     List<OutboxRecord> claimed = store.claim(owner, batchSize, lease, now);
-    if (claimed.isEmpty()) {
-      purgeIfDue(now);
-      return new Batch(0, 0, 0, 0, 0);
-    }
+    Batch batch = claimed.isEmpty() ? new Batch(0, 0, 0, 0, 0, 0) : deliver(claimed, now);
+    purgeIfDue(clock.instant());
+    return batch;
+  }
+
+  private Batch deliver(List<OutboxRecord> claimed, Instant now) {
     List<OutboxRecord> toPublish = new ArrayList<>(claimed.size());
     int dead = 0;
+    int failed = 0;
     for (OutboxRecord r : claimed) {
       if (r.message().isExpiredAt(now)) {
-        if (deadLetter(r, "expired at " + r.message().expiresAt().orElseThrow()
-            + " before it could be published", null, r.attempts(), now, Stage.EXPIRED)) {
-          dead++;
-        }
+        Outcome o = deadLetter(r, "expired at " + r.message().expiresAt().orElseThrow()
+            + " before it could be published", null, r.attempts(), now, Stage.EXPIRED);
+        dead += o == Outcome.DONE ? 1 : 0;
+        failed += o == Outcome.FAILED ? 1 : 0;
       } else {
         toPublish.add(r);
       }
     }
+    InFlight flight = new InFlight(toPublish, now);
     List<CompletableFuture<PublishReceipt>> confirms = new ArrayList<>(toPublish.size());
-    for (OutboxRecord r : toPublish) {
-      confirms.add(publish(r));
+    try {
+      flight.start();
+      for (OutboxRecord r : toPublish) {
+        confirms.add(publish(r));
+      }
+      awaitConfirms(confirms);
+    } finally {
+      // Stopped before any row is marked: a renewal racing a markSent would count a sent row
+      // as lost.
+      flight.stop();
     }
-    awaitConfirms(confirms);
+    Set<Long> lostByRenewal = flight.lost();
 
     List<Long> confirmed = new ArrayList<>(toPublish.size());
-    List<Integer> failed = new ArrayList<>();
+    List<Integer> failedPublish = new ArrayList<>();
     for (int i = 0; i < toPublish.size(); i++) {
+      if (lostByRenewal.contains(toPublish.get(i).sequence())) {
+        continue; // another relay holds it now: its results are not ours to mark
+      }
       CompletableFuture<PublishReceipt> f = confirms.get(i);
       if (f.isDone() && !f.isCompletedExceptionally()) {
         confirmed.add(toPublish.get(i).sequence());
       } else {
-        failed.add(i);
+        failedPublish.add(i);
       }
     }
     Instant doneAt = clock.instant();
-    int sent = confirmed.isEmpty() ? 0 : markSent(confirmed, doneAt);
+    int[] marked = confirmed.isEmpty() ? new int[] {0, 0} : markSent(confirmed, doneAt);
+    int sent = marked[0];
+    failed += marked[1];
     for (int i = 0; i < toPublish.size(); i++) {
       CompletableFuture<PublishReceipt> f = confirms.get(i);
       if (f.isDone() && !f.isCompletedExceptionally()) {
@@ -169,41 +254,54 @@ public final class OutboxRelay implements AutoCloseable {
       }
     }
     int retried = 0;
-    for (int i : failed) {
+    for (int i : failedPublish) {
       OutboxRecord r = toPublish.get(i);
       Throwable cause = failure(confirms.get(i));
       int attempt = r.attempts() + 1;
       Instant first = r.firstFailureAt() != null ? r.firstFailureAt() : doneAt;
       RetryPolicy.Decision d = retryPolicy.decide(attempt, first, doneAt, cause);
       if (d.retry()) {
-        if (store.reschedule(owner, r.sequence(), attempt, doneAt, doneAt.plus(d.delay()),
-            describe(cause))) {
-          retried++;
-          emit(Stage.RETRIED, r, doneAt, "attempt " + attempt + " failed, next in " + d.delay()
-              + ": " + describe(cause));
+        try {
+          if (store.reschedule(owner, r.sequence(), attempt, doneAt, doneAt.plus(d.delay()),
+              describe(cause))) {
+            retried++;
+            emit(Stage.RETRIED, r, doneAt, "attempt " + attempt + " failed, next in "
+                + d.delay() + ": " + describe(cause));
+          }
+        } catch (RuntimeException e) {
+          // It keeps its lease and is claimed again when that expires.
+          rowFailed(r, "reschedule", e);
+          failed++;
         }
-      } else if (deadLetter(r, d.reason(), cause, attempt, doneAt, Stage.DEAD_LETTERED)) {
-        dead++;
+      } else {
+        Outcome o = deadLetter(r, d.reason(), cause, attempt, doneAt, Stage.DEAD_LETTERED);
+        dead += o == Outcome.DONE ? 1 : 0;
+        failed += o == Outcome.FAILED ? 1 : 0;
       }
     }
-    int lost = claimed.size() - sent - retried - dead;
+    int lost = claimed.size() - sent - retried - dead - failed;
     if (lost > 0) {
+      leaseLostTotal.addAndGet(lost);
       LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " lost the lease of " + lost
-          + " rows before marking them (lease " + lease + " too short for the confirm wait?);"
+          + " rows before marking them (its renewals failed, or a publish outlasted the lease);"
           + " another relay publishes them again");
     }
-    return new Batch(claimed.size(), sent, retried, dead, lost);
+    return new Batch(claimed.size(), sent, retried, dead, lost, failed);
   }
 
   /**
    * Marks confirmed rows sent, trying a transient store failure (a lock timeout) twice more at
-   * once: every row left unmarked is published a second time after its lease expires.
+   * once; if the batch still fails, marks row by row, so that a row the store refuses is that
+   * row's failure only (it keeps its lease and is published a second time when that expires).
+   * After three row failures in a row the store is taken to be down and the rest count as failed.
+   *
+   * @return rows marked, rows that failed
    */
-  private int markSent(List<Long> confirmed, Instant at) {
+  private int[] markSent(List<Long> confirmed, Instant at) {
     RuntimeException last = null;
     for (int attempt = 1; attempt <= 3; attempt++) {
       try {
-        return store.markSent(owner, confirmed, at);
+        return new int[] {store.markSent(owner, confirmed, at), 0};
       } catch (RuntimeException e) {
         if (last != null) {
           e.addSuppressed(last);
@@ -211,7 +309,30 @@ public final class OutboxRelay implements AutoCloseable {
         last = e;
       }
     }
-    throw last;
+    int sent = 0;
+    int failed = 0;
+    int inARow = 0;
+    for (Long seq : confirmed) {
+      if (inARow >= 3) {
+        failed++;
+        continue;
+      }
+      try {
+        sent += store.markSent(owner, List.of(seq), at);
+        inARow = 0;
+      } catch (RuntimeException e) {
+        failed++;
+        inARow++;
+        last = e;
+      }
+    }
+    rowFailures.addAndGet(failed);
+    if (failed > 0) {
+      LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " could not mark " + failed
+          + " confirmed rows sent; they are published again when their lease expires: " + last,
+          last);
+    }
+    return new int[] {sent, failed};
   }
 
   private CompletableFuture<PublishReceipt> publish(OutboxRecord r) {
@@ -255,24 +376,189 @@ public final class OutboxRelay implements AutoCloseable {
     }
   }
 
-  private boolean deadLetter(OutboxRecord r, String reason, Throwable cause, int attempts,
+  /** What became of one row the relay tried to move, mark or reschedule. */
+  private enum Outcome { DONE, LOST, FAILED }
+
+  /**
+   * Moves the row to dead letters through {@link OutboxStore#moveToDeadLetters}, fenced by the
+   * lease: a relay that lost the row stores no dead letter. A failure (the dead-letter store
+   * refuses the letter or is down) is the row's alone: it is rescheduled with the error backoff.
+   */
+  private Outcome deadLetter(OutboxRecord r, String reason, Throwable cause, int attempts,
       Instant at, Stage stage) {
     Instant first = r.firstFailureAt() != null ? r.firstFailureAt() : at;
-    deadLetters.add(DeadLetter.of(r.message(), r.destination(), reason, cause, attempts, first,
-        at));
-    boolean removed = store.markDead(owner, r.sequence());
-    if (removed) {
-      emit(stage, r, at, reason);
+    boolean moved;
+    try {
+      moved = store.moveToDeadLetters(owner, r.sequence(), DeadLetter.of(r.message(),
+          r.destination(), reason, cause, attempts, first, at), deadLetters);
+    } catch (RuntimeException e) {
+      rowFailed(r, "move to dead letters", e);
+      backOff(r, "could not move to dead letters (" + reason + "): " + describe(e), at);
+      return Outcome.FAILED;
     }
-    return removed;
+    if (moved) {
+      emit(stage, r, at, reason);
+      return Outcome.DONE;
+    }
+    return Outcome.LOST;
   }
+
+  private void rowFailed(OutboxRecord r, String what, RuntimeException e) {
+    rowFailures.incrementAndGet();
+    LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " could not " + what
+        + " outbox row " + r.sequence() + " (message " + r.message().id() + " for "
+        + r.destination() + "); its key waits, other rows go on: " + e, e);
+  }
+
+  /**
+   * Reschedules a row whose handling failed, after the error backoff over its attempts, so a row
+   * that keeps failing is tried less and less often and never holds up the claim; if even that
+   * fails, the row keeps its lease and is claimed again when it expires.
+   */
+  private void backOff(OutboxRecord r, String error, Instant at) {
+    int attempt = r.attempts() + 1;
+    try {
+      store.reschedule(owner, r.sequence(), attempt, at, at.plus(errorBackoff.delay(attempt)),
+          error);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "outbox relay " + owner + " could not reschedule row "
+          + r.sequence() + " either; it is claimed again when its lease expires: " + e);
+    }
+  }
+
+  /**
+   * Renews the leases of a batch in flight, on a heartbeat thread, while the relay's own thread
+   * publishes and awaits confirms: every third of the lease on the relay's clock (checked every
+   * tenth of the lease, at most every 100 ms). Rows a renewal no longer holds (taken over) are
+   * given up: their results are not marked.
+   */
+  private final class InFlight implements Runnable {
+    private final Set<Long> held = new HashSet<>();
+    private final Set<Long> lost = new HashSet<>();
+    private Instant renewedAt;
+    private boolean stopped;
+    private ScheduledFuture<?> task;
+
+    InFlight(List<OutboxRecord> rows, Instant claimedAt) {
+      for (OutboxRecord r : rows) {
+        held.add(r.sequence());
+      }
+      this.renewedAt = claimedAt;
+    }
+
+    synchronized void start() {
+      if (held.isEmpty()) {
+        return;
+      }
+      ScheduledThreadPoolExecutor executor = heartbeat();
+      if (executor == null) {
+        return;
+      }
+      try {
+        task = executor.scheduleWithFixedDelay(this, heartbeatTick.toNanos(),
+            heartbeatTick.toNanos(), TimeUnit.NANOSECONDS);
+      } catch (RejectedExecutionException e) {
+        // Closed meanwhile: the batch runs inside its first lease.
+      }
+    }
+
+    @Override
+    public synchronized void run() {
+      if (stopped || held.isEmpty()) {
+        return;
+      }
+      Instant now = clock.instant();
+      if (now.isBefore(renewedAt.plus(renewEvery))) {
+        return;
+      }
+      List<Long> seqs = new ArrayList<>(held);
+      try {
+        Set<Long> kept = store.renewLease(owner, seqs, lease, now);
+        renewedAt = now;
+        leaseRenewals.incrementAndGet();
+        for (Long seq : seqs) {
+          if (!kept.contains(seq)) {
+            held.remove(seq);
+            lost.add(seq);
+          }
+        }
+      } catch (UnsupportedOperationException e) {
+        stopped = true;
+        LOG.log(System.Logger.Level.DEBUG, "outbox relay " + owner + ": the store cannot renew"
+            + " leases; batches must finish inside one lease: " + e);
+      } catch (RuntimeException e) {
+        renewalFailures.incrementAndGet();
+        LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " could not renew the"
+            + " lease of " + seqs.size() + " rows in flight (retrying): " + e);
+      }
+    }
+
+    /** Stops renewing; waits for a renewal in progress to finish. */
+    synchronized void stop() {
+      stopped = true;
+      if (task != null) {
+        task.cancel(false);
+      }
+    }
+
+    synchronized Set<Long> lost() {
+      return Set.copyOf(lost);
+    }
+  }
+
+  /** The heartbeat executor, created on first use; null once the relay is closed. */
+  private ScheduledThreadPoolExecutor heartbeat() {
+    lock.lock();
+    try {
+      if (closed) {
+        return null;
+      }
+      if (heartbeat == null) {
+        ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1, r -> {
+          Thread t = new Thread(r, "relaykit-outbox-lease-" + owner);
+          t.setDaemon(true);
+          return t;
+        });
+        e.setKeepAliveTime(10, TimeUnit.SECONDS);
+        e.allowCoreThreadTimeOut(true);
+        e.setRemoveOnCancelPolicy(true);
+        heartbeat = e;
+      }
+      return heartbeat;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** What the relay has counted since it was built. */
+  public Counters counters() {
+    return new Counters(rowFailures.get(), leaseRenewals.get(), renewalFailures.get(),
+        leaseLostTotal.get(), purgedTotal.get(), purgeFailures.get(),
+        deadLettersPurgedTotal.get());
+  }
+
+  /**
+   * What a relay counted since it was built.
+   *
+   * @param rowFailures rows whose handling failed (dead letter not stored, mark or reschedule
+   *     threw) and were left for a later cycle
+   * @param leaseRenewals renewals of in-flight batches' leases
+   * @param renewalFailures renewals that failed (the store did not answer)
+   * @param leaseLost rows whose lease another relay took over before this one marked them
+   * @param purged sent rows purged
+   * @param purgeFailures purge steps that failed (the next cycle tries again)
+   * @param deadLettersPurged dead letters removed by the dead-letter retention
+   */
+  public record Counters(long rowFailures, long leaseRenewals, long renewalFailures,
+      long leaseLost, long purged, long purgeFailures, long deadLettersPurged) {}
 
   /**
    * Reports the backlog (unsent rows, oldest unsent age) to the metrics listener at most once per
    * metrics interval. A store that cannot answer costs this sample, not the cycle.
    */
   private void sampleIfDue(Instant now) {
-    if (!metering || (lastSample != null && now.isBefore(lastSample.plus(metricsInterval)))) {
+    if (!(metering || bounded)
+        || (lastSample != null && now.isBefore(lastSample.plus(metricsInterval)))) {
       return;
     }
     lastSample = now;
@@ -284,31 +570,104 @@ public final class OutboxRelay implements AutoCloseable {
           + " backlog for metrics: " + e);
       return;
     }
+    BacklogSnapshot snapshot;
+    try {
+      backlog.record(new BacklogSample(now, stats.unsent(), stats.oldestUnsentAge()));
+      snapshot = backlog.snapshot();
+    } catch (IllegalArgumentException e) {
+      return; // the relay's clock went back: this sample does not fit the window
+    }
+    if (snapshot.verdict() == BacklogVerdict.OVER_BOUND) {
+      LOG.log(System.Logger.Level.WARNING, "outbox backlog of " + stats.unsent()
+          + " unsent rows is over its bound of " + store.bound().maxUnsent());
+    }
     MetricsListener.safely(metrics, m -> {
       m.backlogDepth(METRICS_NAME, stats.unsent());
       m.oldestAge(METRICS_NAME, stats.oldestUnsentAge());
+      m.backlog(METRICS_NAME, snapshot);
     });
   }
 
+  /**
+   * The backlog's verdict from this relay's samples (taken at most once per metrics interval,
+   * when metrics are set or the store has an {@link OutboxBound}): {@link
+   * BacklogVerdict#OVER_BOUND} while the unsent rows are over the store's bound.
+   */
+  public BacklogSnapshot backlog() {
+    return backlog.snapshot();
+  }
+
+  /**
+   * Purges sent rows older than the retention, on the purge interval, whether or not the cycle
+   * found work (a relay that always has work still purges): at most {@link
+   * #PURGE_STEPS_PER_CYCLE} statements of {@link #PURGE_STEP} rows per cycle, and when that bound
+   * left rows behind, again in the next cycle until caught up. A purge that fails is counted and
+   * costs nothing else: the cycle's rows are already handled.
+   */
   private void purgeIfDue(Instant now) {
-    if (lastPurge != null && now.isBefore(lastPurge.plus(purgeInterval))) {
+    if (!purgeBehind && lastPurge != null && now.isBefore(lastPurge.plus(purgeInterval))) {
       return;
     }
     lastPurge = now;
     // Retention is measured on the store's clock, so a relay whose clock runs ahead purges
     // nothing early; bounded steps keep each delete short.
     int purged = 0;
-    for (int i = 0; i < MAX_PURGE_STEPS; i++) {
-      int n = store.purgeSentOlderThan(retention, PURGE_STEP, now);
-      purged += n;
-      if (n < PURGE_STEP) {
-        break;
+    boolean behind = true;
+    try {
+      for (int i = 0; i < PURGE_STEPS_PER_CYCLE && behind; i++) {
+        int n = store.purgeSentOlderThan(retention, PURGE_STEP, now);
+        purged += n;
+        behind = n >= PURGE_STEP;
       }
+    } catch (RuntimeException e) {
+      behind = false;
+      purgeFailures.incrementAndGet();
+      LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " could not purge sent"
+          + " rows (tried again in " + purgeInterval + "): " + e);
     }
+    purgedTotal.addAndGet(purged);
     if (purged > 0) {
       LOG.log(System.Logger.Level.DEBUG, "outbox relay " + owner + " purged " + purged
           + " sent rows older than " + retention);
     }
+    purgeBehind = behind | purgeDeadLetters(now);
+  }
+
+  /**
+   * Applies the dead-letter retention (age on the relay's clock, then count), in the same bounded
+   * steps; returns whether it stopped at its bound with more to remove.
+   */
+  private boolean purgeDeadLetters(Instant now) {
+    if (!deadLetterRetentionSupported) {
+      return false;
+    }
+    long removed = 0;
+    boolean behind = false;
+    try {
+      int steps = 0;
+      long n;
+      do {
+        n = deadLetters.purgeFailedBefore(now.minus(deadLetterMaxAge), PURGE_STEP);
+        removed += n;
+      } while (n >= PURGE_STEP && ++steps < PURGE_STEPS_PER_CYCLE);
+      behind = n >= PURGE_STEP;
+      steps = 0;
+      do {
+        n = deadLetters.trimTo(deadLetterMaxCount, PURGE_STEP);
+        removed += n;
+      } while (n >= PURGE_STEP && ++steps < PURGE_STEPS_PER_CYCLE);
+      behind |= n >= PURGE_STEP;
+    } catch (UnsupportedOperationException e) {
+      deadLetterRetentionSupported = false;
+      LOG.log(System.Logger.Level.INFO, "outbox relay " + owner + ": the dead-letter store"
+          + " cannot apply retention, so its dead letters are kept until purged by hand: " + e);
+    } catch (RuntimeException e) {
+      purgeFailures.incrementAndGet();
+      LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " could not apply the"
+          + " dead-letter retention (tried again in " + purgeInterval + "): " + e);
+    }
+    deadLettersPurgedTotal.addAndGet(removed);
+    return behind;
   }
 
   private void emit(Stage stage, OutboxRecord r, Instant at, String detail) {
@@ -354,7 +713,8 @@ public final class OutboxRelay implements AutoCloseable {
    * turn the loop into a claim-and-reschedule spin.
    */
   static Duration pauseAfter(Batch b, int batchSize, Duration pollInterval) {
-    boolean progress = b.sent() > 0 || b.deadLettered() > 0 || b.claimed() >= batchSize;
+    boolean progress = b.sent() > 0 || b.deadLettered() > 0
+        || (b.claimed() >= batchSize && b.failed() < b.claimed());
     return progress ? Duration.ZERO : pollInterval;
   }
 
@@ -420,6 +780,10 @@ public final class OutboxRelay implements AutoCloseable {
       running = false;
       wake.signalAll();
       t = worker;
+      if (heartbeat != null) {
+        // No interrupt: a renewal in progress finishes its JDBC call.
+        heartbeat.shutdown();
+      }
     } finally {
       lock.unlock();
     }
@@ -451,8 +815,11 @@ public final class OutboxRelay implements AutoCloseable {
    * @param retried rows that failed and were rescheduled
    * @param deadLettered rows moved to dead letters (out of attempts, permanent failure, expired)
    * @param leaseLost rows whose lease another relay took over before this one could mark them
+   * @param failed rows whose handling failed (their dead letter could not be stored, marking or
+   *     rescheduling them threw): left for a later cycle, the rest of the batch unaffected
    */
-  public record Batch(int claimed, int sent, int retried, int deadLettered, int leaseLost) {}
+  public record Batch(int claimed, int sent, int retried, int deadLettered, int leaseLost,
+      int failed) {}
 
   /** Builds an {@link OutboxRelay}; {@link #build()} names any invalid field. */
   public static final class Builder {
@@ -471,6 +838,8 @@ public final class OutboxRelay implements AutoCloseable {
         .withMax(Duration.ofSeconds(30)).withJitter(Jitter.FULL);
     private Duration retention = Duration.ofDays(7);
     private Duration purgeInterval = Duration.ofMinutes(1);
+    private Duration deadLetterMaxAge = Duration.ofDays(30);
+    private long deadLetterMaxCount = 100_000;
     private MetricsListener metrics = MetricsListener.noop();
     private boolean metricsSet;
     private Duration metricsInterval = Duration.ofSeconds(10);
@@ -514,7 +883,10 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
-    /** How long claimed rows stay hidden from other relays. Default 30 s. */
+    /**
+     * How long claimed rows stay hidden from other relays, on the store's clock; renewed every
+     * third of it while a batch is in flight. Default 30 s.
+     */
     public Builder lease(Duration lease) {
       this.lease = lease;
       return this;
@@ -544,9 +916,25 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
-    /** How often an idle relay purges sent rows older than the retention. Default 1 min. */
+    /**
+     * How often the relay purges sent rows older than the retention and applies the dead-letter
+     * retention, busy or idle. Default 1 min.
+     */
     public Builder purgeInterval(Duration purgeInterval) {
       this.purgeInterval = purgeInterval;
+      return this;
+    }
+
+    /**
+     * Dead-letter retention, applied to the relay's dead-letter store on the purge schedule (in
+     * steps of {@value OutboxRelay#PURGE_STEP}, counted in {@link Counters#deadLettersPurged()}):
+     * dead letters whose last failure is older than {@code maxAge} on the relay's clock are
+     * removed, and beyond {@code maxCount} the oldest are. A store that cannot apply retention
+     * (a broker's dead-letter queue) is left alone. Default 30 days and 100 000.
+     */
+    public Builder deadLetterRetention(Duration maxAge, long maxCount) {
+      this.deadLetterMaxAge = maxAge;
+      this.deadLetterMaxCount = maxCount;
       return this;
     }
 
@@ -593,6 +981,8 @@ public final class OutboxRelay implements AutoCloseable {
       Checks.requireNonNull("errorBackoff", errorBackoff);
       Checks.requirePositive("retention", retention);
       Checks.requirePositive("purgeInterval", purgeInterval);
+      Checks.requirePositive("deadLetterMaxAge", deadLetterMaxAge);
+      Checks.requirePositive("deadLetterMaxCount", deadLetterMaxCount);
       Checks.requireNonNull("metrics", metrics);
       Checks.requirePositive("metricsInterval", metricsInterval);
       return new OutboxRelay(this);

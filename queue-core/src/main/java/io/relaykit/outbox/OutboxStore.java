@@ -1,9 +1,12 @@
 package io.relaykit.outbox;
 
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterStore;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The storage side of the transactional outbox. Messages are appended in the caller's business
@@ -74,6 +77,68 @@ public interface OutboxStore {
   boolean markDead(String owner, long sequence);
 
   /**
+   * Moves a row {@code owner} still holds to dead letters: the row leaves the outbox and {@code
+   * deadLetter} is stored in {@code deadLetters}, fenced by the lease. A relay that lost the row
+   * to another relay (which may have sent it) stores nothing and gets false, so a replay can
+   * never publish a row that went out; and the row never leaves the outbox without its dead
+   * letter, so nothing is lost.
+   *
+   * <p>relaykit's stores make it one step: the JDBC store deletes the row and upserts the dead
+   * letter in one transaction when {@code deadLetters} is the dead-letter table of the same
+   * database, and otherwise stores the dead letter while its DELETE holds the row's lock, before
+   * it commits (so no other relay can claim, send or take over the row meanwhile; a commit that
+   * fails after the dead letter was stored leaves the row to retry beside its dead letter); the
+   * in-memory store does it under its lock. This default, for stores written before this method,
+   * removes the row first ({@link #markDead}) and stores the dead letter only if that won; if
+   * storing it then fails, the message exists nowhere but in the exception and the log.
+   *
+   * @return whether the caller still held the row (and so moved it)
+   * @throws IllegalArgumentException on a blank owner or a null dead letter or store, or what
+   *     {@code deadLetters} refuses (a dead letter too large for it): the row stays, still held
+   * @throws RuntimeException what the store or {@code deadLetters} throws: the row stays, still
+   *     held, and no dead letter was stored (except as described for a failed commit above)
+   */
+  default boolean moveToDeadLetters(String owner, long sequence, DeadLetter deadLetter,
+      DeadLetterStore deadLetters) {
+    if (deadLetter == null || deadLetters == null) {
+      throw new IllegalArgumentException((deadLetter == null ? "deadLetter" : "deadLetters")
+          + " must not be null");
+    }
+    if (!markDead(owner, sequence)) {
+      return false;
+    }
+    try {
+      deadLetters.add(deadLetter);
+    } catch (RuntimeException e) {
+      throw new IllegalStateException("outbox row " + sequence + " (message "
+          + deadLetter.messageId() + " for " + deadLetter.source() + ") left the outbox but its"
+          + " dead letter could not be stored: " + e, e);
+    }
+    return true;
+  }
+
+  /**
+   * Extends the lease of the rows among {@code sequences} that {@code owner} still holds to the
+   * store's now plus {@code lease} (the caller's {@code now} for a store without a clock of its
+   * own), so a relay whose batch is still in flight (a slow broker confirm, a publish that blocks)
+   * keeps its rows. Fenced by the owner, not by time: a row whose lease ran out but that no other
+   * relay claimed is still held and is renewed; a row another relay took over, or that was sent,
+   * rescheduled or dead-lettered, is not.
+   *
+   * <p>The default, for stores written before this method, throws {@link
+   * UnsupportedOperationException}: relays then cannot renew and keep their batch inside one lease.
+   *
+   * @return the sequences still held, now under the renewed lease
+   * @throws IllegalArgumentException on a blank owner, null sequences, a non-positive lease or a
+   *     null now
+   */
+  default Set<Long> renewLease(String owner, Collection<Long> sequences, Duration lease,
+      Instant now) {
+    throw new UnsupportedOperationException(getClass().getName()
+        + " cannot renew outbox leases");
+  }
+
+  /**
    * Deletes sent rows sent before {@code sentBefore}, an instant on the caller's clock; returns how
    * many. Relays use {@link #purgeSentOlderThan}, which cannot be skewed by the caller's clock.
    */
@@ -107,4 +172,23 @@ public interface OutboxStore {
 
   /** Unsent rows and the age of the oldest, at {@code now}. */
   OutboxStats stats(Instant now);
+
+  /**
+   * The bound appends are checked against ({@link OutboxBound#unbounded()} by default). A relay
+   * over a bounded store judges its backlog against it: {@link
+   * io.relaykit.monitor.BacklogVerdict#OVER_BOUND} while the unsent rows are over it.
+   */
+  default OutboxBound bound() {
+    return OutboxBound.unbounded();
+  }
+
+  /** Rows whose append the {@link #bound()} refused (REFUSE); 0 for a store without a bound. */
+  default long refusedAppends() {
+    return 0;
+  }
+
+  /** Rows appended over the {@link #bound()} (ACCEPT); 0 for a store without a bound. */
+  default long overBoundAppends() {
+    return 0;
+  }
 }

@@ -200,14 +200,38 @@ final class IdIndex<V> {
     if (head == tail) {
       return false;
     }
-    int at = (int) head & ringMask;
-    long seconds = second - ringSeconds[at];
-    int nanos = nano - ringNanos[at];
+    return olderThan((int) head & ringMask, second, nano, windowSecond, windowNano);
+  }
+
+  private boolean olderThan(int slot, long second, int nano, long windowSecond, int windowNano) {
+    long seconds = second - ringSeconds[slot];
+    int nanos = nano - ringNanos[slot];
     if (nanos < 0) {
       nanos += 1_000_000_000;
       seconds--;
     }
     return seconds > windowSecond || (seconds == windowSecond && nanos >= windowNano);
+  }
+
+  /**
+   * How many ids the window holds that were first seen less than {@code windowSecond}/{@code
+   * windowNano} before {@code second}/{@code nano}: the window after the age trim of {@link
+   * #headOlderThan} and {@link #trimHead}, counted without changing anything (not even skipping
+   * holes). O(ids and holes that trim would pass).
+   */
+  int windowSizeAfterAgeTrim(long second, int nano, long windowSecond, int windowNano) {
+    int remaining = windowSize;
+    for (long at = head; at != tail && remaining > 0; at++) {
+      int slot = (int) at & ringMask;
+      if (ringRefs[slot] == 0) {
+        continue;
+      }
+      if (!olderThan(slot, second, nano, windowSecond, windowNano)) {
+        break;
+      }
+      remaining--;
+    }
+    return remaining;
   }
 
   /** The ref of the window's oldest id (past any holes), or 0 when the window is empty. */

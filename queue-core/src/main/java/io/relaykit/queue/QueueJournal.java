@@ -49,8 +49,11 @@ import java.util.List;
  * <h2>Bad input</h2>
  * Every method refuses, with an {@link IllegalArgumentException} naming the field and before
  * anything is recorded: a null argument, a blank event id, a blank dead reason, negative attempts,
- * and any id, name, payload or reason holding an unpaired surrogate ({@link
- * Utf8#requireWellFormed}), which has no UTF-8 form. A backend may refuse more (an id or payload
+ * any id, name, payload or reason holding an unpaired surrogate, which has no UTF-8 form, and
+ * any id, name or reason holding U+0000, which a PostgreSQL text column cannot hold ({@link
+ * Utf8#requireStorable}; a payload is stored as bytes everywhere and may hold it): every backend
+ * refuses the same input, so a record that one backend accepts cannot wedge another's batches.
+ * A backend may refuse more (an id or payload
  * over its size limits), the same way.
  *
  * <h2>Failures</h2>
@@ -244,7 +247,8 @@ public interface QueueJournal extends AutoCloseable {
   // Checks every backend applies before it records anything.
 
   /**
-   * Returns {@code eventId} if a journal may record it: not null, not blank, well-formed UTF-16.
+   * Returns {@code eventId} if a journal may record it: not null, not blank, well-formed UTF-16,
+   * no U+0000.
    *
    * @throws IllegalArgumentException naming {@code eventId} otherwise
    */
@@ -255,12 +259,12 @@ public interface QueueJournal extends AutoCloseable {
     if (eventId.isBlank()) {
       throw new IllegalArgumentException("eventId must not be blank, was '" + eventId + "'");
     }
-    return Utf8.requireWellFormed("eventId", eventId);
+    return Utf8.requireStorable("eventId", eventId);
   }
 
   /**
    * Returns {@code reason} if a journal may record it as a dead letter's reason: not null, not
-   * blank, well-formed UTF-16.
+   * blank, well-formed UTF-16, no U+0000.
    *
    * @throws IllegalArgumentException naming {@code reason} otherwise
    */
@@ -269,12 +273,14 @@ public interface QueueJournal extends AutoCloseable {
       throw new IllegalArgumentException("reason must not be blank, was "
           + (reason == null ? "null" : "'" + reason + "'"));
     }
-    return Utf8.requireWellFormed("reason", reason);
+    return Utf8.requireStorable("reason", reason);
   }
 
   /**
    * Returns {@code event} if a journal may record it: not null, with an id, name and payload that
-   * are well-formed UTF-16 (a {@link QueuedEvent} already has a non-blank id and name).
+   * are well-formed UTF-16, and an id and name without U+0000 (a payload is stored as bytes by
+   * every backend, so it may hold U+0000; a {@link QueuedEvent} already has a non-blank id and
+   * name).
    *
    * @throws IllegalArgumentException naming the field otherwise
    */
@@ -282,9 +288,9 @@ public interface QueueJournal extends AutoCloseable {
     if (event == null) {
       throw new IllegalArgumentException("event must not be null");
     }
-    Utf8.requireWellFormed("eventId", event.eventId());
-    Utf8.requireWellFormed("name", event.name());
-    Utf8.requireWellFormed("payload", event.payload());
+    Utf8.requireStorable("eventId", event.eventId());
+    Utf8.requireStorable("name", event.name());
+    Utf8.requireWellFormed("payload", event.payload()); // bytes in every backend: U+0000 is fine
     return event;
   }
 

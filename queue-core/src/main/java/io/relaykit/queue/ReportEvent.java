@@ -9,7 +9,10 @@ import java.time.Instant;
  *
  * <p>The id, name and payload must be well-formed UTF-16: an unpaired surrogate has no UTF-8
  * form, so a journal would store it as {@code '?'} and two distinct ids would collide after a
- * restart. Checking costs one scan of the strings, allocation-free.
+ * restart. The id and name must not hold U+0000 either: a PostgreSQL text column cannot store
+ * it, and a journal batch holding one would fail on every retry (payloads are stored as bytes, so
+ * a payload may hold it). Checking costs one scan of the strings,
+ * allocation-free.
  *
  * @param eventId stable, producer-chosen id; not blank
  * @param name what happened ({@code "payment.captured"}); not blank
@@ -23,7 +26,7 @@ public record ReportEvent(
   /**
    * @throws IllegalArgumentException naming the field when {@code eventId} or {@code name} is
    *     blank, {@code payload} is null or empty, {@code priority} is null, or the id, name or
-   *     payload holds an unpaired surrogate (naming its index)
+   *     payload holds an unpaired surrogate, or the id or name holds U+0000 (naming its index)
    */
   public ReportEvent {
     Checks.requireNonBlank("eventId", eventId);
@@ -33,9 +36,9 @@ public record ReportEvent(
       throw new IllegalArgumentException("payload must not be empty");
     }
     Checks.requireNonNull("priority", priority);
-    Utf8.requireWellFormed("eventId", eventId);
-    Utf8.requireWellFormed("name", name);
-    Utf8.requireWellFormed("payload", payload);
+    Utf8.requireStorable("eventId", eventId);
+    Utf8.requireStorable("name", name);
+    Utf8.requireWellFormed("payload", payload); // stored as bytes by every journal: NUL is fine
   }
 
   /** A {@link Priority#NORMAL} event that never expires. */

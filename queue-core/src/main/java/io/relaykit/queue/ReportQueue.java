@@ -151,6 +151,8 @@ public final class ReportQueue {
     Entry prev;
     Entry next;
     String deadReason;
+    /** What a dead letter costs against the dead letters' byte bound: payload plus reason bytes. */
+    long deadCost;
 
     Entry(String id) {
       this.id = id;
@@ -260,7 +262,7 @@ public final class ReportQueue {
   private long expired;
   private long journalFull;
   private long deadDropped;
-  /** Payload bytes of the dead letters. */
+  /** Payload plus reason bytes of the dead letters (their {@code deadCost}). */
   private long deadBytes;
   /** Why the last forget of an id leaving the dedupe window failed; null once one succeeds. */
   private String lastForgetFailure;
@@ -713,7 +715,12 @@ public final class ReportQueue {
   /**
    * Reports failed delivery of in-flight events. A retryable event with attempts left is requeued
    * with {@code attempts + 1}, not before {@code now + backoff(attempts + 1)}; otherwise it becomes
-   * a dead letter. Ids that are not in flight are ignored.
+   * a dead letter. An event whose expiry has passed (by the queue's clock) is expired instead,
+   * whatever {@code retryable} says, exactly as a drain expires a pending one: its removal is
+   * journaled, it leaves the queue for good (its id stays seen for the dedupe window), it is
+   * counted in {@link QueueStats#expired()} and {@link NackResult#expired()} and reported as
+   * {@code EXPIRED}. Ids that are not in flight are ignored (so a late ack or nack of it finds
+   * nothing).
    *
    * @throws IllegalArgumentException if {@code eventIds} is null
    * @throws JournalException if the journal cannot record an outcome (see {@link #nack(Collection,
@@ -729,12 +736,13 @@ public final class ReportQueue {
    * {@code Retry-After}) and the reason recorded for any event that becomes a dead letter. A dead
    * letter beyond the bounds ({@link Builder#deadLetters(int, long)}) pushes the oldest dead
    * letters out, in the same journal change; they are counted in {@link QueueStats#deadDropped()}
-   * and reported as {@code DROPPED}. An event too large on its own for the dead letters' bytes is
-   * dropped instead of kept.
+   * and reported as {@code DROPPED}. An event too large on its own for the dead letters' bytes
+   * (payload plus reason) is dropped instead of kept.
    *
    * @param minDelay the retry waits at least this long, even if the backoff is shorter
    * @param deadReason why a non-retryable event gave up; null or blank for a generic reason (an
-   *     unpaired surrogate in it is replaced with U+FFFD, so that every journal can store it)
+   *     unpaired surrogate or U+0000 in it is replaced with U+FFFD, so that every journal can
+   *     store it)
    * @throws IllegalArgumentException if {@code eventIds} or {@code minDelay} is null, or {@code
    *     minDelay} is negative
    * @throws JournalException if the journal cannot record an outcome: the ids before it are
@@ -770,6 +778,7 @@ public final class ReportQueue {
             bytes -= e.bytes;
             countExpired(e, now, listening
                 ? "expired after " + attempts + " failed attempt(s)" : null);
+            leave(e);
             lapsed++;
           } else if (!retryable || attempts >= maxAttempts) {
             String reason = !retryable ? rejection
@@ -808,7 +817,8 @@ public final class ReportQueue {
    * when the journal fails.
    */
   private void deadLetter(Entry e, int attempts, String reason, Instant now) {
-    if (e.bytes > maxDeadBytes) {
+    long cost = deadCost(e.bytes, reason);
+    if (cost > maxDeadBytes) {
       // Too large to keep at all: it leaves as a purged dead letter would, counted as one.
       recordLeaving(e, Removal.PURGED);
       inflight.unlink(e);
@@ -818,14 +828,15 @@ public final class ReportQueue {
       meterDrop("dead-letter-overflow");
       if (listening) {
         emit(Stage.DROPPED, e.id, now, "not kept as a dead letter (" + reason + "): its "
-            + e.bytes + " bytes exceed the dead letters' bound of " + maxDeadBytes);
+            + cost + " bytes (payload and reason) exceed the dead letters' bound of "
+            + maxDeadBytes);
       }
       leave(e);
       return;
     }
     List<Entry> pushedOut = null;
     int deadAfter = dead.size + 1;
-    long deadBytesAfter = deadBytes + e.bytes;
+    long deadBytesAfter = deadBytes + cost;
     for (Entry old = dead.head; old != null
         && (deadAfter > maxDeadLetters || deadBytesAfter > maxDeadBytes); old = old.next) {
       if (pushedOut == null) {
@@ -833,7 +844,7 @@ public final class ReportQueue {
       }
       pushedOut.add(old);
       deadAfter--;
-      deadBytesAfter -= old.bytes;
+      deadBytesAfter -= old.deadCost;
     }
     if (pushedOut == null) {
       journal.deadLetter(e.id, attempts, reason);
@@ -856,15 +867,16 @@ public final class ReportQueue {
     e.event = e.event.rescheduled(attempts, e.event.nextAttemptAt());
     e.state = State.DEAD;
     e.deadReason = reason;
+    e.deadCost = cost;
     dead.addLast(e);
-    deadBytes += e.bytes;
+    deadBytes += cost;
     if (listening) {
       emit(Stage.DEAD_LETTERED, e.id, now, reason);
     }
     if (pushedOut != null) {
       for (Entry old : pushedOut) {
         dead.unlink(old);
-        deadBytes -= old.bytes;
+        deadBytes -= old.deadCost;
         old.deadReason = null;
         deadDropped++;
         meterDrop("dead-letter-overflow");
@@ -901,7 +913,7 @@ public final class ReportQueue {
           throw failure("purgeDead of " + id + " (" + purged + " purged before it)", x, null);
         }
         dead.unlink(e);
-        deadBytes -= e.bytes;
+        deadBytes -= e.deadCost;
         e.deadReason = null;
         leave(e);
         purged++;
@@ -944,7 +956,7 @@ public final class ReportQueue {
               null);
         }
         dead.unlink(e);
-        deadBytes -= e.bytes;
+        deadBytes -= e.deadCost;
         e.deadReason = null;
         live++;
         bytes += e.bytes;
@@ -1064,8 +1076,9 @@ public final class ReportQueue {
         }
         e.state = State.DEAD;
         e.deadReason = state.deadReasons().getOrDefault(event.eventId(), "");
+        e.deadCost = deadCost(e.bytes, e.deadReason);
         dead.addLast(e);
-        deadBytes += e.bytes;
+        deadBytes += e.deadCost;
       }
       trimSeen(now);
       return live;
@@ -1116,14 +1129,20 @@ public final class ReportQueue {
   // Views
 
   /**
-   * Counts, as one consistent snapshot. The dedupe window is trimmed to the clock's time first, so
-   * {@code seen} counts only ids still in it.
+   * Counts, as one consistent snapshot. A query: it changes nothing and writes nothing to the
+   * journal (so it never fails for a failing journal). {@code seen} counts the ids the dedupe window
+   * still holds at the clock's time, not those that left it by age (they are forgotten, and the
+   * journal told, by the next enqueue or drain); it is one over the count bound while the journal
+   * cannot record a forget (the id is still remembered). O(1) plus the ids that left the window by
+   * age since that last change.
    */
   public QueueStats stats() {
     lock.lock();
     try {
-      trimSeen(clock.instant());
-      return new QueueStats(live - inflight.size, inflight.size, index.windowSize(), dead.size,
+      Instant now = clock.instant();
+      int seen = index.windowSizeAfterAgeTrim(now.getEpochSecond(), now.getNano(), windowSeconds,
+          windowNanos);
+      return new QueueStats(live - inflight.size, inflight.size, seen, dead.size,
           dropped, expired, bytes, journalFull, deadDropped);
     } finally {
       lock.unlock();
@@ -1272,14 +1291,22 @@ public final class ReportQueue {
 
   /**
    * How many events a drain at {@code at} could return (before expiry), counting retries whose
-   * time has come. O(1), plus O(log r) per retry that became due.
+   * time has come by then. A query: it changes nothing (a retry counted here for a later {@code
+   * at} still waits for its time) and writes nothing to the journal. O(1), plus O(1) per waiting
+   * retry due by {@code at}.
    */
   public int readyCount(Instant at) {
     Checks.requireNonNull("at", at);
     lock.lock();
     try {
-      promoteDue(at);
-      return readyCount;
+      int ready = readyCount;
+      for (Entry e : delayed) {
+        if (e.event.nextAttemptAt().isAfter(at)) {
+          break;
+        }
+        ready++;
+      }
+      return ready;
     } finally {
       lock.unlock();
     }
@@ -1383,6 +1410,11 @@ public final class ReportQueue {
           ? "expired at " + e.event.expiresAt() + " before it was sent" : null);
       leave(e);
     }
+  }
+
+  /** A dead letter's cost against {@code maxDeadBytes}: its payload and its reason, in UTF-8. */
+  private static long deadCost(int payloadBytes, String reason) {
+    return payloadBytes + Utf8.length(reason);
   }
 
   /** Reports one lost event to the metrics listener, if one is set. */
@@ -1495,9 +1527,12 @@ public final class ReportQueue {
     return new JournalException(message, e, o);
   }
 
-  /** {@code s} with every unpaired surrogate replaced by U+FFFD, so every journal can store it. */
+  /**
+   * {@code s} with every unpaired surrogate and U+0000 replaced by U+FFFD, so every journal can
+   * store it.
+   */
   private static String wellFormed(String s) {
-    int at = Utf8.firstUnpairedSurrogate(s);
+    int at = Utf8.firstUnstorable(s);
     if (at < 0) {
       return s;
     }
@@ -1507,7 +1542,7 @@ public final class ReportQueue {
       if (Character.isHighSurrogate(c) && i + 1 < b.length()
           && Character.isLowSurrogate(b.charAt(i + 1))) {
         i++;
-      } else if (Character.isSurrogate(c)) {
+      } else if (Character.isSurrogate(c) || c == 0) {
         b.setCharAt(i, '\uFFFD');
       }
     }
@@ -1526,6 +1561,7 @@ public final class ReportQueue {
     }
   }
 
+  /** The queue's name and counts; a query like {@link #stats()}: changes and writes nothing. */
   @Override
   public String toString() {
     QueueStats s = stats();
@@ -1624,8 +1660,8 @@ public final class ReportQueue {
     }
 
     /**
-     * The most dead letters kept, by count and by UTF-8 payload bytes, whichever bound is hit
-     * first: a new dead letter beyond them pushes the oldest out (reported as {@code DROPPED},
+     * The most dead letters kept, by count and by UTF-8 bytes of payload plus dead reason,
+     * whichever bound is hit first: a new dead letter beyond them pushes the oldest out (reported as {@code DROPPED},
      * counted in {@link QueueStats#deadDropped()} and as {@code "dead-letter-overflow"} by the
      * metrics listener). Default 10 000 events, 64 MiB.
      */

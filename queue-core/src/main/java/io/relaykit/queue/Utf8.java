@@ -84,6 +84,56 @@ public final class Utf8 {
   }
 
   /**
+   * The index of the first char of {@code s} that no journal can store: an unpaired surrogate (see
+   * {@link #firstUnpairedSurrogate}) or U+0000, which a PostgreSQL {@code text} column cannot hold
+   * (a batch holding one fails on every retry); -1 when there is none. O(length),
+   * allocation-free, one comparison per char for the common case.
+   *
+   * @throws IllegalArgumentException if {@code s} is null
+   */
+  public static int firstUnstorable(String s) {
+    Checks.requireNonNull("s", s);
+    int length = s.length();
+    for (int i = 0; i < length; i++) {
+      char c = s.charAt(i);
+      // One unsigned comparison: U+0001..U+D7FF is fine (U+0000 wraps to U+FFFF and falls out).
+      if ((char) (c - 1) < Character.MIN_SURROGATE - 1 || c > Character.MAX_SURROGATE) {
+        continue;
+      }
+      if (c == 0) {
+        return i;
+      }
+      if (Character.isHighSurrogate(c) && i + 1 < length
+          && Character.isLowSurrogate(s.charAt(i + 1))) {
+        i++;
+        continue;
+      }
+      return i;
+    }
+    return -1;
+  }
+
+  /**
+   * Returns {@code s} when every journal can store it exactly: well-formed UTF-16 and free of
+   * U+0000 ({@link #firstUnstorable}); otherwise throws an {@link IllegalArgumentException} naming
+   * {@code field}, the index and the char.
+   *
+   * @throws IllegalArgumentException if {@code s} is null, holds an unpaired surrogate or U+0000
+   */
+  public static String requireStorable(String field, String s) {
+    Checks.requireNonNull(field, s);
+    int at = firstUnstorable(s);
+    if (at >= 0) {
+      if (s.charAt(at) == 0) {
+        throw new IllegalArgumentException(field + " holds U+0000 (NUL) at index " + at
+            + ": a PostgreSQL text column cannot hold it, so no journal accepts it");
+      }
+      requireWellFormed(field, s);
+    }
+    return s;
+  }
+
+  /**
    * Returns {@code s} when it is well-formed UTF-16 (no unpaired surrogate), so that it is stored
    * exactly; otherwise throws an {@link IllegalArgumentException} naming {@code field}, the index
    * and the char.

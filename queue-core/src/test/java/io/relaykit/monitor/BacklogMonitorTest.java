@@ -45,6 +45,23 @@ class BacklogMonitorTest {
     }
 
     @Test
+    @DisplayName("a latest depth over maxDepth is OVER_BOUND at once, whatever the trend; at the"
+        + " bound or below it is judged as usual")
+    void overBound() {
+      BacklogMonitor bounded = new BacklogMonitor(BacklogMonitor.Config.builder().maxDepth(100)
+          .build(), java.time.InstantSource.fixed(java.time.Instant.EPOCH));
+      bounded.record(new BacklogSample(java.time.Instant.EPOCH, 100, Duration.ZERO));
+      assertThat(bounded.verdict()).isEqualTo(BacklogVerdict.HEALTHY);
+      bounded.record(new BacklogSample(java.time.Instant.EPOCH.plusSeconds(1), 101,
+          Duration.ZERO));
+      assertThat(bounded.verdict()).isEqualTo(BacklogVerdict.OVER_BOUND);
+      assertThat(bounded.snapshot().verdict()).isEqualTo(BacklogVerdict.OVER_BOUND);
+      org.assertj.core.api.Assertions.assertThatThrownBy(
+          () -> BacklogMonitor.Config.builder().maxDepth(0).build())
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxDepth");
+    }
+
+    @Test
     @DisplayName("without samples the snapshot is healthy and empty")
     void empty() {
       assertThat(monitor.verdict()).isEqualTo(BacklogVerdict.HEALTHY);

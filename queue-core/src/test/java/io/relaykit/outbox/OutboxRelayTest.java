@@ -58,9 +58,9 @@ class OutboxRelayTest {
     append("a", "a2");
     append(null, "n1");
     OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).clock(clock).build();
-    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(2, 2, 0, 0, 0));
-    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(1, 1, 0, 0, 0));
-    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(0, 0, 0, 0, 0));
+    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(2, 2, 0, 0, 0, 0));
+    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(1, 1, 0, 0, 0, 0));
+    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(0, 0, 0, 0, 0, 0));
     assertThat(published).extracting(Message::payloadUtf8).containsExactly("a1", "n1", "a2");
     assertThat(store.stats(now.get()).sent()).isEqualTo(3);
   }
@@ -71,7 +71,7 @@ class OutboxRelayTest {
     append("a", "slow");
     OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).clock(clock)
         .confirmTimeout(Duration.ofMillis(20)).build();
-    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(1, 0, 1, 0, 0));
+    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(1, 0, 1, 0, 0, 0));
     assertThat(store.stats(now.get()).unsent()).isEqualTo(1);
     assertThat(deadLetters.count(DeadLetterQuery.all())).isZero();
   }
@@ -149,17 +149,17 @@ class OutboxRelayTest {
   void pauseAfterACycle() {
     Duration poll = Duration.ofSeconds(7);
     // claimed, sent, retried, deadLettered, leaseLost
-    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(0, 0, 0, 0, 0), 100, poll))
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(0, 0, 0, 0, 0, 0), 100, poll))
         .as("nothing claimed").isEqualTo(poll);
-    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 3, 0, 0, 0), 100, poll))
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 3, 0, 0, 0, 0), 100, poll))
         .as("a partial batch that sent: one row per key of a keyed backlog").isZero();
-    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 0, 0, 3, 0), 100, poll))
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 0, 0, 3, 0, 0), 100, poll))
         .as("a partial batch that dead-lettered frees its keys").isZero();
-    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(100, 0, 100, 0, 0), 100, poll))
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(100, 0, 100, 0, 0, 0), 100, poll))
         .as("a full batch: the backlog goes on").isZero();
-    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 0, 3, 0, 0), 100, poll))
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 0, 3, 0, 0, 0), 100, poll))
         .as("only rescheduled (failing publisher): no claim-and-reschedule spin").isEqualTo(poll);
-    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 0, 0, 0, 3), 100, poll))
+    assertThat(OutboxRelay.pauseAfter(new OutboxRelay.Batch(3, 0, 0, 0, 3, 0), 100, poll))
         .as("only lost leases").isEqualTo(poll);
   }
 

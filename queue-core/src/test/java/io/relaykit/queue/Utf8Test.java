@@ -154,4 +154,16 @@ class Utf8Test {
     assertThatThrownBy(() -> Utf8.requireWellFormed("eventId", null))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventId");
   }
+
+  @Test
+  @DisplayName("firstUnstorable finds U+0000 and unpaired surrogates, for every char, and passes pairs")
+  void unstorable() {
+    for (int c = 0; c <= Character.MAX_VALUE; c++) {
+      String s = "ab" + (char) c;
+      boolean bad = c == 0 || Character.isSurrogate((char) c);
+      assertThat(Utf8.firstUnstorable(s)).as("U+%04X", c).isEqualTo(bad ? 2 : -1);
+    }
+    assertThat(Utf8.firstUnstorable("x\uD83D\uDE00y")).isEqualTo(-1);
+    assertThat(Utf8.firstUnstorable("x\uD83D\uDE00\u0000")).isEqualTo(3);
+  }
 }

@@ -144,6 +144,8 @@ public final class RelayKitModule extends AbstractModule {
     defaultOf(InstantSource.class).toInstance(InstantSource.system());
     defaultOf(LifecycleListener.class).toInstance(LifecycleListener.noop());
     defaultOf(RetryPolicy.class).toInstance(config.retryPolicy());
+    defaultOf(OutboxRelaySettings.class).toInstance(
+        new OutboxRelaySettings(config.relayLease(), OutboxRelaySettings.DEFAULT_RETENTION));
     OptionalBinder.newOptionalBinder(binder(), STORAGE_IDEMPOTENCY).setDefault()
         .to(Key.get(IdempotencyStore.class, InMemory.class));
     if (config.idempotencyFastTier().isPresent()) {
@@ -216,21 +218,24 @@ public final class RelayKitModule extends AbstractModule {
 
   /**
    * The relay over whatever the injector binds as outbox, publisher and dead letters, so a chosen
-   * backend's stores and transport are the ones it uses. Not started: a relay is a background
+   * backend's stores and transport are the ones it uses, with the lease and retention of the bound
+   * {@link OutboxRelaySettings} (a storage backend's own, where it sets them). Not started: a relay is a background
    * thread that publishes, and whether this process should run one is the application's choice.
    */
   @Provides
   @Singleton
   @Configured
   OutboxRelay outboxRelay(OutboxStore store, Publisher publisher, DeadLetterStore deadLetters,
-      RetryPolicy retryPolicy, InstantSource clock, LifecycleListener listener) {
+      RetryPolicy retryPolicy, InstantSource clock, LifecycleListener listener,
+      OutboxRelaySettings settings) {
     return OutboxRelay.builder(store, publisher, deadLetters)
         .retryPolicy(retryPolicy)
         .clock(clock)
         .listener(listener)
         .batchSize(config.relayBatchSize())
-        .lease(config.relayLease())
-        .confirmTimeout(relayConfirmTimeout(config.relayLease()))
+        .lease(settings.lease())
+        .retention(settings.retention())
+        .confirmTimeout(relayConfirmTimeout(settings.lease()))
         .pollInterval(config.relayPollInterval())
         .build();
   }

@@ -203,4 +203,25 @@ class OutboxRelayBindingTest {
       return delegate.stats(now);
     }
   }
+
+  @Test
+  @DisplayName("the relay's lease is relaykit.relay.lease and its retention 7 days, unless a"
+      + " backend overrides OutboxRelaySettings")
+  void leaseAndRetentionSettings() {
+    OutboxRelay relay = relay(injector(RelayKitConfig.builder()
+        .relayLease(Duration.ofSeconds(25)).build()));
+    assertThat(relay.lease()).isEqualTo(Duration.ofSeconds(25));
+    assertThat(relay.retention()).isEqualTo(OutboxRelaySettings.DEFAULT_RETENTION);
+
+    OutboxRelay overridden = relay(injector(RelayKitConfig.defaults(),
+        new com.google.inject.AbstractModule() {
+          @Override
+          protected void configure() {
+            RelayKitModule.override(binder(), OutboxRelaySettings.class).toInstance(
+                new OutboxRelaySettings(Duration.ofSeconds(9), Duration.ofHours(3)));
+          }
+        }));
+    assertThat(overridden.lease()).isEqualTo(Duration.ofSeconds(9));
+    assertThat(overridden.retention()).isEqualTo(Duration.ofHours(3));
+  }
 }

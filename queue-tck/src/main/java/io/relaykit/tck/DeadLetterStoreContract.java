@@ -58,6 +58,15 @@ public abstract class DeadLetterStoreContract {
     return true;
   }
 
+  /**
+   * Whether the store applies retention in bounded steps ({@link
+   * DeadLetterStore#purgeFailedBefore}, {@link DeadLetterStore#trimTo}); a store that cannot
+   * (a broker queue) throws {@link UnsupportedOperationException} from {@code trimTo}.
+   */
+  protected boolean supportsRetention() {
+    return true;
+  }
+
   /** Whether {@link DeadLetterStore#purge} is supported (an append-only log cannot delete). */
   protected boolean supportsPurge() {
     return true;
@@ -561,6 +570,69 @@ public abstract class DeadLetterStoreContract {
       assertThatThrownBy(() -> store.purge(DeadLetterQuery.all()))
           .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
       assertThat(store.count(DeadLetterQuery.all())).isEqualTo(2);
+    }
+  }
+
+  @Nested
+  @DisplayName("retention: by age and by count, in bounded steps")
+  class Retention {
+
+    @Test
+    @DisplayName("purgeFailedBefore removes at most max of those that failed before the time,"
+        + " oldest first, and keeps the rest")
+    void byAge() {
+      assumeTrue(supportsRetention(), "no retention: checked in unsupported()");
+      for (int i = 1; i <= 5; i++) {
+        store.add(deadLetter("age-" + i, i));
+      }
+      java.time.Instant cutoff = T0.plusSeconds(60 * 3 + 30);
+      assertThat(store.purgeFailedBefore(cutoff, 2)).isEqualTo(2);
+      assertThat(store.find(DeadLetter.idOf("age-1", "orders", null))).isEmpty();
+      assertThat(store.find(DeadLetter.idOf("age-3", "orders", null))).isPresent();
+      assertThat(store.purgeFailedBefore(cutoff, 2)).isEqualTo(1);
+      assertThat(store.purgeFailedBefore(cutoff, 2)).isZero();
+      assertThat(ids(store.list(DeadLetterQuery.all()))).containsExactly("age-4", "age-5");
+    }
+
+    @Test
+    @DisplayName("trimTo keeps the newest dead letters, removing at most max of the oldest per"
+        + " call")
+    void byCount() {
+      assumeTrue(supportsRetention(), "no retention: checked in unsupported()");
+      for (int i = 1; i <= 5; i++) {
+        store.add(deadLetter("count-" + i, i));
+      }
+      assertThat(store.trimTo(2, 2)).isEqualTo(2);
+      assertThat(store.trimTo(2, 2)).isEqualTo(1);
+      assertThat(store.trimTo(2, 2)).isZero();
+      assertThat(ids(store.list(DeadLetterQuery.all()))).containsExactly("count-4", "count-5");
+      assertThat(store.trimTo(0, 10)).isEqualTo(2);
+      assertThat(store.count(DeadLetterQuery.all())).isZero();
+    }
+
+    @Test
+    @DisplayName("retention rejects a null time, max below 1 and a negative keep, naming them")
+    void badArguments() {
+      assumeTrue(supportsRetention(), "no retention: checked in unsupported()");
+      assertThatThrownBy(() -> store.purgeFailedBefore(null, 1))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("failedBefore");
+      assertThatThrownBy(() -> store.purgeFailedBefore(T0, 0))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("max");
+      assertThatThrownBy(() -> store.trimTo(-1, 1))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("keep");
+      assertThatThrownBy(() -> store.trimTo(1, 0))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("max");
+    }
+
+    @Test
+    @DisplayName("a store without retention says so: trimTo throws UnsupportedOperationException"
+        + " and keeps everything")
+    void unsupported() {
+      assumeTrue(!supportsRetention(), "store has retention: checked by the other cases");
+      store.add(deadLetter(id(), 1));
+      assertThatThrownBy(() -> store.trimTo(0, 10))
+          .isInstanceOf(UnsupportedOperationException.class);
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
     }
   }
 

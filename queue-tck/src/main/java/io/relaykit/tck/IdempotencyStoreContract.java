@@ -2,6 +2,7 @@ package io.relaykit.tck;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
@@ -60,6 +61,17 @@ public abstract class IdempotencyStoreContract {
   /** The DONE retention the kit asks for; at least twice {@link #lease()}. */
   protected Duration retention() {
     return Duration.ofMinutes(10);
+  }
+
+  /**
+   * Another store on the same backend as {@link #store()}, standing for a second host whose own
+   * clock reads {@code hostClock} while the backend's clock stays {@link #clock()} (a JDBC store on
+   * {@code DatabaseClock.of(clock())} with {@code hostClock} as its application clock; a Redis
+   * store whose host clock is {@code hostClock}). Empty (the default) where the backend has no
+   * hosts apart from itself, as the in-memory store: then the "one clock" cases do not apply.
+   */
+  protected Optional<IdempotencyStore> storeOnHost(InstantSource hostClock) {
+    return Optional.empty();
   }
 
   /** How far the store's lease times may be from {@link #clock()}'s; zero on the fake clock. */
@@ -153,6 +165,26 @@ public abstract class IdempotencyStoreContract {
       assertThat(c.isClaimed()).isTrue();
       assertThat(store.complete(c)).isTrue();
       assertThat(store.claim(longest, lease()).status()).isEqualTo(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("keys with any characters are kept apart, including braces: completing \"a\""
+        + " leaves \"{a}\" and its relatives absent")
+    void bracesKeptApart() {
+      String[] family = {"a", "{a}", "{a}}", "a}", "}a", "{}a", "{{a}", "{a}:x", "x:{a}"};
+      // Each key is the family member with the test's random prefix put inside it, so that "{a}"
+      // becomes "{<prefix>a}": the hash tag of the old Redis encoding of "<prefix>a".
+      Claim first = store.claim(key("a"), lease());
+      assertThat(store.complete(first)).isTrue();
+      for (int i = 1; i < family.length; i++) {
+        String k = family[i].startsWith("{") ? "{" + prefix + family[i].substring(1)
+            : prefix + family[i];
+        assertThat(store.status(k)).as("status of %s", k).isEmpty();
+        Claim c = store.claim(k, lease());
+        assertThat(c.status()).as("claim of %s", k).isEqualTo(Claim.Status.CLAIMED);
+        assertThat(store.complete(c)).isTrue();
+      }
+      assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
     }
 
     @Test
@@ -332,6 +364,171 @@ public abstract class IdempotencyStoreContract {
       assertThat(store.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.IN_PROGRESS);
       assertThat(store.complete(current)).isTrue();
       assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
+    }
+  }
+
+  @Nested
+  @DisplayName("fenced by token, not by time")
+  class TokenFenceCases {
+
+    @Test
+    @DisplayName("a claim whose lease lapsed completes when nobody took it over, and the key is"
+        + " DONE")
+    void lapsedClaimCompletes() {
+      Claim slow = store.claim(key("a"), lease());
+      advance(lease().plusMillis(1));
+
+      assertThat(store.complete(slow)).isTrue();
+
+      assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
+      assertThat(store.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a claim whose lease lapsed can be released when nobody took it over")
+    void lapsedClaimReleases() {
+      Claim slow = store.claim(key("a"), lease());
+      advance(lease().plusMillis(1));
+
+      assertThat(store.release(slow)).isTrue();
+
+      assertThat(store.claim(key("a"), lease()).isClaimed()).isTrue();
+    }
+
+    @Test
+    @DisplayName("renew moves the lease's end to lease-time from now: nobody takes the key over"
+        + " after the first lease would have ended")
+    void renewExtends() {
+      Claim c = store.claim(key("a"), lease());
+      advance(lease().dividedBy(2));
+
+      assertThat(store.renew(c, lease().multipliedBy(3))).isTrue();
+      advance(lease());
+
+      Claim other = store.claim(key("a"), lease());
+      assertThat(other.status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(other.leaseExpiresAt()).isAfter(c.leaseExpiresAt());
+      assertThat(store.status(key("a"))).contains(Claim.Status.CLAIMED);
+      assertThat(store.complete(c)).isTrue();
+    }
+
+    @Test
+    @DisplayName("a lapsed claim that nobody took over is revived by renew")
+    void renewRevivesLapsed() {
+      Claim c = store.claim(key("a"), lease());
+      advance(lease().plusMillis(1));
+
+      assertThat(store.renew(c, lease().multipliedBy(3))).isTrue();
+
+      assertThat(store.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(store.complete(c)).isTrue();
+    }
+
+    @Test
+    @DisplayName("a claim taken over is not renewed, and the new holder keeps its lease")
+    void renewAfterTakeover() {
+      Claim stale = store.claim(key("a"), lease());
+      advance(lease().plusMillis(1));
+      Claim current = store.claim(key("a"), lease());
+      assertThat(current.isClaimed()).isTrue();
+
+      assertThat(store.renew(stale, lease())).isFalse();
+
+      assertThat(store.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(store.complete(stale)).isFalse();
+      assertThat(store.complete(current)).isTrue();
+    }
+
+    @Test
+    @DisplayName("a completed or released claim is not renewed back to CLAIMED")
+    void renewAfterCompleteOrRelease() {
+      Claim done = store.claim(key("a"), lease());
+      assertThat(store.complete(done)).isTrue();
+      Claim freed = store.claim(key("b"), lease());
+      assertThat(store.release(freed)).isTrue();
+
+      assertThat(store.renew(done, lease())).isFalse();
+      assertThat(store.renew(freed, lease())).isFalse();
+
+      assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
+      assertThat(store.status(key("b"))).isEmpty();
+    }
+
+    @Test
+    @DisplayName("renew refuses a claim that is not CLAIMED and a non-positive lease with"
+        + " IllegalArgumentException")
+    void renewBadInput() {
+      Claim c = store.claim(key("a"), lease());
+      Claim inProgress = store.claim(key("a"), lease());
+
+      assertThatThrownBy(() -> store.renew(inProgress, lease()))
+          .isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> store.renew(null, lease()))
+          .isInstanceOf(IllegalArgumentException.class);
+      for (Duration bad : new Duration[] {null, Duration.ZERO, Duration.ofMillis(-1)}) {
+        assertThatThrownBy(() -> store.renew(c, bad))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("lease");
+      }
+      assertThat(store.complete(c)).isTrue();
+    }
+  }
+
+  @Nested
+  @DisplayName("one clock for shared decisions")
+  class OneClockCases {
+
+    private IdempotencyStore host(Duration skew) {
+      Optional<IdempotencyStore> other = storeOnHost(InstantSource.offset(clock(), skew));
+      assumeTrue(other.isPresent(), "the backend has no second host (one process, one clock)");
+      return other.get();
+    }
+
+    @Test
+    @DisplayName("a host whose clock runs 31 s (past the lease) fast cannot take a fresh claim")
+    void fastHostCannotTakeFreshClaim() {
+      IdempotencyStore fast = host(lease().plusSeconds(1));
+      Claim holder = store.claim(key("a"), lease());
+
+      assertThat(fast.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(fast.status(key("a"))).contains(Claim.Status.CLAIMED);
+      assertThat(store.complete(holder)).isTrue();
+    }
+
+    @Test
+    @DisplayName("a host whose clock runs 8 days fast neither purges nor reclaims a DONE key")
+    void fastHostKeepsDoneKeys() {
+      IdempotencyStore fast = host(Duration.ofDays(8));
+      Claim c = store.claim(key("a"), lease());
+      assertThat(store.complete(c)).isTrue();
+
+      // Claims of other keys give a store that purges as it goes its chance to do so.
+      for (int i = 0; i < 3; i++) {
+        Claim other = fast.claim(key("other-" + i), lease());
+        assertThat(other.isClaimed()).isTrue();
+        assertThat(fast.complete(other)).isTrue();
+      }
+
+      assertThat(fast.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.DONE);
+      assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
+      assertThat(store.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a host whose clock runs an hour slow takes over a lease that lapsed on the"
+        + " store's clock, and its new lease is not measured from its own clock")
+    void slowHostSeesLapsedLease() {
+      IdempotencyStore slow = host(Duration.ofHours(-1));
+      Claim stale = store.claim(key("a"), lease());
+      advance(lease().plusMillis(1));
+
+      Claim taken = slow.claim(key("a"), lease());
+
+      assertThat(taken.isClaimed()).isTrue();
+      assertThat(store.claim(key("a"), lease()).status())
+          .as("the slow host's lease runs from the store's now, not an hour ago")
+          .isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(store.complete(stale)).isFalse();
+      assertThat(slow.complete(taken)).isTrue();
     }
   }
 

@@ -268,6 +268,101 @@ public abstract class OutboxStoreContract {
   }
 
   @Nested
+  @DisplayName("lease renewal and moving to dead letters, fenced by the owner")
+  class RenewAndMove {
+
+    private io.relaykit.deadletter.DeadLetter deadLetterOf(OutboxRecord r) {
+      return io.relaykit.deadletter.DeadLetter.of(r.message(), r.destination(), "gave up", null,
+          1, now(), now());
+    }
+
+    @Test
+    @DisplayName("renewLease extends a held lease from the store's now; another relay cannot take"
+        + " the row until the renewed lease ends")
+    void renewExtends() {
+      append("k1");
+      OutboxRecord r = only(claim("relay-a", 10));
+      advance(lease().dividedBy(2));
+      assertThat(store.renewLease("relay-a", List.of(r.sequence()), lease(), now()))
+          .containsExactly(r.sequence());
+      advance(lease().dividedBy(2).plusMillis(1));
+      assertThat(claim("relay-b", 10)).as("renewed lease still live").isEmpty();
+      advance(lease().dividedBy(2));
+      assertThat(only(claim("relay-b", 10)).leaseOwner()).isEqualTo("relay-b");
+    }
+
+    @Test
+    @DisplayName("renewLease keeps only what the caller still holds: not a row taken over, sent or"
+        + " rescheduled; an expired lease nobody took is renewed")
+    void renewFenced() {
+      append(null);
+      append(null);
+      append(null);
+      append(null);
+      List<OutboxRecord> rs = claim("relay-a", 4);
+      long taken = rs.get(0).sequence();
+      long sent = rs.get(1).sequence();
+      long rescheduled = rs.get(2).sequence();
+      long kept = rs.get(3).sequence();
+      assertThat(store.markSent("relay-a", List.of(sent), now())).isEqualTo(1);
+      assertThat(store.reschedule("relay-a", rescheduled, 1, now(), now().plus(lease()).plus(
+          lease()), "x")).isTrue();
+      advance(lease().plusMillis(1));
+      // relay-b takes one expired row; the other expired row nobody took.
+      List<OutboxRecord> b = store.claim("relay-b", 1, lease(), now());
+      assertThat(b).extracting(OutboxRecord::sequence).containsExactly(taken);
+
+      assertThat(store.renewLease("relay-a", List.of(taken, sent, rescheduled, kept), lease(),
+          now())).containsExactly(kept);
+      assertThat(store.renewLease("relay-a", List.of(), lease(), now())).isEmpty();
+      assertThat(claim("relay-c", 10)).isEmpty();
+    }
+
+    @Test
+    @DisplayName("moveToDeadLetters by a stale owner moves nothing and stores no dead letter; the"
+        + " holder's move stores it and the row leaves")
+    void moveFenced() {
+      io.relaykit.deadletter.InMemoryDeadLetterStore dead =
+          new io.relaykit.deadletter.InMemoryDeadLetterStore();
+      append("k1");
+      OutboxRecord first = only(claim("relay-a", 10));
+      advance(lease().plusMillis(1));
+      OutboxRecord taken = only(claim("relay-b", 10));
+
+      assertThat(store.moveToDeadLetters("relay-a", first.sequence(), deadLetterOf(first), dead))
+          .isFalse();
+      assertThat(dead.count(io.relaykit.deadletter.DeadLetterQuery.all())).isZero();
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+
+      assertThat(store.moveToDeadLetters("relay-b", taken.sequence(), deadLetterOf(taken), dead))
+          .isTrue();
+      assertThat(dead.find(deadLetterOf(taken).id())).isPresent();
+      assertThat(store.stats(now()).unsent()).isZero();
+      assertThat(claim("relay-c", 10)).isEmpty();
+    }
+
+    @Test
+    @DisplayName("a dead-letter store that throws leaves the row in the outbox, still held by the"
+        + " caller")
+    void moveFailureKeepsRow() {
+      append("k1");
+      OutboxRecord r = only(claim("relay-a", 10));
+      io.relaykit.deadletter.DeadLetterStore refusing = new ForwardingDeadLetterStore(
+          new io.relaykit.deadletter.InMemoryDeadLetterStore()) {
+        @Override
+        public void add(io.relaykit.deadletter.DeadLetter d) {
+          throw new IllegalArgumentException("over the size limit");
+        }
+      };
+      assertThatThrownBy(() -> store.moveToDeadLetters("relay-a", r.sequence(), deadLetterOf(r),
+          refusing)).hasMessageContaining("over the size limit");
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+      assertThat(claim("relay-b", 10)).as("still leased to relay-a").isEmpty();
+      assertThat(store.markSent("relay-a", List.of(r.sequence()), now())).isEqualTo(1);
+    }
+  }
+
+  @Nested
   @DisplayName("per-key order")
   class KeyOrder {
 
@@ -719,6 +814,37 @@ public abstract class OutboxStoreContract {
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("now");
 
       assertThat(store.markSent("relay-a", List.of(r.sequence()), now())).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("renewLease and moveToDeadLetters reject a blank owner, null sequences, a"
+        + " non-positive lease, a null now, a null dead letter or store; the held row is untouched")
+    void badRenewAndMove() {
+      append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+      List<Long> seqs = List.of(r.sequence());
+      io.relaykit.deadletter.DeadLetterStore dead =
+          new io.relaykit.deadletter.InMemoryDeadLetterStore();
+      io.relaykit.deadletter.DeadLetter d = io.relaykit.deadletter.DeadLetter.of(r.message(),
+          r.destination(), "gave up", null, 1, now(), now());
+
+      assertThatThrownBy(() -> store.renewLease(" ", seqs, lease(), now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("owner");
+      assertThatThrownBy(() -> store.renewLease("relay-a", null, lease(), now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("sequences");
+      assertThatThrownBy(() -> store.renewLease("relay-a", seqs, Duration.ZERO, now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("lease");
+      assertThatThrownBy(() -> store.renewLease("relay-a", seqs, lease(), null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("now");
+      assertThatThrownBy(() -> store.moveToDeadLetters("", r.sequence(), d, dead))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("owner");
+      assertThatThrownBy(() -> store.moveToDeadLetters("relay-a", r.sequence(), null, dead))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("deadLetter");
+      assertThatThrownBy(() -> store.moveToDeadLetters("relay-a", r.sequence(), d, null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("deadLetters");
+
+      assertThat(dead.count(io.relaykit.deadletter.DeadLetterQuery.all())).isZero();
+      assertThat(store.markSent("relay-a", seqs, now())).isEqualTo(1);
     }
   }
 }

@@ -619,9 +619,12 @@ public abstract class QueueJournalContract {
   @DisplayName("bad input")
   class BadInput {
 
-    /** Ids that no journal may record: blank, or holding an unpaired surrogate. */
+    /**
+     * Ids that no journal may record: blank, holding an unpaired surrogate, or holding U+0000
+     * (which a PostgreSQL text column cannot hold).
+     */
     private static final String[] BAD_IDS = {null, "", "  ", "id-\uD83D", "\uDC00-id",
-        "a\uDBFFb"};
+        "a\uDBFFb", "a\u0000b", "\u0000"};
 
     private void refused(ThrowingCallable call, String field) {
       assertThatThrownBy(call).isInstanceOf(IllegalArgumentException.class)
@@ -629,7 +632,7 @@ public abstract class QueueJournalContract {
     }
 
     @Test
-    @DisplayName("blank ids and ids with unpaired surrogates are refused by every change, naming eventId, and nothing is recorded")
+    @DisplayName("blank ids and ids with unpaired surrogates or U+0000 are refused by every change, naming eventId, and nothing is recorded")
     void badIds() throws Exception {
       QueueJournal journal = freshWith("a");
       for (String id : BAD_IDS) {
@@ -661,6 +664,29 @@ public abstract class QueueJournalContract {
       journal.append(pair);
       JournalState state = closeAndRestart(journal);
       assertThat(state.pending()).as("a surrogate pair is fine").containsExactly(pair);
+    }
+
+    @Test
+    @DisplayName("U+0000 in an id, name or dead reason is refused naming the field, nothing is recorded, and later changes still commit")
+    void nulRefused() throws Exception {
+      QueueJournal journal = freshWith("a");
+      refused(() -> journal.append(new QueuedEvent("nul-\u0000", "n", "p", Priority.CRITICAL, T0,
+          0, T0, null)), "eventId");
+      refused(() -> journal.append(new QueuedEvent("e1", "na\u0000me", "p", Priority.NORMAL, T0,
+          0, T0, null)), "name");
+      refused(() -> journal.appendDeferringSync(new QueuedEvent("e2", "\u0000", "p",
+          Priority.NORMAL, T0, 0, T0, null)), "name");
+      refused(() -> journal.recordAtomically(List.of(new Change.Append(new QueuedEvent("e3\u0000",
+          "n", "p", Priority.NORMAL, T0, 0, T0, null)))), "eventId");
+      refused(() -> journal.deadLetter("a", 1, "bad \u0000 reason"), "reason");
+      QueuedEvent fine = event("b", Priority.CRITICAL, T0);
+      journal.append(fine);
+      journal.flush();
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).as("the refusals wedged nothing")
+          .containsExactly(event("a"), fine);
+      assertThat(state.dead()).isEmpty();
+      assertThat(state.seen()).containsOnlyKeys("a", "b");
     }
 
     @Test

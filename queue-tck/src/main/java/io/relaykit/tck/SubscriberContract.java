@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
@@ -17,6 +20,7 @@ import io.relaykit.retry.Backoff;
 import io.relaykit.retry.PermanentFailureException;
 import io.relaykit.retry.RetryPolicy;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -105,6 +109,34 @@ public abstract class SubscriberContract {
    */
   protected boolean holdsKeyBehindRetry() {
     return true;
+  }
+
+  /**
+   * The dead-letter store that holds what a subscription of {@code group} on {@code destination}
+   * dead-letters, to read from; the kit closes it after use when it is {@link AutoCloseable}.
+   * Null (the default) when the kit subclass offers none: the "dead letters read many times" case
+   * then does not apply.
+   */
+  protected DeadLetterStore deadLetterStore(String destination, String group) {
+    return null;
+  }
+
+  /**
+   * Whether a retry that is not yet due survives a close and a new subscription of the same group
+   * (Kafka: the retry topic; RabbitMQ: the delay queue). The in-process transport keeps nothing
+   * across a restart and returns false; the "restart before a retry is due" case then does not
+   * apply.
+   */
+  protected boolean keepsRetriesAcrossRestart() {
+    return true;
+  }
+
+  /**
+   * Called in "restart before a retry is due" once the first attempt failed, before the
+   * subscription closes: returns when the retry is durably scheduled (Kafka: the source committed
+   * past the message). Default: at once.
+   */
+  protected void afterFirstFailure(String destination, SubscriptionSpec spec) {
   }
 
   @BeforeEach
@@ -434,6 +466,161 @@ public abstract class SubscriberContract {
       Await.until(timeout(), "other keys delivered while A waits for its retry",
           () -> recorder.ids().containsAll(idsOf(others)));
       assertThat(recorder.attemptsOf(a.id())).as("A waits for its retry").containsExactly(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("poison records and dead-letter reads")
+  class PoisonAndDeadLetterReads {
+
+    @Test
+    @DisplayName("a poison record with a long exception: its failure headers stay bounded, it is"
+        + " dead-lettered after its attempts and the key's next record is handled")
+    void poisonWithLongException() {
+      String destination = newDestination();
+      // About 1 MB of UTF-8 text in 2- and 3-byte characters: cuts must respect characters.
+      String huge = "\u00e9\u20ac".repeat(200_000);
+      Recorder recorder = new Recorder(d -> {
+        if (d.message().headers().get("label").equals("poison")) {
+          throw new IllegalStateException(huge);
+        }
+      });
+      subscribe(spec(destination, "g").ordering(OrderingMode.KEY).build(), recorder);
+      Message poison = publish(destination, "k", "poison");
+      Message next = publish(destination, "k", "next");
+
+      DeadLetter d = awaitDeadLetter(destination, poison.id(), timeout());
+      Await.until(timeout(), "the key's next record handled",
+          () -> recorder.ids().contains(next.id()));
+
+      assertThat(recorder.attemptsOf(poison.id())).containsExactly(1, 2, 3);
+      assertThat(d.attempts()).isEqualTo(3);
+      assertThat(d.message()).isEqualTo(poison);
+      assertThat(d.exceptionClass()).isEqualTo(IllegalStateException.class.getName());
+      assertThat(d.exceptionMessage()).startsWith("\u00e9\u20ac\u00e9\u20ac");
+      assertThat(d.exceptionMessage().getBytes(StandardCharsets.UTF_8).length)
+          .isLessThanOrEqualTo(FailureRoute.MAX_EXCEPTION_MESSAGE_BYTES);
+      assertThat(d.reason()).contains("attempts exhausted");
+      assertThat(d.reason().getBytes(StandardCharsets.UTF_8).length)
+          .isLessThanOrEqualTo(FailureRoute.MAX_REASON_BYTES);
+      assertThat(recorder.attemptsOf(next.id())).containsExactly(1);
+    }
+
+    @Test
+    @DisplayName("dead letters read many times (list, count, find) are unchanged and still there")
+    void deadLettersReadManyTimes() throws Exception {
+      String destination = newDestination();
+      DeadLetterStore store = deadLetterStore(destination, "g");
+      assumeTrue(store != null, "this kit subclass offers no dead-letter store to read");
+      try {
+        subscribe(spec(destination, "g").build(), d -> {
+          throw new PermanentFailureException("unknown product");
+        });
+        Message m = publish(destination, "k", "dead");
+        DeadLetter first = awaitDeadLetter(destination, m.id(), timeout());
+
+        DeadLetterQuery query = DeadLetterQuery.all().withMessageId(m.id());
+        for (int i = 0; i < 10; i++) {
+          assertThat(store.list(query)).containsExactly(first);
+          assertThat(store.count(query)).isEqualTo(1);
+          assertThat(store.find(first.id())).contains(first);
+        }
+        assertThat(awaitDeadLetter(destination, m.id(), timeout())).isEqualTo(first);
+      } finally {
+        if (store instanceof AutoCloseable c) {
+          c.close();
+        }
+      }
+    }
+  }
+
+  @Nested
+  @DisplayName("hot keys, restarts and members joining")
+  class HotKeysRestartsAndMembers {
+
+    @Test
+    @DisplayName("a hot failing key with more later records than maxInFlight does not stop the"
+        + " other keys")
+    void hotFailingKeyDoesNotStopOtherKeys() {
+      String destination = newDestination();
+      Recorder recorder = new Recorder(d -> {
+        if (d.message().key().orElse("").equals("hot")) {
+          throw new IllegalStateException("the hot key fails");
+        }
+      });
+      subscribe(spec(destination, "g").ordering(OrderingMode.KEY).concurrency(4).maxInFlight(8)
+          .retryPolicy(policy(3, Duration.ofMinutes(10))).build(), recorder);
+      for (int i = 0; i < 11; i++) {
+        publish(destination, "hot", "hot-" + i);
+      }
+      Message cold = publish(destination, "cold", "cold");
+      Await.until(timeout(), "the other key's message handled",
+          () -> recorder.ids().contains(cold.id()));
+    }
+
+    @Test
+    @DisplayName("restart before a retry is due: the message is delivered again after the restart"
+        + " and not lost")
+    void restartBeforeARetryIsDue() {
+      assumeTrue(keepsRetriesAcrossRestart(),
+          "this transport keeps nothing across a restart of its subscriptions");
+      String destination = newDestination();
+      AtomicBoolean failing = new AtomicBoolean(true);
+      Recorder first = new Recorder(d -> {
+        if (failing.get()) {
+          throw new IllegalStateException("fails before the restart");
+        }
+      });
+      // Ten retry delays: time to close before the retry is due (should it come first anyway,
+      // it fails again and the restarted subscription gets the attempt after it).
+      SubscriptionSpec retrySlowly = spec(destination, "g")
+          .retryPolicy(policy(4, retryDelay().multipliedBy(10))).build();
+      Subscription s = subscribe(retrySlowly, first);
+      Message m = publish(destination, "k", "retried");
+      Await.until(timeout(), "the first attempt failed", () -> first.ids().contains(m.id()));
+      afterFirstFailure(destination, retrySlowly);
+      s.close(Duration.ofSeconds(5));
+      int failedBefore = first.attemptsOf(m.id()).size();
+
+      failing.set(false);
+      Recorder second = new Recorder();
+      subscribe(retrySlowly, second);
+      Await.until(timeout(), "delivered again after the restart",
+          () -> second.ids().contains(m.id()));
+      assertThat(second.attemptsOf(m.id()).get(0)).as("the retry, its failed attempts counted")
+          .isEqualTo(failedBefore + 1);
+    }
+
+    @Test
+    @DisplayName("a member joining mid-run: every message handled, repeats only for work in flight")
+    void memberJoiningMidRun() {
+      String destination = newDestination();
+      int total = 40;
+      SubscriptionSpec spec = spec(destination, "g").ordering(OrderingMode.KEY).concurrency(4)
+          .maxInFlight(8).build();
+      Map<String, AtomicInteger> handled = new ConcurrentHashMap<>();
+      CountDownLatch joined = new CountDownLatch(1);
+      AtomicInteger before = new AtomicInteger();
+      MessageHandler handler = d -> {
+        if (before.incrementAndGet() > 10) {
+          await(joined, timeout()); // the first member holds its work until the second joined
+        }
+        handled.computeIfAbsent(d.message().id(), k -> new AtomicInteger()).incrementAndGet();
+      };
+      subscribe(spec, handler);
+      List<Message> messages = new ArrayList<>();
+      for (int i = 0; i < total; i++) {
+        messages.add(publish(destination, "k" + (i % 8), "m-" + i));
+      }
+      Await.until(timeout(), "the first member started ten",
+          () -> before.get() > 10);
+      subscribe(spec, d -> handled.computeIfAbsent(d.message().id(), k -> new AtomicInteger())
+          .incrementAndGet());
+      joined.countDown();
+      Await.until(timeout(), "every message handled",
+          () -> handled.keySet().containsAll(idsOf(messages)));
+      long repeated = handled.values().stream().filter(n -> n.get() > 1).count();
+      assertThat(repeated).as("messages handled more than once").isLessThanOrEqualTo(8);
     }
   }
 

@@ -69,6 +69,12 @@ public final class SwitchableIdempotencyStore implements IdempotencyStore {
   }
 
   @Override
+  public boolean renew(Claim claim, Duration lease) {
+    check();
+    return delegate.renew(claim, lease);
+  }
+
+  @Override
   public Optional<Claim.Status> status(String key) {
     check();
     return delegate.status(key);

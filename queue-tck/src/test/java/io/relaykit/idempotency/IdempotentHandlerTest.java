@@ -6,11 +6,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
+import io.relaykit.retry.Backoff;
 import io.relaykit.retry.FailureClassifier;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.tck.FakeClock;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
@@ -93,20 +96,107 @@ class IdempotentHandlerTest {
     }
 
     @Test
-    @DisplayName("a key held by another delivery throws a retryable WorkInProgressException and"
-        + " does not run the handler")
+    @DisplayName("a key held by another delivery is claimed again with back-off, then throws a"
+        + " retryable WorkInProgressException without running the handler or acking")
     void inProgressIsRetryable() {
       Claim other = store.claim("o-1:sms", Duration.ofMinutes(1));
+      List<Duration> pauses = new ArrayList<>();
+      IdempotentHandler h = IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey,
+              Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .inProgressRetries(3, Backoff.exponential(Duration.ofMillis(100)))
+          .pause(d -> {
+            pauses.add(d);
+            clock.advance(d);
+          })
+          .build();
 
-      assertThatThrownBy(() -> handler(d -> runs.incrementAndGet())
-          .handle(Delivery.first(order("o-1"), "orders")))
+      assertThatThrownBy(() -> h.handle(Delivery.first(order("o-1"), "orders")))
           .isInstanceOf(WorkInProgressException.class)
-          .hasMessageContaining("o-1:sms");
+          .hasMessageContaining("o-1:sms")
+          .hasMessageContaining("3 retries");
+      assertThat(pauses).containsExactly(Duration.ofMillis(100), Duration.ofMillis(200),
+          Duration.ofMillis(400));
       assertThat(runs).hasValue(0);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.CLAIMED);
       assertThat(RetryPolicy.defaults().isPermanent(new WorkInProgressException("x"))).isFalse();
       assertThat(FailureClassifier.defaults().classify(new WorkInProgressException("x")))
           .isEqualTo(FailureClassifier.Kind.RETRYABLE);
       assertThat(store.complete(other)).isTrue();
+    }
+
+    @Test
+    @DisplayName("with zero retries an IN_PROGRESS key fails at once, without pausing")
+    void zeroRetries() {
+      store.claim("o-1:sms", Duration.ofMinutes(1));
+      IdempotentHandler h = IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey,
+              Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .inProgressRetries(0, Backoff.fixed(Duration.ofSeconds(1)))
+          .pause(d -> {
+            throw new AssertionError("must not pause");
+          })
+          .build();
+
+      assertThatThrownBy(() -> h.handle(Delivery.first(order("o-1"), "orders")))
+          .isInstanceOf(WorkInProgressException.class);
+      assertThat(runs).hasValue(0);
+    }
+
+    @Test
+    @DisplayName("a holder that releases while this delivery waits lets it run the work")
+    void holderReleasesWhileWaiting() throws Exception {
+      Claim other = store.claim("o-1:sms", Duration.ofMinutes(1));
+      IdempotentHandler h = IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey,
+              Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .pause(d -> {
+            clock.advance(d);
+            store.release(other);
+          })
+          .build();
+
+      h.handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(runs).hasValue(1);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a holder that completes while this delivery waits makes it ack without running")
+    void holderCompletesWhileWaiting() throws Exception {
+      Claim other = store.claim("o-1:sms", Duration.ofMinutes(1));
+      IdempotentHandler h = IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey,
+              Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .pause(d -> {
+            clock.advance(d);
+            store.complete(other);
+          })
+          .build();
+
+      h.handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(runs).hasValue(0);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("an interrupt while waiting fails the delivery retryably and keeps the flag")
+    void interruptedWhileWaiting() {
+      store.claim("o-1:sms", Duration.ofMinutes(1));
+      IdempotentHandler h = IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey,
+              Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .pause(d -> {
+            throw new InterruptedException("shutdown");
+          })
+          .build();
+
+      try {
+        assertThatThrownBy(() -> h.handle(Delivery.first(order("o-1"), "orders")))
+            .isInstanceOf(WorkInProgressException.class)
+            .hasCauseInstanceOf(InterruptedException.class);
+        assertThat(Thread.currentThread().isInterrupted()).isTrue();
+      } finally {
+        Thread.interrupted();
+      }
+      assertThat(runs).hasValue(0);
     }
 
     @Test
@@ -121,6 +211,168 @@ class IdempotentHandlerTest {
 
       assertThat(taker[0].isClaimed()).isTrue();
       assertThat(store.status("o-1:sms")).contains(Claim.Status.CLAIMED);
+    }
+  }
+
+  /** A heartbeat scheduler the test steps by hand: {@link #beat} runs every live task once. */
+  private static final class ManualScheduler implements IdempotentHandler.Scheduler {
+    final List<Duration> periods = new ArrayList<>();
+    final List<Runnable> live = new ArrayList<>();
+    int cancelled;
+
+    @Override
+    public synchronized Runnable every(Duration period, Runnable beat) {
+      periods.add(period);
+      live.add(beat);
+      return () -> {
+        synchronized (this) {
+          if (live.remove(beat)) {
+            cancelled++;
+          }
+        }
+      };
+    }
+
+    void beat() {
+      List<Runnable> now;
+      synchronized (this) {
+        now = new ArrayList<>(live);
+      }
+      now.forEach(Runnable::run);
+    }
+  }
+
+  @Nested
+  @DisplayName("long handlers")
+  class LongHandlers {
+
+    private final Duration lease = Duration.ofMinutes(1);
+    private final ManualScheduler scheduler = new ManualScheduler();
+
+    private IdempotentHandler withHeartbeat(io.relaykit.message.MessageHandler delegate) {
+      return IdempotentHandler.builder(store, IdempotentHandlerTest::businessKey, lease, delegate)
+          .heartbeat(Duration.ofSeconds(20), scheduler)
+          .build();
+    }
+
+    @Test
+    @DisplayName("a handler that outlasts its lease with nobody else around still completes the"
+        + " key: a redelivery does not run the effect again")
+    void outlastsLeaseAlone() throws Exception {
+      IdempotentHandler h = handler(d -> {
+        runs.incrementAndGet();
+        clock.advance(Duration.ofMinutes(3));
+      });
+
+      h.handle(Delivery.first(order("o-1"), "orders"));
+      h.handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(runs).hasValue(1);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("the heartbeat renews the lease while the handler runs, so nobody takes the key"
+        + " over, and stops when the handler is done")
+    void heartbeatKeepsLease() throws Exception {
+      Claim[] rival = new Claim[1];
+      withHeartbeat(d -> {
+        runs.incrementAndGet();
+        for (int i = 0; i < 9; i++) {   // 3 minutes in all, beating every 20 s
+          clock.advance(Duration.ofSeconds(20));
+          scheduler.beat();
+        }
+        rival[0] = store.claim("o-1:sms", lease);
+      }).handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(rival[0].status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(scheduler.periods).containsExactly(Duration.ofSeconds(20));
+      assertThat(scheduler.live).isEmpty();
+      assertThat(scheduler.cancelled).isEqualTo(1);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+      assertThat(runs).hasValue(1);
+    }
+
+    @Test
+    @DisplayName("a failing handler stops its heartbeat and releases the key")
+    void heartbeatStopsOnFailure() {
+      assertThatThrownBy(() -> withHeartbeat(d -> {
+        throw new IOException("smtp down");
+      }).handle(Delivery.first(order("o-1"), "orders"))).hasMessage("smtp down");
+
+      assertThat(scheduler.live).isEmpty();
+      assertThat(store.status("o-1:sms")).isEmpty();
+    }
+
+    @Test
+    @DisplayName("a heartbeat that finds the key taken over stops; the delivery is acked and the"
+        + " new holder keeps the key")
+    void heartbeatFindsTakeover() throws Exception {
+      Claim[] taker = new Claim[1];
+      withHeartbeat(d -> {
+        clock.advance(lease.plusSeconds(1));   // stalled past the lease: no beat ran
+        taker[0] = store.claim("o-1:sms", lease);
+        scheduler.beat();
+        assertThat(scheduler.live).as("stopped after the failed renewal").isEmpty();
+      }).handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(taker[0].isClaimed()).isTrue();
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.CLAIMED);
+      assertThat(store.complete(taker[0])).isTrue();
+    }
+
+    @Test
+    @DisplayName("a heartbeat whose store fails keeps beating; the next renewal holds the lease")
+    void heartbeatSurvivesStoreFailure() throws Exception {
+      io.relaykit.tck.SwitchableIdempotencyStore flaky =
+          new io.relaykit.tck.SwitchableIdempotencyStore(store, "flaky");
+      Claim[] rival = new Claim[1];
+      IdempotentHandler.builder(flaky, IdempotentHandlerTest::businessKey, lease, d -> {
+        clock.advance(Duration.ofSeconds(20));
+        flaky.down(true);
+        scheduler.beat();
+        flaky.down(false);
+        clock.advance(Duration.ofSeconds(20));
+        scheduler.beat();
+        clock.advance(Duration.ofSeconds(40));
+        rival[0] = store.claim("o-1:sms", lease);
+      }).heartbeat(Duration.ofSeconds(20), scheduler).build()
+          .handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(rival[0].status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a heartbeat period must be positive and shorter than the lease")
+    void heartbeatChecks() {
+      IdempotentHandler.Builder b = IdempotentHandler.builder(store, m -> "k", lease, d -> { });
+      assertThatThrownBy(() -> b.heartbeat(lease, scheduler))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("shorter");
+      assertThatThrownBy(() -> b.heartbeat(Duration.ZERO, scheduler))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("heartbeat");
+      assertThatThrownBy(() -> b.heartbeat(Duration.ofSeconds(1), null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("scheduler");
+    }
+
+    @Test
+    @DisplayName("Scheduler.of beats on a real executor and the handle cancels it")
+    void executorScheduler() {
+      java.util.concurrent.ScheduledExecutorService ex =
+          java.util.concurrent.Executors.newSingleThreadScheduledExecutor();
+      try {
+        AtomicInteger beats = new AtomicInteger();
+        Runnable cancel = IdempotentHandler.Scheduler.of(ex)
+            .every(Duration.ofMillis(5), beats::incrementAndGet);
+        io.relaykit.tck.Await.until(Duration.ofSeconds(10), "two beats", () -> beats.get() >= 2);
+        cancel.run();
+        int after = beats.get();
+        // Once cancelled, no new beat starts; one already running may still finish.
+        ex.shutdown();
+        assertThat(beats.get()).isLessThanOrEqualTo(after + 1);
+      } finally {
+        ex.shutdownNow();
+      }
     }
   }
 
@@ -151,6 +403,21 @@ class IdempotentHandlerTest {
       assertThatThrownBy(() -> h.handle(Delivery.first(order("o-1"), "orders")))
           .isInstanceOf(MalformedMessageException.class).hasMessageContaining("600 characters");
       assertThat(runs).hasValue(0);
+    }
+
+    @Test
+    @DisplayName("the builder names a bad retry count, a null back-off and a null pause")
+    void builderChecks() {
+      IdempotentHandler.Builder b = IdempotentHandler.builder(store, m -> "k",
+          Duration.ofMinutes(1), d -> { });
+      assertThatThrownBy(() -> b.inProgressRetries(-1, Backoff.fixed(Duration.ofSeconds(1))))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("inProgressRetries");
+      assertThatThrownBy(() -> b.inProgressRetries(101, Backoff.fixed(Duration.ofSeconds(1))))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("101");
+      assertThatThrownBy(() -> b.inProgressRetries(1, null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("backoff");
+      assertThatThrownBy(() -> b.pause(null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("pause");
     }
 
     @Test

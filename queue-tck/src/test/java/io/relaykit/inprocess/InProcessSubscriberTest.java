@@ -2,6 +2,7 @@ package io.relaykit.inprocess;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.tck.Await;
@@ -27,6 +28,16 @@ class InProcessSubscriberTest extends SubscriberContract {
   @Override
   protected String newDestination() {
     return "orders-" + UUID.randomUUID();
+  }
+
+  @Override
+  protected boolean keepsRetriesAcrossRestart() {
+    return false; // retries wait in the closed subscription's memory
+  }
+
+  @Override
+  protected DeadLetterStore deadLetterStore(String destination, String group) {
+    return transport.deadLetters();
   }
 
   @Override

@@ -351,6 +351,73 @@ class ReportQueueFailureTest {
     }
   }
 
+  @Nested
+  @DisplayName("queries")
+  class Queries {
+
+    private long journalCalls() {
+      long n = 0;
+      for (Call c : Call.values()) {
+        n += journal.calls(c);
+      }
+      return n;
+    }
+
+    @Test
+    @DisplayName("stats, toString and readyCount change nothing and write nothing to the journal, even with ids due to leave the window and retries due later")
+    void queriesWriteNothing() {
+      ReportQueue queue = builder().dedupeWindow(Duration.ofSeconds(1), 2).build();
+      queue.restore();
+      queue.enqueue(normal("a"));
+      queue.drainBatch();
+      queue.ack(List.of("a"));
+      queue.enqueue(normal("r"));
+      queue.drainBatch();
+      queue.nack(List.of("r"), true); // retry at +1 s (the default backoff)
+      clock.advance(Duration.ofMillis(1500)); // "a" and "r" left the window by age, "r" is due
+      queue.enqueue(normal("b"));
+      queue.drainBatch(); // takes "b" and the due retry "r"
+      queue.nack(List.of("r"), true); // attempt 2: retry at +2 s
+      clock.advance(Duration.ofSeconds(2)); // "b" left the window by age too
+      queue.enqueue(normal("c")); // trims the window: "a" forgotten
+      queue.enqueue(normal("d"));
+      queue.drainBatch(); // "c", "d" and the due retry "r"
+      queue.ack(List.of("c")); // "c" stays seen: it is in the window
+      clock.advance(Duration.ofSeconds(5)); // every id is older than the window now: "c" is due
+      // to be forgotten, which a query must leave to the next change
+      long before = journalCalls();
+
+      QueueStats stats = queue.stats();
+      String text = queue.toString();
+      int readyLater = queue.readyCount(clock.instant().plusSeconds(60));
+      int readyNow = queue.readyCount(clock.instant());
+
+      assertThat(journalCalls()).as("journal calls made by the queries").isEqualTo(before);
+      assertThat(stats.seen()).as("ids still in the window at the clock's time").isZero();
+      assertThat(text).contains("pending=0", "inflight=3"); // "b", "d", "r"
+      assertThat(readyNow).isZero();
+      assertThat(readyLater).isZero();
+      assertThat(queue.stats()).isEqualTo(stats);
+      assertThat(journalCalls()).isEqualTo(before);
+    }
+
+    @Test
+    @DisplayName("readyCount at a later time does not make a retry drain before its time")
+    void readyCountDoesNotPromote() {
+      ReportQueue queue = builder().build();
+      queue.restore();
+      queue.enqueue(normal("r"));
+      queue.drainBatch();
+      queue.nack(List.of("r"), true); // retry at +1 s
+      assertThat(queue.readyCount(clock.instant().plusSeconds(2))).isEqualTo(1);
+      assertThat(queue.readyCount(clock.instant())).isZero();
+      assertThat(queue.drainBatch()).as("not due yet").isEmpty();
+      assertThat(queue.nextReadyAt()).contains(clock.instant().plusSeconds(1));
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(ids(queue.drainBatch())).containsExactly("r");
+    }
+  }
+
   private static Throwable catchFrom(Runnable r) {
     try {
       r.run();

@@ -523,12 +523,13 @@ class ReportQueueTest {
     @Test
     @DisplayName("dead letters beyond their byte bound push out as many old ones as needed; one too large on its own is not kept")
     void deadLetterByteBound() {
-      ReportQueue queue = builder().deadLetters(100, 10).build();
+      // Each costs its payload plus its one-byte reason.
+      ReportQueue queue = builder().deadLetters(100, 11).build();
       for (String[] e : new String[][] {{"a", "xxxx"}, {"b", "yyyy"}, {"c", "zzzzzzzz"},
           {"huge", "h".repeat(11)}}) {
         queue.enqueue(new ReportEvent(e[0], "n", e[1]));
         queue.drainBatch();
-        queue.nack(List.of(e[0]), false);
+        queue.nack(List.of(e[0]), false, Duration.ZERO, "r");
       }
       assertThat(queue.deadIds()).containsExactly("c");
       assertThat(queue.stats().deadDropped()).isEqualTo(3);
@@ -538,7 +539,36 @@ class ReportQueueTest {
       JournalState stored = journal.reopen().load();
       assertThat(ids(stored.dead())).containsExactly("c");
       assertThat(stored.pending()).isEmpty();
-      assertThat(restarted(builder().deadLetters(100, 10)).deadIds()).containsExactly("c");
+      assertThat(restarted(builder().deadLetters(100, 11)).deadIds()).containsExactly("c");
+    }
+
+    @Test
+    @DisplayName("a dead letter's reason counts toward the dead letters' byte bound, also after a restart")
+    void deadReasonBytesCount() {
+      // Each dead letter costs 4 payload bytes + 8 reason bytes = 12: two exceed a bound of 20.
+      ReportQueue queue = builder().deadLetters(100, 20).build();
+      for (String id : List.of("a", "b")) {
+        queue.enqueue(new ReportEvent(id, "n", "xxxx"));
+        queue.drainBatch();
+        queue.nack(List.of(id), false, Duration.ZERO, "reason-" + id);
+      }
+      assertThat(queue.deadIds()).containsExactly("b");
+      assertThat(queue.stats().deadDropped()).isEqualTo(1);
+      assertThat(stages("a")).endsWith(Stage.DEAD_LETTERED, Stage.DROPPED);
+      // 4 payload bytes, but a 30-byte reason: too large on its own, not kept.
+      queue.enqueue(new ReportEvent("long", "n", "yyyy"));
+      queue.drainBatch();
+      queue.nack(List.of("long"), false, Duration.ZERO, "r".repeat(30));
+      assertThat(queue.deadIds()).containsExactly("b");
+      assertThat(queue.stats().deadDropped()).isEqualTo(2);
+      ReportQueue again = restarted(builder().deadLetters(100, 20));
+      assertThat(again.deadReason("b")).contains("reason-b");
+      again.enqueue(new ReportEvent("c", "n", "zzzz"));
+      again.drainBatch();
+      again.nack(List.of("c"), false, Duration.ZERO, "reason-c");
+      assertThat(again.deadIds()).as("the restored dead letter's reason counts too")
+          .containsExactly("c");
+      assertThat(again.stats().deadDropped()).isEqualTo(1);
     }
 
     @Test
@@ -711,6 +741,38 @@ class ReportQueueTest {
       assertThat(queue.nack(List.of("otp"), true)).isEqualTo(new NackResult(0, 0, 1));
       assertThat(queue.stats().expired()).isEqualTo(1);
       assertThat(queue.stats().inflight()).isZero();
+    }
+
+    @Test
+    @DisplayName("an expired event that was nacked has left for good: a late ack or nack finds nothing, its id is forgotten with the window, and its room is free")
+    void expiredOnNackLeaves() {
+      ReportQueue queue = builder().capacity(1).dedupeWindow(Duration.ofSeconds(10), 100).build();
+      queue.enqueue(new ReportEvent("otp", "otp", "1", Priority.NORMAL,
+          clock.instant().plusSeconds(1)));
+      queue.drainBatch();
+      clock.advance(Duration.ofSeconds(1));
+      assertThat(queue.nack(List.of("otp"), false)).as("expired wins over a rejection")
+          .isEqualTo(new NackResult(0, 0, 1));
+      assertThat(queue.nack(List.of("otp"), true)).isEqualTo(new NackResult(0, 0, 0));
+      assertThat(queue.ack(List.of("otp"))).isZero();
+      QueueStats stats = queue.stats();
+      assertThat(stats.pending()).isZero();
+      assertThat(stats.inflight()).isZero();
+      assertThat(stats.deadLetters()).isZero();
+      assertThat(stats.expired()).isEqualTo(1);
+      assertThat(stages("otp")).containsExactly(Stage.ENQUEUED, Stage.DELIVERED, Stage.EXPIRED);
+      assertThat(queue.enqueue(normal("other")).reason()).as("its room is free")
+          .isEqualTo(Reason.OK);
+      assertThat(queue.enqueue(normal("otp")).reason()).as("seen within the window")
+          .isEqualTo(Reason.DUPLICATE);
+      queue.drainBatch();
+      queue.ack(List.of("other"));
+      clock.advance(Duration.ofSeconds(11));
+      assertThat(queue.enqueue(normal("otp")).reason()).as("forgotten once out of the window")
+          .isEqualTo(Reason.OK);
+      JournalState stored = journal.reopen().load();
+      assertThat(ids(stored.pending())).containsExactly("otp");
+      assertThat(stored.pending().get(0).payload()).isEqualTo(normal("otp").payload());
     }
   }
 
@@ -1013,6 +1075,31 @@ class ReportQueueTest {
       assertThat(queue.enqueue(new ReportEvent("pay-\uD83D\uDE00", "n", "💳")).accepted())
           .as("a surrogate pair is a character like any other").isTrue();
       assertThat(restarted(builder()).pendingIds()).containsExactly("pay-\uD83D\uDE00");
+    }
+
+    @Test
+    @DisplayName("ids and names holding U+0000 are refused naming the field and index (a PostgreSQL text column cannot hold it); payloads may hold it")
+    void nulChars() {
+      assertThatThrownBy(() -> new ReportEvent("pay\u0000", "n", "p"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventId")
+          .hasMessageContaining("U+0000").hasMessageContaining("index 3");
+      assertThatThrownBy(() -> new ReportEvent("id", "\u0000n", "p"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("name");
+      ReportQueue queue = builder().build();
+      assertThat(queue.enqueue(new ReportEvent("id", "n", "{\"x\":\"\u0000\"}")).accepted())
+          .as("a payload is stored as bytes: U+0000 in it is fine").isTrue();
+      assertThat(restarted(builder()).pendingIds()).containsExactly("id");
+    }
+
+    @Test
+    @DisplayName("a dead reason holding U+0000 is stored with U+FFFD in its place, not refused")
+    void reasonWithNul() {
+      ReportQueue queue = builder().build();
+      queue.enqueue(normal("a"));
+      queue.drainBatch();
+      queue.nack(List.of("a"), false, Duration.ZERO, "server said \u0000!");
+      assertThat(queue.deadReason("a")).contains("server said \uFFFD!");
+      assertThat(journal.reopen().load().deadReasons()).containsEntry("a", "server said \uFFFD!");
     }
 
     @Test

@@ -4,10 +4,12 @@ import com.google.inject.AbstractModule;
 import com.google.inject.Module;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.guice.BackendModuleProvider;
+import io.relaykit.guice.OutboxRelaySettings;
 import io.relaykit.guice.RelayKitConfig;
 import io.relaykit.guice.RelayKitModule;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.ordering.VersionGuard;
+import io.relaykit.outbox.OutboxBound;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.queue.QueueJournal;
 
@@ -27,9 +29,15 @@ import io.relaykit.queue.QueueJournal;
  *   <tr><td>{@code relaykit.h2.username}, {@code relaykit.h2.password}</td><td>none</td></tr>
  *   <tr><td>{@code relaykit.h2.pool-size}</td><td>4</td></tr>
  *   <tr><td>{@code relaykit.h2.table-prefix}</td><td>{@code relaykit_}</td></tr>
- *   <tr><td>{@code relaykit.h2.lease}</td><td>{@code relaykit.relay.lease}</td></tr>
- *   <tr><td>{@code relaykit.h2.retention}</td><td>{@code relaykit.idempotency.retention}</td></tr>
+ *   <tr><td>{@code relaykit.h2.lease}</td><td>{@code relaykit.relay.lease}; the injected
+ *       relay's lease</td></tr>
+ *   <tr><td>{@code relaykit.h2.retention}</td><td>{@code relaykit.idempotency.retention}; how
+ *       long the injected relay keeps sent rows and the idempotency store DONE keys</td></tr>
  *   <tr><td>{@code relaykit.h2.journal-name}</td><td>{@code relaykit}</td></tr>
+ *   <tr><td>{@code relaykit.h2.outbox-max-unsent}</td><td>none (unbounded)</td></tr>
+ *   <tr><td>{@code relaykit.h2.outbox-over-bound}</td><td>{@code refuse}: an append at the
+ *       bound throws {@code OutboxFullException}; {@code accept}: it is written, counted, and the
+ *       relay's backlog verdict is OVER_BOUND</td></tr>
  *   <tr><td>{@code relaykit.h2.migrate}</td><td>{@code true}; {@code false} only verifies the
  *       schema version</td></tr>
  * </table>
@@ -44,6 +52,26 @@ public final class H2StorageBackend implements BackendModuleProvider {
   public static final String RETENTION = "relaykit.h2.retention";
   public static final String JOURNAL_NAME = "relaykit.h2.journal-name";
   public static final String MIGRATE = "relaykit.h2.migrate";
+  public static final String OUTBOX_MAX_UNSENT = "relaykit.h2.outbox-max-unsent";
+  public static final String OUTBOX_OVER_BOUND = "relaykit.h2.outbox-over-bound";
+
+  private static OutboxBound outboxBound(RelayKitConfig config) {
+    if (config.get(OUTBOX_MAX_UNSENT).isEmpty()) {
+      if (config.get(OUTBOX_OVER_BOUND).isPresent()) {
+        throw new IllegalArgumentException(OUTBOX_OVER_BOUND + " needs " + OUTBOX_MAX_UNSENT);
+      }
+      return OutboxBound.unbounded();
+    }
+    long max = config.getInt(OUTBOX_MAX_UNSENT, 0);
+    String over = config.get(OUTBOX_OVER_BOUND).orElse("refuse");
+    OutboxBound.OverBound policy = switch (over) {
+      case "refuse" -> OutboxBound.OverBound.REFUSE;
+      case "accept" -> OutboxBound.OverBound.ACCEPT;
+      default -> throw new IllegalArgumentException(OUTBOX_OVER_BOUND
+          + " must be refuse or accept, was '" + over + "'");
+    };
+    return new OutboxBound(max, policy);
+  }
 
   @Override
   public Kind kind() {
@@ -72,6 +100,7 @@ public final class H2StorageBackend implements BackendModuleProvider {
           .lease(config.getDuration(LEASE, config.relayLease()))
           .retention(config.getDuration(RETENTION, config.idempotencyRetention()))
           .migrate(config.getBoolean(MIGRATE, true))
+          .outboxBound(outboxBound(config))
           .build();
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("invalid relaykit.h2 settings: " + e.getMessage(), e);
@@ -82,6 +111,9 @@ public final class H2StorageBackend implements BackendModuleProvider {
       protected void configure() {
         install(new H2StorageModule(h2, journalName));
         RelayKitModule.override(binder(), OutboxStore.class).to(JdbcOutboxStore.class);
+        // The relay holds rows for this storage's lease and purges sent rows after its retention.
+        RelayKitModule.override(binder(), OutboxRelaySettings.class)
+            .toInstance(new OutboxRelaySettings(h2.lease(), h2.retention()));
         // The storage's store: the SPI itself, or the final guard behind a configured fast tier.
         RelayKitModule.overrideStorageIdempotency(binder()).to(JdbcIdempotencyStore.class);
         RelayKitModule.override(binder(), DeadLetterStore.class).to(JdbcDeadLetterStore.class);

@@ -1,6 +1,7 @@
 package io.relaykit.storage.h2;
 
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.outbox.OutboxBound;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Optional;
@@ -25,6 +26,9 @@ import java.util.Optional;
  *   <tr><td>tablePrefix</td><td>{@code relaykit_}</td><td>prefix of every table and index</td></tr>
  *   <tr><td>lease</td><td>30 s</td><td>how long a relay holds claimed outbox rows</td></tr>
  *   <tr><td>retention</td><td>7 days</td><td>how long sent rows and done keys are kept</td></tr>
+ *   <tr><td>outboxBound</td><td>{@link OutboxBound#unbounded()}</td><td>the most unsent outbox
+ *       rows, and whether an append over it is refused or accepted (see {@link
+ *       JdbcOutboxStore#append})</td></tr>
  *   <tr><td>databaseClock</td><td>{@link DatabaseClock#database()}</td><td>the clock leases,
  *       takeovers and retention are decided on</td></tr>
  *   <tr><td>migrate</td><td>true</td><td>create or migrate the tables when opening; false only
@@ -51,6 +55,7 @@ public final class H2StorageConfig {
   private final LifecycleListener listener;
   private final boolean migrate;
   private final DatabaseClock databaseClock;
+  private final OutboxBound outboxBound;
   private final Dialect dialect;
 
   private H2StorageConfig(Builder b, Dialect dialect) {
@@ -64,6 +69,7 @@ public final class H2StorageConfig {
     this.listener = b.listener;
     this.migrate = b.migrate;
     this.databaseClock = b.databaseClock;
+    this.outboxBound = b.outboxBound;
     this.dialect = dialect;
   }
 
@@ -71,7 +77,8 @@ public final class H2StorageConfig {
   H2StorageConfig withListener(LifecycleListener listener) {
     Builder b = builder().jdbcUrl(jdbcUrl).username(username).password(password)
         .poolSize(poolSize).tablePrefix(tablePrefix).lease(lease).retention(retention)
-        .listener(listener).migrate(migrate).databaseClock(databaseClock);
+        .listener(listener).migrate(migrate).databaseClock(databaseClock)
+        .outboxBound(outboxBound);
     return new H2StorageConfig(b, dialect);
   }
 
@@ -135,6 +142,11 @@ public final class H2StorageConfig {
     return Optional.ofNullable(listener);
   }
 
+  /** The bound the outbox's appends are checked against. */
+  public OutboxBound outboxBound() {
+    return outboxBound;
+  }
+
   /** The clock leases, takeovers and retention are decided on. */
   public DatabaseClock databaseClock() {
     return databaseClock;
@@ -155,7 +167,7 @@ public final class H2StorageConfig {
     // No password: configs end up in logs.
     return "H2StorageConfig[jdbcUrl=" + jdbcUrl + ", username=" + username + ", poolSize="
         + poolSize + ", tablePrefix=" + tablePrefix + ", lease=" + lease + ", retention="
-        + retention + ", migrate=" + migrate + ", listener=" + (listener == null ? "none" : listener) + "]";
+        + retention + ", outboxBound=" + outboxBound + ", migrate=" + migrate + ", listener=" + (listener == null ? "none" : listener) + "]";
   }
 
   /** Builds a validated {@link H2StorageConfig}. */
@@ -170,8 +182,23 @@ public final class H2StorageConfig {
     private LifecycleListener listener;
     private boolean migrate = true;
     private DatabaseClock databaseClock = DatabaseClock.database();
+    private OutboxBound outboxBound = OutboxBound.unbounded();
 
     private Builder() {}
+
+    /**
+     * The most unsent outbox rows and what an append over them does. Default unbounded.
+     *
+     * @throws IllegalArgumentException if null
+     */
+    public Builder outboxBound(OutboxBound outboxBound) {
+      if (outboxBound == null) {
+        throw new IllegalArgumentException("outboxBound must not be null: use"
+            + " OutboxBound.unbounded()");
+      }
+      this.outboxBound = outboxBound;
+      return this;
+    }
 
     public Builder jdbcUrl(String jdbcUrl) {
       this.jdbcUrl = jdbcUrl;

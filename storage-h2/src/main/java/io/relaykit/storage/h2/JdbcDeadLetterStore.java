@@ -69,6 +69,20 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
 
   @Override
   public void add(DeadLetter deadLetter) {
+    validate(deadLetter);
+    Jdbc.autoCommit(dataSource, "dead letter add to " + tables.deadLetter, c -> {
+      add(c, deadLetter);
+      return null;
+    });
+  }
+
+  /**
+   * Refuses what the table cannot hold, naming the field: a null dead letter, a payload over
+   * {@link Schema#MAX_PAYLOAD_BYTES}, a message id, source, group or type over {@value
+   * #MAX_NAME_LENGTH} characters, a key over {@value #MAX_KEY_LENGTH}, an exception class over
+   * {@value #MAX_EXCEPTION_CLASS_LENGTH}.
+   */
+  static void validate(DeadLetter deadLetter) {
     if (deadLetter == null) {
       throw new IllegalArgumentException("deadLetter must not be null");
     }
@@ -84,10 +98,11 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
     requireFits("message type", m.type(), MAX_NAME_LENGTH);
     requireFits("message key", m.key().orElse(null), MAX_KEY_LENGTH);
     requireFits("exception class", deadLetter.exceptionClass(), MAX_EXCEPTION_CLASS_LENGTH);
-    Jdbc.autoCommit(dataSource, "dead letter add to " + tables.deadLetter, c -> {
-      add(c, deadLetter);
-      return null;
-    });
+  }
+
+  /** Whether this store's table is reached through {@code other}, so one transaction spans both. */
+  boolean usesDataSource(DataSource other) {
+    return dataSource == other;
   }
 
   void add(Connection c, DeadLetter d) throws SQLException {
@@ -187,6 +202,65 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
         return (long) ps.executeUpdate();
       }
     });
+  }
+
+  /**
+   * Deletes at most {@code max} rows whose last failure is before {@code failedBefore}, oldest
+   * first, in one statement (a range scan of the {@code (last_failure_at, id)} index).
+   */
+  @Override
+  public long purgeFailedBefore(Instant failedBefore, int max) {
+    if (failedBefore == null) {
+      throw new IllegalArgumentException("failedBefore must not be null");
+    }
+    requireMax(max);
+    long before = Instants.toNanos("failedBefore", failedBefore);
+    String t = tables.deadLetter;
+    String sql = "DELETE FROM " + t + " WHERE id IN (SELECT id FROM " + t
+        + " WHERE last_failure_at < ? ORDER BY last_failure_at, id FETCH FIRST ? ROWS ONLY)";
+    return Jdbc.autoCommit(dataSource, "dead letter purgeFailedBefore in " + t, c -> {
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        ps.setLong(1, before);
+        ps.setInt(2, max);
+        return (long) ps.executeUpdate();
+      }
+    });
+  }
+
+  /**
+   * Counts the rows and deletes the oldest beyond {@code keep}, at most {@code max}, in one
+   * transaction: a COUNT (O(rows)) and one DELETE by the time index.
+   */
+  @Override
+  public long trimTo(long keep, int max) {
+    if (keep < 0) {
+      throw new IllegalArgumentException("keep must be >= 0, was " + keep);
+    }
+    requireMax(max);
+    String t = tables.deadLetter;
+    return Jdbc.inTransaction(dataSource, "dead letter trimTo in " + t, c -> {
+      long count;
+      try (PreparedStatement ps = c.prepareStatement("SELECT COUNT(*) FROM " + t);
+          ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        count = rs.getLong(1);
+      }
+      long excess = Math.min(count - keep, max);
+      if (excess <= 0) {
+        return 0L;
+      }
+      try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + t + " WHERE id IN (SELECT"
+          + " id FROM " + t + " ORDER BY last_failure_at, id FETCH FIRST ? ROWS ONLY)")) {
+        ps.setInt(1, (int) excess);
+        return (long) ps.executeUpdate();
+      }
+    });
+  }
+
+  private static void requireMax(int max) {
+    if (max < 1) {
+      throw new IllegalArgumentException("max must be >= 1, was " + max);
+    }
   }
 
   /**

@@ -1,11 +1,14 @@
 package io.relaykit.storage.h2;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.outbox.OutboxBound;
+import io.relaykit.outbox.OutboxFullException;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.outbox.OutboxStore;
@@ -21,9 +24,12 @@ import java.time.Instant;
 import java.time.InstantSource;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 
 /**
@@ -105,9 +111,26 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final Dialect dialect;
   private final LifecycleListener listener;
   private final OutboxOrderScope scope;
+  private final OutboxBound bound;
+  private final AtomicLong refusedAppends = new AtomicLong();
+  private final AtomicLong overBoundAppends = new AtomicLong();
+  /** The unsent-row count appends are checked against, sampled; guarded by itself. */
+  private final long[] sample = new long[2]; // [0] unsent at the sample, [1] appended since
+  private Instant sampledAt;
+
+  /** How old the sampled unsent count may be when an append is checked against the bound. */
+  static final Duration BOUND_SAMPLE_INTERVAL = Duration.ofSeconds(1);
 
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
-      DatabaseClock databaseClock, LifecycleListener listener, OutboxOrderScope scope) {
+      DatabaseClock databaseClock, LifecycleListener listener) {
+    this(dataSource, dialect, tables, clock, databaseClock, listener, OutboxBound.unbounded(),
+        OutboxOrderScope.KEY);
+  }
+
+  JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
+      DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound,
+      OutboxOrderScope scope) {
+    this.bound = bound;
     this.scope = scope;
     this.dataSource = dataSource;
     this.tables = tables;
@@ -133,11 +156,14 @@ public final class JdbcOutboxStore implements OutboxStore {
    * @throws IllegalArgumentException naming the field when the destination is blank or longer than
    *     255, the message is null, its id is longer than 255, its key longer than 512, or its payload
    *     larger than {@link #MAX_PAYLOAD_BYTES}; nothing is written then
+   * @throws OutboxFullException if the store's {@link OutboxBound} (REFUSE) is reached: nothing
+   *     is written, the caller's transaction is untouched
    * @throws SQLException from the caller's connection; the caller decides about its transaction
    */
   public long append(Connection tx, String destination, Message message) throws SQLException {
     requireConnection(tx);
     validate(destination, message);
+    admit(tx, 1);
     if (message.key().isEmpty()) {
       long seq = insert(tx, destination, message);
       enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
@@ -207,6 +233,74 @@ public final class JdbcOutboxStore implements OutboxStore {
     }
   }
 
+  /**
+   * Checks {@code rows} more rows against the bound: the unsent count is sampled through {@code
+   * tx} (one {@code COUNT} over the unsent rows, an index range scan) at most once per {@link
+   * #BOUND_SAMPLE_INTERVAL} on the storage's clock, plus what this store appended since; an append
+   * that would be refused is re-checked against a fresh count first, so rows sent since the
+   * sample never cause a refusal (a refused append costs one COUNT). Overshoot: appends by other store instances (other hosts) since
+   * the sample are not seen, and a rolled-back append still counts until the next sample.
+   */
+  private void admit(Connection tx, int rows) throws SQLException {
+    if (!bound.isBounded()) {
+      return;
+    }
+    Instant now = clock.instant();
+    boolean fresh = false;
+    long estimate;
+    synchronized (sample) {
+      boolean stale = sampledAt == null || !now.isBefore(sampledAt.plus(BOUND_SAMPLE_INTERVAL))
+          || now.isBefore(sampledAt);
+      estimate = stale ? -1 : sample[0] + sample[1];
+    }
+    if (estimate < 0 || (bound.overBound() == OutboxBound.OverBound.REFUSE
+        && estimate + rows > bound.maxUnsent())) {
+      estimate = countUnsent(tx);
+      fresh = true;
+    }
+    synchronized (sample) {
+      if (fresh) {
+        sample[0] = estimate;
+        sample[1] = 0;
+        sampledAt = now;
+      }
+      try {
+        if (bound.admit(estimate + rows - 1, "outbox " + tables.outbox)) {
+          overBoundAppends.addAndGet(rows);
+        }
+      } catch (OutboxFullException e) {
+        refusedAppends.addAndGet(rows);
+        throw e;
+      }
+      sample[1] += rows;
+    }
+  }
+
+  private long countUnsent(Connection tx) throws SQLException {
+    try (Statement s = tx.createStatement();
+        ResultSet rs = s.executeQuery(unsentSql("COUNT(*)", "SUM(n)"))) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  @Override
+  public OutboxBound bound() {
+    return bound;
+  }
+
+  /** Appends refused because the backlog was at the bound (REFUSE), counted in rows. */
+  @Override
+  public long refusedAppends() {
+    return refusedAppends.get();
+  }
+
+  /** Rows appended over the bound (ACCEPT). */
+  @Override
+  public long overBoundAppends() {
+    return overBoundAppends.get();
+  }
+
   private void enqueued(String destination, Message message, String detail) {
     LifecycleListener.safely(listener, new LifecycleEvent(Stage.ENQUEUED, message.id(),
         message.traceId(), destination, clock.instant(), detail));
@@ -233,6 +327,10 @@ public final class JdbcOutboxStore implements OutboxStore {
         refs.add(scopeKey(destination, m));
       }
     }
+    if (messages.isEmpty()) {
+      return;
+    }
+    admit(tx, messages.size());
     inCallersTransaction(tx, () -> {
       // Keys in one order (sorted), so two appendAll calls never wait for each other in a cycle.
       List<OutboxStatements.KeyRef> idle = new java.util.ArrayList<>();
@@ -417,6 +515,125 @@ public final class JdbcOutboxStore implements OutboxStore {
     });
   }
 
+  /**
+   * Deletes the held row and stores its dead letter in one transaction: the DELETE (fenced by
+   * owner) first, and only if it took the row, the dead letter. When {@code deadLetters} is a
+   * {@link JdbcDeadLetterStore} of this storage's database, the upsert is in the same transaction:
+   * both or neither. Any other store (Redis, a broker) is written while the DELETE holds the row's
+   * lock and before the commit, so no other relay can claim, send or take the row over
+   * meanwhile; if that store throws, the transaction rolls back and the row stays held; if the
+   * commit fails after it stored the dead letter, the row stays beside its dead letter and is
+   * tried again (a replay may then publish it twice). Cost: one DELETE and one upsert in one
+   * transaction.
+   */
+  @Override
+  public boolean moveToDeadLetters(String owner, long sequence, DeadLetter deadLetter,
+      DeadLetterStore deadLetters) {
+    requireOwner(owner);
+    if (deadLetter == null || deadLetters == null) {
+      throw new IllegalArgumentException((deadLetter == null ? "deadLetter" : "deadLetters")
+          + " must not be null");
+    }
+    JdbcDeadLetterStore local = deadLetters instanceof JdbcDeadLetterStore j
+        && j.usesDataSource(dataSource) ? j : null;
+    if (local != null) {
+      JdbcDeadLetterStore.validate(deadLetter);
+    }
+    return Jdbc.inTransaction(dataSource, "outbox moveToDeadLetters on " + tables.outbox, c -> {
+      try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + tables.outbox
+          + " WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?")) {
+        ps.setLong(1, sequence);
+        ps.setString(2, owner);
+        if (ps.executeUpdate() != 1) {
+          return false;
+        }
+      }
+      if (local != null) {
+        local.add(c, deadLetter);
+      } else {
+        deadLetters.add(deadLetter);
+      }
+      return true;
+    });
+  }
+
+  /**
+   * Sets {@code lease_until} of the rows {@code owner} holds among {@code sequences} to the
+   * database clock's now plus {@code lease}; rows another relay took over, or that were sent,
+   * rescheduled or dead-lettered, are not touched. PostgreSQL: one {@code UPDATE ... WHERE seq =
+   * ANY(?) ... RETURNING seq}; H2: one transaction of a batch of one-row updates, the clock read
+   * once.
+   */
+  @Override
+  public Set<Long> renewLease(String owner, Collection<Long> sequences, Duration lease,
+      Instant now) {
+    requireOwner(owner);
+    if (sequences == null) {
+      throw new IllegalArgumentException("sequences must not be null");
+    }
+    if (lease == null || lease.isZero() || lease.isNegative()) {
+      throw new IllegalArgumentException("lease must be a positive duration, was " + lease);
+    }
+    requireNow(now);
+    long leaseNanos = nanos("lease", lease);
+    Long[] seqs = new Long[sequences.size()];
+    int n = 0;
+    for (Long seq : sequences) {
+      if (seq == null) {
+        throw new IllegalArgumentException("sequences must not contain null");
+      }
+      seqs[n++] = seq;
+    }
+    if (seqs.length == 0) {
+      return Set.of();
+    }
+    // Ascending, so concurrent statements lock rows in one order, as claims do.
+    Arrays.sort(seqs);
+    String t = tables.outbox;
+    if (dialect == Dialect.POSTGRESQL) {
+      // One statement; parameters: [now], lease, seqs, owner.
+      String sql = "UPDATE " + t + " SET lease_until = " + databaseClock.nowNanos(dialect)
+          + " + ? WHERE seq = ANY(?) AND state = " + UNSENT + " AND lease_owner = ? RETURNING seq";
+      return Jdbc.autoCommit(dataSource, "outbox renewLease on " + t, c -> {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+          int i = databaseClock.bind(ps, 1);
+          ps.setLong(i, leaseNanos);
+          ps.setArray(i + 1, c.createArrayOf("bigint", seqs));
+          ps.setString(i + 2, owner);
+          Set<Long> kept = new HashSet<>();
+          try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+              kept.add(rs.getLong(1));
+            }
+          }
+          return kept;
+        }
+      });
+    }
+    // H2: one transaction, the clock read once, a batch of one-row updates (see markSent).
+    return Jdbc.inTransaction(dataSource, "outbox renewLease on " + t, c -> {
+      long until = Math.addExact(Instants.toNanos("database now",
+          databaseClock.now(c, dialect)), leaseNanos);
+      try (PreparedStatement ps = c.prepareStatement("UPDATE " + t
+          + " SET lease_until = ? WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?")) {
+        for (Long seq : seqs) {
+          ps.setLong(1, until);
+          ps.setLong(2, seq);
+          ps.setString(3, owner);
+          ps.addBatch();
+        }
+        int[] counts = ps.executeBatch();
+        Set<Long> kept = new HashSet<>();
+        for (int i = 0; i < counts.length; i++) {
+          if (counts[i] == 1) {
+            kept.add(seqs[i]);
+          }
+        }
+        return kept;
+      }
+    });
+  }
+
   @Override
   public int purgeSent(Instant sentBefore) {
     if (sentBefore == null) {
@@ -482,24 +699,71 @@ public final class JdbcOutboxStore implements OutboxStore {
       Instant oldest;
       long sent;
       try (Statement s = c.createStatement()) {
-        try (ResultSet rs = s.executeQuery("SELECT COUNT(*), MIN(created_at) FROM "
-            + tables.outbox + " WHERE state = " + UNSENT)) {
+        try (ResultSet rs = s.executeQuery(unsentSql("COUNT(*), MIN(created_at)",
+            "SUM(n), MIN(m)"))) {
           rs.next();
           unsent = rs.getLong(1);
           long min = rs.getLong(2);
           oldest = rs.wasNull() ? null : Instants.fromNanos(min);
         }
-        try (ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + tables.outbox
-            + " WHERE state = " + SENT)) {
-          rs.next();
-          sent = rs.getLong(1);
-        }
+        sent = countSent(s, unsent);
       }
       Duration age = oldest == null || oldest.isAfter(now) ? Duration.ZERO
           : Duration.between(oldest, now);
       return new OutboxStats(unsent, age, sent);
     });
   }
+
+  /** Up to this many sent rows PostgreSQL's stats count exactly; above, an estimate. */
+  static final int EXACT_SENT_COUNT = 100_000;
+
+  /**
+   * Aggregates {@code select} over the unsent rows. On PostgreSQL as two queries whose WHERE
+   * clauses match the partial indexes on unsent rows (a plain {@code state = 0} matches neither
+   * and would scan the table), combined by {@code combine} over columns {@code n, m}.
+   */
+  private String unsentSql(String select, String combine) {
+    String t = tables.outbox;
+    if (dialect != Dialect.POSTGRESQL) {
+      return "SELECT " + select + " FROM " + t + " WHERE state = " + UNSENT;
+    }
+    String[] cols = select.split(", ");
+    String named = cols.length == 1 ? cols[0] + " AS n" : cols[0] + " AS n, " + cols[1] + " AS m";
+    return "SELECT " + combine + " FROM (SELECT " + named + " FROM " + t + " WHERE state = "
+        + UNSENT + " AND msg_key IS NULL UNION ALL SELECT " + named + " FROM " + t
+        + " WHERE state = " + UNSENT + " AND msg_key IS NOT NULL) x";
+  }
+
+  /**
+   * Sent rows not yet purged: on H2 counted; on PostgreSQL counted exactly up to {@value
+   * #EXACT_SENT_COUNT} (an index-only scan of at most that many entries of outbox_sent), above
+   * that the planner's row estimate of the table minus the unsent rows, so stats every few
+   * seconds never count a million sent rows.
+   */
+  private long countSent(Statement s, long unsent) throws SQLException {
+    if (dialect != Dialect.POSTGRESQL) {
+      try (ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + tables.outbox
+          + " WHERE state = " + SENT)) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+    long counted;
+    try (ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM (SELECT 1 FROM " + tables.outbox
+        + " WHERE state = " + SENT + " LIMIT " + (EXACT_SENT_COUNT + 1) + ") x")) {
+      rs.next();
+      counted = rs.getLong(1);
+    }
+    if (counted <= EXACT_SENT_COUNT) {
+      return counted;
+    }
+    try (ResultSet rs = s.executeQuery("SELECT reltuples::bigint FROM pg_class"
+        + " WHERE oid = to_regclass('" + tables.outbox + "')")) {
+      long estimate = rs.next() ? rs.getLong(1) - unsent : counted;
+      return Math.max(counted, estimate);
+    }
+  }
+
 
   private static void requireConnection(Connection tx) {
     if (tx == null) {
@@ -523,6 +787,13 @@ public final class JdbcOutboxStore implements OutboxStore {
     if (message.id().length() > MAX_ID_LENGTH) {
       throw new IllegalArgumentException("message id must be at most " + MAX_ID_LENGTH
           + " characters, was " + message.id().length());
+    }
+    if (message.type().length() > JdbcDeadLetterStore.MAX_NAME_LENGTH) {
+      // The outbox keeps the type in its envelope, but a dead letter needs it in a column: a row
+      // whose dead letter cannot be stored would fail every time it gave up.
+      throw new IllegalArgumentException("message type must be at most "
+          + JdbcDeadLetterStore.MAX_NAME_LENGTH + " characters (dead_letter.msg_type), was "
+          + message.type().length() + "; nothing was written");
     }
     if (message.key().isPresent() && message.key().get().length() > MAX_KEY_LENGTH) {
       throw new IllegalArgumentException("message key must be at most " + MAX_KEY_LENGTH

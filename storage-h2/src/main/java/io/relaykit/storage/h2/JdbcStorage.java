@@ -3,6 +3,7 @@ package io.relaykit.storage.h2;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.outbox.OutboxBound;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -33,6 +34,7 @@ public final class JdbcStorage implements AutoCloseable {
   private final InstantSource clock;
   private final DatabaseClock databaseClock;
   private final LifecycleListener listener;
+  private volatile OutboxBound outboxBound = OutboxBound.unbounded();
 
   private JdbcStorage(DataSource dataSource, HikariDataSource ownedPool, Dialect dialect,
       Tables tables, Duration retention, InstantSource clock, DatabaseClock databaseClock,
@@ -81,9 +83,11 @@ public final class JdbcStorage implements AutoCloseable {
           + config.jdbcUrl() + ": " + e.getMessage(), e);
     }
     try {
-      return open(pool, pool, config.dialect(), config.tablePrefix(), config.retention(), clock,
-          config.databaseClock(), config.listener().orElse(LifecycleListener.noop()),
-          config.migrate());
+      JdbcStorage storage = open(pool, pool, config.dialect(), config.tablePrefix(),
+          config.retention(), clock, config.databaseClock(),
+          config.listener().orElse(LifecycleListener.noop()), config.migrate());
+      storage.outboxBound = config.outboxBound();
+      return storage;
     } catch (RuntimeException e) {
       pool.close();
       throw e;
@@ -234,7 +238,17 @@ public final class JdbcStorage implements AutoCloseable {
    * sent-row retention are decided on {@link #databaseClock()}.
    */
   public JdbcOutboxStore outboxStore() {
-    return outboxStore(OutboxOrderScope.KEY);
+    return outboxStore(outboxBound, OutboxOrderScope.KEY);
+  }
+
+  /**
+   * {@link #outboxStore()} whose appends are checked against {@code bound} (see {@link
+   * JdbcOutboxStore#append}).
+   *
+   * @throws IllegalArgumentException if {@code bound} is null
+   */
+  public JdbcOutboxStore outboxStore(OutboxBound bound) {
+    return outboxStore(bound, OutboxOrderScope.KEY);
   }
 
   /**
@@ -243,11 +257,23 @@ public final class JdbcStorage implements AutoCloseable {
    * tables: each row keeps the scope it was appended with.
    */
   public JdbcOutboxStore outboxStore(OutboxOrderScope scope) {
+    return outboxStore(outboxBound, scope);
+  }
+
+  /**
+   * The outbox with appends checked against {@code bound} and ordered by {@code scope}.
+   *
+   * @throws IllegalArgumentException if {@code bound} or {@code scope} is null
+   */
+  public JdbcOutboxStore outboxStore(OutboxBound bound, OutboxOrderScope scope) {
+    if (bound == null) {
+      throw new IllegalArgumentException("bound must not be null: use OutboxBound.unbounded()");
+    }
     if (scope == null) {
       throw new IllegalArgumentException("scope must not be null");
     }
     return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener,
-        scope);
+        bound, scope);
   }
 
   /** Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}. */
@@ -256,11 +282,12 @@ public final class JdbcStorage implements AutoCloseable {
   }
 
   /**
-   * Idempotency keys on this storage's clock, DONE for the retention period, then deleted by the
+   * Idempotency keys whose leases, takeovers and retention are decided on {@link
+   * #databaseClock()}, DONE for the retention period, then deleted by the
    * store's own claims (see {@link JdbcIdempotencyStore}: one bounded purge per interval).
    */
   public JdbcIdempotencyStore idempotencyStore() {
-    return new JdbcIdempotencyStore(dataSource, dialect, tables, clock, retention);
+    return new JdbcIdempotencyStore(dataSource, dialect, tables, clock, databaseClock, retention);
   }
 
   /** Entity versions that only grow. */

@@ -4,6 +4,7 @@ import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.tck.IdempotencyStoreContract;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.Optional;
 
 /** IdempotencyStoreContract on an H2 file database. */
 class H2FileIdempotencyStoreTest extends IdempotencyStoreContract {
@@ -13,5 +14,11 @@ class H2FileIdempotencyStoreTest extends IdempotencyStoreContract {
   @Override
   protected IdempotencyStore createStore(InstantSource clock, Duration retention) {
     return db.emptied(PREFIX, retention, clock).idempotencyStore();
+  }
+
+  @Override
+  protected Optional<IdempotencyStore> storeOnHost(InstantSource hostClock) {
+    return Optional.of(db.storageOnHost(PREFIX, retention(), hostClock,
+        DatabaseClock.of(clock())).idempotencyStore());
   }
 }

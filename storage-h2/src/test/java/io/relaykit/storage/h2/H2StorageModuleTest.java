@@ -133,6 +133,59 @@ class H2StorageModuleTest {
   }
 
   @Test
+  @DisplayName("the injected relay holds rows for relaykit.h2.lease and keeps sent rows for"
+      + " relaykit.h2.retention; without them, relaykit.relay.lease and the idempotency retention")
+  void relayUsesStorageLeaseAndRetention() {
+    Injector injector = Guice.createInjector(new RelayKitModule(config()
+        .set(H2StorageBackend.LEASE, "PT12S").set(H2StorageBackend.RETENTION, "P2D").build()));
+    JdbcStorage storage = injector.getInstance(JdbcStorage.class);
+    try {
+      io.relaykit.outbox.OutboxRelay relay =
+          injector.getInstance(io.relaykit.outbox.OutboxRelay.class);
+      assertThat(relay.lease()).isEqualTo(Duration.ofSeconds(12));
+      assertThat(relay.retention()).isEqualTo(Duration.ofDays(2));
+      assertThat(storage.retention()).isEqualTo(Duration.ofDays(2));
+    } finally {
+      injector.getInstance(JdbcQueueJournal.class).close();
+      storage.close();
+    }
+
+    Injector defaults = Guice.createInjector(new RelayKitModule(config()
+        .relayLease(Duration.ofSeconds(40)).idempotencyRetention(Duration.ofHours(5)).build()));
+    JdbcStorage second = defaults.getInstance(JdbcStorage.class);
+    try {
+      io.relaykit.outbox.OutboxRelay relay =
+          defaults.getInstance(io.relaykit.outbox.OutboxRelay.class);
+      assertThat(relay.lease()).isEqualTo(Duration.ofSeconds(40));
+      assertThat(relay.retention()).isEqualTo(Duration.ofHours(5));
+    } finally {
+      defaults.getInstance(JdbcQueueJournal.class).close();
+      second.close();
+    }
+  }
+
+  @Test
+  @DisplayName("relaykit.h2.outbox-max-unsent with outbox-over-bound=refuse bounds the injected"
+      + " outbox: the append at the bound is refused")
+  void outboxBoundFromSettings() throws Exception {
+    Injector injector = Guice.createInjector(new RelayKitModule(config()
+        .set(H2StorageBackend.OUTBOX_MAX_UNSENT, "1")
+        .set(H2StorageBackend.OUTBOX_OVER_BOUND, "refuse").build()));
+    JdbcStorage storage = injector.getInstance(JdbcStorage.class);
+    try (Connection c = storage.dataSource().getConnection()) {
+      JdbcOutboxStore outbox = injector.getInstance(JdbcOutboxStore.class);
+      assertThat(outbox.bound()).isEqualTo(io.relaykit.outbox.OutboxBound.refuseAbove(1));
+      outbox.append(c, "orders", Message.builder().type("t").payload("x").build());
+      assertThatThrownBy(() -> outbox.append(c, "orders",
+          Message.builder().type("t").payload("y").build()))
+          .isInstanceOf(io.relaykit.outbox.OutboxFullException.class);
+    } finally {
+      injector.getInstance(JdbcQueueJournal.class).close();
+      storage.close();
+    }
+  }
+
+  @Test
   @DisplayName("a missing or invalid relaykit.h2 setting fails naming the key and value")
   void invalidSettings() {
     assertThatThrownBy(() -> new RelayKitModule(RelayKitConfig.builder().storage("h2").build()))
@@ -140,6 +193,15 @@ class H2StorageModuleTest {
     assertThatThrownBy(() -> new RelayKitModule(config()
         .set(H2StorageBackend.URL, "jdbc:oracle:thin:@x").build()))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("jdbc:oracle:thin:@x");
+    assertThatThrownBy(() -> new RelayKitModule(config()
+        .set(H2StorageBackend.OUTBOX_MAX_UNSENT, "10")
+        .set(H2StorageBackend.OUTBOX_OVER_BOUND, "drop").build()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("relaykit.h2.outbox-over-bound").hasMessageContaining("'drop'");
+    assertThatThrownBy(() -> new RelayKitModule(config()
+        .set(H2StorageBackend.OUTBOX_MAX_UNSENT, "0").build()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("relaykit.h2.outbox-max-unsent");
     assertThatThrownBy(() -> new RelayKitModule(config()
         .set(H2StorageBackend.TABLE_PREFIX, "no-dashes").build()))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no-dashes");

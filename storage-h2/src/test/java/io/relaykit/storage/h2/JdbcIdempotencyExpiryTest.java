@@ -3,6 +3,7 @@ package io.relaykit.storage.h2;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.relaykit.idempotency.Claim;
+import io.relaykit.idempotency.RunOnceResult;
 import io.relaykit.tck.FakeClock;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -55,7 +56,8 @@ class JdbcIdempotencyExpiryTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
-  @DisplayName("a later claim deletes expired DONE keys and lapsed leases; live keys stay")
+  @DisplayName("a later claim deletes expired DONE keys, and lapsed leases once the retention after"
+      + " them passed; live keys stay")
   void claimPurgesExpiredKeys(TestDatabase db) throws SQLException {
     JdbcStorage storage = storage(db);
     JdbcIdempotencyStore store = storage.idempotencyStore();
@@ -69,8 +71,15 @@ class JdbcIdempotencyExpiryTest {
     clock.advance(Duration.ofMinutes(31));
     assertThat(store.claim("trigger", LEASE).isClaimed()).isTrue();
 
-    assertThat(keys(db, storage)).containsExactly("live", "trigger");
+    assertThat(keys(db, storage))
+        .as("the lapsed claim is kept for the retention after its lease, so it can complete")
+        .containsExactly("crashed-worker", "live", "trigger");
     assertThat(store.status("live")).contains(Claim.Status.DONE);
+
+    clock.advance(Duration.ofMinutes(60));
+    assertThat(store.claim("trigger-2", LEASE).isClaimed()).isTrue();
+
+    assertThat(keys(db, storage)).containsExactly("trigger", "trigger-2");
   }
 
   @ParameterizedTest(name = "{0}")
@@ -110,7 +119,7 @@ class JdbcIdempotencyExpiryTest {
       throws SQLException {
     try (Connection tx = db.connection()) {
       tx.setAutoCommit(false);
-      assertThat(store.runOnce(tx, key, c -> { })).isTrue();
+      assertThat(store.tryRunOnce(tx, key, c -> { })).isEqualTo(RunOnceResult.RAN);
       tx.commit();
     }
   }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.relaykit.idempotency.Claim;
+import io.relaykit.idempotency.RunOnceResult;
 import io.relaykit.tck.FakeClock;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -21,7 +22,7 @@ import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** runOnce: the dedupe row and the effect in one transaction, on H2 and PostgreSQL. */
+/** tryRunOnce: the dedupe row and the effect in one transaction, on H2 and PostgreSQL. */
 class JdbcIdempotencyRunOnceTest {
   private final FakeClock clock = new FakeClock();
 
@@ -53,14 +54,15 @@ class JdbcIdempotencyRunOnceTest {
     String effects = effects(storage);
     try (Connection tx = db.connection()) {
       tx.setAutoCommit(false);
-      assertThat(store.runOnce(tx, "order-1:sms", c -> insert(c, effects, "sms-1"))).isTrue();
+      assertThat(store.tryRunOnce(tx, "order-1:sms", c -> insert(c, effects, "sms-1")))
+          .isEqualTo(RunOnceResult.RAN);
       tx.commit();
     }
     try (Connection tx = db.connection()) {
       tx.setAutoCommit(false);
       insert(tx, effects, "before");
-      assertThat(store.runOnce(tx, "order-1:sms", c -> insert(c, effects, "sms-again")))
-          .isFalse();
+      assertThat(store.tryRunOnce(tx, "order-1:sms", c -> insert(c, effects, "sms-again")))
+          .isEqualTo(RunOnceResult.ALREADY_DONE);
       insert(tx, effects, "after");
       tx.commit();
     }
@@ -73,6 +75,46 @@ class JdbcIdempotencyRunOnceTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
+  @DisplayName("a key held by a live claim answers IN_PROGRESS, not done; once the holder releases"
+      + " it, the work runs")
+  void inProgressIsNotDone(TestDatabase db) throws SQLException {
+    JdbcStorage storage = db.storage(clock);
+    JdbcIdempotencyStore store = storage.idempotencyStore();
+    String effects = effects(storage);
+    Claim holder = store.claim("order-3:sms", Duration.ofMinutes(1));
+    try (Connection tx = db.connection()) {
+      tx.setAutoCommit(false);
+      assertThat(store.tryRunOnce(tx, "order-3:sms", c -> insert(c, effects, "early")))
+          .isEqualTo(RunOnceResult.IN_PROGRESS);
+      tx.commit();
+    }
+    assertThat(store.release(holder)).isTrue();
+    try (Connection tx = db.connection()) {
+      tx.setAutoCommit(false);
+      assertThat(store.tryRunOnce(tx, "order-3:sms", c -> insert(c, effects, "late")))
+          .isEqualTo(RunOnceResult.RAN);
+      tx.commit();
+    }
+    assertThat(db.count("SELECT COUNT(*) FROM " + effects + " WHERE id = 'late'")).isEqualTo(1);
+    assertThat(db.count("SELECT COUNT(*) FROM " + effects)).isEqualTo(1);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  @DisplayName("the deprecated boolean runOnce still answers whether the work ran")
+  @SuppressWarnings("deprecation")
+  void deprecatedBooleanForm(TestDatabase db) throws SQLException {
+    JdbcIdempotencyStore store = db.storage(clock).idempotencyStore();
+    try (Connection tx = db.connection()) {
+      tx.setAutoCommit(false);
+      assertThat(store.runOnce(tx, "order-4:sms", c -> { })).isTrue();
+      assertThat(store.runOnce(tx, "order-4:sms", c -> { })).isFalse();
+      tx.commit();
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
   @DisplayName("work that fails rolls back with the key: a retry runs it")
   void rollbackForgetsKey(TestDatabase db) throws SQLException {
     JdbcStorage storage = db.storage(clock);
@@ -80,7 +122,7 @@ class JdbcIdempotencyRunOnceTest {
     String effects = effects(storage);
     try (Connection tx = db.connection()) {
       tx.setAutoCommit(false);
-      assertThatThrownBy(() -> store.runOnce(tx, "k", c -> {
+      assertThatThrownBy(() -> store.tryRunOnce(tx, "k", c -> {
         insert(c, effects, "half");
         throw new SQLException("downstream failed");
       })).hasMessage("downstream failed");
@@ -89,7 +131,8 @@ class JdbcIdempotencyRunOnceTest {
     assertThat(store.status("k")).isEmpty();
     try (Connection tx = db.connection()) {
       tx.setAutoCommit(false);
-      assertThat(store.runOnce(tx, "k", c -> insert(c, effects, "whole"))).isTrue();
+      assertThat(store.tryRunOnce(tx, "k", c -> insert(c, effects, "whole")))
+          .isEqualTo(RunOnceResult.RAN);
       tx.commit();
     }
     assertThat(db.count("SELECT COUNT(*) FROM " + effects)).isEqualTo(1);
@@ -112,7 +155,7 @@ class JdbcIdempotencyRunOnceTest {
           start.await();
           try (Connection tx = db.connection()) {
             tx.setAutoCommit(false);
-            boolean ran = store.runOnce(tx, "payment-7", c -> insert(c, effects, id));
+            boolean ran = store.tryRunOnce(tx, "payment-7", c -> insert(c, effects, id)).ran();
             tx.commit();
             return ran;
           }
@@ -138,7 +181,7 @@ class JdbcIdempotencyRunOnceTest {
     JdbcIdempotencyStore store = storage.idempotencyStore();
     try (Connection tx = db.connection()) {
       tx.setAutoCommit(false);
-      assertThat(store.runOnce(tx, "k", c -> { })).isTrue();
+      assertThat(store.tryRunOnce(tx, "k", c -> { })).isEqualTo(RunOnceResult.RAN);
       tx.commit();
     }
     assertThat(store.purgeExpired()).isZero();
@@ -147,7 +190,7 @@ class JdbcIdempotencyRunOnceTest {
     assertThat(store.purgeExpired()).isEqualTo(1);
     try (Connection tx = db.connection()) {
       tx.setAutoCommit(false);
-      assertThat(store.runOnce(tx, "k", c -> { })).isTrue();
+      assertThat(store.tryRunOnce(tx, "k", c -> { })).isEqualTo(RunOnceResult.RAN);
       tx.commit();
     }
   }
@@ -158,15 +201,15 @@ class JdbcIdempotencyRunOnceTest {
   void badInput(TestDatabase db) throws SQLException {
     JdbcIdempotencyStore store = db.storage(clock).idempotencyStore();
     try (Connection tx = db.connection()) {
-      assertThatThrownBy(() -> store.runOnce(tx, " ", c -> { }))
+      assertThatThrownBy(() -> store.tryRunOnce(tx, " ", c -> { }))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("key");
-      assertThatThrownBy(() -> store.runOnce(tx, null, c -> { }))
+      assertThatThrownBy(() -> store.tryRunOnce(tx, null, c -> { }))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("key");
-      assertThatThrownBy(() -> store.runOnce(tx, "x".repeat(513), c -> { }))
+      assertThatThrownBy(() -> store.tryRunOnce(tx, "x".repeat(513), c -> { }))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("512");
-      assertThatThrownBy(() -> store.runOnce(tx, "k", null))
+      assertThatThrownBy(() -> store.tryRunOnce(tx, "k", null))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("work");
-      assertThatThrownBy(() -> store.runOnce(null, "k", c -> { }))
+      assertThatThrownBy(() -> store.tryRunOnce(null, "k", c -> { }))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("tx");
     }
   }

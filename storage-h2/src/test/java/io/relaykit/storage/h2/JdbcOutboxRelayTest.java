@@ -19,13 +19,17 @@ import io.relaykit.retry.Jitter;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.FakeClock;
+import io.relaykit.tck.ForwardingOutboxStore;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -166,7 +170,15 @@ abstract class JdbcOutboxRelayTest {
       @Override
       public void close() {}
     };
-    OutboxRelay crashed = OutboxRelay.builder(outbox, hanging, deadLetters).owner("crashed")
+    // Its process is gone: no heartbeat reaches the database to renew its lease.
+    ForwardingOutboxStore gone = new ForwardingOutboxStore(outbox) {
+      @Override
+      public Set<Long> renewLease(String owner, Collection<Long> sequences, Duration lease,
+          Instant now) {
+        throw new IllegalStateException("the crashed relay's process is gone");
+      }
+    };
+    OutboxRelay crashed = OutboxRelay.builder(gone, hanging, deadLetters).owner("crashed")
         .clock(clock).lease(LEASE).confirmTimeout(Duration.ofMillis(100)).build();
     AtomicReference<OutboxRelay.Batch> crashedResult = new AtomicReference<>();
     Thread t = new Thread(() -> crashedResult.set(crashed.runOnce()));
@@ -283,6 +295,48 @@ abstract class JdbcOutboxRelayTest {
     assertThat(d.source()).isEqualTo(DEST);
     // Confirmed is not yet marked sent: the relay marks the batch after the confirms.
     Await.until(Duration.ofSeconds(30), "every row marked sent", () -> unsentRows() == 0);
+  }
+
+  @Test
+  @DisplayName("append refuses a message type longer than dead_letter.msg_type holds, naming it;"
+      + " nothing is written")
+  void appendRefusesWhatDeadLettersCannotHold() throws SQLException {
+    Message longType = Message.builder().type("t".repeat(256)).key("a").payload("x")
+        .createdAt(FakeClock.EPOCH).build();
+    try (Connection c = db.connection()) {
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> outbox.append(c, DEST, longType))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("message type must be at most 255")
+          .hasMessageContaining("dead_letter.msg_type");
+    }
+    assertThat(unsentRows()).isZero();
+  }
+
+  @Test
+  @DisplayName("a poison row at the head (written around append, its type too long for a dead"
+      + " letter, expired) parks its key only: other keys and later rows are published")
+  void poisonRowAtTheHead() {
+    Message poison = Message.builder().type("t".repeat(300)).key("a").payload("poison")
+        .createdAt(FakeClock.EPOCH).expiresAt(FakeClock.EPOCH.plusSeconds(1)).build();
+    JdbcOutboxStoreTest.insertRaw(db, storage.tablePrefix(), poison.id(), "a",
+        Envelopes.encode(poison), poison.payload());
+    appendAll(List.of(message("a", "a2"), message("b", "b1"), message(null, "n1")));
+    clock.advance(Duration.ofSeconds(2));
+    OutboxRelay relay = relay("r").build();
+
+    OutboxRelay.Batch b = relay.runOnce();
+    assertThat(b.failed()).isEqualTo(1);
+    assertThat(publisher.publishedPayloads()).containsExactlyInAnyOrder("b1", "n1");
+    assertThat(relay.counters().rowFailures()).isEqualTo(1);
+    appendAll(List.of(message("b", "b2")));
+    relay.runOnce();
+    assertThat(publisher.publishedPayloads()).containsExactlyInAnyOrder("b1", "n1", "b2");
+    // Another relay is not stalled by it either.
+    appendAll(List.of(message("c", "c1")));
+    relay("other").build().runOnce();
+    assertThat(publisher.publishedPayloads()).contains("c1");
+    assertThat(deadLetters.count(DeadLetterQuery.all())).isZero();
+    assertThat(unsentRows()).isEqualTo(2);
   }
 
   @Test

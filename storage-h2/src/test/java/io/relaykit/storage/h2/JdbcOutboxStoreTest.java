@@ -13,6 +13,7 @@ import io.relaykit.monitor.LifecycleLog;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.queue.Priority;
+import io.relaykit.tck.Await;
 import io.relaykit.tck.FakeClock;
 import java.nio.file.Path;
 import java.nio.charset.StandardCharsets;
@@ -84,6 +85,38 @@ class JdbcOutboxStoreTest {
     } catch (SQLException e) {
       throw new AssertionError(e);
     }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  @DisplayName("moveToDeadLetters is one transaction with the dead-letter table: when the upsert"
+      + " fails, the row's DELETE rolls back, the row stays held and no dead letter exists")
+  void moveToDeadLettersIsAtomic(TestDatabase db) throws SQLException {
+    JdbcStorage storage = db.storage(clock);
+    String p = storage.tablePrefix();
+    JdbcOutboxStore outbox = storage.outboxStore();
+    JdbcDeadLetterStore dead = storage.deadLetterStore();
+    long seq = append(storage, "orders", message("a", "m"));
+    OutboxRecord r = outbox.claim("relay-a", 10, LEASE, clock.instant()).get(0);
+    io.relaykit.deadletter.DeadLetter d = io.relaykit.deadletter.DeadLetter.of(r.message(),
+        "orders", "gave up", null, 1, clock.instant(), clock.instant());
+    try (Connection c = db.connection(); Statement s = c.createStatement()) {
+      s.execute("ALTER TABLE " + p + "dead_letter RENAME TO " + p + "dead_letter_gone");
+    }
+    try {
+      assertThatThrownBy(() -> outbox.moveToDeadLetters("relay-a", seq, d, dead))
+          .isInstanceOf(JdbcStorageException.class).hasMessageContaining("moveToDeadLetters");
+    } finally {
+      try (Connection c = db.connection(); Statement s = c.createStatement()) {
+        s.execute("ALTER TABLE " + p + "dead_letter_gone RENAME TO " + p + "dead_letter");
+      }
+    }
+    assertThat(dead.count(io.relaykit.deadletter.DeadLetterQuery.all())).isZero();
+    assertThat(outbox.stats(clock.instant()).unsent()).isEqualTo(1);
+    assertThat(outbox.claim("relay-b", 10, LEASE, clock.instant())).as("still held").isEmpty();
+    assertThat(outbox.moveToDeadLetters("relay-a", seq, d, dead)).isTrue();
+    assertThat(dead.find(d.id())).isPresent();
+    assertThat(outbox.stats(clock.instant()).unsent()).isZero();
   }
 
   @ParameterizedTest(name = "{0}")
@@ -362,7 +395,20 @@ class JdbcOutboxStoreTest {
     assertThat(outbox.purgeSentOlderThan(Duration.ofDays(7), 100, FakeClock.EPOCH))
         .as("sent at the database's time, not at the caller's 2026-01-01").isZero();
     assertThat(outbox.stats(Instant.now()).sent()).isEqualTo(2);
+    // Retention zero purges rows sent strictly before the database's now: wait until the server's
+    // clock has moved past the markSent above (same millisecond on a fast machine).
+    Instant sentBy = serverNow(storage, db);
+    Await.until(Duration.ofSeconds(10), "the database clock to pass the markSent",
+        () -> serverNow(storage, db).isAfter(sentBy));
     assertThat(outbox.purgeSentOlderThan(Duration.ZERO, 100, FakeClock.EPOCH)).isEqualTo(2);
+  }
+
+  private static Instant serverNow(JdbcStorage storage, TestDatabase db) {
+    try (Connection c = db.connection()) {
+      return storage.databaseClock().now(c, db.dialect());
+    } catch (SQLException e) {
+      throw new IllegalStateException("cannot read the database clock", e);
+    }
   }
 
   @ParameterizedTest(name = "{0}")

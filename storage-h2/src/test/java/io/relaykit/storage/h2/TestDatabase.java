@@ -192,6 +192,16 @@ final class TestDatabase {
         io.relaykit.monitor.LifecycleListener.noop(), true);
   }
 
+  /**
+   * Storage on {@code prefix} (tables kept as they are) for a host whose application clock is
+   * {@code hostClock} while shared decisions are made on {@code databaseClock}.
+   */
+  JdbcStorage storageOnHost(String prefix, Duration retention, InstantSource hostClock,
+      DatabaseClock databaseClock) {
+    return JdbcStorage.open(pool, dialect(), prefix, retention, hostClock, databaseClock,
+        io.relaykit.monitor.LifecycleListener.noop(), true);
+  }
+
   /** Storage on {@code prefix} that decides on the database server's own clock. */
   JdbcStorage storageOnDatabaseClock(String prefix, Duration retention, InstantSource clock) {
     return JdbcStorage.open(pool, dialect(), prefix, retention, clock, DatabaseClock.database(),

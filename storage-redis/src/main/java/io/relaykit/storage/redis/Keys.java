@@ -9,6 +9,40 @@ package io.relaykit.storage.redis;
 final class Keys {
   private Keys() {}
 
+  /**
+   * The exact, collision-free form {@code <prefix><space>:{<slot tag>}:<id>}: {@code <id>} is kept
+   * whole after the tag, so distinct ids always give distinct keys, whatever characters they hold
+   * ({@code "a"} and {@code "{a}"} included). The slot tag is the id's own hash tag if it has one
+   * ({@code "{order-42}:sms"} gives {@code order-42}, so related ids share a slot), else the id
+   * itself with any {@code '}'} left out. The tag never holds a {@code '}'}, so the first {@code
+   * '}'} after {@code '{'} ends it: the key parses back to exactly one id, and Redis Cluster hashes
+   * exactly the tag. {@code space} must hold no braces.
+   */
+  static String exact(String prefix, String space, String id) {
+    String tag = hashTag(id);
+    if (tag == null) {
+      tag = id.indexOf('}') < 0 ? id : id.replace("}", "");
+    }
+    return prefix + space + ":{" + tag + "}:" + id;
+  }
+
+  /** What Redis Cluster hashes of {@code s}: its hash tag, or null if it has none. */
+  static String hashTag(String s) {
+    int open = s.indexOf('{');
+    if (open >= 0) {
+      int close = s.indexOf('}', open + 1);
+      if (close > open + 1) {
+        return s.substring(open + 1, close);
+      }
+    }
+    return null;
+  }
+
+  /**
+   * The older form {@code <prefix><space>:{<id>}}, or the id as it is when it holds a hash tag.
+   * Not injective: {@code "a"} and {@code "{a}"} both give {@code <space>:{a}}. Kept for stores
+   * whose keys were written in it, and for reading idempotency keys of earlier releases.
+   */
   static String tagged(String prefix, String space, String id) {
     int open = id.indexOf('{');
     if (open >= 0) {

@@ -5,7 +5,7 @@ import io.lettuce.core.Range;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
@@ -239,6 +239,59 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     return removed;
   }
 
+  /**
+   * Removes at most {@code max} dead letters whose last failure is before {@code failedBefore}:
+   * one ZRANGEBYLEX of the time index, then one removal script per entry (each atomic).
+   */
+  @Override
+  public long purgeFailedBefore(Instant failedBefore, int max) {
+    if (failedBefore == null) {
+      throw new IllegalArgumentException("failedBefore must not be null");
+    }
+    requireMax(max);
+    return removeMembers(range(DeadLetterQuery.all().withFailedBetween(null, failedBefore), 0,
+        max));
+  }
+
+  /**
+   * Removes the oldest dead letters beyond {@code keep}, at most {@code max}: one ZCARD, one
+   * ZRANGEBYLEX, one removal script per entry.
+   */
+  @Override
+  public long trimTo(long keep, int max) {
+    if (keep < 0) {
+      throw new IllegalArgumentException("keep must be >= 0, was " + keep);
+    }
+    requireMax(max);
+    long total;
+    try {
+      total = redis.sync().zcard(indexKey);
+    } catch (RedisException e) {
+      throw failure("trimTo", indexKey, e);
+    }
+    long excess = Math.min(total - keep, max);
+    if (excess <= 0) {
+      return 0;
+    }
+    return removeMembers(range(DeadLetterQuery.all(), 0, excess));
+  }
+
+  private long removeMembers(List<String> members) {
+    long removed = 0;
+    for (String member : members) {
+      if (remove(member.substring(TIME_KEY_LENGTH)).isPresent()) {
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  private static void requireMax(int max) {
+    if (max < 1) {
+      throw new IllegalArgumentException("max must be >= 1, was " + max);
+    }
+  }
+
   static String requireName(String name) {
     return Keys.requireName("name", name, MAX_NAME_LENGTH);
   }
@@ -333,7 +386,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     for (String member : members) {
       keys.add(entryKey(member.substring(TIME_KEY_LENGTH)));
     }
-    RedisAsyncCommands<String, String> async;
+    RedisClusterAsyncCommands<String, String> async;
     try {
       async = redis.async();
     } catch (RedisException e) {

@@ -17,21 +17,19 @@ import java.time.InstantSource;
  */
 public final class RedisStorage implements AutoCloseable {
   private final RedisConnector connector;
-  private final InstantSource clock;
-
-  private RedisStorage(RedisStorageConfig config, InstantSource clock) {
+  private RedisStorage(RedisStorageConfig config) {
     this.connector = new RedisConnector(config);
-    this.clock = clock;
   }
 
-  /** Storage on {@code config}, using the system clock to report lease expiries. */
+  /** Storage on {@code config}. */
   public static RedisStorage open(RedisStorageConfig config) {
     return open(config, InstantSource.system());
   }
 
   /**
-   * Storage on {@code config}; {@code clock} only dates the answers (lease expiry instants):
-   * Redis expires keys on its own clock.
+   * Storage on {@code config}. {@code clock} is this host's clock; no store decides anything on
+   * it: leases, takeovers and retention run on the Redis server's clock ({@code TIME} in the
+   * scripts, {@code PX} expiries), which also dates the lease expiries the answers report.
    */
   public static RedisStorage open(RedisStorageConfig config, InstantSource clock) {
     if (config == null) {
@@ -40,7 +38,7 @@ public final class RedisStorage implements AutoCloseable {
     if (clock == null) {
       throw new IllegalArgumentException("clock must not be null");
     }
-    return new RedisStorage(config, clock);
+    return new RedisStorage(config);
   }
 
   public RedisStorageConfig config() {
@@ -49,7 +47,7 @@ public final class RedisStorage implements AutoCloseable {
 
   /** The idempotency store under this storage's key prefix; cheap, stateless. */
   public RedisIdempotencyStore idempotencyStore() {
-    return new RedisIdempotencyStore(connector, clock);
+    return new RedisIdempotencyStore(connector);
   }
 
   /** The version guard under this storage's key prefix; cheap, stateless. */

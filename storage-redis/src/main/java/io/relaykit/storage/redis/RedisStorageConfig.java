@@ -2,6 +2,8 @@ package io.relaykit.storage.redis;
 
 import io.lettuce.core.RedisURI;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -12,7 +14,10 @@ import java.util.Objects;
  * <table>
  *   <caption>Settings and defaults</caption>
  *   <tr><th>field</th><th>default</th><th>meaning</th></tr>
- *   <tr><td>uri</td><td>{@code redis://127.0.0.1:6379}</td><td>Lettuce Redis URI</td></tr>
+ *   <tr><td>uri</td><td>{@code redis://127.0.0.1:6379}</td><td>Lettuce Redis URI; with cluster,
+ *       one or more seed node URIs separated by commas</td></tr>
+ *   <tr><td>cluster</td><td>false</td><td>connect to a Redis Cluster (Lettuce's cluster client:
+ *       slot routing, redirects, topology refresh) instead of one server</td></tr>
  *   <tr><td>commandTimeout</td><td>1 s</td><td>a command not answered in time fails (and a
  *       tiered idempotency store falls back to its durable tier)</td></tr>
  *   <tr><td>connectTimeout</td><td>5 s</td><td>connect and handshake timeout</td></tr>
@@ -24,6 +29,9 @@ import java.util.Objects;
  *   <tr><td>retention</td><td>7 days</td><td>how long a DONE idempotency record is kept</td></tr>
  *   <tr><td>maxValueBytes</td><td>8 MiB</td><td>largest encoded dead letter or journal event
  *       accepted</td></tr>
+ *   <tr><td>readLegacyIdempotencyKeys</td><td>false</td><td>also honour idempotency records in the
+ *       key format of earlier releases (see {@link RedisIdempotencyStore}); for one retention
+ *       period after an upgrade</td></tr>
  * </table>
  */
 public final class RedisStorageConfig {
@@ -39,6 +47,8 @@ public final class RedisStorageConfig {
   private final Duration lease;
   private final Duration retention;
   private final int maxValueBytes;
+  private final boolean readLegacyIdempotencyKeys;
+  private final boolean cluster;
 
   private RedisStorageConfig(Builder b) {
     this.uri = b.uri;
@@ -49,6 +59,8 @@ public final class RedisStorageConfig {
     this.lease = b.lease;
     this.retention = b.retention;
     this.maxValueBytes = b.maxValueBytes;
+    this.readLegacyIdempotencyKeys = b.readLegacyIdempotencyKeys;
+    this.cluster = b.cluster;
   }
 
   /** A builder holding the defaults. */
@@ -66,11 +78,23 @@ public final class RedisStorageConfig {
         .keyPrefix(keyPrefix)
         .lease(lease)
         .retention(retention)
-        .maxValueBytes(maxValueBytes);
+        .maxValueBytes(maxValueBytes)
+        .readLegacyIdempotencyKeys(readLegacyIdempotencyKeys)
+        .cluster(cluster);
   }
 
   public String uri() {
     return uri;
+  }
+
+  /** The URIs in {@link #uri()}: one, or the cluster's seed nodes. */
+  public List<String> uris() {
+    return splitUris(uri);
+  }
+
+  /** Whether this is a Redis Cluster configuration. */
+  public boolean cluster() {
+    return cluster;
   }
 
   public Duration commandTimeout() {
@@ -101,6 +125,11 @@ public final class RedisStorageConfig {
     return maxValueBytes;
   }
 
+  /** Whether idempotency records in the earlier releases' key format are honoured too. */
+  public boolean readLegacyIdempotencyKeys() {
+    return readLegacyIdempotencyKeys;
+  }
+
   @Override
   public boolean equals(Object o) {
     if (this == o) {
@@ -114,13 +143,14 @@ public final class RedisStorageConfig {
         && connectTimeout.equals(c.connectTimeout)
         && reconnectMaxDelay.equals(c.reconnectMaxDelay) && keyPrefix.equals(c.keyPrefix)
         && lease.equals(c.lease) && retention.equals(c.retention)
-        && maxValueBytes == c.maxValueBytes;
+        && maxValueBytes == c.maxValueBytes
+        && readLegacyIdempotencyKeys == c.readLegacyIdempotencyKeys && cluster == c.cluster;
   }
 
   @Override
   public int hashCode() {
     return Objects.hash(uri, commandTimeout, connectTimeout, reconnectMaxDelay, keyPrefix, lease,
-        retention, maxValueBytes);
+        retention, maxValueBytes, readLegacyIdempotencyKeys, cluster);
   }
 
   @Override
@@ -129,7 +159,8 @@ public final class RedisStorageConfig {
     return "RedisStorageConfig[uri=" + redactedUri() + ", commandTimeout=" + commandTimeout
         + ", connectTimeout=" + connectTimeout + ", reconnectMaxDelay=" + reconnectMaxDelay
         + ", keyPrefix=" + keyPrefix + ", lease=" + lease + ", retention=" + retention
-        + ", maxValueBytes=" + maxValueBytes + "]";
+        + ", maxValueBytes=" + maxValueBytes + ", readLegacyIdempotencyKeys="
+        + readLegacyIdempotencyKeys + ", cluster=" + cluster + "]";
   }
 
   String redactedUri() {
@@ -137,12 +168,27 @@ public final class RedisStorageConfig {
   }
 
   static String redact(String uri) {
+    if (uri.indexOf(',') >= 0) {
+      List<String> parts = new ArrayList<>();
+      for (String part : splitUris(uri)) {
+        parts.add(redact(part));
+      }
+      return String.join(",", parts);
+    }
     int at = uri.lastIndexOf('@');
     int scheme = uri.indexOf("://");
     if (at < 0 || scheme < 0 || at < scheme) {
       return uri;
     }
     return uri.substring(0, scheme + 3) + "***" + uri.substring(at);
+  }
+
+  private static List<String> splitUris(String uri) {
+    List<String> out = new ArrayList<>();
+    for (String part : uri.split(",", -1)) {
+      out.add(part.trim());
+    }
+    return out;
   }
 
   /** Collects settings; {@link #build()} validates them. */
@@ -155,6 +201,8 @@ public final class RedisStorageConfig {
     private Duration lease = Duration.ofSeconds(30);
     private Duration retention = Duration.ofDays(7);
     private int maxValueBytes = 8 * 1024 * 1024;
+    private boolean readLegacyIdempotencyKeys;
+    private boolean cluster;
 
     private Builder() {}
 
@@ -201,6 +249,25 @@ public final class RedisStorageConfig {
     }
 
     /**
+     * Also honour idempotency records written in the key format of releases before the exact
+     * encoding ({@code <prefix>idem:{key}}), read only; off by default. Turn it on for one
+     * retention period after upgrading a Redis-only deployment, then off.
+     */
+    public Builder readLegacyIdempotencyKeys(boolean read) {
+      this.readLegacyIdempotencyKeys = read;
+      return this;
+    }
+
+    /**
+     * Connect to a Redis Cluster: {@link #uri} then names one or more seed nodes, separated by
+     * commas ({@code redis://10.0.0.1:7000,redis://10.0.0.2:7000}). Off by default.
+     */
+    public Builder cluster(boolean cluster) {
+      this.cluster = cluster;
+      return this;
+    }
+
+    /**
      * @throws IllegalArgumentException naming the field and value when the URI is blank or not a
      *     Redis URI, a duration is missing, zero or negative (or, for Redis expiries, below one
      *     millisecond), the key prefix is empty, too long or holds a brace or whitespace, or
@@ -210,11 +277,21 @@ public final class RedisStorageConfig {
       if (uri == null || uri.isBlank()) {
         throw new IllegalArgumentException("uri must not be blank, was '" + uri + "'");
       }
-      try {
-        RedisURI.create(uri);
-      } catch (RuntimeException e) {
-        throw new IllegalArgumentException(
-            "uri is not a Redis URI: '" + redact(uri) + "' (" + e.getMessage() + ")", e);
+      List<String> uris = splitUris(uri);
+      if (uris.size() > 1 && !cluster) {
+        throw new IllegalArgumentException("uri must be one Redis URI unless cluster is set, was '"
+            + redact(uri) + "'");
+      }
+      for (String one : uris) {
+        try {
+          if (one.isEmpty()) {
+            throw new IllegalArgumentException("empty URI in the list");
+          }
+          RedisURI.create(one);
+        } catch (RuntimeException e) {
+          throw new IllegalArgumentException(
+              "uri is not a Redis URI: '" + redact(uri) + "' (" + e.getMessage() + ")", e);
+        }
       }
       requireMillis("commandTimeout", commandTimeout);
       requireMillis("connectTimeout", connectTimeout);

@@ -4,7 +4,11 @@ import io.relaykit.tck.Await;
 import io.relaykit.tck.IdempotencyStoreContract;
 import java.time.Duration;
 import java.time.InstantSource;
+import io.relaykit.idempotency.IdempotencyStore;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -22,6 +26,7 @@ abstract class RealTimeRedisIdempotencyContract extends IdempotencyStoreContract
   private static final class ClassState {
     final RedisTestSupport support = new RedisTestSupport();
     final Map<Duration, RedisStorage> storages = new ConcurrentHashMap<>();
+    final List<RedisStorage> hosts = new CopyOnWriteArrayList<>();
   }
 
   private static final Map<Class<?>, ClassState> STATES = new ConcurrentHashMap<>();
@@ -41,6 +46,7 @@ abstract class RealTimeRedisIdempotencyContract extends IdempotencyStoreContract
     ClassState state = STATES.remove(info.getTestClass().orElseThrow());
     if (state != null) {
       state.storages.values().forEach(RedisStorage::close);
+      state.hosts.forEach(RedisStorage::close);
       state.support.close();
     }
   }
@@ -50,6 +56,20 @@ abstract class RealTimeRedisIdempotencyContract extends IdempotencyStoreContract
     ClassState state = STATES.get(getClass());
     return state.storages.computeIfAbsent(retention, r ->
         RedisStorage.open(state.support.config().retention(r).build(), clock));
+  }
+
+  /** A second Redis storage on the same key prefix, as another host with clock {@code hostClock}. */
+  protected final RedisStorage hostStorage(InstantSource hostClock) {
+    ClassState state = STATES.get(getClass());
+    RedisStorage host = RedisStorage.open(state.support.config().retention(retention()).build(),
+        hostClock);
+    state.hosts.add(host);
+    return host;
+  }
+
+  @Override
+  protected Optional<IdempotencyStore> storeOnHost(InstantSource hostClock) {
+    return Optional.of(hostStorage(hostClock).idempotencyStore());
   }
 
   @Override

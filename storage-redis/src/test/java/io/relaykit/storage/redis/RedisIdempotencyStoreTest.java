@@ -8,6 +8,7 @@ import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.tck.Await;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -45,6 +46,12 @@ class RedisIdempotencyStoreTest {
     }
   }
 
+  /** The Redis server's clock, which decides leases. */
+  private static Instant serverTime() {
+    List<String> t = support.raw().time();
+    return Instant.ofEpochSecond(Long.parseLong(t.get(0)), Long.parseLong(t.get(1)) * 1_000);
+  }
+
   private static String key(String name) {
     return name + "-" + System.nanoTime();
   }
@@ -53,16 +60,37 @@ class RedisIdempotencyStoreTest {
   @DisplayName("what Redis holds")
   class Holds {
     @Test
-    @DisplayName("a claim is the owner's token with the lease as expiry")
+    @DisplayName("a claim is the owner's token and its lease end on the server's clock, kept for"
+        + " the lease plus the retention so a late owner can still complete it")
     void claimHoldsToken() {
       String key = key("order-1");
+      Instant before = serverTime();
       Claim c = store.claim(key, LEASE);
+      Instant after = serverTime();
       assertThat(c.status()).isEqualTo(Claim.Status.CLAIMED);
-      String redisKey = support.prefix + "idem:{" + key + "}";
-      assertThat(support.raw().get(redisKey)).isEqualTo(c.token())
-          .matches("[0-9a-f]{32}\\.\\d+")
-          .endsWith("." + c.leaseExpiresAt().toEpochMilli());
-      assertThat(support.raw().pttl(redisKey)).isBetween(25_000L, 30_000L);
+      String redisKey = store.redisKey(key);
+      assertThat(c.token()).matches("[0-9a-f]{32}");
+      assertThat(support.raw().get(redisKey)).matches("[0-9a-f]{32}\\.\\d+")
+          .isEqualTo(c.token() + "." + c.leaseExpiresAt().toEpochMilli());
+      // The lease end is kept in milliseconds; TIME gives microseconds.
+      assertThat(c.leaseExpiresAt()).isBetween(
+          before.truncatedTo(java.time.temporal.ChronoUnit.MILLIS).plus(LEASE), after.plus(LEASE));
+      long keep = LEASE.plus(Duration.ofHours(1)).toMillis();
+      assertThat(support.raw().pttl(redisKey)).isBetween(keep - 5_000L, keep);
+    }
+
+    @Test
+    @DisplayName("renew rewrites the lease end from the server's clock and keeps the token")
+    void renewHolds() {
+      String key = key("order-1r");
+      Claim c = store.claim(key, Duration.ofSeconds(5));
+      Instant before = serverTime();
+      assertThat(store.renew(c, LEASE)).isTrue();
+      String v = support.raw().get(store.redisKey(key));
+      assertThat(v).startsWith(c.token() + ".");
+      long end = Long.parseLong(v.substring(33));
+      assertThat(end).isGreaterThanOrEqualTo(before.plus(LEASE).toEpochMilli());
+      assertThat(store.complete(c)).isTrue();
     }
 
     @Test
@@ -90,13 +118,55 @@ class RedisIdempotencyStoreTest {
     }
 
     @Test
-    @DisplayName("keys are namespaced by the prefix and carry a hash tag per entity")
+    @DisplayName("keys are namespaced by the prefix, kept whole, and carry a hash tag per entity")
     void namespacing() {
-      assertThat(store.redisKey("order-42")).isEqualTo(support.prefix + "idem:{order-42}");
-      assertThat(store.redisKey("{order-42}:sms")).isEqualTo(support.prefix + "idem:{order-42}:sms");
+      assertThat(store.redisKey("order-42")).isEqualTo(support.prefix + "idem.v2:{order-42}:order-42");
+      assertThat(store.redisKey("{order-42}:sms"))
+          .isEqualTo(support.prefix + "idem.v2:{order-42}:{order-42}:sms");
       assertThat(SlotHash.getSlot(store.redisKey("{order-42}:sms")))
           .isEqualTo(SlotHash.getSlot(store.redisKey("{order-42}:email")))
+          .isEqualTo(SlotHash.getSlot(store.redisKey("order-42")))
           .isEqualTo(SlotHash.getSlot("{order-42}"));
+    }
+
+    @Test
+    @DisplayName("keys that collided in the old encoding (\"a\", \"{a}\") get distinct records")
+    void noCollisions() {
+      String[] keys = {"a", "{a}", "{a}}", "}a", "a}", "{}a", "{{a}", "{a}:", "a:{a}", "{a}b{c}"};
+      java.util.Set<String> redisKeys = new java.util.HashSet<>();
+      for (String k : keys) {
+        String rk = store.redisKey(k);
+        assertThat(rk).endsWith("}:" + k);
+        assertThat(redisKeys.add(rk)).as("distinct record for %s", k).isTrue();
+      }
+      assertThat(SlotHash.getSlot(store.redisKey("{a}")))
+          .isEqualTo(SlotHash.getSlot(store.redisKey("a")))
+          .isEqualTo(SlotHash.getSlot(store.redisKey("{a}b{c}")));
+      // The old encoding mapped "a" and "{a}" to one key:
+      assertThat(store.legacyRedisKey("a")).isEqualTo(store.legacyRedisKey("{a}"));
+    }
+
+    @Test
+    @DisplayName("with readLegacyIdempotencyKeys a DONE or live claim in the old key format is"
+        + " honoured; without it, it is not read")
+    void legacyKeys() {
+      String key = key("legacy");
+      String done = key + "-done";
+      support.raw().psetex(store.legacyRedisKey(done), 60_000, "DONE");
+      support.raw().psetex(store.legacyRedisKey(key), 60_000,
+          "0123456789abcdef0123456789abcdef.1");
+      try (RedisStorage legacy = RedisStorage.open(support.config().retention(Duration.ofHours(1))
+          .readLegacyIdempotencyKeys(true).build())) {
+        RedisIdempotencyStore reading = legacy.idempotencyStore();
+        assertThat(reading.claim(done, LEASE).status()).isEqualTo(Claim.Status.DONE);
+        assertThat(reading.status(done)).contains(Claim.Status.DONE);
+        Claim held = reading.claim(key, LEASE);
+        assertThat(held.status()).isEqualTo(Claim.Status.IN_PROGRESS);
+        assertThat(held.leaseExpiresAt()).isAfter(serverTime().plusSeconds(50));
+        assertThat(reading.status(key)).contains(Claim.Status.CLAIMED);
+      }
+      assertThat(store.claim(done, LEASE).status()).isEqualTo(Claim.Status.CLAIMED);
+      assertThat(store.claim(key, LEASE).status()).isEqualTo(Claim.Status.CLAIMED);
     }
   }
 
@@ -122,7 +192,7 @@ class RedisIdempotencyStoreTest {
       Claim forged = Claim.claimed(key, "0123456789abcdef0123456789abcdef", real.leaseExpiresAt());
       assertThat(store.complete(forged)).isFalse();
       assertThat(store.release(forged)).isFalse();
-      assertThat(support.raw().get(store.redisKey(key))).isEqualTo(real.token());
+      assertThat(support.raw().get(store.redisKey(key))).startsWith(real.token() + ".");
     }
 
     @Test

@@ -68,8 +68,8 @@ class RedisStorageModuleTest {
 
       Claim c = idempotency.claim("wired-order", Duration.ofSeconds(30));
       assertThat(idempotency.complete(c)).isTrue();
-      assertThat(support.raw().get(support.prefix + "idem:{wired-order}")).isEqualTo("DONE");
-      assertThat(support.raw().pttl(support.prefix + "idem:{wired-order}"))
+      assertThat(support.raw().get(support.prefix + "idem.v2:{wired-order}:wired-order")).isEqualTo("DONE");
+      assertThat(support.raw().pttl(support.prefix + "idem.v2:{wired-order}:wired-order"))
           .isGreaterThan(Duration.ofHours(1).toMillis());
     }
   }
@@ -88,11 +88,11 @@ class RedisStorageModuleTest {
           .isInstanceOf(InMemoryVersionGuard.class);
 
       Claim c = idempotency.claim("tiered-order", Duration.ofSeconds(30));
-      assertThat(support.raw().get(support.prefix + "idem:{tiered-order}"))
+      assertThat(support.raw().get(support.prefix + "idem.v2:{tiered-order}:tiered-order"))
           .as("the claim went through Redis").isNotNull();
       assertThat(idempotency.complete(c)).isTrue();
 
-      assertThat(support.raw().get(support.prefix + "idem:{tiered-order}")).isEqualTo("DONE");
+      assertThat(support.raw().get(support.prefix + "idem.v2:{tiered-order}:tiered-order")).isEqualTo("DONE");
       assertThat(idempotency.status("tiered-order")).as("the durable tier holds it too")
           .contains(Claim.Status.DONE);
       assertThat(((TieredIdempotencyStore) idempotency).fastTierInUse()).isTrue();

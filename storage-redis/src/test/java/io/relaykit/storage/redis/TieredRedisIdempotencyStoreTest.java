@@ -6,6 +6,7 @@ import io.relaykit.idempotency.TieredIdempotencyStore;
 import io.relaykit.retry.Backoff;
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.Optional;
 import org.junit.jupiter.api.DisplayName;
 
 /**
@@ -15,10 +16,20 @@ import org.junit.jupiter.api.DisplayName;
 @DisplayName("TieredIdempotencyStore over the real Redis passes the idempotency kit")
 class TieredRedisIdempotencyStoreTest extends RealTimeRedisIdempotencyContract {
 
+  /** The current test's durable tier, which a second host shares. */
+  private InMemoryIdempotencyStore durable;
+
   @Override
   protected IdempotencyStore createStore(InstantSource clock, Duration retention) {
-    return new TieredIdempotencyStore(storage(clock, retention).idempotencyStore(),
-        new InMemoryIdempotencyStore(clock, retention), clock,
+    durable = new InMemoryIdempotencyStore(clock, retention);
+    return new TieredIdempotencyStore(storage(clock, retention).idempotencyStore(), durable, clock,
         Backoff.exponential(Duration.ofSeconds(1)));
+  }
+
+  /** Another host: its own Redis connection and clock, the same Redis and durable tier. */
+  @Override
+  protected Optional<IdempotencyStore> storeOnHost(InstantSource hostClock) {
+    return Optional.of(new TieredIdempotencyStore(hostStorage(hostClock).idempotencyStore(),
+        durable, hostClock, Backoff.exponential(Duration.ofSeconds(1))));
   }
 }

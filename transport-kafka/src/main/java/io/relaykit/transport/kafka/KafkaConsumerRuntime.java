@@ -41,14 +41,20 @@ import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.InvalidOffsetException;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.FencedInstanceIdException;
+import org.apache.kafka.common.errors.GroupMaxSizeReachedException;
 import org.apache.kafka.common.errors.InvalidGroupIdException;
+import org.apache.kafka.common.errors.UnreleasedInstanceIdException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.errors.WakeupException;
 
 /**
@@ -59,9 +65,10 @@ import org.apache.kafka.common.errors.WakeupException;
  *
  * <h2>Implementation notes</h2>
  *
- * <p>Poll thread: each turn it sets which partitions are paused (all of them when in-flight work is
- * near {@code maxInFlight} or the subscription is draining; a retry partition whose next record is
- * not yet due until then), polls, tracks and submits every record, and every commit interval
+ * <p>Poll thread: each turn it sets which partitions are paused (the source partitions when active
+ * work, parked records left out, is near {@code maxInFlight}; the retry partitions only when active
+ * work exceeds {@code maxInFlight} by a poll, so a retry that unparks a key is never starved; a
+ * retry partition whose next record is not yet due until then), polls, tracks and submits every record, and every commit interval
  * commits the tracker's committable offsets asynchronously and samples the backlog. While intake
  * is stopped for lack of room, the worker whose completion makes room wakes the poll ({@link
  * KafkaConsumer#wakeup()}): intake resumes while the records still in flight keep the workers busy,
@@ -85,6 +92,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private static final System.Logger LOG = System.getLogger(KafkaConsumerRuntime.class.getName());
   /** How long to wait before handing a record to the retry or dead-letter topic again. */
   private static final Duration RESEND_DELAY = Duration.ofSeconds(1);
+  /** The longest reason and exception message of a reference dead letter, in UTF-8 bytes. */
+  private static final int REFERENCE_TEXT_BYTES = 512;
+  /** The longest wait between poll turns that keep failing with retriable errors. */
+  static final Duration MAX_ERROR_BACKOFF = Duration.ofSeconds(5);
+  /** Records that may wait for parked keys, per unit of {@code maxInFlight}. */
+  static final int PARKED_PER_IN_FLIGHT = 4;
 
   private enum State { RUNNING, DRAINING, STOPPING, CLOSED, FAILED }
 
@@ -102,6 +115,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final String topic;
   private final String retryTopic;
   private final String deadLetterTopic;
+  private final OffsetReset sourceReset;
+  private final int retryPartitions;
   private final KafkaConsumer<String, byte[]> consumer;
   private final KafkaPublisher router;
   private final OffsetTracker<TopicPartition> tracker;
@@ -111,6 +126,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final HandlerWatchdog watchdog;
   private final Thread pollThread;
   private final int maxPollRecords;
+  /**
+   * The most records that may wait for parked keys before source intake stops: {@value
+   * #PARKED_PER_IN_FLIGHT} times {@code maxInFlight}. They do not count against {@code
+   * maxInFlight} (a hot failing key would stop every other key), but they are held in memory.
+   */
+  private final int maxParked;
   private final Runnable onClosed;
   private final Object idle = new Object();
   private final Set<TopicPartition> owned = java.util.concurrent.ConcurrentHashMap.newKeySet();
@@ -121,13 +142,15 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private volatile State state = State.RUNNING;
   private volatile ConsumerBacklog backlog;
   private volatile Boolean drainedAtClose;
+  private volatile Throwable failure;
 
   // Poll thread only.
   private final Map<TopicPartition, Instant> delayedUntil = new HashMap<>();
   private final Map<TopicPartition, Long> committed = new HashMap<>();
 
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
-      String retryTopic, String deadLetterTopic, RateLimiter rateLimiter, Runnable onClosed) {
+      String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
+      Runnable onClosed) {
     this.spec = spec;
     this.handler = handler;
     this.config = config;
@@ -138,9 +161,13 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     this.rateLimiter = rateLimiter;
     this.topic = spec.destination();
     this.retryTopic = retryTopic;
+    this.retryPartitions = retryPartitions;
     this.deadLetterTopic = deadLetterTopic;
+    this.sourceReset = OffsetReset.parse(config.consumerProperties().get(OffsetReset.SETTING));
     this.onClosed = onClosed;
     this.maxPollRecords = Math.max(1, Math.min(500, spec.maxInFlight() / 2));
+    this.maxParked = (int) Math.min(Integer.MAX_VALUE / 2,
+        (long) PARKED_PER_IN_FLIGHT * spec.maxInFlight());
     this.tracker = new OffsetTracker<>(clock);
     this.consumer = new KafkaConsumer<>(consumerProperties(config, spec, maxPollRecords),
         new org.apache.kafka.common.serialization.StringDeserializer(),
@@ -149,8 +176,10 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     String name = "relaykit-" + topic + "-" + spec.group();
     this.workers = KeyedExecutor.builder()
         .threads(spec.concurrency())
-        .maxQueued(spec.maxInFlight() + maxPollRecords)
-        .threadName(name + "-worker")
+        // Everything tracked may be queued at once (parked records released together, retries in
+        // their headroom), beside stale tasks of a revoked assignment: a submit never waits.
+        .maxQueued(2 * (spec.maxInFlight() + maxParked) + 3 * maxPollRecords)
+        .threadFactory(daemonThreads(name + "-worker"))
         .failureHandler((key, failure) -> LOG.log(System.Logger.Level.ERROR,
             "unexpected failure in the consumer runtime of " + topic, failure))
         .build();
@@ -167,11 +196,28 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     pollThread.setDaemon(true);
   }
 
+  private static java.util.concurrent.ThreadFactory daemonThreads(String name) {
+    java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+      t.setDaemon(true); // a stuck handler must not keep the JVM alive after close
+      return t;
+    };
+  }
+
   static Map<String, Object> consumerProperties(KafkaTransportConfig config, SubscriptionSpec spec,
       int maxPollRecords) {
     Map<String, Object> props = new HashMap<>();
-    props.put("auto.offset.reset", "earliest");
     props.putAll(config.consumerProperties());
+    // We choose start positions ourselves (see resetPositions): the user's setting governs the
+    // source partitions only, retry partitions always start from their earliest copy.
+    props.put(OffsetReset.SETTING, "none");
+    // Under the KIP-848 protocol the server's default (uniform) assignor may put every retry
+    // partition on one member and every source partition on another; range gives a member the
+    // same partition numbers of both topics, so retry copies land where their key is parked.
+    if ("consumer".equalsIgnoreCase(String.valueOf(props.get("group.protocol")))) {
+      props.putIfAbsent("group.remote.assignor", "range");
+    }
     props.put("bootstrap.servers", config.bootstrapServers());
     props.put("group.id", spec.group());
     props.put("client.id", config.clientIdPrefix() + "-" + spec.group() + "-"
@@ -193,6 +239,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     try {
       consumer.subscribe(List.of(topic, retryTopic), new Rebalance());
       long nextCommit = System.nanoTime() + config.commitInterval().toNanos();
+      int errorsInARow = 0;
       while (state == State.RUNNING || state == State.DRAINING) {
         try {
           ConsumerRecords<String, byte[]> records = poll(adjustPauses());
@@ -202,14 +249,18 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
             sampleBacklog();
             nextCommit = System.nanoTime() + config.commitInterval().toNanos();
           }
-        } catch (AuthenticationException | AuthorizationException | InvalidGroupIdException e) {
-          LOG.log(System.Logger.Level.ERROR, "consumer of " + topic + " in group " + spec.group()
-              + " failed and stopped: " + e.getMessage(), e);
-          state = State.FAILED;
+          errorsInARow = 0;
+        } catch (InvalidOffsetException e) {
+          resetPositions(e);
+        } catch (AuthenticationException | AuthorizationException | InvalidGroupIdException
+            | FencedInstanceIdException | UnreleasedInstanceIdException
+            | GroupMaxSizeReachedException | UnsupportedVersionException e) {
+          fail("consumer of " + topic + " in group " + spec.group() + " cannot go on: " + e, e);
         } catch (RuntimeException e) {
-          // One bad turn (a commit timeout, a broker moving) must not end the loop.
-          LOG.log(System.Logger.Level.WARNING, "poll loop of " + topic + " in group "
-              + spec.group() + " hit " + e + "; continuing", e);
+          // A bad turn (a commit timeout, a broker moving) must not end the loop; repeated ones
+          // back off, and only the first of a run logs its stack trace.
+          errorsInARow++;
+          backOff(errorsInARow, e);
         }
       }
     } finally {
@@ -235,6 +286,107 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   /**
+   * Chooses start positions for partitions the consumer could not place ({@code
+   * auto.offset.reset=none} is what it runs with): a retry partition starts from its earliest copy
+   * (a copy skipped is a message lost: its source was committed when the copy was confirmed); a
+   * source partition follows the user's {@link OffsetReset}, and with {@code none} the
+   * subscription fails, naming the partitions and the setting.
+   */
+  private void resetPositions(InvalidOffsetException e) {
+    boolean outOfRange = e instanceof OffsetOutOfRangeException;
+    List<TopicPartition> retry = new ArrayList<>();
+    List<TopicPartition> source = new ArrayList<>();
+    for (TopicPartition tp : e.partitions()) {
+      (tp.topic().equals(retryTopic) ? retry : source).add(tp);
+    }
+    if (!retry.isEmpty()) {
+      if (outOfRange) {
+        LOG.log(System.Logger.Level.WARNING, "committed offsets of retry partitions " + retry
+            + " of group " + spec.group() + " are out of range (retention?); starting from the"
+            + " earliest copy still held");
+      }
+      consumer.seekToBeginning(retry);
+    }
+    if (source.isEmpty()) {
+      return;
+    }
+    switch (sourceReset.kind()) {
+      case EARLIEST -> consumer.seekToBeginning(source);
+      case LATEST -> consumer.seekToEnd(source);
+      case BY_DURATION -> {
+        long since = clock.instant().minus(sourceReset.duration()).toEpochMilli();
+        Map<TopicPartition, Long> times = new HashMap<>();
+        source.forEach(tp -> times.put(tp, since));
+        Map<TopicPartition, org.apache.kafka.clients.consumer.OffsetAndTimestamp> found =
+            consumer.offsetsForTimes(times, config.closeTimeout());
+        List<TopicPartition> toEnd = new ArrayList<>();
+        for (TopicPartition tp : source) {
+          var at = found.get(tp);
+          if (at == null) {
+            toEnd.add(tp); // nothing that recent: start at the end
+          } else {
+            consumer.seek(tp, at.offset());
+          }
+        }
+        if (!toEnd.isEmpty()) {
+          consumer.seekToEnd(toEnd);
+        }
+      }
+      case NONE -> fail("partition(s) " + source + " of group " + spec.group()
+          + (outOfRange ? " have a committed offset out of range" : " have no committed offset")
+          + " and " + sourceReset + " forbids choosing a start: set the group's offsets"
+          + " (kafka-consumer-groups.sh --reset-offsets) or use auto.offset.reset=earliest or"
+          + " latest; the subscription stopped", e);
+      default -> throw new AssertionError(sourceReset);
+    }
+    if (outOfRange && sourceReset.kind() != OffsetReset.Kind.NONE) {
+      LOG.log(System.Logger.Level.WARNING, "committed offsets of " + source + " of group "
+          + spec.group() + " are out of range; restarting them by " + sourceReset);
+    }
+  }
+
+  /**
+   * Stops the subscription for good: one error log naming the cause, {@link #failure()} set,
+   * {@link MetricsListener#consumerFailed} reported, {@link #isRunning()} false. The poll loop then
+   * commits what finished and closes the consumer; unfinished records are redelivered to the next
+   * consumer.
+   */
+  private void fail(String what, Throwable cause) {
+    if (failure != null) {
+      return;
+    }
+    IllegalStateException e = new IllegalStateException(what, cause);
+    failure = e;
+    state = State.FAILED;
+    LOG.log(System.Logger.Level.ERROR, what, cause);
+    MetricsListener.safely(metrics, m -> m.consumerFailed(topic, spec.group(), e));
+  }
+
+  /**
+   * Waits after the {@code n}-th retriable error in a row: the poll timeout doubled per error, at
+   * most {@link #MAX_ERROR_BACKOFF}; {@link #close} cuts the wait short.
+   */
+  private void backOff(int n, RuntimeException e) {
+    long base = Math.max(config.pollTimeout().toMillis(), 10);
+    long waitMs = Math.min(MAX_ERROR_BACKOFF.toMillis(), base << Math.min(n - 1, 20));
+    String text = "poll loop of " + topic + " in group " + spec.group() + " hit " + e
+        + " (" + n + " in a row); retrying in " + waitMs + " ms";
+    if (n == 1) {
+      LOG.log(System.Logger.Level.WARNING, text, e);
+    } else if (Integer.bitCount(n) == 1) {
+      LOG.log(System.Logger.Level.WARNING, text);
+    }
+    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
+    while (state == State.RUNNING || state == State.DRAINING) {
+      long left = end - System.nanoTime();
+      if (left <= 0) {
+        return;
+      }
+      java.util.concurrent.locks.LockSupport.parkNanos(this, left);
+    }
+  }
+
+  /**
    * Polls for up to the poll timeout. When {@code full}, a worker that makes room cuts the wait short
    * with {@link KafkaConsumer#wakeup()}, so intake resumes while the records still in flight keep
    * the workers busy, not one poll timeout later.
@@ -256,16 +408,40 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
   }
 
-  /** Whether one more poll's worth of records fits under {@code maxInFlight}. */
-  private boolean hasRoom() {
-    return tracker.inFlight() + maxPollRecords <= spec.maxInFlight();
+  /**
+   * Records in flight that will finish by themselves: running, queued for a worker, or being handed
+   * to the retry or dead-letter topic. Records waiting for a parked key are not among them: they
+   * wait for a retry, which must still be fetched.
+   */
+  private long active() {
+    return tracker.inFlight() - parking.waiting();
   }
 
   /**
-   * Pauses every partition while intake is stopped, and a retry partition until its next record is
-   * due; resumes the rest.
+   * Whether one more poll's worth of source records fits: under {@code maxInFlight} active
+   * records, and under {@link #maxParked} records waiting for parked keys.
+   */
+  private boolean hasRoom() {
+    return active() + maxPollRecords <= spec.maxInFlight() && parking.waiting() < maxParked;
+  }
+
+  /**
+   * Whether the retry partitions may be fetched: they keep one poll of headroom above {@code
+   * maxInFlight}, so neither the main flow nor parked records can starve the retries that unpark
+   * keys. What is active finishes by itself (handlers are bounded by their timeout), so this bound
+   * cannot deadlock.
+   */
+  private boolean hasRetryRoom() {
+    return active() <= spec.maxInFlight();
+  }
+
+  /**
+   * Pauses the source partitions while source intake is stopped, the retry partitions while they
+   * have no room of their own, and a retry partition until its next record is due; resumes the
+   * rest.
    *
-   * @return true if intake is stopped because in-flight work is full (and the runtime is running)
+   * @return true if source intake is stopped because in-flight work is full (and the runtime is
+   *     running)
    */
   private boolean adjustPauses() {
     Set<TopicPartition> assigned = consumer.assignment();
@@ -273,8 +449,15 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     delayedUntil.entrySet().removeIf(e -> !e.getValue().isAfter(now)
         || !assigned.contains(e.getKey()));
     boolean full = !hasRoom();
-    boolean stopIntake = state != State.RUNNING || full;
-    Set<TopicPartition> wanted = stopIntake ? assigned : delayedUntil.keySet();
+    boolean stopSource = state != State.RUNNING || full;
+    // Retry partitions are read while draining too: a due retry unparks its key's records.
+    boolean stopRetry = !hasRetryRoom();
+    Set<TopicPartition> wanted = new HashSet<>(delayedUntil.keySet());
+    for (TopicPartition tp : assigned) {
+      if (tp.topic().equals(retryTopic) ? stopRetry : stopSource) {
+        wanted.add(tp);
+      }
+    }
     Set<TopicPartition> paused = consumer.paused();
     List<TopicPartition> toPause = new ArrayList<>();
     for (TopicPartition tp : wanted) {
@@ -305,7 +488,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     for (TopicPartition tp : records.partitions()) {
       boolean fromRetry = tp.topic().equals(retryTopic);
       for (ConsumerRecord<String, byte[]> r : records.records(tp)) {
-        if (state != State.RUNNING) {
+        if (state != State.RUNNING && !(fromRetry && state == State.DRAINING)) {
           consumer.seek(tp, r.offset()); // draining: leave it for the next owner
           break;
         }
@@ -404,8 +587,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         lag.put(tp.toString(), l.getAsLong());
       }
     }
+    // A handler stuck past its timeout (its record moved on to the retry topic) still holds a
+    // worker: it counts towards the oldest age, so an alarm sees workers that stopped moving.
+    Duration oldest = tracker.oldestInFlightAge().orElse(Duration.ZERO);
+    Duration running = watchdog.oldestRunning().orElse(Duration.ZERO);
     ConsumerBacklog sample = new ConsumerBacklog(topic, spec.group(), lag, tracker.inFlight(),
-        tracker.oldestInFlightAge().orElse(Duration.ZERO), clock.instant());
+        running.compareTo(oldest) > 0 ? running : oldest, clock.instant());
     backlog = sample;
     try {
       monitor.record(sample.toSample());
@@ -457,7 +644,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         hold -> (hold instanceof RetryHold rh && gone.contains(rh.partition()))
             || (hold instanceof Work w && gone.contains(w.partition())),
         w -> gone.contains(w.partition()),
-        this::submit);
+        this::drain);
     synchronized (idle) {
       idle.notifyAll();
     }
@@ -474,16 +661,36 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   private void submit(Work w) {
-    Runnable task = () -> {
+    submitTask(w.gateKey(), () -> {
+      if (!current(w)) {
+        return; // queued before a revoke: the partition's current owner (maybe us) re-read it
+      }
       if (w.gateKey() != null && !w.fromRetryTopic() && parking.parkIfHeld(w)) {
-        return; // its key went into retry after this record was queued
+        return; // its key went into retry (or is draining its released records) meanwhile
       }
       process(w);
-    };
+    });
+  }
+
+  /**
+   * Runs the released records of {@code key} in order, in the key's lane: one task for all of
+   * them, so a record of the key queued in the lane before the release cannot overtake them (it
+   * finds the key still parked and joins the queue).
+   */
+  private void drain(Object key) {
+    submitTask(key, () -> {
+      Work next;
+      while ((next = parking.nextReleased(key)) != null) {
+        process(next);
+      }
+    });
+  }
+
+  private void submitTask(Object key, Runnable task) {
     try {
-      if (!workers.trySubmit(w.gateKey(), task)) {
+      if (!workers.trySubmit(key, task)) {
         // Cannot happen while in-flight work stays under maxInFlight; wait rather than lose it.
-        workers.submit(w.gateKey(), task);
+        workers.submit(key, task);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -494,9 +701,19 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   // ---------------------------------------------------------------- workers
 
+  /**
+   * Whether {@code w} belongs to its partition's current assignment. Not whether we own the
+   * partition: after a revoke and a reassignment to this member, work of the earlier assignment is
+   * stale (the partition was re-read from the committed offset) and must write nothing, no retry
+   * or dead-letter copy and no hold.
+   */
+  private boolean current(Work w) {
+    return tracker.isCurrent(w.ticket()) && state != State.CLOSED;
+  }
+
   private void process(Work w) {
-    if (!owned.contains(w.partition()) || state == State.CLOSED) {
-      return; // revoked: the next owner re-reads it
+    if (!current(w)) {
+      return; // revoked: the partition's current owner re-reads it
     }
     ConsumerRecord<String, byte[]> r = w.record();
     Map<String, String> wire = KafkaRecords.fromHeaders(r.headers());
@@ -554,8 +771,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       LOG.log(System.Logger.Level.DEBUG, "late result of " + w + " ignored after its timeout");
       return;
     }
-    if (!owned.contains(w.partition())) {
-      return; // revoked or closed meanwhile: the next owner redoes it
+    if (!current(w)) {
+      return; // revoked or closed meanwhile: the current owner redoes it
     }
     if (failure == null) {
       event(LifecycleEvent.Stage.ACKED, delivery.message(), w.position());
@@ -580,8 +797,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
    */
   private void onFailure(Work w, Map<String, String> wire, Delivery delivery,
       String sourcePosition, Throwable failure, Executor sends) {
-    if (!owned.contains(w.partition())) {
-      return; // revoked or closing: the next owner redoes it, so no retry copy
+    if (!current(w)) {
+      return; // revoked or closing: the current owner redoes it, so no retry copy
     }
     FailureRoute route = FailureRoute.decide(spec, delivery, failure, clock.instant());
     if (!route.isRetry()) {
@@ -589,25 +806,29 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       return;
     }
     Object key = w.gateKey();
-    if (key != null) {
-      parking.hold(key, w); // before this worker lets the key's next record run
+    // Held before this worker lets the key's next record run; under the parking lock with the
+    // staleness check, so a revoke either sees the hold and drops it or makes the check fail.
+    if (key != null && !parking.holdIf(key, w, () -> current(w))) {
+      return;
     }
     sends.execute(() -> sendRetry(w, wire, delivery.message(), route, sourcePosition, key));
   }
 
   private void sendRetry(Work w, Map<String, String> wire, Message message, FailureRoute route,
       String sourcePosition, Object key) {
-    if (!owned.contains(w.partition())) {
-      return; // revoked meanwhile (its holds went with it): the next owner redoes it
+    if (!current(w)) {
+      return; // revoked meanwhile (its holds went with it): the current owner redoes it
     }
     Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
-    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic, null,
-        w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic,
+        retryPartition(w, sourcePosition), w.record().key(), w.record().value(),
+        KafkaRecords.toHeaders(headers));
     sendDurably(w, copy, message.id(), md -> {
       if (key != null) {
-        parking.replace(key, w, new RetryHold(new TopicPartition(md.topic(), md.partition()),
-            md.offset()));
+        TopicPartition copyAt = new TopicPartition(md.topic(), md.partition());
+        parking.moveHold(key, w, new RetryHold(copyAt, md.offset()),
+            () -> owned.contains(copyAt), this::drain);
       }
       event(LifecycleEvent.Stage.RETRIED, message, "attempt " + route.attempt() + " failed, "
           + "retry after " + route.delay() + " via " + KafkaRecords.position(md.topic(),
@@ -615,30 +836,88 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       finish(w);
     }, rejected -> {
       if (key != null) {
-        parking.release(key, w, this::submit);
+        parking.release(key, w, this::drain);
       }
       deadLetter(w, wire, message, route.deadLetterInstead("retry copy refused: "
           + rejected.getMessage()), sourcePosition);
     });
   }
 
+  /**
+   * The retry partition a copy goes to: the one numbered like the record's source partition
+   * (modulo the retry topic's partitions, should the source have grown), so that the copy lands
+   * where its key's park lives whenever the assignor gives a member the same partitions of both
+   * topics (the range assignor, classic or KIP-848, does for equal partition counts). Where it
+   * does not, {@link KeyParking#moveHold} releases the park rather than hold it for a copy another
+   * member runs.
+   */
+  private int retryPartition(Work w, String sourcePosition) {
+    var source = KafkaRecords.parsePosition(sourcePosition);
+    int partition = source != null ? source.getKey().partition() : w.partition().partition();
+    return Math.floorMod(partition, retryPartitions);
+  }
+
   private void deadLetter(Work w, Map<String, String> wire, Message message, FailureRoute route,
       String sourcePosition) {
-    if (!owned.contains(w.partition())) {
+    if (!current(w)) {
       return;
     }
     Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
+    headers.put(MessageHeaders.GROUP, spec.group());
     ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
         w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
     String id = message != null ? message.id() : "dlt:" + sourcePosition;
-    sendDurably(w, copy, id, md -> {
-      LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
-          id, message != null ? message.traceId() : null, topic, clock.instant(),
-          route.reason()));
+    sendDurably(w, copy, id, md -> deadLettered(w, id, message, route),
+        rejected -> deadLetterReference(w, wire, message, route, sourcePosition, id, rejected));
+  }
+
+  /**
+   * Dead-letters a reference entry when the full copy was refused (the failure headers, bounded as
+   * they are, pushed a record that fit over {@code maxRecordBytes}; or the topic refused it): the
+   * envelope and failure headers without the user's headers, a short body naming the original's
+   * position, and {@link KafkaDeadLetterStore#REFERENCE}, so that a replay reads the original
+   * record from the source. If even that is refused the record is finished anyway, with an error
+   * log and a {@code dropped(topic, "dead-letter-refused")} count: a record that is never finished
+   * stops its partition's commit for good and replays on every restart.
+   */
+  private void deadLetterReference(Work w, Map<String, String> wire, Message message,
+      FailureRoute route, String sourcePosition, String id, RuntimeException refused) {
+    FailureRoute ref = route.deadLetterInstead(FailureRoute.truncateUtf8(
+        "this entry refers to the original at " + sourcePosition + " (the full dead-letter copy"
+        + " was refused: " + refused.getMessage() + "); " + route.reason(), REFERENCE_TEXT_BYTES));
+    Map<String, String> envelope = new LinkedHashMap<>();
+    wire.forEach((k, v) -> {
+      if (MessageHeaders.isReserved(k)) {
+        envelope.put(k, v);
+      }
+    });
+    Map<String, String> headers = ref.headers(envelope);
+    headers.computeIfPresent(MessageHeaders.EXCEPTION_MESSAGE,
+        (k, v) -> FailureRoute.truncateUtf8(v, REFERENCE_TEXT_BYTES));
+    headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
+    headers.put(MessageHeaders.GROUP, spec.group());
+    headers.put(KafkaDeadLetterStore.REFERENCE, sourcePosition);
+    byte[] body = ("dead letter " + id + " was too large for " + deadLetterTopic
+        + "; the original record is at " + sourcePosition)
+        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
+        w.record().key(), body, KafkaRecords.toHeaders(headers));
+    LOG.log(System.Logger.Level.WARNING, "dead-letter topic " + deadLetterTopic + " refused " + w
+        + " (" + refused.getMessage() + "); writing a reference entry instead");
+    sendDurably(w, copy, id, md -> deadLettered(w, id, message, ref), again -> {
+      LOG.log(System.Logger.Level.ERROR, "dead-letter topic " + deadLetterTopic + " refused "
+          + w + " and its reference entry (" + again.getMessage() + "); the record is dropped"
+          + " so that its partition's commit can go on");
+      MetricsListener.safely(metrics, m -> m.dropped(topic, "dead-letter-refused", 1));
       finish(w);
-    }, rejected -> LOG.log(System.Logger.Level.ERROR, "dead-letter topic " + deadLetterTopic
-        + " refused " + w + " (" + rejected.getMessage() + "); it stays uncommitted"));
+    });
+  }
+
+  private void deadLettered(Work w, String id, Message message, FailureRoute route) {
+    LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
+        id, message != null ? message.traceId() : null, topic, clock.instant(), route.reason()));
+    finish(w);
   }
 
   /**
@@ -658,8 +937,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         onRejected.accept(rejected);
         return;
       }
-      if (state == State.CLOSED || state == State.FAILED || !owned.contains(w.partition())) {
-        return; // not committed: the next owner redoes it
+      if (state == State.FAILED || !current(w)) {
+        return; // not committed: the current owner redoes it
       }
       LOG.log(System.Logger.Level.WARNING, "could not hand " + w + " to " + copy.topic()
           + " (" + cause + "); trying again in " + RESEND_DELAY);
@@ -673,13 +952,15 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   private void finish(Work w) {
-    tracker.complete(w.ticket()); // false after a revoke: the result is discarded
+    if (!tracker.complete(w.ticket())) {
+      return; // revoked since: the result is discarded, and its holds went with the revoke
+    }
     if (wakeWhenRoom.get() && hasRoom() && wakeWhenRoom.compareAndSet(true, false)) {
       consumer.wakeup(); // the poll thread waits for room: intake can resume
     }
     if (w.fromRetryTopic() && w.gateKey() != null) {
-      parking.release(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
-          this::submit);
+      parking.releaseRetry(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
+          this::drain);
     }
     if (state != State.RUNNING) {
       synchronized (idle) {
@@ -714,6 +995,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   @Override
+  public java.util.Optional<Throwable> failure() {
+    return java.util.Optional.ofNullable(failure);
+  }
+
+  @Override
   public boolean close(Duration deadline) {
     if (deadline == null || deadline.isNegative()) {
       throw new IllegalArgumentException("deadline must be zero or positive, was " + deadline);
@@ -727,7 +1013,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
       long end = System.nanoTime() + deadline.toNanos();
       synchronized (idle) {
-        while (tracker.inFlight() > 0 && pollThreadDone.getCount() > 0) {
+        // Records waiting for a parked key are not waited for: they wait for a retry that may be
+        // due long after the deadline (they stay uncommitted and are redelivered).
+        while (active() > 0 && pollThreadDone.getCount() > 0) {
           long left = end - System.nanoTime();
           if (left <= 0) {
             break;
@@ -740,13 +1028,22 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
           }
         }
       }
-      boolean drained = tracker.inFlight() == 0;
+      boolean drained = active() == 0;
       if (state != State.FAILED) {
         state = State.STOPPING;
         consumer.wakeup(); // end a poll in progress now, not a poll timeout later
+        java.util.concurrent.locks.LockSupport.unpark(pollThread); // and an error back-off
       }
       awaitPollThread();
       workers.shutdownNow();
+      try {
+        if (!workers.awaitTermination(config.closeTimeout())) {
+          LOG.log(System.Logger.Level.WARNING, "workers of " + topic + " still run handlers that"
+              + " ignore interrupts after " + config.closeTimeout() + "; left behind (daemons)");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
       timers.shutdownNow();
       router.close();
       state = State.CLOSED;
@@ -769,6 +1066,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private synchronized void awaitClosed() {
     // close() holds this monitor while closing: reaching here means it finished.
+  }
+
+  /** Keys parked now, and records waiting for them (tests). */
+  int parkedKeys() {
+    return parking.parkedKeys();
   }
 
   /** Records taken in and not finished yet (tests). */

@@ -33,7 +33,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
  * A {@link DeadLetterStore} view over one dead-letter topic (as written by {@link
- * KafkaSubscriber}): list, filter, count, find, add, and {@link #replay} back to the source topic.
+ * KafkaSubscriber}): list, filter, count, find, add, and {@link #replay} into the consumer group's
+ * retry path (a dead-letter topic belongs to one group: replaying to the shared source topic would
+ * make every group handle the message again).
  *
  * <p>Each dead letter is the original record (key, value, headers) plus relaykit's failure
  * headers: reason, exception class and message, attempts, first and last failure time, source
@@ -58,11 +60,18 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
   public static final String UNDECODABLE_TYPE = "relaykit.undecodable";
   /** Header of a replay marker: the id of the dead letter it hides. */
   static final String REPLAYED = "relaykit-replayed";
+  /**
+   * Header of a reference entry: the position ({@code topic-partition@offset}) of the original
+   * record, written when the full dead-letter copy did not fit. Its body only names that position;
+   * {@link #replay} reads the original from there.
+   */
+  static final String REFERENCE = "relaykit-dead-ref";
 
   private static final Set<String> FAILURE_HEADERS = Set.of(MessageHeaders.ATTEMPT,
       MessageHeaders.FIRST_FAILURE_AT, MessageHeaders.LAST_FAILURE_AT, MessageHeaders.RETRY_AT,
       MessageHeaders.DEAD_REASON, MessageHeaders.EXCEPTION_CLASS,
-      MessageHeaders.EXCEPTION_MESSAGE, MessageHeaders.SOURCE, MessageHeaders.SOURCE_POSITION);
+      MessageHeaders.EXCEPTION_MESSAGE, MessageHeaders.SOURCE, MessageHeaders.SOURCE_POSITION,
+      MessageHeaders.GROUP, REFERENCE);
 
   private static final String UNSUPPORTED = "a Kafka dead-letter topic cannot delete single "
       + "records, and markers cannot make removal at-most-once; use replay(id), which resends the "
@@ -70,11 +79,14 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
 
   private final KafkaTransportConfig config;
   private final String topic;
+  /** The group owning the topic ({@link #forSubscription}); null for {@link #create}. */
+  private final String group;
   private final KafkaPublisher producer;
 
-  private KafkaDeadLetterStore(KafkaTransportConfig config, String topic) {
+  private KafkaDeadLetterStore(KafkaTransportConfig config, String topic, String group) {
     this.config = config;
     this.topic = topic;
+    this.group = group;
     this.producer = KafkaPublisher.createRouter(config);
   }
 
@@ -88,7 +100,7 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
       throw new IllegalArgumentException("config must not be null");
     }
     KafkaTransportConfig.requireTopicName("deadLetterTopic", deadLetterTopic);
-    return new KafkaDeadLetterStore(config, deadLetterTopic);
+    return new KafkaDeadLetterStore(config, deadLetterTopic, null);
   }
 
   /** The view over the dead-letter topic of {@code topic} for consumer {@code group}. */
@@ -97,7 +109,13 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }
-    return create(config, config.deadLetterTopic(topic, group));
+    if (group == null || group.isBlank()) {
+      throw new IllegalArgumentException("group must not be blank, was "
+          + (group == null ? "null" : "'" + group + "'"));
+    }
+    String deadLetterTopic = config.deadLetterTopic(topic, group);
+    KafkaTransportConfig.requireTopicName("deadLetterTopic", deadLetterTopic);
+    return new KafkaDeadLetterStore(config, deadLetterTopic, group);
   }
 
   public String topic() {
@@ -155,13 +173,18 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
   }
 
   /**
-   * Resends the dead letter with {@code id} to its source topic (its original key, value and
-   * headers, without the failure headers, so it starts again at attempt 1 with its id and trace
-   * id), waits for the confirm, then hides the entry with a replay marker.
+   * Resends the dead letter with {@code id} (its original key, value and headers, without the
+   * failure headers, so it starts again at attempt 1 with its id and trace id), waits for the
+   * confirm, then hides the entry with a replay marker. A dead letter of a consumer group (every
+   * entry the runtime writes, and any whose store is {@link #forSubscription}) goes to that group's
+   * retry topic, due at once: only that group handles it again, as a record of its source topic.
+   * One without a group goes to its source topic. A reference entry (written when the full copy
+   * did not fit the topic) resends the original record, read at the position it names.
    *
    * @return the replayed dead letter, or empty if there is none (never added, or already replayed)
-   * @throws IllegalStateException if the resend or the marker was not confirmed; a failed resend
-   *     leaves the entry visible, a failed marker leaves it visible although it was resent
+   * @throws IllegalStateException if the resend or the marker was not confirmed (a failed resend
+   *     leaves the entry visible, a failed marker leaves it visible although it was resent), or the
+   *     original of a reference entry is gone
    */
   public Optional<DeadLetter> replay(String id) {
     requireId(id);
@@ -169,13 +192,25 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
     if (e == null) {
       return Optional.empty();
     }
-    ConsumerRecord<String, byte[]> r = e.record;
+    String reference = KafkaRecords.fromHeaders(e.record.headers()).get(REFERENCE);
+    ConsumerRecord<String, byte[]> r = reference == null ? e.record : original(id, reference);
+    Map<String, String> entryHeaders = KafkaRecords.fromHeaders(e.record.headers());
     Map<String, String> headers = new LinkedHashMap<>(KafkaRecords.fromHeaders(r.headers()));
     headers.keySet().removeAll(FAILURE_HEADERS);
     String source = e.deadLetter.source();
-    await(producer.send(new ProducerRecord<>(source, null, r.key(), r.value(),
-        KafkaRecords.toHeaders(headers)), id), "replay " + id + " to " + source);
-    await(producer.send(new ProducerRecord<>(topic, r.partition(), r.key(), null,
+    String destination = source;
+    if (e.deadLetter.group() != null) {
+      // Into the group's retry topic, due now, at attempt 1, consumed as a record of the source.
+      destination = config.retryTopic(source, e.deadLetter.group());
+      headers.put(MessageHeaders.SOURCE, source);
+      String position = entryHeaders.get(MessageHeaders.SOURCE_POSITION);
+      if (position != null) {
+        headers.put(MessageHeaders.SOURCE_POSITION, position);
+      }
+    }
+    await(producer.send(new ProducerRecord<>(destination, null, r.key(), r.value(),
+        KafkaRecords.toHeaders(headers)), id), "replay " + id + " to " + destination);
+    await(producer.send(new ProducerRecord<>(topic, e.record.partition(), e.record.key(), null,
         KafkaRecords.toHeaders(Map.of(REPLAYED, id))), id), "mark " + id + " replayed");
     Message m = e.deadLetter.message();
     LifecycleListener.safely(config.listener(), new LifecycleEvent(LifecycleEvent.Stage.REPLAYED,
@@ -186,6 +221,42 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
   @Override
   public void close() {
     producer.close();
+  }
+
+  /**
+   * The original record of reference entry {@code id}, read at {@code position}.
+   *
+   * @throws IllegalStateException if the position is unreadable or the record is gone (retention)
+   */
+  private ConsumerRecord<String, byte[]> original(String id, String position) {
+    var at = KafkaRecords.parsePosition(position);
+    if (at == null) {
+      throw new IllegalStateException("dead letter " + id + " refers to an unreadable position "
+          + position);
+    }
+    try (KafkaConsumer<String, byte[]> c = reader()) {
+      c.assign(List.of(at.getKey()));
+      c.seek(at.getKey(), at.getValue());
+      long deadline = System.nanoTime() + config.publishTimeout().toNanos();
+      while (System.nanoTime() - deadline < 0) {
+        for (ConsumerRecord<String, byte[]> r : c.poll(Duration.ofMillis(100))) {
+          if (r.offset() == at.getValue()) {
+            return r;
+          }
+          if (r.offset() > at.getValue()) {
+            break;
+          }
+        }
+        if (c.position(at.getKey()) > at.getValue()) {
+          break;
+        }
+      }
+    } catch (org.apache.kafka.common.KafkaException e) {
+      throw new IllegalStateException("could not read the original of dead letter " + id
+          + " at " + position + ": " + e, e);
+    }
+    throw new IllegalStateException("the original of dead letter " + id + " at " + position
+        + " is gone (past the topic's retention?); it cannot be replayed");
   }
 
   private List<DeadLetter> matching(DeadLetterQuery query) {
@@ -218,16 +289,20 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
   private record Entry(DeadLetter deadLetter, ConsumerRecord<String, byte[]> record) {}
 
   /** Reads the topic from the beginning to its current end: id to latest visible entry. */
-  private Map<String, Entry> scan() {
+  private KafkaConsumer<String, byte[]> reader() {
     Map<String, Object> props = new HashMap<>(config.consumerProperties());
     props.put("bootstrap.servers", config.bootstrapServers());
     props.put("client.id", config.clientIdPrefix() + "-dlt-reader-" + Long.toHexString(
         System.nanoTime()));
     props.put("enable.auto.commit", "false");
+    props.put("auto.offset.reset", "earliest");
     props.remove("group.id");
+    return new KafkaConsumer<>(props, new StringDeserializer(), new ByteArrayDeserializer());
+  }
+
+  private Map<String, Entry> scan() {
     List<ConsumerRecord<String, byte[]>> records = new ArrayList<>();
-    try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(props, new StringDeserializer(),
-        new ByteArrayDeserializer())) {
+    try (KafkaConsumer<String, byte[]> c = reader()) {
       List<PartitionInfo> infos = c.partitionsFor(topic, config.publishTimeout());
       if (infos == null || infos.isEmpty()) {
         return Map.of();
@@ -275,7 +350,7 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
     } catch (MalformedMessageException e) {
       message = standIn(r, wire, recordTime);
     }
-    return DeadLetterHeaders.fromWire(message, wire, topic, recordTime);
+    return DeadLetterHeaders.fromWire(message, wire, topic, group, recordTime);
   }
 
   private static Message standIn(ConsumerRecord<String, byte[]> r, Map<String, String> wire,

@@ -53,4 +53,32 @@ final class KafkaRecords {
   static String position(String topic, int partition, long offset) {
     return topic + "-" + partition + "@" + offset;
   }
+
+  /**
+   * The partition and offset of a {@link #position}, or null if {@code position} is not one.
+   *
+   * @return {@code [topic, partition, offset]} as a partition and an offset
+   */
+  static java.util.Map.Entry<org.apache.kafka.common.TopicPartition, Long> parsePosition(
+      String position) {
+    if (position == null) {
+      return null;
+    }
+    int at = position.lastIndexOf('@');
+    int dash = at > 0 ? position.lastIndexOf('-', at) : -1;
+    if (dash <= 0) {
+      return null;
+    }
+    try {
+      int partition = Integer.parseInt(position.substring(dash + 1, at));
+      long offset = Long.parseLong(position.substring(at + 1));
+      if (partition < 0 || offset < 0) {
+        return null;
+      }
+      return java.util.Map.entry(new org.apache.kafka.common.TopicPartition(
+          position.substring(0, dash), partition), offset);
+    } catch (NumberFormatException e) {
+      return null;
+    }
+  }
 }

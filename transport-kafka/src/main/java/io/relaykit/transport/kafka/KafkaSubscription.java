@@ -21,4 +21,14 @@ public interface KafkaSubscription extends Subscription {
    * every commit interval.
    */
   BacklogSnapshot backlogVerdict();
+
+  /**
+   * Why the subscription stopped by itself, if it did: a fatal consumer error (authorization,
+   * fencing of its {@code group.instance.id}, a source partition without a committed offset under
+   * {@code auto.offset.reset=none}, ...). The message names the partitions and the setting
+   * involved. When present, {@link #isRunning()} is false and {@link
+   * io.relaykit.monitor.MetricsListener#consumerFailed} was called once with it; {@link #close}
+   * still releases the threads.
+   */
+  java.util.Optional<Throwable> failure();
 }

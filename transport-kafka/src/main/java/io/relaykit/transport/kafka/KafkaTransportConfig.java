@@ -486,6 +486,7 @@ public final class KafkaTransportConfig {
       }
       checkProperties("producerProperty", producer);
       checkProperties("consumerProperty", consumer);
+      OffsetReset.parse(consumer.get(OffsetReset.SETTING));
       if (maxRecordBytes < 1) {
         throw new IllegalArgumentException("maxRecordBytes must be >= 1, was " + maxRecordBytes);
       }

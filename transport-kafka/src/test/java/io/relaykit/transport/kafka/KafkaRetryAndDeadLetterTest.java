@@ -104,6 +104,7 @@ class KafkaRetryAndDeadLetterTest {
     assertThat(d.messageId()).isEqualTo(messages.get(0).id());
     assertThat(d.message()).isEqualTo(messages.get(0));
     assertThat(d.source()).isEqualTo(topic);
+    assertThat(d.group()).isEqualTo(group);
     assertThat(d.reason()).startsWith("attempts exhausted (3 of 3)");
     assertThat(d.exceptionClass()).isEqualTo(IllegalStateException.class.getName());
     assertThat(d.exceptionMessage()).isEqualTo("cannot digest record 0");
@@ -126,8 +127,13 @@ class KafkaRetryAndDeadLetterTest {
     assertThat(calls.stream().filter(c -> c.seq() == 0).toList().get(3).attempt()).isEqualTo(1);
     assertThat(dlt.count(DeadLetterQuery.all())).isZero();
     assertThat(dlt.replay(d.id())).as("a second replay resends nothing").isEmpty();
-    Await.until(WAIT, "replayed record committed", () -> Long.valueOf(33)
-        .equals(committedOffsets(group, topic).get(0)));
+    // The replay went into the group's retry topic, not the shared source topic.
+    String retryTopic = KafkaTestSupport.config().build().retryTopic(topic, group);
+    Await.until(WAIT, "replayed record committed on the retry topic", () -> {
+      long end = KafkaTestSupport.endOffset(retryTopic, 0);
+      return Long.valueOf(end).equals(committedOffsets(group, retryTopic).get(0));
+    });
+    assertThat(KafkaTestSupport.endOffset(topic, 0)).isEqualTo(32);
     assertThat(calls.stream().filter(c -> c.seq() == 0).count()).isEqualTo(4);
     sub.close(Duration.ofSeconds(5));
   }

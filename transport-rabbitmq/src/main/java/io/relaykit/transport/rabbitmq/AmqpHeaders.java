@@ -27,8 +27,6 @@ final class AmqpHeaders {
    * into a HashMap, and the envelope promises insertion order.
    */
   static final String HEADER_ORDER = "relaykit-header-order";
-  /** Longest exception message kept in a header; longer ones are cut. */
-  static final int MAX_EXCEPTION_MESSAGE = 2_000;
   /** Distinguishes two dead-letter queue entries of the same message id. */
   static final String DEAD_ENTRY = "relaykit-dead-entry";
 

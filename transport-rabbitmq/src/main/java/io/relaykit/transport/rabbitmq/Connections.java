@@ -3,8 +3,14 @@ package io.relaykit.transport.rabbitmq;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.Socket;
 import java.net.URISyntaxException;
 import java.security.GeneralSecurityException;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.net.SocketFactory;
+import javax.net.ssl.SSLSocketFactory;
 import java.util.concurrent.TimeoutException;
 
 /** Opens broker connections from a config, with errors that say which broker and how to start it. */
@@ -19,6 +25,50 @@ final class Connections {
    */
   static Connection open(RabbitMqTransportConfig config, String role, boolean automaticRecovery)
       throws IOException {
+    return open(factory(config, automaticRecovery), config, role);
+  }
+
+  /** A publishing connection and the socket under it, which only {@link #forceClose} touches. */
+  record Opened(Connection connection, Socket socket) {
+    /**
+     * Closes the socket under the connection: a thread blocked writing to it (a broker that stopped
+     * reading) fails at once with an IOException, where amqp-client's own close would queue behind
+     * that write without end.
+     */
+    void forceClose() {
+      try {
+        socket.close();
+      } catch (IOException e) {
+        // closed either way
+      }
+    }
+  }
+
+  /**
+   * A new connection without automatic recovery whose socket the caller gets as well (see {@link
+   * Opened#forceClose}). Channel RPCs (channel.open, declarations, confirm.select) wait at most
+   * {@code rpcTimeout} for their answer.
+   */
+  static Opened openWithSocket(RabbitMqTransportConfig config, String role, Duration rpcTimeout)
+      throws IOException {
+    ConnectionFactory factory = factory(config, false);
+    factory.setChannelRpcTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE,
+        rpcTimeout.toMillis())));
+    AtomicReference<Socket> socket = new AtomicReference<>();
+    SocketFactory delegate = factory.getSocketFactory() != null
+        ? factory.getSocketFactory() : SocketFactory.getDefault();
+    factory.setSocketFactory(delegate instanceof SSLSocketFactory ssl
+        ? new CapturingSslFactory(ssl, socket) : new CapturingFactory(delegate, socket));
+    Connection c = open(factory, config, role);
+    if (socket.get() == null) {
+      c.abort();
+      throw new IOException("the " + role + " connection was opened without a socket");
+    }
+    return new Opened(c, socket.get());
+  }
+
+  private static ConnectionFactory factory(RabbitMqTransportConfig config,
+      boolean automaticRecovery) {
     ConnectionFactory factory = new ConnectionFactory();
     try {
       factory.setUri(config.uri());
@@ -29,6 +79,11 @@ final class Connections {
     factory.setTopologyRecoveryEnabled(automaticRecovery);
     factory.setNetworkRecoveryInterval(config.recoveryInterval().toMillis());
     factory.setConnectionTimeout(10_000);
+    return factory;
+  }
+
+  private static Connection open(ConnectionFactory factory, RabbitMqTransportConfig config,
+      String role) throws IOException {
     try {
       return factory.newConnection(config.connectionName() + "-" + role);
     } catch (TimeoutException e) {
@@ -44,6 +99,108 @@ final class Connections {
       t = t.getCause();
     }
     return t.getMessage() != null ? t.getMessage() : t.toString();
+  }
+
+  /** Remembers the (one) socket amqp-client creates for a connection. */
+  private static final class CapturingFactory extends SocketFactory {
+    private final SocketFactory delegate;
+    private final AtomicReference<Socket> socket;
+
+    CapturingFactory(SocketFactory delegate, AtomicReference<Socket> socket) {
+      this.delegate = delegate;
+      this.socket = socket;
+    }
+
+    private Socket keep(Socket s) {
+      socket.set(s);
+      return s;
+    }
+
+    @Override
+    public Socket createSocket() throws IOException {
+      return keep(delegate.createSocket());
+    }
+
+    @Override
+    public Socket createSocket(String host, int port) throws IOException {
+      return keep(delegate.createSocket(host, port));
+    }
+
+    @Override
+    public Socket createSocket(String host, int port, InetAddress local, int localPort)
+        throws IOException {
+      return keep(delegate.createSocket(host, port, local, localPort));
+    }
+
+    @Override
+    public Socket createSocket(InetAddress host, int port) throws IOException {
+      return keep(delegate.createSocket(host, port));
+    }
+
+    @Override
+    public Socket createSocket(InetAddress host, int port, InetAddress local, int localPort)
+        throws IOException {
+      return keep(delegate.createSocket(host, port, local, localPort));
+    }
+  }
+
+  /** {@link CapturingFactory} for amqps: stays an SSLSocketFactory, as amqp-client checks. */
+  private static final class CapturingSslFactory extends SSLSocketFactory {
+    private final SSLSocketFactory delegate;
+    private final AtomicReference<Socket> socket;
+
+    CapturingSslFactory(SSLSocketFactory delegate, AtomicReference<Socket> socket) {
+      this.delegate = delegate;
+      this.socket = socket;
+    }
+
+    private Socket keep(Socket s) {
+      socket.set(s);
+      return s;
+    }
+
+    @Override
+    public String[] getDefaultCipherSuites() {
+      return delegate.getDefaultCipherSuites();
+    }
+
+    @Override
+    public String[] getSupportedCipherSuites() {
+      return delegate.getSupportedCipherSuites();
+    }
+
+    @Override
+    public Socket createSocket(Socket s, String host, int port, boolean autoClose)
+        throws IOException {
+      return keep(delegate.createSocket(s, host, port, autoClose));
+    }
+
+    @Override
+    public Socket createSocket() throws IOException {
+      return keep(delegate.createSocket());
+    }
+
+    @Override
+    public Socket createSocket(String host, int port) throws IOException {
+      return keep(delegate.createSocket(host, port));
+    }
+
+    @Override
+    public Socket createSocket(String host, int port, InetAddress local, int localPort)
+        throws IOException {
+      return keep(delegate.createSocket(host, port, local, localPort));
+    }
+
+    @Override
+    public Socket createSocket(InetAddress host, int port) throws IOException {
+      return keep(delegate.createSocket(host, port));
+    }
+
+    @Override
+    public Socket createSocket(InetAddress host, int port, InetAddress local, int localPort)
+        throws IOException {
+      return keep(delegate.createSocket(host, port, local, localPort));
+    }
   }
 
   static String unreachable(RabbitMqTransportConfig config) {

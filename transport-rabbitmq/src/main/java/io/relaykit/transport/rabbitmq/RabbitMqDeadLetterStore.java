@@ -21,11 +21,14 @@ import java.time.InstantSource;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -34,14 +37,24 @@ import java.util.concurrent.TimeoutException;
  * A {@link DeadLetterStore} view over one subscriber group's dead-letter queue ({@code
  * <destination>.<group>.dead}), plus {@link #replay} back to the group's queue.
  *
- * <p><b>Cost.</b> A queue cannot be searched, so every operation but {@link #add} and an unfiltered
- * {@link #purge} <em>browses</em> the whole queue: it takes each message with {@code basic.get}
- * without acking (one broker round trip each), acks the ones it removes, and closes its channel so
- * the broker requeues the rest. O(depth) round trips per call: fine for an operator looking at
- * hundreds or a few thousand dead letters, not for a hot path. While a browse runs, the messages
- * it holds are invisible to other browsers, so a concurrent {@link #find} may miss an entry that
- * another caller is looking at; {@link #remove} still hands an entry out at most once (only one
- * channel can hold, and ack, a message).
+ * <p><b>Reads change nothing.</b> A queue cannot be searched or peeked, so every operation but
+ * {@link #add} and an unfiltered {@link #purge} <em>browses</em> the whole queue: it takes each
+ * message with {@code basic.get} without acking (one broker round trip each), acks the ones it
+ * removes, and puts back a copy of each of the others (same headers, body, message id and
+ * timestamp; publisher-confirmed) before it acks the original. Nothing is ever requeued, so a
+ * read does not raise the quorum queue's {@code x-delivery-count} and no delivery limit can
+ * delete a dead letter that was only looked at (older versions requeued on every read). If
+ * putting a copy back fails, the browse channel closes and the broker requeues the originals
+ * (the copies already made are twins of them: they share the transport's entry id and the next
+ * browse keeps one of each). Costs O(depth) round trips and O(depth) confirmed publishes per call:
+ * fine for an operator looking at hundreds or a few thousand dead letters, not for a hot path.
+ * While a browse runs, the messages it holds are invisible to other browsers, so a concurrent
+ * {@link #find} may miss an entry that another caller is looking at; {@link #remove} still hands
+ * an entry out at most once (only one channel can hold, and ack, a message).
+ *
+ * <p>A message the broker itself dead-lettered into this queue (the group queue's delivery limit,
+ * see {@link RabbitMqTopology}) carries no relaykit failure headers: it is listed with reason
+ * {@code "dead-lettered by RabbitMQ (<reason>) from <queue>"}.
  *
  * <p>{@link #add} publishes with a confirm, then removes older entries of the same id (a crash in
  * between leaves a twin, never a loss). Undecodable entries are listed with the envelope headers
@@ -278,8 +291,8 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
   }
 
   /**
-   * Takes every ready message without acking, lets {@code action} ack some, then closes the
-   * channel so the broker requeues the rest.
+   * Takes every ready message without acking, lets {@code action} ack some, then keeps the rest
+   * by copy (see the class comment): never requeues, so reads leave delivery counts alone.
    */
   private <T> T browse(Browse<T> action) {
     Channel ch = null;
@@ -289,11 +302,19 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
         throw new IOException("no channel available");
       }
       List<Entry> entries = new ArrayList<>();
+      Set<String> entryIds = new HashSet<>();
       GetResponse r;
       while ((r = ch.basicGet(queues.deadLetterQueue(), false)) != null) {
-        entries.add(new Entry(ch, r.getEnvelope().getDeliveryTag(), r));
+        Entry e = new Entry(ch, r.getEnvelope().getDeliveryTag(), r);
+        if (e.entryId != null && !entryIds.add(e.entryId)) {
+          e.ack(); // a twin left by a browse that failed while putting copies back
+        } else {
+          entries.add(e);
+        }
       }
-      return action.apply(entries);
+      T result = action.apply(entries);
+      keep(entries);
+      return result;
     } catch (IOException e) {
       throw new UncheckedIOException(new IOException("browsing " + queues.deadLetterQueue()
           + " failed: " + e.getMessage(), e));
@@ -305,6 +326,25 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
           abortQuietly(ch);
         }
       }
+    }
+  }
+
+  /** Puts a confirmed copy of every entry not acked back, then acks the originals. */
+  private void keep(List<Entry> entries) throws IOException {
+    List<Entry> kept = new ArrayList<>();
+    List<CompletableFuture<?>> copies = new ArrayList<>();
+    for (Entry e : entries) {
+      if (!e.acked) {
+        kept.add(e);
+        copies.add(publisher.publishToQueue(queues.deadLetterQueue(), e.copyHeaders(),
+            e.body, e.deadLetter.messageId(), e.timestampMillis));
+      }
+    }
+    for (CompletableFuture<?> f : copies) {
+      confirm(f, "putting a dead letter back into " + queues.deadLetterQueue());
+    }
+    for (Entry e : kept) {
+      e.ack();
     }
   }
 
@@ -346,18 +386,7 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
   }
 
   /** Decodes a dead-letter queue message; lenient, since undecodable messages end up here too. */
-  private DeadLetter decode(GetResponse r) {
-    Map<String, String> wire;
-    try {
-      wire = AmqpHeaders.strings(r.getProps());
-    } catch (MalformedMessageException e) {
-      wire = new LinkedHashMap<>();
-      for (Map.Entry<String, Object> h : r.getProps().getHeaders().entrySet()) {
-        if (!h.getKey().equals(AmqpHeaders.PUBLISH_SEQ) && !AmqpHeaders.isBrokerHeader(h.getKey())) {
-          wire.put(h.getKey(), AmqpHeaders.string(h.getValue()));
-        }
-      }
-    }
+  private DeadLetter decode(GetResponse r, Map<String, String> wire) {
     Message message;
     try {
       message = MessageHeaders.fromWire(wire, wire.get(AmqpHeaders.KEY), r.getBody());
@@ -424,24 +453,66 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
     }
   }
 
-  /** One browsed message: held unacked on the browse channel until acked or requeued. */
+  /** One browsed message: held unacked on the browse channel until acked or copied back. */
   private final class Entry {
     final Channel channel;
     final long tag;
+    final Map<String, String> raw;
+    final byte[] body;
+    final long timestampMillis;
     final DeadLetter deadLetter;
     final String entryId;
+    boolean acked;
 
     Entry(Channel channel, long tag, GetResponse r) {
       this.channel = channel;
       this.tag = tag;
-      this.deadLetter = decode(r);
-      Object e = r.getProps().getHeaders() == null ? null
-          : r.getProps().getHeaders().get(AmqpHeaders.DEAD_ENTRY);
-      this.entryId = e == null ? null : e.toString();
+      this.raw = rawHeaders(r);
+      this.body = r.getBody();
+      this.timestampMillis = r.getProps().getTimestamp() != null
+          ? r.getProps().getTimestamp().getTime() : clock.millis();
+      this.deadLetter = decode(r, raw);
+      this.entryId = raw.get(AmqpHeaders.DEAD_ENTRY);
     }
 
     void ack() throws IOException {
       channel.basicAck(tag, false);
+      acked = true;
     }
+
+    /** The headers of the copy that replaces this entry: the same, with an entry id for sure. */
+    Map<String, String> copyHeaders() {
+      Map<String, String> h = new LinkedHashMap<>(raw);
+      h.putIfAbsent(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
+      h.putIfAbsent(MessageHeaders.ID, deadLetter.messageId());
+      return h;
+    }
+  }
+
+  /**
+   * The string headers of a dead-letter queue message without the transport's publish sequence
+   * and the broker's own headers, in their original order where they are decodable. A message the
+   * broker dead-lettered gets its reason from the broker's death headers.
+   */
+  private static Map<String, String> rawHeaders(GetResponse r) {
+    Map<String, String> wire;
+    try {
+      wire = AmqpHeaders.strings(r.getProps());
+    } catch (MalformedMessageException e) {
+      wire = new LinkedHashMap<>();
+      for (Map.Entry<String, Object> h : r.getProps().getHeaders().entrySet()) {
+        if (!h.getKey().equals(AmqpHeaders.PUBLISH_SEQ) && !AmqpHeaders.isBrokerHeader(h.getKey())
+            && h.getValue() != null) {
+          wire.put(h.getKey(), AmqpHeaders.string(h.getValue()));
+        }
+      }
+    }
+    Map<String, Object> all = r.getProps().getHeaders();
+    if (!wire.containsKey(MessageHeaders.DEAD_REASON) && all != null
+        && all.get("x-first-death-reason") != null) {
+      wire.put(MessageHeaders.DEAD_REASON, "dead-lettered by RabbitMQ ("
+          + all.get("x-first-death-reason") + ") from " + all.get("x-first-death-queue"));
+    }
+    return wire;
   }
 }

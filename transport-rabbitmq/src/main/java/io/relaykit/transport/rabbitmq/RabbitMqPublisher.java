@@ -1,6 +1,7 @@
 package io.relaykit.transport.rabbitmq;
 
 import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.BlockedListener;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.ConfirmListener;
 import com.rabbitmq.client.Connection;
@@ -17,12 +18,12 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
 import java.time.InstantSource;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
@@ -34,7 +35,9 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 
@@ -52,19 +55,41 @@ import java.util.function.Function;
  * timeout, then fails that message with a {@link PublishException}. Futures are completed on a
  * publisher thread, never on the connection's thread, so a callback may publish again.
  *
+ * <p><b>A broker that stops reading.</b> amqp-client writes to the socket in the calling thread
+ * under its channel locks, and such a write blocks for as long as the broker reads nothing (a
+ * memory or disk alarm, a stalled network). So {@code publish} never writes: it hands the message
+ * to the publisher's one writer thread and returns, and the writer alone writes to the connection
+ * (exchange declarations included), without holding the publisher's lock. While the writer is
+ * stuck every future still fails with a {@link PublishException} once its confirm timeout passed
+ * ("was not sent" when it never reached the socket, "no confirm" when it did and may still
+ * arrive), later calls still return, and {@link #close()} returns within twice the close timeout
+ * (at most the close timeout plus {@value #CONNECTION_CLOSE_MILLIS} ms): if the connection does
+ * not close in time, close() closes its socket under it. A writer stuck in a write resumes when the broker reads
+ * again; the connection is not given up for a slow broker.
+ *
+ * <p><b>Blocked connection.</b> When the broker announces {@code connection.blocked} (a resource
+ * alarm) the publisher fails fast instead of queueing behind it: every message not yet written and
+ * every {@code publish} until {@code connection.unblocked} fails at once with a {@link
+ * PublishException} quoting the broker's reason. Messages already written keep waiting for their
+ * confirm (the broker confirms them once the alarm clears) up to the confirm timeout.
+ *
  * <p><b>Connection loss.</b> The publisher reconnects by itself (every recovery interval) and
  * republishes, in their original order, every message that was not confirmed: at-least-once, so a
  * message may reach the broker twice. A message still unconfirmed after the confirm timeout fails;
  * one whose publish broke a channel five times fails with the broker's reason.
  *
- * <p>Costs one connection and one channel; {@code publish} takes a lock for the socket write only.
- * Thread-safe.
+ * <p>Costs one connection (with amqp-client's reader thread), one channel and four daemon threads
+ * (writer, timer, recovery, completer); one hand-off to the writer per message. Thread-safe.
  */
 public final class RabbitMqPublisher implements Publisher {
 
   private static final System.Logger LOG = System.getLogger(RabbitMqPublisher.class.getName());
   private static final int MAX_SENDS = 5;
   private static final String DEFAULT_EXCHANGE = "";
+  /** Messages the writer takes per turn of its lock. */
+  private static final int WRITE_BATCH = 256;
+  /** How long close() waits for the connection to close after the confirms (bounded anyway). */
+  static final int CONNECTION_CLOSE_MILLIS = 5_000;
 
   private final RabbitMqTransportConfig config;
   private final RabbitMqTopology topology;
@@ -73,15 +98,24 @@ public final class RabbitMqPublisher implements Publisher {
   private final String role;
   private final Semaphore window;
   private final long timeoutNanos;
+  /** Guards the fields below; never held while writing to or waiting on the broker. */
   private final ReentrantLock lock = new ReentrantLock();
-  private final ArrayDeque<Pending> unsent = new ArrayDeque<>(); // guarded by lock
-  private Connection connection; // guarded by lock
+  private final Condition writable = lock.newCondition();
+  /** Not yet written (or taken back from a lost channel), in publish order. */
+  private final TreeMap<Long, Pending> unsent = new TreeMap<>();
+  private long nextOrder; // guarded by lock
+  private Connections.Opened connection; // guarded by lock
   private Gen gen; // guarded by lock; null while disconnected
   private String lastLoss = "none"; // guarded by lock
+  /** Non-null while the broker blocks the connection; written under the lock, read without. */
+  private volatile String blockedReason;
+  private boolean stopped; // guarded by lock: the writer is to exit
   private volatile boolean closed;
   private final Set<String> declaredExchanges = ConcurrentHashMap.newKeySet();
-  private final ScheduledExecutorService scheduler;
+  private final ScheduledExecutorService timer;
+  private final ScheduledExecutorService recovery;
   private final ExecutorService completer;
+  private final Thread writer;
   private final AtomicLong recoveries = new AtomicLong();
   private final AtomicLong republished = new AtomicLong();
 
@@ -94,10 +128,13 @@ public final class RabbitMqPublisher implements Publisher {
     this.role = role;
     this.window = new Semaphore(config.confirmWindow());
     this.timeoutNanos = config.confirmTimeout().toNanos();
-    this.scheduler = Executors.newSingleThreadScheduledExecutor(daemon("relaykit-rabbitmq-"
+    this.timer = Executors.newSingleThreadScheduledExecutor(daemon("relaykit-rabbitmq-"
+        + role + "-timer"));
+    this.recovery = Executors.newSingleThreadScheduledExecutor(daemon("relaykit-rabbitmq-"
         + role + "-recovery"));
     this.completer = Executors.newSingleThreadExecutor(daemon("relaykit-rabbitmq-" + role
         + "-confirms"));
+    this.writer = daemon("relaykit-rabbitmq-" + role + "-writer").newThread(this::writeLoop);
   }
 
   /**
@@ -129,19 +166,25 @@ public final class RabbitMqPublisher implements Publisher {
     RabbitMqPublisher p = new RabbitMqPublisher(config, listener, clock, role);
     try {
       p.connectNow();
-    } catch (IOException e) {
-      p.scheduler.shutdownNow();
+    } catch (IOException | RuntimeException e) {
+      p.timer.shutdownNow();
+      p.recovery.shutdownNow();
       p.completer.shutdownNow();
-      throw new UncheckedIOException(e.getMessage(), e);
+      if (e instanceof RuntimeException re) {
+        throw re;
+      }
+      throw new UncheckedIOException(e.getMessage(), (IOException) e);
     }
+    p.writer.start();
     long period = Math.max(10, Math.min(1_000, config.confirmTimeout().toMillis() / 10));
-    p.scheduler.scheduleWithFixedDelay(p::failOverdue, period, period, TimeUnit.MILLISECONDS);
+    p.timer.scheduleWithFixedDelay(p::failOverdue, period, period, TimeUnit.MILLISECONDS);
     return p;
   }
 
   /**
    * Publishes {@code message} to the exchange of {@code destination}, declaring the exchange on
-   * first use. Blocks while the confirm window is full.
+   * first use. Blocks while the confirm window is full (at most the confirm timeout); never
+   * writes to the socket itself. Fails at once while the broker blocks the connection.
    *
    * @throws IllegalArgumentException if {@code destination} is not a valid destination name or
    *     {@code message} is null
@@ -163,17 +206,6 @@ public final class RabbitMqPublisher implements Publisher {
           + message.id() + " is about " + size + " bytes encoded; the limit is "
           + config.maxMessageBytes() + " (maxMessageBytes)"));
     }
-    if (!declaredExchanges.contains(exchange)) {
-      try {
-        declareExchange(destination);
-        declaredExchanges.add(exchange);
-      } catch (TopologyConflictException e) {
-        return CompletableFuture.failedFuture(new MessageRejectedException(e.getMessage(), e));
-      } catch (IOException | RuntimeException e) {
-        return CompletableFuture.failedFuture(new PublishException(
-            "could not declare exchange " + exchange + ": " + e.getMessage(), e));
-      }
-    }
     return enqueue(new Pending(exchange, message.key().orElse(""), destination, message.id(),
         message.traceId(), message.type(), message.createdAt().toEpochMilli(), wire,
         message.payload()));
@@ -190,28 +222,26 @@ public final class RabbitMqPublisher implements Publisher {
     if (closed) {
       return CompletableFuture.failedFuture(new PublishException("publisher is closed"));
     }
-    String id = wire.getOrDefault(MessageHeaders.ID, "unknown");
-    String trace = wire.get(MessageHeaders.TRACE_ID);
-    return enqueue(new Pending(DEFAULT_EXCHANGE, queue, queue, id, trace,
-        wire.get(MessageHeaders.TYPE), clock.millis(), wire, body));
+    return publishToQueue(queue, wire, body, wire.getOrDefault(MessageHeaders.ID, "unknown"),
+        clock.millis());
   }
 
-  private void declareExchange(String destination) throws IOException {
-    Connection c;
-    lock.lock();
-    try {
-      c = connection;
-    } finally {
-      lock.unlock();
+  /** Like {@link #publishToQueue(String, Map, byte[])} with the message id and timestamp given. */
+  CompletableFuture<PublishReceipt> publishToQueue(String queue, Map<String, String> wire,
+      byte[] body, String messageId, long timestampMillis) {
+    if (closed) {
+      return CompletableFuture.failedFuture(new PublishException("publisher is closed"));
     }
-    if (c == null || !c.isOpen()) {
-      throw new IOException("not connected to RabbitMQ (reconnecting; last loss: "
-          + lastLossText() + ")");
-    }
-    topology.declareExchange(c, destination);
+    return enqueue(new Pending(DEFAULT_EXCHANGE, queue, queue, messageId,
+        wire.get(MessageHeaders.TRACE_ID), wire.get(MessageHeaders.TYPE), timestampMillis, wire,
+        body));
   }
 
   private CompletableFuture<PublishReceipt> enqueue(Pending p) {
+    String blocked = blockedReason; // the fast path; checked again under the lock below
+    if (blocked != null) {
+      return CompletableFuture.failedFuture(blockedFailure(p, blocked));
+    }
     boolean acquired;
     try {
       acquired = window.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS);
@@ -224,10 +254,6 @@ public final class RabbitMqPublisher implements Publisher {
       return CompletableFuture.failedFuture(new PublishException("confirm window of "
           + config.confirmWindow() + " stayed full for " + config.confirmTimeout()));
     }
-    if (closed) {
-      window.release();
-      return CompletableFuture.failedFuture(new PublishException("publisher is closed"));
-    }
     p.deadlineNanos = System.nanoTime() + timeoutNanos;
     lock.lock();
     try {
@@ -236,41 +262,217 @@ public final class RabbitMqPublisher implements Publisher {
         window.release();
         return CompletableFuture.failedFuture(new PublishException("publisher is closed"));
       }
-      if (gen == null) {
-        unsent.addLast(p);
-      } else {
-        send(gen, p);
+      if (blockedReason != null) {
+        window.release();
+        return CompletableFuture.failedFuture(blockedFailure(p, blockedReason));
       }
+      p.order = nextOrder++;
+      unsent.put(p.order, p);
+      writable.signal();
     } finally {
       lock.unlock();
     }
     return p.future;
   }
 
-  /** Writes {@code p} on {@code g}'s channel; must hold the lock. */
-  private void send(Gen g, Pending p) {
-    if (p.isFinished()) {
-      return;
+  private PublishException blockedFailure(Pending p, String reason) {
+    return new PublishException("RabbitMQ blocked the " + role + " connection (" + reason
+        + "): message " + p.messageId + " was not sent; publish again after the broker's alarm"
+        + " clears");
+  }
+
+  /**
+   * The writer thread: the only one that writes to the connection, so publish sequence numbers
+   * follow the write order and no caller waits on the socket. It takes up to {@value
+   * #WRITE_BATCH} messages per turn of the lock, moving them from unsent into the channel's
+   * pending map with the sequence numbers their writes will get, and writes them without the
+   * lock. Every message is at all times in unsent or in a pending map (where the timer can fail
+   * it), or being written.
+   */
+  private void writeLoop() {
+    List<Pending> batch = new ArrayList<>(WRITE_BATCH);
+    List<Pending> tooOften = new ArrayList<>();
+    while (true) {
+      Gen g;
+      Pending undeclared = null;
+      lock.lock();
+      try {
+        while (!stopped && (gen == null || blockedReason != null || unsent.isEmpty())) {
+          writable.await();
+        }
+        if (stopped) {
+          return;
+        }
+        g = gen;
+        long seq = g.channel.getNextPublishSeqNo();
+        while (batch.size() < WRITE_BATCH && !unsent.isEmpty()) {
+          Pending p = unsent.firstEntry().getValue();
+          if (!p.exchange.isEmpty() && !declaredExchanges.contains(p.exchange)) {
+            if (batch.isEmpty()) {
+              undeclared = p; // stays in unsent while declared: its timeout still runs
+            }
+            break;
+          }
+          unsent.pollFirstEntry();
+          if (++p.sends > MAX_SENDS) {
+            tooOften.add(p);
+            continue;
+          }
+          p.seq = seq++;
+          g.pending.put(p.seq, p);
+          batch.add(p);
+        }
+      } catch (InterruptedException e) {
+        return; // close() stops the writer; it fails what is left
+      } finally {
+        lock.unlock();
+      }
+      if (!tooOften.isEmpty()) {
+        String loss = lastLossText();
+        finish(tooOften, p -> new PublishException("gave up on message " + p.messageId
+            + " after " + MAX_SENDS + " attempts to publish it; last channel loss: " + loss));
+        tooOften.clear();
+      }
+      if (undeclared != null) {
+        declare(g, undeclared);
+      } else {
+        write(g, batch);
+      }
+      batch.clear();
     }
-    if (++p.sends > MAX_SENDS) {
-      finish(p, new PublishException("gave up on message " + p.messageId + " after "
-          + MAX_SENDS + " attempts to publish it; last channel loss: " + lastLoss));
-      return;
-    }
-    long seq = g.channel.getNextPublishSeqNo();
-    p.seq = seq;
-    g.pending.put(seq, p);
+  }
+
+  /** Declares {@code p}'s exchange on {@code g}'s connection; fails p if that is refused. */
+  private void declare(Gen g, Pending p) {
+    RuntimeException failure = null;
     try {
-      g.channel.basicPublish(p.exchange, p.routingKey, true,
-          AmqpHeaders.properties(p.messageId, p.type, p.createdMillis, p.wire, seq), p.body);
-    } catch (IOException | ShutdownSignalException e) {
-      // The channel is going away; its shutdown listener republishes what it held.
-      g.pending.remove(seq);
-      unsent.addLast(p);
-      return;
+      topology.declareExchange(g.opened.connection(), p.destination);
+      declaredExchanges.add(p.exchange);
+    } catch (TopologyConflictException e) {
+      failure = new MessageRejectedException(e.getMessage(), e);
+    } catch (IOException | RuntimeException e) {
+      if (!g.channel.isOpen() || !g.opened.connection().isOpen()) {
+        // The connection went away: p is declared and sent after the reconnect.
+        writeFailed(g, e);
+        return;
+      }
+      failure = new PublishException("could not declare exchange " + p.exchange + ": "
+          + e.getMessage(), e);
     }
-    if (p.sends == 1 && p.traceId != null) {
-      event(LifecycleEvent.Stage.PUBLISHED, p, p.exchange.isEmpty() ? p.routingKey : p.exchange);
+    if (failure != null) {
+      lock.lock();
+      try {
+        unsent.remove(p.order, p);
+      } finally {
+        lock.unlock();
+      }
+      finish(p, failure);
+    }
+  }
+
+  /** Writes {@code batch} (in g's pending map already) on {@code g}'s channel, without the lock. */
+  private void write(Gen g, List<Pending> batch) {
+    boolean shifted = false; // a skipped message left its sequence number unused
+    for (Pending p : batch) {
+      if (p.isFinished() || !p.claimWrite()) {
+        g.pending.remove(p.seq, p); // failed (as not sent) before its write: never written
+        shifted = true;
+        continue;
+      }
+      if (shifted) {
+        if (!renumber(g, p)) {
+          return; // g was retired meanwhile: the rest went back to unsent
+        }
+        if (p.isFinished()) {
+          continue; // failed meanwhile ("no confirm"): no need to write it
+        }
+      }
+      try {
+        g.channel.basicPublish(p.exchange, p.routingKey, true,
+            AmqpHeaders.properties(p.messageId, p.type, p.createdMillis, p.wire, p.seq), p.body);
+      } catch (IOException | RuntimeException e) {
+        // The channel or the connection is going away, or the socket failed under the write
+        // (maybe half written): everything of g not confirmed goes back to unsent.
+        writeFailed(g, e);
+        return;
+      }
+      if (p.sends == 1 && p.traceId != null) {
+        event(LifecycleEvent.Stage.PUBLISHED, p, p.exchange.isEmpty() ? p.routingKey : p.exchange);
+      }
+    }
+  }
+
+  /**
+   * Gives {@code p} the sequence number its write will get, after a message before it in the
+   * batch was skipped. Under the lock, so that a retire sees p under one number or the other.
+   * Returns false if g is no longer current.
+   */
+  private boolean renumber(Gen g, Pending p) {
+    lock.lock();
+    try {
+      if (gen != g) {
+        return false;
+      }
+      long next = g.channel.getNextPublishSeqNo();
+      if (p.seq != next && g.pending.remove(p.seq, p)) {
+        p.seq = next;
+        g.pending.put(next, p);
+      }
+      return true;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * A write or declaration on {@code g} failed: the channel or connection is going away, or the
+   * socket failed under a write, which may have left a message half written. Unless the channel's
+   * shutdown listener got there first, takes g out of service and reopens the connection.
+   */
+  private void writeFailed(Gen g, Exception cause) {
+    boolean retired;
+    lock.lock();
+    try {
+      retired = retire(g, "write failed: " + cause);
+    } finally {
+      lock.unlock();
+    }
+    if (retired) {
+      LOG.log(System.Logger.Level.WARNING, "RabbitMQ " + role + " write failed (" + cause
+          + "); reconnecting");
+      try {
+        recovery.execute(() -> {
+          abortQuietly(g.opened, "write failed");
+          reconnect();
+        });
+      } catch (RejectedExecutionException closing) {
+        // closed meanwhile: close() fails what is left
+      }
+    }
+  }
+
+  /**
+   * Takes {@code g} out of service if it still is current: its unconfirmed messages go back to
+   * unsent in publish order. Must hold the lock. Returns whether it was current.
+   */
+  private boolean retire(Gen g, String cause) {
+    if (gen != g) {
+      drainInto(g);
+      return false;
+    }
+    gen = null;
+    lastLoss = cause;
+    drainInto(g);
+    return true;
+  }
+
+  /** Moves what {@code g} has not confirmed back to unsent; must hold the lock. */
+  private void drainInto(Gen g) {
+    Map.Entry<Long, Pending> e;
+    while ((e = g.pending.pollFirstEntry()) != null) {
+      if (!e.getValue().isFinished()) {
+        unsent.put(e.getValue().order, e.getValue());
+      }
     }
   }
 
@@ -386,7 +588,9 @@ public final class RabbitMqPublisher implements Publisher {
 
   private void failOverdue() {
     long now = System.nanoTime();
-    List<Pending> overdue = new ArrayList<>();
+    List<Pending> unconfirmed = new ArrayList<>();
+    List<Pending> notWritten = new ArrayList<>();
+    String loss;
     lock.lock();
     try {
       if (gen != null) {
@@ -394,24 +598,28 @@ public final class RabbitMqPublisher implements Publisher {
           Pending p = it.next();
           if (now - p.deadlineNanos >= 0) {
             it.remove();
-            overdue.add(p);
+            (p.claimNotSent() ? notWritten : unconfirmed).add(p);
           }
         }
       }
-      for (Iterator<Pending> it = unsent.iterator(); it.hasNext(); ) {
+      for (Iterator<Pending> it = unsent.values().iterator(); it.hasNext(); ) {
         Pending p = it.next();
         if (now - p.deadlineNanos >= 0) {
           it.remove();
-          overdue.add(p);
+          (p.claimNotSent() ? notWritten : unconfirmed).add(p);
         }
       }
+      loss = lastLoss;
     } finally {
       lock.unlock();
     }
-    String loss = lastLossText();
-    finish(overdue, p -> new PublishException("no confirm for message " + p.messageId + " on "
-        + p.destination + " within " + config.confirmTimeout() + " (last connection loss: "
-        + loss + ")"));
+    finish(unconfirmed, p -> new PublishException("no confirm for message " + p.messageId
+        + " on " + p.destination + " within " + config.confirmTimeout()
+        + " (last connection loss: " + loss + ")"));
+    finish(notWritten, p -> new PublishException("message " + p.messageId + " on "
+        + p.destination + " was not sent: it could not be written to RabbitMQ within "
+        + config.confirmTimeout() + " (the connection takes no data: a broker that stopped"
+        + " reading, a stalled network; last connection loss: " + loss + ")"));
   }
 
   private String lastLossText() {
@@ -425,24 +633,19 @@ public final class RabbitMqPublisher implements Publisher {
 
   /** The channel of {@code g} is gone: take back what it did not confirm and reconnect. */
   private void lost(Gen g, ShutdownSignalException cause) {
+    int waiting;
     lock.lock();
     try {
-      if (gen != g) {
+      if (!retire(g, String.valueOf(cause.getMessage()))) {
         return;
       }
-      gen = null;
-      lastLoss = String.valueOf(cause.getMessage());
-      List<Pending> back = new ArrayList<>(g.pending.values());
-      g.pending.clear();
-      for (int i = back.size() - 1; i >= 0; i--) {
-        unsent.addFirst(back.get(i));
-      }
-      LOG.log(System.Logger.Level.WARNING, "RabbitMQ " + role + " channel lost ("
-          + cause.getMessage() + "); " + unsent.size() + " unconfirmed messages will be "
-          + "republished after reconnecting");
+      waiting = unsent.size();
     } finally {
       lock.unlock();
     }
+    LOG.log(System.Logger.Level.WARNING, "RabbitMQ " + role + " channel lost ("
+        + cause.getMessage() + "); " + waiting + " unconfirmed messages will be "
+        + "republished after reconnecting");
     reconnect();
   }
 
@@ -450,13 +653,21 @@ public final class RabbitMqPublisher implements Publisher {
     if (closed) {
       return;
     }
+    lock.lock();
+    try {
+      if (gen != null) {
+        return; // connected already
+      }
+    } finally {
+      lock.unlock();
+    }
     try {
       connectNow();
       recoveries.incrementAndGet();
     } catch (IOException | RuntimeException e) {
       LOG.log(System.Logger.Level.DEBUG, "RabbitMQ " + role + " reconnect failed; retrying", e);
       try {
-        scheduler.schedule(this::reconnect, config.recoveryInterval().toMillis(),
+        recovery.schedule(this::reconnect, config.recoveryInterval().toMillis(),
             TimeUnit.MILLISECONDS);
       } catch (RejectedExecutionException closing) {
         // closed meanwhile: close() fails what is left
@@ -464,25 +675,91 @@ public final class RabbitMqPublisher implements Publisher {
     }
   }
 
-  /** Opens a connection if needed and a confirm channel, then sends everything unsent. */
-  private void connectNow() throws IOException {
-    Connection c;
+  /**
+   * Broker resource alarms on {@code c}: while blocked, what is not written yet fails now and
+   * later publishes fail at once (see the class comment).
+   */
+  private void blocked(Connection c, String reason) {
+    String why = reason == null || reason.isBlank() ? "no reason given" : reason;
+    List<Pending> failed = new ArrayList<>();
     lock.lock();
     try {
-      c = connection;
+      if (connection == null || connection.connection() != c || closed) {
+        return;
+      }
+      blockedReason = why;
+      // What never reached the socket fails now; what was written once (taken back from a lost
+      // channel) may be on the broker already: it waits for its confirm timeout.
+      for (Iterator<Pending> it = unsent.values().iterator(); it.hasNext(); ) {
+        Pending p = it.next();
+        if (p.claimNotSent()) {
+          it.remove();
+          failed.add(p);
+        }
+      }
     } finally {
       lock.unlock();
     }
-    if (c == null || !c.isOpen()) {
+    LOG.log(System.Logger.Level.WARNING, "RabbitMQ blocked the " + role + " connection ("
+        + why + "); publishes fail until it is unblocked");
+    finish(failed, p -> blockedFailure(p, why));
+  }
+
+  private void unblocked(Connection c) {
+    lock.lock();
+    try {
+      if (connection == null || connection.connection() != c) {
+        return;
+      }
+      blockedReason = null;
+      writable.signalAll();
+    } finally {
+      lock.unlock();
+    }
+    LOG.log(System.Logger.Level.INFO, "RabbitMQ unblocked the " + role + " connection");
+  }
+
+  /** Opens a connection if needed and a confirm channel, then lets the writer send what waits. */
+  private void connectNow() throws IOException {
+    Connections.Opened o;
+    lock.lock();
+    try {
+      o = connection;
+    } finally {
+      lock.unlock();
+    }
+    boolean fresh = o == null || !o.connection().isOpen();
+    if (fresh) {
       // Opening takes a network round trip or a timeout: not under the lock.
-      c = Connections.open(config, role, false);
+      o = Connections.openWithSocket(config, role, config.confirmTimeout());
+      Connection opened = o.connection();
+      opened.addBlockedListener(new BlockedListener() {
+        @Override
+        public void handleBlocked(String reason) {
+          blocked(opened, reason);
+        }
+
+        @Override
+        public void handleUnblocked() {
+          unblocked(opened);
+        }
+      });
     }
-    Channel channel = c.createChannel();
-    if (channel == null) {
-      throw new IOException("no channel available on the " + role + " connection");
+    Connection c = o.connection();
+    Channel channel;
+    try {
+      channel = c.createChannel();
+      if (channel == null) {
+        throw new IOException("no channel available on the " + role + " connection");
+      }
+      channel.confirmSelect();
+    } catch (IOException | RuntimeException e) {
+      if (fresh) {
+        abortQuietly(o, "could not open a confirm channel");
+      }
+      throw e;
     }
-    channel.confirmSelect();
-    Gen g = new Gen(channel);
+    Gen g = new Gen(o, channel);
     channel.addConfirmListener(new ConfirmListener() {
       @Override
       public void handleAck(long seq, boolean multiple) {
@@ -499,33 +776,64 @@ public final class RabbitMqPublisher implements Publisher {
     channel.addShutdownListener(cause -> {
       if (!closed) {
         try {
-          scheduler.execute(() -> lost(g, cause));
+          recovery.execute(() -> lost(g, cause));
         } catch (RejectedExecutionException e) {
           // closed meanwhile
         }
       }
     });
+    Connections.Opened replaced = null;
+    boolean discard = false;
     lock.lock();
     try {
-      if (connection != null && connection != c && connection.isOpen()) {
-        connection.abort();
-      }
-      boolean reconnecting = connection != null;
-      connection = c;
-      gen = g;
-      int n = unsent.size();
-      if (reconnecting) {
-        republished.addAndGet(n);
-      }
-      for (int i = 0; i < n; i++) {
-        Pending p = unsent.pollFirst();
-        send(g, p);
-        if (gen != g) {
-          break;
+      if (stopped) {
+        replaced = o;
+      } else if (gen != null) {
+        // Connected by another path meanwhile; a second live channel would strand its messages.
+        discard = true;
+        if (o != connection) {
+          replaced = o;
         }
+      } else {
+        if (connection != null && connection != o) {
+          replaced = connection;
+        }
+        boolean reconnecting = connection != null;
+        if (connection != o) {
+          blockedReason = null; // a new connection starts unblocked; the broker says otherwise
+        }
+        connection = o;
+        gen = g;
+        if (reconnecting) {
+          republished.addAndGet(unsent.size());
+        }
+        writable.signalAll();
       }
     } finally {
       lock.unlock();
+    }
+    if (discard) {
+      try {
+        channel.abort();
+      } catch (IOException | RuntimeException e) {
+        // it goes away with its connection at the latest
+      }
+    }
+    if (replaced != null) {
+      abortQuietly(replaced, "replaced");
+    }
+  }
+
+  /**
+   * Discards a connection: closes its socket first (its close frame could queue behind a write
+   * that never ends), then lets amqp-client shut it down.
+   */
+  private void abortQuietly(Connections.Opened o, String why) {
+    o.forceClose();
+    try {
+      o.connection().abort(AMQP.REPLY_SUCCESS, why, CONNECTION_CLOSE_MILLIS);
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.DEBUG, "aborting the " + role + " connection failed", e);
     }
   }
 
@@ -549,7 +857,10 @@ public final class RabbitMqPublisher implements Publisher {
 
   /**
    * Stops taking messages, waits up to the close timeout for outstanding confirms, fails the rest
-   * with {@link PublishException} and closes the connection.
+   * with {@link PublishException} and closes the connection, waiting for that at most the close
+   * timeout again, capped at {@value #CONNECTION_CLOSE_MILLIS} ms (a broker that reads nothing
+   * cannot answer the close; its socket is then closed under it): returns within twice the close
+   * timeout (at most the close timeout plus 5 s), whatever the broker does.
    */
   @Override
   public void close() {
@@ -565,14 +876,15 @@ public final class RabbitMqPublisher implements Publisher {
       Thread.currentThread().interrupt();
     }
     List<Pending> left = new ArrayList<>();
-    Connection c;
+    Connections.Opened c;
     lock.lock();
     try {
+      stopped = true;
+      writable.signalAll();
       if (gen != null) {
-        left.addAll(gen.pending.values());
-        gen.pending.clear();
+        drainInto(gen);
       }
-      left.addAll(unsent);
+      left.addAll(unsent.values());
       unsent.clear();
       gen = null;
       c = connection;
@@ -585,19 +897,52 @@ public final class RabbitMqPublisher implements Publisher {
     if (drained) {
       window.release(config.confirmWindow());
     }
-    scheduler.shutdownNow();
+    timer.shutdownNow();
+    recovery.shutdownNow();
     completer.shutdown();
-    try {
-      if (c != null && c.isOpen()) {
-        c.close(5_000);
+    if (c != null) {
+      // A graceful close writes close and waits for close-ok; behind a write that never ends it
+      // would wait without end, so it runs on another thread and the socket is closed under it
+      // when it does not finish in time.
+      Connections.Opened closing = c;
+      Thread t = daemon("relaykit-rabbitmq-" + role + "-close").newThread(() -> {
+        try {
+          if (closing.connection().isOpen()) {
+            closing.connection().close(CONNECTION_CLOSE_MILLIS);
+          }
+        } catch (IOException | RuntimeException e) {
+          LOG.log(System.Logger.Level.DEBUG, "closing the " + role + " connection failed", e);
+        }
+      });
+      t.start();
+      join(t, Math.min(CONNECTION_CLOSE_MILLIS, config.closeTimeout().toMillis()));
+      if (t.isAlive()) {
+        abortQuietly(closing, "close timed out");
       }
-    } catch (IOException | ShutdownSignalException e) {
-      LOG.log(System.Logger.Level.DEBUG, "closing the " + role + " connection failed", e);
     }
+    join(writer, 500);
     try {
       completer.awaitTermination(5, TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+  }
+
+  private static void join(Thread t, long millis) {
+    try {
+      t.join(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** The current connection, for tests (they inject broker control commands into it). */
+  Connection connection() {
+    lock.lock();
+    try {
+      return connection == null ? null : connection.connection();
+    } finally {
+      lock.unlock();
     }
   }
 
@@ -620,16 +965,22 @@ public final class RabbitMqPublisher implements Publisher {
 
   /** One confirm channel and what it has not confirmed yet, by publish sequence number. */
   private static final class Gen {
+    final Connections.Opened opened;
     final Channel channel;
     final ConcurrentSkipListMap<Long, Pending> pending = new ConcurrentSkipListMap<>();
 
-    Gen(Channel channel) {
+    Gen(Connections.Opened opened, Channel channel) {
+      this.opened = opened;
       this.channel = channel;
     }
   }
 
   /** A message on its way: sent or waiting to be (re)sent, until confirmed or failed. */
   private static final class Pending {
+    static final int NEW = 0;
+    static final int WRITTEN = 1;
+    static final int NOT_SENT = 2;
+
     final String exchange;
     final String routingKey;
     final String destination;
@@ -642,7 +993,10 @@ public final class RabbitMqPublisher implements Publisher {
     final CompletableFuture<PublishReceipt> future = new CompletableFuture<>();
     final AtomicBoolean finished = new AtomicBoolean();
     long deadlineNanos;
+    long order; // set under the publisher's lock before the writer can see it
     int sends; // guarded by the publisher's lock
+    /** NEW until the writer claims it (WRITTEN) or it fails before that (NOT_SENT). */
+    final AtomicInteger sent = new AtomicInteger(NEW);
     volatile long seq;
     volatile String returned;
     RuntimeException failure; // written before its completion task is submitted
@@ -662,6 +1016,16 @@ public final class RabbitMqPublisher implements Publisher {
 
     boolean isFinished() {
       return finished.get();
+    }
+
+    /** The writer's claim before the first write; false if it was failed as not sent. */
+    boolean claimWrite() {
+      return sent.get() == WRITTEN || sent.compareAndSet(NEW, WRITTEN);
+    }
+
+    /** Whether it never reached the socket and never will: its failure may say "not sent". */
+    boolean claimNotSent() {
+      return sent.get() == NOT_SENT || sent.compareAndSet(NEW, NOT_SENT);
     }
   }
 }

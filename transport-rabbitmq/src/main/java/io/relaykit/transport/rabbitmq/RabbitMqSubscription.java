@@ -6,6 +6,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.ShutdownSignalException;
+import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
@@ -17,12 +18,10 @@ import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.ordering.KeyedExecutor;
-import io.relaykit.retry.RetryPolicy;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
-import java.time.format.DateTimeParseException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.UUID;
@@ -43,6 +42,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class RabbitMqSubscription implements Subscription {
 
   private static final System.Logger LOG = System.getLogger(RabbitMqSubscription.class.getName());
+  /** The least close(deadline) waits for the channel's close-ok after the drain. */
+  private static final long CHANNEL_CLOSE_WAIT_MILLIS = 1_000;
 
   private final SubscriptionSpec spec;
   private final MessageHandler handler;
@@ -53,6 +54,7 @@ final class RabbitMqSubscription implements Subscription {
   private final LifecycleListener listener;
   private final InstantSource clock;
   private final int prefetch;
+  private final Duration requeueDelay;
   private final KeyedExecutor workers;
   private final AtomicInteger inFlight = new AtomicInteger();
   private final Object drained = new Object();
@@ -67,7 +69,7 @@ final class RabbitMqSubscription implements Subscription {
   RabbitMqSubscription(SubscriptionSpec spec, MessageHandler handler,
       RabbitMqTopology.GroupQueues queues, RabbitMqTopology topology, RabbitMqPublisher mover,
       ScheduledExecutorService timeouts, LifecycleListener listener, InstantSource clock,
-      int prefetch) {
+      int prefetch, Duration requeueDelay) {
     this.spec = spec;
     this.handler = handler;
     this.queues = queues;
@@ -77,6 +79,7 @@ final class RabbitMqSubscription implements Subscription {
     this.listener = listener;
     this.clock = clock;
     this.prefetch = prefetch;
+    this.requeueDelay = requeueDelay;
     // Prefetch bounds what the broker hands out; the slack covers deliveries of a channel lost
     // and recovered while its old deliveries still run.
     this.workers = KeyedExecutor.builder()
@@ -113,14 +116,18 @@ final class RabbitMqSubscription implements Subscription {
   /** Runs on the connection's dispatch thread: decode, then hand off; never blocks. */
   private void received(long tag, AMQP.BasicProperties props, byte[] body) {
     inFlight.incrementAndGet();
+    if (closing.get()) {
+      // Arrived after close() began (its cancel is on the way): back to the queue.
+      nack(tag);
+      done();
+      return;
+    }
     Instant now = clock.instant();
     Ctx ctx;
     try {
       Map<String, String> wire = AmqpHeaders.strings(props);
       Message message = MessageHeaders.fromWire(wire, wire.get(AmqpHeaders.KEY), body);
-      int failedSoFar = parseAttempt(wire.get(MessageHeaders.ATTEMPT));
-      Instant firstFailure = parseInstant(wire, MessageHeaders.FIRST_FAILURE_AT);
-      ctx = new Ctx(tag, wire, body, message, failedSoFar + 1, firstFailure);
+      ctx = new Ctx(tag, wire, body, FailureRoute.delivery(message, spec.destination(), wire));
     } catch (MalformedMessageException | IllegalArgumentException e) {
       deadLetterUndecodable(tag, props, body, e, now);
       return;
@@ -174,8 +181,7 @@ final class RabbitMqSubscription implements Subscription {
     event(LifecycleEvent.Stage.DELIVERED, ctx.message, "attempt " + ctx.attempt);
     Throwable failure = null;
     try {
-      handler.handle(new Delivery(ctx.message, spec.destination(), ctx.attempt,
-          ctx.firstFailure));
+      handler.handle(ctx.delivery);
     } catch (Throwable t) {
       failure = t;
     } finally {
@@ -218,47 +224,25 @@ final class RabbitMqSubscription implements Subscription {
       done();
       return;
     }
-    Instant now = clock.instant();
-    Instant first = ctx.firstFailure != null ? ctx.firstFailure : now;
-    if (now.isBefore(first)) {
-      now = first;
-    }
-    RetryPolicy.Decision decision;
-    try {
-      decision = spec.retryPolicy().decide(ctx.attempt, first, now, failure);
-    } catch (RuntimeException e) {
-      decision = RetryPolicy.Decision.deadLetter("retry policy failed: " + e);
-    }
-    Map<String, String> headers = new LinkedHashMap<>(ctx.wire);
-    headers.put(MessageHeaders.ATTEMPT, Integer.toString(ctx.attempt));
-    headers.put(MessageHeaders.FIRST_FAILURE_AT, first.toString());
-    headers.put(MessageHeaders.LAST_FAILURE_AT, now.toString());
-    headers.put(MessageHeaders.SOURCE, spec.destination());
-    headers.put(MessageHeaders.EXCEPTION_CLASS, failure.getClass().getName());
-    String exceptionMessage = failure.getMessage();
-    if (exceptionMessage != null) {
-      headers.put(MessageHeaders.EXCEPTION_MESSAGE, cut(exceptionMessage));
-    } else {
-      headers.remove(MessageHeaders.EXCEPTION_MESSAGE);
-    }
+    // The failure model is queue-core's, the same on every transport; this only moves bytes.
+    FailureRoute route = FailureRoute.decide(spec, ctx.delivery, failure, clock.instant());
+    Map<String, String> headers = route.headers(ctx.wire);
     String target;
     LifecycleEvent.Stage stage;
     String detail;
-    if (decision.retry()) {
-      Duration level = topology.levelFor(decision.delay());
+    if (route.isRetry()) {
+      // The retry waits in the delay queue of the smallest level not below the route's delay.
+      Duration level = topology.levelFor(route.delay());
       target = queues.retryQueues().get(level);
-      headers.put(MessageHeaders.RETRY_AT, now.plus(level).toString());
-      headers.remove(MessageHeaders.DEAD_REASON);
+      headers.put(MessageHeaders.RETRY_AT, route.lastFailureAt().plus(level).toString());
       stage = LifecycleEvent.Stage.RETRIED;
       detail = "attempt " + ctx.attempt + " failed (" + failure.getClass().getSimpleName()
           + "); retry in " + level + " via " + target;
     } else {
       target = queues.deadLetterQueue();
-      headers.put(MessageHeaders.DEAD_REASON, cut(decision.reason()));
       headers.put(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
-      headers.remove(MessageHeaders.RETRY_AT);
       stage = LifecycleEvent.Stage.DEAD_LETTERED;
-      detail = decision.reason();
+      detail = route.reason();
     }
     moveThenAck(ctx.tag, target, headers, ctx.body, () -> event(stage, ctx.message, detail));
   }
@@ -279,25 +263,23 @@ final class RabbitMqSubscription implements Subscription {
           ? props.getMessageId() : "undecodable-" + UUID.randomUUID();
       headers.put(MessageHeaders.ID, id);
     }
-    String reason = "undecodable: " + e.getMessage();
-    headers.put(MessageHeaders.DEAD_REASON, cut(reason));
-    headers.put(MessageHeaders.EXCEPTION_CLASS, e.getClass().getName());
-    headers.put(MessageHeaders.EXCEPTION_MESSAGE, cut(String.valueOf(e.getMessage())));
-    headers.put(MessageHeaders.ATTEMPT, "0");
-    headers.put(MessageHeaders.FIRST_FAILURE_AT, now.toString());
-    headers.put(MessageHeaders.LAST_FAILURE_AT, now.toString());
-    headers.put(MessageHeaders.SOURCE, spec.destination());
-    headers.put(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
+    FailureRoute route = FailureRoute.undecodable(spec.destination(), e, now);
+    String reason = route.reason();
+    Map<String, String> dead = route.headers(headers);
+    dead.put(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
     String trace = headers.get(MessageHeaders.TRACE_ID);
     String messageId = id;
-    moveThenAck(tag, queues.deadLetterQueue(), headers, body, () ->
+    moveThenAck(tag, queues.deadLetterQueue(), dead, body, () ->
         LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
             messageId, trace, queues.queue(), clock.instant(), reason)));
   }
 
   /**
    * Publishes to {@code queue} with a confirm, then acks the original; if the publish fails the
-   * original is requeued instead, so the message is never in neither place.
+   * original is requeued instead, so the message is never in neither place. The requeue waits
+   * {@code requeueDelay} (the recovery interval): a move that fails fast (a broker that blocks
+   * publishing under a resource alarm) must not turn into a loop that runs the handler again and
+   * again as fast as the broker redelivers. The message holds its in-flight slot meanwhile.
    */
   private void moveThenAck(long tag, String queue, Map<String, String> headers, byte[] body,
       Runnable onMoved) {
@@ -313,8 +295,17 @@ final class RabbitMqSubscription implements Subscription {
         onMoved.run();
       } else {
         LOG.log(System.Logger.Level.WARNING, "could not move a message to " + queue
-            + "; requeued it for another attempt: " + error);
-        nack(tag);
+            + "; requeueing it in " + requeueDelay + " for another attempt: " + error);
+        Runnable requeue = () -> {
+          nack(tag);
+          done();
+        };
+        try {
+          timeouts.schedule(requeue, requeueDelay.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException closing) {
+          requeue.run();
+        }
+        return;
       }
       done();
     });
@@ -363,14 +354,12 @@ final class RabbitMqSubscription implements Subscription {
       return finishedInTime;
     }
     running = false;
-    if (channel != null && consumerTag != null) {
-      try {
-        channel.basicCancel(consumerTag);
-      } catch (IOException | ShutdownSignalException e) {
-        LOG.log(System.Logger.Level.DEBUG, "cancel failed on " + queues.queue(), e);
-      }
-    }
     long end = System.nanoTime() + deadline.toNanos();
+    // basic.cancel waits for cancel-ok, which a broker that reads nothing never sends: it runs
+    // on its own thread, and deliveries that still arrive meanwhile are requeued (received()).
+    if (channel != null && consumerTag != null) {
+      onOwnThread("cancel", () -> channel.basicCancel(consumerTag));
+    }
     boolean interrupted = false;
     synchronized (drained) {
       long left;
@@ -388,12 +377,15 @@ final class RabbitMqSubscription implements Subscription {
     // Close the channel before interrupting the workers: a handler that returns on the interrupt
     // must not ack a message that should go to the next consumer.
     if (channel != null && channel.isOpen()) {
+      // Unacked deliveries go back to the queue for the next consumer. channel.close waits for
+      // close-ok: bounded here, since a stalled broker never answers (it requeues them when the
+      // connection dies instead; late results are not acked, see abandoned).
+      Thread closer = onOwnThread("close", channel::close);
       try {
-        // Unacked deliveries go back to the queue for the next consumer.
-        channel.close();
-      } catch (IOException | TimeoutException | ShutdownSignalException e) {
-        LOG.log(System.Logger.Level.DEBUG, "closing the channel of " + queues.queue()
-            + " failed", e);
+        closer.join(Math.max(CHANNEL_CLOSE_WAIT_MILLIS,
+            TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime())));
+      } catch (InterruptedException e) {
+        interrupted = true;
       }
     }
     workers.shutdownNow();
@@ -401,6 +393,24 @@ final class RabbitMqSubscription implements Subscription {
       Thread.currentThread().interrupt();
     }
     return finishedInTime;
+  }
+
+  private interface BrokerCall {
+    void run() throws IOException, TimeoutException;
+  }
+
+  /** Runs {@code call} on a new daemon thread, logging its failure; returns the thread. */
+  private Thread onOwnThread(String what, BrokerCall call) {
+    Thread t = RabbitMqPublisher.daemon("relaykit-rabbitmq-" + what + "-" + queues.queue())
+        .newThread(() -> {
+          try {
+            call.run();
+          } catch (IOException | TimeoutException | RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, what + " failed on " + queues.queue(), e);
+          }
+        });
+    t.start();
+    return t;
   }
 
   @Override
@@ -413,59 +423,24 @@ final class RabbitMqSubscription implements Subscription {
     return inFlight.get();
   }
 
-  private static int parseAttempt(String value) {
-    if (value == null) {
-      return 0;
-    }
-    try {
-      int n = Integer.parseInt(value);
-      if (n < 0) {
-        throw new MalformedMessageException("header " + MessageHeaders.ATTEMPT
-            + " is negative: " + value);
-      }
-      return n;
-    } catch (NumberFormatException e) {
-      throw new MalformedMessageException("header " + MessageHeaders.ATTEMPT
-          + " is not an integer: " + value, e);
-    }
-  }
-
-  private static Instant parseInstant(Map<String, String> wire, String name) {
-    String value = wire.get(name);
-    if (value == null) {
-      return null;
-    }
-    try {
-      return Instant.parse(value);
-    } catch (DateTimeParseException e) {
-      throw new MalformedMessageException("header " + name + " is not an instant: " + value, e);
-    }
-  }
-
-  static String cut(String s) {
-    return s.length() <= AmqpHeaders.MAX_EXCEPTION_MESSAGE
-        ? s : s.substring(0, AmqpHeaders.MAX_EXCEPTION_MESSAGE) + "...";
-  }
-
   /** One delivery on its way through the handler. */
   private static final class Ctx {
     final long tag;
     final Map<String, String> wire;
     final byte[] body;
+    final Delivery delivery;
     final Message message;
     final int attempt;
-    final Instant firstFailure;
     final AtomicBoolean settled = new AtomicBoolean();
     volatile Thread worker;
 
-    Ctx(long tag, Map<String, String> wire, byte[] body, Message message, int attempt,
-        Instant firstFailure) {
+    Ctx(long tag, Map<String, String> wire, byte[] body, Delivery delivery) {
       this.tag = tag;
       this.wire = wire;
       this.body = body;
-      this.message = message;
-      this.attempt = attempt;
-      this.firstFailure = firstFailure;
+      this.delivery = delivery;
+      this.message = delivery.message();
+      this.attempt = delivery.attempt();
     }
   }
 }

@@ -28,13 +28,30 @@ import java.util.regex.Pattern;
  *  give up ──▶ (orders.billing.dead)
  * </pre>
  *
+ * <p><b>Delivery limits.</b> Every group queue and dead-letter queue is declared with an explicit
+ * {@code x-delivery-limit}, so the broker's default (none on 3.x, 20 on 4.0+) never decides: the
+ * group queue's is {@value #DELIVERY_LIMIT} and dead-letters at-least-once into the group's
+ * dead-letter queue ({@code x-dead-letter-exchange ""}, routing key the dead-letter queue): a
+ * message redelivered that often (consumers that crash on it, closes that leave it unfinished)
+ * becomes a dead letter instead of being dropped or looping. The dead-letter queue's is {@value
+ * #DEAD_LETTER_DELIVERY_LIMIT} with no target after it; relaykit's reads never requeue (see
+ * {@link RabbitMqDeadLetterStore}), so only failed browses count toward it. Delay queues are never
+ * consumed (their messages expire into the group queue), so no limit applies to them.
+ *
  * <p>Declaration is idempotent. An existing entity with other arguments fails with a {@link
- * TopologyConflictException} that names it; nothing is changed. Each declaration costs one
- * broker round trip per entity (2 + delay levels queues, 1 binding).
+ * TopologyConflictException} that names it; nothing is changed. A group or dead-letter queue
+ * declared by relaykit before these limits existed conflicts that way (RabbitMQ refuses to change
+ * a queue's arguments: 406 PRECONDITION_FAILED); the exception's message gives the migration
+ * steps. Each declaration costs one broker round trip per entity (2 + delay levels queues, 1
+ * binding).
  */
 public final class RabbitMqTopology {
 
   static final String QUEUE_TYPE = "x-queue-type";
+  /** Deliveries of one message from a group queue before the broker dead-letters it. */
+  public static final int DELIVERY_LIMIT = 50;
+  /** Deliveries of one message from a dead-letter queue before the broker drops it. */
+  public static final int DEAD_LETTER_DELIVERY_LIMIT = 10_000;
   private static final Pattern DESTINATION = Pattern.compile("[A-Za-z0-9._:-]+");
   private static final Pattern GROUP = Pattern.compile("[A-Za-z0-9_:-]+");
 
@@ -143,7 +160,7 @@ public final class RabbitMqTopology {
     GroupQueues q = queues(destination, group);
     try (Declarer d = new Declarer(connection)) {
       d.exchange(q.exchange());
-      d.queue(q.queue(), Map.of(QUEUE_TYPE, "quorum"));
+      d.queue(q.queue(), groupQueueArguments(q), migration(q.queue()));
       d.bind(q.queue(), q.exchange());
       for (Map.Entry<Duration, String> retry : q.retryQueues().entrySet()) {
         Map<String, Object> args = new LinkedHashMap<>();
@@ -155,11 +172,42 @@ public final class RabbitMqTopology {
         // Quorum queues dead-letter at-least-once only with reject-publish overflow (3.10+).
         args.put("x-dead-letter-strategy", "at-least-once");
         args.put("x-overflow", "reject-publish");
-        d.queue(retry.getValue(), args);
+        d.queue(retry.getValue(), args, null);
       }
-      d.queue(q.deadLetterQueue(), Map.of(QUEUE_TYPE, "quorum"));
+      d.queue(q.deadLetterQueue(), deadLetterQueueArguments(), migration(q.deadLetterQueue()));
     }
     return q;
+  }
+
+  /** The arguments of a group queue: quorum, delivery limit, dead letters to the group's DLQ. */
+  static Map<String, Object> groupQueueArguments(GroupQueues q) {
+    Map<String, Object> args = new LinkedHashMap<>();
+    args.put(QUEUE_TYPE, "quorum");
+    args.put("x-delivery-limit", DELIVERY_LIMIT);
+    args.put("x-dead-letter-exchange", "");
+    args.put("x-dead-letter-routing-key", q.deadLetterQueue());
+    args.put("x-dead-letter-strategy", "at-least-once");
+    args.put("x-overflow", "reject-publish");
+    return args;
+  }
+
+  /** The arguments of a dead-letter queue: quorum with an explicit, high delivery limit. */
+  static Map<String, Object> deadLetterQueueArguments() {
+    Map<String, Object> args = new LinkedHashMap<>();
+    args.put(QUEUE_TYPE, "quorum");
+    args.put("x-delivery-limit", DEAD_LETTER_DELIVERY_LIMIT);
+    return args;
+  }
+
+  private static String migration(String queue) {
+    return "If it was declared by a relaykit version without explicit delivery limits, migrate"
+        + " it: stop this group's subscribers; move its messages to a temporary queue (for"
+        + " example with a shovel: rabbitmqctl set_parameter shovel migrate-" + queue
+        + " '{\"src-queue\":\"" + queue + "\",\"dest-queue\":\"" + queue + ".migrating\","
+        + "\"src-delete-after\":\"queue-length\"}' with src-uri/dest-uri of the broker); delete"
+        + " it (rabbitmqctl delete_queue " + queue + "); start this version, which declares it"
+        + " with the new arguments; then shovel the messages back from " + queue
+        + ".migrating and delete that queue.";
   }
 
   /**
@@ -220,16 +268,16 @@ public final class RabbitMqTopology {
       try {
         channel.exchangeDeclare(name, BuiltinExchangeType.FANOUT, true, false, false, null);
       } catch (IOException e) {
-        throwIfConflict("exchange", name, "a durable fanout exchange", e);
+        throwIfConflict("exchange", name, "a durable fanout exchange", e, null);
         throw e;
       }
     }
 
-    void queue(String name, Map<String, Object> args) throws IOException {
+    void queue(String name, Map<String, Object> args, String migration) throws IOException {
       try {
         channel.queueDeclare(name, true, false, false, args);
       } catch (IOException e) {
-        throwIfConflict("queue", name, "a durable queue with arguments " + args, e);
+        throwIfConflict("queue", name, "a durable queue with arguments " + args, e, migration);
         throw e;
       }
     }
@@ -239,12 +287,13 @@ public final class RabbitMqTopology {
     }
 
     private static void throwIfConflict(String kind, String name, String expected,
-        IOException e) {
+        IOException e, String migration) {
       String brokerText = preconditionFailure(e);
       if (brokerText != null) {
         throw new TopologyConflictException(kind + " '" + name + "' already exists with other "
             + "properties than relaykit declares (" + expected + "); broker said: " + brokerText
-            + ". Delete it or choose another name.", e);
+            + ". Delete it or choose another name."
+            + (migration == null ? "" : " " + migration), e);
       }
     }
 

@@ -35,6 +35,11 @@ class RabbitMqDeadLetterStoreTest extends DeadLetterStoreContract {
   private final List<AutoCloseable> closeables = new ArrayList<>();
 
   @Override
+  protected boolean supportsRetention() {
+    return false; // a broker's dead-letter log has no bounded, ordered delete
+  }
+
+  @Override
   protected DeadLetterStore createStore() {
     String destination = TestBroker.unique("dlq");
     destinations.add(destination);
@@ -98,6 +103,67 @@ class RabbitMqDeadLetterStoreTest extends DeadLetterStoreContract {
       assertThat(outcomes).containsExactly("rejected attempt 1", "handled attempt 1");
       assertThat(store.count(DeadLetterQuery.all())).isZero();
       assertThat(store.replay(d.id())).as("replay is idempotent").isEmpty();
+    }
+
+    @Test
+    @DisplayName("reading a dead letter 30 times (list, count, find) changes nothing: the message"
+        + " in the queue has no x-delivery-count and the dead letter reads the same")
+    void readsDoNotRequeue() throws Exception {
+      RabbitMqDeadLetterStore store = (RabbitMqDeadLetterStore) store();
+      Message m = Message.builder().id("read-many").type("order.paid").key("o-1")
+          .payload("{}").header("h", "v").build();
+      java.time.Instant t = java.time.Instant.parse("2026-12-01T10:00:00Z");
+      DeadLetter d = new DeadLetter(m, destinations.get(0), null, "attempts exhausted: boom",
+          IOException.class.getName(), "boom", 3, t, t.plusSeconds(5));
+      store.add(d);
+      DeadLetter first = store.find(d.id()).orElseThrow();
+      for (int i = 0; i < 10; i++) {
+        assertThat(store.list(DeadLetterQuery.all())).containsExactly(first);
+        assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+        assertThat(store.find(d.id())).contains(first);
+      }
+
+      try (Connection admin = TestBroker.connect(config)) {
+        List<com.rabbitmq.client.GetResponse> held = TestBroker.drain(admin, store.queue());
+        assertThat(held).hasSize(1);
+        Object count = held.get(0).getProps().getHeaders().get("x-delivery-count");
+        assertThat(count == null ? 0L : ((Number) count).longValue())
+            .as("x-delivery-count after 30 reads").isZero();
+        assertThat(held.get(0).getProps().getMessageId()).isEqualTo("read-many");
+      }
+    }
+
+    @Test
+    @DisplayName("a message redelivered past the group queue's delivery limit is dead-lettered by"
+        + " the broker into the dead-letter queue and listed with the broker's reason")
+    void deliveryLimitDeadLetters() throws Exception {
+      String destination = destinations.get(0);
+      RabbitMqDeadLetterStore store = (RabbitMqDeadLetterStore) store();
+      RabbitMqPublisher publisher = RabbitMqPublisher.create(config);
+      closeables.add(publisher);
+      Message m = Message.builder().id("crashes-consumers").type("order.paid").key("o-1")
+          .payload("{}").build();
+      publisher.publish(destination, m).get(30, java.util.concurrent.TimeUnit.SECONDS);
+      String queue = topology.queues(destination, GROUP).queue();
+      java.util.concurrent.atomic.AtomicInteger deliveries =
+          new java.util.concurrent.atomic.AtomicInteger();
+      try (Connection c = TestBroker.connect(config);
+          com.rabbitmq.client.Channel ch = c.createChannel();
+          Connection admin = TestBroker.connect(config)) {
+        // A consumer that "crashes" on the message every time: it goes back to the queue.
+        ch.basicQos(1);
+        ch.basicConsume(queue, false, (tag, d) -> {
+          deliveries.incrementAndGet();
+          ch.basicNack(d.getEnvelope().getDeliveryTag(), false, true);
+        }, tag -> { });
+        Await.until(Duration.ofSeconds(60), "the broker dead-lettered it",
+            () -> TestBroker.depth(admin, store.queue()) == 1);
+      }
+      assertThat(deliveries.get()).isGreaterThanOrEqualTo(RabbitMqTopology.DELIVERY_LIMIT);
+      DeadLetter d = store.list(DeadLetterQuery.all()).get(0);
+      assertThat(d.message()).isEqualTo(m);
+      assertThat(d.reason()).contains("dead-lettered by RabbitMQ").contains("delivery_limit")
+          .contains(queue);
     }
 
     @Test

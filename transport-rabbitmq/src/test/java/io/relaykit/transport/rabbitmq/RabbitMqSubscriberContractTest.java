@@ -3,6 +3,7 @@ package io.relaykit.transport.rabbitmq;
 import com.rabbitmq.client.Connection;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.tck.Await;
@@ -50,6 +51,11 @@ class RabbitMqSubscriberContractTest extends SubscriberContract {
   @Override
   protected boolean holdsKeyBehindRetry() {
     return false;
+  }
+
+  @Override
+  protected DeadLetterStore deadLetterStore(String destination, String group) {
+    return RabbitMqDeadLetterStore.create(config, destination, group);
   }
 
   @Override

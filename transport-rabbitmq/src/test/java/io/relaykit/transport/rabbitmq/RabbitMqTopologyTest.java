@@ -96,4 +96,43 @@ class RabbitMqTopologyTest {
         .containsPattern(java.util.regex.Pattern.quote(queue) + "\\sclassic");
     assertThat(admin.isOpen()).as("only the declaring channel closed").isTrue();
   }
+
+  @Test
+  @DisplayName("the group queue has an explicit delivery limit and dead-letters into the group's"
+      + " dead-letter queue; the dead-letter queue has an explicit limit too")
+  void explicitDeliveryLimits() throws Exception {
+    RabbitMqTopology.GroupQueues q = topology.declare(admin, destination, "g");
+    String all = TestBroker.rabbitmqctl("list_queues", "name", "arguments");
+    String group = line(all, q.queue());
+    assertThat(group).contains("x-delivery-limit")
+        .contains(Integer.toString(RabbitMqTopology.DELIVERY_LIMIT))
+        .contains("x-dead-letter-routing-key").contains(q.deadLetterQueue())
+        .contains("at-least-once");
+    assertThat(line(all, q.deadLetterQueue())).contains("x-delivery-limit")
+        .contains(Integer.toString(RabbitMqTopology.DEAD_LETTER_DELIVERY_LIMIT));
+  }
+
+  @Test
+  @DisplayName("a group queue declared without the limits (an older relaykit) is a conflict whose"
+      + " message gives the migration steps; the queue is left as it was")
+  void olderGroupQueueNeedsMigration() throws Exception {
+    String queue = topology.queues(destination, "g").queue();
+    try (Channel ch = admin.createChannel()) {
+      ch.queueDeclare(queue, true, false, false, Map.of("x-queue-type", "quorum"));
+    }
+    assertThatThrownBy(() -> topology.declare(admin, destination, "g"))
+        .isInstanceOf(TopologyConflictException.class)
+        .hasMessageContaining("queue '" + queue + "'")
+        .hasMessageContaining("PRECONDITION_FAILED")
+        .hasMessageContaining("x-delivery-limit")
+        .hasMessageContaining("migrate")
+        .hasMessageContaining("rabbitmqctl delete_queue " + queue);
+    assertThat(line(TestBroker.rabbitmqctl("list_queues", "name", "arguments"), queue))
+        .doesNotContain("x-delivery-limit");
+  }
+
+  private static String line(String listing, String queue) {
+    return listing.lines().filter(l -> l.startsWith(queue + "\t")).findFirst()
+        .orElseThrow(() -> new AssertionError("no queue " + queue + " in " + listing));
+  }
 }

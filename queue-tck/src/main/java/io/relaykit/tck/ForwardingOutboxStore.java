@@ -1,0 +1,81 @@
+package io.relaykit.tck;
+
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.outbox.OutboxRecord;
+import io.relaykit.outbox.OutboxStats;
+import io.relaykit.outbox.OutboxStore;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Collection;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * A test fixture: an {@link OutboxStore} that hands every call, the default methods included, to
+ * another store, so a test can break one method by overriding it (a renewal that cannot reach the
+ * database, a relay process that died) and keep the rest real. Costs one extra call per
+ * operation.
+ */
+public class ForwardingOutboxStore implements OutboxStore {
+
+  private final OutboxStore delegate;
+
+  public ForwardingOutboxStore(OutboxStore delegate) {
+    this.delegate = Objects.requireNonNull(delegate, "delegate");
+  }
+
+  /** The store every call is handed to. */
+  protected final OutboxStore delegate() {
+    return delegate;
+  }
+
+  @Override
+  public List<OutboxRecord> claim(String owner, int max, Duration lease, Instant now) {
+    return delegate.claim(owner, max, lease, now);
+  }
+
+  @Override
+  public int markSent(String owner, Collection<Long> sequences, Instant now) {
+    return delegate.markSent(owner, sequences, now);
+  }
+
+  @Override
+  public boolean reschedule(String owner, long sequence, int attempts, Instant failedAt,
+      Instant notBefore, String error) {
+    return delegate.reschedule(owner, sequence, attempts, failedAt, notBefore, error);
+  }
+
+  @Override
+  public boolean markDead(String owner, long sequence) {
+    return delegate.markDead(owner, sequence);
+  }
+
+  @Override
+  public boolean moveToDeadLetters(String owner, long sequence, DeadLetter deadLetter,
+      DeadLetterStore deadLetters) {
+    return delegate.moveToDeadLetters(owner, sequence, deadLetter, deadLetters);
+  }
+
+  @Override
+  public Set<Long> renewLease(String owner, Collection<Long> sequences, Duration lease,
+      Instant now) {
+    return delegate.renewLease(owner, sequences, lease, now);
+  }
+
+  @Override
+  public int purgeSent(Instant sentBefore) {
+    return delegate.purgeSent(sentBefore);
+  }
+
+  @Override
+  public int purgeSentOlderThan(Duration retention, int max, Instant now) {
+    return delegate.purgeSentOlderThan(retention, max, now);
+  }
+
+  @Override
+  public OutboxStats stats(Instant now) {
+    return delegate.stats(now);
+  }
+}
