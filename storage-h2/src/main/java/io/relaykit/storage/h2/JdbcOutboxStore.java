@@ -37,16 +37,32 @@ import javax.sql.DataSource;
  * caller's own connection, so it commits or rolls back with the business write; relays then
  * {@link #claim} rows with a lease, publish them and {@link #markSent}.
  *
- * <p>A claim leases the oldest ready rows that are the oldest unsent row of their key, skipping
- * rows other relays hold, and returns them; a row is leased to one relay at a time. On PostgreSQL
- * it is one statement, {@code UPDATE ... WHERE seq = ANY(ARRAY(SELECT ... FOR UPDATE SKIP LOCKED))
- * RETURNING ...}, and {@link #markSent} is one {@code UPDATE ... WHERE seq = ANY(?)}. On H2 a
- * claim is one transaction of {@code SELECT ... FOR UPDATE SKIP LOCKED} and a batch of conditional
- * one-row lease updates (H2 row locks do not re-check a row; see {@code OutboxStatements.H2}), and
- * markSent one batch of one-row updates. Cost per claim: one index range scan in sequence order that stops
- * after {@code max} rows, one index probe per keyed candidate, one row write per claimed row (plus
- * one lock write per row on H2); see the README for the index plan. Append is one INSERT (one
- * batch for {@link #appendAll}). Thread-safe.
+ * <p>Per-key order follows commit order: {@link #append} of a keyed message first locks the
+ * key's head row ({@code <prefix>outbox_head}, created if missing) in the caller's transaction and
+ * holds it until that transaction ends, so a second transaction appending the same scope key (the
+ * key, or (destination, key) with {@link OutboxOrderScope#KEY_PER_DESTINATION}) waits at its
+ * append until the first one commits or rolls back, and sequence order within a key is commit
+ * order. Costs and rules: same-key business transactions take turns; <b>a transaction that
+ * appends several keys must append them in one consistent order</b> (e.g. sorted), or two of
+ * them can deadlock (the database then aborts one); {@link #appendAll} locks its keys sorted. An
+ * append on an auto-commit connection runs in a transaction of its own. Unkeyed appends take no
+ * lock.
+ *
+ * <p>A claim leases, oldest first, unkeyed ready rows and the lowest unsent row of each key head
+ * (oldest heads first) that is ready, skipping rows other relays hold; a row is leased to one
+ * relay at a time. It reads O(batch + heads skipped as leased or parked) index entries, never a
+ * key's backlog or sent rows. On PostgreSQL it is one statement, {@code UPDATE ... WHERE seq =
+ * ANY(ARRAY(SELECT ... FOR UPDATE SKIP LOCKED)) RETURNING ...}, and {@link #markSent} one
+ * transaction of {@code UPDATE ... WHERE seq = ANY(?) RETURNING} plus two statements that move the
+ * keys' heads. On H2 a claim is one transaction of locking SELECTs (unkeyed rows, then a bounded
+ * walk of the heads) and a batch of conditional one-row lease updates (H2 row locks do not
+ * re-check a row; see {@code OutboxStatements.H2}), and markSent one batch of one-row updates
+ * plus the head moves. markSent, markDead and undecodable-row deletes move heads without ever
+ * waiting for an append ({@code SKIP LOCKED}): a head an append holds keeps its old value, a lower
+ * bound that claims still handle correctly. Append is one INSERT (one batch for {@link
+ * #appendAll}) plus, for a keyed row, one locking SELECT (and an INSERT and UPDATE of the head when
+ * the key had no unsent row). Thread-safe. See the README for the ordering definition and index
+ * plan.
  *
  * <p>Time: whether a row is ready, whether a lease ran out (so another relay may take the row
  * over), when a new lease ends, when a row was sent and whether it outlived the retention are
