@@ -936,6 +936,16 @@ public final class RabbitMqPublisher implements Publisher {
     }
   }
 
+  /** The current confirm channel, for tests (they inject broker confirms into it); or null. */
+  Channel channel() {
+    lock.lock();
+    try {
+      return gen == null ? null : gen.channel;
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /** The current connection, for tests (they inject broker control commands into it). */
   Connection connection() {
     lock.lock();
