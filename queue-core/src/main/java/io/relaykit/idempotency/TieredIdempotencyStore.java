@@ -40,7 +40,9 @@ import java.util.function.Function;
  * <h2>Cost</h2>
  * A repeat of done work costs one fast-tier call; a repeat of in-flight work adds a durable read.
  * New work costs a fast claim and a durable claim; completing it a durable and a fast write. While the fast tier is down every call
- * goes to the durable tier. Configure the fast tier's retention no longer than the durable one's.
+ * goes to the durable tier, and the fast DONEs it missed (at most {@value #MAX_PENDING_DONE} keys
+ * kept) are written afterwards, at most {@value #MAX_DRAIN_PER_CALL} per successful fast-tier
+ * call. Configure the fast tier's retention no longer than the durable one's.
  * A durable-tier failure is not masked: it propagates, since no answer is then safe. Thread-safe.
  */
 public final class TieredIdempotencyStore implements IdempotencyStore {
@@ -49,6 +51,8 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
 
   /** Most keys whose fast DONE waits for the fast tier to come back; more are dropped. */
   static final int MAX_PENDING_DONE = 10_000;
+  /** Most pending fast DONEs one call writes, so no caller pays for a whole backlog. */
+  static final int MAX_DRAIN_PER_CALL = 64;
 
   private final IdempotencyStore fast;
   private final IdempotencyStore durable;
@@ -223,12 +227,16 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
    * server (nobody would ever complete or release that one). While the fast tier is down the key
    * is remembered (at most {@link #MAX_PENDING_DONE}) and written by the next call that finds the
    * fast tier answering; a failure that is not an outage is logged and the key dropped, since the
-   * durable tier still answers DONE for it.
+   * durable tier still answers DONE for it. Each successful fast-tier call writes at most {@link
+   * #MAX_DRAIN_PER_CALL} of the remembered keys.
    */
   private void backfillDone(String key) {
     Boolean written = onFast(store -> store.markDone(key), null, false);
-    if (written == null && !fastTierInUse()) {
+    if (written == null) { // skipped or failed
       remember(key);
+      if (fastTierInUse()) { // it failed otherwise than by an outage, or came back meanwhile
+        drainPending();
+      }
     }
   }
 
@@ -244,9 +252,16 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
     }
   }
 
-  /** Writes the pending fast DONEs after the fast tier answered; stops at the next outage. */
+  /**
+   * Writes up to {@link #MAX_DRAIN_PER_CALL} pending fast DONEs after the fast tier answered;
+   * stops at the next outage (the key stays pending).
+   */
   private void drainPending() {
+    int budget = MAX_DRAIN_PER_CALL;
     for (String key : pendingDone) {
+      if (budget-- == 0) {
+        return;
+      }
       if (!pendingDone.remove(key)) {
         continue;
       }

@@ -158,6 +158,31 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
     }
 
     @Test
+    @DisplayName("a backlog of missed fast DONEs is written a bounded batch per call")
+    void pendingDrainedInBatches() {
+      int n = TieredIdempotencyStore.MAX_DRAIN_PER_CALL + 10;
+      List<Claim> claims = new java.util.ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        claims.add(tiered.claim("batch-" + i, LEASE));
+      }
+      fast.down(true);
+      claims.forEach(c -> assertThat(tiered.complete(c)).isTrue());
+      fast.down(false);
+      clock.advance(RETRY.delay(1));
+
+      tiered.claim("batch-probe", LEASE);
+      assertThat(fastDone(n)).isEqualTo(TieredIdempotencyStore.MAX_DRAIN_PER_CALL);
+      tiered.claim("batch-next", LEASE);
+      assertThat(fastDone(n)).isEqualTo(n);
+    }
+
+    private long fastDone(int n) {
+      return java.util.stream.IntStream.range(0, n)
+          .filter(i -> fast.delegate().status("batch-" + i).orElse(null) == Claim.Status.DONE)
+          .count();
+    }
+
+    @Test
     @DisplayName("fast CLAIMED but durable IN_PROGRESS answers IN_PROGRESS and frees the fast claim")
     void durableInProgress() {
       durable.delegate().claim("order-4", LEASE);
