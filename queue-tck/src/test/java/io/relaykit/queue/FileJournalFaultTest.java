@@ -564,6 +564,62 @@ class FileJournalFaultTest {
       j.crash();
       assertThat(reload(d, null)).isEqualTo(model.load());
     }
+
+    @Test
+    @DisplayName("an append racing close() is either durable after it or refused with a clear exception, never accepted and dropped")
+    void appendRacingClose() throws Exception {
+      Path d = newDir();
+      FaultyFileIo io = new FaultyFileIo();
+      FileJournal j = loaded(FileJournal.builder(d).fileIo(io)
+          .commitInterval(Duration.ofHours(1)).commitRecords(Integer.MAX_VALUE));
+      j.append(event("before", Priority.NORMAL));
+      Thread[] closer = new Thread[1];
+      // The close's final sync blocks in its fsync until the racing appends were made.
+      io.blockWhen(c -> c.thread() == closer[0] && c.op() == Op.FORCE);
+      CompletableFuture<Void> closed = new CompletableFuture<>();
+      closer[0] = new Thread(() -> {
+        try {
+          j.close();
+          closed.complete(null);
+        } catch (Throwable e) {
+          closed.completeExceptionally(e);
+        }
+      });
+      closer[0].start();
+      Await.until(Duration.ofSeconds(10), "the close is in its final fsync",
+          () -> io.blockedCalls() > 0);
+      Throwable normal = null;
+      Throwable critical = null;
+      try {
+        j.append(event("racing-normal", Priority.NORMAL));
+      } catch (RuntimeException e) {
+        normal = e;
+      }
+      CompletableFuture<Void> criticalAppend = CompletableFuture.runAsync(
+          () -> j.append(event("racing-critical", Priority.CRITICAL)));
+      io.release();
+      closed.get(10, TimeUnit.SECONDS);
+      try {
+        criticalAppend.get(10, TimeUnit.SECONDS);
+      } catch (java.util.concurrent.ExecutionException e) {
+        critical = e.getCause();
+      }
+      List<String> kept = reload(d, null).pending().stream().map(QueuedEvent::eventId).toList();
+      assertThat(kept).contains("before");
+      for (Object[] c : new Object[][] {{"racing-normal", normal}, {"racing-critical", critical}}) {
+        Throwable failure = (Throwable) c[1];
+        if (failure == null) {
+          assertThat(kept).as("%s was accepted, so it is durable after the close", c[0])
+              .contains((String) c[0]);
+        } else {
+          assertThat(failure).as("%s was refused", c[0]).isInstanceOf(JournalException.class)
+              .hasMessageContaining("closed");
+          assertThat(((JournalException) failure).outcome())
+              .isEqualTo(JournalException.Outcome.NOT_RECORDED);
+          assertThat(kept).doesNotContain((String) c[0]);
+        }
+      }
+    }
   }
 
   /** The compacted base: a {@code .base} file, or (format 1) the segment flagged as base. */
