@@ -72,7 +72,9 @@ class RedisIdempotencyStoreTest {
       assertThat(c.token()).matches("[0-9a-f]{32}");
       assertThat(support.raw().get(redisKey)).matches("[0-9a-f]{32}\\.\\d+")
           .isEqualTo(c.token() + "." + c.leaseExpiresAt().toEpochMilli());
-      assertThat(c.leaseExpiresAt()).isBetween(before.plus(LEASE), after.plus(LEASE));
+      // The lease end is kept in milliseconds; TIME gives microseconds.
+      assertThat(c.leaseExpiresAt()).isBetween(
+          before.truncatedTo(java.time.temporal.ChronoUnit.MILLIS).plus(LEASE), after.plus(LEASE));
       long keep = LEASE.plus(Duration.ofHours(1)).toMillis();
       assertThat(support.raw().pttl(redisKey)).isBetween(keep - 5_000L, keep);
     }
