@@ -146,6 +146,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   // Poll thread only.
   private final Map<TopicPartition, Instant> delayedUntil = new HashMap<>();
   private final Map<TopicPartition, Long> committed = new HashMap<>();
+  /** Of each retry partition: the offset after the last record taken in (or put back). */
+  private final Map<TopicPartition, Long> retryRead = new HashMap<>();
+  /** Of each retry partition: the offset after the last copy this member wrote there. */
+  private final Map<TopicPartition, Long> copiesEnd =
+      new java.util.concurrent.ConcurrentHashMap<>();
 
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
       String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
@@ -457,6 +462,20 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   /**
+   * Whether retry partition {@code tp} may hold a record to read: the consumer's lag says so, or
+   * this member wrote a copy past what it read. A copy another member wrote is seen once the
+   * source flows again (its lag is then fetched).
+   */
+  private boolean retryHasWork(TopicPartition tp) {
+    OptionalLong lag = consumer.currentLag(tp);
+    if (lag.isPresent() && lag.getAsLong() > 0) {
+      return true;
+    }
+    Long end = copiesEnd.get(tp);
+    return end != null && end > retryRead.getOrDefault(tp, 0L);
+  }
+
+  /**
    * Pauses the source partitions while source intake is stopped, the retry partitions while they
    * have no room of their own, and a retry partition until its next record is due; resumes the
    * rest.
@@ -471,11 +490,17 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         || !assigned.contains(e.getKey()));
     boolean full = !hasRoom();
     boolean stopSource = state != State.RUNNING || full;
-    // Retry partitions are read while draining too: a due retry unparks its key's records.
+    // Retry partitions are read while draining too (a due retry unparks its key's records) and
+    // while the source is stopped, but then only when they hold something to read: the consumer
+    // keeps one fetch in flight per broker, so a fetch waiting on an empty retry partition would
+    // delay the source's fetch when it resumes by up to fetch.max.wait.ms.
     boolean stopRetry = !hasRetryRoom();
     Set<TopicPartition> wanted = new HashSet<>(delayedUntil.keySet());
     for (TopicPartition tp : assigned) {
-      if (tp.topic().equals(retryTopic) ? stopRetry : stopSource) {
+      boolean stop = tp.topic().equals(retryTopic)
+          ? stopRetry || (stopSource && !retryHasWork(tp))
+          : stopSource;
+      if (stop) {
         wanted.add(tp);
       }
     }
@@ -518,9 +543,13 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
           if (due != null && due.isAfter(now)) {
             consumer.seek(tp, r.offset());
             delayedUntil.put(tp, due);
+            retryRead.put(tp, r.offset());
             consumer.pause(List.of(tp));
             break;
           }
+        }
+        if (fromRetry) {
+          retryRead.put(tp, r.offset() + 1);
         }
         OffsetTracker.Ticket<TopicPartition> ticket = tracker.track(tp, r.offset());
         dispatch(new Work(r, ticket, fromRetry, gateKey(r, fromRetry)));
@@ -660,6 +689,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       tracker.revoke(tp);
       delayedUntil.remove(tp);
       committed.remove(tp);
+      retryRead.remove(tp);
+      copiesEnd.remove(tp);
     }
     parking.revoke(
         hold -> (hold instanceof RetryHold rh && gone.contains(rh.partition()))
@@ -838,6 +869,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   /** The retry copy of {@code w} is confirmed at {@code copyAt}: its key's hold moves there. */
   private void retried(Work w, Object key, RecordMetadata copyAt) {
+    copiesEnd.merge(new TopicPartition(copyAt.topic(), copyAt.partition()), copyAt.offset() + 1,
+        Math::max);
     if (key != null) {
       TopicPartition tp = new TopicPartition(copyAt.topic(), copyAt.partition());
       parking.moveHold(key, w, new RetryHold(tp, copyAt.offset()), () -> owned.contains(tp),
