@@ -22,6 +22,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayName;
@@ -247,15 +248,16 @@ class RabbitMqPublisherBehaviourTest {
         for (int i = 0; !stop.get() && i < 30_000; i++) {
           futures.add(publisher.publish(destination, message(i)));
         }
-      });
+      }, "relaykit-rabbitmq-test-producer");
       producer.start();
-      Await.until(Duration.ofSeconds(30), "200 messages confirmed", () -> confirmed(futures) > 200);
+      awaitOrDump(Duration.ofSeconds(30), "200 messages confirmed",
+          () -> confirmed(futures) > 200);
       TestBroker.forceClose(pids);
-      Await.until(Duration.ofSeconds(30), "publisher reconnected",
+      awaitOrDump(Duration.ofSeconds(30), "publisher reconnected",
           () -> publisher.recoveries() >= 1);
       long afterRecovery = confirmed(futures);
 
-      Await.until(Duration.ofSeconds(30), "200 more confirmed after reconnecting",
+      awaitOrDump(Duration.ofSeconds(30), "200 more confirmed after reconnecting",
           () -> confirmed(futures) > afterRecovery + 200);
       stop.set(true);
       producer.join(30_000);
@@ -275,10 +277,36 @@ class RabbitMqPublisherBehaviourTest {
       assertThat(onQueue).containsAll(confirmed);
     }
 
+    /** Await.until, failing with the publisher's state and its threads' stacks. */
+    private void awaitOrDump(Duration timeout, String what, BooleanSupplier condition) {
+      try {
+        Await.until(timeout, what, condition);
+      } catch (AssertionError e) {
+        throw new AssertionError(e.getMessage() + "\n" + publisher.describe() + "\n"
+            + threadDump(), e);
+      }
+    }
+
     private long confirmed(List<CompletableFuture<PublishReceipt>> futures) {
       synchronized (futures) {
         return futures.stream().filter(f -> f.isDone() && !f.isCompletedExceptionally()).count();
       }
     }
+  }
+
+  /** The stacks of the publisher's and amqp-client's threads, for failure messages. */
+  static String threadDump() {
+    StringBuilder b = new StringBuilder();
+    for (var e : Thread.getAllStackTraces().entrySet()) {
+      Thread t = e.getKey();
+      if (!t.getName().startsWith("relaykit-rabbitmq") && !t.getName().startsWith("AMQP")) {
+        continue;
+      }
+      b.append('"').append(t.getName()).append("\" ").append(t.getState()).append('\n');
+      for (StackTraceElement f : e.getValue()) {
+        b.append("    at ").append(f).append('\n');
+      }
+    }
+    return b.toString();
   }
 }
