@@ -30,6 +30,8 @@ abstract class TieredJdbcIdempotencyContract extends IdempotencyStoreContract {
     final TestDatabase database;
     final Map<Duration, RedisStorage> fast = new ConcurrentHashMap<>();
     final Map<Duration, JdbcStorage> durable = new ConcurrentHashMap<>();
+    final Map<Duration, H2StorageConfig> durableConfigs = new ConcurrentHashMap<>();
+    final java.util.List<AutoCloseable> hosts = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     ClassState(String databaseKind) {
       this.database = TestDatabase.open(databaseKind);
@@ -44,6 +46,13 @@ abstract class TieredJdbcIdempotencyContract extends IdempotencyStoreContract {
       try {
         fast.values().forEach(RedisStorage::close);
         durable.values().forEach(JdbcStorage::close);
+        for (AutoCloseable h : hosts) {
+          try {
+            h.close();
+          } catch (Exception e) {
+            throw new IllegalStateException("could not close a second host's storage", e);
+          }
+        }
       } finally {
         try {
           redis.close();
@@ -72,10 +81,30 @@ abstract class TieredJdbcIdempotencyContract extends IdempotencyStoreContract {
     ClassState state = STATES.computeIfAbsent(getClass(), c -> new ClassState(databaseKind()));
     RedisStorage fast = state.fast.computeIfAbsent(retention, r ->
         RedisStorage.open(state.redis.config().retention(r).build(), clock));
-    JdbcStorage durable = state.durable.computeIfAbsent(retention, r ->
-        JdbcStorage.open(H2StorageConfig.builder().jdbcUrl(state.database.url)
-            .tablePrefix("tiered" + state.durable.size() + "_").retention(r).build(), clock));
+    JdbcStorage durable = state.durable.computeIfAbsent(retention, r -> {
+      H2StorageConfig config = H2StorageConfig.builder().jdbcUrl(state.database.url)
+          .tablePrefix("tiered" + state.durable.size() + "_").retention(r).build();
+      state.durableConfigs.put(r, config);
+      return JdbcStorage.open(config, clock);
+    });
     return TieredIdempotencyStore.of(fast.idempotencyStore(), durable.idempotencyStore());
+  }
+
+  /**
+   * A second host: its own Redis and JDBC storages on the same Redis prefix and tables, with
+   * {@code hostClock} as its clock; both tiers decide on their servers' clocks (Redis TIME, the
+   * database's {@code DatabaseClock.database()}), which the kit's system clock matches.
+   */
+  @Override
+  protected java.util.Optional<IdempotencyStore> storeOnHost(InstantSource hostClock) {
+    ClassState state = STATES.get(getClass());
+    RedisStorage fast = RedisStorage.open(state.fast.get(retention()).config(), hostClock);
+    state.hosts.add(fast);
+    JdbcStorage durable = JdbcStorage.open(state.durableConfigs.get(retention()), hostClock);
+    state.hosts.add(durable);
+    return java.util.Optional.of(new TieredIdempotencyStore(fast.idempotencyStore(),
+        durable.idempotencyStore(), hostClock,
+        io.relaykit.retry.Backoff.exponential(Duration.ofSeconds(1))));
   }
 
   @Override

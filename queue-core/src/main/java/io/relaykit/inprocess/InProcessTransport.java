@@ -57,7 +57,9 @@ import java.util.concurrent.locks.ReentrantLock;
  *       runs any. A message waiting for a retry holds back its key (KEY) or its destination
  *       (PARTITION), nothing else.
  *   <li>At most {@code concurrency} handlers run per subscription, and a group takes at most the
- *       sum of its members' {@code maxInFlight} messages off the log before they finish.
+ *       sum of its members' {@code maxInFlight} messages off the log before they finish; messages
+ *       held back behind a key waiting for a retry do not count (up to four times that sum of
+ *       them may wait), so a hot failing key does not stop the other keys.
  *   <li>A handler's normal return acknowledges. A failure, or a handler running past its timeout,
  *       is routed by {@link FailureRoute} (the spec's {@link RetryPolicy}): retry after the delay,
  *       or dead-letter to the {@link DeadLetterStore} with reason, exception (its text bounded),
@@ -181,6 +183,9 @@ public final class InProcessTransport implements Publisher, Subscriber {
 
   private enum State { READY, RUNNING, WAITING, DEAD_LETTERING }
 
+  /** Items that may be parked behind keys waiting for a retry, per unit of the in-flight bound. */
+  static final int PARKED_PER_IN_FLIGHT = 4;
+
   private static final class Item {
     final Message message;
     final String orderKey;
@@ -205,6 +210,8 @@ public final class InProcessTransport implements Publisher, Subscriber {
     int inFlight;
     final ArrayDeque<Item> runnable = new ArrayDeque<>();
     final Map<String, ArrayDeque<Item>> byKey = new HashMap<>();
+    /** Order keys whose head waits for a retry: the items behind it are parked. */
+    final java.util.Set<String> waitingKeys = new java.util.HashSet<>();
     final List<Member> members = new ArrayList<>();
     int nextMember;
 
@@ -212,6 +219,16 @@ public final class InProcessTransport implements Publisher, Subscriber {
       this.name = name;
       this.ordering = ordering;
       this.cursor = cursor;
+    }
+
+    /** Items queued behind a head that waits for a retry. O(keys waiting). */
+    int parked() {
+      int n = 0;
+      for (String key : waitingKeys) {
+        ArrayDeque<Item> queue = byKey.get(key);
+        n += queue == null ? 0 : queue.size() - 1;
+      }
+      return n;
     }
 
     int bound() {
@@ -302,10 +319,19 @@ public final class InProcessTransport implements Publisher, Subscriber {
       }
     }
 
+    /**
+     * Takes messages off the log while fewer than the bound are in flight. Items parked behind a
+     * key waiting for its retry do not count (a hot failing key would stop every other key); up
+     * to {@value #PARKED_PER_IN_FLIGHT} times the bound of them may wait.
+     */
     private void fill(Group g) {
       int bound = g.bound();
       long end = base + log.size();
-      while (g.inFlight < bound && g.cursor < end) {
+      while (g.cursor < end) {
+        int parked = g.parked();
+        if (g.inFlight - parked >= bound || parked >= PARKED_PER_IN_FLIGHT * bound) {
+          break;
+        }
         Message message = log.get((int) (g.cursor - base));
         g.cursor++;
         g.inFlight++;
@@ -445,11 +471,17 @@ public final class InProcessTransport implements Publisher, Subscriber {
 
     private void waitThenRun(Group g, Item item, Duration delay) {
       item.state = State.WAITING;
+      if (item.orderKey != null) {
+        g.waitingKeys.add(item.orderKey);
+      }
       Runnable due = () -> {
         lock.lock();
         try {
           if (item.state == State.WAITING) {
             item.state = State.READY;
+            if (item.orderKey != null) {
+              g.waitingKeys.remove(item.orderKey);
+            }
             g.runnable.addLast(item);
             dispatch(g);
           }

@@ -883,7 +883,10 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
-    /** How long claimed rows stay hidden from other relays. Default 30 s. */
+    /**
+     * How long claimed rows stay hidden from other relays, on the store's clock; renewed every
+     * third of it while a batch is in flight. Default 30 s.
+     */
     public Builder lease(Duration lease) {
       this.lease = lease;
       return this;

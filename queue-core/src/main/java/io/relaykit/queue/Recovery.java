@@ -24,7 +24,9 @@ import javax.crypto.AEADBadTagException;
  *
  * <p>What is an error (a {@link JournalException} naming the file, and nothing is deleted): any
  * header or record that fails its checksum or authentication, except a torn tail of the newest
- * segment; a segment missing between a base or segment and the one that names it as its
+ * segment (a torn write leaves zeros where its bytes did not arrive; a complete record of up to
+ * 4 KiB whose checksum matches with one bit flipped, even the newest one, is a flipped bit and an
+ * error naming the file and offset; a larger one followed only by zeros is taken for torn); a segment missing between a base or segment and the one that names it as its
  * predecessor, or before the oldest one; a sealed segment or base without its trailer, or with
  * anything but zeros after it. What a crash leaves and recovery repairs: a torn tail of the newest
  * segment (cut off with a warning), an unfinished compaction output (deleted), a base whose older
@@ -264,8 +266,17 @@ final class Recovery {
         crc.reset();
         crc.update(record, 0, length);
         if ((int) crc.getValue() != expectedCrc) {
-          pos = endOfRecords(path, ch, pos, pos + SegmentFormat.FRAME_HEADER + length, size,
-              newest, "a record with a bad checksum", "checksum mismatch");
+          long extentEnd = pos + SegmentFormat.FRAME_HEADER + length;
+          if (newest && oneBitFlipped(record, length, expectedCrc)) {
+            // A complete frame whose checksum would match with one bit changed (in the record or
+            // in its stored checksum) holds a flipped bit: a torn write leaves zeros where its
+            // bytes did not arrive, which matches that way with odds of about 8 * length / 2^32.
+            // Even as the newest record it is corruption, never silently cut as a torn tail.
+            throw SegmentFormat.corrupt(path, pos, "checksum mismatch in a complete record: one"
+                + " flipped bit, not a write torn by a crash; the file is corrupt");
+          }
+          pos = endOfRecords(path, ch, pos, extentEnd, size, newest,
+              "a record with a bad checksum", "checksum mismatch");
           break;
         }
         byte[] body = record;
@@ -309,6 +320,39 @@ final class Recovery {
       }
       return sealed ? -1 : end;
     }
+  }
+
+  /** The longest record {@link #oneBitFlipped} checks: 8 * n checksums of n bytes each. */
+  private static final int MAX_FLIP_SEARCH = 4096;
+
+  /**
+   * Whether the {@code length} bytes of {@code record}, whose CRC32C is not {@code expectedCrc},
+   * match it with one bit flipped, in the record or in the expected checksum: a flipped bit, not a
+   * torn write. Records over {@link #MAX_FLIP_SEARCH} bytes are not searched (false). O(8 n^2)
+   * for n bytes, run only for a bad checksum in the newest segment.
+   */
+  private boolean oneBitFlipped(byte[] record, int length, int expectedCrc) {
+    crc.reset();
+    crc.update(record, 0, length);
+    int actual = (int) crc.getValue();
+    if (Integer.bitCount(actual ^ expectedCrc) == 1) {
+      return true; // the stored checksum itself has the flipped bit
+    }
+    if (length > MAX_FLIP_SEARCH) {
+      return false;
+    }
+    for (int i = 0; i < length; i++) {
+      for (int bit = 0; bit < 8; bit++) {
+        record[i] ^= (byte) (1 << bit);
+        crc.reset();
+        crc.update(record, 0, length);
+        record[i] ^= (byte) (1 << bit);
+        if ((int) crc.getValue() == expectedCrc) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   /**

@@ -50,6 +50,13 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       delivered at least once: the event id lets the server drop the repeat.
  *   <li>A batch the send executor rejects was never sent: its events go back to pending without
  *       counting an attempt.
+ *   <li>A drain that throws (the queue's journal cannot record that an expired event left) sends
+ *       nothing and changes nothing; it is counted ({@link #drainFailures()}) and logged, and
+ *       neither the loop nor {@link #runOnce()} drains again before a pause on the injected clock
+ *       that doubles with each consecutive failure (1 s, 2 s, 4 s, ... up to a minute), so a
+ *       failing journal never makes the dispatcher spin. The first drain that succeeds ends the
+ *       pause. {@link #flush()} tries once whatever the pause and throws the failure; {@link
+ *       #close(Duration)} tries once and leaves the events journaled.
  * </ul>
  *
  * <pre>{@code
@@ -106,6 +113,12 @@ public final class ReportDispatcher implements AutoCloseable {
   private long timedOut;
   private long unrecordedOutcomes;
   private int consecutiveUnrecorded;
+  private long drainFailures;
+  private int consecutiveDrainFailures;
+  /** No drain by the loop or runOnce before this instant; null unless the last drain failed. */
+  private Instant drainPausedUntil;
+  /** Why the last drain failed; null unless it did. */
+  private RuntimeException lastDrainFailure;
 
   private ReportDispatcher(Builder b) {
     this.queue = b.queue;
@@ -171,6 +184,8 @@ public final class ReportDispatcher implements AutoCloseable {
    * Sends every event that is ready now, full batch or not, and returns when those batches have
    * settled (acked or nacked). Events waiting for a retry time are not sent.
    *
+   * @throws JournalException if a drain fails (the queue's journal failed): what was sent before
+   *     settles as usual, the rest stays pending
    * @throws IllegalStateException once the dispatcher is closed: it sends nothing any more, so it
    *     cannot flush (before, it handed batches to a stopped executor and retried them until they
    *     were dead letters, though they were never sent)
@@ -181,7 +196,7 @@ public final class ReportDispatcher implements AutoCloseable {
         throw new IllegalStateException("dispatcher " + name + " is closed: it sends nothing");
       }
     }
-    settleReady(Long.MAX_VALUE);
+    settleReady(Long.MAX_VALUE, true);
   }
 
   /** Batches handed to the sender and not yet settled (sends given up do not count). */
@@ -200,6 +215,11 @@ public final class ReportDispatcher implements AutoCloseable {
   /** Sends given up because they had not answered within {@code sendTimeout}. */
   public synchronized long timedOutSends() {
     return timedOut;
+  }
+
+  /** Drains that failed because the queue's journal failed; each pauses draining (see above). */
+  public synchronized long drainFailures() {
+    return drainFailures;
   }
 
   /**
@@ -244,7 +264,7 @@ public final class ReportDispatcher implements AutoCloseable {
     }
     boolean settled;
     try {
-      settled = settleReady(deadlineNanos);
+      settled = settleReady(deadlineNanos, false);
     } finally {
       if (ownedExecutor != null) {
         ownedExecutor.shutdown();
@@ -280,10 +300,28 @@ public final class ReportDispatcher implements AutoCloseable {
           break;
         }
         Instant now = clock.instant();
+        if (!force && drainPausedUntil != null && now.isBefore(drainPausedUntil)) {
+          break;
+        }
         if (!force && !due(now)) {
           break;
         }
-        List<QueuedEvent> batch = queue.drainBatch(now);
+        List<QueuedEvent> batch;
+        try {
+          batch = queue.drainBatch(now);
+        } catch (RuntimeException e) {
+          drainFailures++;
+          consecutiveDrainFailures++;
+          Duration pause = unrecordedPause(consecutiveDrainFailures);
+          drainPausedUntil = plusSaturating(now, pause);
+          lastDrainFailure = e;
+          LOG.log(System.Logger.Level.ERROR, "dispatcher " + name + ": drain failed ("
+              + consecutiveDrainFailures + " in a row); the next is tried in " + pause, e);
+          break;
+        }
+        consecutiveDrainFailures = 0;
+        drainPausedUntil = null;
+        lastDrainFailure = null;
         if (batch.isEmpty()) {
           break;
         }
@@ -357,10 +395,25 @@ public final class ReportDispatcher implements AutoCloseable {
   }
 
   /** Sends everything ready until nothing is ready and nothing is in flight, or the deadline. */
-  private boolean settleReady(long deadlineNanos) {
+  private boolean settleReady(long deadlineNanos, boolean throwOnDrainFailure) {
     while (true) {
+      long failuresBefore;
+      synchronized (this) {
+        failuresBefore = drainFailures;
+      }
       dispatch(true);
       synchronized (this) {
+        if (drainFailures != failuresBefore) {
+          // Trying again at once would spin: report it (flush) or leave the events journaled.
+          if (throwOnDrainFailure) {
+            RuntimeException e = lastDrainFailure;
+            throw e instanceof JournalException je
+                ? new JournalException("dispatcher " + name + ": flush could not drain: "
+                    + je.getMessage(), je, je.outcome())
+                : new IllegalStateException("dispatcher " + name + ": flush could not drain", e);
+          }
+          return false;
+        }
         boolean nothingReady = queue.readyCount(clock.instant()) == 0;
         if (nothingReady && inFlight.isEmpty()) {
           return true;
@@ -542,6 +595,9 @@ public final class ReportDispatcher implements AutoCloseable {
       if (nextReady.isPresent() && inFlight.size() < maxInFlightBatches) {
         Instant flushAt = lastSendAt.plus(flushInterval);
         Instant sendAt = nextReady.get().isAfter(flushAt) ? nextReady.get() : flushAt;
+        if (drainPausedUntil != null && drainPausedUntil.isAfter(sendAt)) {
+          sendAt = drainPausedUntil;
+        }
         dueAt = dueAt == null || sendAt.isBefore(dueAt) ? sendAt : dueAt;
       }
     }

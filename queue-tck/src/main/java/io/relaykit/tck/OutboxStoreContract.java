@@ -815,5 +815,36 @@ public abstract class OutboxStoreContract {
 
       assertThat(store.markSent("relay-a", List.of(r.sequence()), now())).isEqualTo(1);
     }
+
+    @Test
+    @DisplayName("renewLease and moveToDeadLetters reject a blank owner, null sequences, a"
+        + " non-positive lease, a null now, a null dead letter or store; the held row is untouched")
+    void badRenewAndMove() {
+      append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+      List<Long> seqs = List.of(r.sequence());
+      io.relaykit.deadletter.DeadLetterStore dead =
+          new io.relaykit.deadletter.InMemoryDeadLetterStore();
+      io.relaykit.deadletter.DeadLetter d = io.relaykit.deadletter.DeadLetter.of(r.message(),
+          r.destination(), "gave up", null, 1, now(), now());
+
+      assertThatThrownBy(() -> store.renewLease(" ", seqs, lease(), now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("owner");
+      assertThatThrownBy(() -> store.renewLease("relay-a", null, lease(), now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("sequences");
+      assertThatThrownBy(() -> store.renewLease("relay-a", seqs, Duration.ZERO, now()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("lease");
+      assertThatThrownBy(() -> store.renewLease("relay-a", seqs, lease(), null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("now");
+      assertThatThrownBy(() -> store.moveToDeadLetters("", r.sequence(), d, dead))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("owner");
+      assertThatThrownBy(() -> store.moveToDeadLetters("relay-a", r.sequence(), null, dead))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("deadLetter");
+      assertThatThrownBy(() -> store.moveToDeadLetters("relay-a", r.sequence(), d, null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("deadLetters");
+
+      assertThat(dead.count(io.relaykit.deadletter.DeadLetterQuery.all())).isZero();
+      assertThat(store.markSent("relay-a", seqs, now())).isEqualTo(1);
+    }
   }
 }

@@ -121,6 +121,24 @@ public abstract class SubscriberContract {
     return null;
   }
 
+  /**
+   * Whether a retry that is not yet due survives a close and a new subscription of the same group
+   * (Kafka: the retry topic; RabbitMQ: the delay queue). The in-process transport keeps nothing
+   * across a restart and returns false; the "restart before a retry is due" case then does not
+   * apply.
+   */
+  protected boolean keepsRetriesAcrossRestart() {
+    return true;
+  }
+
+  /**
+   * Called in "restart before a retry is due" once the first attempt failed, before the
+   * subscription closes: returns when the retry is durably scheduled (Kafka: the source committed
+   * past the message). Default: at once.
+   */
+  protected void afterFirstFailure(String destination, SubscriptionSpec spec) {
+  }
+
   @BeforeEach
   void createFresh() {
     subscriber = createSubscriber();
@@ -513,6 +531,96 @@ public abstract class SubscriberContract {
           c.close();
         }
       }
+    }
+  }
+
+  @Nested
+  @DisplayName("hot keys, restarts and members joining")
+  class HotKeysRestartsAndMembers {
+
+    @Test
+    @DisplayName("a hot failing key with more later records than maxInFlight does not stop the"
+        + " other keys")
+    void hotFailingKeyDoesNotStopOtherKeys() {
+      String destination = newDestination();
+      Recorder recorder = new Recorder(d -> {
+        if (d.message().key().orElse("").equals("hot")) {
+          throw new IllegalStateException("the hot key fails");
+        }
+      });
+      subscribe(spec(destination, "g").ordering(OrderingMode.KEY).concurrency(4).maxInFlight(8)
+          .retryPolicy(policy(3, Duration.ofMinutes(10))).build(), recorder);
+      for (int i = 0; i < 11; i++) {
+        publish(destination, "hot", "hot-" + i);
+      }
+      Message cold = publish(destination, "cold", "cold");
+      Await.until(timeout(), "the other key's message handled",
+          () -> recorder.ids().contains(cold.id()));
+    }
+
+    @Test
+    @DisplayName("restart before a retry is due: the message is delivered again after the restart"
+        + " and not lost")
+    void restartBeforeARetryIsDue() {
+      assumeTrue(keepsRetriesAcrossRestart(),
+          "this transport keeps nothing across a restart of its subscriptions");
+      String destination = newDestination();
+      AtomicBoolean failing = new AtomicBoolean(true);
+      Recorder first = new Recorder(d -> {
+        if (failing.get()) {
+          throw new IllegalStateException("fails before the restart");
+        }
+      });
+      // Ten retry delays: time to close before the retry is due (should it come first anyway,
+      // it fails again and the restarted subscription gets the attempt after it).
+      SubscriptionSpec retrySlowly = spec(destination, "g")
+          .retryPolicy(policy(4, retryDelay().multipliedBy(10))).build();
+      Subscription s = subscribe(retrySlowly, first);
+      Message m = publish(destination, "k", "retried");
+      Await.until(timeout(), "the first attempt failed", () -> first.ids().contains(m.id()));
+      afterFirstFailure(destination, retrySlowly);
+      s.close(Duration.ofSeconds(5));
+      int failedBefore = first.attemptsOf(m.id()).size();
+
+      failing.set(false);
+      Recorder second = new Recorder();
+      subscribe(retrySlowly, second);
+      Await.until(timeout(), "delivered again after the restart",
+          () -> second.ids().contains(m.id()));
+      assertThat(second.attemptsOf(m.id()).get(0)).as("the retry, its failed attempts counted")
+          .isEqualTo(failedBefore + 1);
+    }
+
+    @Test
+    @DisplayName("a member joining mid-run: every message handled, repeats only for work in flight")
+    void memberJoiningMidRun() {
+      String destination = newDestination();
+      int total = 40;
+      SubscriptionSpec spec = spec(destination, "g").ordering(OrderingMode.KEY).concurrency(4)
+          .maxInFlight(8).build();
+      Map<String, AtomicInteger> handled = new ConcurrentHashMap<>();
+      CountDownLatch joined = new CountDownLatch(1);
+      AtomicInteger before = new AtomicInteger();
+      MessageHandler handler = d -> {
+        if (before.incrementAndGet() > 10) {
+          await(joined, timeout()); // the first member holds its work until the second joined
+        }
+        handled.computeIfAbsent(d.message().id(), k -> new AtomicInteger()).incrementAndGet();
+      };
+      subscribe(spec, handler);
+      List<Message> messages = new ArrayList<>();
+      for (int i = 0; i < total; i++) {
+        messages.add(publish(destination, "k" + (i % 8), "m-" + i));
+      }
+      Await.until(timeout(), "the first member started ten",
+          () -> before.get() > 10);
+      subscribe(spec, d -> handled.computeIfAbsent(d.message().id(), k -> new AtomicInteger())
+          .incrementAndGet());
+      joined.countDown();
+      Await.until(timeout(), "every message handled",
+          () -> handled.keySet().containsAll(idsOf(messages)));
+      long repeated = handled.values().stream().filter(n -> n.get() > 1).count();
+      assertThat(repeated).as("messages handled more than once").isLessThanOrEqualTo(8);
     }
   }
 

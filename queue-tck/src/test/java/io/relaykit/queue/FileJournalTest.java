@@ -242,13 +242,15 @@ class FileJournalTest extends QueueJournalContract {
     }
 
     @Test
-    @DisplayName("a bad checksum on the very last record is a torn write: the records before it survive")
-    void badLastRecordIsTorn() throws IOException {
+    @DisplayName("a flipped bit in the very last record is corruption naming the file and offset, not a torn tail")
+    void badLastRecordIsCorrupt() throws IOException {
       Written w = writeScript(null);
       byte[] bytes = w.bytes().clone();
       bytes[bytes.length - 1] ^= 0x01;
-      JournalState state = recoverFrom(bytes, w.segment().getFileName().toString(), null);
-      assertThat(state).isEqualTo(w.states().get(w.states().size() - 2));
+      String name = w.segment().getFileName().toString();
+      assertThatThrownBy(() -> recoverFrom(bytes, name, null))
+          .isInstanceOf(JournalException.class).hasMessageContaining(name)
+          .hasMessageContaining("at offset " + w.ends()[w.ends().length - 2]);
     }
 
     @Test
@@ -777,12 +779,21 @@ class FileJournalTest extends QueueJournalContract {
     }
 
     @Test
-    @DisplayName("a bad checksum on the last record before the zeros is torn; on an earlier record it is corruption")
+    @DisplayName("a flipped bit in the newest complete record, before the zero tail, is corruption naming the file and offset; so is one in an earlier record; a record whose tail did not arrive stays a torn write")
     void checksumBeforeZeros() throws IOException {
       Crashed c = crashAfter(critical("a", 50), critical("b", 60));
-      byte[] last = c.bytes().clone();
-      last[(int) c.ends()[2] - 1] ^= 0x01;
-      assertThat(recoverAndAppend(last, c.name())).isEqualTo(c.states().get(1));
+      for (int at = (int) c.ends()[1] + 8; at < c.ends()[2]; at++) { // the checksum and record
+        byte[] last = c.bytes().clone();
+        last[at] ^= 0x04;
+        assertThatThrownBy(() -> recoverFrom(last, c.name(), null)).as("byte %d flipped", at)
+            .isInstanceOf(JournalException.class)
+            .hasMessageContaining(c.name())
+            .hasMessageContaining("at offset " + c.ends()[1])
+            .hasMessageContaining("checksum mismatch");
+      }
+      Path untouched = dirWith(c.name(), c.bytes());
+      assertThat(reload(untouched)).as("nothing was deleted or cut by the failed opens")
+          .isEqualTo(c.states().get(2));
 
       byte[] first = c.bytes().clone();
       first[(int) c.ends()[1] - 1] ^= 0x01;
@@ -790,6 +801,11 @@ class FileJournalTest extends QueueJournalContract {
           .isInstanceOf(JournalException.class)
           .hasMessageContaining("at offset " + c.ends()[0])
           .hasMessageContaining("checksum mismatch");
+
+      byte[] torn = c.bytes().clone();
+      java.util.Arrays.fill(torn, (int) c.ends()[2] - 5, (int) c.ends()[2], (byte) 0);
+      assertThat(recoverAndAppend(torn, c.name())).as("the last 5 bytes never arrived")
+          .isEqualTo(c.states().get(1));
     }
 
     @Test

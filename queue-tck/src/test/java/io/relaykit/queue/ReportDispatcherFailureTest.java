@@ -58,6 +58,65 @@ class ReportDispatcherFailureTest {
   }
 
   @Nested
+  @DisplayName("a journal that fails the drain")
+  class DrainFails {
+
+    @Test
+    @DisplayName("a failing drain is counted and backs off exponentially on the clock, capped at a minute, instead of retrying at once; the first good drain ends the pause")
+    void backsOff() {
+      ReportQueue queue = queue(2);
+      queue.enqueue(new ReportEvent("x", "test", "p-x", Priority.NORMAL,
+          clock.instant().plusSeconds(1)));
+      enqueue(queue, "a");
+      clock.advance(Duration.ofSeconds(1)); // "x" expired: a drain must journal its removal
+      journal.failAlways(Call.REMOVE, Fault.BEFORE_WRITE);
+      ReportDispatcher dispatcher = direct(queue, recordingOk()).build();
+
+      long[] expectedPauses = {1, 2, 4, 8, 16, 32, 60, 60};
+      for (int failure = 0; failure < expectedPauses.length; failure++) {
+        assertThat(dispatcher.runOnce()).isZero();
+        assertThat(dispatcher.drainFailures()).isEqualTo(failure + 1);
+        assertThat(journal.calls(Call.REMOVE)).isEqualTo(failure + 1);
+        Duration pause = Duration.ofSeconds(expectedPauses[failure]);
+        clock.advance(pause.minusMillis(1));
+        for (int i = 0; i < 3; i++) {
+          assertThat(dispatcher.runOnce()).as("within the pause").isZero();
+        }
+        assertThat(journal.calls(Call.REMOVE)).as("no drain tried within a pause of " + pause)
+            .isEqualTo(failure + 1);
+        clock.advance(Duration.ofMillis(1));
+      }
+      assertThat(queue.pendingIds()).containsExactly("x", "a");
+      assertThat(sent).isEmpty();
+
+      journal.heal();
+      assertThat(dispatcher.runOnce()).isEqualTo(1);
+      assertThat(sent).containsExactly(List.of("a"));
+      assertThat(queue.stats().expired()).isEqualTo(1);
+      assertThat(dispatcher.drainFailures()).isEqualTo(expectedPauses.length);
+    }
+
+    @Test
+    @DisplayName("flush tries once and throws the journal's failure instead of spinning; close leaves the events journaled")
+    void flushAndClose() {
+      ReportQueue queue = queue(2);
+      queue.enqueue(new ReportEvent("x", "test", "p-x", Priority.NORMAL,
+          clock.instant().plusSeconds(1)));
+      enqueue(queue, "a");
+      clock.advance(Duration.ofSeconds(1));
+      journal.failAlways(Call.REMOVE, Fault.BEFORE_WRITE);
+      ReportDispatcher dispatcher = direct(queue, recordingOk()).build();
+      assertThatThrownBy(dispatcher::flush).isInstanceOf(JournalException.class)
+          .hasMessageContaining("flush could not drain");
+      assertThat(dispatcher.drainFailures()).isEqualTo(1);
+      dispatcher.close(Duration.ofSeconds(30));
+      assertThat(dispatcher.drainFailures()).isEqualTo(2);
+      assertThat(sent).isEmpty();
+      assertThat(ids(storage.reopen().load().pending())).containsExactly("x", "a");
+    }
+  }
+
+  @Nested
   @DisplayName("a sender that throws")
   class SenderThrows {
 
@@ -263,5 +322,9 @@ class ReportDispatcherFailureTest {
           .allSatisfy(e -> assertThat(e.attempts()).isZero());
       assertThat(sent).isEmpty();
     }
+  }
+
+  private static List<String> ids(List<QueuedEvent> events) {
+    return events.stream().map(QueuedEvent::eventId).toList();
   }
 }

@@ -6,6 +6,7 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
+import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.InMemoryIdempotencyStore;
 import io.relaykit.message.Message;
@@ -24,6 +25,7 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
@@ -75,6 +77,23 @@ class KitsCatchBrokenBackendsTest {
   }
 
   @Test
+  @DisplayName("IdempotencyStoreContract catches a store that fences completion by time, one whose"
+      + " keys collide on braces, and hosts that decide on their own clocks")
+  void idempotencyRulesOfIssue15() {
+    assertThat(failedCases(FencedByTime.class))
+        .contains("lapsedClaimCompletes", "lapsedClaimReleases")
+        .doesNotContain("completedIsDone", "staleTokenAfterTakeover", "completeTwice",
+            "nonClaimedRejected");
+    assertThat(failedCases(BracesCollide.class))
+        .contains("bracesKeptApart")
+        .doesNotContain("completedIsDone", "keysAreIndependent", "exactlyOneWins");
+    assertThat(failedCases(HostClockDecides.class))
+        .contains("fastHostCannotTakeFreshClaim", "fastHostKeepsDoneKeys",
+            "slowHostSeesLapsedLease")
+        .doesNotContain("completedIsDone", "expiredLeaseReclaimable", "lapsedClaimCompletes");
+  }
+
+  @Test
   @DisplayName("DeadLetterStoreContract catches a store that claims it cannot remove or purge but"
       + " does, and one whose remove hands out twice")
   void deadLetterStore() {
@@ -87,11 +106,13 @@ class KitsCatchBrokenBackendsTest {
   @Test
   @DisplayName("QueueJournalFaultContract catches a journal that loses critical appends in a crash, and one that never records drops")
   void queueJournalFaults() {
-    // The fault kit has two cases, and a broken journal fails both.
+    // The random histories catch broken journals; everyCallSite places one fault at each call
+    // site in fixed scenarios (its own check is that every armed fault fires), and its eviction
+    // scenarios record drops through recordAtomically, which this broken journal leaves alone.
     assertThat(failedCases(CriticalNotDurable.class, false))
         .contains("randomOperationsWithFaults");
     assertThat(failedCases(DropsNotRecorded.class, false))
-        .contains("randomOperationsWithFaults", "everyCallSite");
+        .contains("randomOperationsWithFaults");
   }
 
   @Test
@@ -132,6 +153,177 @@ class KitsCatchBrokenBackendsTest {
         @Override
         public OptionalLong current(String entityId) {
           return real.current(entityId);
+        }
+      };
+    }
+  }
+
+  /** Forwards to another store; subclasses override what they break. */
+  private static class ForwardingIdempotencyStore implements IdempotencyStore {
+    final IdempotencyStore delegate;
+
+    ForwardingIdempotencyStore(IdempotencyStore delegate) {
+      this.delegate = delegate;
+    }
+
+    @Override
+    public Claim claim(String key, Duration lease) {
+      return delegate.claim(key, lease);
+    }
+
+    @Override
+    public boolean complete(Claim claim) {
+      return delegate.complete(claim);
+    }
+
+    @Override
+    public boolean release(Claim claim) {
+      return delegate.release(claim);
+    }
+
+    @Override
+    public boolean renew(Claim claim, Duration lease) {
+      return delegate.renew(claim, lease);
+    }
+
+    @Override
+    public Optional<Claim.Status> status(String key) {
+      return delegate.status(key);
+    }
+  }
+
+  /** Completes and releases only while the lease is live, as the JDBC store did before. */
+  static final class FencedByTime extends IdempotencyStoreContract {
+    @Override
+    protected IdempotencyStore createStore(InstantSource clock, Duration retention) {
+      return new ForwardingIdempotencyStore(new InMemoryIdempotencyStore(clock, retention)) {
+        @Override
+        public boolean complete(Claim claim) {
+          return live(claim) && delegate.complete(claim);
+        }
+
+        @Override
+        public boolean release(Claim claim) {
+          return live(claim) && delegate.release(claim);
+        }
+
+        /** Non-CLAIMED claims go on to the delegate, which refuses them. */
+        private boolean live(Claim claim) {
+          return claim == null || !claim.isClaimed()
+              || claim.leaseExpiresAt().isAfter(clock.instant());
+        }
+      };
+    }
+  }
+
+  /** Maps keys as the old Redis encoding did: "a" and "{a}" share one record. */
+  static final class BracesCollide extends IdempotencyStoreContract {
+    @Override
+    protected IdempotencyStore createStore(InstantSource clock, Duration retention) {
+      return new ForwardingIdempotencyStore(new InMemoryIdempotencyStore(clock, retention)) {
+        @Override
+        public Claim claim(String key, Duration lease) {
+          Claim c = delegate.claim(old(key), lease);
+          return new Claim(key, c.status(), c.token(), c.leaseExpiresAt());
+        }
+
+        @Override
+        public boolean complete(Claim c) {
+          return delegate.complete(mapped(c));
+        }
+
+        @Override
+        public boolean release(Claim c) {
+          return delegate.release(mapped(c));
+        }
+
+        @Override
+        public boolean renew(Claim c, Duration lease) {
+          return delegate.renew(mapped(c), lease);
+        }
+
+        @Override
+        public Optional<Claim.Status> status(String key) {
+          return delegate.status(old(key));
+        }
+
+        private Claim mapped(Claim c) {
+          return c == null ? null : new Claim(old(c.key()), c.status(), c.token(),
+              c.leaseExpiresAt());
+        }
+
+        private String old(String key) {
+          if (key == null || key.isBlank()) {
+            return key;
+          }
+          int open = key.indexOf('{');
+          int close = open < 0 ? -1 : key.indexOf('}', open + 1);
+          return close > open + 1 ? key : "{" + key + "}";
+        }
+      };
+    }
+  }
+
+  /**
+   * One shared backend whose decisions each host makes on its own clock, as the JDBC store did
+   * when it compared stored instants with a time the host passed in.
+   */
+  static final class HostClockDecides extends IdempotencyStoreContract {
+    private final AtomicReference<InstantSource> deciding = new AtomicReference<>();
+    private IdempotencyStore backend;
+
+    @Override
+    protected IdempotencyStore createStore(InstantSource clock, Duration retention) {
+      backend = new InMemoryIdempotencyStore(() -> deciding.get().instant(), retention);
+      return onHost(clock);
+    }
+
+    @Override
+    protected Optional<IdempotencyStore> storeOnHost(InstantSource hostClock) {
+      return Optional.of(onHost(hostClock));
+    }
+
+    private IdempotencyStore onHost(InstantSource hostClock) {
+      IdempotencyStore shared = backend;
+      return new ForwardingIdempotencyStore(shared) {
+        @Override
+        public Claim claim(String key, Duration lease) {
+          synchronized (shared) {
+            deciding.set(hostClock);
+            return delegate.claim(key, lease);
+          }
+        }
+
+        @Override
+        public boolean complete(Claim claim) {
+          synchronized (shared) {
+            deciding.set(hostClock);
+            return delegate.complete(claim);
+          }
+        }
+
+        @Override
+        public boolean release(Claim claim) {
+          synchronized (shared) {
+            deciding.set(hostClock);
+            return delegate.release(claim);
+          }
+        }
+
+        @Override
+        public boolean renew(Claim claim, Duration lease) {
+          synchronized (shared) {
+            deciding.set(hostClock);
+            return delegate.renew(claim, lease);
+          }
+        }
+
+        @Override
+        public Optional<Claim.Status> status(String key) {
+          synchronized (shared) {
+            deciding.set(hostClock);
+            return delegate.status(key);
+          }
         }
       };
     }

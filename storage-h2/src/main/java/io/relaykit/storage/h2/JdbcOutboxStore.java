@@ -479,9 +479,10 @@ public final class JdbcOutboxStore implements OutboxStore {
 
   /**
    * Sets {@code lease_until} of the rows {@code owner} holds among {@code sequences} to the
-   * database clock's now plus {@code lease}, in one transaction of one-row updates (the clock read
-   * once); rows another relay took over, or that were sent, rescheduled or dead-lettered, are not
-   * touched. Cost: one UPDATE by primary key per row, one clock read.
+   * database clock's now plus {@code lease}; rows another relay took over, or that were sent,
+   * rescheduled or dead-lettered, are not touched. PostgreSQL: one {@code UPDATE ... WHERE seq =
+   * ANY(?) ... RETURNING seq}; H2: one transaction of a batch of one-row updates, the clock read
+   * once.
    */
   @Override
   public Set<Long> renewLease(String owner, Collection<Long> sequences, Duration lease,
@@ -508,22 +509,48 @@ public final class JdbcOutboxStore implements OutboxStore {
     }
     // Ascending, so concurrent statements lock rows in one order, as claims do.
     Arrays.sort(seqs);
-    return Jdbc.inTransaction(dataSource, "outbox renewLease on " + tables.outbox, c -> {
+    String t = tables.outbox;
+    if (dialect == Dialect.POSTGRESQL) {
+      // One statement; parameters: [now], lease, seqs, owner.
+      String sql = "UPDATE " + t + " SET lease_until = " + databaseClock.nowNanos(dialect)
+          + " + ? WHERE seq = ANY(?) AND state = " + UNSENT + " AND lease_owner = ? RETURNING seq";
+      return Jdbc.autoCommit(dataSource, "outbox renewLease on " + t, c -> {
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+          int i = databaseClock.bind(ps, 1);
+          ps.setLong(i, leaseNanos);
+          ps.setArray(i + 1, c.createArrayOf("bigint", seqs));
+          ps.setString(i + 2, owner);
+          Set<Long> kept = new HashSet<>();
+          try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+              kept.add(rs.getLong(1));
+            }
+          }
+          return kept;
+        }
+      });
+    }
+    // H2: one transaction, the clock read once, a batch of one-row updates (see markSent).
+    return Jdbc.inTransaction(dataSource, "outbox renewLease on " + t, c -> {
       long until = Math.addExact(Instants.toNanos("database now",
           databaseClock.now(c, dialect)), leaseNanos);
-      Set<Long> kept = new HashSet<>();
-      try (PreparedStatement ps = c.prepareStatement("UPDATE " + tables.outbox
+      try (PreparedStatement ps = c.prepareStatement("UPDATE " + t
           + " SET lease_until = ? WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?")) {
         for (Long seq : seqs) {
           ps.setLong(1, until);
           ps.setLong(2, seq);
           ps.setString(3, owner);
-          if (ps.executeUpdate() == 1) {
-            kept.add(seq);
+          ps.addBatch();
+        }
+        int[] counts = ps.executeBatch();
+        Set<Long> kept = new HashSet<>();
+        for (int i = 0; i < counts.length; i++) {
+          if (counts[i] == 1) {
+            kept.add(seqs[i]);
           }
         }
+        return kept;
       }
-      return kept;
     });
   }
 

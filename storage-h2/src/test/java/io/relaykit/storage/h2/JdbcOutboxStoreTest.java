@@ -89,6 +89,38 @@ class JdbcOutboxStoreTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
+  @DisplayName("moveToDeadLetters is one transaction with the dead-letter table: when the upsert"
+      + " fails, the row's DELETE rolls back, the row stays held and no dead letter exists")
+  void moveToDeadLettersIsAtomic(TestDatabase db) throws SQLException {
+    JdbcStorage storage = db.storage(clock);
+    String p = storage.tablePrefix();
+    JdbcOutboxStore outbox = storage.outboxStore();
+    JdbcDeadLetterStore dead = storage.deadLetterStore();
+    long seq = append(storage, "orders", message("a", "m"));
+    OutboxRecord r = outbox.claim("relay-a", 10, LEASE, clock.instant()).get(0);
+    io.relaykit.deadletter.DeadLetter d = io.relaykit.deadletter.DeadLetter.of(r.message(),
+        "orders", "gave up", null, 1, clock.instant(), clock.instant());
+    try (Connection c = db.connection(); Statement s = c.createStatement()) {
+      s.execute("ALTER TABLE " + p + "dead_letter RENAME TO " + p + "dead_letter_gone");
+    }
+    try {
+      assertThatThrownBy(() -> outbox.moveToDeadLetters("relay-a", seq, d, dead))
+          .isInstanceOf(JdbcStorageException.class).hasMessageContaining("moveToDeadLetters");
+    } finally {
+      try (Connection c = db.connection(); Statement s = c.createStatement()) {
+        s.execute("ALTER TABLE " + p + "dead_letter_gone RENAME TO " + p + "dead_letter");
+      }
+    }
+    assertThat(dead.count(io.relaykit.deadletter.DeadLetterQuery.all())).isZero();
+    assertThat(outbox.stats(clock.instant()).unsent()).isEqualTo(1);
+    assertThat(outbox.claim("relay-b", 10, LEASE, clock.instant())).as("still held").isEmpty();
+    assertThat(outbox.moveToDeadLetters("relay-a", seq, d, dead)).isTrue();
+    assertThat(dead.find(d.id())).isPresent();
+    assertThat(outbox.stats(clock.instant()).unsent()).isZero();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
   @DisplayName("append commits and rolls back with the caller's business transaction")
   void appendFollowsCallerTransaction(TestDatabase db) throws SQLException {
     JdbcStorage storage = db.storage(clock);

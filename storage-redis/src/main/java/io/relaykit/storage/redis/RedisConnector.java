@@ -1,24 +1,41 @@
 package io.relaykit.storage.redis;
 
+import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.async.RedisAsyncCommands;
-import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
 import io.lettuce.core.resource.Delay;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * One Lettuce client and one shared, auto-reconnecting connection (Lettuce pipelines the commands of
- * all threads on it). Connects lazily, so an application can start while Redis is down.
+ * all threads on it). Connects lazily, so an application can start while Redis is down. With
+ * {@link RedisStorageConfig#cluster()} the client is Lettuce's {@code RedisClusterClient}: it reads
+ * the topology from the seed URIs, routes each command and script by its first key's slot,
+ * follows MOVED/ASK redirects and refreshes the topology on Lettuce's default adaptive triggers
+ * (redirects, persistent reconnects) and every 60 s; every relaykit
+ * script touches the keys of one slot only. The stores see the commands both clients share
+ * ({@link RedisClusterCommands}). On a cluster, commands issued while a node is unreachable wait
+ * for its reconnect up to the command timeout instead of failing at once (Lettuce connects to
+ * nodes lazily, and rejecting would refuse the first commands to every node), so a tiered store
+ * falls back after one command timeout, then skips the fast tier for its back-off.
  *
  * <p>Implementation notes: commands issued while the connection is down are rejected at once
  * ({@code REJECT_COMMANDS}) instead of being buffered until the command timeout, so a tiered store
@@ -30,9 +47,9 @@ final class RedisConnector implements AutoCloseable {
 
   private final RedisStorageConfig config;
   private final ClientResources resources;
-  private final RedisClient client;
+  private final AbstractRedisClient client;
   private final ReentrantLock lock = new ReentrantLock();
-  private volatile StatefulRedisConnection<String, String> connection;
+  private volatile Connection connection;
   private volatile boolean closed;
   private long nextConnectNanos;
   private RuntimeException lastConnectFailure;
@@ -45,18 +62,55 @@ final class RedisConnector implements AutoCloseable {
         .reconnectDelay(Delay.exponential(Duration.ofMillis(10), config.reconnectMaxDelay(), 2,
             TimeUnit.MILLISECONDS))
         .build();
-    RedisURI uri = RedisURI.create(config.uri());
-    uri.setTimeout(config.commandTimeout());
-    this.client = RedisClient.create(resources, uri);
-    client.setOptions(ClientOptions.builder()
-        .autoReconnect(true)
-        .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-        .socketOptions(SocketOptions.builder()
-            .connectTimeout(config.connectTimeout())
-            .keepAlive(true)
-            .build())
-        .timeoutOptions(TimeoutOptions.enabled(config.commandTimeout()))
-        .build());
+    SocketOptions socket = SocketOptions.builder()
+        .connectTimeout(config.connectTimeout())
+        .keepAlive(true)
+        .build();
+    if (config.cluster()) {
+      List<RedisURI> seeds = new ArrayList<>();
+      for (String seed : config.uris()) {
+        RedisURI uri = RedisURI.create(seed);
+        uri.setTimeout(config.commandTimeout());
+        seeds.add(uri);
+      }
+      RedisClusterClient cluster = RedisClusterClient.create(resources, seeds);
+      // Lettuce opens the connection to each cluster node lazily, and REJECT_COMMANDS would
+      // refuse the first commands to a node while that connection is being made: on a cluster,
+      // commands wait for a (re)connect, within the command timeout.
+      cluster.setOptions(ClusterClientOptions.builder()
+          .autoReconnect(true)
+          .disconnectedBehavior(ClientOptions.DisconnectedBehavior.ACCEPT_COMMANDS)
+          .socketOptions(socket)
+          .timeoutOptions(TimeoutOptions.enabled(config.commandTimeout()))
+          .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+              .enablePeriodicRefresh(Duration.ofSeconds(60))
+              .build())
+          .build());
+      this.client = cluster;
+    } else {
+      RedisURI uri = RedisURI.create(config.uri());
+      uri.setTimeout(config.commandTimeout());
+      RedisClient single = RedisClient.create(resources, uri);
+      single.setOptions(ClientOptions.builder()
+          .autoReconnect(true)
+          .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+          .socketOptions(socket)
+          .timeoutOptions(TimeoutOptions.enabled(config.commandTimeout()))
+          .build());
+      this.client = single;
+    }
+  }
+
+  /** A connection of either kind, with the command interfaces both share. */
+  private record Connection(StatefulConnection<String, String> raw,
+      RedisClusterCommands<String, String> sync, RedisClusterAsyncCommands<String, String> async) {
+    static Connection of(StatefulRedisConnection<String, String> c) {
+      return new Connection(c, c.sync(), c.async());
+    }
+
+    static Connection of(StatefulRedisClusterConnection<String, String> c) {
+      return new Connection(c, c.sync(), c.async());
+    }
   }
 
   RedisStorageConfig config() {
@@ -64,12 +118,12 @@ final class RedisConnector implements AutoCloseable {
   }
 
   /** Synchronous commands; each waits at most the command timeout. */
-  RedisCommands<String, String> sync() {
+  RedisClusterCommands<String, String> sync() {
     return connection().sync();
   }
 
   /** Asynchronous commands, for pipelining; each future fails after the command timeout. */
-  RedisAsyncCommands<String, String> async() {
+  RedisClusterAsyncCommands<String, String> async() {
     return connection().async();
   }
 
@@ -78,8 +132,8 @@ final class RedisConnector implements AutoCloseable {
     return config.redactedUri();
   }
 
-  private StatefulRedisConnection<String, String> connection() {
-    StatefulRedisConnection<String, String> c = connection;
+  private Connection connection() {
+    Connection c = connection;
     if (c != null) {
       return c;
     }
@@ -102,7 +156,9 @@ final class RedisConnector implements AutoCloseable {
             + "; last attempt failed: " + lastConnectFailure.getMessage(), lastConnectFailure);
       }
       try {
-        connection = client.connect();
+        connection = client instanceof RedisClusterClient cluster
+            ? Connection.of(cluster.connect())
+            : Connection.of(((RedisClient) client).connect());
         lastConnectFailure = null;
         LOG.log(System.Logger.Level.DEBUG, "connected to Redis at {0}", where());
         return connection;
@@ -124,11 +180,11 @@ final class RedisConnector implements AutoCloseable {
         return;
       }
       closed = true;
-      StatefulRedisConnection<String, String> c = connection;
+      Connection c = connection;
       connection = null;
       try {
         if (c != null) {
-          c.close();
+          c.raw().close();
         }
       } finally {
         client.shutdown(Duration.ZERO, Duration.ofSeconds(2));

@@ -5,7 +5,7 @@ import io.lettuce.core.Range;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
@@ -386,7 +386,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     for (String member : members) {
       keys.add(entryKey(member.substring(TIME_KEY_LENGTH)));
     }
-    RedisAsyncCommands<String, String> async;
+    RedisClusterAsyncCommands<String, String> async;
     try {
       async = redis.async();
     } catch (RedisException e) {

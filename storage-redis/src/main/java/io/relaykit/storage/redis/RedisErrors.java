@@ -1,7 +1,7 @@
 package io.relaykit.storage.redis;
 
 import io.lettuce.core.RedisCommandExecutionException;
-import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 
 /** Sorting Redis failures into "not there" (retryable) and "the data is not ours" (not). */
 final class RedisErrors {
@@ -26,7 +26,7 @@ final class RedisErrors {
       Throwable cause) {
     String type;
     try {
-      RedisCommands<String, String> sync = redis.sync();
+      RedisClusterCommands<String, String> sync = redis.sync();
       type = sync.type(key);
     } catch (RuntimeException e) {
       type = "another type";

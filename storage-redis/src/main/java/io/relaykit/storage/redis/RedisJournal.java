@@ -3,7 +3,7 @@ package io.relaykit.storage.redis;
 import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import io.relaykit.queue.JournalException;
 import io.relaykit.queue.JournalState;
 import io.relaykit.queue.Priority;
@@ -282,7 +282,7 @@ public final class RedisJournal implements QueueJournal {
   public JournalState load() {
     requireOpen();
     try {
-      RedisCommands<String, String> sync = redis.sync();
+      RedisClusterCommands<String, String> sync = redis.sync();
       List<String> pendingIds = sync.zrange(keys[4], 0, -1);
       List<String> deadIds = sync.zrange(keys[5], 0, -1);
       List<String> seenIds = sync.zrange(keys[7], 0, -1);

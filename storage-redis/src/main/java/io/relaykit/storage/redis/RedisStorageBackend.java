@@ -34,6 +34,8 @@ import java.util.Optional;
  *   <tr><td>relaykit.redis.lease</td><td>30s</td></tr>
  *   <tr><td>relaykit.redis.retention</td><td>relaykit.idempotency.retention</td></tr>
  *   <tr><td>relaykit.redis.max-value-bytes</td><td>8388608</td></tr>
+ *   <tr><td>relaykit.redis.cluster</td><td>false</td></tr>
+ *   <tr><td>relaykit.redis.read-legacy-idempotency-keys</td><td>false</td></tr>
  *   <tr><td>relaykit.redis.journal</td><td>default</td></tr>
  *   <tr><td>relaykit.redis.dead-letters</td><td>default</td></tr>
  * </table>
@@ -123,6 +125,9 @@ public final class RedisStorageBackend implements BackendModuleProvider {
           .lease(duration(config, "lease", defaults.lease()))
           .retention(duration(config, "retention", config.idempotencyRetention()))
           .maxValueBytes(config.getInt(PREFIX + "max-value-bytes", defaults.maxValueBytes()))
+          .cluster(config.getBoolean(PREFIX + "cluster", defaults.cluster()))
+          .readLegacyIdempotencyKeys(config.getBoolean(PREFIX + "read-legacy-idempotency-keys",
+              defaults.readLegacyIdempotencyKeys()))
           .build();
     } catch (IllegalArgumentException e) {
       throw withKey(e);

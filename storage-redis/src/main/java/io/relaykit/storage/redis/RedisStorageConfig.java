@@ -2,6 +2,8 @@ package io.relaykit.storage.redis;
 
 import io.lettuce.core.RedisURI;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -12,7 +14,10 @@ import java.util.Objects;
  * <table>
  *   <caption>Settings and defaults</caption>
  *   <tr><th>field</th><th>default</th><th>meaning</th></tr>
- *   <tr><td>uri</td><td>{@code redis://127.0.0.1:6379}</td><td>Lettuce Redis URI</td></tr>
+ *   <tr><td>uri</td><td>{@code redis://127.0.0.1:6379}</td><td>Lettuce Redis URI; with cluster,
+ *       one or more seed node URIs separated by commas</td></tr>
+ *   <tr><td>cluster</td><td>false</td><td>connect to a Redis Cluster (Lettuce's cluster client:
+ *       slot routing, redirects, topology refresh) instead of one server</td></tr>
  *   <tr><td>commandTimeout</td><td>1 s</td><td>a command not answered in time fails (and a
  *       tiered idempotency store falls back to its durable tier)</td></tr>
  *   <tr><td>connectTimeout</td><td>5 s</td><td>connect and handshake timeout</td></tr>
@@ -43,6 +48,7 @@ public final class RedisStorageConfig {
   private final Duration retention;
   private final int maxValueBytes;
   private final boolean readLegacyIdempotencyKeys;
+  private final boolean cluster;
 
   private RedisStorageConfig(Builder b) {
     this.uri = b.uri;
@@ -54,6 +60,7 @@ public final class RedisStorageConfig {
     this.retention = b.retention;
     this.maxValueBytes = b.maxValueBytes;
     this.readLegacyIdempotencyKeys = b.readLegacyIdempotencyKeys;
+    this.cluster = b.cluster;
   }
 
   /** A builder holding the defaults. */
@@ -72,11 +79,22 @@ public final class RedisStorageConfig {
         .lease(lease)
         .retention(retention)
         .maxValueBytes(maxValueBytes)
-        .readLegacyIdempotencyKeys(readLegacyIdempotencyKeys);
+        .readLegacyIdempotencyKeys(readLegacyIdempotencyKeys)
+        .cluster(cluster);
   }
 
   public String uri() {
     return uri;
+  }
+
+  /** The URIs in {@link #uri()}: one, or the cluster's seed nodes. */
+  public List<String> uris() {
+    return splitUris(uri);
+  }
+
+  /** Whether this is a Redis Cluster configuration. */
+  public boolean cluster() {
+    return cluster;
   }
 
   public Duration commandTimeout() {
@@ -126,13 +144,13 @@ public final class RedisStorageConfig {
         && reconnectMaxDelay.equals(c.reconnectMaxDelay) && keyPrefix.equals(c.keyPrefix)
         && lease.equals(c.lease) && retention.equals(c.retention)
         && maxValueBytes == c.maxValueBytes
-        && readLegacyIdempotencyKeys == c.readLegacyIdempotencyKeys;
+        && readLegacyIdempotencyKeys == c.readLegacyIdempotencyKeys && cluster == c.cluster;
   }
 
   @Override
   public int hashCode() {
     return Objects.hash(uri, commandTimeout, connectTimeout, reconnectMaxDelay, keyPrefix, lease,
-        retention, maxValueBytes, readLegacyIdempotencyKeys);
+        retention, maxValueBytes, readLegacyIdempotencyKeys, cluster);
   }
 
   @Override
@@ -142,7 +160,7 @@ public final class RedisStorageConfig {
         + ", connectTimeout=" + connectTimeout + ", reconnectMaxDelay=" + reconnectMaxDelay
         + ", keyPrefix=" + keyPrefix + ", lease=" + lease + ", retention=" + retention
         + ", maxValueBytes=" + maxValueBytes + ", readLegacyIdempotencyKeys="
-        + readLegacyIdempotencyKeys + "]";
+        + readLegacyIdempotencyKeys + ", cluster=" + cluster + "]";
   }
 
   String redactedUri() {
@@ -150,12 +168,27 @@ public final class RedisStorageConfig {
   }
 
   static String redact(String uri) {
+    if (uri.indexOf(',') >= 0) {
+      List<String> parts = new ArrayList<>();
+      for (String part : splitUris(uri)) {
+        parts.add(redact(part));
+      }
+      return String.join(",", parts);
+    }
     int at = uri.lastIndexOf('@');
     int scheme = uri.indexOf("://");
     if (at < 0 || scheme < 0 || at < scheme) {
       return uri;
     }
     return uri.substring(0, scheme + 3) + "***" + uri.substring(at);
+  }
+
+  private static List<String> splitUris(String uri) {
+    List<String> out = new ArrayList<>();
+    for (String part : uri.split(",", -1)) {
+      out.add(part.trim());
+    }
+    return out;
   }
 
   /** Collects settings; {@link #build()} validates them. */
@@ -169,6 +202,7 @@ public final class RedisStorageConfig {
     private Duration retention = Duration.ofDays(7);
     private int maxValueBytes = 8 * 1024 * 1024;
     private boolean readLegacyIdempotencyKeys;
+    private boolean cluster;
 
     private Builder() {}
 
@@ -225,6 +259,15 @@ public final class RedisStorageConfig {
     }
 
     /**
+     * Connect to a Redis Cluster: {@link #uri} then names one or more seed nodes, separated by
+     * commas ({@code redis://10.0.0.1:7000,redis://10.0.0.2:7000}). Off by default.
+     */
+    public Builder cluster(boolean cluster) {
+      this.cluster = cluster;
+      return this;
+    }
+
+    /**
      * @throws IllegalArgumentException naming the field and value when the URI is blank or not a
      *     Redis URI, a duration is missing, zero or negative (or, for Redis expiries, below one
      *     millisecond), the key prefix is empty, too long or holds a brace or whitespace, or
@@ -234,11 +277,21 @@ public final class RedisStorageConfig {
       if (uri == null || uri.isBlank()) {
         throw new IllegalArgumentException("uri must not be blank, was '" + uri + "'");
       }
-      try {
-        RedisURI.create(uri);
-      } catch (RuntimeException e) {
-        throw new IllegalArgumentException(
-            "uri is not a Redis URI: '" + redact(uri) + "' (" + e.getMessage() + ")", e);
+      List<String> uris = splitUris(uri);
+      if (uris.size() > 1 && !cluster) {
+        throw new IllegalArgumentException("uri must be one Redis URI unless cluster is set, was '"
+            + redact(uri) + "'");
+      }
+      for (String one : uris) {
+        try {
+          if (one.isEmpty()) {
+            throw new IllegalArgumentException("empty URI in the list");
+          }
+          RedisURI.create(one);
+        } catch (RuntimeException e) {
+          throw new IllegalArgumentException(
+              "uri is not a Redis URI: '" + redact(uri) + "' (" + e.getMessage() + ")", e);
+        }
       }
       requireMillis("commandTimeout", commandTimeout);
       requireMillis("connectTimeout", connectTimeout);

@@ -3,7 +3,7 @@ package io.relaykit.storage.redis;
 import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -23,7 +23,7 @@ final class Script {
     this.sha = sha1(text);
   }
 
-  <T> T run(RedisCommands<String, String> redis, ScriptOutputType type, String[] keys,
+  <T> T run(RedisClusterCommands<String, String> redis, ScriptOutputType type, String[] keys,
       String... args) {
     try {
       return redis.evalsha(sha, type, keys, args);

@@ -46,6 +46,23 @@ class RedisStorageConfigTest {
     assertInvalid(RedisStorageConfig.builder().keyPrefix("a b"), "keyPrefix", "a b");
     assertInvalid(RedisStorageConfig.builder().keyPrefix("p".repeat(129)), "keyPrefix", "129");
     assertInvalid(RedisStorageConfig.builder().maxValueBytes(1023), "maxValueBytes", "1023");
+    assertInvalid(RedisStorageConfig.builder().uri("redis://a:1,redis://b:2"), "uri", "cluster");
+    assertInvalid(RedisStorageConfig.builder().cluster(true).uri("redis://a:1,,redis://b:2"),
+        "uri");
+    assertInvalid(RedisStorageConfig.builder().cluster(true).uri("redis://a:1,http://b"), "uri");
+  }
+
+  @Test
+  @DisplayName("a cluster takes comma-separated seeds; it is off by default")
+  void cluster() {
+    assertThat(RedisStorageConfig.builder().build().cluster()).isFalse();
+    RedisStorageConfig c = RedisStorageConfig.builder().cluster(true)
+        .uri("redis://u:s3cret@10.0.0.1:7000, redis://u:s3cret@10.0.0.2:7000").build();
+    assertThat(c.cluster()).isTrue();
+    assertThat(c.uris()).containsExactly("redis://u:s3cret@10.0.0.1:7000",
+        "redis://u:s3cret@10.0.0.2:7000");
+    assertThat(c.toString()).doesNotContain("s3cret").contains("cluster=true");
+    assertThat(c.toBuilder().build()).isEqualTo(c);
   }
 
   @Test

@@ -122,6 +122,25 @@ final class HandlerWatchdog {
     return mine;
   }
 
+  /**
+   * How long the longest-running handler call on a watched worker has run, expired calls whose
+   * handler has not returned included: a worker stuck in a handler that ignores interrupts holds
+   * its thread, and an oldest-age alarm must see it even though its record has moved on to its
+   * retry. Empty when no call runs. O(workers).
+   */
+  java.util.Optional<Duration> oldestRunning() {
+    long now = nanoTime.getAsLong();
+    long oldest = Long.MIN_VALUE;
+    for (Slot slot : slots) {
+      Call call = slot.current;
+      if (call != null) {
+        oldest = Math.max(oldest, now - (call.deadline - timeoutNanos));
+      }
+    }
+    return oldest == Long.MIN_VALUE ? java.util.Optional.empty()
+        : java.util.Optional.of(Duration.ofNanos(Math.max(0, oldest)));
+  }
+
   private void scan() {
     long now = nanoTime.getAsLong();
     long next = now + timeoutNanos;

@@ -116,6 +116,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final String retryTopic;
   private final String deadLetterTopic;
   private final OffsetReset sourceReset;
+  private final int retryPartitions;
   private final KafkaConsumer<String, byte[]> consumer;
   private final KafkaPublisher router;
   private final OffsetTracker<TopicPartition> tracker;
@@ -148,7 +149,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final Map<TopicPartition, Long> committed = new HashMap<>();
 
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
-      String retryTopic, String deadLetterTopic, RateLimiter rateLimiter, Runnable onClosed) {
+      String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
+      Runnable onClosed) {
     this.spec = spec;
     this.handler = handler;
     this.config = config;
@@ -159,6 +161,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     this.rateLimiter = rateLimiter;
     this.topic = spec.destination();
     this.retryTopic = retryTopic;
+    this.retryPartitions = retryPartitions;
     this.deadLetterTopic = deadLetterTopic;
     this.sourceReset = OffsetReset.parse(config.consumerProperties().get(OffsetReset.SETTING));
     this.onClosed = onClosed;
@@ -176,7 +179,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         // Everything tracked may be queued at once (parked records released together, retries in
         // their headroom), beside stale tasks of a revoked assignment: a submit never waits.
         .maxQueued(2 * (spec.maxInFlight() + maxParked) + 3 * maxPollRecords)
-        .threadName(name + "-worker")
+        .threadFactory(daemonThreads(name + "-worker"))
         .failureHandler((key, failure) -> LOG.log(System.Logger.Level.ERROR,
             "unexpected failure in the consumer runtime of " + topic, failure))
         .build();
@@ -193,6 +196,15 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     pollThread.setDaemon(true);
   }
 
+  private static java.util.concurrent.ThreadFactory daemonThreads(String name) {
+    java.util.concurrent.atomic.AtomicInteger n = new java.util.concurrent.atomic.AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+      t.setDaemon(true); // a stuck handler must not keep the JVM alive after close
+      return t;
+    };
+  }
+
   static Map<String, Object> consumerProperties(KafkaTransportConfig config, SubscriptionSpec spec,
       int maxPollRecords) {
     Map<String, Object> props = new HashMap<>();
@@ -200,6 +212,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     // We choose start positions ourselves (see resetPositions): the user's setting governs the
     // source partitions only, retry partitions always start from their earliest copy.
     props.put(OffsetReset.SETTING, "none");
+    // Under the KIP-848 protocol the server's default (uniform) assignor may put every retry
+    // partition on one member and every source partition on another; range gives a member the
+    // same partition numbers of both topics, so retry copies land where their key is parked.
+    if ("consumer".equalsIgnoreCase(String.valueOf(props.get("group.protocol")))) {
+      props.putIfAbsent("group.remote.assignor", "range");
+    }
     props.put("bootstrap.servers", config.bootstrapServers());
     props.put("group.id", spec.group());
     props.put("client.id", config.clientIdPrefix() + "-" + spec.group() + "-"
@@ -432,7 +450,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         || !assigned.contains(e.getKey()));
     boolean full = !hasRoom();
     boolean stopSource = state != State.RUNNING || full;
-    boolean stopRetry = state != State.RUNNING || !hasRetryRoom();
+    // Retry partitions are read while draining too: a due retry unparks its key's records.
+    boolean stopRetry = !hasRetryRoom();
     Set<TopicPartition> wanted = new HashSet<>(delayedUntil.keySet());
     for (TopicPartition tp : assigned) {
       if (tp.topic().equals(retryTopic) ? stopRetry : stopSource) {
@@ -469,7 +488,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     for (TopicPartition tp : records.partitions()) {
       boolean fromRetry = tp.topic().equals(retryTopic);
       for (ConsumerRecord<String, byte[]> r : records.records(tp)) {
-        if (state != State.RUNNING) {
+        if (state != State.RUNNING && !(fromRetry && state == State.DRAINING)) {
           consumer.seek(tp, r.offset()); // draining: leave it for the next owner
           break;
         }
@@ -568,8 +587,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         lag.put(tp.toString(), l.getAsLong());
       }
     }
+    // A handler stuck past its timeout (its record moved on to the retry topic) still holds a
+    // worker: it counts towards the oldest age, so an alarm sees workers that stopped moving.
+    Duration oldest = tracker.oldestInFlightAge().orElse(Duration.ZERO);
+    Duration running = watchdog.oldestRunning().orElse(Duration.ZERO);
     ConsumerBacklog sample = new ConsumerBacklog(topic, spec.group(), lag, tracker.inFlight(),
-        tracker.oldestInFlightAge().orElse(Duration.ZERO), clock.instant());
+        running.compareTo(oldest) > 0 ? running : oldest, clock.instant());
     backlog = sample;
     try {
       monitor.record(sample.toSample());
@@ -621,7 +644,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         hold -> (hold instanceof RetryHold rh && gone.contains(rh.partition()))
             || (hold instanceof Work w && gone.contains(w.partition())),
         w -> gone.contains(w.partition()),
-        this::submit);
+        this::drain);
     synchronized (idle) {
       idle.notifyAll();
     }
@@ -638,19 +661,36 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   private void submit(Work w) {
-    Runnable task = () -> {
+    submitTask(w.gateKey(), () -> {
       if (!current(w)) {
         return; // queued before a revoke: the partition's current owner (maybe us) re-read it
       }
       if (w.gateKey() != null && !w.fromRetryTopic() && parking.parkIfHeld(w)) {
-        return; // its key went into retry after this record was queued
+        return; // its key went into retry (or is draining its released records) meanwhile
       }
       process(w);
-    };
+    });
+  }
+
+  /**
+   * Runs the released records of {@code key} in order, in the key's lane: one task for all of
+   * them, so a record of the key queued in the lane before the release cannot overtake them (it
+   * finds the key still parked and joins the queue).
+   */
+  private void drain(Object key) {
+    submitTask(key, () -> {
+      Work next;
+      while ((next = parking.nextReleased(key)) != null) {
+        process(next);
+      }
+    });
+  }
+
+  private void submitTask(Object key, Runnable task) {
     try {
-      if (!workers.trySubmit(w.gateKey(), task)) {
+      if (!workers.trySubmit(key, task)) {
         // Cannot happen while in-flight work stays under maxInFlight; wait rather than lose it.
-        workers.submit(w.gateKey(), task);
+        workers.submit(key, task);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -781,12 +821,14 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
     Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
-    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic, null,
-        w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic,
+        retryPartition(w, sourcePosition), w.record().key(), w.record().value(),
+        KafkaRecords.toHeaders(headers));
     sendDurably(w, copy, message.id(), md -> {
       if (key != null) {
-        parking.replace(key, w, new RetryHold(new TopicPartition(md.topic(), md.partition()),
-            md.offset()));
+        TopicPartition copyAt = new TopicPartition(md.topic(), md.partition());
+        parking.moveHold(key, w, new RetryHold(copyAt, md.offset()),
+            () -> owned.contains(copyAt), this::drain);
       }
       event(LifecycleEvent.Stage.RETRIED, message, "attempt " + route.attempt() + " failed, "
           + "retry after " + route.delay() + " via " + KafkaRecords.position(md.topic(),
@@ -794,11 +836,25 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       finish(w);
     }, rejected -> {
       if (key != null) {
-        parking.release(key, w, this::submit);
+        parking.release(key, w, this::drain);
       }
       deadLetter(w, wire, message, route.deadLetterInstead("retry copy refused: "
           + rejected.getMessage()), sourcePosition);
     });
+  }
+
+  /**
+   * The retry partition a copy goes to: the one numbered like the record's source partition
+   * (modulo the retry topic's partitions, should the source have grown), so that the copy lands
+   * where its key's park lives whenever the assignor gives a member the same partitions of both
+   * topics (the range assignor, classic or KIP-848, does for equal partition counts). Where it
+   * does not, {@link KeyParking#moveHold} releases the park rather than hold it for a copy another
+   * member runs.
+   */
+  private int retryPartition(Work w, String sourcePosition) {
+    var source = KafkaRecords.parsePosition(sourcePosition);
+    int partition = source != null ? source.getKey().partition() : w.partition().partition();
+    return Math.floorMod(partition, retryPartitions);
   }
 
   private void deadLetter(Work w, Map<String, String> wire, Message message, FailureRoute route,
@@ -827,7 +883,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
    */
   private void deadLetterReference(Work w, Map<String, String> wire, Message message,
       FailureRoute route, String sourcePosition, String id, RuntimeException refused) {
-    FailureRoute ref = route.deadLetterInstead(io.relaykit.internal.Texts.truncateUtf8(
+    FailureRoute ref = route.deadLetterInstead(FailureRoute.truncateUtf8(
         "this entry refers to the original at " + sourcePosition + " (the full dead-letter copy"
         + " was refused: " + refused.getMessage() + "); " + route.reason(), REFERENCE_TEXT_BYTES));
     Map<String, String> envelope = new LinkedHashMap<>();
@@ -838,7 +894,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     });
     Map<String, String> headers = ref.headers(envelope);
     headers.computeIfPresent(MessageHeaders.EXCEPTION_MESSAGE,
-        (k, v) -> io.relaykit.internal.Texts.truncateUtf8(v, REFERENCE_TEXT_BYTES));
+        (k, v) -> FailureRoute.truncateUtf8(v, REFERENCE_TEXT_BYTES));
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
     headers.put(MessageHeaders.GROUP, spec.group());
     headers.put(KafkaDeadLetterStore.REFERENCE, sourcePosition);
@@ -903,8 +959,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       consumer.wakeup(); // the poll thread waits for room: intake can resume
     }
     if (w.fromRetryTopic() && w.gateKey() != null) {
-      parking.release(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
-          this::submit);
+      parking.releaseRetry(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
+          this::drain);
     }
     if (state != State.RUNNING) {
       synchronized (idle) {
@@ -957,7 +1013,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
       long end = System.nanoTime() + deadline.toNanos();
       synchronized (idle) {
-        while (tracker.inFlight() > 0 && pollThreadDone.getCount() > 0) {
+        // Records waiting for a parked key are not waited for: they wait for a retry that may be
+        // due long after the deadline (they stay uncommitted and are redelivered).
+        while (active() > 0 && pollThreadDone.getCount() > 0) {
           long left = end - System.nanoTime();
           if (left <= 0) {
             break;
@@ -970,7 +1028,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
           }
         }
       }
-      boolean drained = tracker.inFlight() == 0;
+      boolean drained = active() == 0;
       if (state != State.FAILED) {
         state = State.STOPPING;
         consumer.wakeup(); // end a poll in progress now, not a poll timeout later
@@ -978,6 +1036,14 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
       awaitPollThread();
       workers.shutdownNow();
+      try {
+        if (!workers.awaitTermination(config.closeTimeout())) {
+          LOG.log(System.Logger.Level.WARNING, "workers of " + topic + " still run handlers that"
+              + " ignore interrupts after " + config.closeTimeout() + "; left behind (daemons)");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
       timers.shutdownNow();
       router.close();
       state = State.CLOSED;
@@ -1000,6 +1066,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private synchronized void awaitClosed() {
     // close() holds this monitor while closing: reaching here means it finished.
+  }
+
+  /** Keys parked now, and records waiting for them (tests). */
+  int parkedKeys() {
+    return parking.parkedKeys();
   }
 
   /** Records taken in and not finished yet (tests). */

@@ -42,10 +42,22 @@ import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
  * <p>Limits: a partition is consumed by one member of the group, so partitions cap the group's
  * parallelism across machines; inside a member, KEY mode runs one record per key at a time, so a
  * hot key caps its own throughput at one handler's speed. Key parking (later records of a key wait
- * for its record in retry) lives in the member that owns the partition: after a rebalance the new
- * owner does not know which keys were parked, so a record may overtake its key's retry then.
+ * for its record in retry) lives in the member that owns the partition; a retry copy goes to the
+ * retry partition numbered like its source partition, which a range assignor gives the same
+ * member. Where another member owns it, the park is released at once (no key stays parked, but a
+ * record may overtake its key's retry then), as after a rebalance, whose new owner does not know
+ * which keys were parked.
+ *
+ * <p>{@link #subscribe} refuses a retry topic with fewer partitions than the source, and a {@code
+ * group.instance.id} that a running subscription of the same group in this JVM already uses.
  */
 public final class KafkaSubscriber implements Subscriber {
+
+  /**
+   * Static members ({@code group.instance.id}) of running subscriptions in this JVM, group and id
+   * to topic: a second subscription with the same id in the same group would fence the first.
+   */
+  private static final Map<String, String> STATIC_MEMBERS = new ConcurrentHashMap<>();
 
   private final KafkaTransportConfig config;
   private final Set<KafkaConsumerRuntime> running = ConcurrentHashMap.newKeySet();
@@ -66,7 +78,9 @@ public final class KafkaSubscriber implements Subscriber {
    * Starts consuming {@code spec.destination()} in {@code spec.group()}.
    *
    * @throws IllegalArgumentException if the spec or handler is null, the topic is not a legal
-   *     topic name or does not exist, or the group makes an illegal retry or dead-letter topic name
+   *     topic name or does not exist, the group makes an illegal retry or dead-letter topic name,
+   *     an existing retry topic has fewer partitions than the source, or the config's {@code
+   *     group.instance.id} is in use by a running subscription of the same group in this JVM
    * @throws IllegalStateException if the brokers cannot be reached to check or create the topics
    */
   @Override
@@ -100,17 +114,46 @@ public final class KafkaSubscriber implements Subscriber {
     KafkaTransportConfig.requireTopicName("destination", spec.destination());
     String retryTopic = config.retryTopic(spec.destination(), spec.group());
     String deadLetterTopic = config.deadLetterTopic(spec.destination(), spec.group());
-    ensureTopics(spec.destination(), List.of(retryTopic, deadLetterTopic));
-    KafkaConsumerRuntime[] self = new KafkaConsumerRuntime[1];
-    KafkaConsumerRuntime runtime = new KafkaConsumerRuntime(spec, handler, config, retryTopic,
-        deadLetterTopic, rateLimiter, () -> running.remove(self[0]));
-    self[0] = runtime;
-    running.add(runtime);
-    runtime.start();
-    return runtime;
+    String instanceId = config.consumerProperties().get("group.instance.id");
+    String member = instanceId == null ? null : spec.group() + "\u0000" + instanceId;
+    if (member != null && STATIC_MEMBERS.putIfAbsent(member, spec.destination()) != null) {
+      throw new IllegalArgumentException("group.instance.id " + instanceId + " is already used by"
+          + " a running subscription of group " + spec.group() + " (to "
+          + STATIC_MEMBERS.get(member) + ") in this JVM: two members of one group sharing a static"
+          + " id fence each other; give each subscription its own group.instance.id");
+    }
+    try {
+      int retryPartitions = ensureTopics(spec.destination(), retryTopic, deadLetterTopic);
+      KafkaConsumerRuntime[] self = new KafkaConsumerRuntime[1];
+      KafkaConsumerRuntime runtime = new KafkaConsumerRuntime(spec, handler, config, retryTopic,
+          retryPartitions, deadLetterTopic, rateLimiter, () -> {
+            running.remove(self[0]);
+            if (member != null) {
+              STATIC_MEMBERS.remove(member);
+            }
+          });
+      self[0] = runtime;
+      running.add(runtime);
+      runtime.start();
+      return runtime;
+    } catch (RuntimeException e) {
+      if (member != null) {
+        STATIC_MEMBERS.remove(member);
+      }
+      throw e;
+    }
   }
 
-  private void ensureTopics(String source, List<String> derived) {
+  /**
+   * Checks the source topic and creates the missing retry and dead-letter topics.
+   *
+   * @return the retry topic's partition count
+   * @throws IllegalArgumentException if the source is missing, or an existing retry topic has
+   *     fewer partitions than the source (retry copies go to the retry partition numbered like
+   *     their source partition, where the key's park lives)
+   */
+  private int ensureTopics(String source, String retryTopic, String deadLetterTopic) {
+    List<String> derived = List.of(retryTopic, deadLetterTopic);
     try (Admin admin = Admin.create(adminProperties(config))) {
       int partitions;
       try {
@@ -132,8 +175,21 @@ public final class KafkaSubscriber implements Subscriber {
           missing.add(new NewTopic(name, Optional.of(partitions), Optional.empty()));
         }
       }
+      int retryPartitions = partitions;
+      if (existing.contains(retryTopic)) {
+        retryPartitions = admin.describeTopics(List.of(retryTopic)).allTopicNames()
+            .get(config.publishTimeout().toMillis(), TimeUnit.MILLISECONDS).get(retryTopic)
+            .partitions().size();
+        if (retryPartitions < partitions) {
+          throw new IllegalArgumentException("retry topic " + retryTopic + " has "
+              + retryPartitions + " partitions, fewer than the " + partitions + " of " + source
+              + ": a retry copy goes to the retry partition numbered like its source partition"
+              + " (where its key is parked); add partitions (kafka-topics.sh --alter --topic "
+              + retryTopic + " --partitions " + partitions + ")");
+        }
+      }
       if (missing.isEmpty()) {
-        return;
+        return retryPartitions;
       }
       admin.createTopics(missing).values().forEach((name, f) -> {
         try {
@@ -155,6 +211,7 @@ public final class KafkaSubscriber implements Subscriber {
         }
       }
       awaitLeaders(admin, latest, config.publishTimeout());
+      return retryPartitions;
     } catch (IllegalArgumentException | IllegalStateException e) {
       throw e;
     } catch (InterruptedException e) {

@@ -3,7 +3,6 @@ package io.relaykit.transport.kafka;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
@@ -28,9 +27,19 @@ import java.util.function.Predicate;
  */
 final class KeyParking {
 
+  /** Retry positions remembered per park as finished before their hold was placed. */
+  static final int MAX_FINISHED_EARLY = 64;
+
   private static final class Park {
     final Set<Object> holds = new HashSet<>();
     final PriorityQueue<Work> waiting = new PriorityQueue<>(Work.ORDER);
+    /**
+     * Retry holds released before they were placed: the consumer fetched and finished a retry copy
+     * before the producer callback that moves the key's hold onto that copy ran.
+     */
+    final Set<Object> finishedEarly = new HashSet<>();
+    /** Released: a drain task takes the waiting records; the key stays parked until it is done. */
+    boolean draining;
   }
 
   private final Map<Object, Park> parks = new HashMap<>();
@@ -99,45 +108,74 @@ final class KeyParking {
     parkedCount = parks.size();
   }
 
-  /** Swaps one hold for another without unparking in between. */
-  synchronized void replace(Object key, Object oldHold, Object newHold) {
+  /**
+   * Moves {@code key}'s hold from {@code oldHold} (a failed work) to {@code newHold} (its retry
+   * copy's position), without unparking in between, if {@code live} says this member will see that
+   * copy finish (it owns the copy's partition; checked under the lock, so a revoke of that
+   * partition either runs later and drops the new hold, or ran before and fails the check).
+   * Otherwise, and if the copy already finished ({@link #releaseRetry} came first), the key is
+   * released: no hold is placed that nobody would release.
+   */
+  synchronized void moveHold(Object key, Object oldHold, Object newHold,
+      java.util.function.BooleanSupplier live, Consumer<Object> drain) {
     Park park = parks.get(key);
-    if (park == null || !park.holds.remove(oldHold)) {
+    if (park == null || !park.holds.contains(oldHold)) {
       return; // released meanwhile by a revoke: the new owner decides order from here
     }
+    if (park.finishedEarly.remove(newHold) || !live.getAsBoolean()) {
+      release(key, oldHold, drain);
+      return;
+    }
+    park.holds.remove(oldHold);
     park.holds.add(newHold);
   }
 
   /**
-   * Drops {@code hold}; if it was the key's last, unparks the key and submits its waiting records in
-   * order.
+   * Releases {@code hold}, a retry copy's position, when that copy finished. If the key is parked
+   * but the hold is not there yet (its move is still to come, see {@link #moveHold}), remembers it,
+   * at most {@value #MAX_FINISHED_EARLY} per park; they go with the park.
    */
-  synchronized void release(Object key, Object hold, Consumer<Work> submit) {
+  synchronized void releaseRetry(Object key, Object hold, Consumer<Object> drain) {
+    Park park = parks.get(key);
+    if (park == null) {
+      return;
+    }
+    if (park.holds.contains(hold)) {
+      release(key, hold, drain);
+    } else if (park.finishedEarly.size() < MAX_FINISHED_EARLY) {
+      park.finishedEarly.add(hold);
+    }
+  }
+
+  /**
+   * Drops {@code hold}; if it was the key's last, releases the key's waiting records: they are run
+   * in order by one drain task in the key's lane ({@link #nextReleased}), started through {@code
+   * drain}; until the last has been taken the key counts as parked, so a record of the key that was
+   * already queued in the lane cannot overtake them.
+   */
+  synchronized void release(Object key, Object hold, Consumer<Object> drain) {
     Park park = parks.get(key);
     if (park == null || !park.holds.remove(hold)) {
       return;
     }
     if (park.holds.isEmpty()) {
-      parks.remove(key);
-      flush(park, submit);
-      parkedCount = parks.size();
+      flush(key, park, drain);
     }
   }
 
   /**
    * Drops every hold {@code revokedHold} matches and every waiting record {@code revokedWork}
    * matches (their partitions moved to another consumer, which re-reads them); keys left without
-   * holds are unparked and their remaining records submitted.
+   * holds release their remaining records as {@link #release} does.
    *
    * @return the dropped waiting records
    */
   synchronized List<Work> revoke(Predicate<Object> revokedHold, Predicate<Work> revokedWork,
-      Consumer<Work> submit) {
+      Consumer<Object> drain) {
     List<Work> dropped = new ArrayList<>();
-    Iterator<Map.Entry<Object, Park>> it = parks.entrySet().iterator();
-    List<Park> unparked = new ArrayList<>();
-    while (it.hasNext()) {
-      Park park = it.next().getValue();
+    List<Map.Entry<Object, Park>> unparked = new ArrayList<>();
+    for (Map.Entry<Object, Park> e : parks.entrySet()) {
+      Park park = e.getValue();
       park.holds.removeIf(revokedHold);
       park.waiting.removeIf(w -> {
         if (revokedWork.test(w)) {
@@ -147,23 +185,49 @@ final class KeyParking {
         return false;
       });
       if (park.holds.isEmpty()) {
-        it.remove();
-        unparked.add(park);
+        unparked.add(e);
       }
     }
     waitingCount -= dropped.size();
-    for (Park park : unparked) {
-      flush(park, submit);
+    for (Map.Entry<Object, Park> e : unparked) {
+      flush(e.getKey(), e.getValue(), drain);
     }
-    parkedCount = parks.size();
     return dropped;
   }
 
-  private void flush(Park park, Consumer<Work> submit) {
-    while (!park.waiting.isEmpty()) {
-      waitingCount--;
-      submit.accept(park.waiting.poll());
+  /** A park without holds: forgotten if nothing waits, else drained once, in the key's lane. */
+  private void flush(Object key, Park park, Consumer<Object> drain) {
+    if (park.waiting.isEmpty()) {
+      parks.remove(key);
+      parkedCount = parks.size();
+    } else if (!park.draining) {
+      park.draining = true;
+      drain.accept(key);
     }
+  }
+
+  /**
+   * The next released record of {@code key} for its drain task to run, lowest position first; null
+   * when the drain is over: nothing left (the key is unparked) or the key was held again (a record
+   * of the drain failed; the next release starts a new drain).
+   */
+  synchronized Work nextReleased(Object key) {
+    Park park = parks.get(key);
+    if (park == null) {
+      return null;
+    }
+    if (!park.holds.isEmpty()) {
+      park.draining = false;
+      return null;
+    }
+    Work next = park.waiting.poll();
+    if (next == null) {
+      parks.remove(key);
+      parkedCount = parks.size();
+      return null;
+    }
+    waitingCount--;
+    return next;
   }
 
   /** Records waiting for a parked key. Lock-free. */

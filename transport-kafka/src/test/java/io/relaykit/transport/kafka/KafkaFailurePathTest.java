@@ -300,4 +300,105 @@ class KafkaFailurePathTest {
         () -> bySecond.size() == 1);
     assertThat(KafkaTestSupport.endOffset(topic, 0)).as("nothing resent to the source").isOne();
   }
+
+  @Test
+  @DisplayName("subscribe refuses a retry topic with fewer partitions than the source, naming both"
+      + " counts and the fix")
+  void retryTopicWithFewerPartitionsIsRefused() {
+    String topic = newTopic("fewretry", 3);
+    String group = topic + "-g";
+    String retryTopic = KafkaTestSupport.config().build().retryTopic(topic, group);
+    KafkaTestBroker.createTopic(retryTopic, 2);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> clients.subscriber()
+        .subscribe(SubscriptionSpec.builder(topic, group).build(), d -> { }))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining(retryTopic + " has 2 partitions, fewer than the 3 of " + topic)
+        .hasMessageContaining("--partitions 3");
+  }
+
+  @Test
+  @DisplayName("close does not spend its deadline on a parked key: records waiting for a retry"
+      + " that is not due stay uncommitted, and close returns at once")
+  void closeDoesNotWaitForParkedKeys() {
+    String topic = newTopic("closepark", 1);
+    String group = topic + "-g";
+    publishAll(topic, List.of(message("k", 0), message("k", 1)));
+    List<Integer> handled = new CopyOnWriteArrayList<>();
+    KafkaConsumerRuntime sub = (KafkaConsumerRuntime) clients.subscriber().subscribe(
+        SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
+            .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+                .backoff(Backoff.fixed(Duration.ofMinutes(10))).build())
+            .build(),
+        d -> {
+          handled.add(seq(d));
+          throw new IllegalStateException("fails");
+        });
+    Await.until(WAIT, "record 0 in retry, record 1 parked behind it", () -> handled.equals(
+        List.of(0)) && Long.valueOf(1).equals(committedOffsets(group, topic).get(0))
+        && sub.inFlight() == 1);
+    long start = System.nanoTime();
+    assertThat(sub.close(Duration.ofSeconds(30))).as("no handler was left running").isTrue();
+    assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(15));
+    assertThat(committedOffsets(group, topic)).containsEntry(0, 1L);
+  }
+
+  @Test
+  @DisplayName("handlers stuck past their timeout at full concurrency show in the oldest age while"
+      + " nothing else is in flight; workers are daemon threads that close waits for")
+  void stuckHandlersShowInTheOldestAge() {
+    String topic = newTopic("stuck", 1);
+    String group = topic + "-g";
+    publishAll(topic, List.of(message("a", 0), message("b", 1)));
+    CountDownLatch release = new CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicInteger started = new java.util.concurrent.atomic.AtomicInteger();
+    java.util.Set<Thread> workers = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    KafkaSubscription sub = clients.subscriber().subscribe(
+        SubscriptionSpec.builder(topic, group).ordering(OrderingMode.UNORDERED).concurrency(2)
+            .handlerTimeout(Duration.ofMillis(300))
+            .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+                .backoff(Backoff.fixed(Duration.ofMinutes(10))).build())
+            .build(),
+        d -> {
+          workers.add(Thread.currentThread());
+          started.incrementAndGet();
+          boolean done = false;
+          while (!done) {
+            try {
+              done = release.await(60, TimeUnit.SECONDS); // ignores the timeout's interrupt
+            } catch (InterruptedException e) {
+              // stuck
+            }
+          }
+        });
+    ConsumerBacklog stuck = Await.value(WAIT, "both records moved on to their retry, workers stuck",
+        sub::backlog, b -> b.inFlight() == 0 && started.get() == 2
+            && b.oldestInFlightAge().compareTo(Duration.ofSeconds(1)) > 0);
+    assertThat(stuck.oldestInFlightAge()).isGreaterThan(Duration.ofSeconds(1));
+    assertThat(workers).hasSize(2).allMatch(Thread::isDaemon);
+    release.countDown();
+    sub.close(Duration.ofSeconds(10));
+    assertThat(workers).noneMatch(Thread::isAlive);
+  }
+
+  @Test
+  @DisplayName("subscribe refuses a group.instance.id that a running subscription of the same group"
+      + " uses; it is free again after that one closed")
+  void sharedStaticMemberIdIsRefused() {
+    String topic = newTopic("staticid", 1);
+    String other = newTopic("staticid-other", 1);
+    String group = topic + "-g";
+    KafkaSubscriber subscriber = clients.subscriber(KafkaTestSupport.config()
+        .closeTimeout(Duration.ofSeconds(5)).consumerProperty("group.instance.id", "member-1"));
+    KafkaSubscription first = subscriber.subscribe(SubscriptionSpec.builder(topic, group).build(),
+        d -> { });
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> subscriber.subscribe(
+        SubscriptionSpec.builder(other, group).build(), d -> { }))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("group.instance.id member-1").hasMessageContaining(group);
+    // Another group may use the same id.
+    subscriber.subscribe(SubscriptionSpec.builder(other, other + "-g").build(), d -> { });
+    first.close(Duration.ofSeconds(5));
+    assertThat(subscriber.subscribe(SubscriptionSpec.builder(other, group).build(), d -> { })
+        .isRunning()).isTrue();
+  }
 }

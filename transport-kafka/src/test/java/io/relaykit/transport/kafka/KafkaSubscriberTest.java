@@ -48,6 +48,14 @@ class KafkaSubscriberTest extends SubscriberContract {
   }
 
   @Override
+  protected void afterFirstFailure(String destination, SubscriptionSpec spec) {
+    // The retry copy is confirmed when the source is committed past the message.
+    Await.until(Duration.ofSeconds(30), "source committed past the failed message", () ->
+        Long.valueOf(1).equals(KafkaTestSupport.committedOffsets(spec.group(), destination)
+            .get(0)));
+  }
+
+  @Override
   protected DeadLetter awaitDeadLetter(String destination, String messageId, Duration timeout) {
     try (KafkaDeadLetterStore store = KafkaDeadLetterStore.forSubscription(config, destination,
         scoped(destination, "g"))) {

@@ -104,6 +104,11 @@ public final class KafkaTestBroker {
           .setConfigProp("auto.create.topics.enable", "true")
           // A lone consumer should not wait the default 3 s before its first assignment.
           .setConfigProp("group.initial.rebalance.delay.ms", "0")
+          // Members of the rebalance kit join and leave in seconds: allow short sessions.
+          .setConfigProp("group.min.session.timeout.ms", "1000")
+          .setConfigProp("group.consumer.min.session.timeout.ms", "1000")
+          .setConfigProp("group.consumer.min.heartbeat.interval.ms", "500")
+          .setConfigProp("group.consumer.heartbeat.interval.ms", "500")
           .build();
       kit.format();
       kit.startup();

@@ -86,6 +86,8 @@ public final class RabbitMqPublisher implements Publisher {
   private static final System.Logger LOG = System.getLogger(RabbitMqPublisher.class.getName());
   private static final int MAX_SENDS = 5;
   private static final String DEFAULT_EXCHANGE = "";
+  /** Messages the writer takes per turn of its lock. */
+  private static final int WRITE_BATCH = 256;
   /** How long close() waits for the connection to close after the confirms (bounded anyway). */
   static final int CONNECTION_CLOSE_MILLIS = 5_000;
 
@@ -105,7 +107,8 @@ public final class RabbitMqPublisher implements Publisher {
   private Connections.Opened connection; // guarded by lock
   private Gen gen; // guarded by lock; null while disconnected
   private String lastLoss = "none"; // guarded by lock
-  private String blockedReason; // guarded by lock; non-null while the broker blocks connection
+  /** Non-null while the broker blocks the connection; written under the lock, read without. */
+  private volatile String blockedReason;
   private boolean stopped; // guarded by lock: the writer is to exit
   private volatile boolean closed;
   private final Set<String> declaredExchanges = ConcurrentHashMap.newKeySet();
@@ -235,7 +238,7 @@ public final class RabbitMqPublisher implements Publisher {
   }
 
   private CompletableFuture<PublishReceipt> enqueue(Pending p) {
-    String blocked = blockedReason();
+    String blocked = blockedReason; // the fast path; checked again under the lock below
     if (blocked != null) {
       return CompletableFuture.failedFuture(blockedFailure(p, blocked));
     }
@@ -280,13 +283,18 @@ public final class RabbitMqPublisher implements Publisher {
 
   /**
    * The writer thread: the only one that writes to the connection, so publish sequence numbers
-   * follow the write order and no caller waits on the socket. Every message is at all times in
-   * unsent or in its channel's pending map (where the timer can fail it), or being written.
+   * follow the write order and no caller waits on the socket. It takes up to {@value
+   * #WRITE_BATCH} messages per turn of the lock, moving them from unsent into the channel's
+   * pending map with the sequence numbers their writes will get, and writes them without the
+   * lock. Every message is at all times in unsent or in a pending map (where the timer can fail
+   * it), or being written.
    */
   private void writeLoop() {
+    List<Pending> batch = new ArrayList<>(WRITE_BATCH);
+    List<Pending> tooOften = new ArrayList<>();
     while (true) {
       Gen g;
-      Pending p;
+      Pending undeclared = null;
       lock.lock();
       try {
         while (!stopped && (gen == null || blockedReason != null || unsent.isEmpty())) {
@@ -296,17 +304,41 @@ public final class RabbitMqPublisher implements Publisher {
           return;
         }
         g = gen;
-        p = unsent.firstEntry().getValue();
+        long seq = g.channel.getNextPublishSeqNo();
+        while (batch.size() < WRITE_BATCH && !unsent.isEmpty()) {
+          Pending p = unsent.firstEntry().getValue();
+          if (!p.exchange.isEmpty() && !declaredExchanges.contains(p.exchange)) {
+            if (batch.isEmpty()) {
+              undeclared = p; // stays in unsent while declared: its timeout still runs
+            }
+            break;
+          }
+          unsent.pollFirstEntry();
+          if (++p.sends > MAX_SENDS) {
+            tooOften.add(p);
+            continue;
+          }
+          p.seq = seq++;
+          g.pending.put(p.seq, p);
+          batch.add(p);
+        }
       } catch (InterruptedException e) {
         return; // close() stops the writer; it fails what is left
       } finally {
         lock.unlock();
       }
-      if (!p.exchange.isEmpty() && !declaredExchanges.contains(p.exchange)) {
-        declare(g, p); // p stays in unsent meanwhile: its timeout still runs
-        continue;
+      if (!tooOften.isEmpty()) {
+        String loss = lastLossText();
+        finish(tooOften, p -> new PublishException("gave up on message " + p.messageId
+            + " after " + MAX_SENDS + " attempts to publish it; last channel loss: " + loss));
+        tooOften.clear();
       }
-      write(g, p);
+      if (undeclared != null) {
+        declare(g, undeclared);
+      } else {
+        write(g, batch);
+      }
+      batch.clear();
     }
   }
 
@@ -338,54 +370,57 @@ public final class RabbitMqPublisher implements Publisher {
     }
   }
 
-  /** Writes {@code p} on {@code g}'s channel, without the lock. */
-  private void write(Gen g, Pending p) {
-    long seq;
+  /** Writes {@code batch} (in g's pending map already) on {@code g}'s channel, without the lock. */
+  private void write(Gen g, List<Pending> batch) {
+    boolean shifted = false; // a skipped message left its sequence number unused
+    for (Pending p : batch) {
+      if (p.isFinished() || !p.claimWrite()) {
+        g.pending.remove(p.seq, p); // failed (as not sent) before its write: never written
+        shifted = true;
+        continue;
+      }
+      if (shifted) {
+        if (!renumber(g, p)) {
+          return; // g was retired meanwhile: the rest went back to unsent
+        }
+        if (p.isFinished()) {
+          continue; // failed meanwhile ("no confirm"): no need to write it
+        }
+      }
+      try {
+        g.channel.basicPublish(p.exchange, p.routingKey, true,
+            AmqpHeaders.properties(p.messageId, p.type, p.createdMillis, p.wire, p.seq), p.body);
+      } catch (IOException | RuntimeException e) {
+        // The channel or the connection is going away, or the socket failed under the write
+        // (maybe half written): everything of g not confirmed goes back to unsent.
+        writeFailed(g, e);
+        return;
+      }
+      if (p.sends == 1 && p.traceId != null) {
+        event(LifecycleEvent.Stage.PUBLISHED, p, p.exchange.isEmpty() ? p.routingKey : p.exchange);
+      }
+    }
+  }
+
+  /**
+   * Gives {@code p} the sequence number its write will get, after a message before it in the
+   * batch was skipped. Under the lock, so that a retire sees p under one number or the other.
+   * Returns false if g is no longer current.
+   */
+  private boolean renumber(Gen g, Pending p) {
     lock.lock();
     try {
-      if (gen != g || !unsent.remove(p.order, p)) {
-        return; // lost, failed or blocked meanwhile: the loop looks again
+      if (gen != g) {
+        return false;
       }
-      if (++p.sends > MAX_SENDS) {
-        seq = -1;
-      } else {
-        seq = g.channel.getNextPublishSeqNo();
-        p.seq = seq;
-        g.pending.put(seq, p);
+      long next = g.channel.getNextPublishSeqNo();
+      if (p.seq != next && g.pending.remove(p.seq, p)) {
+        p.seq = next;
+        g.pending.put(next, p);
       }
+      return true;
     } finally {
       lock.unlock();
-    }
-    if (seq < 0) {
-      finish(p, new PublishException("gave up on message " + p.messageId + " after "
-          + MAX_SENDS + " attempts to publish it; last channel loss: " + lastLossText()));
-      return;
-    }
-    if (!p.claimWrite()) {
-      g.pending.remove(seq, p); // failed as not sent meanwhile; seq was not used
-      return;
-    }
-    try {
-      g.channel.basicPublish(p.exchange, p.routingKey, true,
-          AmqpHeaders.properties(p.messageId, p.type, p.createdMillis, p.wire, seq), p.body);
-    } catch (IOException | RuntimeException e) {
-      // The channel or the connection is going away (its shutdown listener reconnects), or the
-      // socket failed under the write: p goes back to unsent with the rest.
-      lock.lock();
-      try {
-        if (g.pending.remove(seq, p) && !p.isFinished()) {
-          unsent.put(p.order, p);
-        }
-      } finally {
-        lock.unlock();
-      }
-      writeFailed(g, e);
-      return;
-    }
-    // No orphans: p went into g.pending under the lock while g was current, so a later retire(g)
-    // takes it back.
-    if (p.sends == 1 && p.traceId != null) {
-      event(LifecycleEvent.Stage.PUBLISHED, p, p.exchange.isEmpty() ? p.routingKey : p.exchange);
     }
   }
 
@@ -591,15 +626,6 @@ public final class RabbitMqPublisher implements Publisher {
     lock.lock();
     try {
       return lastLoss;
-    } finally {
-      lock.unlock();
-    }
-  }
-
-  private String blockedReason() {
-    lock.lock();
-    try {
-      return blockedReason;
     } finally {
       lock.unlock();
     }

@@ -132,7 +132,8 @@ public final class RabbitMqSubscriber implements Subscriber {
           + " for group " + spec.group() + ": " + e.getMessage(), e);
     }
     RabbitMqSubscription s = new RabbitMqSubscription(spec, handler, queues, topology, mover,
-        timeouts, listener, clock, config.prefetch() > 0 ? config.prefetch() : spec.maxInFlight());
+        timeouts, listener, clock, config.prefetch() > 0 ? config.prefetch() : spec.maxInFlight(),
+        config.recoveryInterval());
     try {
       s.start(connection);
     } catch (IOException | ShutdownSignalException e) {
@@ -142,6 +143,11 @@ public final class RabbitMqSubscriber implements Subscriber {
     }
     subscriptions.add(s);
     return s;
+  }
+
+  /** The publisher that moves failed messages to delay and dead-letter queues; for tests. */
+  RabbitMqPublisher mover() {
+    return mover;
   }
 
   /** Closes every subscription (each with the configured close timeout), then the connections. */
@@ -158,7 +164,8 @@ public final class RabbitMqSubscriber implements Subscriber {
     timeouts.shutdownNow();
     try {
       if (connection.isOpen()) {
-        connection.close(5_000);
+        // Waits this long for close-ok, then closes the socket: bounded on a stalled broker.
+        connection.close((int) Math.max(1, Math.min(5_000, config.closeTimeout().toMillis())));
       }
     } catch (IOException | ShutdownSignalException e) {
       LOG.log(System.Logger.Level.DEBUG, "closing the subscriber connection failed", e);

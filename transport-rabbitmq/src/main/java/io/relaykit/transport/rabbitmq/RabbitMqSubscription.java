@@ -42,6 +42,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class RabbitMqSubscription implements Subscription {
 
   private static final System.Logger LOG = System.getLogger(RabbitMqSubscription.class.getName());
+  /** The least close(deadline) waits for the channel's close-ok after the drain. */
+  private static final long CHANNEL_CLOSE_WAIT_MILLIS = 1_000;
 
   private final SubscriptionSpec spec;
   private final MessageHandler handler;
@@ -52,6 +54,7 @@ final class RabbitMqSubscription implements Subscription {
   private final LifecycleListener listener;
   private final InstantSource clock;
   private final int prefetch;
+  private final Duration requeueDelay;
   private final KeyedExecutor workers;
   private final AtomicInteger inFlight = new AtomicInteger();
   private final Object drained = new Object();
@@ -66,7 +69,7 @@ final class RabbitMqSubscription implements Subscription {
   RabbitMqSubscription(SubscriptionSpec spec, MessageHandler handler,
       RabbitMqTopology.GroupQueues queues, RabbitMqTopology topology, RabbitMqPublisher mover,
       ScheduledExecutorService timeouts, LifecycleListener listener, InstantSource clock,
-      int prefetch) {
+      int prefetch, Duration requeueDelay) {
     this.spec = spec;
     this.handler = handler;
     this.queues = queues;
@@ -76,6 +79,7 @@ final class RabbitMqSubscription implements Subscription {
     this.listener = listener;
     this.clock = clock;
     this.prefetch = prefetch;
+    this.requeueDelay = requeueDelay;
     // Prefetch bounds what the broker hands out; the slack covers deliveries of a channel lost
     // and recovered while its old deliveries still run.
     this.workers = KeyedExecutor.builder()
@@ -112,6 +116,12 @@ final class RabbitMqSubscription implements Subscription {
   /** Runs on the connection's dispatch thread: decode, then hand off; never blocks. */
   private void received(long tag, AMQP.BasicProperties props, byte[] body) {
     inFlight.incrementAndGet();
+    if (closing.get()) {
+      // Arrived after close() began (its cancel is on the way): back to the queue.
+      nack(tag);
+      done();
+      return;
+    }
     Instant now = clock.instant();
     Ctx ctx;
     try {
@@ -266,7 +276,10 @@ final class RabbitMqSubscription implements Subscription {
 
   /**
    * Publishes to {@code queue} with a confirm, then acks the original; if the publish fails the
-   * original is requeued instead, so the message is never in neither place.
+   * original is requeued instead, so the message is never in neither place. The requeue waits
+   * {@code requeueDelay} (the recovery interval): a move that fails fast (a broker that blocks
+   * publishing under a resource alarm) must not turn into a loop that runs the handler again and
+   * again as fast as the broker redelivers. The message holds its in-flight slot meanwhile.
    */
   private void moveThenAck(long tag, String queue, Map<String, String> headers, byte[] body,
       Runnable onMoved) {
@@ -282,8 +295,17 @@ final class RabbitMqSubscription implements Subscription {
         onMoved.run();
       } else {
         LOG.log(System.Logger.Level.WARNING, "could not move a message to " + queue
-            + "; requeued it for another attempt: " + error);
-        nack(tag);
+            + "; requeueing it in " + requeueDelay + " for another attempt: " + error);
+        Runnable requeue = () -> {
+          nack(tag);
+          done();
+        };
+        try {
+          timeouts.schedule(requeue, requeueDelay.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException closing) {
+          requeue.run();
+        }
+        return;
       }
       done();
     });
@@ -332,14 +354,12 @@ final class RabbitMqSubscription implements Subscription {
       return finishedInTime;
     }
     running = false;
-    if (channel != null && consumerTag != null) {
-      try {
-        channel.basicCancel(consumerTag);
-      } catch (IOException | ShutdownSignalException e) {
-        LOG.log(System.Logger.Level.DEBUG, "cancel failed on " + queues.queue(), e);
-      }
-    }
     long end = System.nanoTime() + deadline.toNanos();
+    // basic.cancel waits for cancel-ok, which a broker that reads nothing never sends: it runs
+    // on its own thread, and deliveries that still arrive meanwhile are requeued (received()).
+    if (channel != null && consumerTag != null) {
+      onOwnThread("cancel", () -> channel.basicCancel(consumerTag));
+    }
     boolean interrupted = false;
     synchronized (drained) {
       long left;
@@ -357,12 +377,15 @@ final class RabbitMqSubscription implements Subscription {
     // Close the channel before interrupting the workers: a handler that returns on the interrupt
     // must not ack a message that should go to the next consumer.
     if (channel != null && channel.isOpen()) {
+      // Unacked deliveries go back to the queue for the next consumer. channel.close waits for
+      // close-ok: bounded here, since a stalled broker never answers (it requeues them when the
+      // connection dies instead; late results are not acked, see abandoned).
+      Thread closer = onOwnThread("close", channel::close);
       try {
-        // Unacked deliveries go back to the queue for the next consumer.
-        channel.close();
-      } catch (IOException | TimeoutException | ShutdownSignalException e) {
-        LOG.log(System.Logger.Level.DEBUG, "closing the channel of " + queues.queue()
-            + " failed", e);
+        closer.join(Math.max(CHANNEL_CLOSE_WAIT_MILLIS,
+            TimeUnit.NANOSECONDS.toMillis(end - System.nanoTime())));
+      } catch (InterruptedException e) {
+        interrupted = true;
       }
     }
     workers.shutdownNow();
@@ -370,6 +393,24 @@ final class RabbitMqSubscription implements Subscription {
       Thread.currentThread().interrupt();
     }
     return finishedInTime;
+  }
+
+  private interface BrokerCall {
+    void run() throws IOException, TimeoutException;
+  }
+
+  /** Runs {@code call} on a new daemon thread, logging its failure; returns the thread. */
+  private Thread onOwnThread(String what, BrokerCall call) {
+    Thread t = RabbitMqPublisher.daemon("relaykit-rabbitmq-" + what + "-" + queues.queue())
+        .newThread(() -> {
+          try {
+            call.run();
+          } catch (IOException | TimeoutException | RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, what + " failed on " + queues.queue(), e);
+          }
+        });
+    t.start();
+    return t;
   }
 
   @Override

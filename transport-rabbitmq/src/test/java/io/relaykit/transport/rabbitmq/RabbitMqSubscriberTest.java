@@ -113,6 +113,39 @@ class RabbitMqSubscriberTest {
   class Failures {
 
     @Test
+    @DisplayName("while the broker blocks the mover's connection, a failed message is requeued"
+        + " once per recovery interval (no hot loop of handler runs); after connection.unblocked"
+        + " it is retried and dead-lettered as usual")
+    void blockedMoverDoesNotSpin() throws Exception {
+      RabbitMqSubscriber subscriber = RabbitMqSubscriber.create(config.toBuilder()
+          .recoveryInterval(Duration.ofSeconds(1)).build());
+      subscribers.add(subscriber);
+      AtomicInteger runs = new AtomicInteger();
+      subscriber.subscribe(spec("g").build(), d -> {
+        runs.incrementAndGet();
+        throw new IllegalStateException("boom " + d.attempt());
+      });
+      Connection mover = subscriber.mover().connection();
+      ((com.rabbitmq.client.impl.AMQConnection) mover).processControlCommand(
+          new com.rabbitmq.client.impl.AMQCommand(
+              new AMQP.Connection.Blocked.Builder().reason("low on disk").build()));
+      publisher.publish(destination, message(1)).get(10, TimeUnit.SECONDS);
+
+      Await.until(WAIT, "the first run", () -> runs.get() >= 1);
+      // Requeued after 1 s each time: at most about 4 runs in 3 s (a loop would make hundreds).
+      Await.holds(Duration.ofSeconds(3), "at most one run per recovery interval",
+          () -> runs.get() <= 5);
+      assertThat(TestBroker.depth(admin, queues("g").deadLetterQueue())).isZero();
+
+      ((com.rabbitmq.client.impl.AMQConnection) mover).processControlCommand(
+          new com.rabbitmq.client.impl.AMQCommand(new AMQP.Connection.Unblocked.Builder().build()));
+      Await.until(WAIT, "the message in the dead-letter queue",
+          () -> TestBroker.depth(admin, queues("g").deadLetterQueue()) == 1);
+      GetResponse dead = TestBroker.drain(admin, queues("g").deadLetterQueue()).get(0);
+      assertThat(TestBroker.header(dead, MessageHeaders.ATTEMPT)).isEqualTo("3");
+    }
+
+    @Test
     @DisplayName("does not lose the message: it is retried after its delay, then dead-lettered "
         + "with reason, exception, attempts and times")
     void retriedThenDeadLettered() throws Exception {

@@ -1,6 +1,7 @@
 package io.relaykit.transport.rabbitmq;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Connection;
@@ -28,14 +29,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * The publisher when the broker stops reading (a TCP proxy that stalls what the client sends, as a
+ * The publisher (and the subscriber's close) when the broker stops reading (a TCP proxy that stalls what the client sends, as a
  * broker under a memory or disk alarm does) and when the broker blocks the connection
  * (connection.blocked, injected into the client's own control-command path: a proxy cannot make
  * the broker send it).
  */
-@DisplayName("RabbitMqPublisher when the broker stops reading or blocks the connection")
+@DisplayName("RabbitMQ publisher and subscriber when the broker stops reading or blocks the connection")
 @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang is a failure
-class RabbitMqPublisherFaultTest {
+class RabbitMqFaultTest {
 
   private static final Duration CONFIRM_TIMEOUT = Duration.ofSeconds(2);
   private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(2);
@@ -152,6 +153,134 @@ class RabbitMqPublisherFaultTest {
     assertThat(later).isCompletedExceptionally();
     assertThat(TestBroker.depth(admin, queues.queue())).as("only the first message arrived")
         .isEqualTo(1);
+  }
+
+  @Test
+  @DisplayName("when the broker reads again the same connection carries on: later messages are"
+      + " confirmed, unroutable ones still fail as unroutable, nothing was reconnected")
+  void resumesAfterStall() throws Exception {
+    publisher = RabbitMqPublisher.create(viaProxy());
+    publisher.publish(destination, big(0)).get(10, TimeUnit.SECONDS);
+    proxy.stopReading();
+    List<CompletableFuture<PublishReceipt>> stalled = new ArrayList<>();
+    for (int i = 1; i <= 600; i++) {
+      stalled.add(publisher.publish(destination, big(i)));
+    }
+    for (CompletableFuture<PublishReceipt> f : stalled) {
+      try {
+        f.get(CONFIRM_TIMEOUT.plus(SLACK).toMillis(), TimeUnit.MILLISECONDS);
+      } catch (ExecutionException e) {
+        assertThat(e.getCause()).isInstanceOf(PublishException.class);
+      }
+    }
+    proxy.heal();
+
+    // Alternate a routable and an unroutable destination: a confirm or a return matched to the
+    // wrong message (sequence numbers out of step after the skipped ones) fails the wrong future.
+    String lonely = TestBroker.unique("lonely");
+    try {
+      List<CompletableFuture<PublishReceipt>> routable = new ArrayList<>();
+      List<CompletableFuture<PublishReceipt>> unroutable = new ArrayList<>();
+      for (int i = 0; i < 40; i++) {
+        Message m = Message.builder().id("after-" + i).type("t").payload("x").build();
+        (i % 2 == 0 ? routable : unroutable).add(
+            publisher.publish(i % 2 == 0 ? destination : lonely, m));
+      }
+      for (CompletableFuture<PublishReceipt> f : routable) {
+        assertThat(f.get(30, TimeUnit.SECONDS).messageId()).startsWith("after-");
+      }
+      for (CompletableFuture<PublishReceipt> f : unroutable) {
+        assertThatThrownBy(() -> f.get(30, TimeUnit.SECONDS))
+            .cause().isInstanceOf(PublishException.class).hasMessageContaining("unroutable");
+      }
+      assertThat(publisher.recoveries()).as("no reconnect was needed").isZero();
+      long ids = TestBroker.drain(admin, queues.queue()).stream()
+          .map(r -> r.getProps().getMessageId()).filter(id -> id.startsWith("after-")).count();
+      assertThat(ids).isEqualTo(20);
+    } finally {
+      try (var ch = admin.createChannel()) {
+        ch.exchangeDelete(topology.exchange(lonely));
+      }
+    }
+  }
+
+  @Test
+  @DisplayName("a connection cut while a write is stuck: the publisher reconnects and republishes;"
+      + " every message is confirmed and on the queue")
+  void cutDuringStuckWrite() throws Exception {
+    publisher = RabbitMqPublisher.create(viaProxy().toBuilder()
+        .confirmTimeout(Duration.ofSeconds(60)).build());
+    publisher.publish(destination, big(0)).get(10, TimeUnit.SECONDS);
+    proxy.stopReading();
+    List<CompletableFuture<PublishReceipt>> futures = new ArrayList<>();
+    for (int i = 1; i <= 300; i++) {
+      futures.add(publisher.publish(destination, big(i)));
+    }
+    Await.until(Duration.ofSeconds(20), "the writer blocked in a socket write",
+        RabbitMqFaultTest::writerBlockedInSocketWrite);
+    proxy.cutConnections();
+    proxy.heal();
+
+    for (CompletableFuture<PublishReceipt> f : futures) {
+      f.get(60, TimeUnit.SECONDS);
+    }
+    assertThat(publisher.recoveries()).isGreaterThanOrEqualTo(1);
+    assertThat(publisher.republished()).isPositive();
+    java.util.Set<String> ids = new java.util.HashSet<>();
+    for (var r : TestBroker.drain(admin, queues.queue())) {
+      ids.add(r.getProps().getMessageId());
+    }
+    for (int i = 0; i <= 300; i++) {
+      assertThat(ids).contains("big-" + i);
+    }
+  }
+
+  @Test
+  @DisplayName("Subscription.close(deadline) and the subscriber's close return in time while the"
+      + " broker reads nothing")
+  void subscriberClosesWhileStalled() throws Exception {
+    RabbitMqTransportConfig stalled = viaProxy();
+    RabbitMqSubscriber subscriber = RabbitMqSubscriber.create(stalled);
+    try {
+      io.relaykit.message.Subscription s = subscriber.subscribe(
+          io.relaykit.message.SubscriptionSpec.builder(destination, "g").build(), d -> { });
+      proxy.stopReading();
+      // close(1 s): the drain (nothing in flight) plus at most 1 s for the channel's close-ok.
+      try {
+        CompletableFuture.supplyAsync(() -> s.close(Duration.ofSeconds(1)), callers)
+            .get(Duration.ofSeconds(2).plus(SLACK).toMillis(), TimeUnit.MILLISECONDS);
+      } catch (TimeoutException e) {
+        throw new AssertionError("Subscription.close(1 s) did not return", e);
+      }
+      // The subscriber: its mover publisher (twice closeTimeout at most) and its connection
+      // (closeTimeout for close-ok, then the socket is closed).
+      try {
+        CompletableFuture.runAsync(subscriber::close, callers)
+            .get(CLOSE_TIMEOUT.multipliedBy(3).plus(SLACK).toMillis(), TimeUnit.MILLISECONDS);
+      } catch (TimeoutException e) {
+        throw new AssertionError("RabbitMqSubscriber.close() did not return", e);
+      }
+    } finally {
+      proxy.heal();
+      subscriber.close();
+    }
+  }
+
+  /** Whether a publisher's writer thread is inside a socket write (the buffers are full). */
+  private static boolean writerBlockedInSocketWrite() {
+    for (var e : Thread.getAllStackTraces().entrySet()) {
+      if (e.getKey().getName().endsWith("-writer")) {
+        StackTraceElement[] stack = e.getValue();
+        for (int i = 0; i < Math.min(stack.length, 12); i++) {
+          String frame = stack[i].getClassName() + "." + stack[i].getMethodName();
+          if (frame.contains("Socket") && frame.toLowerCase(java.util.Locale.ROOT)
+              .contains("write")) {
+            return true;
+          }
+        }
+      }
+    }
+    return false;
   }
 
   /** Delivers a broker control command to {@code c} the way its reader thread does. */
