@@ -850,6 +850,40 @@ public final class RabbitMqPublisher implements Publisher {
     return republished.get();
   }
 
+  /**
+   * The publisher's state in one line, for failure messages of tests and for debugging: the
+   * current channel, what waits to be written and what waits for a confirm, the free window, the
+   * writer thread's state.
+   */
+  String describe() {
+    StringBuilder b = new StringBuilder("RabbitMqPublisher[").append(role).append(": ");
+    lock.lock();
+    try {
+      if (gen == null) {
+        b.append("disconnected");
+      } else {
+        b.append("channel ").append(gen.channel.getChannelNumber())
+            .append(gen.channel.isOpen() ? " open" : " closed")
+            .append(", connection ").append(gen.opened.connection().isOpen() ? "open" : "closed")
+            .append(", awaiting confirm ").append(gen.pending.size())
+            .append(" (next seq ").append(gen.channel.getNextPublishSeqNo()).append(')');
+      }
+      b.append(", unsent ").append(unsent.size())
+          .append(", blocked ").append(blockedReason)
+          .append(", stopped ").append(stopped)
+          .append(", last loss: ").append(lastLoss);
+    } finally {
+      lock.unlock();
+    }
+    b.append(", window free ").append(window.availablePermits()).append('/')
+        .append(config.confirmWindow())
+        .append(", waiting for window ").append(window.getQueueLength())
+        .append(", recoveries ").append(recoveries.get())
+        .append(", republished ").append(republished.get())
+        .append(", writer ").append(writer.getState()).append(']');
+    return b.toString();
+  }
+
   /** Messages published and not yet confirmed or failed. */
   public int unconfirmed() {
     return config.confirmWindow() - window.availablePermits();
@@ -934,26 +968,6 @@ public final class RabbitMqPublisher implements Publisher {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-  }
-
-  /** What the publisher holds and what its writer does, for a test's failure message. */
-  String state() {
-    StringBuilder b = new StringBuilder();
-    lock.lock();
-    try {
-      b.append("unconfirmed=").append(unconfirmed()).append(" unsent=").append(unsent.size())
-          .append(" pending=").append(gen == null ? "no channel" : gen.pending.size())
-          .append(" blocked=").append(blockedReason).append(" stopped=").append(stopped)
-          .append(" recoveries=").append(recoveries.get()).append(" lastLoss=").append(lastLoss);
-    } finally {
-      lock.unlock();
-    }
-    b.append(" writer=").append(writer.getState());
-    StackTraceElement[] stack = writer.getStackTrace();
-    for (int i = 0; i < Math.min(8, stack.length); i++) {
-      b.append("\n    at ").append(stack[i]);
-    }
-    return b.toString();
   }
 
   /** The current confirm channel, for tests (they inject broker confirms into it); or null. */
