@@ -35,8 +35,11 @@ import org.openjdk.jmh.annotations.TearDown;
  * messages/s (there is no library baseline in the JVM to run beside it). {@code database} H2: an
  * H2 file database with the crash-safe {@code WRITE_DELAY=0}; POSTGRESQL: the server at {@code
  * RELAYKIT_POSTGRES_URL} (default {@value #POSTGRES_DEFAULT_URL}), fresh tables with a random
- * prefix per trial, dropped at the end. {@code keys} 0: keyless messages; 100: messages over 100
- * keys, where the per-key order rule lets a claim take only each key's oldest unsent row.
+ * prefix per trial, dropped at the end. {@code keys} 0: keyless messages; 10, 1 000: messages
+ * over that many keys, where the per-key order rule lets a claim take only each key's oldest
+ * unsent row. {@code parkedRows} above 0: a key whose head is not ready (rescheduled far out) with
+ * that many unsent rows behind it sits in the table for the whole trial, so every claim meets it
+ * (issue 15 item 10: claims must cost O(batch) whatever the backlog's shape).
  *
  * <p>The backlog is written before each invocation (one transaction, batches of 1 000) and is not
  * measured.
@@ -64,6 +67,10 @@ public class OutboxRelayBenchmark {
   @Param({"0"})
   int keys;
 
+  /** Unsent rows of one parked key kept in the table through the trial; 0 for none. */
+  @Param({"0"})
+  int parkedRows;
+
   private Path dir;
   private JdbcStorage storage;
   private JdbcOutboxStore outbox;
@@ -90,6 +97,31 @@ public class OutboxRelayBenchmark {
           + "); start it with ./relaykit test's services, or set RELAYKIT_POSTGRES_URL", e);
     }
     outbox = storage.outboxStore();
+    if (parkedRows > 0) {
+      park();
+    }
+  }
+
+  /** Appends the parked key's rows and makes its head not ready for centuries. */
+  private void park() throws IOException {
+    List<Message> rows = new ArrayList<>(parkedRows);
+    for (int i = 0; i < parkedRows; i++) {
+      rows.add(Message.builder().type("order.placed").key("parked")
+          .payload(JournalBenchmark.PAYLOAD).build());
+    }
+    try (Connection tx = storage.dataSource().getConnection()) {
+      tx.setAutoCommit(false);
+      outbox.appendAll(tx, DESTINATION, rows);
+      try (Statement s = tx.createStatement()) {
+        // Ready in the year 2255: ready_at is epoch nanoseconds.
+        s.executeUpdate("UPDATE " + storage.tablePrefix() + "outbox SET ready_at ="
+            + " 9000000000000000000 WHERE seq = (SELECT MIN(seq) FROM "
+            + storage.tablePrefix() + "outbox WHERE msg_key = 'parked')");
+      }
+      tx.commit();
+    } catch (SQLException e) {
+      throw new IOException("could not park a key", e);
+    }
   }
 
   @TearDown(Level.Trial)
@@ -97,7 +129,7 @@ public class OutboxRelayBenchmark {
     if (database == Database.POSTGRESQL) {
       try (Connection c = storage.dataSource().getConnection();
           Statement s = c.createStatement()) {
-        for (String table : new String[] {"outbox", "dead_letter", "idempotency",
+        for (String table : new String[] {"outbox", "outbox_head", "dead_letter", "idempotency",
             "version_guard", "journal", "schema_version"}) {
           s.execute("DROP TABLE IF EXISTS " + storage.tablePrefix() + table);
         }

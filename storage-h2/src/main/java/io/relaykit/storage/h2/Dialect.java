@@ -36,8 +36,8 @@ public enum Dialect {
     }
 
     @Override
-    OutboxStatements outbox(String table, DatabaseClock clock) {
-      return new OutboxStatements.H2(table, clock);
+    OutboxStatements outbox(String table, String headTable, DatabaseClock clock) {
+      return new OutboxStatements.H2(table, headTable, clock);
     }
   },
 
@@ -66,8 +66,8 @@ public enum Dialect {
     }
 
     @Override
-    OutboxStatements outbox(String table, DatabaseClock clock) {
-      return new OutboxStatements.Postgres(table, clock);
+    OutboxStatements outbox(String table, String headTable, DatabaseClock clock) {
+      return new OutboxStatements.Postgres(table, headTable, clock);
     }
   };
 
@@ -110,7 +110,7 @@ public enum Dialect {
    * The outbox claim and markSent statements for the outbox table {@code table}, deciding time on
    * {@code clock}.
    */
-  abstract OutboxStatements outbox(String table, DatabaseClock clock);
+  abstract OutboxStatements outbox(String table, String headTable, DatabaseClock clock);
 
   /**
    * Runs an {@link #insertIgnoringDuplicates} statement: 1 if the row was inserted, 0 if a row

@@ -37,16 +37,32 @@ import javax.sql.DataSource;
  * caller's own connection, so it commits or rolls back with the business write; relays then
  * {@link #claim} rows with a lease, publish them and {@link #markSent}.
  *
- * <p>A claim leases the oldest ready rows that are the oldest unsent row of their key, skipping
- * rows other relays hold, and returns them; a row is leased to one relay at a time. On PostgreSQL
- * it is one statement, {@code UPDATE ... WHERE seq = ANY(ARRAY(SELECT ... FOR UPDATE SKIP LOCKED))
- * RETURNING ...}, and {@link #markSent} is one {@code UPDATE ... WHERE seq = ANY(?)}. On H2 a
- * claim is one transaction of {@code SELECT ... FOR UPDATE SKIP LOCKED} and a batch of conditional
- * one-row lease updates (H2 row locks do not re-check a row; see {@code OutboxStatements.H2}), and
- * markSent one batch of one-row updates. Cost per claim: one index range scan in sequence order that stops
- * after {@code max} rows, one index probe per keyed candidate, one row write per claimed row (plus
- * one lock write per row on H2); see the README for the index plan. Append is one INSERT (one
- * batch for {@link #appendAll}). Thread-safe.
+ * <p>Per-key order follows commit order: {@link #append} of a keyed message first locks the
+ * key's head row ({@code <prefix>outbox_head}, created if missing) in the caller's transaction and
+ * holds it until that transaction ends, so a second transaction appending the same scope key (the
+ * key, or (destination, key) with {@link OutboxOrderScope#KEY_PER_DESTINATION}) waits at its
+ * append until the first one commits or rolls back, and sequence order within a key is commit
+ * order. Costs and rules: same-key business transactions take turns; <b>a transaction that
+ * appends several keys must append them in one consistent order</b> (e.g. sorted), or two of
+ * them can deadlock (the database then aborts one); {@link #appendAll} locks its keys sorted. An
+ * append on an auto-commit connection runs in a transaction of its own. Unkeyed appends take no
+ * lock.
+ *
+ * <p>A claim leases, oldest first, unkeyed ready rows and the lowest unsent row of each key head
+ * (oldest heads first) that is ready, skipping rows other relays hold; a row is leased to one
+ * relay at a time. It reads O(batch + heads skipped as leased or parked) index entries, never a
+ * key's backlog or sent rows. On PostgreSQL it is one statement, {@code UPDATE ... WHERE seq =
+ * ANY(ARRAY(SELECT ... FOR UPDATE SKIP LOCKED)) RETURNING ...}, and {@link #markSent} one
+ * transaction of {@code UPDATE ... WHERE seq = ANY(?) RETURNING} plus two statements that move the
+ * keys' heads. On H2 a claim is one transaction of locking SELECTs (unkeyed rows, then a bounded
+ * walk of the heads) and a batch of conditional one-row lease updates (H2 row locks do not
+ * re-check a row; see {@code OutboxStatements.H2}), and markSent one batch of one-row updates
+ * plus the head moves. markSent, markDead and undecodable-row deletes move heads without ever
+ * waiting for an append ({@code SKIP LOCKED}): a head an append holds keeps its old value, a lower
+ * bound that claims still handle correctly. Append is one INSERT (one batch for {@link
+ * #appendAll}) plus, for a keyed row, one locking SELECT (and an INSERT and UPDATE of the head when
+ * the key had no unsent row). Thread-safe. See the README for the ordering definition and index
+ * plan.
  *
  * <p>Time: whether a row is ready, whether a lease ran out (so another relay may take the row
  * over), when a new lease ends, when a row was sent and whether it outlived the retention are
@@ -110,6 +126,7 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final DatabaseClock databaseClock;
   private final Dialect dialect;
   private final LifecycleListener listener;
+  private final OutboxOrderScope scope;
   private final OutboxBound bound;
   private final AtomicLong refusedAppends = new AtomicLong();
   private final AtomicLong overBoundAppends = new AtomicLong();
@@ -122,12 +139,15 @@ public final class JdbcOutboxStore implements OutboxStore {
 
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
       DatabaseClock databaseClock, LifecycleListener listener) {
-    this(dataSource, dialect, tables, clock, databaseClock, listener, OutboxBound.unbounded());
+    this(dataSource, dialect, tables, clock, databaseClock, listener, OutboxBound.unbounded(),
+        OutboxOrderScope.KEY);
   }
 
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
-      DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound) {
+      DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound,
+      OutboxOrderScope scope) {
     this.bound = bound;
+    this.scope = scope;
     this.dataSource = dataSource;
     this.tables = tables;
     this.clock = clock;
@@ -137,9 +157,9 @@ public final class JdbcOutboxStore implements OutboxStore {
     this.deadLetters = new JdbcDeadLetterStore(dataSource, dialect, tables);
     String t = tables.outbox;
     this.insertSql = "INSERT INTO " + t + " (destination, message_id, msg_key, headers, payload,"
-        + " created_at, state, ready_at, attempts) VALUES (?, ?, ?, ?, ?, ?, " + UNSENT
-        + ", 0, 0)";
-    this.statements = dialect.outbox(t, databaseClock);
+        + " created_at, order_dest, state, ready_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, "
+        + UNSENT + ", 0, 0)";
+    this.statements = dialect.outbox(t, tables.outboxHead, databaseClock);
   }
 
   /**
@@ -160,6 +180,31 @@ public final class JdbcOutboxStore implements OutboxStore {
     requireConnection(tx);
     validate(destination, message);
     admit(tx, 1);
+    if (message.key().isEmpty()) {
+      long seq = insert(tx, destination, message);
+      enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
+      return seq;
+    }
+    OutboxStatements.KeyRef ref = scopeKey(destination, message);
+    long seq = inCallersTransaction(tx, () -> {
+      long head = statements.lockHead(tx, ref);
+      long s = insert(tx, destination, message);
+      if (head == 0) {
+        statements.setHead(tx, ref, s);
+      }
+      return s;
+    });
+    enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
+    return seq;
+  }
+
+  /** The order scope key of a keyed message appended for {@code destination}. */
+  private OutboxStatements.KeyRef scopeKey(String destination, Message message) {
+    return new OutboxStatements.KeyRef(message.key().orElseThrow(),
+        scope == OutboxOrderScope.KEY_PER_DESTINATION ? destination : "");
+  }
+
+  private long insert(Connection tx, String destination, Message message) throws SQLException {
     try (PreparedStatement ps = tx.prepareStatement(insertSql, Statement.RETURN_GENERATED_KEYS)) {
       bind(ps, destination, message);
       ps.executeUpdate();
@@ -167,10 +212,40 @@ public final class JdbcOutboxStore implements OutboxStore {
         if (!keys.next()) {
           throw new SQLException("the database returned no sequence for the outbox row");
         }
-        long seq = keys.getLong(1);
-        enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
-        return seq;
+        return keys.getLong(1);
       }
+    }
+  }
+
+  /** Work that must hold the key locks until it commits. */
+  @FunctionalInterface
+  private interface TxWork<T> {
+    T run() throws SQLException;
+  }
+
+  /**
+   * Runs {@code work} in {@code tx}'s open transaction; on an auto-commit connection in a
+   * transaction of its own (committed, or rolled back when it fails), so a key's lock is held
+   * from the head's lock to the row's commit either way, and auto-commit is restored.
+   */
+  private static <T> T inCallersTransaction(Connection tx, TxWork<T> work) throws SQLException {
+    if (!tx.getAutoCommit()) {
+      return work.run();
+    }
+    tx.setAutoCommit(false);
+    try {
+      T result = work.run();
+      tx.commit();
+      return result;
+    } catch (SQLException | RuntimeException e) {
+      try {
+        tx.rollback();
+      } catch (SQLException r) {
+        e.addSuppressed(r);
+      }
+      throw e;
+    } finally {
+      tx.setAutoCommit(true);
     }
   }
 
@@ -219,8 +294,7 @@ public final class JdbcOutboxStore implements OutboxStore {
 
   private long countUnsent(Connection tx) throws SQLException {
     try (Statement s = tx.createStatement();
-        ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + tables.outbox + " WHERE state = "
-            + UNSENT)) {
+        ResultSet rs = s.executeQuery(unsentSql("COUNT(*)", "SUM(n)"))) {
       rs.next();
       return rs.getLong(1);
     }
@@ -262,27 +336,43 @@ public final class JdbcOutboxStore implements OutboxStore {
     if (messages == null) {
       throw new IllegalArgumentException("messages must not be null");
     }
+    java.util.TreeSet<OutboxStatements.KeyRef> refs = new java.util.TreeSet<>();
     for (Message m : messages) {
       validate(destination, m);
+      if (m.key().isPresent()) {
+        refs.add(scopeKey(destination, m));
+      }
     }
     if (messages.isEmpty()) {
       return;
     }
     admit(tx, messages.size());
-    try (PreparedStatement ps = tx.prepareStatement(insertSql)) {
-      int pending = 0;
-      for (Message m : messages) {
-        bind(ps, destination, m);
-        ps.addBatch();
-        if (++pending == 1_000) {
-          ps.executeBatch();
-          pending = 0;
+    inCallersTransaction(tx, () -> {
+      // Keys in one order (sorted), so two appendAll calls never wait for each other in a cycle.
+      List<OutboxStatements.KeyRef> idle = new java.util.ArrayList<>();
+      for (OutboxStatements.KeyRef ref : refs) {
+        if (statements.lockHead(tx, ref) == 0) {
+          idle.add(ref);
         }
       }
-      if (pending > 0) {
-        ps.executeBatch();
+      try (PreparedStatement ps = tx.prepareStatement(insertSql)) {
+        int pending = 0;
+        for (Message m : messages) {
+          bind(ps, destination, m);
+          ps.addBatch();
+          if (++pending == 1_000) {
+            ps.executeBatch();
+            pending = 0;
+          }
+        }
+        if (pending > 0) {
+          ps.executeBatch();
+        }
       }
-    }
+      // Their heads were empty and are locked: the key's lowest unsent row is one of these.
+      statements.advanceHeads(tx, idle);
+      return null;
+    });
     for (Message m : messages) {
       enqueued(destination, m, "outbox batch, in the caller's transaction");
     }
@@ -425,13 +515,19 @@ public final class JdbcOutboxStore implements OutboxStore {
   @Override
   public boolean markDead(String owner, long sequence) {
     requireOwner(owner);
-    return Jdbc.autoCommit(dataSource, "outbox markDead on " + tables.outbox, c -> {
+    return Jdbc.inTransaction(dataSource, "outbox markDead on " + tables.outbox, c -> {
+      List<OutboxStatements.KeyRef> refs = statements.keysOf(c, new Long[] {sequence});
+      boolean removed;
       try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + tables.outbox
           + " WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?")) {
         ps.setLong(1, sequence);
         ps.setString(2, owner);
-        return ps.executeUpdate() == 1;
+        removed = ps.executeUpdate() == 1;
       }
+      if (removed) {
+        statements.advanceHeads(c, refs);
+      }
+      return removed;
     });
   }
 
@@ -597,7 +693,7 @@ public final class JdbcOutboxStore implements OutboxStore {
             + " FOR UPDATE SKIP LOCKED))"
         : "DELETE FROM " + t + " WHERE state = " + SENT + " AND sent_at < " + cutoff
             + " FETCH FIRST ? ROWS ONLY";
-    return Jdbc.autoCommit(dataSource, "outbox purgeSentOlderThan on " + t, c -> {
+    int purged = Jdbc.autoCommit(dataSource, "outbox purgeSentOlderThan on " + t, c -> {
       try (PreparedStatement ps = c.prepareStatement(sql)) {
         int i = databaseClock.bind(ps, 1);
         ps.setLong(i, retentionNanos);
@@ -605,6 +701,10 @@ public final class JdbcOutboxStore implements OutboxStore {
         return ps.executeUpdate();
       }
     });
+    // Heads of keys with nothing left to send, in the same bounded steps.
+    Jdbc.inTransaction(dataSource, "outbox purge of idle key heads on " + tables.outboxHead,
+        c -> statements.purgeIdleHeads(c, max));
+    return purged;
   }
 
   @Override
@@ -615,24 +715,71 @@ public final class JdbcOutboxStore implements OutboxStore {
       Instant oldest;
       long sent;
       try (Statement s = c.createStatement()) {
-        try (ResultSet rs = s.executeQuery("SELECT COUNT(*), MIN(created_at) FROM "
-            + tables.outbox + " WHERE state = " + UNSENT)) {
+        try (ResultSet rs = s.executeQuery(unsentSql("COUNT(*), MIN(created_at)",
+            "SUM(n), MIN(m)"))) {
           rs.next();
           unsent = rs.getLong(1);
           long min = rs.getLong(2);
           oldest = rs.wasNull() ? null : Instants.fromNanos(min);
         }
-        try (ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + tables.outbox
-            + " WHERE state = " + SENT)) {
-          rs.next();
-          sent = rs.getLong(1);
-        }
+        sent = countSent(s, unsent);
       }
       Duration age = oldest == null || oldest.isAfter(now) ? Duration.ZERO
           : Duration.between(oldest, now);
       return new OutboxStats(unsent, age, sent);
     });
   }
+
+  /** Up to this many sent rows PostgreSQL's stats count exactly; above, an estimate. */
+  static final int EXACT_SENT_COUNT = 100_000;
+
+  /**
+   * Aggregates {@code select} over the unsent rows. On PostgreSQL as two queries whose WHERE
+   * clauses match the partial indexes on unsent rows (a plain {@code state = 0} matches neither
+   * and would scan the table), combined by {@code combine} over columns {@code n, m}.
+   */
+  private String unsentSql(String select, String combine) {
+    String t = tables.outbox;
+    if (dialect != Dialect.POSTGRESQL) {
+      return "SELECT " + select + " FROM " + t + " WHERE state = " + UNSENT;
+    }
+    String[] cols = select.split(", ");
+    String named = cols.length == 1 ? cols[0] + " AS n" : cols[0] + " AS n, " + cols[1] + " AS m";
+    return "SELECT " + combine + " FROM (SELECT " + named + " FROM " + t + " WHERE state = "
+        + UNSENT + " AND msg_key IS NULL UNION ALL SELECT " + named + " FROM " + t
+        + " WHERE state = " + UNSENT + " AND msg_key IS NOT NULL) x";
+  }
+
+  /**
+   * Sent rows not yet purged: on H2 counted; on PostgreSQL counted exactly up to {@value
+   * #EXACT_SENT_COUNT} (an index-only scan of at most that many entries of outbox_sent), above
+   * that the planner's row estimate of the table minus the unsent rows, so stats every few
+   * seconds never count a million sent rows.
+   */
+  private long countSent(Statement s, long unsent) throws SQLException {
+    if (dialect != Dialect.POSTGRESQL) {
+      try (ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM " + tables.outbox
+          + " WHERE state = " + SENT)) {
+        rs.next();
+        return rs.getLong(1);
+      }
+    }
+    long counted;
+    try (ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM (SELECT 1 FROM " + tables.outbox
+        + " WHERE state = " + SENT + " LIMIT " + (EXACT_SENT_COUNT + 1) + ") x")) {
+      rs.next();
+      counted = rs.getLong(1);
+    }
+    if (counted <= EXACT_SENT_COUNT) {
+      return counted;
+    }
+    try (ResultSet rs = s.executeQuery("SELECT reltuples::bigint FROM pg_class"
+        + " WHERE oid = to_regclass('" + tables.outbox + "')")) {
+      long estimate = rs.next() ? rs.getLong(1) - unsent : counted;
+      return Math.max(counted, estimate);
+    }
+  }
+
 
   private static void requireConnection(Connection tx) {
     if (tx == null) {
@@ -686,6 +833,8 @@ public final class JdbcOutboxStore implements OutboxStore {
     ps.setString(4, Envelopes.encode(m));
     ps.setBytes(5, m.payload());
     ps.setLong(6, Instants.toNanos("message createdAt", m.createdAt()));
+    ps.setString(7, m.key().isPresent() && scope == OutboxOrderScope.KEY_PER_DESTINATION
+        ? destination : "");
   }
 
   private static void requireOwner(String owner) {

@@ -238,7 +238,7 @@ public final class JdbcStorage implements AutoCloseable {
    * sent-row retention are decided on {@link #databaseClock()}.
    */
   public JdbcOutboxStore outboxStore() {
-    return outboxStore(outboxBound);
+    return outboxStore(outboxBound, OutboxOrderScope.KEY);
   }
 
   /**
@@ -248,11 +248,32 @@ public final class JdbcStorage implements AutoCloseable {
    * @throws IllegalArgumentException if {@code bound} is null
    */
   public JdbcOutboxStore outboxStore(OutboxBound bound) {
+    return outboxStore(bound, OutboxOrderScope.KEY);
+  }
+
+  /**
+   * As {@link #outboxStore()}, with rows appended through it ordered by {@code scope} (a key
+   * across all destinations, or a key per destination). Stores of both scopes may share the
+   * tables: each row keeps the scope it was appended with.
+   */
+  public JdbcOutboxStore outboxStore(OutboxOrderScope scope) {
+    return outboxStore(outboxBound, scope);
+  }
+
+  /**
+   * The outbox with appends checked against {@code bound} and ordered by {@code scope}.
+   *
+   * @throws IllegalArgumentException if {@code bound} or {@code scope} is null
+   */
+  public JdbcOutboxStore outboxStore(OutboxBound bound, OutboxOrderScope scope) {
     if (bound == null) {
       throw new IllegalArgumentException("bound must not be null: use OutboxBound.unbounded()");
     }
+    if (scope == null) {
+      throw new IllegalArgumentException("scope must not be null");
+    }
     return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener,
-        bound);
+        bound, scope);
   }
 
   /** Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}. */

@@ -13,8 +13,10 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
+import java.util.TreeSet;
 import javax.sql.DataSource;
 
 /**
@@ -72,10 +74,183 @@ abstract sealed class OutboxStatements {
     void bind(PreparedStatement ps, Undecodable row) throws SQLException;
   }
 
-  final DatabaseClock clock;
+  /** A scope key: a message key and its order scope ('' or the destination). */
+  record KeyRef(String key, String orderDest) implements Comparable<KeyRef> {
+    @Override
+    public int compareTo(KeyRef o) {
+      int c = key.compareTo(o.key);
+      return c != 0 ? c : orderDest.compareTo(o.orderDest);
+    }
+  }
 
-  OutboxStatements(DatabaseClock clock) {
+  /** How often an append retries taking its key's head row when it raced a delete or insert. */
+  private static final int HEAD_LOCK_ATTEMPTS = 20;
+
+  final DatabaseClock clock;
+  final String table;
+  final String headTable;
+  private final String lockHeadSql;
+  private final String insertHeadSql;
+  private final String setHeadSql;
+  private final String tryLockHeadSql;
+  private final String advanceHeadSql;
+  private final String keyOfSql;
+  private final String idleHeadsSql;
+  private final String deleteIdleHeadSql;
+
+  OutboxStatements(String table, String headTable, DatabaseClock clock, String insertHeadSql) {
     this.clock = clock;
+    this.table = table;
+    this.headTable = headTable;
+    String byKey = " WHERE msg_key = ? AND order_dest = ?";
+    this.lockHeadSql = "SELECT head_seq FROM " + headTable + byKey + " FOR UPDATE";
+    this.insertHeadSql = insertHeadSql;
+    this.setHeadSql = "UPDATE " + headTable + " SET head_seq = ?" + byKey;
+    this.tryLockHeadSql = "SELECT head_seq FROM " + headTable + byKey
+        + " FOR UPDATE SKIP LOCKED";
+    // Run only while this transaction holds the head's lock, in a statement of its own: it then
+    // sees every row an append of this key committed before the lock was taken.
+    this.advanceHeadSql = "UPDATE " + headTable + " SET head_seq = (SELECT MIN(x.seq) FROM "
+        + table + " x WHERE x.msg_key = ? AND x.order_dest = ? AND x.state = " + UNSENT
+        + ")" + byKey;
+    this.keyOfSql = "SELECT msg_key, order_dest FROM " + table
+        + " WHERE seq = ? AND msg_key IS NOT NULL";
+    this.idleHeadsSql = "SELECT msg_key, order_dest FROM " + headTable
+        + " WHERE head_seq IS NULL FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
+    this.deleteIdleHeadSql = "DELETE FROM " + headTable + byKey + " AND head_seq IS NULL";
+  }
+
+  /**
+   * Takes the row lock on {@code ref}'s head in {@code tx}'s transaction (creating the head row
+   * if there is none), waiting for another transaction that holds it; returns the head's
+   * head_seq, 0 when the key has no unsent row. The lock holds until the caller's transaction
+   * ends.
+   */
+  long lockHead(Connection tx, KeyRef ref) throws SQLException {
+    for (int attempt = 1; attempt <= HEAD_LOCK_ATTEMPTS; attempt++) {
+      try (PreparedStatement ps = tx.prepareStatement(lockHeadSql)) {
+        ps.setString(1, ref.key());
+        ps.setString(2, ref.orderDest());
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            long head = rs.getLong(1);
+            return rs.wasNull() ? 0 : head;
+          }
+        }
+      }
+      // No head row: create it (an INSERT locks the new row until commit). Another append may
+      // create it at the same moment; then lock the one it created.
+      if (insertHead(tx, ref)) {
+        return 0;
+      }
+    }
+    throw new SQLException("could not take the order lock of outbox key '" + ref.key()
+        + "' (scope '" + ref.orderDest() + "') in " + headTable + " after "
+        + HEAD_LOCK_ATTEMPTS + " attempts: its head row was created and removed concurrently"
+        + " each time");
+  }
+
+  /** Inserts a head row with no head; false when one exists already (nothing changed). */
+  abstract boolean insertHead(Connection tx, KeyRef ref) throws SQLException;
+
+  final boolean runInsertHead(Connection tx, KeyRef ref) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement(insertHeadSql)) {
+      ps.setString(1, ref.key());
+      ps.setString(2, ref.orderDest());
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Sets a head whose key had no unsent row to {@code seq}; the caller holds its lock. */
+  void setHead(Connection tx, KeyRef ref, long seq) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement(setHeadSql)) {
+      ps.setLong(1, seq);
+      ps.setString(2, ref.key());
+      ps.setString(3, ref.orderDest());
+      ps.executeUpdate();
+    }
+  }
+
+  /**
+   * Moves the heads of {@code refs} to their keys' lowest unsent row (NULL when none is left),
+   * after rows of theirs were sent or removed in {@code c}'s transaction. Never waits: a head an
+   * append holds right now is skipped and keeps its old value, a lower bound that claims correct
+   * (they probe the key's lowest unsent row; see {@link #claim}); it moves at the key's next
+   * markSent.
+   */
+  void advanceHeads(Connection c, Collection<KeyRef> refs) throws SQLException {
+    if (refs.isEmpty()) {
+      return;
+    }
+    List<KeyRef> sorted = new ArrayList<>(new TreeSet<>(refs));
+    List<KeyRef> locked = new ArrayList<>(sorted.size());
+    try (PreparedStatement ps = c.prepareStatement(tryLockHeadSql)) {
+      for (KeyRef ref : sorted) {
+        ps.setString(1, ref.key());
+        ps.setString(2, ref.orderDest());
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            locked.add(ref);
+          }
+        }
+      }
+    }
+    if (locked.isEmpty()) {
+      return;
+    }
+    try (PreparedStatement ps = c.prepareStatement(advanceHeadSql)) {
+      for (KeyRef ref : locked) {
+        ps.setString(1, ref.key());
+        ps.setString(2, ref.orderDest());
+        ps.setString(3, ref.key());
+        ps.setString(4, ref.orderDest());
+        ps.addBatch();
+      }
+      ps.executeBatch();
+    }
+  }
+
+  /** The scope keys of the rows {@code seqs} that have a key (read in {@code c}). */
+  List<KeyRef> keysOf(Connection c, Long[] seqs) throws SQLException {
+    List<KeyRef> refs = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(keyOfSql)) {
+      for (Long seq : seqs) {
+        ps.setLong(1, seq);
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            refs.add(new KeyRef(rs.getString(1), rs.getString(2)));
+          }
+        }
+      }
+    }
+    return refs;
+  }
+
+  /**
+   * Deletes up to {@code max} heads of keys with no unsent row left, skipping heads an append
+   * holds; returns how many.
+   */
+  int purgeIdleHeads(Connection c, int max) throws SQLException {
+    List<KeyRef> idle = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(idleHeadsSql)) {
+      ps.setInt(1, max);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          idle.add(new KeyRef(rs.getString(1), rs.getString(2)));
+        }
+      }
+    }
+    if (idle.isEmpty()) {
+      return 0;
+    }
+    try (PreparedStatement ps = c.prepareStatement(deleteIdleHeadSql)) {
+      for (KeyRef ref : idle) {
+        ps.setString(1, ref.key());
+        ps.setString(2, ref.orderDest());
+        ps.addBatch();
+      }
+      return Jdbc.rowsChanged(ps.executeBatch());
+    }
   }
 
   /**
@@ -93,15 +268,13 @@ abstract sealed class OutboxStatements {
   abstract int markSent(DataSource dataSource, String what, String owner, Long[] seqs);
 
   /**
-   * Claimable: unsent, ready, not under a live lease, and the oldest unsent row of its key, for
-   * the outbox table aliased {@code o}, with {@code now} the SQL of the current time (a parameter
-   * or a scalar subquery, used twice).
+   * Ready and not under a live lease, for the outbox table aliased {@code a}, with {@code now} the
+   * SQL of the current time (a parameter or a scalar subquery, used twice). Whether a row is the
+   * head of its key is decided by where a claim takes its candidates from (see {@link #claim}).
    */
-  static String claimable(String table, String now) {
-    return "o.state = " + UNSENT + " AND o.ready_at <= " + now
-        + " AND (o.lease_until IS NULL OR o.lease_until <= " + now + ")"
-        + " AND (o.msg_key IS NULL OR NOT EXISTS (SELECT 1 FROM " + table + " e"
-        + " WHERE e.msg_key = o.msg_key AND e.state = " + UNSENT + " AND e.seq < o.seq))";
+  static String ready(String a, String now) {
+    return a + ".ready_at <= " + now + " AND (" + a + ".lease_until IS NULL OR " + a
+        + ".lease_until <= " + now + ")";
   }
 
   /** The start of a markSent UPDATE, up to its WHERE, with {@code now} the SQL of the time. */
@@ -146,11 +319,17 @@ abstract sealed class OutboxStatements {
 
   /**
    * Deletes each undecodable row with {@code deleteSql} (bound by {@code binder}) in {@code c}'s
-   * transaction and, where the DELETE took it, hands it to {@code sink}.
+   * transaction and, where the DELETE took it, hands it to {@code sink}; moves the heads of their
+   * keys on.
    */
-  private static List<DeadLetter> deadLetter(Connection c, String deleteSql, DeleteBinder binder,
+  List<DeadLetter> deadLetterRows(Connection c, String deleteSql, DeleteBinder binder,
       List<Undecodable> rows, UndecodableSink sink) throws SQLException {
     List<DeadLetter> moved = new ArrayList<>(rows.size());
+    Long[] seqs = new Long[rows.size()];
+    for (int i = 0; i < seqs.length; i++) {
+      seqs[i] = rows.get(i).sequence();
+    }
+    List<KeyRef> refs = keysOf(c, seqs);
     try (PreparedStatement ps = c.prepareStatement(deleteSql)) {
       for (Undecodable row : rows) {
         binder.bind(ps, row);
@@ -159,10 +338,14 @@ abstract sealed class OutboxStatements {
         }
       }
     }
+    advanceHeads(c, refs);
     return moved;
   }
 
-  /** PostgreSQL: a claim and a markSent are one auto-committed statement each. */
+  /**
+   * PostgreSQL: a claim is one auto-committed statement; a markSent one transaction of the
+   * UPDATE and, for keyed rows, two statements that move their heads.
+   */
   static final class Postgres extends OutboxStatements {
     private static final Comparator<OutboxRecord> BY_SEQUENCE =
         Comparator.comparingLong(OutboxRecord::sequence);
@@ -170,31 +353,64 @@ abstract sealed class OutboxStatements {
     private final String claimSql;
     private final String markSentSql;
     private final String deleteUndecodableSql;
+    private final String tryLockHeadsSql;
+    private final String advanceHeadsSql;
 
-    Postgres(String table, DatabaseClock clock) {
-      super(clock);
-      // One statement, one round trip: the subquery locks the oldest claimable rows, skipping
-      // rows other relays hold (READ COMMITTED re-checks a locked row's WHERE clause on its newest
-      // version), and the UPDATE leases exactly those rows and returns them. ANY(ARRAY(...))
-      // makes the subquery an init plan, run once, and the UPDATE a primary-key lookup; with
-      // seq IN (...) the planner may pick a hash semi-join over a sequential scan of the table,
-      // sent rows included. The database's now is read once, in the CTE (clock_timestamp() is
-      // volatile: inline it would be read per row and could not bound an index scan); each
-      // (SELECT now FROM clock) is an init plan, a constant for the rest of the statement.
-      // Parameters: [now], owner, lease, max.
+    Postgres(String table, String headTable, DatabaseClock clock) {
+      super(table, headTable, clock, "INSERT INTO " + headTable
+          + " (msg_key, order_dest, head_seq) VALUES (?, ?, NULL)"
+          + " ON CONFLICT (msg_key, order_dest) DO NOTHING");
+      // One statement, one round trip. Candidates come from two places, each read in order and
+      // cut at max: unkeyed unsent rows (the partial index outbox_unsent_unkeyed), and for keyed
+      // rows the heads in head_seq order (outbox_head_seq), each probed for its key's lowest
+      // unsent row (outbox_unsent_key, one probe) that must be ready. So the claim reads
+      // O(max + rows skipped as leased or parked) index entries, never a key's backlog. Then the
+      // outer subquery locks the oldest max of those, skipping rows other relays hold (READ
+      // COMMITTED re-checks a locked row's WHERE clause on its newest version), and the UPDATE
+      // leases exactly those rows and returns them. ANY(ARRAY(...)) makes each subquery an init
+      // plan, run once, and the UPDATE a primary-key lookup. The database's now is read once, in
+      // the CTE (clock_timestamp() is volatile); each (SELECT now FROM clock) is an init plan.
+      // Parameters: [now], owner, lease, max (unkeyed), max (keyed), max.
       String now = "(SELECT now FROM clock)";
       this.claimSql = "WITH clock AS (SELECT " + clock.nowNanos(Dialect.POSTGRESQL) + " AS now)"
           + " UPDATE " + table + " SET lease_owner = ?, lease_until = " + now + " + ?"
-          + " WHERE seq = ANY(ARRAY(SELECT o.seq FROM " + table + " o WHERE "
-          + claimable(table, now) + " ORDER BY o.seq LIMIT ? FOR UPDATE OF o SKIP LOCKED))"
+          + " WHERE seq = ANY(ARRAY(SELECT o.seq FROM " + table + " o WHERE o.seq = ANY(ARRAY("
+          + "(SELECT u.seq FROM " + table + " u WHERE u.state = " + UNSENT
+          + " AND u.msg_key IS NULL AND " + ready("u", now) + " ORDER BY u.seq LIMIT ?)"
+          + " UNION ALL (SELECT k.seq FROM " + headTable + " h CROSS JOIN LATERAL"
+          + " (SELECT x.seq, x.ready_at, x.lease_until FROM " + table + " x"
+          + " WHERE x.msg_key = h.msg_key AND x.order_dest = h.order_dest AND x.state = "
+          + UNSENT + " AND x.msg_key IS NOT NULL ORDER BY x.seq LIMIT 1) k"
+          + " WHERE h.head_seq IS NOT NULL AND " + ready("k", now)
+          + " ORDER BY h.head_seq LIMIT ?)))"
+          + " AND o.state = " + UNSENT + " AND " + ready("o", now)
+          + " ORDER BY o.seq LIMIT ? FOR UPDATE OF o SKIP LOCKED))"
           + " RETURNING " + CLAIM_COLUMNS + ", lease_until";
-      // The whole batch in one statement (an index scan of the primary key for the array).
-      // Parameters: [now], seqs, owner.
+      // The whole batch in one statement (an index scan of the primary key for the array),
+      // returning the scope keys whose heads move. Parameters: [now], seqs, owner.
       this.markSentSql = markSentPrefix(table, clock.nowNanos(Dialect.POSTGRESQL))
-          + "seq = ANY(?) AND state = " + UNSENT + " AND lease_owner = ?";
+          + "seq = ANY(?) AND state = " + UNSENT + " AND lease_owner = ?"
+          + " RETURNING msg_key, order_dest";
+      // Locks the heads of those keys that no append holds (never waits); then, in a statement
+      // of its own (a new snapshot, taken after the locks, so it sees every append of these keys
+      // committed before), moves each to its key's lowest unsent row. Parameters: keys, scopes.
+      String pairs = " JOIN unnest(?::varchar[], ?::varchar[]) AS p(msg_key, order_dest)"
+          + " ON h.msg_key = p.msg_key AND h.order_dest = p.order_dest";
+      this.tryLockHeadsSql = "SELECT h.msg_key, h.order_dest FROM " + headTable + " h" + pairs
+          + " FOR UPDATE OF h SKIP LOCKED";
+      this.advanceHeadsSql = "UPDATE " + headTable + " h SET head_seq = (SELECT MIN(x.seq) FROM "
+          + table + " x WHERE x.msg_key = h.msg_key AND x.order_dest = h.order_dest"
+          + " AND x.state = " + UNSENT + " AND x.msg_key IS NOT NULL)"
+          + " FROM unnest(?::varchar[], ?::varchar[]) AS p(msg_key, order_dest)"
+          + " WHERE h.msg_key = p.msg_key AND h.order_dest = p.order_dest";
       // The claim has leased the row to us; parameters: seq, owner.
       this.deleteUndecodableSql = "DELETE FROM " + table + " WHERE seq = ? AND state = " + UNSENT
           + " AND lease_owner = ?";
+    }
+
+    @Override
+    boolean insertHead(Connection tx, KeyRef ref) throws SQLException {
+      return runInsertHead(tx, ref);
     }
 
     @Override
@@ -206,6 +422,8 @@ abstract sealed class OutboxStatements {
           ps.setString(i, owner);
           ps.setLong(i + 1, leaseNanos);
           ps.setInt(i + 2, max);
+          ps.setInt(i + 3, max);
+          ps.setInt(i + 4, max);
           return readClaimed(ps, max, owner, null);
         }
       });
@@ -218,7 +436,7 @@ abstract sealed class OutboxStatements {
       List<DeadLetter> moved;
       try {
         moved = Jdbc.inTransaction(dataSource, what + ": dead-lettering undecodable rows",
-            c -> deadLetter(c, deleteUndecodableSql, (ps, row) -> {
+            c -> deadLetterRows(c, deleteUndecodableSql, (ps, row) -> {
               ps.setLong(1, row.sequence());
               ps.setString(2, owner);
             }, read.undecodable(), sink));
@@ -234,43 +452,114 @@ abstract sealed class OutboxStatements {
 
     @Override
     int markSent(DataSource dataSource, String what, String owner, Long[] seqs) {
-      return Jdbc.autoCommit(dataSource, what, c -> {
+      return Jdbc.inTransaction(dataSource, what, c -> {
+        int changed = 0;
+        TreeSet<KeyRef> refs = new TreeSet<>();
         try (PreparedStatement ps = c.prepareStatement(markSentSql)) {
           int i = clock.bind(ps, 1);
           ps.setArray(i, c.createArrayOf("bigint", seqs));
           ps.setString(i + 1, owner);
-          return ps.executeUpdate();
+          try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+              changed++;
+              String key = rs.getString(1);
+              if (key != null) {
+                refs.add(new KeyRef(key, rs.getString(2)));
+              }
+            }
+          }
         }
+        if (!refs.isEmpty()) {
+          advanceHeadsSet(c, refs);
+        }
+        return changed;
       });
+    }
+
+    @Override
+    void advanceHeads(Connection c, Collection<KeyRef> refs) throws SQLException {
+      if (!refs.isEmpty()) {
+        advanceHeadsSet(c, new TreeSet<>(refs));
+      }
+    }
+
+    /** The set-based {@link #advanceHeads}: two statements whatever the number of keys. */
+    private void advanceHeadsSet(Connection c, TreeSet<KeyRef> refs) throws SQLException {
+      List<String> keys = new ArrayList<>(refs.size());
+      List<String> scopes = new ArrayList<>(refs.size());
+      try (PreparedStatement ps = c.prepareStatement(tryLockHeadsSql)) {
+        bindPairs(c, ps, refs);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            keys.add(rs.getString(1));
+            scopes.add(rs.getString(2));
+          }
+        }
+      }
+      if (keys.isEmpty()) {
+        return;
+      }
+      try (PreparedStatement ps = c.prepareStatement(advanceHeadsSql)) {
+        ps.setArray(1, c.createArrayOf("varchar", keys.toArray()));
+        ps.setArray(2, c.createArrayOf("varchar", scopes.toArray()));
+        ps.executeUpdate();
+      }
+    }
+
+    private static void bindPairs(Connection c, PreparedStatement ps, Collection<KeyRef> refs)
+        throws SQLException {
+      String[] keys = new String[refs.size()];
+      String[] scopes = new String[refs.size()];
+      int i = 0;
+      for (KeyRef r : refs) {
+        keys[i] = r.key();
+        scopes[i++] = r.orderDest();
+      }
+      ps.setArray(1, c.createArrayOf("varchar", keys));
+      ps.setArray(2, c.createArrayOf("varchar", scopes));
     }
   }
 
   /**
-   * H2: a claim is one transaction of a locking SELECT and a batch of conditional one-row lease
-   * updates; a markSent is one transaction of a batch of one-row updates.
+   * H2: a claim is one transaction of locking SELECTs (the unkeyed rows, then the keys' heads)
+   * and a batch of conditional one-row lease updates; a markSent is one transaction of a batch of
+   * one-row updates and the moves of the heads of their keys.
    */
   static final class H2 extends OutboxStatements {
-    private final String claimSql;
+    private final String unkeyedSql;
+    private final String headsSql;
+    private final String headRowSql;
     private final String leaseSql;
     private final String markSentSql;
     private final String deleteUndecodableSql;
 
-    H2(String table, DatabaseClock clock) {
-      super(clock);
-      // H2 claims in two steps inside one transaction. A one-statement claim (UPDATE ... FETCH
+    H2(String table, String headTable, DatabaseClock clock) {
+      super(table, headTable, clock, "INSERT INTO " + headTable
+          + " (msg_key, order_dest, head_seq) VALUES (?, ?, NULL)");
+      // H2 claims in steps inside one transaction. A one-statement claim (UPDATE ... FETCH
       // FIRST n ROWS ONLY) handed rows out twice in the concurrency tests: H2 let the statement
       // lease rows as its snapshot showed them, although another relay had leased and marked
-      // them sent after that snapshot. So the
-      // SELECT ... FOR UPDATE SKIP LOCKED takes the locks (parameters now, now, max), and then a
-      // conditional UPDATE per locked row, from a snapshot taken after the locks, keeps only rows
-      // that still qualify and were not rescheduled meanwhile (attempts unchanged).
-      // Parameters: owner, until, seq, attempts read, now, now.
-      // "now" is the database clock's, read once at the start of the claim's transaction.
-      this.claimSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o WHERE "
-          + claimable(table, "?") + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY"
-          + " FOR UPDATE SKIP LOCKED";
+      // them sent after that snapshot. So SELECT ... FOR UPDATE SKIP LOCKED takes the locks,
+      // and then a conditional UPDATE per locked row, from a snapshot taken after the locks,
+      // keeps only rows that still qualify and were not rescheduled meanwhile (attempts
+      // unchanged). "now" is the database clock's, read once at the start of the transaction.
+      // Unkeyed candidates: outbox_order's range (NULL, '', 0) in seq order. Parameters: now,
+      // now, max.
+      this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o"
+          + " WHERE o.msg_key IS NULL AND o.order_dest = '' AND o.state = " + UNSENT + " AND "
+          + ready("o", "?") + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
+      // Keyed candidates: heads in head_seq order, a page at a time, below a bound (the newest
+      // unkeyed candidate when there are max of them). Parameters: after, below, page.
+      this.headsSql = "SELECT msg_key, order_dest, head_seq FROM " + headTable
+          + " WHERE head_seq > ? AND head_seq < ? ORDER BY head_seq FETCH FIRST ? ROWS ONLY";
+      // A key's lowest unsent row (one probe of outbox_order), if ready. Parameters: key,
+      // scope, now, now.
+      this.headRowSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o WHERE o.seq ="
+          + " (SELECT MIN(x.seq) FROM " + table + " x WHERE x.msg_key = ? AND x.order_dest = ?"
+          + " AND x.state = " + UNSENT + ") AND " + ready("o", "?") + " FOR UPDATE SKIP LOCKED";
       String stillClaimable = " WHERE seq = ? AND attempts = ? AND state = " + UNSENT
           + " AND ready_at <= ? AND (lease_until IS NULL OR lease_until <= ?)";
+      // Parameters: owner, until, seq, attempts read, now, now.
       this.leaseSql = "UPDATE " + table + " SET lease_owner = ?, lease_until = ?"
           + stillClaimable;
       // The same re-check for an undecodable row; parameters: seq, attempts read, now, now.
@@ -282,27 +571,49 @@ abstract sealed class OutboxStatements {
     }
 
     @Override
+    boolean insertHead(Connection tx, KeyRef ref) throws SQLException {
+      try {
+        return runInsertHead(tx, ref);
+      } catch (SQLException e) {
+        if (Dialect.UNIQUE_VIOLATION.equals(e.getSQLState())) {
+          // Another append created it; H2 keeps the transaction usable after a failed statement.
+          return false;
+        }
+        throw e;
+      }
+    }
+
+    @Override
     Claimed claim(DataSource dataSource, String what, String owner, int max, long leaseNanos,
         UndecodableSink sink) {
       return Jdbc.inTransaction(dataSource, what, c -> {
         long nowNanos = Instants.toNanos("database now", clock.now(c, Dialect.H2));
         long untilNanos = Math.addExact(nowNanos, leaseNanos);
         Instant until = Instants.fromNanos(untilNanos);
-        Read read;
-        try (PreparedStatement ps = c.prepareStatement(claimSql)) {
+        List<OutboxRecord> candidates = new ArrayList<>();
+        List<Undecodable> undecodable = new ArrayList<>(0);
+        try (PreparedStatement ps = c.prepareStatement(unkeyedSql)) {
           ps.setLong(1, nowNanos);
           ps.setLong(2, nowNanos);
           ps.setInt(3, max);
-          read = readClaimed(ps, max, owner, until);
+          Read read = readClaimed(ps, max, owner, until);
+          candidates.addAll(read.records());
+          undecodable.addAll(read.undecodable());
         }
-        List<DeadLetter> moved = read.undecodable().isEmpty() ? List.of()
-            : deadLetter(c, deleteUndecodableSql, (ps, row) -> {
+        int unkeyed = candidates.size() + undecodable.size();
+        long below = unkeyed >= max ? maxSeq(candidates, undecodable) : Long.MAX_VALUE;
+        readHeads(c, max, owner, until, nowNanos, below, candidates, undecodable);
+        candidates.sort(Comparator.comparingLong(OutboxRecord::sequence));
+        if (candidates.size() > max) {
+          candidates = new ArrayList<>(candidates.subList(0, max));
+        }
+        List<DeadLetter> moved = undecodable.isEmpty() ? List.of()
+            : deadLetterRows(c, deleteUndecodableSql, (ps, row) -> {
               ps.setLong(1, row.sequence());
               ps.setInt(2, row.attempts());
               ps.setLong(3, nowNanos);
               ps.setLong(4, nowNanos);
-            }, read.undecodable(), sink);
-        List<OutboxRecord> candidates = read.records();
+            }, undecodable, sink);
         if (candidates.isEmpty()) {
           return new Claimed(candidates, moved);
         }
@@ -328,10 +639,68 @@ abstract sealed class OutboxStatements {
       });
     }
 
+    private static long maxSeq(List<OutboxRecord> rows, List<Undecodable> bad) {
+      long m = 0;
+      for (OutboxRecord r : rows) {
+        m = Math.max(m, r.sequence());
+      }
+      for (Undecodable u : bad) {
+        m = Math.max(m, u.sequence());
+      }
+      return m;
+    }
+
+    /**
+     * Adds up to {@code max} keyed candidates: the lowest unsent row of each head, oldest heads
+     * first, where that row is ready and not locked by another claim. Reads heads a page at a
+     * time and stops once it has {@code max}; a head's value is a lower bound of its key's
+     * lowest unsent row, so heads at or past {@code below} cannot give an older row.
+     */
+    private void readHeads(Connection c, int max, String owner, Instant until, long nowNanos,
+        long below, List<OutboxRecord> candidates, List<Undecodable> undecodable)
+        throws SQLException {
+      int found = 0;
+      int page = Math.min(Math.max(2 * max, 16), 1_024);
+      long after = 0;
+      try (PreparedStatement heads = c.prepareStatement(headsSql);
+          PreparedStatement row = c.prepareStatement(headRowSql)) {
+        while (found < max) {
+          List<KeyRef> refs = new ArrayList<>(page);
+          heads.setLong(1, after);
+          heads.setLong(2, below);
+          heads.setInt(3, page);
+          try (ResultSet rs = heads.executeQuery()) {
+            while (rs.next()) {
+              refs.add(new KeyRef(rs.getString(1), rs.getString(2)));
+              after = rs.getLong(3);
+            }
+          }
+          for (KeyRef ref : refs) {
+            row.setString(1, ref.key());
+            row.setString(2, ref.orderDest());
+            row.setLong(3, nowNanos);
+            row.setLong(4, nowNanos);
+            Read read = readClaimed(row, 1, owner, until);
+            candidates.addAll(read.records());
+            undecodable.addAll(read.undecodable());
+            found += read.records().size() + read.undecodable().size();
+            if (found >= max) {
+              return;
+            }
+          }
+          if (refs.size() < page) {
+            return;
+          }
+        }
+      }
+    }
+
     @Override
     int markSent(DataSource dataSource, String what, String owner, Long[] seqs) {
       return Jdbc.inTransaction(dataSource, what, c -> {
         long nowNanos = Instants.toNanos("database now", clock.now(c, Dialect.H2));
+        List<KeyRef> refs = keysOf(c, seqs);
+        int changed;
         try (PreparedStatement ps = c.prepareStatement(markSentSql)) {
           for (Long seq : seqs) {
             ps.setLong(1, nowNanos);
@@ -339,8 +708,10 @@ abstract sealed class OutboxStatements {
             ps.setString(3, owner);
             ps.addBatch();
           }
-          return Jdbc.rowsChanged(ps.executeBatch());
+          changed = Jdbc.rowsChanged(ps.executeBatch());
         }
+        advanceHeads(c, refs);
+        return changed;
       });
     }
   }

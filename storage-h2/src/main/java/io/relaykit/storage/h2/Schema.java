@@ -39,12 +39,17 @@ import javax.sql.DataSource;
  */
 final class Schema {
 
-  /** The script of version n is {@code SCRIPTS.get(n - 1)}. */
+  /**
+   * The scripts, in ascending version order; version n's is the one named {@code V<n>__...}.
+   * Versions are handed out to parallel lines of work, so the list may have gaps while one line
+   * has landed and another has not: a database records each version it applied, and a migration
+   * runs every listed version it has not applied, lowest first (see {@link #pending}).
+   */
   static final List<String> SCRIPTS = List.of("V1__base.sql", "V2__dead_letter_identity.sql",
-      "V3__database_clock.sql", "V4__journal_instants.sql");
+      "V3__database_clock.sql", "V4__journal_instants.sql", "V7__outbox_key_order.sql");
 
-  /** The newest schema version this build knows: the number of scripts in {@link #SCRIPTS}. */
-  static final int CURRENT_VERSION = SCRIPTS.size();
+  /** The newest schema version this build knows: the highest version in {@link #SCRIPTS}. */
+  static final int CURRENT_VERSION = versionOf(SCRIPTS.get(SCRIPTS.size() - 1));
 
   /** The payload column's limit, in bytes: larger messages are refused before anything is written. */
   static final int MAX_PAYLOAD_BYTES = 1_048_576;
@@ -71,14 +76,50 @@ final class Schema {
     return "io/relaykit/storage/h2/db/" + dialect.name().toLowerCase(Locale.ROOT);
   }
 
+  /** The version of a script name {@code V<n>__<name>.sql}. */
+  static int versionOf(String scriptName) {
+    int end = scriptName.indexOf("__");
+    if (!scriptName.startsWith("V") || end < 2) {
+      throw new IllegalArgumentException("not a versioned script name: " + scriptName);
+    }
+    return Integer.parseInt(scriptName.substring(1, end));
+  }
+
+  /** The versions this build ships, ascending. */
+  static List<Integer> versions() {
+    List<Integer> out = new ArrayList<>(SCRIPTS.size());
+    for (String name : SCRIPTS) {
+      out.add(versionOf(name));
+    }
+    return out;
+  }
+
+  /** The script name of {@code version}. */
+  static String scriptName(int version) {
+    for (String name : SCRIPTS) {
+      if (versionOf(name) == version) {
+        return name;
+      }
+    }
+    throw new IllegalArgumentException("version must be one of " + versions() + ", was "
+        + version);
+  }
+
   /** The statements of version {@code version} for {@code tables}, placeholders replaced. */
   static List<String> statements(Dialect dialect, int version, Tables tables) {
-    if (version < 1 || version > CURRENT_VERSION) {
-      throw new IllegalArgumentException("version must be in 1.." + CURRENT_VERSION + ", was "
-          + version);
-    }
-    String script = script(dialect, SCRIPTS.get(version - 1));
+    String script = script(dialect, scriptName(version));
     return split(script.replace(PREFIX_PLACEHOLDER, tables.prefix));
+  }
+
+  /** The versions this build ships that {@code applied} lacks, ascending. */
+  static List<Integer> pending(java.util.Set<Integer> applied) {
+    List<Integer> out = new ArrayList<>();
+    for (int v : versions()) {
+      if (!applied.contains(v)) {
+        out.add(v);
+      }
+    }
+    return out;
   }
 
   /** The raw text of one script, placeholders in place. */
@@ -146,11 +187,12 @@ final class Schema {
       c.setAutoCommit(true);
       int current = currentVersion(c, tables);
       checkNotNewer(current, tables);
-      if (current < CURRENT_VERSION) {
+      List<Integer> pending = pending(appliedVersions(c, tables));
+      if (!pending.isEmpty()) {
         if (!apply) {
           throw new SchemaVersionException("tables with prefix '" + tables.prefix + "' are at"
               + " schema version " + current + ", but this relaykit build needs version "
-              + CURRENT_VERSION + ": apply " + missing(current) + " from the class path folder "
+              + CURRENT_VERSION + ": apply " + missing(pending) + " from the class path folder "
               + scriptDirectory(dialect) + " (placeholder prefix=" + tables.prefix
               + "), or open the storage with migrate=true");
         }
@@ -180,9 +222,8 @@ final class Schema {
         lock.execute();
       }
       // Another instance may have migrated while this one waited for the lock.
-      int current = currentVersion(c, tables);
-      checkNotNewer(current, tables);
-      run(c, Dialect.POSTGRESQL, tables, current);
+      checkNotNewer(currentVersion(c, tables), tables);
+      run(c, Dialect.POSTGRESQL, tables, pending(appliedVersions(c, tables)));
       c.commit();
     } catch (SQLException | RuntimeException e) {
       c.rollback();
@@ -202,7 +243,7 @@ final class Schema {
     synchronized (H2_MIGRATIONS) {
       for (int attempt = 1; ; attempt++) {
         try {
-          run(c, Dialect.H2, tables, currentVersion(c, tables));
+          run(c, Dialect.H2, tables, pending(appliedVersions(c, tables)));
           return;
         } catch (SQLException e) {
           if (attempt == H2_MIGRATION_ATTEMPTS) {
@@ -213,15 +254,15 @@ final class Schema {
     }
   }
 
-  private static void run(Connection c, Dialect dialect, Tables tables, int from)
+  private static void run(Connection c, Dialect dialect, Tables tables, List<Integer> versions)
       throws SQLException {
-    for (int version = from + 1; version <= CURRENT_VERSION; version++) {
+    for (int version : versions) {
       try (Statement s = c.createStatement()) {
         for (String sql : statements(dialect, version, tables)) {
           try {
             s.execute(sql);
           } catch (SQLException e) {
-            throw new SQLException("schema version " + version + " (" + SCRIPTS.get(version - 1)
+            throw new SQLException("schema version " + version + " (" + scriptName(version)
                 + ") failed at: " + sql + ": " + e.getMessage(), e.getSQLState(), e);
           }
         }
@@ -229,8 +270,11 @@ final class Schema {
     }
   }
 
-  private static String missing(int current) {
-    List<String> names = SCRIPTS.subList(current, CURRENT_VERSION);
+  private static String missing(List<Integer> pending) {
+    List<String> names = new ArrayList<>();
+    for (int v : pending) {
+      names.add(scriptName(v));
+    }
     return (names.size() == 1 ? "the script " : "the scripts ") + String.join(", ", names);
   }
 
@@ -274,6 +318,21 @@ final class Schema {
         s.execute("ALTER TABLE " + tables.outbox + " ALTER COLUMN seq RESTART WITH " + (max + 1));
       }
     }
+  }
+
+  /** Every version recorded; empty when there is no schema_version table yet. */
+  static java.util.Set<Integer> appliedVersions(Connection c, Tables tables) throws SQLException {
+    java.util.Set<Integer> out = new java.util.TreeSet<>();
+    if (!tableExists(c, tables.schemaVersion)) {
+      return out;
+    }
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT version FROM " + tables.schemaVersion)) {
+      while (rs.next()) {
+        out.add(rs.getInt(1));
+      }
+    }
+    return out;
   }
 
   /** The highest version recorded; 0 when there is no schema_version table yet. */

@@ -10,6 +10,7 @@ final class Tables {
   final String prefix;
   final String schemaVersion;
   final String outbox;
+  final String outboxHead;
   final String deadLetter;
   final String idempotency;
   final String versionGuard;
@@ -19,6 +20,7 @@ final class Tables {
     this.prefix = requireValidPrefix(prefix);
     this.schemaVersion = prefix + "schema_version";
     this.outbox = prefix + "outbox";
+    this.outboxHead = prefix + "outbox_head";
     this.deadLetter = prefix + "dead_letter";
     this.idempotency = prefix + "idempotency";
     this.versionGuard = prefix + "version_guard";

@@ -179,10 +179,21 @@ class JdbcOutboxStoreTest {
       ps.setString(3, headers);
       ps.setBytes(4, payload);
       ps.executeUpdate();
+      long seq;
       try (ResultSet keys = ps.getGeneratedKeys()) {
         keys.next();
-        return keys.getLong(1);
+        seq = keys.getLong(1);
       }
+      if (key != null) {
+        // As append does: a keyed row is claimed through its key's head.
+        try (PreparedStatement head = c.prepareStatement("INSERT INTO " + prefix
+            + "outbox_head (msg_key, order_dest, head_seq) VALUES (?, '', ?)")) {
+          head.setString(1, key);
+          head.setLong(2, seq);
+          head.executeUpdate();
+        }
+      }
+      return seq;
     } catch (SQLException e) {
       throw new AssertionError(e);
     }

@@ -168,8 +168,8 @@ final class TestDatabase {
   JdbcStorage emptied(String prefix, Duration retention, InstantSource clock) {
     JdbcStorage storage = storage(prefix, retention, clock);
     try (Connection c = pool.getConnection(); Statement s = c.createStatement()) {
-      for (String table : new String[] {"outbox", "dead_letter", "idempotency", "version_guard",
-          "journal"}) {
+      for (String table : new String[] {"outbox", "outbox_head", "dead_letter", "idempotency",
+          "version_guard", "journal"}) {
         s.execute("TRUNCATE TABLE " + prefix + table);
       }
     } catch (SQLException e) {
