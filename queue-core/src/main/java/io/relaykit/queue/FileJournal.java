@@ -57,7 +57,9 @@ import javax.crypto.SecretKey;
  * crash at the end of the newest segment (cut short, or with zeros where part of it never reached
  * the disk: only zeros after it, or a whole zero-filled 512-byte sector inside it) is cut off with
  * a warning, with everything after it, keeping every complete record before it: nothing after it
- * was synced, since a sync covers every byte written before it. Anything else that fails its
+ * was synced, since a sync covers every byte written before it. A complete record (up to 4 KiB)
+ * whose checksum matches with one bit flipped is not torn but corrupt, even the newest one: an
+ * error naming the file and offset, never cut silently. Anything else that fails its
  * checks is a {@link JournalException} naming the file and, for a record, the byte offset; the
  * journal then deletes nothing.
  *
