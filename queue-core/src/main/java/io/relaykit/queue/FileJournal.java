@@ -147,6 +147,8 @@ public final class FileJournal implements QueueJournal {
   private long liveBytes;
   private int unsyncedRecords;
   private boolean loaded;
+  /** Set by close() under writeLock before its final sync: no change is accepted any more. */
+  private boolean closing;
   private volatile boolean closed;
 
   private final GroupCommit commit;
@@ -381,18 +383,33 @@ public final class FileJournal implements QueueJournal {
   }
 
   /**
-   * Flushes, cuts the preallocated zeros off and closes the files. Further calls fail.
+   * Flushes, cuts the preallocated zeros off and closes the files. Further calls fail. A change
+   * that races the close is either recorded before it (and made durable by its final sync, so a
+   * critical appender waiting for it returns normally) or refused with a {@link
+   * JournalException} ({@code NOT_RECORDED}): never accepted and then dropped.
    *
    * @throws JournalException when the flush fails or the journal failed closed earlier: the files
    *     are closed all the same, and changes since the last sync may be lost
    */
   @Override
   public void close() {
-    if (closed) {
-      return;
+    long target;
+    writeLock.lock();
+    try {
+      if (closed || closing) {
+        return;
+      }
+      // From here every change is refused (NOT_RECORDED): a change racing this close is either
+      // in the buffer now, and made durable by the sync below, or refused; never accepted and
+      // then dropped by the close.
+      closing = true;
+      target = writer.appended();
+    } finally {
+      writeLock.unlock();
     }
     try {
-      flush();
+      commit.checkNotFailed();
+      commit.syncUpTo(target, false);
     } finally {
       stop(true);
     }
@@ -485,6 +502,10 @@ public final class FileJournal implements QueueJournal {
    * what it must before it adds the record, so any failure here is {@code NOT_RECORDED}.
    */
   private void record(JournalCodec body) {
+    if (closing || closed) {
+      throw new JournalException("journal " + dir + " is closed (or closing): the change was"
+          + " refused, nothing recorded", null, JournalException.Outcome.NOT_RECORDED);
+    }
     try {
       ensureWritable();
       writer.append(body.array(), body.length());

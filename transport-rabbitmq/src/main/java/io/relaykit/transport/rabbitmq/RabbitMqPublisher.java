@@ -936,6 +936,36 @@ public final class RabbitMqPublisher implements Publisher {
     }
   }
 
+  /** What the publisher holds and what its writer does, for a test's failure message. */
+  String state() {
+    StringBuilder b = new StringBuilder();
+    lock.lock();
+    try {
+      b.append("unconfirmed=").append(unconfirmed()).append(" unsent=").append(unsent.size())
+          .append(" pending=").append(gen == null ? "no channel" : gen.pending.size())
+          .append(" blocked=").append(blockedReason).append(" stopped=").append(stopped)
+          .append(" recoveries=").append(recoveries.get()).append(" lastLoss=").append(lastLoss);
+    } finally {
+      lock.unlock();
+    }
+    b.append(" writer=").append(writer.getState());
+    StackTraceElement[] stack = writer.getStackTrace();
+    for (int i = 0; i < Math.min(8, stack.length); i++) {
+      b.append("\n    at ").append(stack[i]);
+    }
+    return b.toString();
+  }
+
+  /** The current confirm channel, for tests (they inject broker confirms into it); or null. */
+  Channel channel() {
+    lock.lock();
+    try {
+      return gen == null ? null : gen.channel;
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /** The current connection, for tests (they inject broker control commands into it). */
   Connection connection() {
     lock.lock();

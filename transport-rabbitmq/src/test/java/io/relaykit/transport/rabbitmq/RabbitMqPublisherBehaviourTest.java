@@ -255,8 +255,12 @@ class RabbitMqPublisherBehaviourTest {
           () -> publisher.recoveries() >= 1);
       long afterRecovery = confirmed(futures);
 
-      Await.until(Duration.ofSeconds(30), "200 more confirmed after reconnecting",
-          () -> confirmed(futures) > afterRecovery + 200);
+      try {
+        Await.until(Duration.ofSeconds(30), "200 more confirmed after reconnecting",
+            () -> confirmed(futures) > afterRecovery + 200);
+      } catch (AssertionError e) {
+        throw new AssertionError(e.getMessage() + "; publisher: " + publisher.state(), e);
+      }
       stop.set(true);
       producer.join(30_000);
       CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new))
