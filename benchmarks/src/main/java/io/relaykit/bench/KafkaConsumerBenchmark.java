@@ -117,6 +117,18 @@ public class KafkaConsumerBenchmark {
     }
 
     void subscribe(OrderingMode mode, int concurrency, int limit) throws Exception {
+      subscribe(mode, concurrency, limit, 0);
+    }
+
+    /**
+     * As above; records of the first {@code failingKeys} of the {@value #KEYS} keys fail their
+     * first attempt (after the handler's work) and go through the retry topic; the invocation ends
+     * at the last completion of a healthy key's record, so it measures the healthy keys'
+     * throughput beside a failing one.
+     */
+    void subscribe(OrderingMode mode, int concurrency, int all, int failingKeys)
+        throws Exception {
+      int limit = all - all / KEYS * failingKeys;
       records = limit;
       gate = new CountDownLatch(1);
       entered = new CountDownLatch(1);
@@ -129,6 +141,13 @@ public class KafkaConsumerBenchmark {
         myEntered.countDown();
         myGate.await();
         LockSupport.parkNanos(HANDLER_NANOS);
+        String key = delivery.message().key().orElse("");
+        if (Integer.parseInt(key.substring(key.indexOf('-') + 1)) < failingKeys) {
+          if (delivery.attempt() == 1) {
+            throw new IllegalStateException("a failing key's first attempt");
+          }
+          return;
+        }
         if (completed.incrementAndGet() == limit) {
           myDone.countDown();
         }
@@ -174,6 +193,13 @@ public class KafkaConsumerBenchmark {
     @Param({"16", "64"})
     int concurrency;
 
+    /**
+     * Keys of the {@value #KEYS} whose records fail their first attempt: 0, or 1 (1 % of keys,
+     * measured on the healthy keys' records).
+     */
+    @Param({"0", "1"})
+    int failingKeys;
+
     @Setup(Level.Trial)
     public void open() throws Exception {
       openTrial();
@@ -181,7 +207,7 @@ public class KafkaConsumerBenchmark {
 
     @Setup(Level.Invocation)
     public void join() throws Exception {
-      subscribe(mode, concurrency, RUNTIME_RECORDS);
+      subscribe(mode, concurrency, RUNTIME_RECORDS, failingKeys);
     }
 
     @TearDown(Level.Invocation)

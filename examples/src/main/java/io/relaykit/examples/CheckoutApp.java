@@ -86,7 +86,8 @@ final class CheckoutApp implements AutoCloseable {
   private final RetryPolicy retry;
   /** {@code --storage redis}: Redis in front of the JDBC idempotency store; null otherwise. */
   private final RedisStorage redis;
-  private final IdempotencyStore deliveries;
+  /** The delivery guard ({@code --storage redis}: the tiered store); null otherwise. */
+  final IdempotencyStore deliveries;
 
   private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume)
       throws IOException, SQLException {

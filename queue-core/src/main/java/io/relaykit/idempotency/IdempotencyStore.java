@@ -82,6 +82,27 @@ public interface IdempotencyStore {
    */
   boolean renew(Claim claim, Duration lease);
 
+  /**
+   * Writes DONE for {@code key} for the retention period whoever holds it: absent, a live or lapsed
+   * claim of anyone, or already DONE. Unfenced on purpose, so only for a store that fronts another
+   * one (the fast tier of a {@link TieredIdempotencyStore}) and only after that other store
+   * recorded DONE for the key: then nobody can still win the work, and a fast-tier holder (a
+   * redelivery, or a claim command that timed out on the client but ran on the server) must not
+   * keep the fast tier from answering DONE. A holder's later {@code complete}, {@code release} or
+   * {@code renew} then returns false.
+   *
+   * <p>The default claims the key with a short lease and completes it, so it only succeeds when
+   * nobody else holds the key; stores used as a fast tier override it with an unconditional write.
+   *
+   * @return true if the key is DONE now
+   * @throws IllegalArgumentException if {@code key} is blank or too long
+   * @throws IdempotencyUnavailableException if the backend cannot be reached
+   */
+  default boolean markDone(String key) {
+    Claim c = claim(key, java.time.Duration.ofSeconds(10));
+    return c.status() == Claim.Status.DONE || (c.isClaimed() && complete(c));
+  }
+
   /** The key's current status (CLAIMED for a live lease), or empty if absent; for diagnostics. */
   Optional<Claim.Status> status(String key);
 }

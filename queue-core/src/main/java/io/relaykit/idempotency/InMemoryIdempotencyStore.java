@@ -70,6 +70,20 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
     return true;
   }
 
+  /** Writes DONE whoever holds the key (see {@link IdempotencyStore#markDone}). */
+  @Override
+  public synchronized boolean markDone(String key) {
+    requireKey(key);
+    Instant now = clock.instant();
+    forgetExpired(now);
+    Entry e = entries.get(key);
+    if (e == null || !e.done) {
+      Instant forgetAt = now.plus(retention);
+      put(key, new Entry(null, true, forgetAt, forgetAt));
+    }
+    return true;
+  }
+
   @Override
   public synchronized boolean renew(Claim claim, Duration lease) {
     requireClaimed(claim);

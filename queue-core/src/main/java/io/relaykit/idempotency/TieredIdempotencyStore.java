@@ -6,6 +6,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
@@ -26,21 +29,30 @@ import java.util.function.Function;
  *   <li>A fast DONE is written only after the durable DONE, so a fast DONE is trusted; when the
  *       fast tier says CLAIMED but the durable tier says DONE (the fast record expired or was
  *       lost), the answer is DONE and the fast tier is filled in.
+ *   <li>Once the durable tier is DONE the fast tier converges to DONE, even when someone else
+ *       holds the fast key (a redelivery that took over a lapsed fast lease, or a claim command
+ *       that timed out on the client but ran on the server): the fast DONE is written with {@link
+ *       IdempotencyStore#markDone}, which overwrites a fast holder, and while the fast tier is down
+ *       it is written by the first later call that finds it answering.
  *   <li>{@link #status} answers from the durable tier, which holds every claim.
  * </ul>
  *
  * <h2>Cost</h2>
  * A repeat of done work costs one fast-tier call; a repeat of in-flight work adds a durable read.
  * New work costs a fast claim and a durable claim; completing it a durable and a fast write. While the fast tier is down every call
- * goes to the durable tier. Configure the fast tier's retention no longer than the durable one's.
+ * goes to the durable tier, and the fast DONEs it missed (at most {@value #MAX_PENDING_DONE} keys
+ * kept) are written afterwards, at most {@value #MAX_DRAIN_PER_CALL} per successful fast-tier
+ * call. Configure the fast tier's retention no longer than the durable one's.
  * A durable-tier failure is not masked: it propagates, since no answer is then safe. Thread-safe.
  */
 public final class TieredIdempotencyStore implements IdempotencyStore {
   private static final System.Logger LOG =
       System.getLogger(TieredIdempotencyStore.class.getName());
 
-  /** Lease for filling in a fast DONE after the fact; it is completed at once. */
-  private static final Duration BACKFILL_LEASE = Duration.ofSeconds(10);
+  /** Most keys whose fast DONE waits for the fast tier to come back; more are dropped. */
+  static final int MAX_PENDING_DONE = 10_000;
+  /** Most pending fast DONEs one call writes, so no caller pays for a whole backlog. */
+  static final int MAX_DRAIN_PER_CALL = 64;
 
   private final IdempotencyStore fast;
   private final IdempotencyStore durable;
@@ -49,6 +61,9 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
   /** Consecutive fast-tier failures and when to try again; failures == 0 means in use. */
   private final AtomicReference<Health> health = new AtomicReference<>(Health.UP);
   private final AtomicBoolean probing = new AtomicBoolean();
+  /** Keys DONE in the durable tier whose fast DONE could not be written yet (fast tier down). */
+  private final Set<String> pendingDone = ConcurrentHashMap.newKeySet();
+  private final AtomicInteger pendingCount = new AtomicInteger();
 
   private record Health(int failures, Instant retryAt) {
     static final Health UP = new Health(0, Instant.MIN);
@@ -104,13 +119,19 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
       // that timed out on the client still ran on the server), so the durable tier, the truth
       // for DONE, is asked before the caller is told to come back later.
       // IN_PROGRESS is a safe answer whatever the durable tier says, so its failure is not one.
+      boolean durableDone;
       try {
-        return durable.status(key).orElse(null) == Claim.Status.DONE ? Claim.done(key) : f;
+        durableDone = durable.status(key).orElse(null) == Claim.Status.DONE;
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.DEBUG, "durable tier could not confirm an in-progress claim",
             e);
         return f;
       }
+      if (!durableDone) {
+        return f;
+      }
+      backfillDone(key); // the fast holder can never win the work: overwrite it with DONE
+      return Claim.done(key);
     }
     Claim d;
     try {
@@ -125,7 +146,9 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
             ? f.leaseExpiresAt() : d.leaseExpiresAt();
         return Claim.claimed(key, Token.encode(f.token(), d.token()), expires);
       case DONE:
-        completeFast(f);
+        if (!completeFast(f)) {
+          backfillDone(key);
+        }
         return d;
       default:
         releaseFast(f);
@@ -199,14 +222,60 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
 
   /**
    * Makes the fast tier say DONE for a key the durable tier completed, so repeats stop at the
-   * fast tier. Best effort: if someone else holds the fast claim, they will find the durable DONE
-   * and fill it in themselves.
+   * fast tier. Uses {@link IdempotencyStore#markDone}, which overwrites whoever holds the fast key:
+   * a redelivery that claimed it, or a claim command that timed out on the client but ran on the
+   * server (nobody would ever complete or release that one). While the fast tier is down the key
+   * is remembered (at most {@link #MAX_PENDING_DONE}) and written by the next call that finds the
+   * fast tier answering; a failure that is not an outage is logged and the key dropped, since the
+   * durable tier still answers DONE for it. Each successful fast-tier call writes at most {@link
+   * #MAX_DRAIN_PER_CALL} of the remembered keys.
    */
   private void backfillDone(String key) {
-    onFast(store -> {
-      Claim f = store.claim(key, BACKFILL_LEASE);
-      return f.isClaimed() && store.complete(f);
-    }, false, false);
+    Boolean written = onFast(store -> store.markDone(key), null, false);
+    if (written == null) { // skipped or failed
+      remember(key);
+      if (fastTierInUse()) { // it failed otherwise than by an outage, or came back meanwhile
+        drainPending();
+      }
+    }
+  }
+
+  private void remember(String key) {
+    if (pendingCount.incrementAndGet() > MAX_PENDING_DONE) {
+      pendingCount.decrementAndGet();
+      LOG.log(System.Logger.Level.DEBUG, "more than {0} fast DONE writes pending; dropped {1}",
+          MAX_PENDING_DONE, key);
+      return;
+    }
+    if (!pendingDone.add(key)) {
+      pendingCount.decrementAndGet();
+    }
+  }
+
+  /**
+   * Writes up to {@link #MAX_DRAIN_PER_CALL} pending fast DONEs after the fast tier answered;
+   * stops at the next outage (the key stays pending).
+   */
+  private void drainPending() {
+    int budget = MAX_DRAIN_PER_CALL;
+    for (String key : pendingDone) {
+      if (budget-- == 0) {
+        return;
+      }
+      if (!pendingDone.remove(key)) {
+        continue;
+      }
+      pendingCount.decrementAndGet();
+      try {
+        fast.markDone(key);
+      } catch (IdempotencyUnavailableException e) {
+        remember(key);
+        return; // the next call that reaches the fast tier finds out and backs off
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "fast idempotency tier failed to record a pending "
+            + "DONE; the durable tier has the answer", e);
+      }
+    }
   }
 
   /**
@@ -222,6 +291,9 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
     try {
       T result = op.apply(fast);
       succeeded(mode);
+      if (!pendingDone.isEmpty()) {
+        drainPending();
+      }
       return result;
     } catch (IdempotencyUnavailableException e) {
       failed(mode, e);

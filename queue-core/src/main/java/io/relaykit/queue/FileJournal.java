@@ -57,7 +57,9 @@ import javax.crypto.SecretKey;
  * crash at the end of the newest segment (cut short, or with zeros where part of it never reached
  * the disk: only zeros after it, or a whole zero-filled 512-byte sector inside it) is cut off with
  * a warning, with everything after it, keeping every complete record before it: nothing after it
- * was synced, since a sync covers every byte written before it. Anything else that fails its
+ * was synced, since a sync covers every byte written before it. A complete record (up to 4 KiB)
+ * whose checksum matches with one bit flipped is not torn but corrupt, even the newest one: an
+ * error naming the file and offset, never cut silently. Anything else that fails its
  * checks is a {@link JournalException} naming the file and, for a record, the byte offset; the
  * journal then deletes nothing.
  *
@@ -147,6 +149,8 @@ public final class FileJournal implements QueueJournal {
   private long liveBytes;
   private int unsyncedRecords;
   private boolean loaded;
+  /** Set by close() under writeLock before its final sync: no change is accepted any more. */
+  private boolean closing;
   private volatile boolean closed;
 
   private final GroupCommit commit;
@@ -381,18 +385,33 @@ public final class FileJournal implements QueueJournal {
   }
 
   /**
-   * Flushes, cuts the preallocated zeros off and closes the files. Further calls fail.
+   * Flushes, cuts the preallocated zeros off and closes the files. Further calls fail. A change
+   * that races the close is either recorded before it (and made durable by its final sync, so a
+   * critical appender waiting for it returns normally) or refused with a {@link
+   * JournalException} ({@code NOT_RECORDED}): never accepted and then dropped.
    *
    * @throws JournalException when the flush fails or the journal failed closed earlier: the files
    *     are closed all the same, and changes since the last sync may be lost
    */
   @Override
   public void close() {
-    if (closed) {
-      return;
+    long target;
+    writeLock.lock();
+    try {
+      if (closed || closing) {
+        return;
+      }
+      // From here every change is refused (NOT_RECORDED): a change racing this close is either
+      // in the buffer now, and made durable by the sync below, or refused; never accepted and
+      // then dropped by the close.
+      closing = true;
+      target = writer.appended();
+    } finally {
+      writeLock.unlock();
     }
     try {
-      flush();
+      commit.checkNotFailed();
+      commit.syncUpTo(target, false);
     } finally {
       stop(true);
     }
@@ -485,6 +504,10 @@ public final class FileJournal implements QueueJournal {
    * what it must before it adds the record, so any failure here is {@code NOT_RECORDED}.
    */
   private void record(JournalCodec body) {
+    if (closing || closed) {
+      throw new JournalException("journal " + dir + " is closed (or closing): the change was"
+          + " refused, nothing recorded", null, JournalException.Outcome.NOT_RECORDED);
+    }
     try {
       ensureWritable();
       writer.append(body.array(), body.length());

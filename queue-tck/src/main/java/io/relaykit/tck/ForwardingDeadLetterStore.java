@@ -53,4 +53,14 @@ public class ForwardingDeadLetterStore implements DeadLetterStore {
   public long purge(DeadLetterQuery query) {
     return delegate.purge(query);
   }
+
+  @Override
+  public long purgeFailedBefore(java.time.Instant failedBefore, int max) {
+    return delegate.purgeFailedBefore(failedBefore, max);
+  }
+
+  @Override
+  public long trimTo(long keep, int max) {
+    return delegate.trimTo(keep, max);
+  }
 }

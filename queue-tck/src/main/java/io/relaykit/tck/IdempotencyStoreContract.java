@@ -275,6 +275,21 @@ public abstract class IdempotencyStoreContract {
     }
 
     @Test
+    @DisplayName("markDone makes an absent key, a lapsed claim nobody took over and a DONE key DONE")
+    void markDone() {
+      assertThat(store.markDone(key("a"))).isTrue();
+      assertThat(store.claim(key("a"), lease()).status()).isEqualTo(Claim.Status.DONE);
+      assertThat(store.markDone(key("a"))).isTrue();
+      assertThat(store.status(key("a"))).contains(Claim.Status.DONE);
+
+      Claim lapsed = store.claim(key("b"), lease());
+      advance(lease().plusMillis(1));
+      assertThat(store.markDone(key("b"))).isTrue();
+      assertThat(store.claim(key("b"), lease()).status()).isEqualTo(Claim.Status.DONE);
+      assertThat(store.complete(lapsed)).isFalse();
+    }
+
+    @Test
     @DisplayName("completing or releasing a claim that is not CLAIMED throws"
         + " IllegalArgumentException")
     void nonClaimedRejected() {

@@ -38,7 +38,8 @@ import org.junit.jupiter.api.Test;
  * The outbox under concurrency, model-checked: {@value #RELAYS} relays whose clocks are skewed
  * independently (from an hour slow to 8 days fast) share one store whose leases are decided on
  * the store's clock, while a seeded driver moves that clock (leases expire mid-publish), appends
- * more rows, makes the broker fail (transiently, permanently, or confirm late) and kills relays
+ * more rows, makes the broker fail (transiently, permanently), confirm late or block inside the
+ * publish call (so the heartbeat must keep the lease), and kills relays
  * (a killed relay's store calls and publishes fail from then on, as for a dead process) and
  * starts new ones. At the end it checks:
  *
@@ -149,6 +150,8 @@ public abstract class OutboxConcurrencyContract {
     private final Map<String, Long> firstConfirm = new ConcurrentHashMap<>();
     private final Set<String> publishedIds = ConcurrentHashMap.newKeySet();
     private final List<CompletableFuture<PublishReceipt>> late = new ArrayList<>();
+    /** Publishes blocked inside the publish call; guarded by {@link #late}. */
+    private final List<java.util.concurrent.CountDownLatch> blocked = new ArrayList<>();
     private final List<Node> nodes = new ArrayList<>();
     private final List<String> problems = java.util.Collections.synchronizedList(
         new ArrayList<>());
@@ -361,6 +364,27 @@ public abstract class OutboxConcurrencyContract {
           return CompletableFuture.failedFuture(new MessageRejectedException("no route"));
         }
         PublishReceipt receipt = new PublishReceipt(m.id(), dest, Long.toString(index));
+        if (roll < 14) {
+          // The publish call itself blocks (a full confirm window, Kafka's max.block.ms) until
+          // the driver lets it go; the relay's heartbeat must keep the lease meanwhile.
+          java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+          synchronized (late) {
+            blocked.add(gate);
+          }
+          try {
+            if (!gate.await(5, java.util.concurrent.TimeUnit.SECONDS)) {
+              return CompletableFuture.failedFuture(new PublishException("blocked too long"));
+            }
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return CompletableFuture.failedFuture(new PublishException("interrupted"));
+          }
+          if (node.killed) {
+            return CompletableFuture.failedFuture(new PublishException("killed while blocked"));
+          }
+          firstConfirm.putIfAbsent(m.id(), events.incrementAndGet());
+          return CompletableFuture.completedFuture(receipt);
+        }
         if (roll < 25) {
           // Confirmed late: after the driver moved the clock, maybe past the lease.
           CompletableFuture<PublishReceipt> f = new CompletableFuture<>();
@@ -475,6 +499,8 @@ public abstract class OutboxConcurrencyContract {
       synchronized (late) {
         now = new ArrayList<>(late);
         late.clear();
+        blocked.forEach(java.util.concurrent.CountDownLatch::countDown);
+        blocked.clear();
       }
       for (CompletableFuture<PublishReceipt> f : now) {
         if (random.nextInt(10) < 8) {
@@ -487,6 +513,8 @@ public abstract class OutboxConcurrencyContract {
 
     private void completeAllLate() {
       synchronized (late) {
+        blocked.forEach(java.util.concurrent.CountDownLatch::countDown);
+        blocked.clear();
         for (CompletableFuture<PublishReceipt> f : late) {
           f.completeExceptionally(new PublishException("run over"));
         }

@@ -423,6 +423,43 @@ public abstract class OutboxRelayContract {
     }
 
     @Test
+    @DisplayName("a purge that fails (sent rows or dead letters) is counted and costs nothing else:"
+        + " the cycle's rows are sent, and the next interval purges again")
+    void failingPurge() {
+      TestBroker broker = new TestBroker();
+      AtomicBoolean down = new AtomicBoolean(true);
+      OutboxStore failingPurges = new ForwardingOutboxStore(store) {
+        @Override
+        public int purgeSentOlderThan(Duration retention, int max, Instant now) {
+          if (down.get()) {
+            throw new IllegalStateException("purge statement timed out");
+          }
+          return super.purgeSentOlderThan(retention, max, now);
+        }
+      };
+      DeadLetterStore failingRetention = new ForwardingDeadLetterStore(deadLetters) {
+        @Override
+        public long purgeFailedBefore(Instant failedBefore, int max) {
+          if (down.get()) {
+            throw new IllegalStateException("dead-letter store unreachable");
+          }
+          return super.purgeFailedBefore(failedBefore, max);
+        }
+      };
+      OutboxRelay relay = built(relay("r", failingPurges, failingRetention, broker)
+          .retention(Duration.ofHours(1)).purgeInterval(Duration.ofMinutes(1)));
+      append(null, "m1");
+      assertThat(relay.runOnce().sent()).isEqualTo(1);
+      assertThat(relay.counters().purgeFailures()).isEqualTo(2);
+      down.set(false);
+      clock.advance(Duration.ofHours(2));
+      append(null, "m2");
+      assertThat(relay.runOnce().sent()).isEqualTo(1);
+      assertThat(relay.counters().purged()).isEqualTo(1);
+      assertThat(relay.counters().purgeFailures()).isEqualTo(2);
+    }
+
+    @Test
     @DisplayName("the relay applies the dead-letter retention on its purge schedule: by age, then"
         + " by count, counted")
     void deadLetterRetention() {

@@ -75,6 +75,12 @@ public final class SwitchableIdempotencyStore implements IdempotencyStore {
   }
 
   @Override
+  public boolean markDone(String key) {
+    check();
+    return delegate.markDone(key);
+  }
+
+  @Override
   public Optional<Claim.Status> status(String key) {
     check();
     return delegate.status(key);

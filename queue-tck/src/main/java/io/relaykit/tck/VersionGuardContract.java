@@ -59,6 +59,21 @@ public abstract class VersionGuardContract {
     }
 
     @Test
+    @DisplayName("entity ids with any characters are kept apart, including braces: \"a\" and"
+        + " \"{a}\" have their own versions")
+    void bracesKeptApart() {
+      String plain = entity("a");
+      String braced = "{" + plain + "}";
+      assertThat(guard.advance(plain, 9)).isTrue();
+
+      assertThat(guard.current(braced)).isEmpty();
+      assertThat(guard.advance(braced, 1)).isTrue();
+      assertThat(guard.advance(plain + "}", 2)).isTrue();
+      assertThat(guard.current(plain)).hasValue(9);
+      assertThat(guard.current(braced)).hasValue(1);
+    }
+
+    @Test
     @DisplayName("version zero is a valid first version")
     void zeroIsValid() {
       assertThat(guard.advance(entity("a"), 0)).isTrue();

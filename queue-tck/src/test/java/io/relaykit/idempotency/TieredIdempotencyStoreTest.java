@@ -99,6 +99,87 @@ class TieredIdempotencyStoreTest extends IdempotencyStoreContract {
       durable.delegate().complete(d);
 
       assertThat(tiered.claim("order-8", LEASE).status()).isEqualTo(Claim.Status.DONE);
+      assertThat(fast.delegate().status("order-8")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a fast claim left by a timed-out claim command does not keep the fast tier from "
+        + "DONE after the work completes on the durable tier")
+    void timedOutFastClaimDoesNotBlockDone() {
+      fast.down(true);
+      Claim c = tiered.claim("order-10", LEASE); // on the durable tier alone
+      fast.down(false);
+      // The timed-out claim command still ran on the server: a fast claim nobody will complete.
+      Claim orphan = fast.delegate().claim("order-10", LEASE);
+      clock.advance(RETRY.delay(1));
+
+      assertThat(tiered.complete(c)).isTrue();
+
+      assertThat(fast.delegate().status("order-10")).contains(Claim.Status.DONE);
+      assertThat(fast.delegate().complete(orphan)).isFalse();
+    }
+
+    @Test
+    @DisplayName("a fast claim taken over after the lease lapsed does not keep the fast tier from "
+        + "DONE when the first holder completes")
+    void fastTakeoverDoesNotBlockDone() {
+      Claim first = tiered.claim("order-11", Duration.ofSeconds(2));
+      clock.advance(Duration.ofSeconds(3));
+      // A redelivery took the lapsed fast claim over and still holds it (it has not yet asked
+      // the durable tier, where the first holder's claim was not taken over).
+      Claim redelivery = fast.delegate().claim("order-11", LEASE);
+      assertThat(redelivery.isClaimed()).isTrue();
+
+      assertThat(tiered.complete(first)).isTrue();
+
+      assertThat(durable.delegate().status("order-11")).contains(Claim.Status.DONE);
+      assertThat(fast.delegate().status("order-11")).contains(Claim.Status.DONE);
+      assertThat(fast.delegate().release(redelivery)).isFalse();
+      assertThat(tiered.claim("order-11", LEASE).status()).isEqualTo(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a fast DONE missed while the fast tier was down is written by the first call "
+        + "that finds it back")
+    void doneWrittenWhenFastTierIsBack() {
+      Claim c = tiered.claim("order-12", LEASE);
+      fast.down(true);
+      assertThat(tiered.claim("order-13", LEASE).status()).isEqualTo(Claim.Status.CLAIMED);
+      assertThat(tiered.complete(c)).isTrue(); // fast tier skipped: it is backing off
+      fast.down(false);
+      assertThat(fast.delegate().status("order-12")).contains(Claim.Status.CLAIMED);
+
+      clock.advance(RETRY.delay(1));
+      tiered.status("order-13");
+      assertThat(fast.delegate().status("order-12")).contains(Claim.Status.CLAIMED);
+      tiered.claim("order-14", LEASE); // the probe: the fast tier answers again
+
+      assertThat(fast.delegate().status("order-12")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a backlog of missed fast DONEs is written a bounded batch per call")
+    void pendingDrainedInBatches() {
+      int n = TieredIdempotencyStore.MAX_DRAIN_PER_CALL + 10;
+      List<Claim> claims = new java.util.ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        claims.add(tiered.claim("batch-" + i, LEASE));
+      }
+      fast.down(true);
+      claims.forEach(c -> assertThat(tiered.complete(c)).isTrue());
+      fast.down(false);
+      clock.advance(RETRY.delay(1));
+
+      tiered.claim("batch-probe", LEASE);
+      assertThat(fastDone(n)).isEqualTo(TieredIdempotencyStore.MAX_DRAIN_PER_CALL);
+      tiered.claim("batch-next", LEASE);
+      assertThat(fastDone(n)).isEqualTo(n);
+    }
+
+    private long fastDone(int n) {
+      return java.util.stream.IntStream.range(0, n)
+          .filter(i -> fast.delegate().status("batch-" + i).orElse(null) == Claim.Status.DONE)
+          .count();
     }
 
     @Test

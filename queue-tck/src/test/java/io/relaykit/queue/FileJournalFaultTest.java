@@ -517,6 +517,109 @@ class FileJournalFaultTest {
       j.crash();
       assertThat(reload(d, null)).isEqualTo(model.load());
     }
+
+    @Test
+    @DisplayName("a compaction the flusher started, stuck writing its base, stalls neither critical appends nor flush")
+    void flusherCompactionDoesNotStallGroupCommit() throws Exception {
+      Path d = newDir();
+      FaultyFileIo io = new FaultyFileIo();
+      // Writes of the compaction's base (its .base.tmp file) block while the flusher does them.
+      io.blockWhen(c -> c.thread().getName().equals("relaykit-file-journal-flusher")
+          && c.path() != null && c.path().getFileName().toString().contains(SegmentFormat.BASE)
+          && (c.op() == Op.WRITE || c.op() == Op.FORCE || c.op() == Op.CREATE));
+      InMemoryJournal model = new InMemoryJournal();
+      FileJournal j = loaded(FileJournal.builder(d).segmentBytes(16 * 1024).fileIo(io)
+          .commitInterval(Duration.ofMillis(2)).compactionMinBytes(32 * 1024));
+      int n = 0;
+      try {
+        for (; io.blockedCalls() == 0 && n < 5_000; n++) {
+          QueuedEvent e = event("g" + n, Priority.NORMAL);
+          j.append(e);
+          model.append(e);
+          if (n % 8 != 0) {
+            j.remove("g" + n, Removal.ACKED);
+            model.remove("g" + n, Removal.ACKED);
+          }
+        }
+        Await.until(Duration.ofSeconds(10), "the flusher's compaction is stuck writing its base"
+            + " (after " + n + " appends)", () -> io.blockedCalls() > 0);
+        CompletableFuture<Void> producer = CompletableFuture.runAsync(() -> {
+          for (int i = 0; i < 20; i++) {
+            QueuedEvent e = event("p" + i, Priority.CRITICAL);
+            j.append(e);
+          }
+          j.append(event("q", Priority.NORMAL));
+          j.flush();
+        });
+        producer.get(10, TimeUnit.SECONDS);
+        assertThat(io.blockedCalls()).as("the compaction is still stuck").isPositive();
+      } finally {
+        io.release();
+      }
+      for (int i = 0; i < 20; i++) {
+        model.append(event("p" + i, Priority.CRITICAL));
+      }
+      model.append(event("q", Priority.NORMAL));
+      // Crash wherever the released compaction is: recovery gives the same state either way.
+      j.crash();
+      assertThat(reload(d, null)).isEqualTo(model.load());
+    }
+
+    @Test
+    @DisplayName("an append racing close() is either durable after it or refused with a clear exception, never accepted and dropped")
+    void appendRacingClose() throws Exception {
+      Path d = newDir();
+      FaultyFileIo io = new FaultyFileIo();
+      FileJournal j = loaded(FileJournal.builder(d).fileIo(io)
+          .commitInterval(Duration.ofHours(1)).commitRecords(Integer.MAX_VALUE));
+      j.append(event("before", Priority.NORMAL));
+      Thread[] closer = new Thread[1];
+      // The close's final sync blocks in its fsync until the racing appends were made.
+      io.blockWhen(c -> c.thread() == closer[0] && c.op() == Op.FORCE);
+      CompletableFuture<Void> closed = new CompletableFuture<>();
+      closer[0] = new Thread(() -> {
+        try {
+          j.close();
+          closed.complete(null);
+        } catch (Throwable e) {
+          closed.completeExceptionally(e);
+        }
+      });
+      closer[0].start();
+      Await.until(Duration.ofSeconds(10), "the close is in its final fsync",
+          () -> io.blockedCalls() > 0);
+      Throwable normal = null;
+      Throwable critical = null;
+      try {
+        j.append(event("racing-normal", Priority.NORMAL));
+      } catch (RuntimeException e) {
+        normal = e;
+      }
+      CompletableFuture<Void> criticalAppend = CompletableFuture.runAsync(
+          () -> j.append(event("racing-critical", Priority.CRITICAL)));
+      io.release();
+      closed.get(10, TimeUnit.SECONDS);
+      try {
+        criticalAppend.get(10, TimeUnit.SECONDS);
+      } catch (java.util.concurrent.ExecutionException e) {
+        critical = e.getCause();
+      }
+      List<String> kept = reload(d, null).pending().stream().map(QueuedEvent::eventId).toList();
+      assertThat(kept).contains("before");
+      for (Object[] c : new Object[][] {{"racing-normal", normal}, {"racing-critical", critical}}) {
+        Throwable failure = (Throwable) c[1];
+        if (failure == null) {
+          assertThat(kept).as("%s was accepted, so it is durable after the close", c[0])
+              .contains((String) c[0]);
+        } else {
+          assertThat(failure).as("%s was refused", c[0]).isInstanceOf(JournalException.class)
+              .hasMessageContaining("closed");
+          assertThat(((JournalException) failure).outcome())
+              .isEqualTo(JournalException.Outcome.NOT_RECORDED);
+          assertThat(kept).doesNotContain((String) c[0]);
+        }
+      }
+    }
   }
 
   /** The compacted base: a {@code .base} file, or (format 1) the segment flagged as base. */

@@ -120,6 +120,19 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
       return 0
       """);
 
+  /**
+   * KEYS: the key. ARGV: retention ms. Sets DONE over an absent key, any claim or DONE: 1; leaves
+   * a foreign value alone: 0.
+   */
+  private static final Script MARK_DONE = new Script(PRELUDE + """
+      local v = redis.call('GET', KEYS[1])
+      if v and v ~= 'DONE' and lease_end(v) == nil then
+        return 0
+      end
+      redis.call('SET', KEYS[1], 'DONE', 'PX', ARGV[1])
+      return 1
+      """);
+
   /** KEYS: the key. ARGV: token. 1 if the token's claim was deleted. */
   private static final Script RELEASE = new Script("""
       local v = redis.call('GET', KEYS[1])
@@ -233,6 +246,28 @@ public final class RedisIdempotencyStore implements IdempotencyStore {
     } catch (RedisException e) {
       throw failure("complete", redisKey, e);
     }
+  }
+
+  /**
+   * Writes DONE whoever holds the key, one script call (see {@link IdempotencyStore#markDone});
+   * a value another program wrote is left alone and fails like {@link #claim}.
+   */
+  @Override
+  public boolean markDone(String key) {
+    Keys.requireKey("key", key, MAX_KEY_LENGTH);
+    String redisKey = redisKey(key);
+    Long r;
+    try {
+      r = MARK_DONE.run(redis.sync(), ScriptOutputType.INTEGER, new String[] {redisKey},
+          retentionMillis);
+    } catch (RedisException e) {
+      throw failure("mark done", redisKey, e);
+    }
+    if (r != 1L) {
+      throw new IllegalStateException("Redis key '" + redisKey + "' does not hold "
+          + EXPECTED + ": another program wrote it. Delete the key or choose another keyPrefix.");
+    }
+    return true;
   }
 
   @Override

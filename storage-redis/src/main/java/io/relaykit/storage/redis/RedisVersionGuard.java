@@ -2,14 +2,21 @@ package io.relaykit.storage.redis;
 
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.cluster.SlotHash;
 import io.relaykit.ordering.VersionGuard;
 import java.util.OptionalLong;
 
 /**
  * Entity versions in Redis: one string key per entity holding the highest version accepted, moved
  * forward by one Lua compare-and-set (versions compare as unsigned decimal strings, so all 63 bits
- * are exact, unlike Lua numbers). One round trip per call; one key per script, so it works on Redis
- * Cluster, and the entity's hash tag puts it in the slot of the entity's other keys.
+ * are exact, unlike Lua numbers). One round trip per call (a read of an entity absent in the new
+ * format adds one GET); a script touches one slot, so it works on Redis Cluster, and the entity's
+ * hash tag puts it in the slot of the entity's other keys.
+ *
+ * <p>Keys: {@code <prefix>ver.v2:{<slot tag>}:<entityId>}, the id kept whole, so {@code "a"} and
+ * {@code "{a}"} never share a version. A version written by an earlier release under the old,
+ * ambiguous {@code <prefix>ver:{<entityId>}} is read as the floor while the new key is absent (when
+ * both share a slot), so an upgrade lets no stale update through.
  *
  * <p>Version keys have no expiry on purpose: a forgotten version would let a stale update through.
  * Each costs one small string; delete an entity's key when the entity is gone. Unreachable Redis
@@ -21,8 +28,12 @@ public final class RedisVersionGuard implements VersionGuard {
   /** The longest entity id accepted, as for idempotency keys. */
   public static final int MAX_ENTITY_ID_LENGTH = 512;
 
+  /** KEYS: the version key, optionally its legacy key (read when the first is absent). */
   private static final Script ADVANCE = new Script("""
       local cur = redis.call('GET', KEYS[1])
+      if not cur and KEYS[2] then
+        cur = redis.call('GET', KEYS[2])
+      end
       local v = ARGV[1]
       if cur then
         if not string.match(cur, '^%d+$') then
@@ -54,7 +65,7 @@ public final class RedisVersionGuard implements VersionGuard {
     }
     String key = redisKey(entityId);
     try {
-      Long r = ADVANCE.run(redis.sync(), ScriptOutputType.INTEGER, new String[] {key},
+      Long r = ADVANCE.run(redis.sync(), ScriptOutputType.INTEGER, keys(entityId, key),
           Long.toString(version));
       if (r == -1L) {
         throw notOurs(key, null);
@@ -72,6 +83,11 @@ public final class RedisVersionGuard implements VersionGuard {
     String v;
     try {
       v = redis.sync().get(key);
+      String[] keys = keys(entityId, key);
+      if (v == null && keys.length == 2) {
+        key = keys[1];
+        v = redis.sync().get(key);
+      }
     } catch (RedisException e) {
       throw failure("read", key, e);
     }
@@ -85,9 +101,33 @@ public final class RedisVersionGuard implements VersionGuard {
     }
   }
 
-  /** The Redis key that holds {@code entityId}'s version. */
+  /**
+   * The Redis key that holds {@code entityId}'s version: {@code <prefix>ver.v2:{<slot tag>}:<id>}
+   * (see {@link Keys#exact}), so distinct ids never share a version, while an id's slot is that
+   * of its entity's idempotency keys.
+   */
   String redisKey(String entityId) {
+    return Keys.exact(prefix, "ver.v2", entityId);
+  }
+
+  /**
+   * Where releases before the exact encoding kept the version: {@code <prefix>ver:{<id>}}, or
+   * {@code <prefix>ver:<id>} for an id with a hash tag; ambiguous ({@code "a"} and {@code "{a}"}).
+   */
+  String legacyRedisKey(String entityId) {
     return Keys.tagged(prefix, "ver", entityId);
+  }
+
+  /**
+   * The version key, plus the legacy key when both share a slot: a version written by an earlier
+   * release stays the floor until the entity's next accepted update writes the new key, so an
+   * upgrade lets no stale update through. (A legacy version shared by two colliding ids is the
+   * floor for both: updates may be refused, never wrongly accepted.)
+   */
+  private String[] keys(String entityId, String key) {
+    String legacy = legacyRedisKey(entityId);
+    return SlotHash.getSlot(legacy) == SlotHash.getSlot(key) ? new String[] {key, legacy}
+        : new String[] {key};
   }
 
   private IllegalStateException notOurs(String key, Throwable cause) {

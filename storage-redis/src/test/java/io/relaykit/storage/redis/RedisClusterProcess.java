@@ -70,6 +70,15 @@ final class RedisClusterProcess implements AutoCloseable {
     return List.copyOf(ports);
   }
 
+  /** Kills the master on {@code port} at once, as {@code kill -9} would. */
+  void kill(int port) throws InterruptedException {
+    Process p = processes.get(ports.indexOf(port));
+    p.destroyForcibly();
+    if (!p.waitFor(10, TimeUnit.SECONDS)) {
+      fail("redis-server on port " + port + " did not die within 10 s");
+    }
+  }
+
   /** The number of keys node {@code port} holds. */
   long keysOn(int port) throws IOException {
     String reply = command(port, "DBSIZE");

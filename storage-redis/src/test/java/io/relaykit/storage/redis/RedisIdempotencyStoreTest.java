@@ -107,6 +107,25 @@ class RedisIdempotencyStoreTest {
     }
 
     @Test
+    @DisplayName("markDone overwrites a live claim of anyone with DONE for the retention, and "
+        + "leaves a value another program wrote alone")
+    void markDoneOverwritesHolder() {
+      String key = key("order-2b");
+      Claim holder = store.claim(key, LEASE);
+      assertThat(store.markDone(key)).isTrue();
+      String redisKey = store.redisKey(key);
+      assertThat(support.raw().get(redisKey)).isEqualTo("DONE");
+      assertThat(support.raw().pttl(redisKey)).isBetween(3_500_000L, 3_600_000L);
+      assertThat(store.complete(holder)).isFalse();
+
+      String foreign = key("order-2c");
+      support.raw().set(store.redisKey(foreign), "not-ours");
+      assertThatThrownBy(() -> store.markDone(foreign))
+          .isInstanceOf(IllegalStateException.class).hasMessageContaining("another program");
+      assertThat(support.raw().get(store.redisKey(foreign))).isEqualTo("not-ours");
+    }
+
+    @Test
     @DisplayName("a released key is deleted")
     void releaseDeletes() {
       String key = key("order-3");

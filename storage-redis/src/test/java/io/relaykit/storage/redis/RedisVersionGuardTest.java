@@ -50,10 +50,23 @@ class RedisVersionGuardTest extends VersionGuardContract {
     void holds() {
       assertThat(guard.advance(entity, 9)).isTrue();
       assertThat(guard.advance(entity, 10)).isTrue();
-      String key = support.prefix + "ver:{" + entity + "}";
+      String key = support.prefix + "ver.v2:{" + entity + "}:" + entity;
       assertThat(guard.redisKey(entity)).isEqualTo(key);
       assertThat(support.raw().get(key)).isEqualTo("10");
       assertThat(support.raw().pttl(key)).isEqualTo(-1L);
+    }
+
+    @Test
+    @DisplayName("a version written in the old key format is the floor until the next accepted"
+        + " update writes the new key")
+    void legacyFloor() {
+      support.raw().set(guard.legacyRedisKey(entity), "20");
+      assertThat(guard.current(entity)).isEqualTo(OptionalLong.of(20));
+      assertThat(guard.advance(entity, 20)).isFalse();
+      assertThat(guard.advance(entity, 19)).isFalse();
+      assertThat(guard.advance(entity, 21)).isTrue();
+      assertThat(support.raw().get(guard.redisKey(entity))).isEqualTo("21");
+      assertThat(guard.current(entity)).isEqualTo(OptionalLong.of(21));
     }
 
     @Test

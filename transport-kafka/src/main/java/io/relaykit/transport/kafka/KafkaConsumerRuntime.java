@@ -76,11 +76,15 @@ import org.apache.kafka.common.errors.WakeupException;
  * retry topic that is not yet due is not tracked: the poll thread seeks back to it and pauses its
  * partition until its due time, so the delay costs no memory and no sleeping.
  *
- * <p>Workers decode the record (undecodable records go to the dead-letter topic), run the handler
- * under a timeout watchdog, and on failure route it with {@link FailureRoute}: retry means a copy
- * goes to the retry topic with our attempt and due-time headers, give up means it goes to the
- * dead-letter topic; either way the record counts as done only when the broker confirmed that copy. In KEY and
- * PARTITION modes, {@link KeyParking} holds back the key's later records until the retry finishes.
+ * <p>The runtime reads as three parts: the poll loop (pauses, intake, start positions, commits,
+ * backlog samples; poll thread only), dispatch ({@link KeyParking} and the {@link KeyedExecutor}
+ * lanes), and the workers, which decode the record (undecodable records go to the dead-letter
+ * topic), run the handler under a timeout watchdog, and on failure take the decision of {@link
+ * FailureRoute} (the one failure model of every transport: retry after which delay, or
+ * dead-letter for which reason, with which headers) and leave the writing of the retry or
+ * dead-letter copy to {@link CopyHandOff}; either way the record counts as done only when the
+ * broker confirmed that copy. In KEY and PARTITION modes, {@link KeyParking} holds back the key's
+ * later records until the retry finishes.
  *
  * <p>Rebalances: on revoke we commit what is done for the revoked partitions (synchronously, still
  * owning them), then drop their tracker state, so nothing of theirs is committed again and late
@@ -90,10 +94,6 @@ import org.apache.kafka.common.errors.WakeupException;
 final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private static final System.Logger LOG = System.getLogger(KafkaConsumerRuntime.class.getName());
-  /** How long to wait before handing a record to the retry or dead-letter topic again. */
-  private static final Duration RESEND_DELAY = Duration.ofSeconds(1);
-  /** The longest reason and exception message of a reference dead letter, in UTF-8 bytes. */
-  private static final int REFERENCE_TEXT_BYTES = 512;
   /** The longest wait between poll turns that keep failing with retriable errors. */
   static final Duration MAX_ERROR_BACKOFF = Duration.ofSeconds(5);
   /** Records that may wait for parked keys, per unit of {@code maxInFlight}. */
@@ -114,9 +114,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final RateLimiter rateLimiter;
   private final String topic;
   private final String retryTopic;
-  private final String deadLetterTopic;
   private final OffsetReset sourceReset;
-  private final int retryPartitions;
   private final KafkaConsumer<String, byte[]> consumer;
   private final KafkaPublisher router;
   private final OffsetTracker<TopicPartition> tracker;
@@ -124,6 +122,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final KeyedExecutor workers;
   private final ScheduledThreadPoolExecutor timers;
   private final HandlerWatchdog watchdog;
+  private final CopyHandOff handOff;
   private final Thread pollThread;
   private final int maxPollRecords;
   /**
@@ -147,6 +146,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   // Poll thread only.
   private final Map<TopicPartition, Instant> delayedUntil = new HashMap<>();
   private final Map<TopicPartition, Long> committed = new HashMap<>();
+  /** Of each retry partition: the offset after the last record taken in (or put back). */
+  private final Map<TopicPartition, Long> retryRead = new HashMap<>();
+  /** Of each retry partition: the offset after the last copy this member wrote there. */
+  private final Map<TopicPartition, Long> copiesEnd =
+      new java.util.concurrent.ConcurrentHashMap<>();
 
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
       String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
@@ -161,8 +165,6 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     this.rateLimiter = rateLimiter;
     this.topic = spec.destination();
     this.retryTopic = retryTopic;
-    this.retryPartitions = retryPartitions;
-    this.deadLetterTopic = deadLetterTopic;
     this.sourceReset = OffsetReset.parse(config.consumerProperties().get(OffsetReset.SETTING));
     this.onClosed = onClosed;
     this.maxPollRecords = Math.max(1, Math.min(500, spec.maxInFlight() / 2));
@@ -190,6 +192,30 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     });
     timers.setRemoveOnCancelPolicy(true);
     this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
+    this.handOff = new CopyHandOff(router, timers, config, topic, spec.group(), retryTopic,
+        retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
+          @Override
+          public boolean current(Work w) {
+            return KafkaConsumerRuntime.this.current(w) && state != State.FAILED;
+          }
+
+          @Override
+          public void retried(Work w, Object key, RecordMetadata copyAt) {
+            KafkaConsumerRuntime.this.retried(w, key, copyAt);
+          }
+
+          @Override
+          public void retryRefused(Work w, Object key) {
+            if (key != null) {
+              parking.release(key, w, KafkaConsumerRuntime.this::drain);
+            }
+          }
+
+          @Override
+          public void finish(Work w) {
+            KafkaConsumerRuntime.this.finish(w);
+          }
+        });
     this.backlog = new ConsumerBacklog(topic, spec.group(), Map.of(), 0, Duration.ZERO,
         clock.instant());
     this.pollThread = new Thread(this::pollLoop, name + "-poll");
@@ -436,6 +462,20 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   /**
+   * Whether retry partition {@code tp} may hold a record to read: the consumer's lag says so, or
+   * this member wrote a copy past what it read. A copy another member wrote is seen once the
+   * source flows again (its lag is then fetched).
+   */
+  private boolean retryHasWork(TopicPartition tp) {
+    OptionalLong lag = consumer.currentLag(tp);
+    if (lag.isPresent() && lag.getAsLong() > 0) {
+      return true;
+    }
+    Long end = copiesEnd.get(tp);
+    return end != null && end > retryRead.getOrDefault(tp, 0L);
+  }
+
+  /**
    * Pauses the source partitions while source intake is stopped, the retry partitions while they
    * have no room of their own, and a retry partition until its next record is due; resumes the
    * rest.
@@ -450,11 +490,17 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         || !assigned.contains(e.getKey()));
     boolean full = !hasRoom();
     boolean stopSource = state != State.RUNNING || full;
-    // Retry partitions are read while draining too: a due retry unparks its key's records.
+    // Retry partitions are read while draining too (a due retry unparks its key's records) and
+    // while the source is stopped, but then only when they hold something to read: the consumer
+    // keeps one fetch in flight per broker, so a fetch waiting on an empty retry partition would
+    // delay the source's fetch when it resumes by up to fetch.max.wait.ms.
     boolean stopRetry = !hasRetryRoom();
     Set<TopicPartition> wanted = new HashSet<>(delayedUntil.keySet());
     for (TopicPartition tp : assigned) {
-      if (tp.topic().equals(retryTopic) ? stopRetry : stopSource) {
+      boolean stop = tp.topic().equals(retryTopic)
+          ? stopRetry || (stopSource && !retryHasWork(tp))
+          : stopSource;
+      if (stop) {
         wanted.add(tp);
       }
     }
@@ -497,9 +543,13 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
           if (due != null && due.isAfter(now)) {
             consumer.seek(tp, r.offset());
             delayedUntil.put(tp, due);
+            retryRead.put(tp, r.offset());
             consumer.pause(List.of(tp));
             break;
           }
+        }
+        if (fromRetry) {
+          retryRead.put(tp, r.offset() + 1);
         }
         OffsetTracker.Ticket<TopicPartition> ticket = tracker.track(tp, r.offset());
         dispatch(new Work(r, ticket, fromRetry, gateKey(r, fromRetry)));
@@ -639,6 +689,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       tracker.revoke(tp);
       delayedUntil.remove(tp);
       committed.remove(tp);
+      retryRead.remove(tp);
+      copiesEnd.remove(tp);
     }
     parking.revoke(
         hold -> (hold instanceof RetryHold rh && gone.contains(rh.partition()))
@@ -730,7 +782,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       delivery = FailureRoute.delivery(message, source, wire);
     } catch (MalformedMessageException e) {
       MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));
-      deadLetter(w, wire, null, FailureRoute.undecodable(topic, e, now), w.position());
+      handOff.deadLetter(w, wire, null, FailureRoute.undecodable(topic, e, now), w.position());
       return;
     }
     Message message = delivery.message();
@@ -802,7 +854,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
     FailureRoute route = FailureRoute.decide(spec, delivery, failure, clock.instant());
     if (!route.isRetry()) {
-      sends.execute(() -> deadLetter(w, wire, delivery.message(), route, sourcePosition));
+      sends.execute(() -> handOff.deadLetter(w, wire, delivery.message(), route,
+          sourcePosition));
       return;
     }
     Object key = w.gateKey();
@@ -811,144 +864,19 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     if (key != null && !parking.holdIf(key, w, () -> current(w))) {
       return;
     }
-    sends.execute(() -> sendRetry(w, wire, delivery.message(), route, sourcePosition, key));
+    sends.execute(() -> handOff.retry(w, wire, delivery.message(), route, sourcePosition, key));
   }
 
-  private void sendRetry(Work w, Map<String, String> wire, Message message, FailureRoute route,
-      String sourcePosition, Object key) {
-    if (!current(w)) {
-      return; // revoked meanwhile (its holds went with it): the current owner redoes it
+  /** The retry copy of {@code w} is confirmed at {@code copyAt}: its key's hold moves there. */
+  private void retried(Work w, Object key, RecordMetadata copyAt) {
+    copiesEnd.merge(new TopicPartition(copyAt.topic(), copyAt.partition()), copyAt.offset() + 1,
+        Math::max);
+    if (key != null) {
+      TopicPartition tp = new TopicPartition(copyAt.topic(), copyAt.partition());
+      parking.moveHold(key, w, new RetryHold(tp, copyAt.offset()), () -> owned.contains(tp),
+          this::drain);
     }
-    Map<String, String> headers = route.headers(wire);
-    headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
-    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic,
-        retryPartition(w, sourcePosition), w.record().key(), w.record().value(),
-        KafkaRecords.toHeaders(headers));
-    sendDurably(w, copy, message.id(), md -> {
-      if (key != null) {
-        TopicPartition copyAt = new TopicPartition(md.topic(), md.partition());
-        parking.moveHold(key, w, new RetryHold(copyAt, md.offset()),
-            () -> owned.contains(copyAt), this::drain);
-      }
-      event(LifecycleEvent.Stage.RETRIED, message, "attempt " + route.attempt() + " failed, "
-          + "retry after " + route.delay() + " via " + KafkaRecords.position(md.topic(),
-          md.partition(), md.offset()));
-      finish(w);
-    }, rejected -> {
-      if (key != null) {
-        parking.release(key, w, this::drain);
-      }
-      deadLetter(w, wire, message, route.deadLetterInstead("retry copy refused: "
-          + rejected.getMessage()), sourcePosition);
-    });
-  }
-
-  /**
-   * The retry partition a copy goes to: the one numbered like the record's source partition
-   * (modulo the retry topic's partitions, should the source have grown), so that the copy lands
-   * where its key's park lives whenever the assignor gives a member the same partitions of both
-   * topics (the range assignor, classic or KIP-848, does for equal partition counts). Where it
-   * does not, {@link KeyParking#moveHold} releases the park rather than hold it for a copy another
-   * member runs.
-   */
-  private int retryPartition(Work w, String sourcePosition) {
-    var source = KafkaRecords.parsePosition(sourcePosition);
-    int partition = source != null ? source.getKey().partition() : w.partition().partition();
-    return Math.floorMod(partition, retryPartitions);
-  }
-
-  private void deadLetter(Work w, Map<String, String> wire, Message message, FailureRoute route,
-      String sourcePosition) {
-    if (!current(w)) {
-      return;
-    }
-    Map<String, String> headers = route.headers(wire);
-    headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
-    headers.put(MessageHeaders.GROUP, spec.group());
-    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
-        w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
-    String id = message != null ? message.id() : "dlt:" + sourcePosition;
-    sendDurably(w, copy, id, md -> deadLettered(w, id, message, route),
-        rejected -> deadLetterReference(w, wire, message, route, sourcePosition, id, rejected));
-  }
-
-  /**
-   * Dead-letters a reference entry when the full copy was refused (the failure headers, bounded as
-   * they are, pushed a record that fit over {@code maxRecordBytes}; or the topic refused it): the
-   * envelope and failure headers without the user's headers, a short body naming the original's
-   * position, and {@link KafkaDeadLetterStore#REFERENCE}, so that a replay reads the original
-   * record from the source. If even that is refused the record is finished anyway, with an error
-   * log and a {@code dropped(topic, "dead-letter-refused")} count: a record that is never finished
-   * stops its partition's commit for good and replays on every restart.
-   */
-  private void deadLetterReference(Work w, Map<String, String> wire, Message message,
-      FailureRoute route, String sourcePosition, String id, RuntimeException refused) {
-    FailureRoute ref = route.deadLetterInstead(FailureRoute.truncateUtf8(
-        "this entry refers to the original at " + sourcePosition + " (the full dead-letter copy"
-        + " was refused: " + refused.getMessage() + "); " + route.reason(), REFERENCE_TEXT_BYTES));
-    Map<String, String> envelope = new LinkedHashMap<>();
-    wire.forEach((k, v) -> {
-      if (MessageHeaders.isReserved(k)) {
-        envelope.put(k, v);
-      }
-    });
-    Map<String, String> headers = ref.headers(envelope);
-    headers.computeIfPresent(MessageHeaders.EXCEPTION_MESSAGE,
-        (k, v) -> FailureRoute.truncateUtf8(v, REFERENCE_TEXT_BYTES));
-    headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
-    headers.put(MessageHeaders.GROUP, spec.group());
-    headers.put(KafkaDeadLetterStore.REFERENCE, sourcePosition);
-    byte[] body = ("dead letter " + id + " was too large for " + deadLetterTopic
-        + "; the original record is at " + sourcePosition)
-        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
-    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
-        w.record().key(), body, KafkaRecords.toHeaders(headers));
-    LOG.log(System.Logger.Level.WARNING, "dead-letter topic " + deadLetterTopic + " refused " + w
-        + " (" + refused.getMessage() + "); writing a reference entry instead");
-    sendDurably(w, copy, id, md -> deadLettered(w, id, message, ref), again -> {
-      LOG.log(System.Logger.Level.ERROR, "dead-letter topic " + deadLetterTopic + " refused "
-          + w + " and its reference entry (" + again.getMessage() + "); the record is dropped"
-          + " so that its partition's commit can go on");
-      MetricsListener.safely(metrics, m -> m.dropped(topic, "dead-letter-refused", 1));
-      finish(w);
-    });
-  }
-
-  private void deadLettered(Work w, String id, Message message, FailureRoute route) {
-    LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
-        id, message != null ? message.traceId() : null, topic, clock.instant(), route.reason()));
     finish(w);
-  }
-
-  /**
-   * Sends a retry or dead-letter copy until the broker confirms it, as long as the record's
-   * partition is still ours: the record is not done (not committable) before that.
-   */
-  private void sendDurably(Work w, ProducerRecord<String, byte[]> copy, String what,
-      Consumer<RecordMetadata> onSent, Consumer<RuntimeException> onRejected) {
-    router.send(copy, what).whenComplete((md, error) -> {
-      if (error == null) {
-        onSent.accept(md);
-        return;
-      }
-      Throwable cause = error instanceof CompletionException && error.getCause() != null
-          ? error.getCause() : error;
-      if (cause instanceof MessageRejectedException rejected) {
-        onRejected.accept(rejected);
-        return;
-      }
-      if (state == State.FAILED || !current(w)) {
-        return; // not committed: the current owner redoes it
-      }
-      LOG.log(System.Logger.Level.WARNING, "could not hand " + w + " to " + copy.topic()
-          + " (" + cause + "); trying again in " + RESEND_DELAY);
-      try {
-        timers.schedule(() -> sendDurably(w, copy, what, onSent, onRejected),
-            RESEND_DELAY.toMillis(), TimeUnit.MILLISECONDS);
-      } catch (RejectedExecutionException e) {
-        // Closing: the record stays uncommitted.
-      }
-    });
   }
 
   private void finish(Work w) {

@@ -850,6 +850,40 @@ public final class RabbitMqPublisher implements Publisher {
     return republished.get();
   }
 
+  /**
+   * The publisher's state in one line, for failure messages of tests and for debugging: the
+   * current channel, what waits to be written and what waits for a confirm, the free window, the
+   * writer thread's state.
+   */
+  String describe() {
+    StringBuilder b = new StringBuilder("RabbitMqPublisher[").append(role).append(": ");
+    lock.lock();
+    try {
+      if (gen == null) {
+        b.append("disconnected");
+      } else {
+        b.append("channel ").append(gen.channel.getChannelNumber())
+            .append(gen.channel.isOpen() ? " open" : " closed")
+            .append(", connection ").append(gen.opened.connection().isOpen() ? "open" : "closed")
+            .append(", awaiting confirm ").append(gen.pending.size())
+            .append(" (next seq ").append(gen.channel.getNextPublishSeqNo()).append(')');
+      }
+      b.append(", unsent ").append(unsent.size())
+          .append(", blocked ").append(blockedReason)
+          .append(", stopped ").append(stopped)
+          .append(", last loss: ").append(lastLoss);
+    } finally {
+      lock.unlock();
+    }
+    b.append(", window free ").append(window.availablePermits()).append('/')
+        .append(config.confirmWindow())
+        .append(", waiting for window ").append(window.getQueueLength())
+        .append(", recoveries ").append(recoveries.get())
+        .append(", republished ").append(republished.get())
+        .append(", writer ").append(writer.getState()).append(']');
+    return b.toString();
+  }
+
   /** Messages published and not yet confirmed or failed. */
   public int unconfirmed() {
     return config.confirmWindow() - window.availablePermits();
@@ -933,6 +967,16 @@ public final class RabbitMqPublisher implements Publisher {
       t.join(millis);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+  }
+
+  /** The current confirm channel, for tests (they inject broker confirms into it); or null. */
+  Channel channel() {
+    lock.lock();
+    try {
+      return gen == null ? null : gen.channel;
+    } finally {
+      lock.unlock();
     }
   }
 

@@ -266,6 +266,31 @@ class RabbitMqFaultTest {
     }
   }
 
+  @Test
+  @DisplayName("a confirm nack fails that message's future with a retryable PublishException; the"
+      + " publisher carries on")
+  void nackFailsTheMessage() throws Exception {
+    publisher = RabbitMqPublisher.create(viaProxy().toBuilder()
+        .confirmTimeout(Duration.ofSeconds(60)).build());
+    publisher.publish(destination, big(0)).get(10, TimeUnit.SECONDS);
+    com.rabbitmq.client.Channel ch = publisher.channel();
+    // The proxy holds the message back, so the broker's own ack cannot overtake the nack.
+    proxy.stopReading();
+    long seq = ch.getNextPublishSeqNo();
+    CompletableFuture<PublishReceipt> nacked = publisher.publish(destination,
+        Message.builder().id("to-nack").type("t").payload("x").build());
+    Await.until(Duration.ofSeconds(10), "the message written",
+        () -> ch.getNextPublishSeqNo() == seq + 1);
+    ((com.rabbitmq.client.impl.ChannelN) ch).processAsync(new AMQCommand(
+        new AMQP.Basic.Nack.Builder().deliveryTag(seq).multiple(false).requeue(false).build()));
+
+    assertFailure(nacked, "nacked", "to-nack");
+    proxy.heal();
+    assertThat(publisher.publish(destination, big(1)).get(30, TimeUnit.SECONDS).messageId())
+        .isEqualTo("big-1");
+    assertThat(publisher.unconfirmed()).isZero();
+  }
+
   /** Whether a publisher's writer thread is inside a socket write (the buffers are full). */
   private static boolean writerBlockedInSocketWrite() {
     for (var e : Thread.getAllStackTraces().entrySet()) {

@@ -22,6 +22,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayName;
@@ -231,6 +232,9 @@ class RabbitMqPublisherBehaviourTest {
   @Nested
   @DisplayName("when the broker force-closes the connection mid-publish")
   class ConnectionLoss {
+    private final List<CompletableFuture<PublishReceipt>> futures =
+        java.util.Collections.synchronizedList(new ArrayList<>());
+
     @Test
     @DisplayName("the publisher reconnects; every confirmed message is on the queue, the rest "
         + "were republished and confirmed too")
@@ -239,26 +243,32 @@ class RabbitMqPublisherBehaviourTest {
       // Look the connection up first: rabbitmqctl is slow, the close must land mid-publish.
       List<String> pids = TestBroker.connectionPids(publisher.connectionName());
       assertThat(pids).hasSize(1);
-      List<CompletableFuture<PublishReceipt>> futures =
-          java.util.Collections.synchronizedList(new ArrayList<>());
       java.util.concurrent.atomic.AtomicBoolean stop =
           new java.util.concurrent.atomic.AtomicBoolean();
+      // Publishes until the test has what it needs after the reconnect, not a fixed count: on a
+      // loaded machine rabbitmqctl takes seconds, during which the publisher confirms thousands of
+      // messages; a fixed count (30 000 once) could run out before the close landed, leaving
+      // nothing to confirm after the reconnect. The window (128) is the back-pressure.
       Thread producer = new Thread(() -> {
-        for (int i = 0; !stop.get() && i < 30_000; i++) {
+        for (int i = 0; !stop.get(); i++) {
           futures.add(publisher.publish(destination, message(i)));
         }
-      });
+      }, "relaykit-rabbitmq-test-producer");
       producer.start();
-      Await.until(Duration.ofSeconds(30), "200 messages confirmed", () -> confirmed(futures) > 200);
-      TestBroker.forceClose(pids);
-      Await.until(Duration.ofSeconds(30), "publisher reconnected",
-          () -> publisher.recoveries() >= 1);
-      long afterRecovery = confirmed(futures);
-
-      Await.until(Duration.ofSeconds(30), "200 more confirmed after reconnecting",
-          () -> confirmed(futures) > afterRecovery + 200);
-      stop.set(true);
-      producer.join(30_000);
+      try {
+        awaitOrDump(Duration.ofSeconds(30), "200 messages confirmed",
+            () -> confirmed() > 200);
+        TestBroker.forceClose(pids);
+        awaitOrDump(Duration.ofSeconds(30), "publisher reconnected",
+            () -> publisher.recoveries() >= 1);
+        long afterRecovery = confirmed();
+        awaitOrDump(Duration.ofSeconds(30), "200 more confirmed after reconnecting",
+            () -> confirmed() > afterRecovery + 200);
+      } finally {
+        stop.set(true);
+        producer.join(30_000);
+      }
+      assertThat(producer.isAlive()).as("producer stopped").isFalse();
       CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new))
           .get(60, TimeUnit.SECONDS);
 
@@ -275,10 +285,36 @@ class RabbitMqPublisherBehaviourTest {
       assertThat(onQueue).containsAll(confirmed);
     }
 
-    private long confirmed(List<CompletableFuture<PublishReceipt>> futures) {
+    /** Await.until, failing with the publisher's state and its threads' stacks. */
+    private void awaitOrDump(Duration timeout, String what, BooleanSupplier condition) {
+      try {
+        Await.until(timeout, what, condition);
+      } catch (AssertionError e) {
+        throw new AssertionError(e.getMessage() + "\npublished " + futures.size() + ", confirmed "
+            + confirmed() + "\n" + publisher.describe() + "\n" + threadDump(), e);
+      }
+    }
+
+    private long confirmed() {
       synchronized (futures) {
         return futures.stream().filter(f -> f.isDone() && !f.isCompletedExceptionally()).count();
       }
     }
+  }
+
+  /** The stacks of the publisher's and amqp-client's threads, for failure messages. */
+  static String threadDump() {
+    StringBuilder b = new StringBuilder();
+    for (var e : Thread.getAllStackTraces().entrySet()) {
+      Thread t = e.getKey();
+      if (!t.getName().startsWith("relaykit-rabbitmq") && !t.getName().startsWith("AMQP")) {
+        continue;
+      }
+      b.append('"').append(t.getName()).append("\" ").append(t.getState()).append('\n');
+      for (StackTraceElement f : e.getValue()) {
+        b.append("    at ").append(f).append('\n');
+      }
+    }
+    return b.toString();
   }
 }

@@ -1,0 +1,231 @@
+package io.relaykit.transport.kafka;
+
+import io.relaykit.deadletter.FailureRoute;
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHeaders;
+import io.relaykit.message.MessageRejectedException;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+
+/**
+ * The hand-off of failed records of one subscription to the broker, after {@link FailureRoute}
+ * decided where they go: a retry copy to the retry topic, or a dead-letter copy (or, when that is
+ * refused, a bounded reference entry) to the dead-letter topic. A record counts as done only when
+ * the broker confirmed its copy; until then a transient send failure is retried every {@link
+ * #RESEND_DELAY} on the timer, as long as the record is current ({@link Owner#current}): a copy of
+ * stale work is never written. A record is never left unfinished: if even the reference entry is
+ * refused, the record is finished with an error log and a {@code dropped(topic,
+ * "dead-letter-refused")} count, since an unfinished record stops its partition's commit for good.
+ *
+ * <p>Callbacks run on the producer's I/O thread or the timer: they do not block. Thread-safe.
+ */
+final class CopyHandOff {
+
+  /** The consumer runtime's side of the hand-off. */
+  interface Owner {
+    /** Whether {@code w} belongs to its partition's current assignment of a running runtime. */
+    boolean current(Work w);
+
+    /** The retry copy of {@code w} (key {@code key}, may be null) is confirmed at {@code copyAt}. */
+    void retried(Work w, Object key, RecordMetadata copyAt);
+
+    /** The broker refused {@code w}'s retry copy for good; it is dead-lettered next. */
+    void retryRefused(Work w, Object key);
+
+    /** {@code w} is done: its dead-letter copy is confirmed, or could not be written at all. */
+    void finish(Work w);
+  }
+
+  private static final System.Logger LOG = System.getLogger(CopyHandOff.class.getName());
+  /** How long to wait before handing a record to the retry or dead-letter topic again. */
+  static final Duration RESEND_DELAY = Duration.ofSeconds(1);
+  /** The longest reason and exception message of a reference dead letter, in UTF-8 bytes. */
+  private static final int REFERENCE_TEXT_BYTES = 512;
+
+  private final KafkaPublisher router;
+  private final ScheduledExecutorService timers;
+  private final LifecycleListener listener;
+  private final MetricsListener metrics;
+  private final InstantSource clock;
+  private final String topic;
+  private final String group;
+  private final String retryTopic;
+  private final int retryPartitions;
+  private final String deadLetterTopic;
+  private final Owner owner;
+
+  CopyHandOff(KafkaPublisher router, ScheduledExecutorService timers, KafkaTransportConfig config,
+      String topic, String group, String retryTopic, int retryPartitions, String deadLetterTopic,
+      Owner owner) {
+    this.router = router;
+    this.timers = timers;
+    this.listener = config.listener();
+    this.metrics = config.metrics();
+    this.clock = config.clock();
+    this.topic = topic;
+    this.group = group;
+    this.retryTopic = retryTopic;
+    this.retryPartitions = retryPartitions;
+    this.deadLetterTopic = deadLetterTopic;
+    this.owner = owner;
+  }
+
+  /**
+   * Writes {@code w}'s retry copy ({@code route}'s headers, due at its retry time) to the retry
+   * partition numbered like its source partition; on the broker's confirm, emits RETRIED and calls
+   * {@link Owner#retried}. A copy the broker refuses for good (too large, not authorized) releases
+   * the key ({@link Owner#retryRefused}) and dead-letters the record instead. Transient failures
+   * are retried every {@link #RESEND_DELAY} while the record is current.
+   */
+  void retry(Work w, Map<String, String> wire, Message message, FailureRoute route,
+      String sourcePosition, Object key) {
+    if (!owner.current(w)) {
+      return; // revoked meanwhile (its holds went with it): the current owner redoes it
+    }
+    Map<String, String> headers = route.headers(wire);
+    headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic,
+        retryPartition(w, sourcePosition), w.record().key(), w.record().value(),
+        KafkaRecords.toHeaders(headers));
+    sendDurably(w, copy, message.id(), md -> {
+      if (listener != KafkaTransportConfig.NO_LISTENER) {
+        LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.RETRIED,
+            message.id(), message.traceId(), topic, clock.instant(), "attempt " + route.attempt()
+            + " failed, retry after " + route.delay() + " via "
+            + KafkaRecords.position(md.topic(), md.partition(), md.offset())));
+      }
+      owner.retried(w, key, md);
+    }, rejected -> {
+      owner.retryRefused(w, key);
+      deadLetter(w, wire, message, route.deadLetterInstead("retry copy refused: "
+          + rejected.getMessage()), sourcePosition);
+    });
+  }
+
+  /**
+   * The retry partition a copy goes to: the one numbered like the record's source partition
+   * (modulo the retry topic's partitions, should the source have grown), so that the copy lands
+   * where its key's park lives whenever the assignor gives a member the same partitions of both
+   * topics (the range assignor, classic or KIP-848, does for equal partition counts). Where it
+   * does not, {@link KeyParking#moveHold} releases the park rather than hold it for a copy another
+   * member runs.
+   */
+  private int retryPartition(Work w, String sourcePosition) {
+    var source = KafkaRecords.parsePosition(sourcePosition);
+    int partition = source != null ? source.getKey().partition() : w.partition().partition();
+    return Math.floorMod(partition, retryPartitions);
+  }
+
+  /**
+   * Writes {@code w}'s dead-letter copy (original key, value and headers plus {@code route}'s
+   * failure headers, the source position and the group); on the broker's confirm, emits
+   * DEAD_LETTERED and finishes the record. A copy refused for good becomes a reference entry.
+   *
+   * @param message the decoded message; null for an undecodable record
+   */
+  void deadLetter(Work w, Map<String, String> wire, Message message, FailureRoute route,
+      String sourcePosition) {
+    if (!owner.current(w)) {
+      return;
+    }
+    Map<String, String> headers = route.headers(wire);
+    headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
+    headers.put(MessageHeaders.GROUP, group);
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
+        w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
+    String id = message != null ? message.id() : "dlt:" + sourcePosition;
+    sendDurably(w, copy, id, md -> deadLettered(w, id, message, route),
+        rejected -> deadLetterReference(w, wire, message, route, sourcePosition, id, rejected));
+  }
+
+  /**
+   * Dead-letters a reference entry when the full copy was refused (the failure headers, bounded as
+   * they are, pushed a record that fit over {@code maxRecordBytes}; or the topic refused it): the
+   * envelope and failure headers without the user's headers, a short body naming the original's
+   * position, and {@link KafkaDeadLetterStore#REFERENCE}, so that a replay reads the original
+   * record from the source. If even that is refused the record is finished anyway, with an error
+   * log and a {@code dropped(topic, "dead-letter-refused")} count: a record that is never finished
+   * stops its partition's commit for good and replays on every restart.
+   */
+  private void deadLetterReference(Work w, Map<String, String> wire, Message message,
+      FailureRoute route, String sourcePosition, String id, RuntimeException refused) {
+    FailureRoute ref = route.deadLetterInstead(FailureRoute.truncateUtf8(
+        "this entry refers to the original at " + sourcePosition + " (the full dead-letter copy"
+        + " was refused: " + refused.getMessage() + "); " + route.reason(), REFERENCE_TEXT_BYTES));
+    Map<String, String> envelope = new LinkedHashMap<>();
+    wire.forEach((k, v) -> {
+      if (MessageHeaders.isReserved(k)) {
+        envelope.put(k, v);
+      }
+    });
+    Map<String, String> headers = ref.headers(envelope);
+    headers.computeIfPresent(MessageHeaders.EXCEPTION_MESSAGE,
+        (k, v) -> FailureRoute.truncateUtf8(v, REFERENCE_TEXT_BYTES));
+    headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
+    headers.put(MessageHeaders.GROUP, group);
+    headers.put(KafkaDeadLetterStore.REFERENCE, sourcePosition);
+    byte[] body = ("dead letter " + id + " was too large for " + deadLetterTopic
+        + "; the original record is at " + sourcePosition)
+        .getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
+        w.record().key(), body, KafkaRecords.toHeaders(headers));
+    LOG.log(System.Logger.Level.WARNING, "dead-letter topic " + deadLetterTopic + " refused " + w
+        + " (" + refused.getMessage() + "); writing a reference entry instead");
+    sendDurably(w, copy, id, md -> deadLettered(w, id, message, ref), again -> {
+      LOG.log(System.Logger.Level.ERROR, "dead-letter topic " + deadLetterTopic + " refused "
+          + w + " and its reference entry (" + again.getMessage() + "); the record is dropped"
+          + " so that its partition's commit can go on");
+      MetricsListener.safely(metrics, m -> m.dropped(topic, "dead-letter-refused", 1));
+      owner.finish(w);
+    });
+  }
+
+  private void deadLettered(Work w, String id, Message message, FailureRoute route) {
+    LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
+        id, message != null ? message.traceId() : null, topic, clock.instant(), route.reason()));
+    owner.finish(w);
+  }
+
+  /**
+   * Sends a retry or dead-letter copy until the broker confirms it, as long as the record's
+   * partition is still ours: the record is not done (not committable) before that.
+   */
+  private void sendDurably(Work w, ProducerRecord<String, byte[]> copy, String what,
+      Consumer<RecordMetadata> onSent, Consumer<RuntimeException> onRejected) {
+    router.send(copy, what).whenComplete((md, error) -> {
+      if (error == null) {
+        onSent.accept(md);
+        return;
+      }
+      Throwable cause = error instanceof CompletionException && error.getCause() != null
+          ? error.getCause() : error;
+      if (cause instanceof MessageRejectedException rejected) {
+        onRejected.accept(rejected);
+        return;
+      }
+      if (!owner.current(w)) {
+        return; // not committed: the current owner redoes it
+      }
+      LOG.log(System.Logger.Level.WARNING, "could not hand " + w + " to " + copy.topic()
+          + " (" + cause + "); trying again in " + RESEND_DELAY);
+      try {
+        timers.schedule(() -> sendDurably(w, copy, what, onSent, onRejected),
+            RESEND_DELAY.toMillis(), TimeUnit.MILLISECONDS);
+      } catch (RejectedExecutionException e) {
+        // Closing: the record stays uncommitted.
+      }
+    });
+  }
+}
