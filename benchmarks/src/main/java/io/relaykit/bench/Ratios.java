@@ -62,6 +62,8 @@ final class Ratios {
             "OutboxRelayBenchmark.drain", "keys=0 database=POSTGRESQL", 10_000, NO_TARGET),
         row("outbox relay vs hand-written SKIP LOCKED loop, PostgreSQL, 10 000 keyless rows",
             "PostgresSkipLockedBenchmark.drain", "impl=RELAYKIT", "impl=HAND_WRITTEN", 0.7),
+        row("outbox relay defaults + start() vs gruelbox flush, H2, 10 000 rows one tx each",
+            "GruelboxOutboxBenchmark.drain", "impl=RELAYKIT", "impl=GRUELBOX", 2.8),
         row("RabbitMQ publisher with confirms vs raw amqp-client async confirms, window 1024",
             "RabbitMqPublisherBenchmark.publish", "impl=RELAYKIT window=1024",
             "impl=RAW_AMQP_CLIENT window=1024", 0.8),
