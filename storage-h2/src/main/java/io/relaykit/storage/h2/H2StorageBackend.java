@@ -38,6 +38,9 @@ import io.relaykit.queue.QueueJournal;
  *   <tr><td>{@code relaykit.h2.outbox-over-bound}</td><td>{@code refuse}: an append at the
  *       bound throws {@code OutboxFullException}; {@code accept}: it is written, counted, and the
  *       relay's backlog verdict is OVER_BOUND</td></tr>
+ *   <tr><td>{@code relaykit.h2.outbox-order-scope}</td><td>{@code key}: per-key order spans
+ *       every destination; {@code key-per-destination}: a key is ordered per destination, so a
+ *       failing row for one destination does not hold the key's rows for another</td></tr>
  *   <tr><td>{@code relaykit.h2.migrate}</td><td>{@code true}; {@code false} only verifies the
  *       schema version</td></tr>
  * </table>
@@ -54,6 +57,17 @@ public final class H2StorageBackend implements BackendModuleProvider {
   public static final String MIGRATE = "relaykit.h2.migrate";
   public static final String OUTBOX_MAX_UNSENT = "relaykit.h2.outbox-max-unsent";
   public static final String OUTBOX_OVER_BOUND = "relaykit.h2.outbox-over-bound";
+  public static final String OUTBOX_ORDER_SCOPE = "relaykit.h2.outbox-order-scope";
+
+  private static OutboxOrderScope outboxOrderScope(RelayKitConfig config) {
+    String scope = config.get(OUTBOX_ORDER_SCOPE).orElse("key");
+    return switch (scope) {
+      case "key" -> OutboxOrderScope.KEY;
+      case "key-per-destination" -> OutboxOrderScope.KEY_PER_DESTINATION;
+      default -> throw new IllegalArgumentException(OUTBOX_ORDER_SCOPE
+          + " must be key or key-per-destination, was '" + scope + "'");
+    };
+  }
 
   private static OutboxBound outboxBound(RelayKitConfig config) {
     if (config.get(OUTBOX_MAX_UNSENT).isEmpty()) {
@@ -101,6 +115,7 @@ public final class H2StorageBackend implements BackendModuleProvider {
           .retention(config.getDuration(RETENTION, config.idempotencyRetention()))
           .migrate(config.getBoolean(MIGRATE, true))
           .outboxBound(outboxBound(config))
+          .outboxOrderScope(outboxOrderScope(config))
           .build();
     } catch (IllegalArgumentException e) {
       throw new IllegalArgumentException("invalid relaykit.h2 settings: " + e.getMessage(), e);

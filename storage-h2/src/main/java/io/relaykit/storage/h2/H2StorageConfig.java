@@ -29,6 +29,8 @@ import java.util.Optional;
  *   <tr><td>outboxBound</td><td>{@link OutboxBound#unbounded()}</td><td>the most unsent outbox
  *       rows, and whether an append over it is refused or accepted (see {@link
  *       JdbcOutboxStore#append})</td></tr>
+ *   <tr><td>outboxOrderScope</td><td>{@link OutboxOrderScope#KEY}</td><td>what per-key order
+ *       spans: a key across all destinations, or a key per destination</td></tr>
  *   <tr><td>databaseClock</td><td>{@link DatabaseClock#database()}</td><td>the clock leases,
  *       takeovers and retention are decided on</td></tr>
  *   <tr><td>migrate</td><td>true</td><td>create or migrate the tables when opening; false only
@@ -56,6 +58,7 @@ public final class H2StorageConfig {
   private final boolean migrate;
   private final DatabaseClock databaseClock;
   private final OutboxBound outboxBound;
+  private final OutboxOrderScope outboxOrderScope;
   private final Dialect dialect;
 
   private H2StorageConfig(Builder b, Dialect dialect) {
@@ -70,6 +73,7 @@ public final class H2StorageConfig {
     this.migrate = b.migrate;
     this.databaseClock = b.databaseClock;
     this.outboxBound = b.outboxBound;
+    this.outboxOrderScope = b.outboxOrderScope;
     this.dialect = dialect;
   }
 
@@ -78,7 +82,7 @@ public final class H2StorageConfig {
     Builder b = builder().jdbcUrl(jdbcUrl).username(username).password(password)
         .poolSize(poolSize).tablePrefix(tablePrefix).lease(lease).retention(retention)
         .listener(listener).migrate(migrate).databaseClock(databaseClock)
-        .outboxBound(outboxBound);
+        .outboxBound(outboxBound).outboxOrderScope(outboxOrderScope);
     return new H2StorageConfig(b, dialect);
   }
 
@@ -147,6 +151,11 @@ public final class H2StorageConfig {
     return outboxBound;
   }
 
+  /** What per-key order spans for rows appended through {@link JdbcStorage#outboxStore()}. */
+  public OutboxOrderScope outboxOrderScope() {
+    return outboxOrderScope;
+  }
+
   /** The clock leases, takeovers and retention are decided on. */
   public DatabaseClock databaseClock() {
     return databaseClock;
@@ -167,7 +176,7 @@ public final class H2StorageConfig {
     // No password: configs end up in logs.
     return "H2StorageConfig[jdbcUrl=" + jdbcUrl + ", username=" + username + ", poolSize="
         + poolSize + ", tablePrefix=" + tablePrefix + ", lease=" + lease + ", retention="
-        + retention + ", outboxBound=" + outboxBound + ", migrate=" + migrate + ", listener=" + (listener == null ? "none" : listener) + "]";
+        + retention + ", outboxBound=" + outboxBound + ", outboxOrderScope=" + outboxOrderScope + ", migrate=" + migrate + ", listener=" + (listener == null ? "none" : listener) + "]";
   }
 
   /** Builds a validated {@link H2StorageConfig}. */
@@ -183,8 +192,23 @@ public final class H2StorageConfig {
     private boolean migrate = true;
     private DatabaseClock databaseClock = DatabaseClock.database();
     private OutboxBound outboxBound = OutboxBound.unbounded();
+    private OutboxOrderScope outboxOrderScope = OutboxOrderScope.KEY;
 
     private Builder() {}
+
+    /**
+     * What per-key order spans (see {@link OutboxOrderScope}). Default {@link
+     * OutboxOrderScope#KEY}: a key across all destinations.
+     *
+     * @throws IllegalArgumentException if null
+     */
+    public Builder outboxOrderScope(OutboxOrderScope outboxOrderScope) {
+      if (outboxOrderScope == null) {
+        throw new IllegalArgumentException("outboxOrderScope must not be null");
+      }
+      this.outboxOrderScope = outboxOrderScope;
+      return this;
+    }
 
     /**
      * The most unsent outbox rows and what an append over them does. Default unbounded.

@@ -304,6 +304,11 @@ public final class JdbcOutboxStore implements OutboxStore {
   public OutboxBound bound() {
     return bound;
   }
+  /** What per-key order spans for rows appended through this store. */
+  public OutboxOrderScope orderScope() {
+    return scope;
+  }
+
 
   /** Appends refused because the backlog was at the bound (REFUSE), counted in rows. */
   @Override

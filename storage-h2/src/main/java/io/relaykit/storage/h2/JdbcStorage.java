@@ -35,6 +35,7 @@ public final class JdbcStorage implements AutoCloseable {
   private final DatabaseClock databaseClock;
   private final LifecycleListener listener;
   private volatile OutboxBound outboxBound = OutboxBound.unbounded();
+  private volatile OutboxOrderScope outboxOrderScope = OutboxOrderScope.KEY;
 
   private JdbcStorage(DataSource dataSource, HikariDataSource ownedPool, Dialect dialect,
       Tables tables, Duration retention, InstantSource clock, DatabaseClock databaseClock,
@@ -87,6 +88,7 @@ public final class JdbcStorage implements AutoCloseable {
           config.retention(), clock, config.databaseClock(),
           config.listener().orElse(LifecycleListener.noop()), config.migrate());
       storage.outboxBound = config.outboxBound();
+      storage.outboxOrderScope = config.outboxOrderScope();
       return storage;
     } catch (RuntimeException e) {
       pool.close();
@@ -235,10 +237,13 @@ public final class JdbcStorage implements AutoCloseable {
   /**
    * The outbox: append in your transaction, claim and mark from relays; reports ENQUEUED (and
    * DEAD_LETTERED for undecodable rows) to this storage's listener. Readiness, lease takeover and
-   * sent-row retention are decided on {@link #databaseClock()}.
+   * sent-row retention are decided on {@link #databaseClock()}. Appends are checked against the
+   * config's {@link H2StorageConfig#outboxBound()} and ordered by its {@link
+   * H2StorageConfig#outboxOrderScope()} (unbounded and {@link OutboxOrderScope#KEY} for storage
+   * opened without a config).
    */
   public JdbcOutboxStore outboxStore() {
-    return outboxStore(outboxBound, OutboxOrderScope.KEY);
+    return outboxStore(outboxBound, outboxOrderScope);
   }
 
   /**
@@ -248,7 +253,7 @@ public final class JdbcStorage implements AutoCloseable {
    * @throws IllegalArgumentException if {@code bound} is null
    */
   public JdbcOutboxStore outboxStore(OutboxBound bound) {
-    return outboxStore(bound, OutboxOrderScope.KEY);
+    return outboxStore(bound, outboxOrderScope);
   }
 
   /**

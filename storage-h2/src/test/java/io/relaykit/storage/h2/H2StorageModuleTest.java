@@ -186,6 +186,32 @@ class H2StorageModuleTest {
   }
 
   @Test
+  @DisplayName("relaykit.h2.outbox-order-scope picks what per-key order spans for the injected"
+      + " outbox; key unless set")
+  void outboxOrderScopeFromSettings() throws Exception {
+    for (String[] c : new String[][] {{null, "KEY"}, {"key", "KEY"},
+        {"key-per-destination", "KEY_PER_DESTINATION"}}) {
+      RelayKitConfig.Builder b = config();
+      if (c[0] != null) {
+        b.set(H2StorageBackend.OUTBOX_ORDER_SCOPE, c[0]);
+      }
+      Injector injector = Guice.createInjector(new RelayKitModule(b.build()));
+      JdbcStorage storage = injector.getInstance(JdbcStorage.class);
+      try {
+        assertThat(injector.getInstance(JdbcOutboxStore.class).orderScope())
+            .as("scope for %s", c[0]).isEqualTo(OutboxOrderScope.valueOf(c[1]));
+      } finally {
+        injector.getInstance(JdbcQueueJournal.class).close();
+        storage.close();
+      }
+    }
+    assertThatThrownBy(() -> new RelayKitModule(config()
+        .set(H2StorageBackend.OUTBOX_ORDER_SCOPE, "global").build()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("relaykit.h2.outbox-order-scope").hasMessageContaining("'global'");
+  }
+
+  @Test
   @DisplayName("a missing or invalid relaykit.h2 setting fails naming the key and value")
   void invalidSettings() {
     assertThatThrownBy(() -> new RelayKitModule(RelayKitConfig.builder().storage("h2").build()))

@@ -1,6 +1,7 @@
 package io.relaykit.transport.kafka;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
@@ -53,6 +54,11 @@ class KafkaSubscriberTest extends SubscriberContract {
     Await.until(Duration.ofSeconds(30), "source committed past the failed message", () ->
         Long.valueOf(1).equals(KafkaTestSupport.committedOffsets(spec.group(), destination)
             .get(0)));
+  }
+
+  @Override
+  protected DeadLetterStore deadLetterStore(String destination, String group) {
+    return KafkaDeadLetterStore.forSubscription(config, destination, scoped(destination, group));
   }
 
   @Override
