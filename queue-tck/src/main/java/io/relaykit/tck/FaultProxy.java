@@ -65,6 +65,7 @@ public final class FaultProxy implements AutoCloseable {
   private Flow down = Flow.FORWARD;
   private long latencyNanos;
   private ServerSocket listener;
+  private Thread acceptor;
   private boolean closed;
 
   private FaultProxy(InetSocketAddress target, int listenPort) throws IOException {
@@ -135,14 +136,37 @@ public final class FaultProxy implements AutoCloseable {
   /** Stops listening: new connections are refused until {@link #heal()}. Open ones stay. */
   public void refuseConnections() {
     ServerSocket old;
+    Thread oldAcceptor;
     lock.lock();
     try {
       old = listener;
+      oldAcceptor = acceptor;
       listener = null;
+      acceptor = null;
     } finally {
       lock.unlock();
     }
     closeQuietly(old);
+    awaitExit(oldAcceptor);
+  }
+
+  /**
+   * Waits for an acceptor whose socket was closed. The JDK closes a listening socket that a thread
+   * is blocked in accept() on only when that thread has left accept: until then the kernel still
+   * completes connects into its backlog. Refusal holds once the acceptor is gone.
+   */
+  private static void awaitExit(Thread acceptor) {
+    if (acceptor == null || acceptor == Thread.currentThread()) {
+      return;
+    }
+    try {
+      acceptor.join(10_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (acceptor.isAlive()) {
+      throw new IllegalStateException("the proxy's acceptor did not stop within 10 s");
+    }
   }
 
   /** Accepts and reads, forwards nothing in either direction, until {@link #heal()}. */
@@ -286,6 +310,12 @@ public final class FaultProxy implements AutoCloseable {
   private void startAcceptor(ServerSocket socket) {
     Thread t = new Thread(() -> acceptLoop(socket), "fault-proxy-accept-" + port);
     t.setDaemon(true);
+    lock.lock();
+    try {
+      acceptor = t;
+    } finally {
+      lock.unlock();
+    }
     t.start();
   }
 
