@@ -526,6 +526,7 @@ abstract sealed class OutboxStatements {
    * one-row updates and the moves of the heads of their keys.
    */
   static final class H2 extends OutboxStatements {
+    private final String unkeyedRangeSql;
     private final String unkeyedSql;
     private final String headsSql;
     private final String headRowSql;
@@ -545,9 +546,19 @@ abstract sealed class OutboxStatements {
       // unchanged). "now" is the database clock's, read once at the start of the transaction.
       // Unkeyed candidates: outbox_order's range (NULL, '', 0) in seq order. Parameters: now,
       // now, max.
-      this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o"
-          + " WHERE o.msg_key IS NULL AND o.order_dest = '' AND o.state = " + UNSENT + " AND "
-          + ready("o", "?") + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
+      //
+      // H2 2.4 locks EVERY row that matches a SELECT ... FOR UPDATE, before FETCH FIRST cuts the
+      // result (measured: FETCH FIRST 100 over a 10 000-row backlog locked all 10 000, and the
+      // claim's commit then rewrote every one of them: a claim cost O(unkeyed backlog), 80% of
+      // the relay's time). So the unkeyed claim first finds the oldest max candidates without
+      // locks, then locks only the claimable rows of that seq range. Parameters: now, now, max.
+      String unkeyed = " FROM " + table + " o WHERE o.msg_key IS NULL AND o.order_dest = ''"
+          + " AND o.state = " + UNSENT + " AND ";
+      this.unkeyedRangeSql = "SELECT o.seq" + unkeyed + ready("o", "?")
+          + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY";
+      // Parameters: from, to, now, now.
+      this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.seq BETWEEN ? AND ? AND "
+          + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
       // Keyed candidates: heads in head_seq order, a page at a time, below a bound (the newest
       // unkeyed candidate when there are max of them). Parameters: after, below, page.
       this.headsSql = "SELECT msg_key, order_dest, head_seq FROM " + headTable
@@ -592,13 +603,31 @@ abstract sealed class OutboxStatements {
         Instant until = Instants.fromNanos(untilNanos);
         List<OutboxRecord> candidates = new ArrayList<>();
         List<Undecodable> undecodable = new ArrayList<>(0);
-        try (PreparedStatement ps = c.prepareStatement(unkeyedSql)) {
+        long from = -1;
+        long to = -1;
+        try (PreparedStatement ps = c.prepareStatement(unkeyedRangeSql)) {
           ps.setLong(1, nowNanos);
           ps.setLong(2, nowNanos);
           ps.setInt(3, max);
-          Read read = readClaimed(ps, max, owner, until);
-          candidates.addAll(read.records());
-          undecodable.addAll(read.undecodable());
+          try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+              to = rs.getLong(1);
+              if (from == -1) {
+                from = to;
+              }
+            }
+          }
+        }
+        if (from != -1) {
+          try (PreparedStatement ps = c.prepareStatement(unkeyedSql)) {
+            ps.setLong(1, from);
+            ps.setLong(2, to);
+            ps.setLong(3, nowNanos);
+            ps.setLong(4, nowNanos);
+            Read read = readClaimed(ps, max, owner, until);
+            candidates.addAll(read.records());
+            undecodable.addAll(read.undecodable());
+          }
         }
         int unkeyed = candidates.size() + undecodable.size();
         long below = unkeyed >= max ? maxSeq(candidates, undecodable) : Long.MAX_VALUE;
