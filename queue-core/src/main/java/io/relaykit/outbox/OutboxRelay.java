@@ -59,8 +59,11 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>Guarantees: at least once (a relay that dies after the broker confirmed but before marking
  * sent leaves rows that are published again when its lease expires; consumers dedupe by message
- * id or business key); per-key order (the store hands out only the oldest unsent row of a key, so
- * a key's next message is published only after its previous one was confirmed and marked); any
+ * id or business key); per-key order (the store hands out a key's rows only from its oldest
+ * unsent row on; a claim may bring a run of a key's consecutive rows ({@link Builder#keyRun}),
+ * which the relay publishes one after the other, each only after the previous one's confirm,
+ * stopping the run at its first failure and releasing the rest unpublished, so a key's next
+ * message is published only after its previous one was confirmed); any
  * number of relays may share one store. Expired messages are never published: they are
  * dead-lettered with the reason. Sent rows older than the retention are purged, by default.
  *
@@ -96,6 +99,8 @@ public final class OutboxRelay implements AutoCloseable {
   public static final int DEFAULT_MIN_BATCH = 10;
   public static final int DEFAULT_INITIAL_BATCH = 100;
   public static final int DEFAULT_MAX_BATCH = 1_000;
+  /** Rows of one key a claim may take by default ({@link Builder#keyRun}). */
+  public static final int DEFAULT_KEY_RUN = 100;
 
   private final OutboxStore store;
   private final Publisher publisher;
@@ -106,6 +111,7 @@ public final class OutboxRelay implements AutoCloseable {
   private final String owner;
   private final int minBatch;
   private final int maxBatch;
+  private final int keyRun;
   /** The next claim's size: adapted after every cycle between minBatch and maxBatch. */
   private volatile int batchSize;
   private final Duration slowConfirm;
@@ -154,6 +160,7 @@ public final class OutboxRelay implements AutoCloseable {
     this.owner = b.owner;
     this.minBatch = b.minBatch;
     this.maxBatch = b.maxBatch;
+    this.keyRun = b.keyRun;
     this.batchSize = b.initialBatch;
     this.slowConfirm = b.confirmTimeout.dividedBy(10);
     this.lease = b.lease;
@@ -234,7 +241,8 @@ public final class OutboxRelay implements AutoCloseable {
     Instant now = clock.instant();
     sampleIfDue(now);
     int size = batchSize;
-    List<OutboxRecord> claimed = store.claim(owner, size, lease, now);
+    List<OutboxRecord> claimed = keyRun > 1 ? store.claim(owner, size, keyRun, lease, now)
+        : store.claim(owner, size, lease, now);
     if (claimed.isEmpty()) {
       return null;
     }
@@ -271,6 +279,11 @@ public final class OutboxRelay implements AutoCloseable {
     private final Instant now;
     private final List<OutboxRecord> toPublish;
     private final List<CompletableFuture<PublishReceipt>> confirms;
+    /** Per key with more than one row here (a run): the indexes into toPublish, in order. */
+    private final List<int[]> runs = new ArrayList<>();
+    /** Per run: how many of its rows were published. */
+    private int[] runPublished;
+    private final List<Long> released = new ArrayList<>();
     private InFlight flight;
     private long publishedAtNanos;
     private Instant publishedAt;
@@ -290,23 +303,57 @@ public final class OutboxRelay implements AutoCloseable {
     }
 
     void publishAll() {
+      // A key whose expired row could not be dead-lettered keeps its later rows of this claim
+      // unpublished (released at the end): they must not overtake it.
+      Set<String> stopped = new HashSet<>();
       for (OutboxRecord r : claimed) {
-        if (r.message().isExpiredAt(now)) {
+        String key = r.message().key().orElse(null);
+        if (key != null && stopped.contains(key)) {
+          released.add(r.sequence());
+        } else if (r.message().isExpiredAt(now)) {
           Outcome o = deadLetter(r, "expired at " + r.message().expiresAt().orElseThrow()
               + " before it could be published", null, r.attempts(), now, Stage.EXPIRED);
           dead += o == Outcome.DONE ? 1 : 0;
           failed += o == Outcome.FAILED ? 1 : 0;
+          if (o != Outcome.DONE && key != null) {
+            stopped.add(key);
+          }
         } else {
           toPublish.add(r);
         }
       }
+      // Rows of one key (a run the store handed out, in sequence order) are published one after
+      // the other, each only once the previous one was confirmed; the first round publishes
+      // every keyless row and the first row of each key.
+      java.util.Map<String, List<Integer>> byKey = new java.util.LinkedHashMap<>();
+      for (int i = 0; i < toPublish.size(); i++) {
+        String key = toPublish.get(i).message().key().orElse(null);
+        if (key != null) {
+          byKey.computeIfAbsent(key, k -> new ArrayList<>(1)).add(i);
+        }
+        confirms.add(null);
+      }
+      boolean[] later = new boolean[toPublish.size()];
+      for (List<Integer> rows : byKey.values()) {
+        if (rows.size() > 1) {
+          int[] run = rows.stream().mapToInt(Integer::intValue).toArray();
+          runs.add(run);
+          for (int j = 1; j < run.length; j++) {
+            later[run[j]] = true;
+          }
+        }
+      }
+      runPublished = new int[runs.size()];
+      java.util.Arrays.fill(runPublished, 1);
       flight = new InFlight(toPublish, now);
       flight.start();
       publishedAtNanos = System.nanoTime();
       publishedAt = clock.instant();
       try {
-        for (OutboxRecord r : toPublish) {
-          confirms.add(publish(r));
+        for (int i = 0; i < toPublish.size(); i++) {
+          if (!later[i]) {
+            confirms.set(i, publish(toPublish.get(i)));
+          }
         }
       } catch (RuntimeException | Error e) {
         flight.stop();
@@ -317,22 +364,90 @@ public final class OutboxRelay implements AutoCloseable {
     /** Whether some confirm of this batch is still outstanding. */
     boolean confirmsPending() {
       for (CompletableFuture<PublishReceipt> f : confirms) {
-        if (!f.isDone()) {
+        if (f != null && !f.isDone()) {
           return true;
         }
       }
       return false;
     }
 
+    /**
+     * Publishes the runs' rows in rounds, each row after its predecessor's confirm, until the
+     * confirm timeout; a run stops at its first failed or missing confirm, and its unpublished
+     * rows are released (their key's failed row parks them in the store).
+     */
+    private void publishRuns() {
+      while (true) {
+        long left = confirmTimeout.toNanos() - (System.nanoTime() - publishedAtNanos);
+        awaitConfirms(published(), Math.max(0, left));
+        boolean more = false;
+        boolean timedOut = System.nanoTime() - publishedAtNanos >= confirmTimeout.toNanos();
+        for (int k = 0; k < runs.size(); k++) {
+          int[] run = runs.get(k);
+          int n = runPublished[k];
+          if (n >= run.length) {
+            continue;
+          }
+          CompletableFuture<PublishReceipt> prev = confirms.get(run[n - 1]);
+          if (!timedOut && prev.isDone() && !prev.isCompletedExceptionally()) {
+            confirms.set(run[n], publish(toPublish.get(run[n])));
+            runPublished[k] = n + 1;
+            more |= n + 1 < run.length;
+          } else {
+            for (int j = n; j < run.length; j++) {
+              released.add(toPublish.get(run[j]).sequence());
+            }
+            runPublished[k] = run.length;
+          }
+        }
+        if (!more) {
+          if (!runs.isEmpty() && !timedOut) {
+            left = confirmTimeout.toNanos() - (System.nanoTime() - publishedAtNanos);
+            awaitConfirms(published(), Math.max(0, left));
+          }
+          break;
+        }
+      }
+    }
+
+    /** Hands back the rows of stopped runs, unpublished. */
+    private void releaseStopped() {
+      if (released.isEmpty()) {
+        return;
+      }
+      try {
+        store.release(owner, released);
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " could not release "
+            + released.size() + " unpublished rows of failed key runs; they are claimed again"
+            + " when their lease expires: " + e);
+      }
+    }
+
+    private List<CompletableFuture<PublishReceipt>> published() {
+      List<CompletableFuture<PublishReceipt>> out = new ArrayList<>(confirms.size());
+      for (CompletableFuture<PublishReceipt> f : confirms) {
+        if (f != null) {
+          out.add(f);
+        }
+      }
+      return out;
+    }
+
     Batch finish() {
       try {
-        long left = confirmTimeout.toNanos() - (System.nanoTime() - publishedAtNanos);
-        awaitConfirms(confirms, Math.max(0, left));
+        if (runs.isEmpty()) {
+          long left = confirmTimeout.toNanos() - (System.nanoTime() - publishedAtNanos);
+          awaitConfirms(confirms, Math.max(0, left));
+        } else {
+          publishRuns();
+        }
       } finally {
         // Stopped before any row is marked: a renewal racing a markSent would count a sent row
         // as lost.
         flight.stop();
       }
+      releaseStopped();
       Duration confirmWait = Duration.between(publishedAt, clock.instant());
       Set<Long> lostByRenewal = flight.lost();
 
@@ -343,6 +458,9 @@ public final class OutboxRelay implements AutoCloseable {
           continue; // another relay holds it now: its results are not ours to mark
         }
         CompletableFuture<PublishReceipt> f = confirms.get(i);
+        if (f == null) {
+          continue; // released unpublished: an earlier row of its key failed
+        }
         if (f.isDone() && !f.isCompletedExceptionally()) {
           confirmed.add(toPublish.get(i).sequence());
         } else {
@@ -355,7 +473,7 @@ public final class OutboxRelay implements AutoCloseable {
       failed += marked[1];
       for (int i = 0; i < toPublish.size(); i++) {
         CompletableFuture<PublishReceipt> f = confirms.get(i);
-        if (f.isDone() && !f.isCompletedExceptionally()) {
+        if (f != null && f.isDone() && !f.isCompletedExceptionally()) {
           OutboxRecord r = toPublish.get(i);
           emit(Stage.CONFIRMED, r, doneAt, f.join().position());
         }
@@ -386,7 +504,7 @@ public final class OutboxRelay implements AutoCloseable {
           failed += o == Outcome.FAILED ? 1 : 0;
         }
       }
-      int lost = claimed.size() - sent - retried - dead - failed;
+      int lost = claimed.size() - sent - retried - dead - failed - released.size();
       if (lost > 0) {
         leaseLostTotal.addAndGet(lost);
         LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " lost the lease of "
@@ -980,6 +1098,8 @@ public final class OutboxRelay implements AutoCloseable {
    * @param leaseLost rows whose lease another relay took over before this one could mark them
    * @param failed rows whose handling failed (their dead letter could not be stored, marking or
    *     rescheduling them threw): left for a later cycle, the rest of the batch unaffected
+   *     <p>{@code claimed} minus the other five is the number of rows of key runs released
+   *     unpublished because an earlier row of their key failed (see {@link Builder#keyRun}).
    */
   public record Batch(int claimed, int sent, int retried, int deadLettered, int leaseLost,
       int failed) {}
@@ -996,6 +1116,7 @@ public final class OutboxRelay implements AutoCloseable {
     private int minBatch = DEFAULT_MIN_BATCH;
     private int initialBatch = DEFAULT_INITIAL_BATCH;
     private int maxBatch = DEFAULT_MAX_BATCH;
+    private int keyRun = DEFAULT_KEY_RUN;
     private Duration lease = Duration.ofSeconds(30);
     private Duration confirmTimeout = Duration.ofSeconds(10);
     private Duration pollInterval = Duration.ofMillis(200);
@@ -1050,6 +1171,19 @@ public final class OutboxRelay implements AutoCloseable {
       this.minBatch = batchSize;
       this.initialBatch = batchSize;
       this.maxBatch = batchSize;
+      return this;
+    }
+
+    /**
+     * Rows of one key a claim may take (a run, see {@link OutboxStore#claim(String, int, int,
+     * Duration, Instant)}), 1..10 000: the relay publishes a run's rows one after the other, each
+     * after the previous one's confirm, and stops the run at its first failure, releasing the rest.
+     * So a backlog over few keys drains in full batches instead of one row per key per claim; with
+     * a broker, a key has one message in flight at a time either way. 1 takes one row per key per
+     * claim. Default {@value OutboxRelay#DEFAULT_KEY_RUN}.
+     */
+    public Builder keyRun(int keyRun) {
+      this.keyRun = keyRun;
       return this;
     }
 
@@ -1159,6 +1293,9 @@ public final class OutboxRelay implements AutoCloseable {
       if (maxBatch < minBatch || maxBatch > 10_000) {
         throw new IllegalArgumentException("batch size max must be in " + minBatch
             + "..10000 (at least the min), was " + maxBatch);
+      }
+      if (keyRun < 1 || keyRun > 10_000) {
+        throw new IllegalArgumentException("keyRun must be in 1..10000, was " + keyRun);
       }
       Checks.requirePositive("lease", lease);
       Checks.requirePositive("confirmTimeout", confirmTimeout);

@@ -642,5 +642,68 @@ public abstract class OutboxRelayContract {
       assertThat(out.indexOf("u3")).isLessThan(out.lastIndexOf("k1"));
       assertThat(out.stream().filter("k2"::equals).count()).isEqualTo(1);
     }
+
+    @Test
+    @DisplayName("key runs: a claim takes a run of a key's consecutive rows and publishes them in"
+        + " order, each after the previous one's confirm; the run stops at its first failure, the"
+        + " rest is released unpublished and goes out, in order, after the failed row's retry")
+    void keyRunsStopAtFirstFailure() {
+      for (int i = 1; i <= 5; i++) {
+        append("k", "k" + i);
+      }
+      for (int i = 1; i <= 3; i++) {
+        append("j", "j" + i);
+      }
+      TestBroker broker = new TestBroker();
+      AtomicBoolean failK3 = new AtomicBoolean(true);
+      List<String> order = java.util.Collections.synchronizedList(new ArrayList<>());
+      Publisher publisher = new Publisher() {
+        @Override
+        public CompletableFuture<PublishReceipt> publish(String d, Message m) {
+          order.add(m.payloadUtf8());
+          if (m.payloadUtf8().equals("k3") && failK3.getAndSet(false)) {
+            return CompletableFuture.failedFuture(
+                new io.relaykit.message.PublishException("broker nacked"));
+          }
+          return broker.publish(d, m);
+        }
+
+        @Override
+        public void close() {}
+      };
+      OutboxRelay relay = built(relay("r", store, deadLetters, publisher).batchSize(10));
+
+      OutboxRelay.Batch first = relay.runOnce();
+      assertThat(first.claimed()).isEqualTo(8); // one claim for both keys' runs
+      assertThat(first.sent()).isEqualTo(5);
+      assertThat(first.retried()).isEqualTo(1);
+      assertThat(first.leaseLost()).isZero();
+      assertThat(order).doesNotContain("k4", "k5");
+      assertThat(relay.runOnce().claimed()).isZero(); // k3 waits for its retry, k4 and k5 behind
+
+      clock.advance(Duration.ofSeconds(2));
+      OutboxRelay.Batch retry = relay.runOnce();
+      assertThat(retry.claimed()).isEqualTo(3); // k3, and k4, k5 released (not leased for 30 s)
+      assertThat(retry.sent()).isEqualTo(3);
+      assertThat(store.stats(clock.instant()).unsent()).isZero();
+      List<String> k = order.stream().filter(x -> x.startsWith("k")).toList();
+      assertThat(k).containsExactly("k1", "k2", "k3", "k3", "k4", "k5");
+      assertThat(order.stream().filter(x -> x.startsWith("j")).toList())
+          .containsExactly("j1", "j2", "j3");
+    }
+
+    @Test
+    @DisplayName("keyRun(1) claims one row per key, as the store's plain claim")
+    void keyRunOne() {
+      for (int i = 1; i <= 4; i++) {
+        append("k", "k" + i);
+      }
+      TestBroker broker = new TestBroker();
+      OutboxRelay relay = built(relay("r", store, deadLetters, broker).batchSize(10).keyRun(1));
+      assertThat(relay.runOnce().claimed()).isEqualTo(1);
+      OutboxRelay two = built(relay("r2", store, deadLetters, broker).batchSize(10).keyRun(2));
+      assertThat(two.runOnce().claimed()).isEqualTo(2);
+      assertThat(broker.payloads()).containsExactly("k1", "k2", "k3");
+    }
   }
 }
