@@ -1098,8 +1098,8 @@ public final class OutboxRelay implements AutoCloseable {
    * @param leaseLost rows whose lease another relay took over before this one could mark them
    * @param failed rows whose handling failed (their dead letter could not be stored, marking or
    *     rescheduling them threw): left for a later cycle, the rest of the batch unaffected
-   *     <p>{@code claimed} minus the other five is the number of rows of key runs released
-   *     unpublished because an earlier row of their key failed (see {@link Builder#keyRun}).
+   *     ({@code claimed} minus the other five is the number of rows of key runs released
+   *     unpublished because an earlier row of their key failed, see {@link Builder#keyRun})
    */
   public record Batch(int claimed, int sent, int retried, int deadLettered, int leaseLost,
       int failed) {}
@@ -1188,7 +1188,8 @@ public final class OutboxRelay implements AutoCloseable {
     }
 
     /**
-     * An adaptive batch size between {@code min} and {@code max} (1 <= min <= max <= 10 000),
+     * An adaptive batch size between {@code min} and {@code max} ({@code 1 <= min <= max <=
+     * 10 000}),
      * starting at 100 (or the nearer bound): after each cycle it doubles while claims come back
      * full and every row is confirmed within a tenth of the confirm timeout, and halves on a failed
      * or missing confirm, a row whose handling failed, a lost lease or confirms slower than that.
