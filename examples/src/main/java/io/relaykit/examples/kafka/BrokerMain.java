@@ -13,6 +13,9 @@ import java.io.InputStream;
  * <p>Not for direct use; public only so {@code java} can launch it.
  */
 public final class BrokerMain {
+  /** The exit code of a broker halted because its parent is gone (SIGKILL gives 137). */
+  public static final int PARENT_GONE = 75;
+
   private BrokerMain() {}
 
   public static void main(String[] args) throws Throwable {
@@ -27,7 +30,7 @@ public final class BrokerMain {
         // a broken pipe means the same as end of input
       }
       // Like kill -9: the broker's recovery on the next start is the same as after a crash.
-      Runtime.getRuntime().halt(137);
+      Runtime.getRuntime().halt(PARENT_GONE);
     }, "relaykit-parent-watchdog");
     watchdog.setDaemon(true);
     watchdog.start();

@@ -35,8 +35,10 @@ import org.apache.kafka.common.Uuid;
  * <p>Guarantees: {@link #start} and {@link #restart} return only once the broker answers requests
  * (an ApiVersions round trip, see {@link KafkaPing}), or throw within {@link #START_TIMEOUT} with
  * the tail of {@code broker.log}; {@link #kill()} and {@link #close()} return only once the process
- * has exited. The broker also exits when this JVM dies, even by {@code kill -9} (it watches its
- * standard input), and a JVM shutdown hook stops it on a normal exit.
+ * has exited. The broker also exits, within moments, when this JVM exits without closing it, even
+ * by {@code kill -9}: it halts at the end of its standard input, a pipe that only this JVM holds
+ * (see {@link BrokerMain}). There is no shutdown hook, so a demo's own shutdown hook can close its
+ * Kafka clients first and the broker last.
  *
  * <p>Costs: one JVM of at most about 400 MB (heap capped at 320 MB), a few seconds per start on a
  * quiet machine (tens of seconds on a loaded 2-core one), one more short JVM for the first start's
@@ -62,8 +64,8 @@ public final class LocalKafkaBroker implements AutoCloseable {
   private final Path log;
   private final Path pidFile;
   private Process process;
+  /** The write end of the broker's standard input: held, never written (see BrokerMain). */
   private OutputStream lifeline;
-  private Thread shutdownHook;
   private boolean closed;
 
   private LocalKafkaBroker(Path dataDir, int port, int advertisedPort, int controllerPort) {
@@ -186,14 +188,6 @@ public final class LocalKafkaBroker implements AutoCloseable {
       } catch (IOException e) {
         // a stale pid file is checked against the process's command line before it is used
       }
-      if (shutdownHook != null) {
-        try {
-          Runtime.getRuntime().removeShutdownHook(shutdownHook);
-        } catch (IllegalStateException e) {
-          // the JVM is shutting down; the hook has run or runs now
-        }
-        shutdownHook = null;
-      }
     }
   }
 
@@ -215,7 +209,8 @@ public final class LocalKafkaBroker implements AutoCloseable {
     }
   }
 
-  static int freePort() {
+  /** A port on 127.0.0.1 that was free a moment ago (for a broker or a proxy in front of it). */
+  public static int freePort() {
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName(HOST))) {
       return s.getLocalPort();
     } catch (IOException e) {
@@ -350,8 +345,26 @@ public final class LocalKafkaBroker implements AutoCloseable {
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
         "-Dorg.slf4j.simpleLogger.showDateTime=true",
         "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
-        "-cp", System.getProperty("java.class.path")));
+        "-cp", absoluteClassPath()));
     return command;
+  }
+
+  /**
+   * This JVM's class path with every entry made absolute: the broker runs in its data directory,
+   * and {@code ./relaykit} starts the demo with a relative {@code examples/target/classes}.
+   */
+  static String absoluteClassPath() {
+    StringBuilder out = new StringBuilder();
+    for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+      if (entry.isEmpty()) {
+        continue;
+      }
+      if (out.length() > 0) {
+        out.append(java.io.File.pathSeparatorChar);
+      }
+      out.append(Path.of(entry).toAbsolutePath().normalize());
+    }
+    return out.toString();
   }
 
   private Process startProcess(List<String> command) {
@@ -391,10 +404,6 @@ public final class LocalKafkaBroker implements AutoCloseable {
     } catch (IOException e) {
       // only the orphan check needs it
     }
-    if (shutdownHook == null) {
-      shutdownHook = new Thread(this::destroyOnExit, "local-kafka-broker-stop");
-      Runtime.getRuntime().addShutdownHook(shutdownHook);
-    }
     long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
     long pause = 20_000_000L;
     while (!KafkaPing.answers(HOST, port, Duration.ofSeconds(2))) {
@@ -417,42 +426,66 @@ public final class LocalKafkaBroker implements AutoCloseable {
     }
   }
 
-  private void destroyOnExit() {
-    Process p;
-    synchronized (this) {
-      p = process;
-    }
-    if (p != null && p.isAlive()) {
-      p.destroyForcibly();
-      try {
-        p.waitFor(10, TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
   private void killProcess() {
     if (process == null || !process.isAlive()) {
+      closeLifeline();
       return;
     }
     process.destroyForcibly();
     awaitExit(Duration.ofSeconds(30), "SIGKILL");
+    closeLifeline();
   }
 
+  /** Only once the process has exited: closing it earlier would halt the broker. */
+  private void closeLifeline() {
+    if (lifeline != null) {
+      try {
+        lifeline.close();
+      } catch (IOException e) {
+        // the pipe's other end is gone with the process
+      }
+      lifeline = null;
+    }
+  }
+
+  /**
+   * SIGTERM, then waits up to {@link #STOP_TIMEOUT} for the controlled shutdown, then SIGKILL. An
+   * interrupt does not cut the wait short (a shutdown hook's thread may arrive here interrupted,
+   * and a broker killed mid-shutdown recovers its logs on the next start); it is kept for the
+   * caller.
+   */
   private void stopProcess() {
     if (process == null || !process.isAlive()) {
+      closeLifeline();
       return;
     }
-    process.destroy();
+    // Through the handle: Process.destroy() also closes the broker's standard input, its
+    // lifeline, and the broker would halt in the middle of its controlled shutdown.
+    process.toHandle().destroy();
+    boolean interrupted = Thread.interrupted();
+    long deadline = System.nanoTime() + STOP_TIMEOUT.toNanos();
     try {
-      if (process.waitFor(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
-        return;
+      while (process.isAlive()) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          break;
+        }
+        try {
+          process.waitFor(left, TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
       }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      if (process.isAlive()) {
+        killProcess();
+      } else {
+        closeLifeline();
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
     }
-    killProcess();
   }
 
   private void awaitExit(Duration timeout, String signal) {
@@ -487,15 +520,18 @@ public final class LocalKafkaBroker implements AutoCloseable {
     return logTail(0);
   }
 
-  /** The last lines the broker logged since {@code from}, for a failure message. */
+  /**
+   * For a failure message: {@code " (log: FILE)"}, then on the next lines what the broker logged
+   * since {@code from} (its last 4 000 characters). The first line alone stays a summary.
+   */
   private String logTail(long from) {
     try {
       byte[] all = Files.readAllBytes(log);
       int start = (int) Math.max(from, all.length - 4_000L);
       String text = new String(all, start, all.length - start, StandardCharsets.UTF_8);
-      return "; the end of " + log + ":\n" + text;
+      return " (log: " + log + ")\n" + text;
     } catch (IOException | RuntimeException e) {
-      return "; see " + log;
+      return " (log: " + log + ")";
     }
   }
 }

@@ -70,7 +70,20 @@ class LocalKafkaBrokerTest {
     }
     assertThat(alive(pid)).as("pid " + pid + " after close").isFalse();
     assertThat(KafkaPing.answers("127.0.0.1", port, Duration.ofMillis(500))).isFalse();
-    assertThat(Files.readString(dir.resolve("broker.log"))).contains("Kafka Server started");
+    String log = Files.readString(dir.resolve("broker.log"));
+    assertThat(log).contains("Kafka Server started");
+    // close() is a controlled shutdown (the kill -9 before it left no such line).
+    assertThat(log.split("Transition from SHUTTING_DOWN to SHUTDOWN", -1)).hasSize(2);
+  }
+
+  @Test
+  @DisplayName("a broker that cannot start fails with the reason and its log's path")
+  void failedStart(@TempDir Path dir) throws Exception {
+    Files.writeString(dir.resolve("log"), "a file where the log directory should be");
+    assertThatThrownBy(() -> LocalKafkaBroker.start(dir, 0, 0))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("formatting the Kafka data directory " + dir.toAbsolutePath())
+        .hasMessageContaining("(log: " + dir.toAbsolutePath().resolve("broker.log") + ")");
   }
 
   @Test
