@@ -290,6 +290,10 @@ public final class LocalKafkaBroker implements AutoCloseable {
     p.setProperty("group.consumer.min.session.timeout.ms", "1000");
     p.setProperty("group.consumer.min.heartbeat.interval.ms", "500");
     p.setProperty("group.consumer.heartbeat.interval.ms", "500");
+    // After a kill -9 the restarted controller refuses the broker's new registration until the
+    // old one's session times out (default 9 s, most of a restart): 4 s, heartbeats every 0.5 s.
+    p.setProperty("broker.session.timeout.ms", "4000");
+    p.setProperty("broker.heartbeat.interval.ms", "500");
     // Small: few threads, small segments, a small log-cleaner buffer (the default is 128 MB).
     p.setProperty("num.network.threads", "2");
     p.setProperty("num.io.threads", "2");
