@@ -236,8 +236,8 @@ public final class LocalKafkaBroker implements AutoCloseable {
   private void stopOrphan() {
     Optional<ProcessHandle> orphan = readPid().flatMap(ProcessHandle::of)
         .filter(ProcessHandle::isAlive)
-        .filter(h -> h.info().commandLine().map(c -> c.contains(config.toString()))
-            .orElse(false));
+        .filter(h -> commandLine(h).contains(BrokerMain.class.getName())
+            && commandLine(h).contains(config.toString()));
     orphan.ifPresent(h -> {
       try {
         h.onExit().get(5, TimeUnit.SECONDS);
@@ -251,6 +251,20 @@ public final class LocalKafkaBroker implements AutoCloseable {
         }
       }
     });
+  }
+
+  /**
+   * A process's full command line: {@code /proc/PID/cmdline} on Linux, since {@code
+   * ProcessHandle.Info.commandLine()} stops at 4 096 characters and the broker's class path alone
+   * is longer.
+   */
+  private static String commandLine(ProcessHandle h) {
+    try {
+      byte[] raw = Files.readAllBytes(Path.of("/proc", Long.toString(h.pid()), "cmdline"));
+      return new String(raw, StandardCharsets.UTF_8).replace('\0', ' ');
+    } catch (IOException | RuntimeException e) {
+      return h.info().commandLine().orElse("");
+    }
   }
 
   private Optional<Long> readPid() {

@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.relaykit.tck.Await;
 import io.relaykit.tck.FaultProxy;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -14,6 +17,8 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -74,6 +79,43 @@ class LocalKafkaBrokerTest {
     assertThat(log).contains("Kafka Server started");
     // close() is a controlled shutdown (the kill -9 before it left no such line).
     assertThat(log.split("Transition from SHUTTING_DOWN to SHUTDOWN", -1)).hasSize(2);
+  }
+
+  @Test
+  @DisplayName("the broker of a JVM killed with -9 halts by itself, and a new start on its data"
+      + " directory and port succeeds at once, with the data")
+  void orphanHaltsWithItsParent(@TempDir Path dir) throws Exception {
+    String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    Process parent = new ProcessBuilder(javaBin, "-Xmx64m", "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
+        BrokerParent.class.getName(), dir.toString()).redirectErrorStream(true).start();
+    long orphan;
+    int port;
+    try (BufferedReader out = new BufferedReader(new InputStreamReader(parent.getInputStream(),
+        StandardCharsets.UTF_8))) {
+      Matcher m = null;
+      for (String line; (line = out.readLine()) != null; ) {
+        m = Pattern.compile("pid=(\\d+) port=(\\d+)").matcher(line);
+        if (m.find()) {
+          break;
+        }
+        m = null;
+      }
+      assertThat(m).as("the child JVM printed its broker's pid").isNotNull();
+      orphan = Long.parseLong(m.group(1));
+      port = Integer.parseInt(m.group(2));
+      createTopic("127.0.0.1:" + port, "kept", 1);
+      produce("127.0.0.1:" + port, "kept", List.of("k"));
+
+      parent.destroyForcibly();
+      assertThat(parent.waitFor(30, TimeUnit.SECONDS)).isTrue();
+    } finally {
+      parent.destroyForcibly();
+    }
+    try (LocalKafkaBroker broker = LocalKafkaBroker.start(dir, port, 0)) {
+      assertThat(alive(orphan)).as("the orphaned broker, pid " + orphan).isFalse();
+      assertThat(consumeAll(broker.bootstrap(), "kept", 1)).containsExactly("k");
+    }
   }
 
   @Test
