@@ -564,6 +564,15 @@ public final class ChaosRun implements AutoCloseable {
     for (FaultProxy p : proxies.values()) {
       p.close();
     }
+    String namespace = "chaos-" + runId;
+    if (proxies.containsKey("redis")) {
+      SharedCleanup.redis(envOr("RELAYKIT_REDIS_URI", "redis://127.0.0.1:6379"),
+          "relaykit-demo:" + namespace + ":");
+    }
+    if (proxies.containsKey("rabbitmq")) {
+      SharedCleanup.rabbitmq(envOr("RELAYKIT_RABBITMQ_URI", "amqp://guest:guest@127.0.0.1:5672"),
+          namespace + ".", List.of("100ms", "1000ms"));
+    }
     if (schema != null) {
       try (Connection c = DriverManager.getConnection(o.postgresUrl());
           Statement s = c.createStatement()) {
