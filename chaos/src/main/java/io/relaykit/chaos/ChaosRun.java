@@ -36,6 +36,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
@@ -74,7 +75,7 @@ public final class ChaosRun implements AutoCloseable {
   private final ChaosOptions o;
   private final PrintStream out;
   private final String runId = UUID.randomUUID().toString().replace("-", "").substring(0, 10);
-  private final List<DemoInstance> instances = new ArrayList<>();
+  private final List<DemoInstance> instances = new CopyOnWriteArrayList<>();
   private final Map<String, FaultProxy> proxies = new LinkedHashMap<>();
   private final List<FaultWindow> windows = Collections.synchronizedList(new ArrayList<>());
   private final List<Sample> samples = Collections.synchronizedList(new ArrayList<>());
@@ -172,10 +173,10 @@ public final class ChaosRun implements AutoCloseable {
         "--lease", "3",
         "--namespace", "chaos-" + runId));
     out.printf(Locale.ROOT, "[chaos] run %s: storage %s, transport %s, idempotency %s,"
-        + " %d instance(s), %d orders at %.0f/s, faults %s, seed %d%n", runId, o.storage(),
-        o.transport(), o.idempotency(), o.instances(), o.orders(), o.rate(),
+        + " %d instance(s), %d orders at %.0f/s, faults %s, seed %d, scratch %s%n", runId,
+        o.storage(), o.transport(), o.idempotency(), o.instances(), o.orders(), o.rate(),
         o.faults().isEmpty() ? "none" : String.join(",", new java.util.TreeSet<>(o.faults())),
-        o.seed());
+        o.seed(), scratch);
     for (int i = 0; i < o.instances(); i++) {
       DemoInstance d = new DemoInstance(i, args, env, List.of(),
           o.reportDir().resolve("instance-" + i + ".log"));
@@ -559,7 +560,7 @@ public final class ChaosRun implements AutoCloseable {
       return;
     }
     for (DemoInstance d : instances) {
-      d.kill();
+      d.close();
     }
     for (FaultProxy p : proxies.values()) {
       p.close();

@@ -42,6 +42,8 @@ final class DemoInstance implements AutoCloseable {
   private volatile Process process;
   private volatile int port;
   private volatile boolean up;
+  /** Set by {@link #close()}: no start after it (a restart racing Ctrl-C leaves no orphan). */
+  private volatile boolean closed;
   private int starts;
 
   /**
@@ -58,6 +60,9 @@ final class DemoInstance implements AutoCloseable {
 
   /** Starts the JVM and waits until it listens (on its old port after a restart). */
   synchronized void start() throws IOException {
+    if (closed) {
+      throw new IOException("demo instance " + index + " is closed");
+    }
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     List<String> command = new ArrayList<>(jvmPrefix);
     command.addAll(List.of(java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -100,6 +105,10 @@ final class DemoInstance implements AutoCloseable {
     reader.setDaemon(true);
     reader.start();
     process = p;
+    if (closed) { // close() ran while this process started: it must not outlive the run
+      kill();
+      throw new IOException("demo instance " + index + " was closed while starting");
+    }
     try {
       port = listening.get(START_TIMEOUT_S, TimeUnit.SECONDS);
       up = true;
@@ -126,8 +135,11 @@ final class DemoInstance implements AutoCloseable {
     }
   }
 
-  /** kill -9 of the process and its descendants; waits up to 10 s for each to be gone. */
-  synchronized void kill() {
+  /**
+   * kill -9 of the process and its descendants; waits up to 10 s for each to be gone. Not
+   * synchronized, so it also works while a start waits for the listening line.
+   */
+  void kill() {
     up = false;
     Process p = process;
     if (p == null) {
@@ -169,8 +181,10 @@ final class DemoInstance implements AutoCloseable {
     return port;
   }
 
+  /** Kills the process and refuses any later start. */
   @Override
   public void close() {
+    closed = true;
     kill();
   }
 }
