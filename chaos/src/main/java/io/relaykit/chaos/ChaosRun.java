@@ -57,6 +57,8 @@ import java.util.stream.Stream;
  */
 public final class ChaosRun implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
+  /** The least time between the end of one fault and the start of the next. */
+  static final Duration HEALTHY_GAP = Duration.ofSeconds(2);
   private static final Pattern PG_URL =
       Pattern.compile("jdbc:postgresql://([^/:?]+)(?::(\\d+))?/([^?]*)(\\?.*)?");
 
@@ -328,8 +330,11 @@ public final class ChaosRun implements AutoCloseable {
   }
 
   private void injectAll(List<FaultSchedule.Event> schedule, long loadStart) {
+    long notBefore = loadStart;
     for (FaultSchedule.Event e : schedule) {
-      long at = loadStart + e.atMs() * 1_000_000L;
+      // The planned moment, but never sooner than HEALTHY_GAP after the previous fault ended:
+      // a restart takes seconds, and back-to-back kills would measure a system that is never up.
+      long at = Math.max(loadStart + e.atMs() * 1_000_000L, notBefore);
       for (long left; (left = at - System.nanoTime()) > 0; ) {
         LockSupport.parkNanos(left);
       }
@@ -344,6 +349,7 @@ public final class ChaosRun implements AutoCloseable {
         return;
       }
       long end = (System.nanoTime() - t0) / 1_000_000;
+      notBefore = System.nanoTime() + HEALTHY_GAP.toNanos();
       windows.add(new FaultWindow(e.fault(), e.target(), detail, start, end));
       out.printf(Locale.ROOT, "[chaos] %.1f s: %s (%d ms)%n", start / 1000.0, detail,
           end - start);
