@@ -59,7 +59,15 @@ final class DemoInstance implements AutoCloseable {
   }
 
   /** Starts the JVM and waits until it listens (on its old port after a restart). */
-  synchronized void start() throws IOException {
+  void start() throws IOException {
+    start(Map.of());
+  }
+
+  /**
+   * Starts the JVM with {@code extraEnv} over its environment (a skewed clock's variables) and
+   * waits until it listens.
+   */
+  synchronized void start(Map<String, String> extraEnv) throws IOException {
     if (closed) {
       throw new IOException("demo instance " + index + " is closed");
     }
@@ -71,11 +79,12 @@ final class DemoInstance implements AutoCloseable {
     command.addAll(args);
     ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
     builder.environment().putAll(env);
+    builder.environment().putAll(extraEnv);
     starts++;
     Writer out = Files.newBufferedWriter(log, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
         StandardOpenOption.APPEND);
     out.write("---- start " + starts + " of instance " + index + ": " + String.join(" ", args)
-        + "\n");
+        + (extraEnv.isEmpty() ? "" : " with " + extraEnv) + "\n");
     out.flush();
     Process p = builder.start();
     CompletableFuture<Integer> listening = new CompletableFuture<>();

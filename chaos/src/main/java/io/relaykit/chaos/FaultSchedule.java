@@ -69,7 +69,9 @@ final class FaultSchedule {
           long length = mode.equals("cut") ? 0 : o.partitionLength().toMillis();
           events.add(new Event(at, kind, target, mode, length, pick));
         }
-        default -> events.add(new Event(at, kind, "", "", o.partitionLength().toMillis(), pick));
+        case "clock" -> events.add(new Event(at, kind, Integer.toString(
+            random.nextInt(o.instances())), "", o.partitionLength().toMillis(), pick));
+        default -> events.add(new Event(at, kind, "", "", 0, pick));
       }
     }
     events.sort(Comparator.comparingLong(Event::atMs));
