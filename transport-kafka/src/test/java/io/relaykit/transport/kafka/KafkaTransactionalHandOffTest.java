@@ -345,4 +345,56 @@ class KafkaTransactionalHandOffTest {
     assertThat(calls).containsExactlyInAnyOrder(new Call(0, 1), new Call(1, 1), new Call(1, 2));
     assertThat(sub.close(Duration.ofSeconds(10))).isTrue();
   }
+  @Test
+  @DisplayName("transactional: a second live member with the same member id fences the first,"
+      + " whose open transaction is aborted and whose subscription stops; the second re-runs the"
+      + " records at attempt 1")
+  void sameMemberIdFencesTheOlderMember() {
+    String topic = newTopic("txfence", 1);
+    String group = topic + "-g";
+    String member = "m-" + UUID.randomUUID().toString().substring(0, 8);
+    publishAll(topic, List.of(message("a", 0), message("b", 1)));
+    CountDownLatch release = new CountDownLatch(1);
+    List<String> calls = new CopyOnWriteArrayList<>();
+    java.util.function.Function<String, io.relaykit.message.MessageHandler> handler = who -> d -> {
+      int seq = Integer.parseInt(d.message().payloadUtf8());
+      calls.add(who + " " + seq + "@" + d.attempt());
+      if (seq == 0 && who.equals("first")) {
+        release.await(); // the watermark stays at 0: the first member's transaction stays open
+      }
+      if (seq == 1 && d.attempt() == 1) {
+        throw new IllegalStateException("first attempt fails");
+      }
+    };
+    io.relaykit.message.SubscriptionSpec spec = io.relaykit.message.SubscriptionSpec
+        .builder(topic, group).ordering(io.relaykit.ordering.OrderingMode.KEY).concurrency(4)
+        .maxInFlight(16).retryPolicy(io.relaykit.retry.RetryPolicy.builder().maxAttempts(3)
+            .backoff(io.relaykit.retry.Backoff.fixed(Duration.ofMillis(1))).build())
+        .build();
+    KafkaTransportConfig.Builder config = KafkaTestSupport.config()
+        .closeTimeout(Duration.ofSeconds(5))
+        .consumerProperty("session.timeout.ms", "3000")
+        .consumerProperty("heartbeat.interval.ms", "500")
+        .handOff(KafkaTransportConfig.HandOff.TRANSACTIONAL).memberId(member)
+        .producerProperty("transaction.timeout.ms", "4000");
+    KafkaSubscription first = clients.subscriber(config).subscribe(spec, handler.apply("first"));
+    Await.until(WAIT, "the first member's copy written",
+        () -> calls.contains("first 1@1") && ((KafkaConsumerRuntime) first).transactionOpen());
+    try {
+      KafkaSubscription second = clients.subscriber(config)
+          .subscribe(spec, handler.apply("second"));
+      Await.until(WAIT, "the first member stopped", () -> !first.isRunning());
+      assertThat(first.failure()).get().asString().contains("fenced");
+      Await.until(WAIT, "the second member handled record 1 at attempts 1 and 2",
+          () -> calls.contains("second 1@2"));
+      Await.until(WAIT, "everything committed",
+          () -> Long.valueOf(2).equals(committedOffsets(group, topic).get(0)));
+      // The first member's copy was aborted: attempt 2 ran once, from the second member's copy.
+      assertThat(calls).filteredOn(c -> c.endsWith("1@2")).containsExactly("second 1@2");
+      assertThat(calls).contains("second 0@1", "second 1@1");
+      assertThat(second.close(Duration.ofSeconds(10))).isTrue();
+    } finally {
+      release.countDown();
+    }
+  }
 }
