@@ -223,7 +223,13 @@ final class CopyHandOff {
       Throwable cause = error instanceof CompletionException && error.getCause() != null
           ? error.getCause() : error;
       if (cause instanceof MessageRejectedException rejected) {
-        onRejected.accept(rejected);
+        // Not on the producer's I/O thread: the next copy's send may block (metadata, or the
+        // transactional hand-off's lock while a commit waits for this very thread).
+        try {
+          timers.execute(() -> onRejected.accept(rejected));
+        } catch (RejectedExecutionException e) {
+          onRejected.accept(rejected); // closing: the ownership checks skip what is not ours
+        }
         return;
       }
       if (!owner.current(w)) {

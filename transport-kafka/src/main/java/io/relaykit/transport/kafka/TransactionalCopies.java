@@ -156,9 +156,10 @@ final class TransactionalCopies {
       pending.incrementAndGet();
       return router.send(copy, what).whenComplete((md, error) -> {
         pending.decrementAndGet();
-        if (error != null && mine == epoch) {
-          // The producer's transaction is in error (or our own size check refused the copy; a
-          // needless abort then, on a rare path): abort and rewind at the next tick.
+        // A failure from the producer leaves its transaction in error: abort and rewind at the
+        // next tick. One without a cause never reached the producer (relaykit's own size check,
+        // which dead-letters a reference entry instead): the transaction is fine.
+        if (error != null && error.getCause() != null && mine == epoch) {
           failed = true;
           if (causeOf(error) instanceof ProducerFencedException fenced) {
             fatal = fenced;
