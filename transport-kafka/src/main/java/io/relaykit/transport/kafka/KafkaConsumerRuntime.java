@@ -672,7 +672,14 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       @Override
       public boolean passed(TopicPartition tp, long offset) {
         OptionalLong at = tracker.committable(tp);
-        return at.isEmpty() || at.getAsLong() > offset;
+        if (at.isEmpty() || at.getAsLong() > offset) {
+          return true;
+        }
+        // The lowest unfinished record waits for a parked key: it cannot finish before its key's
+        // retry runs, which needs a committed transaction (maybe this one) and its delay; keeping
+        // the transaction open would gain nothing and hold every retry in it back.
+        long low = at.getAsLong();
+        return parking.anyWaiting(w -> w.record().offset() == low && w.partition().equals(tp));
       }
 
       @Override

@@ -26,12 +26,13 @@ import org.apache.kafka.common.errors.UnsupportedVersionException;
  *
  * <p>A transaction begins with its first copy and stays open until, at a commit tick, every copy
  * in it is confirmed and the commit watermark (the lowest unfinished offset) of its record's
- * partition has passed that record; then the runtime's committable offsets are sent to it and it
- * commits. It is committed anyway when it has been open for half of {@code
- * transaction.timeout.ms} (a record below the copies that runs long, or waits for its key's retry
- * in the same transaction, would otherwise hold it until the coordinator aborts it), and on revoke
- * and close; copies past the watermark committed that way may be written again after a crash (the
- * default hand-off's guarantee, for those copies only). While no transaction is open, offsets are
+ * partition has passed that record — or stopped at a record that waits for a parked key, which
+ * cannot finish before its key's retry (that needs a committed transaction, maybe this one, and
+ * its delay); then the runtime's committable offsets are sent to it and it commits. It is
+ * committed anyway when it has been open for half of {@code transaction.timeout.ms} (a record
+ * below the copies that runs long would otherwise hold it until the coordinator aborts it), and on
+ * revoke and close. Copies past the watermark committed in these ways may be written again after
+ * a crash (the default hand-off's guarantee, for those copies only). While no transaction is open, offsets are
  * committed by the consumer, synchronously, under the same lock a copy takes to open a
  * transaction: no offset past an uncommitted copy's record is ever committed.
  *
@@ -54,7 +55,11 @@ final class TransactionalCopies {
     /** The offsets to commit now: the changed committable offsets of the owned partitions. */
     Map<TopicPartition, OffsetAndMetadata> offsets();
 
-    /** Whether the commit watermark of {@code tp} is past {@code offset} (or tp is gone). */
+    /**
+     * Whether waiting longer cannot help a copy of record {@code offset} of {@code tp}: the commit
+     * watermark is past it, tp is gone, or the watermark stopped at a record waiting for a parked
+     * key.
+     */
     boolean passed(TopicPartition tp, long offset);
 
     ConsumerGroupMetadata groupMetadata();

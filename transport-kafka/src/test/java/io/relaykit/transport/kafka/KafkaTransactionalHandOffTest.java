@@ -397,4 +397,41 @@ class KafkaTransactionalHandOffTest {
       release.countDown();
     }
   }
+  @Test
+  @DisplayName("transactional, KEY mode: a transaction whose watermark stopped at a record waiting"
+      + " for its parked key commits at once, not after half of transaction.timeout.ms (the"
+      + " record cannot finish before the retry that transaction carries)")
+  void watermarkStoppedAtAParkedRecordDoesNotHoldTheTransaction() {
+    String topic = newTopic("txpark", 1);
+    String group = topic + "-g";
+    // 0 key a fails first: its retry copy; 1 key a waits for it (parked); 2 key b fails first:
+    // its copy lies past the watermark, which stops at 1.
+    publishAll(topic, List.of(message("a", 0), message("a", 1), message("b", 2)));
+    List<Call> calls = new CopyOnWriteArrayList<>();
+    KafkaSubscription sub = clients.subscriber(KafkaTestSupport.config()
+        .closeTimeout(Duration.ofSeconds(5))
+        .handOff(KafkaTransportConfig.HandOff.TRANSACTIONAL))
+        .subscribe(io.relaykit.message.SubscriptionSpec.builder(topic, group)
+            .ordering(io.relaykit.ordering.OrderingMode.KEY).concurrency(4).maxInFlight(16)
+            .retryPolicy(io.relaykit.retry.RetryPolicy.builder().maxAttempts(3)
+                .backoff(io.relaykit.retry.Backoff.fixed(Duration.ofMillis(1))).build())
+            .build(),
+            d -> {
+              int seq = Integer.parseInt(d.message().payloadUtf8());
+              calls.add(new Call(seq, d.attempt()));
+              if (seq != 1 && d.attempt() == 1) {
+                throw new IllegalStateException("first attempt fails");
+              }
+            });
+    Await.until(WAIT, "records 0 and 2 failed once", () -> calls.contains(new Call(0, 1))
+        && calls.contains(new Call(2, 1)));
+    // Half of the default transaction.timeout.ms is 30 s: well before, both retries ran.
+    Await.until(Duration.ofSeconds(20), "both retries and the parked record ran",
+        () -> calls.contains(new Call(0, 2)) && calls.contains(new Call(2, 2))
+            && calls.contains(new Call(1, 1)));
+    assertThat(calls.indexOf(new Call(1, 1))).isGreaterThan(calls.indexOf(new Call(0, 2)));
+    Await.until(WAIT, "everything committed",
+        () -> Long.valueOf(3).equals(committedOffsets(group, topic).get(0)));
+    assertThat(sub.close(Duration.ofSeconds(10))).isTrue();
+  }
 }
