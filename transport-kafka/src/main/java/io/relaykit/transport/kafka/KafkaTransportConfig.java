@@ -53,8 +53,10 @@ public final class KafkaTransportConfig {
    *       records become visible, or neither: no duplicate copy, no record re-run at attempt 1
    *       after its copy was written. Costs a transaction commit per commit interval in which a
    *       copy was written, and latency: a transaction stays open until the partition's commit
-   *       watermark passes every copy in it, at most half of {@code transaction.timeout.ms}
-   *       (default 60 s), so a retry can start only after that.
+   *       watermark passes every copy in it (or stops at a record waiting for a parked key), at
+   *       most half of {@code transaction.timeout.ms} (default 60 s), so a retry can start only
+   *       after that. A member with a stable {@link Builder#memberId} aborts the transaction its
+   *       crashed predecessor left open when it starts.
    * </ul>
    */
   public enum HandOff { CONFIRMED, TRANSACTIONAL }
@@ -134,8 +136,8 @@ public final class KafkaTransportConfig {
    * max-record-bytes}, {@code publish-timeout}, {@code retry-topic-suffix}, {@code
    * dead-letter-topic-suffix}, {@code commit-interval}, {@code poll-timeout}, {@code
    * max-poll-interval}, {@code close-timeout} (durations as ISO-8601 {@code PT5S} or {@code 500ms},
-   * {@code 5s}, {@code 2m}), and {@code producer.<name>} / {@code consumer.<name>} for client
-   * settings.
+   * {@code 5s}, {@code 2m}), {@code hand-off} ({@code confirmed} or {@code transactional}), {@code
+   * member-id}, and {@code producer.<name>} / {@code consumer.<name>} for client settings.
    *
    * @param prefix how the keys are named in messages ({@code relaykit.kafka.})
    * @throws IllegalArgumentException naming the full key and the value when a key is unknown or a
