@@ -2,6 +2,7 @@ package io.relaykit.architecture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -9,6 +10,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Stream;
 import javax.xml.parsers.DocumentBuilderFactory;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
@@ -73,6 +75,41 @@ class PublishedArtifactsTest {
         .isEqualTo(text(parent.getDocumentElement(), "version"));
     assertThat(child(bom.getDocumentElement(), "parent"))
         .as("relaykit-bom has no parent, so importing it pins relaykit artifacts only").isEmpty();
+  }
+
+  @Test
+  @DisplayName("every package of main code has a package-info.java saying what it guarantees")
+  void everyPackageHasPackageInfo() throws Exception {
+    Document parent = read(ROOT.resolve("pom.xml"));
+    List<String> missing = new ArrayList<>();
+    int packages = 0;
+    for (String module : children(parent.getDocumentElement(), "modules", "module")) {
+      Path sources = ROOT.resolve(module).resolve("src").resolve("main").resolve("java");
+      if (!Files.isDirectory(sources)) {
+        continue;
+      }
+      List<Path> directories;
+      try (Stream<Path> walk = Files.walk(sources)) {
+        directories = walk.filter(Files::isDirectory).toList();
+      }
+      for (Path directory : directories) {
+        boolean hasJava;
+        try (Stream<Path> files = Files.list(directory)) {
+          hasJava = files.anyMatch(f -> f.toString().endsWith(".java"));
+        }
+        if (!hasJava) {
+          continue;
+        }
+        packages++;
+        Path info = directory.resolve("package-info.java");
+        if (!Files.isRegularFile(info)
+            || !Files.readString(info, StandardCharsets.UTF_8).contains("/**")) {
+          missing.add(module + ": " + sources.relativize(directory).toString().replace('/', '.'));
+        }
+      }
+    }
+    assertThat(packages).as("packages found").isGreaterThan(15);
+    assertThat(missing).as("packages without a documented package-info.java").isEmpty();
   }
 
   private static Document read(Path pom) throws Exception {
