@@ -85,8 +85,11 @@ class ReproducibleBuildTest {
       for (Path jar : jars) {
         oldestJar = Math.min(oldestJar, Files.getLastModifiedTime(jar).toMillis());
       }
-      long newestInput = Math.max(Files.getLastModifiedTime(ROOT.resolve("pom.xml")).toMillis(),
-          Files.getLastModifiedTime(ROOT.resolve(MODULE).resolve("pom.xml")).toMillis());
+      long newestInput = Files.getLastModifiedTime(ROOT.resolve(MODULE).resolve("pom.xml"))
+          .toMillis();
+      for (String file : List.of("pom.xml", "LICENSE", "NOTICE")) {
+        newestInput = Math.max(newestInput, Files.getLastModifiedTime(ROOT.resolve(file)).toMillis());
+      }
       try (Stream<Path> sources = Files.walk(ROOT.resolve(MODULE).resolve("src").resolve("main"))) {
         for (Path source : sources.toList()) {
           newestInput = Math.max(newestInput, Files.getLastModifiedTime(source).toMillis());
@@ -101,7 +104,7 @@ class ReproducibleBuildTest {
     }
   }
 
-  /** Copies the parent pom and the module's pom and main sources, builds, hashes the jars. */
+  /** Copies the parent pom, LICENSE, NOTICE, the module's pom and main sources; builds; hashes. */
   private static Map<String, String> build(String mavenHome, Path root, String timeZone) {
     try {
       return buildOrThrow(mavenHome, root, timeZone);
@@ -116,7 +119,9 @@ class ReproducibleBuildTest {
   private static Map<String, String> buildOrThrow(String mavenHome, Path root, String timeZone)
       throws IOException, InterruptedException {
     Files.createDirectories(root);
-    Files.copy(ROOT.resolve("pom.xml"), root.resolve("pom.xml"));
+    for (String file : List.of("pom.xml", "LICENSE", "NOTICE")) {
+      Files.copy(ROOT.resolve(file), root.resolve(file));
+    }
     copyTree(ROOT.resolve(MODULE).resolve("pom.xml"), root.resolve(MODULE).resolve("pom.xml"));
     copyTree(ROOT.resolve(MODULE).resolve("src").resolve("main"),
         root.resolve(MODULE).resolve("src").resolve("main"));
@@ -166,6 +171,8 @@ class ReproducibleBuildTest {
           .as("time of %s in %s", entry.getName(), jar.getFileName()).isEqualTo(expected));
       if (!jar.getFileName().toString().contains("-sources")
           && !jar.getFileName().toString().contains("-javadoc")) {
+        assertThat(file.getEntry("META-INF/LICENSE")).as("LICENSE in the jar").isNotNull();
+        assertThat(file.getEntry("META-INF/NOTICE")).as("NOTICE in the jar").isNotNull();
         assertThat(file.getManifest().getMainAttributes().getValue("Automatic-Module-Name"))
             .isEqualTo("io.relaykit.core");
       }
