@@ -69,6 +69,15 @@ final class TransactionalCopies {
 
     /** {@code offsets} were committed (plainly or with a transaction). */
     void committed(Map<TopicPartition, OffsetAndMetadata> offsets);
+
+    /**
+     * The open transaction was aborted: make the work behind its copies stale. Runs under the
+     * hand-off lock, so no copy of that work can slip into the next transaction.
+     */
+    void aborted();
+
+    /** The producer was fenced: stop, under the hand-off lock. */
+    void fenced();
   }
 
   private static final System.Logger LOG = System.getLogger(TransactionalCopies.class.getName());
@@ -135,9 +144,14 @@ final class TransactionalCopies {
    * The future completes on the broker's confirm of the send (not of the transaction).
    */
   CompletableFuture<RecordMetadata> send(Work w, ProducerRecord<String, byte[]> copy,
-      String what) {
+      String what, java.util.function.BooleanSupplier current) {
     lock.lock();
     try {
+      if (!current.getAsBoolean()) {
+        // Checked under the lock an abort's rewind holds: stale work never joins a transaction.
+        return CompletableFuture.failedFuture(new PublishException(what + " belongs to an"
+            + " earlier assignment or an aborted transaction; not sent"));
+      }
       if (fatal != null) {
         return CompletableFuture.failedFuture(new PublishException("the transactional producer "
             + transactionalId + " was fenced; " + what + " was not sent", fatal));
@@ -200,6 +214,7 @@ final class TransactionalCopies {
         return Result.FENCED;
       }
       if (!open) {
+        failed = false;
         Map<TopicPartition, OffsetAndMetadata> offsets = c.offsets();
         if (!offsets.isEmpty()) {
           c.commitPlain(offsets);
@@ -208,7 +223,7 @@ final class TransactionalCopies {
         return Result.NONE_OPEN;
       }
       if (failed) {
-        return abort("a copy in it failed");
+        return settle(c, abort("a copy in it failed"));
       }
       boolean aged = System.nanoTime() - openedAt >= boundNanos;
       if (!force && !aged && (pending.get() > 0 || !allPassed(c))) {
@@ -226,7 +241,7 @@ final class TransactionalCopies {
         }
         router.producer().commitTransaction();
       } catch (KafkaException e) {
-        return abort("its commit failed: " + e);
+        return settle(c, abort("its commit failed: " + e));
       }
       open = false;
       copies.clear();
@@ -283,16 +298,32 @@ final class TransactionalCopies {
     return Result.ABORTED;
   }
 
-  /** Makes the next commit tick abort the open transaction (partitions were lost). */
-  void abortAtNextCommit() {
+  /**
+   * Aborts the open transaction now, if any (partitions were lost: its offsets can no longer be
+   * committed by this member), and tells {@code c} under the lock.
+   */
+  Result abortOpen(Committer c, String why) {
     lock.lock();
     try {
-      if (open) {
-        failed = true;
+      if (fatal != null) {
+        return Result.FENCED;
       }
+      if (!open) {
+        return Result.NONE_OPEN;
+      }
+      return settle(c, abort(why));
     } finally {
       lock.unlock();
     }
+  }
+
+  private static Result settle(Committer c, Result r) {
+    if (r == Result.FENCED) {
+      c.fenced();
+    } else if (r == Result.ABORTED) {
+      c.aborted();
+    }
+    return r;
   }
 
   /** Whether a transaction is open (tests). */

@@ -71,6 +71,18 @@ class TransactionalCopiesTest {
     public void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
       committed.putAll(offsets);
     }
+
+    int aborts;
+
+    @Override
+    public void aborted() {
+      aborts++;
+    }
+
+    @Override
+    public void fenced() {
+      throw new AssertionError("fenced");
+    }
   }
 
   private static Work work(String topic, long offset) {
@@ -130,7 +142,8 @@ class TransactionalCopiesTest {
       assertThat(c.plain).containsEntry(tp, new OffsetAndMetadata(1));
 
       // A copy of record 3: open until the watermark passes 3.
-      txn.send(work(source, 3), copy(copies, "first"), "first").get(30, TimeUnit.SECONDS);
+      txn.send(work(source, 3), copy(copies, "first"), "first", () -> true)
+          .get(30, TimeUnit.SECONDS);
       assertThat(txn.isOpen()).isTrue();
       c.watermark.put(tp, 3L);
       assertThat(txn.commit(c, false)).isEqualTo(TransactionalCopies.Result.KEPT_OPEN);
@@ -142,18 +155,26 @@ class TransactionalCopiesTest {
 
       // A member of a generation the group never had: the broker refuses the transaction's
       // offsets, the transaction aborts, its copy is never visible and no offset moves.
-      txn.send(work(source, 5), copy(copies, "aborted"), "aborted").get(30, TimeUnit.SECONDS);
+      txn.send(work(source, 5), copy(copies, "aborted"), "aborted", () -> true)
+          .get(30, TimeUnit.SECONDS);
       c.watermark.put(tp, 6L);
       c.group = new ConsumerGroupMetadata(group, 7, "no-such-member", Optional.empty());
       assertThat(txn.commit(c, false)).isEqualTo(TransactionalCopies.Result.ABORTED);
+      assertThat(c.aborts).as("the runtime told, to rewind").isEqualTo(1);
       assertThat(txn.isOpen()).isFalse();
       assertThat(readCommitted(copies, 1)).containsExactly("first");
       assertThat(KafkaTestSupport.committedOffsets(group, source)).containsEntry(0, 4L);
 
+      // Stale work (the runtime's check fails under the lock) joins no transaction.
+      assertThat(txn.send(work(source, 6), copy(copies, "stale"), "stale", () -> false))
+          .isCompletedExceptionally();
+      assertThat(txn.isOpen()).isFalse();
+
       // The next transaction works.
       c.group = new ConsumerGroupMetadata(group);
       c.committed.clear();
-      txn.send(work(source, 6), copy(copies, "second"), "second").get(30, TimeUnit.SECONDS);
+      txn.send(work(source, 6), copy(copies, "second"), "second", () -> true)
+          .get(30, TimeUnit.SECONDS);
       c.watermark.put(tp, 7L);
       assertThat(txn.commit(c, false)).isEqualTo(TransactionalCopies.Result.COMMITTED);
       // The aborted copy lies between them on the topic, and is skipped.
