@@ -19,10 +19,11 @@ import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 
 /**
- * The transactional hand-off of one consumer runtime ({@link KafkaTransportConfig.HandOff#TRANSACTIONAL}):
- * a transactional producer whose transactions carry the retry and dead-letter copies together
- * with the source offsets that pass them ({@code sendOffsetsToTransaction} with the consumer's
- * group metadata), so that a crash either keeps both or neither.
+ * The transactional hand-off of one consumer runtime ({@link
+ * KafkaTransportConfig.HandOff#TRANSACTIONAL}): a transactional producer whose transactions carry
+ * the retry and dead-letter copies together with the source offsets that pass them ({@code
+ * sendOffsetsToTransaction} with the consumer's group metadata), so that a crash either keeps both
+ * or neither.
  *
  * <p>A transaction begins with its first copy and stays open until, at a commit tick, every copy
  * in it is confirmed and the commit watermark (the lowest unfinished offset) of its record's
@@ -32,13 +33,14 @@ import org.apache.kafka.common.errors.UnsupportedVersionException;
  * committed anyway when it has been open for half of {@code transaction.timeout.ms} (a record
  * below the copies that runs long would otherwise hold it until the coordinator aborts it), and on
  * revoke and close. Copies past the watermark committed in these ways may be written again after
- * a crash (the default hand-off's guarantee, for those copies only). While no transaction is open, offsets are
- * committed by the consumer, synchronously, under the same lock a copy takes to open a
- * transaction: no offset past an uncommitted copy's record is ever committed.
+ * a crash (the default hand-off's guarantee, for those copies only). While no transaction is
+ * open, offsets are committed by the consumer, synchronously, under the same lock a copy takes to
+ * open a transaction: no offset past an uncommitted copy's record is ever committed.
  *
  * <p>When a commit or a copy fails, the transaction is aborted (its copies vanish for
- * read_committed readers) and {@link Result#ABORTED} tells the runtime to rewind its partitions to
- * their committed offsets: the records run again at the attempt the broker last committed. If the
+ * read_committed readers) and {@link Committer#aborted} tells the runtime, under the lock, to
+ * rewind its partitions to their committed offsets (a copy of stale work is refused under that
+ * lock, so none slips into the next transaction): the records run again at the attempt the broker last committed. If the
  * abort fails too, the producer is replaced by a new one with the same transactional id, whose
  * {@code initTransactions} finishes whatever the old one left. A producer fenced by a newer one
  * with the same transactional id (another live member with the same member id) is {@link
@@ -130,7 +132,8 @@ final class TransactionalCopies {
    */
   static String transactionalId(KafkaTransportConfig config, String topic, String group) {
     String member = config.memberId()
-        .or(() -> java.util.Optional.ofNullable(config.consumerProperties().get("group.instance.id")))
+        .or(() -> java.util.Optional.ofNullable(
+            config.consumerProperties().get("group.instance.id")))
         .orElseGet(() -> java.util.UUID.randomUUID().toString());
     return config.clientIdPrefix() + "-" + group + "-" + topic + "-" + member;
   }

@@ -452,7 +452,8 @@ class KafkaTransactionalHandOffTest {
     String group = topic + "-g";
     publishAll(topic, List.of(message("a", 0), message("b", 1)));
     CountDownLatch release = new CountDownLatch(1);
-    java.util.concurrent.atomic.AtomicBoolean stall = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.atomic.AtomicBoolean stall =
+        new java.util.concurrent.atomic.AtomicBoolean();
     java.util.concurrent.atomic.AtomicBoolean firstOfZero =
         new java.util.concurrent.atomic.AtomicBoolean(true);
     // The injected clock stalls the poll thread once, for 2.5 s: like a long GC pause, it makes
