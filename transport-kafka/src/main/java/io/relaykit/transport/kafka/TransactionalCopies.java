@@ -40,8 +40,8 @@ import org.apache.kafka.common.errors.UnsupportedVersionException;
  * <p>When a commit or a copy fails, the transaction is aborted (its copies vanish for
  * read_committed readers) and {@link Committer#aborted} tells the runtime, under the lock, to
  * rewind its partitions to their committed offsets (a copy of stale work is refused under that
- * lock, so none slips into the next transaction): the records run again at the attempt the broker last committed. If the
- * abort fails too, the producer is replaced by a new one with the same transactional id, whose
+ * lock, so none slips into the next transaction): the records run again at the attempt the
+ * broker last committed. If the abort fails too, the producer is replaced by a new one with the same transactional id, whose
  * {@code initTransactions} finishes whatever the old one left. A producer fenced by a newer one
  * with the same transactional id (another live member with the same member id) is {@link
  * Result#FENCED}: the runtime stops. Thread-safe: copies are sent from workers and timers, commits
