@@ -31,9 +31,10 @@ import org.apache.kafka.common.errors.UnsupportedVersionException;
  * cannot finish before its key's retry (that needs a committed transaction, maybe this one, and
  * its delay); then the runtime's committable offsets are sent to it and it commits. It is
  * committed anyway when it has been open for half of {@code transaction.timeout.ms} (a record
- * below the copies that runs long would otherwise hold it until the coordinator aborts it), and on
- * revoke and close. Copies past the watermark committed in these ways may be written again after
- * a crash (the default hand-off's guarantee, for those copies only). While no transaction is
+ * below the copies that runs long would otherwise hold it until the coordinator aborts it); copies
+ * past the watermark committed in these ways may be written again after a crash (the default
+ * hand-off's guarantee, for those copies only). On revoke and close it commits if the watermark
+ * passed its copies, else it is aborted (the records run again, their copies are discarded). While no transaction is
  * open, offsets are committed by the consumer, synchronously, under the same lock a copy takes to
  * open a transaction: no offset past an uncommitted copy's record is ever committed.
  *
@@ -205,8 +206,8 @@ final class TransactionalCopies {
   /**
    * One commit tick: with no transaction open, commits the offsets through the consumer; with one
    * open, commits it (with the offsets) if its copies are all confirmed and passed by the
-   * watermark, or it is older than half the transaction timeout, or {@code force}; aborts it if a
-   * copy failed.
+   * watermark, or it is older than half the transaction timeout; aborts it if a copy failed. With
+   * {@code force} (revoke, close) it never stays open: committed if passed, else aborted.
    *
    * @throws RuntimeException from {@link Committer#commitPlain} (the poll loop's error handling)
    */
@@ -229,6 +230,13 @@ final class TransactionalCopies {
         return settle(c, abort("a copy in it failed"));
       }
       boolean aged = System.nanoTime() - openedAt >= boundNanos;
+      if (force && !allPassed(c)) {
+        // Revoke or close before the watermark passed the copies: committing would keep copies
+        // whose records the next owner runs again; aborting discards them, and the records run
+        // again at the attempt the broker holds.
+        return settle(c, abort("its partitions are revoked or closed before the commit"
+            + " watermark passed its copies"));
+      }
       if (!force && !aged && (pending.get() > 0 || !allPassed(c))) {
         return Result.KEPT_OPEN;
       }
