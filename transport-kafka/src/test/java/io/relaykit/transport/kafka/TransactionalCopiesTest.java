@@ -122,7 +122,8 @@ class TransactionalCopiesTest {
 
   @Test
   @DisplayName("stays open until the watermark passes its copy, then commits copy and offsets;"
-      + " an abort leaves nothing visible and the next transaction commits")
+      + " an abort leaves nothing visible and the next transaction commits; a forced commit"
+      + " (revoke, close) aborts unless the watermark passed")
   void commitRuleAndAbort() throws Exception {
     String source = newTopic("txsrc", 1);
     String copies = newTopic("txcopies", 1);
@@ -180,6 +181,20 @@ class TransactionalCopiesTest {
       // The aborted copy lies between them on the topic, and is skipped.
       assertThat(readCommitted(copies, 2)).containsExactly("first", "second");
       assertThat(KafkaTestSupport.committedOffsets(group, source)).containsEntry(0, 7L);
+
+      // Revoke or close (force) before the watermark passed the copy: aborted, not committed,
+      // so the next owner's re-run of record 8 finds no copy of it.
+      txn.send(work(source, 8), copy(copies, "revoked"), "revoked", () -> true)
+          .get(30, TimeUnit.SECONDS);
+      c.watermark.put(tp, 8L);
+      assertThat(txn.commit(c, true)).isEqualTo(TransactionalCopies.Result.ABORTED);
+      assertThat(c.aborts).isEqualTo(2);
+      txn.send(work(source, 9), copy(copies, "third"), "third", () -> true)
+          .get(30, TimeUnit.SECONDS);
+      c.watermark.put(tp, 10L);
+      assertThat(txn.commit(c, true)).isEqualTo(TransactionalCopies.Result.COMMITTED);
+      assertThat(readCommitted(copies, 3)).containsExactly("first", "second", "third");
+      assertThat(KafkaTestSupport.committedOffsets(group, source)).containsEntry(0, 10L);
     } finally {
       txn.close(Duration.ofSeconds(5));
     }
