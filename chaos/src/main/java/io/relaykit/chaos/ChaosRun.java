@@ -8,6 +8,8 @@ import io.relaykit.chaos.History.DbEffect;
 import io.relaykit.chaos.History.DbOrder;
 import io.relaykit.chaos.History.FaultWindow;
 import io.relaykit.chaos.History.Sample;
+import io.relaykit.examples.Faketime;
+import io.relaykit.examples.kafka.LocalKafkaBroker;
 import io.relaykit.tck.FaultProxy;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -88,6 +90,8 @@ public final class ChaosRun implements AutoCloseable {
       .connectTimeout(Duration.ofSeconds(2)).build();
   private Path scratch;
   private String schema;
+  /** The Kafka broker this run started (--transport kafka without a configured one). */
+  private volatile LocalKafkaBroker broker;
   private volatile String fatal;
 
   private ChaosRun(ChaosOptions options, PrintStream out) {
@@ -131,24 +135,21 @@ public final class ChaosRun implements AutoCloseable {
     }
   }
 
-  /** Faults this build can inject; the others are known but refused with the reason. */
+  /** Combinations that cannot run, refused with the reason before anything starts. */
   static void checkAvailable(ChaosOptions o) {
-    for (String f : o.faults()) {
-      if (f.equals("broker-kill")) {
-        throw new UsageException("fault broker-kill needs the launcher's own Kafka broker"
-            + " (LocalKafkaBroker), which is not in this build");
-      }
-      if (f.equals("clock")) {
-        throw new UsageException("fault clock needs libfaketime and the launcher's faketime"
-            + " set-up, which are not in this build");
-      }
+    boolean ownBroker = o.transport().equals("kafka")
+        && blank(System.getenv("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS"));
+    if (o.faults().contains("broker-kill") && !ownBroker) {
+      throw new UsageException("fault broker-kill kills the Kafka broker the run starts itself:"
+          + " it needs --transport kafka without RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
     }
     if (o.faults().contains("partition") && o.partitions() > 0) {
-      o.effectiveTargets();
-    }
-    if (o.transport().equals("kafka") && blank(System.getenv("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS"))) {
-      throw new UsageException("--transport kafka needs a broker: set"
-          + " RELAYKIT_KAFKA_BOOTSTRAP_SERVERS (the launcher's own broker is not in this build)");
+      List<String> targets = o.effectiveTargets();
+      if (targets.contains("kafka") && !ownBroker) {
+        throw new UsageException("a kafka partition goes through the broker the run starts"
+            + " itself (it advertises the proxy's port): unset RELAYKIT_KAFKA_BOOTSTRAP_SERVERS"
+            + " or leave kafka out of --partition-targets");
+      }
     }
   }
 
@@ -164,6 +165,26 @@ public final class ChaosRun implements AutoCloseable {
     Map<String, String> env = prepareServices();
     faults.put("kill", new KillFault(instances));
     faults.put("partition", new PartitionFault(proxies));
+    faults.put("clock", new ClockFault(instances, Faketime::environment));
+    if (broker != null) {
+      LocalKafkaBroker b = broker;
+      faults.put("broker-kill", new BrokerKillFault(new BrokerKillFault.Broker() {
+        @Override
+        public long pid() {
+          return b.pid();
+        }
+
+        @Override
+        public void kill() {
+          b.kill();
+        }
+
+        @Override
+        public void restart() {
+          b.restart();
+        }
+      }));
+    }
 
     List<String> args = new ArrayList<>(List.of(
         "--data", scratch.resolve("data").toString(),
@@ -462,11 +483,32 @@ public final class ChaosRun implements AutoCloseable {
     }
     if (o.transport().equals("kafka")) {
       String servers = System.getenv("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
-      String first = servers.split(",")[0].trim();
-      int colon = first.lastIndexOf(':');
-      reachable("Kafka", first.substring(0, colon), Integer.parseInt(first.substring(colon + 1)),
-          null, "RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
-      env.put("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", servers);
+      if (!blank(servers)) {
+        String first = servers.split(",")[0].trim();
+        int colon = first.lastIndexOf(':');
+        reachable("Kafka", first.substring(0, colon),
+            Integer.parseInt(first.substring(colon + 1)), null,
+            "RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
+        env.put("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", servers);
+      } else {
+        // A broker of the run's own, behind a proxy whose port it advertises: clients bootstrap
+        // through the proxy and reconnect through it, so the proxy can partition them.
+        int listen = LocalKafkaBroker.freePort();
+        FaultProxy p = FaultProxy.to("127.0.0.1", listen);
+        proxies.put("kafka", p);
+        out.println("[chaos] starting a Kafka broker on 127.0.0.1:" + listen + " (clients through "
+            + p.address() + "; log " + scratch.resolve("kafka").resolve("broker.log") + ")");
+        try {
+          broker = LocalKafkaBroker.start(scratch.resolve("kafka"), listen, p.port());
+        } catch (IllegalStateException e) {
+          throw new Unavailable("the run's Kafka broker did not start: " + e.getMessage());
+        }
+        env.put("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", broker.bootstrap());
+      }
+    }
+    if (o.faults().contains("clock") && Faketime.library().isEmpty()) {
+      throw new Unavailable("the clock fault needs libfaketime: install it with"
+          + " `. scripts/services.sh && ensure_faketime` (apt-get install faketime)");
     }
     return env;
   }
@@ -567,6 +609,14 @@ public final class ChaosRun implements AutoCloseable {
     }
     for (DemoInstance d : instances) {
       d.close();
+    }
+    LocalKafkaBroker b = broker;
+    if (b != null) {
+      try {
+        b.close();
+      } catch (RuntimeException e) {
+        System.err.println("relaykit chaos: could not stop the Kafka broker: " + e);
+      }
     }
     for (FaultProxy p : proxies.values()) {
       p.close();
