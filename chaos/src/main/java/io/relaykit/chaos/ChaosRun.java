@@ -278,7 +278,8 @@ public final class ChaosRun implements AutoCloseable {
         Integer.toString(o.instances()), "--orders", Integer.toString(o.orders()), "--rate",
         fmt(o.rate()), "--fail-rate", fmt(o.failRate()), "--faults",
         o.faults().isEmpty() ? "none" : String.join(",", new java.util.TreeSet<>(o.faults())),
-        "--kills", Integer.toString(o.kills()), "--partitions", Integer.toString(o.partitions()),
+        "--kills", Integer.toString(o.kills()), "--broker-kills",
+        Integer.toString(o.brokerKills()), "--partitions", Integer.toString(o.partitions()),
         "--partition-seconds", Long.toString(o.partitionLength().toSeconds()),
         "--partition-modes", String.join(",", o.partitionModes())));
     if (!o.partitionTargets().isEmpty()) {
@@ -299,6 +300,7 @@ public final class ChaosRun implements AutoCloseable {
     m.put("failRate", o.failRate());
     m.put("faults", new java.util.TreeSet<>(o.faults()));
     m.put("kills", o.kills());
+    m.put("brokerKills", o.brokerKills());
     m.put("partitions", o.partitions());
     m.put("partitionSeconds", o.partitionLength().toSeconds());
     m.put("partitionModes", o.partitionModes());
