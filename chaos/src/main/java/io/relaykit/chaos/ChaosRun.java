@@ -243,13 +243,15 @@ public final class ChaosRun implements AutoCloseable {
         d.start();
       }
     }
+    long settleStartMs = driver.nowMs();
     boolean settled = driver.settle(System.nanoTime() + o.settle().toNanos());
     long settledMs = driver.nowMs();
     // A few seconds of samples after the end, so the chart shows the drained backlog.
     awaitSample(settledMs + 1_500);
     sampler.interrupt();
     sampler.join(15_000);
-    out.printf(Locale.ROOT, "[chaos] %s after %.1f s%n", settled ? "settled" : "did NOT settle",
+    out.printf(Locale.ROOT, "[chaos] %s %.1f s after the last fault (%.1f s after the load)%n",
+        settled ? "settled" : "did NOT settle", (settledMs - settleStartMs) / 1000.0,
         (settledMs - loadEndMs) / 1000.0);
 
     for (DemoInstance d : instances) {
@@ -263,7 +265,8 @@ public final class ChaosRun implements AutoCloseable {
     meta.put("options", optionsMap());
     meta.put("settled", settled);
     meta.put("loadMs", loadEndMs);
-    meta.put("settleMs", settledMs - loadEndMs);
+    meta.put("faultsDoneMs", settleStartMs);
+    meta.put("settleMs", settledMs - settleStartMs);
     meta.put("fatal", fatal);
     meta.put("schedule", schedule);
     Report.write(o.reportDir(), meta, h, v);
