@@ -1188,7 +1188,7 @@ public final class OutboxRelay implements AutoCloseable {
     }
 
     /**
-     * An adaptive batch size between {@code min} and {@code max} (1 <= min <= max <= 10 000),
+     * An adaptive batch size between {@code min} and {@code max} (1 &lt;= min &lt;= max &lt;= 10 000),
      * starting at 100 (or the nearer bound): after each cycle it doubles while claims come back
      * full and every row is confirmed within a tenth of the confirm timeout, and halves on a failed
      * or missing confirm, a row whose handling failed, a lost lease or confirms slower than that.
