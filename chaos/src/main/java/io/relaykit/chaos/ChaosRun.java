@@ -382,15 +382,43 @@ public final class ChaosRun implements AutoCloseable {
     }
   }
 
+  /**
+   * Once a second, asks an instance that is up for /metrics, without waiting for the answer: on a
+   * loaded machine an answer can take seconds, and the cadence must not stretch with it. Each
+   * sample carries the moment it was asked for; one without an answer within 5 s is -1.
+   */
   private void sample(LoadDriver driver) {
     long next = System.nanoTime();
     while (!Thread.currentThread().isInterrupted()) {
       long at = driver.nowMs();
-      JsonNode m = metrics();
-      samples.add(new Sample(at, driver.accepted(),
-          m == null ? -1 : m.path("ordersSucceeded").asLong(-1),
-          m == null ? -1 : m.path("outboxBacklog").asLong(-1),
-          m == null ? -1 : m.path("oldestPendingAgeMs").asLong(-1)));
+      long accepted = driver.accepted();
+      DemoInstance d = null;
+      for (DemoInstance i : instances) {
+        if (i.up()) {
+          d = i;
+          break;
+        }
+      }
+      if (d == null) {
+        samples.add(new Sample(at, accepted, -1, -1, -1));
+      } else {
+        http.sendAsync(HttpRequest.newBuilder(d.base().resolve("/metrics"))
+                .timeout(Duration.ofSeconds(5)).GET().build(),
+            HttpResponse.BodyHandlers.ofString()).whenComplete((r, e) -> {
+              JsonNode m = null;
+              if (e == null && r.statusCode() == 200) {
+                try {
+                  m = JSON.readTree(r.body());
+                } catch (IOException bad) {
+                  m = null;
+                }
+              }
+              samples.add(new Sample(at, accepted,
+                  m == null ? -1 : m.path("ordersSucceeded").asLong(-1),
+                  m == null ? -1 : m.path("outboxBacklog").asLong(-1),
+                  m == null ? -1 : m.path("oldestPendingAgeMs").asLong(-1)));
+            });
+      }
       next += 1_000_000_000L;
       for (long left; (left = next - System.nanoTime()) > 0; ) {
         LockSupport.parkNanos(left);
@@ -411,28 +439,6 @@ public final class ChaosRun implements AutoCloseable {
       }
       LockSupport.parkNanos(100_000_000L);
     }
-  }
-
-  /** GET /metrics from the first instance that answers within 2 s; null if none does. */
-  private JsonNode metrics() {
-    for (DemoInstance d : instances) {
-      if (!d.up()) {
-        continue;
-      }
-      try {
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(d.base().resolve("/metrics"))
-            .timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() == 200) {
-          return JSON.readTree(r.body());
-        }
-      } catch (IOException e) {
-        // try the next instance
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return null;
-      }
-    }
-    return null;
   }
 
   /**
@@ -580,6 +586,7 @@ public final class ChaosRun implements AutoCloseable {
     synchronized (samples) {
       sampled = new ArrayList<>(samples);
     }
+    sampled.sort(Comparator.comparingLong(Sample::atMs));
     List<FaultWindow> w;
     synchronized (windows) {
       w = new ArrayList<>(windows);
