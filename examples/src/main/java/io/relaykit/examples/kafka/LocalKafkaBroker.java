@@ -126,6 +126,11 @@ public final class LocalKafkaBroker implements AutoCloseable {
     return port;
   }
 
+  /** The broker's data directory (absolute): its log segments, config, pid file and log. */
+  public Path dataDir() {
+    return dataDir;
+  }
+
   /** The broker's log file (its stdout and stderr, appended across restarts). */
   public Path logFile() {
     return log;

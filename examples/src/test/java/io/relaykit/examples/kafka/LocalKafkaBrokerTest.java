@@ -53,6 +53,8 @@ class LocalKafkaBrokerTest {
     try (LocalKafkaBroker broker = LocalKafkaBroker.start(dir, 0, 0)) {
       port = broker.port();
       assertThat(broker.bootstrap()).isEqualTo("127.0.0.1:" + port);
+      assertThat(broker.dataDir()).isEqualTo(dir.toAbsolutePath().normalize());
+      assertThat(broker.logFile()).isEqualTo(broker.dataDir().resolve("broker.log"));
       pid = broker.pid();
       assertThat(ProcessHandle.of(pid)).hasValueSatisfying(h -> assertThat(h.isAlive()).isTrue());
       createTopic(broker.bootstrap(), "orders", 2);
