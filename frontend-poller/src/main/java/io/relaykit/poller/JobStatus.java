@@ -14,7 +14,11 @@ public enum JobStatus {
   /** Given up; the status document's {@code error} says why. */
   FAILED;
 
-  /** Whether the job will not change status again. */
+  /**
+   * Whether the job will not change status again.
+   *
+   * @return true for {@code SUCCESS} and {@code FAILED}
+   */
   public boolean isTerminal() {
     return this == SUCCESS || this == FAILED;
   }

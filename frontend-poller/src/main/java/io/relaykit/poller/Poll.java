@@ -7,7 +7,11 @@ import java.util.concurrent.CompletableFuture;
  */
 public interface Poll {
 
-  /** Completes once with the outcome; never exceptionally. */
+  /**
+   * Completes once with the outcome; never exceptionally.
+   *
+   * @return the future of this poll's outcome, the same on every call
+   */
   CompletableFuture<PollOutcome> outcome();
 
   /**

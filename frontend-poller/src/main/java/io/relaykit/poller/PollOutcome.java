@@ -32,11 +32,20 @@ public record PollOutcome(
     ERROR
   }
 
+  /**
+   * The last status document received, if any request got one.
+   *
+   * @return the last document, or empty when none was read
+   */
   public Optional<StatusDocument> lastDocument() {
     return Optional.ofNullable(last);
   }
 
-  /** Whether the job itself finished (successfully or not), as opposed to polling giving up. */
+  /**
+   * Whether the job itself finished (successfully or not), as opposed to polling giving up.
+   *
+   * @return true for {@code SUCCESS} and {@code FAILED}
+   */
   public boolean jobFinished() {
     return result == Result.SUCCESS || result == Result.FAILED;
   }

@@ -21,7 +21,11 @@ public final class PollerAssets {
 
   private PollerAssets() {}
 
-  /** The script's bytes, read from this module's resources. */
+  /**
+   * The script's bytes, read from this module's resources.
+   *
+   * @return the script, UTF-8, served with {@link #JAVASCRIPT}
+   */
   public static byte[] browserPollerScript() {
     try (InputStream in = PollerAssets.class.getResourceAsStream(SCRIPT)) {
       if (in == null) {

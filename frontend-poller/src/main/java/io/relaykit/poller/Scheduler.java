@@ -8,5 +8,11 @@ import java.time.Duration;
  */
 @FunctionalInterface
 public interface Scheduler {
+  /**
+   * Runs {@code task} once, {@code delay} from now, on the scheduler's own thread.
+   *
+   * @param delay how long to wait, zero or positive
+   * @param task what to run then
+   */
   void schedule(Duration delay, Runnable task);
 }

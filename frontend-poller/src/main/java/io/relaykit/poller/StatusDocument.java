@@ -24,15 +24,34 @@ public record StatusDocument(String id, JobStatus status, Instant updatedAt, Str
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
+  /**
+   * Validates the document.
+   *
+   * @param id the job id
+   * @param status where the job stands
+   * @param updatedAt when the status last changed; null if unknown
+   * @param error why a failed job failed; null otherwise
+   * @throws NullPointerException if {@code status} is null
+   */
   public StatusDocument {
     Objects.requireNonNull(status, "status");
   }
 
+  /**
+   * Why a failed job failed.
+   *
+   * @return the error, or empty when the job has not failed
+   */
   public Optional<String> errorMessage() {
     return Optional.ofNullable(error);
   }
 
-  /** This document as JSON, with the id under {@code idField}. */
+  /**
+   * This document as JSON, with the id under {@code idField}.
+   *
+   * @param idField the JSON field that carries the id
+   * @return the JSON object
+   */
   public String toJson(String idField) {
     ObjectNode node = JSON.createObjectNode();
     if (id != null) {
@@ -51,6 +70,9 @@ public record StatusDocument(String id, JobStatus status, Instant updatedAt, Str
   /**
    * Reads a status document. The id is taken from {@code idField} when present.
    *
+   * @param json the response body
+   * @param idField the JSON field that carries the id
+   * @return the document
    * @throws IllegalArgumentException naming what is wrong: not JSON, no {@code status}, an unknown
    *     status, an {@code updatedAt} that is not an ISO-8601 instant
    */

@@ -81,6 +81,11 @@ public final class StatusPoller implements AutoCloseable {
     this.idField = b.idField;
   }
 
+  /**
+   * A builder with the defaults of {@link Builder}.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
   }
@@ -88,6 +93,8 @@ public final class StatusPoller implements AutoCloseable {
   /**
    * Starts polling {@code statusUrl}: the first request goes out at once.
    *
+   * @param statusUrl the absolute http(s) URL to poll
+   * @return the running poll
    * @throws IllegalArgumentException if {@code statusUrl} is null or not absolute http(s)
    */
   public Poll poll(URI statusUrl) {
@@ -99,6 +106,9 @@ public final class StatusPoller implements AutoCloseable {
    * counts from this call, the first delay included: a first delay that reaches the deadline ends
    * the poll with {@code TIMED_OUT} and no request.
    *
+   * @param statusUrl the absolute http(s) URL to poll
+   * @param firstDelay how long to wait before the first request
+   * @return the running poll
    * @throws IllegalArgumentException if {@code statusUrl} is null or not absolute http(s), or
    *     {@code firstDelay} is null or negative
    */
@@ -125,6 +135,8 @@ public final class StatusPoller implements AutoCloseable {
    * resolved against the request URI, the first request after its {@code Retry-After} (seconds or
    * an HTTP date; at once when absent or unreadable).
    *
+   * @param accepted the submit's {@code 202} response
+   * @return the running poll
    * @throws IllegalArgumentException if {@code accepted} is null, not a 202, has no
    *     {@code Location}, or the resolved status URL is not http(s)
    */
@@ -331,66 +343,134 @@ public final class StatusPoller implements AutoCloseable {
 
     private Builder() {}
 
+    /**
+     * The HTTP client; defaults to a new {@link HttpClient} with the request timeout as its
+     * connect timeout.
+     *
+     * @param http the client
+     * @return this builder
+     */
     public Builder httpClient(HttpClient http) {
       this.http = http;
       return this;
     }
 
+    /**
+     * The clock deadlines are measured on; defaults to the system clock.
+     *
+     * @param clock the clock
+     * @return this builder
+     */
     public Builder clock(InstantSource clock) {
       this.clock = clock;
       return this;
     }
 
-    /** How waits happen; defaults to a daemon thread owned by the poller. */
+    /**
+     * How waits happen; defaults to a daemon thread owned by the poller.
+     *
+     * @param scheduler the scheduler
+     * @return this builder
+     */
     public Builder scheduler(Scheduler scheduler) {
       this.scheduler = scheduler;
       return this;
     }
 
+    /**
+     * The wait before the second request; doubles after each one. Default 1 s.
+     *
+     * @param initialDelay a positive duration
+     * @return this builder
+     */
     public Builder initialDelay(Duration initialDelay) {
       this.initialDelay = initialDelay;
       return this;
     }
 
+    /**
+     * The cap of the wait between requests, before jitter. Default 8 s.
+     *
+     * @param maxDelay a positive duration, at least {@code initialDelay}
+     * @return this builder
+     */
     public Builder maxDelay(Duration maxDelay) {
       this.maxDelay = maxDelay;
       return this;
     }
 
+    /**
+     * How waits are spread. Default {@code FULL} (uniform in [0, wait]).
+     *
+     * @param jitter the jitter
+     * @return this builder
+     */
     public Builder jitter(Jitter jitter) {
       this.jitter = jitter;
       return this;
     }
 
-    /** The jitter's random source, for deterministic tests. */
+    /**
+     * The jitter's random source, for deterministic tests.
+     *
+     * @param random the random source
+     * @return this builder
+     */
     public Builder random(RandomGenerator random) {
       this.random = random;
       return this;
     }
 
-    /** How long to poll before answering TIMED_OUT. */
+    /**
+     * How long to poll before answering TIMED_OUT.
+     *
+     * @param deadline a positive duration, counted from the start of the poll
+     * @return this builder
+     */
     public Builder deadline(Duration deadline) {
       this.deadline = deadline;
       return this;
     }
 
+    /**
+     * The most requests one poll sends before answering {@code MAX_ATTEMPTS}. Default 100.
+     *
+     * @param maxAttempts at least 1
+     * @return this builder
+     */
     public Builder maxAttempts(int maxAttempts) {
       this.maxAttempts = maxAttempts;
       return this;
     }
 
+    /**
+     * How long one request may take before it counts as failed. Default 10 s.
+     *
+     * @param requestTimeout a positive duration
+     * @return this builder
+     */
     public Builder requestTimeout(Duration requestTimeout) {
       this.requestTimeout = requestTimeout;
       return this;
     }
 
-    /** The JSON field that carries the job id in status documents. */
+    /**
+     * The JSON field that carries the job id in status documents.
+     *
+     * @param idField a non-blank field name
+     * @return this builder
+     */
     public Builder idField(String idField) {
       this.idField = idField;
       return this;
     }
 
-    /** @throws IllegalArgumentException naming the invalid field and its value */
+    /**
+     * @throws IllegalArgumentException naming the invalid field and its value
+     * Validates the settings and builds the poller.
+     *
+     * @return the poller
+     */
     public StatusPoller build() {
       positive("initialDelay", initialDelay);
       positive("maxDelay", maxDelay);

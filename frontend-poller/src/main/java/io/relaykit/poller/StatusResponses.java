@@ -35,7 +35,14 @@ public final class StatusResponses {
     this.idField = idField;
   }
 
-  /** {@code 202 Accepted} for a job that was stored and will be processed. */
+  /**
+   * {@code 202 Accepted} for a job that was stored and will be processed.
+   *
+   * @param id the job id
+   * @param statusUrl where the client polls
+   * @param retryAfter when to poll first; positive, rounded up to whole seconds
+   * @return the answer, with {@code Location}, {@code Retry-After} and a {@code PENDING} document
+   */
   public HttpAnswer accepted(String id, URI statusUrl, Duration retryAfter) {
     if (id == null || id.isBlank()) {
       throw new IllegalArgumentException("id must not be blank");
@@ -52,7 +59,13 @@ public final class StatusResponses {
     return new HttpAnswer(202, headers, body);
   }
 
-  /** {@code 200} with the job's status; {@code Retry-After} only while it is not terminal. */
+  /**
+   * {@code 200} with the job's status; {@code Retry-After} only while it is not terminal.
+   *
+   * @param document the job's status
+   * @param retryAfter when to poll again; positive, rounded up to whole seconds
+   * @return the answer
+   */
   public HttpAnswer status(StatusDocument document, Duration retryAfter) {
     if (document == null) {
       throw new IllegalArgumentException("document must not be null");
@@ -66,7 +79,13 @@ public final class StatusResponses {
     return new HttpAnswer(200, headers, document.toJson(idField));
   }
 
-  /** A JSON error answer: {@code {"error": message}}. */
+  /**
+   * A JSON error answer: {@code {"error": message}}.
+   *
+   * @param status a 4xx or 5xx code
+   * @param message the error; null gives an empty string
+   * @return the answer
+   */
   public HttpAnswer error(int status, String message) {
     if (status < 400 || status > 599) {
       throw new IllegalArgumentException("status must be a 4xx or 5xx code, was " + status);

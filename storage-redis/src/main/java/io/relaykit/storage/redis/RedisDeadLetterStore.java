@@ -296,7 +296,11 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     return Keys.requireName("name", name, MAX_NAME_LENGTH);
   }
 
-  /** The store's name: its keys live under it. */
+  /**
+   * The store's name: its keys live under it.
+   *
+   * @return the name given at creation
+   */
   public String name() {
     return name;
   }

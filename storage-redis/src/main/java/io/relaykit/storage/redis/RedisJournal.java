@@ -157,7 +157,11 @@ public final class RedisJournal implements QueueJournal {
     return Keys.requireName("name", name, MAX_NAME_LENGTH);
   }
 
-  /** The journal's name: its keys live under it, so a new instance on the same name recovers. */
+  /**
+   * The journal's name: its keys live under it, so a new instance on the same name recovers.
+   *
+   * @return the name given at creation
+   */
   public String name() {
     return name;
   }

@@ -21,7 +21,12 @@ public final class RedisStorage implements AutoCloseable {
     this.connector = new RedisConnector(config);
   }
 
-  /** Storage on {@code config}. */
+  /**
+   * Storage on {@code config}.
+   *
+   * @param config the connection and key settings
+   * @return the storage; it connects lazily, on the first command
+   */
   public static RedisStorage open(RedisStorageConfig config) {
     return open(config, InstantSource.system());
   }
@@ -30,6 +35,11 @@ public final class RedisStorage implements AutoCloseable {
    * Storage on {@code config}. {@code clock} is this host's clock; no store decides anything on
    * it: leases, takeovers and retention run on the Redis server's clock ({@code TIME} in the
    * scripts, {@code PX} expiries), which also dates the lease expiries the answers report.
+   *
+   * @param config the connection and key settings
+   * @param clock this host's clock
+   * @return the storage; it connects lazily, on the first command
+   * @throws IllegalArgumentException if {@code config} or {@code clock} is null
    */
   public static RedisStorage open(RedisStorageConfig config, InstantSource clock) {
     if (config == null) {
@@ -41,21 +51,38 @@ public final class RedisStorage implements AutoCloseable {
     return new RedisStorage(config);
   }
 
+  /**
+   * The settings this storage was opened with.
+   *
+   * @return the configuration
+   */
   public RedisStorageConfig config() {
     return connector.config();
   }
 
-  /** The idempotency store under this storage's key prefix; cheap, stateless. */
+  /**
+   * The idempotency store under this storage's key prefix; cheap, stateless.
+   *
+   * @return the store
+   */
   public RedisIdempotencyStore idempotencyStore() {
     return new RedisIdempotencyStore(connector);
   }
 
-  /** The version guard under this storage's key prefix; cheap, stateless. */
+  /**
+   * The version guard under this storage's key prefix; cheap, stateless.
+   *
+   * @return the guard
+   */
   public RedisVersionGuard versionGuard() {
     return new RedisVersionGuard(connector);
   }
 
-  /** The dead-letter store named {@code "default"}; cheap, stateless. */
+  /**
+   * The dead-letter store named {@code "default"}; cheap, stateless.
+   *
+   * @return the store
+   */
   public RedisDeadLetterStore deadLetterStore() {
     return deadLetterStore("default");
   }
@@ -64,6 +91,8 @@ public final class RedisStorage implements AutoCloseable {
    * The dead-letter store called {@code name} (one per source, say) under this storage's key
    * prefix; cheap, stateless.
    *
+   * @param name the store's name; its keys live under it
+   * @return the store
    * @throws IllegalArgumentException if {@code name} is blank, longer than {@link
    *     RedisDeadLetterStore#MAX_NAME_LENGTH} or holds a brace
    */
@@ -75,6 +104,8 @@ public final class RedisStorage implements AutoCloseable {
    * The journal called {@code name} under this storage's key prefix: a new handle on the same name
    * (after a restart) sees everything recorded before.
    *
+   * @param name the journal's name; its keys live under it
+   * @return the journal
    * @throws IllegalArgumentException if {@code name} is blank, longer than {@link
    *     RedisJournal#MAX_NAME_LENGTH} or holds a brace
    */

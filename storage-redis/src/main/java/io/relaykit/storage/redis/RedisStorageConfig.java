@@ -63,12 +63,20 @@ public final class RedisStorageConfig {
     this.cluster = b.cluster;
   }
 
-  /** A builder holding the defaults. */
+  /**
+   * A builder holding the defaults.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
   }
 
-  /** A builder holding this configuration's values, to derive a changed copy. */
+  /**
+   * A builder holding this configuration's values, to derive a changed copy.
+   *
+   * @return a new builder with every field of this configuration
+   */
   public Builder toBuilder() {
     return new Builder()
         .uri(uri)
@@ -83,49 +91,101 @@ public final class RedisStorageConfig {
         .cluster(cluster);
   }
 
+  /**
+   * The Lettuce Redis URI, or with {@link #cluster()} the seed node URIs separated by commas.
+   *
+   * @return the URI as configured
+   */
   public String uri() {
     return uri;
   }
 
-  /** The URIs in {@link #uri()}: one, or the cluster's seed nodes. */
+  /**
+   * The URIs in {@link #uri()}: one, or the cluster's seed nodes.
+   *
+   * @return one URI, or one per seed node
+   */
   public List<String> uris() {
     return splitUris(uri);
   }
 
-  /** Whether this is a Redis Cluster configuration. */
+  /**
+   * Whether this is a Redis Cluster configuration.
+   *
+   * @return true for a Redis Cluster
+   */
   public boolean cluster() {
     return cluster;
   }
 
+  /**
+   * How long a command may wait for its answer before it fails.
+   *
+   * @return the command timeout
+   */
   public Duration commandTimeout() {
     return commandTimeout;
   }
 
+  /**
+   * The connect and handshake timeout.
+   *
+   * @return the connect timeout
+   */
   public Duration connectTimeout() {
     return connectTimeout;
   }
 
+  /**
+   * The cap of the reconnect back-off after Redis went away.
+   *
+   * @return the largest reconnect delay
+   */
   public Duration reconnectMaxDelay() {
     return reconnectMaxDelay;
   }
 
+  /**
+   * Prepended to every key; no braces.
+   *
+   * @return the key prefix
+   */
   public String keyPrefix() {
     return keyPrefix;
   }
 
+  /**
+   * The idempotency lease for callers that do not choose one.
+   *
+   * @return the default lease
+   */
   public Duration lease() {
     return lease;
   }
 
+  /**
+   * How long a DONE idempotency record is kept.
+   *
+   * @return the retention
+   */
   public Duration retention() {
     return retention;
   }
 
+  /**
+   * The largest encoded dead letter or journal event accepted.
+   *
+   * @return the limit in bytes
+   */
   public int maxValueBytes() {
     return maxValueBytes;
   }
 
-  /** Whether idempotency records in the earlier releases' key format are honoured too. */
+  /**
+   * Whether idempotency records in the earlier releases' key format are honoured too.
+   *
+   * @return true when the earlier key format is read too
+   */
   public boolean readLegacyIdempotencyKeys() {
     return readLegacyIdempotencyKeys;
   }
@@ -206,43 +266,89 @@ public final class RedisStorageConfig {
 
     private Builder() {}
 
-    /** A Lettuce Redis URI, such as {@code redis://127.0.0.1:6379/0}. */
+    /**
+     * A Lettuce Redis URI, such as {@code redis://127.0.0.1:6379/0}.
+     *
+     * @param uri the URI (with cluster, seed node URIs separated by commas)
+     * @return this builder
+     */
     public Builder uri(String uri) {
       this.uri = uri;
       return this;
     }
 
+    /**
+     * How long a command may wait for its answer. Default 1 s.
+     *
+     * @param commandTimeout a positive duration
+     * @return this builder
+     */
     public Builder commandTimeout(Duration commandTimeout) {
       this.commandTimeout = commandTimeout;
       return this;
     }
 
+    /**
+     * The connect and handshake timeout. Default 5 s.
+     *
+     * @param connectTimeout a positive duration
+     * @return this builder
+     */
     public Builder connectTimeout(Duration connectTimeout) {
       this.connectTimeout = connectTimeout;
       return this;
     }
 
+    /**
+     * The cap of the reconnect back-off after Redis went away. Default 1 s.
+     *
+     * @param reconnectMaxDelay a positive duration
+     * @return this builder
+     */
     public Builder reconnectMaxDelay(Duration reconnectMaxDelay) {
       this.reconnectMaxDelay = reconnectMaxDelay;
       return this;
     }
 
-    /** Prepended to every key, so several applications can share one Redis; no braces. */
+    /**
+     * Prepended to every key, so several applications can share one Redis; no braces.
+     *
+     * @param keyPrefix the prefix; default {@code relaykit:}
+     * @return this builder
+     */
     public Builder keyPrefix(String keyPrefix) {
       this.keyPrefix = keyPrefix;
       return this;
     }
 
+    /**
+     * The idempotency lease for callers that do not choose one. Default 30 s.
+     *
+     * @param lease a positive duration of at least 1 ms
+     * @return this builder
+     */
     public Builder lease(Duration lease) {
       this.lease = lease;
       return this;
     }
 
+    /**
+     * How long a DONE idempotency record is kept. Default 7 days.
+     *
+     * @param retention a positive duration of at least 1 ms
+     * @return this builder
+     */
     public Builder retention(Duration retention) {
       this.retention = retention;
       return this;
     }
 
+    /**
+     * The largest encoded dead letter or journal event accepted. Default 8 MiB.
+     *
+     * @param maxValueBytes at least 1 KiB
+     * @return this builder
+     */
     public Builder maxValueBytes(int maxValueBytes) {
       this.maxValueBytes = maxValueBytes;
       return this;
@@ -252,6 +358,9 @@ public final class RedisStorageConfig {
      * Also honour idempotency records written in the key format of releases before the exact
      * encoding ({@code <prefix>idem:{key}}), read only; off by default. Turn it on for one
      * retention period after upgrading a Redis-only deployment, then off.
+     *
+     * @param read whether to read the earlier key format
+     * @return this builder
      */
     public Builder readLegacyIdempotencyKeys(boolean read) {
       this.readLegacyIdempotencyKeys = read;
@@ -261,6 +370,9 @@ public final class RedisStorageConfig {
     /**
      * Connect to a Redis Cluster: {@link #uri} then names one or more seed nodes, separated by
      * commas ({@code redis://10.0.0.1:7000,redis://10.0.0.2:7000}). Off by default.
+     *
+     * @param cluster whether to use the cluster client
+     * @return this builder
      */
     public Builder cluster(boolean cluster) {
       this.cluster = cluster;
@@ -268,6 +380,7 @@ public final class RedisStorageConfig {
     }
 
     /**
+     * @return the validated configuration
      * @throws IllegalArgumentException naming the field and value when the URI is blank or not a
      *     Redis URI, a duration is missing, zero or negative (or, for Redis expiries, below one
      *     millisecond), the key prefix is empty, too long or holds a brace or whitespace, or

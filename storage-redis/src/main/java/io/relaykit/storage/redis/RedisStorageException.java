@@ -8,6 +8,12 @@ package io.relaykit.storage.redis;
 public class RedisStorageException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * A failure talking to Redis.
+   *
+   * @param message what failed, naming the operation
+   * @param cause Lettuce's exception
+   */
   public RedisStorageException(String message, Throwable cause) {
     super(message, cause);
   }

@@ -38,12 +38,19 @@ public final class RedisStorageModule extends AbstractModule {
   private final String journalName;
   private final String deadLetterStoreName;
 
-  /** The stores on {@code config}, with the journal and dead-letter store named "default". */
+  /**
+   * The stores on {@code config}, with the journal and dead-letter store named "default".
+   *
+   * @param config the connection and key settings
+   */
   public RedisStorageModule(RedisStorageConfig config) {
     this(config, "default", "default");
   }
 
   /**
+   * @param config the connection and key settings
+   * @param journalName the name of the bound journal
+   * @param deadLetterStoreName the name of the bound dead-letter store
    * @throws IllegalArgumentException if {@code config} is null or a name is blank, too long or
    *     holds a brace
    */

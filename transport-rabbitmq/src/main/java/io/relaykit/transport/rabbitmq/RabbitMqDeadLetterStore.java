@@ -87,6 +87,10 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
    * A view over the dead-letter queue of {@code group} on {@code destination}; declares the
    * group's topology (idempotent) so that replay has somewhere to go.
    *
+   * @param config the broker and topology settings
+   * @param destination the destination the group consumes
+   * @param group the subscriber group whose dead letters this view reads
+   * @return the view, connected
    * @throws UncheckedIOException naming the broker and how to start it, if it is unreachable
    * @throws TopologyConflictException if a queue exists with other arguments
    */
@@ -95,7 +99,16 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
     return create(config, destination, group, LifecycleListener.noop(), InstantSource.system());
   }
 
-  /** Like {@link #create(RabbitMqTransportConfig, String, String)}, reporting REPLAYED events. */
+  /**
+   * Like {@link #create(RabbitMqTransportConfig, String, String)}, reporting REPLAYED events.
+   *
+   * @param config the broker and topology settings
+   * @param destination the destination the group consumes
+   * @param group the subscriber group whose dead letters this view reads
+   * @param listener receives the REPLAYED events
+   * @param clock dates the events
+   * @return the view, connected
+   */
   public static RabbitMqDeadLetterStore create(RabbitMqTransportConfig config, String destination,
       String group, LifecycleListener listener, InstantSource clock) {
     if (config == null || listener == null || clock == null) {
@@ -130,7 +143,11 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
         clock);
   }
 
-  /** The dead-letter queue this view reads. */
+  /**
+   * The dead-letter queue this view reads.
+   *
+   * @return the queue's name
+   */
   public String queue() {
     return queues.deadLetterQueue();
   }
@@ -224,6 +241,7 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
    * The resend is confirmed before the removal, so a failure leaves the dead letter in place; a
    * crash between the two may replay it twice (consumers dedupe by id).
    *
+   * @param id the dead letter's id, as {@link DeadLetter#id()} gives it
    * @return the replayed dead letter, or empty if there was none with that id
    * @throws PublishException if the resend was not confirmed; the dead letter stays
    */

@@ -140,13 +140,22 @@ public final class RabbitMqPublisher implements Publisher {
   /**
    * Connects to the broker in {@code config}.
    *
+   * @param config the broker settings
+   * @return the connected publisher
    * @throws UncheckedIOException naming the broker and how to start it, if it is unreachable
    */
   public static RabbitMqPublisher create(RabbitMqTransportConfig config) {
     return create(config, LifecycleListener.noop(), InstantSource.system());
   }
 
-  /** Like {@link #create(RabbitMqTransportConfig)}, reporting PUBLISHED and CONFIRMED events. */
+  /**
+   * Like {@link #create(RabbitMqTransportConfig)}, reporting PUBLISHED and CONFIRMED events.
+   *
+   * @param config the broker settings
+   * @param listener receives the PUBLISHED and CONFIRMED events
+   * @param clock dates the events
+   * @return the connected publisher
+   */
   public static RabbitMqPublisher create(RabbitMqTransportConfig config,
       LifecycleListener listener, InstantSource clock) {
     return create(config, listener, clock, "publisher");
@@ -884,7 +893,11 @@ public final class RabbitMqPublisher implements Publisher {
     return b.toString();
   }
 
-  /** Messages published and not yet confirmed or failed. */
+  /**
+   * Messages published and not yet confirmed or failed.
+   *
+   * @return the count, between 0 and the confirm window
+   */
   public int unconfirmed() {
     return config.confirmWindow() - window.availablePermits();
   }

@@ -72,6 +72,8 @@ public final class RabbitMqSubscriber implements Subscriber {
   /**
    * Connects to the broker in {@code config}.
    *
+   * @param config the broker and topology settings
+   * @return the connected subscriber
    * @throws UncheckedIOException naming the broker and how to start it, if it is unreachable
    */
   public static RabbitMqSubscriber create(RabbitMqTransportConfig config) {
@@ -81,6 +83,11 @@ public final class RabbitMqSubscriber implements Subscriber {
   /**
    * Like {@link #create(RabbitMqTransportConfig)}, reporting DELIVERED, ACKED, RETRIED,
    * DEAD_LETTERED and EXPIRED events and reading failure times and expiry from {@code clock}.
+   *
+   * @param config the broker and topology settings
+   * @param listener receives the lifecycle events
+   * @param clock the clock of failure times and expiry
+   * @return the connected subscriber
    */
   public static RabbitMqSubscriber create(RabbitMqTransportConfig config,
       LifecycleListener listener, InstantSource clock) {

@@ -61,7 +61,12 @@ public final class RabbitMqTopology {
     this.config = config;
   }
 
-  /** The topology that {@code config}'s name prefix and delay levels describe. */
+  /**
+   * The topology that {@code config}'s name prefix and delay levels describe.
+   *
+   * @param config the name prefix and delay levels
+   * @return the topology; it declares nothing until asked
+   */
   public static RabbitMqTopology of(RabbitMqTransportConfig config) {
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
@@ -72,11 +77,23 @@ public final class RabbitMqTopology {
   /** The names of one subscriber group's queues. */
   public record GroupQueues(
       String exchange, String queue, Map<Duration, String> retryQueues, String deadLetterQueue) {
+    /**
+     * Copies the retry queues, keeping their order.
+     *
+     * @param exchange the destination's exchange
+     * @param queue the group's work queue
+     * @param retryQueues the delay queue of each delay level, ascending
+     * @param deadLetterQueue the group's dead-letter queue
+     */
     public GroupQueues {
       retryQueues = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(retryQueues));
     }
 
-    /** Every queue, work queue first. */
+    /**
+     * Every queue, work queue first.
+     *
+     * @return the work queue, the retry queues ascending, then the dead-letter queue
+     */
     public List<String> allQueues() {
       List<String> all = new java.util.ArrayList<>();
       all.add(queue);
@@ -89,6 +106,8 @@ public final class RabbitMqTopology {
   /**
    * The exchange a destination publishes to.
    *
+   * @param destination the destination's name
+   * @return the exchange's name
    * @throws IllegalArgumentException if the destination is blank, holds characters other than
    *     letters, digits and {@code . _ : -}, or makes a name longer than 255 characters
    */
@@ -100,6 +119,9 @@ public final class RabbitMqTopology {
   /**
    * The queue names of {@code group} on {@code destination}.
    *
+   * @param destination the destination's name
+   * @param group the subscriber group
+   * @return the group's queue names
    * @throws IllegalArgumentException if a name is invalid as for {@link #exchange}; a group may
    *     not contain dots
    */
@@ -123,6 +145,9 @@ public final class RabbitMqTopology {
    * {@code delay}, or the largest level when {@code delay} exceeds every level. A retry therefore
    * never comes earlier than the policy asked, unless the policy asks for more than the largest
    * level.
+   *
+   * @param delay the delay the retry policy asked for
+   * @return one of the configured delay levels
    */
   public Duration levelFor(Duration delay) {
     List<Duration> levels = config.delayLevels();
@@ -137,6 +162,9 @@ public final class RabbitMqTopology {
   /**
    * Declares the destination's exchange. Idempotent.
    *
+   * @param connection an open broker connection
+   * @param destination the destination's name
+   * @return the exchange's name
    * @throws TopologyConflictException if it exists with another type or other flags
    * @throws IOException if the broker could not be reached
    */
@@ -152,6 +180,10 @@ public final class RabbitMqTopology {
    * Declares the destination's exchange and every queue of {@code group}, and binds the group's
    * queue to the exchange. Idempotent.
    *
+   * @param connection an open broker connection
+   * @param destination the destination's name
+   * @param group the subscriber group
+   * @return the group's queue names
    * @throws TopologyConflictException naming the entity that exists with other arguments
    * @throws IOException if the broker could not be reached
    */
@@ -213,6 +245,12 @@ public final class RabbitMqTopology {
   /**
    * Deletes the group's queues (with their messages), and the exchange when {@code withExchange}.
    * For tests and decommissioning; a missing entity is not an error.
+   *
+   * @param connection an open broker connection
+   * @param destination the destination's name
+   * @param group the subscriber group
+   * @param withExchange whether to delete the destination's exchange too
+   * @throws IOException if the broker could not be reached
    */
   public void delete(Connection connection, String destination, String group,
       boolean withExchange) throws IOException {

@@ -59,6 +59,8 @@ public final class RabbitMqTransportBackend implements BackendModuleProvider {
   /**
    * The transport config the {@code relaykit.rabbitmq.*} keys describe.
    *
+   * @param config the relaykit configuration
+   * @return the validated transport config
    * @throws IllegalArgumentException naming the key and value that are invalid or unknown
    */
   public static RabbitMqTransportConfig transportConfig(RelayKitConfig config) {

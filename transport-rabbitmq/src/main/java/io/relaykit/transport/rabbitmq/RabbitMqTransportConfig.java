@@ -56,11 +56,20 @@ public final class RabbitMqTransportConfig {
     this.namePrefix = b.namePrefix;
   }
 
+  /**
+   * A builder holding the defaults.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
   }
 
-  /** A builder holding this config's values, to derive a changed copy. */
+  /**
+   * A builder holding this config's values, to derive a changed copy.
+   *
+   * @return a new builder with every field of this config
+   */
   public Builder toBuilder() {
     return new Builder()
         .uri(uri)
@@ -75,22 +84,38 @@ public final class RabbitMqTransportConfig {
         .namePrefix(namePrefix);
   }
 
-  /** The broker URI, {@code amqp://user:password@host:port/vhost} (or {@code amqps://}). */
+  /**
+   * The broker URI, {@code amqp://user:password@host:port/vhost} (or {@code amqps://}).
+   *
+   * @return the URI
+   */
   public String uri() {
     return uri;
   }
 
-  /** Shown in the broker's connection list, suffixed with the role (publisher, subscriber). */
+  /**
+   * Shown in the broker's connection list, suffixed with the role (publisher, subscriber).
+   *
+   * @return the connection name
+   */
   public String connectionName() {
     return connectionName;
   }
 
-  /** Unacknowledged deliveries per consumer; 0 means the subscription's {@code maxInFlight}. */
+  /**
+   * Unacknowledged deliveries per consumer; 0 means the subscription's {@code maxInFlight}.
+   *
+   * @return the prefetch count, 0 to 65535
+   */
   public int prefetch() {
     return prefetch;
   }
 
-  /** Messages a publisher may have unconfirmed at once; a full window blocks {@code publish}. */
+  /**
+   * Messages a publisher may have unconfirmed at once; a full window blocks {@code publish}.
+   *
+   * @return the window, at least 1
+   */
   public int confirmWindow() {
     return confirmWindow;
   }
@@ -98,32 +123,54 @@ public final class RabbitMqTransportConfig {
   /**
    * How long a publish may wait for its confirm (and for room in the window) before it fails with
    * a retryable {@link io.relaykit.message.PublishException}.
+   *
+   * @return the confirm timeout
    */
   public Duration confirmTimeout() {
     return confirmTimeout;
   }
 
-  /** How long {@code close()} waits for outstanding confirms and in-flight handlers. */
+  /**
+   * How long {@code close()} waits for outstanding confirms and in-flight handlers.
+   *
+   * @return the close timeout
+   */
   public Duration closeTimeout() {
     return closeTimeout;
   }
 
-  /** Largest encoded message (body plus headers) a publisher accepts. */
+  /**
+   * Largest encoded message (body plus headers) a publisher accepts.
+   *
+   * @return the limit in bytes
+   */
   public int maxMessageBytes() {
     return maxMessageBytes;
   }
 
-  /** The retry delays, ascending; each has its own delay queue per subscriber group. */
+  /**
+   * The retry delays, ascending; each has its own delay queue per subscriber group.
+   *
+   * @return the delay levels, ascending, immutable
+   */
   public List<Duration> delayLevels() {
     return delayLevels;
   }
 
-  /** Pause between reconnect attempts after a connection loss. */
+  /**
+   * Pause between reconnect attempts after a connection loss.
+   *
+   * @return the recovery interval
+   */
   public Duration recoveryInterval() {
     return recoveryInterval;
   }
 
-  /** Put in front of every exchange and queue name the transport declares. */
+  /**
+   * Put in front of every exchange and queue name the transport declares.
+   *
+   * @return the prefix, possibly empty
+   */
   public String namePrefix() {
     return namePrefix;
   }
@@ -189,62 +236,130 @@ public final class RabbitMqTransportConfig {
       return env == null || env.isBlank() ? DEFAULT_URI : env;
     }
 
+    /**
+     * The broker URI, {@code amqp://} or {@code amqps://}. Default: {@value #URI_ENV}, else
+     * {@value #DEFAULT_URI}.
+     *
+     * @param uri the URI
+     * @return this builder
+     */
     public Builder uri(String uri) {
       this.uri = uri;
       return this;
     }
 
+    /**
+     * Shown in the broker's connection list. Default {@code relaykit}.
+     *
+     * @param connectionName a non-blank name
+     * @return this builder
+     */
     public Builder connectionName(String connectionName) {
       this.connectionName = connectionName;
       return this;
     }
 
+    /**
+     * Unacknowledged deliveries per consumer; 0 (the default) means the subscription's
+     * {@code maxInFlight}.
+     *
+     * @param prefetch 0 to 65535
+     * @return this builder
+     */
     public Builder prefetch(int prefetch) {
       this.prefetch = prefetch;
       return this;
     }
 
+    /**
+     * Messages a publisher may have unconfirmed at once. Default 1024.
+     *
+     * @param confirmWindow at least 1
+     * @return this builder
+     */
     public Builder confirmWindow(int confirmWindow) {
       this.confirmWindow = confirmWindow;
       return this;
     }
 
+    /**
+     * How long a publish may wait for its confirm. Default 30 s.
+     *
+     * @param confirmTimeout a positive duration
+     * @return this builder
+     */
     public Builder confirmTimeout(Duration confirmTimeout) {
       this.confirmTimeout = confirmTimeout;
       return this;
     }
 
+    /**
+     * How long {@code close()} waits for confirms and handlers. Default 30 s.
+     *
+     * @param closeTimeout a positive duration
+     * @return this builder
+     */
     public Builder closeTimeout(Duration closeTimeout) {
       this.closeTimeout = closeTimeout;
       return this;
     }
 
+    /**
+     * Largest encoded message a publisher accepts. Default 16 MiB.
+     *
+     * @param maxMessageBytes from 1 KiB to {@value #BROKER_HARD_LIMIT_BYTES}
+     * @return this builder
+     */
     public Builder maxMessageBytes(int maxMessageBytes) {
       this.maxMessageBytes = maxMessageBytes;
       return this;
     }
 
-    /** The retry delays; sorted ascending on build, duplicates rejected. */
+    /**
+     * The retry delays; sorted ascending on build, duplicates rejected.
+     *
+     * @param delayLevels positive, distinct, at most 24 days each
+     * @return this builder
+     */
     public Builder delayLevels(List<Duration> delayLevels) {
       this.delayLevels = delayLevels == null ? null : new ArrayList<>(delayLevels);
       return this;
     }
 
+    /**
+     * The retry delays, as {@link #delayLevels(List)}.
+     *
+     * @param delayLevels positive, distinct, at most 24 days each
+     * @return this builder
+     */
     public Builder delayLevels(Duration... delayLevels) {
       return delayLevels(delayLevels == null ? null : List.of(delayLevels));
     }
 
+    /**
+     * Pause between reconnect attempts after a connection loss. Default 1 s.
+     *
+     * @param recoveryInterval a positive duration
+     * @return this builder
+     */
     public Builder recoveryInterval(Duration recoveryInterval) {
       this.recoveryInterval = recoveryInterval;
       return this;
     }
 
+    /**
+     * Put in front of every exchange and queue name. Default empty.
+     *
+     * @param namePrefix letters, digits and {@code . _ : -} only
+     * @return this builder
+     */
     public Builder namePrefix(String namePrefix) {
       this.namePrefix = namePrefix;
       return this;
     }
 
     /**
+     * @return the validated config
      * @throws IllegalArgumentException naming the field and value: a URI that is not {@code
      *     amqp://} or {@code amqps://}, a blank connection name, a negative prefetch or one above
      *     65535, a confirm window below 1, a non-positive timeout or interval, a maximum message

@@ -27,6 +27,12 @@ public final class RabbitMqTransportModule extends AbstractModule {
 
   private final RabbitMqTransportConfig config;
 
+  /**
+   * A module that binds relaykit's Publisher and Subscriber to RabbitMQ ones on {@code config}.
+   *
+   * @param config the broker and topology settings
+   * @throws IllegalArgumentException if {@code config} is null
+   */
   public RabbitMqTransportModule(RabbitMqTransportConfig config) {
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
