@@ -116,6 +116,42 @@ ensure_chromium() {
   }
 }
 
+# libfaketime_path: prints the path of Debian's libfaketime.so.1 (RELAYKIT_LIBFAKETIME overrides).
+# The same lookup as io.relaykit.examples.Faketime.library().
+libfaketime_path() {
+  local f
+  if [ -n "${RELAYKIT_LIBFAKETIME:-}" ]; then
+    [ -f "$RELAYKIT_LIBFAKETIME" ] && { printf '%s\n' "$RELAYKIT_LIBFAKETIME"; return 0; }
+    return 1
+  fi
+  for f in /usr/lib/*-linux-gnu/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
+    [ -f "$f" ] && { printf '%s\n' "$f"; return 0; }
+  done
+  return 1
+}
+
+# ensure_faketime: libfaketime for the chaos runs' clock fault (an instance started with its
+# clock skewed from outside the process). Quiet and idempotent: installs Debian's faketime
+# package only when the library is missing.
+ensure_faketime() {
+  libfaketime_path >/dev/null && return 0
+  local err
+  err=$(mktemp)
+  svc_log "installing faketime (libfaketime, for the clock fault) with apt-get"
+  # apt's own chatter ("debconf: delaying package configuration ...") is shown only on failure.
+  apt_install faketime 2>"$err" || {
+    cat "$err" >&2
+    rm -f "$err"
+    svc_log "libfaketime is needed for the clock fault: apt-get install faketime"
+    return 1
+  }
+  rm -f "$err"
+  libfaketime_path >/dev/null || {
+    svc_log "the faketime package is installed but libfaketime.so.1 was not found"
+    return 1
+  }
+}
+
 # ensure_services: every service the default test run needs. Overrides skip the local check.
 ensure_services() {
   local ok=0

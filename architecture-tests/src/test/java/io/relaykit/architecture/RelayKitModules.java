@@ -20,7 +20,7 @@ final class RelayKitModules {
     SUPPORT,
     /** A backend or front end: depends on core and support, never on another adapter. */
     ADAPTER,
-    /** examples, benchmarks: may use everything; nothing uses them. */
+    /** examples, benchmarks, chaos: may use everything; nothing uses them. */
     APPLICATION
   }
 
@@ -38,7 +38,8 @@ final class RelayKitModules {
       new Module("transport-rabbitmq", Role.ADAPTER, List.of("transport.rabbitmq")),
       new Module("frontend-poller", Role.ADAPTER, List.of("poller")),
       new Module("examples", Role.APPLICATION, List.of("examples")),
-      new Module("benchmarks", Role.APPLICATION, List.of("bench")));
+      new Module("benchmarks", Role.APPLICATION, List.of("bench")),
+      new Module("relaykit-chaos", Role.APPLICATION, List.of("chaos")));
 
   private final String base;
 

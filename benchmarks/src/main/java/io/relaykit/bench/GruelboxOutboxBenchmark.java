@@ -75,7 +75,7 @@ public class GruelboxOutboxBenchmark {
   static final String DESTINATION = "orders";
   static final String PAYLOAD = JournalBenchmark.PAYLOAD;
   private static final long DRAIN_TIMEOUT_NANOS = TimeUnit.MINUTES.toNanos(5);
-  static final long GRUELBOX_ATTEMPT_MILLIS = 100;
+  static final long GRUELBOX_ATTEMPT_MILLIS = 1_000;
 
   /** Which outbox drains. */
   public enum Impl { RELAYKIT, GRUELBOX }

@@ -6,6 +6,8 @@ import com.google.inject.Injector;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.examples.kafka.KafkaPing;
+import io.relaykit.examples.kafka.LocalKafkaBroker;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.TieredIdempotencyStore;
@@ -35,13 +37,16 @@ import io.relaykit.storage.h2.JdbcStorage;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.storage.redis.RedisStorageConfig;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -64,8 +69,16 @@ import org.apache.kafka.clients.admin.NewTopic;
  * RabbitMQ through transport-rabbitmq's backend provider); the storage is the JDBC storage of
  * storage-h2 on H2 or PostgreSQL, with {@code --storage redis} a Redis fast tier in front of its
  * idempotency store.
+ *
+ * <p>With {@code --transport kafka} and no broker configured ({@code
+ * RELAYKIT_KAFKA_BOOTSTRAP_SERVERS} unset), it runs a {@link LocalKafkaBroker} under the data
+ * directory ({@code DIR/kafka}) and stops it last on close. A configured service that does not
+ * answer fails the start with a {@link DemoStartupException}: one line naming it.
  */
 final class CheckoutApp implements AutoCloseable {
+  static final String KAFKA_BOOTSTRAP = "relaykit.kafka.bootstrap-servers";
+  static final String KAFKA_BOOTSTRAP_ENV = "RELAYKIT_KAFKA_BOOTSTRAP_SERVERS";
+  static final String RABBITMQ_URI = "relaykit.rabbitmq.uri";
 
   private static final System.Logger LOG = System.getLogger(CheckoutApp.class.getName());
 
@@ -88,10 +101,13 @@ final class CheckoutApp implements AutoCloseable {
   private final RedisStorage redis;
   /** The delivery guard ({@code --storage redis}: the tiered store); null otherwise. */
   final IdempotencyStore deliveries;
+  /** The broker this app started ({@code --transport kafka}, none configured); null otherwise. */
+  final LocalKafkaBroker localKafka;
 
-  private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume)
-      throws IOException, SQLException {
+  private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume,
+      LocalKafkaBroker localKafka) throws IOException, SQLException {
     this.options = options;
+    this.localKafka = localKafka;
     for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
       counts.put(stage, new AtomicLong());
     }
@@ -129,7 +145,7 @@ final class CheckoutApp implements AutoCloseable {
     }
     if (options.storage().equals("redis")) {
       this.redis = RedisStorage.open(RedisStorageConfig.builder()
-          .uri(System.getenv().getOrDefault("RELAYKIT_REDIS_URI", "redis://127.0.0.1:6379"))
+          .uri(redisUri())
           .keyPrefix(redisKeyPrefix(options))
           .commandTimeout(Duration.ofMillis(250))
           .build(), clock);
@@ -186,18 +202,128 @@ final class CheckoutApp implements AutoCloseable {
 
   /** The full pipeline: HTTP-facing stores, relay and consumers. */
   static CheckoutApp start(DemoOptions options) throws IOException, SQLException {
-    return new CheckoutApp(options, Map.of(), true);
+    return start(options, Map.of());
   }
 
-  /** The full pipeline, with extra {@code relaykit.*} settings over the demo's (for tests). */
+  /**
+   * The full pipeline, with extra {@code relaykit.*} settings over the demo's (for tests).
+   *
+   * @throws DemoStartupException if a configured service does not answer, or the local Kafka
+   *     broker does not start
+   */
   static CheckoutApp start(DemoOptions options, Map<String, String> settings)
       throws IOException, SQLException {
-    return new CheckoutApp(options, settings, true);
+    checkServices(options, settings, true);
+    LocalKafkaBroker local = null;
+    Map<String, String> effective = settings;
+    if (options.transport().equals("kafka") && kafkaBootstrap(settings) == null) {
+      local = startLocalKafka(options.dataDir().resolve("kafka"));
+      effective = new HashMap<>(settings);
+      effective.put(KAFKA_BOOTSTRAP, local.bootstrap());
+    }
+    try {
+      return new CheckoutApp(options, effective, true, local);
+    } catch (IOException | SQLException | RuntimeException | Error e) {
+      if (local != null) {
+        local.close();
+      }
+      throw e;
+    }
   }
 
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
-    return new CheckoutApp(options, Map.of(), false);
+    checkServices(options, Map.of(), false);
+    return new CheckoutApp(options, Map.of(), false, null);
+  }
+
+  /**
+   * The configured Kafka bootstrap servers: the {@code relaykit.kafka.bootstrap-servers} setting,
+   * else {@code RELAYKIT_KAFKA_BOOTSTRAP_SERVERS}; null when neither is set (the demo then runs a
+   * local broker).
+   */
+  static String kafkaBootstrap(Map<String, String> settings) {
+    String configured = settings.get(KAFKA_BOOTSTRAP);
+    if (configured == null) {
+      configured = System.getenv(KAFKA_BOOTSTRAP_ENV);
+    }
+    return configured == null || configured.isBlank() ? null : configured.trim();
+  }
+
+  /**
+   * Checks, before any client library is wired, that the services this configuration uses accept
+   * connections; a missing one fails in one line with its address and how to start it.
+   */
+  static void checkServices(DemoOptions options, Map<String, String> settings, boolean consume) {
+    if (options.storage().equals("postgres")) {
+      ServiceCheck.postgres(postgresUrl(), "RELAYKIT_POSTGRES_URL");
+    }
+    if (!consume) {
+      return;
+    }
+    if (options.storage().equals("redis")) {
+      ServiceCheck.redis(redisUri(), "RELAYKIT_REDIS_URI");
+    }
+    if (options.transport().equals("rabbitmq")) {
+      String uri = settings.get(RABBITMQ_URI);
+      String variable = RABBITMQ_URI;
+      if (uri == null) {
+        uri = System.getenv().getOrDefault("RELAYKIT_RABBITMQ_URI",
+            "amqp://guest:guest@127.0.0.1:5672");
+        variable = "RELAYKIT_RABBITMQ_URI";
+      }
+      ServiceCheck.rabbitmq(uri, variable);
+    }
+    String bootstrap = kafkaBootstrap(settings);
+    if (options.transport().equals("kafka") && bootstrap != null) {
+      String variable = settings.containsKey(KAFKA_BOOTSTRAP) ? KAFKA_BOOTSTRAP
+          : KAFKA_BOOTSTRAP_ENV;
+      List<InetSocketAddress> brokers;
+      try {
+        brokers = KafkaPing.parseBootstrap(bootstrap);
+      } catch (IllegalArgumentException e) {
+        throw new DemoStartupException(e.getMessage() + " (" + variable + "=" + bootstrap + ")");
+      }
+      if (brokers.stream().noneMatch(a -> ServiceCheck.listening(a.getHostString(),
+          a.getPort()))) {
+        throw new DemoStartupException("no Kafka broker answers at " + bootstrap + " (" + variable
+            + "); start one there, or unset " + variable
+            + " and the demo runs a local broker itself");
+      }
+    }
+  }
+
+  /**
+   * Starts the demo's own broker on {@code dir}: port 9092 when free, else any free port. Says so
+   * in one line on standard output.
+   */
+  private static LocalKafkaBroker startLocalKafka(Path dir) {
+    int port = ServiceCheck.listening("127.0.0.1", 9092) ? LocalKafkaBroker.freePort() : 9092;
+    System.out.println("relaykit demo: " + KAFKA_BOOTSTRAP_ENV + " is not set, so the demo runs"
+        + " its own Kafka broker (Kafka " + org.apache.kafka.common.utils.AppInfoParser.getVersion()
+        + ", KRaft) on 127.0.0.1:" + port + ", data and log in " + dir.toAbsolutePath()
+        + "; it stops with the demo");
+    System.out.flush();
+    try {
+      return LocalKafkaBroker.start(dir, port, 0);
+    } catch (IllegalStateException | java.io.UncheckedIOException e) {
+      // The message's first line is the summary (with the log's path), the rest the log's end.
+      List<String> lines = String.valueOf(e.getMessage()).lines()
+          .filter(l -> !l.isBlank()).toList();
+      String last = lines.size() > 1 ? "; it logged last: " + lines.get(lines.size() - 1).strip()
+          : "";
+      throw new DemoStartupException("the demo's own Kafka broker did not start: "
+          + (lines.isEmpty() ? e.toString() : lines.get(0)) + last);
+    }
+  }
+
+  static String postgresUrl() {
+    return System.getenv().getOrDefault("RELAYKIT_POSTGRES_URL",
+        "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres");
+  }
+
+  static String redisUri() {
+    return System.getenv().getOrDefault("RELAYKIT_REDIS_URI", "redis://127.0.0.1:6379");
   }
 
   /** Where the demo's Redis keys live: {@code relaykit-demo:} plus the namespace, if any. */
@@ -230,8 +356,8 @@ final class CheckoutApp implements AutoCloseable {
       }
     }
     if (options.transport().equals("kafka")) {
-      b.set("relaykit.kafka.bootstrap-servers", System.getenv()
-          .getOrDefault("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
+      String bootstrap = kafkaBootstrap(settings);
+      b.set(KAFKA_BOOTSTRAP, bootstrap == null ? "127.0.0.1:9092" : bootstrap)
           .set("relaykit.kafka.client-id-prefix", "relaykit-demo");
     }
     settings.forEach(b::set);
@@ -259,8 +385,10 @@ final class CheckoutApp implements AutoCloseable {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while creating the demo's Kafka topics", e);
     } catch (ExecutionException | TimeoutException e) {
-      throw new IllegalStateException("could not create the demo's Kafka topics at "
-          + config.require("relaykit.kafka.bootstrap-servers") + ": " + e.getMessage(), e);
+      Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+      throw new DemoStartupException("could not create the demo's Kafka topics at "
+          + config.require(KAFKA_BOOTSTRAP) + " within 30 s: " + (cause.getMessage() == null
+          ? cause.getClass().getSimpleName() : cause.getMessage()));
     }
   }
 
@@ -296,9 +424,7 @@ final class CheckoutApp implements AutoCloseable {
     // --storage redis keeps orders, outbox and dead letters in the H2 file database too: Redis
     // only fronts the idempotency store.
     if (options.storage().equals("postgres")) {
-      String url = System.getenv().getOrDefault("RELAYKIT_POSTGRES_URL",
-          "jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres");
-      return b.jdbcUrl(url).build();
+      return b.jdbcUrl(postgresUrl()).build();
     }
     Files.createDirectories(options.dataDir());
     // AUTO_SERVER lets the operator CLI open the same file while the demo runs.
@@ -390,6 +516,14 @@ final class CheckoutApp implements AutoCloseable {
     m.put("acked", counts.get(LifecycleEvent.Stage.ACKED).get());
     m.put("deduplicated", deduplicated.get());
     m.put("verdict", snapshot.verdict().name());
+    // Whole-table counts, for ./relaykit chaos's chart (one sample a second).
+    try {
+      m.put("orders", orders.count());
+      m.put("ordersSucceeded", orders.succeededCount());
+    } catch (SQLException e) {
+      m.put("orders", -1L);
+      m.put("ordersSucceeded", -1L);
+    }
     return m;
   }
 
@@ -406,23 +540,30 @@ final class CheckoutApp implements AutoCloseable {
     return storage.deadLetterStore().purge(DeadLetterQuery.all());
   }
 
+  /** Stops relay, consumers and clients, then the storage, and last the local broker if any. */
   @Override
   public void close() {
-    if (relay != null) {
-      relay.close(Duration.ofSeconds(5));
+    try {
+      if (relay != null) {
+        relay.close(Duration.ofSeconds(5));
+      }
+      for (Subscription s : subscriptions) {
+        s.close(Duration.ofSeconds(5));
+      }
+      if (subscriber != null) {
+        subscriber.close();
+      }
+      if (publisher != null) {
+        publisher.close();
+      }
+      if (redis != null) {
+        redis.close();
+      }
+      storage.close();
+    } finally {
+      if (localKafka != null) {
+        localKafka.close();
+      }
     }
-    for (Subscription s : subscriptions) {
-      s.close(Duration.ofSeconds(5));
-    }
-    if (subscriber != null) {
-      subscriber.close();
-    }
-    if (publisher != null) {
-      publisher.close();
-    }
-    if (redis != null) {
-      redis.close();
-    }
-    storage.close();
   }
 }

@@ -65,6 +65,9 @@ public final class DemoCli {
       err.println("relaykit: " + e.getMessage());
       err.println(USAGE);
       return 2;
+    } catch (DemoStartupException e) {
+      err.println("relaykit: " + e.getMessage());
+      return 1;
     } catch (Exception e) {
       err.println("relaykit: " + e);
       return 1;

@@ -12,13 +12,14 @@ import java.util.regex.Pattern;
  *
  * @param host interface to bind; loopback unless asked otherwise
  * @param port HTTP port (0 picks a free one)
- * @param dataDir where the H2 database lives
+ * @param dataDir where the H2 database lives (and the demo's own Kafka broker, if it runs one)
  * @param storage {@code h2} (embedded file database) or {@code postgres}
  *     ({@code RELAYKIT_POSTGRES_URL}, default {@code jdbc:postgresql://127.0.0.1:5432/postgres}), or
  *     {@code redis}: the H2 file database plus a Redis fast tier in front of its idempotency store
  *     ({@code RELAYKIT_REDIS_URI}, default {@code redis://127.0.0.1:6379})
  * @param transport {@code memory} (in-process), {@code kafka} ({@code
- *     RELAYKIT_KAFKA_BOOTSTRAP_SERVERS}, default {@code 127.0.0.1:9092}) or {@code rabbitmq}
+ *     RELAYKIT_KAFKA_BOOTSTRAP_SERVERS}; unset: a local broker the demo runs under {@code
+ *     dataDir/kafka}) or {@code rabbitmq}
  *     ({@code RELAYKIT_RABBITMQ_URI}, default {@code amqp://guest:guest@127.0.0.1:5672})
  * @param failRate probability in [0, 1) that a consumer attempt fails transiently (half of these
  *     failures come after the effect, as if its ack were lost)

@@ -331,6 +331,17 @@ final class Orders {
     }
   }
 
+  /** Orders with both effects done (SUCCESS, or FAILED after both), for the metrics view. */
+  long succeededCount() throws SQLException {
+    try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM (SELECT order_id FROM demo_effects"
+            + " GROUP BY order_id HAVING COUNT(DISTINCT effect) = " + Effect.values().length
+            + ") t")) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
   /** The request fingerprint an idempotency key is bound to. */
   static String requestHash(String sku, int qty) {
     try {

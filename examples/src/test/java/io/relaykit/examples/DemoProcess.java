@@ -6,6 +6,7 @@ import java.io.InputStreamReader;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -26,27 +27,73 @@ final class DemoProcess implements AutoCloseable {
 
   final Process process;
   final DemoHttp http;
+  private final StringBuffer log;
 
-  private DemoProcess(Process process, int port) {
+  private DemoProcess(Process process, int port, StringBuffer log) {
     this.process = process;
     this.http = new DemoHttp(URI.create("http://127.0.0.1:" + port));
+    this.log = log;
   }
 
+  /** What the demo printed so far (standard output and error, the first 64 000 characters). */
+  String output() {
+    return log.toString();
+  }
+
+  /** A demo run to its end: exit code and everything it printed. */
+  record Exited(int exitCode, String output) {}
+
   /**
-   * Starts the demo with {@code --port 0} and {@code options}, {@code env} added to this JVM's
-   * environment, and waits until it prints the port it listens on.
+   * Starts the demo like {@link #start} and waits up to {@code timeout} for it to exit by itself
+   * (a start that fails).
    *
-   * @throws AssertionError with the demo's output if it exits before listening
+   * @throws AssertionError with the output if it still runs after {@code timeout} (it is killed)
    */
-  static DemoProcess start(Map<String, String> env, String... options) throws Exception {
+  static Exited runToExit(Map<String, String> env, Duration timeout, String... options)
+      throws Exception {
+    Process p = builder(env, options).start();
+    CompletableFuture<String> out = CompletableFuture.supplyAsync(() -> {
+      try {
+        return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      } catch (IOException e) {
+        return "(output unreadable: " + e + ")";
+      }
+    });
+    if (!p.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+      p.destroyForcibly();
+      p.waitFor(10, TimeUnit.SECONDS);
+      throw new AssertionError("the demo still ran after " + timeout + ":\n"
+          + out.get(10, TimeUnit.SECONDS));
+    }
+    return new Exited(p.exitValue(), out.get(10, TimeUnit.SECONDS));
+  }
+
+  private static ProcessBuilder builder(Map<String, String> env, String... options) {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
     List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:+UseSerialGC",
         "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
         CheckoutDemo.class.getName(), "--port", "0"));
     command.addAll(List.of(options));
     ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-    builder.environment().putAll(env);
-    Process p = builder.start();
+    env.forEach((name, value) -> {
+      if (value == null) {
+        builder.environment().remove(name);
+      } else {
+        builder.environment().put(name, value);
+      }
+    });
+    return builder;
+  }
+
+  /**
+   * Starts the demo with {@code --port 0} and {@code options}, {@code env} added to this JVM's
+   * environment (a null value removes that variable), and waits until it prints the port it
+   * listens on.
+   *
+   * @throws AssertionError with the demo's output if it exits before listening
+   */
+  static DemoProcess start(Map<String, String> env, String... options) throws Exception {
+    Process p = builder(env, options).start();
     CompletableFuture<Integer> port = new CompletableFuture<>();
     StringBuffer log = new StringBuffer();
     Thread reader = new Thread(() -> {
@@ -69,7 +116,8 @@ final class DemoProcess implements AutoCloseable {
     reader.setDaemon(true);
     reader.start();
     try {
-      return new DemoProcess(p, port.get(60, TimeUnit.SECONDS));
+      // A first start with its own Kafka broker formats and starts the broker first.
+      return new DemoProcess(p, port.get(120, TimeUnit.SECONDS), log);
     } catch (Exception | Error e) {
       p.destroyForcibly();
       throw e;
@@ -81,6 +129,15 @@ final class DemoProcess implements AutoCloseable {
     process.destroyForcibly();
     if (!process.waitFor(10, TimeUnit.SECONDS)) {
       throw new AssertionError("the demo did not die within 10 s of SIGKILL");
+    }
+  }
+
+  /** SIGTERM (the demo's graceful shutdown), and waits until the process is gone. */
+  void stop() throws InterruptedException {
+    process.destroy();
+    if (!process.waitFor(60, TimeUnit.SECONDS)) {
+      process.destroyForcibly();
+      throw new AssertionError("the demo did not stop within 60 s of SIGTERM:\n" + output());
     }
   }
 

@@ -141,8 +141,22 @@ public final class InMemoryOutboxStore implements OutboxStore {
   }
 
   @Override
-  public synchronized List<OutboxRecord> claim(String owner, int max, Duration lease,
-      Instant now) {
+  public List<OutboxRecord> claim(String owner, int max, Duration lease, Instant now) {
+    return claim(owner, max, 1, lease, now);
+  }
+
+  /**
+   * Runs: the followers of a claimed key head come from the key's queue, in order, while they are
+   * not rescheduled and not under another live lease. Leased followers are not candidates (only a
+   * key's head is), so they wait in no index; a follower becomes a candidate when it is its key's
+   * head, through the time index (its lease, if any, still hides it).
+   */
+  @Override
+  public synchronized List<OutboxRecord> claim(String owner, int max, int maxRun,
+      Duration lease, Instant now) {
+    if (maxRun < 1) {
+      throw new IllegalArgumentException("maxRun must be >= 1, was " + maxRun);
+    }
     Checks.requireNonBlank("owner", owner);
     Checks.requirePositive("max", max);
     Checks.requirePositive("lease", lease);
@@ -163,7 +177,62 @@ public final class InMemoryOutboxStore implements OutboxStore {
       claimed.add(new OutboxRecord(row.sequence, row.destination, row.message, row.attempts,
           row.firstFailureAt, owner, expiresAt));
     }
+    if (maxRun > 1 && claimed.size() < max) {
+      List<ArrayDeque<Row>> runs = new ArrayList<>();
+      for (OutboxRecord r : claimed) {
+        ArrayDeque<Row> queue = r.message().key().map(byKey::get).orElse(null);
+        if (queue != null && queue.size() > 1) {
+          runs.add(queue);
+        }
+      }
+      int room = max - claimed.size();
+      for (int i = 0; i < runs.size() && room > 0; i++) {
+        int share = Math.min(maxRun - 1, (room + runs.size() - i - 1) / (runs.size() - i));
+        java.util.Iterator<Row> it = runs.get(i).iterator();
+        it.next(); // the head, claimed above
+        int taken = 0;
+        while (taken < share && it.hasNext()) {
+          Row f = it.next();
+          if (f.dueAt.isAfter(at)) {
+            break; // rescheduled, or leased by another relay: the run stops before it
+          }
+          f.owner = owner;
+          f.dueAt = expiresAt;
+          claimed.add(new OutboxRecord(f.sequence, f.destination, f.message, f.attempts,
+              f.firstFailureAt, owner, expiresAt));
+          taken++;
+        }
+        room -= taken;
+      }
+      claimed.sort(Comparator.comparingLong(OutboxRecord::sequence));
+    }
     return claimed;
+  }
+
+  @Override
+  public synchronized int release(String owner, Collection<Long> sequences) {
+    Checks.requireNonBlank("owner", owner);
+    Checks.requireNonNull("sequences", sequences);
+    int released = 0;
+    for (Long sequence : sequences) {
+      Row row = held(owner, Checks.requireNonNull("sequence", sequence));
+      if (row != null) {
+        boolean candidate = waiting.remove(row) | ready.remove(row);
+        row.owner = null;
+        row.dueAt = Instant.MIN;
+        if (candidate) {
+          ready.add(row);
+        }
+        released++;
+      }
+    }
+    return released;
+  }
+
+  /** Whether {@code row} is a candidate: keyless, or its key's head. */
+  private boolean isHead(Row row) {
+    String key = row.message.key().orElse(null);
+    return key == null || byKey.get(key).peekFirst() == row;
   }
 
   @Override
@@ -206,7 +275,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
     }
     row.dueAt = clock == null ? notBefore : clock.instant().plus(Duration.between(failedAt,
         notBefore));
-    waiting.add(row);
+    if (isHead(row)) {
+      waiting.add(row);
+    }
     return true;
   }
 
@@ -258,7 +329,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
         waiting.remove(row);
         ready.remove(row);
         row.dueAt = until;
-        waiting.add(row);
+        if (isHead(row)) {
+          waiting.add(row);
+        }
         kept.add(sequence);
       }
     }
@@ -319,11 +392,17 @@ public final class InMemoryOutboxStore implements OutboxStore {
     String key = row.message.key().orElse(null);
     if (key != null) {
       ArrayDeque<Row> queue = byKey.get(key);
+      if (queue.peekFirst() != row) {
+        queue.remove(row); // a follower of a run, sent before its head was marked
+        return;
+      }
       queue.pollFirst();
       if (queue.isEmpty()) {
         byKey.remove(key);
       } else {
-        ready.add(queue.peekFirst());
+        // Through the time index: a follower leased in a run, or rescheduled, is not claimable
+        // before its due time.
+        waiting.add(queue.peekFirst());
       }
     }
   }

@@ -59,16 +59,31 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>Guarantees: at least once (a relay that dies after the broker confirmed but before marking
  * sent leaves rows that are published again when its lease expires; consumers dedupe by message
- * id or business key); per-key order (the store hands out only the oldest unsent row of a key, so
- * a key's next message is published only after its previous one was confirmed and marked); any
+ * id or business key); per-key order (the store hands out a key's rows only from its oldest
+ * unsent row on; a claim may bring a run of a key's consecutive rows ({@link Builder#keyRun}),
+ * which the relay publishes one after the other, each only after the previous one's confirm,
+ * stopping the run at its first failure and releasing the rest unpublished, so a key's next
+ * message is published only after its previous one was confirmed); any
  * number of relays may share one store. Expired messages are never published: they are
  * dead-lettered with the reason. Sent rows older than the retention are purged, by default.
+ *
+ * <p>Batch size: adaptive by default ({@value #DEFAULT_MIN_BATCH}..{@value #DEFAULT_MAX_BATCH}
+ * rows, starting at {@value #DEFAULT_INITIAL_BATCH}; {@link Builder#adaptiveBatchSize}): it doubles
+ * while claims come back full and confirm within a tenth of the confirm timeout, and halves on
+ * failed or missing confirms, failed rows, lost leases or slow confirms, so a healthy backlog is
+ * drained in large batches (fewer claims and commits per row) and a struggling broker gets small
+ * ones. {@link Builder#batchSize} fixes it.
  *
  * <p>{@link #runOnce()} does one cycle on the caller's thread (deterministic tests, your own
  * scheduler); {@link #start()} runs cycles on a daemon thread, back to back while claims return
  * rows (a partial batch included: it may be one row per key of a larger keyed backlog), every
  * {@code pollInterval} after a claim found nothing, and with a capped backoff while the store
- * fails, until {@link #close(Duration)}. Cost per cycle: one claim, one publish per row, one
+ * fails, until {@link #close(Duration)}. Claim-ahead (background loop only): while a full batch's
+ * confirms are outstanding, the loop claims and publishes the next batch (at most one ahead, both
+ * under renewed leases), so broker round trips overlap the claim; per-key order holds because the
+ * store hands out no row of a key with an earlier unsent row, so the batch claimed ahead holds
+ * none of the keys in flight, and a failed confirm reschedules its row, which keeps its key parked
+ * for later claims too. Cost per cycle: one claim, one publish per row, one
  * markSent, one store call per failed row, one renewal per third of the lease a batch is in
  * flight, and, once per purge interval, up to {@value #PURGE_STEPS_PER_CYCLE} purge statements of
  * {@value #PURGE_STEP} sent rows (every cycle while a purge is behind).
@@ -80,6 +95,12 @@ public final class OutboxRelay implements AutoCloseable {
   /** Sent rows deleted per purge statement, and statements per cycle. */
   static final int PURGE_STEP = 1_000;
   static final int PURGE_STEPS_PER_CYCLE = 10;
+  /** The adaptive batch size's default bounds and starting size. */
+  public static final int DEFAULT_MIN_BATCH = 10;
+  public static final int DEFAULT_INITIAL_BATCH = 100;
+  public static final int DEFAULT_MAX_BATCH = 1_000;
+  /** Rows of one key a claim may take by default ({@link Builder#keyRun}). */
+  public static final int DEFAULT_KEY_RUN = 100;
 
   private final OutboxStore store;
   private final Publisher publisher;
@@ -88,7 +109,12 @@ public final class OutboxRelay implements AutoCloseable {
   private final LifecycleListener listener;
   private final InstantSource clock;
   private final String owner;
-  private final int batchSize;
+  private final int minBatch;
+  private final int maxBatch;
+  private final int keyRun;
+  /** The next claim's size: adapted after every cycle between minBatch and maxBatch. */
+  private volatile int batchSize;
+  private final Duration slowConfirm;
   private final Duration lease;
   private final Duration confirmTimeout;
   private final Duration pollInterval;
@@ -132,7 +158,11 @@ public final class OutboxRelay implements AutoCloseable {
     this.listener = b.listener;
     this.clock = b.clock;
     this.owner = b.owner;
-    this.batchSize = b.batchSize;
+    this.minBatch = b.minBatch;
+    this.maxBatch = b.maxBatch;
+    this.keyRun = b.keyRun;
+    this.batchSize = b.initialBatch;
+    this.slowConfirm = b.confirmTimeout.dividedBy(10);
     this.lease = b.lease;
     this.confirmTimeout = b.confirmTimeout;
     this.pollInterval = b.pollInterval;
@@ -192,101 +222,299 @@ public final class OutboxRelay implements AutoCloseable {
    *     claimed, or the rows claimed keep their lease and are taken over when it expires
    */
   public Batch runOnce() {
-    Instant now = clock.instant();
-    sampleIfDue(now);
-    List<OutboxRecord> claimed = store.claim(owner, batchSize, lease, now);
-    Batch batch = claimed.isEmpty() ? new Batch(0, 0, 0, 0, 0, 0) : deliver(claimed, now);
+    Cycle cycle = claimAndPublish();
+    Batch batch = cycle == null ? new Batch(0, 0, 0, 0, 0, 0) : cycle.finish();
     purgeIfDue(clock.instant());
     return batch;
   }
 
-  private Batch deliver(List<OutboxRecord> claimed, Instant now) {
-    List<OutboxRecord> toPublish = new ArrayList<>(claimed.size());
-    int dead = 0;
-    int failed = 0;
-    for (OutboxRecord r : claimed) {
-      if (r.message().isExpiredAt(now)) {
-        Outcome o = deadLetter(r, "expired at " + r.message().expiresAt().orElseThrow()
-            + " before it could be published", null, r.attempts(), now, Stage.EXPIRED);
-        dead += o == Outcome.DONE ? 1 : 0;
-        failed += o == Outcome.FAILED ? 1 : 0;
-      } else {
-        toPublish.add(r);
-      }
-    }
-    InFlight flight = new InFlight(toPublish, now);
-    List<CompletableFuture<PublishReceipt>> confirms = new ArrayList<>(toPublish.size());
-    try {
-      flight.start();
-      for (OutboxRecord r : toPublish) {
-        confirms.add(publish(r));
-      }
-      awaitConfirms(confirms);
-    } finally {
-      // Stopped before any row is marked: a renewal racing a markSent would count a sent row
-      // as lost.
-      flight.stop();
-    }
-    Set<Long> lostByRenewal = flight.lost();
+  /** The size of this relay's next claim (adaptive unless a fixed {@code batchSize} was set). */
+  public int batchSize() {
+    return batchSize;
+  }
 
-    List<Long> confirmed = new ArrayList<>(toPublish.size());
-    List<Integer> failedPublish = new ArrayList<>();
-    for (int i = 0; i < toPublish.size(); i++) {
-      if (lostByRenewal.contains(toPublish.get(i).sequence())) {
-        continue; // another relay holds it now: its results are not ours to mark
-      }
-      CompletableFuture<PublishReceipt> f = confirms.get(i);
-      if (f.isDone() && !f.isCompletedExceptionally()) {
-        confirmed.add(toPublish.get(i).sequence());
-      } else {
-        failedPublish.add(i);
-      }
+  /**
+   * Claims a batch at the current size and publishes its rows (dead-lettering the expired ones);
+   * null when the claim found nothing.
+   */
+  private Cycle claimAndPublish() {
+    Instant now = clock.instant();
+    sampleIfDue(now);
+    int size = batchSize;
+    List<OutboxRecord> claimed = keyRun > 1 ? store.claim(owner, size, keyRun, lease, now)
+        : store.claim(owner, size, lease, now);
+    if (claimed.isEmpty()) {
+      return null;
     }
-    Instant doneAt = clock.instant();
-    int[] marked = confirmed.isEmpty() ? new int[] {0, 0} : markSent(confirmed, doneAt);
-    int sent = marked[0];
-    failed += marked[1];
-    for (int i = 0; i < toPublish.size(); i++) {
-      CompletableFuture<PublishReceipt> f = confirms.get(i);
-      if (f.isDone() && !f.isCompletedExceptionally()) {
-        OutboxRecord r = toPublish.get(i);
-        emit(Stage.CONFIRMED, r, doneAt, f.join().position());
-      }
+    Cycle cycle = new Cycle(claimed, size, now);
+    cycle.publishAll();
+    return cycle;
+  }
+
+  /**
+   * The adaptive batch size after a cycle claimed {@code claimed} rows at {@code size}: doubled
+   * (up to {@code max}) when the claim came back full and every row was confirmed within {@code
+   * slow}; halved (down to {@code min}) when a publish failed, a confirm was missing, a row's
+   * handling failed or a lease was lost, or the confirms took longer than {@code slow}; else kept.
+   */
+  static int nextBatchSize(int size, int min, int max, int claimed, int publishFailures,
+      int rowTrouble, Duration confirmWait, Duration slow) {
+    if (publishFailures > 0 || rowTrouble > 0 || confirmWait.compareTo(slow) > 0) {
+      return Math.max(min, size / 2);
     }
-    int retried = 0;
-    for (int i : failedPublish) {
-      OutboxRecord r = toPublish.get(i);
-      Throwable cause = failure(confirms.get(i));
-      int attempt = r.attempts() + 1;
-      Instant first = r.firstFailureAt() != null ? r.firstFailureAt() : doneAt;
-      RetryPolicy.Decision d = retryPolicy.decide(attempt, first, doneAt, cause);
-      if (d.retry()) {
-        try {
-          if (store.reschedule(owner, r.sequence(), attempt, doneAt, doneAt.plus(d.delay()),
-              describe(cause))) {
-            retried++;
-            emit(Stage.RETRIED, r, doneAt, "attempt " + attempt + " failed, next in "
-                + d.delay() + ": " + describe(cause));
+    if (claimed >= size) {
+      return (int) Math.min(max, 2L * size);
+    }
+    return size;
+  }
+
+  /**
+   * One claimed batch: published by {@link #publishAll}, its leases renewed from then on, and
+   * finished (confirms awaited, rows marked, rescheduled or dead-lettered) by {@link #finish}.
+   * The background loop may claim and publish the next batch between the two (claim-ahead).
+   */
+  private final class Cycle {
+    private final List<OutboxRecord> claimed;
+    private final int size;
+    private final Instant now;
+    private final List<OutboxRecord> toPublish;
+    private final List<CompletableFuture<PublishReceipt>> confirms;
+    /** Per key with more than one row here (a run): the indexes into toPublish, in order. */
+    private final List<int[]> runs = new ArrayList<>();
+    /** Per run: how many of its rows were published. */
+    private int[] runPublished;
+    private final List<Long> released = new ArrayList<>();
+    private InFlight flight;
+    private long publishedAtNanos;
+    private Instant publishedAt;
+    private int dead;
+    private int failed;
+
+    Cycle(List<OutboxRecord> claimed, int size, Instant now) {
+      this.claimed = claimed;
+      this.size = size;
+      this.now = now;
+      this.toPublish = new ArrayList<>(claimed.size());
+      this.confirms = new ArrayList<>(claimed.size());
+    }
+
+    boolean full() {
+      return claimed.size() >= size;
+    }
+
+    void publishAll() {
+      // A key whose expired row could not be dead-lettered keeps its later rows of this claim
+      // unpublished (released at the end): they must not overtake it.
+      Set<String> stopped = new HashSet<>();
+      for (OutboxRecord r : claimed) {
+        String key = r.message().key().orElse(null);
+        if (key != null && stopped.contains(key)) {
+          released.add(r.sequence());
+        } else if (r.message().isExpiredAt(now)) {
+          Outcome o = deadLetter(r, "expired at " + r.message().expiresAt().orElseThrow()
+              + " before it could be published", null, r.attempts(), now, Stage.EXPIRED);
+          dead += o == Outcome.DONE ? 1 : 0;
+          failed += o == Outcome.FAILED ? 1 : 0;
+          if (o != Outcome.DONE && key != null) {
+            stopped.add(key);
           }
-        } catch (RuntimeException e) {
-          // It keeps its lease and is claimed again when that expires.
-          rowFailed(r, "reschedule", e);
-          failed++;
+        } else {
+          toPublish.add(r);
         }
-      } else {
-        Outcome o = deadLetter(r, d.reason(), cause, attempt, doneAt, Stage.DEAD_LETTERED);
-        dead += o == Outcome.DONE ? 1 : 0;
-        failed += o == Outcome.FAILED ? 1 : 0;
+      }
+      // Rows of one key (a run the store handed out, in sequence order) are published one after
+      // the other, each only once the previous one was confirmed; the first round publishes
+      // every keyless row and the first row of each key.
+      java.util.Map<String, List<Integer>> byKey = new java.util.LinkedHashMap<>();
+      for (int i = 0; i < toPublish.size(); i++) {
+        String key = toPublish.get(i).message().key().orElse(null);
+        if (key != null) {
+          byKey.computeIfAbsent(key, k -> new ArrayList<>(1)).add(i);
+        }
+        confirms.add(null);
+      }
+      boolean[] later = new boolean[toPublish.size()];
+      for (List<Integer> rows : byKey.values()) {
+        if (rows.size() > 1) {
+          int[] run = rows.stream().mapToInt(Integer::intValue).toArray();
+          runs.add(run);
+          for (int j = 1; j < run.length; j++) {
+            later[run[j]] = true;
+          }
+        }
+      }
+      runPublished = new int[runs.size()];
+      java.util.Arrays.fill(runPublished, 1);
+      flight = new InFlight(toPublish, now);
+      flight.start();
+      publishedAtNanos = System.nanoTime();
+      publishedAt = clock.instant();
+      try {
+        for (int i = 0; i < toPublish.size(); i++) {
+          if (!later[i]) {
+            confirms.set(i, publish(toPublish.get(i)));
+          }
+        }
+      } catch (RuntimeException | Error e) {
+        flight.stop();
+        throw e;
       }
     }
-    int lost = claimed.size() - sent - retried - dead - failed;
-    if (lost > 0) {
-      leaseLostTotal.addAndGet(lost);
-      LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " lost the lease of " + lost
-          + " rows before marking them (its renewals failed, or a publish outlasted the lease);"
-          + " another relay publishes them again");
+
+    /** Whether some confirm of this batch is still outstanding. */
+    boolean confirmsPending() {
+      for (CompletableFuture<PublishReceipt> f : confirms) {
+        if (f != null && !f.isDone()) {
+          return true;
+        }
+      }
+      return false;
     }
-    return new Batch(claimed.size(), sent, retried, dead, lost, failed);
+
+    /**
+     * Publishes the runs' rows in rounds, each row after its predecessor's confirm, until the
+     * confirm timeout; a run stops at its first failed or missing confirm, and its unpublished
+     * rows are released (their key's failed row parks them in the store).
+     */
+    private void publishRuns() {
+      while (true) {
+        long left = confirmTimeout.toNanos() - (System.nanoTime() - publishedAtNanos);
+        awaitConfirms(published(), Math.max(0, left));
+        boolean more = false;
+        boolean timedOut = System.nanoTime() - publishedAtNanos >= confirmTimeout.toNanos();
+        for (int k = 0; k < runs.size(); k++) {
+          int[] run = runs.get(k);
+          int n = runPublished[k];
+          if (n >= run.length) {
+            continue;
+          }
+          CompletableFuture<PublishReceipt> prev = confirms.get(run[n - 1]);
+          if (!timedOut && prev.isDone() && !prev.isCompletedExceptionally()) {
+            confirms.set(run[n], publish(toPublish.get(run[n])));
+            runPublished[k] = n + 1;
+            more |= n + 1 < run.length;
+          } else {
+            for (int j = n; j < run.length; j++) {
+              released.add(toPublish.get(run[j]).sequence());
+            }
+            runPublished[k] = run.length;
+          }
+        }
+        if (!more) {
+          if (!runs.isEmpty() && !timedOut) {
+            left = confirmTimeout.toNanos() - (System.nanoTime() - publishedAtNanos);
+            awaitConfirms(published(), Math.max(0, left));
+          }
+          break;
+        }
+      }
+    }
+
+    /** Hands back the rows of stopped runs, unpublished. */
+    private void releaseStopped() {
+      if (released.isEmpty()) {
+        return;
+      }
+      try {
+        store.release(owner, released);
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " could not release "
+            + released.size() + " unpublished rows of failed key runs; they are claimed again"
+            + " when their lease expires: " + e);
+      }
+    }
+
+    private List<CompletableFuture<PublishReceipt>> published() {
+      List<CompletableFuture<PublishReceipt>> out = new ArrayList<>(confirms.size());
+      for (CompletableFuture<PublishReceipt> f : confirms) {
+        if (f != null) {
+          out.add(f);
+        }
+      }
+      return out;
+    }
+
+    Batch finish() {
+      try {
+        if (runs.isEmpty()) {
+          long left = confirmTimeout.toNanos() - (System.nanoTime() - publishedAtNanos);
+          awaitConfirms(confirms, Math.max(0, left));
+        } else {
+          publishRuns();
+        }
+      } finally {
+        // Stopped before any row is marked: a renewal racing a markSent would count a sent row
+        // as lost.
+        flight.stop();
+      }
+      releaseStopped();
+      Duration confirmWait = Duration.between(publishedAt, clock.instant());
+      Set<Long> lostByRenewal = flight.lost();
+
+      List<Long> confirmed = new ArrayList<>(toPublish.size());
+      List<Integer> failedPublish = new ArrayList<>();
+      for (int i = 0; i < toPublish.size(); i++) {
+        if (lostByRenewal.contains(toPublish.get(i).sequence())) {
+          continue; // another relay holds it now: its results are not ours to mark
+        }
+        CompletableFuture<PublishReceipt> f = confirms.get(i);
+        if (f == null) {
+          continue; // released unpublished: an earlier row of its key failed
+        }
+        if (f.isDone() && !f.isCompletedExceptionally()) {
+          confirmed.add(toPublish.get(i).sequence());
+        } else {
+          failedPublish.add(i);
+        }
+      }
+      Instant doneAt = clock.instant();
+      int[] marked = confirmed.isEmpty() ? new int[] {0, 0} : markSent(confirmed, doneAt);
+      int sent = marked[0];
+      failed += marked[1];
+      for (int i = 0; i < toPublish.size(); i++) {
+        CompletableFuture<PublishReceipt> f = confirms.get(i);
+        if (f != null && f.isDone() && !f.isCompletedExceptionally()) {
+          OutboxRecord r = toPublish.get(i);
+          emit(Stage.CONFIRMED, r, doneAt, f.join().position());
+        }
+      }
+      int retried = 0;
+      for (int i : failedPublish) {
+        OutboxRecord r = toPublish.get(i);
+        Throwable cause = failure(confirms.get(i));
+        int attempt = r.attempts() + 1;
+        Instant first = r.firstFailureAt() != null ? r.firstFailureAt() : doneAt;
+        RetryPolicy.Decision d = retryPolicy.decide(attempt, first, doneAt, cause);
+        if (d.retry()) {
+          try {
+            if (store.reschedule(owner, r.sequence(), attempt, doneAt, doneAt.plus(d.delay()),
+                describe(cause))) {
+              retried++;
+              emit(Stage.RETRIED, r, doneAt, "attempt " + attempt + " failed, next in "
+                  + d.delay() + ": " + describe(cause));
+            }
+          } catch (RuntimeException e) {
+            // It keeps its lease and is claimed again when that expires.
+            rowFailed(r, "reschedule", e);
+            failed++;
+          }
+        } else {
+          Outcome o = deadLetter(r, d.reason(), cause, attempt, doneAt, Stage.DEAD_LETTERED);
+          dead += o == Outcome.DONE ? 1 : 0;
+          failed += o == Outcome.FAILED ? 1 : 0;
+        }
+      }
+      int lost = claimed.size() - sent - retried - dead - failed - released.size();
+      if (lost > 0) {
+        leaseLostTotal.addAndGet(lost);
+        LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " lost the lease of "
+            + lost + " rows before marking them (its renewals failed, or a publish outlasted the"
+            + " lease); another relay publishes them again");
+      }
+      batchSize = nextBatchSize(batchSize, minBatch, maxBatch, claimed.size(),
+          failedPublish.size(), failed + lost, confirmWait, slowConfirm);
+      return new Batch(claimed.size(), sent, retried, dead, lost, failed);
+    }
   }
 
   /**
@@ -349,11 +577,11 @@ public final class OutboxRelay implements AutoCloseable {
     return f;
   }
 
-  private void awaitConfirms(List<CompletableFuture<PublishReceipt>> confirms) {
+  private void awaitConfirms(List<CompletableFuture<PublishReceipt>> confirms, long nanos) {
     CompletableFuture<Void> all =
         CompletableFuture.allOf(confirms.toArray(new CompletableFuture<?>[0]));
     try {
-      all.get(confirmTimeout.toNanos(), TimeUnit.NANOSECONDS);
+      all.get(nanos, TimeUnit.NANOSECONDS);
     } catch (ExecutionException | TimeoutException | CancellationException e) {
       // Per-message outcomes are read from each future; a missing confirm counts as a failure.
     } catch (InterruptedException e) {
@@ -720,17 +948,55 @@ public final class OutboxRelay implements AutoCloseable {
 
   private void loop() {
     int failures = 0;
+    Cycle current = null;
     while (running) {
       Duration pause;
       try {
-        Batch b = runOnce();
+        Batch b;
+        int claimSize = batchSize;
+        Cycle ahead = null;
+        RuntimeException aheadFailure = null;
+        if (current == null) {
+          current = claimAndPublish();
+        }
+        if (current == null) {
+          b = new Batch(0, 0, 0, 0, 0, 0);
+        } else {
+          // Claim-ahead: while a full batch's confirms are outstanding, claim and publish the
+          // next one (at most one ahead). Per-key order holds: the store hands out a key's rows
+          // only when every earlier row of the key is sent, and this batch's rows are unsent
+          // until it finishes, so the next batch holds none of its keys; a failed confirm here
+          // reschedules the row, which parks its key for the next claims as well.
+          if (running && current.full() && current.confirmsPending()) {
+            try {
+              ahead = claimAndPublish();
+            } catch (RuntimeException e) {
+              aheadFailure = e; // this batch finishes first; then the loop backs off
+            }
+          }
+          Cycle done = current;
+          current = null;
+          claimSize = done.size;
+          try {
+            b = done.finish();
+          } catch (RuntimeException | Error e) {
+            finishQuietly(ahead);
+            throw e;
+          }
+        }
+        purgeIfDue(clock.instant());
+        current = ahead;
+        if (aheadFailure != null) {
+          throw aheadFailure;
+        }
         if (failures > 0) {
           LOG.log(System.Logger.Level.INFO, "outbox relay " + owner + " resumed after "
               + failures + " failed cycles");
         }
         failures = 0;
-        pause = pauseAfter(b, batchSize, pollInterval);
+        pause = current != null ? Duration.ZERO : pauseAfter(b, claimSize, pollInterval);
       } catch (RuntimeException e) {
+        current = finishQuietly(current);
         if (!running) {
           break;
         }
@@ -746,6 +1012,21 @@ public final class OutboxRelay implements AutoCloseable {
         pause(pause);
       }
     }
+    // A batch claimed ahead was published: mark it before the loop ends.
+    finishQuietly(current);
+  }
+
+  private Cycle finishQuietly(Cycle c) {
+    if (c != null) {
+      try {
+        c.finish();
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " could not finish a"
+            + " batch claimed ahead; its rows are published again when their lease expires: "
+            + e, e);
+      }
+    }
+    return null;
   }
 
   private void pause(Duration d) {
@@ -817,6 +1098,8 @@ public final class OutboxRelay implements AutoCloseable {
    * @param leaseLost rows whose lease another relay took over before this one could mark them
    * @param failed rows whose handling failed (their dead letter could not be stored, marking or
    *     rescheduling them threw): left for a later cycle, the rest of the batch unaffected
+   *     <p>{@code claimed} minus the other five is the number of rows of key runs released
+   *     unpublished because an earlier row of their key failed (see {@link Builder#keyRun}).
    */
   public record Batch(int claimed, int sent, int retried, int deadLettered, int leaseLost,
       int failed) {}
@@ -830,7 +1113,10 @@ public final class OutboxRelay implements AutoCloseable {
     private LifecycleListener listener = LifecycleListener.noop();
     private InstantSource clock = InstantSource.system();
     private String owner = "relay-" + UUID.randomUUID();
-    private int batchSize = 100;
+    private int minBatch = DEFAULT_MIN_BATCH;
+    private int initialBatch = DEFAULT_INITIAL_BATCH;
+    private int maxBatch = DEFAULT_MAX_BATCH;
+    private int keyRun = DEFAULT_KEY_RUN;
     private Duration lease = Duration.ofSeconds(30);
     private Duration confirmTimeout = Duration.ofSeconds(10);
     private Duration pollInterval = Duration.ofMillis(200);
@@ -877,9 +1163,42 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
-    /** Rows per claim, 1..10 000. Default 100. */
+    /**
+     * A fixed number of rows per claim, 1..10 000: turns the adaptive batch size off. Default:
+     * adaptive, see {@link #adaptiveBatchSize}.
+     */
     public Builder batchSize(int batchSize) {
-      this.batchSize = batchSize;
+      this.minBatch = batchSize;
+      this.initialBatch = batchSize;
+      this.maxBatch = batchSize;
+      return this;
+    }
+
+    /**
+     * Rows of one key a claim may take (a run, see {@link OutboxStore#claim(String, int, int,
+     * Duration, Instant)}), 1..10 000: the relay publishes a run's rows one after the other, each
+     * after the previous one's confirm, and stops the run at its first failure, releasing the rest.
+     * So a backlog over few keys drains in full batches instead of one row per key per claim; with
+     * a broker, a key has one message in flight at a time either way. 1 takes one row per key per
+     * claim. Default {@value OutboxRelay#DEFAULT_KEY_RUN}.
+     */
+    public Builder keyRun(int keyRun) {
+      this.keyRun = keyRun;
+      return this;
+    }
+
+    /**
+     * An adaptive batch size between {@code min} and {@code max} (1 &lt;= min &lt;= max &lt;= 10 000),
+     * starting at 100 (or the nearer bound): after each cycle it doubles while claims come back
+     * full and every row is confirmed within a tenth of the confirm timeout, and halves on a failed
+     * or missing confirm, a row whose handling failed, a lost lease or confirms slower than that.
+     * Memory: a batch holds up to {@code max} messages. Default {@value
+     * OutboxRelay#DEFAULT_MIN_BATCH}..{@value OutboxRelay#DEFAULT_MAX_BATCH}.
+     */
+    public Builder adaptiveBatchSize(int min, int max) {
+      this.minBatch = min;
+      this.maxBatch = max;
+      this.initialBatch = Math.max(min, Math.min(max, DEFAULT_INITIAL_BATCH));
       return this;
     }
 
@@ -967,8 +1286,16 @@ public final class OutboxRelay implements AutoCloseable {
       Checks.requireNonNull("listener", listener);
       Checks.requireNonNull("clock", clock);
       Checks.requireNonBlank("owner", owner);
-      if (batchSize < 1 || batchSize > 10_000) {
-        throw new IllegalArgumentException("batchSize must be in 1..10000, was " + batchSize);
+      if (minBatch < 1 || minBatch > 10_000) {
+        throw new IllegalArgumentException((minBatch == maxBatch ? "batchSize" : "batch size min")
+            + " must be in 1..10000, was " + minBatch);
+      }
+      if (maxBatch < minBatch || maxBatch > 10_000) {
+        throw new IllegalArgumentException("batch size max must be in " + minBatch
+            + "..10000 (at least the min), was " + maxBatch);
+      }
+      if (keyRun < 1 || keyRun > 10_000) {
+        throw new IllegalArgumentException("keyRun must be in 1..10000, was " + keyRun);
       }
       Checks.requirePositive("lease", lease);
       Checks.requirePositive("confirmTimeout", confirmTimeout);

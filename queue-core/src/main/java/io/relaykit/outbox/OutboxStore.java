@@ -57,6 +57,42 @@ public interface OutboxStore {
   List<OutboxRecord> claim(String owner, int max, Duration lease, Instant now);
 
   /**
+   * {@link #claim(String, int, Duration, Instant)}, but a key whose oldest unsent row is claimed
+   * may bring a run of up to {@code maxRun} of its rows: that row and the key's next unsent rows in
+   * sequence order, each ready and not under another live lease, stopping at the first that is not
+   * (so a run never skips a row of its key). The caller must publish a run in order and stop at
+   * its first failure, handing the rest back with {@link #release} (the key's failed row then parks
+   * its later rows as usual). {@code maxRun} 1 is the plain claim.
+   *
+   * <p>The default, for stores written before this method, ignores {@code maxRun} (one row per
+   * key). A store that overrides it must override {@link #release} too.
+   *
+   * @throws IllegalArgumentException on {@code maxRun} below 1, or what the plain claim refuses
+   */
+  default List<OutboxRecord> claim(String owner, int max, int maxRun, Duration lease,
+      Instant now) {
+    if (maxRun < 1) {
+      throw new IllegalArgumentException("maxRun must be >= 1, was " + maxRun);
+    }
+    return claim(owner, max, lease, now);
+  }
+
+  /**
+   * Gives claimed rows back unpublished: each row {@code owner} still holds loses its lease and is
+   * claimable again at once (attempts and failure times unchanged), subject to per-key order.
+   * Rows the caller no longer holds are left alone.
+   *
+   * <p>The default throws {@link UnsupportedOperationException}; it is needed only by stores that
+   * hand out runs ({@link #claim(String, int, int, Duration, Instant)}).
+   *
+   * @return how many rows were released
+   */
+  default int release(String owner, Collection<Long> sequences) {
+    throw new UnsupportedOperationException(getClass().getName()
+        + " hands out no runs and cannot release rows");
+  }
+
+  /**
    * Marks the rows sent, at the store's now ({@code now} for a store without a clock of its own).
    * Returns how many the caller still held.
    */

@@ -52,17 +52,30 @@ class OutboxRelayTest {
   }
 
   @Test
-  @DisplayName("one cycle publishes the ready heads, marks them sent, and the next cycle the rest")
+  @DisplayName("with keyRun(1) one cycle publishes the ready heads, marks them sent, and the next"
+      + " cycle the rest")
   void cycle() {
     append("a", "a1");
     append("a", "a2");
     append(null, "n1");
-    OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).clock(clock).build();
+    OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).clock(clock)
+        .keyRun(1).build();
     assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(2, 2, 0, 0, 0, 0));
     assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(1, 1, 0, 0, 0, 0));
     assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(0, 0, 0, 0, 0, 0));
     assertThat(published).extracting(Message::payloadUtf8).containsExactly("a1", "n1", "a2");
     assertThat(store.stats(now.get()).sent()).isEqualTo(3);
+  }
+
+  @Test
+  @DisplayName("by default a cycle takes a key's run: a1 and a2 in one claim, a1 published first")
+  void cycleWithRuns() {
+    append("a", "a1");
+    append("a", "a2");
+    append(null, "n1");
+    OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).clock(clock).build();
+    assertThat(relay.runOnce()).isEqualTo(new OutboxRelay.Batch(3, 3, 0, 0, 0, 0));
+    assertThat(published).extracting(Message::payloadUtf8).containsExactly("a1", "n1", "a2");
   }
 
   @Test

@@ -180,11 +180,19 @@ public final class RelayKitConfig {
   }
 
   /**
-   * Outbox rows one relay claims at a time ({@value #RELAY_BATCH_SIZE}); default 100, at most
-   * {@value #MAX_RELAY_BATCH_SIZE}.
+   * Outbox rows one relay claims at a time ({@value #RELAY_BATCH_SIZE}), at most {@value
+   * #MAX_RELAY_BATCH_SIZE}. When set, the relay claims exactly this many (a fixed size); when not
+   * set (see {@link #relayBatchSizeFixed()}) the relay's adaptive batch size is used, which starts
+   * at this default of 100 and moves between {@code OutboxRelay.DEFAULT_MIN_BATCH} and {@code
+   * OutboxRelay.DEFAULT_MAX_BATCH}.
    */
   public int relayBatchSize() {
     return relayBatchSize;
+  }
+
+  /** Whether {@value #RELAY_BATCH_SIZE} was set, fixing the relay's batch size. */
+  public boolean relayBatchSizeFixed() {
+    return raw(RELAY_BATCH_SIZE) != null;
   }
 
   /** How long a relay owns the rows it claimed ({@value #RELAY_LEASE}); default 30 s. */

@@ -228,11 +228,14 @@ public final class RelayKitModule extends AbstractModule {
   OutboxRelay outboxRelay(OutboxStore store, Publisher publisher, DeadLetterStore deadLetters,
       RetryPolicy retryPolicy, InstantSource clock, LifecycleListener listener,
       OutboxRelaySettings settings) {
-    return OutboxRelay.builder(store, publisher, deadLetters)
+    OutboxRelay.Builder b = OutboxRelay.builder(store, publisher, deadLetters);
+    if (config.relayBatchSizeFixed()) {
+      b.batchSize(config.relayBatchSize());
+    }
+    return b
         .retryPolicy(retryPolicy)
         .clock(clock)
         .listener(listener)
-        .batchSize(config.relayBatchSize())
         .lease(settings.lease())
         .retention(settings.retention())
         .confirmTimeout(relayConfirmTimeout(settings.lease()))

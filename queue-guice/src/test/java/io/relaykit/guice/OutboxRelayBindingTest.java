@@ -125,6 +125,24 @@ class OutboxRelayBindingTest {
   }
 
   @Test
+  @DisplayName("without relaykit.relay.batch-size the bound relay's batch size is adaptive: full"
+      + " claims that confirm at once double it")
+  void adaptiveByDefault() {
+    RecordingOutboxStore outbox = new RecordingOutboxStore();
+    Injector injector = injector(RelayKitConfig.defaults(),
+        binder -> RelayKitModule.override(binder, OutboxStore.class).toInstance(outbox));
+    for (int i = 0; i < 350; i++) {
+      outbox.append("orders", message(null));
+    }
+    OutboxRelay relay = relay(injector);
+    assertThat(relay.batchSize()).isEqualTo(OutboxRelay.DEFAULT_INITIAL_BATCH);
+
+    assertThat(relay.runOnce().claimed()).isEqualTo(100);
+    assertThat(relay.runOnce().claimed()).isEqualTo(200);
+    assertThat(relay.batchSize()).isEqualTo(400);
+  }
+
+  @Test
   @DisplayName("a lease shorter than the relay's 10 s confirm wait gets a confirm wait inside it")
   void shortLease() {
     Injector injector = injector(RelayKitConfig.builder().relayLease(Duration.ofSeconds(4))

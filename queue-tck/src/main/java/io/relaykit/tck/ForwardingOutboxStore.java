@@ -37,6 +37,17 @@ public class ForwardingOutboxStore implements OutboxStore {
   }
 
   @Override
+  public List<OutboxRecord> claim(String owner, int max, int maxRun, Duration lease,
+      Instant now) {
+    return delegate.claim(owner, max, maxRun, lease, now);
+  }
+
+  @Override
+  public int release(String owner, Collection<Long> sequences) {
+    return delegate.release(owner, sequences);
+  }
+
+  @Override
   public int markSent(String owner, Collection<Long> sequences, Instant now) {
     return delegate.markSent(owner, sequences, now);
   }

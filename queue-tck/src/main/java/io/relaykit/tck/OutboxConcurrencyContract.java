@@ -205,10 +205,17 @@ public abstract class OutboxConcurrencyContract {
 
       @Override
       public List<OutboxRecord> claim(String o, int max, Duration lease, Instant now) {
+        return claim(o, max, 1, lease, now);
+      }
+
+      @Override
+      public List<OutboxRecord> claim(String o, int max, int maxRun, Duration lease,
+          Instant now) {
         clockLock.readLock().lock();
         try {
           alive();
-          List<OutboxRecord> claimed = super.claim(o, max, lease, now);
+          List<OutboxRecord> claimed = maxRun == 1 ? super.claim(o, max, lease, now)
+              : super.claim(o, max, maxRun, lease, now);
           Instant at = storeClock.instant();
           synchronized (leases) {
             for (OutboxRecord r : claimed) {
@@ -245,6 +252,27 @@ public abstract class OutboxConcurrencyContract {
             }
           }
           return kept;
+        } finally {
+          clockLock.readLock().unlock();
+        }
+      }
+
+      @Override
+      public int release(String o, Collection<Long> sequences) {
+        clockLock.readLock().lock();
+        try {
+          alive();
+          int n = super.release(o, sequences);
+          Instant at = storeClock.instant();
+          synchronized (leases) {
+            for (Long seq : sequences) {
+              Interval last = latest(seq);
+              if (last != null && last.owner.equals(owner) && last.end.isAfter(at)) {
+                last.end = at; // released: another relay may take it from now on
+              }
+            }
+          }
+          return n;
         } finally {
           clockLock.readLock().unlock();
         }

@@ -142,6 +142,14 @@ public abstract class OutboxRelayContract {
       held.clear();
     }
 
+    /** Fails every held message with {@code e} (a transient failure: retried). */
+    void releaseFailing(RuntimeException e) {
+      for (CompletableFuture<PublishReceipt> f : held.values()) {
+        f.completeExceptionally(e);
+      }
+      held.clear();
+    }
+
     int heldCount() {
       return held.size();
     }
@@ -532,6 +540,170 @@ public abstract class OutboxRelayContract {
       relay.runOnce();
       assertThat(relay.backlog().verdict())
           .isNotEqualTo(io.relaykit.monitor.BacklogVerdict.OVER_BOUND);
+    }
+  }
+
+  @Nested
+  @DisplayName("batch size and claim-ahead")
+  class Throughput {
+
+    @Test
+    @DisplayName("the adaptive batch size halves on failed confirms down to its min, doubles while"
+        + " claims come back full and confirm at once up to its max, and halves on slow confirms")
+    void adaptiveBatchBounds() {
+      for (int i = 0; i < 120; i++) {
+        append(null, "m" + i);
+      }
+      TestBroker broker = new TestBroker();
+      OutboxRelay relay = built(relay("r", store, deadLetters, broker).adaptiveBatchSize(4, 16));
+      assertThat(relay.batchSize()).isEqualTo(16);
+      broker.fail(m -> true);
+      List<Integer> claims = new ArrayList<>();
+      for (int i = 0; i < 4; i++) {
+        claims.add(relay.runOnce().claimed());
+      }
+      assertThat(claims).containsExactly(16, 8, 4, 4);
+      assertThat(relay.batchSize()).isEqualTo(4);
+      broker.fail(m -> false);
+      claims.clear();
+      for (int i = 0; i < 4; i++) {
+        OutboxRelay.Batch b = relay.runOnce();
+        assertThat(b.sent()).isEqualTo(b.claimed());
+        claims.add(b.claimed());
+      }
+      assertThat(claims).containsExactly(4, 8, 16, 16);
+      assertThat(relay.batchSize()).isEqualTo(16);
+
+      // Confirms slower than a tenth of the confirm timeout (20 s here) halve it.
+      OutboxRelay slow = built(relay("slow", store, deadLetters, new Publisher() {
+        @Override
+        public CompletableFuture<PublishReceipt> publish(String d, Message m) {
+          clock.advance(Duration.ofMillis(300));
+          return broker.publish(d, m);
+        }
+
+        @Override
+        public void close() {}
+      }).adaptiveBatchSize(4, 16));
+      assertThat(slow.runOnce().claimed()).isEqualTo(16); // 16 × 300 ms = 4.8 s > 2 s
+      assertThat(slow.batchSize()).isEqualTo(8);
+      assertThat(store.stats(clock.instant()).sent()).isEqualTo(44 + 16);
+    }
+
+    @Test
+    @DisplayName("batch sizes outside 1..10 000 or a max below the min are refused, naming them")
+    void batchBoundsValidated() {
+      TestBroker broker = new TestBroker();
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> relay("r", store, deadLetters,
+          broker).adaptiveBatchSize(0, 10).build()).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("batch size min");
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> relay("r", store, deadLetters,
+          broker).adaptiveBatchSize(10, 5).build()).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("batch size max");
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> relay("r", store, deadLetters,
+          broker).adaptiveBatchSize(1, 10_001).build())
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("10000");
+      assertThat(relay("r", store, deadLetters, broker).build().batchSize())
+          .isEqualTo(OutboxRelay.DEFAULT_INITIAL_BATCH);
+    }
+
+    @Test
+    @DisplayName("claim-ahead: while a full batch's confirm is outstanding the started relay claims"
+        + " and publishes the next batch, which holds none of its keys; when that confirm fails,"
+        + " the key's later row goes out only after the retried row was confirmed")
+    void claimAheadKeepsKeyOrder() {
+      append("k", "k1");
+      append(null, "u1");
+      append("k", "k2");
+      append(null, "u2");
+      append(null, "u3");
+      append(null, "u4");
+      TestBroker broker = new TestBroker();
+      AtomicBoolean first = new AtomicBoolean(true);
+      broker.hold(m -> m.payloadUtf8().equals("k1") && first.getAndSet(false));
+      OutboxRelay relay = built(relay("r", store, deadLetters, broker).batchSize(2));
+      relay.start();
+      // Batch N = [k1, u1], k1's confirm held; the relay claims ahead [u2, u3] (k2 must wait).
+      Await.until(Duration.ofSeconds(10), "the batch after [k1, u1] published while k1's"
+          + " confirm is held", () -> broker.payloads().contains("u3"));
+      assertThat(broker.heldCount()).isEqualTo(1);
+      assertThat(broker.payloads()).doesNotContain("k2");
+      // k1's confirm fails (transient): rescheduled, 1 s backoff on the kit's clock.
+      broker.releaseFailing(new io.relaykit.message.PublishException("broker nacked"));
+      Await.until(Duration.ofSeconds(20), "u4 published", () -> broker.payloads().contains("u4")
+          && store.stats(clock.instant()).unsent() == 2);
+      assertThat(broker.payloads()).doesNotContain("k2");
+      clock.advance(Duration.ofSeconds(2));
+      Await.until(Duration.ofSeconds(20), "everything sent",
+          () -> store.stats(clock.instant()).unsent() == 0);
+      List<String> out = broker.payloads();
+      assertThat(out).containsSubsequence("k1", "k1", "k2");
+      assertThat(out.lastIndexOf("k1")).isLessThan(out.indexOf("k2"));
+      assertThat(out.indexOf("u3")).isLessThan(out.lastIndexOf("k1"));
+      assertThat(out.stream().filter("k2"::equals).count()).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("key runs: a claim takes a run of a key's consecutive rows and publishes them in"
+        + " order, each after the previous one's confirm; the run stops at its first failure, the"
+        + " rest is released unpublished and goes out, in order, after the failed row's retry")
+    void keyRunsStopAtFirstFailure() {
+      for (int i = 1; i <= 5; i++) {
+        append("k", "k" + i);
+      }
+      for (int i = 1; i <= 3; i++) {
+        append("j", "j" + i);
+      }
+      TestBroker broker = new TestBroker();
+      AtomicBoolean failK3 = new AtomicBoolean(true);
+      List<String> order = java.util.Collections.synchronizedList(new ArrayList<>());
+      Publisher publisher = new Publisher() {
+        @Override
+        public CompletableFuture<PublishReceipt> publish(String d, Message m) {
+          order.add(m.payloadUtf8());
+          if (m.payloadUtf8().equals("k3") && failK3.getAndSet(false)) {
+            return CompletableFuture.failedFuture(
+                new io.relaykit.message.PublishException("broker nacked"));
+          }
+          return broker.publish(d, m);
+        }
+
+        @Override
+        public void close() {}
+      };
+      OutboxRelay relay = built(relay("r", store, deadLetters, publisher).batchSize(10));
+
+      OutboxRelay.Batch first = relay.runOnce();
+      assertThat(first.claimed()).isEqualTo(8); // one claim for both keys' runs
+      assertThat(first.sent()).isEqualTo(5);
+      assertThat(first.retried()).isEqualTo(1);
+      assertThat(first.leaseLost()).isZero();
+      assertThat(order).doesNotContain("k4", "k5");
+      assertThat(relay.runOnce().claimed()).isZero(); // k3 waits for its retry, k4 and k5 behind
+
+      clock.advance(Duration.ofSeconds(2));
+      OutboxRelay.Batch retry = relay.runOnce();
+      assertThat(retry.claimed()).isEqualTo(3); // k3, and k4, k5 released (not leased for 30 s)
+      assertThat(retry.sent()).isEqualTo(3);
+      assertThat(store.stats(clock.instant()).unsent()).isZero();
+      List<String> k = order.stream().filter(x -> x.startsWith("k")).toList();
+      assertThat(k).containsExactly("k1", "k2", "k3", "k3", "k4", "k5");
+      assertThat(order.stream().filter(x -> x.startsWith("j")).toList())
+          .containsExactly("j1", "j2", "j3");
+    }
+
+    @Test
+    @DisplayName("keyRun(1) claims one row per key, as the store's plain claim")
+    void keyRunOne() {
+      for (int i = 1; i <= 4; i++) {
+        append("k", "k" + i);
+      }
+      TestBroker broker = new TestBroker();
+      OutboxRelay relay = built(relay("r", store, deadLetters, broker).batchSize(10).keyRun(1));
+      assertThat(relay.runOnce().claimed()).isEqualTo(1);
+      OutboxRelay two = built(relay("r2", store, deadLetters, broker).batchSize(10).keyRun(2));
+      assertThat(two.runOnce().claimed()).isEqualTo(2);
+      assertThat(broker.payloads()).containsExactly("k1", "k2", "k3");
     }
   }
 }

@@ -97,6 +97,9 @@ abstract sealed class OutboxStatements {
   private final String keyOfSql;
   private final String idleHeadsSql;
   private final String deleteIdleHeadSql;
+  private final String runProbeSql;
+  private final String runLockSql;
+  private final String runLeaseSql;
 
   OutboxStatements(String table, String headTable, DatabaseClock clock, String insertHeadSql) {
     this.clock = clock;
@@ -118,6 +121,17 @@ abstract sealed class OutboxStatements {
     this.idleHeadsSql = "SELECT msg_key, order_dest FROM " + headTable
         + " WHERE head_seq IS NULL FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
     this.deleteIdleHeadSql = "DELETE FROM " + headTable + byKey + " AND head_seq IS NULL";
+    // Runs (see leaseRuns). Parameters: key, scope, after, n.
+    this.runProbeSql = "SELECT seq, ready_at, lease_until FROM " + table + byKey
+        + " AND state = " + UNSENT + " AND seq > ? ORDER BY seq FETCH FIRST ? ROWS ONLY";
+    // Parameters: key, scope, from, to, now, now.
+    this.runLockSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o WHERE o.msg_key = ?"
+        + " AND o.order_dest = ? AND o.state = " + UNSENT + " AND o.seq BETWEEN ? AND ? AND "
+        + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
+    // Parameters: owner, until, seq, attempts read, now, now.
+    this.runLeaseSql = "UPDATE " + table + " SET lease_owner = ?, lease_until = ? WHERE seq = ?"
+        + " AND attempts = ? AND state = " + UNSENT + " AND ready_at <= ?"
+        + " AND (lease_until IS NULL OR lease_until <= ?)";
   }
 
   /**
@@ -258,8 +272,98 @@ abstract sealed class OutboxStatements {
    * database clock's now, oldest first, and moves undecodable ones to {@code sink}; {@code what}
    * names the operation in a {@link JdbcStorageException}.
    */
-  abstract Claimed claim(DataSource dataSource, String what, String owner, int max,
+  abstract Claimed claim(DataSource dataSource, String what, String owner, int max, int maxRun,
       long leaseNanos, UndecodableSink sink);
+
+  /**
+   * Leases, in {@code c}'s transaction, the runs behind the keyed rows of {@code leased} (rows
+   * this claim leased until {@code untilNanos}): per key, up to {@code maxRun - 1} of its next
+   * unsent rows in sequence order, sharing {@code room}, while each is ready at {@code nowNanos},
+   * under no live lease, not locked by another transaction and decodes; a run stops before the
+   * first row that is not. Returns the rows leased (heads not included).
+   */
+  final List<OutboxRecord> leaseRuns(Connection c, String owner, List<OutboxRecord> leased,
+      int room, int maxRun, long nowNanos, long untilNanos) throws SQLException {
+    List<OutboxRecord> heads = new ArrayList<>();
+    for (OutboxRecord r : leased) {
+      if (r.message().key().isPresent()) {
+        heads.add(r);
+      }
+    }
+    List<OutboxRecord> out = new ArrayList<>();
+    if (heads.isEmpty() || room <= 0 || maxRun <= 1) {
+      return out;
+    }
+    Instant until = Instants.fromNanos(untilNanos);
+    try (PreparedStatement keyOf = c.prepareStatement(keyOfSql);
+        PreparedStatement probe = c.prepareStatement(runProbeSql);
+        PreparedStatement lock = c.prepareStatement(runLockSql);
+        PreparedStatement lease = c.prepareStatement(runLeaseSql)) {
+      for (int i = 0; i < heads.size() && room > 0; i++) {
+        OutboxRecord head = heads.get(i);
+        int share = Math.min(maxRun - 1, (room + heads.size() - i - 1) / (heads.size() - i));
+        keyOf.setLong(1, head.sequence());
+        String key;
+        String scope;
+        try (ResultSet rs = keyOf.executeQuery()) {
+          if (!rs.next()) {
+            continue;
+          }
+          key = rs.getString(1);
+          scope = rs.getString(2);
+        }
+        // The key's next rows, without locks (H2 would lock every row a FOR UPDATE matches,
+        // before FETCH FIRST): the run is the prefix that is ready and under no live lease.
+        List<Long> run = new ArrayList<>(share);
+        probe.setString(1, key);
+        probe.setString(2, scope);
+        probe.setLong(3, head.sequence());
+        probe.setInt(4, share);
+        try (ResultSet rs = probe.executeQuery()) {
+          while (rs.next()) {
+            long readyAt = rs.getLong(2);
+            long leaseUntil = rs.getLong(3);
+            boolean leasedNow = !rs.wasNull() && leaseUntil > nowNanos;
+            if (readyAt > nowNanos || leasedNow) {
+              break;
+            }
+            run.add(rs.getLong(1));
+          }
+        }
+        if (run.isEmpty()) {
+          continue;
+        }
+        lock.setString(1, key);
+        lock.setString(2, scope);
+        lock.setLong(3, run.get(0));
+        lock.setLong(4, run.get(run.size() - 1));
+        lock.setLong(5, nowNanos);
+        lock.setLong(6, nowNanos);
+        Read read = readClaimed(lock, run.size(), owner, until);
+        List<OutboxRecord> locked = read.records();
+        int taken = 0;
+        for (int j = 0; j < run.size() && j < locked.size(); j++) {
+          OutboxRecord r = locked.get(j);
+          if (r.sequence() != run.get(j)) {
+            break; // a row of the run is missing (locked elsewhere, undecodable): stop before it
+          }
+          lease.setString(1, owner);
+          lease.setLong(2, untilNanos);
+          lease.setLong(3, r.sequence());
+          lease.setInt(4, r.attempts());
+          lease.setLong(5, nowNanos);
+          lease.setLong(6, nowNanos);
+          if (lease.executeUpdate() != 1) {
+            break;
+          }
+          out.add(r);
+          taken++;
+        }
+        room -= taken;
+      }
+    }
+    return out;
+  }
 
   /**
    * Marks the rows {@code seqs} (ascending) that {@code owner} holds sent at the database clock's
@@ -414,8 +518,36 @@ abstract sealed class OutboxStatements {
     }
 
     @Override
-    Claimed claim(DataSource dataSource, String what, String owner, int max, long leaseNanos,
-        UndecodableSink sink) {
+    Claimed claim(DataSource dataSource, String what, String owner, int max, int maxRun,
+        long leaseNanos, UndecodableSink sink) {
+      Claimed heads = claimHeads(dataSource, what, owner, max, leaseNanos, sink);
+      List<OutboxRecord> leased = heads.records();
+      if (maxRun <= 1 || leased.size() >= max || leased.isEmpty()) {
+        return heads;
+      }
+      long untilNanos = Instants.toNanos("lease end", leased.get(0).leaseExpiresAt());
+      long nowNanos = untilNanos - leaseNanos;
+      List<OutboxRecord> runs;
+      try {
+        runs = Jdbc.inTransaction(dataSource, what + ": key runs", c -> leaseRuns(c, owner,
+            leased, max - leased.size(), maxRun, nowNanos, untilNanos));
+      } catch (JdbcStorageException e) {
+        // The heads are leased and go out; the runs are claimed by a later claim.
+        LOG.log(System.Logger.Level.DEBUG, "could not lease key runs: " + e);
+        return heads;
+      }
+      if (runs.isEmpty()) {
+        return heads;
+      }
+      List<OutboxRecord> all = new ArrayList<>(leased.size() + runs.size());
+      all.addAll(leased);
+      all.addAll(runs);
+      all.sort(BY_SEQUENCE);
+      return new Claimed(all, heads.deadLettered());
+    }
+
+    private Claimed claimHeads(DataSource dataSource, String what, String owner, int max,
+        long leaseNanos, UndecodableSink sink) {
       Read read = Jdbc.autoCommit(dataSource, what, c -> {
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
           int i = clock.bind(ps, 1);
@@ -526,6 +658,7 @@ abstract sealed class OutboxStatements {
    * one-row updates and the moves of the heads of their keys.
    */
   static final class H2 extends OutboxStatements {
+    private final String unkeyedRangeSql;
     private final String unkeyedSql;
     private final String headsSql;
     private final String headRowSql;
@@ -545,9 +678,19 @@ abstract sealed class OutboxStatements {
       // unchanged). "now" is the database clock's, read once at the start of the transaction.
       // Unkeyed candidates: outbox_order's range (NULL, '', 0) in seq order. Parameters: now,
       // now, max.
-      this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o"
-          + " WHERE o.msg_key IS NULL AND o.order_dest = '' AND o.state = " + UNSENT + " AND "
-          + ready("o", "?") + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
+      //
+      // H2 2.4 locks EVERY row that matches a SELECT ... FOR UPDATE, before FETCH FIRST cuts the
+      // result (measured: FETCH FIRST 100 over a 10 000-row backlog locked all 10 000, and the
+      // claim's commit then rewrote every one of them: a claim cost O(unkeyed backlog), 80% of
+      // the relay's time). So the unkeyed claim first finds the oldest max candidates without
+      // locks, then locks only the claimable rows of that seq range. Parameters: now, now, max.
+      String unkeyed = " FROM " + table + " o WHERE o.msg_key IS NULL AND o.order_dest = ''"
+          + " AND o.state = " + UNSENT + " AND ";
+      this.unkeyedRangeSql = "SELECT o.seq" + unkeyed + ready("o", "?")
+          + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY";
+      // Parameters: from, to, now, now.
+      this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.seq BETWEEN ? AND ? AND "
+          + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
       // Keyed candidates: heads in head_seq order, a page at a time, below a bound (the newest
       // unkeyed candidate when there are max of them). Parameters: after, below, page.
       this.headsSql = "SELECT msg_key, order_dest, head_seq FROM " + headTable
@@ -584,21 +727,39 @@ abstract sealed class OutboxStatements {
     }
 
     @Override
-    Claimed claim(DataSource dataSource, String what, String owner, int max, long leaseNanos,
-        UndecodableSink sink) {
+    Claimed claim(DataSource dataSource, String what, String owner, int max, int maxRun,
+        long leaseNanos, UndecodableSink sink) {
       return Jdbc.inTransaction(dataSource, what, c -> {
         long nowNanos = Instants.toNanos("database now", clock.now(c, Dialect.H2));
         long untilNanos = Math.addExact(nowNanos, leaseNanos);
         Instant until = Instants.fromNanos(untilNanos);
         List<OutboxRecord> candidates = new ArrayList<>();
         List<Undecodable> undecodable = new ArrayList<>(0);
-        try (PreparedStatement ps = c.prepareStatement(unkeyedSql)) {
+        long from = -1;
+        long to = -1;
+        try (PreparedStatement ps = c.prepareStatement(unkeyedRangeSql)) {
           ps.setLong(1, nowNanos);
           ps.setLong(2, nowNanos);
           ps.setInt(3, max);
-          Read read = readClaimed(ps, max, owner, until);
-          candidates.addAll(read.records());
-          undecodable.addAll(read.undecodable());
+          try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+              to = rs.getLong(1);
+              if (from == -1) {
+                from = to;
+              }
+            }
+          }
+        }
+        if (from != -1) {
+          try (PreparedStatement ps = c.prepareStatement(unkeyedSql)) {
+            ps.setLong(1, from);
+            ps.setLong(2, to);
+            ps.setLong(3, nowNanos);
+            ps.setLong(4, nowNanos);
+            Read read = readClaimed(ps, max, owner, until);
+            candidates.addAll(read.records());
+            undecodable.addAll(read.undecodable());
+          }
         }
         int unkeyed = candidates.size() + undecodable.size();
         long below = unkeyed >= max ? maxSeq(candidates, undecodable) : Long.MAX_VALUE;
@@ -633,6 +794,12 @@ abstract sealed class OutboxStatements {
             if (counts[i] == 1 || counts[i] == Statement.SUCCESS_NO_INFO) {
               leased.add(candidates.get(i));
             }
+          }
+          List<OutboxRecord> runs = leaseRuns(c, owner, leased, max - leased.size(), maxRun,
+              nowNanos, untilNanos);
+          if (!runs.isEmpty()) {
+            leased.addAll(runs);
+            leased.sort(Comparator.comparingLong(OutboxRecord::sequence));
           }
           return new Claimed(leased, moved);
         }

@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.time.InstantSource;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -28,6 +29,10 @@ import org.apache.kafka.clients.producer.RecordMetadata;
  * stale work is never written. A record is never left unfinished: if even the reference entry is
  * refused, the record is finished with an error log and a {@code dropped(topic,
  * "dead-letter-refused")} count, since an unfinished record stops its partition's commit for good.
+ *
+ * <p>With {@link KafkaTransportConfig.HandOff#TRANSACTIONAL} the copies go through {@link
+ * TransactionalCopies}: "confirmed" then means written inside the open transaction, which the
+ * poll thread commits together with the offsets that pass the records.
  *
  * <p>Callbacks run on the producer's I/O thread or the timer: they do not block. Thread-safe.
  */
@@ -48,13 +53,19 @@ final class CopyHandOff {
     void finish(Work w);
   }
 
+  /** Sends one copy of {@code w}'s record; the future completes on the broker's confirm. */
+  interface Sender {
+    CompletableFuture<RecordMetadata> send(Work w, ProducerRecord<String, byte[]> copy,
+        String what);
+  }
+
   private static final System.Logger LOG = System.getLogger(CopyHandOff.class.getName());
   /** How long to wait before handing a record to the retry or dead-letter topic again. */
   static final Duration RESEND_DELAY = Duration.ofSeconds(1);
   /** The longest reason and exception message of a reference dead letter, in UTF-8 bytes. */
   private static final int REFERENCE_TEXT_BYTES = 512;
 
-  private final KafkaPublisher router;
+  private final Sender router;
   private final ScheduledExecutorService timers;
   private final LifecycleListener listener;
   private final MetricsListener metrics;
@@ -66,7 +77,7 @@ final class CopyHandOff {
   private final String deadLetterTopic;
   private final Owner owner;
 
-  CopyHandOff(KafkaPublisher router, ScheduledExecutorService timers, KafkaTransportConfig config,
+  CopyHandOff(Sender router, ScheduledExecutorService timers, KafkaTransportConfig config,
       String topic, String group, String retryTopic, int retryPartitions, String deadLetterTopic,
       Owner owner) {
     this.router = router;
@@ -204,7 +215,7 @@ final class CopyHandOff {
    */
   private void sendDurably(Work w, ProducerRecord<String, byte[]> copy, String what,
       Consumer<RecordMetadata> onSent, Consumer<RuntimeException> onRejected) {
-    router.send(copy, what).whenComplete((md, error) -> {
+    router.send(w, copy, what).whenComplete((md, error) -> {
       if (error == null) {
         onSent.accept(md);
         return;
@@ -212,7 +223,13 @@ final class CopyHandOff {
       Throwable cause = error instanceof CompletionException && error.getCause() != null
           ? error.getCause() : error;
       if (cause instanceof MessageRejectedException rejected) {
-        onRejected.accept(rejected);
+        // Not on the producer's I/O thread: the next copy's send may block (metadata, or the
+        // transactional hand-off's lock while a commit waits for this very thread).
+        try {
+          timers.execute(() -> onRejected.accept(rejected));
+        } catch (RejectedExecutionException e) {
+          onRejected.accept(rejected); // closing: the ownership checks skip what is not ours
+        }
         return;
       }
       if (!owner.current(w)) {

@@ -116,7 +116,10 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final String retryTopic;
   private final OffsetReset sourceReset;
   private final KafkaConsumer<String, byte[]> consumer;
+  /** The copies' producer of the default hand-off; null with the transactional one. */
   private final KafkaPublisher router;
+  /** The transactional hand-off; null with the default one. */
+  private final TransactionalCopies txn;
   private final OffsetTracker<TopicPartition> tracker;
   private final KeyParking parking = new KeyParking();
   private final KeyedExecutor workers;
@@ -151,6 +154,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   /** Of each retry partition: the offset after the last copy this member wrote there. */
   private final Map<TopicPartition, Long> copiesEnd =
       new java.util.concurrent.ConcurrentHashMap<>();
+  /**
+   * Partitions whose tracking was dropped after an aborted hand-off transaction and that still
+   * have to be moved back to their committed offsets; nothing of them is taken in or committed
+   * until then.
+   */
+  private final Set<TopicPartition> toRewind = new HashSet<>();
 
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
       String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
@@ -171,10 +180,15 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     this.maxParked = (int) Math.min(Integer.MAX_VALUE / 2,
         (long) PARKED_PER_IN_FLIGHT * spec.maxInFlight());
     this.tracker = new OffsetTracker<>(clock);
+    // First, so that a coordinator that cannot be reached leaves no consumer behind.
+    this.txn = config.handOff() == KafkaTransportConfig.HandOff.TRANSACTIONAL
+        ? new TransactionalCopies(config,
+            TransactionalCopies.transactionalId(config, topic, spec.group()))
+        : null;
     this.consumer = new KafkaConsumer<>(consumerProperties(config, spec, maxPollRecords),
         new org.apache.kafka.common.serialization.StringDeserializer(),
         new org.apache.kafka.common.serialization.ByteArrayDeserializer());
-    this.router = KafkaPublisher.createRouter(config);
+    this.router = txn == null ? KafkaPublisher.createRouter(config) : null;
     String name = "relaykit-" + topic + "-" + spec.group();
     this.workers = KeyedExecutor.builder()
         .threads(spec.concurrency())
@@ -192,7 +206,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     });
     timers.setRemoveOnCancelPolicy(true);
     this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
-    this.handOff = new CopyHandOff(router, timers, config, topic, spec.group(), retryTopic,
+    CopyHandOff.Sender sender = txn != null ? txn::send : (w, copy, what) -> router.send(copy, what);
+    this.handOff = new CopyHandOff(sender, timers, config, topic, spec.group(), retryTopic,
         retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
           @Override
           public boolean current(Work w) {
@@ -251,6 +266,10 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     props.put("enable.auto.commit", "false");
     props.put("max.poll.records", Integer.toString(maxPollRecords));
     props.put("max.poll.interval.ms", Long.toString(config.maxPollInterval().toMillis()));
+    if (config.handOff() == KafkaTransportConfig.HandOff.TRANSACTIONAL) {
+      // Copies of aborted (and not yet committed) hand-off transactions must not be read.
+      props.put("isolation.level", "read_committed");
+    }
     return props;
   }
 
@@ -268,10 +287,17 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       int errorsInARow = 0;
       while (state == State.RUNNING || state == State.DRAINING) {
         try {
+          if (!toRewind.isEmpty()) {
+            finishRewind();
+          }
           ConsumerRecords<String, byte[]> records = poll(adjustPauses());
           accept(records);
           if (System.nanoTime() - nextCommit >= 0) {
-            commitAsync();
+            if (txn == null) {
+              commitAsync();
+            } else {
+              commitTransactional(false);
+            }
             sampleBacklog();
             nextCommit = System.nanoTime() + config.commitInterval().toNanos();
           }
@@ -319,10 +345,14 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
    * subscription fails, naming the partitions and the setting.
    */
   private void resetPositions(InvalidOffsetException e) {
-    boolean outOfRange = e instanceof OffsetOutOfRangeException;
+    resetPositions(e.partitions(), e instanceof OffsetOutOfRangeException, e);
+  }
+
+  private void resetPositions(Collection<TopicPartition> partitions, boolean outOfRange,
+      Throwable e) {
     List<TopicPartition> retry = new ArrayList<>();
     List<TopicPartition> source = new ArrayList<>();
-    for (TopicPartition tp : e.partitions()) {
+    for (TopicPartition tp : partitions) {
       (tp.topic().equals(retryTopic) ? retry : source).add(tp);
     }
     if (!retry.isEmpty()) {
@@ -532,6 +562,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
     Instant now = clock.instant();
     for (TopicPartition tp : records.partitions()) {
+      if (!toRewind.isEmpty() && toRewind.contains(tp)) {
+        continue; // moved back to its committed offset before anything of it is taken in
+      }
       boolean fromRetry = tp.topic().equals(retryTopic);
       for (ConsumerRecord<String, byte[]> r : records.records(tp)) {
         if (state != State.RUNNING && !(fromRetry && state == State.DRAINING)) {
@@ -604,6 +637,10 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   }
 
   private void commitSync(Collection<TopicPartition> partitions) {
+    if (txn != null) {
+      commitTransactional(true);
+      return;
+    }
     Map<TopicPartition, OffsetAndMetadata> offsets = changedOffsets(partitions);
     if (!offsets.isEmpty()) {
       try {
@@ -615,6 +652,106 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
       offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
     }
+  }
+
+  /**
+   * A commit of the transactional hand-off ({@link TransactionalCopies#commit}): plainly when no
+   * transaction is open, else with the open transaction once the watermark passed its copies (or
+   * {@code force}: revoke, close). An aborted transaction rewinds every owned partition to its
+   * committed offset; a fenced producer stops the subscription, committing nothing more.
+   */
+  private void commitTransactional(boolean force) {
+    TransactionalCopies.Result result = txn.commit(new TransactionalCopies.Committer() {
+      @Override
+      public Map<TopicPartition, OffsetAndMetadata> offsets() {
+        Set<TopicPartition> parts = new HashSet<>(consumer.assignment());
+        parts.removeAll(toRewind);
+        return changedOffsets(parts);
+      }
+
+      @Override
+      public boolean passed(TopicPartition tp, long offset) {
+        OptionalLong at = tracker.committable(tp);
+        if (at.isEmpty() || at.getAsLong() > offset) {
+          return true;
+        }
+        // The lowest unfinished record waits for a parked key: it cannot finish before its key's
+        // retry runs, which needs a committed transaction (maybe this one) and its delay; keeping
+        // the transaction open would gain nothing and hold every retry in it back.
+        long low = at.getAsLong();
+        return parking.anyWaiting(w -> w.record().offset() == low && w.partition().equals(tp));
+      }
+
+      @Override
+      public org.apache.kafka.clients.consumer.ConsumerGroupMetadata groupMetadata() {
+        return consumer.groupMetadata();
+      }
+
+      @Override
+      public void commitPlain(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        try {
+          consumer.commitSync(offsets, config.closeTimeout());
+        } catch (WakeupException e) {
+          consumer.commitSync(offsets, config.closeTimeout()); // see commitSync
+        }
+      }
+
+      @Override
+      public void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
+      }
+    }, force);
+    switch (result) {
+      case ABORTED -> startRewind();
+      case FENCED -> {
+        Set<TopicPartition> all = new HashSet<>(owned);
+        drop(all); // nothing of this member's may be committed any more
+        fail("transactional producer " + txn.transactionalId() + " of " + topic + " in group "
+            + spec.group() + " was fenced (another live member uses the same member id, or its"
+            + " transaction outlived transaction.timeout.ms); its open transaction was aborted and"
+            + " the subscription stopped: restart it to resume from the committed offsets",
+            txn.fatal());
+      }
+      default -> { }
+    }
+  }
+
+  /**
+   * After an aborted hand-off transaction: drops the tracking of every owned partition now (their
+   * in-flight work turns stale and writes nothing; its retry and dead-letter copies were
+   * discarded) and moves them back to their committed offsets before the next poll ({@link
+   * #finishRewind}): their records run again at the attempt the broker last committed.
+   */
+  private void startRewind() {
+    Set<TopicPartition> all = new HashSet<>(owned);
+    drop(all);
+    owned.addAll(all);
+    toRewind.addAll(all);
+  }
+
+  private void finishRewind() {
+    Set<TopicPartition> parts = new HashSet<>(toRewind);
+    parts.retainAll(consumer.assignment());
+    for (TopicPartition tp : parts) {
+      tracker.revoke(tp); // anything taken in since the abort
+    }
+    Map<TopicPartition, OffsetAndMetadata> at = consumer.committed(parts, config.closeTimeout());
+    List<TopicPartition> none = new ArrayList<>();
+    for (TopicPartition tp : parts) {
+      OffsetAndMetadata o = at.get(tp);
+      if (o == null) {
+        none.add(tp);
+      } else {
+        consumer.seek(tp, o.offset());
+        committed.put(tp, o.offset());
+      }
+    }
+    if (!none.isEmpty()) {
+      resetPositions(none, false, null);
+    }
+    toRewind.clear();
+    LOG.log(System.Logger.Level.INFO, "partitions " + parts + " of " + topic + " in group "
+        + spec.group() + " rewound to their committed offsets after an aborted transaction");
   }
 
   private Map<TopicPartition, OffsetAndMetadata> changedOffsets(
@@ -673,6 +810,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
+      if (txn != null) {
+        txn.abortAtNextCommit(); // its offsets can no longer be committed by us
+      }
       drop(partitions);
     }
 
@@ -691,6 +831,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       committed.remove(tp);
       retryRead.remove(tp);
       copiesEnd.remove(tp);
+      toRewind.remove(tp);
     }
     parking.revoke(
         hold -> (hold instanceof RetryHold rh && gone.contains(rh.partition()))
@@ -973,7 +1114,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         Thread.currentThread().interrupt();
       }
       timers.shutdownNow();
-      router.close();
+      if (router != null) {
+        router.close();
+      } else {
+        txn.close(config.closeTimeout());
+      }
       state = State.CLOSED;
       drainedAtClose = drained;
     }
@@ -999,6 +1144,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   /** Keys parked now, and records waiting for them (tests). */
   int parkedKeys() {
     return parking.parkedKeys();
+  }
+
+  /** Whether a hand-off transaction is open (tests). */
+  boolean transactionOpen() {
+    return txn != null && txn.isOpen();
   }
 
   /** Records taken in and not finished yet (tests). */

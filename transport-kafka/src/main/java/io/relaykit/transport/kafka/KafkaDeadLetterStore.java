@@ -51,6 +51,12 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * replaying the same id at the same moment may both resend it (consumers deduplicate by message
  * id). Retention of the topic is the broker's: set {@code retention.ms} on the dead-letter topic.
  *
+ * <p>Entries are deduplicated by message id: the topic belongs to one subscription (source topic
+ * and group), so a dead letter written twice for one message (the default hand-off after a crash
+ * between the copy and the offset commit) shows once, the later copy winning; the same message
+ * dead-lettered by another group stays in that group's topic. The topic is read with {@code
+ * isolation.level=read_committed}: copies of aborted hand-off transactions are never shown.
+ *
  * <p>Cost: every read scans the topic from its beginning, O(records in the topic); meant for
  * operators and tests, not a hot path. Thread-safe.
  */
@@ -296,6 +302,8 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
         System.nanoTime()));
     props.put("enable.auto.commit", "false");
     props.put("auto.offset.reset", "earliest");
+    // Dead-letter copies of aborted hand-off transactions (HandOff.TRANSACTIONAL) are not entries.
+    props.put("isolation.level", "read_committed");
     props.remove("group.id");
     return new KafkaConsumer<>(props, new StringDeserializer(), new ByteArrayDeserializer());
   }

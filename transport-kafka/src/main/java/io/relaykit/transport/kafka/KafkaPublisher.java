@@ -77,6 +77,31 @@ public final class KafkaPublisher implements Publisher {
         config);
   }
 
+  /**
+   * A router whose producer is transactional with {@code transactionalId}, for the transactional
+   * hand-off ({@link TransactionalCopies} begins, commits and aborts its transactions). Its {@code
+   * initTransactions} is not called here.
+   */
+  static KafkaPublisher createTransactionalRouter(KafkaTransportConfig config,
+      String transactionalId) {
+    Map<String, Object> props = producerProperties(config, "tx-router");
+    props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+    return new KafkaPublisher(new KafkaProducer<>(props, new StringSerializer(),
+        new ByteArraySerializer()), config);
+  }
+
+  /** The producer itself, for transaction control (transactional routers only). */
+  Producer<String, byte[]> producer() {
+    return producer;
+  }
+
+  /** Closes the producer without waiting for anything (a transactional router that failed). */
+  void closeNow() {
+    if (closed.compareAndSet(false, true)) {
+      producer.close(java.time.Duration.ZERO);
+    }
+  }
+
   /** The producer settings this transport uses: the user's extras under the protected ones. */
   static Map<String, Object> producerProperties(KafkaTransportConfig config, String role) {
     Map<String, Object> props = new HashMap<>();

@@ -34,7 +34,32 @@ public final class KafkaTransportConfig {
 
   private static final Set<String> PROTECTED = Set.of(
       "bootstrap.servers", "acks", "enable.idempotence", "enable.auto.commit", "group.id",
-      "key.serializer", "value.serializer", "key.deserializer", "value.deserializer");
+      "key.serializer", "value.serializer", "key.deserializer", "value.deserializer",
+      "transactional.id");
+
+  /**
+   * How a consumer runtime hands a failed record to the retry or dead-letter topic.
+   *
+   * <ul>
+   *   <li>{@link #CONFIRMED} (the default): the copy is sent with the idempotent producer and the
+   *       record counts as done on the broker's confirm. Cheap; but a crash between the confirm
+   *       and the next offset commit re-runs the record from its source at attempt 1 while its copy
+   *       exists too: duplicates of a copy are possible (dead letters are deduplicated by message
+   *       id per subscription when read through {@link KafkaDeadLetterStore}).
+   *   <li>{@link #TRANSACTIONAL}: each runtime has a transactional producer; copies are written
+   *       inside a transaction that also commits the source offsets ({@code
+   *       sendOffsetsToTransaction}), and the runtime reads with {@code
+   *       isolation.level=read_committed}. Either both the copies and the offsets past their
+   *       records become visible, or neither: no duplicate copy, no record re-run at attempt 1
+   *       after its copy was written. Costs a transaction commit per commit interval in which a
+   *       copy was written, and latency: a transaction stays open until the partition's commit
+   *       watermark passes every copy in it (or stops at a record waiting for a parked key), at
+   *       most half of {@code transaction.timeout.ms} (default 60 s), so a retry can start only
+   *       after that. A member with a stable {@link Builder#memberId} aborts the transaction its
+   *       crashed predecessor left open when it starts.
+   * </ul>
+   */
+  public enum HandOff { CONFIRMED, TRANSACTIONAL }
 
   private final String bootstrapServers;
   private final String clientIdPrefix;
@@ -52,6 +77,9 @@ public final class KafkaTransportConfig {
   private final LifecycleListener listener;
   private final MetricsListener metrics;
   private final BacklogMonitor.Config backlogMonitor;
+  private final HandOff handOff;
+  private final String memberId;
+  private final Duration transactionTimeout;
 
   private KafkaTransportConfig(Builder b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -70,7 +98,32 @@ public final class KafkaTransportConfig {
     this.listener = b.listener;
     this.metrics = b.metrics;
     this.backlogMonitor = b.backlogMonitor;
+    this.handOff = b.handOff;
+    this.memberId = b.memberId;
+    this.transactionTimeout = transactionTimeoutOf(b.producer);
   }
+
+  /** The producer's {@code transaction.timeout.ms} (Kafka's default 60 s when unset). */
+  private static Duration transactionTimeoutOf(Map<String, String> producer) {
+    String value = producer.get(TRANSACTION_TIMEOUT);
+    if (value == null) {
+      return Duration.ofSeconds(60);
+    }
+    long ms;
+    try {
+      ms = Long.parseLong(value.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("producerProperty " + TRANSACTION_TIMEOUT
+          + " must be a whole number of milliseconds, was " + quote(value), e);
+    }
+    if (ms < 1000) {
+      throw new IllegalArgumentException("producerProperty " + TRANSACTION_TIMEOUT
+          + " must be at least 1000 ms, was " + ms);
+    }
+    return Duration.ofMillis(ms);
+  }
+
+  static final String TRANSACTION_TIMEOUT = "transaction.timeout.ms";
 
   /** A builder with the defaults documented on each setter; {@code bootstrapServers} is required. */
   public static Builder builder() {
@@ -83,8 +136,8 @@ public final class KafkaTransportConfig {
    * max-record-bytes}, {@code publish-timeout}, {@code retry-topic-suffix}, {@code
    * dead-letter-topic-suffix}, {@code commit-interval}, {@code poll-timeout}, {@code
    * max-poll-interval}, {@code close-timeout} (durations as ISO-8601 {@code PT5S} or {@code 500ms},
-   * {@code 5s}, {@code 2m}), and {@code producer.<name>} / {@code consumer.<name>} for client
-   * settings.
+   * {@code 5s}, {@code 2m}), {@code hand-off} ({@code confirmed} or {@code transactional}), {@code
+   * member-id}, and {@code producer.<name>} / {@code consumer.<name>} for client settings.
    *
    * @param prefix how the keys are named in messages ({@code relaykit.kafka.})
    * @throws IllegalArgumentException naming the full key and the value when a key is unknown or a
@@ -115,6 +168,8 @@ public final class KafkaTransportConfig {
         case "poll-timeout" -> b.pollTimeout(parseDuration(full, value));
         case "max-poll-interval" -> b.maxPollInterval(parseDuration(full, value));
         case "close-timeout" -> b.closeTimeout(parseDuration(full, value));
+        case "hand-off" -> b.handOff(parseHandOff(full, value));
+        case "member-id" -> b.memberId(value);
         default -> throw new IllegalArgumentException("unknown setting " + full + "=" + value
             + "; known: " + prefix + String.join(", " + prefix, SETTINGS)
             + ", " + prefix + "producer.<name>, " + prefix + "consumer.<name>");
@@ -130,7 +185,19 @@ public final class KafkaTransportConfig {
   private static final java.util.List<String> SETTINGS = java.util.List.of("bootstrap-servers",
       "client-id-prefix", "max-record-bytes", "publish-timeout", "retry-topic-suffix",
       "dead-letter-topic-suffix", "commit-interval", "poll-timeout", "max-poll-interval",
-      "close-timeout");
+      "close-timeout", "hand-off", "member-id");
+
+  private static HandOff parseHandOff(String key, String value) {
+    if (value != null) {
+      for (HandOff h : HandOff.values()) {
+        if (h.name().equalsIgnoreCase(value)) {
+          return h;
+        }
+      }
+    }
+    throw new IllegalArgumentException(key + " must be confirmed or transactional, was "
+        + quote(value));
+  }
 
   private static int parseInt(String key, String value) {
     try {
@@ -189,11 +256,31 @@ public final class KafkaTransportConfig {
     b.listener = listener;
     b.metrics = metrics;
     b.backlogMonitor = backlogMonitor;
+    b.handOff = handOff;
+    b.memberId = memberId;
     return b;
   }
 
   public String bootstrapServers() {
     return bootstrapServers;
+  }
+
+  /** How failed records are handed to the retry and dead-letter topics; see {@link HandOff}. */
+  public HandOff handOff() {
+    return handOff;
+  }
+
+  /**
+   * The stable name of this process among the members of its groups, used in transactional ids;
+   * empty when not set (then {@code group.instance.id}, else a random id per subscription).
+   */
+  public java.util.Optional<String> memberId() {
+    return java.util.Optional.ofNullable(memberId);
+  }
+
+  /** The producer's {@code transaction.timeout.ms}: bounds an open hand-off transaction. */
+  public Duration transactionTimeout() {
+    return transactionTimeout;
   }
 
   public String clientIdPrefix() {
@@ -338,7 +425,8 @@ public final class KafkaTransportConfig {
         + ", retryTopicSuffix=" + retryTopicSuffix
         + ", deadLetterTopicSuffix=" + deadLetterTopicSuffix
         + ", commitInterval=" + commitInterval + ", pollTimeout=" + pollTimeout
-        + ", maxPollInterval=" + maxPollInterval + ", closeTimeout=" + closeTimeout + "]";
+        + ", maxPollInterval=" + maxPollInterval + ", closeTimeout=" + closeTimeout
+        + ", handOff=" + handOff + (memberId == null ? "" : ", memberId=" + memberId) + "]";
   }
 
   /** Builds a validated {@link KafkaTransportConfig}. */
@@ -359,8 +447,36 @@ public final class KafkaTransportConfig {
     private LifecycleListener listener = NO_LISTENER;
     private MetricsListener metrics = MetricsListener.noop();
     private BacklogMonitor.Config backlogMonitor = BacklogMonitor.Config.defaults();
+    private HandOff handOff = HandOff.CONFIRMED;
+    private String memberId;
 
     private Builder() {}
+
+    /**
+     * How failed records are handed to the retry and dead-letter topics. Default {@link
+     * HandOff#CONFIRMED}; {@link HandOff#TRANSACTIONAL} writes copies and source offsets in one
+     * transaction (see {@link HandOff}), bounded by the producer's {@code transaction.timeout.ms}.
+     */
+    public Builder handOff(HandOff handOff) {
+      this.handOff = handOff;
+      return this;
+    }
+
+    /**
+     * This process's stable name among the members of its consumer groups (e.g. the pod name),
+     * used in the transactional id {@code <clientIdPrefix>-<group>-<topic>-<memberId>} of {@link
+     * HandOff#TRANSACTIONAL}: a restarted member with the same id aborts the transaction its
+     * predecessor left open at once and fences that predecessor, should it still run. It must be
+     * unique among live members: two running members with one id fence each other (the older one
+     * stops with an error). Unset: {@code group.instance.id} if set, else a random id per
+     * subscription, and a transaction left open by a crash then holds back read_committed readers
+     * of the retry topic until {@code transaction.timeout.ms} aborts it. Legal characters {@code
+     * [a-zA-Z0-9._-]}.
+     */
+    public Builder memberId(String memberId) {
+      this.memberId = memberId;
+      return this;
+    }
 
     /** {@code host:port[,host:port...]}; required. */
     public Builder bootstrapServers(String bootstrapServers) {
@@ -517,6 +633,21 @@ public final class KafkaTransportConfig {
       if (backlogMonitor == null) {
         throw new IllegalArgumentException("backlogMonitor must not be null");
       }
+      if (handOff == null) {
+        throw new IllegalArgumentException("handOff must not be null");
+      }
+      if (memberId != null && (memberId.isBlank() || !legalTopicChars(memberId)
+          || memberId.length() > 100)) {
+        throw new IllegalArgumentException("memberId must be 1 to 100 of [a-zA-Z0-9._-], was "
+            + quote(memberId));
+      }
+      if (handOff == HandOff.TRANSACTIONAL
+          && "read_uncommitted".equalsIgnoreCase(consumer.get("isolation.level"))) {
+        throw new IllegalArgumentException("consumerProperty isolation.level=read_uncommitted"
+            + " contradicts handOff TRANSACTIONAL: retry copies of aborted transactions would be"
+            + " read; remove it (the transactional hand-off reads read_committed)");
+      }
+      transactionTimeoutOf(producer);
       return new KafkaTransportConfig(this);
     }
 

@@ -102,6 +102,21 @@ final class KeyParking {
     return true;
   }
 
+  /**
+   * Whether a record matching {@code which} waits for a parked key (or is released and about to
+   * run). O(waiting records): for the transactional hand-off's commit tick, not the hot path.
+   */
+  synchronized boolean anyWaiting(Predicate<Work> which) {
+    for (Park park : parks.values()) {
+      for (Work w : park.waiting) {
+        if (which.test(w)) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
   /** Parks {@code key} under {@code hold} (a failed work, or a retry record's position). */
   synchronized void hold(Object key, Object hold) {
     parks.computeIfAbsent(key, k -> new Park()).holds.add(hold);

@@ -222,10 +222,11 @@ class KafkaFailurePathTest {
     assertThat(KafkaTestSupport.endOffset(retryTopic, 0)).as("retry copies written").isZero();
   }
 
-  @Test
+  @org.junit.jupiter.params.ParameterizedTest(name = "hand-off {0}")
+  @org.junit.jupiter.params.provider.EnumSource(KafkaTransportConfig.HandOff.class)
   @DisplayName("a record whose dead-letter copy no longer fits maxRecordBytes (failure headers of a"
       + " long exception) is dead-lettered as a reference entry, committed, and replayable")
-  void oversizedDeadLetterBecomesAReferenceEntry() {
+  void oversizedDeadLetterBecomesAReferenceEntry(KafkaTransportConfig.HandOff handOff) {
     String topic = newTopic("bigdlt", 1);
     String group = topic + "-g";
     Message big = Message.builder().type("test").key("k").payload("x".repeat(2500)).build();
@@ -235,7 +236,7 @@ class KafkaFailurePathTest {
         new java.util.concurrent.atomic.AtomicBoolean(true);
     List<Integer> payloadSizes = new CopyOnWriteArrayList<>();
     clients.subscriber(KafkaTestSupport.config().closeTimeout(Duration.ofSeconds(5))
-        .maxRecordBytes(3000))
+        .maxRecordBytes(3000).handOff(handOff))
         .subscribe(SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
             .retryPolicy(RetryPolicy.builder().maxAttempts(3)
                 .backoff(Backoff.fixed(Duration.ofMillis(100))).build())
@@ -264,6 +265,9 @@ class KafkaFailurePathTest {
     Await.until(WAIT, "the original handled again from the replay",
         () -> payloadSizes.size() == 2);
     assertThat(payloadSizes).containsExactly(2500, 2500);
+    // The refusals were relaykit's own size check, before the producer: a transactional hand-off
+    // was not aborted (and the record rewound and run again and again) for them.
+    assertThat(dlt.count(io.relaykit.deadletter.DeadLetterQuery.all())).isZero();
   }
 
   @Test
@@ -400,5 +404,47 @@ class KafkaFailurePathTest {
     first.close(Duration.ofSeconds(5));
     assertThat(subscriber.subscribe(SubscriptionSpec.builder(other, group).build(), d -> { })
         .isRunning()).isTrue();
+  }
+  @Test
+  @DisplayName("a poll turn that keeps failing with a retriable error backs off (poll timeout"
+      + " doubled per error in a row), does not spin, and the subscription resumes afterwards")
+  void repeatedRetriableErrorsBackOff() {
+    String topic = newTopic("backoff", 1);
+    java.util.concurrent.atomic.AtomicBoolean failing = new java.util.concurrent.atomic.AtomicBoolean();
+    List<Long> throwsAt = new CopyOnWriteArrayList<>();
+    // The injected clock fails on the poll thread only, at the start of every poll turn: a
+    // retriable error of the turn, like a commit timeout or a broker moving.
+    java.time.InstantSource clock = () -> {
+      if (failing.get() && Thread.currentThread().getName().endsWith("-poll")) {
+        throwsAt.add(System.nanoTime());
+        throw new IllegalStateException("clock unavailable (test)");
+      }
+      return java.time.Instant.now();
+    };
+    List<Integer> handled = new CopyOnWriteArrayList<>();
+    var sub = clients.subscriber(KafkaTestSupport.config().closeTimeout(Duration.ofSeconds(5))
+        .clock(clock))
+        .subscribe(SubscriptionSpec.builder(topic, topic + "-g").build(),
+            d -> handled.add(seq(d)));
+    publishAll(topic, List.of(message("k", 0)));
+    Await.until(WAIT, "first record handled", () -> handled.contains(0));
+
+    failing.set(true);
+    long start = System.nanoTime();
+    Await.until(WAIT, "six errors in a row", () -> throwsAt.size() >= 6);
+    long sixth = throwsAt.get(5);
+    failing.set(false);
+    // Spinning would fail thousands of times; backing off from 50 ms waits 50, 100, 200, 400 and
+    // 800 ms between the first six errors: at least 1.5 s in all.
+    assertThat(Duration.ofNanos(sixth - start)).isGreaterThanOrEqualTo(Duration.ofMillis(1500));
+    for (int i = 1; i < 5; i++) {
+      long gap = throwsAt.get(i) - throwsAt.get(i - 1);
+      long expected = TimeUnit.MILLISECONDS.toNanos(50L << (i - 1));
+      assertThat(gap).as("wait after error %d", i).isGreaterThanOrEqualTo(expected);
+    }
+    assertThat(sub.isRunning()).isTrue();
+    publishAll(topic, List.of(message("k", 1)));
+    Await.until(WAIT, "handled again after the errors stopped", () -> handled.contains(1));
+    assertThat(sub.failure()).isEmpty();
   }
 }

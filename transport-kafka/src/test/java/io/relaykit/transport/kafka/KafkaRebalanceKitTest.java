@@ -64,7 +64,7 @@ class KafkaRebalanceKitTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @ValueSource(strings = {"range", "cooperative-sticky", "consumer"})
+  @ValueSource(strings = {"range", "cooperative-sticky", "consumer", "range-transactional"})
   @DisplayName("every record handled or dead-lettered once, in key order inside a member, offsets"
       + " committed to the end, no key left parked")
   void membersJoinAndLeaveWhileRecordsFlow(String protocol) throws Exception {
@@ -132,7 +132,8 @@ class KafkaRebalanceKitTest {
           () -> succeeded.containsAll(expectedSuccess));
       String retryTopic = config.build().retryTopic(topic, group);
       Await.until(WAIT, "committed offsets at the end of every source and retry partition", () ->
-          atEnd(group, topic) && atEnd(group, retryTopic));
+          atEnd(group, topic) && (protocol.endsWith("-transactional")
+              ? nothingAfterCommitted(group, retryTopic) : atEnd(group, retryTopic)));
       try (KafkaDeadLetterStore dlt = KafkaDeadLetterStore.forSubscription(config.build(), topic,
           group)) {
         List<DeadLetter> dead = dlt.list(DeadLetterQuery.all().withPage(0, DeadLetterQuery.MAX_LIMIT));
@@ -206,8 +207,47 @@ class KafkaRebalanceKitTest {
     return true;
   }
 
+  /**
+   * Whether a read_committed reader finds nothing after the group's committed offsets of {@code
+   * topic}: with the transactional hand-off the retry topic ends in commit markers, which take an
+   * offset each but are no record, so the committed offset after the last copy is below the end.
+   */
+  private static boolean nothingAfterCommitted(String group, String topic) {
+    Map<Integer, Long> committed = committedOffsets(group, topic);
+    try (org.apache.kafka.clients.consumer.KafkaConsumer<String, byte[]> c =
+        new org.apache.kafka.clients.consumer.KafkaConsumer<>(Map.of(
+            "bootstrap.servers", KafkaTestBroker.bootstrapServers(),
+            "enable.auto.commit", "false", "isolation.level", "read_committed"),
+            new org.apache.kafka.common.serialization.StringDeserializer(),
+            new org.apache.kafka.common.serialization.ByteArrayDeserializer())) {
+      List<org.apache.kafka.common.TopicPartition> parts = new ArrayList<>();
+      for (int p = 0; p < PARTITIONS; p++) {
+        parts.add(new org.apache.kafka.common.TopicPartition(topic, p));
+      }
+      c.assign(parts);
+      for (var tp : parts) {
+        c.seek(tp, committed.getOrDefault(tp.partition(), 0L));
+      }
+      Map<org.apache.kafka.common.TopicPartition, Long> ends = c.endOffsets(parts);
+      long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+      while (parts.stream().anyMatch(tp -> c.position(tp) < ends.get(tp))) {
+        if (!c.poll(Duration.ofMillis(50)).isEmpty()) {
+          return false;
+        }
+        if (System.nanoTime() - deadline > 0) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+
   private static KafkaTransportConfig.Builder config(String protocol) {
     KafkaTransportConfig.Builder b = KafkaTestSupport.config().closeTimeout(Duration.ofSeconds(5));
+    if (protocol.endsWith("-transactional")) {
+      b.handOff(KafkaTransportConfig.HandOff.TRANSACTIONAL);
+      protocol = protocol.substring(0, protocol.length() - "-transactional".length());
+    }
     if (protocol.equals("consumer")) {
       return b.consumerProperty("group.protocol", "consumer");
     }

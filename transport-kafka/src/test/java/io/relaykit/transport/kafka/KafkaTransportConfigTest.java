@@ -35,6 +35,9 @@ class KafkaTransportConfigTest {
       assertThat(c.closeTimeout()).isEqualTo(Duration.ofSeconds(10));
       assertThat(c.producerProperties()).isEmpty();
       assertThat(c.consumerProperties()).isEmpty();
+      assertThat(c.handOff()).isEqualTo(KafkaTransportConfig.HandOff.CONFIRMED);
+      assertThat(c.memberId()).isEmpty();
+      assertThat(c.transactionTimeout()).isEqualTo(Duration.ofSeconds(60));
     }
 
     @Test
@@ -162,5 +165,36 @@ class KafkaTransportConfigTest {
           .hasMessage("invalid relaykit.kafka.* settings: bootstrapServers must not be blank,"
               + " was null");
     }
-  }
+  
+    @Test
+    @DisplayName("reads the hand-off, the member id and the transaction timeout; refuses what"
+        + " cannot work")
+    void handOff() {
+      KafkaTransportConfig c = KafkaTransportConfig.fromSettings("relaykit.kafka.", Map.of(
+          "bootstrap-servers", "k:1", "hand-off", "Transactional", "member-id", "pod-7",
+          "producer.transaction.timeout.ms", "20000"));
+      assertThat(c.handOff()).isEqualTo(KafkaTransportConfig.HandOff.TRANSACTIONAL);
+      assertThat(c.memberId()).contains("pod-7");
+      assertThat(c.transactionTimeout()).isEqualTo(Duration.ofSeconds(20));
+      assertThat(TransactionalCopies.transactionalId(c, "orders", "billing"))
+          .isEqualTo("relaykit-billing-orders-pod-7");
+      assertThat(KafkaConsumerRuntime.consumerProperties(c,
+          io.relaykit.message.SubscriptionSpec.builder("orders", "billing").build(), 10))
+          .containsEntry("isolation.level", "read_committed");
+      assertThatThrownBy(() -> KafkaTransportConfig.fromSettings("relaykit.kafka.",
+          Map.of("bootstrap-servers", "k:1", "hand-off", "exactly-once")))
+          .hasMessage("relaykit.kafka.hand-off must be confirmed or transactional, was"
+              + " 'exactly-once'");
+      assertThatThrownBy(() -> valid().memberId("a b").build())
+          .hasMessage("memberId must be 1 to 100 of [a-zA-Z0-9._-], was 'a b'");
+      assertThatThrownBy(() -> valid().producerProperty("transactional.id", "x").build())
+          .hasMessageContaining("transactional.id is set by the transport");
+      assertThatThrownBy(() -> valid().producerProperty("transaction.timeout.ms", "500").build())
+          .hasMessage("producerProperty transaction.timeout.ms must be at least 1000 ms, was 500");
+      assertThatThrownBy(() -> valid().handOff(KafkaTransportConfig.HandOff.TRANSACTIONAL)
+          .consumerProperty("isolation.level", "read_uncommitted").build())
+          .hasMessageStartingWith("consumerProperty isolation.level=read_uncommitted contradicts"
+              + " handOff TRANSACTIONAL");
+    }
+}
 }

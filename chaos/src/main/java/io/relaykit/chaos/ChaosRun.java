@@ -1,0 +1,599 @@
+package io.relaykit.chaos;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.relaykit.chaos.ChaosOptions.UsageException;
+import io.relaykit.chaos.History.DbDeadLetter;
+import io.relaykit.chaos.History.DbEffect;
+import io.relaykit.chaos.History.DbOrder;
+import io.relaykit.chaos.History.FaultWindow;
+import io.relaykit.chaos.History.Sample;
+import io.relaykit.tck.FaultProxy;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+
+/**
+ * {@code ./relaykit chaos}: starts the checkout demo as child processes (one on H2, up to 8
+ * sharing one PostgreSQL schema), routes their PostgreSQL, Redis and RabbitMQ connections through
+ * {@link FaultProxy} instances, places orders over HTTP while a seeded schedule injects faults,
+ * lets the system settle, then checks the recorded history against what the database holds
+ * ({@link Checker}) and writes {@code report.json}, {@code report.html} and the client log.
+ *
+ * <p>Exit codes: 0 the verdict passed (nothing lost, nothing twice, no violation); 1 it did not;
+ * 2 bad usage; 3 the run could not be made (a service is unreachable, an instance did not start).
+ * Every child process, proxy, scratch folder and PostgreSQL schema it made is removed at the end,
+ * also on Ctrl-C (a shutdown hook kills the process trees).
+ */
+public final class ChaosRun implements AutoCloseable {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  /** The least time between the end of one fault and the start of the next. */
+  static final Duration HEALTHY_GAP = Duration.ofSeconds(2);
+  private static final Pattern PG_URL =
+      Pattern.compile("jdbc:postgresql://([^/:?]+)(?::(\\d+))?/([^?]*)(\\?.*)?");
+
+  /** What a run found: its exit code, verdict (null if it could not run) and report folder. */
+  public record Result(int exitCode, Checker.Verdict verdict, Path reportDir, String message) {}
+
+  /** A service the run needs is not there; the message names it and how to start it. */
+  static final class Unavailable extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    Unavailable(String message) {
+      super(message);
+    }
+  }
+
+  private final ChaosOptions o;
+  private final PrintStream out;
+  private final String runId = UUID.randomUUID().toString().replace("-", "").substring(0, 10);
+  private final List<DemoInstance> instances = new CopyOnWriteArrayList<>();
+  private final Map<String, FaultProxy> proxies = new LinkedHashMap<>();
+  private final List<FaultWindow> windows = Collections.synchronizedList(new ArrayList<>());
+  private final List<Sample> samples = Collections.synchronizedList(new ArrayList<>());
+  private final Map<String, Fault> faults = new LinkedHashMap<>();
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private final Thread hook = new Thread(this::cleanUp, "chaos-cleanup");
+  private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(2)).build();
+  private Path scratch;
+  private String schema;
+  private volatile String fatal;
+
+  private ChaosRun(ChaosOptions options, PrintStream out) {
+    this.o = options;
+    this.out = out;
+  }
+
+  public static void main(String[] args) {
+    System.exit(run(args, System.out, System.err).exitCode());
+  }
+
+  /** Parses {@code args} and runs; never calls {@code System.exit}. */
+  public static Result run(String[] args, PrintStream out, PrintStream err) {
+    ChaosOptions options;
+    try {
+      options = ChaosOptions.parse(args);
+      checkAvailable(options);
+    } catch (UsageException e) {
+      if (e.getMessage().equals("help")) {
+        out.println(ChaosOptions.USAGE);
+        return new Result(0, null, null, "help");
+      }
+      err.println("relaykit chaos: " + e.getMessage());
+      err.println(ChaosOptions.USAGE);
+      return new Result(2, null, null, e.getMessage());
+    }
+    return run(options, out, err);
+  }
+
+  /** Runs {@code options}. */
+  public static Result run(ChaosOptions options, PrintStream out, PrintStream err) {
+    try (ChaosRun run = new ChaosRun(options, out)) {
+      Runtime.getRuntime().addShutdownHook(run.hook);
+      return run.execute();
+    } catch (Unavailable e) {
+      err.println("relaykit chaos: " + e.getMessage());
+      return new Result(3, null, options.reportDir(), e.getMessage());
+    } catch (Exception e) {
+      err.println("relaykit chaos: the run could not be made: " + e);
+      return new Result(3, null, options.reportDir(), String.valueOf(e));
+    }
+  }
+
+  /** Faults this build can inject; the others are known but refused with the reason. */
+  static void checkAvailable(ChaosOptions o) {
+    for (String f : o.faults()) {
+      if (f.equals("broker-kill")) {
+        throw new UsageException("fault broker-kill needs the launcher's own Kafka broker"
+            + " (LocalKafkaBroker), which is not in this build");
+      }
+      if (f.equals("clock")) {
+        throw new UsageException("fault clock needs libfaketime and the launcher's faketime"
+            + " set-up, which are not in this build");
+      }
+    }
+    if (o.faults().contains("partition") && o.partitions() > 0) {
+      o.effectiveTargets();
+    }
+    if (o.transport().equals("kafka") && blank(System.getenv("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS"))) {
+      throw new UsageException("--transport kafka needs a broker: set"
+          + " RELAYKIT_KAFKA_BOOTSTRAP_SERVERS (the launcher's own broker is not in this build)");
+    }
+  }
+
+  private static boolean blank(String s) {
+    return s == null || s.isBlank();
+  }
+
+  private long t0;
+
+  private Result execute() throws Exception {
+    Files.createDirectories(o.reportDir());
+    scratch = Files.createTempDirectory("relaykit-chaos-");
+    Map<String, String> env = prepareServices();
+    faults.put("kill", new KillFault(instances));
+    faults.put("partition", new PartitionFault(proxies));
+
+    List<String> args = new ArrayList<>(List.of(
+        "--data", scratch.resolve("data").toString(),
+        "--storage", o.storage().equals("postgres") ? "postgres"
+            : o.idempotency().equals("redis") ? "redis" : "h2",
+        "--transport", o.transport(),
+        "--fail-rate", Double.toString(o.failRate()),
+        "--poison-sku", ChaosOptions.POISON_SKU,
+        "--lease", "3",
+        "--namespace", "chaos-" + runId));
+    out.printf(Locale.ROOT, "[chaos] run %s: storage %s, transport %s, idempotency %s,"
+        + " %d instance(s), %d orders at %.0f/s, faults %s, seed %d, scratch %s%n", runId,
+        o.storage(), o.transport(), o.idempotency(), o.instances(), o.orders(), o.rate(),
+        o.faults().isEmpty() ? "none" : String.join(",", new java.util.TreeSet<>(o.faults())),
+        o.seed(), scratch);
+    for (int i = 0; i < o.instances(); i++) {
+      DemoInstance d = new DemoInstance(i, args, env, List.of(),
+          o.reportDir().resolve("instance-" + i + ".log"));
+      instances.add(d);
+      // One at a time: the first creates the tables, the others find them.
+      d.start();
+      out.println("[chaos] instance " + i + " listening on " + d.base() + " (pid " + d.pid()
+          + ")");
+    }
+
+    // Every time in the history counts from here: the load starts now.
+    t0 = System.nanoTime();
+    long loadMs = (long) (o.orders() * 1000 / o.rate());
+    List<FaultSchedule.Event> schedule = FaultSchedule.plan(o, loadMs);
+    LoadDriver driver = new LoadDriver(o, runId, instances, t0);
+    Thread sampler = daemon("chaos-sampler", () -> sample(driver));
+    sampler.start();
+    Thread faulter = daemon("chaos-faults", () -> injectAll(schedule, t0));
+    faulter.start();
+    Thread poller = daemon("chaos-status", () -> {
+      SplittableRandom random = new SplittableRandom(o.seed());
+      while (!Thread.currentThread().isInterrupted()) {
+        driver.sampleStatuses(40, random);
+        LockSupport.parkNanos(1_000_000_000L);
+      }
+    });
+    poller.start();
+
+    driver.run();
+    long loadEndMs = driver.nowMs();
+    out.printf(Locale.ROOT, "[chaos] load done after %.1f s: %d of %d orders accepted%n",
+        loadEndMs / 1000.0, driver.accepted(), o.orders());
+    faulter.join(Duration.ofMinutes(10).toMillis());
+    poller.interrupt();
+    poller.join(15_000);
+    for (FaultProxy p : proxies.values()) {
+      p.heal();
+    }
+    for (DemoInstance d : instances) {
+      if (!d.up()) {
+        d.start();
+      }
+    }
+    boolean settled = driver.settle(System.nanoTime() + o.settle().toNanos());
+    long settledMs = driver.nowMs();
+    // A few seconds of samples after the end, so the chart shows the drained backlog.
+    awaitSample(settledMs + 1_500);
+    sampler.interrupt();
+    sampler.join(15_000);
+    out.printf(Locale.ROOT, "[chaos] %s after %.1f s%n", settled ? "settled" : "did NOT settle",
+        (settledMs - loadEndMs) / 1000.0);
+
+    for (DemoInstance d : instances) {
+      d.kill();
+    }
+    History h = snapshot(driver);
+    Checker.Verdict v = Checker.check(h);
+    Map<String, Object> meta = new LinkedHashMap<>();
+    meta.put("runId", runId);
+    meta.put("command", "./relaykit chaos " + String.join(" ", commandLine()));
+    meta.put("options", optionsMap());
+    meta.put("settled", settled);
+    meta.put("loadMs", loadEndMs);
+    meta.put("settleMs", settledMs - loadEndMs);
+    meta.put("fatal", fatal);
+    meta.put("schedule", schedule);
+    Report.write(o.reportDir(), meta, h, v);
+    print(v, settled);
+    int code = v.passed() && fatal == null ? 0 : 1;
+    return new Result(code, v, o.reportDir(), fatal);
+  }
+
+  private List<String> commandLine() {
+    List<String> c = new ArrayList<>(List.of("--storage", o.storage(), "--transport",
+        o.transport(), "--idempotency", o.idempotency(), "--instances",
+        Integer.toString(o.instances()), "--orders", Integer.toString(o.orders()), "--rate",
+        fmt(o.rate()), "--fail-rate", fmt(o.failRate()), "--faults",
+        o.faults().isEmpty() ? "none" : String.join(",", new java.util.TreeSet<>(o.faults())),
+        "--kills", Integer.toString(o.kills()), "--partitions", Integer.toString(o.partitions()),
+        "--partition-seconds", Long.toString(o.partitionLength().toSeconds()),
+        "--partition-modes", String.join(",", o.partitionModes())));
+    if (!o.partitionTargets().isEmpty()) {
+      c.addAll(List.of("--partition-targets", String.join(",", o.partitionTargets())));
+    }
+    c.addAll(List.of("--seed", Long.toString(o.seed())));
+    return c;
+  }
+
+  private Map<String, Object> optionsMap() {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("storage", o.storage());
+    m.put("transport", o.transport());
+    m.put("idempotency", o.idempotency());
+    m.put("instances", o.instances());
+    m.put("orders", o.orders());
+    m.put("rate", o.rate());
+    m.put("failRate", o.failRate());
+    m.put("faults", new java.util.TreeSet<>(o.faults()));
+    m.put("kills", o.kills());
+    m.put("partitions", o.partitions());
+    m.put("partitionSeconds", o.partitionLength().toSeconds());
+    m.put("partitionModes", o.partitionModes());
+    m.put("partitionTargets", o.partitionTargets());
+    m.put("seed", o.seed());
+    m.put("settleSeconds", o.settle().toSeconds());
+    m.put("repeatShare", o.repeatShare());
+    m.put("poisonShare", o.poisonShare());
+    m.put("poisonSku", ChaosOptions.POISON_SKU);
+    return m;
+  }
+
+  private static String fmt(double d) {
+    return d == Math.rint(d) ? Long.toString((long) d) : Double.toString(d);
+  }
+
+  private void print(Checker.Verdict v, boolean settled) {
+    out.printf(Locale.ROOT, "[chaos] accepted %d, terminal %d (success %d, failed %d, of which"
+        + " not poison %d), unacknowledged %d%n", v.acceptedKeys(), v.terminal(), v.success(),
+        v.failed(), v.failedNotPoison(), v.unacknowledgedOrders());
+    out.printf(Locale.ROOT, "[chaos] lost %d, duplicate effects %d, order violations %d, key"
+        + " violations %d, dead letters without FAILED %d, FAILED without dead letter %d,"
+        + " effects without dedupe row %d%n", v.lost(), v.duplicateEffects(),
+        v.orderViolations(), v.keyViolations(), v.deadLettersWithoutFailedOrder(),
+        v.failedOrdersWithoutDeadLetter(), v.effectsWithoutDedupeRow());
+    out.printf(Locale.ROOT, "[chaos] max backlog %d, max oldest pending %d ms%n",
+        v.maxBacklog(), v.maxOldestPendingMs());
+    for (Checker.Recovery r : v.recoveries()) {
+      out.printf(Locale.ROOT, "[chaos]   %s %s at %.1f s: %s%n", r.fault(), r.target(),
+          r.startMs() / 1000.0, r.recoveryMs() == null ? "backlog never back at its level"
+              : "recovered in " + r.recoveryMs() + " ms");
+    }
+    v.examples().forEach((k, list) -> {
+      if (!k.equals("failedNotPoison") || !list.isEmpty()) {
+        out.println("[chaos]   " + k + ": " + list.subList(0, Math.min(5, list.size())));
+      }
+    });
+    if (fatal != null) {
+      out.println("[chaos] the fault schedule stopped: " + fatal);
+    }
+    out.println("[chaos] report: " + o.reportDir().toAbsolutePath().resolve("report.html"));
+    out.println("[chaos] verdict: " + (v.passed() && fatal == null ? "PASS" : "FAIL")
+        + (settled ? "" : " (the backlog did not drain within --settle)"));
+  }
+
+  private static Thread daemon(String name, Runnable r) {
+    Thread t = new Thread(r, name);
+    t.setDaemon(true);
+    return t;
+  }
+
+  private void injectAll(List<FaultSchedule.Event> schedule, long loadStart) {
+    long notBefore = loadStart;
+    for (FaultSchedule.Event e : schedule) {
+      // The planned moment, but never sooner than HEALTHY_GAP after the previous fault ended:
+      // a restart takes seconds, and back-to-back kills would measure a system that is never up.
+      long at = Math.max(loadStart + e.atMs() * 1_000_000L, notBefore);
+      for (long left; (left = at - System.nanoTime()) > 0; ) {
+        LockSupport.parkNanos(left);
+      }
+      long start = (System.nanoTime() - t0) / 1_000_000;
+      String detail;
+      try {
+        detail = faults.get(e.fault()).inject(e);
+      } catch (Exception ex) {
+        fatal = e.fault() + " " + e.target() + " failed: " + ex;
+        windows.add(new FaultWindow(e.fault(), e.target(), "FAILED: " + ex, start,
+            (System.nanoTime() - t0) / 1_000_000));
+        return;
+      }
+      long end = (System.nanoTime() - t0) / 1_000_000;
+      notBefore = System.nanoTime() + HEALTHY_GAP.toNanos();
+      windows.add(new FaultWindow(e.fault(), e.target(), detail, start, end));
+      out.printf(Locale.ROOT, "[chaos] %.1f s: %s (%d ms)%n", start / 1000.0, detail,
+          end - start);
+    }
+  }
+
+  private void sample(LoadDriver driver) {
+    long next = System.nanoTime();
+    while (!Thread.currentThread().isInterrupted()) {
+      long at = driver.nowMs();
+      JsonNode m = metrics();
+      samples.add(new Sample(at, driver.accepted(),
+          m == null ? -1 : m.path("ordersSucceeded").asLong(-1),
+          m == null ? -1 : m.path("outboxBacklog").asLong(-1),
+          m == null ? -1 : m.path("oldestPendingAgeMs").asLong(-1)));
+      next += 1_000_000_000L;
+      for (long left; (left = next - System.nanoTime()) > 0; ) {
+        LockSupport.parkNanos(left);
+        if (Thread.currentThread().isInterrupted()) {
+          return;
+        }
+      }
+    }
+  }
+
+  private void awaitSample(long atMs) {
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (System.nanoTime() < deadline) {
+      synchronized (samples) {
+        if (!samples.isEmpty() && samples.get(samples.size() - 1).atMs() >= atMs) {
+          return;
+        }
+      }
+      LockSupport.parkNanos(100_000_000L);
+    }
+  }
+
+  /** GET /metrics from the first instance that answers within 2 s; null if none does. */
+  private JsonNode metrics() {
+    for (DemoInstance d : instances) {
+      if (!d.up()) {
+        continue;
+      }
+      try {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(d.base().resolve("/metrics"))
+            .timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() == 200) {
+          return JSON.readTree(r.body());
+        }
+      } catch (IOException e) {
+        // try the next instance
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return null;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Checks each service the run needs, makes a proxy in front of it and answers the demo's
+   * environment pointing at the proxies.
+   */
+  private Map<String, String> prepareServices() throws Unavailable {
+    Map<String, String> env = new LinkedHashMap<>();
+    if (o.storage().equals("postgres")) {
+      Matcher m = PG_URL.matcher(o.postgresUrl());
+      if (!m.matches()) {
+        throw new Unavailable("--postgres-url must look like"
+            + " jdbc:postgresql://HOST:PORT/DB?user=..., was " + o.postgresUrl());
+      }
+      String host = m.group(1);
+      int port = m.group(2) == null ? 5432 : Integer.parseInt(m.group(2));
+      schema = "chaos_" + runId;
+      try (Connection c = DriverManager.getConnection(o.postgresUrl());
+          Statement s = c.createStatement()) {
+        s.execute("CREATE SCHEMA " + schema);
+      } catch (SQLException e) {
+        schema = null;
+        throw new Unavailable("PostgreSQL is not reachable at " + host + ":" + port + " ("
+            + e.getMessage() + "); start it with `. scripts/services.sh && ensure_postgres`"
+            + " (or ./relaykit test), or point --postgres-url / RELAYKIT_POSTGRES_URL at one");
+      }
+      FaultProxy p = FaultProxy.to(host, port);
+      proxies.put("db", p);
+      String params = m.group(4) == null ? "?" : m.group(4) + "&";
+      env.put("RELAYKIT_POSTGRES_URL", "jdbc:postgresql://127.0.0.1:" + p.port() + "/"
+          + m.group(3) + params + "currentSchema=" + schema
+          + "&socketTimeout=10&connectTimeout=5&tcpKeepAlive=true");
+    }
+    if (o.idempotency().equals("redis")) {
+      URI uri = URI.create(envOr("RELAYKIT_REDIS_URI", "redis://127.0.0.1:6379"));
+      int port = uri.getPort() < 0 ? 6379 : uri.getPort();
+      reachable("Redis", uri.getHost(), port, "ensure_redis", "RELAYKIT_REDIS_URI");
+      FaultProxy p = FaultProxy.to(uri.getHost(), port);
+      proxies.put("redis", p);
+      env.put("RELAYKIT_REDIS_URI", uri.getScheme() + "://"
+          + (uri.getRawUserInfo() == null ? "" : uri.getRawUserInfo() + "@") + "127.0.0.1:"
+          + p.port() + (uri.getRawPath() == null ? "" : uri.getRawPath()));
+    }
+    if (o.transport().equals("rabbitmq")) {
+      URI uri = URI.create(envOr("RELAYKIT_RABBITMQ_URI", "amqp://guest:guest@127.0.0.1:5672"));
+      int port = uri.getPort() < 0 ? 5672 : uri.getPort();
+      reachable("RabbitMQ", uri.getHost(), port, "ensure_rabbitmq", "RELAYKIT_RABBITMQ_URI");
+      FaultProxy p = FaultProxy.to(uri.getHost(), port);
+      proxies.put("rabbitmq", p);
+      env.put("RELAYKIT_RABBITMQ_URI", uri.getScheme() + "://"
+          + (uri.getRawUserInfo() == null ? "" : uri.getRawUserInfo() + "@") + "127.0.0.1:"
+          + p.port() + (uri.getRawPath() == null ? "" : uri.getRawPath()));
+    }
+    if (o.transport().equals("kafka")) {
+      String servers = System.getenv("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
+      String first = servers.split(",")[0].trim();
+      int colon = first.lastIndexOf(':');
+      reachable("Kafka", first.substring(0, colon), Integer.parseInt(first.substring(colon + 1)),
+          null, "RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
+      env.put("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", servers);
+    }
+    return env;
+  }
+
+  private static String envOr(String name, String fallback) {
+    String v = System.getenv(name);
+    return blank(v) ? fallback : v;
+  }
+
+  private static void reachable(String name, String host, int port, String ensure, String var)
+      throws Unavailable {
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress(host, port), 3_000);
+    } catch (IOException e) {
+      throw new Unavailable(name + " is not reachable at " + host + ":" + port + "; start it"
+          + (ensure == null ? "" : " with `. scripts/services.sh && " + ensure + "`")
+          + ", or point " + var + " at a running one");
+    }
+  }
+
+  /** Reads what the database holds, after every instance was killed. */
+  private History snapshot(LoadDriver driver) throws SQLException {
+    String url = o.storage().equals("postgres")
+        ? o.postgresUrl() + (o.postgresUrl().contains("?") ? "&" : "?") + "currentSchema=" + schema
+        : "jdbc:h2:file:" + scratch.resolve("data").resolve("relaykit").toAbsolutePath()
+            + ";AUTO_SERVER=TRUE";
+    List<DbOrder> orders = new ArrayList<>();
+    List<DbEffect> effects = new ArrayList<>();
+    List<DbDeadLetter> dead = new ArrayList<>();
+    Set<String> done = new HashSet<>();
+    long unsent;
+    try (Connection c = DriverManager.getConnection(url); Statement s = c.createStatement()) {
+      try (ResultSet rs = s.executeQuery("SELECT id, idem_key, sku FROM demo_orders")) {
+        while (rs.next()) {
+          orders.add(new DbOrder(rs.getString(1), rs.getString(2), rs.getString(3)));
+        }
+      }
+      try (ResultSet rs = s.executeQuery(
+          "SELECT order_id, effect, COUNT(*) FROM demo_effects GROUP BY order_id, effect")) {
+        while (rs.next()) {
+          effects.add(new DbEffect(rs.getString(1), rs.getString(2), rs.getInt(3)));
+        }
+      }
+      try (ResultSet rs = s.executeQuery(
+          "SELECT id, message_id, msg_key, consumer_group FROM relaykit_dead_letter")) {
+        while (rs.next()) {
+          dead.add(new DbDeadLetter(rs.getString(1), rs.getString(2), rs.getString(3),
+              rs.getString(4)));
+        }
+      }
+      try (ResultSet rs = s.executeQuery(
+          "SELECT idem_key FROM relaykit_idempotency WHERE status = 1")) {
+        while (rs.next()) {
+          done.add(rs.getString(1));
+        }
+      }
+      try (ResultSet rs = s.executeQuery(
+          "SELECT COUNT(*) FROM relaykit_outbox WHERE state = 0")) {
+        rs.next();
+        unsent = rs.getLong(1);
+      }
+    }
+    List<Sample> sampled;
+    synchronized (samples) {
+      sampled = new ArrayList<>(samples);
+    }
+    List<FaultWindow> w;
+    synchronized (windows) {
+      w = new ArrayList<>(windows);
+    }
+    w.sort(Comparator.comparingLong(FaultWindow::startMs));
+    List<History.Request> requests;
+    synchronized (driver.requests) {
+      requests = new ArrayList<>(driver.requests);
+    }
+    List<History.StatusSeen> statuses;
+    synchronized (driver.statuses) {
+      statuses = new ArrayList<>(driver.statuses);
+    }
+    return new History(requests, statuses, orders, effects, dead, done, unsent, sampled, w,
+        ChaosOptions.POISON_SKU);
+  }
+
+  @Override
+  public void close() {
+    cleanUp();
+    try {
+      Runtime.getRuntime().removeShutdownHook(hook);
+    } catch (IllegalStateException e) {
+      // the JVM is shutting down: the hook runs (or ran) cleanUp itself
+    }
+  }
+
+  /** Kills every instance, closes the proxies, drops the schema, deletes the scratch folder. */
+  private void cleanUp() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    for (DemoInstance d : instances) {
+      d.close();
+    }
+    for (FaultProxy p : proxies.values()) {
+      p.close();
+    }
+    String namespace = "chaos-" + runId;
+    if (proxies.containsKey("redis")) {
+      SharedCleanup.redis(envOr("RELAYKIT_REDIS_URI", "redis://127.0.0.1:6379"),
+          "relaykit-demo:" + namespace + ":");
+    }
+    if (proxies.containsKey("rabbitmq")) {
+      SharedCleanup.rabbitmq(envOr("RELAYKIT_RABBITMQ_URI", "amqp://guest:guest@127.0.0.1:5672"),
+          namespace + ".", List.of("100ms", "1000ms"));
+    }
+    if (schema != null) {
+      try (Connection c = DriverManager.getConnection(o.postgresUrl());
+          Statement s = c.createStatement()) {
+        s.execute("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+      } catch (SQLException e) {
+        System.err.println("relaykit chaos: could not drop schema " + schema + ": " + e);
+      }
+    }
+    if (scratch != null) {
+      try (Stream<Path> walk = Files.walk(scratch)) {
+        walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      } catch (IOException e) {
+        System.err.println("relaykit chaos: could not delete " + scratch + ": " + e);
+      }
+    }
+  }
+}
