@@ -31,8 +31,8 @@ import org.junit.jupiter.api.Test;
  * project.build.outputTimestamp and the pinned plugins promise. The builds run the Maven that runs
  * this build ({@code maven.home}, passed by the pom), offline, against the same local repository,
  * with tests skipped. The reactor's own fresh build of the module counts as the first build, so
- * a normal {@code mvn verify} pays for one extra build of relaykit-core (about 15 s on an idle
- * 2-core machine).
+ * a normal {@code mvn verify} pays for one extra build of relaykit-core (54-121 s measured on a
+ * 2-core machine shared with other builds).
  *
  * <p>For the whole reactor, maven-artifact-plugin does the same comparison against a previous
  * install into a scratch repository (see README, "Reproducible builds").

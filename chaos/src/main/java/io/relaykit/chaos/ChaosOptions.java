@@ -27,6 +27,7 @@ public record ChaosOptions(
     double failRate,
     Set<String> faults,
     int kills,
+    int brokerKills,
     int partitions,
     Duration partitionLength,
     List<String> partitionModes,
@@ -60,8 +61,9 @@ public record ChaosOptions(
       "  --fail-rate F                  transient consumer failures, 0 <= F < 1 (default 0.02)",
       "  --faults LIST                  kill,partition,broker-kill,clock or none (default kill)",
       "  --kills N                      kill -9 count for the kill fault (default 3)",
+      "  --broker-kills N               kill -9 count of the run's Kafka broker (default 1)",
       "  --partitions N                 partition count (default 1)",
-      "  --partition-seconds S          length of each partition (default 5)",
+      "  --partition-seconds S          length of each partition and clock skew (default 5)",
       "  --partition-modes LIST         cut,refuse,blackhole,latency (default all)",
       "  --partition-targets LIST       db,redis,rabbitmq,kafka (default: every proxied one)",
       "  --seed S                       the same seed gives the same schedule (default 1)",
@@ -102,6 +104,8 @@ public record ChaosOptions(
       require(FAULTS.contains(f), "unknown fault '" + f + "'; known: " + FAULTS + " or none");
     }
     require(kills >= 0 && kills <= 1000, "--kills must be in 0..1000, was " + kills);
+    require(brokerKills >= 0 && brokerKills <= 1000, "--broker-kills must be in 0..1000, was "
+        + brokerKills);
     require(partitions >= 0 && partitions <= 1000, "--partitions must be in 0..1000, was "
         + partitions);
     require(!partitionLength.isNegative() && !partitionLength.isZero()
@@ -175,6 +179,7 @@ public record ChaosOptions(
     double failRate = 0.02;
     Set<String> faults = Set.of("kill");
     int kills = 3;
+    int brokerKills = 1;
     int partitions = 1;
     int partitionSeconds = 5;
     List<String> modes = MODES;
@@ -210,6 +215,7 @@ public record ChaosOptions(
         case "--faults" -> faults = list(value).contains("none") && list(value).size() == 1
             ? Set.of() : new LinkedHashSet<>(list(value));
         case "--kills" -> kills = integer(name, value);
+        case "--broker-kills" -> brokerKills = integer(name, value);
         case "--partitions" -> partitions = integer(name, value);
         case "--partition-seconds" -> partitionSeconds = integer(name, value);
         case "--partition-modes" -> modes = list(value);
@@ -234,7 +240,7 @@ public record ChaosOptions(
           .format(java.time.Instant.now()));
     }
     return new ChaosOptions(storage, transport, idempotency, instances, orders, rate, failRate,
-        faults, kills, partitions, Duration.ofSeconds(partitionSeconds), modes, targets, seed,
+        faults, kills, brokerKills, partitions, Duration.ofSeconds(partitionSeconds), modes, targets, seed,
         report, Duration.ofSeconds(settle), repeat, poison, postgresUrl);
   }
 

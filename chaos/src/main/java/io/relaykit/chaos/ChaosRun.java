@@ -8,6 +8,8 @@ import io.relaykit.chaos.History.DbEffect;
 import io.relaykit.chaos.History.DbOrder;
 import io.relaykit.chaos.History.FaultWindow;
 import io.relaykit.chaos.History.Sample;
+import io.relaykit.examples.Faketime;
+import io.relaykit.examples.kafka.LocalKafkaBroker;
 import io.relaykit.tck.FaultProxy;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -88,6 +90,8 @@ public final class ChaosRun implements AutoCloseable {
       .connectTimeout(Duration.ofSeconds(2)).build();
   private Path scratch;
   private String schema;
+  /** The Kafka broker this run started (--transport kafka without a configured one). */
+  private volatile LocalKafkaBroker broker;
   private volatile String fatal;
 
   private ChaosRun(ChaosOptions options, PrintStream out) {
@@ -131,24 +135,21 @@ public final class ChaosRun implements AutoCloseable {
     }
   }
 
-  /** Faults this build can inject; the others are known but refused with the reason. */
+  /** Combinations that cannot run, refused with the reason before anything starts. */
   static void checkAvailable(ChaosOptions o) {
-    for (String f : o.faults()) {
-      if (f.equals("broker-kill")) {
-        throw new UsageException("fault broker-kill needs the launcher's own Kafka broker"
-            + " (LocalKafkaBroker), which is not in this build");
-      }
-      if (f.equals("clock")) {
-        throw new UsageException("fault clock needs libfaketime and the launcher's faketime"
-            + " set-up, which are not in this build");
-      }
+    boolean ownBroker = o.transport().equals("kafka")
+        && blank(System.getenv("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS"));
+    if (o.faults().contains("broker-kill") && !ownBroker) {
+      throw new UsageException("fault broker-kill kills the Kafka broker the run starts itself:"
+          + " it needs --transport kafka without RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
     }
     if (o.faults().contains("partition") && o.partitions() > 0) {
-      o.effectiveTargets();
-    }
-    if (o.transport().equals("kafka") && blank(System.getenv("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS"))) {
-      throw new UsageException("--transport kafka needs a broker: set"
-          + " RELAYKIT_KAFKA_BOOTSTRAP_SERVERS (the launcher's own broker is not in this build)");
+      List<String> targets = o.effectiveTargets();
+      if (targets.contains("kafka") && !ownBroker) {
+        throw new UsageException("a kafka partition goes through the broker the run starts"
+            + " itself (it advertises the proxy's port): unset RELAYKIT_KAFKA_BOOTSTRAP_SERVERS"
+            + " or leave kafka out of --partition-targets");
+      }
     }
   }
 
@@ -164,6 +165,26 @@ public final class ChaosRun implements AutoCloseable {
     Map<String, String> env = prepareServices();
     faults.put("kill", new KillFault(instances));
     faults.put("partition", new PartitionFault(proxies));
+    faults.put("clock", new ClockFault(instances, Faketime::environment));
+    if (broker != null) {
+      LocalKafkaBroker b = broker;
+      faults.put("broker-kill", new BrokerKillFault(new BrokerKillFault.Broker() {
+        @Override
+        public long pid() {
+          return b.pid();
+        }
+
+        @Override
+        public void kill() {
+          b.kill();
+        }
+
+        @Override
+        public void restart() {
+          b.restart();
+        }
+      }));
+    }
 
     List<String> args = new ArrayList<>(List.of(
         "--data", scratch.resolve("data").toString(),
@@ -222,13 +243,15 @@ public final class ChaosRun implements AutoCloseable {
         d.start();
       }
     }
+    long settleStartMs = driver.nowMs();
     boolean settled = driver.settle(System.nanoTime() + o.settle().toNanos());
     long settledMs = driver.nowMs();
     // A few seconds of samples after the end, so the chart shows the drained backlog.
     awaitSample(settledMs + 1_500);
     sampler.interrupt();
     sampler.join(15_000);
-    out.printf(Locale.ROOT, "[chaos] %s after %.1f s%n", settled ? "settled" : "did NOT settle",
+    out.printf(Locale.ROOT, "[chaos] %s %.1f s after the last fault (%.1f s after the load)%n",
+        settled ? "settled" : "did NOT settle", (settledMs - settleStartMs) / 1000.0,
         (settledMs - loadEndMs) / 1000.0);
 
     for (DemoInstance d : instances) {
@@ -242,7 +265,8 @@ public final class ChaosRun implements AutoCloseable {
     meta.put("options", optionsMap());
     meta.put("settled", settled);
     meta.put("loadMs", loadEndMs);
-    meta.put("settleMs", settledMs - loadEndMs);
+    meta.put("faultsDoneMs", settleStartMs);
+    meta.put("settleMs", settledMs - settleStartMs);
     meta.put("fatal", fatal);
     meta.put("schedule", schedule);
     Report.write(o.reportDir(), meta, h, v);
@@ -257,7 +281,8 @@ public final class ChaosRun implements AutoCloseable {
         Integer.toString(o.instances()), "--orders", Integer.toString(o.orders()), "--rate",
         fmt(o.rate()), "--fail-rate", fmt(o.failRate()), "--faults",
         o.faults().isEmpty() ? "none" : String.join(",", new java.util.TreeSet<>(o.faults())),
-        "--kills", Integer.toString(o.kills()), "--partitions", Integer.toString(o.partitions()),
+        "--kills", Integer.toString(o.kills()), "--broker-kills",
+        Integer.toString(o.brokerKills()), "--partitions", Integer.toString(o.partitions()),
         "--partition-seconds", Long.toString(o.partitionLength().toSeconds()),
         "--partition-modes", String.join(",", o.partitionModes())));
     if (!o.partitionTargets().isEmpty()) {
@@ -278,6 +303,7 @@ public final class ChaosRun implements AutoCloseable {
     m.put("failRate", o.failRate());
     m.put("faults", new java.util.TreeSet<>(o.faults()));
     m.put("kills", o.kills());
+    m.put("brokerKills", o.brokerKills());
     m.put("partitions", o.partitions());
     m.put("partitionSeconds", o.partitionLength().toSeconds());
     m.put("partitionModes", o.partitionModes());
@@ -356,15 +382,43 @@ public final class ChaosRun implements AutoCloseable {
     }
   }
 
+  /**
+   * Once a second, asks an instance that is up for /metrics, without waiting for the answer: on a
+   * loaded machine an answer can take seconds, and the cadence must not stretch with it. Each
+   * sample carries the moment it was asked for; one without an answer within 5 s is -1.
+   */
   private void sample(LoadDriver driver) {
     long next = System.nanoTime();
     while (!Thread.currentThread().isInterrupted()) {
       long at = driver.nowMs();
-      JsonNode m = metrics();
-      samples.add(new Sample(at, driver.accepted(),
-          m == null ? -1 : m.path("ordersSucceeded").asLong(-1),
-          m == null ? -1 : m.path("outboxBacklog").asLong(-1),
-          m == null ? -1 : m.path("oldestPendingAgeMs").asLong(-1)));
+      long accepted = driver.accepted();
+      DemoInstance d = null;
+      for (DemoInstance i : instances) {
+        if (i.up()) {
+          d = i;
+          break;
+        }
+      }
+      if (d == null) {
+        samples.add(new Sample(at, accepted, -1, -1, -1));
+      } else {
+        http.sendAsync(HttpRequest.newBuilder(d.base().resolve("/metrics"))
+                .timeout(Duration.ofSeconds(5)).GET().build(),
+            HttpResponse.BodyHandlers.ofString()).whenComplete((r, e) -> {
+              JsonNode m = null;
+              if (e == null && r.statusCode() == 200) {
+                try {
+                  m = JSON.readTree(r.body());
+                } catch (IOException bad) {
+                  m = null;
+                }
+              }
+              samples.add(new Sample(at, accepted,
+                  m == null ? -1 : m.path("ordersSucceeded").asLong(-1),
+                  m == null ? -1 : m.path("outboxBacklog").asLong(-1),
+                  m == null ? -1 : m.path("oldestPendingAgeMs").asLong(-1)));
+            });
+      }
       next += 1_000_000_000L;
       for (long left; (left = next - System.nanoTime()) > 0; ) {
         LockSupport.parkNanos(left);
@@ -385,28 +439,6 @@ public final class ChaosRun implements AutoCloseable {
       }
       LockSupport.parkNanos(100_000_000L);
     }
-  }
-
-  /** GET /metrics from the first instance that answers within 2 s; null if none does. */
-  private JsonNode metrics() {
-    for (DemoInstance d : instances) {
-      if (!d.up()) {
-        continue;
-      }
-      try {
-        HttpResponse<String> r = http.send(HttpRequest.newBuilder(d.base().resolve("/metrics"))
-            .timeout(Duration.ofSeconds(2)).GET().build(), HttpResponse.BodyHandlers.ofString());
-        if (r.statusCode() == 200) {
-          return JSON.readTree(r.body());
-        }
-      } catch (IOException e) {
-        // try the next instance
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return null;
-      }
-    }
-    return null;
   }
 
   /**
@@ -462,11 +494,32 @@ public final class ChaosRun implements AutoCloseable {
     }
     if (o.transport().equals("kafka")) {
       String servers = System.getenv("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
-      String first = servers.split(",")[0].trim();
-      int colon = first.lastIndexOf(':');
-      reachable("Kafka", first.substring(0, colon), Integer.parseInt(first.substring(colon + 1)),
-          null, "RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
-      env.put("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", servers);
+      if (!blank(servers)) {
+        String first = servers.split(",")[0].trim();
+        int colon = first.lastIndexOf(':');
+        reachable("Kafka", first.substring(0, colon),
+            Integer.parseInt(first.substring(colon + 1)), null,
+            "RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
+        env.put("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", servers);
+      } else {
+        // A broker of the run's own, behind a proxy whose port it advertises: clients bootstrap
+        // through the proxy and reconnect through it, so the proxy can partition them.
+        int listen = LocalKafkaBroker.freePort();
+        FaultProxy p = FaultProxy.to("127.0.0.1", listen);
+        proxies.put("kafka", p);
+        out.println("[chaos] starting a Kafka broker on 127.0.0.1:" + listen + " (clients through "
+            + p.address() + "; log " + scratch.resolve("kafka").resolve("broker.log") + ")");
+        try {
+          broker = LocalKafkaBroker.start(scratch.resolve("kafka"), listen, p.port());
+        } catch (IllegalStateException e) {
+          throw new Unavailable("the run's Kafka broker did not start: " + e.getMessage());
+        }
+        env.put("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", broker.bootstrap());
+      }
+    }
+    if (o.faults().contains("clock") && Faketime.library().isEmpty()) {
+      throw new Unavailable("the clock fault needs libfaketime: install it with"
+          + " `. scripts/services.sh && ensure_faketime` (apt-get install faketime)");
     }
     return env;
   }
@@ -533,6 +586,7 @@ public final class ChaosRun implements AutoCloseable {
     synchronized (samples) {
       sampled = new ArrayList<>(samples);
     }
+    sampled.sort(Comparator.comparingLong(Sample::atMs));
     List<FaultWindow> w;
     synchronized (windows) {
       w = new ArrayList<>(windows);
@@ -567,6 +621,14 @@ public final class ChaosRun implements AutoCloseable {
     }
     for (DemoInstance d : instances) {
       d.close();
+    }
+    LocalKafkaBroker b = broker;
+    if (b != null) {
+      try {
+        b.close();
+      } catch (RuntimeException e) {
+        System.err.println("relaykit chaos: could not stop the Kafka broker: " + e);
+      }
     }
     for (FaultProxy p : proxies.values()) {
       p.close();

@@ -38,6 +38,7 @@ final class FaultSchedule {
       int n = switch (fault) {
         case "kill" -> o.kills();
         case "partition" -> o.partitions();
+        case "broker-kill" -> o.brokerKills();
         default -> 1;
       };
       for (int i = 0; i < n; i++) {

@@ -75,11 +75,11 @@ class ChaosOptionsTest {
   }
 
   @Test
-  @DisplayName("a fault that this build cannot inject is refused by name")
-  void unavailableFaults() {
-    Ran r = run("--faults", "broker-kill", "--transport", "kafka");
+  @DisplayName("broker-kill without the run's own Kafka broker is refused with the reason")
+  void brokerKillNeedsKafka() {
+    Ran r = run("--faults", "broker-kill");
     assertThat(r.code()).isEqualTo(2);
-    assertThat(r.err()).contains("broker-kill");
+    assertThat(r.err()).contains("fault broker-kill").contains("--transport kafka");
   }
 
   @Test

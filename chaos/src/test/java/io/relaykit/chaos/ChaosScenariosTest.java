@@ -17,10 +17,11 @@ import org.junit.jupiter.api.Test;
 /**
  * The CI scenarios of {@code ./relaykit chaos}, short versions, each a real run: demo JVMs as
  * child processes, real kill -9s, real partitions through the fault proxy, against the machine's
- * PostgreSQL, Redis and RabbitMQ (never stopped: the faults are on the proxy). Each asserts the
+ * PostgreSQL, Redis and RabbitMQ (never stopped: the faults are on the proxy) and a Kafka broker
+ * the run starts itself (LocalKafkaBroker) and kill -9s. Each asserts the
  * verdict and that the faults really happened (their windows, and what the run did to the
  * system: requests cut short, a backlog that built up), and keeps its report under
- * {@code target/chaos-scenarios/NAME}. About 3 minutes in all on 2 cores.
+ * {@code target/chaos-scenarios/NAME}. About 4 minutes in all on 2 cores.
  */
 class ChaosScenariosTest {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -127,6 +128,20 @@ class ChaosScenariosTest {
     assertThat(run.faults()).hasSize(2).allSatisfy(f ->
         assertThat(f.get("detail").asText()).startsWith("cut "));
     assertThat(run.faults().get(0).get("detail").asText()).doesNotStartWith("cut 0 ");
+  }
+
+  @Test
+  @DisplayName("Kafka: kill -9 of the run's own broker under load, and its restart")
+  void kafkaBrokerKill() throws Exception {
+    Run run = run("kafka-broker-kill", "--transport", "kafka", "--orders", "800", "--rate", "50",
+        "--faults", "broker-kill", "--seed", "4");
+    assertClean(run, 800);
+    assertThat(run.faults()).singleElement().satisfies(f -> {
+      assertThat(f.get("fault").asText()).isEqualTo("broker-kill");
+      assertThat(f.get("detail").asText()).startsWith("kill -9 broker pid");
+    });
+    // The broker was down long enough for the outbox to back up behind it.
+    assertThat(run.verdict().maxBacklog()).isGreaterThan(100);
   }
 
   @Test

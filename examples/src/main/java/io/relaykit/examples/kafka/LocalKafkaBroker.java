@@ -59,7 +59,8 @@ public final class LocalKafkaBroker implements AutoCloseable {
   private final Path dataDir;
   private final int port;
   private final int advertisedPort;
-  private final int controllerPort;
+  /** Internal (never advertised); a new one when a restart finds it taken. */
+  private int controllerPort;
   private final Path config;
   private final Path log;
   private final Path pidFile;
@@ -124,6 +125,11 @@ public final class LocalKafkaBroker implements AutoCloseable {
   /** The port the broker itself listens on. */
   public int port() {
     return port;
+  }
+
+  /** The broker's data directory (absolute): its log segments, config, pid file and log. */
+  public Path dataDir() {
+    return dataDir;
   }
 
   /** The broker's log file (its stdout and stderr, appended across restarts). */
@@ -209,8 +215,20 @@ public final class LocalKafkaBroker implements AutoCloseable {
     }
   }
 
-  /** A port on 127.0.0.1 that was free a moment ago (for a broker or a proxy in front of it). */
+  /**
+   * A port on 127.0.0.1 that was free a moment ago (for a broker or a proxy in front of it), below
+   * Linux's default ephemeral range (32768-60999) when one is free there: the outgoing connections
+   * of a busy fault run take their local ports from that range, and one of them could hold a
+   * broker's port while it restarts.
+   */
   public static int freePort() {
+    java.util.SplittableRandom random = new java.util.SplittableRandom();
+    for (int i = 0; i < 50; i++) {
+      int candidate = 20_000 + random.nextInt(12_000);
+      if (portFree(candidate)) {
+        return candidate;
+      }
+    }
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getByName(HOST))) {
       return s.getLocalPort();
     } catch (IOException e) {
@@ -406,8 +424,10 @@ public final class LocalKafkaBroker implements AutoCloseable {
           + HOST + " is in use");
     }
     if (!portFree(controllerPort)) {
-      throw new IllegalStateException("cannot start the Kafka broker: its controller port "
-          + controllerPort + " on " + HOST + " is in use");
+      // The controller's port is this node's own business (a static quorum of one, whose voter
+      // endpoint is read from the config on every start), so a taken one is replaced.
+      controllerPort = freePort();
+      writeConfig();
     }
     long logStart = logSize();
     List<String> command = java("-Xmx320m");

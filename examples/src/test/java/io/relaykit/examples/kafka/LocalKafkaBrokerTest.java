@@ -53,6 +53,8 @@ class LocalKafkaBrokerTest {
     try (LocalKafkaBroker broker = LocalKafkaBroker.start(dir, 0, 0)) {
       port = broker.port();
       assertThat(broker.bootstrap()).isEqualTo("127.0.0.1:" + port);
+      assertThat(broker.dataDir()).isEqualTo(dir.toAbsolutePath().normalize());
+      assertThat(broker.logFile()).isEqualTo(broker.dataDir().resolve("broker.log"));
       pid = broker.pid();
       assertThat(ProcessHandle.of(pid)).hasValueSatisfying(h -> assertThat(h.isAlive()).isTrue());
       createTopic(broker.bootstrap(), "orders", 2);
@@ -65,7 +67,13 @@ class LocalKafkaBrokerTest {
       assertThat(broker.isAlive()).isFalse();
       assertThat(KafkaPing.answers("127.0.0.1", port, Duration.ofMillis(500))).isFalse();
 
-      broker.restart();
+      // Something takes the controller's port meanwhile: the restart moves the controller.
+      int controller = controllerPort(dir);
+      try (ServerSocket taken = new ServerSocket()) {
+        taken.bind(new java.net.InetSocketAddress("127.0.0.1", controller));
+        broker.restart();
+      }
+      assertThat(controllerPort(dir)).isNotEqualTo(controller);
       assertThat(broker.port()).isEqualTo(port);
       assertThat(broker.pid()).isNotEqualTo(pid);
       pid = broker.pid();
@@ -167,6 +175,15 @@ class LocalKafkaBrokerTest {
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("70000");
     assertThatThrownBy(() -> LocalKafkaBroker.start(dir, 0, -1))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("advertisedPort");
+  }
+
+  static int controllerPort(Path dir) throws Exception {
+    java.util.Properties p = new java.util.Properties();
+    try (java.io.Reader r = Files.newBufferedReader(dir.resolve("server.properties"))) {
+      p.load(r);
+    }
+    String voters = p.getProperty("controller.quorum.voters");
+    return Integer.parseInt(voters.substring(voters.lastIndexOf(':') + 1));
   }
 
   static boolean alive(long pid) {

@@ -206,7 +206,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     });
     timers.setRemoveOnCancelPolicy(true);
     this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
-    CopyHandOff.Sender sender = txn != null ? txn::send : (w, copy, what) -> router.send(copy, what);
+    CopyHandOff.Sender sender = txn != null
+        ? (w, copy, what) -> txn.send(w, copy, what, () -> current(w) && state != State.FAILED)
+        : (w, copy, what) -> router.send(copy, what);
     this.handOff = new CopyHandOff(sender, timers, config, topic, spec.group(), retryTopic,
         retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
           @Override
@@ -661,7 +663,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
    * committed offset; a fenced producer stops the subscription, committing nothing more.
    */
   private void commitTransactional(boolean force) {
-    TransactionalCopies.Result result = txn.commit(new TransactionalCopies.Committer() {
+    txn.commit(txnCommitter, force);
+  }
+
+  /** The runtime's side of {@link TransactionalCopies}; poll thread only. */
+  private final TransactionalCopies.Committer txnCommitter = new TransactionalCopies.Committer() {
       @Override
       public Map<TopicPartition, OffsetAndMetadata> offsets() {
         Set<TopicPartition> parts = new HashSet<>(consumer.assignment());
@@ -700,10 +706,14 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       public void committed(Map<TopicPartition, OffsetAndMetadata> offsets) {
         offsets.forEach((tp, o) -> committed.put(tp, o.offset()));
       }
-    }, force);
-    switch (result) {
-      case ABORTED -> startRewind();
-      case FENCED -> {
+
+      @Override
+      public void aborted() {
+        startRewind();
+      }
+
+      @Override
+      public void fenced() {
         Set<TopicPartition> all = new HashSet<>(owned);
         drop(all); // nothing of this member's may be committed any more
         fail("transactional producer " + txn.transactionalId() + " of " + topic + " in group "
@@ -712,9 +722,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
             + " the subscription stopped: restart it to resume from the committed offsets",
             txn.fatal());
       }
-      default -> { }
-    }
-  }
+    };
 
   /**
    * After an aborted hand-off transaction: drops the tracking of every owned partition now (their
@@ -811,7 +819,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
       if (txn != null) {
-        txn.abortAtNextCommit(); // its offsets can no longer be committed by us
+        // Its offsets can no longer be committed by us: abort now, so that records read again
+        // after the reassignment write their copies into a new transaction.
+        txn.abortOpen(txnCommitter, "partitions " + partitions + " were lost");
       }
       drop(partitions);
     }

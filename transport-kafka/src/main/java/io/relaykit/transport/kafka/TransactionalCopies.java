@@ -19,10 +19,11 @@ import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 
 /**
- * The transactional hand-off of one consumer runtime ({@link KafkaTransportConfig.HandOff#TRANSACTIONAL}):
- * a transactional producer whose transactions carry the retry and dead-letter copies together
- * with the source offsets that pass them ({@code sendOffsetsToTransaction} with the consumer's
- * group metadata), so that a crash either keeps both or neither.
+ * The transactional hand-off of one consumer runtime ({@link
+ * KafkaTransportConfig.HandOff#TRANSACTIONAL}): a transactional producer whose transactions carry
+ * the retry and dead-letter copies together with the source offsets that pass them ({@code
+ * sendOffsetsToTransaction} with the consumer's group metadata), so that a crash either keeps both
+ * or neither.
  *
  * <p>A transaction begins with its first copy and stays open until, at a commit tick, every copy
  * in it is confirmed and the commit watermark (the lowest unfinished offset) of its record's
@@ -30,16 +31,18 @@ import org.apache.kafka.common.errors.UnsupportedVersionException;
  * cannot finish before its key's retry (that needs a committed transaction, maybe this one, and
  * its delay); then the runtime's committable offsets are sent to it and it commits. It is
  * committed anyway when it has been open for half of {@code transaction.timeout.ms} (a record
- * below the copies that runs long would otherwise hold it until the coordinator aborts it), and on
- * revoke and close. Copies past the watermark committed in these ways may be written again after
- * a crash (the default hand-off's guarantee, for those copies only). While no transaction is open, offsets are
- * committed by the consumer, synchronously, under the same lock a copy takes to open a
- * transaction: no offset past an uncommitted copy's record is ever committed.
+ * below the copies that runs long would otherwise hold it until the coordinator aborts it); copies
+ * past the watermark committed in these ways may be written again after a crash (the default
+ * hand-off's guarantee, for those copies only). On revoke and close it commits if the watermark
+ * passed its copies, else it is aborted (the records run again, their copies are discarded). While no transaction is
+ * open, offsets are committed by the consumer, synchronously, under the same lock a copy takes to
+ * open a transaction: no offset past an uncommitted copy's record is ever committed.
  *
  * <p>When a commit or a copy fails, the transaction is aborted (its copies vanish for
- * read_committed readers) and {@link Result#ABORTED} tells the runtime to rewind its partitions to
- * their committed offsets: the records run again at the attempt the broker last committed. If the
- * abort fails too, the producer is replaced by a new one with the same transactional id, whose
+ * read_committed readers) and {@link Committer#aborted} tells the runtime, under the lock, to
+ * rewind its partitions to their committed offsets (a copy of stale work is refused under that
+ * lock, so none slips into the next transaction): the records run again at the attempt the
+ * broker last committed. If the abort fails too, the producer is replaced by a new one with the same transactional id, whose
  * {@code initTransactions} finishes whatever the old one left. A producer fenced by a newer one
  * with the same transactional id (another live member with the same member id) is {@link
  * Result#FENCED}: the runtime stops. Thread-safe: copies are sent from workers and timers, commits
@@ -69,6 +72,15 @@ final class TransactionalCopies {
 
     /** {@code offsets} were committed (plainly or with a transaction). */
     void committed(Map<TopicPartition, OffsetAndMetadata> offsets);
+
+    /**
+     * The open transaction was aborted: make the work behind its copies stale. Runs under the
+     * hand-off lock, so no copy of that work can slip into the next transaction.
+     */
+    void aborted();
+
+    /** The producer was fenced: stop, under the hand-off lock. */
+    void fenced();
   }
 
   private static final System.Logger LOG = System.getLogger(TransactionalCopies.class.getName());
@@ -121,7 +133,8 @@ final class TransactionalCopies {
    */
   static String transactionalId(KafkaTransportConfig config, String topic, String group) {
     String member = config.memberId()
-        .or(() -> java.util.Optional.ofNullable(config.consumerProperties().get("group.instance.id")))
+        .or(() -> java.util.Optional.ofNullable(
+            config.consumerProperties().get("group.instance.id")))
         .orElseGet(() -> java.util.UUID.randomUUID().toString());
     return config.clientIdPrefix() + "-" + group + "-" + topic + "-" + member;
   }
@@ -135,9 +148,14 @@ final class TransactionalCopies {
    * The future completes on the broker's confirm of the send (not of the transaction).
    */
   CompletableFuture<RecordMetadata> send(Work w, ProducerRecord<String, byte[]> copy,
-      String what) {
+      String what, java.util.function.BooleanSupplier current) {
     lock.lock();
     try {
+      if (!current.getAsBoolean()) {
+        // Checked under the lock an abort's rewind holds: stale work never joins a transaction.
+        return CompletableFuture.failedFuture(new PublishException(what + " belongs to an"
+            + " earlier assignment or an aborted transaction; not sent"));
+      }
       if (fatal != null) {
         return CompletableFuture.failedFuture(new PublishException("the transactional producer "
             + transactionalId + " was fenced; " + what + " was not sent", fatal));
@@ -188,8 +206,8 @@ final class TransactionalCopies {
   /**
    * One commit tick: with no transaction open, commits the offsets through the consumer; with one
    * open, commits it (with the offsets) if its copies are all confirmed and passed by the
-   * watermark, or it is older than half the transaction timeout, or {@code force}; aborts it if a
-   * copy failed.
+   * watermark, or it is older than half the transaction timeout; aborts it if a copy failed. With
+   * {@code force} (revoke, close) it never stays open: committed if passed, else aborted.
    *
    * @throws RuntimeException from {@link Committer#commitPlain} (the poll loop's error handling)
    */
@@ -200,6 +218,7 @@ final class TransactionalCopies {
         return Result.FENCED;
       }
       if (!open) {
+        failed = false;
         Map<TopicPartition, OffsetAndMetadata> offsets = c.offsets();
         if (!offsets.isEmpty()) {
           c.commitPlain(offsets);
@@ -208,9 +227,16 @@ final class TransactionalCopies {
         return Result.NONE_OPEN;
       }
       if (failed) {
-        return abort("a copy in it failed");
+        return settle(c, abort("a copy in it failed"));
       }
       boolean aged = System.nanoTime() - openedAt >= boundNanos;
+      if (force && !allPassed(c)) {
+        // Revoke or close before the watermark passed the copies: committing would keep copies
+        // whose records the next owner runs again; aborting discards them, and the records run
+        // again at the attempt the broker holds.
+        return settle(c, abort("its partitions are revoked or closed before the commit"
+            + " watermark passed its copies"));
+      }
       if (!force && !aged && (pending.get() > 0 || !allPassed(c))) {
         return Result.KEPT_OPEN;
       }
@@ -226,7 +252,7 @@ final class TransactionalCopies {
         }
         router.producer().commitTransaction();
       } catch (KafkaException e) {
-        return abort("its commit failed: " + e);
+        return settle(c, abort("its commit failed: " + e));
       }
       open = false;
       copies.clear();
@@ -283,16 +309,32 @@ final class TransactionalCopies {
     return Result.ABORTED;
   }
 
-  /** Makes the next commit tick abort the open transaction (partitions were lost). */
-  void abortAtNextCommit() {
+  /**
+   * Aborts the open transaction now, if any (partitions were lost: its offsets can no longer be
+   * committed by this member), and tells {@code c} under the lock.
+   */
+  Result abortOpen(Committer c, String why) {
     lock.lock();
     try {
-      if (open) {
-        failed = true;
+      if (fatal != null) {
+        return Result.FENCED;
       }
+      if (!open) {
+        return Result.NONE_OPEN;
+      }
+      return settle(c, abort(why));
     } finally {
       lock.unlock();
     }
+  }
+
+  private static Result settle(Committer c, Result r) {
+    if (r == Result.FENCED) {
+      c.fenced();
+    } else if (r == Result.ABORTED) {
+      c.aborted();
+    }
+    return r;
   }
 
   /** Whether a transaction is open (tests). */

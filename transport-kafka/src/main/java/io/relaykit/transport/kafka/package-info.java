@@ -8,6 +8,9 @@
  * only unfinished work; retries go through a delay topic without blocking other keys, and the last
  * failure goes to a dead-letter topic, read and replayed through {@link
  * io.relaykit.transport.kafka.KafkaDeadLetterStore}. In-flight work is bounded and close drains.
+ * With {@link io.relaykit.transport.kafka.KafkaTransportConfig.HandOff#TRANSACTIONAL} the retry
+ * and dead-letter copies are written in one transaction with the source offsets that pass them
+ * (read with {@code read_committed}), so a crash never both keeps a copy and re-runs its record.
  * Both pass queue-tck's publisher and subscriber kits.
  */
 package io.relaykit.transport.kafka;

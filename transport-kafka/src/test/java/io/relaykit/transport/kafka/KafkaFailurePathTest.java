@@ -410,7 +410,8 @@ class KafkaFailurePathTest {
       + " doubled per error in a row), does not spin, and the subscription resumes afterwards")
   void repeatedRetriableErrorsBackOff() {
     String topic = newTopic("backoff", 1);
-    java.util.concurrent.atomic.AtomicBoolean failing = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.atomic.AtomicBoolean failing =
+        new java.util.concurrent.atomic.AtomicBoolean();
     List<Long> throwsAt = new CopyOnWriteArrayList<>();
     // The injected clock fails on the poll thread only, at the start of every poll turn: a
     // retriable error of the turn, like a commit timeout or a broker moving.

@@ -135,6 +135,15 @@ class KafkaTransactionalHandOffTest {
 
   /** Every record of {@code topic}, read with {@code isolation}, without a group. */
   private static List<ConsumerRecord<String, byte[]>> read(String topic, String isolation) {
+    return read(topic, isolation, 0);
+  }
+
+  /**
+   * Like {@link #read(String, String)}, once at least {@code atLeast} records are visible: a
+   * transaction's markers reach its partitions just after it committed.
+   */
+  private static List<ConsumerRecord<String, byte[]>> read(String topic, String isolation,
+      int atLeast) {
     try (KafkaConsumer<String, byte[]> c = new KafkaConsumer<>(Map.of(
         ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaTestBroker.bootstrapServers(),
         ConsumerConfig.CLIENT_ID_CONFIG, "handoff-reader-" + UUID.randomUUID(),
@@ -145,11 +154,11 @@ class KafkaTransactionalHandOffTest {
           .map(p -> new TopicPartition(topic, p.partition())).toList();
       c.assign(parts);
       c.seekToBeginning(parts);
-      Map<TopicPartition, Long> ends = c.endOffsets(parts);
       List<ConsumerRecord<String, byte[]>> out = new ArrayList<>();
-      Await.until(Duration.ofSeconds(30), "end of " + topic, () -> {
+      Await.until(Duration.ofSeconds(30), atLeast + " records on " + topic, () -> {
         c.poll(Duration.ofMillis(50)).forEach(out::add);
-        return parts.stream().allMatch(p -> c.position(p) >= ends.get(p));
+        Map<TopicPartition, Long> ends = c.endOffsets(parts);
+        return out.size() >= atLeast && parts.stream().allMatch(p -> c.position(p) >= ends.get(p));
       });
       return out;
     }
@@ -204,8 +213,8 @@ class KafkaTransactionalHandOffTest {
     assertThat(dlt.list(DeadLetterQuery.all())).extracting(DeadLetter::messageId)
         .containsExactly(messages.get(1).id());
     assertThat(count(read(deadLetterTopic, "read_uncommitted"), "1")).isEqualTo(2);
-    assertThat(count(read(deadLetterTopic, "read_committed"), "1")).isEqualTo(1);
-    assertThat(count(read(retryTopic, "read_committed"), "2")).isEqualTo(1);
+    assertThat(count(read(deadLetterTopic, "read_committed", 1), "1")).isEqualTo(1);
+    assertThat(count(read(retryTopic, "read_committed", 1), "2")).isEqualTo(1);
     assertThat(sub.close(Duration.ofSeconds(10))).isTrue();
   }
 
@@ -226,7 +235,7 @@ class KafkaTransactionalHandOffTest {
       // with the source offset 3.
       Await.until(WAIT, "the transaction committed",
           () -> Long.valueOf(3).equals(committedOffsets(group, topic).get(0)));
-      assertThat(count(read(retryTopic, "read_committed"), "2")).isEqualTo(1);
+      assertThat(count(read(retryTopic, "read_committed", 1), "2")).isEqualTo(1);
       child.kill();
     }
 
@@ -433,5 +442,84 @@ class KafkaTransactionalHandOffTest {
     Await.until(WAIT, "everything committed",
         () -> Long.valueOf(3).equals(committedOffsets(group, topic).get(0)));
     assertThat(sub.close(Duration.ofSeconds(10))).isTrue();
+  }
+  @Test
+  @DisplayName("transactional: partitions lost with a transaction open (the poll thread stalled"
+      + " past max.poll.interval.ms) abort it and rewind: the copy never runs, the records run"
+      + " again from the committed offset")
+  void lostPartitionsAbortAndRewind() {
+    String topic = newTopic("txlost", 1);
+    String group = topic + "-g";
+    publishAll(topic, List.of(message("a", 0), message("b", 1)));
+    CountDownLatch release = new CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicBoolean stall =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.atomic.AtomicBoolean firstOfZero =
+        new java.util.concurrent.atomic.AtomicBoolean(true);
+    // The injected clock stalls the poll thread once, for 2.5 s: like a long GC pause, it makes
+    // the member miss max.poll.interval.ms (1.5 s), so the group takes its partitions away.
+    InstantSource clock = () -> {
+      if (Thread.currentThread().getName().endsWith("-poll") && stall.compareAndSet(true, false)) {
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(2500);
+        while (System.nanoTime() - end < 0) {
+          java.util.concurrent.locks.LockSupport.parkNanos(end - System.nanoTime());
+        }
+      }
+      return Instant.now();
+    };
+    List<Call> calls = new CopyOnWriteArrayList<>();
+    KafkaSubscription sub = clients.subscriber(KafkaTestSupport.config()
+        .closeTimeout(Duration.ofSeconds(5))
+        .maxPollInterval(Duration.ofMillis(1500))
+        .producerProperty("transaction.timeout.ms", "6000")
+        .consumerProperty("session.timeout.ms", "3000")
+        .consumerProperty("heartbeat.interval.ms", "500")
+        .clock(clock)
+        .handOff(KafkaTransportConfig.HandOff.TRANSACTIONAL))
+        .subscribe(io.relaykit.message.SubscriptionSpec.builder(topic, group)
+            .ordering(io.relaykit.ordering.OrderingMode.KEY).concurrency(4).maxInFlight(16)
+            .handlerTimeout(Duration.ofMinutes(5))
+            .retryPolicy(io.relaykit.retry.RetryPolicy.builder().maxAttempts(3)
+                .backoff(io.relaykit.retry.Backoff.fixed(Duration.ofMillis(1))).build())
+            .build(),
+            d -> {
+              int seq = Integer.parseInt(d.message().payloadUtf8());
+              calls.add(new Call(seq, d.attempt()));
+              if (seq == 0 && firstOfZero.compareAndSet(true, false)) {
+                release.await(); // holds the watermark at 0: the transaction stays open
+              }
+              if (seq == 1 && d.attempt() == 1) {
+                throw new IllegalStateException("first attempt fails");
+              }
+            });
+    Await.until(WAIT, "record 1's copy in the open transaction", () -> calls.contains(
+        new Call(1, 1)) && ((KafkaConsumerRuntime) sub).transactionOpen());
+    stall.set(true);
+    try {
+      // Lost: the transaction aborted at once; rejoined: record 1 read again from the committed
+      // offset and run at attempt 1 (its copy was discarded), then once at attempt 2 from its new
+      // copy (committed at the bound, 3 s: record 0's new run waits for its stale one).
+      Await.until(WAIT, "record 1 run again from the source",
+          () -> calls.stream().filter(c -> c.equals(new Call(1, 1))).count() == 2);
+      Await.until(WAIT, "its retry ran", () -> calls.contains(new Call(1, 2)));
+      // The stale first call of record 0 still holds key a's lane (KEY mode: one at a time); once
+      // it returns, record 0's run of the new assignment follows.
+      release.countDown();
+      Await.until(WAIT, "everything committed",
+          () -> Long.valueOf(2).equals(committedOffsets(group, topic).get(0)));
+      assertThat(calls).filteredOn(c -> c.seq() == 1).containsExactly(new Call(1, 1),
+          new Call(1, 1), new Call(1, 2));
+      assertThat(calls).filteredOn(c -> c.seq() == 0).containsExactly(new Call(0, 1),
+          new Call(0, 1));
+      String retryTopic = KafkaTestSupport.config().build().retryTopic(topic, group);
+      assertThat(count(read(retryTopic, "read_uncommitted"), "1")).as("copies written")
+          .isEqualTo(2);
+      assertThat(count(read(retryTopic, "read_committed", 1), "1")).as("copies committed")
+          .isEqualTo(1);
+      assertThat(sub.isRunning()).isTrue();
+    } finally {
+      release.countDown();
+    }
+    sub.close(Duration.ofSeconds(10));
   }
 }
