@@ -476,44 +476,21 @@ public final class JdbcOutboxStore implements OutboxStore {
   @Override
   public int markSent(String owner, Collection<Long> sequences, Instant now) {
     requireOwner(owner);
-    if (sequences == null) {
-      throw new IllegalArgumentException("sequences must not be null");
-    }
+    Long[] seqs = sortedSequences(sequences);
     requireNow(now);
-    if (sequences.isEmpty()) {
+    if (seqs.length == 0) {
       return 0;
     }
-    Long[] seqs = new Long[sequences.size()];
-    int i = 0;
-    for (Long seq : sequences) {
-      if (seq == null) {
-        throw new IllegalArgumentException("sequences must not contain null");
-      }
-      seqs[i++] = seq;
-    }
-    // Ascending, so concurrent statements lock rows in one order, as claims do.
-    Arrays.sort(seqs);
     return statements.markSent(dataSource, "outbox markSent on " + tables.outbox, owner, seqs);
   }
 
   @Override
   public int release(String owner, Collection<Long> sequences) {
     requireOwner(owner);
-    if (sequences == null) {
-      throw new IllegalArgumentException("sequences must not be null");
-    }
-    Long[] seqs = new Long[sequences.size()];
-    int n = 0;
-    for (Long seq : sequences) {
-      if (seq == null) {
-        throw new IllegalArgumentException("sequences must not contain null");
-      }
-      seqs[n++] = seq;
-    }
+    Long[] seqs = sortedSequences(sequences);
     if (seqs.length == 0) {
       return 0;
     }
-    Arrays.sort(seqs);
     String sql = "UPDATE " + tables.outbox + " SET lease_owner = NULL, lease_until = NULL"
         + " WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?";
     return Jdbc.inTransaction(dataSource, "outbox release on " + tables.outbox, c -> {
@@ -638,27 +615,15 @@ public final class JdbcOutboxStore implements OutboxStore {
   public Set<Long> renewLease(String owner, Collection<Long> sequences, Duration lease,
       Instant now) {
     requireOwner(owner);
-    if (sequences == null) {
-      throw new IllegalArgumentException("sequences must not be null");
-    }
+    Long[] seqs = sortedSequences(sequences);
     if (lease == null || lease.isZero() || lease.isNegative()) {
       throw new IllegalArgumentException("lease must be a positive duration, was " + lease);
     }
     requireNow(now);
     long leaseNanos = nanos("lease", lease);
-    Long[] seqs = new Long[sequences.size()];
-    int n = 0;
-    for (Long seq : sequences) {
-      if (seq == null) {
-        throw new IllegalArgumentException("sequences must not contain null");
-      }
-      seqs[n++] = seq;
-    }
     if (seqs.length == 0) {
       return Set.of();
     }
-    // Ascending, so concurrent statements lock rows in one order, as claims do.
-    Arrays.sort(seqs);
     String t = tables.outbox;
     if (dialect == Dialect.POSTGRESQL) {
       // One statement; parameters: [now], lease, seqs, owner.
@@ -889,6 +854,26 @@ public final class JdbcOutboxStore implements OutboxStore {
     ps.setLong(6, Instants.toNanos("message createdAt", m.createdAt()));
     ps.setString(7, m.key().isPresent() && scope == OutboxOrderScope.KEY_PER_DESTINATION
         ? destination : "");
+  }
+
+  /**
+   * The sequences as an ascending array, so concurrent statements lock rows in one order, as
+   * claims do; refuses a null collection or a null element.
+   */
+  private static Long[] sortedSequences(Collection<Long> sequences) {
+    if (sequences == null) {
+      throw new IllegalArgumentException("sequences must not be null");
+    }
+    Long[] seqs = new Long[sequences.size()];
+    int n = 0;
+    for (Long seq : sequences) {
+      if (seq == null) {
+        throw new IllegalArgumentException("sequences must not contain null");
+      }
+      seqs[n++] = seq;
+    }
+    Arrays.sort(seqs);
+    return seqs;
   }
 
   private static void requireOwner(String owner) {
