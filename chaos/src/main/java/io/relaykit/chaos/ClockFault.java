@@ -3,7 +3,6 @@ package io.relaykit.chaos;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 
 /**
@@ -40,13 +39,7 @@ final class ClockFault implements Fault {
     d.start(skewEnvironment.apply(skew));
     long skewedPid = d.pid();
     try {
-      long end = System.nanoTime() + event.lengthMs() * 1_000_000L;
-      for (long left; (left = end - System.nanoTime()) > 0; ) {
-        LockSupport.parkNanos(left);
-        if (Thread.currentThread().isInterrupted()) {
-          break;
-        }
-      }
+      Fault.holdFor(event);
     } finally {
       d.kill();
       d.start();

@@ -1,5 +1,7 @@
 package io.relaykit.chaos;
 
+import java.util.concurrent.locks.LockSupport;
+
 /**
  * One kind of fault a chaos run injects ({@code kill}, {@code partition}, ...). The run calls
  * {@link #inject} at the scheduled moment, on the fault thread; it returns once the fault is over
@@ -21,4 +23,18 @@ interface Fault {
    * @throws Exception if the fault or its healing failed; the run stops and reports it
    */
   String inject(FaultSchedule.Event event) throws Exception;
+
+  /**
+   * Holds the fault for {@code event}'s length (the length asked for, on the monotonic clock), or
+   * until the fault thread is interrupted (the run is stopping); the caller heals afterwards.
+   */
+  static void holdFor(FaultSchedule.Event event) {
+    long end = System.nanoTime() + event.lengthMs() * 1_000_000L;
+    for (long left; (left = end - System.nanoTime()) > 0; ) {
+      LockSupport.parkNanos(left);
+      if (Thread.currentThread().isInterrupted()) {
+        return;
+      }
+    }
+  }
 }

@@ -3,7 +3,6 @@ package io.relaykit.chaos;
 import io.relaykit.tck.FaultProxy;
 import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * {@code partition}: breaks the TCP path between the demo instances and one service, through the
@@ -47,13 +46,7 @@ final class PartitionFault implements Fault {
     }
     try {
       // The fault's length is what was asked for: hold it that long, then heal.
-      long end = System.nanoTime() + event.lengthMs() * 1_000_000L;
-      for (long left; (left = end - System.nanoTime()) > 0; ) {
-        LockSupport.parkNanos(left);
-        if (Thread.currentThread().isInterrupted()) {
-          break;
-        }
-      }
+      Fault.holdFor(event);
     } finally {
       proxy.heal();
     }
