@@ -1,5 +1,7 @@
 package io.relaykit.examples;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -9,6 +11,8 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import io.relaykit.tck.Await;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
 
 /** A small java.net.http client for the demo's API, for tests. */
@@ -44,6 +48,20 @@ final class DemoHttp {
 
   Answer order(String key, String sku, int qty) throws IOException {
     return post("/orders", key, "{\"sku\":\"" + sku + "\",\"qty\":" + qty + "}");
+  }
+
+  /**
+   * Places {@code n} orders of SKUs {@code skuPrefix-0 .. skuPrefix-(n-1)}, each under a fresh
+   * Idempotency-Key; fails unless each is accepted (202). Returns the order ids in order.
+   */
+  List<String> placeOrders(String skuPrefix, int n) throws IOException {
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      Answer a = order(newKey(), skuPrefix + "-" + i, 1);
+      assertThat(a.status()).as("order %s-%d accepted", skuPrefix, i).isEqualTo(202);
+      ids.add(a.json().get("orderId").asText());
+    }
+    return ids;
   }
 
   /** A fresh Idempotency-Key. */

@@ -31,16 +31,16 @@ class KafkaDemoBrokerKillTest {
           Map.of(CheckoutApp.KAFKA_BOOTSTRAP, broker.bootstrap()))) {
         assertThat(demo.app().localKafka).as("a configured broker: the demo starts none").isNull();
         List<String> ids = new ArrayList<>();
-        ids.addAll(place(demo, "before", 5));
+        ids.addAll(demo.http().placeOrders("before", 5));
         for (String id : ids) {
           demo.http().awaitStatus(id, "SUCCESS", WAIT);
         }
 
         broker.kill();
         // The API takes orders while the broker is down: they wait in the outbox.
-        ids.addAll(place(demo, "during", 5));
+        ids.addAll(demo.http().placeOrders("during", 5));
         broker.restart();
-        ids.addAll(place(demo, "after", 5));
+        ids.addAll(demo.http().placeOrders("after", 5));
 
         for (String id : ids) {
           demo.http().awaitStatus(id, "SUCCESS", WAIT);
@@ -50,15 +50,5 @@ class KafkaDemoBrokerKillTest {
         }
       }
     }
-  }
-
-  private static List<String> place(RunningDemo demo, String sku, int n) throws Exception {
-    List<String> ids = new ArrayList<>();
-    for (int i = 0; i < n; i++) {
-      DemoHttp.Answer a = demo.http().order(DemoHttp.newKey(), sku + "-" + i, 1);
-      assertThat(a.status()).isEqualTo(202);
-      ids.add(a.json().get("orderId").asText());
-    }
-    return ids;
   }
 }

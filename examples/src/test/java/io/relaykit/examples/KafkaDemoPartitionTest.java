@@ -36,7 +36,7 @@ class KafkaDemoPartitionTest {
           0, null, Duration.ofSeconds(2));
       try (RunningDemo demo = RunningDemo.start(options,
           Map.of(CheckoutApp.KAFKA_BOOTSTRAP, broker.bootstrap()))) {
-        List<String> ids = new ArrayList<>(place(demo, "before", 5));
+        List<String> ids = new ArrayList<>(demo.http().placeOrders("before", 5));
         for (String id : ids) {
           demo.http().awaitStatus(id, "SUCCESS", WAIT);
         }
@@ -45,7 +45,7 @@ class KafkaDemoPartitionTest {
 
         proxy.refuseConnections();
         proxy.cutConnections();
-        ids.addAll(place(demo, "during", 5));
+        ids.addAll(demo.http().placeOrders("during", 5));
         Await.until(WAIT, "the orders placed during the partition wait in the outbox",
             () -> demo.http().getJson("/metrics").path("outboxBacklog").asLong() >= 1);
         proxy.heal();
@@ -60,15 +60,5 @@ class KafkaDemoPartitionTest {
             .isGreaterThan(accepted);
       }
     }
-  }
-
-  private static List<String> place(RunningDemo demo, String sku, int n) throws Exception {
-    List<String> ids = new ArrayList<>();
-    for (int i = 0; i < n; i++) {
-      DemoHttp.Answer a = demo.http().order(DemoHttp.newKey(), sku + "-" + i, 1);
-      assertThat(a.status()).isEqualTo(202);
-      ids.add(a.json().get("orderId").asText());
-    }
-    return ids;
   }
 }
