@@ -693,6 +693,61 @@ public abstract class OutboxRelayContract {
     }
 
     @Test
+    @DisplayName("key runs: when handing a stopped run's rows back fails (the store is out), the"
+        + " batch still ends and reports them; they stay leased until the lease ends, then go out"
+        + " in order after the failed row's retry")
+    void keyRunReleaseFailureWaitsForTheLease() {
+      for (int i = 1; i <= 4; i++) {
+        append("k", "k" + i);
+      }
+      AtomicBoolean failK2 = new AtomicBoolean(true);
+      List<String> order = java.util.Collections.synchronizedList(new ArrayList<>());
+      TestBroker broker = new TestBroker();
+      Publisher publisher = new Publisher() {
+        @Override
+        public CompletableFuture<PublishReceipt> publish(String d, Message m) {
+          order.add(m.payloadUtf8());
+          if (m.payloadUtf8().equals("k2") && failK2.getAndSet(false)) {
+            return CompletableFuture.failedFuture(
+                new io.relaykit.message.PublishException("broker nacked"));
+          }
+          return broker.publish(d, m);
+        }
+
+        @Override
+        public void close() {}
+      };
+      java.util.concurrent.atomic.AtomicInteger releaseCalls =
+          new java.util.concurrent.atomic.AtomicInteger();
+      OutboxStore releaseFails = new ForwardingOutboxStore(store) {
+        @Override
+        public int release(String owner, java.util.Collection<Long> sequences) {
+          releaseCalls.incrementAndGet();
+          throw new IllegalStateException("store unreachable (injected)");
+        }
+      };
+      OutboxRelay relay = built(relay("r", releaseFails, deadLetters, publisher).batchSize(10));
+
+      OutboxRelay.Batch first = relay.runOnce();
+      assertThat(releaseCalls.get()).isEqualTo(1);
+      assertThat(first.claimed()).isEqualTo(4);
+      assertThat(first.sent()).isEqualTo(1);
+      assertThat(first.retried()).isEqualTo(1);
+      assertThat(order).containsExactly("k1", "k2");
+      // k2's retry is due in ~1 s, but k3 and k4 are still leased by r: nothing overtakes k2.
+      clock.advance(Duration.ofSeconds(2));
+      OutboxRelay.Batch retry = relay.runOnce();
+      assertThat(retry.sent()).isEqualTo(1);
+      assertThat(order).containsExactly("k1", "k2", "k2");
+      assertThat(store.stats(clock.instant()).unsent()).isEqualTo(2);
+      clock.advance(LEASE.plusSeconds(1));
+      OutboxRelay.Batch rest = relay.runOnce();
+      assertThat(rest.sent()).isEqualTo(2);
+      assertThat(store.stats(clock.instant()).unsent()).isZero();
+      assertThat(order).containsExactly("k1", "k2", "k2", "k3", "k4");
+    }
+
+    @Test
     @DisplayName("keyRun(1) claims one row per key, as the store's plain claim")
     void keyRunOne() {
       for (int i = 1; i <= 4; i++) {
