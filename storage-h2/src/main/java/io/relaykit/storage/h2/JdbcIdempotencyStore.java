@@ -99,6 +99,8 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         + " AND done_until <= ?))";
     // Parameters: now - retention (for lapsed claims), now (for DONE), limit. SKIP LOCKED: rows a caller's transaction holds (a takeover in
     // runOnce) are left for a later purge instead of being waited for.
+    // No ORDER BY: H2 would then lock every expired key before FETCH FIRST cuts the sorted
+    // result, not one batch (JdbcPurgeLockScopeTest).
     this.expiredSql = "SELECT idem_key FROM " + tables.idempotency + " WHERE " + expired
         + " FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
     // Re-checks expiry on the locked row. Parameters: key, now - retention, now.

@@ -118,6 +118,8 @@ abstract sealed class OutboxStatements {
         + ")" + byKey;
     this.keyOfSql = "SELECT msg_key, order_dest FROM " + table
         + " WHERE seq = ? AND msg_key IS NOT NULL";
+    // No ORDER BY: H2 would then lock every idle head before FETCH FIRST cuts the sorted result
+    // (JdbcPurgeLockScopeTest).
     this.idleHeadsSql = "SELECT msg_key, order_dest FROM " + headTable
         + " WHERE head_seq IS NULL FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
     this.deleteIdleHeadSql = "DELETE FROM " + headTable + byKey + " AND head_seq IS NULL";
