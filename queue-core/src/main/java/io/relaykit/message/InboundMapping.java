@@ -30,9 +30,10 @@ import java.util.concurrent.atomic.LongAdder;
  * <ul>
  *   <li>id: the value of {@link Builder#idHeader}, else the CloudEvents {@code id}, else the
  *       transport's stable position ({@link Inbound#position}: {@code topic-partition@offset} on
- *       Kafka; on RabbitMQ the message-id property, else {@code queue@sha256:...} of the message's
- *       properties and body, which is the same on every redelivery of the same bytes: two
- *       identical messages without a message id share an id, so set one if that matters);
+ *       Kafka; on RabbitMQ the message-id property, else {@code destination@sha256:...} of the
+ *       message's timestamp, headers and body, which is the same on every redelivery of the same
+ *       bytes and in every group: two identical messages without a message id share an id, so
+ *       set one if that matters);
  *   <li>type: the value of {@link Builder#typeHeader}, else the CloudEvents {@code type}, else the
  *       destination (topic or queue);
  *   <li>key: the value of {@link Builder#keyHeader} if named and present, else the transport's key

@@ -152,11 +152,11 @@ final class AmqpHeaders {
 
   /**
    * A foreign message's position, the same on every redelivery: its message-id property if it has
-   * one, else {@code queue@sha256:} and 32 hex digits of a SHA-256 over the timestamp, the string
-   * headers (sorted; broker-added ones excluded, they change on redelivery) and the body. Delivery
-   * tags are per channel and redelivery, so they cannot serve.
+   * one, else {@code destination@sha256:} and 32 hex digits of a SHA-256 over the timestamp, the
+   * string headers (sorted; broker-added ones excluded, they change on redelivery) and the body,
+   * the same in every group. Delivery tags are per channel and redelivery, so they cannot serve.
    */
-  static String stablePosition(String queue, AMQP.BasicProperties props, Map<String, String> wire,
+  static String stablePosition(String destination, AMQP.BasicProperties props, Map<String, String> wire,
       byte[] body) {
     if (props.getMessageId() != null && !props.getMessageId().isBlank()) {
       return props.getMessageId();
@@ -173,7 +173,8 @@ final class AmqpHeaders {
         sha.update(body);
       }
       byte[] d = sha.digest();
-      StringBuilder hex = new StringBuilder(queue.length() + 40).append(queue).append("@sha256:");
+      StringBuilder hex = new StringBuilder(destination.length() + 40)
+          .append(destination).append("@sha256:");
       for (int i = 0; i < 16; i++) {
         hex.append(Character.forDigit((d[i] >> 4) & 0xF, 16))
             .append(Character.forDigit(d[i] & 0xF, 16));
