@@ -5,8 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.message.CloudEvents;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.InboundMapping;
+import io.relaykit.message.Message;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.retry.Backoff;
 import io.relaykit.retry.RetryPolicy;
@@ -19,6 +21,7 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -171,5 +174,53 @@ class KafkaForeignMessagesTest {
         .isEqualTo("undecodable: missing header relaykit-id");
     assertThat(handled).hasSize(1);
     plainSub.close(Duration.ofSeconds(5));
+  }
+
+  @Test
+  @DisplayName("CloudEvents binary mode: a plain KafkaConsumer reads relaykit's event from ce_"
+      + " headers, and a plain producer's CloudEvent is consumed with its id, type and time")
+  void cloudEventsBothWays() throws Exception {
+    String topic = newTopic("cloudevents", 1);
+    Message event = Message.builder().id("1234-1234-1234").type("com.example.someevent")
+        .key("mykey").payload("{\"a\":1}").createdAt(Instant.parse("2018-04-05T03:56:24Z"))
+        .build();
+    KafkaTestSupport.publishAll(topic, List.of(
+        CloudEvents.kafka(event, "/mycontext/subcontext", null, "application/json")));
+    ConsumerRecord<String, byte[]> raw = KafkaTestSupport.readAll(topic, 1).get(0);
+    Map<String, String> ce = new java.util.HashMap<>();
+    raw.headers().forEach(h -> ce.put(h.key(), new String(h.value(), StandardCharsets.UTF_8)));
+    assertThat(ce).containsEntry("ce_specversion", "1.0").containsEntry("ce_id", "1234-1234-1234")
+        .containsEntry("ce_type", "com.example.someevent")
+        .containsEntry("ce_source", "/mycontext/subcontext")
+        .containsEntry("ce_time", "2018-04-05T03:56:24Z")
+        .containsEntry("content-type", "application/json");
+    assertThat(raw.key()).isEqualTo("mykey");
+    assertThat(new String(raw.value(), StandardCharsets.UTF_8)).isEqualTo("{\"a\":1}");
+
+    // The other way: the spec's example written by a plain producer, bad ce_time included.
+    String in = newTopic("cloudevents-in", 1);
+    sendPlain(List.of(
+        plain(in, "mykey", "avro-bytes", "ce_specversion", "1.0", "ce_type",
+            "com.example.someevent", "ce_source", "/mycontext/subcontext", "ce_id",
+            "1234-1234-1234", "ce_time", "2018-04-05T03:56:24Z", "content-type",
+            "application/avro"),
+        plain(in, "k2", "bad-time", "ce_specversion", "1.0", "ce_type", "t", "ce_source", "/s",
+            "ce_id", "e-2", "ce_time", "not a time")));
+    InboundMapping mapping = InboundMapping.foreign().cloudEvents(true).build();
+    List<Delivery> handled = new CopyOnWriteArrayList<>();
+    clients.subscriber().subscribe(SubscriptionSpec.builder(in, in + "-g").inbound(mapping)
+        .build(), handled::add);
+    Await.until(WAIT, "both consumed", () -> handled.size() == 2);
+    Message first = handled.stream().filter(d -> d.message().id().equals("1234-1234-1234"))
+        .findFirst().orElseThrow().message();
+    assertThat(first.type()).isEqualTo("com.example.someevent");
+    assertThat(first.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
+    assertThat(first.headers()).containsEntry("content-type", "application/avro")
+        .containsEntry("ce_source", "/mycontext/subcontext");
+    Message second = handled.stream().filter(d -> d.message().id().equals("e-2"))
+        .findFirst().orElseThrow().message();
+    assertThat(second.createdAt()).as("bad ce_time ignored: the record timestamp")
+        .isEqualTo(Instant.ofEpochMilli(STAMP));
+    assertThat(mapping.ignoredAttributes()).isEqualTo(1);
   }
 }

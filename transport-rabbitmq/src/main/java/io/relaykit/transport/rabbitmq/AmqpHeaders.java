@@ -64,7 +64,8 @@ final class AmqpHeaders {
     }
     return new AMQP.BasicProperties.Builder()
         .deliveryMode(PERSISTENT)
-        .contentType("application/octet-stream")
+        .contentType(wire.getOrDefault(io.relaykit.message.CloudEvents.CONTENT_TYPE,
+            "application/octet-stream"))
         .messageId(messageId)
         .type(type)
         .timestamp(new java.util.Date(createdAtMillis))

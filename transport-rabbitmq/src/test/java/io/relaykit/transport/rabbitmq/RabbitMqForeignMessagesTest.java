@@ -5,12 +5,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.GetResponse;
 import com.rabbitmq.client.LongString;
 import com.rabbitmq.client.impl.LongStringHelper;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.message.CloudEvents;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.InboundMapping;
+import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.ordering.OrderingMode;
@@ -175,5 +178,49 @@ class RabbitMqForeignMessagesTest {
             "undecodable: header event-id is not valid UTF-8",
             "undecodable: header event-id is 50000 characters, more than 1024: '"
                 + "x".repeat(32) + "...'");
+  }
+
+  @Test
+  @DisplayName("CloudEvents binary mode: a plain amqp-client consumer reads relaykit's event from"
+      + " cloudEvents_ headers and the content-type property; a plain CloudEvent is consumed")
+  void cloudEventsBothWays() throws Exception {
+    List<Delivery> handled = new CopyOnWriteArrayList<>();
+    InboundMapping mapping = InboundMapping.foreign().cloudEvents(true).build();
+    subscriber.subscribe(spec(mapping), handled::add);
+    subscriber.close(); // the queue stays declared; what arrives now waits there
+    subscriber = RabbitMqSubscriber.create(config);
+    Message event = Message.builder().id("1234-1234-1234").type("com.example.someevent")
+        .key("mykey").payload("{}").createdAt(Instant.parse("2018-04-05T03:56:24Z")).build();
+    try (RabbitMqPublisher publisher = RabbitMqPublisher.create(config)) {
+      publisher.publish(destination, CloudEvents.amqp(event, "/mycontext/subcontext", "sub-1",
+          "application/json")).join();
+    }
+    String queue = topology.queues(destination, "g").queue();
+    Await.until(WAIT, "the event queued", () -> TestBroker.depth(admin, queue) == 1);
+    GetResponse raw = TestBroker.drain(admin, queue).get(0);
+    assertThat(raw.getProps().getContentType()).isEqualTo("application/json");
+    Map<String, String> ce = new HashMap<>();
+    raw.getProps().getHeaders().forEach((k, v) -> ce.put(k, String.valueOf(v)));
+    assertThat(ce).containsEntry("cloudEvents_specversion", "1.0")
+        .containsEntry("cloudEvents_id", "1234-1234-1234")
+        .containsEntry("cloudEvents_type", "com.example.someevent")
+        .containsEntry("cloudEvents_source", "/mycontext/subcontext")
+        .containsEntry("cloudEvents_subject", "sub-1")
+        .containsEntry("cloudEvents_time", "2018-04-05T03:56:24Z");
+
+    Map<String, Object> attrs = new HashMap<>();
+    attrs.put("cloudEvents_specversion", "1.0");
+    attrs.put("cloudEvents_id", "ce-9");
+    attrs.put("cloudEvents_type", "com.example.someevent");
+    attrs.put("cloudEvents_source", "/mycontext");
+    attrs.put("cloudEvents_time", "2018-04-05T03:56:24Z");
+    publishPlain("k", new AMQP.BasicProperties.Builder().contentType("application/avro")
+        .headers(attrs).build(), "data");
+    subscriber.subscribe(spec(mapping), handled::add);
+    Await.until(WAIT, "the plain CloudEvent consumed", () -> handled.size() == 1);
+    Message m = handled.get(0).message();
+    assertThat(m.id()).isEqualTo("ce-9");
+    assertThat(m.type()).isEqualTo("com.example.someevent");
+    assertThat(m.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
   }
 }
