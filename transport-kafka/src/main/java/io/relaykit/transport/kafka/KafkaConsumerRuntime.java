@@ -921,7 +921,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
     ConsumerRecord<String, byte[]> r = w.record();
     InboundMapping inbound = spec.inbound();
-    java.util.Set<String> invalid = new java.util.HashSet<>();
+    java.util.Set<String> invalid = inbound.acceptsForeign() ? new java.util.HashSet<>()
+        : java.util.Set.of();
     Map<String, String> wire = inbound.acceptsForeign()
         ? KafkaRecords.fromHeadersStrict(r.headers(), invalid)
         : KafkaRecords.fromHeaders(r.headers());

@@ -130,7 +130,7 @@ final class RabbitMqSubscription implements Subscription {
     Ctx ctx;
     try {
       InboundMapping inbound = spec.inbound();
-      Set<String> invalid = new HashSet<>();
+      Set<String> invalid = inbound.acceptsForeign() ? new HashSet<>() : Set.of();
       Map<String, String> wire = inbound.acceptsForeign()
           ? AmqpHeaders.stringsLenient(props, invalid) : AmqpHeaders.strings(props);
       InboundMapping.Decoded decoded = inbound.decode(wire, body, new InboundMapping.Inbound(
