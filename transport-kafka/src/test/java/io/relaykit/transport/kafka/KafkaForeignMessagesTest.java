@@ -75,7 +75,8 @@ class KafkaForeignMessagesTest {
     sendPlain(List.of(
         plain(topic, "order-1", "flaky", "event-id", "e-1", "event-type", "order.paid"),
         plain(topic, "order-2", "poison"), // no id header: the position is its id
-        plain(topic, "order-3", "fine", "tenant", "acme")));
+        plain(topic, "order-3", "fine", "tenant", "acme"),
+        plain(topic, "order-1", "after-flaky"))); // same key: waits while flaky is in retry
 
     AtomicBoolean poisoned = new AtomicBoolean(true);
     List<Delivery> calls = new CopyOnWriteArrayList<>();
@@ -98,8 +99,13 @@ class KafkaForeignMessagesTest {
     Await.until(WAIT, "flaky retried to success", () -> calls.stream()
         .anyMatch(d -> d.message().payloadUtf8().equals("flaky") && d.attempt() == 2));
 
+    Await.until(WAIT, "its key's later record handled", () -> calls.stream()
+        .anyMatch(d -> d.message().payloadUtf8().equals("after-flaky")));
     Delivery flaky = calls.stream().filter(d -> d.message().payloadUtf8().equals("flaky"))
         .reduce((a, b) -> b).orElseThrow();
+    assertThat(calls.indexOf(calls.stream().filter(d -> d.message().payloadUtf8()
+        .equals("after-flaky")).findFirst().orElseThrow())).as("parked behind its key's retry")
+        .isGreaterThan(calls.indexOf(flaky));
     assertThat(flaky.message().id()).isEqualTo("e-1");
     assertThat(flaky.message().type()).isEqualTo("order.paid");
     assertThat(flaky.message().key()).contains("order-1");
@@ -107,6 +113,8 @@ class KafkaForeignMessagesTest {
     Delivery fine = calls.stream().filter(d -> d.message().payloadUtf8().equals("fine"))
         .findFirst().orElseThrow();
     assertThat(fine.message().id()).isEqualTo(topic + "-0@2");
+    assertThat(calls.indexOf(fine)).as("other keys flow meanwhile")
+        .isLessThan(calls.indexOf(flaky));
     assertThat(fine.message().type()).isEqualTo(topic);
     assertThat(fine.message().headers()).containsEntry("tenant", "acme");
 
