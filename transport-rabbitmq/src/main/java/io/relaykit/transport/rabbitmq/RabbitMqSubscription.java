@@ -7,6 +7,7 @@ import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.ShutdownSignalException;
 import io.relaykit.deadletter.FailureRoute;
+import io.relaykit.message.CloudEvents;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.InboundMapping;
 import io.relaykit.message.MalformedMessageException;
@@ -133,6 +134,11 @@ final class RabbitMqSubscription implements Subscription {
       Set<String> invalid = inbound.acceptsForeign() ? new HashSet<>() : Set.of();
       Map<String, String> wire = inbound.acceptsForeign()
           ? AmqpHeaders.stringsLenient(props, invalid) : AmqpHeaders.strings(props);
+      if (inbound.acceptsForeign() && !wire.containsKey(MessageHeaders.ID)
+          && props.getContentType() != null && !props.getContentType().isBlank()) {
+        // A foreign message's content type (CloudEvents' datacontenttype) as a header.
+        wire.putIfAbsent(CloudEvents.CONTENT_TYPE, props.getContentType());
+      }
       InboundMapping.Decoded decoded = inbound.decode(wire, body, new InboundMapping.Inbound(
           spec.destination(), AmqpHeaders.stablePosition(spec.destination(), props, wire, body),
           wire.containsKey(MessageHeaders.ID) ? wire.get(AmqpHeaders.KEY)

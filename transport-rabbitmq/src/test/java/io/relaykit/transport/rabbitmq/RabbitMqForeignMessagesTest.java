@@ -222,5 +222,8 @@ class RabbitMqForeignMessagesTest {
     assertThat(m.id()).isEqualTo("ce-9");
     assertThat(m.type()).isEqualTo("com.example.someevent");
     assertThat(m.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
+    assertThat(m.headers()).as("datacontenttype from the AMQP content-type property")
+        .containsEntry("content-type", "application/avro")
+        .containsEntry("cloudEvents_source", "/mycontext");
   }
 }
