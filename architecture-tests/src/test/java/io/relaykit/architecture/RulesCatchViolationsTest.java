@@ -74,6 +74,18 @@ class RulesCatchViolationsTest {
   }
 
   @Test
+  @DisplayName("the adapter-guice rule reports a plain adapter class using Guice, not its module")
+  void adaptersUseGuiceOnlyInTheirModule() {
+    List<String> v = violations(RULES.adaptersUseGuiceOnlyInTheirModule());
+
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2PlainUsesGuice"))
+        && l.contains("com.google.inject.Injector"));
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2PlainUsesGuice"))
+        && l.contains(fixture("guice.CleanModule")));
+    assertThat(v).allMatch(l -> l.contains(fixture("storage.h2.H2PlainUsesGuice") + " is no"));
+  }
+
+  @Test
   @DisplayName("the application rule reports an adapter using examples, not examples using bench")
   void nothingDependsOnApplications() {
     List<String> v = violations(RULES.nothingDependsOnApplications());
@@ -135,6 +147,8 @@ class RulesCatchViolationsTest {
     assertThat(fixtures.contain(fixture("examples.Demo"))).isTrue();
     assertThat(fixtures.contain(fixture("storage.h2.internal.H2Sql"))).isTrue();
     assertThat(fixtures.contain(fixture("guice.CleanModule"))).isTrue();
+    assertThat(fixtures.contain(fixture("storage.h2.H2GuiceModule"))).isTrue();
+    assertThat(fixtures.contain(fixture("storage.h2.H2GuiceModule$Nested"))).isTrue();
     assertThat(fixtures.contain(fixture("retry.CleanBackoff"))).isTrue();
   }
 }
