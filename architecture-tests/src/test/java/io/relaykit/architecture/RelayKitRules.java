@@ -171,7 +171,12 @@ final class RelayKitRules {
         .as("main code outside queue-tck uses no JUnit, AssertJ or TCK class");
   }
 
-  /** A package named {@code internal} is used only by the module that owns it. */
+  /**
+   * A package named {@code internal} is used only by the module that owns it, except the one
+   * shared-internals package {@code io.relaykit.internal} (in queue-core): every relaykit module
+   * (core, support, adapters) may use it; applications (examples, benchmarks, chaos) and classes
+   * in no module may not.
+   */
   ArchRule internalPackagesStayInTheirModule() {
     return classes().that().resideInAPackage(base + "..")
         .should(new ArchCondition<JavaClass>("use only their own module's internal packages") {
@@ -185,7 +190,9 @@ final class RelayKitRules {
                 continue;
               }
               Optional<Module> owner = modules.moduleOf(pkg);
-              if (!owner.equals(own)) {
+              boolean shared = pkg.equals(base + ".internal")
+                  && own.map(m -> m.role() != Role.APPLICATION).orElse(false);
+              if (!owner.equals(own) && !shared) {
                 events.add(SimpleConditionEvent.violated(d, origin.getName() + " ("
                     + own.map(Module::name).orElse("no module") + ") uses " + target.getName()
                     + ", internal to " + owner.map(Module::name).orElse("no module") + ": "
