@@ -19,6 +19,8 @@ import java.time.Duration;
  * @param retryPolicy attempts, backoff and classification of failures
  * @param handlerTimeout a handler running longer counts as a retryable failure; its late result
  *     is ignored
+ * @param inbound how records become messages: relaykit's envelope only (the default), or foreign
+ *     records and CloudEvents too; see {@link InboundMapping}
  */
 public record SubscriptionSpec(
     String destination,
@@ -27,7 +29,8 @@ public record SubscriptionSpec(
     int concurrency,
     int maxInFlight,
     RetryPolicy retryPolicy,
-    Duration handlerTimeout) {
+    Duration handlerTimeout,
+    InboundMapping inbound) {
 
   public SubscriptionSpec {
     Checks.requireNonBlank("destination", destination);
@@ -41,9 +44,13 @@ public record SubscriptionSpec(
     }
     Checks.requireNonNull("retryPolicy", retryPolicy);
     Checks.requirePositive("handlerTimeout", handlerTimeout);
+    Checks.requireNonNull("inbound", inbound);
   }
 
-  /** Defaults: KEY ordering, 16 workers, 256 in flight, default retry policy, 30 s timeout. */
+  /**
+   * Defaults: KEY ordering, 16 workers, 256 in flight, default retry policy, 30 s timeout,
+   * relaykit's envelope only ({@link InboundMapping#relaykitOnly()}).
+   */
   public static Builder builder(String destination, String group) {
     return new Builder(destination, group);
   }
@@ -57,6 +64,7 @@ public record SubscriptionSpec(
     private int maxInFlight = 256;
     private RetryPolicy retryPolicy = RetryPolicy.defaults();
     private Duration handlerTimeout = Duration.ofSeconds(30);
+    private InboundMapping inbound = InboundMapping.relaykitOnly();
 
     private Builder(String destination, String group) {
       this.destination = destination;
@@ -88,9 +96,20 @@ public record SubscriptionSpec(
       return this;
     }
 
+    /**
+     * How records become messages; {@link InboundMapping#foreign()} to accept records without
+     * relaykit's headers.
+     *
+     * @throws IllegalArgumentException at {@link #build()} if null
+     */
+    public Builder inbound(InboundMapping inbound) {
+      this.inbound = inbound;
+      return this;
+    }
+
     public SubscriptionSpec build() {
       return new SubscriptionSpec(destination, group, ordering, concurrency, maxInFlight,
-          retryPolicy, handlerTimeout);
+          retryPolicy, handlerTimeout, inbound);
     }
   }
 }

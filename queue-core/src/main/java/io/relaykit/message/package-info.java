@@ -9,5 +9,9 @@
  * letter, as the subscription's {@link io.relaykit.message.SubscriptionSpec} (ordering,
  * concurrency, in-flight bound, retry policy) says. Delivery is at least once: handlers must be
  * idempotent. Every transport is checked by queue-tck's publisher and subscriber kits.
+ *
+ * <p>Interop: {@link io.relaykit.message.InboundMapping} says, once for every transport, how a
+ * record without relaykit's headers (opt-in per subscription) or a CloudEvent becomes a message;
+ * {@link io.relaykit.message.CloudEvents} writes CloudEvents binary mode beside the envelope.
  */
 package io.relaykit.message;

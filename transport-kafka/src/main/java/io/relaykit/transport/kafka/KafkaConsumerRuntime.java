@@ -2,6 +2,7 @@ package io.relaykit.transport.kafka;
 
 import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.Delivery;
+import io.relaykit.message.InboundMapping;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
@@ -919,12 +920,21 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       return; // revoked: the partition's current owner re-reads it
     }
     ConsumerRecord<String, byte[]> r = w.record();
-    Map<String, String> wire = KafkaRecords.fromHeaders(r.headers());
+    InboundMapping inbound = spec.inbound();
+    java.util.Set<String> invalid = inbound.acceptsForeign() ? new java.util.HashSet<>()
+        : java.util.Set.of();
+    Map<String, String> wire = inbound.acceptsForeign()
+        ? KafkaRecords.fromHeadersStrict(r.headers(), invalid)
+        : KafkaRecords.fromHeaders(r.headers());
     Instant now = clock.instant();
     Delivery delivery;
     String sourcePosition = w.position();
     try {
-      Message message = MessageHeaders.fromWire(wire, r.key(), r.value());
+      InboundMapping.Decoded decoded = inbound.decode(wire, r.value(), new InboundMapping.Inbound(
+          topic, w.position(), r.key(), r.timestamp() >= 0 ? Instant.ofEpochMilli(r.timestamp())
+          : null, now, invalid, InboundMapping.KAFKA_CLOUDEVENTS_PREFIX));
+      Message message = decoded.message();
+      wire = decoded.wire();
       String source = topic;
       if (w.fromRetryTopic()) {
         source = wire.getOrDefault(MessageHeaders.SOURCE, topic);

@@ -31,6 +31,31 @@ final class KafkaRecords {
     return wire;
   }
 
+  /**
+   * As {@link #fromHeaders(Headers)}, but a value that is not valid UTF-8 is left out and its name
+   * added to {@code invalid}, so a foreign record's binary header is reported rather than turned
+   * into replacement characters.
+   */
+  static Map<String, String> fromHeadersStrict(Headers headers, java.util.Set<String> invalid) {
+    Map<String, String> wire = new LinkedHashMap<>();
+    for (Header h : headers) {
+      if (h.value() == null) {
+        continue;
+      }
+      try {
+        wire.put(h.key(), StandardCharsets.UTF_8.newDecoder()
+            .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+            .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+            .decode(java.nio.ByteBuffer.wrap(h.value())).toString());
+        invalid.remove(h.key());
+      } catch (java.nio.charset.CharacterCodingException e) {
+        wire.remove(h.key());
+        invalid.add(h.key());
+      }
+    }
+    return wire;
+  }
+
   /** Bytes a record's key, value and headers take, before Kafka's own framing. */
   static int payloadBytes(String key, byte[] value, Headers headers) {
     long size = value == null ? 0 : value.length;

@@ -1,12 +1,20 @@
 package io.relaykit.transport.rabbitmq;
 
 import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.LongString;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.MessageHeaders;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * The AMQP side of {@link io.relaykit.message.MessageHeaders}: every relaykit header travels as an
@@ -56,7 +64,8 @@ final class AmqpHeaders {
     }
     return new AMQP.BasicProperties.Builder()
         .deliveryMode(PERSISTENT)
-        .contentType("application/octet-stream")
+        .contentType(wire.getOrDefault(io.relaykit.message.CloudEvents.CONTENT_TYPE,
+            "application/octet-stream"))
         .messageId(messageId)
         .type(type)
         .timestamp(new java.util.Date(createdAtMillis))
@@ -102,6 +111,90 @@ final class AmqpHeaders {
       }
     }
     return out;
+  }
+
+  /**
+   * As {@link #strings}, for a subscription that accepts foreign messages: a header that is not a
+   * string, number or boolean (a table, an array, a timestamp, bytes), or a long string that is
+   * not valid UTF-8, is left out and its name added to {@code invalid} instead of failing the
+   * message.
+   */
+  static Map<String, String> stringsLenient(AMQP.BasicProperties props, Set<String> invalid) {
+    Map<String, String> out = new LinkedHashMap<>();
+    Map<String, Object> raw = props.getHeaders();
+    if (raw == null) {
+      return out;
+    }
+    for (Map.Entry<String, Object> h : raw.entrySet()) {
+      if (h.getKey().equals(PUBLISH_SEQ) || isBrokerHeader(h.getKey())) {
+        continue;
+      }
+      Object v = h.getValue();
+      if (v instanceof LongString) {
+        try {
+          out.put(h.getKey(), StandardCharsets.UTF_8.newDecoder()
+              .onMalformedInput(CodingErrorAction.REPORT)
+              .onUnmappableCharacter(CodingErrorAction.REPORT)
+              .decode(ByteBuffer.wrap(((LongString) v).getBytes())).toString());
+        } catch (CharacterCodingException e) {
+          invalid.add(h.getKey());
+        }
+      } else if (v instanceof String || v instanceof Number || v instanceof Boolean) {
+        out.put(h.getKey(), String.valueOf(v));
+      } else {
+        invalid.add(h.getKey());
+      }
+    }
+    if (raw.containsKey(HEADER_ORDER)) {
+      return strings(props); // relaykit's own: keep its promised order
+    }
+    return out;
+  }
+
+  /**
+   * A foreign message's position, the same on every redelivery: its message-id property if it has
+   * one, else {@code destination@sha256:} and 32 hex digits of a SHA-256 over the timestamp, the
+   * string headers (sorted; broker-added ones excluded, they change on redelivery) and the body,
+   * the same in every group. Delivery tags are per channel and redelivery, so they cannot serve.
+   */
+  static String stablePosition(String destination, AMQP.BasicProperties props, Map<String, String> wire,
+      byte[] body) {
+    if (props.getMessageId() != null && !props.getMessageId().isBlank()) {
+      return props.getMessageId();
+    }
+    try {
+      MessageDigest sha = MessageDigest.getInstance("SHA-256");
+      sha.update(String.valueOf(props.getTimestamp() == null ? "" : props.getTimestamp().getTime())
+          .getBytes(StandardCharsets.UTF_8));
+      for (Map.Entry<String, String> h : new TreeMap<>(wire).entrySet()) {
+        sha.update(("\n" + h.getKey() + "=" + h.getValue()).getBytes(StandardCharsets.UTF_8));
+      }
+      sha.update((byte) 0);
+      if (body != null) {
+        sha.update(body);
+      }
+      byte[] d = sha.digest();
+      StringBuilder hex = new StringBuilder(destination.length() + 40)
+          .append(destination).append("@sha256:");
+      for (int i = 0; i < 16; i++) {
+        hex.append(Character.forDigit((d[i] >> 4) & 0xF, 16))
+            .append(Character.forDigit(d[i] & 0xF, 16));
+      }
+      return hex.toString();
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("the JDK has no SHA-256", e);
+    }
+  }
+
+  /**
+   * A foreign message's key: the routing key, unless it came through the default exchange, where
+   * the routing key is only the queue's name and says nothing about ordering.
+   */
+  static String foreignKey(Envelope envelope) {
+    String exchange = envelope.getExchange();
+    String routingKey = envelope.getRoutingKey();
+    return exchange == null || exchange.isEmpty() || routingKey == null || routingKey.isBlank()
+        ? null : routingKey;
   }
 
   /** A header value as text; AMQP long strings are UTF-8 bytes. */

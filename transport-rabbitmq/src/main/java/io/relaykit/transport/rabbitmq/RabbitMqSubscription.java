@@ -7,7 +7,9 @@ import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.ShutdownSignalException;
 import io.relaykit.deadletter.FailureRoute;
+import io.relaykit.message.CloudEvents;
 import io.relaykit.message.Delivery;
+import io.relaykit.message.InboundMapping;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
@@ -22,8 +24,10 @@ import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
@@ -101,7 +105,7 @@ final class RabbitMqSubscription implements Subscription {
       @Override
       public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props,
           byte[] body) {
-        received(envelope.getDeliveryTag(), props, body);
+        received(envelope, props, body);
       }
 
       @Override
@@ -114,7 +118,8 @@ final class RabbitMqSubscription implements Subscription {
   }
 
   /** Runs on the connection's dispatch thread: decode, then hand off; never blocks. */
-  private void received(long tag, AMQP.BasicProperties props, byte[] body) {
+  private void received(Envelope envelope, AMQP.BasicProperties props, byte[] body) {
+    long tag = envelope.getDeliveryTag();
     inFlight.incrementAndGet();
     if (closing.get()) {
       // Arrived after close() began (its cancel is on the way): back to the queue.
@@ -125,9 +130,27 @@ final class RabbitMqSubscription implements Subscription {
     Instant now = clock.instant();
     Ctx ctx;
     try {
-      Map<String, String> wire = AmqpHeaders.strings(props);
-      Message message = MessageHeaders.fromWire(wire, wire.get(AmqpHeaders.KEY), body);
-      ctx = new Ctx(tag, wire, body, FailureRoute.delivery(message, spec.destination(), wire));
+      InboundMapping inbound = spec.inbound();
+      Set<String> invalid = inbound.acceptsForeign() ? new HashSet<>() : Set.of();
+      Map<String, String> wire = inbound.acceptsForeign()
+          ? AmqpHeaders.stringsLenient(props, invalid) : AmqpHeaders.strings(props);
+      if (inbound.acceptsForeign() && !wire.containsKey(MessageHeaders.ID)
+          && props.getContentType() != null && !props.getContentType().isBlank()) {
+        // A foreign message's content type (CloudEvents' datacontenttype) as a header.
+        wire.putIfAbsent(CloudEvents.CONTENT_TYPE, props.getContentType());
+      }
+      InboundMapping.Decoded decoded = inbound.decode(wire, body, new InboundMapping.Inbound(
+          spec.destination(), AmqpHeaders.stablePosition(spec.destination(), props, wire, body),
+          wire.containsKey(MessageHeaders.ID) ? wire.get(AmqpHeaders.KEY)
+              : AmqpHeaders.foreignKey(envelope), props.getTimestamp() == null ? null
+              : props.getTimestamp().toInstant(), now, invalid,
+          InboundMapping.AMQP_CLOUDEVENTS_PREFIX));
+      wire = decoded.wire();
+      if (decoded.foreign()) {
+        decoded.message().key().ifPresent(k -> decoded.wire().put(AmqpHeaders.KEY, k));
+      }
+      ctx = new Ctx(tag, wire, body, FailureRoute.delivery(decoded.message(), spec.destination(),
+          wire));
     } catch (MalformedMessageException | IllegalArgumentException e) {
       deadLetterUndecodable(tag, props, body, e, now);
       return;

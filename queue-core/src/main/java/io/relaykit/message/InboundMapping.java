@@ -1,0 +1,365 @@
+package io.relaykit.message;
+
+import io.relaykit.internal.Checks;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.format.DateTimeParseException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * How a subscription turns what arrives on a transport into a {@link Message}: relaykit's own
+ * envelope ({@link MessageHeaders}), and, when the subscription opts in, foreign messages (written
+ * by a plain producer, another framework, Debezium) and CloudEvents in binary mode. Defined once
+ * here; every transport calls {@link #decode} with what it knows about the record ({@link
+ * Inbound}), so the rules below hold on Kafka and RabbitMQ alike.
+ *
+ * <p><b>Opt-in.</b> {@link #relaykitOnly()} (the default of {@link SubscriptionSpec}) accepts only
+ * relaykit's envelope: a record without {@value MessageHeaders#ID} is dead-lettered as
+ * undecodable, as before. {@link #foreign()} accepts both; it is opt-in because a foreign record's
+ * id is derived (below), and a consumer that dedupes by id must know that.
+ *
+ * <p><b>Foreign mapping</b> (a record without {@value MessageHeaders#ID}):
+ *
+ * <ul>
+ *   <li>id: the value of {@link Builder#idHeader}, else the CloudEvents {@code id}, else the
+ *       transport's stable position ({@link Inbound#position}: {@code topic-partition@offset} on
+ *       Kafka; on RabbitMQ the message-id property, else {@code destination@sha256:...} of the
+ *       message's timestamp, headers and body, which is the same on every redelivery of the same
+ *       bytes and in every group: two identical messages without a message id share an id, so
+ *       set one if that matters);
+ *   <li>type: the value of {@link Builder#typeHeader}, else the CloudEvents {@code type}, else the
+ *       destination (topic or queue);
+ *   <li>key: the value of {@link Builder#keyHeader} if named and present, else the transport's key
+ *       ({@link Inbound#key}: the Kafka record key; on RabbitMQ the routing key unless the
+ *       message came through the default exchange, where the routing key is only the queue name);
+ *       a blank key is no key;
+ *   <li>createdAt: the CloudEvents {@code time}, else the transport's timestamp (Kafka record
+ *       timestamp, AMQP timestamp property), else the receive time;
+ *   <li>traceId: derived from the destination and id (a SHA-256 prefix), so it is the same on every
+ *       redelivery; schemaVersion 1; every header that is not reserved becomes a user header.
+ * </ul>
+ *
+ * <p>Once decoded, a foreign message travels on as a relaykit message: its retry and dead-letter
+ * copies carry the full envelope ({@link Decoded#wire}) beside the original headers, so retries,
+ * parking, dead letters and replay treat it exactly as any other, and a replay goes back to the
+ * same destination.
+ *
+ * <p><b>CloudEvents binary mode</b> (when {@link Builder#cloudEvents} is on and {@link
+ * Inbound#cloudEventsPrefix} names the transport's prefix: {@code ce_} on Kafka, {@code
+ * cloudEvents_} on AMQP 0-9-1): a record carrying {@code <prefix>specversion} maps {@code id},
+ * {@code type} and {@code time} as above; {@code source}, {@code subject} and every other attribute
+ * stay as user headers under their prefixed names, and datacontenttype is the transport's
+ * content-type. A malformed CloudEvents attribute (a {@code time} that is not RFC 3339, a blank
+ * {@code id}, a {@code specversion} other than 1.x) never fails the message: it is ignored (the
+ * next rule applies) and counted in {@link #ignoredAttributes()}.
+ *
+ * <p><b>Bad input</b> is undecodable and dead-lettered with a reason naming the header: a named
+ * id, type or key header whose value is blank, longer than {@value #MAX_MAPPED_CHARS} characters,
+ * or not valid UTF-8 (the transport reports those in {@link Inbound#invalidHeaders}); an empty
+ * body; no id at all. "Undecodable" keeps its meaning: a value relaykit (or a user decoder) cannot
+ * make a message of, never a foreign record as such once the subscription accepts them.
+ *
+ * <p>Immutable apart from the counter; thread-safe. O(number of headers) per record, plus one
+ * SHA-256 of the id for a foreign record.
+ */
+public final class InboundMapping {
+  /** The longest id, type or key a named header may carry. */
+  public static final int MAX_MAPPED_CHARS = 1024;
+  /** The CloudEvents Kafka protocol binding's header prefix. */
+  public static final String KAFKA_CLOUDEVENTS_PREFIX = "ce_";
+  /**
+   * The prefix relaykit uses for CloudEvents attributes in AMQP 0-9-1 headers (the AMQP binding's
+   * JMS-compatible form; its AMQP 1.0 application-properties form does not apply to 0-9-1).
+   */
+  public static final String AMQP_CLOUDEVENTS_PREFIX = "cloudEvents_";
+
+  private static final InboundMapping RELAYKIT_ONLY =
+      new InboundMapping(false, null, null, null, false);
+
+  private final boolean foreign;
+  private final String idHeader;
+  private final String typeHeader;
+  private final String keyHeader;
+  private final boolean cloudEvents;
+  private final LongAdder ignored = new LongAdder();
+
+  private InboundMapping(boolean foreign, String idHeader, String typeHeader, String keyHeader,
+      boolean cloudEvents) {
+    this.foreign = foreign;
+    this.idHeader = idHeader;
+    this.typeHeader = typeHeader;
+    this.keyHeader = keyHeader;
+    this.cloudEvents = cloudEvents;
+  }
+
+  /** Only relaykit's envelope; anything else is undecodable. The default. */
+  public static InboundMapping relaykitOnly() {
+    return RELAYKIT_ONLY;
+  }
+
+  /** Accepts relaykit's envelope and foreign records, mapped as the class comment says. */
+  public static Builder foreign() {
+    return new Builder();
+  }
+
+  /** Whether records without relaykit's envelope are accepted. */
+  public boolean acceptsForeign() {
+    return foreign;
+  }
+
+  /** Whether CloudEvents binary-mode attributes are read. */
+  public boolean readsCloudEvents() {
+    return cloudEvents;
+  }
+
+  /** The header holding a foreign record's id, if one is named. */
+  public Optional<String> idHeader() {
+    return Optional.ofNullable(idHeader);
+  }
+
+  /** The header holding a foreign record's type, if one is named. */
+  public Optional<String> typeHeader() {
+    return Optional.ofNullable(typeHeader);
+  }
+
+  /** The header holding a foreign record's key, if one is named. */
+  public Optional<String> keyHeader() {
+    return Optional.ofNullable(keyHeader);
+  }
+
+  /** Malformed CloudEvents attributes ignored so far by subscriptions using this mapping. */
+  public long ignoredAttributes() {
+    return ignored.sum();
+  }
+
+  /**
+   * What the transport knows about a record, apart from its headers and body.
+   *
+   * @param destination the topic or queue it was read from; never null
+   * @param position a position that is the same on every redelivery of this record, or null if
+   *     the transport has none
+   * @param key the transport's key, or null
+   * @param timestamp the transport's timestamp, or null
+   * @param receivedAt when it was received (the subscription's clock); never null
+   * @param invalidHeaders names of headers the transport could not decode as UTF-8 (left out of
+   *     the header map); never null
+   * @param cloudEventsPrefix the transport's CloudEvents header prefix, or null for none
+   */
+  public record Inbound(String destination, String position, String key, Instant timestamp,
+      Instant receivedAt, Set<String> invalidHeaders, String cloudEventsPrefix) {
+    /** @throws IllegalArgumentException if destination, receivedAt or invalidHeaders is null */
+    public Inbound {
+      Checks.requireNonNull("destination", destination);
+      Checks.requireNonNull("receivedAt", receivedAt);
+      invalidHeaders = Set.copyOf(Checks.requireNonNull("invalidHeaders", invalidHeaders));
+    }
+  }
+
+  /**
+   * A decoded record.
+   *
+   * @param message the message
+   * @param wire the headers to carry on its retry and dead-letter copies: the record's own for a
+   *     relaykit message, the full envelope ({@link MessageHeaders#toWire}) for a foreign one
+   * @param foreign whether it was mapped from a foreign record
+   */
+  public record Decoded(Message message, Map<String, String> wire, boolean foreign) {}
+
+  /**
+   * Decodes one record.
+   *
+   * @param wire the record's string headers
+   * @param body the record's body
+   * @param in what the transport knows about it
+   * @throws MalformedMessageException naming the header or field when it cannot be a message
+   * @throws IllegalArgumentException if {@code wire} or {@code in} is null
+   */
+  public Decoded decode(Map<String, String> wire, byte[] body, Inbound in) {
+    Checks.requireNonNull("wire", wire);
+    Checks.requireNonNull("in", in);
+    if (!foreign || wire.containsKey(MessageHeaders.ID)) {
+      return new Decoded(MessageHeaders.fromWire(wire, in.key(), body), wire, false);
+    }
+    if (body == null || body.length == 0) {
+      throw new MalformedMessageException("empty body: a message needs a payload (a tombstone?)");
+    }
+    String ceId = null;
+    String ceType = null;
+    Instant ceTime = null;
+    String prefix = in.cloudEventsPrefix();
+    if (cloudEvents && prefix != null && wire.containsKey(prefix + "specversion")) {
+      String version = wire.get(prefix + "specversion");
+      if (version == null || !version.startsWith("1.")) {
+        ignored.increment();
+      } else {
+        ceId = attribute(wire, prefix + "id");
+        ceType = attribute(wire, prefix + "type");
+        String time = attribute(wire, prefix + "time");
+        if (time != null) {
+          try {
+            ceTime = OffsetDateTime.parse(time).toInstant();
+          } catch (DateTimeParseException e) {
+            ignored.increment();
+          }
+        }
+      }
+    }
+    String id = first(mapped(wire, idHeader, in), ceId, in.position());
+    if (id == null || id.isBlank()) {
+      throw new MalformedMessageException("no id: "
+          + (idHeader == null ? "no id header is named" : "header " + idHeader + " is absent")
+          + " and the transport gave no position");
+    }
+    String type = first(mapped(wire, typeHeader, in), ceType, in.destination());
+    String key = first(mapped(wire, keyHeader, in), in.key(), null);
+    if (key != null && key.isBlank()) {
+      key = null;
+    }
+    Instant created = first(ceTime, in.timestamp(), in.receivedAt());
+    Map<String, String> user = new LinkedHashMap<>();
+    for (Map.Entry<String, String> h : wire.entrySet()) {
+      if (!MessageHeaders.isReserved(h.getKey()) && !h.getKey().isBlank() && h.getValue() != null) {
+        user.put(h.getKey(), h.getValue());
+      }
+    }
+    Message message;
+    try {
+      message = Message.builder().id(id).type(type).key(key).payload(body).headers(user)
+          .createdAt(created).traceId(traceIdOf(in.destination(), id)).build();
+    } catch (IllegalArgumentException e) {
+      throw new MalformedMessageException("invalid message: " + e.getMessage(), e);
+    }
+    return new Decoded(message, MessageHeaders.toWire(message), true);
+  }
+
+  /** A CloudEvents attribute's value, or null (and counted) when blank. */
+  private String attribute(Map<String, String> wire, String name) {
+    String v = wire.get(name);
+    if (v != null && v.isBlank()) {
+      ignored.increment();
+      return null;
+    }
+    return v;
+  }
+
+  private static String mapped(Map<String, String> wire, String header, Inbound in) {
+    if (header == null) {
+      return null;
+    }
+    if (in.invalidHeaders().contains(header)) {
+      throw new MalformedMessageException("header " + header + " is not valid UTF-8");
+    }
+    String v = wire.get(header);
+    if (v == null) {
+      return null;
+    }
+    if (v.isBlank()) {
+      throw new MalformedMessageException("header " + header + " is blank: '" + v + "'");
+    }
+    if (v.length() > MAX_MAPPED_CHARS) {
+      throw new MalformedMessageException("header " + header + " is " + v.length()
+          + " characters, more than " + MAX_MAPPED_CHARS + ": '" + v.substring(0, 32) + "...'");
+    }
+    return v;
+  }
+
+  @SafeVarargs
+  private static <T> T first(T... values) {
+    for (T v : values) {
+      if (v != null) {
+        return v;
+      }
+    }
+    return null;
+  }
+
+  /** 32 hex digits from SHA-256 of destination and id: stable across redeliveries. */
+  static String traceIdOf(String destination, String id) {
+    try {
+      byte[] d = MessageDigest.getInstance("SHA-256")
+          .digest((destination + "\n" + id).getBytes(StandardCharsets.UTF_8));
+      StringBuilder hex = new StringBuilder(32);
+      for (int i = 0; i < 16; i++) {
+        hex.append(Character.forDigit((d[i] >> 4) & 0xF, 16))
+            .append(Character.forDigit(d[i] & 0xF, 16));
+      }
+      return hex.toString();
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("the JDK has no SHA-256", e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return foreign ? "InboundMapping[foreign, idHeader=" + idHeader + ", typeHeader=" + typeHeader
+        + ", keyHeader=" + keyHeader + ", cloudEvents=" + cloudEvents + "]"
+        : "InboundMapping[relaykitOnly]";
+  }
+
+  /** Builds a foreign-accepting {@link InboundMapping}. */
+  public static final class Builder {
+    private String idHeader;
+    private String typeHeader;
+    private String keyHeader;
+    private boolean cloudEvents;
+
+    private Builder() {}
+
+    /**
+     * The header holding a foreign record's id.
+     *
+     * @throws IllegalArgumentException if blank or reserved
+     */
+    public Builder idHeader(String name) {
+      this.idHeader = headerName("idHeader", name);
+      return this;
+    }
+
+    /**
+     * The header holding a foreign record's type.
+     *
+     * @throws IllegalArgumentException if blank or reserved
+     */
+    public Builder typeHeader(String name) {
+      this.typeHeader = headerName("typeHeader", name);
+      return this;
+    }
+
+    /**
+     * The header holding a foreign record's key (for AMQP, where there is no key property).
+     *
+     * @throws IllegalArgumentException if blank or reserved
+     */
+    public Builder keyHeader(String name) {
+      this.keyHeader = headerName("keyHeader", name);
+      return this;
+    }
+
+    /** Whether to read CloudEvents binary-mode attributes; default off. */
+    public Builder cloudEvents(boolean on) {
+      this.cloudEvents = on;
+      return this;
+    }
+
+    /** The mapping. */
+    public InboundMapping build() {
+      return new InboundMapping(true, idHeader, typeHeader, keyHeader, cloudEvents);
+    }
+
+    private static String headerName(String field, String name) {
+      Checks.requireNonBlank(field, name);
+      if (MessageHeaders.isReserved(name)) {
+        throw new IllegalArgumentException(field + " must not be a reserved relaykit header, was "
+            + name);
+      }
+      return name;
+    }
+  }
+}

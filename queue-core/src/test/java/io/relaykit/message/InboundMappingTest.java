@@ -1,0 +1,222 @@
+package io.relaykit.message;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+class InboundMappingTest {
+
+  private static final Instant RECEIVED = Instant.parse("2026-12-02T10:00:00Z");
+  private static final Instant STAMP = Instant.parse("2026-12-01T09:00:00.123Z");
+  private static final byte[] BODY = "{\"n\":1}".getBytes(StandardCharsets.UTF_8);
+
+  private static InboundMapping.Inbound kafka(String key, Set<String> invalid) {
+    return new InboundMapping.Inbound("orders", "orders-3@42", key, STAMP, RECEIVED, invalid,
+        InboundMapping.KAFKA_CLOUDEVENTS_PREFIX);
+  }
+
+  private static Map<String, String> headers(String... pairs) {
+    Map<String, String> m = new LinkedHashMap<>();
+    for (int i = 0; i < pairs.length; i += 2) {
+      m.put(pairs[i], pairs[i + 1]);
+    }
+    return m;
+  }
+
+  @Nested
+  @DisplayName("opt-in")
+  class OptIn {
+    @Test
+    @DisplayName("relaykitOnly (the default) rejects a record without relaykit-id as before")
+    void relaykitOnlyRejectsForeign() {
+      assertThat(SubscriptionSpec.builder("orders", "g").build().inbound())
+          .isSameAs(InboundMapping.relaykitOnly());
+      assertThatThrownBy(() -> InboundMapping.relaykitOnly()
+          .decode(headers("tenant", "acme"), BODY, kafka("k", Set.of())))
+          .isInstanceOf(MalformedMessageException.class)
+          .hasMessage("missing header relaykit-id");
+    }
+
+    @Test
+    @DisplayName("a foreign-accepting mapping still decodes relaykit's envelope unchanged")
+    void relaykitEnvelopeWins() {
+      Message m = Message.builder().id("m-1").type("order.paid").key("k").payload(BODY).build();
+      Map<String, String> wire = MessageHeaders.toWire(m);
+      InboundMapping.Decoded d = InboundMapping.foreign().idHeader("x-id").build()
+          .decode(wire, BODY, kafka("k", Set.of()));
+      assertThat(d.foreign()).isFalse();
+      assertThat(d.message()).isEqualTo(m);
+      assertThat(d.wire()).isSameAs(wire);
+    }
+  }
+
+  @Nested
+  @DisplayName("foreign mapping")
+  class Foreign {
+    @Test
+    @DisplayName("no named headers: id is the position, type the destination, key and time the record's")
+    void fallbacks() {
+      InboundMapping.Decoded d = InboundMapping.foreign().build()
+          .decode(headers("tenant", "acme"), BODY, kafka("order-7", Set.of()));
+      Message m = d.message();
+      assertThat(d.foreign()).isTrue();
+      assertThat(m.id()).isEqualTo("orders-3@42");
+      assertThat(m.type()).isEqualTo("orders");
+      assertThat(m.key()).contains("order-7");
+      assertThat(m.createdAt()).isEqualTo(STAMP);
+      assertThat(m.headers()).containsExactly(Map.entry("tenant", "acme"));
+      assertThat(m.traceId()).hasSize(32).isEqualTo(InboundMapping.traceIdOf("orders",
+          "orders-3@42"));
+      // the copies carry the full envelope, so retry and dead-letter copies decode as relaykit's
+      assertThat(MessageHeaders.fromWire(d.wire(), "order-7", BODY)).isEqualTo(m);
+    }
+
+    @Test
+    @DisplayName("named headers give id, type and key; no timestamp means the receive time")
+    void namedHeaders() {
+      InboundMapping mapping = InboundMapping.foreign().idHeader("event-id")
+          .typeHeader("event-type").keyHeader("order").build();
+      Message m = mapping.decode(headers("event-id", "e-9", "event-type", "order.paid",
+          "order", "o-1"), BODY, new InboundMapping.Inbound("q", null, "rk", null, RECEIVED,
+          Set.of(), null)).message();
+      assertThat(m.id()).isEqualTo("e-9");
+      assertThat(m.type()).isEqualTo("order.paid");
+      assertThat(m.key()).contains("o-1");
+      assertThat(m.createdAt()).isEqualTo(RECEIVED);
+    }
+
+    @Test
+    @DisplayName("the same record decodes to the same id and trace id on every redelivery")
+    void stable() {
+      InboundMapping mapping = InboundMapping.foreign().build();
+      Message a = mapping.decode(headers(), BODY, kafka(null, Set.of())).message();
+      Message b = mapping.decode(headers(), BODY, new InboundMapping.Inbound("orders",
+          "orders-3@42", null, STAMP, RECEIVED.plusSeconds(60), Set.of(), null)).message();
+      assertThat(b.id()).isEqualTo(a.id());
+      assertThat(b.traceId()).isEqualTo(a.traceId());
+      assertThat(b.createdAt()).isEqualTo(a.createdAt());
+    }
+  }
+
+  @Nested
+  @DisplayName("bad input is undecodable, named")
+  class BadInput {
+    private final InboundMapping mapping = InboundMapping.foreign().idHeader("event-id").build();
+
+    @Test
+    @DisplayName("a blank id header")
+    void blankId() {
+      assertThatThrownBy(() -> mapping.decode(headers("event-id", "  "), BODY,
+          kafka(null, Set.of()))).isInstanceOf(MalformedMessageException.class)
+          .hasMessage("header event-id is blank: '  '");
+    }
+
+    @Test
+    @DisplayName("an id header that is not UTF-8")
+    void notUtf8() {
+      assertThatThrownBy(() -> mapping.decode(headers(), BODY, kafka(null, Set.of("event-id"))))
+          .isInstanceOf(MalformedMessageException.class)
+          .hasMessage("header event-id is not valid UTF-8");
+    }
+
+    @Test
+    @DisplayName("an oversize id header")
+    void oversize() {
+      assertThatThrownBy(() -> mapping.decode(headers("event-id", "x".repeat(5000)), BODY,
+          kafka(null, Set.of()))).isInstanceOf(MalformedMessageException.class)
+          .hasMessageStartingWith("header event-id is 5000 characters, more than 1024");
+    }
+
+    @Test
+    @DisplayName("no id and no position; an empty body")
+    void noIdNoBody() {
+      assertThatThrownBy(() -> mapping.decode(headers(), BODY, new InboundMapping.Inbound("q",
+          null, null, null, RECEIVED, Set.of(), null)))
+          .isInstanceOf(MalformedMessageException.class)
+          .hasMessage("no id: header event-id is absent and the transport gave no position");
+      assertThatThrownBy(() -> mapping.decode(headers(), new byte[0], kafka(null, Set.of())))
+          .isInstanceOf(MalformedMessageException.class).hasMessageStartingWith("empty body");
+    }
+
+    @Test
+    @DisplayName("a reserved or blank header name is refused when building, naming the field")
+    void builderChecks() {
+      assertThatThrownBy(() -> InboundMapping.foreign().idHeader("relaykit-id"))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessage("idHeader must not be a reserved relaykit header, was relaykit-id");
+      assertThatThrownBy(() -> InboundMapping.foreign().typeHeader(" "))
+          .isInstanceOf(IllegalArgumentException.class).hasMessage("typeHeader must not be blank");
+    }
+  }
+
+  @Nested
+  @DisplayName("CloudEvents binary mode, the spec's examples")
+  class CloudEvents {
+    private final InboundMapping mapping = InboundMapping.foreign().cloudEvents(true).build();
+
+    @Test
+    @DisplayName("Kafka protocol binding example (ce_ headers, content-type)")
+    void kafkaExample() {
+      // https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/kafka-protocol-binding.md
+      Map<String, String> wire = headers("ce_specversion", "1.0",
+          "ce_type", "com.example.someevent", "ce_source", "/mycontext/subcontext",
+          "ce_id", "1234-1234-1234", "ce_time", "2018-04-05T03:56:24Z",
+          "content-type", "application/avro");
+      Message m = mapping.decode(wire, BODY, kafka("mykey", Set.of())).message();
+      assertThat(m.id()).isEqualTo("1234-1234-1234");
+      assertThat(m.type()).isEqualTo("com.example.someevent");
+      assertThat(m.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
+      assertThat(m.key()).contains("mykey");
+      assertThat(m.headers()).containsEntry("ce_source", "/mycontext/subcontext")
+          .containsEntry("content-type", "application/avro");
+      assertThat(mapping.ignoredAttributes()).isZero();
+    }
+
+    @Test
+    @DisplayName("AMQP example with the cloudEvents_ prefix (0-9-1 headers)")
+    void amqpExample() {
+      // https://github.com/cloudevents/spec/blob/v1.0.2/cloudevents/bindings/amqp-protocol-binding.md
+      Map<String, String> wire = headers("cloudEvents_specversion", "1.0",
+          "cloudEvents_type", "com.example.someevent", "cloudEvents_time", "2018-04-05T03:56:24Z",
+          "cloudEvents_id", "1234-1234-1234", "cloudEvents_source", "/mycontext/subcontext",
+          "cloudEvents_subject", "sub");
+      Message m = mapping.decode(wire, BODY, new InboundMapping.Inbound("q", "q@sha256:ab", null,
+          null, RECEIVED, Set.of(), InboundMapping.AMQP_CLOUDEVENTS_PREFIX)).message();
+      assertThat(m.id()).isEqualTo("1234-1234-1234");
+      assertThat(m.type()).isEqualTo("com.example.someevent");
+      assertThat(m.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
+      assertThat(m.headers()).containsEntry("cloudEvents_subject", "sub");
+    }
+
+    @Test
+    @DisplayName("malformed attributes are ignored and counted, never failing the message")
+    void malformedIgnored() {
+      Message m = mapping.decode(headers("ce_specversion", "1.0", "ce_id", " ",
+          "ce_time", "yesterday"), BODY, kafka(null, Set.of())).message();
+      assertThat(m.id()).isEqualTo("orders-3@42");
+      assertThat(m.createdAt()).isEqualTo(STAMP);
+      assertThat(mapping.ignoredAttributes()).isEqualTo(2);
+      Message other = mapping.decode(headers("ce_specversion", "0.3", "ce_id", "x"), BODY,
+          kafka(null, Set.of())).message();
+      assertThat(other.id()).isEqualTo("orders-3@42");
+      assertThat(mapping.ignoredAttributes()).isEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("with CloudEvents off, ce_ headers are ordinary headers")
+    void off() {
+      Message m = InboundMapping.foreign().build().decode(headers("ce_specversion", "1.0",
+          "ce_id", "1234"), BODY, kafka(null, Set.of())).message();
+      assertThat(m.id()).isEqualTo("orders-3@42");
+      assertThat(m.headers()).containsEntry("ce_id", "1234");
+    }
+  }
+}

@@ -1,0 +1,229 @@
+package io.relaykit.transport.rabbitmq;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.GetResponse;
+import com.rabbitmq.client.LongString;
+import com.rabbitmq.client.impl.LongStringHelper;
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.message.CloudEvents;
+import io.relaykit.message.Delivery;
+import io.relaykit.message.InboundMapping;
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHeaders;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.ordering.OrderingMode;
+import io.relaykit.retry.Backoff;
+import io.relaykit.retry.RetryPolicy;
+import io.relaykit.tck.Await;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Date;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+@DisplayName("RabbitMQ consumes messages a plain amqp-client publisher sent (no relaykit headers)")
+class RabbitMqForeignMessagesTest {
+
+  private static final Duration WAIT = Duration.ofSeconds(30);
+  private static final Instant STAMP = Instant.parse("2026-11-30T12:00:00Z");
+
+  private RabbitMqTransportConfig config;
+  private RabbitMqTopology topology;
+  private Connection admin;
+  private String destination;
+  private RabbitMqSubscriber subscriber;
+  private RabbitMqDeadLetterStore dlq;
+
+  @BeforeEach
+  void setUp() {
+    config = TestBroker.config().build();
+    topology = RabbitMqTopology.of(config);
+    admin = TestBroker.connect(config);
+    destination = TestBroker.unique("foreign");
+    subscriber = RabbitMqSubscriber.create(config);
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    subscriber.close();
+    if (dlq != null) {
+      dlq.close();
+    }
+    topology.delete(admin, destination, "g", false);
+    try (Channel ch = admin.createChannel()) {
+      ch.exchangeDelete(topology.exchange(destination));
+    }
+    admin.close();
+  }
+
+  private SubscriptionSpec spec(InboundMapping inbound) {
+    return SubscriptionSpec.builder(destination, "g").ordering(OrderingMode.UNORDERED)
+        .concurrency(2).maxInFlight(16).inbound(inbound)
+        .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+            .backoff(Backoff.fixed(Duration.ofMillis(200))).build()).build();
+  }
+
+  /** What a non-relaykit service does: plain amqp-client, its own properties and headers. */
+  private void publishPlain(String routingKey, AMQP.BasicProperties props, String body)
+      throws Exception {
+    try (Channel ch = admin.createChannel()) {
+      ch.confirmSelect();
+      ch.basicPublish(topology.exchange(destination), routingKey, true, props,
+          body.getBytes(StandardCharsets.UTF_8));
+      ch.waitForConfirmsOrDie(10_000);
+    }
+  }
+
+  private static AMQP.BasicProperties props(String messageId, Map<String, Object> headers) {
+    return new AMQP.BasicProperties.Builder().messageId(messageId)
+        .timestamp(Date.from(STAMP)).headers(headers).build();
+  }
+
+  private static String body(Delivery d) {
+    return d.message().payloadUtf8();
+  }
+
+  @Test
+  @DisplayName("mapped, retried until it succeeds, dead-lettered when it always fails, and the"
+      + " dead letter replays to the same queue and is consumed")
+  void consumedRetriedDeadLetteredAndReplayed() throws Exception {
+    AtomicBoolean poisoned = new AtomicBoolean(true);
+    List<Delivery> calls = new CopyOnWriteArrayList<>();
+    subscriber.subscribe(spec(InboundMapping.foreign().typeHeader("event-type").build()), d -> {
+      calls.add(d);
+      if (body(d).equals("flaky") && d.attempt() == 1) {
+        throw new IllegalStateException("first attempt fails");
+      }
+      if (body(d).equals("poison") && poisoned.get()) {
+        throw new IllegalStateException("always fails");
+      }
+    });
+    dlq = RabbitMqDeadLetterStore.create(config, destination, "g");
+    Map<String, Object> typed = new HashMap<>();
+    typed.put("event-type", "order.paid");
+    typed.put("tenant", LongStringHelper.asLongString("acme"));
+    typed.put("count", 3);
+    publishPlain("order-1", props("amqp-1", typed), "flaky");
+    publishPlain("order-2", props(null, null), "poison"); // no message id: a content hash
+
+    Await.until(WAIT, "poison dead-lettered", () -> dlq.count(DeadLetterQuery.all()) == 1);
+    Await.until(WAIT, "flaky retried to success", () -> calls.stream()
+        .anyMatch(d -> body(d).equals("flaky") && d.attempt() == 2));
+    Delivery flaky = calls.stream().filter(d -> body(d).equals("flaky")).reduce((a, b) -> b)
+        .orElseThrow();
+    assertThat(flaky.message().id()).isEqualTo("amqp-1");
+    assertThat(flaky.message().type()).isEqualTo("order.paid");
+    assertThat(flaky.message().key()).contains("order-1");
+    assertThat(flaky.message().createdAt()).isEqualTo(STAMP);
+    assertThat(flaky.message().headers()).containsEntry("tenant", "acme")
+        .containsEntry("count", "3");
+
+    List<Delivery> poisonCalls = calls.stream().filter(d -> body(d).equals("poison")).toList();
+    assertThat(poisonCalls).extracting(Delivery::attempt).containsExactly(1, 2, 3);
+    String poisonId = poisonCalls.get(0).message().id();
+    assertThat(poisonId).startsWith(destination + "@sha256:");
+    assertThat(poisonCalls).extracting(d -> d.message().id()).containsOnly(poisonId);
+    assertThat(poisonCalls.get(0).message().type()).isEqualTo(destination);
+    DeadLetter d = dlq.list(DeadLetterQuery.all()).get(0);
+    assertThat(d.messageId()).isEqualTo(poisonId);
+    assertThat(d.reason()).startsWith("attempts exhausted (3 of 3)");
+    assertThat(d.message().key()).contains("order-2");
+
+    poisoned.set(false);
+    assertThat(dlq.replay(d.id())).isPresent();
+    Await.until(WAIT, "replayed poison handled", () -> calls.stream()
+        .filter(c -> body(c).equals("poison")).count() == 4);
+    Delivery replayed = calls.stream().filter(c -> body(c).equals("poison")).reduce((a, b) -> b)
+        .orElseThrow();
+    assertThat(replayed.message().id()).isEqualTo(poisonId);
+    assertThat(replayed.attempt()).isEqualTo(1);
+    Await.until(WAIT, "every queue empty", () -> topology.queues(destination, "g").allQueues()
+        .stream().allMatch(q -> TestBroker.depth(admin, q) == 0));
+  }
+
+  @Test
+  @DisplayName("bad input: a blank, non-UTF-8 or oversize id header is dead-lettered naming the"
+      + " header; a table header is left out; later messages still flow")
+  void badInputIsNamed() throws Exception {
+    List<Delivery> handled = new CopyOnWriteArrayList<>();
+    subscriber.subscribe(spec(InboundMapping.foreign().idHeader("event-id").build()),
+        handled::add);
+    LongString notUtf8 = LongStringHelper.asLongString(new byte[] {(byte) 0xC3, (byte) 0x28});
+    publishPlain("k", props(null, new HashMap<>(Map.of("event-id", "  "))), "blank");
+    publishPlain("k", props(null, new HashMap<>(Map.of("event-id", notUtf8))), "binary");
+    publishPlain("k", props(null, new HashMap<>(Map.of("event-id", "x".repeat(50_000)))), "huge");
+    publishPlain("k", props(null, new HashMap<>(Map.of("event-id", "e-ok",
+        "nested", Map.of("a", 1)))), "good");
+    String dead = topology.queues(destination, "g").deadLetterQueue();
+    Await.until(WAIT, "three dead letters", () -> TestBroker.depth(admin, dead) == 3);
+    Await.until(WAIT, "the good one handled", () -> handled.size() == 1);
+    assertThat(handled.get(0).message().id()).isEqualTo("e-ok");
+    assertThat(handled.get(0).message().headers()).doesNotContainKey("nested");
+    assertThat(TestBroker.drain(admin, dead)).extracting(r ->
+        TestBroker.header(r, MessageHeaders.DEAD_REASON)).containsExactlyInAnyOrder(
+            "undecodable: header event-id is blank: '  '",
+            "undecodable: header event-id is not valid UTF-8",
+            "undecodable: header event-id is 50000 characters, more than 1024: '"
+                + "x".repeat(32) + "...'");
+  }
+
+  @Test
+  @DisplayName("CloudEvents binary mode: a plain amqp-client consumer reads relaykit's event from"
+      + " cloudEvents_ headers and the content-type property; a plain CloudEvent is consumed")
+  void cloudEventsBothWays() throws Exception {
+    List<Delivery> handled = new CopyOnWriteArrayList<>();
+    InboundMapping mapping = InboundMapping.foreign().cloudEvents(true).build();
+    subscriber.subscribe(spec(mapping), handled::add);
+    subscriber.close(); // the queue stays declared; what arrives now waits there
+    subscriber = RabbitMqSubscriber.create(config);
+    Message event = Message.builder().id("1234-1234-1234").type("com.example.someevent")
+        .key("mykey").payload("{}").createdAt(Instant.parse("2018-04-05T03:56:24Z")).build();
+    try (RabbitMqPublisher publisher = RabbitMqPublisher.create(config)) {
+      publisher.publish(destination, CloudEvents.amqp(event, "/mycontext/subcontext", "sub-1",
+          "application/json")).join();
+    }
+    String queue = topology.queues(destination, "g").queue();
+    Await.until(WAIT, "the event queued", () -> TestBroker.depth(admin, queue) == 1);
+    GetResponse raw = TestBroker.drain(admin, queue).get(0);
+    assertThat(raw.getProps().getContentType()).isEqualTo("application/json");
+    Map<String, String> ce = new HashMap<>();
+    raw.getProps().getHeaders().forEach((k, v) -> ce.put(k, String.valueOf(v)));
+    assertThat(ce).containsEntry("cloudEvents_specversion", "1.0")
+        .containsEntry("cloudEvents_id", "1234-1234-1234")
+        .containsEntry("cloudEvents_type", "com.example.someevent")
+        .containsEntry("cloudEvents_source", "/mycontext/subcontext")
+        .containsEntry("cloudEvents_subject", "sub-1")
+        .containsEntry("cloudEvents_time", "2018-04-05T03:56:24Z");
+
+    Map<String, Object> attrs = new HashMap<>();
+    attrs.put("cloudEvents_specversion", "1.0");
+    attrs.put("cloudEvents_id", "ce-9");
+    attrs.put("cloudEvents_type", "com.example.someevent");
+    attrs.put("cloudEvents_source", "/mycontext");
+    attrs.put("cloudEvents_time", "2018-04-05T03:56:24Z");
+    publishPlain("k", new AMQP.BasicProperties.Builder().contentType("application/avro")
+        .headers(attrs).build(), "data");
+    subscriber.subscribe(spec(mapping), handled::add);
+    Await.until(WAIT, "the plain CloudEvent consumed", () -> handled.size() == 1);
+    Message m = handled.get(0).message();
+    assertThat(m.id()).isEqualTo("ce-9");
+    assertThat(m.type()).isEqualTo("com.example.someevent");
+    assertThat(m.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
+    assertThat(m.headers()).as("datacontenttype from the AMQP content-type property")
+        .containsEntry("content-type", "application/avro")
+        .containsEntry("cloudEvents_source", "/mycontext");
+  }
+}
