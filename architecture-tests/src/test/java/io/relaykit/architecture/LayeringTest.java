@@ -46,6 +46,12 @@ class LayeringTest {
   }
 
   @Test
+  @DisplayName("an adapter depends on queue-core, and on queue-guice only for its optional module")
+  void adaptersUseGuiceOnlyInTheirModule() {
+    RULES.adaptersUseGuiceOnlyInTheirModule().check(classes);
+  }
+
+  @Test
   @DisplayName("queue-guice depends on queue-core, Guice and jakarta.inject only")
   void guiceDependsOnCoreAndGuiceOnly() {
     RULES.guiceDependsOnCoreAndGuiceOnly().check(classes);

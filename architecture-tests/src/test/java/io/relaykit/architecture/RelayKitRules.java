@@ -87,6 +87,69 @@ final class RelayKitRules {
         .as("an adapter never depends on another adapter");
   }
 
+  /**
+   * Whether a class is an adapter's optional Guice part: it, or the top-level class it is nested
+   * in (anonymous modules, lambdas' enclosing classes), is assignable to Guice's
+   * {@code com.google.inject.Module} or to queue-guice's {@code BackendModuleProvider}. Only those
+   * classes may touch Guice, which is why an adapter's pom can mark queue-guice and Guice
+   * {@code optional}: an application without Guice never loads them.
+   */
+  boolean isGuicePart(JavaClass c) {
+    JavaClass top = c;
+    while (top.getEnclosingClass().isPresent()) {
+      top = top.getEnclosingClass().get();
+    }
+    for (JavaClass k : List.of(c, top)) {
+      Stream<JavaClass> supertypes = Stream.concat(Stream.concat(Stream.of(k),
+          k.getAllRawSuperclasses().stream()), k.getAllRawInterfaces().stream());
+      if (supertypes.map(JavaClass::getName).anyMatch(guiceModuleTypes(base)::contains)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The type names that make a class a Guice part. Guice's own base classes are named as well as
+   * {@code Module}: the importer does not always resolve library supertypes, so a class extending
+   * {@code AbstractModule} might otherwise show no {@code Module} interface.
+   */
+  private static List<String> guiceModuleTypes(String base) {
+    return List.of("com.google.inject.Module", "com.google.inject.AbstractModule",
+        "com.google.inject.PrivateModule", base + ".guice.BackendModuleProvider");
+  }
+
+  /**
+   * An adapter depends on queue-core, and on queue-guice (and Guice) only in its optional module:
+   * a class of an adapter that is not a Guice part ({@link #isGuicePart}) uses no
+   * {@code com.google.inject..}, {@code jakarta.inject..} or queue-guice class.
+   */
+  ArchRule adaptersUseGuiceOnlyInTheirModule() {
+    String[] adapters = modules.patterns(Role.ADAPTER);
+    String[] guice = {"com.google.inject..", "jakarta.inject..", base + ".guice.."};
+    return classes().that().resideInAnyPackage(adapters)
+        .should(new ArchCondition<JavaClass>("use Guice and queue-guice only in a Guice module") {
+          @Override
+          public void check(JavaClass origin, ConditionEvents events) {
+            if (isGuicePart(origin)) {
+              return;
+            }
+            for (Dependency d : origin.getDirectDependenciesFromSelf()) {
+              JavaClass target = d.getTargetClass().getBaseComponentType();
+              String pkg = target.getPackageName();
+              if (pkg.startsWith("com.google.inject") || pkg.startsWith("jakarta.inject")
+                  || pkg.equals(base + ".guice") || pkg.startsWith(base + ".guice.")) {
+                events.add(SimpleConditionEvent.violated(d, origin.getName()
+                    + " is no Guice module or BackendModuleProvider but uses " + target.getName()
+                    + ": " + d.getDescription()));
+              }
+            }
+          }
+        })
+        .allowEmptyShould(true)
+        .as("an adapter depends on queue-core, and on queue-guice only for its optional module");
+  }
+
   /** Only examples and benchmarks may depend on examples and benchmarks. */
   ArchRule nothingDependsOnApplications() {
     String[] applications = modules.patterns(Role.APPLICATION);
@@ -108,7 +171,12 @@ final class RelayKitRules {
         .as("main code outside queue-tck uses no JUnit, AssertJ or TCK class");
   }
 
-  /** A package named {@code internal} is used only by the module that owns it. */
+  /**
+   * A package named {@code internal} is used only by the module that owns it, except the one
+   * shared-internals package {@code io.relaykit.internal} (in queue-core): every relaykit module
+   * (core, support, adapters) may use it; applications (examples, benchmarks, chaos) and classes
+   * in no module may not.
+   */
   ArchRule internalPackagesStayInTheirModule() {
     return classes().that().resideInAPackage(base + "..")
         .should(new ArchCondition<JavaClass>("use only their own module's internal packages") {
@@ -122,7 +190,9 @@ final class RelayKitRules {
                 continue;
               }
               Optional<Module> owner = modules.moduleOf(pkg);
-              if (!owner.equals(own)) {
+              boolean shared = pkg.equals(base + ".internal")
+                  && own.map(m -> m.role() != Role.APPLICATION).orElse(false);
+              if (!owner.equals(own) && !shared) {
                 events.add(SimpleConditionEvent.violated(d, origin.getName() + " ("
                     + own.map(Module::name).orElse("no module") + ") uses " + target.getName()
                     + ", internal to " + owner.map(Module::name).orElse("no module") + ": "
@@ -163,6 +233,7 @@ final class RelayKitRules {
     rules.add(coreDependsOnJavaOnly());
     rules.add(guiceDependsOnCoreAndGuiceOnly());
     rules.add(adaptersAreIndependent());
+    rules.add(adaptersUseGuiceOnlyInTheirModule());
     rules.add(nothingDependsOnApplications());
     rules.add(testLibrariesStayOutOfMainCode());
     rules.add(internalPackagesStayInTheirModule());

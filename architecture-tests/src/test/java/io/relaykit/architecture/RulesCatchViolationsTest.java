@@ -74,6 +74,18 @@ class RulesCatchViolationsTest {
   }
 
   @Test
+  @DisplayName("the adapter-guice rule reports a plain adapter class using Guice, not its module")
+  void adaptersUseGuiceOnlyInTheirModule() {
+    List<String> v = violations(RULES.adaptersUseGuiceOnlyInTheirModule());
+
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2PlainUsesGuice"))
+        && l.contains("com.google.inject.Injector"));
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2PlainUsesGuice"))
+        && l.contains(fixture("guice.CleanModule")));
+    assertThat(v).allMatch(l -> l.contains(fixture("storage.h2.H2PlainUsesGuice") + " is no"));
+  }
+
+  @Test
   @DisplayName("the application rule reports an adapter using examples, not examples using bench")
   void nothingDependsOnApplications() {
     List<String> v = violations(RULES.nothingDependsOnApplications());
@@ -98,12 +110,14 @@ class RulesCatchViolationsTest {
   }
 
   @Test
-  @DisplayName("the internal rule reports other modules' internals and allows a module its own")
+  @DisplayName("the internal rule reports other modules' internals and examples using the shared one")
   void internalPackagesStayInTheirModule() {
     List<String> v = violations(RULES.internalPackagesStayInTheirModule());
 
-    assertThat(v).anyMatch(l -> l.contains(fixture("guice.GuiceUsesGuavaAndCoreInternals")
-        + " (queue-guice) uses " + fixture("internal.CoreChecks") + ", internal to queue-core"));
+    assertThat(v).anyMatch(l -> l.contains(fixture("examples.Demo")
+        + " (examples) uses " + fixture("internal.CoreChecks") + ", internal to queue-core"));
+    assertThat(v).as("relaykit modules may use the shared io.relaykit.internal")
+        .noneMatch(l -> l.contains(fixture("guice.GuiceUsesGuavaAndCoreInternals") + " ("));
     assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2Store")
         + " (storage-h2) uses " + fixture("transport.kafka.internal.KafkaWire")
         + ", internal to transport-kafka"));
@@ -135,6 +149,8 @@ class RulesCatchViolationsTest {
     assertThat(fixtures.contain(fixture("examples.Demo"))).isTrue();
     assertThat(fixtures.contain(fixture("storage.h2.internal.H2Sql"))).isTrue();
     assertThat(fixtures.contain(fixture("guice.CleanModule"))).isTrue();
+    assertThat(fixtures.contain(fixture("storage.h2.H2GuiceModule"))).isTrue();
+    assertThat(fixtures.contain(fixture("storage.h2.H2GuiceModule$Nested"))).isTrue();
     assertThat(fixtures.contain(fixture("retry.CleanBackoff"))).isTrue();
   }
 }

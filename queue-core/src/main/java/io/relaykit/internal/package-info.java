@@ -1,8 +1,9 @@
 /**
- * Helpers shared inside queue-core (argument checks, text bounds). Not API.
+ * relaykit's one shared-internals package (argument checks, text bounds), for relaykit's own
+ * modules only. Not API, unstable: it may change in any release without notice.
  *
- * <p>Public only because Java has no narrower sharing across packages: other modules and user code
- * must not use this package (the architecture tests enforce it), and it may change in any release
- * without notice.
+ * <p>Public only because Java has no narrower sharing across modules: queue-core, queue-guice,
+ * queue-tck and the adapters may use it; examples, benchmarks and user code must not (the
+ * architecture tests enforce it for relaykit's own applications).
  */
 package io.relaykit.internal;
