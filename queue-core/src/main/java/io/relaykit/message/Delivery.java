@@ -1,6 +1,7 @@
 package io.relaykit.message;
 
 import io.relaykit.internal.Checks;
+import io.relaykit.trace.TraceContext;
 import java.time.Instant;
 import java.util.Optional;
 
@@ -28,6 +29,15 @@ public record Delivery(Message message, String source, int attempt, Instant firs
 
   public Optional<Instant> firstFailure() {
     return Optional.ofNullable(firstFailureAt);
+  }
+
+  /**
+   * The W3C trace context the publisher carried (from the outbox append through relay, broker,
+   * retries and replay), empty when there is none or its header is malformed; a tracing
+   * integration starts the handler's span as its child.
+   */
+  public Optional<TraceContext> traceContext() {
+    return message.traceContext().context();
   }
 
   /** Whether an earlier attempt of this message failed. */

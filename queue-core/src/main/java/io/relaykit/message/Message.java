@@ -2,6 +2,7 @@ package io.relaykit.message;
 
 import io.relaykit.internal.Checks;
 import io.relaykit.queue.Priority;
+import io.relaykit.trace.TraceContext;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Arrays;
@@ -176,6 +177,16 @@ public final class Message {
         + ", traceId=" + traceId + "]";
   }
 
+  /**
+   * The W3C trace context the message carries in its {@value TraceContext#TRACEPARENT} and
+   * {@value TraceContext#TRACESTATE} headers, read leniently ({@link TraceContext#read}): empty
+   * when there is none or it is malformed; {@link TraceContext.Read#anythingDropped()} says which.
+   */
+  public TraceContext.Read traceContext() {
+    return TraceContext.read(headers.get(TraceContext.TRACEPARENT),
+        headers.get(TraceContext.TRACESTATE));
+  }
+
   /** A new random trace id: 32 lowercase hex digits, as in W3C Trace Context. */
   public static String newTraceId() {
     ThreadLocalRandom r = ThreadLocalRandom.current();
@@ -266,9 +277,30 @@ public final class Message {
       return this;
     }
 
-    /** The trace id to carry; defaults to a new one. */
+    /**
+     * The trace id to carry; defaults to a new one. A valid {@code traceparent} header takes
+     * precedence: the message's trace id is then that header's (see {@link #traceContext}).
+     */
     public Builder traceId(String traceId) {
       this.traceId = traceId;
+      return this;
+    }
+
+    /**
+     * Carries a W3C trace context: sets the {@value TraceContext#TRACEPARENT} header (and {@value
+     * TraceContext#TRACESTATE} when the state is not empty, else removes it) and makes the
+     * context's trace id the message's. The headers travel like any user header: through every
+     * outbox store and transport, onto retry copies and dead letters, and back on replay.
+     */
+    public Builder traceContext(TraceContext context) {
+      Checks.requireNonNull("context", context);
+      headers.put(TraceContext.TRACEPARENT, context.traceparent());
+      if (context.traceState().isEmpty()) {
+        headers.remove(TraceContext.TRACESTATE);
+      } else {
+        headers.put(TraceContext.TRACESTATE, context.traceState());
+      }
+      this.traceId = context.traceId();
       return this;
     }
 
@@ -312,7 +344,14 @@ public final class Message {
         throw new IllegalArgumentException(
             "expiresAt must be after createdAt (" + created + "), was " + expiresAt);
       }
-      String trace = traceId != null ? traceId : newTraceId();
+      // The relaykit trace id is the traceparent's when one is valid; a malformed one stays a
+      // plain header and is otherwise ignored (never a failure: it may come from anywhere).
+      String traceparent = headers.get(TraceContext.TRACEPARENT);
+      String trace = traceparent == null ? null : TraceContext.read(traceparent, null).context()
+          .map(TraceContext::traceId).orElse(null);
+      if (trace == null) {
+        trace = traceId != null ? traceId : newTraceId();
+      }
       Checks.requireNonBlank("traceId", trace);
       return new Message(this, builtId, created, trace);
     }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.relaykit.queue.Priority;
+import io.relaykit.trace.TraceContext;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.HashMap;
@@ -264,6 +265,49 @@ class MessageTest {
       String a = Message.newTraceId();
       assertThat(a).matches("[0-9a-f]{32}");
       assertThat(Message.newTraceId()).isNotEqualTo(a);
+    }
+  }
+
+  @Nested
+  @DisplayName("W3C trace context")
+  class TraceContexts {
+    private static final String PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    @Test
+    @DisplayName("a valid traceparent header makes the trace id, even over an explicit one; it"
+        + " survives the wire with its tracestate")
+    void traceparentIsTheTraceId() {
+      Message m = Message.builder().type("t").payload("x").traceId("0123456789abcdef0123456789abcdef")
+          .header(TraceContext.TRACEPARENT, PARENT).header(TraceContext.TRACESTATE, "rojo=1").build();
+      assertThat(m.traceId()).isEqualTo("4bf92f3577b34da6a3ce929d0e0e4736");
+      Message back = MessageHeaders.fromWire(MessageHeaders.toWire(m), null, m.payload());
+      assertThat(back).isEqualTo(m);
+      assertThat(Delivery.first(back, "orders").traceContext().map(TraceContext::traceState))
+          .contains("rojo=1");
+    }
+
+    @Test
+    @DisplayName("a malformed traceparent stays a plain header, is reported by traceContext(), and"
+        + " never fails the build; the trace id is then the given or a new one")
+    void malformedIsIgnored() {
+      Message m = Message.builder().type("t").payload("x").traceId("0123456789abcdef0123456789abcdef")
+          .header(TraceContext.TRACEPARENT, "00-zz-bad-01").build();
+      assertThat(m.traceId()).isEqualTo("0123456789abcdef0123456789abcdef");
+      assertThat(m.headers()).containsEntry(TraceContext.TRACEPARENT, "00-zz-bad-01");
+      assertThat(m.traceContext().malformedTraceparent()).isTrue();
+      assertThat(Delivery.first(m, "orders").traceContext()).isEmpty();
+    }
+
+    @Test
+    @DisplayName("traceContext(...) on the builder sets both headers, and removes a stale"
+        + " tracestate when the new state is empty")
+    void builderSetsHeaders() {
+      TraceContext c = TraceContext.of("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", true);
+      Message m = Message.builder().type("t").payload("x").header(TraceContext.TRACESTATE, "old=1")
+          .traceContext(c).build();
+      assertThat(m.headers()).containsEntry(TraceContext.TRACEPARENT, PARENT)
+          .doesNotContainKey(TraceContext.TRACESTATE);
+      assertThat(m.traceContext().context()).contains(c);
     }
   }
 }

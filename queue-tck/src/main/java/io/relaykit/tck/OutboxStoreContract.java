@@ -8,6 +8,7 @@ import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.queue.Priority;
+import io.relaykit.trace.TraceContext;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -172,6 +173,21 @@ public abstract class OutboxStoreContract {
       assertThat(r.firstFailureAt()).isNull();
       assertThat(r.leaseOwner()).isEqualTo("relay-a");
       assertThat(r.leaseExpiresAt()).isBetween(before.plus(lease()), now().plus(lease()));
+    }
+
+    @Test
+    @DisplayName("a W3C trace context captured at the append comes back on the claimed record")
+    void traceContextSurvives() {
+      TraceContext sent = new TraceContext("0af7651916cd43dd8448eb211c80319c",
+          "b7ad6b7169203331", 1, "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7");
+      Message m = Message.builder().type("order.paid").key("order-8").payload("x")
+          .traceContext(sent).build();
+      appendCommitted(destination, m);
+
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      assertThat(r.message().traceContext().context()).contains(sent);
+      assertThat(r.message().traceId()).isEqualTo(sent.traceId());
     }
 
     @Test

@@ -19,6 +19,7 @@ import io.relaykit.ordering.OrderingMode;
 import io.relaykit.retry.Backoff;
 import io.relaykit.retry.PermanentFailureException;
 import io.relaykit.retry.RetryPolicy;
+import io.relaykit.trace.TraceContext;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -406,6 +407,32 @@ public abstract class SubscriberContract {
       assertThat(d.firstFailureAt()).isAfterOrEqualTo(before.minusSeconds(1));
       assertThat(d.lastFailureAt()).isAfterOrEqualTo(d.firstFailureAt())
           .isBeforeOrEqualTo(Instant.now().plusSeconds(1));
+    }
+
+    @Test
+    @DisplayName("a W3C trace context travels to the handler on every attempt and onto the dead"
+        + " letter; the relaykit trace id is the traceparent's")
+    void traceContextTravels() {
+      String destination = newDestination();
+      Recorder recorder = new Recorder(d -> {
+        throw new IOException("still down");
+      });
+      subscribe(spec(destination, "g").build(), recorder);
+      TraceContext sent = new TraceContext("4bf92f3577b34da6a3ce929d0e0e4736",
+          "00f067aa0ba902b7", 1, "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
+      Message m = publish(destination, Message.builder().type("order.paid").key("k")
+          .payload("{\"label\":\"traced\"}").traceContext(sent).build());
+      assertThat(m.traceId()).isEqualTo(sent.traceId());
+
+      DeadLetter d = awaitDeadLetter(destination, m.id(), timeout());
+
+      assertThat(recorder.attemptsOf(m.id())).containsExactly(1, 2, 3);
+      for (Delivery delivery : recorder.deliveries) {
+        assertThat(delivery.traceContext()).as("attempt " + delivery.attempt()).contains(sent);
+        assertThat(delivery.message().traceId()).isEqualTo(sent.traceId());
+      }
+      assertThat(d.message().traceContext().context()).contains(sent);
+      assertThat(d.message().traceId()).isEqualTo(sent.traceId());
     }
 
     @Test
