@@ -570,8 +570,9 @@ public final class InProcessTransport implements Publisher, Subscriber {
       this.spec = spec;
       this.handler = handler;
       this.idle = topic.lock.newCondition();
+      String name = "relaykit-inprocess-" + spec.destination() + "-" + spec.group();
       this.executor = Executors.newCachedThreadPool(
-          daemon("relaykit-inprocess-" + spec.destination() + "-" + spec.group()));
+          spec.handlerThreads().factory(name, daemon(name)));
     }
 
     @Override

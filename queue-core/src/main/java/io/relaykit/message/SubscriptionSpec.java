@@ -21,6 +21,8 @@ import java.time.Duration;
  *     is ignored
  * @param inbound how records become messages: relaykit's envelope only (the default), or foreign
  *     records and CloudEvents too; see {@link InboundMapping}
+ * @param handlerThreads platform (default) or virtual threads for the handlers; {@link
+ *     HandlerThreads#VIRTUAL} on a JDK older than 21 is rejected here, naming the field
  */
 public record SubscriptionSpec(
     String destination,
@@ -30,7 +32,8 @@ public record SubscriptionSpec(
     int maxInFlight,
     RetryPolicy retryPolicy,
     Duration handlerTimeout,
-    InboundMapping inbound) {
+    InboundMapping inbound,
+    HandlerThreads handlerThreads) {
 
   public SubscriptionSpec {
     Checks.requireNonBlank("destination", destination);
@@ -45,6 +48,8 @@ public record SubscriptionSpec(
     Checks.requireNonNull("retryPolicy", retryPolicy);
     Checks.requirePositive("handlerTimeout", handlerTimeout);
     Checks.requireNonNull("inbound", inbound);
+    Checks.requireNonNull("handlerThreads", handlerThreads);
+    handlerThreads.requireAvailable("handlerThreads");
   }
 
   /**
@@ -65,6 +70,7 @@ public record SubscriptionSpec(
     private RetryPolicy retryPolicy = RetryPolicy.defaults();
     private Duration handlerTimeout = Duration.ofSeconds(30);
     private InboundMapping inbound = InboundMapping.relaykitOnly();
+    private HandlerThreads handlerThreads = HandlerThreads.PLATFORM;
 
     private Builder(String destination, String group) {
       this.destination = destination;
@@ -107,9 +113,21 @@ public record SubscriptionSpec(
       return this;
     }
 
+    /**
+     * What kind of thread the handlers run on; {@link HandlerThreads#PLATFORM} by default. The
+     * concurrency and in-flight bounds apply unchanged to virtual threads.
+     *
+     * @throws IllegalArgumentException at {@link #build()} if null, or if {@link
+     *     HandlerThreads#VIRTUAL} is asked for on a JDK older than 21
+     */
+    public Builder handlerThreads(HandlerThreads handlerThreads) {
+      this.handlerThreads = handlerThreads;
+      return this;
+    }
+
     public SubscriptionSpec build() {
       return new SubscriptionSpec(destination, group, ordering, concurrency, maxInFlight,
-          retryPolicy, handlerTimeout, inbound);
+          retryPolicy, handlerTimeout, inbound, handlerThreads);
     }
   }
 }

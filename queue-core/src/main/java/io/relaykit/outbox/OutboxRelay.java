@@ -1258,12 +1258,6 @@ public final class OutboxRelay implements AutoCloseable {
     }
 
     /**
-     * @throws IllegalArgumentException naming the field: a null policy, listener, clock or
-     *     backoff; a blank owner; a batch size outside 1..10 000; a non-positive lease, confirm
-     *     timeout, poll interval, retention or purge interval; a confirm timeout not shorter than
-     *     the lease
-     */
-    /**
      * Where the backlog is reported: {@link MetricsListener#backlogDepth} (unsent rows) and
      * {@link MetricsListener#oldestAge} (oldest unsent message) for destination {@code
      * "outbox"}, sampled by a cycle at most once per {@link #metricsInterval} (one {@link
@@ -1281,6 +1275,12 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
+    /**
+     * @throws IllegalArgumentException naming the field: a null policy, listener, clock or
+     *     backoff; a blank owner; a batch size outside 1..10 000; a non-positive lease, confirm
+     *     timeout, poll interval, retention or purge interval; a confirm timeout not shorter than
+     *     the lease
+     */
     public OutboxRelay build() {
       Checks.requireNonNull("retryPolicy", retryPolicy);
       Checks.requireNonNull("listener", listener);

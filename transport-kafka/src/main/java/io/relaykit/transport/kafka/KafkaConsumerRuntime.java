@@ -196,7 +196,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         // Everything tracked may be queued at once (parked records released together, retries in
         // their headroom), beside stale tasks of a revoked assignment: a submit never waits.
         .maxQueued(2 * (spec.maxInFlight() + maxParked) + 3 * maxPollRecords)
-        .threadFactory(daemonThreads(name + "-worker"))
+        .threadFactory(spec.handlerThreads().factory(name + "-worker",
+            daemonThreads(name + "-worker")))
         .failureHandler((key, failure) -> LOG.log(System.Logger.Level.ERROR,
             "unexpected failure in the consumer runtime of " + topic, failure))
         .build();

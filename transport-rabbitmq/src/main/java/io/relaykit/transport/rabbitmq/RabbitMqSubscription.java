@@ -89,7 +89,8 @@ final class RabbitMqSubscription implements Subscription {
     this.workers = KeyedExecutor.builder()
         .threads(spec.concurrency())
         .maxQueued(2 * prefetch)
-        .threadFactory(RabbitMqPublisher.daemon("relaykit-rabbitmq-" + queues.queue()))
+        .threadFactory(spec.handlerThreads().factory("relaykit-rabbitmq-" + queues.queue(),
+            RabbitMqPublisher.daemon("relaykit-rabbitmq-" + queues.queue())))
         .build();
   }
 
