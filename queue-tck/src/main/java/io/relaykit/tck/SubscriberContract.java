@@ -9,6 +9,7 @@ import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.Delivery;
+import io.relaykit.message.HandlerThreads;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
 import io.relaykit.message.Publisher;
@@ -154,7 +155,43 @@ public abstract class SubscriberContract {
     }
     subscriber.close();
     publisher.close();
+    assertThat(wrongThreads).as("handlers that ran on another kind of thread than their"
+        + " subscription's handlerThreads").isEmpty();
   }
+
+  /**
+   * The kind of thread the kit's subscriptions ask for ({@link #spec}). A subclass returns {@link
+   * HandlerThreads#VIRTUAL} to run the whole contract on virtual threads; after every test the
+   * kit fails if any handler ran on another kind of thread than its subscription asked for.
+   */
+  protected HandlerThreads handlerThreads() {
+    return HandlerThreads.PLATFORM;
+  }
+
+  /** Whether {@code t} is a virtual thread ({@code Thread.isVirtual()}, Java 21+; else false). */
+  private static boolean isVirtual(Thread t) {
+    if (IS_VIRTUAL == null) {
+      return false;
+    }
+    try {
+      return (Boolean) IS_VIRTUAL.invoke(t);
+    } catch (ReflectiveOperationException e) {
+      throw new AssertionError("Thread.isVirtual failed", e);
+    }
+  }
+
+  private static final java.lang.reflect.Method IS_VIRTUAL = isVirtualMethod();
+
+  private static java.lang.reflect.Method isVirtualMethod() {
+    try {
+      return Thread.class.getMethod("isVirtual");
+    } catch (NoSuchMethodException e) {
+      return null; // Java 17-20
+    }
+  }
+
+  /** Threads a handler ran on against its spec's handlerThreads: a few names at most. */
+  private final Set<String> wrongThreads = ConcurrentHashMap.newKeySet();
 
   /** The kit's defaults: 3 attempts {@link #retryDelay()} apart, 10 s handler timeout. */
   protected SubscriptionSpec.Builder spec(String destination, String group) {
@@ -162,7 +199,8 @@ public abstract class SubscriberContract {
         .concurrency(4)
         .maxInFlight(16)
         .retryPolicy(policy(3, retryDelay()))
-        .handlerTimeout(Duration.ofSeconds(10));
+        .handlerTimeout(Duration.ofSeconds(10))
+        .handlerThreads(handlerThreads());
   }
 
   private static RetryPolicy policy(int attempts, Duration delay) {
@@ -171,7 +209,13 @@ public abstract class SubscriberContract {
 
   /** Subscribes, remembers the subscription for cleanup and waits until it is assigned. */
   protected Subscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
-    Subscription s = subscriber.subscribe(spec, handler);
+    boolean virtual = spec.handlerThreads() == HandlerThreads.VIRTUAL;
+    Subscription s = subscriber.subscribe(spec, d -> {
+      if (isVirtual(Thread.currentThread()) != virtual) {
+        wrongThreads.add(Thread.currentThread().toString());
+      }
+      handler.handle(d);
+    });
     opened.add(s);
     awaitAssigned(s, spec);
     return s;
