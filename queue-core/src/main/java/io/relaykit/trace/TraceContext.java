@@ -37,6 +37,11 @@ public record TraceContext(String traceId, String parentId, int flags, String tr
   public static final int MAX_TRACESTATE_LENGTH = 512;
 
   private static final int VERSION_00_LENGTH = 55;
+  /**
+   * Longer than 32 members of a 256-character key, "=" and a 256-character value, with room for
+   * separators and spaces: never valid, so refused before it is split.
+   */
+  private static final int MAX_TRACESTATE_INPUT = MAX_TRACESTATE_MEMBERS * 1024;
 
   /**
    * Validates the fields.
@@ -162,9 +167,11 @@ public record TraceContext(String traceId, String parentId, int flags, String tr
   private record Members(String value, boolean malformed, boolean cut) {}
 
   private static Members members(String tracestate) {
+    if (tracestate.length() > MAX_TRACESTATE_INPUT) {
+      return new Members("", true, false); // more than 32 members of the longest legal size
+    }
     List<String> kept = new ArrayList<>();
     Set<String> keys = new HashSet<>();
-    // Splitting is bounded by the input's length, which the transport already bounds.
     for (String raw : tracestate.split(",", -1)) {
       String member = raw.strip();
       if (member.isEmpty()) {

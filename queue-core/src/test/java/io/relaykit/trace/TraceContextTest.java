@@ -94,6 +94,9 @@ class TraceContextTest {
     String thirtyThree = IntStream.range(0, 33).mapToObj(i -> "k" + i + "=v")
         .collect(Collectors.joining(","));
     assertThat(TraceContext.read(SPEC_PARENT, thirtyThree).droppedTracestate()).isTrue();
+    assertThat(TraceContext.read(SPEC_PARENT, "a=" + "v".repeat(40_000)).context()
+        .map(TraceContext::traceState)).as("a huge header is dropped")
+        .contains("");
     String value = "v".repeat(200);
     String long3 = "a=" + value + ",b=" + value + ",c=" + value;
     TraceContext.Read cut = TraceContext.read(SPEC_PARENT, long3);
