@@ -10,7 +10,7 @@ import io.relaykit.message.Subscriber;
 /**
  * The {@code kafka} transport for {@code relaykit.transport=kafka}: Publisher and Subscriber on
  * Kafka, configured from the {@code relaykit.kafka.*} settings (see {@link
- * KafkaTransportConfig#fromSettings}). Registered in {@code
+ * KafkaTransportConfig#from(io.relaykit.config.Settings)}, declared by {@link KafkaConfigKeys}). Registered in {@code
  * META-INF/services/io.relaykit.guice.BackendModuleProvider}; cheap to construct.
  */
 public final class KafkaTransportBackend implements BackendModuleProvider {
@@ -30,8 +30,7 @@ public final class KafkaTransportBackend implements BackendModuleProvider {
 
   @Override
   public Module module(RelayKitConfig config) {
-    KafkaTransportConfig kafka = KafkaTransportConfig.fromSettings(SECTION,
-        config.section(SECTION));
+    KafkaTransportConfig kafka = KafkaTransportConfig.from(config.settings());
     return binder -> {
       binder.install(new KafkaTransportModule(kafka));
       RelayKitModule.override(binder, Publisher.class).to(KafkaPublisher.class);

@@ -1,5 +1,6 @@
 package io.relaykit.transport.kafka;
 
+import io.relaykit.config.Settings;
 import io.relaykit.monitor.BacklogMonitor;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.MetricsListener;
@@ -9,7 +10,6 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Pattern;
 
 /**
  * Everything the Kafka transport needs to know: where the brokers are, extra client settings,
@@ -131,110 +131,56 @@ public final class KafkaTransportConfig {
   }
 
   /**
-   * A config from flat settings, as found under {@code relaykit.kafka.} in a deployment's
-   * properties: {@code bootstrap-servers} (required), {@code client-id-prefix}, {@code
-   * max-record-bytes}, {@code publish-timeout}, {@code retry-topic-suffix}, {@code
-   * dead-letter-topic-suffix}, {@code commit-interval}, {@code poll-timeout}, {@code
-   * max-poll-interval}, {@code close-timeout} (durations as ISO-8601 {@code PT5S} or {@code 500ms},
-   * {@code 5s}, {@code 2m}), {@code hand-off} ({@code confirmed} or {@code transactional}), {@code
-   * member-id}, and {@code producer.<name>} / {@code consumer.<name>} for client settings.
+   * A builder holding what the {@code relaykit.kafka.*} keys of {@code settings} say (see {@link
+   * KafkaConfigKeys}), for code to add what settings cannot carry (a clock, listeners, a backlog
+   * monitor). Client settings come from {@code relaykit.kafka.producer.<name>} and {@code
+   * relaykit.kafka.consumer.<name>}.
    *
-   * @param prefix how the keys are named in messages ({@code relaykit.kafka.})
-   * @throws IllegalArgumentException naming the full key and the value when a key is unknown or a
-   *     value is invalid, or when {@link Builder#build()} rejects the result
+   * @param settings the deployment's settings
+   * @return a builder; {@link Builder#build()} validates it
+   * @throws IllegalArgumentException naming the key and its environment variable when {@value
+   *     KafkaConfigKeys#BOOTSTRAP_SERVERS} is unset, or the key and value of an invalid setting
    */
-  public static KafkaTransportConfig fromSettings(String prefix, Map<String, String> settings) {
-    Builder b = builder();
-    for (Map.Entry<String, String> e : settings.entrySet()) {
-      String key = e.getKey();
-      String value = e.getValue() == null ? null : e.getValue().trim();
-      String full = prefix + key;
-      if (key.startsWith("producer.")) {
-        b.producerProperty(key.substring("producer.".length()), value);
-        continue;
-      }
-      if (key.startsWith("consumer.")) {
-        b.consumerProperty(key.substring("consumer.".length()), value);
-        continue;
-      }
-      switch (key) {
-        case "bootstrap-servers" -> b.bootstrapServers(value);
-        case "client-id-prefix" -> b.clientIdPrefix(value);
-        case "max-record-bytes" -> b.maxRecordBytes(parseInt(full, value));
-        case "publish-timeout" -> b.publishTimeout(parseDuration(full, value));
-        case "retry-topic-suffix" -> b.retryTopicSuffix(value);
-        case "dead-letter-topic-suffix" -> b.deadLetterTopicSuffix(value);
-        case "commit-interval" -> b.commitInterval(parseDuration(full, value));
-        case "poll-timeout" -> b.pollTimeout(parseDuration(full, value));
-        case "max-poll-interval" -> b.maxPollInterval(parseDuration(full, value));
-        case "close-timeout" -> b.closeTimeout(parseDuration(full, value));
-        case "hand-off" -> b.handOff(parseHandOff(full, value));
-        case "member-id" -> b.memberId(value);
-        default -> throw new IllegalArgumentException("unknown setting " + full + "=" + value
-            + "; known: " + prefix + String.join(", " + prefix, SETTINGS)
-            + ", " + prefix + "producer.<name>, " + prefix + "consumer.<name>");
-      }
-    }
+  public static Builder builderFrom(Settings settings) {
+    Builder d = builder();
+    Builder b = builder()
+        .bootstrapServers(settings.require(KafkaConfigKeys.BOOTSTRAP_SERVERS).strip())
+        .clientIdPrefix(settings.getString(KafkaConfigKeys.CLIENT_ID_PREFIX, d.clientIdPrefix))
+        .maxRecordBytes(settings.getInt(KafkaConfigKeys.MAX_RECORD_BYTES, d.maxRecordBytes))
+        .publishTimeout(settings.getDuration(KafkaConfigKeys.PUBLISH_TIMEOUT, d.publishTimeout))
+        .retryTopicSuffix(settings.getString(KafkaConfigKeys.RETRY_TOPIC_SUFFIX,
+            d.retryTopicSuffix))
+        .deadLetterTopicSuffix(settings.getString(KafkaConfigKeys.DEAD_LETTER_TOPIC_SUFFIX,
+            d.deadLetterTopicSuffix))
+        .commitInterval(settings.getDuration(KafkaConfigKeys.COMMIT_INTERVAL, d.commitInterval))
+        .pollTimeout(settings.getDuration(KafkaConfigKeys.POLL_TIMEOUT, d.pollTimeout))
+        .maxPollInterval(settings.getDuration(KafkaConfigKeys.MAX_POLL_INTERVAL,
+            d.maxPollInterval))
+        .closeTimeout(settings.getDuration(KafkaConfigKeys.CLOSE_TIMEOUT, d.closeTimeout))
+        .handOff(settings.getEnum(KafkaConfigKeys.HAND_OFF, HandOff.class, d.handOff))
+        .memberId(settings.getString(KafkaConfigKeys.MEMBER_ID, null));
+    settings.section(KafkaConfigKeys.PRODUCER).forEach((k, v) -> b.producerProperty(k, v.strip()));
+    settings.section(KafkaConfigKeys.CONSUMER).forEach((k, v) -> b.consumerProperty(k, v.strip()));
+    return b;
+  }
+
+  /**
+   * The config the {@code relaykit.kafka.*} keys of {@code settings} describe; see {@link
+   * #builderFrom(Settings)}.
+   *
+   * @param settings the deployment's settings
+   * @return the validated config
+   * @throws IllegalArgumentException naming the key and value that are missing or invalid, or
+   *     what {@link Builder#build()} rejects, prefixed with {@code invalid relaykit.kafka.*
+   *     settings}
+   */
+  public static KafkaTransportConfig from(Settings settings) {
+    Builder b = builderFrom(settings);
     try {
       return b.build();
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("invalid " + prefix + "* settings: " + e.getMessage(), e);
+      throw new IllegalArgumentException("invalid relaykit.kafka.* settings: " + e.getMessage(), e);
     }
-  }
-
-  private static final java.util.List<String> SETTINGS = java.util.List.of("bootstrap-servers",
-      "client-id-prefix", "max-record-bytes", "publish-timeout", "retry-topic-suffix",
-      "dead-letter-topic-suffix", "commit-interval", "poll-timeout", "max-poll-interval",
-      "close-timeout", "hand-off", "member-id");
-
-  private static HandOff parseHandOff(String key, String value) {
-    if (value != null) {
-      for (HandOff h : HandOff.values()) {
-        if (h.name().equalsIgnoreCase(value)) {
-          return h;
-        }
-      }
-    }
-    throw new IllegalArgumentException(key + " must be confirmed or transactional, was "
-        + quote(value));
-  }
-
-  private static int parseInt(String key, String value) {
-    try {
-      return Integer.parseInt(value);
-    } catch (NumberFormatException | NullPointerException e) {
-      throw new IllegalArgumentException(key + " must be a whole number, was " + quote(value), e);
-    }
-  }
-
-  private static Duration parseDuration(String key, String value) {
-    if (value == null) {
-      throw new IllegalArgumentException(key + " must be a duration, was null");
-    }
-    try {
-      if (value.toUpperCase(java.util.Locale.ROOT).startsWith("P")) {
-        return Duration.parse(value);
-      }
-      java.util.regex.Matcher m = Pattern.compile("(\\d+)\\s*(ms|s|m|h)").matcher(value);
-      if (m.matches()) {
-        long n = Long.parseLong(m.group(1));
-        switch (m.group(2)) {
-          case "ms":
-            return Duration.ofMillis(n);
-          case "s":
-            return Duration.ofSeconds(n);
-          case "m":
-            return Duration.ofMinutes(n);
-          default:
-            return Duration.ofHours(n);
-        }
-      }
-    } catch (RuntimeException e) {
-      throw new IllegalArgumentException(key + " must be a duration like PT5S or 500ms, was "
-          + quote(value), e);
-    }
-    throw new IllegalArgumentException(key + " must be a duration like PT5S or 500ms, was "
-        + quote(value));
   }
 
   /** A builder holding this config's values, to derive a changed copy. */
