@@ -3,10 +3,12 @@ package io.relaykit.guice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.relaykit.config.IdempotencySettings;
+import io.relaykit.config.RelaySettings;
+import io.relaykit.config.RetrySettings;
 import io.relaykit.retry.Jitter;
 import io.relaykit.retry.RetryPolicy;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.Map;
 import java.util.Properties;
 import org.junit.jupiter.api.DisplayName;
@@ -102,22 +104,21 @@ class RelayKitConfigTest {
     }
 
     @Test
-    @DisplayName("the retry policy follows the retry settings")
-    void retryPolicyFromSettings() {
-      RetryPolicy p = RelayKitConfig.from(props(
+    @DisplayName("the blocks and the retry policy are core's records over the same settings")
+    void blocksAreCoreRecords() {
+      RelayKitConfig c = RelayKitConfig.from(props(
           "relaykit.retry.max-attempts", "3",
-          "relaykit.retry.initial-backoff", "100ms",
-          "relaykit.retry.max-backoff", "250ms",
-          "relaykit.retry.jitter", "none",
-          "relaykit.retry.max-age", "10s")).retryPolicy();
+          "relaykit.retry.max-age", "10s",
+          "relaykit.relay.lease", "2m",
+          "relaykit.idempotency.retention", "2h"));
 
+      assertThat(c.retry()).isEqualTo(RetrySettings.from(c.settings()));
+      assertThat(c.relay()).isEqualTo(RelaySettings.from(c.settings()));
+      assertThat(c.idempotency()).isEqualTo(IdempotencySettings.from(c.settings()));
+      RetryPolicy p = c.retryPolicy();
       assertThat(p.maxAttempts()).isEqualTo(3);
       assertThat(p.maxAge()).isEqualTo(Duration.ofSeconds(10));
-      assertThat(p.backoff().delay(1)).isEqualTo(Duration.ofMillis(100));
-      assertThat(p.backoff().delay(2)).isEqualTo(Duration.ofMillis(200));
-      assertThat(p.backoff().delay(3)).as("capped").isEqualTo(Duration.ofMillis(250));
-      Instant t = Instant.parse("2026-01-01T00:00:00Z");
-      assertThat(p.decide(3, t, t, new RuntimeException("x")).retry()).isFalse();
+      assertThat(RelayKitConfig.from(c.settings())).isEqualTo(c);
     }
 
     @Test
