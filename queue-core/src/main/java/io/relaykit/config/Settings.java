@@ -29,9 +29,10 @@ import java.util.regex.Pattern;
  * <p>Every key must be declared in the {@link ConfigRegistry} (queue-core's keys and each {@link
  * ConfigKeys} provider on the class path). An undeclared {@code relaykit.*} key from an explicit
  * source fails {@link Builder#build()} with the nearest declared key suggested; an undeclared
- * {@code RELAYKIT_*} variable is only reported (one {@link System.Logger.Level#WARNING} line per
- * build, or the {@linkplain Builder#warnings sink} you give) and ignored, because environments
- * carry variables for other purposes. Every value is checked against its key's type when built,
+ * {@code RELAYKIT_*} variable (or JVM system property, {@link Builder#systemProperties}) is only
+ * reported (one {@link System.Logger.Level#WARNING} line per build, or the {@linkplain
+ * Builder#warnings sink} you give) and ignored, because those namespaces carry entries for other
+ * purposes. Every value is checked against its key's type when built,
  * so a bad value fails at startup, never on the delivery path. Durations use {@link
  * DurationFormat}'s syntax everywhere.
  *
@@ -50,8 +51,11 @@ public final class Settings {
   private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9-]*");
   private static final System.Logger LOG = System.getLogger(Settings.class.getName());
 
-  /** Where a value came from, for messages. */
-  private enum Source { EXPLICIT, ENVIRONMENT }
+  /**
+   * Where a value came from: an explicit source (strict), a JVM system property (explicit, but a
+   * shared namespace where tools keep their own {@code relaykit.*} knobs: lenient), or a variable.
+   */
+  private enum Source { EXPLICIT, SYSTEM, ENVIRONMENT }
 
   /** One setting: the key it is shown under, its raw value and where it came from. */
   private record Entry(String key, String value, Source source) {}
@@ -103,13 +107,16 @@ public final class Settings {
   }
 
   /**
-   * The JVM's system properties, and this process's environment over them.
+   * The JVM's system properties, and this process's environment over them. Both are shared
+   * namespaces (build tools and test kits keep {@code relaykit.*} knobs there too), so an
+   * undeclared key in either is warned about and ignored rather than rejected.
    *
    * @return the settings
    * @throws IllegalArgumentException naming the key and value of the first invalid entry
    */
   public static Settings fromSystem() {
-    return from(System.getProperties(), System.getenv());
+    return builder().systemProperties(System.getProperties()).environment(System.getenv())
+        .build();
   }
 
   /**
@@ -485,7 +492,7 @@ public final class Settings {
     }
 
     /**
-     * Where warnings about ignored environment variables go instead of the {@link System.Logger}
+     * Where warnings about ignored environment variables and system properties go instead of the {@link System.Logger}
      * {@code io.relaykit.config.Settings} at {@code WARNING}.
      *
      * @param sink receives one line per build that ignored variables
@@ -512,6 +519,27 @@ public final class Settings {
         map.put(name, properties.getProperty(name));
       }
       return values(map);
+    }
+
+    /**
+     * Takes every {@code relaykit.*} entry of {@code properties} as JVM system properties: like
+     * {@link #properties}, except that an undeclared key is warned about and ignored, as for the
+     * environment, because other tools keep {@code relaykit.*} knobs among system properties.
+     *
+     * @param properties such as {@code System.getProperties()}
+     * @return this builder
+     * @throws IllegalArgumentException if a key is not a well-formed {@code relaykit.} key
+     */
+    public Builder systemProperties(Properties properties) {
+      Objects.requireNonNull(properties, "properties");
+      for (String name : new TreeSet<>(properties.stringPropertyNames())) {
+        if (name.startsWith(PREFIX)) {
+          set(name, properties.getProperty(name));
+          entries.computeIfPresent(environmentName(name),
+              (k, e) -> new Entry(e.key(), e.value(), Source.SYSTEM));
+        }
+      }
+      return this;
     }
 
     /**
@@ -590,6 +618,7 @@ public final class Settings {
       ConfigRegistry reg = registry != null ? registry : ConfigRegistry.discover();
       Map<String, Entry> resolved = new TreeMap<>();
       List<String> ignored = new ArrayList<>();
+      List<String> ignoredProperties = new ArrayList<>();
       for (Map.Entry<String, Entry> e : entries.entrySet()) {
         Entry entry = e.getValue();
         if (entry.source() == Source.ENVIRONMENT) {
@@ -604,11 +633,15 @@ public final class Settings {
         Optional<ConfigKey> declared = reg.find(entry.key());
         if (declared.isEmpty()) {
           Optional<String> relaxed = reg.keyOf(e.getKey());
+          if (relaxed.isEmpty() && entry.source() == Source.SYSTEM) {
+            ignoredProperties.add(entry.key());
+            continue;
+          }
           if (relaxed.isEmpty()) {
             throw new IllegalArgumentException(reg.unknownKeyMessage(entry.key()));
           }
           // relaykit.retry.max.attempts is relaykit.retry.max-attempts
-          entry = new Entry(relaxed.get(), entry.value(), Source.EXPLICIT);
+          entry = new Entry(relaxed.get(), entry.value(), entry.source());
         }
         resolved.put(e.getKey(), entry);
       }
@@ -618,15 +651,22 @@ public final class Settings {
         settings.parse(entry.key(), entry.value(), declared.type(), declared.choices());
       }
       if (!ignored.isEmpty()) {
-        String line = "ignoring environment variables that name no relaykit setting on the class"
-            + " path: " + ignored;
-        if (warnings != null) {
-          warnings.accept(line);
-        } else {
-          LOG.log(System.Logger.Level.WARNING, line);
-        }
+        warn("ignoring environment variables that name no relaykit setting on the class path: "
+            + ignored);
+      }
+      if (!ignoredProperties.isEmpty()) {
+        warn("ignoring system properties that name no relaykit setting on the class path: "
+            + ignoredProperties);
       }
       return settings;
+    }
+
+    private void warn(String line) {
+      if (warnings != null) {
+        warnings.accept(line);
+      } else {
+        LOG.log(System.Logger.Level.WARNING, line);
+      }
     }
   }
 }

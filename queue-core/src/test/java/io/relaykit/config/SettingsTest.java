@@ -413,16 +413,35 @@ class SettingsTest {
   }
 
   @Test
+  @DisplayName("system properties are read like properties, but an undeclared one (a tool's knob)"
+      + " is warned about and ignored")
+  void systemProperties() {
+    Properties p = props("relaykit.sample.pool-size", "3", "relaykit.kit.seed", "42",
+        "java.home", "/jdk");
+    List<String> warnings = new ArrayList<>();
+    Settings s = builder().warnings(warnings::add).systemProperties(p).build();
+
+    assertThat(s.asMap()).containsOnlyKeys("relaykit.sample.pool-size");
+    assertThat(warnings).singleElement().asString().contains("relaykit.kit.seed");
+    assertThatThrownBy(() -> builder().properties(p).build())
+        .hasMessageContaining("relaykit.kit.seed is not a relaykit setting");
+    assertThatThrownBy(() -> builder().systemProperties(props("relaykit.sample.pool-size", "x"))
+        .build()).hasMessageContaining("'x'");
+  }
+
+  @Test
   @DisplayName("fromSystem reads system properties, and this process's environment over them")
   void fromSystem() {
     String key = "relaykit.relay.poll-interval";
     String before = System.getProperty(key);
     System.setProperty(key, "123ms");
+    System.setProperty("relaykit.some-tool.knob", "not a setting, not an error");
     try {
       Settings s = Settings.fromSystem();
       String variable = System.getenv(Settings.environmentName(key));
       assertThat(s.get(key)).contains(variable != null ? variable : "123ms");
     } finally {
+      System.clearProperty("relaykit.some-tool.knob");
       if (before == null) {
         System.clearProperty(key);
       } else {

@@ -135,13 +135,14 @@ public final class RelayKitConfig {
   }
 
   /**
-   * Reads the JVM's system properties and this process's environment (which wins).
+   * Reads the JVM's system properties and this process's environment (which wins); an undeclared
+   * key in either is warned about and ignored (see {@link Settings#fromSystem()}).
    *
    * @return the configuration
    * @throws IllegalArgumentException naming the key and value of the first invalid entry
    */
   public static RelayKitConfig fromSystem() {
-    return from(System.getProperties(), System.getenv());
+    return from(Settings.fromSystem());
   }
 
   /**
