@@ -46,8 +46,10 @@ public interface BackendModuleProvider {
   String name();
 
   /**
-   * The Guice module that binds this backend, configured from {@code config} (the provider reads
-   * its own section, e.g. {@code config.section("relaykit.h2")}).
+   * The Guice module that binds this backend, configured from {@code config}: the provider reads
+   * its own keys through {@code config.settings()} (e.g. {@code H2StorageConfig.from(settings)}),
+   * and declares them in a {@link io.relaykit.config.ConfigKeys} provider so a misspelt key fails
+   * when the settings are built.
    *
    * @throws IllegalArgumentException naming the key and value when the backend's settings are
    *     missing or invalid
