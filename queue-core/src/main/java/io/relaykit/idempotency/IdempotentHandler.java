@@ -82,7 +82,7 @@ public final class IdempotentHandler implements MessageHandler {
      *
      * @param period the time between beats; positive
      * @param beat what each beat runs; must not throw
-     * @return a handle that stops further beats when run; running it twice is harmless
+     * @return a handle that stops further beats when run
      */
     Runnable every(Duration period, Runnable beat);
 

@@ -659,8 +659,8 @@ public final class InProcessTransport implements Publisher, Subscriber {
     }
 
     /**
-     * Builds a transport, ready to publish and subscribe; it starts no thread until something
-     * subscribes.
+     * Builds a transport, ready to publish and subscribe; its threads are daemons, stopped by
+     * {@link InProcessTransport#close()}.
      *
      * @return the transport
      * @throws IllegalArgumentException if {@code clock} or {@code listener} is null, or {@code
