@@ -56,6 +56,12 @@ public record ConfigKey(String name, Type type, String defaultValue, String desc
   /**
    * Checks the parts.
    *
+   * @param name the key
+   * @param type its type
+   * @param defaultValue the default as text, or null
+   * @param description one sentence
+   * @param secret whether the value is masked
+   * @param choices the accepted values for CHOICE; null or empty otherwise
    * @throws NullPointerException if name, type or description is null
    * @throws IllegalArgumentException if the name is not a {@code relaykit.} key, or choices are
    *     given for another type than {@link Type#CHOICE} or missing for it

@@ -25,6 +25,8 @@ public record IdempotencySettings(Duration retention, Optional<String> fastTier)
   /**
    * Checks the values.
    *
+   * @param retention how long a DONE key is kept
+   * @param fastTier the fast tier's backend, or empty
    * @throws NullPointerException if an argument is null
    * @throws IllegalArgumentException naming the key when the retention is not positive or the
    *     fast tier is {@value #NONE} (use empty)

@@ -27,6 +27,10 @@ public record RelaySettings(int batchSize, boolean fixedBatchSize, Duration leas
   /**
    * Checks the values.
    *
+   * @param batchSize rows per claim
+   * @param fixedBatchSize whether the size is fixed
+   * @param lease the relay's lease
+   * @param pollInterval the idle poll interval
    * @throws NullPointerException if a duration is null
    * @throws IllegalArgumentException naming the key when the batch size is outside 1 to {@value
    *     #MAX_BATCH_SIZE} or a duration is not positive

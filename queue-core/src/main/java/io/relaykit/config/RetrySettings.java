@@ -33,6 +33,11 @@ public record RetrySettings(int maxAttempts, Duration initialBackoff, Duration m
   /**
    * Checks the values.
    *
+   * @param maxAttempts total attempts
+   * @param initialBackoff the first wait
+   * @param maxBackoff the cap on a wait
+   * @param jitter how waits are spread
+   * @param maxAge the age limit, or empty
    * @throws NullPointerException if an argument is null
    * @throws IllegalArgumentException naming the key when a count or duration is not positive, or
    *     the max backoff is below the initial one
