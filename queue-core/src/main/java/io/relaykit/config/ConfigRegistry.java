@@ -52,6 +52,10 @@ public final class ConfigRegistry {
         o.putIfAbsent(ns, module);
       }
       for (ConfigKey key : p.keys()) {
+        if (!p.namespaces().contains(ConfigKey.namespaceOf(key.name()))) {
+          throw new IllegalStateException(module + " declares " + key.name() + " outside its"
+              + " namespaces " + p.namespaces());
+        }
         String other = declaredBy.put(key.name(), module);
         if (other != null && !other.equals(module)) {
           throw new IllegalStateException(key.name() + " is declared by both " + other + " and "
@@ -73,7 +77,8 @@ public final class ConfigRegistry {
    * context class loader (else this class's loader) finds.
    *
    * @return the registry
-   * @throws IllegalStateException if two modules declare the same key
+   * @throws IllegalStateException if two modules declare the same key, or a module a key outside
+   *     its namespaces
    * @throws java.util.ServiceConfigurationError if a provider cannot be loaded
    */
   public static ConfigRegistry discover() {

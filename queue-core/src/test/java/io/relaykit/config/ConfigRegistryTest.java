@@ -68,6 +68,30 @@ class ConfigRegistryTest {
   }
 
   @Test
+  @DisplayName("a module may declare keys only under its own namespaces")
+  void outsideNamespace() {
+    ConfigKeys stray = new ConfigKeys() {
+      @Override
+      public String module() {
+        return "relaykit-stray";
+      }
+
+      @Override
+      public List<String> namespaces() {
+        return List.of("relaykit.stray");
+      }
+
+      @Override
+      public List<ConfigKey> keys() {
+        return List.of(ConfigKey.of("relaykit.retry.extra", ConfigKey.Type.STRING, null, "d"));
+      }
+    };
+    assertThatThrownBy(() -> ConfigRegistry.of(stray))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("relaykit-stray").hasMessageContaining("relaykit.retry.extra");
+  }
+
+  @Test
   @DisplayName("a key must be a relaykit key, and choices go with CHOICE only")
   void keyValidation() {
     assertThatThrownBy(() -> ConfigKey.of("kafka.x", ConfigKey.Type.STRING, null, "d"))
