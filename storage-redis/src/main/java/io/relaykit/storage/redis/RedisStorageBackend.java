@@ -41,6 +41,8 @@ import java.util.Optional;
  * </table>
  */
 public final class RedisStorageBackend implements BackendModuleProvider {
+  /** Created by {@link java.util.ServiceLoader}; holds no state. */
+  public RedisStorageBackend() {}
 
   @Override
   public Kind kind() {

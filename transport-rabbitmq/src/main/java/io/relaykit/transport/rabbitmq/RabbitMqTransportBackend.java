@@ -30,6 +30,9 @@ import io.relaykit.guice.RelayKitConfig;
  */
 public final class RabbitMqTransportBackend implements BackendModuleProvider {
 
+  /** Created by {@link java.util.ServiceLoader}; holds no state. */
+  public RabbitMqTransportBackend() {}
+
   /** The configuration section this backend reads. */
   public static final String SECTION = "relaykit.rabbitmq";
 
