@@ -46,6 +46,9 @@ import io.relaykit.queue.QueueJournal;
  * </table>
  */
 public final class H2StorageBackend implements BackendModuleProvider {
+  /** Created by {@link java.util.ServiceLoader}; holds no state. */
+  public H2StorageBackend() {}
+
   /** See {@link H2ConfigKeys#URL}. */
   public static final String URL = H2ConfigKeys.URL;
   /** See {@link H2ConfigKeys#USERNAME}. */

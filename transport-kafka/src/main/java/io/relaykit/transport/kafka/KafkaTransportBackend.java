@@ -14,6 +14,8 @@ import io.relaykit.message.Subscriber;
  * META-INF/services/io.relaykit.guice.BackendModuleProvider}; cheap to construct.
  */
 public final class KafkaTransportBackend implements BackendModuleProvider {
+  /** Created by {@link java.util.ServiceLoader}; holds no state. */
+  public KafkaTransportBackend() {}
 
   /** The prefix of this backend's settings. */
   public static final String SECTION = "relaykit.kafka.";
