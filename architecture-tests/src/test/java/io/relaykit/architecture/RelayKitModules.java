@@ -29,7 +29,8 @@ final class RelayKitModules {
 
   static final List<Module> ALL = List.of(
       new Module("queue-core", Role.CORE, List.of("queue", "retry", "message", "outbox",
-          "idempotency", "ordering", "deadletter", "monitor", "inprocess", "internal", "trace")),
+          "idempotency", "ordering", "deadletter", "monitor", "inprocess", "internal", "trace",
+          "config")),
       new Module("queue-tck", Role.SUPPORT, List.of("tck")),
       new Module("queue-guice", Role.SUPPORT, List.of("guice")),
       new Module("storage-h2", Role.ADAPTER, List.of("storage.h2")),

@@ -3,6 +3,7 @@ package io.relaykit.examples;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.google.inject.Guice;
 import com.google.inject.Injector;
+import io.relaykit.config.Settings;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
@@ -36,6 +37,9 @@ import io.relaykit.storage.h2.H2StorageConfig;
 import io.relaykit.storage.h2.JdbcStorage;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.storage.redis.RedisStorageConfig;
+import io.relaykit.transport.kafka.KafkaConfigKeys;
+import io.relaykit.transport.rabbitmq.RabbitMqConfigKeys;
+import io.relaykit.transport.rabbitmq.RabbitMqTransportConfig;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
@@ -76,9 +80,9 @@ import org.apache.kafka.clients.admin.NewTopic;
  * answer fails the start with a {@link DemoStartupException}: one line naming it.
  */
 final class CheckoutApp implements AutoCloseable {
-  static final String KAFKA_BOOTSTRAP = "relaykit.kafka.bootstrap-servers";
-  static final String KAFKA_BOOTSTRAP_ENV = "RELAYKIT_KAFKA_BOOTSTRAP_SERVERS";
-  static final String RABBITMQ_URI = "relaykit.rabbitmq.uri";
+  static final String KAFKA_BOOTSTRAP = KafkaConfigKeys.BOOTSTRAP_SERVERS;
+  static final String KAFKA_BOOTSTRAP_ENV = Settings.environmentName(KAFKA_BOOTSTRAP);
+  static final String RABBITMQ_URI = RabbitMqConfigKeys.URI;
 
   private static final System.Logger LOG = System.getLogger(CheckoutApp.class.getName());
 
@@ -268,9 +272,8 @@ final class CheckoutApp implements AutoCloseable {
       String uri = settings.get(RABBITMQ_URI);
       String variable = RABBITMQ_URI;
       if (uri == null) {
-        uri = System.getenv().getOrDefault("RELAYKIT_RABBITMQ_URI",
-            "amqp://guest:guest@127.0.0.1:5672");
-        variable = "RELAYKIT_RABBITMQ_URI";
+        variable = Settings.environmentName(RABBITMQ_URI);
+        uri = System.getenv().getOrDefault(variable, RabbitMqTransportConfig.DEFAULT_URI);
       }
       ServiceCheck.rabbitmq(uri, variable);
     }
@@ -349,16 +352,16 @@ final class CheckoutApp implements AutoCloseable {
         .retryMaxBackoff(Duration.ofSeconds(1));
     if (options.transport().equals("rabbitmq")) {
       // The URI comes from RELAYKIT_RABBITMQ_URI (the module's default) unless set here.
-      b.set("relaykit.rabbitmq.connection-name", "relaykit-demo")
-          .set("relaykit.rabbitmq.delay-levels", "100ms,1s");
+      b.set(RabbitMqConfigKeys.CONNECTION_NAME, "relaykit-demo")
+          .set(RabbitMqConfigKeys.DELAY_LEVELS, "100ms,1s");
       if (!options.namespace().isEmpty()) {
-        b.set("relaykit.rabbitmq.name-prefix", options.namespace() + ".");
+        b.set(RabbitMqConfigKeys.NAME_PREFIX, options.namespace() + ".");
       }
     }
     if (options.transport().equals("kafka")) {
       String bootstrap = kafkaBootstrap(settings);
       b.set(KAFKA_BOOTSTRAP, bootstrap == null ? "127.0.0.1:9092" : bootstrap)
-          .set("relaykit.kafka.client-id-prefix", "relaykit-demo");
+          .set(KafkaConfigKeys.CLIENT_ID_PREFIX, "relaykit-demo");
     }
     settings.forEach(b::set);
     return b.build();
@@ -370,7 +373,7 @@ final class CheckoutApp implements AutoCloseable {
    */
   private static void createKafkaTopics(RelayKitConfig config) {
     try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
-        config.require("relaykit.kafka.bootstrap-servers")))) {
+        config.require(KAFKA_BOOTSTRAP)))) {
       java.util.Set<String> existing = admin.listTopics().names().get(30, TimeUnit.SECONDS);
       List<NewTopic> missing = new ArrayList<>();
       for (Orders.Effect effect : Orders.Effect.values()) {

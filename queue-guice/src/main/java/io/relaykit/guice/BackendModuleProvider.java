@@ -34,21 +34,38 @@ public interface BackendModuleProvider {
       this.configKey = configKey;
     }
 
-    /** The configuration key whose value names the backend of this kind. */
+    /**
+     * The configuration key whose value names the backend of this kind.
+     *
+     * @return {@code relaykit.storage} or {@code relaykit.transport}
+     */
     public String configKey() {
       return configKey;
     }
   }
 
+  /**
+   * What this backend provides.
+   *
+   * @return storage or transport
+   */
   Kind kind();
 
-  /** The name configuration uses: lower-case letters, digits, dashes: {@code h2}, {@code redis}. */
+  /**
+   * The name configuration uses: lower-case letters, digits, dashes: {@code h2}, {@code redis}.
+   *
+   * @return the backend's name
+   */
   String name();
 
   /**
-   * The Guice module that binds this backend, configured from {@code config} (the provider reads
-   * its own section, e.g. {@code config.section("relaykit.h2")}).
+   * The Guice module that binds this backend, configured from {@code config}: the provider reads
+   * its own keys through {@code config.settings()} (e.g. {@code H2StorageConfig.from(settings)}),
+   * and declares them in a {@link io.relaykit.config.ConfigKeys} provider so a misspelt key fails
+   * when the settings are built.
    *
+   * @param config the deployment's configuration
+   * @return the module that binds this backend
    * @throws IllegalArgumentException naming the key and value when the backend's settings are
    *     missing or invalid
    */
@@ -67,6 +84,8 @@ public interface BackendModuleProvider {
    * io.relaykit.idempotency.IdempotencyUnavailableException}, so the tiered store can fall back to
    * the durable tier, and should keep DONE keys no longer than the durable tier does.
    *
+   * @param config the deployment's configuration
+   * @param key the key the fast tier's store must be bound to
    * @return empty (the default) if this backend cannot serve as a fast tier
    * @throws IllegalArgumentException naming the key and value when the backend's settings are
    *     missing or invalid

@@ -36,7 +36,13 @@ public final class Backends {
     this.byKind = byKind;
   }
 
-  /** The built-in memory backends plus every provider registered with the context class loader. */
+  /**
+   * The built-in memory backends plus every provider registered with the context class loader.
+   *
+   * @return the backends
+   * @throws IllegalStateException if two providers claim the same kind and name, or one has an
+   *     invalid name
+   */
   public static Backends discover() {
     ClassLoader loader = Thread.currentThread().getContextClassLoader();
     return discover(loader != null ? loader : Backends.class.getClassLoader());
@@ -45,6 +51,8 @@ public final class Backends {
   /**
    * The built-in memory backends plus every provider registered with {@code loader}.
    *
+   * @param loader where to look for providers
+   * @return the backends
    * @throws IllegalStateException if two providers claim the same kind and name, or one has an
    *     invalid name
    */
@@ -59,6 +67,8 @@ public final class Backends {
    * The built-in memory backends plus exactly {@code providers}, for tests and for applications
    * that wire providers by hand.
    *
+   * @param providers the providers besides the memory ones
+   * @return the backends
    * @throws IllegalStateException if two providers claim the same kind and name, or one has an
    *     invalid name
    */
@@ -86,7 +96,12 @@ public final class Backends {
     return new Backends(frozen);
   }
 
-  /** The names known for {@code kind}, sorted; always includes {@value RelayKitConfig#MEMORY}. */
+  /**
+   * The names known for {@code kind}, sorted; always includes {@value RelayKitConfig#MEMORY}.
+   *
+   * @param kind storage or transport
+   * @return the names; unmodifiable
+   */
   public SortedSet<String> names(Kind kind) {
     return Collections.unmodifiableSortedSet(new TreeSet<>(byKind.get(kind).keySet()));
   }
@@ -94,6 +109,9 @@ public final class Backends {
   /**
    * The provider of {@code kind} named {@code name}.
    *
+   * @param kind storage or transport
+   * @param name the backend's name
+   * @return the provider
    * @throws IllegalArgumentException if there is none; the message lists the known names
    */
   public BackendModuleProvider provider(Kind kind, String name) {
@@ -117,6 +135,8 @@ public final class Backends {
    * RelayKitConfig#IDEMPOTENCY_FAST_TIER} names one (it binds that backend's store to the key
    * {@link RelayKitModule} layers in front of the storage backend's).
    *
+   * @param config the deployment's configuration
+   * @return one module of all selected backends
    * @throws IllegalArgumentException for an unknown backend name (listing the known ones), a fast
    *     tier that is the storage backend itself or cannot serve as one, or invalid backend settings
    */

@@ -1,182 +1,258 @@
 package io.relaykit.guice;
 
-import io.relaykit.retry.Backoff;
+import io.relaykit.config.ConfigRegistry;
+import io.relaykit.config.CoreKeys;
+import io.relaykit.config.IdempotencySettings;
+import io.relaykit.config.RelaySettings;
+import io.relaykit.config.RetrySettings;
+import io.relaykit.config.Settings;
 import io.relaykit.retry.Jitter;
 import io.relaykit.retry.RetryPolicy;
 import java.time.Duration;
-import java.util.Collections;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.TreeMap;
-import java.util.TreeSet;
-import java.util.regex.Pattern;
 
 /**
- * The configuration of one relaykit deployment: which storage and transport backends to use, the
- * retry policy, the outbox relay's pace, and every adapter's own keys ({@code relaykit.h2.url},
- * {@code relaykit.redis.uri}, ...) for {@link #section(String)} to hand out.
- *
- * <p>Values come from {@link Properties} and from environment variables. Precedence, highest
- * first: an environment variable, then a property, then the default. A key maps to its variable
- * by upper-casing it and turning {@code .} and {@code -} into {@code _}: {@code relaykit.storage}
- * ↔ {@code RELAYKIT_STORAGE}, {@code relaykit.retry.max-attempts} ↔ {@code
- * RELAYKIT_RETRY_MAX_ATTEMPTS}. Only variables that start with {@code RELAYKIT_} are read.
+ * The configuration of one Guice-wired relaykit deployment: which storage and transport backends
+ * to use, the retry policy, the outbox relay's pace, and every adapter's own keys ({@code
+ * relaykit.h2.url}, {@code relaykit.redis.uri}, ...). A thin layer over queue-core's {@link
+ * Settings}, which adapters read through {@link #settings()}: see there for sources, precedence
+ * (an environment variable, then a property, then the default), relaxed names ({@code
+ * relaykit.retry.max-attempts} ↔ {@code RELAYKIT_RETRY_MAX_ATTEMPTS}), the duration syntax, secret
+ * masking, and why an undeclared {@code relaykit.*} key fails while an undeclared {@code
+ * RELAYKIT_*} variable is only warned about.
  *
  * <p>Immutable and thread-safe; every value is parsed and checked when the config is built, so a
  * bad value fails at startup with an {@link IllegalArgumentException} naming the key and the
- * value, never later on the delivery path. Durations are written {@code 500ms}, {@code 30s},
- * {@code 5m}, {@code 1h}, {@code 2d} or ISO-8601 ({@code PT30S}).
+ * value, never later on the delivery path.
  */
 public final class RelayKitConfig {
 
   /** The built-in backend, for storage and transport alike: everything in this JVM's memory. */
   public static final String MEMORY = "memory";
 
-  public static final String STORAGE = "relaykit.storage";
-  public static final String TRANSPORT = "relaykit.transport";
-  public static final String RETRY_MAX_ATTEMPTS = "relaykit.retry.max-attempts";
-  public static final String RETRY_INITIAL_BACKOFF = "relaykit.retry.initial-backoff";
-  public static final String RETRY_MAX_BACKOFF = "relaykit.retry.max-backoff";
-  public static final String RETRY_JITTER = "relaykit.retry.jitter";
-  public static final String RETRY_MAX_AGE = "relaykit.retry.max-age";
-  public static final String RELAY_BATCH_SIZE = "relaykit.relay.batch-size";
-  public static final String RELAY_LEASE = "relaykit.relay.lease";
-  public static final String RELAY_POLL_INTERVAL = "relaykit.relay.poll-interval";
-  public static final String IDEMPOTENCY_RETENTION = "relaykit.idempotency.retention";
-  public static final String IDEMPOTENCY_FAST_TIER = "relaykit.idempotency.fast-tier";
+  /** The storage backend's name; see {@link CoreKeys#STORAGE}. */
+  public static final String STORAGE = CoreKeys.STORAGE;
+  /** The transport backend's name; see {@link CoreKeys#TRANSPORT}. */
+  public static final String TRANSPORT = CoreKeys.TRANSPORT;
+  /** Total attempts including the first; see {@link RetrySettings}. */
+  public static final String RETRY_MAX_ATTEMPTS = CoreKeys.RETRY_MAX_ATTEMPTS;
+  /** The wait after the first failure; see {@link RetrySettings}. */
+  public static final String RETRY_INITIAL_BACKOFF = CoreKeys.RETRY_INITIAL_BACKOFF;
+  /** The cap on a wait; see {@link RetrySettings}. */
+  public static final String RETRY_MAX_BACKOFF = CoreKeys.RETRY_MAX_BACKOFF;
+  /** How waits are spread; see {@link RetrySettings}. */
+  public static final String RETRY_JITTER = CoreKeys.RETRY_JITTER;
+  /** The age limit of a failing message; see {@link RetrySettings}. */
+  public static final String RETRY_MAX_AGE = CoreKeys.RETRY_MAX_AGE;
+  /** Rows a relay claims at a time; see {@link RelaySettings}. */
+  public static final String RELAY_BATCH_SIZE = CoreKeys.RELAY_BATCH_SIZE;
+  /** A relay's lease on its rows; see {@link RelaySettings}. */
+  public static final String RELAY_LEASE = CoreKeys.RELAY_LEASE;
+  /** An idle relay's poll interval; see {@link RelaySettings}. */
+  public static final String RELAY_POLL_INTERVAL = CoreKeys.RELAY_POLL_INTERVAL;
+  /** How long a DONE key is kept; see {@link IdempotencySettings}. */
+  public static final String IDEMPOTENCY_RETENTION = CoreKeys.IDEMPOTENCY_RETENTION;
+  /** The idempotency fast tier's backend; see {@link IdempotencySettings}. */
+  public static final String IDEMPOTENCY_FAST_TIER = CoreKeys.IDEMPOTENCY_FAST_TIER;
 
   /** The value of {@value #IDEMPOTENCY_FAST_TIER} that means no fast tier (the default). */
-  public static final String NONE = "none";
+  public static final String NONE = IdempotencySettings.NONE;
 
   /** The largest {@value #RELAY_BATCH_SIZE} an {@code OutboxRelay} accepts. */
-  public static final int MAX_RELAY_BATCH_SIZE = 10_000;
+  public static final int MAX_RELAY_BATCH_SIZE = RelaySettings.MAX_BATCH_SIZE;
 
-  private static final String PREFIX = "relaykit.";
-  private static final String ENV_PREFIX = "RELAYKIT_";
-  private static final Pattern BACKEND_NAME = Pattern.compile("[a-z][a-z0-9-]*");
-  private static final Pattern KEY = Pattern.compile("relaykit(\\.[a-z0-9][a-z0-9-]*)+");
-  private static final Pattern USER_INFO = Pattern.compile("(://[^/@:]*:)[^/@]*@");
-  private static final Pattern SHORT_DURATION = Pattern.compile("(\\d+)(ms|s|m|h|d)");
-
-  /** Entries keyed by {@link #environmentName}, so a key and its variable are one entry. */
-  private final Map<String, Entry> entries;
-  /** The same entries by their display key, sorted. */
-  private final Map<String, String> values;
+  private final Settings settings;
   private final String storage;
   private final String transport;
-  private final int retryMaxAttempts;
-  private final Duration retryInitialBackoff;
-  private final Duration retryMaxBackoff;
-  private final Jitter retryJitter;
-  private final Duration retryMaxAge;
-  private final int relayBatchSize;
-  private final Duration relayLease;
-  private final Duration relayPollInterval;
-  private final Duration idempotencyRetention;
-  private final String idempotencyFastTier;
+  private final RetrySettings retry;
+  private final RelaySettings relay;
+  private final IdempotencySettings idempotency;
 
-  private RelayKitConfig(Map<String, Entry> entries) {
-    this.entries = Map.copyOf(entries);
-    Map<String, String> byKey = new TreeMap<>();
-    entries.values().forEach(e -> byKey.put(e.key(), e.value()));
-    this.values = Collections.unmodifiableMap(byKey);
-    this.storage = backendName(STORAGE);
-    this.transport = backendName(TRANSPORT);
-    this.retryMaxAttempts = getInt(RETRY_MAX_ATTEMPTS, 5);
-    this.retryInitialBackoff = getDuration(RETRY_INITIAL_BACKOFF, Duration.ofSeconds(1));
-    this.retryMaxBackoff = getDuration(RETRY_MAX_BACKOFF, Duration.ofMinutes(5));
-    this.retryJitter = parseJitter();
-    String maxAge = raw(RETRY_MAX_AGE);
-    this.retryMaxAge = maxAge == null ? null : parseDuration(RETRY_MAX_AGE, maxAge);
-    this.relayBatchSize = getInt(RELAY_BATCH_SIZE, 100);
-    if (relayBatchSize > MAX_RELAY_BATCH_SIZE) {
-      throw invalid(RELAY_BATCH_SIZE, raw(RELAY_BATCH_SIZE),
-          "a whole number in 1.." + MAX_RELAY_BATCH_SIZE);
-    }
-    this.relayLease = getDuration(RELAY_LEASE, Duration.ofSeconds(30));
-    this.relayPollInterval = getDuration(RELAY_POLL_INTERVAL, Duration.ofMillis(500));
-    this.idempotencyRetention = getDuration(IDEMPOTENCY_RETENTION, Duration.ofDays(1));
-    this.idempotencyFastTier = raw(IDEMPOTENCY_FAST_TIER) == null ? NONE
-        : backendName(IDEMPOTENCY_FAST_TIER);
-    if (retryMaxBackoff.compareTo(retryInitialBackoff) < 0) {
-      throw new IllegalArgumentException(RETRY_MAX_BACKOFF + " must be >= " + RETRY_INITIAL_BACKOFF
-          + " (" + retryInitialBackoff + "), was '" + raw(RETRY_MAX_BACKOFF) + "'");
-    }
+  private RelayKitConfig(Settings settings) {
+    this.settings = settings;
+    this.storage = settings.getName(STORAGE, MEMORY);
+    this.transport = settings.getName(TRANSPORT, MEMORY);
+    this.retry = RetrySettings.from(settings);
+    this.relay = RelaySettings.from(settings);
+    this.idempotency = IdempotencySettings.from(settings);
   }
 
-  /** All defaults: in-memory storage and transport. */
+  /**
+   * All defaults: in-memory storage and transport.
+   *
+   * @return the default configuration
+   */
   public static RelayKitConfig defaults() {
     return builder().build();
   }
 
+  /**
+   * A builder that checks keys against {@link ConfigRegistry#discover()} unless given another.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
+  }
+
+  /**
+   * The configuration {@code settings} describe.
+   *
+   * @param settings core settings, already merged and checked
+   * @return the configuration
+   * @throws IllegalArgumentException naming the key and value of an invalid block setting
+   */
+  public static RelayKitConfig from(Settings settings) {
+    return new RelayKitConfig(Objects.requireNonNull(settings, "settings"));
   }
 
   /**
    * Reads the {@code relaykit.*} entries of {@code properties} and the {@code RELAYKIT_*} entries
    * of {@code environment}; a variable overrides the property of the same key.
    *
+   * @param properties explicit values; an undeclared {@code relaykit.*} key is rejected
+   * @param environment variables; an undeclared {@code RELAYKIT_*} one is warned about, ignored
+   * @return the configuration
    * @throws IllegalArgumentException naming the key and value of the first invalid entry
    */
   public static RelayKitConfig from(Properties properties, Map<String, String> environment) {
     return builder().properties(properties).environment(environment).build();
   }
 
-  /** Reads {@code properties} only. */
+  /**
+   * Reads {@code properties} only.
+   *
+   * @param properties explicit values
+   * @return the configuration
+   * @throws IllegalArgumentException naming the key and value of the first invalid entry
+   */
   public static RelayKitConfig from(Properties properties) {
     return builder().properties(properties).build();
   }
 
-  /** Reads the JVM's system properties and this process's environment (which wins). */
+  /**
+   * Reads the JVM's system properties and this process's environment (which wins); an undeclared
+   * key in either is warned about and ignored (see {@link Settings#fromSystem()}).
+   *
+   * @return the configuration
+   * @throws IllegalArgumentException naming the key and value of the first invalid entry
+   */
   public static RelayKitConfig fromSystem() {
-    return from(System.getProperties(), System.getenv());
+    return from(Settings.fromSystem());
   }
 
   /**
    * The environment variable that overrides {@code key}: {@code relaykit.a-b.c} → {@code
    * RELAYKIT_A_B_C}.
+   *
+   * @param key a key
+   * @return its variable
    */
   public static String environmentName(String key) {
-    return key.toUpperCase(Locale.ROOT).replace('.', '_').replace('-', '_');
+    return Settings.environmentName(key);
   }
 
-  /** The storage backend's name ({@value #STORAGE}); default {@value #MEMORY}. */
+  /**
+   * The core settings this configuration reads, for adapters and plain-Java wiring.
+   *
+   * @return the settings
+   */
+  public Settings settings() {
+    return settings;
+  }
+
+  /**
+   * The storage backend's name ({@value #STORAGE}); default {@value #MEMORY}.
+   *
+   * @return the name, lower case
+   */
   public String storage() {
     return storage;
   }
 
-  /** The transport backend's name ({@value #TRANSPORT}); default {@value #MEMORY}. */
+  /**
+   * The transport backend's name ({@value #TRANSPORT}); default {@value #MEMORY}.
+   *
+   * @return the name, lower case
+   */
   public String transport() {
     return transport;
   }
 
-  /** Total attempts including the first ({@value #RETRY_MAX_ATTEMPTS}); default 5. */
+  /**
+   * The {@code relaykit.retry.*} block.
+   *
+   * @return the retry settings
+   */
+  public RetrySettings retry() {
+    return retry;
+  }
+
+  /**
+   * The {@code relaykit.relay.*} block.
+   *
+   * @return the relay settings
+   */
+  public RelaySettings relay() {
+    return relay;
+  }
+
+  /**
+   * The {@code relaykit.idempotency.*} block.
+   *
+   * @return the idempotency settings
+   */
+  public IdempotencySettings idempotency() {
+    return idempotency;
+  }
+
+  /**
+   * Total attempts including the first ({@value #RETRY_MAX_ATTEMPTS}); default 5.
+   *
+   * @return the attempt limit
+   */
   public int retryMaxAttempts() {
-    return retryMaxAttempts;
+    return retry.maxAttempts();
   }
 
-  /** The wait after the first failure ({@value #RETRY_INITIAL_BACKOFF}); default 1 s. */
+  /**
+   * The wait after the first failure ({@value #RETRY_INITIAL_BACKOFF}); default 1 s.
+   *
+   * @return the initial backoff
+   */
   public Duration retryInitialBackoff() {
-    return retryInitialBackoff;
+    return retry.initialBackoff();
   }
 
-  /** The cap on a wait, applied before jitter ({@value #RETRY_MAX_BACKOFF}); default 5 min. */
+  /**
+   * The cap on a wait, applied before jitter ({@value #RETRY_MAX_BACKOFF}); default 5 min.
+   *
+   * @return the maximum backoff
+   */
   public Duration retryMaxBackoff() {
-    return retryMaxBackoff;
+    return retry.maxBackoff();
   }
 
-  /** How waits are spread ({@value #RETRY_JITTER}: none, full, equal); default full. */
+  /**
+   * How waits are spread ({@value #RETRY_JITTER}: none, full, equal); default full.
+   *
+   * @return the jitter
+   */
   public Jitter retryJitter() {
-    return retryJitter;
+    return retry.jitter();
   }
 
-  /** Give up this long after the first failure ({@value #RETRY_MAX_AGE}); default none. */
+  /**
+   * Give up this long after the first failure ({@value #RETRY_MAX_AGE}); default none.
+   *
+   * @return the age limit, or empty
+   */
   public Optional<Duration> retryMaxAge() {
-    return Optional.ofNullable(retryMaxAge);
+    return retry.maxAge();
   }
 
   /**
@@ -185,32 +261,48 @@ public final class RelayKitConfig {
    * set (see {@link #relayBatchSizeFixed()}) the relay's adaptive batch size is used, which starts
    * at this default of 100 and moves between {@code OutboxRelay.DEFAULT_MIN_BATCH} and {@code
    * OutboxRelay.DEFAULT_MAX_BATCH}.
+   *
+   * @return the batch size
    */
   public int relayBatchSize() {
-    return relayBatchSize;
+    return relay.batchSize();
   }
 
-  /** Whether {@value #RELAY_BATCH_SIZE} was set, fixing the relay's batch size. */
+  /**
+   * Whether {@value #RELAY_BATCH_SIZE} was set, fixing the relay's batch size.
+   *
+   * @return true when fixed
+   */
   public boolean relayBatchSizeFixed() {
-    return raw(RELAY_BATCH_SIZE) != null;
+    return relay.fixedBatchSize();
   }
 
-  /** How long a relay owns the rows it claimed ({@value #RELAY_LEASE}); default 30 s. */
+  /**
+   * How long a relay owns the rows it claimed ({@value #RELAY_LEASE}); default 30 s.
+   *
+   * @return the lease
+   */
   public Duration relayLease() {
-    return relayLease;
+    return relay.lease();
   }
 
-  /** How often an idle relay looks for new rows ({@value #RELAY_POLL_INTERVAL}); default 500 ms. */
+  /**
+   * How often an idle relay looks for new rows ({@value #RELAY_POLL_INTERVAL}); default 500 ms.
+   *
+   * @return the poll interval
+   */
   public Duration relayPollInterval() {
-    return relayPollInterval;
+    return relay.pollInterval();
   }
 
   /**
    * How long a completed idempotency key stays DONE, so a redelivery within it is skipped ({@value
    * #IDEMPOTENCY_RETENTION}); default 1 day. Size it above the longest time a duplicate can arrive.
+   *
+   * @return the retention
    */
   public Duration idempotencyRetention() {
-    return idempotencyRetention;
+    return idempotency.retention();
   }
 
   /**
@@ -218,212 +310,115 @@ public final class RelayKitConfig {
    * own ({@value #IDEMPOTENCY_FAST_TIER}), e.g. {@code redis} over {@code relaykit.storage=h2}:
    * Redis as the fast path, the database's unique key as the final guard. Empty for {@value
    * #NONE}, the default.
+   *
+   * @return the fast tier's backend name, or empty
    */
   public Optional<String> idempotencyFastTier() {
-    return NONE.equals(idempotencyFastTier) ? Optional.empty() : Optional.of(idempotencyFastTier);
+    return idempotency.fastTier();
   }
 
   /**
    * The retry policy these settings describe: exponential backoff from {@link
    * #retryInitialBackoff()} capped at {@link #retryMaxBackoff()} with {@link #retryJitter()}, the
    * default failure classifier.
+   *
+   * @return a new policy
    */
   public RetryPolicy retryPolicy() {
-    RetryPolicy.Builder b = RetryPolicy.builder()
-        .maxAttempts(retryMaxAttempts)
-        .backoff(Backoff.exponential(retryInitialBackoff).withMax(retryMaxBackoff)
-            .withJitter(retryJitter));
-    if (retryMaxAge != null) {
-      b.maxAge(retryMaxAge);
-    }
-    return b.build();
-  }
-
-  /** The raw value of {@code key}, environment already applied; empty when unset. */
-  public Optional<String> get(String key) {
-    return Optional.ofNullable(raw(key));
+    return retry.toPolicy();
   }
 
   /**
-   * The value of {@code key}.
+   * The raw value of {@code key}, environment already applied; see {@link Settings#get}.
    *
+   * @param key a full key
+   * @return the value, or empty when unset
+   */
+  public Optional<String> get(String key) {
+    return settings.get(key);
+  }
+
+  /**
+   * The value of {@code key}; see {@link Settings#require}.
+   *
+   * @param key a full key
+   * @return the value
    * @throws IllegalArgumentException naming the key (and its environment variable) when unset
    */
   public String require(String key) {
-    String value = raw(key);
-    if (value == null) {
-      throw new IllegalArgumentException(
-          key + " is required (property " + key + " or environment " + environmentName(key) + ")");
-    }
-    return value;
+    return settings.require(key);
   }
 
-  /** {@code key} as an int, or {@code defaultValue} when unset; must be >= 1. */
+  /**
+   * {@code key} as a whole number {@code >= 1}; see {@link Settings#getInt}.
+   *
+   * @param key a full key
+   * @param defaultValue returned when unset
+   * @return the value or the default
+   * @throws IllegalArgumentException naming the key and value when it is not such a number
+   */
   public int getInt(String key, int defaultValue) {
-    String value = raw(key);
-    if (value == null) {
-      return defaultValue;
-    }
-    try {
-      int parsed = Integer.parseInt(value.trim());
-      if (parsed < 1) {
-        throw invalid(key, value, "a whole number >= 1");
-      }
-      return parsed;
-    } catch (NumberFormatException e) {
-      throw invalid(key, value, "a whole number >= 1");
-    }
+    return settings.getInt(key, defaultValue);
   }
 
-  /** {@code key} as a positive duration, or {@code defaultValue} when unset. */
+  /**
+   * {@code key} as a positive duration; see {@link Settings#getDuration}.
+   *
+   * @param key a full key
+   * @param defaultValue returned when unset
+   * @return the value or the default
+   * @throws IllegalArgumentException naming the key and value when it is not a valid duration
+   */
   public Duration getDuration(String key, Duration defaultValue) {
-    String value = raw(key);
-    return value == null ? defaultValue : parseDuration(key, value);
+    return settings.getDuration(key, defaultValue);
   }
 
-  /** {@code key} as {@code true}/{@code false}, or {@code defaultValue} when unset. */
+  /**
+   * {@code key} as {@code true}/{@code false}; see {@link Settings#getBoolean}.
+   *
+   * @param key a full key
+   * @param defaultValue returned when unset
+   * @return the value or the default
+   * @throws IllegalArgumentException naming the key and value when it is neither
+   */
   public boolean getBoolean(String key, boolean defaultValue) {
-    String value = raw(key);
-    if (value == null) {
-      return defaultValue;
-    }
-    switch (value.trim().toLowerCase(Locale.ROOT)) {
-      case "true":
-        return true;
-      case "false":
-        return false;
-      default:
-        throw invalid(key, value, "true or false");
-    }
+    return settings.getBoolean(key, defaultValue);
   }
 
   /**
    * The entries under {@code prefix}, with the prefix and its dot removed: {@code
-   * section("relaykit.h2")} maps {@code relaykit.h2.url} to {@code url}. Adapters read their own
-   * keys this way. An entry set only by environment variable appears under its variable's name
-   * lower-cased with {@code _} read as {@code .} ({@code RELAYKIT_H2_URL} → {@code url}), because
-   * a variable name cannot tell a dot from a dash; {@link #get(String)} has no such ambiguity.
+   * section("relaykit.h2")} maps {@code relaykit.h2.url} to {@code url}.
+   *
+   * @param prefix a key prefix, with or without the trailing dot
+   * @return the entries, sorted; unmodifiable
    */
   public Map<String, String> section(String prefix) {
-    Objects.requireNonNull(prefix, "prefix");
-    String p = prefix.endsWith(".") ? prefix : prefix + ".";
-    Map<String, String> out = new TreeMap<>();
-    values.forEach((k, v) -> {
-      if (k.startsWith(p) && k.length() > p.length()) {
-        out.put(k.substring(p.length()), v);
-      }
-    });
-    return Collections.unmodifiableMap(out);
+    return settings.section(prefix);
   }
 
-  /** Every {@code relaykit.*} entry, sorted by key. */
+  /**
+   * Every {@code relaykit.*} entry, sorted by key; secrets in clear.
+   *
+   * @return the entries; unmodifiable
+   */
   public Map<String, String> asMap() {
-    return values;
+    return settings.asMap();
   }
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof RelayKitConfig && ((RelayKitConfig) o).entries.equals(entries);
+    return o instanceof RelayKitConfig c && c.settings.equals(settings);
   }
 
   @Override
   public int hashCode() {
-    return entries.hashCode();
+    return settings.hashCode();
   }
 
   /** Lists every entry; values of keys that look secret are masked. */
   @Override
   public String toString() {
-    StringBuilder sb = new StringBuilder("RelayKitConfig{");
-    String sep = "";
-    for (Map.Entry<String, String> e : values.entrySet()) {
-      sb.append(sep).append(e.getKey()).append('=').append(
-          looksSecret(e.getKey()) ? "****" : maskUserInfo(e.getValue()));
-      sep = ", ";
-    }
-    return sb.append('}').toString();
-  }
-
-  private static boolean looksSecret(String key) {
-    return key.contains("password") || key.contains("secret") || key.contains("token")
-        || key.contains("credential");
-  }
-
-  /** Hides the password in {@code scheme://user:password@host} values. */
-  private static String maskUserInfo(String value) {
-    return USER_INFO.matcher(value).replaceAll("$1****@");
-  }
-
-  private String backendName(String key) {
-    String given = raw(key);
-    String value = given == null ? MEMORY : given.trim().toLowerCase(Locale.ROOT);
-    if (!BACKEND_NAME.matcher(value).matches()) {
-      throw invalid(key, given, "a backend name such as memory, h2, redis, kafka");
-    }
-    return value;
-  }
-
-  private String raw(String key) {
-    Objects.requireNonNull(key, "key");
-    Entry e = entries.get(environmentName(key));
-    return e == null ? null : e.value();
-  }
-
-  private Jitter parseJitter() {
-    String value = raw(RETRY_JITTER);
-    if (value == null) {
-      return Jitter.FULL;
-    }
-    try {
-      return Jitter.valueOf(value.trim().toUpperCase(Locale.ROOT));
-    } catch (IllegalArgumentException e) {
-      throw invalid(RETRY_JITTER, value, "one of none, full, equal");
-    }
-  }
-
-  static Duration parseDuration(String key, String value) {
-    String v = value.trim();
-    Duration d;
-    var m = SHORT_DURATION.matcher(v);
-    try {
-      if (m.matches()) {
-        long amount = Long.parseLong(m.group(1));
-        switch (m.group(2)) {
-          case "ms":
-            d = Duration.ofMillis(amount);
-            break;
-          case "s":
-            d = Duration.ofSeconds(amount);
-            break;
-          case "m":
-            d = Duration.ofMinutes(amount);
-            break;
-          case "h":
-            d = Duration.ofHours(amount);
-            break;
-          default:
-            d = Duration.ofDays(amount);
-            break;
-        }
-      } else {
-        d = Duration.parse(v);
-      }
-    } catch (RuntimeException e) {
-      // NumberFormatException, DateTimeParseException and ArithmeticException (overflow) alike.
-      throw invalid(key, value, "a positive duration such as 500ms, 30s, 5m, 1h, 2d or PT30S");
-    }
-    if (d.isZero() || d.isNegative()) {
-      throw invalid(key, value, "a positive duration such as 500ms, 30s, 5m, 1h, 2d or PT30S");
-    }
-    return d;
-  }
-
-  /** One setting: the key it is shown under and its raw value. */
-  private record Entry(String key, String value) {}
-
-  private static IllegalArgumentException invalid(String key, String value, String expected) {
-    return new IllegalArgumentException(
-        key + " must be " + expected + ", was '" + value + "'");
+    return "RelayKitConfig" + settings.toString().substring("Settings".length());
   }
 
   /**
@@ -431,122 +426,178 @@ public final class RelayKitConfig {
    * earlier ones, so {@code properties(p).environment(env)} gives the documented precedence.
    */
   public static final class Builder {
-    private final Map<String, Entry> entries = new TreeMap<>();
+    private final Settings.Builder settings = Settings.builder();
 
     private Builder() {}
 
     /**
-     * Takes every {@code relaykit.*} entry of {@code properties} (defaults included).
+     * Checks keys against {@code registry} instead of {@link ConfigRegistry#discover()}.
      *
-     * @throws IllegalArgumentException if two keys differ only in {@code .} versus {@code -}, as
-     *     both would be the same environment variable
+     * @param registry the declared keys
+     * @return this builder
      */
-    public Builder properties(Properties properties) {
-      Objects.requireNonNull(properties, "properties");
-      Map<String, String> seen = new TreeMap<>();
-      for (String name : new TreeSet<>(properties.stringPropertyNames())) {
-        if (name.startsWith(PREFIX)) {
-          String other = seen.put(environmentName(name), name);
-          if (other != null) {
-            throw new IllegalArgumentException("properties " + other + " and " + name
-                + " name the same setting (" + environmentName(name) + "); keep one");
-          }
-          set(name, properties.getProperty(name));
-        }
-      }
+    public Builder registry(ConfigRegistry registry) {
+      settings.registry(registry);
       return this;
     }
 
     /**
-     * Takes every {@code RELAYKIT_*} variable of {@code environment}. A variable overrides the key
-     * already set whose {@linkplain #environmentName(String) environment name} it is; a variable
-     * that matches no such key is added under its name lower-cased, {@code _} read as {@code .}.
+     * Takes every {@code relaykit.*} entry of {@code properties} (defaults included).
+     *
+     * @param properties explicit values
+     * @return this builder
+     * @throws IllegalArgumentException if two keys differ only in {@code .} versus {@code -}, as
+     *     both would be the same environment variable
+     */
+    public Builder properties(Properties properties) {
+      settings.properties(properties);
+      return this;
+    }
+
+    /**
+     * Takes every {@code RELAYKIT_*} variable of {@code environment}; it overrides the value
+     * already set for its key. A variable that names no declared setting is warned about and
+     * ignored (see {@link Settings.Builder#environment}).
+     *
+     * @param environment variables
+     * @return this builder
      */
     public Builder environment(Map<String, String> environment) {
-      Objects.requireNonNull(environment, "environment");
-      Map<String, String> known = new TreeMap<>();
-      for (String key : knownKeys()) {
-        known.put(environmentName(key), key);
-      }
-      new TreeMap<>(environment).forEach((name, value) -> {
-        if (!name.startsWith(ENV_PREFIX) || value == null) {
-          return;
-        }
-        Entry existing = entries.get(name);
-        String key = existing != null ? existing.key()
-            : known.getOrDefault(name, name.toLowerCase(Locale.ROOT).replace('_', '.'));
-        if (!KEY.matcher(key).matches()) {
-          throw new IllegalArgumentException("environment variable " + name
-              + " does not name a relaykit setting (expected RELAYKIT_SECTION_NAME)");
-        }
-        entries.put(name, new Entry(key, value));
-      });
+      settings.environment(environment);
       return this;
     }
 
     /**
      * Sets {@code key} to {@code value}; a null value unsets it.
      *
+     * @param key a {@code relaykit.} key
+     * @param value its value, or null
+     * @return this builder
      * @throws IllegalArgumentException if {@code key} is not a {@code relaykit.} key made of
      *     lower-case letters, digits, dots and dashes
      */
     public Builder set(String key, String value) {
-      if (key == null || !KEY.matcher(key).matches()) {
-        throw new IllegalArgumentException("key must look like relaykit.section.name (lower case,"
-            + " digits, dots, dashes), was '" + key + "'");
-      }
-      if (value == null) {
-        entries.remove(environmentName(key));
-      } else {
-        entries.put(environmentName(key), new Entry(key, value));
-      }
+      settings.set(key, value);
       return this;
     }
 
+    /**
+     * Sets {@value RelayKitConfig#STORAGE}.
+     *
+     * @param name a backend name, or null to unset
+     * @return this builder
+     */
     public Builder storage(String name) {
       return set(STORAGE, name);
     }
 
+    /**
+     * Sets {@value RelayKitConfig#TRANSPORT}.
+     *
+     * @param name a backend name, or null to unset
+     * @return this builder
+     */
     public Builder transport(String name) {
       return set(TRANSPORT, name);
     }
 
+    /**
+     * Sets {@value RelayKitConfig#RETRY_MAX_ATTEMPTS}; checked by {@link #build()}.
+     *
+     * @param maxAttempts total attempts
+     * @return this builder
+     */
     public Builder retryMaxAttempts(int maxAttempts) {
       return set(RETRY_MAX_ATTEMPTS, Integer.toString(maxAttempts));
     }
 
+    /**
+     * Sets {@value RelayKitConfig#RETRY_INITIAL_BACKOFF}; checked by {@link #build()}.
+     *
+     * @param initial the wait, or null to unset
+     * @return this builder
+     */
     public Builder retryInitialBackoff(Duration initial) {
-      return set(RETRY_INITIAL_BACKOFF, initial == null ? null : initial.toString());
+      return set(RETRY_INITIAL_BACKOFF, text(initial));
     }
 
+    /**
+     * Sets {@value RelayKitConfig#RETRY_MAX_BACKOFF}; checked by {@link #build()}.
+     *
+     * @param max the cap, or null to unset
+     * @return this builder
+     */
     public Builder retryMaxBackoff(Duration max) {
-      return set(RETRY_MAX_BACKOFF, max == null ? null : max.toString());
+      return set(RETRY_MAX_BACKOFF, text(max));
     }
 
+    /**
+     * Sets {@value RelayKitConfig#RETRY_JITTER}.
+     *
+     * @param jitter the jitter, or null to unset
+     * @return this builder
+     */
     public Builder retryJitter(Jitter jitter) {
       return set(RETRY_JITTER, jitter == null ? null : jitter.name().toLowerCase(Locale.ROOT));
     }
 
+    /**
+     * Sets {@value RelayKitConfig#RETRY_MAX_AGE}; checked by {@link #build()}.
+     *
+     * @param maxAge the age limit, or null to unset
+     * @return this builder
+     */
     public Builder retryMaxAge(Duration maxAge) {
-      return set(RETRY_MAX_AGE, maxAge == null ? null : maxAge.toString());
+      return set(RETRY_MAX_AGE, text(maxAge));
     }
 
+    /**
+     * Sets {@value RelayKitConfig#RELAY_BATCH_SIZE}, fixing the batch size; checked by {@link
+     * #build()}.
+     *
+     * @param batchSize rows per claim
+     * @return this builder
+     */
     public Builder relayBatchSize(int batchSize) {
       return set(RELAY_BATCH_SIZE, Integer.toString(batchSize));
     }
 
+    /**
+     * Sets {@value RelayKitConfig#RELAY_LEASE}; checked by {@link #build()}.
+     *
+     * @param lease the lease, or null to unset
+     * @return this builder
+     */
     public Builder relayLease(Duration lease) {
-      return set(RELAY_LEASE, lease == null ? null : lease.toString());
+      return set(RELAY_LEASE, text(lease));
     }
 
+    /**
+     * Sets {@value RelayKitConfig#RELAY_POLL_INTERVAL}; checked by {@link #build()}.
+     *
+     * @param pollInterval the interval, or null to unset
+     * @return this builder
+     */
     public Builder relayPollInterval(Duration pollInterval) {
-      return set(RELAY_POLL_INTERVAL, pollInterval == null ? null : pollInterval.toString());
+      return set(RELAY_POLL_INTERVAL, text(pollInterval));
     }
 
+    /**
+     * Sets {@value RelayKitConfig#IDEMPOTENCY_RETENTION}; checked by {@link #build()}.
+     *
+     * @param retention the retention, or null to unset
+     * @return this builder
+     */
     public Builder idempotencyRetention(Duration retention) {
-      return set(IDEMPOTENCY_RETENTION, retention == null ? null : retention.toString());
+      return set(IDEMPOTENCY_RETENTION, text(retention));
     }
 
+    /**
+     * Sets {@value RelayKitConfig#IDEMPOTENCY_FAST_TIER}.
+     *
+     * @param backend a storage backend's name, {@value RelayKitConfig#NONE}, or null to unset
+     * @return this builder
+     */
     public Builder idempotencyFastTier(String backend) {
       return set(IDEMPOTENCY_FAST_TIER, backend);
     }
@@ -554,16 +605,17 @@ public final class RelayKitConfig {
     /**
      * Parses and checks every value.
      *
-     * @throws IllegalArgumentException naming the key and the value of the first invalid entry
+     * @return the configuration
+     * @throws IllegalArgumentException naming the key and the value of the first invalid entry,
+     *     or an undeclared key with the nearest declared one
      */
     public RelayKitConfig build() {
-      return new RelayKitConfig(entries);
+      return new RelayKitConfig(settings.build());
     }
 
-    private static String[] knownKeys() {
-      return new String[] {STORAGE, TRANSPORT, RETRY_MAX_ATTEMPTS, RETRY_INITIAL_BACKOFF,
-          RETRY_MAX_BACKOFF, RETRY_JITTER, RETRY_MAX_AGE, RELAY_BATCH_SIZE, RELAY_LEASE,
-          RELAY_POLL_INTERVAL, IDEMPOTENCY_RETENTION, IDEMPOTENCY_FAST_TIER};
+    /** ISO-8601, so a zero or negative duration still reaches build() and its message. */
+    private static String text(Duration d) {
+      return d == null ? null : d.toString();
     }
   }
 }

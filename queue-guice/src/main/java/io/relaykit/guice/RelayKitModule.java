@@ -97,6 +97,7 @@ public final class RelayKitModule extends AbstractModule {
   /**
    * Uses the backends registered on the class path.
    *
+   * @param config the deployment's configuration
    * @throws IllegalArgumentException if the config names an unknown backend (the message lists
    *     the known ones) or a backend's own settings are invalid
    */
@@ -108,6 +109,8 @@ public final class RelayKitModule extends AbstractModule {
    * Uses the given backends; resolves the names in {@code config} now, so a bad name fails here
    * rather than inside {@code Guice.createInjector}.
    *
+   * @param config the deployment's configuration
+   * @param backends the backends to choose from
    * @throws IllegalArgumentException if the config names an unknown backend (the message lists
    *     the known ones) or a backend's own settings are invalid
    */
@@ -120,6 +123,11 @@ public final class RelayKitModule extends AbstractModule {
    * Starts the binding that replaces relaykit's default for {@code spi}; call it from a backend
    * module (or an application's own module) as {@code RelayKitModule.override(binder(),
    * IdempotencyStore.class).to(...)}. At most one module may override a given SPI in one injector.
+   *
+   * @param <T> the SPI's type
+   * @param binder the binder of the overriding module
+   * @param spi the SPI to override
+   * @return the binding builder to complete
    */
   public static <T> LinkedBindingBuilder<T> override(Binder binder, Class<T> spi) {
     return OptionalBinder.newOptionalBinder(binder, spi).setBinding();
@@ -132,6 +140,9 @@ public final class RelayKitModule extends AbstractModule {
    * is the durable tier, the final guard, behind the fast tier's store in a {@link
    * TieredIdempotencyStore}. (A backend that overrides the SPI itself cannot be layered: its
    * override wins over the tiered store, and a configured fast tier goes unused.)
+   *
+   * @param binder the binder of the storage backend's module
+   * @return the binding builder to complete
    */
   public static LinkedBindingBuilder<IdempotencyStore> overrideStorageIdempotency(Binder binder) {
     return OptionalBinder.newOptionalBinder(binder, STORAGE_IDEMPOTENCY).setBinding();

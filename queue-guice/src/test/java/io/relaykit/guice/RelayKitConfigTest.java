@@ -3,10 +3,12 @@ package io.relaykit.guice;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.relaykit.config.IdempotencySettings;
+import io.relaykit.config.RelaySettings;
+import io.relaykit.config.RetrySettings;
 import io.relaykit.retry.Jitter;
 import io.relaykit.retry.RetryPolicy;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.Map;
 import java.util.Properties;
 import org.junit.jupiter.api.DisplayName;
@@ -102,22 +104,21 @@ class RelayKitConfigTest {
     }
 
     @Test
-    @DisplayName("the retry policy follows the retry settings")
-    void retryPolicyFromSettings() {
-      RetryPolicy p = RelayKitConfig.from(props(
+    @DisplayName("the blocks and the retry policy are core's records over the same settings")
+    void blocksAreCoreRecords() {
+      RelayKitConfig c = RelayKitConfig.from(props(
           "relaykit.retry.max-attempts", "3",
-          "relaykit.retry.initial-backoff", "100ms",
-          "relaykit.retry.max-backoff", "250ms",
-          "relaykit.retry.jitter", "none",
-          "relaykit.retry.max-age", "10s")).retryPolicy();
+          "relaykit.retry.max-age", "10s",
+          "relaykit.relay.lease", "2m",
+          "relaykit.idempotency.retention", "2h"));
 
+      assertThat(c.retry()).isEqualTo(RetrySettings.from(c.settings()));
+      assertThat(c.relay()).isEqualTo(RelaySettings.from(c.settings()));
+      assertThat(c.idempotency()).isEqualTo(IdempotencySettings.from(c.settings()));
+      RetryPolicy p = c.retryPolicy();
       assertThat(p.maxAttempts()).isEqualTo(3);
       assertThat(p.maxAge()).isEqualTo(Duration.ofSeconds(10));
-      assertThat(p.backoff().delay(1)).isEqualTo(Duration.ofMillis(100));
-      assertThat(p.backoff().delay(2)).isEqualTo(Duration.ofMillis(200));
-      assertThat(p.backoff().delay(3)).as("capped").isEqualTo(Duration.ofMillis(250));
-      Instant t = Instant.parse("2026-01-01T00:00:00Z");
-      assertThat(p.decide(3, t, t, new RuntimeException("x")).retry()).isFalse();
+      assertThat(RelayKitConfig.from(c.settings())).isEqualTo(c);
     }
 
     @Test
@@ -169,13 +170,34 @@ class RelayKitConfigTest {
     @DisplayName("an adapter key set only in the environment is found by its dashed key")
     void environmentOnlyAdapterKey() {
       RelayKitConfig c = RelayKitConfig.from(new Properties(), Map.of(
-          "RELAYKIT_KAFKA_CLIENT_ID", "relay-1",
-          "RELAYKIT_REDIS_URI", "redis://127.0.0.1:6379"));
+          "RELAYKIT_SAMPLE_CLIENT_ID", "relay-1",
+          "RELAYKIT_SAMPLE_URI", "sample://127.0.0.1:6379"));
 
-      assertThat(c.get("relaykit.kafka.client-id")).contains("relay-1");
-      assertThat(c.get("relaykit.redis.uri")).contains("redis://127.0.0.1:6379");
-      assertThat(c.section("relaykit.redis")).containsExactly(Map.entry("uri",
-          "redis://127.0.0.1:6379"));
+      assertThat(c.get("relaykit.sample.client-id")).contains("relay-1");
+      assertThat(c.get("relaykit.sample.uri")).contains("sample://127.0.0.1:6379");
+      assertThat(c.section("relaykit.sample")).containsExactly(
+          Map.entry("client-id", "relay-1"), Map.entry("uri", "sample://127.0.0.1:6379"));
+    }
+
+    @Test
+    @DisplayName("a variable of a module that is not on the class path is ignored, not an error")
+    void environmentOfAbsentModule() {
+      RelayKitConfig c = RelayKitConfig.from(new Properties(), Map.of(
+          "RELAYKIT_KAFKA_CLIENT_ID", "relay-1", "RELAYKIT_STORAGE", "h2"));
+
+      assertThat(c.asMap()).containsOnlyKeys("relaykit.storage");
+    }
+
+    @Test
+    @DisplayName("an explicit key of a module that is not on the class path names the artifact")
+    void explicitKeyOfAbsentModule() {
+      assertThatThrownBy(() -> RelayKitConfig.from(props("relaykit.kafka.client-id", "x")))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("no module on the class path declares relaykit.kafka.*")
+          .hasMessageContaining("relaykit-kafka");
+      assertThatThrownBy(() -> RelayKitConfig.builder().set("relaykit.retry.max-attempt", "3")
+          .build())
+          .hasMessageContaining("did you mean relaykit.retry.max-attempts?");
     }
 
     @Test
@@ -248,45 +270,45 @@ class RelayKitConfigTest {
   class AdapterKeys {
 
     private final RelayKitConfig config = RelayKitConfig.from(props(
-        "relaykit.h2.url", "jdbc:h2:mem:x",
-        "relaykit.h2.pool.size", "4",
-        "relaykit.h2.lock-timeout", "3s",
-        "relaykit.h2.create-schema", "false",
-        "relaykit.h2x.other", "not in the h2 section"));
+        "relaykit.sample.url", "jdbc:h2:mem:x",
+        "relaykit.sample.pool-size", "4",
+        "relaykit.sample.lock-timeout", "3s",
+        "relaykit.sample.create-schema", "false",
+        "relaykit.samplex.other", "not in the sample section"));
 
     @Test
     @DisplayName("section strips the prefix and keeps only that section's keys")
     void section() {
-      assertThat(config.section("relaykit.h2")).containsExactly(
+      assertThat(config.section("relaykit.sample")).containsExactly(
           Map.entry("create-schema", "false"),
           Map.entry("lock-timeout", "3s"),
-          Map.entry("pool.size", "4"),
+          Map.entry("pool-size", "4"),
           Map.entry("url", "jdbc:h2:mem:x"));
-      assertThat(config.section("relaykit.h2.")).isEqualTo(config.section("relaykit.h2"));
+      assertThat(config.section("relaykit.sample.")).isEqualTo(config.section("relaykit.sample"));
       assertThat(config.section("relaykit.kafka")).isEmpty();
     }
 
     @Test
     @DisplayName("typed getters parse a present key and fall back to the default for a missing one")
     void typedGetters() {
-      assertThat(config.get("relaykit.h2.url")).contains("jdbc:h2:mem:x");
-      assertThat(config.get("relaykit.h2.user")).isEmpty();
-      assertThat(config.getInt("relaykit.h2.pool.size", 10)).isEqualTo(4);
-      assertThat(config.getInt("relaykit.h2.pool.max", 10)).isEqualTo(10);
-      assertThat(config.getDuration("relaykit.h2.lock-timeout", Duration.ZERO))
+      assertThat(config.get("relaykit.sample.url")).contains("jdbc:h2:mem:x");
+      assertThat(config.get("relaykit.sample.uri")).isEmpty();
+      assertThat(config.getInt("relaykit.sample.pool-size", 10)).isEqualTo(4);
+      assertThat(config.getInt("relaykit.sample.pool-max", 10)).isEqualTo(10);
+      assertThat(config.getDuration("relaykit.sample.lock-timeout", Duration.ZERO))
           .isEqualTo(Duration.ofSeconds(3));
-      assertThat(config.getBoolean("relaykit.h2.create-schema", true)).isFalse();
-      assertThat(config.getBoolean("relaykit.h2.missing", true)).isTrue();
+      assertThat(config.getBoolean("relaykit.sample.create-schema", true)).isFalse();
+      assertThat(config.getBoolean("relaykit.sample.missing", true)).isTrue();
     }
 
     @Test
     @DisplayName("require names the missing key and its environment variable")
     void requireMissing() {
-      assertThat(config.require("relaykit.h2.url")).isEqualTo("jdbc:h2:mem:x");
-      assertThatThrownBy(() -> config.require("relaykit.redis.uri"))
+      assertThat(config.require("relaykit.sample.url")).isEqualTo("jdbc:h2:mem:x");
+      assertThatThrownBy(() -> config.require("relaykit.sample.uri"))
           .isInstanceOf(IllegalArgumentException.class)
-          .hasMessageContaining("relaykit.redis.uri")
-          .hasMessageContaining("RELAYKIT_REDIS_URI");
+          .hasMessageContaining("relaykit.sample.uri")
+          .hasMessageContaining("RELAYKIT_SAMPLE_URI");
     }
 
     @Test
@@ -310,14 +332,15 @@ class RelayKitConfigTest {
     @DisplayName("toString masks secrets and the password in a URI")
     void masksSecrets() {
       String s = RelayKitConfig.from(props(
-          "relaykit.redis.uri", "redis://app:s3cr3t@cache:6379/0",
-          "relaykit.h2.password", "hunter2",
-          "relaykit.h2.url", "jdbc:h2:mem:x")).toString();
+          "relaykit.sample.uri", "redis://app:s3cr3t@cache:6379/0",
+          "relaykit.sample.password", "hunter2",
+          "relaykit.sample.url", "jdbc:h2:mem:x")).toString();
 
       assertThat(s).doesNotContain("s3cr3t").doesNotContain("hunter2")
+          .startsWith("RelayKitConfig{")
           .contains("redis://app:****@cache:6379/0")
-          .contains("relaykit.h2.password=****")
-          .contains("relaykit.h2.url=jdbc:h2:mem:x");
+          .contains("relaykit.sample.password=****")
+          .contains("relaykit.sample.url=jdbc:h2:mem:x");
     }
   }
 
@@ -404,23 +427,21 @@ class RelayKitConfigTest {
     }
 
     @Test
-    @DisplayName("an environment variable that maps to no key is named")
+    @DisplayName("an environment variable that maps to no key is ignored (and warned about)")
     void badEnvironmentName() {
-      assertThatThrownBy(() -> RelayKitConfig.from(new Properties(),
-          Map.of("RELAYKIT__STORAGE", "h2")))
-          .isInstanceOf(IllegalArgumentException.class)
-          .hasMessageContaining("RELAYKIT__STORAGE");
+      assertThat(RelayKitConfig.from(new Properties(), Map.of("RELAYKIT__STORAGE", "h2"))
+          .storage()).isEqualTo("memory");
     }
 
     @Test
     @DisplayName("two properties that are the same environment variable are rejected")
     void collidingProperties() {
       assertThatThrownBy(() -> RelayKitConfig.from(props(
-          "relaykit.kafka.client-id", "a", "relaykit.kafka.client.id", "b")))
+          "relaykit.sample.client-id", "a", "relaykit.sample.client.id", "b")))
           .isInstanceOf(IllegalArgumentException.class)
-          .hasMessageContaining("relaykit.kafka.client-id")
-          .hasMessageContaining("relaykit.kafka.client.id")
-          .hasMessageContaining("RELAYKIT_KAFKA_CLIENT_ID");
+          .hasMessageContaining("relaykit.sample.client-id")
+          .hasMessageContaining("relaykit.sample.client.id")
+          .hasMessageContaining("RELAYKIT_SAMPLE_CLIENT_ID");
     }
   }
 }

@@ -9,7 +9,6 @@ import io.relaykit.guice.RelayKitConfig;
 import io.relaykit.guice.RelayKitModule;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.ordering.VersionGuard;
-import io.relaykit.outbox.OutboxBound;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.queue.QueueJournal;
 
@@ -20,7 +19,8 @@ import io.relaykit.queue.QueueJournal;
  * {@link QueueJournal}; with {@code relaykit.idempotency.fast-tier} set (say {@code redis}), the
  * {@link JdbcIdempotencyStore} is instead the durable tier, the final guard, behind that backend's
  * store. The outbox reports ENQUEUED to the injector's {@code LifecycleListener}. Reads the
- * {@code relaykit.h2.*} keys:
+ * {@code relaykit.h2.*} keys through {@link H2StorageConfig#from(io.relaykit.config.Settings)}
+ * (declared by {@link H2ConfigKeys}):
  *
  * <table>
  *   <caption>Keys</caption>
@@ -46,46 +46,33 @@ import io.relaykit.queue.QueueJournal;
  * </table>
  */
 public final class H2StorageBackend implements BackendModuleProvider {
-  public static final String URL = "relaykit.h2.url";
-  public static final String USERNAME = "relaykit.h2.username";
-  public static final String PASSWORD = "relaykit.h2.password";
-  public static final String POOL_SIZE = "relaykit.h2.pool-size";
-  public static final String TABLE_PREFIX = "relaykit.h2.table-prefix";
-  public static final String LEASE = "relaykit.h2.lease";
-  public static final String RETENTION = "relaykit.h2.retention";
-  public static final String JOURNAL_NAME = "relaykit.h2.journal-name";
-  public static final String MIGRATE = "relaykit.h2.migrate";
-  public static final String OUTBOX_MAX_UNSENT = "relaykit.h2.outbox-max-unsent";
-  public static final String OUTBOX_OVER_BOUND = "relaykit.h2.outbox-over-bound";
-  public static final String OUTBOX_ORDER_SCOPE = "relaykit.h2.outbox-order-scope";
+  /** Created by {@link java.util.ServiceLoader}; holds no state. */
+  public H2StorageBackend() {}
 
-  private static OutboxOrderScope outboxOrderScope(RelayKitConfig config) {
-    String scope = config.get(OUTBOX_ORDER_SCOPE).orElse("key");
-    return switch (scope) {
-      case "key" -> OutboxOrderScope.KEY;
-      case "key-per-destination" -> OutboxOrderScope.KEY_PER_DESTINATION;
-      default -> throw new IllegalArgumentException(OUTBOX_ORDER_SCOPE
-          + " must be key or key-per-destination, was '" + scope + "'");
-    };
-  }
-
-  private static OutboxBound outboxBound(RelayKitConfig config) {
-    if (config.get(OUTBOX_MAX_UNSENT).isEmpty()) {
-      if (config.get(OUTBOX_OVER_BOUND).isPresent()) {
-        throw new IllegalArgumentException(OUTBOX_OVER_BOUND + " needs " + OUTBOX_MAX_UNSENT);
-      }
-      return OutboxBound.unbounded();
-    }
-    long max = config.getInt(OUTBOX_MAX_UNSENT, 0);
-    String over = config.get(OUTBOX_OVER_BOUND).orElse("refuse");
-    OutboxBound.OverBound policy = switch (over) {
-      case "refuse" -> OutboxBound.OverBound.REFUSE;
-      case "accept" -> OutboxBound.OverBound.ACCEPT;
-      default -> throw new IllegalArgumentException(OUTBOX_OVER_BOUND
-          + " must be refuse or accept, was '" + over + "'");
-    };
-    return new OutboxBound(max, policy);
-  }
+  /** See {@link H2ConfigKeys#URL}. */
+  public static final String URL = H2ConfigKeys.URL;
+  /** See {@link H2ConfigKeys#USERNAME}. */
+  public static final String USERNAME = H2ConfigKeys.USERNAME;
+  /** See {@link H2ConfigKeys#PASSWORD}. */
+  public static final String PASSWORD = H2ConfigKeys.PASSWORD;
+  /** See {@link H2ConfigKeys#POOL_SIZE}. */
+  public static final String POOL_SIZE = H2ConfigKeys.POOL_SIZE;
+  /** See {@link H2ConfigKeys#TABLE_PREFIX}. */
+  public static final String TABLE_PREFIX = H2ConfigKeys.TABLE_PREFIX;
+  /** See {@link H2ConfigKeys#LEASE}. */
+  public static final String LEASE = H2ConfigKeys.LEASE;
+  /** See {@link H2ConfigKeys#RETENTION}. */
+  public static final String RETENTION = H2ConfigKeys.RETENTION;
+  /** See {@link H2ConfigKeys#JOURNAL_NAME}. */
+  public static final String JOURNAL_NAME = H2ConfigKeys.JOURNAL_NAME;
+  /** See {@link H2ConfigKeys#MIGRATE}. */
+  public static final String MIGRATE = H2ConfigKeys.MIGRATE;
+  /** See {@link H2ConfigKeys#OUTBOX_MAX_UNSENT}. */
+  public static final String OUTBOX_MAX_UNSENT = H2ConfigKeys.OUTBOX_MAX_UNSENT;
+  /** See {@link H2ConfigKeys#OUTBOX_OVER_BOUND}. */
+  public static final String OUTBOX_OVER_BOUND = H2ConfigKeys.OUTBOX_OVER_BOUND;
+  /** See {@link H2ConfigKeys#OUTBOX_ORDER_SCOPE}. */
+  public static final String OUTBOX_ORDER_SCOPE = H2ConfigKeys.OUTBOX_ORDER_SCOPE;
 
   @Override
   public Kind kind() {
@@ -103,24 +90,8 @@ public final class H2StorageBackend implements BackendModuleProvider {
    */
   @Override
   public Module module(RelayKitConfig config) {
-    H2StorageConfig h2;
-    try {
-      h2 = H2StorageConfig.builder()
-          .jdbcUrl(config.require(URL))
-          .username(config.get(USERNAME).orElse(null))
-          .password(config.get(PASSWORD).orElse(null))
-          .poolSize(config.getInt(POOL_SIZE, H2StorageConfig.DEFAULT_POOL_SIZE))
-          .tablePrefix(config.get(TABLE_PREFIX).orElse(H2StorageConfig.DEFAULT_TABLE_PREFIX))
-          .lease(config.getDuration(LEASE, config.relayLease()))
-          .retention(config.getDuration(RETENTION, config.idempotencyRetention()))
-          .migrate(config.getBoolean(MIGRATE, true))
-          .outboxBound(outboxBound(config))
-          .outboxOrderScope(outboxOrderScope(config))
-          .build();
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("invalid relaykit.h2 settings: " + e.getMessage(), e);
-    }
-    String journalName = config.get(JOURNAL_NAME).orElse("relaykit");
+    H2StorageConfig h2 = H2StorageConfig.from(config.settings());
+    String journalName = config.settings().getString(JOURNAL_NAME, "relaykit");
     return new AbstractModule() {
       @Override
       protected void configure() {

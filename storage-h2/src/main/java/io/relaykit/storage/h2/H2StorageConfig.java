@@ -1,5 +1,8 @@
 package io.relaykit.storage.h2;
 
+import io.relaykit.config.IdempotencySettings;
+import io.relaykit.config.RelaySettings;
+import io.relaykit.config.Settings;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.outbox.OutboxBound;
 import java.time.Duration;
@@ -82,6 +85,57 @@ public final class H2StorageConfig {
     this.outboxBound = b.outboxBound;
     this.outboxOrderScope = b.outboxOrderScope;
     this.dialect = dialect;
+  }
+
+  /**
+   * A builder holding what the {@code relaykit.h2.*} keys of {@code settings} say (see {@link
+   * H2ConfigKeys}), for code to add what settings cannot carry (a listener, a database clock).
+   * The lease defaults to {@code relaykit.relay.lease} and the retention to {@code
+   * relaykit.idempotency.retention}, as a deployment's other blocks use them.
+   *
+   * @param settings the deployment's settings
+   * @return a builder; {@link Builder#build()} validates it
+   * @throws IllegalArgumentException naming the key (and its environment variable) when {@value
+   *     H2ConfigKeys#URL} is unset, or the key and value of an invalid setting
+   */
+  public static Builder builderFrom(Settings settings) {
+    Builder b = builder()
+        .jdbcUrl(settings.require(H2ConfigKeys.URL))
+        .username(settings.getString(H2ConfigKeys.USERNAME, null))
+        .password(settings.getString(H2ConfigKeys.PASSWORD, null))
+        .poolSize(settings.getInt(H2ConfigKeys.POOL_SIZE, DEFAULT_POOL_SIZE))
+        .tablePrefix(settings.getString(H2ConfigKeys.TABLE_PREFIX, DEFAULT_TABLE_PREFIX))
+        .lease(settings.getDuration(H2ConfigKeys.LEASE, RelaySettings.from(settings).lease()))
+        .retention(settings.getDuration(H2ConfigKeys.RETENTION,
+            IdempotencySettings.from(settings).retention()))
+        .migrate(settings.getBoolean(H2ConfigKeys.MIGRATE, true))
+        .outboxOrderScope(settings.getEnum(H2ConfigKeys.OUTBOX_ORDER_SCOPE,
+            OutboxOrderScope.class, OutboxOrderScope.KEY));
+    if (settings.isSet(H2ConfigKeys.OUTBOX_MAX_UNSENT)) {
+      b.outboxBound(new OutboxBound(settings.getLong(H2ConfigKeys.OUTBOX_MAX_UNSENT, 1),
+          settings.getEnum(H2ConfigKeys.OUTBOX_OVER_BOUND, OutboxBound.OverBound.class,
+              OutboxBound.OverBound.REFUSE)));
+    } else if (settings.isSet(H2ConfigKeys.OUTBOX_OVER_BOUND)) {
+      throw new IllegalArgumentException(H2ConfigKeys.OUTBOX_OVER_BOUND + " needs "
+          + H2ConfigKeys.OUTBOX_MAX_UNSENT);
+    }
+    return b;
+  }
+
+  /**
+   * The config the {@code relaykit.h2.*} keys of {@code settings} describe; see {@link
+   * #builderFrom(Settings)}.
+   *
+   * @param settings the deployment's settings
+   * @return the validated config
+   * @throws IllegalArgumentException naming the key and value that are missing or invalid
+   */
+  public static H2StorageConfig from(Settings settings) {
+    try {
+      return builderFrom(settings).build();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("invalid relaykit.h2 settings: " + e.getMessage(), e);
+    }
   }
 
   /** This config with {@code listener} in place of its own (null for none). */

@@ -8,14 +8,14 @@ import com.google.inject.Singleton;
 import io.relaykit.guice.BackendModuleProvider;
 import io.relaykit.guice.RelayKitConfig;
 import io.relaykit.idempotency.IdempotencyStore;
-import java.time.Duration;
 import java.time.InstantSource;
-import java.util.Map;
 import java.util.Optional;
 
 /**
  * The storage backend {@code relaykit.storage=redis} selects: a {@link RedisStorageModule}
- * configured from the {@code relaykit.redis.*} keys (or {@code RELAYKIT_REDIS_*} variables).
+ * configured from the {@code relaykit.redis.*} keys (or {@code RELAYKIT_REDIS_*} variables)
+ * through {@link RedisStorageConfig#from(io.relaykit.config.Settings)}; {@link RedisConfigKeys}
+ * declares them.
  *
  * <p>It also serves as the idempotency fast tier, {@code relaykit.idempotency.fast-tier=redis}
  * beside another storage backend ({@code relaykit.storage=h2}): then only its {@link
@@ -44,20 +44,6 @@ public final class RedisStorageBackend implements BackendModuleProvider {
   /** Created by {@link java.util.ServiceLoader}; holds no state. */
   public RedisStorageBackend() {}
 
-  static final String PREFIX = "relaykit.redis.";
-
-  /** Config field names as {@link RedisStorageConfig} reports them, and their keys. */
-  private static final Map<String, String> KEYS = Map.of(
-      "uri", PREFIX + "uri",
-      "commandTimeout", PREFIX + "command-timeout",
-      "connectTimeout", PREFIX + "connect-timeout",
-      "reconnectMaxDelay", PREFIX + "reconnect-max-delay",
-      "keyPrefix", PREFIX + "key-prefix",
-      "lease", PREFIX + "lease",
-      "retention", PREFIX + "retention",
-      "maxValueBytes", PREFIX + "max-value-bytes",
-      "name", PREFIX + "journal or " + PREFIX + "dead-letters");
-
   @Override
   public Kind kind() {
     return Kind.STORAGE;
@@ -75,12 +61,14 @@ public final class RedisStorageBackend implements BackendModuleProvider {
   @Override
   public Module module(RelayKitConfig config) {
     RedisStorageConfig redis = storageConfig(config);
+    String journal = config.settings().getString(RedisConfigKeys.JOURNAL, "default");
+    String deadLetters = config.settings().getString(RedisConfigKeys.DEAD_LETTERS, "default");
     try {
-      return new RedisStorageModule(redis,
-          config.get(PREFIX + "journal").orElse("default"),
-          config.get(PREFIX + "dead-letters").orElse("default"));
+      return new RedisStorageModule(redis, journal, deadLetters);
     } catch (IllegalArgumentException e) {
-      throw withKey(e);
+      String message = String.valueOf(e.getMessage());
+      throw message.startsWith("name ") ? new IllegalArgumentException(RedisConfigKeys.JOURNAL
+          + " or " + RedisConfigKeys.DEAD_LETTERS + message.substring("name".length()), e) : e;
     }
   }
 
@@ -116,40 +104,6 @@ public final class RedisStorageBackend implements BackendModuleProvider {
   }
 
   private static RedisStorageConfig storageConfig(RelayKitConfig config) {
-    RedisStorageConfig defaults = RedisStorageConfig.builder().build();
-    try {
-      return RedisStorageConfig.builder()
-          .uri(config.get(PREFIX + "uri").orElse(defaults.uri()))
-          .commandTimeout(duration(config, "command-timeout", defaults.commandTimeout()))
-          .connectTimeout(duration(config, "connect-timeout", defaults.connectTimeout()))
-          .reconnectMaxDelay(duration(config, "reconnect-max-delay",
-              defaults.reconnectMaxDelay()))
-          .keyPrefix(config.get(PREFIX + "key-prefix").orElse(defaults.keyPrefix()))
-          .lease(duration(config, "lease", defaults.lease()))
-          .retention(duration(config, "retention", config.idempotencyRetention()))
-          .maxValueBytes(config.getInt(PREFIX + "max-value-bytes", defaults.maxValueBytes()))
-          .cluster(config.getBoolean(PREFIX + "cluster", defaults.cluster()))
-          .readLegacyIdempotencyKeys(config.getBoolean(PREFIX + "read-legacy-idempotency-keys",
-              defaults.readLegacyIdempotencyKeys()))
-          .build();
-    } catch (IllegalArgumentException e) {
-      throw withKey(e);
-    }
-  }
-
-  /** {@code e} with the config field its message starts with replaced by the key. */
-  private static IllegalArgumentException withKey(IllegalArgumentException e) {
-    String message = e.getMessage() == null ? "" : e.getMessage();
-    for (Map.Entry<String, String> k : KEYS.entrySet()) {
-      if (message.startsWith(k.getKey() + " ")) {
-        return new IllegalArgumentException(k.getValue() + message.substring(k.getKey().length()),
-            e);
-      }
-    }
-    return e;
-  }
-
-  private static Duration duration(RelayKitConfig config, String key, Duration defaultValue) {
-    return config.getDuration(PREFIX + key, defaultValue);
+    return RedisStorageConfig.from(config.settings());
   }
 }

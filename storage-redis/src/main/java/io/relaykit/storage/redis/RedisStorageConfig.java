@@ -1,9 +1,12 @@
 package io.relaykit.storage.redis;
 
 import io.lettuce.core.RedisURI;
+import io.relaykit.config.IdempotencySettings;
+import io.relaykit.config.Settings;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -61,6 +64,62 @@ public final class RedisStorageConfig {
     this.maxValueBytes = b.maxValueBytes;
     this.readLegacyIdempotencyKeys = b.readLegacyIdempotencyKeys;
     this.cluster = b.cluster;
+  }
+
+  /** Config field names as the builder reports them, and their keys. */
+  private static final Map<String, String> KEYS = Map.of(
+      "uri", RedisConfigKeys.URI,
+      "commandTimeout", RedisConfigKeys.COMMAND_TIMEOUT,
+      "connectTimeout", RedisConfigKeys.CONNECT_TIMEOUT,
+      "reconnectMaxDelay", RedisConfigKeys.RECONNECT_MAX_DELAY,
+      "keyPrefix", RedisConfigKeys.KEY_PREFIX,
+      "lease", RedisConfigKeys.LEASE,
+      "retention", RedisConfigKeys.RETENTION,
+      "maxValueBytes", RedisConfigKeys.MAX_VALUE_BYTES);
+
+  /**
+   * The config the {@code relaykit.redis.*} keys of {@code settings} describe (see {@link
+   * RedisConfigKeys}); unset keys keep the builder's defaults, except the retention, which
+   * defaults to {@code relaykit.idempotency.retention}.
+   *
+   * @param settings the deployment's settings
+   * @return the validated config
+   * @throws IllegalArgumentException naming the {@code relaykit.redis.*} key and its value when a
+   *     setting is invalid
+   */
+  public static RedisStorageConfig from(Settings settings) {
+    RedisStorageConfig d = builder().build();
+    try {
+      return builder()
+          .uri(settings.getString(RedisConfigKeys.URI, d.uri()))
+          .commandTimeout(settings.getDuration(RedisConfigKeys.COMMAND_TIMEOUT, d.commandTimeout()))
+          .connectTimeout(settings.getDuration(RedisConfigKeys.CONNECT_TIMEOUT, d.connectTimeout()))
+          .reconnectMaxDelay(settings.getDuration(RedisConfigKeys.RECONNECT_MAX_DELAY,
+              d.reconnectMaxDelay()))
+          .keyPrefix(settings.getString(RedisConfigKeys.KEY_PREFIX, d.keyPrefix()))
+          .lease(settings.getDuration(RedisConfigKeys.LEASE, d.lease()))
+          .retention(settings.getDuration(RedisConfigKeys.RETENTION,
+              IdempotencySettings.from(settings).retention()))
+          .maxValueBytes(settings.getInt(RedisConfigKeys.MAX_VALUE_BYTES, d.maxValueBytes()))
+          .cluster(settings.getBoolean(RedisConfigKeys.CLUSTER, d.cluster()))
+          .readLegacyIdempotencyKeys(settings.getBoolean(
+              RedisConfigKeys.READ_LEGACY_IDEMPOTENCY_KEYS, d.readLegacyIdempotencyKeys()))
+          .build();
+    } catch (IllegalArgumentException e) {
+      throw withKey(e);
+    }
+  }
+
+  /** {@code e} with the config field its message starts with replaced by the key. */
+  private static IllegalArgumentException withKey(IllegalArgumentException e) {
+    String message = e.getMessage() == null ? "" : e.getMessage();
+    for (Map.Entry<String, String> k : KEYS.entrySet()) {
+      if (message.startsWith(k.getKey() + " ")) {
+        return new IllegalArgumentException(k.getValue() + message.substring(k.getKey().length()),
+            e);
+      }
+    }
+    return e;
   }
 
   /**

@@ -10,10 +10,12 @@ import io.relaykit.message.Subscriber;
 /**
  * The {@code kafka} transport for {@code relaykit.transport=kafka}: Publisher and Subscriber on
  * Kafka, configured from the {@code relaykit.kafka.*} settings (see {@link
- * KafkaTransportConfig#fromSettings}). Registered in {@code
+ * KafkaTransportConfig#from(io.relaykit.config.Settings)}, declared by {@link KafkaConfigKeys}). Registered in {@code
  * META-INF/services/io.relaykit.guice.BackendModuleProvider}; cheap to construct.
  */
 public final class KafkaTransportBackend implements BackendModuleProvider {
+  /** Created by {@link java.util.ServiceLoader}; holds no state. */
+  public KafkaTransportBackend() {}
 
   /** The prefix of this backend's settings. */
   public static final String SECTION = "relaykit.kafka.";
@@ -30,8 +32,7 @@ public final class KafkaTransportBackend implements BackendModuleProvider {
 
   @Override
   public Module module(RelayKitConfig config) {
-    KafkaTransportConfig kafka = KafkaTransportConfig.fromSettings(SECTION,
-        config.section(SECTION));
+    KafkaTransportConfig kafka = KafkaTransportConfig.from(config.settings());
     return binder -> {
       binder.install(new KafkaTransportModule(kafka));
       RelayKitModule.override(binder, Publisher.class).to(KafkaPublisher.class);

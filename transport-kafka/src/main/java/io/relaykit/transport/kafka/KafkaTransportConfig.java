@@ -1,5 +1,6 @@
 package io.relaykit.transport.kafka;
 
+import io.relaykit.config.Settings;
 import io.relaykit.monitor.BacklogMonitor;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.MetricsListener;
@@ -9,7 +10,6 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Pattern;
 
 /**
  * Everything the Kafka transport needs to know: where the brokers are, extra client settings,
@@ -59,7 +59,12 @@ public final class KafkaTransportConfig {
    *       crashed predecessor left open when it starts.
    * </ul>
    */
-  public enum HandOff { CONFIRMED, TRANSACTIONAL }
+  public enum HandOff {
+    /** Copies are sent with the idempotent producer; a record is done on the broker's confirm. */
+    CONFIRMED,
+    /** Copies and source offsets are committed in one Kafka transaction. */
+    TRANSACTIONAL
+  }
 
   private final String bootstrapServers;
   private final String clientIdPrefix;
@@ -125,119 +130,73 @@ public final class KafkaTransportConfig {
 
   static final String TRANSACTION_TIMEOUT = "transaction.timeout.ms";
 
-  /** A builder with the defaults documented on each setter; {@code bootstrapServers} is required. */
+  /**
+   * A builder with the defaults documented on each setter; {@code bootstrapServers} is required.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
   }
 
   /**
-   * A config from flat settings, as found under {@code relaykit.kafka.} in a deployment's
-   * properties: {@code bootstrap-servers} (required), {@code client-id-prefix}, {@code
-   * max-record-bytes}, {@code publish-timeout}, {@code retry-topic-suffix}, {@code
-   * dead-letter-topic-suffix}, {@code commit-interval}, {@code poll-timeout}, {@code
-   * max-poll-interval}, {@code close-timeout} (durations as ISO-8601 {@code PT5S} or {@code 500ms},
-   * {@code 5s}, {@code 2m}), {@code hand-off} ({@code confirmed} or {@code transactional}), {@code
-   * member-id}, and {@code producer.<name>} / {@code consumer.<name>} for client settings.
+   * A builder holding what the {@code relaykit.kafka.*} keys of {@code settings} say (see {@link
+   * KafkaConfigKeys}), for code to add what settings cannot carry (a clock, listeners, a backlog
+   * monitor). Client settings come from {@code relaykit.kafka.producer.<name>} and {@code
+   * relaykit.kafka.consumer.<name>}.
    *
-   * @param prefix how the keys are named in messages ({@code relaykit.kafka.})
-   * @throws IllegalArgumentException naming the full key and the value when a key is unknown or a
-   *     value is invalid, or when {@link Builder#build()} rejects the result
+   * @param settings the deployment's settings
+   * @return a builder; {@link Builder#build()} validates it
+   * @throws IllegalArgumentException naming the key and its environment variable when {@value
+   *     KafkaConfigKeys#BOOTSTRAP_SERVERS} is unset, or the key and value of an invalid setting
    */
-  public static KafkaTransportConfig fromSettings(String prefix, Map<String, String> settings) {
-    Builder b = builder();
-    for (Map.Entry<String, String> e : settings.entrySet()) {
-      String key = e.getKey();
-      String value = e.getValue() == null ? null : e.getValue().trim();
-      String full = prefix + key;
-      if (key.startsWith("producer.")) {
-        b.producerProperty(key.substring("producer.".length()), value);
-        continue;
-      }
-      if (key.startsWith("consumer.")) {
-        b.consumerProperty(key.substring("consumer.".length()), value);
-        continue;
-      }
-      switch (key) {
-        case "bootstrap-servers" -> b.bootstrapServers(value);
-        case "client-id-prefix" -> b.clientIdPrefix(value);
-        case "max-record-bytes" -> b.maxRecordBytes(parseInt(full, value));
-        case "publish-timeout" -> b.publishTimeout(parseDuration(full, value));
-        case "retry-topic-suffix" -> b.retryTopicSuffix(value);
-        case "dead-letter-topic-suffix" -> b.deadLetterTopicSuffix(value);
-        case "commit-interval" -> b.commitInterval(parseDuration(full, value));
-        case "poll-timeout" -> b.pollTimeout(parseDuration(full, value));
-        case "max-poll-interval" -> b.maxPollInterval(parseDuration(full, value));
-        case "close-timeout" -> b.closeTimeout(parseDuration(full, value));
-        case "hand-off" -> b.handOff(parseHandOff(full, value));
-        case "member-id" -> b.memberId(value);
-        default -> throw new IllegalArgumentException("unknown setting " + full + "=" + value
-            + "; known: " + prefix + String.join(", " + prefix, SETTINGS)
-            + ", " + prefix + "producer.<name>, " + prefix + "consumer.<name>");
-      }
-    }
+  public static Builder builderFrom(Settings settings) {
+    Builder d = builder();
+    Builder b = builder()
+        .bootstrapServers(settings.require(KafkaConfigKeys.BOOTSTRAP_SERVERS).strip())
+        .clientIdPrefix(settings.getString(KafkaConfigKeys.CLIENT_ID_PREFIX, d.clientIdPrefix))
+        .maxRecordBytes(settings.getInt(KafkaConfigKeys.MAX_RECORD_BYTES, d.maxRecordBytes))
+        .publishTimeout(settings.getDuration(KafkaConfigKeys.PUBLISH_TIMEOUT, d.publishTimeout))
+        .retryTopicSuffix(settings.getString(KafkaConfigKeys.RETRY_TOPIC_SUFFIX,
+            d.retryTopicSuffix))
+        .deadLetterTopicSuffix(settings.getString(KafkaConfigKeys.DEAD_LETTER_TOPIC_SUFFIX,
+            d.deadLetterTopicSuffix))
+        .commitInterval(settings.getDuration(KafkaConfigKeys.COMMIT_INTERVAL, d.commitInterval))
+        .pollTimeout(settings.getDuration(KafkaConfigKeys.POLL_TIMEOUT, d.pollTimeout))
+        .maxPollInterval(settings.getDuration(KafkaConfigKeys.MAX_POLL_INTERVAL,
+            d.maxPollInterval))
+        .closeTimeout(settings.getDuration(KafkaConfigKeys.CLOSE_TIMEOUT, d.closeTimeout))
+        .handOff(settings.getEnum(KafkaConfigKeys.HAND_OFF, HandOff.class, d.handOff))
+        .memberId(settings.getString(KafkaConfigKeys.MEMBER_ID, null));
+    settings.section(KafkaConfigKeys.PRODUCER).forEach((k, v) -> b.producerProperty(k, v.strip()));
+    settings.section(KafkaConfigKeys.CONSUMER).forEach((k, v) -> b.consumerProperty(k, v.strip()));
+    return b;
+  }
+
+  /**
+   * The config the {@code relaykit.kafka.*} keys of {@code settings} describe; see {@link
+   * #builderFrom(Settings)}.
+   *
+   * @param settings the deployment's settings
+   * @return the validated config
+   * @throws IllegalArgumentException naming the key and value that are missing or invalid, or
+   *     what {@link Builder#build()} rejects, prefixed with {@code invalid relaykit.kafka.*
+   *     settings}
+   */
+  public static KafkaTransportConfig from(Settings settings) {
+    Builder b = builderFrom(settings);
     try {
       return b.build();
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("invalid " + prefix + "* settings: " + e.getMessage(), e);
+      throw new IllegalArgumentException("invalid relaykit.kafka.* settings: " + e.getMessage(), e);
     }
   }
 
-  private static final java.util.List<String> SETTINGS = java.util.List.of("bootstrap-servers",
-      "client-id-prefix", "max-record-bytes", "publish-timeout", "retry-topic-suffix",
-      "dead-letter-topic-suffix", "commit-interval", "poll-timeout", "max-poll-interval",
-      "close-timeout", "hand-off", "member-id");
-
-  private static HandOff parseHandOff(String key, String value) {
-    if (value != null) {
-      for (HandOff h : HandOff.values()) {
-        if (h.name().equalsIgnoreCase(value)) {
-          return h;
-        }
-      }
-    }
-    throw new IllegalArgumentException(key + " must be confirmed or transactional, was "
-        + quote(value));
-  }
-
-  private static int parseInt(String key, String value) {
-    try {
-      return Integer.parseInt(value);
-    } catch (NumberFormatException | NullPointerException e) {
-      throw new IllegalArgumentException(key + " must be a whole number, was " + quote(value), e);
-    }
-  }
-
-  private static Duration parseDuration(String key, String value) {
-    if (value == null) {
-      throw new IllegalArgumentException(key + " must be a duration, was null");
-    }
-    try {
-      if (value.toUpperCase(java.util.Locale.ROOT).startsWith("P")) {
-        return Duration.parse(value);
-      }
-      java.util.regex.Matcher m = Pattern.compile("(\\d+)\\s*(ms|s|m|h)").matcher(value);
-      if (m.matches()) {
-        long n = Long.parseLong(m.group(1));
-        switch (m.group(2)) {
-          case "ms":
-            return Duration.ofMillis(n);
-          case "s":
-            return Duration.ofSeconds(n);
-          case "m":
-            return Duration.ofMinutes(n);
-          default:
-            return Duration.ofHours(n);
-        }
-      }
-    } catch (RuntimeException e) {
-      throw new IllegalArgumentException(key + " must be a duration like PT5S or 500ms, was "
-          + quote(value), e);
-    }
-    throw new IllegalArgumentException(key + " must be a duration like PT5S or 500ms, was "
-        + quote(value));
-  }
-
-  /** A builder holding this config's values, to derive a changed copy. */
+  /**
+   * A builder holding this config's values, to derive a changed copy.
+   *
+   * @return a new builder with every field of this config
+   */
   public Builder toBuilder() {
     Builder b = new Builder();
     b.bootstrapServers = bootstrapServers;
@@ -261,11 +220,20 @@ public final class KafkaTransportConfig {
     return b;
   }
 
+  /**
+   * The brokers to connect to.
+   *
+   * @return the {@code host:port[,host:port...]} list
+   */
   public String bootstrapServers() {
     return bootstrapServers;
   }
 
-  /** How failed records are handed to the retry and dead-letter topics; see {@link HandOff}. */
+  /**
+   * How failed records are handed to the retry and dead-letter topics; see {@link HandOff}.
+   *
+   * @return the hand-off mode
+   */
   public HandOff handOff() {
     return handOff;
   }
@@ -273,78 +241,153 @@ public final class KafkaTransportConfig {
   /**
    * The stable name of this process among the members of its groups, used in transactional ids;
    * empty when not set (then {@code group.instance.id}, else a random id per subscription).
+   *
+   * @return the member id, or empty
    */
   public java.util.Optional<String> memberId() {
     return java.util.Optional.ofNullable(memberId);
   }
 
-  /** The producer's {@code transaction.timeout.ms}: bounds an open hand-off transaction. */
+  /**
+   * The producer's {@code transaction.timeout.ms}: bounds an open hand-off transaction.
+   *
+   * @return the transaction timeout
+   */
   public Duration transactionTimeout() {
     return transactionTimeout;
   }
 
+  /**
+   * The prefix of every client id this transport creates.
+   *
+   * @return the prefix
+   */
   public String clientIdPrefix() {
     return clientIdPrefix;
   }
 
-  /** Extra producer settings, applied under the transport's protected ones. */
+  /**
+   * Extra producer settings, applied under the transport's protected ones.
+   *
+   * @return the extra producer settings; unmodifiable
+   */
   public Map<String, String> producerProperties() {
     return producerProperties;
   }
 
-  /** Extra consumer settings, applied under the transport's protected ones. */
+  /**
+   * Extra consumer settings, applied under the transport's protected ones.
+   *
+   * @return the extra consumer settings; unmodifiable
+   */
   public Map<String, String> consumerProperties() {
     return consumerProperties;
   }
 
-  /** The largest record (key, value and headers) the publisher accepts. */
+  /**
+   * The largest record (key, value and headers) the publisher accepts.
+   *
+   * @return the limit in bytes
+   */
   public int maxRecordBytes() {
     return maxRecordBytes;
   }
 
-  /** How long a publish may wait for metadata and the broker's confirm before it fails. */
+  /**
+   * How long a publish may wait for metadata and the broker's confirm before it fails.
+   *
+   * @return the publish deadline
+   */
   public Duration publishTimeout() {
     return publishTimeout;
   }
 
+  /**
+   * The suffix of retry topics, {@code <topic>.<group><suffix>}.
+   *
+   * @return the suffix
+   */
   public String retryTopicSuffix() {
     return retryTopicSuffix;
   }
 
+  /**
+   * The suffix of dead-letter topics, {@code <topic>.<group><suffix>}.
+   *
+   * @return the suffix
+   */
   public String deadLetterTopicSuffix() {
     return deadLetterTopicSuffix;
   }
 
+  /**
+   * How often finished work is committed (asynchronously).
+   *
+   * @return the interval
+   */
   public Duration commitInterval() {
     return commitInterval;
   }
 
+  /**
+   * The poll thread's longest wait for records.
+   *
+   * @return the timeout
+   */
   public Duration pollTimeout() {
     return pollTimeout;
   }
 
+  /**
+   * Kafka's {@code max.poll.interval.ms}: bounds only a stuck poll thread.
+   *
+   * @return the interval
+   */
   public Duration maxPollInterval() {
     return maxPollInterval;
   }
 
+  /**
+   * How long closing a client may wait for it to flush.
+   *
+   * @return the timeout
+   */
   public Duration closeTimeout() {
     return closeTimeout;
   }
 
+  /**
+   * The clock for failure times, retry due times and ages.
+   *
+   * @return the clock
+   */
   public InstantSource clock() {
     return clock;
   }
 
+  /**
+   * What sees every message's steps.
+   *
+   * @return the listener
+   */
   public LifecycleListener listener() {
     return listener;
   }
 
-  /** Receives consumer lag, backlog depth, oldest in-flight age, verdicts and drops. */
+  /**
+   * Receives consumer lag, backlog depth, oldest in-flight age, verdicts and drops.
+   *
+   * @return the metrics listener
+   */
   public MetricsListener metrics() {
     return metrics;
   }
 
-  /** How each subscription's {@link BacklogMonitor} judges its backlog. */
+  /**
+   * How each subscription's {@link BacklogMonitor} judges its backlog.
+   *
+   * @return the thresholds
+   */
   public BacklogMonitor.Config backlogMonitor() {
     return backlogMonitor;
   }
@@ -352,6 +395,9 @@ public final class KafkaTransportConfig {
   /**
    * The retry topic of {@code topic} for consumer {@code group}: {@code <topic>.<group><suffix>}.
    *
+   * @param topic the source topic
+   * @param group the consumer group
+   * @return the retry topic's name
    * @throws IllegalArgumentException if the name is not a legal Kafka topic name (a group id with
    *     characters outside {@code [a-zA-Z0-9._-]}, or longer than 249 characters in all)
    */
@@ -359,7 +405,14 @@ public final class KafkaTransportConfig {
     return derivedTopic("retry topic", topic, group, retryTopicSuffix);
   }
 
-  /** The dead-letter topic of {@code topic} for {@code group}; see {@link #retryTopic}. */
+  /**
+   * The dead-letter topic of {@code topic} for {@code group}; see {@link #retryTopic}.
+   *
+   * @param topic the source topic
+   * @param group the consumer group
+   * @return the dead-letter topic's name
+   * @throws IllegalArgumentException if the name is not a legal Kafka topic name
+   */
   public String deadLetterTopic(String topic, String group) {
     return derivedTopic("dead-letter topic", topic, group, deadLetterTopicSuffix);
   }
@@ -456,6 +509,9 @@ public final class KafkaTransportConfig {
      * How failed records are handed to the retry and dead-letter topics. Default {@link
      * HandOff#CONFIRMED}; {@link HandOff#TRANSACTIONAL} writes copies and source offsets in one
      * transaction (see {@link HandOff}), bounded by the producer's {@code transaction.timeout.ms}.
+     *
+     * @param handOff the mode
+     * @return this builder
      */
     public Builder handOff(HandOff handOff) {
       this.handOff = handOff;
@@ -472,31 +528,56 @@ public final class KafkaTransportConfig {
      * subscription, and a transaction left open by a crash then holds back read_committed readers
      * of the retry topic until {@code transaction.timeout.ms} aborts it. Legal characters {@code
      * [a-zA-Z0-9._-]}.
+     *
+     * @param memberId the stable member name, or null
+     * @return this builder
      */
     public Builder memberId(String memberId) {
       this.memberId = memberId;
       return this;
     }
 
-    /** {@code host:port[,host:port...]}; required. */
+    /**
+     * {@code host:port[,host:port...]}; required.
+     *
+     * @param bootstrapServers the broker list
+     * @return this builder
+     */
     public Builder bootstrapServers(String bootstrapServers) {
       this.bootstrapServers = bootstrapServers;
       return this;
     }
 
-    /** Prefix of every client id this transport creates. Default {@code relaykit}. */
+    /**
+     * Prefix of every client id this transport creates. Default {@code relaykit}.
+     *
+     * @param clientIdPrefix the prefix
+     * @return this builder
+     */
     public Builder clientIdPrefix(String clientIdPrefix) {
       this.clientIdPrefix = clientIdPrefix;
       return this;
     }
 
-    /** An extra producer setting (compression, linger, security). */
+    /**
+     * An extra producer setting (compression, linger, security).
+     *
+     * @param name the producer setting
+     * @param value its value
+     * @return this builder
+     */
     public Builder producerProperty(String name, String value) {
       producer.put(name, value);
       return this;
     }
 
-    /** An extra consumer setting (fetch sizes, security, {@code group.protocol}). */
+    /**
+     * An extra consumer setting (fetch sizes, security, {@code group.protocol}).
+     *
+     * @param name the consumer setting
+     * @param value its value
+     * @return this builder
+     */
     public Builder consumerProperty(String name, String value) {
       consumer.put(name, value);
       return this;
@@ -506,37 +587,65 @@ public final class KafkaTransportConfig {
      * The largest record the publisher accepts, key, value and headers included; larger ones fail
      * with {@link io.relaykit.message.MessageRejectedException}. Default 1 MiB, the broker's
      * default limit; raise both together.
+     *
+     * @param maxRecordBytes the limit in bytes, at least 1
+     * @return this builder
      */
     public Builder maxRecordBytes(int maxRecordBytes) {
       this.maxRecordBytes = maxRecordBytes;
       return this;
     }
 
-    /** Publish deadline: metadata wait plus confirm. Default 30 s. */
+    /**
+     * Publish deadline: metadata wait plus confirm. Default 30 s.
+     *
+     * @param publishTimeout a positive duration
+     * @return this builder
+     */
     public Builder publishTimeout(Duration publishTimeout) {
       this.publishTimeout = publishTimeout;
       return this;
     }
 
-    /** Retry topic suffix. Default {@code .retry}. */
+    /**
+     * Retry topic suffix. Default {@code .retry}.
+     *
+     * @param retryTopicSuffix legal topic characters, not the dead-letter suffix
+     * @return this builder
+     */
     public Builder retryTopicSuffix(String retryTopicSuffix) {
       this.retryTopicSuffix = retryTopicSuffix;
       return this;
     }
 
-    /** Dead-letter topic suffix. Default {@code .dlt}. */
+    /**
+     * Dead-letter topic suffix. Default {@code .dlt}.
+     *
+     * @param deadLetterTopicSuffix legal topic characters, not the retry suffix
+     * @return this builder
+     */
     public Builder deadLetterTopicSuffix(String deadLetterTopicSuffix) {
       this.deadLetterTopicSuffix = deadLetterTopicSuffix;
       return this;
     }
 
-    /** How often finished work is committed (asynchronously). Default 1 s. */
+    /**
+     * How often finished work is committed (asynchronously). Default 1 s.
+     *
+     * @param commitInterval a positive duration
+     * @return this builder
+     */
     public Builder commitInterval(Duration commitInterval) {
       this.commitInterval = commitInterval;
       return this;
     }
 
-    /** The poll thread's longest wait for records. Default 100 ms. */
+    /**
+     * The poll thread's longest wait for records. Default 100 ms.
+     *
+     * @param pollTimeout a positive duration below the max poll interval
+     * @return this builder
+     */
     public Builder pollTimeout(Duration pollTimeout) {
       this.pollTimeout = pollTimeout;
       return this;
@@ -545,25 +654,43 @@ public final class KafkaTransportConfig {
     /**
      * Kafka's {@code max.poll.interval.ms}. The poll thread never waits for handlers, so this
      * bounds only a stuck poll thread. Default 5 min.
+     *
+     * @param maxPollInterval a positive duration
+     * @return this builder
      */
     public Builder maxPollInterval(Duration maxPollInterval) {
       this.maxPollInterval = maxPollInterval;
       return this;
     }
 
-    /** How long closing a client may wait for it to flush. Default 10 s. */
+    /**
+     * How long closing a client may wait for it to flush. Default 10 s.
+     *
+     * @param closeTimeout a positive duration
+     * @return this builder
+     */
     public Builder closeTimeout(Duration closeTimeout) {
       this.closeTimeout = closeTimeout;
       return this;
     }
 
-    /** The clock for failure times, retry due times and ages. Default the system clock. */
+    /**
+     * The clock for failure times, retry due times and ages. Default the system clock.
+     *
+     * @param clock the clock
+     * @return this builder
+     */
     public Builder clock(InstantSource clock) {
       this.clock = clock;
       return this;
     }
 
-    /** Sees every message's steps. Default: none. */
+    /**
+     * Sees every message's steps. Default: none.
+     *
+     * @param listener the listener
+     * @return this builder
+     */
     public Builder listener(LifecycleListener listener) {
       this.listener = listener;
       return this;
@@ -573,19 +700,30 @@ public final class KafkaTransportConfig {
      * Receives, once per commit interval per subscription, the consumer lag, backlog depth (lag
      * plus records in flight), oldest in-flight age and the backlog verdict; and drops of expired
      * and undecodable records. Default: none.
+     *
+     * @param metrics the metrics listener
+     * @return this builder
      */
     public Builder metrics(MetricsListener metrics) {
       this.metrics = metrics;
       return this;
     }
 
-    /** Thresholds of each subscription's backlog verdict. Default {@code Config.defaults()}. */
+    /**
+     * Thresholds of each subscription's backlog verdict. Default {@code Config.defaults()}.
+     *
+     * @param backlogMonitor the thresholds
+     * @return this builder
+     */
     public Builder backlogMonitor(BacklogMonitor.Config backlogMonitor) {
       this.backlogMonitor = backlogMonitor;
       return this;
     }
 
     /**
+     * Validates the fields and builds the config.
+     *
+     * @return the config
      * @throws IllegalArgumentException naming the field and value when the bootstrap servers or
      *     client id prefix are blank, a client property is blank, null or protected, a size or
      *     duration is not positive, the poll timeout is not below the max poll interval, or a topic

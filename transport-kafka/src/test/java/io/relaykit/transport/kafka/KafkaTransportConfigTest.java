@@ -3,6 +3,7 @@ package io.relaykit.transport.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.relaykit.config.Settings;
 import java.time.Duration;
 import java.util.Map;
 import java.util.TreeMap;
@@ -112,8 +113,15 @@ class KafkaTransportConfigTest {
     }
   }
 
+  /** from(Settings) over {@code relaykit.kafka.<key>} for each entry of {@code section}. */
+  private static KafkaTransportConfig fromSection(Map<String, String> section) {
+    Settings.Builder b = Settings.builder();
+    section.forEach((k, v) -> b.set("relaykit.kafka." + k, v));
+    return KafkaTransportConfig.from(b.build());
+  }
+
   @Nested
-  @DisplayName("fromSettings")
+  @DisplayName("from(Settings)")
   class FromSettings {
     @Test
     @DisplayName("reads every setting and client properties")
@@ -131,7 +139,7 @@ class KafkaTransportConfigTest {
       s.put("close-timeout", "3s");
       s.put("producer.compression.type", "zstd");
       s.put("consumer.fetch.min.bytes", "1");
-      KafkaTransportConfig c = KafkaTransportConfig.fromSettings("relaykit.kafka.", s);
+      KafkaTransportConfig c = fromSection(s);
       assertThat(c.bootstrapServers()).isEqualTo("k1:9092,k2:9092");
       assertThat(c.clientIdPrefix()).isEqualTo("shop");
       assertThat(c.maxRecordBytes()).isEqualTo(2048);
@@ -147,30 +155,70 @@ class KafkaTransportConfigTest {
     }
 
     @Test
+    @DisplayName("the environment sets keys and client properties; defaults are the builder's,"
+        + " as KafkaConfigKeys documents them")
+    void environmentAndDefaults() {
+      KafkaTransportConfig c = KafkaTransportConfig.from(Settings.builder()
+          .set(KafkaConfigKeys.BOOTSTRAP_SERVERS, "props:9092")
+          .environment(Map.of("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS", "env:9092",
+              "RELAYKIT_KAFKA_PRODUCER_LINGER_MS", "5", "RELAYKIT_KAFKA_NO_SUCH_KEY", "x"))
+          .warnings(w -> { })
+          .build());
+      KafkaTransportConfig d = valid().build();
+      io.relaykit.config.ConfigRegistry r = io.relaykit.config.ConfigRegistry.discover();
+
+      assertThat(c.bootstrapServers()).isEqualTo("env:9092");
+      assertThat(c.producerProperties()).containsExactly(Map.entry("linger.ms", "5"));
+      for (String[] pinned : new String[][] {
+          {KafkaConfigKeys.CLIENT_ID_PREFIX, d.clientIdPrefix()},
+          {KafkaConfigKeys.MAX_RECORD_BYTES, Integer.toString(d.maxRecordBytes())},
+          {KafkaConfigKeys.PUBLISH_TIMEOUT, fmt(d.publishTimeout())},
+          {KafkaConfigKeys.RETRY_TOPIC_SUFFIX, d.retryTopicSuffix()},
+          {KafkaConfigKeys.DEAD_LETTER_TOPIC_SUFFIX, d.deadLetterTopicSuffix()},
+          {KafkaConfigKeys.COMMIT_INTERVAL, fmt(d.commitInterval())},
+          {KafkaConfigKeys.POLL_TIMEOUT, fmt(d.pollTimeout())},
+          {KafkaConfigKeys.MAX_POLL_INTERVAL, fmt(d.maxPollInterval())},
+          {KafkaConfigKeys.CLOSE_TIMEOUT, fmt(d.closeTimeout())},
+          {KafkaConfigKeys.HAND_OFF, d.handOff().name().toLowerCase()}}) {
+        assertThat(r.find(pinned[0])).as(pinned[0]).get()
+            .extracting(io.relaykit.config.ConfigKey::defaultValue).isEqualTo(pinned[1]);
+      }
+    }
+
+    private static String fmt(Duration d) {
+      return io.relaykit.config.DurationFormat.format(d);
+    }
+
+    @Test
     @DisplayName("names the full key and value of a bad or unknown setting")
     void badSettings() {
-      assertThatThrownBy(() -> KafkaTransportConfig.fromSettings("relaykit.kafka.",
-          Map.of("bootstrap-servers", "k:1", "commit-interval", "soon")))
+      assertThatThrownBy(() -> fromSection(Map.of("bootstrap-servers", "k:1",
+          "commit-interval", "soon")))
           .isInstanceOf(IllegalArgumentException.class)
-          .hasMessage("relaykit.kafka.commit-interval must be a duration like PT5S or 500ms, was"
-              + " 'soon'");
-      assertThatThrownBy(() -> KafkaTransportConfig.fromSettings("relaykit.kafka.",
-          Map.of("bootstrap-servers", "k:1", "max-record-bytes", "big")))
-          .hasMessage("relaykit.kafka.max-record-bytes must be a whole number, was 'big'");
-      assertThatThrownBy(() -> KafkaTransportConfig.fromSettings("relaykit.kafka.",
-          Map.of("bootstrap-servers", "k:1", "bootstrap", "x")))
-          .hasMessageStartingWith("unknown setting relaykit.kafka.bootstrap=x; known: "
-              + "relaykit.kafka.bootstrap-servers");
-      assertThatThrownBy(() -> KafkaTransportConfig.fromSettings("relaykit.kafka.", Map.of()))
-          .hasMessage("invalid relaykit.kafka.* settings: bootstrapServers must not be blank,"
-              + " was null");
+          .hasMessage("relaykit.kafka.commit-interval must be a positive duration such as 500ms,"
+              + " 30s, 5m, 1h, 2d or PT30S (at most 292 years), was 'soon'");
+      assertThatThrownBy(() -> fromSection(Map.of("bootstrap-servers", "k:1",
+          "max-record-bytes", "big")))
+          .hasMessage("relaykit.kafka.max-record-bytes must be a whole number from 1 to"
+              + " 2147483647, was 'big'");
+      assertThatThrownBy(() -> fromSection(Map.of("bootstrap-servers", "k:1",
+          "bootstrap", "x")))
+          .hasMessage("relaykit.kafka.bootstrap is not a relaykit setting; did you mean"
+              + " relaykit.kafka.bootstrap-servers?");
+      assertThatThrownBy(() -> fromSection(Map.of()))
+          .hasMessage("relaykit.kafka.bootstrap-servers is required (property"
+              + " relaykit.kafka.bootstrap-servers or environment variable"
+              + " RELAYKIT_KAFKA_BOOTSTRAP_SERVERS)");
+      assertThatThrownBy(() -> fromSection(Map.of("bootstrap-servers", "k:1",
+          "poll-timeout", "5m")))
+          .hasMessageStartingWith("invalid relaykit.kafka.* settings: pollTimeout must be below");
     }
   
     @Test
     @DisplayName("reads the hand-off, the member id and the transaction timeout; refuses what"
         + " cannot work")
     void handOff() {
-      KafkaTransportConfig c = KafkaTransportConfig.fromSettings("relaykit.kafka.", Map.of(
+      KafkaTransportConfig c = fromSection(Map.of(
           "bootstrap-servers", "k:1", "hand-off", "Transactional", "member-id", "pod-7",
           "producer.transaction.timeout.ms", "20000"));
       assertThat(c.handOff()).isEqualTo(KafkaTransportConfig.HandOff.TRANSACTIONAL);
@@ -181,9 +229,9 @@ class KafkaTransportConfigTest {
       assertThat(KafkaConsumerRuntime.consumerProperties(c,
           io.relaykit.message.SubscriptionSpec.builder("orders", "billing").build(), 10))
           .containsEntry("isolation.level", "read_committed");
-      assertThatThrownBy(() -> KafkaTransportConfig.fromSettings("relaykit.kafka.",
-          Map.of("bootstrap-servers", "k:1", "hand-off", "exactly-once")))
-          .hasMessage("relaykit.kafka.hand-off must be confirmed or transactional, was"
+      assertThatThrownBy(() -> fromSection(Map.of("bootstrap-servers", "k:1",
+          "hand-off", "exactly-once")))
+          .hasMessage("relaykit.kafka.hand-off must be one of confirmed, transactional, was"
               + " 'exactly-once'");
       assertThatThrownBy(() -> valid().memberId("a b").build())
           .hasMessage("memberId must be 1 to 100 of [a-zA-Z0-9._-], was 'a b'");

@@ -63,8 +63,8 @@ class KafkaTransportModuleTest {
   void badSettingsFailEarly() {
     assertThatThrownBy(() -> new RelayKitModule(config("relaykit.transport", "kafka")))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("relaykit.kafka.")
-        .hasMessageContaining("bootstrapServers must not be blank");
+        .hasMessageContaining("relaykit.kafka.bootstrap-servers is required")
+        .hasMessageContaining("RELAYKIT_KAFKA_BOOTSTRAP_SERVERS");
     assertThatThrownBy(() -> new RelayKitModule(config("relaykit.transport", "kafka",
         "relaykit.kafka.bootstrap-servers", "k:9092", "relaykit.kafka.poll-timeout", "fast")))
         .isInstanceOf(IllegalArgumentException.class)

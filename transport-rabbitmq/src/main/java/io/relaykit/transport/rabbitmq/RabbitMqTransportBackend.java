@@ -3,11 +3,6 @@ package io.relaykit.transport.rabbitmq;
 import com.google.inject.Module;
 import io.relaykit.guice.BackendModuleProvider;
 import io.relaykit.guice.RelayKitConfig;
-import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Map;
-import java.util.Set;
 
 /**
  * Registers the RabbitMQ transport with relaykit's backend discovery: {@code
@@ -29,8 +24,9 @@ import java.util.Set;
  *   <tr><td>name-prefix</td><td>(none)</td></tr>
  * </table>
  *
- * An unknown key under {@code relaykit.rabbitmq.} is an error naming it, so a typo is not silently
- * ignored.
+ * The keys are declared by {@link RabbitMqConfigKeys} and read by {@link
+ * RabbitMqTransportConfig#from(io.relaykit.config.Settings)}: an unknown key under {@code
+ * relaykit.rabbitmq.} fails when the settings are built, naming the nearest known key.
  */
 public final class RabbitMqTransportBackend implements BackendModuleProvider {
 
@@ -39,10 +35,6 @@ public final class RabbitMqTransportBackend implements BackendModuleProvider {
 
   /** The configuration section this backend reads. */
   public static final String SECTION = "relaykit.rabbitmq";
-
-  private static final Set<String> KEYS = Set.of("uri", "connection-name", "prefetch",
-      "confirm-window", "confirm-timeout", "close-timeout", "max-message-bytes", "delay-levels",
-      "recovery-interval", "name-prefix");
 
   @Override
   public Kind kind() {
@@ -67,47 +59,6 @@ public final class RabbitMqTransportBackend implements BackendModuleProvider {
    * @throws IllegalArgumentException naming the key and value that are invalid or unknown
    */
   public static RabbitMqTransportConfig transportConfig(RelayKitConfig config) {
-    Map<String, String> section = config.section(SECTION);
-    for (String key : section.keySet()) {
-      if (!KEYS.contains(key) && !KEYS.contains(key.replace('.', '-'))) {
-        throw new IllegalArgumentException("unknown key " + SECTION + "." + key
-            + "; known keys: " + new java.util.TreeSet<>(KEYS));
-      }
-    }
-    RabbitMqTransportConfig.Builder b = RabbitMqTransportConfig.builder();
-    config.get(SECTION + ".uri").ifPresent(b::uri);
-    config.get(SECTION + ".connection-name").ifPresent(b::connectionName);
-    config.get(SECTION + ".name-prefix").ifPresent(b::namePrefix);
-    if (config.get(SECTION + ".prefetch").isPresent()) {
-      b.prefetch(config.getInt(SECTION + ".prefetch", 1));
-    }
-    if (config.get(SECTION + ".confirm-window").isPresent()) {
-      b.confirmWindow(config.getInt(SECTION + ".confirm-window", 1));
-    }
-    if (config.get(SECTION + ".max-message-bytes").isPresent()) {
-      b.maxMessageBytes(config.getInt(SECTION + ".max-message-bytes", 1));
-    }
-    config.get(SECTION + ".confirm-timeout").ifPresent(v ->
-        b.confirmTimeout(config.getDuration(SECTION + ".confirm-timeout", null)));
-    config.get(SECTION + ".close-timeout").ifPresent(v ->
-        b.closeTimeout(config.getDuration(SECTION + ".close-timeout", null)));
-    config.get(SECTION + ".recovery-interval").ifPresent(v ->
-        b.recoveryInterval(config.getDuration(SECTION + ".recovery-interval", null)));
-    config.get(SECTION + ".delay-levels").ifPresent(v -> b.delayLevels(levels(v)));
-    try {
-      return b.build();
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(SECTION + ": " + e.getMessage(), e);
-    }
-  }
-
-  private static List<Duration> levels(String value) {
-    String key = SECTION + ".delay-levels";
-    List<Duration> out = new ArrayList<>();
-    for (String part : value.split(",")) {
-      // RelayKitConfig's duration syntax (500ms, 30s, 5m, PT1H), with its error messages.
-      out.add(RelayKitConfig.builder().set(key, part.trim()).build().getDuration(key, null));
-    }
-    return out;
+    return RabbitMqTransportConfig.from(config.settings());
   }
 }

@@ -1,5 +1,6 @@
 package io.relaykit.transport.rabbitmq;
 
+import io.relaykit.config.Settings;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.time.Duration;
@@ -63,6 +64,48 @@ public final class RabbitMqTransportConfig {
    */
   public static Builder builder() {
     return new Builder();
+  }
+
+  /**
+   * A builder holding what the {@code relaykit.rabbitmq.*} keys of {@code settings} say (see
+   * {@link RabbitMqConfigKeys}); unset keys keep the builder's defaults.
+   *
+   * @param settings the deployment's settings
+   * @return a builder; {@link Builder#build()} validates it
+   * @throws IllegalArgumentException naming the key and value of an invalid setting
+   */
+  public static Builder builderFrom(Settings settings) {
+    Builder b = builder();
+    settings.get(RabbitMqConfigKeys.URI).map(String::strip).ifPresent(b::uri);
+    settings.get(RabbitMqConfigKeys.CONNECTION_NAME).ifPresent(b::connectionName);
+    settings.get(RabbitMqConfigKeys.NAME_PREFIX).ifPresent(b::namePrefix);
+    b.prefetch(settings.getInt(RabbitMqConfigKeys.PREFETCH, b.prefetch));
+    b.confirmWindow(settings.getInt(RabbitMqConfigKeys.CONFIRM_WINDOW, b.confirmWindow));
+    b.maxMessageBytes(settings.getInt(RabbitMqConfigKeys.MAX_MESSAGE_BYTES, b.maxMessageBytes));
+    b.confirmTimeout(settings.getDuration(RabbitMqConfigKeys.CONFIRM_TIMEOUT, b.confirmTimeout));
+    b.closeTimeout(settings.getDuration(RabbitMqConfigKeys.CLOSE_TIMEOUT, b.closeTimeout));
+    b.recoveryInterval(settings.getDuration(RabbitMqConfigKeys.RECOVERY_INTERVAL,
+        b.recoveryInterval));
+    b.delayLevels(settings.getDurations(RabbitMqConfigKeys.DELAY_LEVELS, b.delayLevels));
+    return b;
+  }
+
+  /**
+   * The config the {@code relaykit.rabbitmq.*} keys of {@code settings} describe; see {@link
+   * #builderFrom(Settings)}.
+   *
+   * @param settings the deployment's settings
+   * @return the validated config
+   * @throws IllegalArgumentException naming the key and value that are invalid, or what {@link
+   *     Builder#build()} rejects, prefixed with {@code relaykit.rabbitmq:}
+   */
+  public static RabbitMqTransportConfig from(Settings settings) {
+    Builder b = builderFrom(settings);
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("relaykit.rabbitmq: " + e.getMessage(), e);
+    }
   }
 
   /**
