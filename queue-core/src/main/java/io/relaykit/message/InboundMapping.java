@@ -133,32 +133,56 @@ public final class InboundMapping {
     return new Builder();
   }
 
-  /** Whether records without relaykit's envelope are accepted. */
+  /**
+   * Whether records without relaykit's envelope are accepted.
+   *
+   * @return true for a {@link #foreign()} mapping
+   */
   public boolean acceptsForeign() {
     return foreign;
   }
 
-  /** Whether CloudEvents binary-mode attributes are read. */
+  /**
+   * Whether CloudEvents binary-mode attributes are read.
+   *
+   * @return true if {@link Builder#cloudEvents} was turned on
+   */
   public boolean readsCloudEvents() {
     return cloudEvents;
   }
 
-  /** The header holding a foreign record's id, if one is named. */
+  /**
+   * The header holding a foreign record's id, if one is named.
+   *
+   * @return the header name, or empty
+   */
   public Optional<String> idHeader() {
     return Optional.ofNullable(idHeader);
   }
 
-  /** The header holding a foreign record's type, if one is named. */
+  /**
+   * The header holding a foreign record's type, if one is named.
+   *
+   * @return the header name, or empty
+   */
   public Optional<String> typeHeader() {
     return Optional.ofNullable(typeHeader);
   }
 
-  /** The header holding a foreign record's key, if one is named. */
+  /**
+   * The header holding a foreign record's key, if one is named.
+   *
+   * @return the header name, or empty
+   */
   public Optional<String> keyHeader() {
     return Optional.ofNullable(keyHeader);
   }
 
-  /** Malformed CloudEvents attributes ignored so far by subscriptions using this mapping. */
+  /**
+   * Malformed CloudEvents attributes ignored so far by subscriptions using this mapping.
+   *
+   * @return the count since the mapping was built, across every subscription sharing it
+   */
   public long ignoredAttributes() {
     return ignored.sum();
   }
@@ -178,7 +202,16 @@ public final class InboundMapping {
    */
   public record Inbound(String destination, String position, String key, Instant timestamp,
       Instant receivedAt, Set<String> invalidHeaders, String cloudEventsPrefix) {
-    /** @throws IllegalArgumentException if destination, receivedAt or invalidHeaders is null */
+    /**
+     * @param destination the topic or queue; not null
+     * @param position the stable position, or null
+     * @param key the transport's key, or null
+     * @param timestamp the transport's timestamp, or null
+     * @param receivedAt when it was received; not null
+     * @param invalidHeaders names of undecodable headers; not null, copied
+     * @param cloudEventsPrefix the CloudEvents header prefix, or null
+     * @throws IllegalArgumentException if destination, receivedAt or invalidHeaders is null
+     */
     public Inbound {
       Checks.requireNonNull("destination", destination);
       Checks.requireNonNull("receivedAt", receivedAt);
@@ -202,6 +235,8 @@ public final class InboundMapping {
    * @param wire the record's string headers
    * @param body the record's body
    * @param in what the transport knows about it
+   * @return the message and the headers to carry on its copies; a foreign record's id falls back to
+   *     a CloudEvents id, then to the transport's position
    * @throws MalformedMessageException naming the header or field when it cannot be a message
    * @throws IllegalArgumentException if {@code wire} or {@code in} is null
    */
@@ -339,6 +374,8 @@ public final class InboundMapping {
     /**
      * The header holding a foreign record's id.
      *
+     * @param name the header name; not blank, not reserved
+     * @return this builder
      * @throws IllegalArgumentException if blank or reserved
      */
     public Builder idHeader(String name) {
@@ -349,6 +386,8 @@ public final class InboundMapping {
     /**
      * The header holding a foreign record's type.
      *
+     * @param name the header name; not blank, not reserved
+     * @return this builder
      * @throws IllegalArgumentException if blank or reserved
      */
     public Builder typeHeader(String name) {
@@ -359,6 +398,8 @@ public final class InboundMapping {
     /**
      * The header holding a foreign record's key (for AMQP, where there is no key property).
      *
+     * @param name the header name; not blank, not reserved
+     * @return this builder
      * @throws IllegalArgumentException if blank or reserved
      */
     public Builder keyHeader(String name) {
@@ -366,13 +407,23 @@ public final class InboundMapping {
       return this;
     }
 
-    /** Whether to read CloudEvents binary-mode attributes; default off. */
+    /**
+     * Whether to read CloudEvents binary-mode attributes; default off.
+     *
+     * @param on true to read them (with the transport's prefix); malformed ones are ignored and
+     *     counted in {@link #ignoredAttributes()}
+     * @return this builder
+     */
     public Builder cloudEvents(boolean on) {
       this.cloudEvents = on;
       return this;
     }
 
-    /** The mapping. */
+    /**
+     * The mapping.
+     *
+     * @return a new mapping that accepts foreign records
+     */
     public InboundMapping build() {
       return new InboundMapping(true, idHeader, typeHeader, keyHeader, cloudEvents);
     }

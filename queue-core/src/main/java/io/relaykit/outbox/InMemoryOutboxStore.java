@@ -67,6 +67,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * A store that decides readiness, lease expiry and retention on {@code clock}, ignoring the time
    * callers pass: several relays with skewed clocks share it as they would share a database.
    *
+   * @param clock the store's clock; not null
    * @throws IllegalArgumentException if {@code clock} is null
    */
   public InMemoryOutboxStore(InstantSource clock) {
@@ -77,6 +78,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * A store on {@code clock} whose appends are checked against {@code bound}, exactly: the
    * unsent rows are counted under the store's lock.
    *
+   * @param clock the store's clock; not null
+   * @param bound the bound appends are checked against; not null
    * @throws IllegalArgumentException if {@code clock} or {@code bound} is null
    */
   public InMemoryOutboxStore(InstantSource clock, OutboxBound bound) {
@@ -110,6 +113,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * Appends a message for {@code destination}, claimable at once (unless an earlier row of its key
    * is unsent).
    *
+   * @param destination where the message is to be published; not blank
+   * @param message the message; not null
    * @return the row's sequence
    * @throws IllegalArgumentException if {@code destination} is blank or {@code message} null
    * @throws OutboxFullException if the store's {@link OutboxBound} refuses it (nothing is added)
