@@ -6,12 +6,11 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HexFormat;
@@ -19,47 +18,45 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
-import java.util.concurrent.TimeUnit;
 import java.util.jar.JarFile;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
 /**
- * Builds relaykit-core twice from two copies of its sources, at different paths, times and time
- * zones, and requires byte-identical jars (classes, sources and javadoc): what
- * project.build.outputTimestamp and the pinned plugins promise. The builds run the Maven that runs
- * this build ({@code maven.home}, passed by the pom), offline, against the same local repository,
- * with tests skipped. The reactor's own fresh build of the module counts as the first build, so
- * a normal {@code mvn verify} pays for one extra build of relaykit-core (54-121 s measured on a
- * 2-core machine shared with other builds).
+ * Builds relaykit-core twice, at different paths, times and time zones, and requires
+ * byte-identical jars (classes, sources and javadoc): what project.build.outputTimestamp and the
+ * pinned plugins promise. The reactor's own fresh build of the module is the first build; the
+ * second is the nested {@code mvn install} of a fresh copy of the whole reactor that
+ * InstalledArtifactsTest checks ({@link NestedBuild#installedReactor}, {@code
+ * TZ=Pacific/Kiritimati}), so the two tests share one nested build. When the reactor's jars are
+ * stale or missing (a build with {@code -Dmaven.javadoc.skip}), a copy of the module alone is built
+ * first instead.
  *
  * <p>For the whole reactor, maven-artifact-plugin does the same comparison against a previous
  * install into a scratch repository (see README, "Reproducible builds").
  */
 class ReproducibleBuildTest {
 
-  private static final Path MODULE_DIR = Path.of(System.getProperty("basedir", ""))
-      .toAbsolutePath();
-  private static final Path ROOT = MODULE_DIR.getParent();
+  private static final Path ROOT = NestedBuild.ROOT;
   private static final String MODULE = "queue-core";
   private static final String ARTIFACT = "relaykit-core";
 
   @Test
   @DisplayName("two builds of relaykit-core give byte-identical jar, sources jar and javadoc jar")
   void twoBuildsGiveIdenticalJars() throws Exception {
-    String mavenHome = System.getProperty("relaykit.maven.home", "");
-    assumeTrue(!mavenHome.isBlank() && Files.isRegularFile(Path.of(mavenHome, "bin", "mvn")),
+    String mavenHome = NestedBuild.mavenHome().orElse("");
+    assumeTrue(!mavenHome.isBlank(),
         "needs relaykit.maven.home (set by the pom when Maven runs the test)");
-    Path work = MODULE_DIR.resolve("target").resolve("reproducible");
-    deleteTree(work);
+    Path work = NestedBuild.WORK.resolve("reproducible");
+    NestedBuild.deleteTree(work);
 
     // The reactor's own build of the module is the first build when it is fresh (it is in
-    // mvn verify and in -pl architecture-tests -am): one nested build instead of two.
+    // mvn verify and in -pl architecture-tests -am).
     Map<String, String> first = reactorBuildIfFresh()
         .orElseGet(() -> build(mavenHome, work.resolve("a"), "UTC"));
-    Map<String, String> second = build(mavenHome, work.resolve("b-other-path"),
-        "Pacific/Kiritimati");
+    Map<String, String> second = hashJars(NestedBuild.installedReactor(mavenHome).sources()
+        .resolve(MODULE).resolve("target"));
 
     assertThat(first.keySet()).as("artifacts of one build")
         .containsExactlyInAnyOrder(ARTIFACT + "-VERSION.jar", ARTIFACT + "-VERSION-sources.jar",
@@ -110,44 +107,29 @@ class ReproducibleBuildTest {
       return buildOrThrow(mavenHome, root, timeZone);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new AssertionError("interrupted while building in " + root, e);
     }
   }
 
   private static Map<String, String> buildOrThrow(String mavenHome, Path root, String timeZone)
-      throws IOException, InterruptedException {
+      throws IOException {
     Files.createDirectories(root);
     for (String file : List.of("pom.xml", "LICENSE", "NOTICE")) {
       Files.copy(ROOT.resolve(file), root.resolve(file));
     }
-    copyTree(ROOT.resolve(MODULE).resolve("pom.xml"), root.resolve(MODULE).resolve("pom.xml"));
-    copyTree(ROOT.resolve(MODULE).resolve("src").resolve("main"),
+    NestedBuild.copyTree(ROOT.resolve(MODULE).resolve("pom.xml"),
+        root.resolve(MODULE).resolve("pom.xml"));
+    NestedBuild.copyTree(ROOT.resolve(MODULE).resolve("src").resolve("main"),
         root.resolve(MODULE).resolve("src").resolve("main"));
 
-    List<String> command = new ArrayList<>(List.of(
-        Path.of(mavenHome, "bin", "mvn").toString(), "-B", "-o", "-q",
+    List<String> args = new ArrayList<>(List.of("-o",
         "-f", root.resolve(MODULE).resolve("pom.xml").toString(),
         "package", "-Dmaven.test.skip=true"));
     String localRepository = System.getProperty("relaykit.local.repository", "");
     if (!localRepository.isBlank()) {
-      command.add("-Dmaven.repo.local=" + localRepository);
+      args.add("-Dmaven.repo.local=" + localRepository);
     }
-    Path log = root.resolve("build.log");
-    ProcessBuilder builder = new ProcessBuilder(command).directory(root.toFile())
-        .redirectErrorStream(true).redirectOutput(log.toFile());
-    builder.environment().put("TZ", timeZone);
-    builder.environment().remove("MAVEN_ARGS");
-    Process process = builder.start();
-    if (!process.waitFor(5, TimeUnit.MINUTES)) {
-      process.destroyForcibly();
-      throw new AssertionError("build in " + root + " did not finish in 5 minutes; log: " + log);
-    }
-    assertThat(process.exitValue())
-        .as("build in %s failed:%n%s", root, Files.readString(log, StandardCharsets.UTF_8))
-        .isZero();
-
+    NestedBuild.run(mavenHome, root, root.resolve("build.log"), timeZone, Duration.ofMinutes(5),
+        args.toArray(String[]::new));
     return hashJars(root.resolve(MODULE).resolve("target"));
   }
 
@@ -193,30 +175,5 @@ class ReproducibleBuildTest {
       }
     }
     return HexFormat.of().formatHex(digest.digest());
-  }
-
-  private static void copyTree(Path from, Path to) throws IOException {
-    try (Stream<Path> paths = Files.walk(from)) {
-      for (Path path : paths.toList()) {
-        Path target = to.resolve(from.relativize(path).toString());
-        if (Files.isDirectory(path)) {
-          Files.createDirectories(target);
-        } else {
-          Files.createDirectories(target.getParent());
-          Files.copy(path, target, StandardCopyOption.COPY_ATTRIBUTES);
-        }
-      }
-    }
-  }
-
-  private static void deleteTree(Path root) throws IOException {
-    if (!Files.exists(root)) {
-      return;
-    }
-    try (Stream<Path> paths = Files.walk(root)) {
-      for (Path path : paths.sorted((a, b) -> b.compareTo(a)).toList()) {
-        Files.delete(path);
-      }
-    }
   }
 }
