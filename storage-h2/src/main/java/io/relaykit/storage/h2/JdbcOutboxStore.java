@@ -12,6 +12,8 @@ import io.relaykit.outbox.OutboxFullException;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.outbox.OutboxStore;
+import io.relaykit.outbox.TraceCapture;
+import io.relaykit.trace.TracePropagation;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -128,6 +130,7 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final LifecycleListener listener;
   private final OutboxOrderScope scope;
   private final OutboxBound bound;
+  private final TraceCapture traceCapture;
   private final AtomicLong refusedAppends = new AtomicLong();
   private final AtomicLong overBoundAppends = new AtomicLong();
   /** The unsent-row count appends are checked against, sampled; guarded by itself. */
@@ -146,6 +149,14 @@ public final class JdbcOutboxStore implements OutboxStore {
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
       DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound,
       OutboxOrderScope scope) {
+    this(dataSource, dialect, tables, clock, databaseClock, listener, bound, scope,
+        TraceCapture.discovered());
+  }
+
+  private JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables,
+      InstantSource clock, DatabaseClock databaseClock, LifecycleListener listener,
+      OutboxBound bound, OutboxOrderScope scope, TraceCapture traceCapture) {
+    this.traceCapture = traceCapture;
     this.bound = bound;
     this.scope = scope;
     this.dataSource = dataSource;
@@ -163,10 +174,32 @@ public final class JdbcOutboxStore implements OutboxStore {
   }
 
   /**
+   * This store, on the same tables and settings, capturing the caller's trace context at each
+   * append from {@code propagation} instead of {@link TracePropagation#discovered()} (see {@link
+   * TraceCapture}). Cheap: no connection is opened.
+   *
+   * @throws IllegalArgumentException if {@code propagation} is null
+   */
+  public JdbcOutboxStore withTracePropagation(TracePropagation propagation) {
+    if (propagation == null) {
+      throw new IllegalArgumentException("propagation must not be null");
+    }
+    return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener, bound,
+        scope, TraceCapture.of(propagation));
+  }
+
+  /** How appends capture the caller's trace context, with its counts. */
+  public TraceCapture traceCapture() {
+    return traceCapture;
+  }
+
+  /**
    * Inserts {@code message} for {@code destination} through {@code tx}, the caller's connection,
    * inside whatever transaction it has open: the row commits or rolls back with the caller's
    * business write. Does not commit, close or change {@code tx}. Reports {@link Stage#ENQUEUED}
    * after the INSERT succeeded: written in the caller's transaction, which may still roll back.
+   * A message without a {@code traceparent} is stored with the caller's current trace context
+   * ({@link #traceCapture()}); a propagation that fails never fails the append.
    *
    * @return the row's sequence number
    * @throws IllegalArgumentException naming the field when the destination is blank or longer than
@@ -176,9 +209,10 @@ public final class JdbcOutboxStore implements OutboxStore {
    *     is written, the caller's transaction is untouched
    * @throws SQLException from the caller's connection; the caller decides about its transaction
    */
-  public long append(Connection tx, String destination, Message message) throws SQLException {
+  public long append(Connection tx, String destination, Message appended) throws SQLException {
     requireConnection(tx);
-    validate(destination, message);
+    validate(destination, appended);
+    Message message = traceCapture.stamp(appended);
     admit(tx, 1);
     if (message.key().isEmpty()) {
       long seq = insert(tx, destination, message);
@@ -348,6 +382,10 @@ public final class JdbcOutboxStore implements OutboxStore {
         refs.add(scopeKey(destination, m));
       }
     }
+    List<Message> stamped = new java.util.ArrayList<>(messages.size());
+    for (Message m : messages) {
+      stamped.add(traceCapture.stamp(m));
+    }
     if (messages.isEmpty()) {
       return;
     }
@@ -362,7 +400,7 @@ public final class JdbcOutboxStore implements OutboxStore {
       }
       try (PreparedStatement ps = tx.prepareStatement(insertSql)) {
         int pending = 0;
-        for (Message m : messages) {
+        for (Message m : stamped) {
           bind(ps, destination, m);
           ps.addBatch();
           if (++pending == 1_000) {
@@ -378,7 +416,7 @@ public final class JdbcOutboxStore implements OutboxStore {
       statements.advanceHeads(tx, idle);
       return null;
     });
-    for (Message m : messages) {
+    for (Message m : stamped) {
       enqueued(destination, m, "outbox batch, in the caller's transaction");
     }
   }
