@@ -1,6 +1,7 @@
 package io.relaykit.message;
 
 import io.relaykit.internal.Checks;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.retry.RetryPolicy;
 import java.time.Duration;
@@ -23,6 +24,10 @@ import java.time.Duration;
  *     records and CloudEvents too; see {@link InboundMapping}
  * @param handlerThreads platform (default) or virtual threads for the handlers; {@link
  *     HandlerThreads#VIRTUAL} on a JDK older than 21 is rejected here, naming the field
+ * @param metrics where the subscription reports what it received but ignored ({@link
+ *     MetricsListener#ignored}: malformed trace headers and CloudEvents attributes); null (the
+ *     default) for the transport's own listener where it has one (Kafka's {@code
+ *     KafkaTransportConfig.metrics()}), else none; see {@link #metricsOr}
  */
 public record SubscriptionSpec(
     String destination,
@@ -33,7 +38,8 @@ public record SubscriptionSpec(
     RetryPolicy retryPolicy,
     Duration handlerTimeout,
     InboundMapping inbound,
-    HandlerThreads handlerThreads) {
+    HandlerThreads handlerThreads,
+    MetricsListener metrics) {
 
   public SubscriptionSpec {
     Checks.requireNonBlank("destination", destination);
@@ -50,6 +56,17 @@ public record SubscriptionSpec(
     Checks.requireNonNull("inbound", inbound);
     Checks.requireNonNull("handlerThreads", handlerThreads);
     handlerThreads.requireAvailable("handlerThreads");
+  }
+
+  /**
+   * The listener this subscription reports to: {@link #metrics()} when set, else {@code
+   * transportDefault} (a transport's own listener, or {@link MetricsListener#noop()}).
+   *
+   * @throws IllegalArgumentException if {@code transportDefault} is null
+   */
+  public MetricsListener metricsOr(MetricsListener transportDefault) {
+    Checks.requireNonNull("transportDefault", transportDefault);
+    return metrics != null ? metrics : transportDefault;
   }
 
   /**
@@ -71,6 +88,7 @@ public record SubscriptionSpec(
     private Duration handlerTimeout = Duration.ofSeconds(30);
     private InboundMapping inbound = InboundMapping.relaykitOnly();
     private HandlerThreads handlerThreads = HandlerThreads.PLATFORM;
+    private MetricsListener metrics;
 
     private Builder(String destination, String group) {
       this.destination = destination;
@@ -125,9 +143,21 @@ public record SubscriptionSpec(
       return this;
     }
 
+    /**
+     * Where the subscription reports what it received but ignored ({@link
+     * MetricsListener#ignored}); by default the transport's own listener where it has one, else
+     * none. Called on delivery threads: must be fast and must not block.
+     *
+     * @throws IllegalArgumentException if {@code metrics} is null
+     */
+    public Builder metrics(MetricsListener metrics) {
+      this.metrics = Checks.requireNonNull("metrics", metrics);
+      return this;
+    }
+
     public SubscriptionSpec build() {
       return new SubscriptionSpec(destination, group, ordering, concurrency, maxInFlight,
-          retryPolicy, handlerTimeout, inbound, handlerThreads);
+          retryPolicy, handlerTimeout, inbound, handlerThreads, metrics);
     }
   }
 }
