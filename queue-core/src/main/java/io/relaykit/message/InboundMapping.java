@@ -1,11 +1,9 @@
 package io.relaykit.message;
 
 import io.relaykit.internal.Checks;
+import io.relaykit.internal.Digests;
 import io.relaykit.monitor.MetricsListener;
 import io.relaykit.trace.TraceContext;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
@@ -350,19 +348,9 @@ public final class InboundMapping {
 
   /** 32 hex digits from SHA-256 of destination and id: stable across redeliveries. */
   static String traceIdOf(String destination, String id) {
-    try {
-      byte[] d = MessageDigest.getInstance("SHA-256")
-          .digest((destination + "\n" + id).getBytes(StandardCharsets.UTF_8));
-      StringBuilder hex = new StringBuilder(32);
-      for (int i = 0; i < 16; i++) {
-        hex.append(Character.forDigit((d[i] >> 4) & 0xF, 16))
-            .append(Character.forDigit(d[i] & 0xF, 16));
-      }
-      return hex.toString();
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("the JDK has no SHA-256", e);
-    }
+    return Digests.sha256Hex(destination + "\n" + id, 16);
   }
+
 
   @Override
   public String toString() {

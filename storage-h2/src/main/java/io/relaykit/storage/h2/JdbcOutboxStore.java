@@ -2,6 +2,7 @@ package io.relaykit.storage.h2;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.internal.Texts;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.monitor.LifecycleEvent;
@@ -470,10 +471,11 @@ public final class JdbcOutboxStore implements OutboxStore {
         ? "outbox-row-" + row.sequence() : row.messageId();
     String destination = row.destination() == null || row.destination().isBlank()
         ? "outbox" : row.destination();
-    String reason = cut("undecodable outbox row seq " + row.sequence() + " in " + tables.outbox
-        + " (message id " + row.messageId() + ", destination " + row.destination() + "): "
-        + row.error().getMessage(), MAX_REASON_LENGTH);
-    String raw = row.headers() == null ? "(NULL)" : cut(row.headers(), MAX_RAW_ENVELOPE);
+    String reason = Texts.truncateChars("undecodable outbox row seq " + row.sequence() + " in "
+        + tables.outbox + " (message id " + row.messageId() + ", destination "
+        + row.destination() + "): " + row.error().getMessage(), MAX_REASON_LENGTH);
+    String raw = row.headers() == null ? "(NULL)"
+        : Texts.truncateChars(row.headers(), MAX_RAW_ENVELOPE);
     byte[] payload = row.payload() == null || row.payload().length == 0
         ? "(empty)".getBytes(StandardCharsets.UTF_8) : row.payload();
     String key = row.key() == null || row.key().isBlank() ? null : row.key();
@@ -489,7 +491,7 @@ public final class JdbcOutboxStore implements OutboxStore {
     Instant first = row.firstFailureAt() == null || row.firstFailureAt().isAfter(now) ? now
         : row.firstFailureAt();
     String exceptionMessage = row.error().getMessage() == null ? null
-        : cut(row.error().getMessage(), MAX_REASON_LENGTH);
+        : Texts.truncateChars(row.error().getMessage(), MAX_REASON_LENGTH);
     return new DeadLetter(standIn, destination, reason, row.error().getClass().getName(),
         exceptionMessage, row.attempts(), first, now);
   }
@@ -505,10 +507,6 @@ public final class JdbcOutboxStore implements OutboxStore {
       // The envelope is what is corrupt; derive one.
     }
     return UUID.nameUUIDFromBytes(id.getBytes(StandardCharsets.UTF_8)).toString().replace("-", "");
-  }
-
-  private static String cut(String s, int max) {
-    return s.length() <= max ? s : s.substring(0, max) + "...";
   }
 
   @Override
