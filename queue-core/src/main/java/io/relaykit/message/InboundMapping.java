@@ -20,10 +20,12 @@ import java.util.concurrent.atomic.LongAdder;
  * here; every transport calls {@link #decode} with what it knows about the record ({@link
  * Inbound}), so the rules below hold on Kafka and RabbitMQ alike.
  *
- * <p><b>Opt-in.</b> {@link #relaykitOnly()} (the default of {@link SubscriptionSpec}) accepts only
- * relaykit's envelope: a record without {@value MessageHeaders#ID} is dead-lettered as
- * undecodable, as before. {@link #foreign()} accepts both; it is opt-in because a foreign record's
- * id is derived (below), and a consumer that dedupes by id must know that.
+ * <p><b>Default.</b> A message without relaykit's envelope is a foreign message, not an
+ * undecodable one: the default of {@link SubscriptionSpec} is {@link #standard()} (foreign records
+ * accepted, mapped as below, no header named, CloudEvents off). A consumer that dedupes by id must
+ * know that a foreign record's id is derived (below); name an id header ({@link Builder#idHeader})
+ * when the producer writes one. {@link #relaykitOnly()} is the strict choice for a destination only
+ * relaykit writes: a record without {@value MessageHeaders#ID} is dead-lettered as undecodable.
  *
  * <p><b>Foreign mapping</b> (a record without {@value MessageHeaders#ID}):
  *
@@ -101,12 +103,34 @@ public final class InboundMapping {
     this.cloudEvents = cloudEvents;
   }
 
-  /** Only relaykit's envelope; anything else is undecodable. The default. */
+  /**
+   * Only relaykit's envelope; a record without {@value MessageHeaders#ID} is dead-lettered as
+   * undecodable. For destinations that only relaykit writes.
+   *
+   * @return the strict mapping (shared; its {@link #ignoredAttributes()} never moves, as it reads
+   *     no CloudEvents)
+   */
   public static InboundMapping relaykitOnly() {
     return RELAYKIT_ONLY;
   }
 
-  /** Accepts relaykit's envelope and foreign records, mapped as the class comment says. */
+  /**
+   * The default mapping: relaykit's envelope and foreign records, mapped from the transport's
+   * position, key and timestamp with no header named and CloudEvents off. Equivalent to {@code
+   * foreign().build()}; a new instance each time, so its counter is the subscription's own.
+   *
+   * @return a new default mapping
+   */
+  public static InboundMapping standard() {
+    return foreign().build();
+  }
+
+  /**
+   * Accepts relaykit's envelope and foreign records, mapped as the class comment says, with the
+   * headers and options the builder names.
+   *
+   * @return a builder for a foreign-accepting mapping
+   */
   public static Builder foreign() {
     return new Builder();
   }

@@ -20,8 +20,9 @@ import java.time.Duration;
  * @param retryPolicy attempts, backoff and classification of failures
  * @param handlerTimeout a handler running longer counts as a retryable failure; its late result
  *     is ignored
- * @param inbound how records become messages: relaykit's envelope only (the default), or foreign
- *     records and CloudEvents too; see {@link InboundMapping}
+ * @param inbound how records become messages: relaykit's envelope and foreign records (the
+ *     default, {@link InboundMapping#standard()}), named id/type/key headers and CloudEvents, or
+ *     relaykit's envelope only; see {@link InboundMapping}
  * @param handlerThreads platform (default) or virtual threads for the handlers; {@link
  *     HandlerThreads#VIRTUAL} on a JDK older than 21 is rejected here, naming the field
  * @param metrics where the subscription reports what it received but ignored ({@link
@@ -71,7 +72,7 @@ public record SubscriptionSpec(
 
   /**
    * Defaults: KEY ordering, 16 workers, 256 in flight, default retry policy, 30 s timeout,
-   * relaykit's envelope only ({@link InboundMapping#relaykitOnly()}).
+   * relaykit's envelope and foreign records ({@link InboundMapping#standard()}).
    */
   public static Builder builder(String destination, String group) {
     return new Builder(destination, group);
@@ -86,7 +87,7 @@ public record SubscriptionSpec(
     private int maxInFlight = 256;
     private RetryPolicy retryPolicy = RetryPolicy.defaults();
     private Duration handlerTimeout = Duration.ofSeconds(30);
-    private InboundMapping inbound = InboundMapping.relaykitOnly();
+    private InboundMapping inbound = InboundMapping.standard();
     private HandlerThreads handlerThreads = HandlerThreads.PLATFORM;
     private MetricsListener metrics;
 
@@ -121,8 +122,9 @@ public record SubscriptionSpec(
     }
 
     /**
-     * How records become messages; {@link InboundMapping#foreign()} to accept records without
-     * relaykit's headers.
+     * How records become messages; default {@link InboundMapping#standard()}. {@link
+     * InboundMapping#foreign()} names id, type and key headers or reads CloudEvents; {@link
+     * InboundMapping#relaykitOnly()} dead-letters every record without relaykit's headers.
      *
      * @throws IllegalArgumentException at {@link #build()} if null
      */

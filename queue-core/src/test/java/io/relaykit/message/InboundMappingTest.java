@@ -33,13 +33,27 @@ class InboundMappingTest {
   }
 
   @Nested
-  @DisplayName("opt-in")
-  class OptIn {
+  @DisplayName("default and strict")
+  class DefaultAndStrict {
     @Test
-    @DisplayName("relaykitOnly (the default) rejects a record without relaykit-id as before")
+    @DisplayName("the default accepts a record without relaykit-id as a foreign message, and each"
+        + " spec gets its own mapping (its own counter)")
+    void defaultAcceptsForeign() {
+      InboundMapping first = SubscriptionSpec.builder("orders", "g").build().inbound();
+      InboundMapping second = SubscriptionSpec.builder("orders", "g").build().inbound();
+      assertThat(first.acceptsForeign()).isTrue();
+      assertThat(first.readsCloudEvents()).isFalse();
+      assertThat(first).isNotSameAs(second);
+      InboundMapping.Decoded d = first.decode(headers("tenant", "acme"), BODY,
+          kafka("k", Set.of()));
+      assertThat(d.foreign()).isTrue();
+      assertThat(d.message().id()).isEqualTo(InboundMapping.standard()
+          .decode(headers("tenant", "acme"), BODY, kafka("k", Set.of())).message().id());
+    }
+
+    @Test
+    @DisplayName("relaykitOnly rejects a record without relaykit-id as undecodable")
     void relaykitOnlyRejectsForeign() {
-      assertThat(SubscriptionSpec.builder("orders", "g").build().inbound())
-          .isSameAs(InboundMapping.relaykitOnly());
       assertThatThrownBy(() -> InboundMapping.relaykitOnly()
           .decode(headers("tenant", "acme"), BODY, kafka("k", Set.of())))
           .isInstanceOf(MalformedMessageException.class)

@@ -14,6 +14,8 @@ import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
@@ -116,6 +118,11 @@ class FaultProxyTest {
   void stopReading() throws Exception {
     proxy.stopReading();
     byte[] big = new byte[32 * 1024 * 1024];
+    // The writer and the reader need a thread each: the echo's replies fill the client's receive
+    // buffer unless someone drains it, so a writer running before the reader on one thread never
+    // finishes. The common pool cannot promise that (parallelism 1 on a 2-core machine; JDK 25
+    // runs async tasks there instead of a thread per task), so they get their own.
+    ExecutorService threads = Executors.newFixedThreadPool(2);
     try (Socket s = connect()) {
       CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
         try {
@@ -124,13 +131,16 @@ class FaultProxyTest {
         } catch (IOException e) {
           throw new java.io.UncheckedIOException(e);
         }
-      });
-      CompletableFuture<Long> reader = CompletableFuture.supplyAsync(() -> drain(s, big.length));
+      }, threads);
+      CompletableFuture<Long> reader =
+          CompletableFuture.supplyAsync(() -> drain(s, big.length), threads);
       Await.holds(Duration.ofMillis(500), "the writer stays blocked", () -> !writer.isDone());
       assertThat(echo.received()).isLessThan(big.length);
       proxy.heal();
       writer.get(30, TimeUnit.SECONDS);
       assertThat(reader.get(30, TimeUnit.SECONDS)).isEqualTo(big.length);
+    } finally {
+      threads.shutdownNow();
     }
   }
 

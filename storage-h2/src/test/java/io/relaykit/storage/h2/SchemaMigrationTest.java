@@ -25,6 +25,8 @@ import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.flywaydb.core.Flyway;
@@ -176,6 +178,17 @@ class SchemaMigrationTest {
   @DisplayName("four instances opening one fresh schema at once all succeed, five times over")
   void concurrentFirstOpen(TestDatabase.Kind kind) throws Exception {
     TestDatabase db = TestDatabase.shared(kind);
+    // Four threads of our own: the barrier needs all four at once, which the common pool does not
+    // promise (parallelism 1 on a 2-core machine, and JDK 25 queues async tasks there).
+    ExecutorService threads = Executors.newFixedThreadPool(4);
+    try {
+      openConcurrently(db, threads);
+    } finally {
+      threads.shutdownNow();
+    }
+  }
+
+  private void openConcurrently(TestDatabase db, ExecutorService threads) throws Exception {
     for (int round = 0; round < 5; round++) {
       String prefix = TestDatabase.newPrefix();
       CyclicBarrier start = new CyclicBarrier(4);
@@ -188,7 +201,7 @@ class SchemaMigrationTest {
             throw new IllegalStateException(e);
           }
           return open(db, prefix, true);
-        }));
+        }, threads));
       }
       for (CompletableFuture<JdbcStorage> f : opens) {
         f.get(60, TimeUnit.SECONDS);

@@ -142,7 +142,8 @@ class KafkaForeignMessagesTest {
 
   @Test
   @DisplayName("bad input: a blank, non-UTF-8 or oversize id header is dead-lettered as"
-      + " undecodable naming the header, and the loop goes on; relaykitOnly keeps rejecting")
+      + " undecodable naming the header, and the loop goes on; relaykitOnly rejects a record the"
+      + " default mapping takes")
   void badInputIsNamed() throws Exception {
     String topic = newTopic("foreign-bad", 1);
     String group = topic + "-g";
@@ -174,7 +175,8 @@ class KafkaForeignMessagesTest {
     String strict = newTopic("foreign-strict", 1);
     sendPlain(List.of(plain(strict, "k", "no envelope")));
     KafkaSubscription plainSub = clients.subscriber().subscribe(
-        SubscriptionSpec.builder(strict, strict + "-g").build(), handled::add);
+        SubscriptionSpec.builder(strict, strict + "-g").inbound(InboundMapping.relaykitOnly())
+            .build(), handled::add);
     KafkaDeadLetterStore strictDlt = clients.deadLetterStore(strict, strict + "-g");
     Await.until(WAIT, "relaykitOnly dead-letters it", () ->
         strictDlt.count(DeadLetterQuery.all()) == 1);
@@ -182,6 +184,17 @@ class KafkaForeignMessagesTest {
         .isEqualTo("undecodable: missing header relaykit-id");
     assertThat(handled).hasSize(1);
     plainSub.close(Duration.ofSeconds(5));
+
+    // The default mapping takes the same record as a foreign message.
+    KafkaSubscription defaultSub = clients.subscriber().subscribe(
+        SubscriptionSpec.builder(strict, strict + "-default").build(), handled::add);
+    Await.until(WAIT, "the default mapping delivers it", () -> handled.size() == 2);
+    assertThat(handled.get(1).message().id()).isEqualTo(strict + "-0@0");
+    assertThat(handled.get(1).message().type()).isEqualTo(strict);
+    assertThat(handled.get(1).message().payloadUtf8()).isEqualTo("no envelope");
+    assertThat(clients.deadLetterStore(strict, strict + "-default")
+        .count(DeadLetterQuery.all())).isZero();
+    defaultSub.close(Duration.ofSeconds(5));
   }
 
   @Test

@@ -11,6 +11,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.message.Delivery;
+import io.relaykit.message.InboundMapping;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.message.SubscriptionSpec;
@@ -139,7 +140,7 @@ class KafkaRetryAndDeadLetterTest {
   }
 
   @Test
-  @DisplayName("an undecodable record goes to the DLT with the reason; a keyless record in KEY mode"
+  @DisplayName("on a relaykitOnly subscription an undecodable record goes to the DLT with the reason; a keyless record in KEY mode"
       + " is delivered unordered; the records around them are handled")
   void badInputGoesToDeadLettersOrRunsUnordered() throws Exception {
     String topic = newTopic("badinput", 1);
@@ -157,7 +158,7 @@ class KafkaRetryAndDeadLetterTest {
 
     List<Delivery> handled = new CopyOnWriteArrayList<>();
     clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
-        .concurrency(2).build(), handled::add);
+        .concurrency(2).inbound(InboundMapping.relaykitOnly()).build(), handled::add);
     KafkaDeadLetterStore dlt = clients.deadLetterStore(topic, group);
     Await.until(WAIT, "two dead letters", () -> dlt.count(DeadLetterQuery.all()) == 2);
     Await.until(WAIT, "keyless and good records handled", () -> handled.size() == 2);

@@ -6,6 +6,7 @@ import com.rabbitmq.client.Connection;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.message.InboundMapping;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.message.SubscriptionSpec;
@@ -173,7 +174,8 @@ class RabbitMqDeadLetterStoreTest extends DeadLetterStoreContract {
       RabbitMqDeadLetterStore store = (RabbitMqDeadLetterStore) store();
       RabbitMqSubscriber subscriber = RabbitMqSubscriber.create(config);
       closeables.add(subscriber);
-      subscriber.subscribe(SubscriptionSpec.builder(destination, GROUP).build(), d -> { });
+      subscriber.subscribe(SubscriptionSpec.builder(destination, GROUP)
+          .inbound(InboundMapping.relaykitOnly()).build(), d -> { });
       try (Connection admin = TestBroker.connect(config);
           var ch = admin.createChannel()) {
         ch.confirmSelect();
