@@ -90,6 +90,9 @@ class InboundMappingTest {
       assertThat(m.headers()).containsExactly(Map.entry("tenant", "acme"));
       assertThat(m.traceId()).hasSize(32).isEqualTo(InboundMapping.traceIdOf("orders",
           "orders-3@42"));
+      // pinned (printf 'orders\ne-1' | sha256sum): a derived trace id never changes across versions
+      assertThat(InboundMapping.traceIdOf("orders", "e-1"))
+          .isEqualTo("fd20b78dfcdf80194a4e10d7dcabc5d8");
       // the copies carry the full envelope, so retry and dead-letter copies decode as relaykit's
       assertThat(MessageHeaders.fromWire(d.wire(), "order-7", BODY)).isEqualTo(m);
     }
