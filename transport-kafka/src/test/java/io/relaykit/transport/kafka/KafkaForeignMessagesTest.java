@@ -275,9 +275,27 @@ class KafkaForeignMessagesTest {
 
     assertThat(handled).extracting(d -> d.message().id())
         .containsExactly("ce-bad", topic + "-0@1", "ce-fine");
-    assertThat(ignored).containsOnly(
-        Map.entry(topic + " " + MetricsListener.IGNORED_CLOUDEVENTS_ATTRIBUTE, 2L),
-        Map.entry(topic + " " + MetricsListener.IGNORED_TRACEPARENT, 1L),
-        Map.entry(topic + " " + MetricsListener.IGNORED_TRACESTATE, 1L));
+    Map<String, Long> expected = Map.of(
+        topic + " " + MetricsListener.IGNORED_CLOUDEVENTS_ATTRIBUTE, 2L,
+        topic + " " + MetricsListener.IGNORED_TRACEPARENT, 1L,
+        topic + " " + MetricsListener.IGNORED_TRACESTATE, 1L);
+    assertThat(ignored).isEqualTo(expected);
+
+    // A subscription without a listener of its own reports to the transport's (config.metrics()).
+    Map<String, Long> transportIgnored = new ConcurrentHashMap<>();
+    MetricsListener transportMetrics = new MetricsListener() {
+      @Override
+      public void ignored(String where, String reason, long count) {
+        transportIgnored.merge(where + " " + reason, count, Long::sum);
+      }
+    };
+    List<Delivery> second = new CopyOnWriteArrayList<>();
+    clients.subscriber(KafkaTestSupport.config().metrics(transportMetrics)
+        .closeTimeout(Duration.ofSeconds(5))).subscribe(SubscriptionSpec.builder(topic,
+        topic + "-g2").inbound(InboundMapping.foreign().cloudEvents(true).build()).build(),
+        second::add);
+    Await.until(WAIT, "all three consumed by the second group", () -> second.size() == 3);
+    assertThat(transportIgnored).isEqualTo(expected);
+    assertThat(ignored).as("the first group's listener saw only its own").isEqualTo(expected);
   }
 }
