@@ -42,6 +42,20 @@ public record DeadLetter(
     Instant firstFailureAt,
     Instant lastFailureAt) {
 
+  /**
+   * Checks the components.
+   *
+   * @param message the original message; not null
+   * @param source where it was delivered or consumed; not blank
+   * @param group the consumer group, or null; not blank when given
+   * @param reason why it gave up; not blank
+   * @param exceptionClass the last failure's class name, or null
+   * @param exceptionMessage the last failure's message, or null
+   * @param attempts attempts made, {@code >= 0}
+   * @param firstFailureAt when the first attempt failed; not null
+   * @param lastFailureAt when the last attempt failed; not null, not before {@code firstFailureAt}
+   * @throws IllegalArgumentException naming the component that is null, blank or out of range
+   */
   public DeadLetter {
     Checks.requireNonNull("message", message);
     Checks.requireNonBlank("source", source);
@@ -60,7 +74,19 @@ public record DeadLetter(
     }
   }
 
-  /** A dead letter that no consumer group was involved in (an outbox row, a report event). */
+  /**
+   * A dead letter that no consumer group was involved in (an outbox row, a report event).
+   *
+   * @param message the original message
+   * @param source where it was being delivered
+   * @param reason why it gave up
+   * @param exceptionClass the last failure's class name, or null
+   * @param exceptionMessage the last failure's message, or null
+   * @param attempts attempts made, {@code >= 0}
+   * @param firstFailureAt when the first attempt failed
+   * @param lastFailureAt when the last attempt failed
+   * @throws IllegalArgumentException as for the canonical constructor
+   */
   public DeadLetter(Message message, String source, String reason, String exceptionClass,
       String exceptionMessage, int attempts, Instant firstFailureAt, Instant lastFailureAt) {
     this(message, source, null, reason, exceptionClass, exceptionMessage, attempts,
@@ -70,6 +96,16 @@ public record DeadLetter(
   /**
    * A dead letter of no consumer group for {@code failure} (may be null) after {@code attempts}
    * attempts.
+   *
+   * @param message the original message
+   * @param source where it was being delivered
+   * @param reason why it gave up
+   * @param failure the last failure, whose class name and message are kept; may be null
+   * @param attempts attempts made, {@code >= 0}
+   * @param firstFailureAt when the first attempt failed
+   * @param lastFailureAt when the last attempt failed
+   * @return the dead letter
+   * @throws IllegalArgumentException as for the canonical constructor
    */
   public static DeadLetter of(Message message, String source, String reason, Throwable failure,
       int attempts, Instant firstFailureAt, Instant lastFailureAt) {
@@ -79,6 +115,17 @@ public record DeadLetter(
   /**
    * The dead letter of consumer group {@code group} (null for none) for {@code failure} (may be
    * null) after {@code attempts} attempts.
+   *
+   * @param message the original message
+   * @param source where it was being delivered or consumed
+   * @param group the consumer group, or null
+   * @param reason why it gave up
+   * @param failure the last failure, whose class name and message are kept; may be null
+   * @param attempts attempts made, {@code >= 0}
+   * @param firstFailureAt when the first attempt failed
+   * @param lastFailureAt when the last attempt failed
+   * @return the dead letter
+   * @throws IllegalArgumentException as for the canonical constructor
    */
   public static DeadLetter of(Message message, String source, String group, String reason,
       Throwable failure, int attempts, Instant firstFailureAt, Instant lastFailureAt) {
@@ -88,12 +135,20 @@ public record DeadLetter(
         attempts, firstFailureAt, lastFailureAt);
   }
 
-  /** The dead letter's id: {@link #idOf} its message id, source and group. */
+  /**
+   * The dead letter's id: {@link #idOf} its message id, source and group.
+   *
+   * @return the id; computed on each call, O(length of the parts)
+   */
   public String id() {
     return idOf(message.id(), source, group);
   }
 
-  /** The id of the message that gave up. */
+  /**
+   * The id of the message that gave up.
+   *
+   * @return the message id; never blank
+   */
   public String messageId() {
     return message.id();
   }
@@ -105,6 +160,10 @@ public record DeadLetter(
    * percent-encoded ({@code %25}, {@code %40}, {@code %23}). Distinct parts never give the same id,
    * and an id reads back as its parts. The form is stable: stores keep it, operators copy it.
    *
+   * @param messageId the message id; not blank
+   * @param source the source; not blank
+   * @param group the consumer group, or null for none
+   * @return the encoded id
    * @throws IllegalArgumentException if {@code messageId} or {@code source} is blank, or {@code
    *     group} is blank but not null
    */

@@ -24,6 +24,11 @@ public final class DeadLetterHeaders {
   /**
    * The headers of {@code deadLetter}: its message's wire headers, then the failure headers.
    * Returns a new mutable map in that order, so a transport may add its own headers.
+   *
+   * @param deadLetter the dead letter; not null
+   * @return the header map: the message's envelope and user headers, then the reason, exception,
+   *     attempt, failure-time, source and group headers
+   * @throws IllegalArgumentException if {@code deadLetter} is null
    */
   public static Map<String, String> toWire(DeadLetter deadLetter) {
     if (deadLetter == null) {
@@ -50,6 +55,13 @@ public final class DeadLetterHeaders {
   /**
    * As {@link #fromWire(Message, Map, String, String, Instant)} with no default group: the group
    * is the one {@code wire} names, if any.
+   *
+   * @param message the message, already decoded from {@code wire}
+   * @param wire the record's headers
+   * @param defaultSource the source when {@code wire} names none
+   * @param fallbackTime the time that replaces a missing or unreadable failure time
+   * @return the dead letter
+   * @throws IllegalArgumentException if {@code wire} or {@code fallbackTime} is null
    */
   public static DeadLetter fromWire(Message message, Map<String, String> wire,
       String defaultSource, Instant fallbackTime) {
@@ -66,6 +78,9 @@ public final class DeadLetterHeaders {
    *     dead-letter topic or queue); may be null
    * @param fallbackTime a failure time that is missing or unreadable becomes this; a last failure
    *     before the first becomes the first
+   * @param wire the record's headers, carrying the failure headers {@link #toWire} wrote
+   * @return the dead letter
+   * @throws IllegalArgumentException if {@code wire} or {@code fallbackTime} is null
    */
   public static DeadLetter fromWire(Message message, Map<String, String> wire,
       String defaultSource, String defaultGroup, Instant fallbackTime) {

@@ -21,6 +21,15 @@ public final class DeadLetterReplayer {
   private final LifecycleListener listener;
   private final InstantSource clock;
 
+  /**
+   * A replayer taking dead letters out of {@code store} and resending them to {@code target}.
+   *
+   * @param store where the dead letters are
+   * @param target where they are resent
+   * @param listener told of each successful replay ({@code REPLAYED})
+   * @param clock the time stamped on those events
+   * @throws IllegalArgumentException if an argument is null
+   */
   public DeadLetterReplayer(DeadLetterStore store, ReplayTarget target,
       LifecycleListener listener, InstantSource clock) {
     this.store = Checks.requireNonNull("store", store);
@@ -32,6 +41,7 @@ public final class DeadLetterReplayer {
   /**
    * Replays the dead letter with {@code id}.
    *
+   * @param id the dead letter's {@linkplain DeadLetter#id() id}; not blank
    * @return the replayed dead letter, or empty if there was none (already replayed or purged)
    * @throws ReplayException if the resend failed; the dead letter is back in the store
    */
@@ -60,6 +70,12 @@ public final class DeadLetterReplayer {
   public static final class ReplayException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * A failed replay.
+     *
+     * @param message names the dead letter
+     * @param cause what the target threw
+     */
     public ReplayException(String message, Throwable cause) {
       super(message, cause);
     }

@@ -26,22 +26,51 @@ import java.util.Optional;
  */
 public interface DeadLetterStore {
 
-  /** Stores {@code deadLetter}, replacing an entry with the same {@linkplain DeadLetter#id() id}. */
+  /**
+   * Stores {@code deadLetter}, replacing an entry with the same {@linkplain DeadLetter#id() id}.
+   *
+   * @param deadLetter the dead letter; not null
+   */
   void add(DeadLetter deadLetter);
 
-  /** The dead letter whose {@linkplain DeadLetter#id() id} is {@code id}. */
+  /**
+   * The dead letter whose {@linkplain DeadLetter#id() id} is {@code id}.
+   *
+   * @param id the dead letter's id; not blank
+   * @return the dead letter, or empty if none has this id
+   */
   Optional<DeadLetter> find(String id);
 
-  /** The page of dead letters the query selects. */
+  /**
+   * The page of dead letters the query selects.
+   *
+   * @param query the filters and page
+   * @return at most {@code query.limit()} dead letters, in the order {@link DeadLetterQuery} gives
+   */
   List<DeadLetter> list(DeadLetterQuery query);
 
-  /** How many dead letters the query's filters select (ignoring paging). */
+  /**
+   * How many dead letters the query's filters select (ignoring paging).
+   *
+   * @param query the filters; its page is ignored
+   * @return the count
+   */
   long count(DeadLetterQuery query);
 
-  /** Removes and returns the dead letter with this id; empty if absent or already removed. */
+  /**
+   * Removes and returns the dead letter with this id; empty if absent or already removed.
+   *
+   * @param id the dead letter's id; not blank
+   * @return the removed dead letter; each dead letter is returned by at most one call
+   */
   Optional<DeadLetter> remove(String id);
 
-  /** Removes every dead letter the query's filters select (ignoring paging); returns how many. */
+  /**
+   * Removes every dead letter the query's filters select (ignoring paging); returns how many.
+   *
+   * @param query the filters; its page is ignored
+   * @return how many were removed
+   */
   long purge(DeadLetterQuery query);
 
   /**
@@ -53,6 +82,8 @@ public interface DeadLetterStore {
    * <p>The default, for stores written before this method, is {@link #purge} with that time range,
    * which ignores {@code max}; relaykit's stores override it with a bounded step.
    *
+   * @param failedBefore the exclusive upper bound of the last failure time
+   * @param max the most to remove in this call, {@code >= 1}
    * @return how many it removed
    * @throws IllegalArgumentException on a null time or {@code max} below 1
    */
@@ -74,8 +105,11 @@ public interface DeadLetterStore {
    * <p>The default, for stores written before this method, throws {@link
    * UnsupportedOperationException}; relaykit's stores override it.
    *
+   * @param keep how many of the newest to keep, {@code >= 0}
+   * @param max the most to remove in this call, {@code >= 1}
    * @return how many it removed
    * @throws IllegalArgumentException on a negative {@code keep} or {@code max} below 1
+   * @throws UnsupportedOperationException from this default, for a store that cannot trim
    */
   default long trimTo(long keep, int max) {
     throw new UnsupportedOperationException(getClass().getName()

@@ -85,6 +85,10 @@ public final class FailureRoute {
    * the first failure time, so failure times never run backwards.
    *
    * @param failure what the handler threw; null for a failure without an exception
+   * @param spec the subscription, whose retry policy decides
+   * @param delivery the delivery that failed
+   * @param now the failure's time
+   * @return a retry after the policy's delay, or a dead-letter route with the policy's reason
    * @throws NullPointerException if {@code spec}, {@code delivery} or {@code now} is null
    */
   public static FailureRoute decide(SubscriptionSpec spec, Delivery delivery, Throwable failure,
@@ -116,6 +120,10 @@ public final class FailureRoute {
    * The route of a message that could not be decoded (missing or invalid envelope headers): to dead
    * letters after 0 attempts, reason {@code "undecodable: "} and the failure's message.
    *
+   * @param source where the record was consumed; not blank
+   * @param failure the decoding failure
+   * @param now the failure's time
+   * @return a dead-letter route with attempt 0 and both failure times {@code now}
    * @throws NullPointerException if an argument is null
    * @throws IllegalArgumentException if {@code source} is blank
    */
@@ -139,6 +147,8 @@ public final class FailureRoute {
    * This failure sent to dead letters for {@code reason} instead (a retry copy the broker refused):
    * the same attempt, times and exception.
    *
+   * @param reason the new reason; cut to {@link #MAX_REASON_BYTES}
+   * @return a dead-letter route; this route is unchanged
    * @throws NullPointerException if {@code reason} is null
    * @throws IllegalArgumentException if {@code reason} is blank
    */
@@ -158,6 +168,10 @@ public final class FailureRoute {
    * MessageHeaders#FIRST_FAILURE_AT} (none without it). The inverse of {@link #headers} for the
    * next attempt.
    *
+   * @param message the decoded message
+   * @param source where it was consumed; not blank
+   * @param wire the record's headers
+   * @return the delivery for the next attempt
    * @throws MalformedMessageException naming the header if the attempt is not a whole number from
    *     0 below {@link Integer#MAX_VALUE}, or the first failure time is not an instant
    * @throws NullPointerException if an argument is null
@@ -202,6 +216,8 @@ public final class FailureRoute {
    * and those of an earlier attempt that no longer apply removed. The transport adds its own (a
    * source position) to the result.
    *
+   * @param wire the record's headers; not changed
+   * @return the new header map
    * @throws NullPointerException if {@code wire} is null
    */
   public Map<String, String> headers(Map<String, String> wire) {
@@ -234,6 +250,8 @@ public final class FailureRoute {
   /**
    * The dead letter of {@code message} on this route, of no consumer group.
    *
+   * @param message the message that gave up
+   * @return the dead letter, with this route's reason, attempt and failure data
    * @throws IllegalStateException if this is a retry
    * @throws NullPointerException if {@code message} is null
    */
@@ -245,6 +263,9 @@ public final class FailureRoute {
    * The dead letter of {@code message} on this route for consumer group {@code group} (null for
    * none): a consumer's dead letters carry its group, which is part of their identity.
    *
+   * @param message the message that gave up
+   * @param group the consumer group, or null for none
+   * @return the dead letter, with this route's reason, attempt and failure data
    * @throws IllegalStateException if this is a retry
    * @throws NullPointerException if {@code message} is null
    * @throws IllegalArgumentException if {@code group} is blank
@@ -258,55 +279,101 @@ public final class FailureRoute {
         attempt, firstFailureAt, lastFailureAt);
   }
 
+  /**
+   * Where the message goes next.
+   *
+   * @return {@link Outcome#RETRY} or {@link Outcome#DEAD_LETTER}
+   */
   public Outcome outcome() {
     return outcome;
   }
 
-  /** Whether the message is to be attempted again. */
+  /**
+   * Whether the message is to be attempted again.
+   *
+   * @return true for {@link Outcome#RETRY}
+   */
   public boolean isRetry() {
     return outcome == Outcome.RETRY;
   }
 
-  /** The attempt that failed, counting from 1; 0 for an undecodable message. */
+  /**
+   * The attempt that failed, counting from 1; 0 for an undecodable message.
+   *
+   * @return the attempt, {@code >= 0}
+   */
   public int attempt() {
     return attempt;
   }
 
-  /** How long to wait before the next attempt; null for a dead letter. */
+  /**
+   * How long to wait before the next attempt; null for a dead letter.
+   *
+   * @return the delay, or null
+   */
   public Duration delay() {
     return delay;
   }
 
-  /** When the next attempt is due: the last failure plus the delay; null for a dead letter. */
+  /**
+   * When the next attempt is due: the last failure plus the delay; null for a dead letter.
+   *
+   * @return the instant, or null
+   */
   public Instant retryAt() {
     return delay == null ? null : lastFailureAt.plus(delay);
   }
 
-  /** Why the message gave up, at most {@link #MAX_REASON_BYTES}; null for a retry. */
+  /**
+   * Why the message gave up, at most {@link #MAX_REASON_BYTES}; null for a retry.
+   *
+   * @return the reason, or null
+   */
   public String reason() {
     return reason;
   }
 
-  /** Where the message was consumed from. */
+  /**
+   * Where the message was consumed from.
+   *
+   * @return the source; never blank
+   */
   public String source() {
     return source;
   }
 
+  /**
+   * When the first attempt of the message failed.
+   *
+   * @return the instant; never null
+   */
   public Instant firstFailureAt() {
     return firstFailureAt;
   }
 
-  /** This failure's time; not before {@link #firstFailureAt()}. */
+  /**
+   * This failure's time; not before {@link #firstFailureAt()}.
+   *
+   * @return the instant; never null
+   */
   public Instant lastFailureAt() {
     return lastFailureAt;
   }
 
-  /** The failure's class name, cut to its bound; null for a failure without an exception. */
+  /**
+   * The failure's class name, cut to its bound; null for a failure without an exception.
+   *
+   * @return the class name, or null
+   */
   public String exceptionClass() {
     return exceptionClass;
   }
 
-  /** The failure's message, cut to its bound; null when it has none. */
+  /**
+   * The failure's message, cut to its bound; null when it has none.
+   *
+   * @return the message, or null
+   */
   public String exceptionMessage() {
     return exceptionMessage;
   }

@@ -7,5 +7,11 @@ package io.relaykit.deadletter;
  */
 @FunctionalInterface
 public interface ReplayTarget {
+  /**
+   * Resends one dead letter; on return it must be durable at its destination.
+   *
+   * @param deadLetter the dead letter taken out of the store
+   * @throws Exception if it could not be made durable; the replayer then puts it back
+   */
   void resend(DeadLetter deadLetter) throws Exception;
 }

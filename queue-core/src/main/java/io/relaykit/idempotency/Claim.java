@@ -26,6 +26,15 @@ public record Claim(String key, Status status, String token, Instant leaseExpire
     DONE
   }
 
+  /**
+   * Checks the components a status needs.
+   *
+   * @param key the business key; not blank
+   * @param status the outcome; not null
+   * @param token the ownership proof; required (not blank) when CLAIMED
+   * @param leaseExpiresAt when the lease lapses; required when CLAIMED
+   * @throws IllegalArgumentException naming the component that is missing or blank
+   */
   public Claim {
     Checks.requireNonBlank("key", key);
     Checks.requireNonNull("status", status);
@@ -35,18 +44,47 @@ public record Claim(String key, Status status, String token, Instant leaseExpire
     }
   }
 
+  /**
+   * The caller owns {@code key} until {@code leaseExpiresAt}.
+   *
+   * @param key the business key; not blank
+   * @param token the ownership proof; not blank
+   * @param leaseExpiresAt when the lease lapses; not null
+   * @return a CLAIMED claim
+   * @throws IllegalArgumentException if an argument is null or blank
+   */
   public static Claim claimed(String key, String token, Instant leaseExpiresAt) {
     return new Claim(key, Status.CLAIMED, token, leaseExpiresAt);
   }
 
+  /**
+   * Another caller holds a live lease on {@code key}.
+   *
+   * @param key the business key; not blank
+   * @param leaseExpiresAt when that lease lapses, if known; may be null
+   * @return an IN_PROGRESS claim without a token
+   * @throws IllegalArgumentException if {@code key} is null or blank
+   */
   public static Claim inProgress(String key, Instant leaseExpiresAt) {
     return new Claim(key, Status.IN_PROGRESS, null, leaseExpiresAt);
   }
 
+  /**
+   * The work for {@code key} is done.
+   *
+   * @param key the business key; not blank
+   * @return a DONE claim without token or lease
+   * @throws IllegalArgumentException if {@code key} is null or blank
+   */
   public static Claim done(String key) {
     return new Claim(key, Status.DONE, null, null);
   }
 
+  /**
+   * Whether the caller may do the work now.
+   *
+   * @return true if the status is CLAIMED
+   */
   public boolean isClaimed() {
     return status == Status.CLAIMED;
   }

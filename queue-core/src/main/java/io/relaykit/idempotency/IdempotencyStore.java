@@ -49,13 +49,23 @@ public interface IdempotencyStore {
   /** The longest key every store accepts. */
   int MAX_KEY_LENGTH = 512;
 
-  /** Tries to take ownership of {@code key} for {@code lease}, measured on the store's clock. */
+  /**
+   * Tries to take ownership of {@code key} for {@code lease}, measured on the store's clock.
+   *
+   * @param key the business key; not blank, at most {@link #MAX_KEY_LENGTH} characters
+   * @param lease how long the caller may hold the key; positive
+   * @return CLAIMED with a fresh token, IN_PROGRESS if another caller holds a live lease, or DONE
+   * @throws IllegalArgumentException if {@code key} is blank or too long, or {@code lease} is not
+   *     positive
+   * @throws IdempotencyUnavailableException if the backend cannot be reached
+   */
   Claim claim(String key, Duration lease);
 
   /**
    * Marks the claimed work done for the retention period, if the claim was not taken over, even
    * when its lease has lapsed.
    *
+   * @param claim a CLAIMED claim this store returned
    * @return true if the caller still owned the claim and the key is now DONE; false if it was
    *     taken over, completed or released (then the work may run, or have run, elsewhere too)
    * @throws IllegalArgumentException if {@code claim} is not a CLAIMED claim
@@ -65,6 +75,7 @@ public interface IdempotencyStore {
   /**
    * Frees a claim after a failure so a retry can run at once, if it was not taken over.
    *
+   * @param claim a CLAIMED claim this store returned
    * @return true if the caller still owned the claim and it was freed
    * @throws IllegalArgumentException if {@code claim} is not a CLAIMED claim
    */
@@ -75,6 +86,8 @@ public interface IdempotencyStore {
    * claim whose lease lapsed as long as nobody took it over. A heartbeat calls this while long
    * work runs, so the key is not taken over under it.
    *
+   * @param claim a CLAIMED claim this store returned
+   * @param lease the new lease, measured from now; positive
    * @return true if the caller still owned the claim and its lease was extended; false if it was
    *     taken over, completed or released (stop the heartbeat: another caller may own the key)
    * @throws IllegalArgumentException if {@code claim} is not a CLAIMED claim or {@code lease} is
@@ -94,6 +107,7 @@ public interface IdempotencyStore {
    * <p>The default claims the key with a short lease and completes it, so it only succeeds when
    * nobody else holds the key; stores used as a fast tier override it with an unconditional write.
    *
+   * @param key the business key; not blank, at most {@link #MAX_KEY_LENGTH} characters
    * @return true if the key is DONE now
    * @throws IllegalArgumentException if {@code key} is blank or too long
    * @throws IdempotencyUnavailableException if the backend cannot be reached
@@ -103,6 +117,13 @@ public interface IdempotencyStore {
     return c.status() == Claim.Status.DONE || (c.isClaimed() && complete(c));
   }
 
-  /** The key's current status (CLAIMED for a live lease), or empty if absent; for diagnostics. */
+  /**
+   * The key's current status (CLAIMED for a live lease), or empty if absent; for diagnostics.
+   *
+   * @param key the business key
+   * @return CLAIMED (a live lease, whoever holds it) or DONE; empty if the key is absent, its
+   *     lease lapsed, or its retention ended
+   * @throws IdempotencyUnavailableException if the backend cannot be reached
+   */
   Optional<Claim.Status> status(String key);
 }

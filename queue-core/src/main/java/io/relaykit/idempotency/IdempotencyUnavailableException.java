@@ -7,6 +7,12 @@ package io.relaykit.idempotency;
 public class IdempotencyUnavailableException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * The backend could not be reached.
+   *
+   * @param message what was attempted and where
+   * @param cause the client's failure (connection refused, timeout)
+   */
   public IdempotencyUnavailableException(String message, Throwable cause) {
     super(message, cause);
   }

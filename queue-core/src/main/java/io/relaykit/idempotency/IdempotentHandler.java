@@ -55,10 +55,19 @@ public final class IdempotentHandler implements MessageHandler {
   /** Waits for a duration; the seam tests replace with a fake clock's advance. */
   @FunctionalInterface
   public interface Pause {
-    /** Blocks for {@code duration}, or less if interrupted. */
+    /**
+     * Blocks for {@code duration}, or less if interrupted.
+     *
+     * @param duration how long to wait; positive
+     * @throws InterruptedException if interrupted while waiting; the delivery then fails retryably
+     */
     void pause(Duration duration) throws InterruptedException;
 
-    /** Sleeps the calling thread: the default. */
+    /**
+     * Sleeps the calling thread: the default.
+     *
+     * @return a pause that sleeps with {@link TimeUnit#NANOSECONDS}
+     */
     static Pause sleep() {
       return d -> TimeUnit.NANOSECONDS.sleep(d.toNanos());
     }
@@ -70,10 +79,20 @@ public final class IdempotentHandler implements MessageHandler {
     /**
      * Runs {@code beat} every {@code period}, the first time one period from now, until the
      * returned handle is run.
+     *
+     * @param period the time between beats; positive
+     * @param beat what each beat runs; must not throw
+     * @return a handle that stops further beats when run
      */
     Runnable every(Duration period, Runnable beat);
 
-    /** Beats on {@code executor} with a fixed delay; the handle cancels the task. */
+    /**
+     * Beats on {@code executor} with a fixed delay; the handle cancels the task.
+     *
+     * @param executor the executor the beats run on; not shut down by the handle
+     * @return a scheduler; its handles cancel the task without interrupting a running beat
+     * @throws IllegalArgumentException if {@code executor} is null
+     */
     static Scheduler of(ScheduledExecutorService executor) {
       Checks.requireNonNull("executor", executor);
       return (period, beat) -> {
@@ -132,6 +151,11 @@ public final class IdempotentHandler implements MessageHandler {
   /**
    * A builder with the required parts; the arguments are as for the constructor.
    *
+   * @param store where claims are kept
+   * @param businessKey the unit of work a message stands for
+   * @param lease how long one delivery may hold the key; positive
+   * @param delegate the handler doing the work
+   * @return a builder with the default IN_PROGRESS retries and no heartbeat
    * @throws IllegalArgumentException naming the argument that is null or not positive
    */
   public static Builder builder(IdempotencyStore store, Function<Message, String> businessKey,
@@ -288,6 +312,9 @@ public final class IdempotentHandler implements MessageHandler {
      * How often an IN_PROGRESS key is claimed again before the delivery fails retryably, and the
      * pause before retry n ({@code backoff.delay(n)}). Zero retries fails at once.
      *
+     * @param retries claims after the first; 0 to 100
+     * @param backoff the pauses between them
+     * @return this builder
      * @throws IllegalArgumentException if {@code retries} is negative or above 100, or {@code
      *     backoff} is null
      */
@@ -304,6 +331,8 @@ public final class IdempotentHandler implements MessageHandler {
      * How the handler waits between IN_PROGRESS claims; {@link Pause#sleep()} by default. Tests
      * pass a fake clock's advance.
      *
+     * @param pause the wait between IN_PROGRESS claims
+     * @return this builder
      * @throws IllegalArgumentException if {@code pause} is null
      */
     public Builder pause(Pause pause) {
@@ -316,6 +345,9 @@ public final class IdempotentHandler implements MessageHandler {
      * default. Choose {@code every} well below the lease (a third of it, say), so one late or
      * failed beat does not let the lease lapse.
      *
+     * @param every the time between renewals; positive and shorter than the lease
+     * @param scheduler runs the renewals
+     * @return this builder
      * @throws IllegalArgumentException if {@code every} is not positive or not shorter than the
      *     lease, or {@code scheduler} is null
      */
@@ -330,7 +362,11 @@ public final class IdempotentHandler implements MessageHandler {
       return this;
     }
 
-    /** The handler. */
+    /**
+     * The handler.
+     *
+     * @return a new handler; the builder may be changed and built again
+     */
     public IdempotentHandler build() {
       return new IdempotentHandler(this);
     }

@@ -17,7 +17,11 @@ public enum RunOnceResult {
    */
   IN_PROGRESS;
 
-  /** Whether the work ran in this call. */
+  /**
+   * Whether the work ran in this call.
+   *
+   * @return true for {@link #RAN} only
+   */
   public boolean ran() {
     return this == RAN;
   }

@@ -92,13 +92,23 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
   /**
    * A tiered store on the system clock that retries the fast tier after 1 s, doubling to at most
    * 30 s while it stays down.
+   *
+   * @param fast the fast tier (Redis, say), which signals an outage with {@link
+   *     IdempotencyUnavailableException}
+   * @param durable the durable tier (JDBC, say), the final guard
+   * @return a new tiered store
+   * @throws IllegalArgumentException if a tier is null, or both are the same store
    */
   public static TieredIdempotencyStore of(IdempotencyStore fast, IdempotencyStore durable) {
     return new TieredIdempotencyStore(fast, durable, InstantSource.system(),
         Backoff.exponential(Duration.ofSeconds(1)).withMax(Duration.ofSeconds(30)));
   }
 
-  /** Whether the fast tier is in use (false while it is down and waiting for its retry). */
+  /**
+   * Whether the fast tier is in use (false while it is down and waiting for its retry).
+   *
+   * @return true while the fast tier answers; false from its first failure until a retry succeeds
+   */
   public boolean fastTierInUse() {
     return health.get().failures() == 0;
   }

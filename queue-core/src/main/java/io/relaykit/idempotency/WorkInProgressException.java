@@ -8,6 +8,11 @@ package io.relaykit.idempotency;
 public class WorkInProgressException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * Another consumer holds the key.
+   *
+   * @param message names the key and the live claim's holder or lease
+   */
   public WorkInProgressException(String message) {
     super(message);
   }

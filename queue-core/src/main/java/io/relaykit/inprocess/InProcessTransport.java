@@ -100,16 +100,29 @@ public final class InProcessTransport implements Publisher, Subscriber {
     this.scheduler.setRemoveOnCancelPolicy(true);
   }
 
-  /** A transport on the system clock, with an in-memory dead-letter store and no listener. */
+  /**
+   * A transport on the system clock, with an in-memory dead-letter store and no listener.
+   *
+   * @return a new transport with every default of {@link #builder()}
+   */
   public static InProcessTransport create() {
     return builder().build();
   }
 
+  /**
+   * A builder holding the defaults of {@link #create()}.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
   }
 
-  /** Where messages that gave up are stored. */
+  /**
+   * Where messages that gave up are stored.
+   *
+   * @return the dead-letter store given to the builder, or the in-memory one it created
+   */
   public DeadLetterStore deadLetters() {
     return deadLetters;
   }
@@ -607,30 +620,58 @@ public final class InProcessTransport implements Publisher, Subscriber {
 
     private Builder() {}
 
-    /** Time for events, failure times and expiry. Default: the system clock. */
+    /**
+     * Time for events, failure times and expiry. Default: the system clock.
+     *
+     * @param clock the time source; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder clock(InstantSource clock) {
       this.clock = clock;
       return this;
     }
 
-    /** Where messages that gave up go. Default: a new {@link InMemoryDeadLetterStore}. */
+    /**
+     * Where messages that gave up go. Default: a new {@link InMemoryDeadLetterStore}.
+     *
+     * @param deadLetters the store; null means a new {@link InMemoryDeadLetterStore}
+     * @return this builder
+     */
     public Builder deadLetters(DeadLetterStore deadLetters) {
       this.deadLetters = deadLetters;
       return this;
     }
 
-    /** Sees every step of every message. Default: none. */
+    /**
+     * Sees every step of every message. Default: none.
+     *
+     * @param listener the listener; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder listener(LifecycleListener listener) {
       this.listener = listener;
       return this;
     }
 
-    /** How long {@link InProcessTransport#close()} lets each subscription drain. Default 30 s. */
+    /**
+     * How long {@link InProcessTransport#close()} lets each subscription drain. Default 30 s.
+     *
+     * @param closeTimeout the drain time per subscription; checked (positive) by {@link #build()}
+     * @return this builder
+     */
     public Builder closeTimeout(Duration closeTimeout) {
       this.closeTimeout = closeTimeout;
       return this;
     }
 
+    /**
+     * Builds a transport, ready to publish and subscribe; its threads are daemons, stopped by
+     * {@link InProcessTransport#close()}.
+     *
+     * @return the transport
+     * @throws IllegalArgumentException if {@code clock} or {@code listener} is null, or {@code
+     *     closeTimeout} is not positive
+     */
     public InProcessTransport build() {
       Checks.requireNonNull("clock", clock);
       Checks.requireNonNull("listener", listener);

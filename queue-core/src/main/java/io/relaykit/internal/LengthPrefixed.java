@@ -17,6 +17,8 @@ public final class LengthPrefixed {
   /**
    * Packs {@code values}; a null element is written as {@code -}.
    *
+   * @param values the elements, nulls allowed; not null itself
+   * @return the packed string (empty for no elements)
    * @throws NullPointerException if {@code values} is null
    */
   public static String encode(List<String> values) {
@@ -31,7 +33,12 @@ public final class LengthPrefixed {
     return sb.toString();
   }
 
-  /** {@link #encode(List)} of {@code values}, nulls allowed. */
+  /**
+   * {@link #encode(List)} of {@code values}, nulls allowed.
+   *
+   * @param values the elements
+   * @return the packed string
+   */
   public static String encode(String... values) {
     return encode(Arrays.asList(values));
   }
@@ -39,7 +46,9 @@ public final class LengthPrefixed {
   /**
    * Unpacks what {@link #encode(List)} wrote.
    *
+   * @param packed what {@link #encode(List)} wrote
    * @param nulls whether a {@code -} element (a null) is allowed; when not, it is an error
+   * @return the elements, in order (a modifiable list)
    * @throws NullPointerException if {@code packed} is null
    * @throws IllegalArgumentException when {@code packed} is not such a list, with a message
    *     starting {@code "at offset <n>: "} and saying what is wrong there (no ':' after a length, a

@@ -12,6 +12,9 @@ public final class Texts {
    * fits together with {@link #CUT_MARK}, followed by the mark. Never splits a surrogate pair, so
    * the result encodes to exactly what it shows. O(length of the kept prefix).
    *
+   * @param s the text to cut
+   * @param maxBytes the bound in UTF-8 bytes, mark included
+   * @return {@code s} itself when it fits, else the cut text with the mark
    * @throws NullPointerException if {@code s} is null
    * @throws IllegalArgumentException if {@code maxBytes} is smaller than the mark
    */
@@ -64,6 +67,9 @@ public final class Texts {
    * followed by {@link #CUT_MARK}: for texts bounded in chars (a database column, a log line), where
    * the mark may exceed the bound. O(maxChars).
    *
+   * @param s the text; not null
+   * @param maxChars the most chars kept before the mark, {@code >= 0}
+   * @return {@code s} itself when it fits, else the kept prefix and the mark
    * @throws NullPointerException if {@code s} is null
    * @throws IllegalArgumentException if {@code maxChars} is negative
    */

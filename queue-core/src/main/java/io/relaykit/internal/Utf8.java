@@ -22,6 +22,8 @@ public final class Utf8 {
    * The number of bytes {@code s} takes encoded as UTF-8, equal to {@code
    * s.getBytes(StandardCharsets.UTF_8).length}. O(length of {@code s}), allocation-free.
    *
+   * @param s the string to measure
+   * @return its UTF-8 length in bytes (an unpaired surrogate counts as the one byte of {@code '?'})
    * @throws IllegalArgumentException if {@code s} is null
    */
   public static long length(String s) {
@@ -62,6 +64,8 @@ public final class Utf8 {
    * one, or a low one not preceded by a high one), or -1 when {@code s} is well-formed UTF-16 and
    * so encodes to UTF-8 and back unchanged. O(length), allocation-free.
    *
+   * @param s the string to check
+   * @return the index, or -1
    * @throws IllegalArgumentException if {@code s} is null
    */
   public static int firstUnpairedSurrogate(String s) {
@@ -88,6 +92,8 @@ public final class Utf8 {
    * (a batch holding one fails on every retry); -1 when there is none. O(length),
    * allocation-free, one comparison per char for the common case.
    *
+   * @param s the string to check
+   * @return the index, or -1
    * @throws IllegalArgumentException if {@code s} is null
    */
   public static int firstUnstorable(String s) {
@@ -117,6 +123,9 @@ public final class Utf8 {
    * U+0000 ({@link #firstUnstorable}); otherwise throws an {@link IllegalArgumentException} naming
    * {@code field}, the index and the char.
    *
+   * @param field the name the exception gives {@code s}
+   * @param s the string to check
+   * @return {@code s}
    * @throws IllegalArgumentException if {@code s} is null, holds an unpaired surrogate or U+0000
    */
   public static String requireStorable(String field, String s) {
@@ -137,6 +146,9 @@ public final class Utf8 {
    * exactly; otherwise throws an {@link IllegalArgumentException} naming {@code field}, the index
    * and the char.
    *
+   * @param field the name the exception gives {@code s}
+   * @param s the string to check
+   * @return {@code s}
    * @throws IllegalArgumentException if {@code s} is null or holds an unpaired surrogate
    */
   public static String requireWellFormed(String field, String s) {

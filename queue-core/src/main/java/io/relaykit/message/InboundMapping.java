@@ -135,32 +135,56 @@ public final class InboundMapping {
     return new Builder();
   }
 
-  /** Whether records without relaykit's envelope are accepted. */
+  /**
+   * Whether records without relaykit's envelope are accepted.
+   *
+   * @return true for a {@link #foreign()} mapping
+   */
   public boolean acceptsForeign() {
     return foreign;
   }
 
-  /** Whether CloudEvents binary-mode attributes are read. */
+  /**
+   * Whether CloudEvents binary-mode attributes are read.
+   *
+   * @return true if {@link Builder#cloudEvents} was turned on
+   */
   public boolean readsCloudEvents() {
     return cloudEvents;
   }
 
-  /** The header holding a foreign record's id, if one is named. */
+  /**
+   * The header holding a foreign record's id, if one is named.
+   *
+   * @return the header name, or empty
+   */
   public Optional<String> idHeader() {
     return Optional.ofNullable(idHeader);
   }
 
-  /** The header holding a foreign record's type, if one is named. */
+  /**
+   * The header holding a foreign record's type, if one is named.
+   *
+   * @return the header name, or empty
+   */
   public Optional<String> typeHeader() {
     return Optional.ofNullable(typeHeader);
   }
 
-  /** The header holding a foreign record's key, if one is named. */
+  /**
+   * The header holding a foreign record's key, if one is named.
+   *
+   * @return the header name, or empty
+   */
   public Optional<String> keyHeader() {
     return Optional.ofNullable(keyHeader);
   }
 
-  /** Malformed CloudEvents attributes ignored so far by subscriptions using this mapping. */
+  /**
+   * Malformed CloudEvents attributes ignored so far by subscriptions using this mapping.
+   *
+   * @return the count since the mapping was built, across every subscription sharing it
+   */
   public long ignoredAttributes() {
     return ignored.sum();
   }
@@ -180,7 +204,16 @@ public final class InboundMapping {
    */
   public record Inbound(String destination, String position, String key, Instant timestamp,
       Instant receivedAt, Set<String> invalidHeaders, String cloudEventsPrefix) {
-    /** @throws IllegalArgumentException if destination, receivedAt or invalidHeaders is null */
+    /**
+     * @param destination the topic or queue; not null
+     * @param position the stable position, or null
+     * @param key the transport's key, or null
+     * @param timestamp the transport's timestamp, or null
+     * @param receivedAt when it was received; not null
+     * @param invalidHeaders names of undecodable headers; not null, copied
+     * @param cloudEventsPrefix the CloudEvents header prefix, or null
+     * @throws IllegalArgumentException if destination, receivedAt or invalidHeaders is null
+     */
     public Inbound {
       Checks.requireNonNull("destination", destination);
       Checks.requireNonNull("receivedAt", receivedAt);
@@ -200,7 +233,13 @@ public final class InboundMapping {
   public record Decoded(Message message, Map<String, String> wire, boolean foreign,
       int ignoredAttributes) {
 
-    /** A decoded record from which nothing was ignored. */
+    /**
+     * A decoded record from which nothing was ignored.
+     *
+     * @param message the message
+     * @param wire the headers its retry and dead-letter copies carry
+     * @param foreign whether it was mapped from a foreign record
+     */
     public Decoded(Message message, Map<String, String> wire, boolean foreign) {
       this(message, wire, foreign, 0);
     }
@@ -209,6 +248,9 @@ public final class InboundMapping {
      * Reports to {@code metrics} what decoding this record ignored: {@link #ignoredAttributes}
      * and the message's malformed trace headers (see {@link
      * InboundMapping#reportIgnored}).
+     *
+     * @param metrics the listener to report to; not null
+     * @param destination the topic or queue the record came from; not null
      */
     public void reportIgnored(MetricsListener metrics, String destination) {
       InboundMapping.reportIgnored(metrics, destination, message, ignoredAttributes);
@@ -228,6 +270,10 @@ public final class InboundMapping {
    * <p>Cost: one lenient parse of the trace headers (O(their length)), nothing else when they are
    * absent.
    *
+   * @param metrics the listener to report to; not null
+   * @param destination the topic or queue the message came from; not null
+   * @param message the decoded message; its trace headers are read
+   * @param ignoredAttributes malformed CloudEvents attributes ignored while decoding it
    * @throws IllegalArgumentException if an argument is null, or {@code ignoredAttributes} is
    *     negative
    */
@@ -264,6 +310,8 @@ public final class InboundMapping {
    * @param wire the record's string headers
    * @param body the record's body
    * @param in what the transport knows about it
+   * @return the message and the headers to carry on its copies; a foreign record's id falls back to
+   *     a CloudEvents id, then to the transport's position
    * @throws MalformedMessageException naming the header or field when it cannot be a message
    * @throws IllegalArgumentException if {@code wire} or {@code in} is null
    */
@@ -395,6 +443,8 @@ public final class InboundMapping {
     /**
      * The header holding a foreign record's id.
      *
+     * @param name the header name; not blank, not reserved
+     * @return this builder
      * @throws IllegalArgumentException if blank or reserved
      */
     public Builder idHeader(String name) {
@@ -405,6 +455,8 @@ public final class InboundMapping {
     /**
      * The header holding a foreign record's type.
      *
+     * @param name the header name; not blank, not reserved
+     * @return this builder
      * @throws IllegalArgumentException if blank or reserved
      */
     public Builder typeHeader(String name) {
@@ -415,6 +467,8 @@ public final class InboundMapping {
     /**
      * The header holding a foreign record's key (for AMQP, where there is no key property).
      *
+     * @param name the header name; not blank, not reserved
+     * @return this builder
      * @throws IllegalArgumentException if blank or reserved
      */
     public Builder keyHeader(String name) {
@@ -422,13 +476,23 @@ public final class InboundMapping {
       return this;
     }
 
-    /** Whether to read CloudEvents binary-mode attributes; default off. */
+    /**
+     * Whether to read CloudEvents binary-mode attributes; default off.
+     *
+     * @param on true to read them (with the transport's prefix); malformed ones are ignored and
+     *     counted in {@link #ignoredAttributes()}
+     * @return this builder
+     */
     public Builder cloudEvents(boolean on) {
       this.cloudEvents = on;
       return this;
     }
 
-    /** The mapping. */
+    /**
+     * The mapping.
+     *
+     * @return a new mapping that accepts foreign records
+     */
     public InboundMapping build() {
       return new InboundMapping(true, idHeader, typeHeader, keyHeader, cloudEvents);
     }

@@ -64,12 +64,18 @@ public final class Message {
   /**
    * A builder with schema version 1 and NORMAL priority; unless set, each build gets a random id, a
    * new trace id and the current time.
+   *
+   * @return a new builder
    */
   public static Builder builder() {
     return new Builder();
   }
 
-  /** A builder holding this message's fields, to derive a changed copy. */
+  /**
+   * A builder holding this message's fields, to derive a changed copy.
+   *
+   * @return a new builder; changing it does not change this message
+   */
   public Builder toBuilder() {
     Builder b = new Builder();
     b.id = id;
@@ -85,59 +91,120 @@ public final class Message {
     return b;
   }
 
+  /**
+   * The message id, stable across retries, redeliveries and replays.
+   *
+   * @return the id; never blank
+   */
   public String id() {
     return id;
   }
 
+  /**
+   * What the payload is, named by the publisher ({@code "order.created"}).
+   *
+   * @return the type; never blank
+   */
   public String type() {
     return type;
   }
 
+  /**
+   * The version of the payload's schema within its type.
+   *
+   * @return the version, {@code >= 1}
+   */
   public int schemaVersion() {
     return schemaVersion;
   }
 
+  /**
+   * The ordering and partitioning key.
+   *
+   * @return the key (never blank), or empty for none
+   */
   public Optional<String> key() {
     return Optional.ofNullable(key);
   }
 
-  /** A copy of the payload bytes. */
+  /**
+   * A copy of the payload bytes.
+   *
+   * @return a new array on each call: O(payload) per call
+   */
   public byte[] payload() {
     return payload.clone();
   }
 
-  /** The payload's size in bytes, without copying it. */
+  /**
+   * The payload's size in bytes, without copying it.
+   *
+   * @return the size, {@code >= 1}
+   */
   public int payloadSize() {
     return payload.length;
   }
 
-  /** The payload decoded as UTF-8. */
+  /**
+   * The payload decoded as UTF-8.
+   *
+   * @return a new string on each call (malformed bytes become U+FFFD)
+   */
   public String payloadUtf8() {
     return new String(payload, StandardCharsets.UTF_8);
   }
 
-  /** User headers, unmodifiable, in insertion order. */
+  /**
+   * User headers, unmodifiable, in insertion order.
+   *
+   * @return the headers; never null, without reserved names
+   */
   public Map<String, String> headers() {
     return headers;
   }
 
+  /**
+   * When the message was created, by the publisher's clock.
+   *
+   * @return the instant; never null
+   */
   public Instant createdAt() {
     return createdAt;
   }
 
+  /**
+   * After this instant the message is not delivered.
+   *
+   * @return the expiry, always after {@link #createdAt()}, or empty for never
+   */
   public Optional<Instant> expiresAt() {
     return Optional.ofNullable(expiresAt);
   }
 
+  /**
+   * A hint for queues that order by priority.
+   *
+   * @return the priority; {@link Priority#NORMAL} unless set
+   */
   public Priority priority() {
     return priority;
   }
 
+  /**
+   * The trace id carried unchanged across publish, retry, dead letter and replay.
+   *
+   * @return the trace id; never blank
+   */
   public String traceId() {
     return traceId;
   }
 
-  /** Whether the message is worthless at {@code now} and must not be delivered. */
+  /**
+   * Whether the message is worthless at {@code now} and must not be delivered.
+   *
+   * @param now the time to judge at; not null
+   * @return true if it has an expiry and {@code now} is at or after it
+   */
   public boolean isExpiredAt(Instant now) {
     return expiresAt != null && !now.isBefore(expiresAt);
   }
@@ -181,13 +248,19 @@ public final class Message {
    * The W3C trace context the message carries in its {@value TraceContext#TRACEPARENT} and
    * {@value TraceContext#TRACESTATE} headers, read leniently ({@link TraceContext#read}): empty
    * when there is none or it is malformed; {@link TraceContext.Read#anythingDropped()} says which.
+   *
+   * @return what was read; parsed from the headers on each call
    */
   public TraceContext.Read traceContext() {
     return TraceContext.read(headers.get(TraceContext.TRACEPARENT),
         headers.get(TraceContext.TRACESTATE));
   }
 
-  /** A new random trace id: 32 lowercase hex digits, as in W3C Trace Context. */
+  /**
+   * A new random trace id: 32 lowercase hex digits, as in W3C Trace Context.
+   *
+   * @return a new id from {@link ThreadLocalRandom}; not cryptographically random
+   */
   public static String newTraceId() {
     ThreadLocalRandom r = ThreadLocalRandom.current();
     return String.format("%016x%016x", r.nextLong(), r.nextLong());
@@ -211,47 +284,90 @@ public final class Message {
 
     private Builder() {}
 
-    /** The message id; defaults to a new random UUID at each {@link #build()}. */
+    /**
+     * The message id; defaults to a new random UUID at each {@link #build()}.
+     *
+     * @param id the id, or null for a random UUID; checked (not blank) by {@link #build()}
+     * @return this builder
+     */
     public Builder id(String id) {
       this.id = id;
       return this;
     }
 
+    /**
+     * Sets what the payload is. Required.
+     *
+     * @param type the type; checked (not blank) by {@link #build()}
+     * @return this builder
+     */
     public Builder type(String type) {
       this.type = type;
       return this;
     }
 
+    /**
+     * Sets the payload's schema version. Default 1.
+     *
+     * @param schemaVersion the version; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder schemaVersion(int schemaVersion) {
       this.schemaVersion = schemaVersion;
       return this;
     }
 
-    /** The ordering and partitioning key; null for none. */
+    /**
+     * The ordering and partitioning key; null for none.
+     *
+     * @param key the key, or null; checked (not blank) by {@link #build()}
+     * @return this builder
+     */
     public Builder key(String key) {
       this.key = key;
       return this;
     }
 
-    /** The payload bytes; copied. */
+    /**
+     * The payload bytes; copied.
+     *
+     * @param payload the bytes; checked (not null, not empty) by {@link #build()}
+     * @return this builder
+     */
     public Builder payload(byte[] payload) {
       this.payload = payload == null ? null : payload.clone();
       return this;
     }
 
-    /** The payload as UTF-8 text. */
+    /**
+     * The payload as UTF-8 text.
+     *
+     * @param utf8 the text; checked (not null, not empty) by {@link #build()}
+     * @return this builder
+     */
     public Builder payload(String utf8) {
       this.payload = utf8 == null ? null : utf8.getBytes(StandardCharsets.UTF_8);
       return this;
     }
 
-    /** Adds or replaces one user header. */
+    /**
+     * Adds or replaces one user header.
+     *
+     * @param name the header name; checked (not blank, not reserved) by {@link #build()}
+     * @param value the value; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder header(String name, String value) {
       headers.put(name, value);
       return this;
     }
 
-    /** Replaces all user headers. */
+    /**
+     * Replaces all user headers.
+     *
+     * @param headers the headers, copied; null clears them
+     * @return this builder
+     */
     public Builder headers(Map<String, String> headers) {
       this.headers.clear();
       if (headers != null) {
@@ -260,18 +376,34 @@ public final class Message {
       return this;
     }
 
-    /** Creation time; defaults to the system clock at {@link #build()}. */
+    /**
+     * Creation time; defaults to the system clock at {@link #build()}.
+     *
+     * @param createdAt the time, or null for the time of {@link #build()}
+     * @return this builder
+     */
     public Builder createdAt(Instant createdAt) {
       this.createdAt = createdAt;
       return this;
     }
 
-    /** After this instant the message is not delivered; null for never. */
+    /**
+     * After this instant the message is not delivered; null for never.
+     *
+     * @param expiresAt the expiry, or null; checked (after the creation time) by {@link #build()}
+     * @return this builder
+     */
     public Builder expiresAt(Instant expiresAt) {
       this.expiresAt = expiresAt;
       return this;
     }
 
+    /**
+     * Sets the priority hint. Default {@link Priority#NORMAL}.
+     *
+     * @param priority the priority; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder priority(Priority priority) {
       this.priority = priority;
       return this;
@@ -280,6 +412,9 @@ public final class Message {
     /**
      * The trace id to carry; defaults to a new one. A valid {@code traceparent} header takes
      * precedence: the message's trace id is then that header's (see {@link #traceContext}).
+     *
+     * @param traceId the trace id, or null for a new one; checked (not blank) by {@link #build()}
+     * @return this builder
      */
     public Builder traceId(String traceId) {
       this.traceId = traceId;
@@ -291,6 +426,10 @@ public final class Message {
      * TraceContext#TRACESTATE} when the state is not empty, else removes it) and makes the
      * context's trace id the message's. The headers travel like any user header: through every
      * outbox store and transport, onto retry copies and dead letters, and back on replay.
+     *
+     * @param context the context to carry; not null
+     * @return this builder
+     * @throws IllegalArgumentException if {@code context} is null
      */
     public Builder traceContext(TraceContext context) {
       Checks.requireNonNull("context", context);
@@ -305,6 +444,7 @@ public final class Message {
     }
 
     /**
+     * @return a new, immutable message
      * @throws IllegalArgumentException naming the field when the id, type or trace id is blank,
      *     the schema version is below 1, the key is blank (but not null), the payload is missing
      *     or empty, a header name is blank or reserved, a header value is null, or the expiry is

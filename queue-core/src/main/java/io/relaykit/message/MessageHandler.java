@@ -13,5 +13,11 @@ package io.relaykit.message;
  */
 @FunctionalInterface
 public interface MessageHandler {
+  /**
+   * Handles one delivery; returning normally means done, so the runtime acknowledges it.
+   *
+   * @param delivery the message and its attempt count
+   * @throws Exception to say "not done": retried or dead-lettered as the class comment says
+   */
   void handle(Delivery delivery) throws Exception;
 }

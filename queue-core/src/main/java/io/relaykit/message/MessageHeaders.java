@@ -23,22 +23,34 @@ public final class MessageHeaders {
   /** Header names starting with this (case-insensitive) belong to relaykit. */
   public static final String RESERVED_PREFIX = "relaykit-";
 
+  /** The message id. */
   public static final String ID = "relaykit-id";
+  /** The message type. */
   public static final String TYPE = "relaykit-type";
+  /** The payload's schema version, a decimal integer. */
   public static final String SCHEMA_VERSION = "relaykit-schema-version";
+  /** The creation time, an ISO-8601 instant. */
   public static final String CREATED_AT = "relaykit-created-at";
+  /** The expiry, an ISO-8601 instant; absent for none. */
   public static final String EXPIRES_AT = "relaykit-expires-at";
+  /** The priority, a {@link Priority} constant's name; absent means NORMAL. */
   public static final String PRIORITY = "relaykit-priority";
+  /** The trace id. */
   public static final String TRACE_ID = "relaykit-trace-id";
 
   /** Failed attempts so far (our own count; broker delivery counts are not relied on). */
   public static final String ATTEMPT = "relaykit-attempt";
+  /** When the first attempt failed, an ISO-8601 instant. */
   public static final String FIRST_FAILURE_AT = "relaykit-first-failure-at";
+  /** When the latest attempt failed, an ISO-8601 instant. */
   public static final String LAST_FAILURE_AT = "relaykit-last-failure-at";
   /** When a delayed retry becomes due. */
   public static final String RETRY_AT = "relaykit-retry-at";
+  /** Why the message was dead-lettered. */
   public static final String DEAD_REASON = "relaykit-dead-reason";
+  /** The class name of the exception of the last failed attempt. */
   public static final String EXCEPTION_CLASS = "relaykit-exception-class";
+  /** The message of the exception of the last failed attempt. */
   public static final String EXCEPTION_MESSAGE = "relaykit-exception-message";
   /** Where a retried or dead-lettered message came from (topic, queue), to route it back. */
   public static final String SOURCE = "relaykit-source";
@@ -52,6 +64,9 @@ public final class MessageHeaders {
   /**
    * The message's envelope fields and user headers as one header map, in a stable order: a new
    * mutable map each call, so a transport may add its own headers to it.
+   *
+   * @param message the message; not null
+   * @return the header map; O(headers)
    */
   public static Map<String, String> toWire(Message message) {
     Map<String, String> wire = new LinkedHashMap<>();
@@ -71,6 +86,10 @@ public final class MessageHeaders {
    * envelope's (attempts, failure data) are left out of the message's user headers; read them from
    * {@code wire} directly.
    *
+   * @param wire the transport's headers; not null
+   * @param key the transport's key, or null for none
+   * @param body the transport's body; must not be empty
+   * @return the message, its user headers being the unreserved entries of {@code wire}
    * @throws MalformedMessageException naming the header that is missing or invalid, or the field
    *     the message would violate (an empty body)
    * @throws IllegalArgumentException if {@code wire} is null (a caller bug, not a bad message)
@@ -116,7 +135,12 @@ public final class MessageHeaders {
     }
   }
 
-  /** Whether {@code name} is reserved for relaykit. */
+  /**
+   * Whether {@code name} is reserved for relaykit.
+   *
+   * @param name a header name; not null
+   * @return true if it starts with {@link #RESERVED_PREFIX}, ignoring case
+   */
   public static boolean isReserved(String name) {
     return name.regionMatches(true, 0, RESERVED_PREFIX, 0, RESERVED_PREFIX.length());
   }

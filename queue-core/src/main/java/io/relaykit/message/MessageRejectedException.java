@@ -10,10 +10,21 @@ import io.relaykit.retry.PermanentFailureException;
 public class MessageRejectedException extends PermanentFailureException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * A refusal without a cause.
+   *
+   * @param message why the message was refused; becomes the dead letter's reason
+   */
   public MessageRejectedException(String message) {
     super(message);
   }
 
+  /**
+   * A refusal caused by {@code cause}.
+   *
+   * @param message why the message was refused; becomes the dead letter's reason
+   * @param cause the transport's failure; may be null
+   */
   public MessageRejectedException(String message, Throwable cause) {
     super(message, cause);
   }

@@ -9,10 +9,21 @@ package io.relaykit.message;
 public class PublishException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * A missing confirm without a cause.
+   *
+   * @param message what failed (nack, lost connection, timeout), naming the destination
+   */
   public PublishException(String message) {
     super(message);
   }
 
+  /**
+   * A missing confirm caused by {@code cause}.
+   *
+   * @param message what failed (nack, lost connection, timeout), naming the destination
+   * @param cause the client's failure; may be null
+   */
   public PublishException(String message, Throwable cause) {
     super(message, cause);
   }

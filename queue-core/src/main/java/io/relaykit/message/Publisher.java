@@ -27,7 +27,10 @@ public interface Publisher extends AutoCloseable {
   /**
    * Publishes {@code message} to {@code destination}.
    *
+   * @param destination the topic, exchange or queue; not blank
+   * @param message the message; not null
    * @return a future completed with the broker's receipt, or exceptionally as described above
+   * @throws IllegalArgumentException if {@code destination} is blank or {@code message} is null
    */
   CompletableFuture<PublishReceipt> publish(String destination, Message message);
 

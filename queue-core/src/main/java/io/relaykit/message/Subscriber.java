@@ -24,6 +24,9 @@ public interface Subscriber extends AutoCloseable {
   /**
    * Starts consuming {@code spec.destination()} with {@code handler}.
    *
+   * @param spec what to consume and how
+   * @param handler does the work for each message
+   * @return a running subscription; close it to stop consuming
    * @throws IllegalArgumentException if the spec asks for something the transport cannot do
    */
   Subscription subscribe(SubscriptionSpec spec, MessageHandler handler);

@@ -12,6 +12,7 @@ public interface Subscription extends AutoCloseable {
    * deadline}, acknowledge or commit what finished, and close. Messages that did not finish are
    * not acknowledged and will be redelivered to the next consumer.
    *
+   * @param deadline the longest wait for in-flight handlers
    * @return true if every in-flight handler finished before the deadline
    */
   boolean close(Duration deadline);
@@ -22,6 +23,10 @@ public interface Subscription extends AutoCloseable {
     close(Duration.ofSeconds(30));
   }
 
-  /** Whether the subscription is consuming (started and not closed or failed). */
+  /**
+   * Whether the subscription is consuming (started and not closed or failed).
+   *
+   * @return false once closed, or once it stopped on an error it cannot recover from
+   */
   boolean isRunning();
 }

@@ -42,6 +42,21 @@ public record SubscriptionSpec(
     HandlerThreads handlerThreads,
     MetricsListener metrics) {
 
+  /**
+   * Checks every component.
+   *
+   * @param destination topic or queue; not blank
+   * @param group the consumer group; not blank
+   * @param ordering what may run in parallel; not null
+   * @param concurrency worker threads, {@code >= 1}
+   * @param maxInFlight the intake bound, {@code >= concurrency}
+   * @param retryPolicy the retry policy; not null
+   * @param handlerTimeout the handler timeout; positive
+   * @param inbound how records become messages; not null
+   * @param handlerThreads platform or virtual threads; not null, available on this JDK
+   * @param metrics where ignored parts are reported; null for the transport's own listener
+   * @throws IllegalArgumentException naming the first invalid component and its value
+   */
   public SubscriptionSpec {
     Checks.requireNonBlank("destination", destination);
     Checks.requireNonBlank("group", group);
@@ -63,6 +78,8 @@ public record SubscriptionSpec(
    * The listener this subscription reports to: {@link #metrics()} when set, else {@code
    * transportDefault} (a transport's own listener, or {@link MetricsListener#noop()}).
    *
+   * @param transportDefault the listener to use when the spec names none; not null
+   * @return the listener to report to
    * @throws IllegalArgumentException if {@code transportDefault} is null
    */
   public MetricsListener metricsOr(MetricsListener transportDefault) {
@@ -73,6 +90,10 @@ public record SubscriptionSpec(
   /**
    * Defaults: KEY ordering, 16 workers, 256 in flight, default retry policy, 30 s timeout,
    * relaykit's envelope and foreign records ({@link InboundMapping#standard()}).
+   *
+   * @param destination topic or queue to consume; checked (not blank) by {@link Builder#build()}
+   * @param group the consumer group; checked (not blank) by {@link Builder#build()}
+   * @return a new builder
    */
   public static Builder builder(String destination, String group) {
     return new Builder(destination, group);
@@ -96,26 +117,56 @@ public record SubscriptionSpec(
       this.group = group;
     }
 
+    /**
+     * Sets what may run in parallel. Default {@link OrderingMode#KEY}.
+     *
+     * @param ordering the mode; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder ordering(OrderingMode ordering) {
       this.ordering = ordering;
       return this;
     }
 
+    /**
+     * Sets the number of worker threads. Default 16.
+     *
+     * @param concurrency the count; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder concurrency(int concurrency) {
       this.concurrency = concurrency;
       return this;
     }
 
+    /**
+     * Sets the bound on messages received but not finished. Default 256.
+     *
+     * @param maxInFlight the bound; checked ({@code >= concurrency}) by {@link #build()}
+     * @return this builder
+     */
     public Builder maxInFlight(int maxInFlight) {
       this.maxInFlight = maxInFlight;
       return this;
     }
 
+    /**
+     * Sets attempts, backoff and failure classification. Default {@link RetryPolicy#defaults()}.
+     *
+     * @param retryPolicy the policy; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder retryPolicy(RetryPolicy retryPolicy) {
       this.retryPolicy = retryPolicy;
       return this;
     }
 
+    /**
+     * Sets how long a handler may run before it counts as a retryable failure. Default 30 s.
+     *
+     * @param handlerTimeout the timeout; checked (positive) by {@link #build()}
+     * @return this builder
+     */
     public Builder handlerTimeout(Duration handlerTimeout) {
       this.handlerTimeout = handlerTimeout;
       return this;
@@ -126,6 +177,8 @@ public record SubscriptionSpec(
      * InboundMapping#foreign()} names id, type and key headers or reads CloudEvents; {@link
      * InboundMapping#relaykitOnly()} dead-letters every record without relaykit's headers.
      *
+     * @param inbound the mapping
+     * @return this builder
      * @throws IllegalArgumentException at {@link #build()} if null
      */
     public Builder inbound(InboundMapping inbound) {
@@ -137,6 +190,8 @@ public record SubscriptionSpec(
      * What kind of thread the handlers run on; {@link HandlerThreads#PLATFORM} by default. The
      * concurrency and in-flight bounds apply unchanged to virtual threads.
      *
+     * @param handlerThreads the kind of thread
+     * @return this builder
      * @throws IllegalArgumentException at {@link #build()} if null, or if {@link
      *     HandlerThreads#VIRTUAL} is asked for on a JDK older than 21
      */
@@ -150,6 +205,8 @@ public record SubscriptionSpec(
      * MetricsListener#ignored}); by default the transport's own listener where it has one, else
      * none. Called on delivery threads: must be fast and must not block.
      *
+     * @param metrics the listener; not null
+     * @return this builder
      * @throws IllegalArgumentException if {@code metrics} is null
      */
     public Builder metrics(MetricsListener metrics) {
@@ -157,6 +214,12 @@ public record SubscriptionSpec(
       return this;
     }
 
+    /**
+     * Builds the spec.
+     *
+     * @return an immutable, validated spec
+     * @throws IllegalArgumentException naming the first invalid field and its value
+     */
     public SubscriptionSpec build() {
       return new SubscriptionSpec(destination, group, ordering, concurrency, maxInFlight,
           retryPolicy, handlerTimeout, inbound, handlerThreads, metrics);

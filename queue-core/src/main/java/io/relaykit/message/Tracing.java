@@ -31,6 +31,9 @@ public final class Tracing {
    * captured at the append), and the scope closes when the future completes, on the completing
    * thread. {@code publisher} itself when {@code propagation} is {@link TracePropagation#none()}.
    *
+   * @param publisher the publisher to wrap
+   * @param propagation the propagation whose scopes surround each publish
+   * @return the traced publisher; closing it closes {@code publisher}
    * @throws NullPointerException if an argument is null
    */
   public static Publisher publisher(Publisher publisher, TracePropagation propagation) {
@@ -86,6 +89,9 @@ public final class Tracing {
    * child of the delivery's context), opened and closed on the handler's thread. {@code handler}
    * itself when {@code propagation} is {@link TracePropagation#none()}.
    *
+   * @param handler the handler to wrap
+   * @param propagation the propagation whose scope surrounds each call
+   * @return the traced handler
    * @throws NullPointerException if an argument is null
    */
   public static MessageHandler handler(MessageHandler handler, TracePropagation propagation) {

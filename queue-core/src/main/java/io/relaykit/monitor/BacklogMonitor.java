@@ -45,12 +45,23 @@ public final class BacklogMonitor {
   private final InstantSource clock;
   private final ArrayDeque<BacklogSample> samples = new ArrayDeque<>();
 
-  /** A monitor whose {@link #record(long, Duration)} stamps samples with the system clock. */
+  /**
+   * A monitor whose {@link #record(long, Duration)} stamps samples with the system clock.
+   *
+   * @param config the thresholds; not null
+   * @throws IllegalArgumentException if {@code config} is null
+   */
   public BacklogMonitor(Config config) {
     this(config, InstantSource.system());
   }
 
-  /** A monitor whose {@link #record(long, Duration)} stamps samples with {@code clock}. */
+  /**
+   * A monitor whose {@link #record(long, Duration)} stamps samples with {@code clock}.
+   *
+   * @param config the thresholds; not null
+   * @param clock the source of the timestamps {@link #record(long, Duration)} stamps; not null
+   * @throws IllegalArgumentException if {@code config} or {@code clock} is null
+   */
   public BacklogMonitor(Config config, InstantSource clock) {
     this.config = Checks.requireNonNull("config", config);
     this.clock = Checks.requireNonNull("clock", clock);
@@ -59,6 +70,7 @@ public final class BacklogMonitor {
   /**
    * Adds a sample and forgets those that fell out of the window.
    *
+   * @param sample the observation; its time must not be before the latest sample's
    * @throws IllegalArgumentException if {@code sample} is null or older than the latest sample
    */
   public synchronized void record(BacklogSample sample) {
@@ -75,17 +87,34 @@ public final class BacklogMonitor {
     }
   }
 
-  /** Adds a sample taken now by the monitor's clock. */
+  /**
+   * Adds a sample taken now by the monitor's clock.
+   *
+   * @param depth messages waiting, {@code >= 0}
+   * @param oldestAge how long the oldest waiting message has waited; not negative
+   * @throws IllegalArgumentException if {@code oldestAge} is null or negative, {@code depth} is
+   *     negative, or the clock went back behind the latest sample
+   */
   public void record(long depth, Duration oldestAge) {
     record(new BacklogSample(clock.instant(), depth, oldestAge));
   }
 
-  /** The backlog's shape over the window, by the rules in the class comment. */
+  /**
+   * The backlog's shape over the window, by the rules in the class comment.
+   *
+   * @return the verdict; {@link BacklogVerdict#HEALTHY} while fewer than {@code minSamples} samples
+   *     are in the window
+   */
   public synchronized BacklogVerdict verdict() {
     return judge(samples.toArray(new BacklogSample[0]));
   }
 
-  /** The verdict together with the latest numbers and the trend. */
+  /**
+   * The verdict together with the latest numbers and the trend.
+   *
+   * @return the verdict, the latest sample's numbers (time null, zeros when there is none), how
+   *     many samples the window holds, the span they cover and the depth trend per second
+   */
   public synchronized BacklogSnapshot snapshot() {
     BacklogSample[] s = samples.toArray(new BacklogSample[0]);
     if (s.length == 0) {
@@ -97,11 +126,20 @@ public final class BacklogMonitor {
         Duration.between(s[0].at(), last.at()), slope(s, 0, s.length));
   }
 
-  /** The samples in the window, oldest first. */
+  /**
+   * The samples in the window, oldest first.
+   *
+   * @return an immutable copy, at most {@link Config#maxSamples()} long
+   */
   public synchronized List<BacklogSample> samples() {
     return List.copyOf(samples);
   }
 
+  /**
+   * The thresholds this monitor judges by.
+   *
+   * @return the config given at construction
+   */
   public Config config() {
     return config;
   }
@@ -210,13 +248,34 @@ public final class BacklogMonitor {
       Duration stallAge,
       long maxDepth) {
 
-    /** A config without a bound ({@code maxDepth} {@link Long#MAX_VALUE}). */
+    /**
+     * A config without a bound ({@code maxDepth} {@link Long#MAX_VALUE}).
+     *
+     * @param window how far back samples count; positive
+     * @param minSamples fewest samples for a verdict other than HEALTHY; at least 3
+     * @param maxSamples most samples kept; at least {@code minSamples}
+     * @param growthPerSecond the depth trend that counts as growth; finite and {@code > 0}
+     * @param highDepth the depth from which a falling backlog is a draining spike; {@code >= 1}
+     * @param stallAge the oldest age from which a non-moving head is a stall; positive
+     * @throws IllegalArgumentException naming the first invalid component and its value
+     */
     public Config(Duration window, int minSamples, int maxSamples, double growthPerSecond,
         long highDepth, Duration stallAge) {
       this(window, minSamples, maxSamples, growthPerSecond, highDepth, stallAge, Long.MAX_VALUE);
     }
 
-    /** Validates; prefer {@link #builder()}. */
+    /**
+     * Validates; prefer {@link #builder()}.
+     *
+     * @param window how far back samples count; positive
+     * @param minSamples fewest samples for a verdict other than HEALTHY; at least 3
+     * @param maxSamples most samples kept; at least {@code minSamples}
+     * @param growthPerSecond the depth trend that counts as growth; finite and {@code > 0}
+     * @param highDepth the depth from which a falling backlog is a draining spike; {@code >= 1}
+     * @param stallAge the oldest age from which a non-moving head is a stall; positive
+     * @param maxDepth the bound for {@link BacklogVerdict#OVER_BOUND}; {@code >= 1}
+     * @throws IllegalArgumentException naming the first invalid component and its value
+     */
     public Config {
       Checks.requirePositive("window", window);
       if (minSamples < 3) {
@@ -235,11 +294,20 @@ public final class BacklogMonitor {
       Checks.requirePositive("maxDepth", maxDepth);
     }
 
+    /**
+     * A builder holding every default; see the record's components for them.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
       return new Builder();
     }
 
-    /** All defaults. */
+    /**
+     * All defaults.
+     *
+     * @return the config of a new {@link #builder()}, built unchanged
+     */
     public static Config defaults() {
       return builder().build();
     }
@@ -256,43 +324,87 @@ public final class BacklogMonitor {
 
       private Builder() {}
 
-      /** The bound over which the verdict is OVER_BOUND. Default none. */
+      /**
+       * The bound over which the verdict is OVER_BOUND. Default none.
+       *
+       * @param maxDepth the bound; checked ({@code >= 1}) by {@link #build()}
+       * @return this builder
+       */
       public Builder maxDepth(long maxDepth) {
         this.maxDepth = maxDepth;
         return this;
       }
 
+      /**
+       * Sets how far back samples count. Default 5 minutes.
+       *
+       * @param window the window; checked (positive) by {@link #build()}
+       * @return this builder
+       */
       public Builder window(Duration window) {
         this.window = window;
         return this;
       }
 
+      /**
+       * Sets the fewest samples for a verdict other than HEALTHY. Default 5.
+       *
+       * @param minSamples the count; checked (at least 3) by {@link #build()}
+       * @return this builder
+       */
       public Builder minSamples(int minSamples) {
         this.minSamples = minSamples;
         return this;
       }
 
+      /**
+       * Sets the most samples kept whatever the window, which bounds memory. Default 600.
+       *
+       * @param maxSamples the count; checked (at least {@code minSamples}) by {@link #build()}
+       * @return this builder
+       */
       public Builder maxSamples(int maxSamples) {
         this.maxSamples = maxSamples;
         return this;
       }
 
+      /**
+       * Sets the depth trend, in messages per second, that counts as growth. Default 1.0.
+       *
+       * @param growthPerSecond the trend; checked (finite, {@code > 0}) by {@link #build()}
+       * @return this builder
+       */
       public Builder growthPerSecond(double growthPerSecond) {
         this.growthPerSecond = growthPerSecond;
         return this;
       }
 
+      /**
+       * Sets the depth from which a falling backlog is a draining spike. Default 1000.
+       *
+       * @param highDepth the depth; checked ({@code >= 1}) by {@link #build()}
+       * @return this builder
+       */
       public Builder highDepth(long highDepth) {
         this.highDepth = highDepth;
         return this;
       }
 
+      /**
+       * Sets the oldest age from which a non-moving head is a stall. Default 1 minute.
+       *
+       * @param stallAge the age; checked (positive) by {@link #build()}
+       * @return this builder
+       */
       public Builder stallAge(Duration stallAge) {
         this.stallAge = stallAge;
         return this;
       }
 
-      /** @throws IllegalArgumentException naming the invalid field and its value */
+      /**
+       * @return a new, validated config
+       * @throws IllegalArgumentException naming the invalid field and its value
+       */
       public Config build() {
         return new Config(window, minSamples, maxSamples, growthPerSecond, highDepth, stallAge,
             maxDepth);

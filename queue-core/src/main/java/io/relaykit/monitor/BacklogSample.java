@@ -15,6 +15,9 @@ import java.time.Instant;
 public record BacklogSample(Instant at, long depth, Duration oldestAge) {
 
   /**
+   * @param at when it was taken; not null
+   * @param depth messages waiting, {@code >= 0}
+   * @param oldestAge how long the oldest waiting message has waited; not null, not negative
    * @throws IllegalArgumentException if {@code at} or {@code oldestAge} is null, or {@code depth}
    *     or {@code oldestAge} is negative
    */

@@ -17,6 +17,18 @@ import java.time.Instant;
 public record LifecycleEvent(
     Stage stage, String messageId, String traceId, String where, Instant at, String detail) {
 
+  /**
+   * Checks the components; a null {@code detail} becomes {@code ""}.
+   *
+   * @param stage what happened; not null
+   * @param messageId the message id; not blank
+   * @param traceId the trace id, or null when there is none
+   * @param where where it happened; not blank
+   * @param at when it happened; not null
+   * @param detail a reason or position; null means empty
+   * @throws IllegalArgumentException if {@code stage} or {@code at} is null, or {@code messageId}
+   *     or {@code where} is null or blank
+   */
   public LifecycleEvent {
     Checks.requireNonNull("stage", stage);
     Checks.requireNonBlank("messageId", messageId);

@@ -17,14 +17,31 @@ import java.util.Objects;
 @FunctionalInterface
 public interface LifecycleListener {
 
+  /**
+   * Receives one step of one message. Called synchronously by the component that took the step,
+   * possibly under its lock; what it throws is contained and reported once, never propagated.
+   *
+   * @param event the step; never null
+   */
   void on(LifecycleEvent event);
 
-  /** A listener that ignores everything. */
+  /**
+   * A listener that ignores everything.
+   *
+   * @return a listener whose {@link #on} does nothing; shared and stateless
+   */
   static LifecycleListener noop() {
     return event -> { };
   }
 
-  /** A listener that forwards every event to each of {@code listeners}, in order. */
+  /**
+   * A listener that forwards every event to each of {@code listeners}, in order.
+   *
+   * @param listeners the listeners to call; copied, so later changes to the list are not seen
+   * @return a listener calling each of {@code listeners} through {@link #safely}, so one that
+   *     throws does not stop the rest
+   * @throws NullPointerException if {@code listeners} or one of its elements is null
+   */
   static LifecycleListener composite(List<LifecycleListener> listeners) {
     List<LifecycleListener> copy = List.copyOf(listeners);
     return event -> {
@@ -38,6 +55,10 @@ public interface LifecycleListener {
    * Delivers {@code event} to {@code listener}, containing whatever the listener throws short of a
    * {@link VirtualMachineError}: runtime exceptions, and the {@link LinkageError}s and {@link
    * AssertionError}s a misconfigured or buggy exporter throws.
+   *
+   * @param listener the listener to call
+   * @param event the event to deliver
+   * @throws NullPointerException if {@code event} is null
    */
   static void safely(LifecycleListener listener, LifecycleEvent event) {
     Objects.requireNonNull(event, "event");

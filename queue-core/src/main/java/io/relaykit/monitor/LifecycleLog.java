@@ -18,6 +18,7 @@ public final class LifecycleLog implements LifecycleListener {
   private final Deque<LifecycleEvent> events;
 
   /**
+   * @param capacity how many events to retain; once full, each new event evicts the oldest
    * @throws IllegalArgumentException if {@code capacity < 1}
    */
   public LifecycleLog(int capacity) {
@@ -33,7 +34,13 @@ public final class LifecycleLog implements LifecycleListener {
     events.addLast(event);
   }
 
-  /** Every retained event of the message with this id, oldest first. */
+  /**
+   * Every retained event of the message with this id, oldest first.
+   *
+   * @param messageId the message id to match exactly
+   * @return a new list of the matching events; empty when none is retained. Costs one scan of the
+   *     retained events under the log's lock
+   */
   public synchronized List<LifecycleEvent> history(String messageId) {
     List<LifecycleEvent> out = new ArrayList<>();
     for (LifecycleEvent e : events) {
@@ -44,7 +51,13 @@ public final class LifecycleLog implements LifecycleListener {
     return out;
   }
 
-  /** Every retained event carrying this trace id, oldest first. */
+  /**
+   * Every retained event carrying this trace id, oldest first.
+   *
+   * @param traceId the trace id to match exactly; not null
+   * @return a new list of the matching events; empty when none is retained. Costs one scan of the
+   *     retained events under the log's lock
+   */
   public synchronized List<LifecycleEvent> trace(String traceId) {
     List<LifecycleEvent> out = new ArrayList<>();
     for (LifecycleEvent e : events) {
@@ -55,7 +68,11 @@ public final class LifecycleLog implements LifecycleListener {
     return out;
   }
 
-  /** Every retained event, oldest first. */
+  /**
+   * Every retained event, oldest first.
+   *
+   * @return a new list (a snapshot) of at most {@code capacity} events
+   */
   public synchronized List<LifecycleEvent> all() {
     return new ArrayList<>(events);
   }

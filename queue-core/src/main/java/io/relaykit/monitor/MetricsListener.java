@@ -36,19 +36,38 @@ public interface MetricsListener {
    */
   String IGNORED_CLOUDEVENTS_ATTRIBUTE = "malformed-cloudevents-attribute";
 
-  /** Messages waiting in {@code destination}. */
+  /**
+   * Messages waiting in {@code destination}.
+   *
+   * @param destination the queue, topic or outbox
+   * @param depth the current number of waiting messages
+   */
   default void backlogDepth(String destination, long depth) {}
 
-  /** How long the oldest waiting message of {@code destination} has waited. */
+  /**
+   * How long the oldest waiting message of {@code destination} has waited.
+   *
+   * @param destination the queue, topic or outbox
+   * @param age the current age of its oldest waiting message; {@link Duration#ZERO} when none waits
+   */
   default void oldestAge(String destination, Duration age) {}
 
   /**
    * How far consumer {@code group} trails the end of {@code destination} (per partition summed),
    * in messages.
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group
+   * @param lag the current lag in messages, summed over partitions
    */
   default void consumerLag(String destination, String group, long lag) {}
 
-  /** Dead letters held for {@code destination}. */
+  /**
+   * Dead letters held for {@code destination}.
+   *
+   * @param destination the destination the dead letters came from
+   * @param depth the current number of dead letters held
+   */
   default void deadLetterDepth(String destination, long depth) {}
 
   /**
@@ -56,6 +75,8 @@ public interface MetricsListener {
    *
    * @param reason a short, low-cardinality label: {@code "capacity"}, {@code "expired"}, {@code
    *     "rejected"}, {@code "malformed"}
+   * @param destination the queue, topic or outbox that discarded them
+   * @param count how many were discarded by this event (an increment, not a total)
    */
   default void dropped(String destination, String reason, long count) {}
 
@@ -66,27 +87,49 @@ public interface MetricsListener {
    * of a record the consumer had not committed may count again). Unlike {@link #dropped}, no
    * message is lost.
    *
+   * @param destination the queue or topic the message came from
    * @param reason one of {@link #IGNORED_TRACEPARENT}, {@link #IGNORED_TRACESTATE}, {@link
    *     #IGNORED_CLOUDEVENTS_ATTRIBUTE}: a closed set, safe as a metric tag
+   * @param count how many parts of that message were ignored for {@code reason}, {@code >= 1}
    */
   default void ignored(String destination, String reason, long count) {}
 
-  /** The latest backlog judgement for {@code destination}. */
+  /**
+   * The latest backlog judgement for {@code destination}.
+   *
+   * @param destination the destination judged
+   * @param snapshot the monitor's latest judgement of it
+   */
   default void backlog(String destination, BacklogSnapshot snapshot) {}
 
   /**
    * Consumer {@code group} of {@code destination} stopped for good on an error it cannot recover
    * from (an offset it may not reset, missing authorization, a fenced member): an event, once per
    * subscription, not a gauge. The subscription no longer runs; {@code cause} says why.
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group that stopped
+   * @param cause the error that stopped it
    */
   default void consumerFailed(String destination, String group, Throwable cause) {}
 
-  /** A listener that ignores everything. */
+  /**
+   * A listener that ignores everything.
+   *
+   * @return a listener whose every method does nothing; stateless
+   */
   static MetricsListener noop() {
     return new MetricsListener() {};
   }
 
-  /** Forwards every call to each of {@code listeners} in order; one failing does not stop the rest. */
+  /**
+   * Forwards every call to each of {@code listeners} in order; one failing does not stop the rest.
+   *
+   * @param listeners the listeners to call; copied, so later changes to the list are not seen
+   * @return a listener calling each of {@code listeners} through {@link #safely}
+   * @throws NullPointerException if {@code listeners} is null
+   * @throws IllegalArgumentException if {@code listeners} contains null
+   */
   static MetricsListener composite(List<MetricsListener> listeners) {
     Objects.requireNonNull(listeners, "listeners");
     for (MetricsListener l : listeners) {
@@ -141,6 +184,10 @@ public interface MetricsListener {
   /**
    * Makes one call on {@code listener}, containing whatever it throws:
    * {@code MetricsListener.safely(metrics, m -> m.dropped("orders", "expired", 1))}.
+   *
+   * @param listener the listener to call
+   * @param call the call to make on it; what it throws short of a {@link VirtualMachineError} is
+   *     contained and reported once per listener through {@link System.Logger}
    */
   static void safely(MetricsListener listener, Consumer<MetricsListener> call) {
     try {

@@ -100,6 +100,11 @@ public final class KeyedExecutor {
     workers.forEach(Thread::start);
   }
 
+  /**
+   * A builder with the defaults: one thread per available processor, {@code maxQueued} 1024.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
   }
@@ -108,6 +113,7 @@ public final class KeyedExecutor {
    * Accepts {@code task}, waiting while the executor is full.
    *
    * @param key the ordering key; {@code null} for no ordering
+   * @param task the task; not null
    * @throws RejectedExecutionException if the executor is shut down (also when it shuts down while
    *     this call waits)
    * @throws InterruptedException if interrupted while waiting; the task is then not accepted
@@ -132,6 +138,9 @@ public final class KeyedExecutor {
   /**
    * Accepts {@code task}, waiting up to {@code timeout} while the executor is full.
    *
+   * @param key the ordering key; {@code null} for no ordering
+   * @param task the task; not null
+   * @param timeout the longest wait for room; not null, zero or negative means do not wait
    * @return true if accepted, false if still full at the timeout
    * @throws RejectedExecutionException if the executor is shut down
    * @throws InterruptedException if interrupted while waiting; the task is then not accepted
@@ -163,6 +172,8 @@ public final class KeyedExecutor {
   /**
    * Accepts {@code task} if there is room, without waiting.
    *
+   * @param key the ordering key; {@code null} for no ordering
+   * @param task the task; not null
    * @return true if accepted, false if the executor is full
    * @throws RejectedExecutionException if the executor is shut down
    */
@@ -347,7 +358,9 @@ public final class KeyedExecutor {
   /**
    * Waits until every accepted task has finished (the executor may still accept more).
    *
+   * @param timeout the longest wait; not null
    * @return true if nothing is pending, false if {@code timeout} passed first
+   * @throws InterruptedException if interrupted while waiting
    */
   public boolean awaitDrained(Duration timeout) throws InterruptedException {
     return awaitUnderLock(timeout, drained, () -> pending <= 0);
@@ -357,7 +370,10 @@ public final class KeyedExecutor {
    * Graceful close: stops intake, waits up to {@code deadline} for accepted tasks to finish, and if
    * they do not, {@linkplain #shutdownNow() drops the rest and interrupts} what still runs.
    *
+   * @param deadline the longest wait for accepted tasks to finish; not null
    * @return true if every accepted task finished within the deadline
+   * @throws InterruptedException if interrupted while waiting; the executor is then shut down now,
+   *     as if the deadline had passed
    */
   public boolean close(Duration deadline) throws InterruptedException {
     shutdown();
@@ -376,7 +392,13 @@ public final class KeyedExecutor {
     return done;
   }
 
-  /** Waits until every worker thread has exited (after a shutdown and drain, or shutdownNow). */
+  /**
+   * Waits until every worker thread has exited (after a shutdown and drain, or shutdownNow).
+   *
+   * @param timeout the longest wait; not null
+   * @return true if every worker exited, false if {@code timeout} passed first
+   * @throws InterruptedException if interrupted while waiting
+   */
   public boolean awaitTermination(Duration timeout) throws InterruptedException {
     return awaitUnderLock(timeout, terminated, () -> liveWorkers <= 0);
   }
@@ -402,6 +424,11 @@ public final class KeyedExecutor {
     }
   }
 
+  /**
+   * Whether intake stopped ({@link #shutdown()}, {@link #close} or {@link #shutdownNow()}).
+   *
+   * @return true once shut down; submits then throw {@link RejectedExecutionException}
+   */
   public boolean isShutdown() {
     lock.lock();
     try {
@@ -411,6 +438,11 @@ public final class KeyedExecutor {
     }
   }
 
+  /**
+   * Whether every worker thread has exited.
+   *
+   * @return true once terminated; never before a shutdown
+   */
   public boolean isTerminated() {
     lock.lock();
     try {
@@ -420,7 +452,11 @@ public final class KeyedExecutor {
     }
   }
 
-  /** Accepted tasks that have not finished yet (queued or running). */
+  /**
+   * Accepted tasks that have not finished yet (queued or running).
+   *
+   * @return the count, at most {@link #maxQueued()}
+   */
   public int pending() {
     lock.lock();
     try {
@@ -430,7 +466,11 @@ public final class KeyedExecutor {
     }
   }
 
-  /** How many tasks may be submitted now without blocking: {@code maxQueued - pending()}. */
+  /**
+   * How many tasks may be submitted now without blocking: {@code maxQueued - pending()}.
+   *
+   * @return the free room, {@code >= 0}
+   */
   public int remainingCapacity() {
     lock.lock();
     try {
@@ -440,7 +480,11 @@ public final class KeyedExecutor {
     }
   }
 
-  /** Keys that have a queued or running task. */
+  /**
+   * Keys that have a queued or running task.
+   *
+   * @return how many distinct keys; unordered tasks count for none
+   */
   public int activeKeys() {
     lock.lock();
     try {
@@ -450,10 +494,20 @@ public final class KeyedExecutor {
     }
   }
 
+  /**
+   * The number of worker threads, fixed at build time.
+   *
+   * @return the threads, {@code >= 1}
+   */
   public int threads() {
     return threads;
   }
 
+  /**
+   * The most accepted-but-unfinished tasks, fixed at build time.
+   *
+   * @return the bound, {@code >= 1}
+   */
   public int maxQueued() {
     return maxQueued;
   }
@@ -517,30 +571,57 @@ public final class KeyedExecutor {
 
     private Builder() {}
 
-    /** Worker threads; default: the number of available processors. */
+    /**
+     * Worker threads; default: the number of available processors.
+     *
+     * @param threads the count; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder threads(int threads) {
       this.threads = threads;
       return this;
     }
 
-    /** Most accepted-but-unfinished tasks (queued plus running); default 1024. */
+    /**
+     * Most accepted-but-unfinished tasks (queued plus running); default 1024.
+     *
+     * @param maxQueued the bound; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder maxQueued(int maxQueued) {
       this.maxQueued = maxQueued;
       return this;
     }
 
-    /** Prefix of worker thread names (default {@code relaykit-keyed}); ignored with a factory. */
+    /**
+     * Prefix of worker thread names (default {@code relaykit-keyed}); ignored with a factory.
+     *
+     * @param threadName the prefix; checked (not blank, without a factory) by {@link #build()}
+     * @return this builder
+     */
     public Builder threadName(String threadName) {
       this.threadName = threadName;
       return this;
     }
 
+    /**
+     * Creates the worker threads with {@code threadFactory} instead of named platform threads (pass
+     * a virtual-thread factory, say). Default none.
+     *
+     * @param threadFactory the factory, or null for the default; must not return null
+     * @return this builder
+     */
     public Builder threadFactory(ThreadFactory threadFactory) {
       this.threadFactory = threadFactory;
       return this;
     }
 
-    /** Where task failures go; default: logged at WARNING. */
+    /**
+     * Where task failures go; default: logged at WARNING.
+     *
+     * @param failureHandler the handler; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder failureHandler(FailureHandler failureHandler) {
       this.failureHandler = failureHandler;
       return this;
@@ -549,7 +630,9 @@ public final class KeyedExecutor {
     /**
      * Validates and starts the worker threads.
      *
+     * @return a running executor
      * @throws IllegalArgumentException naming the field and value of an invalid setting
+     * @throws IllegalStateException if the thread factory returns null
      */
     public KeyedExecutor build() {
       if (threads < 1) {

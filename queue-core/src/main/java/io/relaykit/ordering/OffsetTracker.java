@@ -66,10 +66,20 @@ public final class OffsetTracker<P> {
       this.state = state;
     }
 
+    /**
+     * The record's partition.
+     *
+     * @return the partition passed to {@link #track}
+     */
     public P partition() {
       return partition;
     }
 
+    /**
+     * The record's offset.
+     *
+     * @return the offset passed to {@link #track}, {@code >= 0}
+     */
     public long offset() {
       return offset;
     }
@@ -89,7 +99,12 @@ public final class OffsetTracker<P> {
     this(InstantSource.system());
   }
 
-  /** A tracker timing records with {@code clock}, for the oldest-in-flight age. */
+  /**
+   * A tracker timing records with {@code clock}, for the oldest-in-flight age.
+   *
+   * @param clock the time source; not null
+   * @throws NullPointerException if {@code clock} is null
+   */
   public OffsetTracker(InstantSource clock) {
     this.clock = Objects.requireNonNull(clock, "clock");
   }
@@ -97,6 +112,8 @@ public final class OffsetTracker<P> {
   /**
    * Records that {@code offset} of {@code partition} is now in flight.
    *
+   * @param partition the partition; not null
+   * @param offset the record's offset, {@code >= 0}
    * @return the ticket to complete the record with
    * @throws IllegalArgumentException if {@code partition} is null, {@code offset} is negative, or
    *     {@code offset} is not greater than the highest offset tracked for this partition since it
@@ -130,6 +147,7 @@ public final class OffsetTracker<P> {
   /**
    * Marks the ticket's record complete.
    *
+   * @param ticket a ticket {@link #track} returned
    * @return true if it was completed; false if its partition was revoked since it was tracked (the
    *     completion is ignored)
    * @throws IllegalArgumentException if the ticket is null, was not issued by this tracker, or was
@@ -158,6 +176,8 @@ public final class OffsetTracker<P> {
    * anything (a retry copy, a dead letter, a hold on its key): work of an earlier assignment is
    * stale and writes nothing. O(1), lock-free.
    *
+   * @param ticket a ticket {@link #track} returned
+   * @return true while the ticket's assignment of the partition is not revoked
    * @throws IllegalArgumentException if the ticket is null
    */
   public boolean isCurrent(Ticket<P> ticket) {
@@ -170,6 +190,8 @@ public final class OffsetTracker<P> {
   /**
    * Marks {@code offset} of {@code partition} complete. Completions may come in any order.
    *
+   * @param partition the partition; not null
+   * @param offset the record's offset
    * @return true if it was completed; false if the partition has no state (revoked, or never
    *     tracked), in which case the completion is ignored
    * @throws IllegalArgumentException if the partition is tracked but {@code offset} is not in flight
@@ -205,6 +227,7 @@ public final class OffsetTracker<P> {
    * highest tracked offset when every tracked record is complete. Never decreases between
    * revocations.
    *
+   * @param partition the partition; not null
    * @return empty if nothing was tracked for the partition since it was (re)assigned
    */
   public OptionalLong committable(P partition) {
@@ -221,6 +244,8 @@ public final class OffsetTracker<P> {
   /**
    * The committable offset of every partition that has state, in no particular order: what a poll
    * loop commits in one call. O(partitions * log n).
+   *
+   * @return a new map from partition to the offset to commit; empty when nothing is tracked
    */
   public Map<P, Long> committableOffsets() {
     Map<P, Long> result = new LinkedHashMap<>();
@@ -239,6 +264,7 @@ public final class OffsetTracker<P> {
    * completions of its records return {@code false}; a later {@code track} starts afresh at any
    * offset.
    *
+   * @param partition the partition; not null
    * @return how many records were still in flight (their work may be redone by the next owner)
    */
   public int revoke(P partition) {
@@ -262,7 +288,12 @@ public final class OffsetTracker<P> {
     }
   }
 
-  /** The number of incomplete records of {@code partition}; 0 if it has no state. O(1). */
+  /**
+   * The number of incomplete records of {@code partition}; 0 if it has no state. O(1).
+   *
+   * @param partition the partition; not null
+   * @return the count, {@code >= 0}
+   */
   public int inFlight(P partition) {
     requirePartition(partition);
     PartitionState state = partitions.get(partition);
@@ -274,7 +305,11 @@ public final class OffsetTracker<P> {
     }
   }
 
-  /** The number of incomplete records across all partitions. O(1). */
+  /**
+   * The number of incomplete records across all partitions. O(1).
+   *
+   * @return the count, {@code >= 0}
+   */
   public long inFlight() {
     return inFlight.get();
   }
@@ -282,6 +317,8 @@ public final class OffsetTracker<P> {
   /**
    * How long the oldest incomplete record of any partition has been in flight, measured with the
    * tracker's clock; empty when nothing is in flight. O(partitions * log n).
+   *
+   * @return the age, or empty
    */
   public Optional<Duration> oldestInFlightAge() {
     Instant oldest = null;
@@ -299,6 +336,9 @@ public final class OffsetTracker<P> {
   /**
    * How long the oldest incomplete record of {@code partition} has been in flight; empty when it has
    * none.
+   *
+   * @param partition the partition; not null
+   * @return the age, or empty
    */
   public Optional<Duration> oldestInFlightAge(P partition) {
     requirePartition(partition);

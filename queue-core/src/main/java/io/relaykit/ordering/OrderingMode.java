@@ -14,7 +14,10 @@ package io.relaykit.ordering;
  * </ul>
  */
 public enum OrderingMode {
+  /** Any message may run beside any other. */
   UNORDERED,
+  /** At most one message per key at a time, in arrival order. */
   KEY,
+  /** One message at a time per partition (per queue without partitions). */
   PARTITION
 }

@@ -23,10 +23,19 @@ public interface VersionGuard {
    * Stores {@code version} for {@code entityId} if it is newer than the stored version (or none is
    * stored).
    *
+   * @param entityId the entity; not blank
+   * @param version the update's version, {@code >= 0}
    * @return true if the update is newer and was recorded: apply it; false: drop it as stale
+   * @throws IllegalArgumentException if {@code entityId} is blank or {@code version} is negative
    */
   boolean advance(String entityId, long version);
 
-  /** The stored version, or empty if the entity has none. */
+  /**
+   * The stored version, or empty if the entity has none.
+   *
+   * @param entityId the entity; not blank
+   * @return the highest version {@link #advance} recorded, or empty
+   * @throws IllegalArgumentException if {@code entityId} is blank
+   */
   OptionalLong current(String entityId);
 }

@@ -70,6 +70,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * A store that decides readiness, lease expiry and retention on {@code clock}, ignoring the time
    * callers pass: several relays with skewed clocks share it as they would share a database.
    *
+   * @param clock the store's clock; not null
    * @throws IllegalArgumentException if {@code clock} is null
    */
   public InMemoryOutboxStore(InstantSource clock) {
@@ -80,6 +81,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * A store on {@code clock} whose appends are checked against {@code bound}, exactly: the
    * unsent rows are counted under the store's lock.
    *
+   * @param clock the store's clock; not null
+   * @param bound the bound appends are checked against; not null
    * @throws IllegalArgumentException if {@code clock} or {@code bound} is null
    */
   public InMemoryOutboxStore(InstantSource clock, OutboxBound bound) {
@@ -91,6 +94,9 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * trace context from {@code propagation} (see {@link TraceCapture}); the other constructors use
    * {@link TracePropagation#discovered()}.
    *
+   * @param clock the store's clock
+   * @param bound the bound appends are checked against
+   * @param propagation where appends capture the caller's trace context from
    * @throws IllegalArgumentException if an argument is null
    */
   public InMemoryOutboxStore(InstantSource clock, OutboxBound bound,
@@ -100,7 +106,11 @@ public final class InMemoryOutboxStore implements OutboxStore {
     this.traceCapture = TraceCapture.of(Checks.requireNonNull("propagation", propagation));
   }
 
-  /** How appends capture the caller's trace context, with its counts. */
+  /**
+   * How appends capture the caller's trace context, with its counts.
+   *
+   * @return this store's capture
+   */
   public TraceCapture traceCapture() {
     return traceCapture;
   }
@@ -132,6 +142,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * is unsent). A message without a {@code traceparent} gets the caller's current trace context
    * ({@link #traceCapture()}); the claimed record holds that message.
    *
+   * @param destination where the message is to be published; not blank
+   * @param message the message; not null
    * @return the row's sequence
    * @throws IllegalArgumentException if {@code destination} is blank or {@code message} null
    * @throws OutboxFullException if the store's {@link OutboxBound} refuses it (nothing is added)

@@ -31,7 +31,11 @@ public record OutboxBound(long maxUnsent, OverBound overBound) {
 
   private static final OutboxBound UNBOUNDED = new OutboxBound(Long.MAX_VALUE, OverBound.ACCEPT);
 
-  /** @throws IllegalArgumentException naming the field: maxUnsent below 1, a null overBound */
+  /**
+   * @param maxUnsent the most unsent rows, {@code >= 1}
+   * @param overBound what an append over the bound does; not null
+   * @throws IllegalArgumentException naming the field: maxUnsent below 1, a null overBound
+   */
   public OutboxBound {
     if (maxUnsent < 1) {
       throw new IllegalArgumentException("maxUnsent must be >= 1, was " + maxUnsent);
@@ -41,22 +45,42 @@ public record OutboxBound(long maxUnsent, OverBound overBound) {
     }
   }
 
-  /** No bound: every append is accepted. */
+  /**
+   * No bound: every append is accepted.
+   *
+   * @return the shared unbounded bound ({@link Long#MAX_VALUE}, ACCEPT)
+   */
   public static OutboxBound unbounded() {
     return UNBOUNDED;
   }
 
-  /** Appends that find {@code maxUnsent} unsent rows are refused with OutboxFullException. */
+  /**
+   * Appends that find {@code maxUnsent} unsent rows are refused with OutboxFullException.
+   *
+   * @param maxUnsent the bound, {@code >= 1}
+   * @return a REFUSE bound
+   * @throws IllegalArgumentException if {@code maxUnsent < 1}
+   */
   public static OutboxBound refuseAbove(long maxUnsent) {
     return new OutboxBound(maxUnsent, OverBound.REFUSE);
   }
 
-  /** Appends over {@code maxUnsent} unsent rows are accepted, counted and raise the verdict. */
+  /**
+   * Appends over {@code maxUnsent} unsent rows are accepted, counted and raise the verdict.
+   *
+   * @param maxUnsent the bound, {@code >= 1}
+   * @return an ACCEPT bound
+   * @throws IllegalArgumentException if {@code maxUnsent < 1}
+   */
   public static OutboxBound acceptAbove(long maxUnsent) {
     return new OutboxBound(maxUnsent, OverBound.ACCEPT);
   }
 
-  /** Whether there is a bound at all. */
+  /**
+   * Whether there is a bound at all.
+   *
+   * @return false only for {@code maxUnsent} {@link Long#MAX_VALUE}
+   */
   public boolean isBounded() {
     return maxUnsent != Long.MAX_VALUE;
   }
@@ -65,6 +89,9 @@ public record OutboxBound(long maxUnsent, OverBound overBound) {
    * Decides an append that finds {@code unsent} unsent rows: throws for REFUSE at or over the
    * bound; otherwise returns whether this append is over it (to be counted).
    *
+   * @param unsent the unsent rows the store counted before this append
+   * @param where the outbox, named in the exception's message
+   * @return true if the append is accepted over the bound; false if it is under it
    * @throws OutboxFullException for REFUSE when {@code unsent >= maxUnsent}
    */
   public boolean admit(long unsent, String where) {

@@ -9,10 +9,16 @@ package io.relaykit.outbox;
 public final class OutboxFullException extends IllegalStateException {
   private static final long serialVersionUID = 1L;
 
+  /** The unsent rows the outbox counted when it refused. */
   private final long unsent;
+  /** The outbox's bound. */
   private final long maxUnsent;
 
-  /** @param where the outbox, as the message names it */
+  /**
+   * @param where the outbox, as the message names it
+   * @param unsent the unsent rows it counted
+   * @param maxUnsent its bound
+   */
   public OutboxFullException(String where, long unsent, long maxUnsent) {
     super(where + " holds " + unsent + " unsent rows, at its bound of " + maxUnsent
         + " (OverBound.REFUSE): the append was refused and nothing was written; is the broker"
@@ -21,12 +27,20 @@ public final class OutboxFullException extends IllegalStateException {
     this.maxUnsent = maxUnsent;
   }
 
-  /** The unsent rows the outbox counted when it refused. */
+  /**
+   * The unsent rows the outbox counted when it refused.
+   *
+   * @return the count, at least {@link #maxUnsent()}
+   */
   public long unsent() {
     return unsent;
   }
 
-  /** The bound. */
+  /**
+   * The bound.
+   *
+   * @return the bound, {@code >= 1}
+   */
   public long maxUnsent() {
     return maxUnsent;
   }

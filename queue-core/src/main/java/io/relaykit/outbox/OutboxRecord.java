@@ -25,6 +25,18 @@ public record OutboxRecord(
     String leaseOwner,
     Instant leaseExpiresAt) {
 
+  /**
+   * Checks the components.
+   *
+   * @param sequence the row's position in the outbox
+   * @param destination where to publish; not blank
+   * @param message the message; not null
+   * @param attempts failed attempts so far, {@code >= 0}
+   * @param firstFailureAt when the first attempt failed, or null
+   * @param leaseOwner the relay holding the claim; not blank
+   * @param leaseExpiresAt when the claim lapses; not null
+   * @throws IllegalArgumentException naming the component that is null, blank or negative
+   */
   public OutboxRecord {
     Checks.requireNonBlank("destination", destination);
     Checks.requireNonNull("message", message);

@@ -97,9 +97,11 @@ public final class OutboxRelay implements AutoCloseable {
   /** Sent rows deleted per purge statement, and statements per cycle. */
   static final int PURGE_STEP = 1_000;
   static final int PURGE_STEPS_PER_CYCLE = 10;
-  /** The adaptive batch size's default bounds and starting size. */
+  /** The adaptive batch size's default lower bound. */
   public static final int DEFAULT_MIN_BATCH = 10;
+  /** The adaptive batch size's default starting size. */
   public static final int DEFAULT_INITIAL_BATCH = 100;
+  /** The adaptive batch size's default upper bound. */
   public static final int DEFAULT_MAX_BATCH = 1_000;
   /** Rows of one key a claim may take by default ({@link Builder#keyRun}). */
   public static final int DEFAULT_KEY_RUN = 100;
@@ -187,23 +189,43 @@ public final class OutboxRelay implements AutoCloseable {
         : tick.isZero() ? Duration.ofNanos(1) : tick;
   }
 
-  /** A builder for a relay from {@code store} through {@code publisher}. */
+  /**
+   * A builder for a relay from {@code store} through {@code publisher}.
+   *
+   * @param store the outbox to drain; not null
+   * @param publisher where the rows are published; not null, not closed by the relay
+   * @param deadLetters where rows that give up go; not null
+   * @return a builder with the defaults the setters name
+   * @throws IllegalArgumentException if an argument is null
+   */
   public static Builder builder(OutboxStore store, Publisher publisher,
       DeadLetterStore deadLetters) {
     return new Builder(store, publisher, deadLetters);
   }
 
-  /** This relay's lease owner id. */
+  /**
+   * This relay's lease owner id.
+   *
+   * @return the owner id; never blank
+   */
   public String owner() {
     return owner;
   }
 
-  /** How long this relay's claims hold rows (renewed while a batch is in flight). */
+  /**
+   * How long this relay's claims hold rows (renewed while a batch is in flight).
+   *
+   * @return the lease; positive
+   */
   public Duration lease() {
     return lease;
   }
 
-  /** How long sent rows are kept before this relay purges them. */
+  /**
+   * How long sent rows are kept before this relay purges them.
+   *
+   * @return the retention; positive
+   */
   public Duration retention() {
     return retention;
   }
@@ -230,7 +252,11 @@ public final class OutboxRelay implements AutoCloseable {
     return batch;
   }
 
-  /** The size of this relay's next claim (adaptive unless a fixed {@code batchSize} was set). */
+  /**
+   * The size of this relay's next claim (adaptive unless a fixed {@code batchSize} was set).
+   *
+   * @return the size, between the adaptive bounds (or the fixed size)
+   */
   public int batchSize() {
     return batchSize;
   }
@@ -760,7 +786,11 @@ public final class OutboxRelay implements AutoCloseable {
     }
   }
 
-  /** What the relay has counted since it was built. */
+  /**
+   * What the relay has counted since it was built.
+   *
+   * @return a snapshot of the counters; the counts only grow
+   */
   public Counters counters() {
     return new Counters(rowFailures.get(), leaseRenewals.get(), renewalFailures.get(),
         leaseLostTotal.get(), purgedTotal.get(), purgeFailures.get(),
@@ -822,6 +852,8 @@ public final class OutboxRelay implements AutoCloseable {
    * The backlog's verdict from this relay's samples (taken at most once per metrics interval,
    * when metrics are set or the store has an {@link OutboxBound}): {@link
    * BacklogVerdict#OVER_BOUND} while the unsent rows are over the store's bound.
+   *
+   * @return the latest snapshot; HEALTHY with no numbers before the first sample
    */
   public BacklogSnapshot backlog() {
     return backlog.snapshot();
@@ -1052,7 +1084,9 @@ public final class OutboxRelay implements AutoCloseable {
    * timeout; its thread is never interrupted). Idempotent. Does not close the publisher or the
    * store.
    *
+   * @param deadline the longest wait for the cycle in progress; not null
    * @return whether the loop stopped within the deadline
+   * @throws IllegalArgumentException if {@code deadline} is null
    */
   public boolean close(Duration deadline) {
     Checks.requireNonNull("deadline", deadline);
@@ -1139,12 +1173,23 @@ public final class OutboxRelay implements AutoCloseable {
       this.deadLetters = Checks.requireNonNull("deadLetters", deadLetters);
     }
 
-    /** Retries, backoff and permanent failures. Default {@link RetryPolicy#defaults()}. */
+    /**
+     * Retries, backoff and permanent failures. Default {@link RetryPolicy#defaults()}.
+     *
+     * @param retryPolicy the policy; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder retryPolicy(RetryPolicy retryPolicy) {
       this.retryPolicy = retryPolicy;
       return this;
     }
 
+    /**
+     * Sees every step of every row (published, confirmed, retried, dead-lettered). Default none.
+     *
+     * @param listener the listener; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder listener(LifecycleListener listener) {
       this.listener = listener;
       return this;
@@ -1154,13 +1199,21 @@ public final class OutboxRelay implements AutoCloseable {
      * The relay's clock: when a cycle samples metrics or purges, message expiry, and the retry
      * policy's failure times. Leases, readiness and retention are decided on the store's clock
      * where it has one (see {@link OutboxStore}). Default the system clock.
+     *
+     * @param clock the clock; checked (not null) by {@link #build()}
+     * @return this builder
      */
     public Builder clock(InstantSource clock) {
       this.clock = clock;
       return this;
     }
 
-    /** This relay's lease owner id, unique among relays. Default a random id. */
+    /**
+     * This relay's lease owner id, unique among relays. Default a random id.
+     *
+     * @param owner the owner id; checked (not blank) by {@link #build()}
+     * @return this builder
+     */
     public Builder owner(String owner) {
       this.owner = owner;
       return this;
@@ -1169,6 +1222,9 @@ public final class OutboxRelay implements AutoCloseable {
     /**
      * A fixed number of rows per claim, 1..10 000: turns the adaptive batch size off. Default:
      * adaptive, see {@link #adaptiveBatchSize}.
+     *
+     * @param batchSize the rows per claim; checked by {@link #build()}
+     * @return this builder
      */
     public Builder batchSize(int batchSize) {
       this.minBatch = batchSize;
@@ -1184,6 +1240,9 @@ public final class OutboxRelay implements AutoCloseable {
      * So a backlog over few keys drains in full batches instead of one row per key per claim; with
      * a broker, a key has one message in flight at a time either way. 1 takes one row per key per
      * claim. Default {@value OutboxRelay#DEFAULT_KEY_RUN}.
+     *
+     * @param keyRun the rows per key per claim; checked by {@link #build()}
+     * @return this builder
      */
     public Builder keyRun(int keyRun) {
       this.keyRun = keyRun;
@@ -1197,6 +1256,10 @@ public final class OutboxRelay implements AutoCloseable {
      * or missing confirm, a row whose handling failed, a lost lease or confirms slower than that.
      * Memory: a batch holds up to {@code max} messages. Default {@value
      * OutboxRelay#DEFAULT_MIN_BATCH}..{@value OutboxRelay#DEFAULT_MAX_BATCH}.
+     *
+     * @param min the smallest batch; checked by {@link #build()}
+     * @param max the largest batch; checked by {@link #build()}
+     * @return this builder
      */
     public Builder adaptiveBatchSize(int min, int max) {
       this.minBatch = min;
@@ -1208,31 +1271,57 @@ public final class OutboxRelay implements AutoCloseable {
     /**
      * How long claimed rows stay hidden from other relays, on the store's clock; renewed every
      * third of it while a batch is in flight. Default 30 s.
+     *
+     * @param lease the lease; checked (positive, longer than the confirm timeout) by {@link
+     *     #build()}
+     * @return this builder
      */
     public Builder lease(Duration lease) {
       this.lease = lease;
       return this;
     }
 
-    /** How long to wait for the broker's confirms; shorter than the lease. Default 10 s. */
+    /**
+     * How long to wait for the broker's confirms; shorter than the lease. Default 10 s.
+     *
+     * @param confirmTimeout the timeout; checked (positive, shorter than the lease) by {@link
+     *     #build()}
+     * @return this builder
+     */
     public Builder confirmTimeout(Duration confirmTimeout) {
       this.confirmTimeout = confirmTimeout;
       return this;
     }
 
-    /** The background loop's pause when the outbox is idle. Default 200 ms. */
+    /**
+     * The background loop's pause when the outbox is idle. Default 200 ms.
+     *
+     * @param pollInterval the pause; checked (positive) by {@link #build()}
+     * @return this builder
+     */
     public Builder pollInterval(Duration pollInterval) {
       this.pollInterval = pollInterval;
       return this;
     }
 
-    /** The background loop's pause after consecutive failed cycles. Default 100 ms to 30 s. */
+    /**
+     * The background loop's pause after consecutive failed cycles. Default 100 ms to 30 s.
+     *
+     * @param errorBackoff the backoff over consecutive failed cycles; checked (not null) by {@link
+     *     #build()}
+     * @return this builder
+     */
     public Builder errorBackoff(Backoff errorBackoff) {
       this.errorBackoff = errorBackoff;
       return this;
     }
 
-    /** How long sent rows are kept before purging. Default 7 days. */
+    /**
+     * How long sent rows are kept before purging. Default 7 days.
+     *
+     * @param retention the retention; checked (positive) by {@link #build()}
+     * @return this builder
+     */
     public Builder retention(Duration retention) {
       this.retention = retention;
       return this;
@@ -1241,6 +1330,9 @@ public final class OutboxRelay implements AutoCloseable {
     /**
      * How often the relay purges sent rows older than the retention and applies the dead-letter
      * retention, busy or idle. Default 1 min.
+     *
+     * @param purgeInterval the interval; checked (positive) by {@link #build()}
+     * @return this builder
      */
     public Builder purgeInterval(Duration purgeInterval) {
       this.purgeInterval = purgeInterval;
@@ -1253,6 +1345,10 @@ public final class OutboxRelay implements AutoCloseable {
      * dead letters whose last failure is older than {@code maxAge} on the relay's clock are
      * removed, and beyond {@code maxCount} the oldest are. A store that cannot apply retention
      * (a broker's dead-letter queue) is left alone. Default 30 days and 100 000.
+     *
+     * @param maxAge the age limit; checked (positive) by {@link #build()}
+     * @param maxCount the count limit; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
      */
     public Builder deadLetterRetention(Duration maxAge, long maxCount) {
       this.deadLetterMaxAge = maxAge;
@@ -1267,6 +1363,8 @@ public final class OutboxRelay implements AutoCloseable {
      * Tracing#publisher}). Default {@link TracePropagation#discovered()}: none unless a tracing
      * module is on the class path.
      *
+     * @param tracePropagation the propagation; not null
+     * @return this builder
      * @throws IllegalArgumentException if {@code tracePropagation} is null
      */
     public Builder tracePropagation(TracePropagation tracePropagation) {
@@ -1279,6 +1377,9 @@ public final class OutboxRelay implements AutoCloseable {
      * {@link MetricsListener#oldestAge} (oldest unsent message) for destination {@code
      * "outbox"}, sampled by a cycle at most once per {@link #metricsInterval} (one {@link
      * OutboxStore#stats} call: a count over the unsent rows). Default: none.
+     *
+     * @param metrics the listener; checked (not null) by {@link #build()}
+     * @return this builder
      */
     public Builder metrics(MetricsListener metrics) {
       this.metrics = metrics;
@@ -1286,13 +1387,20 @@ public final class OutboxRelay implements AutoCloseable {
       return this;
     }
 
-    /** How often the backlog is sampled for {@link #metrics}. Default 10 s. */
+    /**
+     * How often the backlog is sampled for {@link #metrics}. Default 10 s.
+     *
+     * @param metricsInterval the interval; checked (positive) by {@link #build()}
+     * @return this builder
+     */
     public Builder metricsInterval(Duration metricsInterval) {
       this.metricsInterval = metricsInterval;
       return this;
     }
 
     /**
+     * @return a new relay; call {@link OutboxRelay#start()} for the background loop, or drive it
+     *     with {@link OutboxRelay#runOnce()}
      * @throws IllegalArgumentException naming the field: a null policy, listener, clock or
      *     backoff; a blank owner; a batch size outside 1..10 000; a non-positive lease, confirm
      *     timeout, poll interval, retention or purge interval; a confirm timeout not shorter than

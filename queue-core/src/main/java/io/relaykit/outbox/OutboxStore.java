@@ -53,6 +53,12 @@ public interface OutboxStore {
    * Claims up to {@code max} ready rows for {@code owner} for {@code lease}, oldest first, at most
    * one per key; "ready" and "lease ran out" on the store's clock ({@code now} for a store without
    * one), and the lease lasts until that clock's now plus {@code lease}.
+   *
+   * @param owner the claiming relay's owner id; not blank
+   * @param max the most rows to claim, {@code >= 1}
+   * @param lease how long the claim hides the rows; positive
+   * @param now the caller's time, used only by a store without a clock of its own
+   * @return the claimed rows in sequence order; empty when none is ready
    */
   List<OutboxRecord> claim(String owner, int max, Duration lease, Instant now);
 
@@ -67,6 +73,12 @@ public interface OutboxStore {
    * <p>The default, for stores written before this method, ignores {@code maxRun} (one row per
    * key). A store that overrides it must override {@link #release} too.
    *
+   * @param owner the claiming relay's owner id; not blank
+   * @param max the most rows to claim, {@code >= 1}
+   * @param maxRun the most rows of one key, {@code >= 1}
+   * @param lease how long the claim hides the rows; positive
+   * @param now the caller's time, used only by a store without a clock of its own
+   * @return the claimed rows, a key's run in sequence order; empty when none is ready
    * @throws IllegalArgumentException on {@code maxRun} below 1, or what the plain claim refuses
    */
   default List<OutboxRecord> claim(String owner, int max, int maxRun, Duration lease,
@@ -85,7 +97,10 @@ public interface OutboxStore {
    * <p>The default throws {@link UnsupportedOperationException}; it is needed only by stores that
    * hand out runs ({@link #claim(String, int, int, Duration, Instant)}).
    *
+   * @param owner the relay giving the rows back
+   * @param sequences the rows' sequences
    * @return how many rows were released
+   * @throws UnsupportedOperationException from this default
    */
   default int release(String owner, Collection<Long> sequences) {
     throw new UnsupportedOperationException(getClass().getName()
@@ -95,6 +110,11 @@ public interface OutboxStore {
   /**
    * Marks the rows sent, at the store's now ({@code now} for a store without a clock of its own).
    * Returns how many the caller still held.
+   *
+   * @param owner the relay that claimed the rows
+   * @param sequences the rows' sequences
+   * @param now the caller's time, used only by a store without a clock of its own
+   * @return how many rows were marked; fewer when the lease of some was taken over
    */
   int markSent(String owner, Collection<Long> sequences, Instant now);
 
@@ -104,12 +124,24 @@ public interface OutboxStore {
    * of its own; a store with one keeps the retry delay, {@code notBefore - failedAt} ({@code
    * failedAt} being the caller's now), and starts it at its own now.
    *
+   * @param owner the relay that claimed the row
+   * @param sequence the row's sequence
+   * @param attempts the failed attempts so far, this one included
+   * @param failedAt when this attempt failed, on the caller's clock
+   * @param notBefore when the row may be claimed again, on the caller's clock
+   * @param error the failure, kept for diagnostics
    * @return whether the caller still held the row
    */
   boolean reschedule(String owner, long sequence, int attempts, Instant failedAt,
       Instant notBefore, String error);
 
-  /** Removes a row that gave up (already stored as a dead letter). */
+  /**
+   * Removes a row that gave up (already stored as a dead letter).
+   *
+   * @param owner the relay that claimed the row
+   * @param sequence the row's sequence
+   * @return whether the caller still held the row and it was removed
+   */
   boolean markDead(String owner, long sequence);
 
   /**
@@ -128,6 +160,10 @@ public interface OutboxStore {
    * removes the row first ({@link #markDead}) and stores the dead letter only if that won; if
    * storing it then fails, the message exists nowhere but in the exception and the log.
    *
+   * @param owner the relay that claimed the row; not blank
+   * @param sequence the row's sequence
+   * @param deadLetter the row's dead letter; not null
+   * @param deadLetters where to store it; not null
    * @return whether the caller still held the row (and so moved it)
    * @throws IllegalArgumentException on a blank owner or a null dead letter or store, or what
    *     {@code deadLetters} refuses (a dead letter too large for it): the row stays, still held
@@ -164,9 +200,14 @@ public interface OutboxStore {
    * <p>The default, for stores written before this method, throws {@link
    * UnsupportedOperationException}: relays then cannot renew and keep their batch inside one lease.
    *
+   * @param owner the relay that claimed the rows
+   * @param sequences the rows' sequences
+   * @param lease the new lease, from the store's now; positive
+   * @param now the caller's time, used only by a store without a clock of its own
    * @return the sequences still held, now under the renewed lease
    * @throws IllegalArgumentException on a blank owner, null sequences, a non-positive lease or a
    *     null now
+   * @throws UnsupportedOperationException from this default
    */
   default Set<Long> renewLease(String owner, Collection<Long> sequences, Duration lease,
       Instant now) {
@@ -177,6 +218,9 @@ public interface OutboxStore {
   /**
    * Deletes sent rows sent before {@code sentBefore}, an instant on the caller's clock; returns how
    * many. Relays use {@link #purgeSentOlderThan}, which cannot be skewed by the caller's clock.
+   *
+   * @param sentBefore the exclusive bound on the send time, on the caller's clock
+   * @return how many rows it deleted
    */
   int purgeSent(Instant sentBefore);
 
@@ -189,6 +233,9 @@ public interface OutboxStore {
    * <p>The default, for stores written before this method, purges on the caller's clock and
    * ignores {@code max}; relaykit's stores override it.
    *
+   * @param retention how long sent rows are kept, {@code >= 0}
+   * @param max the most rows to delete in this call, {@code >= 1}
+   * @param now the caller's time, used only by a store without a clock of its own
    * @return how many rows it deleted
    * @throws IllegalArgumentException naming the argument: a negative retention, {@code max} below
    *     1, a null {@code now}
@@ -206,24 +253,39 @@ public interface OutboxStore {
     return purgeSent(now.minus(retention));
   }
 
-  /** Unsent rows and the age of the oldest, at {@code now}. */
+  /**
+   * Unsent rows and the age of the oldest, at {@code now}.
+   *
+   * @param now the caller's time, for a store without a clock of its own
+   * @return the count of unsent rows and the oldest unsent message's age
+   */
   OutboxStats stats(Instant now);
 
   /**
    * The bound appends are checked against ({@link OutboxBound#unbounded()} by default). A relay
    * over a bounded store judges its backlog against it: {@link
    * io.relaykit.monitor.BacklogVerdict#OVER_BOUND} while the unsent rows are over it.
+   *
+   * @return the bound; never null
    */
   default OutboxBound bound() {
     return OutboxBound.unbounded();
   }
 
-  /** Rows whose append the {@link #bound()} refused (REFUSE); 0 for a store without a bound. */
+  /**
+   * Rows whose append the {@link #bound()} refused (REFUSE); 0 for a store without a bound.
+   *
+   * @return the count since the store was created, {@code >= 0}
+   */
   default long refusedAppends() {
     return 0;
   }
 
-  /** Rows appended over the {@link #bound()} (ACCEPT); 0 for a store without a bound. */
+  /**
+   * Rows appended over the {@link #bound()} (ACCEPT); 0 for a store without a bound.
+   *
+   * @return the count since the store was created, {@code >= 0}
+   */
   default long overBoundAppends() {
     return 0;
   }

@@ -37,18 +37,28 @@ public final class TraceCapture {
   /**
    * A capture asking {@code propagation}.
    *
+   * @param propagation the propagation to ask at each append
+   * @return a new capture with zero counts
    * @throws NullPointerException if {@code propagation} is null
    */
   public static TraceCapture of(TracePropagation propagation) {
     return new TraceCapture(Objects.requireNonNull(propagation, "propagation"));
   }
 
-  /** A capture asking {@link TracePropagation#discovered()}: what stores use unless told. */
+  /**
+   * A capture asking {@link TracePropagation#discovered()}: what stores use unless told.
+   *
+   * @return a new capture with zero counts
+   */
   public static TraceCapture discovered() {
     return of(TracePropagation.discovered());
   }
 
-  /** The propagation this capture asks. */
+  /**
+   * The propagation this capture asks.
+   *
+   * @return the propagation
+   */
   public TracePropagation propagation() {
     return propagation;
   }
@@ -57,6 +67,8 @@ public final class TraceCapture {
    * {@code message} with the caller's current context when it carries none of its own, else
    * {@code message} itself. Never throws for what the propagation does.
    *
+   * @param message the message being appended
+   * @return the message to store
    * @throws NullPointerException if {@code message} is null
    */
   public Message stamp(Message message) {
@@ -86,12 +98,20 @@ public final class TraceCapture {
     return message.toBuilder().traceContext(current.get()).build();
   }
 
-  /** Appends whose message got the caller's context. */
+  /**
+   * Appends whose message got the caller's context.
+   *
+   * @return the count since this capture was made
+   */
   public long captured() {
     return captured.get();
   }
 
-  /** Appends at which the propagation threw or returned null (the message kept no context). */
+  /**
+   * Appends at which the propagation threw or returned null (the message kept no context).
+   *
+   * @return the count since this capture was made
+   */
   public long failures() {
     return failures.get();
   }

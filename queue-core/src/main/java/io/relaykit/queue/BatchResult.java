@@ -32,6 +32,15 @@ public final class BatchResult {
    * @param reason for {@code REJECT}, why; recorded with the dead letter
    */
   public record EventResult(Outcome outcome, Optional<Duration> retryAfter, String reason) {
+    /**
+     * Checks the components; a null {@code reason} becomes {@code ""}.
+     *
+     * @param outcome what became of the event; not null
+     * @param retryAfter the least wait before a retry; not null, not negative when present
+     * @param reason why it was rejected, or null
+     * @throws IllegalArgumentException if {@code outcome} or {@code retryAfter} is null, or the
+     *     wait is negative
+     */
     public EventResult {
       Checks.requireNonNull("outcome", outcome);
       Checks.requireNonNull("retryAfter", retryAfter);
@@ -54,7 +63,12 @@ public final class BatchResult {
     this.results = Map.copyOf(results);
   }
 
-  /** Every event in {@code batch} was accepted. */
+  /**
+   * Every event in {@code batch} was accepted.
+   *
+   * @param batch the events sent
+   * @return a result with {@link Outcome#OK} for each of them
+   */
   public static BatchResult allOk(Collection<QueuedEvent> batch) {
     Builder b = builder();
     batch.forEach(e -> b.ok(e.eventId()));
@@ -64,6 +78,11 @@ public final class BatchResult {
   /**
    * Every event in {@code batch} should be retried, not before {@code retryAfter} (null for the
    * backoff alone).
+   *
+   * @param batch the events sent
+   * @param retryAfter the least wait before the retries, or null
+   * @return a result with {@link Outcome#RETRY} for each of them
+   * @throws IllegalArgumentException if {@code retryAfter} is negative
    */
   public static BatchResult allRetry(Collection<QueuedEvent> batch, Duration retryAfter) {
     Builder b = builder();
@@ -71,16 +90,30 @@ public final class BatchResult {
     return b.build();
   }
 
+  /**
+   * A builder for a result; an event it does not mention is retried.
+   *
+   * @return a new, empty builder
+   */
   public static Builder builder() {
     return new Builder();
   }
 
-  /** The outcome for {@code eventId}; empty if the sender did not mention it (it is retried). */
+  /**
+   * The outcome for {@code eventId}; empty if the sender did not mention it (it is retried).
+   *
+   * @param eventId the event's id
+   * @return the outcome, or empty
+   */
   public Optional<EventResult> resultFor(String eventId) {
     return Optional.ofNullable(results.get(eventId));
   }
 
-  /** Every outcome the sender reported, by event id. */
+  /**
+   * Every outcome the sender reported, by event id.
+   *
+   * @return an immutable map
+   */
   public Map<String, EventResult> results() {
     return results;
   }
@@ -97,29 +130,63 @@ public final class BatchResult {
     private Builder() {
     }
 
+    /**
+     * The server has the event: ack it.
+     *
+     * @param eventId the event's id; not blank
+     * @return this builder
+     * @throws IllegalArgumentException if {@code eventId} is blank
+     */
     public Builder ok(String eventId) {
       results.put(Checks.requireNonBlank("eventId", eventId), OK_RESULT);
       return this;
     }
 
+    /**
+     * Retry the event with the backoff alone.
+     *
+     * @param eventId the event's id; not blank
+     * @return this builder
+     * @throws IllegalArgumentException if {@code eventId} is blank
+     */
     public Builder retry(String eventId) {
       results.put(Checks.requireNonBlank("eventId", eventId), RETRY_RESULT);
       return this;
     }
 
-    /** Retry, waiting at least {@code retryAfter} (null: the backoff alone). */
+    /**
+     * Retry, waiting at least {@code retryAfter} (null: the backoff alone).
+     *
+     * @param eventId the event's id; not blank
+     * @param retryAfter the least wait, or null; not negative
+     * @return this builder
+     * @throws IllegalArgumentException if {@code eventId} is blank or {@code retryAfter} negative
+     */
     public Builder retry(String eventId, Duration retryAfter) {
       results.put(Checks.requireNonBlank("eventId", eventId),
           new EventResult(Outcome.RETRY, Optional.ofNullable(retryAfter), ""));
       return this;
     }
 
+    /**
+     * The server will never take the event: it becomes a dead letter.
+     *
+     * @param eventId the event's id; not blank
+     * @param reason why, recorded with the dead letter; null means empty
+     * @return this builder
+     * @throws IllegalArgumentException if {@code eventId} is blank
+     */
     public Builder reject(String eventId, String reason) {
       results.put(Checks.requireNonBlank("eventId", eventId),
           new EventResult(Outcome.REJECT, Optional.empty(), reason));
       return this;
     }
 
+    /**
+     * Builds the result; a later outcome for the same id replaced an earlier one.
+     *
+     * @return an immutable result
+     */
     public BatchResult build() {
       return new BatchResult(results);
     }

@@ -16,6 +16,11 @@ import java.util.List;
 @FunctionalInterface
 public interface BatchSender {
 
-  /** Sends {@code batch} (never empty) and reports the outcome of each event. */
+  /**
+   * Sends {@code batch} (never empty) and reports the outcome of each event.
+   *
+   * @param batch the events, in drain order; never empty
+   * @return the outcome of each event; an event it leaves out is retried
+   */
   BatchResult send(List<QueuedEvent> batch);
 }

@@ -37,6 +37,13 @@ public record EnqueueResult(Reason reason, List<String> droppedIds) {
 
   private static final EnqueueResult OK = new EnqueueResult(Reason.OK, List.of());
 
+  /**
+   * Copies {@code droppedIds}.
+   *
+   * @param reason why the event was or was not accepted; not null
+   * @param droppedIds the evicted events' ids, oldest first; not null
+   * @throws NullPointerException if an argument is null
+   */
   public EnqueueResult {
     Objects.requireNonNull(reason, "reason");
     droppedIds = List.copyOf(droppedIds);
@@ -50,12 +57,20 @@ public record EnqueueResult(Reason reason, List<String> droppedIds) {
     return new EnqueueResult(reason, List.of());
   }
 
-  /** Whether the queue took the event. */
+  /**
+   * Whether the queue took the event.
+   *
+   * @return true for {@link Reason#OK}
+   */
   public boolean accepted() {
     return reason == Reason.OK;
   }
 
-  /** The first (oldest) event evicted to make room, if any. */
+  /**
+   * The first (oldest) event evicted to make room, if any.
+   *
+   * @return the id, or empty if nothing was evicted
+   */
   public Optional<String> droppedId() {
     return droppedIds.isEmpty() ? Optional.empty() : Optional.of(droppedIds.get(0));
   }

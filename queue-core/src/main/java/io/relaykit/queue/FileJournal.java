@@ -216,7 +216,12 @@ public final class FileJournal implements QueueJournal {
     flusher.start();
   }
 
-  /** A builder for a journal in {@code dir} (created if missing). */
+  /**
+   * A builder for a journal in {@code dir} (created if missing).
+   *
+   * @param dir the journal's directory; checked (not null) by {@link Builder#build()}
+   * @return a builder with the defaults its setters name
+   */
   public static Builder builder(Path dir) {
     return new Builder(dir);
   }
@@ -432,6 +437,8 @@ public final class FileJournal implements QueueJournal {
    * Bytes of journal data in the files (headers, records, trailers), counting what is still
    * buffered for them. While the journal is open, the active segment's file is longer by its
    * preallocated zeros (up to 1 MiB), which this does not count; they are cut off at close.
+   *
+   * @return the bytes, {@code >= 0}
    */
   public long sizeOnDisk() {
     writeLock.lock();
@@ -442,7 +449,11 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
-  /** The directory holding the segments. */
+  /**
+   * The directory holding the segments.
+   *
+   * @return the directory given to {@link #builder}
+   */
   public Path directory() {
     return dir;
   }
@@ -467,6 +478,8 @@ public final class FileJournal implements QueueJournal {
    * How many fsyncs of the active segment this instance ran to make changes durable (critical
    * appends, group commits, flushes), not counting the fsyncs of segment rolls and compactions:
    * records per fsync show how well concurrent appenders share them. A lock-free read.
+   *
+   * @return the count since this instance was opened
    */
   public long syncCount() {
     return commit.syncs();
@@ -772,6 +785,7 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
+  /** Configures a {@link FileJournal}; {@link #build()} validates and opens it. */
   public static final class Builder {
     private final Path dir;
     private Duration commitInterval = Duration.ofMillis(20);
@@ -787,25 +801,45 @@ public final class FileJournal implements QueueJournal {
       this.dir = dir;
     }
 
-    /** Non-critical changes are fsynced at least this often. Default 20 ms. */
+    /**
+     * Non-critical changes are fsynced at least this often. Default 20 ms.
+     *
+     * @param commitInterval the interval; checked (positive) by {@link #build()}
+     * @return this builder
+     */
     public Builder commitInterval(Duration commitInterval) {
       this.commitInterval = commitInterval;
       return this;
     }
 
-    /** Non-critical changes are fsynced as soon as this many are waiting. Default 1000. */
+    /**
+     * Non-critical changes are fsynced as soon as this many are waiting. Default 1000.
+     *
+     * @param commitRecords the count; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder commitRecords(int commitRecords) {
       this.commitRecords = commitRecords;
       return this;
     }
 
-    /** A segment is sealed and a new one started past this size. Default 64 MiB. */
+    /**
+     * A segment is sealed and a new one started past this size. Default 64 MiB.
+     *
+     * @param segmentBytes the size; checked ({@code >= 1024}) by {@link #build()}
+     * @return this builder
+     */
     public Builder segmentBytes(long segmentBytes) {
       this.segmentBytes = segmentBytes;
       return this;
     }
 
-    /** No compaction while the files are smaller than this. Default 4 MiB. */
+    /**
+     * No compaction while the files are smaller than this. Default 4 MiB.
+     *
+     * @param compactionMinBytes the size; checked ({@code >= 0}) by {@link #build()}
+     * @return this builder
+     */
     public Builder compactionMinBytes(long compactionMinBytes) {
       this.compactionMinBytes = compactionMinBytes;
       return this;
@@ -814,13 +848,21 @@ public final class FileJournal implements QueueJournal {
     /**
      * Compact when more than this fraction of the files is garbage, in (0, 1). Default 0.5: most
      * of it.
+     *
+     * @param compactionGarbageRatio the fraction; checked by {@link #build()}
+     * @return this builder
      */
     public Builder compactionGarbageRatio(double compactionGarbageRatio) {
       this.compactionGarbageRatio = compactionGarbageRatio;
       return this;
     }
 
-    /** Seal every record with AES-GCM under {@code key} (AES, 128/192/256 bits). Default none. */
+    /**
+     * Seal every record with AES-GCM under {@code key} (AES, 128/192/256 bits). Default none.
+     *
+     * @param key the key, or null for none; checked (AES, 128, 192 or 256 bits) by {@link #build()}
+     * @return this builder
+     */
     public Builder encryptionKey(SecretKey key) {
       this.key = key;
       return this;
@@ -841,6 +883,7 @@ public final class FileJournal implements QueueJournal {
     /**
      * Opens the journal, recovering what {@code dir} holds.
      *
+     * @return the open journal, holding what was recovered
      * @throws IllegalArgumentException naming the field and value when a setting is invalid
      * @throws JournalException when the directory cannot be used or holds corrupt data
      */

@@ -34,6 +34,8 @@ public final class InMemoryJournal implements QueueJournal {
   /**
    * A new instance on this journal's storage, as a restarted process would open it. This instance
    * stays usable until closed; closing one does not close the other.
+   *
+   * @return a new journal sharing this one's storage
    */
   public InMemoryJournal reopen() {
     return new InMemoryJournal(storage);

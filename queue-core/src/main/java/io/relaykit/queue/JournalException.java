@@ -25,19 +25,34 @@ public class JournalException extends RuntimeException {
     UNKNOWN
   }
 
+  /** Whether the failed change may still have been recorded. */
   private final Outcome outcome;
 
-  /** A failure whose outcome is {@link Outcome#UNKNOWN}. */
+  /**
+   * A failure whose outcome is {@link Outcome#UNKNOWN}.
+   *
+   * @param message which journal, where, and what was wrong
+   */
   public JournalException(String message) {
     this(message, null, Outcome.UNKNOWN);
   }
 
-  /** A failure whose outcome is {@link Outcome#UNKNOWN}. */
+  /**
+   * A failure whose outcome is {@link Outcome#UNKNOWN}.
+   *
+   * @param message which journal, where, and what was wrong
+   * @param cause the underlying failure; may be null
+   */
   public JournalException(String message, Throwable cause) {
     this(message, cause, Outcome.UNKNOWN);
   }
 
   /**
+   * A failure with a known outcome.
+   *
+   * @param message which journal, where, and what was wrong
+   * @param cause the underlying failure; may be null
+   * @param outcome whether the change may have been recorded; not null
    * @throws IllegalArgumentException if {@code outcome} is null
    */
   public JournalException(String message, Throwable cause, Outcome outcome) {
@@ -48,12 +63,20 @@ public class JournalException extends RuntimeException {
     this.outcome = outcome;
   }
 
-  /** Whether the change may have been recorded anyway. */
+  /**
+   * Whether the change may have been recorded anyway.
+   *
+   * @return {@link Outcome#NOT_RECORDED} or {@link Outcome#UNKNOWN}; never null
+   */
   public Outcome outcome() {
     return outcome;
   }
 
-  /** Whether the journal proved that nothing of the change was recorded. */
+  /**
+   * Whether the journal proved that nothing of the change was recorded.
+   *
+   * @return true for {@link Outcome#NOT_RECORDED}
+   */
   public boolean notRecorded() {
     return outcome == Outcome.NOT_RECORDED;
   }

@@ -12,10 +12,21 @@ package io.relaykit.queue;
 public class JournalFullException extends JournalException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * A refusal; its outcome is {@link Outcome#NOT_RECORDED}.
+   *
+   * @param message which journal and its bound
+   */
   public JournalFullException(String message) {
     super(message, null, Outcome.NOT_RECORDED);
   }
 
+  /**
+   * A refusal caused by {@code cause}; its outcome is {@link Outcome#NOT_RECORDED}.
+   *
+   * @param message which journal and its bound
+   * @param cause the underlying failure; may be null
+   */
   public JournalFullException(String message, Throwable cause) {
     super(message, cause, Outcome.NOT_RECORDED);
   }

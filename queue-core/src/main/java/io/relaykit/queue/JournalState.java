@@ -23,6 +23,15 @@ public record JournalState(
     Map<String, String> deadReasons,
     Map<String, Instant> seen) {
 
+  /**
+   * Copies the components into unmodifiable collections, keeping {@code seen} in its order.
+   *
+   * @param pending events awaiting delivery; not null
+   * @param dead dead-lettered events; not null
+   * @param deadReasons the reason of each dead event; not null
+   * @param seen remembered ids with when each was first seen, insertion-ordered; not null
+   * @throws NullPointerException if a component is null
+   */
   public JournalState {
     pending = List.copyOf(Objects.requireNonNull(pending, "pending"));
     dead = List.copyOf(Objects.requireNonNull(dead, "dead"));
@@ -32,7 +41,11 @@ public record JournalState(
         new LinkedHashMap<>(Objects.requireNonNull(seen, "seen")));
   }
 
-  /** A journal with nothing recorded. */
+  /**
+   * A journal with nothing recorded.
+   *
+   * @return a state with no pending, dead or seen event
+   */
   public static JournalState empty() {
     return new JournalState(List.of(), List.of(), Map.of(), Map.of());
   }

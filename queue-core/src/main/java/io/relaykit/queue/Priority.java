@@ -8,11 +8,19 @@ package io.relaykit.queue;
  * returns; {@link #NORMAL} and {@link #LOW} may be group-committed.
  */
 public enum Priority {
+  /** Dropped and evicted first; group-committed. */
   LOW,
+  /** The default; group-committed. */
   NORMAL,
+  /** Drained first, evicted last, durable before {@code enqueue} returns. */
   CRITICAL;
 
-  /** Whether this priority ranks strictly higher than {@code other}. */
+  /**
+   * Whether this priority ranks strictly higher than {@code other}.
+   *
+   * @param other the priority to compare with; not null
+   * @return true if this priority is later in declaration order than {@code other}
+   */
   public boolean outranks(Priority other) {
     return compareTo(other) > 0;
   }

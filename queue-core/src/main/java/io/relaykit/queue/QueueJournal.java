@@ -89,7 +89,10 @@ public interface QueueJournal extends AutoCloseable {
 
     /** {@link QueueJournal#append}. */
     record Append(QueuedEvent event) implements Change {
-      /** @throws IllegalArgumentException if {@code event} is null or holds malformed strings */
+      /**
+       * @param event the accepted event
+       * @throws IllegalArgumentException if {@code event} is null or holds malformed strings
+       */
       public Append {
         requireEvent(event);
       }
@@ -97,7 +100,11 @@ public interface QueueJournal extends AutoCloseable {
 
     /** {@link QueueJournal#remove}. */
     record Remove(String eventId, Removal removal) implements Change {
-      /** @throws IllegalArgumentException for a bad id or a null removal */
+      /**
+       * @param eventId the event's id
+       * @param removal why it left; not null
+       * @throws IllegalArgumentException for a bad id or a null removal
+       */
       public Remove {
         requireEventId(eventId);
         if (removal == null) {
@@ -108,7 +115,12 @@ public interface QueueJournal extends AutoCloseable {
 
     /** {@link QueueJournal#reschedule}. */
     record Reschedule(String eventId, int attempts, Instant nextAttemptAt) implements Change {
-      /** @throws IllegalArgumentException for a bad id, negative attempts or a null time */
+      /**
+       * @param eventId the event's id
+       * @param attempts the failed attempts so far, {@code >= 0}
+       * @param nextAttemptAt when it may be sent again; not null
+       * @throws IllegalArgumentException for a bad id, negative attempts or a null time
+       */
       public Reschedule {
         requireEventId(eventId);
         requireAttempts(attempts);
@@ -120,7 +132,12 @@ public interface QueueJournal extends AutoCloseable {
 
     /** {@link QueueJournal#deadLetter}. */
     record DeadLetter(String eventId, int attempts, String reason) implements Change {
-      /** @throws IllegalArgumentException for a bad id, negative attempts or a blank reason */
+      /**
+       * @param eventId the event's id
+       * @param attempts the attempts it made, {@code >= 0}
+       * @param reason why it gave up; not blank
+       * @throws IllegalArgumentException for a bad id, negative attempts or a blank reason
+       */
       public DeadLetter {
         requireEventId(eventId);
         requireAttempts(attempts);
@@ -130,14 +147,24 @@ public interface QueueJournal extends AutoCloseable {
 
     /** {@link QueueJournal#forget}. */
     record Forget(String eventId) implements Change {
-      /** @throws IllegalArgumentException for a bad id */
+      /**
+       * @param eventId the forgotten id
+       * @throws IllegalArgumentException for a bad id
+       */
       public Forget {
         requireEventId(eventId);
       }
     }
   }
 
-  /** Records a newly accepted event. Durable before return when it is {@code CRITICAL}. */
+  /**
+   * Records a newly accepted event. Durable before return when it is {@code CRITICAL}.
+   *
+   * @param event the event; see {@link #requireEvent} for what is accepted
+   * @throws IllegalArgumentException if {@link #requireEvent} refuses {@code event}
+   * @throws JournalFullException if the journal's buffer for its backend is full; nothing recorded
+   * @throws JournalException if it could not be recorded, or made durable for a critical event
+   */
   void append(QueuedEvent event);
 
   /**
@@ -147,6 +174,7 @@ public interface QueueJournal extends AutoCloseable {
    * lock and wait for the disk outside it, so that concurrent critical producers share one sync.
    * The default calls {@link #append} (durable on return) and returns 0.
    *
+   * @param event the event; see {@link #requireEvent} for what is accepted
    * @return a ticket for {@link #awaitDurable(long)}
    */
   default long appendDeferringSync(QueuedEvent event) {
@@ -159,6 +187,7 @@ public interface QueueJournal extends AutoCloseable {
    * #recordAtomically} call that returned {@code ticket} is durable. The default has nothing to
    * wait for.
    *
+   * @param ticket what {@link #appendDeferringSync} or {@link #recordAtomically} returned
    * @throws JournalException if the sync or commit failed: the changes were recorded but are not
    *     proven durable ({@link JournalException.Outcome#UNKNOWN})
    */
@@ -184,6 +213,7 @@ public interface QueueJournal extends AutoCloseable {
    * JournalException} whose outcome is {@code UNKNOWN}. Backends that can write several changes at
    * once (one transaction, one script, one framed record) override it.
    *
+   * @param changes the changes, in order; checked whole before any is recorded
    * @return a ticket for {@link #awaitDurable(long)}
    * @throws IllegalArgumentException if {@code changes} is null or empty, or holds null; nothing
    *     is recorded
@@ -217,22 +247,52 @@ public interface QueueJournal extends AutoCloseable {
     return ticket;
   }
 
-  /** Records that an event left the queue for {@code removal}. */
+  /**
+   * Records that an event left the queue for {@code removal}.
+   *
+   * @param eventId the event's id
+   * @param removal why it left
+   * @throws IllegalArgumentException if {@code eventId} is not storable or {@code removal} is null
+   * @throws JournalException if the change could not be recorded
+   */
   void remove(String eventId, Removal removal);
 
-  /** Records a failed attempt: the event is pending again, not before {@code nextAttemptAt}. */
+  /**
+   * Records a failed attempt: the event is pending again, not before {@code nextAttemptAt}.
+   *
+   * @param eventId the event's id
+   * @param attempts the failed attempts so far, {@code >= 0}
+   * @param nextAttemptAt when it may be sent again; not null
+   * @throws IllegalArgumentException if an argument is invalid (see {@link Change.Reschedule})
+   * @throws JournalException if the change could not be recorded
+   */
   void reschedule(String eventId, int attempts, Instant nextAttemptAt);
 
-  /** Records that an event gave up and is now a dead letter, with the (non-blank) reason. */
+  /**
+   * Records that an event gave up and is now a dead letter, with the (non-blank) reason.
+   *
+   * @param eventId the event's id
+   * @param attempts the attempts it made, {@code >= 0}
+   * @param reason why it gave up; not blank
+   * @throws IllegalArgumentException if an argument is invalid (see {@link Change.DeadLetter})
+   * @throws JournalException if the change could not be recorded
+   */
   void deadLetter(String eventId, int attempts, String reason);
 
-  /** Records that a seen id (no longer pending) left the dedupe window. */
+  /**
+   * Records that a seen id (no longer pending) left the dedupe window.
+   *
+   * @param eventId the forgotten id
+   * @throws IllegalArgumentException if {@code eventId} is not storable
+   * @throws JournalException if the change could not be recorded
+   */
   void forget(String eventId);
 
   /**
    * Replays the recorded changes. Called once, before any change is recorded through this
    * instance.
    *
+   * @return the pending and dead events and the seen ids, as of the last recorded change
    * @throws JournalException when the stored data is corrupt beyond a torn tail, or unreadable
    */
   JournalState load();
@@ -251,6 +311,8 @@ public interface QueueJournal extends AutoCloseable {
    * Returns {@code eventId} if a journal may record it: not null, not blank, well-formed UTF-16,
    * no U+0000.
    *
+   * @param eventId the id to check
+   * @return {@code eventId}
    * @throws IllegalArgumentException naming {@code eventId} otherwise
    */
   static String requireEventId(String eventId) {
@@ -267,6 +329,8 @@ public interface QueueJournal extends AutoCloseable {
    * Returns {@code reason} if a journal may record it as a dead letter's reason: not null, not
    * blank, well-formed UTF-16, no U+0000.
    *
+   * @param reason the reason to check
+   * @return {@code reason}
    * @throws IllegalArgumentException naming {@code reason} otherwise
    */
   static String requireDeadReason(String reason) {
@@ -283,6 +347,8 @@ public interface QueueJournal extends AutoCloseable {
    * every backend, so it may hold U+0000; a {@link QueuedEvent} already has a non-blank id and
    * name).
    *
+   * @param event the event to check
+   * @return {@code event}
    * @throws IllegalArgumentException naming the field otherwise
    */
   static QueuedEvent requireEvent(QueuedEvent event) {
@@ -298,6 +364,8 @@ public interface QueueJournal extends AutoCloseable {
   /**
    * Returns {@code attempts} if it is not negative.
    *
+   * @param attempts the count to check
+   * @return {@code attempts}
    * @throws IllegalArgumentException naming {@code attempts} otherwise
    */
   static int requireAttempts(int attempts) {
@@ -311,6 +379,8 @@ public interface QueueJournal extends AutoCloseable {
    * Returns {@code changes} if {@link #recordAtomically} may record them: not null, not empty, no
    * null element.
    *
+   * @param changes the list to check; each change was checked when it was made
+   * @return {@code changes}
    * @throws IllegalArgumentException naming {@code changes} otherwise
    */
   static List<Change> requireChanges(List<Change> changes) {

@@ -27,6 +27,19 @@ public record QueuedEvent(
     Instant nextAttemptAt,
     Instant expiresAt) {
 
+  /**
+   * Checks the components.
+   *
+   * @param eventId stable, producer-chosen id; not blank
+   * @param name what happened; not blank
+   * @param payload the event body; not null
+   * @param priority drain and eviction rank; not null
+   * @param enqueuedAt when the queue accepted it; not null
+   * @param attempts failed attempts so far, {@code >= 0}
+   * @param nextAttemptAt not sent before this; not null
+   * @param expiresAt never sent at or after this, or null
+   * @throws IllegalArgumentException naming the component that is null, blank or negative
+   */
   public QueuedEvent {
     Checks.requireNonBlank("eventId", eventId);
     Checks.requireNonBlank("name", name);
@@ -39,20 +52,37 @@ public record QueuedEvent(
     }
   }
 
-  /** A fresh event accepted at {@code now}: no attempts, ready at once. */
+  /**
+   * A fresh event accepted at {@code now}: no attempts, ready at once.
+   *
+   * @param event the reported event
+   * @param now when the queue accepted it
+   * @return the queued event
+   */
   public static QueuedEvent accepted(ReportEvent event, Instant now) {
     return new QueuedEvent(
         event.eventId(), event.name(), event.payload(), event.priority(),
         now, 0, now, event.expiresAt());
   }
 
-  /** This event after a failed attempt, not to be sent before {@code nextAttemptAt}. */
+  /**
+   * This event after a failed attempt, not to be sent before {@code nextAttemptAt}.
+   *
+   * @param attempts the failed attempts, this one included
+   * @param nextAttemptAt when it may be sent again
+   * @return a copy with those two fields replaced
+   */
   public QueuedEvent rescheduled(int attempts, Instant nextAttemptAt) {
     return new QueuedEvent(
         eventId, name, payload, priority, enqueuedAt, attempts, nextAttemptAt, expiresAt);
   }
 
-  /** Whether the event is worthless at {@code now}. */
+  /**
+   * Whether the event is worthless at {@code now}.
+   *
+   * @param now the time to judge at; not null
+   * @return true if it has an expiry and {@code now} is at or after it
+   */
   public boolean isExpiredAt(Instant now) {
     return expiresAt != null && !now.isBefore(expiresAt);
   }
@@ -60,6 +90,8 @@ public record QueuedEvent(
   /**
    * The payload's size in UTF-8 bytes ({@link Utf8#length}), what {@code maxBytes} capacity
    * counts; {@link Integer#MAX_VALUE} for a payload larger than that.
+   *
+   * @return the size in bytes; O(payload length), computed on each call
    */
   public int payloadBytes() {
     return bytesOf(payload);

@@ -143,7 +143,13 @@ public final class ReportDispatcher implements AutoCloseable {
     this.lastSendAt = clock.instant();
   }
 
-  /** A builder for a dispatcher that drains {@code queue} into {@code sender}. */
+  /**
+   * A builder for a dispatcher that drains {@code queue} into {@code sender}.
+   *
+   * @param queue the queue to drain; checked (not null) by {@link Builder#build()}
+   * @param sender where the batches go; checked (not null) by {@link Builder#build()}
+   * @return a builder with the defaults its setters name
+   */
   public static Builder builder(ReportQueue queue, BatchSender sender) {
     return new Builder(queue, sender);
   }
@@ -199,7 +205,11 @@ public final class ReportDispatcher implements AutoCloseable {
     settleReady(Long.MAX_VALUE, true);
   }
 
-  /** Batches handed to the sender and not yet settled (sends given up do not count). */
+  /**
+   * Batches handed to the sender and not yet settled (sends given up do not count).
+   *
+   * @return the count, at most {@code maxInFlightBatches}
+   */
   public synchronized int inFlightBatches() {
     return inFlight.size();
   }
@@ -207,17 +217,27 @@ public final class ReportDispatcher implements AutoCloseable {
   /**
    * Answers of sends that were given up ({@code sendTimeout}) and came later: ignored, because
    * their events had been retried already.
+   *
+   * @return the count since the dispatcher was built
    */
   public synchronized long lateResults() {
     return lateResults;
   }
 
-  /** Sends given up because they had not answered within {@code sendTimeout}. */
+  /**
+   * Sends given up because they had not answered within {@code sendTimeout}.
+   *
+   * @return the count since the dispatcher was built
+   */
   public synchronized long timedOutSends() {
     return timedOut;
   }
 
-  /** Drains that failed because the queue's journal failed; each pauses draining (see above). */
+  /**
+   * Drains that failed because the queue's journal failed; each pauses draining (see above).
+   *
+   * @return the count since the dispatcher was built
+   */
   public synchronized long drainFailures() {
     return drainFailures;
   }
@@ -225,6 +245,8 @@ public final class ReportDispatcher implements AutoCloseable {
   /**
    * Events whose outcome the queue's journal could not record: they went back to pending, to be
    * sent again.
+   *
+   * @return the count since the dispatcher was built
    */
   public synchronized long unrecordedOutcomes() {
     return unrecordedOutcomes;
@@ -236,6 +258,7 @@ public final class ReportDispatcher implements AutoCloseable {
    * Whatever is left (not sent, or sent without an answer in time) stays journaled and is
    * recovered by {@link ReportQueue#restore()}.
    *
+   * @param deadline the longest the call blocks
    * @throws IllegalArgumentException if {@code deadline} is null or negative
    */
   public void close(Duration deadline) {
@@ -665,19 +688,34 @@ public final class ReportDispatcher implements AutoCloseable {
       this.sender = sender;
     }
 
-    /** The time source for the flush interval and retry times; use the queue's. Default system. */
+    /**
+     * The time source for the flush interval and retry times; use the queue's. Default system.
+     *
+     * @param clock the clock; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder clock(InstantSource clock) {
       this.clock = clock;
       return this;
     }
 
-    /** A partial batch is sent once this long has passed since the last send. Default 5 s. */
+    /**
+     * A partial batch is sent once this long has passed since the last send. Default 5 s.
+     *
+     * @param flushInterval the interval; checked (positive) by {@link #build()}
+     * @return this builder
+     */
     public Builder flushInterval(Duration flushInterval) {
       this.flushInterval = flushInterval;
       return this;
     }
 
-    /** Most batches sent and not yet answered. Default 1 (strictly one batch at a time). */
+    /**
+     * Most batches sent and not yet answered. Default 1 (strictly one batch at a time).
+     *
+     * @param maxInFlightBatches the bound; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder maxInFlightBatches(int maxInFlightBatches) {
       this.maxInFlightBatches = maxInFlightBatches;
       return this;
@@ -686,6 +724,9 @@ public final class ReportDispatcher implements AutoCloseable {
     /**
      * The longest the background loop sleeps between checks of the clock; it also wakes when a
      * full batch is ready or a batch settles. Default 200 ms.
+     *
+     * @param pollInterval the longest sleep; checked (positive) by {@link #build()}
+     * @return this builder
      */
     public Builder pollInterval(Duration pollInterval) {
       this.pollInterval = pollInterval;
@@ -695,6 +736,9 @@ public final class ReportDispatcher implements AutoCloseable {
     /**
      * How long a send may go unanswered, by the clock, before it is given up: its events are
      * retried (a failed attempt) and its answer, if it comes, is ignored. Default 60 s.
+     *
+     * @param sendTimeout the timeout; checked (positive) by {@link #build()}
+     * @return this builder
      */
     public Builder sendTimeout(Duration sendTimeout) {
       this.sendTimeout = sendTimeout;
@@ -706,19 +750,30 @@ public final class ReportDispatcher implements AutoCloseable {
      * daemon threads (up to twice that while sends that timed out still hold theirs), shut down
      * by {@link #close(Duration)}. Tests pass {@code Runnable::run} to
      * send on the calling thread.
+     *
+     * @param sendExecutor the executor, or null for the owned pool; not shut down by the dispatcher
+     * @return this builder
      */
     public Builder sendExecutor(Executor sendExecutor) {
       this.sendExecutor = sendExecutor;
       return this;
     }
 
-    /** Names threads and log lines. Default {@code "report-dispatcher"}. */
+    /**
+     * Names threads and log lines. Default {@code "report-dispatcher"}.
+     *
+     * @param name the name; checked (not blank) by {@link #build()}
+     * @return this builder
+     */
     public Builder name(String name) {
       this.name = name;
       return this;
     }
 
-    /** @throws IllegalArgumentException naming the field and value when a setting is invalid */
+    /**
+     * @return a new dispatcher; call {@link ReportDispatcher#start()} for the background loop
+     * @throws IllegalArgumentException naming the field and value when a setting is invalid
+     */
     public ReportDispatcher build() {
       Checks.requireNonNull("queue", queue);
       Checks.requireNonNull("sender", sender);

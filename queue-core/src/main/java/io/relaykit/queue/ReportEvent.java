@@ -25,6 +25,11 @@ public record ReportEvent(
     String eventId, String name, String payload, Priority priority, Instant expiresAt) {
 
   /**
+   * @param eventId stable, producer-chosen id; not blank
+   * @param name what happened; not blank
+   * @param payload the event body; not empty
+   * @param priority the rank; not null
+   * @param expiresAt the expiry, or null for never
    * @throws IllegalArgumentException naming the field when {@code eventId} or {@code name} is
    *     blank, {@code payload} is null or empty, {@code priority} is null, or the id, name or
    *     payload holds an unpaired surrogate, or the id or name holds U+0000 (naming its index)
@@ -42,12 +47,24 @@ public record ReportEvent(
     Utf8.requireWellFormed("payload", payload); // stored as bytes by every journal: NUL is fine
   }
 
-  /** A {@link Priority#NORMAL} event that never expires. */
+  /**
+   * A {@link Priority#NORMAL} event that never expires.
+   *
+   * @param eventId stable, producer-chosen id; not blank
+   * @param name what happened; not blank
+   * @param payload the event body; not empty
+   * @throws IllegalArgumentException as for the canonical constructor
+   */
   public ReportEvent(String eventId, String name, String payload) {
     this(eventId, name, payload, Priority.NORMAL, null);
   }
 
-  /** Whether the event is worthless at {@code now}. */
+  /**
+   * Whether the event is worthless at {@code now}.
+   *
+   * @param now the time to judge at; not null
+   * @return true if it has an expiry and {@code now} is at or after it
+   */
   public boolean isExpiredAt(Instant now) {
     return expiresAt != null && !now.isBefore(expiresAt);
   }

@@ -300,7 +300,11 @@ public final class ReportQueue {
     }
   }
 
-  /** A builder with the defaults listed on each setter. */
+  /**
+   * A builder with the defaults listed on each setter.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
   }
@@ -329,6 +333,8 @@ public final class ReportQueue {
    * it, {@code DUPLICATE} too; after one that lost it, it is accepted once. Never retry under a new
    * id.
    *
+   * @param event the event to offer
+   * @return {@code OK} with any evicted ids, or why it was not accepted
    * @throws IllegalArgumentException if {@code event} is null, or the journal refuses it (over the
    *     backend's size limits); nothing changed
    * @throws JournalFullException for a {@code CRITICAL} event when the journal's buffer is full;
@@ -609,7 +615,12 @@ public final class ReportQueue {
   // ---------------------------------------------------------------------------------------------
   // Drain, ack, nack
 
-  /** {@link #drainBatch(Instant)} at the clock's current time. */
+  /**
+   * {@link #drainBatch(Instant)} at the clock's current time.
+   *
+   * @return the drained events, at most {@link #batchSize()}; empty when none is ready
+   * @throws JournalException as for {@link #drainBatch(Instant)}
+   */
   public List<QueuedEvent> drainBatch() {
     return drainBatch(clock.instant());
   }
@@ -621,6 +632,8 @@ public final class ReportQueue {
    * never returned. Draining itself writes nothing to the journal; discarding an expired event
    * does, first.
    *
+   * @param at the time readiness and expiry are judged at
+   * @return the drained events, at most {@link #batchSize()}; empty when none is ready
    * @throws IllegalArgumentException if {@code at} is null
    * @throws JournalException if the journal cannot record that an expired event left; nothing is
    *     drained (the expiries recorded before it stay done)
@@ -677,6 +690,7 @@ public final class ReportQueue {
    * dedupe window. Ids that are not in flight are ignored, so a caller may retry an ack that threw:
    * the ids acked before the failure are no longer in flight.
    *
+   * @param eventIds the ids to acknowledge; not null
    * @return how many in-flight events were acknowledged
    * @throws IllegalArgumentException if {@code eventIds} is null
    * @throws JournalException if the journal cannot record an ack: the ids before it are acked, it
@@ -723,6 +737,9 @@ public final class ReportQueue {
    * {@code EXPIRED}. Ids that are not in flight are ignored (so a late ack or nack of it finds
    * nothing).
    *
+   * @param eventIds the in-flight ids that failed; not null
+   * @param retryable false to dead-letter them at once
+   * @return how many were requeued, became dead letters, or expired
    * @throws IllegalArgumentException if {@code eventIds} is null
    * @throws JournalException if the journal cannot record an outcome (see {@link #nack(Collection,
    *     boolean, Duration, String)})
@@ -744,6 +761,9 @@ public final class ReportQueue {
    * @param deadReason why a non-retryable event gave up; null or blank for a generic reason (an
    *     unpaired surrogate or U+0000 in it is replaced with U+FFFD, so that every journal can
    *     store it)
+   * @param eventIds the in-flight ids that failed; not null
+   * @param retryable false to dead-letter them at once
+   * @return how many were requeued, became dead letters, or expired
    * @throws IllegalArgumentException if {@code eventIds} or {@code minDelay} is null, or {@code
    *     minDelay} is negative
    * @throws JournalException if the journal cannot record an outcome: the ids before it are
@@ -894,9 +914,11 @@ public final class ReportQueue {
    * Removes dead letters for good (an operator decided); their ids stay seen for the dedupe
    * window. Ids that are not dead letters are ignored.
    *
+   * @param eventIds the dead letters' ids; not null
    * @return how many dead letters were removed
    * @throws JournalException if the journal cannot record a purge: the ids before it are purged,
    *     it and the ids after it are still dead letters
+   * @throws IllegalArgumentException if {@code eventIds} is null
    */
   public int purgeDead(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
@@ -934,9 +956,11 @@ public final class ReportQueue {
    * room ({@code capacity} and {@code maxBytes}); the others stay dead letters. Ids that are not
    * dead letters are ignored.
    *
+   * @param eventIds the dead letters' ids; not null
    * @return how many dead letters were replayed
    * @throws JournalException if the journal cannot record a replay: the ids before it are
    *     pending, it and the ids after it are still dead letters
+   * @throws IllegalArgumentException if {@code eventIds} is null
    */
   public int replayDead(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
@@ -1136,6 +1160,8 @@ public final class ReportQueue {
    * journal told, by the next enqueue or drain); it is one over the count bound while the journal
    * cannot record a forget (the id is still remembered). O(1) plus the ids that left the window by
    * age since that last change.
+   *
+   * @return the counts at the clock's current time
    */
   public QueueStats stats() {
     lock.lock();
@@ -1155,6 +1181,8 @@ public final class ReportQueue {
    * queue's clock (never negative); empty if nothing is pending. In-flight events do not count:
    * they are being delivered. The backlog's age for {@link io.relaykit.monitor.BacklogMonitor}.
    * O(1).
+   *
+   * @return the age, or empty
    */
   public Optional<Duration> oldestPendingAge() {
     lock.lock();
@@ -1176,7 +1204,11 @@ public final class ReportQueue {
     }
   }
 
-  /** Ids of pending events, in drain order (ready and waiting retries mixed by age). O(n). */
+  /**
+   * Ids of pending events, in drain order (ready and waiting retries mixed by age). O(n).
+   *
+   * @return a new list of the ids
+   */
   public List<String> pendingIds() {
     lock.lock();
     try {
@@ -1213,7 +1245,11 @@ public final class ReportQueue {
     }
   }
 
-  /** Ids of in-flight events, in the order they were drained. O(n). */
+  /**
+   * Ids of in-flight events, in the order they were drained. O(n).
+   *
+   * @return a new list of the ids
+   */
   public List<String> inflightIds() {
     lock.lock();
     try {
@@ -1223,7 +1259,11 @@ public final class ReportQueue {
     }
   }
 
-  /** Ids of dead letters, in the order they died. O(n). */
+  /**
+   * Ids of dead letters, in the order they died. O(n).
+   *
+   * @return a new list of the ids
+   */
   public List<String> deadIds() {
     lock.lock();
     try {
@@ -1233,7 +1273,11 @@ public final class ReportQueue {
     }
   }
 
-  /** Dead letters with their attempts, in the order they died. O(n). */
+  /**
+   * Dead letters with their attempts, in the order they died. O(n).
+   *
+   * @return a new list of the dead events
+   */
   public List<QueuedEvent> deadLetters() {
     lock.lock();
     try {
@@ -1255,7 +1299,12 @@ public final class ReportQueue {
     return ids;
   }
 
-  /** Why a dead letter gave up; empty if {@code eventId} is not a dead letter. */
+  /**
+   * Why a dead letter gave up; empty if {@code eventId} is not a dead letter.
+   *
+   * @param eventId the event's id
+   * @return the reason, or empty
+   */
   public Optional<String> deadReason(String eventId) {
     lock.lock();
     try {
@@ -1269,6 +1318,8 @@ public final class ReportQueue {
   /**
    * When the next drain can return something: an instant not after now if an event is ready,
    * else the earliest retry time; empty if nothing is pending. O(1).
+   *
+   * @return the instant, or empty
    */
   public Optional<Instant> nextReadyAt() {
     lock.lock();
@@ -1295,6 +1346,10 @@ public final class ReportQueue {
    * time has come by then. A query: it changes nothing (a retry counted here for a later {@code
    * at} still waits for its time) and writes nothing to the journal. O(1), plus O(1) per waiting
    * retry due by {@code at}.
+   *
+   * @param at the time to count at; not null
+   * @return the count, {@code >= 0}
+   * @throws IllegalArgumentException if {@code at} is null
    */
   public int readyCount(Instant at) {
     Checks.requireNonNull("at", at);
@@ -1313,7 +1368,11 @@ public final class ReportQueue {
     }
   }
 
-  /** The most events one {@link #drainBatch} returns. */
+  /**
+   * The most events one {@link #drainBatch} returns.
+   *
+   * @return the batch size, {@code >= 1}
+   */
   public int batchSize() {
     return batchSize;
   }
@@ -1598,7 +1657,12 @@ public final class ReportQueue {
     private Builder() {
     }
 
-    /** The time source for enqueue times, retries, expiry and the dedupe window. Default: system. */
+    /**
+     * The time source for enqueue times, retries, expiry and the dedupe window. Default: system.
+     *
+     * @param clock the clock; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder clock(InstantSource clock) {
       this.clock = clock;
       return this;
@@ -1608,43 +1672,76 @@ public final class ReportQueue {
      * Where changes are recorded. Default: none (memory only): nothing is recorded, so {@link
      * ReportQueue#restore()} finds an empty queue. Use {@link InMemoryJournal} to simulate
      * restarts in memory.
+     *
+     * @param journal the journal, or null for none
+     * @return this builder
      */
     public Builder journal(QueueJournal journal) {
       this.journal = journal;
       return this;
     }
 
-    /** Most pending plus in-flight events. Default 100. */
+    /**
+     * Most pending plus in-flight events. Default 100.
+     *
+     * @param capacity the bound; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder capacity(int capacity) {
       this.capacity = capacity;
       return this;
     }
 
-    /** Most UTF-8 payload bytes of pending plus in-flight events. Default unlimited. */
+    /**
+     * Most UTF-8 payload bytes of pending plus in-flight events. Default unlimited.
+     *
+     * @param maxBytes the bound; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder maxBytes(long maxBytes) {
       this.maxBytes = maxBytes;
       return this;
     }
 
-    /** Most events one drain returns. Default 20. */
+    /**
+     * Most events one drain returns. Default 20.
+     *
+     * @param batchSize the size; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder batchSize(int batchSize) {
       this.batchSize = batchSize;
       return this;
     }
 
-    /** Delivery attempts before an event becomes a dead letter. Default 5. */
+    /**
+     * Delivery attempts before an event becomes a dead letter. Default 5.
+     *
+     * @param maxAttempts the attempts; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder maxAttempts(int maxAttempts) {
       this.maxAttempts = maxAttempts;
       return this;
     }
 
-    /** The wait before each retry. Default: exponential from 1 s, factor 2, no cap, no jitter. */
+    /**
+     * The wait before each retry. Default: exponential from 1 s, factor 2, no cap, no jitter.
+     *
+     * @param backoff the backoff; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder backoff(Backoff backoff) {
       this.backoff = backoff;
       return this;
     }
 
-    /** What a full queue does. Default {@link DropPolicy#DROP_LOWEST_PRIORITY}. */
+    /**
+     * What a full queue does. Default {@link DropPolicy#DROP_LOWEST_PRIORITY}.
+     *
+     * @param dropPolicy the policy; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder dropPolicy(DropPolicy dropPolicy) {
       this.dropPolicy = dropPolicy;
       return this;
@@ -1653,6 +1750,10 @@ public final class ReportQueue {
     /**
      * How long and how many event ids stay seen for deduplication, whichever bound is hit first.
      * Default 24 h, 100 000 ids.
+     *
+     * @param window how long an id stays seen; checked (positive) by {@link #build()}
+     * @param maxIds how many ids stay seen; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
      */
     public Builder dedupeWindow(Duration window, int maxIds) {
       this.dedupeWindow = window;
@@ -1665,6 +1766,10 @@ public final class ReportQueue {
      * whichever bound is hit first: a new dead letter beyond them pushes the oldest out (reported as {@code DROPPED},
      * counted in {@link QueueStats#deadDropped()} and as {@code "dead-letter-overflow"} by the
      * metrics listener). Default 10 000 events, 64 MiB.
+     *
+     * @param maxCount the most dead letters; checked ({@code >= 1}) by {@link #build()}
+     * @param maxBytes the most bytes of dead letters; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
      */
     public Builder deadLetters(int maxCount, long maxBytes) {
       this.maxDeadLetters = maxCount;
@@ -1672,7 +1777,12 @@ public final class ReportQueue {
       return this;
     }
 
-    /** Receives every lifecycle step. Default: none. */
+    /**
+     * Receives every lifecycle step. Default: none.
+     *
+     * @param listener the listener; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder listener(LifecycleListener listener) {
       this.listener = listener;
       this.listenerSet = true;
@@ -1687,6 +1797,9 @@ public final class ReportQueue {
      * letters), one call per event, under the queue's
      * lock (so it must be fast). Default: none. Gauges come from {@link ReportQueue#stats()} and
      * {@link ReportQueue#oldestPendingAge()}, sampled by the caller.
+     *
+     * @param metrics the listener; checked (not null) by {@link #build()}
+     * @return this builder
      */
     public Builder metrics(MetricsListener metrics) {
       this.metrics = metrics;
@@ -1694,7 +1807,12 @@ public final class ReportQueue {
       return this;
     }
 
-    /** The {@code where} of lifecycle events. Default {@code "report-queue"}. */
+    /**
+     * The {@code where} of lifecycle events. Default {@code "report-queue"}.
+     *
+     * @param name the name; checked (not blank) by {@link #build()}
+     * @return this builder
+     */
     public Builder name(String name) {
       this.name = name;
       return this;
@@ -1704,6 +1822,7 @@ public final class ReportQueue {
      * A queue with this configuration. It starts empty: call {@link ReportQueue#restore()} to
      * load what the journal holds.
      *
+     * @return a new, empty queue
      * @throws IllegalArgumentException naming the field and value when a setting is invalid
      */
     public ReportQueue build() {

@@ -47,6 +47,8 @@ public final class Backoff {
    * Doubling delays from {@code initial}: {@code initial, 2*initial, 4*initial, ...}, uncapped and
    * without jitter.
    *
+   * @param initial the first delay; positive
+   * @return an immutable backoff; {@link #delay(int)} costs O(1)
    * @throws IllegalArgumentException if {@code initial} is null, zero or negative
    */
   public static Backoff exponential(Duration initial) {
@@ -56,6 +58,9 @@ public final class Backoff {
   /**
    * Delays growing by {@code multiplier} from {@code initial}, uncapped and without jitter.
    *
+   * @param initial the first delay; positive
+   * @param multiplier the growth factor between consecutive delays; 1.0 gives fixed delays
+   * @return an immutable backoff
    * @throws IllegalArgumentException if {@code initial} is not positive or {@code multiplier} is
    *     not a finite number {@code >= 1}
    */
@@ -71,6 +76,8 @@ public final class Backoff {
   /**
    * The same delay for every attempt.
    *
+   * @param delay the delay; positive
+   * @return an immutable backoff, capped at {@code delay}
    * @throws IllegalArgumentException if {@code delay} is not positive
    */
   public static Backoff fixed(Duration delay) {
@@ -81,6 +88,8 @@ public final class Backoff {
   /**
    * This backoff with delays capped at {@code max} (before jitter).
    *
+   * @param max the cap; positive and at least the initial delay
+   * @return a new backoff; this one is unchanged
    * @throws IllegalArgumentException if {@code max} is not positive or is less than the initial
    *     delay
    */
@@ -96,6 +105,8 @@ public final class Backoff {
   /**
    * This backoff with {@code jitter} applied after the cap.
    *
+   * @param jitter how to spread each capped delay
+   * @return a new backoff; this one is unchanged
    * @throws IllegalArgumentException if {@code jitter} is null
    */
   public Backoff withJitter(Jitter jitter) {
@@ -109,6 +120,8 @@ public final class Backoff {
    * This backoff drawing jitter from {@code random}, for deterministic tests. The generator is used
    * from whatever thread calls {@link #delay(int)}: pass a thread-safe one if it is shared.
    *
+   * @param random the generator jitter draws from; used as is, never copied
+   * @return a new backoff; this one is unchanged
    * @throws IllegalArgumentException if {@code random} is null
    */
   public Backoff withRandom(RandomGenerator random) {
@@ -122,6 +135,7 @@ public final class Backoff {
    * The wait before retry number {@code attempt}.
    *
    * @param attempt the retry number, counting from 1
+   * @return the delay, at most the cap (the jitter only shortens it); never negative
    * @throws IllegalArgumentException if {@code attempt < 1}
    */
   public Duration delay(int attempt) {
@@ -150,15 +164,29 @@ public final class Backoff {
     return random.get().nextLong(bound == Long.MAX_VALUE ? bound : bound + 1);
   }
 
-  /** The cap applied before jitter; {@code null} when uncapped. */
+  /**
+   * The cap applied before jitter; {@code null} when uncapped.
+   *
+   * @return the cap, or null
+   */
   public Duration max() {
     return maxNanos == Long.MAX_VALUE ? null : Duration.ofNanos(maxNanos);
   }
 
+  /**
+   * The delay of the first retry, before jitter.
+   *
+   * @return the initial delay; positive
+   */
   public Duration initial() {
     return Duration.ofNanos(initialNanos);
   }
 
+  /**
+   * How delays are spread after the cap.
+   *
+   * @return the jitter; {@link Jitter#NONE} unless {@link #withJitter} set another
+   */
   public Jitter jitter() {
     return jitter;
   }

@@ -23,17 +23,34 @@ public interface FailureClassifier {
 
   /** Whether a failure is worth another attempt. */
   enum Kind {
+    /** Worth another attempt: the message is retried while the {@link RetryPolicy} allows. */
     RETRYABLE,
+    /** Retrying cannot help: the message goes straight to dead letters. */
     PERMANENT
   }
 
+  /**
+   * Classifies one failure. Must be pure, cheap and must not throw.
+   *
+   * @param failure what went wrong; null for a failure without an exception (a timeout)
+   * @return whether another attempt is worth making
+   */
   Kind classify(Throwable failure);
 
-  /** {@link PermanentFailureException} is permanent; every other failure is retryable. */
+  /**
+   * {@link PermanentFailureException} is permanent; every other failure is retryable.
+   *
+   * @return the default classifier; stateless
+   */
   static FailureClassifier defaults() {
     return builder().build();
   }
 
+  /**
+   * A builder that starts with no registered types, so it classifies like {@link #defaults()}.
+   *
+   * @return a new builder
+   */
   static Builder builder() {
     return new Builder();
   }
@@ -50,6 +67,8 @@ public interface FailureClassifier {
     /**
      * Failures of this type (or a subtype) are permanent.
      *
+     * @param type the permanent exception type; not null
+     * @return this builder
      * @throws IllegalArgumentException if {@code type} is null
      */
     public Builder permanent(Class<? extends Throwable> type) {
@@ -62,6 +81,8 @@ public interface FailureClassifier {
      * useful to carve a transient subtype out of a permanent family. It never overrides {@link
      * PermanentFailureException}: code that throws it has said retrying cannot help.
      *
+     * @param type the retryable exception type; not null
+     * @return this builder
      * @throws IllegalArgumentException if {@code type} is null
      */
     public Builder retryable(Class<? extends Throwable> type) {
@@ -76,6 +97,12 @@ public interface FailureClassifier {
       return type;
     }
 
+    /**
+     * Builds the classifier from the types registered so far; later changes to this builder do not
+     * affect it.
+     *
+     * @return an immutable, thread-safe classifier, O(registered types) per call
+     */
     public FailureClassifier build() {
       List<Class<? extends Throwable>> perm = List.copyOf(permanent);
       List<Class<? extends Throwable>> retry = List.copyOf(retryable);

@@ -12,7 +12,10 @@ package io.relaykit.retry;
  * </ul>
  */
 public enum Jitter {
+  /** No jitter: the delay is exactly the capped delay. */
   NONE,
+  /** Full jitter: uniform in {@code [0, d]}. */
   FULL,
+  /** Equal jitter: uniform in {@code [d/2, d]}. */
   EQUAL
 }

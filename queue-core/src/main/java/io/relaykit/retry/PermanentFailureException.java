@@ -10,10 +10,21 @@ package io.relaykit.retry;
 public class PermanentFailureException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * A permanent failure without a cause.
+   *
+   * @param message why retrying cannot help; becomes part of the dead letter's reason
+   */
   public PermanentFailureException(String message) {
     super(message);
   }
 
+  /**
+   * A permanent failure caused by {@code cause}.
+   *
+   * @param message why retrying cannot help; becomes part of the dead letter's reason
+   * @param cause the underlying failure; may be null
+   */
   public PermanentFailureException(String message, Throwable cause) {
     super(message, cause);
   }

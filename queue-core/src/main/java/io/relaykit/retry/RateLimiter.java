@@ -57,16 +57,32 @@ public final class RateLimiter {
     this.origin = clock.instant();
   }
 
-  /** {@code permitsPerSecond} with a burst of one second's worth, on the system clock. */
+  /**
+   * {@code permitsPerSecond} with a burst of one second's worth, on the system clock.
+   *
+   * @param permitsPerSecond the sustained rate; a finite number {@code > 0}
+   * @return a new, full limiter
+   * @throws IllegalArgumentException if {@code permitsPerSecond} is not a finite number {@code > 0}
+   */
   public static RateLimiter perSecond(double permitsPerSecond) {
     return builder().permitsPerSecond(permitsPerSecond).build();
   }
 
+  /**
+   * A builder; {@link Builder#permitsPerSecond} is required.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
   }
 
-  /** Takes one permit if one is available now. */
+  /**
+   * Takes one permit if one is available now.
+   *
+   * @return true if a permit was taken; false, taking nothing, if none is available now. Never
+   *     waits
+   */
   public boolean tryAcquire() {
     return tryAcquire(1);
   }
@@ -74,6 +90,8 @@ public final class RateLimiter {
   /**
    * Takes {@code permits} permits if that many are available now; takes none otherwise.
    *
+   * @param permits how many to take at once
+   * @return true if they were taken; false, taking none, if fewer are available now. Never waits
    * @throws IllegalArgumentException if {@code permits} is less than 1 or more than the burst (it
    *     could never succeed)
    */
@@ -88,7 +106,11 @@ public final class RateLimiter {
     return false;
   }
 
-  /** Takes one permit, parking until one is due. */
+  /**
+   * Takes one permit, parking until one is due.
+   *
+   * @throws InterruptedException if interrupted while parked; no permit is then taken
+   */
   public void acquire() throws InterruptedException {
     acquire(1);
   }
@@ -96,6 +118,7 @@ public final class RateLimiter {
   /**
    * Takes {@code permits} permits, parking until that many are due.
    *
+   * @param permits how many to take at once
    * @throws IllegalArgumentException if {@code permits} is less than 1 or more than the burst
    * @throws InterruptedException if interrupted while parked; no permit is then taken
    */
@@ -119,7 +142,11 @@ public final class RateLimiter {
     }
   }
 
-  /** Nanoseconds until one permit is available; 0 if one is available now. Takes nothing. */
+  /**
+   * Nanoseconds until one permit is available; 0 if one is available now. Takes nothing.
+   *
+   * @return the wait in nanoseconds, {@code >= 0}
+   */
   public long nanosUntilAvailable() {
     return nanosUntilAvailable(1);
   }
@@ -127,6 +154,8 @@ public final class RateLimiter {
   /**
    * Nanoseconds until {@code permits} permits are available; 0 if they are now. Takes nothing.
    *
+   * @param permits how many would be taken
+   * @return the wait in nanoseconds, {@code >= 0}
    * @throws IllegalArgumentException if {@code permits} is less than 1 or more than the burst
    */
   public synchronized long nanosUntilAvailable(int permits) {
@@ -134,17 +163,31 @@ public final class RateLimiter {
     return waitNanos(now(), permits);
   }
 
-  /** Permits available now (whole ones). */
+  /**
+   * Permits available now (whole ones).
+   *
+   * @return the whole permits available, between 0 and {@link #burst()}
+   */
   public synchronized int availablePermits() {
     long now = now();
     long debt = Math.max(0, fullAt - now);
     return (int) ((capacityNanos - debt) / nanosPerPermit);
   }
 
+  /**
+   * The sustained rate this limiter was built with.
+   *
+   * @return permits per second, a finite number {@code > 0}
+   */
   public double permitsPerSecond() {
     return permitsPerSecond;
   }
 
+  /**
+   * The most permits taken at once after a quiet spell.
+   *
+   * @return the bucket's size in permits, {@code >= 1}
+   */
   public int burst() {
     return burst;
   }
@@ -196,25 +239,41 @@ public final class RateLimiter {
 
     private Builder() {}
 
-    /** Required: the sustained rate, a finite number {@code > 0} (fractions allowed: 0.5 = one per 2 s). */
+    /**
+     * Required: the sustained rate, a finite number {@code > 0} (fractions allowed: 0.5 = one per 2 s).
+     *
+     * @param permitsPerSecond the rate; checked by {@link #build()}
+     * @return this builder
+     */
     public Builder permitsPerSecond(double permitsPerSecond) {
       this.permitsPerSecond = permitsPerSecond;
       return this;
     }
 
-    /** Most permits taken at once after a quiet spell; default one second's worth (at least 1). */
+    /**
+     * Most permits taken at once after a quiet spell; default one second's worth (at least 1).
+     *
+     * @param burst the bucket's size in permits; checked by {@link #build()}
+     * @return this builder
+     */
     public Builder burst(int burst) {
       this.burst = burst;
       return this;
     }
 
-    /** The time source; default the system clock. */
+    /**
+     * The time source; default the system clock.
+     *
+     * @param clock the time source; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder clock(InstantSource clock) {
       this.clock = clock;
       return this;
     }
 
     /**
+     * @return a new limiter, full
      * @throws IllegalArgumentException naming the field and value of an invalid setting
      */
     public RateLimiter build() {

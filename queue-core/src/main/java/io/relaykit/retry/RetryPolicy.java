@@ -28,11 +28,20 @@ public final class RetryPolicy {
     this.classifier = b.classifier;
   }
 
-  /** Five attempts, no age limit, exponential backoff from 1 s capped at 5 min with full jitter. */
+  /**
+   * Five attempts, no age limit, exponential backoff from 1 s capped at 5 min with full jitter.
+   *
+   * @return a new policy with every default of {@link #builder()}
+   */
   public static RetryPolicy defaults() {
     return builder().build();
   }
 
+  /**
+   * A builder holding the defaults of {@link #defaults()}.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
   }
@@ -44,6 +53,8 @@ public final class RetryPolicy {
    * @param firstFailureAt when the first attempt failed (equal to {@code now} on the first failure)
    * @param now the current time
    * @param failure what went wrong; may be null for a failure without an exception (a timeout)
+   * @return retry after the backoff's delay for {@code attempt}, or dead-letter with a reason
+   *     naming the failure (permanent, attempts exhausted, or max age exceeded)
    * @throws IllegalArgumentException if {@code attempt < 1} or a time is null
    */
   public Decision decide(int attempt, Instant firstFailureAt, Instant now, Throwable failure) {
@@ -71,24 +82,48 @@ public final class RetryPolicy {
     return Decision.retryAfter(delay);
   }
 
-  /** Whether the failure is permanent under this policy's classifier. */
+  /**
+   * Whether the failure is permanent under this policy's classifier.
+   *
+   * @param failure what went wrong; null counts as a timeout
+   * @return true if the classifier says {@link FailureClassifier.Kind#PERMANENT}
+   */
   public boolean isPermanent(Throwable failure) {
     return classifier.classify(failure) == FailureClassifier.Kind.PERMANENT;
   }
 
+  /**
+   * Total attempts including the first.
+   *
+   * @return the attempt limit, {@code >= 1}
+   */
   public int maxAttempts() {
     return maxAttempts;
   }
 
-  /** The age limit measured from the first failure; {@code null} when there is none. */
+  /**
+   * The age limit measured from the first failure; {@code null} when there is none.
+   *
+   * @return the age limit, or null
+   */
   public Duration maxAge() {
     return maxAge;
   }
 
+  /**
+   * The backoff between attempts.
+   *
+   * @return the backoff; never null
+   */
   public Backoff backoff() {
     return backoff;
   }
 
+  /**
+   * Which failures are permanent.
+   *
+   * @return the classifier; never null
+   */
   public FailureClassifier classifier() {
     return classifier;
   }
@@ -107,8 +142,23 @@ public final class RetryPolicy {
         + ", backoff=" + backoff + "]";
   }
 
-  /** The outcome of {@link #decide}: retry after {@link #delay()}, or dead-letter for a reason. */
+  /**
+   * The outcome of {@link #decide}: retry after {@link #delay()}, or dead-letter for a reason.
+   *
+   * @param retry true to retry after {@code delay}, false to dead-letter
+   * @param delay the wait before the next attempt; null when dead-lettering
+   * @param reason why the message is dead-lettered; null when retrying
+   */
   public record Decision(boolean retry, Duration delay, String reason) {
+    /**
+     * Checks that a retry has a delay and a dead letter has a reason.
+     *
+     * @param retry true to retry, false to dead-letter
+     * @param delay the wait before the retry; required when retrying
+     * @param reason why the message is dead-lettered; required when not retrying
+     * @throws NullPointerException if {@code delay} is null for a retry or {@code reason} is null
+     *     for a dead letter
+     */
     public Decision {
       if (retry) {
         Objects.requireNonNull(delay, "delay");
@@ -117,10 +167,24 @@ public final class RetryPolicy {
       }
     }
 
+    /**
+     * A decision to retry.
+     *
+     * @param delay the wait before the next attempt; not null
+     * @return a retry decision
+     * @throws NullPointerException if {@code delay} is null
+     */
     public static Decision retryAfter(Duration delay) {
       return new Decision(true, delay, null);
     }
 
+    /**
+     * A decision to give up and dead-letter.
+     *
+     * @param reason why; not null
+     * @return a dead-letter decision
+     * @throws NullPointerException if {@code reason} is null
+     */
     public static Decision deadLetter(String reason) {
       return new Decision(false, null, reason);
     }
@@ -137,28 +201,58 @@ public final class RetryPolicy {
 
     private Builder() {}
 
-    /** Total attempts including the first; 1 means "never retry". Default 5. */
+    /**
+     * Total attempts including the first; 1 means "never retry". Default 5.
+     *
+     * @param maxAttempts the limit; checked ({@code >= 1}) by {@link #build()}
+     * @return this builder
+     */
     public Builder maxAttempts(int maxAttempts) {
       this.maxAttempts = maxAttempts;
       return this;
     }
 
-    /** Give up once this much time has passed since the first failure. Default: no limit. */
+    /**
+     * Give up once this much time has passed since the first failure. Default: no limit.
+     *
+     * @param maxAge the limit, or null for none; checked (positive) by {@link #build()}
+     * @return this builder
+     */
     public Builder maxAge(Duration maxAge) {
       this.maxAge = maxAge;
       return this;
     }
 
+    /**
+     * Sets the backoff between attempts. Default exponential from 1 s, capped at 5 minutes, with
+     * full jitter.
+     *
+     * @param backoff the backoff; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder backoff(Backoff backoff) {
       this.backoff = backoff;
       return this;
     }
 
+    /**
+     * Sets which failures are permanent. Default {@link FailureClassifier#defaults()}.
+     *
+     * @param classifier the classifier; checked (not null) by {@link #build()}
+     * @return this builder
+     */
     public Builder classifier(FailureClassifier classifier) {
       this.classifier = classifier;
       return this;
     }
 
+    /**
+     * Builds an immutable, thread-safe policy.
+     *
+     * @return the policy
+     * @throws IllegalArgumentException if {@code maxAttempts < 1}, {@code maxAge} is not positive,
+     *     or {@code backoff} or {@code classifier} is null
+     */
     public RetryPolicy build() {
       if (maxAttempts < 1) {
         throw new IllegalArgumentException("maxAttempts must be >= 1, was " + maxAttempts);

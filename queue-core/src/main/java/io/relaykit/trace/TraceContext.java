@@ -46,6 +46,10 @@ public record TraceContext(String traceId, String parentId, int flags, String tr
   /**
    * Validates the fields.
    *
+   * @param traceId 32 lowercase hex digits, not all zero
+   * @param parentId 16 lowercase hex digits, not all zero
+   * @param flags one byte, 0 to 255
+   * @param traceState a valid, bounded {@code tracestate} list; not null, empty for none
    * @throws IllegalArgumentException naming the field and its value when one is invalid
    */
   public TraceContext {
@@ -74,23 +78,41 @@ public record TraceContext(String traceId, String parentId, int flags, String tr
   /**
    * A context built in code.
    *
+   * @param traceId 32 lowercase hex digits, not all zero
+   * @param parentId 16 lowercase hex digits, not all zero
+   * @param sampled whether the caller records this trace (flags 01, else 00)
+   * @return the context, with an empty {@code tracestate}
    * @throws IllegalArgumentException naming the field and its value when one is invalid
    */
   public static TraceContext of(String traceId, String parentId, boolean sampled) {
     return new TraceContext(traceId, parentId, sampled ? 1 : 0, "");
   }
 
-  /** Whether the caller recorded this trace (flags bit 0). */
+  /**
+   * Whether the caller recorded this trace (flags bit 0).
+   *
+   * @return true if flags bit 0 is set
+   */
   public boolean sampled() {
     return (flags & 1) != 0;
   }
 
-  /** The {@code traceparent} header value, always written as version {@code 00}. */
+  /**
+   * The {@code traceparent} header value, always written as version {@code 00}.
+   *
+   * @return the 55-character header value
+   */
   public String traceparent() {
     return "00-" + traceId + "-" + parentId + "-" + String.format("%02x", flags);
   }
 
-  /** The same trace and state under another parent span, as a hop that starts its own span. */
+  /**
+   * The same trace and state under another parent span, as a hop that starts its own span.
+   *
+   * @param spanId the new parent span id: 16 lowercase hex digits, not all zero
+   * @return the new context
+   * @throws IllegalArgumentException if {@code spanId} is invalid
+   */
   public TraceContext withParent(String spanId) {
     return new TraceContext(traceId, spanId, flags, traceState);
   }
@@ -106,7 +128,11 @@ public record TraceContext(String traceId, String parentId, int flags, String tr
   public record Read(Optional<TraceContext> context, boolean malformedTraceparent,
       boolean droppedTracestate) {
 
-    /** Whether anything the headers carried was ignored or cut (count these). */
+    /**
+     * Whether anything the headers carried was ignored or cut (count these).
+     *
+     * @return true if {@code malformedTraceparent} or {@code droppedTracestate}
+     */
     public boolean anythingDropped() {
       return malformedTraceparent || droppedTracestate;
     }
@@ -120,6 +146,10 @@ public record TraceContext(String traceId, String parentId, int flags, String tr
    * or value, a duplicate key, more than {@value #MAX_TRACESTATE_MEMBERS} members) is dropped
    * whole, and one longer than {@value #MAX_TRACESTATE_LENGTH} characters is cut to the members
    * that fit; a {@code tracestate} without a valid {@code traceparent} is ignored.
+   *
+   * @param traceparent the {@code traceparent} header value, or null
+   * @param tracestate the {@code tracestate} header value, or null
+   * @return what was kept and what was dropped; never null
    */
   public static Read read(String traceparent, String tracestate) {
     if (traceparent == null) {

@@ -41,6 +41,8 @@ public interface TracePropagation {
   /**
    * The caller's current context, or empty when there is none (or it is not sampled and the
    * library does not propagate unsampled contexts). Called on the appending thread.
+   *
+   * @return the current context, or empty; never null
    */
   Optional<TraceContext> current();
 
@@ -69,7 +71,11 @@ public interface TracePropagation {
     return TraceScope.unchanged(parent);
   }
 
-  /** Propagation that captures nothing and opens no spans. */
+  /**
+   * Propagation that captures nothing and opens no spans.
+   *
+   * @return the shared no-op propagation
+   */
   static TracePropagation none() {
     return NoPropagation.INSTANCE;
   }
@@ -79,6 +85,8 @@ public interface TracePropagation {
    * process (the first run pays the class-path scan): {@link #none()} when there is none or it
    * cannot be loaded (logged once through {@link System.Logger}). With several, the first by
    * class name is used and the others are named in a warning.
+   *
+   * @return the discovered propagation, or {@link #none()}
    */
   static TracePropagation discovered() {
     return NoPropagation.DISCOVERED.get();
@@ -87,6 +95,9 @@ public interface TracePropagation {
   /**
    * Loads what {@link ServiceLoader} finds with {@code loader}, without caching: for tests and
    * containers with their own class loaders.
+   *
+   * @param loader where to look for providers
+   * @return the first provider by class name, or {@link #none()}
    */
   static TracePropagation discover(ClassLoader loader) {
     System.Logger log = System.getLogger(TracePropagation.class.getName());

@@ -17,7 +17,13 @@ public record OutboxRelaySettings(Duration lease, Duration retention) {
   /** The default retention of sent rows: 7 days. */
   public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
 
-  /** @throws IllegalArgumentException naming the field: a null or non-positive duration */
+  /**
+   * Checks both durations.
+   *
+   * @param lease how long the relay holds claimed rows, positive
+   * @param retention how long sent rows are kept, positive
+   * @throws IllegalArgumentException naming the field: a null or non-positive duration
+   */
   public OutboxRelaySettings {
     requirePositive("lease", lease);
     requirePositive("retention", retention);

@@ -42,10 +42,19 @@ public abstract class DeadLetterStoreContract {
 
   private DeadLetterStore store;
 
-  /** A new, empty store. */
+  /**
+   * A new, empty store; called before every test.
+   *
+   * @return a store holding no dead letters
+   */
   protected abstract DeadLetterStore createStore();
 
-  /** Whether {@link DeadLetterStore#remove} of an arbitrary id is supported. */
+  /**
+   * Whether {@link DeadLetterStore#remove} of an arbitrary id is supported.
+   *
+   * @return true (the default) to run the removal cases; false to check instead that {@code
+   *     remove} throws {@link UnsupportedOperationException}
+   */
   protected boolean supportsRemoveById() {
     return true;
   }
@@ -53,6 +62,9 @@ public abstract class DeadLetterStoreContract {
   /**
    * Whether list, count and purge accept filters (reason, type, source, time range); a store that
    * cannot filter still lists, counts and purges with {@link DeadLetterQuery#all()}.
+   *
+   * @return true (the default) to run the filter cases; false to check instead that a filtered
+   *     query throws {@link UnsupportedOperationException}
    */
   protected boolean supportsFilters() {
     return true;
@@ -62,12 +74,20 @@ public abstract class DeadLetterStoreContract {
    * Whether the store applies retention in bounded steps ({@link
    * DeadLetterStore#purgeFailedBefore}, {@link DeadLetterStore#trimTo}); a store that cannot
    * (a broker queue) throws {@link UnsupportedOperationException} from {@code trimTo}.
+   *
+   * @return true (the default) to run the retention cases; false to check instead that {@code
+   *     trimTo} throws {@link UnsupportedOperationException}
    */
   protected boolean supportsRetention() {
     return true;
   }
 
-  /** Whether {@link DeadLetterStore#purge} is supported (an append-only log cannot delete). */
+  /**
+   * Whether {@link DeadLetterStore#purge} is supported (an append-only log cannot delete).
+   *
+   * @return true (the default) to run the purge cases; false to check instead that {@code purge}
+   *     throws {@link UnsupportedOperationException}
+   */
   protected boolean supportsPurge() {
     return true;
   }
@@ -77,12 +97,28 @@ public abstract class DeadLetterStoreContract {
     store = createStore();
   }
 
-  /** The store under test. */
+  /**
+   * The store under test.
+   *
+   * @return this test's store, from {@link #createStore()}
+   */
   protected DeadLetterStore store() {
     return store;
   }
 
-  /** A dead letter with every field set, whose last failure is {@code minutes} after T0. */
+  /**
+   * A dead letter with every field set, whose last failure is {@code minutes} after T0: a 256-byte
+   * payload of every byte value, non-ASCII and delimiter characters in a header, a key, a trace id,
+   * CRITICAL priority, five attempts, and an exception class and message.
+   *
+   * @param id the message id
+   * @param type the message type
+   * @param source where the message was consumed from
+   * @param reason why it was dead-lettered
+   * @param minutes the last failure's offset from {@link #T0}, in minutes; the first failure is
+   *     30 s earlier
+   * @return a dead letter of no consumer group
+   */
   protected static DeadLetter deadLetter(String id, String type, String source, String reason,
       int minutes) {
     byte[] payload = new byte[256];
@@ -123,7 +159,13 @@ public abstract class DeadLetterStoreContract {
     return out;
   }
 
-  /** {@code d} as dead-lettered by consumer group {@code group} (null: by no group). */
+  /**
+   * {@code d} as dead-lettered by consumer group {@code group}.
+   *
+   * @param d the dead letter to copy
+   * @param group the consumer group, or null for none
+   * @return a copy of {@code d} with every other field kept
+   */
   protected static DeadLetter inGroup(DeadLetter d, String group) {
     return new DeadLetter(d.message(), d.source(), group, d.reason(), d.exceptionClass(),
         d.exceptionMessage(), d.attempts(), d.firstFailureAt(), d.lastFailureAt());

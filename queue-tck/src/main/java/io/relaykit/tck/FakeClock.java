@@ -22,6 +22,12 @@ public final class FakeClock implements InstantSource {
     this(EPOCH);
   }
 
+  /**
+   * A clock at {@code start}.
+   *
+   * @param start the initial time
+   * @throws NullPointerException if {@code start} is null
+   */
   public FakeClock(Instant start) {
     this.now = new AtomicReference<>(Objects.requireNonNull(start, "start"));
   }
@@ -32,8 +38,11 @@ public final class FakeClock implements InstantSource {
   }
 
   /**
-   * Moves time forward by {@code duration} and returns the new time.
+   * Moves time forward by {@code duration} and returns the new time. Atomic: concurrent advances
+   * add up.
    *
+   * @param duration how far to move, zero or positive
+   * @return the time after the move
    * @throws IllegalArgumentException if {@code duration} is negative: time does not go back
    */
   public Instant advance(Duration duration) {
@@ -46,6 +55,7 @@ public final class FakeClock implements InstantSource {
   /**
    * Sets the time, which must not be earlier than now.
    *
+   * @param instant the new time; equal to the current time is allowed and changes nothing
    * @throws IllegalArgumentException if {@code instant} is before the current time
    */
   public void set(Instant instant) {

@@ -82,8 +82,13 @@ public final class FaultProxy implements AutoCloseable {
   }
 
   /**
-   * A proxy on a free loopback port forwarding to {@code host:port}.
+   * A proxy on a free loopback port forwarding to {@code host:port}. It listens and accepts at
+   * once; each accepted connection opens its own connection to the target.
    *
+   * @param host the real server's host
+   * @param port the real server's port, 1..65535
+   * @return a running proxy, owned by the caller: close it
+   * @throws IllegalArgumentException if the port is out of range or the host is blank
    * @throws UncheckedIOException if no loopback port can be bound
    */
   public static FaultProxy to(String host, int port) {
@@ -95,6 +100,10 @@ public final class FaultProxy implements AutoCloseable {
    * A fixed port serves servers that advertise an address to their clients (a Kafka broker's
    * advertised listener).
    *
+   * @param host the real server's host
+   * @param port the real server's port, 1..65535
+   * @param listenPort the loopback port to listen on, 0..65535
+   * @return a running proxy, owned by the caller: close it
    * @throws IllegalArgumentException if a port is out of range or the host is blank
    * @throws UncheckedIOException if {@code listenPort} cannot be bound
    */
@@ -116,12 +125,21 @@ public final class FaultProxy implements AutoCloseable {
     }
   }
 
-  /** The loopback port clients connect to. */
+  /**
+   * The loopback port clients connect to; stays the same across {@link #refuseConnections()} and
+   * {@link #heal()}.
+   *
+   * @return the listening port
+   */
   public int port() {
     return port;
   }
 
-  /** {@code 127.0.0.1:port}, for connection strings. */
+  /**
+   * {@code 127.0.0.1:port}, for connection strings.
+   *
+   * @return the loopback address and {@link #port()}
+   */
   public String address() {
     return InetAddress.getLoopbackAddress().getHostAddress() + ":" + port;
   }
@@ -186,8 +204,10 @@ public final class FaultProxy implements AutoCloseable {
 
   /**
    * Forwards each chunk no sooner than {@code latency} after it was read; {@link Duration#ZERO}
-   * removes it.
+   * removes it. Takes effect at once, on open connections too.
    *
+   * @param latency the delay of each chunk, zero or positive
+   * @throws NullPointerException if {@code latency} is null
    * @throws IllegalArgumentException if negative
    */
   public void latency(Duration latency) {
@@ -242,22 +262,38 @@ public final class FaultProxy implements AutoCloseable {
     }
   }
 
-  /** Connections accepted since the proxy started. */
+  /**
+   * Connections accepted since the proxy started.
+   *
+   * @return the count, including connections closed since
+   */
   public long acceptedConnections() {
     return accepted.get();
   }
 
-  /** Connections open now. */
+  /**
+   * Connections open now.
+   *
+   * @return the number of forwarded connections not yet closed
+   */
   public int openConnections() {
     return links.size();
   }
 
-  /** Bytes forwarded from clients to the server. */
+  /**
+   * Bytes forwarded from clients to the server.
+   *
+   * @return the total since the proxy started; dropped bytes are not counted
+   */
   public long bytesToServer() {
     return bytesUp.get();
   }
 
-  /** Bytes forwarded from the server to clients. */
+  /**
+   * Bytes forwarded from the server to clients.
+   *
+   * @return the total since the proxy started; dropped bytes are not counted
+   */
   public long bytesToClients() {
     return bytesDown.get();
   }

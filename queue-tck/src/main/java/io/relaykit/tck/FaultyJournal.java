@@ -38,7 +38,23 @@ public final class FaultyJournal implements QueueJournal {
 
   /** A kind of journal call, as faults are armed and calls counted. */
   public enum Call {
-    APPEND, AWAIT_DURABLE, RECORD_ATOMICALLY, REMOVE, RESCHEDULE, DEAD_LETTER, FORGET, LOAD,
+    /** {@link QueueJournal#append} and {@link QueueJournal#appendDeferringSync}. */
+    APPEND,
+    /** {@link QueueJournal#awaitDurable}: a fault here is a failed sync. */
+    AWAIT_DURABLE,
+    /** {@link QueueJournal#recordAtomically}: a fault fails the whole list. */
+    RECORD_ATOMICALLY,
+    /** {@link QueueJournal#remove}. */
+    REMOVE,
+    /** {@link QueueJournal#reschedule}. */
+    RESCHEDULE,
+    /** {@link QueueJournal#deadLetter}. */
+    DEAD_LETTER,
+    /** {@link QueueJournal#forget}. */
+    FORGET,
+    /** {@link QueueJournal#load}: any fault fails before the wrapped journal is loaded. */
+    LOAD,
+    /** {@link QueueJournal#flush}. */
     FLUSH
   }
 
@@ -60,7 +76,12 @@ public final class FaultyJournal implements QueueJournal {
   private long injected;
   private volatile JournalState lastLoad;
 
-  /** Wraps {@code delegate}, failing nothing until a fault is armed. */
+  /**
+   * Wraps {@code delegate}, failing nothing until a fault is armed.
+   *
+   * @param delegate the real journal every call that is not failed before writing reaches
+   * @throws IllegalArgumentException if {@code delegate} is null
+   */
   public FaultyJournal(QueueJournal delegate) {
     if (delegate == null) {
       throw new IllegalArgumentException("delegate must not be null");
@@ -68,15 +89,24 @@ public final class FaultyJournal implements QueueJournal {
     this.delegate = delegate;
   }
 
-  /** The wrapped journal. */
+  /**
+   * The wrapped journal, to check what it really holds.
+   *
+   * @return the journal given to the constructor
+   */
   public QueueJournal delegate() {
     return delegate;
   }
 
   /**
    * Makes the {@code nth} call of {@code call} (counted from 1 since this wrapper was built) fail
-   * with {@code fault}, once.
+   * with {@code fault}, once. Arming the same {@code nth} again replaces its fault; an {@code nth}
+   * already past never fires.
    *
+   * @param call the kind of call
+   * @param nth which call of that kind fails, from 1
+   * @param fault how it fails
+   * @return this wrapper, for chaining
    * @throws IllegalArgumentException if an argument is null or {@code nth} is below 1
    */
   public synchronized FaultyJournal failOn(Call call, long nth, Fault fault) {
@@ -88,12 +118,27 @@ public final class FaultyJournal implements QueueJournal {
     return this;
   }
 
-  /** Makes the next call of {@code call} fail with {@code fault}, once. */
+  /**
+   * Makes the next call of {@code call} fail with {@code fault}, once.
+   *
+   * @param call the kind of call
+   * @param fault how it fails
+   * @return this wrapper, for chaining
+   * @throws IllegalArgumentException if an argument is null
+   */
   public synchronized FaultyJournal failNext(Call call, Fault fault) {
     return failOn(call, calls(call) + 1, fault);
   }
 
-  /** Makes every call of {@code call} fail with {@code fault} until {@link #heal()}. */
+  /**
+   * Makes every call of {@code call} fail with {@code fault} until {@link #heal()}; takes
+   * precedence over a fault armed for one call.
+   *
+   * @param call the kind of call
+   * @param fault how every such call fails
+   * @return this wrapper, for chaining
+   * @throws IllegalArgumentException if an argument is null
+   */
   public synchronized FaultyJournal failAlways(Call call, Fault fault) {
     require(call, fault);
     always.put(call, fault);
@@ -103,7 +148,11 @@ public final class FaultyJournal implements QueueJournal {
   /**
    * Makes every append of an event matching {@code predicate} (alone, or in a {@link
    * #recordAtomically} list) throw an {@link IllegalArgumentException} before anything is
-   * recorded, until {@link #heal()}: a backend's size limit.
+   * recorded, until {@link #heal()}: a backend's size limit. Replaces an earlier predicate.
+   *
+   * @param predicate which events to refuse; called under the wrapper's lock
+   * @return this wrapper, for chaining
+   * @throws IllegalArgumentException if {@code predicate} is null
    */
   public synchronized FaultyJournal refuseEvents(Predicate<QueuedEvent> predicate) {
     if (predicate == null) {
@@ -113,7 +162,11 @@ public final class FaultyJournal implements QueueJournal {
     return this;
   }
 
-  /** Disarms every fault and refusal. Call counts go on. */
+  /**
+   * Disarms every fault and refusal. Call counts go on.
+   *
+   * @return this wrapper, for chaining
+   */
   public synchronized FaultyJournal heal() {
     armed.clear();
     always.clear();
@@ -121,12 +174,21 @@ public final class FaultyJournal implements QueueJournal {
     return this;
   }
 
-  /** How many calls of {@code call} were made so far, failed ones included. */
+  /**
+   * How many calls of {@code call} were made so far, failed ones included.
+   *
+   * @param call the kind of call
+   * @return the count, 0 before the first
+   */
   public synchronized long calls(Call call) {
     return counts.getOrDefault(call, 0L);
   }
 
-  /** How many faults were injected so far. */
+  /**
+   * How many faults were injected so far.
+   *
+   * @return the count of calls failed by an armed fault (refused events not included)
+   */
   public synchronized long injected() {
     return injected;
   }
@@ -269,7 +331,11 @@ public final class FaultyJournal implements QueueJournal {
     return state;
   }
 
-  /** What the last successful {@link #load()} returned, or null before one. */
+  /**
+   * What the last successful {@link #load()} returned.
+   *
+   * @return the last loaded state, or null before a load succeeded
+   */
   public JournalState lastLoad() {
     return lastLoad;
   }

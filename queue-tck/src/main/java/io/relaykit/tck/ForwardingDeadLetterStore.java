@@ -15,11 +15,21 @@ public class ForwardingDeadLetterStore implements DeadLetterStore {
 
   private final DeadLetterStore delegate;
 
+  /**
+   * Forwards every call to {@code delegate}.
+   *
+   * @param delegate the real store
+   * @throws NullPointerException if {@code delegate} is null
+   */
   public ForwardingDeadLetterStore(DeadLetterStore delegate) {
     this.delegate = Objects.requireNonNull(delegate, "delegate");
   }
 
-  /** The store every call is handed to. */
+  /**
+   * The store every call is handed to, for overrides that call through.
+   *
+   * @return the store given to the constructor
+   */
   protected final DeadLetterStore delegate() {
     return delegate;
   }

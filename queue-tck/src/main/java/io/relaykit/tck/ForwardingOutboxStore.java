@@ -22,11 +22,21 @@ public class ForwardingOutboxStore implements OutboxStore {
 
   private final OutboxStore delegate;
 
+  /**
+   * Forwards every call to {@code delegate}.
+   *
+   * @param delegate the real store
+   * @throws NullPointerException if {@code delegate} is null
+   */
   public ForwardingOutboxStore(OutboxStore delegate) {
     this.delegate = Objects.requireNonNull(delegate, "delegate");
   }
 
-  /** The store every call is handed to. */
+  /**
+   * The store every call is handed to, for overrides that call through.
+   *
+   * @return the store given to the constructor
+   */
   protected final OutboxStore delegate() {
     return delegate;
   }

@@ -39,26 +39,48 @@ public abstract class IdempotencyStoreContract {
 
   /**
    * A new, empty store on {@code clock} (ignored by real-time backends), keeping DONE keys for
-   * {@code retention}.
+   * {@code retention}; called before every test.
+   *
+   * @param clock the clock the store decides leases and retention on, from {@link #clock()}
+   * @param retention how long the store keeps DONE keys, from {@link #retention()}
+   * @return a store the kit's keys are new to
    */
   protected abstract IdempotencyStore createStore(InstantSource clock, Duration retention);
 
-  /** The clock the kit hands to {@link #createStore} and reads "now" from. */
+  /**
+   * The clock the kit hands to {@link #createStore} and reads "now" from.
+   *
+   * @return the kit's {@link FakeClock} by default; {@link InstantSource#system()} for real-time
+   *     backends
+   */
   protected InstantSource clock() {
     return fakeClock;
   }
 
-  /** Makes at least {@code duration} pass on the store's clock. */
+  /**
+   * Makes at least {@code duration} pass on the store's clock: moves the fake clock by default,
+   * and waits it out (with {@link Await#elapsed}) on real-time backends.
+   *
+   * @param duration how much time must pass
+   */
   protected void advance(Duration duration) {
     fakeClock.advance(duration);
   }
 
-  /** The lease the kit claims with; short enough to wait out on real-time backends. */
+  /**
+   * The lease the kit claims with; short enough to wait out on real-time backends.
+   *
+   * @return 30 s by default
+   */
   protected Duration lease() {
     return Duration.ofSeconds(30);
   }
 
-  /** The DONE retention the kit asks for; at least twice {@link #lease()}. */
+  /**
+   * The DONE retention the kit asks for; at least twice {@link #lease()}.
+   *
+   * @return 10 minutes by default
+   */
   protected Duration retention() {
     return Duration.ofMinutes(10);
   }
@@ -69,12 +91,19 @@ public abstract class IdempotencyStoreContract {
    * {@code DatabaseClock.of(clock())} with {@code hostClock} as its application clock; a Redis
    * store whose host clock is {@code hostClock}). Empty (the default) where the backend has no
    * hosts apart from itself, as the in-memory store: then the "one clock" cases do not apply.
+   *
+   * @param hostClock the second host's own clock, which the backend must not decide time on
+   * @return the second host's store, or empty to skip the "one clock" cases
    */
   protected Optional<IdempotencyStore> storeOnHost(InstantSource hostClock) {
     return Optional.empty();
   }
 
-  /** How far the store's lease times may be from {@link #clock()}'s; zero on the fake clock. */
+  /**
+   * How far the store's lease times may be from {@link #clock()}'s.
+   *
+   * @return zero by default (the fake clock); the allowed skew of the server's clock otherwise
+   */
   protected Duration clockTolerance() {
     return Duration.ZERO;
   }
@@ -84,7 +113,11 @@ public abstract class IdempotencyStoreContract {
     store = createStore(clock(), retention());
   }
 
-  /** The store under test. */
+  /**
+   * The store under test.
+   *
+   * @return this test's store, from {@link #createStore}
+   */
   protected IdempotencyStore store() {
     return store;
   }

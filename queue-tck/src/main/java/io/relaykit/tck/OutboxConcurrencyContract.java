@@ -77,13 +77,30 @@ public abstract class OutboxConcurrencyContract {
   private static final Duration LEASE = Duration.ofSeconds(30);
   private static final Duration DEADLINE = Duration.ofSeconds(60);
 
-  /** A new, empty outbox that decides readiness, leases and retention on {@code storeClock}. */
+  /**
+   * A new, empty outbox that decides readiness, leases and retention on {@code storeClock}; called
+   * once per seed.
+   *
+   * @param storeClock the one clock the store decides time on (the relays' clocks are skewed
+   *     from it)
+   * @return an outbox holding no rows
+   */
   protected abstract OutboxStore createStore(InstantSource storeClock);
 
-  /** The dead-letter store that goes with the store {@link #createStore} returned last, empty. */
+  /**
+   * The dead-letter store that goes with the store {@link #createStore} returned last, empty.
+   *
+   * @return the dead letters of that outbox, holding none
+   */
   protected abstract DeadLetterStore createDeadLetterStore();
 
-  /** Appends a row to the store {@link #createStore} returned last, committed when this returns. */
+  /**
+   * Appends a row to the store {@link #createStore} returned last, committed when this returns, as
+   * the business transaction would.
+   *
+   * @param destination where the row is to be published
+   * @param message the message to append
+   */
   protected abstract void appendCommitted(String destination, Message message);
 
   @Test

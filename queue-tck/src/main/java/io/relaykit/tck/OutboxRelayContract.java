@@ -51,25 +51,44 @@ public abstract class OutboxRelayContract {
   private OutboxStore store;
   private DeadLetterStore deadLetters;
 
-  /** A new, empty outbox deciding time on {@link #clock()}. */
+  /**
+   * A new, empty outbox deciding time on {@link #clock()}; called before every test.
+   *
+   * @return an outbox holding no rows
+   */
   protected abstract OutboxStore createStore();
 
   /**
    * A new, empty outbox like {@link #createStore} whose appends are checked against {@code
    * bound}; {@link #appendCommitted} then appends to it.
+   *
+   * @param bound the most unsent rows, and whether an append over it is refused or accepted
+   * @return an outbox holding no rows
    */
   protected abstract OutboxStore createStore(io.relaykit.outbox.OutboxBound bound);
 
   /**
    * The dead-letter store that goes with the store {@link #createStore} returned last (for JDBC,
    * the dead-letter table of the same database), empty.
+   *
+   * @return the dead letters of that outbox, holding none
    */
   protected abstract DeadLetterStore createDeadLetterStore();
 
-  /** Appends a row to the store {@link #createStore} returned last, committed when this returns. */
+  /**
+   * Appends a row to the store {@link #createStore} returned last, committed when this returns, as
+   * the business transaction would.
+   *
+   * @param destination where the row is to be published
+   * @param message the message to append
+   */
   protected abstract void appendCommitted(String destination, Message message);
 
-  /** The kit's clock: relays and the store read it. */
+  /**
+   * The kit's clock: relays and the store read it.
+   *
+   * @return the kit's {@link FakeClock}
+   */
   protected final InstantSource clock() {
     return clock;
   }

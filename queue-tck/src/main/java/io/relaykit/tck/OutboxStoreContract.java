@@ -49,12 +49,19 @@ public abstract class OutboxStoreContract {
   private OutboxStore store;
   private final String destination = "tck-orders-" + UUID.randomUUID();
 
-  /** A new, empty outbox that decides time on {@link #clock()}. */
+  /**
+   * A new, empty outbox that decides time on {@link #clock()}; called before every test.
+   *
+   * @return an outbox holding no rows
+   */
   protected abstract OutboxStore createStore();
 
   /**
    * Appends a row to the store {@link #createStore} returned last, committed when this returns, as
    * the business transaction would.
+   *
+   * @param destination where the row is to be published
+   * @param message the message to append
    */
   protected abstract void appendCommitted(String destination, Message message);
 
@@ -63,23 +70,38 @@ public abstract class OutboxStoreContract {
    * context from {@code propagation} ({@code new InMemoryOutboxStore(clock, bound, propagation)},
    * {@code JdbcOutboxStore.withTracePropagation(propagation)}); {@link #appendCommitted} then
    * appends to it. The default throws: a store without it fails the "trace capture" cases.
+   *
+   * @param propagation where the store's appends capture the caller's trace context from
+   * @return the new store
    */
   protected OutboxStore createStore(TracePropagation propagation) {
     throw new UnsupportedOperationException(getClass().getName()
         + " does not override createStore(TracePropagation)");
   }
 
-  /** Where "now" comes from for every call the kit makes. */
+  /**
+   * Where "now" comes from for every call the kit makes.
+   *
+   * @return the kit's {@link FakeClock} by default
+   */
   protected InstantSource clock() {
     return fakeClock;
   }
 
-  /** Makes at least {@code duration} pass on {@link #clock()}. */
+  /**
+   * Makes at least {@code duration} pass on {@link #clock()}.
+   *
+   * @param duration how much time must pass
+   */
   protected void advance(Duration duration) {
     fakeClock.advance(duration);
   }
 
-  /** The lease relays claim with in the kit. */
+  /**
+   * The lease relays claim with in the kit.
+   *
+   * @return 30 s by default
+   */
   protected Duration lease() {
     return Duration.ofSeconds(30);
   }
@@ -89,7 +111,11 @@ public abstract class OutboxStoreContract {
     store = createStore();
   }
 
-  /** The store under test. */
+  /**
+   * The store under test.
+   *
+   * @return this test's store, from {@link #createStore()}
+   */
   protected OutboxStore store() {
     return store;
   }

@@ -37,12 +37,18 @@ public abstract class PublisherContract {
 
   private Publisher publisher;
 
-  /** A new publisher; the kit closes it after each test. */
+  /**
+   * A new publisher; called before each test, and the kit closes it after.
+   *
+   * @return an open publisher
+   */
   protected abstract Publisher createPublisher();
 
   /**
    * A destination no other test uses (a topic or queue with a random suffix), ready to receive and
    * to be read back with {@link #readBack}; create it on the broker here if the transport needs it.
+   *
+   * @return the destination's name
    */
   protected abstract String newDestination();
 
@@ -50,10 +56,19 @@ public abstract class PublisherContract {
    * Reads what reached {@code destination}, waiting until at least {@code expected} messages have
    * arrived or {@code timeout} passed, and returns every message that arrived, in the order the
    * transport delivers them (per key: publish order). Fails (AssertionError) if fewer arrived.
+   *
+   * @param destination a destination from {@link #newDestination}
+   * @param expected how many messages to wait for
+   * @param timeout how long to wait for them at most
+   * @return every message that arrived, possibly more than {@code expected}
    */
   protected abstract List<Message> readBack(String destination, int expected, Duration timeout);
 
-  /** How long a confirm or a read-back may take. */
+  /**
+   * How long a confirm or a read-back may take.
+   *
+   * @return 30 s by default
+   */
   protected Duration confirmTimeout() {
     return Duration.ofSeconds(30);
   }
@@ -68,7 +83,11 @@ public abstract class PublisherContract {
     publisher.close();
   }
 
-  /** The publisher under test. */
+  /**
+   * The publisher under test.
+   *
+   * @return this test's publisher, from {@link #createPublisher()}
+   */
   protected Publisher publisher() {
     return publisher;
   }

@@ -46,18 +46,29 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class QueueJournalContract {
 
-  /** Opens a journal on new, empty storage. */
+  /**
+   * Opens a journal on new, empty storage. The kit loads it before recording anything.
+   *
+   * @return a journal not yet loaded
+   * @throws Exception if the backend cannot be opened; the test fails with it
+   */
   protected abstract QueueJournal openJournal() throws Exception;
 
   /**
    * Opens a new journal instance on the storage of the last opened one, as after a restart. The
    * previous instance may have been closed, flushed, or neither (a crash).
+   *
+   * @return a journal not yet loaded, on the storage of the last opened one
+   * @throws Exception if the backend cannot be opened; the test fails with it
    */
   protected abstract QueueJournal reopenJournal() throws Exception;
 
   /**
    * Whether {@link QueueJournal#recordAtomically} writes its list as one change (all or none after
    * a crash, all durable together). True unless overridden.
+   *
+   * @return true to check all-or-none after a crash; false to check only that a crash keeps a
+   *     prefix of the list
    */
   protected boolean writesChangesAtomically() {
     return true;
@@ -80,7 +91,14 @@ public abstract class QueueJournalContract {
     opened.clear();
   }
 
-  /** A newly opened journal on empty storage, loaded (so changes may be recorded). */
+  /**
+   * A newly opened journal on empty storage, loaded (so changes may be recorded); closed by the kit
+   * after the test.
+   *
+   * @return the loaded journal
+   * @throws Exception from {@link #openJournal()}
+   * @throws AssertionError if the new storage does not load empty
+   */
   protected QueueJournal fresh() throws Exception {
     QueueJournal journal = track(openJournal());
     assertThat(journal.load()).as("a journal on new storage loads empty")
@@ -88,7 +106,13 @@ public abstract class QueueJournalContract {
     return journal;
   }
 
-  /** A new instance on the same storage, loaded: what a restarted process recovers. */
+  /**
+   * A new instance on the same storage, loaded: what a restarted process recovers. The instance is
+   * closed by the kit after the test.
+   *
+   * @return the state the new instance loaded
+   * @throws Exception from {@link #reopenJournal()}
+   */
   protected JournalState restart() throws Exception {
     return track(reopenJournal()).load();
   }
@@ -108,11 +132,21 @@ public abstract class QueueJournalContract {
     return restart();
   }
 
-  /** A journal reopened after a restart and the state it loaded. */
+  /**
+   * A journal reopened after a restart and the state it loaded.
+   *
+   * @param journal the reopened, loaded instance, to keep recording on
+   * @param state what it loaded
+   */
   protected record Reopened(QueueJournal journal, JournalState state) {
   }
 
-  /** Like {@link #restart()} but also returns the instance, to keep recording. */
+  /**
+   * Like {@link #restart()} but also returns the instance, to keep recording.
+   *
+   * @return the loaded instance and its state; the kit closes the instance after the test
+   * @throws Exception from {@link #reopenJournal()}
+   */
   protected Reopened reopenLoaded() throws Exception {
     QueueJournal journal = track(reopenJournal());
     return new Reopened(journal, journal.load());
@@ -123,12 +157,26 @@ public abstract class QueueJournalContract {
     return journal;
   }
 
-  /** A fresh event: no attempts, ready at {@code enqueuedAt}. */
+  /**
+   * A fresh event: no attempts, ready at {@code enqueuedAt}, type {@code test.event}, a small JSON
+   * payload naming the id, no expiry.
+   *
+   * @param id the event id
+   * @param priority the event's priority
+   * @param enqueuedAt when it was enqueued and when it is first ready
+   * @return the event
+   */
   protected static QueuedEvent event(String id, Priority priority, Instant enqueuedAt) {
     return new QueuedEvent(id, "test.event", "{\"id\":\"" + id + "\"}", priority, enqueuedAt, 0,
         enqueuedAt, null);
   }
 
+  /**
+   * {@link #event(String, Priority, Instant)} with NORMAL priority at {@link #T0}.
+   *
+   * @param id the event id
+   * @return the event
+   */
   protected static QueuedEvent event(String id) {
     return event(id, Priority.NORMAL, T0);
   }

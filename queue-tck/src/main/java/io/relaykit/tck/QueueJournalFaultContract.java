@@ -121,30 +121,57 @@ public abstract class QueueJournalFaultContract {
   /** Storage for one run, and how a crash abandons a journal on it. */
   @FunctionalInterface
   public interface Backend {
-    /** A journal instance on this backend's storage: the same storage at every call. */
+    /**
+     * A journal instance on this backend's storage: the same storage at every call. Called at the
+     * start of a run and again after every simulated crash; the kit loads it.
+     *
+     * @return a new, not yet loaded instance
+     * @throws Exception if the storage cannot be opened; the run fails with it
+     */
     QueueJournal open() throws Exception;
 
     /**
      * Abandons {@code journal} as a killed process would: without flushing what it buffers, and
      * so that it never writes again. The default does nothing (a backend that writes through).
+     *
+     * @param journal the instance to abandon, as {@link #open()} returned it (unwrapped)
+     * @throws Exception if abandoning fails; the run fails with it
      */
     default void crash(QueueJournal journal) throws Exception {
     }
 
-    /** Removes the storage after the run. The default does nothing. */
+    /**
+     * Removes the storage after the run. The default does nothing.
+     *
+     * @throws Exception if the storage cannot be removed; the run fails with it
+     */
     default void destroy() throws Exception {
     }
   }
 
-  /** Fresh, empty storage for one run. */
+  /**
+   * Fresh, empty storage for one run; called at the start of every run, and destroyed at its
+   * end.
+   *
+   * @return the run's backend
+   * @throws Exception if the storage cannot be created; the test fails with it
+   */
   protected abstract Backend backend() throws Exception;
 
-  /** Random tries per test run unless {@code relaykit.faults.tries} says otherwise. */
+  /**
+   * Random tries per test run unless {@code relaykit.faults.tries} says otherwise.
+   *
+   * @return 60 by default; lower it for a backend whose runs are slow
+   */
   protected int defaultTries() {
     return 60;
   }
 
-  /** Operations per try. */
+  /**
+   * Operations per try.
+   *
+   * @return 40 by default
+   */
   protected int steps() {
     return 40;
   }

@@ -22,7 +22,17 @@ public final class Race {
   /**
    * Starts {@code threads} threads, releases them together, and returns each one's result in thread
    * order. Fails if any task throws (with that failure as the cause) or if they do not all finish
-   * within {@code timeout}.
+   * within {@code timeout}. The threads are daemons of a pool created for this call and
+   * interrupted when it returns or fails.
+   *
+   * @param <T> the type of each task's result
+   * @param threads how many threads race, at least 1
+   * @param timeout the deadline for all threads to start and finish
+   * @param task called once per thread with the thread's index, 0 to {@code threads - 1}
+   * @return the results, in index order
+   * @throws IllegalArgumentException if {@code threads} is below 1
+   * @throws AssertionError if a task throws, the race does not finish in time, or the calling
+   *     thread is interrupted
    */
   public static <T> List<T> run(int threads, Duration timeout, IntFunction<T> task) {
     if (threads < 1) {

@@ -66,15 +66,25 @@ public abstract class SubscriberContract {
   /** Released in {@link #closeAll()} so no handler of the kit outlives its test. */
   private final CountDownLatch testOver = new CountDownLatch(1);
 
-  /** A new subscriber; the kit closes it after each test. */
+  /**
+   * A new subscriber; called before each test, and the kit closes it after.
+   *
+   * @return an open subscriber
+   */
   protected abstract Subscriber createSubscriber();
 
-  /** A publisher to the same transport; the kit closes it after each test (after the subscriber). */
+  /**
+   * A publisher to the same transport; the kit closes it after each test (after the subscriber).
+   *
+   * @return an open publisher
+   */
   protected abstract Publisher createPublisher();
 
   /**
    * A destination no other test uses, ready to publish to and subscribe to. Give it one partition
    * where the transport has partitions: the PARTITION case checks publish order across keys.
+   *
+   * @return the destination's name
    */
   protected abstract String newDestination();
 
@@ -82,25 +92,48 @@ public abstract class SubscriberContract {
    * Waits up to {@code timeout} for the dead letter of {@code messageId} consumed from {@code
    * destination} (from the subscriber's dead-letter store or dead-letter topic) and returns it;
    * fails (AssertionError) if it does not arrive.
+   *
+   * @param destination the destination the message was consumed from
+   * @param messageId the dead-lettered message's id
+   * @param timeout how long to wait at most
+   * @return the dead letter
    */
   protected abstract DeadLetter awaitDeadLetter(String destination, String messageId,
       Duration timeout);
 
-  /** Returns once {@code subscription} will receive what is published next. Default: at once. */
+  /**
+   * Returns once {@code subscription} will receive what is published next. Default: at once.
+   *
+   * @param subscription the subscription just started
+   * @param spec the spec it was started with
+   */
   protected void awaitAssigned(Subscription subscription, SubscriptionSpec spec) {
   }
 
-  /** How long deliveries, retries and dead letters may take. */
+  /**
+   * How long deliveries, retries and dead letters may take.
+   *
+   * @return 30 s by default
+   */
   protected Duration timeout() {
     return Duration.ofSeconds(30);
   }
 
-  /** The delay between attempts in the kit's retry policy. */
+  /**
+   * The delay between attempts in the kit's retry policy.
+   *
+   * @return 100 ms by default
+   */
   protected Duration retryDelay() {
     return Duration.ofMillis(100);
   }
 
-  /** How long the kit watches for something that must not happen. */
+  /**
+   * How long the kit watches for something that must not happen; each such case takes at least
+   * this long.
+   *
+   * @return 300 ms by default
+   */
   protected Duration quietWindow() {
     return Duration.ofMillis(300);
   }
@@ -109,6 +142,8 @@ public abstract class SubscriberContract {
    * Whether, in KEY mode, a message waiting for a retry holds back the later messages of its key
    * (as {@link OrderingMode#KEY} documents). A transport whose retries leave the key's order (a
    * Kafka retry topic) returns false and documents it; the case then does not apply.
+   *
+   * @return true (the default) to check that a key waits behind its retry
    */
   protected boolean holdsKeyBehindRetry() {
     return true;
@@ -119,6 +154,10 @@ public abstract class SubscriberContract {
    * dead-letters, to read from; the kit closes it after use when it is {@link AutoCloseable}.
    * Null (the default) when the kit subclass offers none: the "dead letters read many times" case
    * then does not apply.
+   *
+   * @param destination the consumed destination
+   * @param group the consumer group
+   * @return a store to read that group's dead letters from, or null for none
    */
   protected DeadLetterStore deadLetterStore(String destination, String group) {
     return null;
@@ -129,6 +168,8 @@ public abstract class SubscriberContract {
    * (Kafka: the retry topic; RabbitMQ: the delay queue). The in-process transport keeps nothing
    * across a restart and returns false; the "restart before a retry is due" case then does not
    * apply.
+   *
+   * @return true (the default) to check that a pending retry survives a restart
    */
   protected boolean keepsRetriesAcrossRestart() {
     return true;
@@ -138,6 +179,9 @@ public abstract class SubscriberContract {
    * Called in "restart before a retry is due" once the first attempt failed, before the
    * subscription closes: returns when the retry is durably scheduled (Kafka: the source committed
    * past the message). Default: at once.
+   *
+   * @param destination the consumed destination
+   * @param spec the spec of the subscription about to close
    */
   protected void afterFirstFailure(String destination, SubscriptionSpec spec) {
   }
@@ -164,6 +208,8 @@ public abstract class SubscriberContract {
    * The kind of thread the kit's subscriptions ask for ({@link #spec}). A subclass returns {@link
    * HandlerThreads#VIRTUAL} to run the whole contract on virtual threads; after every test the
    * kit fails if any handler ran on another kind of thread than its subscription asked for.
+   *
+   * @return {@link HandlerThreads#PLATFORM} by default
    */
   protected HandlerThreads handlerThreads() {
     return HandlerThreads.PLATFORM;
@@ -194,7 +240,14 @@ public abstract class SubscriberContract {
   /** Threads a handler ran on against its spec's handlerThreads: a few names at most. */
   private final Set<String> wrongThreads = ConcurrentHashMap.newKeySet();
 
-  /** The kit's defaults: 3 attempts {@link #retryDelay()} apart, 10 s handler timeout. */
+  /**
+   * The kit's defaults: 3 attempts {@link #retryDelay()} apart, 10 s handler timeout, 4 workers,
+   * at most 16 messages in flight, {@link #handlerThreads()}.
+   *
+   * @param destination the destination to consume
+   * @param group the consumer group
+   * @return a builder with those settings, for a case to adjust
+   */
   protected SubscriptionSpec.Builder spec(String destination, String group) {
     return SubscriptionSpec.builder(destination, group)
         .concurrency(4)
@@ -208,7 +261,14 @@ public abstract class SubscriberContract {
     return RetryPolicy.builder().maxAttempts(attempts).backoff(Backoff.fixed(delay)).build();
   }
 
-  /** Subscribes, remembers the subscription for cleanup and waits until it is assigned. */
+  /**
+   * Subscribes, remembers the subscription for cleanup and waits until it is assigned (see
+   * {@link #awaitAssigned}). The handler is wrapped to record the kind of thread it runs on.
+   *
+   * @param spec what to consume, and how
+   * @param handler called for each delivery
+   * @return the running subscription; the kit closes it after the test
+   */
   protected Subscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
     boolean virtual = spec.handlerThreads() == HandlerThreads.VIRTUAL;
     Subscription s = subscriber.subscribe(spec, d -> {
@@ -222,7 +282,15 @@ public abstract class SubscriberContract {
     return s;
   }
 
-  /** Publishes and waits for the confirm. */
+  /**
+   * Publishes and waits up to {@link #timeout()} for the confirm.
+   *
+   * @param destination where to publish
+   * @param message the message
+   * @return {@code message}, once confirmed
+   * @throws AssertionError if the publish fails, is not confirmed in time, or the thread is
+   *     interrupted
+   */
   protected Message publish(String destination, Message message) {
     try {
       publisher.publish(destination, message).get(timeout().toMillis(), TimeUnit.MILLISECONDS);

@@ -19,7 +19,13 @@ public final class SwitchableIdempotencyStore implements IdempotencyStore {
   private final AtomicInteger calls = new AtomicInteger();
   private volatile boolean down;
 
-  /** Forwards to {@code delegate}; {@code name} appears in the failure's message. */
+  /**
+   * Forwards to {@code delegate}; starts up.
+   *
+   * @param delegate the real store
+   * @param name the tier's name, which appears in the failure's message
+   * @throws IllegalArgumentException if {@code delegate} is null
+   */
   public SwitchableIdempotencyStore(IdempotencyStore delegate, String name) {
     if (delegate == null) {
       throw new IllegalArgumentException("delegate must not be null");
@@ -28,17 +34,30 @@ public final class SwitchableIdempotencyStore implements IdempotencyStore {
     this.name = name;
   }
 
-  /** The store behind this one, for checking what it holds. */
+  /**
+   * The store behind this one, for checking what it holds.
+   *
+   * @return the store given to the constructor
+   */
   public IdempotencyStore delegate() {
     return delegate;
   }
 
-  /** Takes the store down (every call fails) or brings it back. */
+  /**
+   * Takes the store down (every call fails) or brings it back. Seen by the next call on any
+   * thread.
+   *
+   * @param down true to fail every call, false to forward again
+   */
   public void down(boolean down) {
     this.down = down;
   }
 
-  /** Calls received so far, failed ones included. */
+  /**
+   * Calls received so far, failed ones included.
+   *
+   * @return the count since construction
+   */
   public int calls() {
     return calls.get();
   }

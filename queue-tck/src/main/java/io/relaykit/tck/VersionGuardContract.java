@@ -27,7 +27,11 @@ public abstract class VersionGuardContract {
   private VersionGuard guard;
   private final String prefix = "tck-" + UUID.randomUUID() + ":";
 
-  /** A new guard; it may share a backend with other tests. */
+  /**
+   * A new guard; called before every test. It may share a backend with other tests.
+   *
+   * @return a guard to check
+   */
   protected abstract VersionGuard createGuard();
 
   @BeforeEach
@@ -35,7 +39,11 @@ public abstract class VersionGuardContract {
     guard = createGuard();
   }
 
-  /** The guard under test. */
+  /**
+   * The guard under test.
+   *
+   * @return this test's guard, from {@link #createGuard()}
+   */
   protected VersionGuard guard() {
     return guard;
   }

@@ -38,7 +38,11 @@ public abstract sealed class DatabaseClock {
 
   private DatabaseClock() {}
 
-  /** The database server's clock, read inside each statement. The default. */
+  /**
+   * The database server's clock, read inside each statement. The default.
+   *
+   * @return the shared instance
+   */
   public static DatabaseClock database() {
     return DATABASE;
   }
@@ -46,6 +50,10 @@ public abstract sealed class DatabaseClock {
   /**
    * The injected {@code clock}, bound into each statement as a parameter: for tests (a fake clock
    * the contract kits move) and for single-host deployments.
+   *
+   * @param clock the clock every statement takes "now" from
+   * @return a clock bound into each statement as a parameter
+   * @throws NullPointerException if {@code clock} is null
    */
   public static DatabaseClock of(InstantSource clock) {
     return new Injected(Objects.requireNonNull(clock, "clock"));

@@ -77,6 +77,8 @@ public enum Dialect {
   /**
    * The dialect for a JDBC URL: {@code jdbc:postgresql:} is PostgreSQL, {@code jdbc:h2:} is H2.
    *
+   * @param jdbcUrl the URL, its scheme matched case-insensitively
+   * @return the URL's dialect
    * @throws IllegalArgumentException naming the URL when it is neither
    */
   public static Dialect forUrl(String jdbcUrl) {

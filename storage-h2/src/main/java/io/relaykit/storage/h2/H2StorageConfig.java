@@ -42,9 +42,16 @@ import java.util.Optional;
  * </table>
  */
 public final class H2StorageConfig {
+  /** Connections in the pool when {@link Builder#poolSize} is not set: {@value}. */
   public static final int DEFAULT_POOL_SIZE = 4;
+  /** Prefix of every table and index when {@link Builder#tablePrefix} is not set: {@value}. */
   public static final String DEFAULT_TABLE_PREFIX = "relaykit_";
+  /** How long a relay holds claimed outbox rows when {@link Builder#lease} is not set: 30 s. */
   public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
+  /**
+   * How long sent outbox rows and completed idempotency keys are kept when {@link
+   * Builder#retention} is not set: 7 days.
+   */
   public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
 
   private final String jdbcUrl;
@@ -86,16 +93,32 @@ public final class H2StorageConfig {
     return new H2StorageConfig(b, dialect);
   }
 
+  /**
+   * A builder with every default of the table above; only {@code jdbcUrl} must be set.
+   *
+   * @return a new builder
+   */
   public static Builder builder() {
     return new Builder();
   }
 
-  /** The URL as configured. */
+  /**
+   * The URL as configured.
+   *
+   * @return the JDBC URL given to the builder, without the settings {@link #effectiveJdbcUrl()}
+   *     adds
+   */
   public String jdbcUrl() {
     return jdbcUrl;
   }
 
-  /** The URL relaykit connects with: H2 URLs gain the crash-safe settings described above. */
+  /**
+   * The URL relaykit connects with: H2 URLs gain the crash-safe settings described above.
+   *
+   * @return {@link #jdbcUrl()} for PostgreSQL; for H2, {@link #jdbcUrl()} plus each of {@code
+   *     WRITE_DELAY=0}, {@code LOCK_TIMEOUT=10000} and (in-memory only) {@code DB_CLOSE_DELAY=-1}
+   *     that it does not set itself
+   */
   public String effectiveJdbcUrl() {
     if (dialect != Dialect.H2) {
       return jdbcUrl;
@@ -114,26 +137,57 @@ public final class H2StorageConfig {
     return url;
   }
 
+  /**
+   * The user the pool connects as.
+   *
+   * @return the user name, or null to use the URL's (or the driver's default)
+   */
   public String username() {
     return username;
   }
 
+  /**
+   * The password the pool connects with; {@link #toString()} never shows it.
+   *
+   * @return the password, or null for none
+   */
   public String password() {
     return password;
   }
 
+  /**
+   * The most connections the storage's own pool opens.
+   *
+   * @return the pool size, in 1..200
+   */
   public int poolSize() {
     return poolSize;
   }
 
+  /**
+   * The prefix of every relaykit table and index, so several storages can share one schema.
+   *
+   * @return a letter followed by up to 29 letters, digits or underscores
+   */
   public String tablePrefix() {
     return tablePrefix;
   }
 
+  /**
+   * How long a relay holds the outbox rows it claimed; after that another relay may take them
+   * over, so a row whose publish outlasts its lease may be sent twice.
+   *
+   * @return a positive duration
+   */
   public Duration lease() {
     return lease;
   }
 
+  /**
+   * How long sent outbox rows and completed idempotency keys are kept before they are purged.
+   *
+   * @return a positive duration
+   */
   public Duration retention() {
     return retention;
   }
@@ -141,32 +195,55 @@ public final class H2StorageConfig {
   /**
    * The listener the storage's outbox reports to (see {@link JdbcOutboxStore}); empty for none. It
    * runs on the caller's thread inside {@code append}: it must be fast and must not block.
+   *
+   * @return the configured listener, or empty for none
    */
   public Optional<LifecycleListener> listener() {
     return Optional.ofNullable(listener);
   }
 
-  /** The bound the outbox's appends are checked against. */
+  /**
+   * The bound the outbox's appends are checked against.
+   *
+   * @return the bound; {@link OutboxBound#unbounded()} unless one was set
+   */
   public OutboxBound outboxBound() {
     return outboxBound;
   }
 
-  /** What per-key order spans for rows appended through {@link JdbcStorage#outboxStore()}. */
+  /**
+   * What per-key order spans for rows appended through {@link JdbcStorage#outboxStore()}.
+   *
+   * @return the scope; {@link OutboxOrderScope#KEY} unless one was set
+   */
   public OutboxOrderScope outboxOrderScope() {
     return outboxOrderScope;
   }
 
-  /** The clock leases, takeovers and retention are decided on. */
+  /**
+   * The clock leases, takeovers and retention are decided on.
+   *
+   * @return the clock; {@link DatabaseClock#database()} unless one was set
+   */
   public DatabaseClock databaseClock() {
     return databaseClock;
   }
 
-  /** Whether opening creates or migrates the tables (true) or only verifies their version. */
+  /**
+   * Whether opening creates or migrates the tables (true) or only verifies their version.
+   *
+   * @return true (the default) to run DDL when opening; false to only check the schema version
+   */
   public boolean migrate() {
     return migrate;
   }
 
-  /** The dialect the URL selects. */
+  /**
+   * The dialect the URL selects.
+   *
+   * @return {@link Dialect#POSTGRESQL} for a {@code jdbc:postgresql:} URL, {@link Dialect#H2}
+   *     for a {@code jdbc:h2:} one
+   */
   public Dialect dialect() {
     return dialect;
   }
@@ -200,6 +277,8 @@ public final class H2StorageConfig {
      * What per-key order spans (see {@link OutboxOrderScope}). Default {@link
      * OutboxOrderScope#KEY}: a key across all destinations.
      *
+     * @param outboxOrderScope the scope of per-key order
+     * @return this builder
      * @throws IllegalArgumentException if null
      */
     public Builder outboxOrderScope(OutboxOrderScope outboxOrderScope) {
@@ -213,6 +292,8 @@ public final class H2StorageConfig {
     /**
      * The most unsent outbox rows and what an append over them does. Default unbounded.
      *
+     * @param outboxBound the bound appends are checked against
+     * @return this builder
      * @throws IllegalArgumentException if null
      */
     public Builder outboxBound(OutboxBound outboxBound) {
@@ -224,42 +305,93 @@ public final class H2StorageConfig {
       return this;
     }
 
+    /**
+     * The database to use. Required; checked by {@link #build()}.
+     *
+     * @param jdbcUrl a {@code jdbc:h2:} or {@code jdbc:postgresql:} URL
+     * @return this builder
+     */
     public Builder jdbcUrl(String jdbcUrl) {
       this.jdbcUrl = jdbcUrl;
       return this;
     }
 
+    /**
+     * The user to connect as. Default none.
+     *
+     * @param username the user name, or null for the URL's
+     * @return this builder
+     */
     public Builder username(String username) {
       this.username = username;
       return this;
     }
 
+    /**
+     * The password to connect with. Default none.
+     *
+     * @param password the password, or null for none
+     * @return this builder
+     */
     public Builder password(String password) {
       this.password = password;
       return this;
     }
 
+    /**
+     * The most connections the pool opens. Default {@value H2StorageConfig#DEFAULT_POOL_SIZE}.
+     *
+     * @param poolSize 1..200, checked by {@link #build()}
+     * @return this builder
+     */
     public Builder poolSize(int poolSize) {
       this.poolSize = poolSize;
       return this;
     }
 
+    /**
+     * The prefix of every table and index. Default {@value
+     * H2StorageConfig#DEFAULT_TABLE_PREFIX}.
+     *
+     * @param tablePrefix a letter, then up to 29 letters, digits or underscores; checked by
+     *     {@link #build()}
+     * @return this builder
+     */
     public Builder tablePrefix(String tablePrefix) {
       this.tablePrefix = tablePrefix;
       return this;
     }
 
+    /**
+     * How long a relay holds claimed outbox rows. Default 30 s.
+     *
+     * @param lease a positive duration, checked by {@link #build()}; make it longer than a
+     *     relay's slowest publish of one batch, or its rows may be taken over and sent twice
+     * @return this builder
+     */
     public Builder lease(Duration lease) {
       this.lease = lease;
       return this;
     }
 
+    /**
+     * How long sent outbox rows and completed idempotency keys are kept. Default 7 days.
+     *
+     * @param retention a positive duration, checked by {@link #build()}; a redelivery later than
+     *     this after completion is no longer recognised as a duplicate
+     * @return this builder
+     */
     public Builder retention(Duration retention) {
       this.retention = retention;
       return this;
     }
 
-    /** Where the outbox reports its steps; null (the default) for nowhere. */
+    /**
+     * Where the outbox reports its steps; null (the default) for nowhere.
+     *
+     * @param listener the listener, called on the appending thread; or null
+     * @return this builder
+     */
     public Builder listener(LifecycleListener listener) {
       this.listener = listener;
       return this;
@@ -269,6 +401,8 @@ public final class H2StorageConfig {
      * The clock leases, takeovers and retention are decided on: {@link DatabaseClock#database()}
      * (the default) or, for tests and single-host deployments, {@link DatabaseClock#of}.
      *
+     * @param databaseClock the clock
+     * @return this builder
      * @throws IllegalArgumentException if null
      */
     public Builder databaseClock(DatabaseClock databaseClock) {
@@ -284,6 +418,9 @@ public final class H2StorageConfig {
      * Whether opening creates or migrates the tables (true, the default) or only checks that they
      * are at this build's version, failing with a {@link SchemaVersionException} that names the
      * missing scripts (false).
+     *
+     * @param migrate true to run DDL when opening, false to only verify the version
+     * @return this builder
      */
     public Builder migrate(boolean migrate) {
       this.migrate = migrate;
@@ -291,6 +428,9 @@ public final class H2StorageConfig {
     }
 
     /**
+     * Checks every field and builds the config; the builder can be reused.
+     *
+     * @return an immutable config
      * @throws IllegalArgumentException naming the field: a blank or unsupported jdbcUrl, a pool
      *     size outside 1..200, an invalid table prefix, a non-positive lease or retention
      */

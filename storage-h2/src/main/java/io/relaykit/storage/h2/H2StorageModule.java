@@ -32,7 +32,14 @@ public final class H2StorageModule extends PrivateModule {
   private final H2StorageConfig config;
   private final String journalName;
 
-  /** @param journalName the name of the queue journal this module binds */
+  /**
+   * A module binding the storage {@code config} describes. Opens nothing until a store is first
+   * injected.
+   *
+   * @param config the database, pool and table settings
+   * @param journalName the name of the queue journal this module binds
+   * @throws IllegalArgumentException if {@code config} is null or {@code journalName} is blank
+   */
   public H2StorageModule(H2StorageConfig config, String journalName) {
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");

@@ -269,7 +269,16 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
    * same id twice (two operators, a retried call) appends it once; the second call returns empty.
    * The message keeps its id and trace id. Both stores must be on this database.
    *
+   * <p>Cost: one transaction of a locking SELECT, a DELETE and the outbox append.
+   *
+   * @param id the dead letter's id
+   * @param outbox the outbox to append to (on this storage's database and connections)
    * @return the replayed dead letter, or empty if there was none
+   * @throws IllegalArgumentException if {@code id} is blank or {@code outbox} is null, or the
+   *     dead letter cannot be appended (see {@link JdbcOutboxStore#append}); nothing changes then
+   * @throws io.relaykit.outbox.OutboxFullException if the outbox's bound refuses the append;
+   *     nothing changes then
+   * @throws JdbcStorageException if the database fails; the transaction rolls back
    */
   public Optional<DeadLetter> replayToOutbox(String id, JdbcOutboxStore outbox) {
     requireId(id);

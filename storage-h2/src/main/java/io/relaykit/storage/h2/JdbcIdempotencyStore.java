@@ -62,6 +62,13 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
   /** Work done in the caller's transaction, together with recording its key. */
   @FunctionalInterface
   public interface Work {
+    /**
+     * Does the work through {@code tx}; must not commit, roll back or close it.
+     *
+     * @param tx the caller's connection, inside its open transaction
+     * @throws SQLException to make the caller roll back (the key is recorded in the same
+     *     transaction, so it rolls back too)
+     */
     void run(Connection tx) throws SQLException;
   }
 
@@ -219,6 +226,9 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
    * <p>This is the only form that fences the effect itself: the key row and the effect commit in
    * one transaction, so two callers can never both commit the work, whatever their leases did.
    *
+   * @param tx the caller's connection, with its transaction open
+   * @param key the idempotency key
+   * @param work what to do once per key, through {@code tx}
    * @return {@link RunOnceResult#RAN} if the work ran (commit to make it count), {@link
    *     RunOnceResult#ALREADY_DONE} if the key is done, {@link RunOnceResult#IN_PROGRESS} if a
    *     live claim holds it (the work may still fail and be released: retry later, do not treat
@@ -261,8 +271,12 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
   /**
    * {@link #tryRunOnce} answering only whether the work ran.
    *
+   * @param tx the caller's connection, with its transaction open
+   * @param key the idempotency key
+   * @param work what to do once per key, through {@code tx}
    * @return true if the work ran, false if it was skipped: DONE, or held by a live claim
    * @throws SQLException from the connection or the work; roll back then
+   * @throws IllegalArgumentException as {@link #tryRunOnce}
    * @deprecated false conflates "done" with "someone else holds it now, and may still release
    *     it": a caller that acknowledges on false can lose the work. Use {@link #tryRunOnce}.
    */

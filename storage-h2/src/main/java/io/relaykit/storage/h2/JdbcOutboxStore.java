@@ -202,6 +202,9 @@ public final class JdbcOutboxStore implements OutboxStore {
    * A message without a {@code traceparent} is stored with the caller's current trace context
    * ({@link #traceCapture()}); a propagation that fails never fails the append.
    *
+   * @param tx the caller's connection; an auto-commit one gets a transaction of its own
+   * @param destination where a relay publishes the message
+   * @param message the message to send once the transaction commits
    * @return the row's sequence number
    * @throws IllegalArgumentException naming the field when the destination is blank or longer than
    *     255, the message is null, its id is longer than 255, its key longer than 512, or its payload
@@ -339,7 +342,11 @@ public final class JdbcOutboxStore implements OutboxStore {
   public OutboxBound bound() {
     return bound;
   }
-  /** What per-key order spans for rows appended through this store. */
+  /**
+   * What per-key order spans for rows appended through this store.
+   *
+   * @return the scope this store was created with
+   */
   public OutboxOrderScope orderScope() {
     return scope;
   }
@@ -366,9 +373,17 @@ public final class JdbcOutboxStore implements OutboxStore {
    * Inserts every message for {@code destination} through {@code tx} as one JDBC batch: the way to
    * write many rows (and to fill a backlog for a benchmark). Every message is validated before
    * anything is written. Reports {@link Stage#ENQUEUED} for every message once the whole batch
-   * was written (in the caller's transaction, which may still roll back).
+   * was written (in the caller's transaction, which may still roll back). Keyed messages lock
+   * their key heads in sorted order, so two concurrent calls never deadlock on each other.
    *
-   * @throws IllegalArgumentException as {@link #append}, for the first invalid message
+   * @param tx the caller's connection; an auto-commit one gets a transaction of its own
+   * @param destination where a relay publishes the messages
+   * @param messages the messages, appended in list order; an empty list writes nothing
+   * @throws IllegalArgumentException as {@link #append}, for the first invalid message, or if
+   *     {@code tx} or {@code messages} is null; nothing is written then
+   * @throws OutboxFullException if the bound (REFUSE) cannot take all the messages: none is
+   *     written
+   * @throws SQLException from the caller's connection; the caller decides about its transaction
    */
   public void appendAll(Connection tx, String destination, List<Message> messages)
       throws SQLException {

@@ -53,7 +53,13 @@ public final class JdbcStorage implements AutoCloseable {
   /**
    * Opens the database {@code config} names with a pool of {@code config.poolSize()} connections,
    * and creates or migrates the tables. The outbox reports to {@code config.listener()}, if any.
+   * Blocks until the pool's first connection is made and the migration (or, with {@code
+   * migrate=false}, the version check) is done; the pool is closed again if either fails.
    *
+   * @param config the database, pool, table prefix, retention, bound and clock settings
+   * @param clock the clock the stores read where the SPI does not pass the time in
+   * @return an open storage that owns its pool: {@link #close()} it
+   * @throws IllegalArgumentException if {@code config} or {@code clock} is null
    * @throws SchemaVersionException if the tables were written by a newer relaykit
    * @throws JdbcStorageException if the database cannot be reached
    */
@@ -102,7 +108,16 @@ public final class JdbcStorage implements AutoCloseable {
    * use {@link H2StorageConfig}): without it H2 may lose the last half second of commits when the
    * process dies.
    *
+   * @param dataSource the connections to use; the storage never closes it
+   * @param dialect the database's dialect; must match what the data source connects to
+   * @param tablePrefix the prefix of every table and index
    * @param retention how long sent outbox rows and completed idempotency keys are kept
+   * @param clock the clock the stores read where the SPI does not pass the time in
+   * @return an open storage on {@code dataSource}
+   * @throws IllegalArgumentException naming the argument: a null one, a dialect that does not
+   *     match the database, an invalid table prefix, a non-positive retention
+   * @throws SchemaVersionException if the tables were written by a newer relaykit
+   * @throws JdbcStorageException if the database cannot be reached or a migration script fails
    */
   public static JdbcStorage open(DataSource dataSource, Dialect dialect, String tablePrefix,
       Duration retention, InstantSource clock) {
@@ -112,6 +127,19 @@ public final class JdbcStorage implements AutoCloseable {
   /**
    * As {@link #open(DataSource, Dialect, String, Duration, InstantSource)}, with the outbox
    * reporting its steps to {@code listener} (see {@link JdbcOutboxStore}).
+   *
+   * @param dataSource the connections to use; the storage never closes it
+   * @param dialect the database's dialect; must match what the data source connects to
+   * @param tablePrefix the prefix of every table and index
+   * @param retention how long sent outbox rows and completed idempotency keys are kept
+   * @param clock the clock the stores read where the SPI does not pass the time in
+   * @param listener where the outbox reports its steps; {@link LifecycleListener#noop()} for
+   *     nowhere
+   * @return an open storage on {@code dataSource}
+   * @throws IllegalArgumentException as {@link #open(DataSource, Dialect, String, Duration,
+   *     InstantSource)}, or if {@code listener} is null
+   * @throws SchemaVersionException if the tables were written by a newer relaykit
+   * @throws JdbcStorageException if the database cannot be reached or a migration script fails
    */
   public static JdbcStorage open(DataSource dataSource, Dialect dialect, String tablePrefix,
       Duration retention, InstantSource clock, LifecycleListener listener) {
@@ -127,6 +155,22 @@ public final class JdbcStorage implements AutoCloseable {
    * with leases, takeovers and retention decided on {@code databaseClock} ({@link
    * DatabaseClock#of} for tests that drive time; the others use {@link DatabaseClock#database()}),
    * and with {@code migrate} false running no DDL (see {@link #openVerified}).
+   *
+   * @param dataSource the connections to use; the storage never closes it
+   * @param dialect the database's dialect; must match what the data source connects to
+   * @param tablePrefix the prefix of every table and index
+   * @param retention how long sent outbox rows and completed idempotency keys are kept
+   * @param clock the clock the stores read where the SPI does not pass the time in
+   * @param databaseClock the clock leases, takeovers and retention are decided on
+   * @param listener where the outbox reports its steps; {@link LifecycleListener#noop()} for
+   *     nowhere
+   * @param migrate true to create or migrate the tables, false to only check their version
+   * @return an open storage on {@code dataSource}
+   * @throws IllegalArgumentException as {@link #open(DataSource, Dialect, String, Duration,
+   *     InstantSource, LifecycleListener)}, or if {@code databaseClock} is null
+   * @throws SchemaVersionException if the tables are newer than this build knows, or (with
+   *     {@code migrate} false) older or absent
+   * @throws JdbcStorageException if the database cannot be reached or a migration script fails
    */
   public static JdbcStorage open(DataSource dataSource, Dialect dialect, String tablePrefix,
       Duration retention, InstantSource clock, DatabaseClock databaseClock,
@@ -144,6 +188,15 @@ public final class JdbcStorage implements AutoCloseable {
    * Flyway/Liquibase running relaykit's scripts). For applications whose database user may only
    * read and write rows.
    *
+   * @param dataSource the connections to use; the storage never closes it
+   * @param dialect the database's dialect; must match what the data source connects to
+   * @param tablePrefix the prefix of every table and index
+   * @param retention how long sent outbox rows and completed idempotency keys are kept
+   * @param clock the clock the stores read where the SPI does not pass the time in
+   * @return an open storage on {@code dataSource}
+   * @throws IllegalArgumentException as {@link #open(DataSource, Dialect, String, Duration,
+   *     InstantSource)}
+   * @throws JdbcStorageException if the database cannot be reached
    * @throws SchemaVersionException naming the missing scripts if the tables are older (or absent),
    *     or if they are newer than this build knows
    */
@@ -167,6 +220,11 @@ public final class JdbcStorage implements AutoCloseable {
    * <p>Safe to run from several instances at once: PostgreSQL migrates under an advisory lock in
    * one transaction; H2 serialises DDL and its scripts are idempotent.
    *
+   * @param dataSource connections of a user allowed to run DDL; not closed
+   * @param dialect the database's dialect; must match what the data source connects to
+   * @param tablePrefix the prefix of the tables to migrate
+   * @throws IllegalArgumentException if {@code dataSource} or {@code dialect} is null, the
+   *     dialect does not match the database, or the prefix is invalid
    * @throws SchemaVersionException if the tables are at a newer version than this build knows
    * @throws JdbcStorageException if the database cannot be reached or a script fails
    */
@@ -241,6 +299,8 @@ public final class JdbcStorage implements AutoCloseable {
    * config's {@link H2StorageConfig#outboxBound()} and ordered by its {@link
    * H2StorageConfig#outboxOrderScope()} (unbounded and {@link OutboxOrderScope#KEY} for storage
    * opened without a config).
+   *
+   * @return a new outbox store on this storage's connections; cheap (no database access)
    */
   public JdbcOutboxStore outboxStore() {
     return outboxStore(outboxBound, outboxOrderScope);
@@ -250,6 +310,8 @@ public final class JdbcStorage implements AutoCloseable {
    * {@link #outboxStore()} whose appends are checked against {@code bound} (see {@link
    * JdbcOutboxStore#append}).
    *
+   * @param bound the most unsent rows, and what an append over it does
+   * @return a new outbox store on this storage's connections
    * @throws IllegalArgumentException if {@code bound} is null
    */
   public JdbcOutboxStore outboxStore(OutboxBound bound) {
@@ -260,6 +322,10 @@ public final class JdbcStorage implements AutoCloseable {
    * As {@link #outboxStore()}, with rows appended through it ordered by {@code scope} (a key
    * across all destinations, or a key per destination). Stores of both scopes may share the
    * tables: each row keeps the scope it was appended with.
+   *
+   * @param scope what per-key order spans for rows appended through the store
+   * @return a new outbox store on this storage's connections
+   * @throws IllegalArgumentException if {@code scope} is null
    */
   public JdbcOutboxStore outboxStore(OutboxOrderScope scope) {
     return outboxStore(outboxBound, scope);
@@ -268,6 +334,9 @@ public final class JdbcStorage implements AutoCloseable {
   /**
    * The outbox with appends checked against {@code bound} and ordered by {@code scope}.
    *
+   * @param bound the most unsent rows, and what an append over it does
+   * @param scope what per-key order spans for rows appended through the store
+   * @return a new outbox store on this storage's connections
    * @throws IllegalArgumentException if {@code bound} or {@code scope} is null
    */
   public JdbcOutboxStore outboxStore(OutboxBound bound, OutboxOrderScope scope) {
@@ -281,7 +350,11 @@ public final class JdbcStorage implements AutoCloseable {
         bound, scope);
   }
 
-  /** Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}. */
+  /**
+   * Dead letters, with {@link JdbcDeadLetterStore#replayToOutbox} into {@link #outboxStore()}.
+   *
+   * @return a new dead-letter store on this storage's connections; cheap (no database access)
+   */
   public JdbcDeadLetterStore deadLetterStore() {
     return new JdbcDeadLetterStore(dataSource, dialect, tables);
   }
@@ -290,12 +363,18 @@ public final class JdbcStorage implements AutoCloseable {
    * Idempotency keys whose leases, takeovers and retention are decided on {@link
    * #databaseClock()}, DONE for the retention period, then deleted by the
    * store's own claims (see {@link JdbcIdempotencyStore}: one bounded purge per interval).
+   *
+   * @return a new idempotency store on this storage's connections; cheap (no database access)
    */
   public JdbcIdempotencyStore idempotencyStore() {
     return new JdbcIdempotencyStore(dataSource, dialect, tables, clock, databaseClock, retention);
   }
 
-  /** Entity versions that only grow. */
+  /**
+   * Entity versions that only grow.
+   *
+   * @return a new version guard on this storage's connections; cheap (no database access)
+   */
   public JdbcVersionGuard versionGuard() {
     return new JdbcVersionGuard(dataSource, dialect, tables);
   }
@@ -303,6 +382,10 @@ public final class JdbcStorage implements AutoCloseable {
   /**
    * The queue journal called {@code name} (many share one table), group-committing non-critical
    * changes every 50 ms.
+   *
+   * @param name the journal's name, 1..255 characters
+   * @return a new journal; close it to flush and stop its committer
+   * @throws IllegalArgumentException if {@code name} is blank or longer than 255 characters
    */
   public JdbcQueueJournal queueJournal(String name) {
     return queueJournal(name, Duration.ofMillis(50));
@@ -312,6 +395,12 @@ public final class JdbcStorage implements AutoCloseable {
    * The queue journal called {@code name}, group-committing every {@code commitInterval}, with at
    * most 100 000 uncommitted statements and 64 MiB of uncommitted payload buffered while the
    * database is down.
+   *
+   * @param name the journal's name, 1..255 characters
+   * @param commitInterval how often buffered changes are committed
+   * @return a new journal; close it to flush and stop its committer
+   * @throws IllegalArgumentException naming the field for a blank or over-long name or a
+   *     non-positive interval
    */
   public JdbcQueueJournal queueJournal(String name, Duration commitInterval) {
     return new JdbcQueueJournal(dataSource, dialect, tables, name, commitInterval);
@@ -323,6 +412,12 @@ public final class JdbcStorage implements AutoCloseable {
    * uncommitted payload buffered (while the database is down or behind) before appends are
    * refused with {@link io.relaykit.queue.JournalFullException}.
    *
+   * @param name the journal's name, 1..255 characters
+   * @param commitInterval how often buffered changes are committed
+   * @param maxBufferedStatements the most uncommitted statements held, at least 1
+   * @param maxBufferedBytes the most uncommitted payload bytes held, at least 1
+   * @return a new journal; close it to flush and stop its committer
+   *
    * @throws IllegalArgumentException naming the field for a blank or over-long name, a
    *     non-positive interval or bound
    */
@@ -332,20 +427,38 @@ public final class JdbcStorage implements AutoCloseable {
         maxBufferedStatements, maxBufferedBytes);
   }
 
+  /**
+   * The database's dialect.
+   *
+   * @return the dialect the storage was opened with, checked against the database
+   */
   public Dialect dialect() {
     return dialect;
   }
 
+  /**
+   * The prefix of every table and index of this storage.
+   *
+   * @return the validated prefix
+   */
   public String tablePrefix() {
     return tables.prefix;
   }
 
-  /** How long sent outbox rows and completed idempotency keys are kept. */
+  /**
+   * How long sent outbox rows and completed idempotency keys are kept.
+   *
+   * @return a positive duration
+   */
   public Duration retention() {
     return retention;
   }
 
-  /** The clock the stores read where the SPI does not pass the time in. */
+  /**
+   * The clock the stores read where the SPI does not pass the time in.
+   *
+   * @return the clock given when opening
+   */
   public InstantSource clock() {
     return clock;
   }
@@ -353,17 +466,27 @@ public final class JdbcStorage implements AutoCloseable {
   /**
    * The clock leases, takeovers and retention are decided on: the database's ({@link
    * DatabaseClock#database()}) unless the storage was opened with another.
+   *
+   * @return the database clock
    */
   public DatabaseClock databaseClock() {
     return databaseClock;
   }
 
-  /** Where the outbox reports its steps; {@link LifecycleListener#noop()} when nowhere. */
+  /**
+   * Where the outbox reports its steps.
+   *
+   * @return the listener; {@link LifecycleListener#noop()} when nowhere
+   */
   public LifecycleListener listener() {
     return listener;
   }
 
-  /** The connections the stores use; for your own transactions around {@code append}. */
+  /**
+   * The connections the stores use; for your own transactions around {@code append}.
+   *
+   * @return the storage's own pool, or the data source it was opened on
+   */
   public DataSource dataSource() {
     return dataSource;
   }

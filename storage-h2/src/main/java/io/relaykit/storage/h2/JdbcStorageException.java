@@ -8,6 +8,12 @@ package io.relaykit.storage.h2;
 public class JdbcStorageException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * An exception with {@code message} and {@code cause}.
+   *
+   * @param message what failed: the store, the operation and the table
+   * @param cause the driver's exception (usually a {@link java.sql.SQLException}), or null
+   */
   public JdbcStorageException(String message, Throwable cause) {
     super(message, cause);
   }

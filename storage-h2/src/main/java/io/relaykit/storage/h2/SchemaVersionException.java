@@ -8,6 +8,12 @@ package io.relaykit.storage.h2;
 public class SchemaVersionException extends IllegalStateException {
   private static final long serialVersionUID = 1L;
 
+  /**
+   * An exception with {@code message}.
+   *
+   * @param message the version found, the version this build knows, and (for older tables) the
+   *     scripts that are missing
+   */
   public SchemaVersionException(String message) {
     super(message);
   }

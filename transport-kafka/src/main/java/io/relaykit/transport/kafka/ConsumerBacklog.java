@@ -26,6 +26,18 @@ public record ConsumerBacklog(
     Duration oldestInFlightAge,
     Instant at) {
 
+  /**
+   * Copies {@code lagByPartition}, so a sample never changes after it was taken.
+   *
+   * @param topic the consumed topic
+   * @param group the consumer group
+   * @param lagByPartition records behind the end of each assigned partition, by {@code
+   *     topic-partition}
+   * @param inFlight records fetched but not yet finished
+   * @param oldestInFlightAge age of the oldest unfinished record; zero when none
+   * @param at when the sample was taken
+   * @throws NullPointerException if {@code lagByPartition} is null or holds a null key or value
+   */
   public ConsumerBacklog {
     lagByPartition = Map.copyOf(lagByPartition);
   }
@@ -33,12 +45,18 @@ public record ConsumerBacklog(
   /**
    * This sample as a {@link io.relaykit.monitor.BacklogMonitor} input: depth is the lag plus the
    * records in flight, age the oldest in-flight record's.
+   *
+   * @return a sample taken at {@link #at()} with depth {@code totalLag() + inFlight()}
    */
   public BacklogSample toSample() {
     return new BacklogSample(at, totalLag() + inFlight, oldestInFlightAge);
   }
 
-  /** The sum of every partition's lag. */
+  /**
+   * The sum of every partition's lag; O(partitions) per call.
+   *
+   * @return the records behind the end of the assigned partitions; 0 when no lag is known yet
+   */
   public long totalLag() {
     return lagByPartition.values().stream().mapToLong(Long::longValue).sum();
   }

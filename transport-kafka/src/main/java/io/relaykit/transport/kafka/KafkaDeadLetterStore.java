@@ -97,8 +97,13 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
   }
 
   /**
-   * The view over {@code deadLetterTopic}.
+   * The view over {@code deadLetterTopic}, not tied to a consumer group: a dead letter without a
+   * group header replays to its source topic. Creates a producer (for {@link #add} and {@link
+   * #replay}); nothing is read until the first query.
    *
+   * @param config the brokers and client settings
+   * @param deadLetterTopic the topic to view
+   * @return a new store, owned by the caller: close it to release its producer
    * @throws IllegalArgumentException if the config is null or the topic name is illegal
    */
   public static KafkaDeadLetterStore create(KafkaTransportConfig config, String deadLetterTopic) {
@@ -109,7 +114,19 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
     return new KafkaDeadLetterStore(config, deadLetterTopic, null);
   }
 
-  /** The view over the dead-letter topic of {@code topic} for consumer {@code group}. */
+  /**
+   * The view over the dead-letter topic of {@code topic} for consumer {@code group} (named by
+   * {@link KafkaTransportConfig#deadLetterTopic}), the topic a {@link KafkaSubscriber} of that
+   * group writes; its entries replay to the group's retry topic. Creates a producer; nothing is
+   * read until the first query.
+   *
+   * @param config the brokers, client settings and topic naming the subscriber used
+   * @param topic the source topic
+   * @param group the consumer group that dead-lettered the messages
+   * @return a new store, owned by the caller: close it to release its producer
+   * @throws IllegalArgumentException if the config is null, the group is blank, or the topic or
+   *     the derived dead-letter topic name is not a legal Kafka topic name
+   */
   public static KafkaDeadLetterStore forSubscription(KafkaTransportConfig config, String topic,
       String group) {
     if (config == null) {
@@ -124,6 +141,11 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
     return new KafkaDeadLetterStore(config, deadLetterTopic, group);
   }
 
+  /**
+   * The dead-letter topic this store reads and writes.
+   *
+   * @return the topic name
+   */
   public String topic() {
     return topic;
   }
@@ -187,7 +209,11 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
    * One without a group goes to its source topic. A reference entry (written when the full copy
    * did not fit the topic) resends the original record, read at the position it names.
    *
+   * <p>Cost: one scan of the topic (see the class documentation) plus two confirmed sends.
+   *
+   * @param id the dead letter's id (its message id, or the stand-in id of an undecodable record)
    * @return the replayed dead letter, or empty if there is none (never added, or already replayed)
+   * @throws IllegalArgumentException if {@code id} is null or blank
    * @throws IllegalStateException if the resend or the marker was not confirmed (a failed resend
    *     leaves the entry visible, a failed marker leaves it visible although it was resent), or the
    *     original of a reference entry is gone

@@ -58,7 +58,15 @@ public final class KafkaPublisher implements Publisher {
     this.listener = config.listener();
   }
 
-  /** A publisher with its own producer connected to {@code config}'s brokers. */
+  /**
+   * A publisher with its own producer on {@code config}'s brokers. The producer reaches the
+   * brokers in the background; the first send waits (up to the publish timeout) for its metadata.
+   * Close it to release the producer's thread and connections.
+   *
+   * @param config the brokers and producer settings
+   * @return a new publisher, owned by the caller
+   * @throws IllegalArgumentException if {@code config} is null
+   */
   public static KafkaPublisher create(KafkaTransportConfig config) {
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");

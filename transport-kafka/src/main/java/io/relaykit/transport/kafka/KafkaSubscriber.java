@@ -66,7 +66,13 @@ public final class KafkaSubscriber implements Subscriber {
     this.config = config;
   }
 
-  /** A subscriber on {@code config}'s brokers. Creates no client until {@link #subscribe}. */
+  /**
+   * A subscriber on {@code config}'s brokers. Creates no client until {@link #subscribe}.
+   *
+   * @param config the brokers, consumer settings and retry and dead-letter topic naming
+   * @return a new subscriber; it holds no resources until it subscribes
+   * @throws IllegalArgumentException if {@code config} is null
+   */
   public static KafkaSubscriber create(KafkaTransportConfig config) {
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
@@ -93,6 +99,10 @@ public final class KafkaSubscriber implements Subscriber {
    * whatever else uses it), to protect a downstream that can take only so much. A worker waits for
    * its permit before calling the handler; the wait does not count against the handler timeout.
    *
+   * @param spec the topic, group, concurrency, ordering and retry policy
+   * @param handler called for each record, on a worker thread
+   * @param rateLimiter the permits every handler call waits for
+   * @return the running subscription; close it to stop consuming
    * @throws IllegalArgumentException as {@link #subscribe}, or if {@code rateLimiter} is null
    */
   public KafkaSubscription subscribe(SubscriptionSpec spec, MessageHandler handler,

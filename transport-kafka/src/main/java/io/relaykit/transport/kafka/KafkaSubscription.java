@@ -12,6 +12,9 @@ public interface KafkaSubscription extends Subscription {
   /**
    * The latest backlog sample: consumer lag per partition, records in flight, age of the oldest.
    * Refreshed by the poll thread once per commit interval; O(1) to read.
+   *
+   * @return the most recent sample (one with no lag and nothing in flight until the first
+   *     interval); after the subscription stopped, the last one it took
    */
   ConsumerBacklog backlog();
 
@@ -19,6 +22,8 @@ public interface KafkaSubscription extends Subscription {
    * The backlog verdict over recent samples (healthy, draining spike, sustained growth, stalled),
    * from a {@link io.relaykit.monitor.BacklogMonitor} fed with {@link ConsumerBacklog#toSample()}
    * every commit interval.
+   *
+   * @return the monitor's current verdict
    */
   BacklogSnapshot backlogVerdict();
 
@@ -29,6 +34,8 @@ public interface KafkaSubscription extends Subscription {
    * involved. When present, {@link #isRunning()} is false and {@link
    * io.relaykit.monitor.MetricsListener#consumerFailed} was called once with it; {@link #close}
    * still releases the threads.
+   *
+   * @return the fatal error that stopped it; empty while it runs or after a plain {@link #close}
    */
   java.util.Optional<Throwable> failure();
 }

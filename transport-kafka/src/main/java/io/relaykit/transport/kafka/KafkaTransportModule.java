@@ -19,6 +19,9 @@ public final class KafkaTransportModule extends PrivateModule {
   private final KafkaTransportConfig config;
 
   /**
+   * A module binding the publisher and subscriber on {@code config}. Creates no client.
+   *
+   * @param config the brokers and settings both clients use
    * @throws IllegalArgumentException if {@code config} is null
    */
   public KafkaTransportModule(KafkaTransportConfig config) {
