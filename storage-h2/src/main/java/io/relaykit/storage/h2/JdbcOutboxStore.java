@@ -179,6 +179,8 @@ public final class JdbcOutboxStore implements OutboxStore {
    * append from {@code propagation} instead of {@link TracePropagation#discovered()} (see {@link
    * TraceCapture}). Cheap: no connection is opened.
    *
+   * @param propagation where appends capture the caller's trace context from
+   * @return a new store on the same tables, with a capture of its own
    * @throws IllegalArgumentException if {@code propagation} is null
    */
   public JdbcOutboxStore withTracePropagation(TracePropagation propagation) {
@@ -189,7 +191,11 @@ public final class JdbcOutboxStore implements OutboxStore {
         scope, TraceCapture.of(propagation));
   }
 
-  /** How appends capture the caller's trace context, with its counts. */
+  /**
+   * How appends capture the caller's trace context, with its counts.
+   *
+   * @return this store's capture
+   */
   public TraceCapture traceCapture() {
     return traceCapture;
   }
