@@ -74,6 +74,22 @@ public final class Texts {
    * @throws IllegalArgumentException if {@code maxChars} is negative
    */
   public static String truncateChars(String s, int maxChars) {
+    String kept = prefixChars(s, maxChars);
+    return kept.length() == s.length() ? s : kept + CUT_MARK;
+  }
+
+  /**
+   * {@code s} if it has at most {@code maxChars} chars, else its first {@code maxChars} chars (one
+   * fewer where a surrogate pair would be split), without a mark: for a column or field that holds
+   * at most {@code maxChars} chars and must not end in half a pair. O(maxChars).
+   *
+   * @param s the text; not null
+   * @param maxChars the most chars kept, {@code >= 0}
+   * @return {@code s} itself when it fits, else the kept prefix
+   * @throws NullPointerException if {@code s} is null
+   * @throws IllegalArgumentException if {@code maxChars} is negative
+   */
+  public static String prefixChars(String s, int maxChars) {
     if (s == null) {
       throw new NullPointerException("s");
     }
@@ -88,6 +104,7 @@ public final class Texts {
         && Character.isLowSurrogate(s.charAt(end))) {
       end--;
     }
-    return s.substring(0, end) + CUT_MARK;
+    return s.substring(0, end);
   }
+
 }

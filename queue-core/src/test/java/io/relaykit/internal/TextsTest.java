@@ -103,6 +103,18 @@ class TextsTest {
     }
 
     @Test
+    @DisplayName("prefixChars is the same cut without the mark")
+    void prefixChars() {
+      assertThat(Texts.prefixChars("", 0)).isEmpty();
+      assertThat(Texts.prefixChars("abc", 3)).isEqualTo("abc");
+      assertThat(Texts.prefixChars("abcd", 3)).isEqualTo("abc");
+      assertThat(Texts.prefixChars("a😀b", 2)).isEqualTo("a");
+      assertThat(Texts.prefixChars("\uD800\uD800x", 2)).isEqualTo("\uD800\uD800");
+      assertThatThrownBy(() -> Texts.prefixChars("a", -1))
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
     @DisplayName("null and a negative bound are refused")
     void badInput() {
       assertThatThrownBy(() -> Texts.truncateChars(null, 1))

@@ -576,8 +576,7 @@ public final class JdbcOutboxStore implements OutboxStore {
     long failedNanos = Instants.toNanos("failedAt", failedAt);
     // The retry delay, started on the database's clock: the caller's clock only says how long.
     long delayNanos = Math.max(0, Instants.toNanos("notBefore", notBefore) - failedNanos);
-    String err = error == null ? null
-        : error.length() <= MAX_ERROR_LENGTH ? error : error.substring(0, MAX_ERROR_LENGTH);
+    String err = error == null ? null : Texts.prefixChars(error, MAX_ERROR_LENGTH);
     return Jdbc.autoCommit(dataSource, "outbox reschedule on " + tables.outbox, c -> {
       try (PreparedStatement ps = c.prepareStatement("UPDATE " + tables.outbox
           + " SET attempts = ?, first_failure_at = COALESCE(first_failure_at, ?), ready_at = "
