@@ -466,10 +466,10 @@ public final class StatusPoller implements AutoCloseable {
     }
 
     /**
-     * @throws IllegalArgumentException naming the invalid field and its value
      * Validates the settings and builds the poller.
      *
      * @return the poller
+     * @throws IllegalArgumentException naming the invalid field and its value
      */
     public StatusPoller build() {
       positive("initialDelay", initialDelay);

@@ -25,6 +25,8 @@ public final class StatusResponses {
   private final String idField;
 
   /**
+   * Reads and writes status bodies whose job id is in {@code idField}.
+   *
    * @param idField the JSON field that carries the job id ({@code "orderId"})
    * @throws IllegalArgumentException if {@code idField} is blank
    */

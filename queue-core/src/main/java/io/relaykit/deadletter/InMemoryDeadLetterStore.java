@@ -20,6 +20,9 @@ import java.util.TreeSet;
  */
 public final class InMemoryDeadLetterStore implements DeadLetterStore {
 
+  /** An empty store. */
+  public InMemoryDeadLetterStore() {}
+
   private static final Comparator<DeadLetter> ORDER =
       Comparator.comparing(DeadLetter::lastFailureAt).thenComparing(DeadLetter::id);
 

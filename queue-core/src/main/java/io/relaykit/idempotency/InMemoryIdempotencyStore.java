@@ -30,6 +30,8 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
   private final PriorityQueue<Expiry> expiries = new PriorityQueue<>();
 
   /**
+   * An empty store on {@code clock}, keeping completed keys for {@code retention}.
+   *
    * @param clock the time leases and retention are measured on
    * @param retention how long a completed key stays DONE
    * @throws IllegalArgumentException if {@code clock} is null or {@code retention} not positive

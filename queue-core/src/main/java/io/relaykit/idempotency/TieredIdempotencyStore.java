@@ -72,6 +72,8 @@ public final class TieredIdempotencyStore implements IdempotencyStore {
   private enum Mode { USE, PROBE, SKIP }
 
   /**
+   * The fast tier in front of the durable one, which stays the final guard.
+   *
    * @param fast the fast tier, which signals an outage with {@link IdempotencyUnavailableException}
    * @param durable the durable tier, the final guard
    * @param clock the time the back-off is measured on

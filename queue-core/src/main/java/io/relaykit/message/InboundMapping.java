@@ -205,6 +205,8 @@ public final class InboundMapping {
   public record Inbound(String destination, String position, String key, Instant timestamp,
       Instant receivedAt, Set<String> invalidHeaders, String cloudEventsPrefix) {
     /**
+     * What the transport knows about one record, checked.
+     *
      * @param destination the topic or queue; not null
      * @param position the stable position, or null
      * @param key the transport's key, or null

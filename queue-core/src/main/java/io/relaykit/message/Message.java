@@ -444,6 +444,8 @@ public final class Message {
     }
 
     /**
+     * Checks every field and builds the message.
+     *
      * @return a new, immutable message
      * @throws IllegalArgumentException naming the field when the id, type or trace id is blank,
      *     the schema version is below 1, the key is blank (but not null), the payload is missing

@@ -402,6 +402,8 @@ public final class BacklogMonitor {
       }
 
       /**
+       * Checks the settings and builds the config.
+       *
        * @return a new, validated config
        * @throws IllegalArgumentException naming the invalid field and its value
        */

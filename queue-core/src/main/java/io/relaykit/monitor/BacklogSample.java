@@ -15,6 +15,8 @@ import java.time.Instant;
 public record BacklogSample(Instant at, long depth, Duration oldestAge) {
 
   /**
+   * One checked sample.
+   *
    * @param at when it was taken; not null
    * @param depth messages waiting, {@code >= 0}
    * @param oldestAge how long the oldest waiting message has waited; not null, not negative

@@ -18,6 +18,8 @@ public final class LifecycleLog implements LifecycleListener {
   private final Deque<LifecycleEvent> events;
 
   /**
+   * An empty log that retains the last {@code capacity} events.
+   *
    * @param capacity how many events to retain; once full, each new event evicts the oldest
    * @throws IllegalArgumentException if {@code capacity < 1}
    */

@@ -11,6 +11,9 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class InMemoryVersionGuard implements VersionGuard {
 
+  /** A guard that has seen no version yet. */
+  public InMemoryVersionGuard() {}
+
   private final ConcurrentHashMap<String, Long> versions = new ConcurrentHashMap<>();
 
   @Override

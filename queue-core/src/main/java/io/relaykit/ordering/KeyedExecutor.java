@@ -53,6 +53,8 @@ public final class KeyedExecutor {
   @FunctionalInterface
   public interface FailureHandler {
     /**
+     * Called on the worker thread when a task throws; the key's next task still runs.
+     *
      * @param key the task's key, {@code null} for an unordered task
      * @param failure what the task threw
      */

@@ -32,6 +32,8 @@ public record OutboxBound(long maxUnsent, OverBound overBound) {
   private static final OutboxBound UNBOUNDED = new OutboxBound(Long.MAX_VALUE, OverBound.ACCEPT);
 
   /**
+   * A checked bound.
+   *
    * @param maxUnsent the most unsent rows, {@code >= 1}
    * @param overBound what an append over the bound does; not null
    * @throws IllegalArgumentException naming the field: maxUnsent below 1, a null overBound

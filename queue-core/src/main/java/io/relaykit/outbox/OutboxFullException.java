@@ -15,6 +15,8 @@ public final class OutboxFullException extends IllegalStateException {
   private final long maxUnsent;
 
   /**
+   * An append refused because {@code where} holds {@code unsent} unsent rows.
+   *
    * @param where the outbox, as the message names it
    * @param unsent the unsent rows it counted
    * @param maxUnsent its bound

@@ -1399,6 +1399,8 @@ public final class OutboxRelay implements AutoCloseable {
     }
 
     /**
+     * Checks the settings and builds the relay (not started).
+     *
      * @return a new relay; call {@link OutboxRelay#start()} for the background loop, or drive it
      *     with {@link OutboxRelay#runOnce()}
      * @throws IllegalArgumentException naming the field: a null policy, listener, clock or

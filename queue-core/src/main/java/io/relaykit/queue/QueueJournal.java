@@ -87,9 +87,15 @@ public interface QueueJournal extends AutoCloseable {
    */
   sealed interface Change {
 
-    /** {@link QueueJournal#append}. */
+    /**
+     * {@link QueueJournal#append}.
+     *
+     * @param event the accepted event
+     */
     record Append(QueuedEvent event) implements Change {
       /**
+       * Checks the components.
+       *
        * @param event the accepted event
        * @throws IllegalArgumentException if {@code event} is null or holds malformed strings
        */
@@ -98,9 +104,16 @@ public interface QueueJournal extends AutoCloseable {
       }
     }
 
-    /** {@link QueueJournal#remove}. */
+    /**
+     * {@link QueueJournal#remove}.
+     *
+     * @param eventId the event's id
+     * @param removal why it left
+     */
     record Remove(String eventId, Removal removal) implements Change {
       /**
+       * Checks the components.
+       *
        * @param eventId the event's id
        * @param removal why it left; not null
        * @throws IllegalArgumentException for a bad id or a null removal
@@ -113,9 +126,17 @@ public interface QueueJournal extends AutoCloseable {
       }
     }
 
-    /** {@link QueueJournal#reschedule}. */
+    /**
+     * {@link QueueJournal#reschedule}.
+     *
+     * @param eventId the event's id
+     * @param attempts the failed attempts so far
+     * @param nextAttemptAt when it may be sent again
+     */
     record Reschedule(String eventId, int attempts, Instant nextAttemptAt) implements Change {
       /**
+       * Checks the components.
+       *
        * @param eventId the event's id
        * @param attempts the failed attempts so far, {@code >= 0}
        * @param nextAttemptAt when it may be sent again; not null
@@ -130,9 +151,17 @@ public interface QueueJournal extends AutoCloseable {
       }
     }
 
-    /** {@link QueueJournal#deadLetter}. */
+    /**
+     * {@link QueueJournal#deadLetter}.
+     *
+     * @param eventId the event's id
+     * @param attempts the attempts it made
+     * @param reason why it gave up
+     */
     record DeadLetter(String eventId, int attempts, String reason) implements Change {
       /**
+       * Checks the components.
+       *
        * @param eventId the event's id
        * @param attempts the attempts it made, {@code >= 0}
        * @param reason why it gave up; not blank
@@ -145,9 +174,15 @@ public interface QueueJournal extends AutoCloseable {
       }
     }
 
-    /** {@link QueueJournal#forget}. */
+    /**
+     * {@link QueueJournal#forget}.
+     *
+     * @param eventId the forgotten id
+     */
     record Forget(String eventId) implements Change {
       /**
+       * Checks the components.
+       *
        * @param eventId the forgotten id
        * @throws IllegalArgumentException for a bad id
        */

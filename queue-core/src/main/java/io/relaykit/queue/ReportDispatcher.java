@@ -771,6 +771,8 @@ public final class ReportDispatcher implements AutoCloseable {
     }
 
     /**
+     * Checks the settings and builds the dispatcher (not started).
+     *
      * @return a new dispatcher; call {@link ReportDispatcher#start()} for the background loop
      * @throws IllegalArgumentException naming the field and value when a setting is invalid
      */

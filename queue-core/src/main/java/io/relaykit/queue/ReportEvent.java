@@ -25,6 +25,8 @@ public record ReportEvent(
     String eventId, String name, String payload, Priority priority, Instant expiresAt) {
 
   /**
+   * A checked event.
+   *
    * @param eventId stable, producer-chosen id; not blank
    * @param name what happened; not blank
    * @param payload the event body; not empty

@@ -273,6 +273,8 @@ public final class RateLimiter {
     }
 
     /**
+     * Checks the settings and builds the limiter.
+     *
      * @return a new limiter, full
      * @throws IllegalArgumentException naming the field and value of an invalid setting
      */

@@ -37,6 +37,9 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class DeadLetterStoreContract {
 
+  /** For a subclass that binds the kit to one backend. */
+  protected DeadLetterStoreContract() {}
+
   /** A fixed instant all times in the kit are relative to. */
   protected static final Instant T0 = Instant.parse("2026-03-01T12:00:00Z");
 

@@ -33,6 +33,9 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class IdempotencyStoreContract {
 
+  /** For a subclass that binds the kit to one backend. */
+  protected IdempotencyStoreContract() {}
+
   private final FakeClock fakeClock = new FakeClock();
   private IdempotencyStore store;
   private final String prefix = "tck-" + UUID.randomUUID() + ":";

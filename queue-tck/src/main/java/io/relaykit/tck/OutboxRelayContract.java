@@ -42,6 +42,9 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class OutboxRelayContract {
 
+  /** For a subclass that binds the kit to one backend. */
+  protected OutboxRelayContract() {}
+
   /** The lease every relay of the kit claims with. */
   protected static final Duration LEASE = Duration.ofSeconds(30);
 
@@ -135,6 +138,9 @@ public abstract class OutboxRelayContract {
    * selects until {@link #release}.
    */
   protected static final class TestBroker implements Publisher {
+    /** A broker that has published nothing. */
+    public TestBroker() {}
+
     private final List<String> published = java.util.Collections.synchronizedList(
         new ArrayList<>());
     private final Map<String, CompletableFuture<PublishReceipt>> held = new ConcurrentHashMap<>();

@@ -35,6 +35,9 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class PublisherContract {
 
+  /** For a subclass that binds the kit to one backend. */
+  protected PublisherContract() {}
+
   private Publisher publisher;
 
   /**

@@ -46,6 +46,9 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class QueueJournalContract {
 
+  /** For a subclass that binds the kit to one backend. */
+  protected QueueJournalContract() {}
+
   /**
    * Opens a journal on new, empty storage. The kit loads it before recording anything.
    *

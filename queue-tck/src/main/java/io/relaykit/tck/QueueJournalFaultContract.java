@@ -79,6 +79,9 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class QueueJournalFaultContract {
 
+  /** For a subclass that binds the kit to one backend. */
+  protected QueueJournalFaultContract() {}
+
   /**
    * Seeds that once failed (or that reach a rare path): each runs first, every time, on every
    * backend, whatever the properties say.

@@ -60,6 +60,9 @@ import org.junit.jupiter.api.Test;
  */
 public abstract class SubscriberContract {
 
+  /** For a subclass that binds the kit to one backend. */
+  protected SubscriberContract() {}
+
   private Subscriber subscriber;
   private Publisher publisher;
   private final List<Subscription> opened = new CopyOnWriteArrayList<>();

@@ -41,6 +41,9 @@ import java.util.Optional;
  * </table>
  */
 public final class RedisStorageBackend implements BackendModuleProvider {
+  /** Created by {@link java.util.ServiceLoader}; holds no state. */
+  public RedisStorageBackend() {}
+
   static final String PREFIX = "relaykit.redis.";
 
   /** Config field names as {@link RedisStorageConfig} reports them, and their keys. */

@@ -380,6 +380,8 @@ public final class RedisStorageConfig {
     }
 
     /**
+     * Checks the settings and builds the configuration.
+     *
      * @return the validated configuration
      * @throws IllegalArgumentException naming the field and value when the URI is blank or not a
      *     Redis URI, a duration is missing, zero or negative (or, for Redis expiries, below one

@@ -48,6 +48,8 @@ public final class RedisStorageModule extends AbstractModule {
   }
 
   /**
+   * A module binding the Redis stores built from {@code config}.
+   *
    * @param config the connection and key settings
    * @param journalName the name of the bound journal
    * @param deadLetterStoreName the name of the bound dead-letter store

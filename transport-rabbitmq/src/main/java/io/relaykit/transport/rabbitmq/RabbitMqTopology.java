@@ -74,7 +74,14 @@ public final class RabbitMqTopology {
     return new RabbitMqTopology(config);
   }
 
-  /** The names of one subscriber group's queues. */
+  /**
+   * The names of one subscriber group's queues.
+   *
+   * @param exchange the destination's exchange
+   * @param queue the group's work queue
+   * @param retryQueues the delay queue of each delay level, ascending
+   * @param deadLetterQueue the group's dead-letter queue
+   */
   public record GroupQueues(
       String exchange, String queue, Map<Duration, String> retryQueues, String deadLetterQueue) {
     /**

@@ -34,6 +34,9 @@ import java.util.Set;
  */
 public final class RabbitMqTransportBackend implements BackendModuleProvider {
 
+  /** Created by {@link java.util.ServiceLoader}; holds no state. */
+  public RabbitMqTransportBackend() {}
+
   /** The configuration section this backend reads. */
   public static final String SECTION = "relaykit.rabbitmq";
 

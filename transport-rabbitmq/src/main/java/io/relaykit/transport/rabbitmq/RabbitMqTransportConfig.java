@@ -359,6 +359,8 @@ public final class RabbitMqTransportConfig {
     }
 
     /**
+     * Checks the settings and builds the configuration.
+     *
      * @return the validated config
      * @throws IllegalArgumentException naming the field and value: a URI that is not {@code
      *     amqp://} or {@code amqps://}, a blank connection name, a negative prefetch or one above
