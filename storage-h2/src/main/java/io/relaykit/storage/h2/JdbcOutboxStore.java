@@ -219,26 +219,26 @@ public final class JdbcOutboxStore implements OutboxStore {
    *     is written, the caller's transaction is untouched
    * @throws SQLException from the caller's connection; the caller decides about its transaction
    */
-  public long append(Connection tx, String destination, Message appended) throws SQLException {
+  public long append(Connection tx, String destination, Message message) throws SQLException {
     requireConnection(tx);
-    validate(destination, appended);
-    Message message = traceCapture.stamp(appended);
+    validate(destination, message);
+    Message stamped = traceCapture.stamp(message);
     admit(tx, 1);
-    if (message.key().isEmpty()) {
-      long seq = insert(tx, destination, message);
-      enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
+    if (stamped.key().isEmpty()) {
+      long seq = insert(tx, destination, stamped);
+      enqueued(destination, stamped, "outbox seq " + seq + ", in the caller's transaction");
       return seq;
     }
-    OutboxStatements.KeyRef ref = scopeKey(destination, message);
+    OutboxStatements.KeyRef ref = scopeKey(destination, stamped);
     long seq = inCallersTransaction(tx, () -> {
       long head = statements.lockHead(tx, ref);
-      long s = insert(tx, destination, message);
+      long s = insert(tx, destination, stamped);
       if (head == 0) {
         statements.setHead(tx, ref, s);
       }
       return s;
     });
-    enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
+    enqueued(destination, stamped, "outbox seq " + seq + ", in the caller's transaction");
     return seq;
   }
 
