@@ -78,21 +78,6 @@ public final class FailureRoute {
   }
 
   /**
-   * {@code text} cut to at most {@code maxBytes} bytes of UTF-8 at a code-point boundary, with a
-   * cut mark when it was cut: how the failure headers above are bounded, for a transport that
-   * bounds a text of its own the same way (e.g. a reference entry that must fit a record limit).
-   *
-   * @param text the text to cut; not null
-   * @param maxBytes the bound in UTF-8 bytes, mark included
-   * @return {@code text} itself when it fits, else its longest prefix that fits with the cut mark
-   * @throws NullPointerException if {@code text} is null
-   * @throws IllegalArgumentException if {@code maxBytes} cannot hold the cut mark
-   */
-  public static String truncateUtf8(String text, int maxBytes) {
-    return Texts.truncateUtf8(text, maxBytes);
-  }
-
-  /**
    * Routes the failure of {@code delivery}: asks {@code spec}'s {@link RetryPolicy} with the
    * delivery's attempt and first failure time (now, on a first attempt). A policy that throws
    * dead-letters the message with a reason naming that failure, instead of leaving it unrouted.

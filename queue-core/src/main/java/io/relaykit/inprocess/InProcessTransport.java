@@ -6,6 +6,7 @@ import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.internal.Checks;
 import io.relaykit.message.Delivery;
+import io.relaykit.message.InboundMapping;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
 import io.relaykit.message.PublishException;
@@ -16,6 +17,7 @@ import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.retry.RetryPolicy;
 import java.time.Duration;
@@ -402,6 +404,10 @@ public final class InProcessTransport implements Publisher, Subscriber {
       item.timeout = scheduler.schedule(() -> finish(g, item, runId, new TimeoutException(
           "handler did not finish within " + timeout)), timeout.toNanos(), TimeUnit.NANOSECONDS);
       item.execution = m.executor.submit(() -> {
+        if (delivery.attempt() == 1) {
+          InboundMapping.reportIgnored(m.spec.metricsOr(MetricsListener.noop()), name,
+              delivery.message(), 0);
+        }
         Throwable failure = null;
         try {
           m.handler.handle(delivery);

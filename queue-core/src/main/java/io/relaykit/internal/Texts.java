@@ -1,6 +1,6 @@
 package io.relaykit.internal;
 
-/** Text helpers shared inside queue-core. Not API: other modules must not use this package. */
+/** Text bounds relaykit's modules share. Not API: see the package comment. */
 public final class Texts {
   private Texts() {}
 
@@ -60,4 +60,51 @@ public final class Texts {
     }
     return s;
   }
+
+  /**
+   * {@code s} if it has at most {@code maxChars} chars, else its first {@code maxChars} chars (one
+   * fewer where the last would be the high half of a surrogate pair, so a pair is never split)
+   * followed by {@link #CUT_MARK}: for texts bounded in chars (a database column, a log line), where
+   * the mark may exceed the bound. O(maxChars).
+   *
+   * @param s the text; not null
+   * @param maxChars the most chars kept before the mark, {@code >= 0}
+   * @return {@code s} itself when it fits, else the kept prefix and the mark
+   * @throws NullPointerException if {@code s} is null
+   * @throws IllegalArgumentException if {@code maxChars} is negative
+   */
+  public static String truncateChars(String s, int maxChars) {
+    String kept = prefixChars(s, maxChars);
+    return kept.length() == s.length() ? s : kept + CUT_MARK;
+  }
+
+  /**
+   * {@code s} if it has at most {@code maxChars} chars, else its first {@code maxChars} chars (one
+   * fewer where a surrogate pair would be split), without a mark: for a column or field that holds
+   * at most {@code maxChars} chars and must not end in half a pair. O(maxChars).
+   *
+   * @param s the text; not null
+   * @param maxChars the most chars kept, {@code >= 0}
+   * @return {@code s} itself when it fits, else the kept prefix
+   * @throws NullPointerException if {@code s} is null
+   * @throws IllegalArgumentException if {@code maxChars} is negative
+   */
+  public static String prefixChars(String s, int maxChars) {
+    if (s == null) {
+      throw new NullPointerException("s");
+    }
+    if (maxChars < 0) {
+      throw new IllegalArgumentException("maxChars must be >= 0, was " + maxChars);
+    }
+    if (s.length() <= maxChars) {
+      return s;
+    }
+    int end = maxChars;
+    if (end > 0 && Character.isHighSurrogate(s.charAt(end - 1))
+        && Character.isLowSurrogate(s.charAt(end))) {
+      end--;
+    }
+    return s.substring(0, end);
+  }
+
 }

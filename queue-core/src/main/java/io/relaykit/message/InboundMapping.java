@@ -1,9 +1,9 @@
 package io.relaykit.message;
 
 import io.relaykit.internal.Checks;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
+import io.relaykit.internal.Digests;
+import io.relaykit.monitor.MetricsListener;
+import io.relaykit.trace.TraceContext;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.format.DateTimeParseException;
@@ -60,7 +60,9 @@ import java.util.concurrent.atomic.LongAdder;
  * stay as user headers under their prefixed names, and datacontenttype is the transport's
  * content-type. A malformed CloudEvents attribute (a {@code time} that is not RFC 3339, a blank
  * {@code id}, a {@code specversion} other than 1.x) never fails the message: it is ignored (the
- * next rule applies) and counted in {@link #ignoredAttributes()}.
+ * next rule applies) and counted: in {@link #ignoredAttributes()} and, per record, in {@link
+ * Decoded#ignoredAttributes()}, which the transports report as {@link MetricsListener#ignored}
+ * with {@link #reportIgnored} (with malformed trace headers).
  *
  * <p><b>Bad input</b> is undecodable and dead-lettered with a reason naming the header: a named
  * id, type or key header whose value is blank, longer than {@value #MAX_MAPPED_CHARS} characters,
@@ -228,8 +230,81 @@ public final class InboundMapping {
    * @param wire the headers to carry on its retry and dead-letter copies: the record's own for a
    *     relaykit message, the full envelope ({@link MessageHeaders#toWire}) for a foreign one
    * @param foreign whether it was mapped from a foreign record
+   * @param ignoredAttributes malformed CloudEvents attributes ignored in this record
    */
-  public record Decoded(Message message, Map<String, String> wire, boolean foreign) {}
+  public record Decoded(Message message, Map<String, String> wire, boolean foreign,
+      int ignoredAttributes) {
+
+    /**
+     * A decoded record from which nothing was ignored.
+     *
+     * @param message the message
+     * @param wire the headers its retry and dead-letter copies carry
+     * @param foreign whether it was mapped from a foreign record
+     */
+    public Decoded(Message message, Map<String, String> wire, boolean foreign) {
+      this(message, wire, foreign, 0);
+    }
+
+    /**
+     * Reports to {@code metrics} what decoding this record ignored: {@link #ignoredAttributes}
+     * and the message's malformed trace headers (see {@link
+     * InboundMapping#reportIgnored}).
+     *
+     * @param metrics the listener to report to; not null
+     * @param destination the topic or queue the record came from; not null
+     */
+    public void reportIgnored(MetricsListener metrics, String destination) {
+      InboundMapping.reportIgnored(metrics, destination, message, ignoredAttributes);
+    }
+  }
+
+  /**
+   * The one place transports report what a received message carried but relaykit ignored, as
+   * {@link MetricsListener#ignored} increments with a bounded reason: {@code ignoredAttributes}
+   * malformed CloudEvents attributes ({@link MetricsListener#IGNORED_CLOUDEVENTS_ATTRIBUTE}), a
+   * malformed {@code traceparent} ({@link MetricsListener#IGNORED_TRACEPARENT}) and a malformed or
+   * cut {@code tracestate} ({@link MetricsListener#IGNORED_TRACESTATE}), read as {@link
+   * Message#traceContext()} reads them. Transports call it once per first delivery of a message to
+   * a subscription (attempt 1), before the handler. Nothing is reported when nothing was ignored.
+   * What the listener throws is contained ({@link MetricsListener#safely}).
+   *
+   * <p>Cost: one lenient parse of the trace headers (O(their length)), nothing else when they are
+   * absent.
+   *
+   * @param metrics the listener to report to; not null
+   * @param destination the topic or queue the message came from; not null
+   * @param message the decoded message; its trace headers are read
+   * @param ignoredAttributes malformed CloudEvents attributes ignored while decoding it
+   * @throws IllegalArgumentException if an argument is null, or {@code ignoredAttributes} is
+   *     negative
+   */
+  public static void reportIgnored(MetricsListener metrics, String destination, Message message,
+      int ignoredAttributes) {
+    Checks.requireNonNull("metrics", metrics);
+    Checks.requireNonNull("destination", destination);
+    Checks.requireNonNull("message", message);
+    if (ignoredAttributes < 0) {
+      throw new IllegalArgumentException("ignoredAttributes must be >= 0, was "
+          + ignoredAttributes);
+    }
+    if (ignoredAttributes > 0) {
+      MetricsListener.safely(metrics, m -> m.ignored(destination,
+          MetricsListener.IGNORED_CLOUDEVENTS_ATTRIBUTE, ignoredAttributes));
+    }
+    if (!message.headers().containsKey(TraceContext.TRACEPARENT)) {
+      return;
+    }
+    TraceContext.Read read = message.traceContext();
+    if (read.malformedTraceparent()) {
+      MetricsListener.safely(metrics, m -> m.ignored(destination,
+          MetricsListener.IGNORED_TRACEPARENT, 1));
+    }
+    if (read.droppedTracestate()) {
+      MetricsListener.safely(metrics, m -> m.ignored(destination,
+          MetricsListener.IGNORED_TRACESTATE, 1));
+    }
+  }
 
   /**
    * Decodes one record.
@@ -254,20 +329,23 @@ public final class InboundMapping {
     String ceId = null;
     String ceType = null;
     Instant ceTime = null;
+    int[] ignoredHere = {0};
     String prefix = in.cloudEventsPrefix();
     if (cloudEvents && prefix != null && wire.containsKey(prefix + "specversion")) {
       String version = wire.get(prefix + "specversion");
       if (version == null || !version.startsWith("1.")) {
         ignored.increment();
+        ignoredHere[0]++;
       } else {
-        ceId = attribute(wire, prefix + "id");
-        ceType = attribute(wire, prefix + "type");
-        String time = attribute(wire, prefix + "time");
+        ceId = attribute(wire, prefix + "id", ignoredHere);
+        ceType = attribute(wire, prefix + "type", ignoredHere);
+        String time = attribute(wire, prefix + "time", ignoredHere);
         if (time != null) {
           try {
             ceTime = OffsetDateTime.parse(time).toInstant();
           } catch (DateTimeParseException e) {
             ignored.increment();
+            ignoredHere[0]++;
           }
         }
       }
@@ -297,14 +375,15 @@ public final class InboundMapping {
     } catch (IllegalArgumentException e) {
       throw new MalformedMessageException("invalid message: " + e.getMessage(), e);
     }
-    return new Decoded(message, MessageHeaders.toWire(message), true);
+    return new Decoded(message, MessageHeaders.toWire(message), true, ignoredHere[0]);
   }
 
   /** A CloudEvents attribute's value, or null (and counted) when blank. */
-  private String attribute(Map<String, String> wire, String name) {
+  private String attribute(Map<String, String> wire, String name, int[] ignoredHere) {
     String v = wire.get(name);
     if (v != null && v.isBlank()) {
       ignored.increment();
+      ignoredHere[0]++;
       return null;
     }
     return v;
@@ -343,19 +422,9 @@ public final class InboundMapping {
 
   /** 32 hex digits from SHA-256 of destination and id: stable across redeliveries. */
   static String traceIdOf(String destination, String id) {
-    try {
-      byte[] d = MessageDigest.getInstance("SHA-256")
-          .digest((destination + "\n" + id).getBytes(StandardCharsets.UTF_8));
-      StringBuilder hex = new StringBuilder(32);
-      for (int i = 0; i < 16; i++) {
-        hex.append(Character.forDigit((d[i] >> 4) & 0xF, 16))
-            .append(Character.forDigit(d[i] & 0xF, 16));
-      }
-      return hex.toString();
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("the JDK has no SHA-256", e);
-    }
+    return Digests.sha256Hex(destination + "\n" + id, 16);
   }
+
 
   @Override
   public String toString() {

@@ -1,6 +1,7 @@
 package io.relaykit.message;
 
 import io.relaykit.internal.Checks;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.retry.RetryPolicy;
 import java.time.Duration;
@@ -24,6 +25,10 @@ import java.time.Duration;
  *     relaykit's envelope only; see {@link InboundMapping}
  * @param handlerThreads platform (default) or virtual threads for the handlers; {@link
  *     HandlerThreads#VIRTUAL} on a JDK older than 21 is rejected here, naming the field
+ * @param metrics where the subscription reports what it received but ignored ({@link
+ *     MetricsListener#ignored}: malformed trace headers and CloudEvents attributes); null (the
+ *     default) for the transport's own listener where it has one (Kafka's {@code
+ *     KafkaTransportConfig.metrics()}), else none; see {@link #metricsOr}
  */
 public record SubscriptionSpec(
     String destination,
@@ -34,7 +39,8 @@ public record SubscriptionSpec(
     RetryPolicy retryPolicy,
     Duration handlerTimeout,
     InboundMapping inbound,
-    HandlerThreads handlerThreads) {
+    HandlerThreads handlerThreads,
+    MetricsListener metrics) {
 
   /**
    * Checks every component.
@@ -48,6 +54,7 @@ public record SubscriptionSpec(
    * @param handlerTimeout the handler timeout; positive
    * @param inbound how records become messages; not null
    * @param handlerThreads platform or virtual threads; not null, available on this JDK
+   * @param metrics where ignored parts are reported; null for the transport's own listener
    * @throws IllegalArgumentException naming the first invalid component and its value
    */
   public SubscriptionSpec {
@@ -65,6 +72,19 @@ public record SubscriptionSpec(
     Checks.requireNonNull("inbound", inbound);
     Checks.requireNonNull("handlerThreads", handlerThreads);
     handlerThreads.requireAvailable("handlerThreads");
+  }
+
+  /**
+   * The listener this subscription reports to: {@link #metrics()} when set, else {@code
+   * transportDefault} (a transport's own listener, or {@link MetricsListener#noop()}).
+   *
+   * @param transportDefault the listener to use when the spec names none; not null
+   * @return the listener to report to
+   * @throws IllegalArgumentException if {@code transportDefault} is null
+   */
+  public MetricsListener metricsOr(MetricsListener transportDefault) {
+    Checks.requireNonNull("transportDefault", transportDefault);
+    return metrics != null ? metrics : transportDefault;
   }
 
   /**
@@ -90,6 +110,7 @@ public record SubscriptionSpec(
     private Duration handlerTimeout = Duration.ofSeconds(30);
     private InboundMapping inbound = InboundMapping.standard();
     private HandlerThreads handlerThreads = HandlerThreads.PLATFORM;
+    private MetricsListener metrics;
 
     private Builder(String destination, String group) {
       this.destination = destination;
@@ -180,6 +201,20 @@ public record SubscriptionSpec(
     }
 
     /**
+     * Where the subscription reports what it received but ignored ({@link
+     * MetricsListener#ignored}); by default the transport's own listener where it has one, else
+     * none. Called on delivery threads: must be fast and must not block.
+     *
+     * @param metrics the listener; not null
+     * @return this builder
+     * @throws IllegalArgumentException if {@code metrics} is null
+     */
+    public Builder metrics(MetricsListener metrics) {
+      this.metrics = Checks.requireNonNull("metrics", metrics);
+      return this;
+    }
+
+    /**
      * Builds the spec.
      *
      * @return an immutable, validated spec
@@ -187,7 +222,7 @@ public record SubscriptionSpec(
      */
     public SubscriptionSpec build() {
       return new SubscriptionSpec(destination, group, ordering, concurrency, maxInFlight,
-          retryPolicy, handlerTimeout, inbound, handlerThreads);
+          retryPolicy, handlerTimeout, inbound, handlerThreads, metrics);
     }
   }
 }

@@ -13,7 +13,8 @@ import java.util.function.Consumer;
  *
  * <p>Gauges ({@code backlogDepth}, {@code oldestAge}, {@code consumerLag}, {@code
  * deadLetterDepth}, {@code backlog}) report the current value each time a runtime samples it;
- * {@code dropped} reports an increment; {@code consumerFailed} reports that a consumer stopped. {@code destination} names a queue, topic or outbox; runtimes
+ * {@code dropped} and {@code ignored} report increments; {@code consumerFailed} reports that a
+ * consumer stopped. {@code destination} names a queue, topic or outbox; runtimes
  * pass the same name they were configured with.
  *
  * <p>WARNING: called from delivery threads and timers. Implementations must be fast, thread-safe
@@ -21,6 +22,19 @@ import java.util.function.Consumer;
  * (reported once through {@link System.Logger}) so a broken exporter cannot stall delivery.
  */
 public interface MetricsListener {
+
+  /** {@link #ignored} reason: a {@code traceparent} header that is not a valid W3C one. */
+  String IGNORED_TRACEPARENT = "malformed-traceparent";
+  /**
+   * {@link #ignored} reason: a {@code tracestate} header that was malformed (dropped) or over the
+   * W3C bounds (cut to the members that fit).
+   */
+  String IGNORED_TRACESTATE = "malformed-tracestate";
+  /**
+   * {@link #ignored} reason: a CloudEvents attribute that was malformed (a {@code time} that is not
+   * RFC 3339, a blank attribute, a {@code specversion} other than 1.x).
+   */
+  String IGNORED_CLOUDEVENTS_ATTRIBUTE = "malformed-cloudevents-attribute";
 
   /**
    * Messages waiting in {@code destination}.
@@ -65,6 +79,20 @@ public interface MetricsListener {
    * @param count how many were discarded by this event (an increment, not a total)
    */
   default void dropped(String destination, String reason, long count) {}
+
+  /**
+   * {@code count} parts of one message received from {@code destination} were ignored without
+   * failing the message (it is delivered without them): an increment, reported by the
+   * transports' decode step once per first delivery of a message to a subscription (a redelivery
+   * of a record the consumer had not committed may count again). Unlike {@link #dropped}, no
+   * message is lost.
+   *
+   * @param destination the queue or topic the message came from
+   * @param reason one of {@link #IGNORED_TRACEPARENT}, {@link #IGNORED_TRACESTATE}, {@link
+   *     #IGNORED_CLOUDEVENTS_ATTRIBUTE}: a closed set, safe as a metric tag
+   * @param count how many parts of that message were ignored for {@code reason}, {@code >= 1}
+   */
+  default void ignored(String destination, String reason, long count) {}
 
   /**
    * The latest backlog judgement for {@code destination}.
@@ -134,6 +162,11 @@ public interface MetricsListener {
       @Override
       public void dropped(String destination, String reason, long count) {
         copy.forEach(l -> safely(l, x -> x.dropped(destination, reason, count)));
+      }
+
+      @Override
+      public void ignored(String destination, String reason, long count) {
+        copy.forEach(l -> safely(l, x -> x.ignored(destination, reason, count)));
       }
 
       @Override

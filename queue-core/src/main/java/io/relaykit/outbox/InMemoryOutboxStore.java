@@ -4,6 +4,7 @@ import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.internal.Checks;
 import io.relaykit.message.Message;
+import io.relaykit.trace.TracePropagation;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -42,6 +43,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   /** The store's own clock, or null to use the time callers pass. */
   private final InstantSource clock;
   private final OutboxBound bound;
+  private final TraceCapture traceCapture;
   private long refusedAppends;
   private long overBoundAppends;
   private long nextSequence = 1;
@@ -61,6 +63,7 @@ public final class InMemoryOutboxStore implements OutboxStore {
   public InMemoryOutboxStore() {
     this.clock = null;
     this.bound = OutboxBound.unbounded();
+    this.traceCapture = TraceCapture.discovered();
   }
 
   /**
@@ -83,8 +86,33 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * @throws IllegalArgumentException if {@code clock} or {@code bound} is null
    */
   public InMemoryOutboxStore(InstantSource clock, OutboxBound bound) {
+    this(clock, bound, TracePropagation.discovered());
+  }
+
+  /**
+   * A store on {@code clock}, checked against {@code bound}, whose appends capture the caller's
+   * trace context from {@code propagation} (see {@link TraceCapture}); the other constructors use
+   * {@link TracePropagation#discovered()}.
+   *
+   * @param clock the store's clock
+   * @param bound the bound appends are checked against
+   * @param propagation where appends capture the caller's trace context from
+   * @throws IllegalArgumentException if an argument is null
+   */
+  public InMemoryOutboxStore(InstantSource clock, OutboxBound bound,
+      TracePropagation propagation) {
     this.clock = Checks.requireNonNull("clock", clock);
     this.bound = Checks.requireNonNull("bound", bound);
+    this.traceCapture = TraceCapture.of(Checks.requireNonNull("propagation", propagation));
+  }
+
+  /**
+   * How appends capture the caller's trace context, with its counts.
+   *
+   * @return this store's capture
+   */
+  public TraceCapture traceCapture() {
+    return traceCapture;
   }
 
   @Override
@@ -111,7 +139,8 @@ public final class InMemoryOutboxStore implements OutboxStore {
 
   /**
    * Appends a message for {@code destination}, claimable at once (unless an earlier row of its key
-   * is unsent).
+   * is unsent). A message without a {@code traceparent} gets the caller's current trace context
+   * ({@link #traceCapture()}); the claimed record holds that message.
    *
    * @param destination where the message is to be published; not blank
    * @param message the message; not null
@@ -119,9 +148,13 @@ public final class InMemoryOutboxStore implements OutboxStore {
    * @throws IllegalArgumentException if {@code destination} is blank or {@code message} null
    * @throws OutboxFullException if the store's {@link OutboxBound} refuses it (nothing is added)
    */
-  public synchronized long append(String destination, Message message) {
+  public long append(String destination, Message message) {
     Checks.requireNonBlank("destination", destination);
     Checks.requireNonNull("message", message);
+    return insert(destination, traceCapture.stamp(message)); // outside the lock: user code
+  }
+
+  private synchronized long insert(String destination, Message message) {
     try {
       if (bound.admit(unsent.size(), "in-memory outbox")) {
         overBoundAppends++;

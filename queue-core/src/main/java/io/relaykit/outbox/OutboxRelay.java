@@ -7,6 +7,7 @@ import io.relaykit.message.Message;
 import io.relaykit.message.PublishException;
 import io.relaykit.message.PublishReceipt;
 import io.relaykit.message.Publisher;
+import io.relaykit.message.Tracing;
 import io.relaykit.monitor.BacklogMonitor;
 import io.relaykit.monitor.BacklogSample;
 import io.relaykit.monitor.BacklogSnapshot;
@@ -18,6 +19,7 @@ import io.relaykit.monitor.MetricsListener;
 import io.relaykit.retry.Backoff;
 import io.relaykit.retry.Jitter;
 import io.relaykit.retry.RetryPolicy;
+import io.relaykit.trace.TracePropagation;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -154,7 +156,7 @@ public final class OutboxRelay implements AutoCloseable {
 
   private OutboxRelay(Builder b) {
     this.store = b.store;
-    this.publisher = b.publisher;
+    this.publisher = Tracing.publisher(b.publisher, b.tracePropagation);
     this.deadLetters = b.deadLetters;
     this.retryPolicy = b.retryPolicy;
     this.listener = b.listener;
@@ -1163,6 +1165,7 @@ public final class OutboxRelay implements AutoCloseable {
     private MetricsListener metrics = MetricsListener.noop();
     private boolean metricsSet;
     private Duration metricsInterval = Duration.ofSeconds(10);
+    private TracePropagation tracePropagation = TracePropagation.discovered();
 
     private Builder(OutboxStore store, Publisher publisher, DeadLetterStore deadLetters) {
       this.store = Checks.requireNonNull("store", store);
@@ -1350,6 +1353,22 @@ public final class OutboxRelay implements AutoCloseable {
     public Builder deadLetterRetention(Duration maxAge, long maxCount) {
       this.deadLetterMaxAge = maxAge;
       this.deadLetterMaxCount = maxCount;
+      return this;
+    }
+
+    /**
+     * Traces each publish with {@code tracePropagation}: a {@link
+     * TracePropagation#publishing} scope (a producer span, the child of the context captured at
+     * the append) around each publish, whose context the message carries on the wire (see {@link
+     * Tracing#publisher}). Default {@link TracePropagation#discovered()}: none unless a tracing
+     * module is on the class path.
+     *
+     * @param tracePropagation the propagation; not null
+     * @return this builder
+     * @throws IllegalArgumentException if {@code tracePropagation} is null
+     */
+    public Builder tracePropagation(TracePropagation tracePropagation) {
+      this.tracePropagation = Checks.requireNonNull("tracePropagation", tracePropagation);
       return this;
     }
 

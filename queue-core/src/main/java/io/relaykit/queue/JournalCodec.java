@@ -1,5 +1,6 @@
 package io.relaykit.queue;
 
+import io.relaykit.internal.Utf8;
 import io.relaykit.queue.QueueJournal.Removal;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;

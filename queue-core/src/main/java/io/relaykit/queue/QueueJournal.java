@@ -1,5 +1,6 @@
 package io.relaykit.queue;
 
+import io.relaykit.internal.Utf8;
 import java.time.Instant;
 import java.util.List;
 

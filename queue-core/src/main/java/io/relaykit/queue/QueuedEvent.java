@@ -1,6 +1,7 @@
 package io.relaykit.queue;
 
 import io.relaykit.internal.Checks;
+import io.relaykit.internal.Utf8;
 import java.time.Instant;
 
 /**

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 
 class TextsTest {
@@ -58,5 +59,69 @@ class TextsTest {
     assertThatThrownBy(() -> Texts.truncateUtf8("abc", 2))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxBytes")
         .hasMessageContaining("2");
+  }
+
+  @Test
+  @DisplayName("unpaired surrogates count as the one byte ('?') they encode to, and the bound holds")
+  void unpairedSurrogates() {
+    String lone = "\uD800".repeat(10); // 10 bytes in UTF-8: each becomes '?'
+    assertThat(Texts.truncateUtf8(lone, 10)).isEqualTo(lone);
+    String cut = Texts.truncateUtf8(lone, 9);
+    assertThat(cut).isEqualTo("\uD800".repeat(6) + "...");
+    assertThat(bytes(cut)).isEqualTo(9);
+    String lowThenHigh = "\uDC00\uD800".repeat(4);
+    assertThat(bytes(Texts.truncateUtf8(lowThenHigh, 5))).isLessThanOrEqualTo(5);
+  }
+
+  @Nested
+  @DisplayName("truncateChars")
+  class TruncateChars {
+
+    @Test
+    @DisplayName("a string of at most the bound is kept, the empty string and the exact bound too")
+    void fits() {
+      assertThat(Texts.truncateChars("", 0)).isEmpty();
+      assertThat(Texts.truncateChars("abc", 3)).isEqualTo("abc");
+      assertThat(Texts.truncateChars("😀", 2)).isEqualTo("😀");
+    }
+
+    @Test
+    @DisplayName("a longer one keeps the bound's chars and gets the mark after them")
+    void cuts() {
+      assertThat(Texts.truncateChars("abcd", 3)).isEqualTo("abc...");
+      assertThat(Texts.truncateChars("abcd", 0)).isEqualTo("...");
+      assertThat(Texts.truncateChars("x".repeat(9000), 8192)).hasSize(8195);
+    }
+
+    @Test
+    @DisplayName("a surrogate pair across the bound is dropped whole; unpaired surrogates are chars")
+    void surrogates() {
+      assertThat(Texts.truncateChars("a😀b", 2)).isEqualTo("a...");
+      assertThat(Texts.truncateChars("a😀b", 3)).isEqualTo("a😀...");
+      assertThat(Texts.truncateChars("\uD800\uD800\uD800", 2)).isEqualTo("\uD800\uD800...");
+      assertThat(Texts.truncateChars("\uDC00\uDC00x", 1)).isEqualTo("\uDC00...");
+    }
+
+    @Test
+    @DisplayName("prefixChars is the same cut without the mark")
+    void prefixChars() {
+      assertThat(Texts.prefixChars("", 0)).isEmpty();
+      assertThat(Texts.prefixChars("abc", 3)).isEqualTo("abc");
+      assertThat(Texts.prefixChars("abcd", 3)).isEqualTo("abc");
+      assertThat(Texts.prefixChars("a😀b", 2)).isEqualTo("a");
+      assertThat(Texts.prefixChars("\uD800\uD800x", 2)).isEqualTo("\uD800\uD800");
+      assertThatThrownBy(() -> Texts.prefixChars("a", -1))
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    @DisplayName("null and a negative bound are refused")
+    void badInput() {
+      assertThatThrownBy(() -> Texts.truncateChars(null, 1))
+          .isInstanceOf(NullPointerException.class);
+      assertThatThrownBy(() -> Texts.truncateChars("a", -1))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessage("maxChars must be >= 0, was -1");
+    }
   }
 }

@@ -3,6 +3,7 @@ package io.relaykit.message;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.relaykit.monitor.MetricsListener;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.LinkedHashMap;
@@ -89,6 +90,9 @@ class InboundMappingTest {
       assertThat(m.headers()).containsExactly(Map.entry("tenant", "acme"));
       assertThat(m.traceId()).hasSize(32).isEqualTo(InboundMapping.traceIdOf("orders",
           "orders-3@42"));
+      // pinned (printf 'orders\ne-1' | sha256sum): a derived trace id never changes across versions
+      assertThat(InboundMapping.traceIdOf("orders", "e-1"))
+          .isEqualTo("fd20b78dfcdf80194a4e10d7dcabc5d8");
       // the copies carry the full envelope, so retry and dead-letter copies decode as relaykit's
       assertThat(MessageHeaders.fromWire(d.wire(), "order-7", BODY)).isEqualTo(m);
     }
@@ -222,6 +226,55 @@ class InboundMappingTest {
           kafka(null, Set.of())).message();
       assertThat(other.id()).isEqualTo("orders-3@42");
       assertThat(mapping.ignoredAttributes()).isEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("each record says what it ignored, and reportIgnored reports it with malformed"
+        + " trace headers as bounded reasons")
+    void perRecordReport() {
+      Map<String, Long> ignored = new LinkedHashMap<>();
+      MetricsListener metrics = new MetricsListener() {
+        @Override
+        public void ignored(String destination, String reason, long count) {
+          ignored.merge(destination + " " + reason, count, Long::sum);
+        }
+      };
+      InboundMapping.Decoded bad = mapping.decode(headers("ce_specversion", "1.0", "ce_id", " ",
+          "ce_type", "", "ce_time", "yesterday", "traceparent", "01-zz", "tracestate", "a=1"),
+          BODY, kafka(null, Set.of()));
+      InboundMapping.Decoded good = mapping.decode(headers("ce_specversion", "1.0", "ce_id", "x",
+          "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+          "tracestate", "k=v,k=w"), BODY, kafka(null, Set.of()));
+
+      bad.reportIgnored(metrics, "orders");
+      good.reportIgnored(metrics, "orders");
+
+      assertThat(bad.ignoredAttributes()).isEqualTo(3);
+      assertThat(good.ignoredAttributes()).isZero();
+      assertThat(ignored).containsExactly(
+          Map.entry("orders " + MetricsListener.IGNORED_CLOUDEVENTS_ATTRIBUTE, 3L),
+          Map.entry("orders " + MetricsListener.IGNORED_TRACEPARENT, 1L),
+          Map.entry("orders " + MetricsListener.IGNORED_TRACESTATE, 1L));
+      assertThat(good.message().traceContext().context()).isPresent();
+    }
+
+    @Test
+    @DisplayName("nothing ignored reports nothing, and a throwing listener is contained")
+    void nothingIgnored() {
+      MetricsListener throwing = new MetricsListener() {
+        @Override
+        public void ignored(String destination, String reason, long count) {
+          throw new IllegalStateException("exporter down");
+        }
+      };
+      Message plain = Message.builder().type("t").payload("x").build();
+      Message bad = plain.toBuilder().header("traceparent", "nope").build();
+
+      InboundMapping.reportIgnored(throwing, "orders", plain, 0);
+      InboundMapping.reportIgnored(throwing, "orders", bad, 2);
+      assertThatThrownBy(() -> InboundMapping.reportIgnored(throwing, "orders", plain, -1))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessage("ignoredAttributes must be >= 0, was -1");
     }
 
     @Test

@@ -9,6 +9,7 @@ import io.relaykit.outbox.OutboxStats;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.queue.Priority;
 import io.relaykit.trace.TraceContext;
+import io.relaykit.trace.TracePropagation;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -18,8 +19,10 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
@@ -64,6 +67,20 @@ public abstract class OutboxStoreContract {
    * @param message the message to append
    */
   protected abstract void appendCommitted(String destination, Message message);
+
+  /**
+   * A new, empty outbox as {@link #createStore()}, whose appends capture the caller's trace
+   * context from {@code propagation} ({@code new InMemoryOutboxStore(clock, bound, propagation)},
+   * {@code JdbcOutboxStore.withTracePropagation(propagation)}); {@link #appendCommitted} then
+   * appends to it. The default throws: a store without it fails the "trace capture" cases.
+   *
+   * @param propagation where the store's appends capture the caller's trace context from
+   * @return the new store
+   */
+  protected OutboxStore createStore(TracePropagation propagation) {
+    throw new UnsupportedOperationException(getClass().getName()
+        + " does not override createStore(TracePropagation)");
+  }
 
   /**
    * Where "now" comes from for every call the kit makes.
@@ -887,6 +904,93 @@ public abstract class OutboxStoreContract {
 
       assertThat(dead.count(io.relaykit.deadletter.DeadLetterQuery.all())).isZero();
       assertThat(store.markSent("relay-a", seqs, now())).isEqualTo(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("trace capture")
+  class CapturesTrace {
+    private final TraceContext callers = new TraceContext("4bf92f3577b34da6a3ce929d0e0e4736",
+        "00f067aa0ba902b7", 1, "rojo=00f067aa0ba902b7");
+    private final AtomicInteger asked = new AtomicInteger();
+
+    /** A propagation whose current context is {@code current}, counting how often it is asked. */
+    private TracePropagation returning(Optional<TraceContext> current) {
+      return () -> {
+        asked.incrementAndGet();
+        return current;
+      };
+    }
+
+    private Message plain() {
+      return Message.builder().type("order.paid").key("order-9").payload("x").build();
+    }
+
+    @Test
+    @DisplayName("a message without a context gets the caller's current one at the append")
+    void capturedAtAppend() {
+      store = createStore(returning(Optional.of(callers)));
+      Message m = plain();
+      appendCommitted(destination, m);
+
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      assertThat(asked).hasValue(1);
+      assertThat(r.message().id()).isEqualTo(m.id());
+      assertThat(r.message().traceContext().context()).contains(callers);
+      assertThat(r.message().traceId()).isEqualTo(callers.traceId());
+      assertThat(r.message().headers()).containsEntry("traceparent", callers.traceparent())
+          .containsEntry("tracestate", "rojo=00f067aa0ba902b7");
+    }
+
+    @Test
+    @DisplayName("an explicit context on the message wins and the caller's is not asked for")
+    void explicitWins() {
+      store = createStore(returning(Optional.of(callers)));
+      TraceContext explicit = TraceContext.of("0af7651916cd43dd8448eb211c80319c",
+          "b7ad6b7169203331", false);
+      appendCommitted(destination, plain().toBuilder().traceContext(explicit).build());
+
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      assertThat(asked).hasValue(0);
+      assertThat(r.message().traceContext().context()).contains(explicit);
+      assertThat(r.message().traceId()).isEqualTo(explicit.traceId());
+    }
+
+    @Test
+    @DisplayName("no current context leaves the message as it was built")
+    void noCurrentContext() {
+      store = createStore(returning(Optional.empty()));
+      Message m = plain();
+      appendCommitted(destination, m);
+
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      assertThat(asked).hasValue(1);
+      assertThat(r.message().headers()).doesNotContainKey("traceparent");
+      assertThat(r.message().traceId()).isEqualTo(m.traceId());
+    }
+
+    @Test
+    @DisplayName("a propagation that throws never fails the append: the row is stored without a"
+        + " context")
+    void throwingSourceNeverFailsAppend() {
+      store = createStore(() -> {
+        asked.incrementAndGet();
+        throw new IllegalStateException("tracer broken");
+      });
+      Message m = plain();
+      appendCommitted(destination, m);
+      appendCommitted(destination, plain().toBuilder().key("order-10").build());
+
+      List<OutboxRecord> rows = claim("relay-a", 10);
+
+      assertThat(asked).hasValue(2);
+      assertThat(rows).hasSize(2);
+      assertThat(rows.get(0).message().id()).isEqualTo(m.id());
+      assertThat(rows.get(0).message().headers()).doesNotContainKey("traceparent");
+      assertThat(rows.get(0).message().traceId()).isEqualTo(m.traceId());
     }
   }
 }

@@ -16,6 +16,7 @@ import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.retry.Backoff;
 import io.relaykit.retry.PermanentFailureException;
@@ -548,6 +549,50 @@ public abstract class SubscriberContract {
       }
       assertThat(d.message().traceContext().context()).contains(sent);
       assertThat(d.message().traceId()).isEqualTo(sent.traceId());
+    }
+
+    @Test
+    @DisplayName("malformed trace headers never fail a message: it is delivered without them, and"
+        + " each is counted once through the subscription's metrics, not again on its retry")
+    void malformedTraceHeadersCounted() {
+      String destination = newDestination();
+      Map<String, Long> ignored = new ConcurrentHashMap<>();
+      MetricsListener metrics = new MetricsListener() {
+        @Override
+        public void ignored(String where, String reason, long count) {
+          ignored.merge(where + " " + reason, count, Long::sum);
+        }
+      };
+      Recorder recorder = new Recorder(d -> {
+        if (d.attempt() == 1 && "retry".equals(d.message().headers().get("label"))) {
+          throw new IOException("once");
+        }
+      });
+      subscribe(spec(destination, "g").metrics(metrics).build(), recorder);
+      String valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+      Message badParent = publish(destination, Message.builder().type("t").key("a")
+          .payload("x").header("label", "retry").header("traceparent", "00-not-a-traceparent")
+          .build());
+      Message badState = publish(destination, Message.builder().type("t").key("b")
+          .payload("x").header("traceparent", valid).header("tracestate", "Bad Key=1").build());
+      Message fine = publish(destination, Message.builder().type("t").key("c").payload("x")
+          .header("traceparent", valid).header("tracestate", "rojo=00f067aa0ba902b7").build());
+
+      Await.until(timeout(), "every message, and the retry", () ->
+          recorder.attemptsOf(badParent.id()).equals(List.of(1, 2))
+              && recorder.attemptsOf(badState.id()).size() == 1
+              && recorder.attemptsOf(fine.id()).size() == 1);
+
+      assertThat(ignored).containsOnly(
+          Map.entry(destination + " " + MetricsListener.IGNORED_TRACEPARENT, 1L),
+          Map.entry(destination + " " + MetricsListener.IGNORED_TRACESTATE, 1L));
+      for (Delivery d : recorder.deliveries) {
+        if (d.message().id().equals(badParent.id())) {
+          assertThat(d.traceContext()).isEmpty();
+        } else {
+          assertThat(d.traceContext()).isPresent();
+        }
+      }
     }
 
     @Test

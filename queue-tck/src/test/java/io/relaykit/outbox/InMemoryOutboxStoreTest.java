@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.relaykit.message.Message;
 import io.relaykit.tck.OutboxStoreContract;
+import io.relaykit.trace.TracePropagation;
 import java.time.Duration;
 import java.time.Instant;
 import org.junit.jupiter.api.DisplayName;
@@ -17,6 +18,12 @@ class InMemoryOutboxStoreTest extends OutboxStoreContract {
   @Override
   protected OutboxStore createStore() {
     store = new InMemoryOutboxStore(clock());
+    return store;
+  }
+
+  @Override
+  protected OutboxStore createStore(TracePropagation propagation) {
+    store = new InMemoryOutboxStore(clock(), OutboxBound.unbounded(), propagation);
     return store;
   }
 

@@ -1,9 +1,13 @@
 package io.relaykit.storage.h2;
 
+import io.relaykit.internal.LengthPrefixed;
+import io.relaykit.internal.Texts;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -15,12 +19,12 @@ final class Envelopes {
   private Envelopes() {}
 
   static String encode(Message message) {
-    StringBuilder sb = new StringBuilder(256);
+    List<String> fields = new ArrayList<>();
     for (Map.Entry<String, String> h : MessageHeaders.toWire(message).entrySet()) {
-      append(sb, h.getKey());
-      append(sb, h.getValue());
+      fields.add(h.getKey());
+      fields.add(h.getValue());
     }
-    return sb.toString();
+    return LengthPrefixed.encode(fields);
   }
 
   /**
@@ -36,47 +40,21 @@ final class Envelopes {
     if (encoded == null) {
       throw new MalformedMessageException("envelope column is NULL");
     }
+    List<String> fields;
+    try {
+      fields = LengthPrefixed.decode(encoded, false);
+    } catch (IllegalArgumentException e) {
+      throw new MalformedMessageException("corrupt envelope column " + e.getMessage(), e);
+    }
+    if (fields.size() % 2 != 0) {
+      throw new MalformedMessageException("corrupt envelope column at offset "
+          + encoded.length() + ": header " + Texts.truncateChars(fields.get(fields.size() - 1), 20)
+          + " has no value");
+    }
     Map<String, String> map = new LinkedHashMap<>();
-    int[] pos = {0};
-    while (pos[0] < encoded.length()) {
-      String name = next(encoded, pos);
-      String value = next(encoded, pos);
-      map.put(name, value);
+    for (int i = 0; i < fields.size(); i += 2) {
+      map.put(fields.get(i), fields.get(i + 1));
     }
     return map;
-  }
-
-  private static void append(StringBuilder sb, String s) {
-    sb.append(s.length()).append(':').append(s);
-  }
-
-  private static String next(String encoded, int[] pos) {
-    int colon = encoded.indexOf(':', pos[0]);
-    if (colon < 0) {
-      throw corrupt(pos[0], "no ':' after a length");
-    }
-    int length;
-    try {
-      length = Integer.parseInt(encoded, pos[0], colon, 10);
-    } catch (NumberFormatException e) {
-      throw corrupt(pos[0], "length '" + abbreviate(encoded.substring(pos[0], colon))
-          + "' is not a number");
-    }
-    long end = colon + 1L + length;
-    if (length < 0 || end > encoded.length()) {
-      throw corrupt(pos[0], "length " + length + " runs past the end of the column ("
-          + encoded.length() + " characters)");
-    }
-    pos[0] = (int) end;
-    return encoded.substring(colon + 1, (int) end);
-  }
-
-  private static MalformedMessageException corrupt(int offset, String what) {
-    return new MalformedMessageException("corrupt envelope column at offset " + offset + ": "
-        + what);
-  }
-
-  private static String abbreviate(String s) {
-    return s.length() <= 20 ? s : s.substring(0, 20) + "...";
   }
 }

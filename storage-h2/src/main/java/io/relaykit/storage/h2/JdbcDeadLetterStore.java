@@ -3,6 +3,7 @@ package io.relaykit.storage.h2;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.internal.Texts;
 import io.relaykit.message.Message;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -333,12 +334,11 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
    */
   private static Message standIn(String id, String type, String key, String headers,
       byte[] payload, Instant createdAt, RuntimeException error) {
-    String raw = headers == null ? "(NULL)"
-        : headers.length() > 8_192 ? headers.substring(0, 8_192) : headers;
+    String raw = headers == null ? "(NULL)" : Texts.prefixChars(headers, 8_192);
     String why = String.valueOf(error.getMessage());
     Map<String, String> extra = new LinkedHashMap<>();
     extra.put(JdbcOutboxStore.RAW_ENVELOPE_HEADER, raw);
-    extra.put(DECODE_ERROR_HEADER, why.length() > 1_000 ? why.substring(0, 1_000) : why);
+    extra.put(DECODE_ERROR_HEADER, Texts.prefixChars(why, 1_000));
     if (type != null && !type.isBlank()) {
       extra.put(ORIGINAL_TYPE_HEADER, type);
     }
@@ -414,7 +414,7 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
     if (value != null && value.length() > max) {
       throw new IllegalArgumentException(field + " of a dead letter must be at most " + max
           + " characters to be stored, was " + value.length() + " ('"
-          + value.substring(0, 32) + "...')");
+          + Texts.truncateChars(value, 32) + "')");
     }
   }
 

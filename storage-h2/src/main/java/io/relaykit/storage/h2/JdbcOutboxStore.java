@@ -2,6 +2,7 @@ package io.relaykit.storage.h2;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.internal.Texts;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.monitor.LifecycleEvent;
@@ -12,6 +13,8 @@ import io.relaykit.outbox.OutboxFullException;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.outbox.OutboxStore;
+import io.relaykit.outbox.TraceCapture;
+import io.relaykit.trace.TracePropagation;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -128,6 +131,7 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final LifecycleListener listener;
   private final OutboxOrderScope scope;
   private final OutboxBound bound;
+  private final TraceCapture traceCapture;
   private final AtomicLong refusedAppends = new AtomicLong();
   private final AtomicLong overBoundAppends = new AtomicLong();
   /** The unsent-row count appends are checked against, sampled; guarded by itself. */
@@ -146,6 +150,14 @@ public final class JdbcOutboxStore implements OutboxStore {
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
       DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound,
       OutboxOrderScope scope) {
+    this(dataSource, dialect, tables, clock, databaseClock, listener, bound, scope,
+        TraceCapture.discovered());
+  }
+
+  private JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables,
+      InstantSource clock, DatabaseClock databaseClock, LifecycleListener listener,
+      OutboxBound bound, OutboxOrderScope scope, TraceCapture traceCapture) {
+    this.traceCapture = traceCapture;
     this.bound = bound;
     this.scope = scope;
     this.dataSource = dataSource;
@@ -163,10 +175,38 @@ public final class JdbcOutboxStore implements OutboxStore {
   }
 
   /**
+   * This store, on the same tables and settings, capturing the caller's trace context at each
+   * append from {@code propagation} instead of {@link TracePropagation#discovered()} (see {@link
+   * TraceCapture}). Cheap: no connection is opened.
+   *
+   * @param propagation where appends capture the caller's trace context from
+   * @return a new store on the same tables, with a capture of its own
+   * @throws IllegalArgumentException if {@code propagation} is null
+   */
+  public JdbcOutboxStore withTracePropagation(TracePropagation propagation) {
+    if (propagation == null) {
+      throw new IllegalArgumentException("propagation must not be null");
+    }
+    return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener, bound,
+        scope, TraceCapture.of(propagation));
+  }
+
+  /**
+   * How appends capture the caller's trace context, with its counts.
+   *
+   * @return this store's capture
+   */
+  public TraceCapture traceCapture() {
+    return traceCapture;
+  }
+
+  /**
    * Inserts {@code message} for {@code destination} through {@code tx}, the caller's connection,
    * inside whatever transaction it has open: the row commits or rolls back with the caller's
    * business write. Does not commit, close or change {@code tx}. Reports {@link Stage#ENQUEUED}
    * after the INSERT succeeded: written in the caller's transaction, which may still roll back.
+   * A message without a {@code traceparent} is stored with the caller's current trace context
+   * ({@link #traceCapture()}); a propagation that fails never fails the append.
    *
    * @param tx the caller's connection; an auto-commit one gets a transaction of its own
    * @param destination where a relay publishes the message
@@ -182,22 +222,23 @@ public final class JdbcOutboxStore implements OutboxStore {
   public long append(Connection tx, String destination, Message message) throws SQLException {
     requireConnection(tx);
     validate(destination, message);
+    Message stamped = traceCapture.stamp(message);
     admit(tx, 1);
-    if (message.key().isEmpty()) {
-      long seq = insert(tx, destination, message);
-      enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
+    if (stamped.key().isEmpty()) {
+      long seq = insert(tx, destination, stamped);
+      enqueued(destination, stamped, "outbox seq " + seq + ", in the caller's transaction");
       return seq;
     }
-    OutboxStatements.KeyRef ref = scopeKey(destination, message);
+    OutboxStatements.KeyRef ref = scopeKey(destination, stamped);
     long seq = inCallersTransaction(tx, () -> {
       long head = statements.lockHead(tx, ref);
-      long s = insert(tx, destination, message);
+      long s = insert(tx, destination, stamped);
       if (head == 0) {
         statements.setHead(tx, ref, s);
       }
       return s;
     });
-    enqueued(destination, message, "outbox seq " + seq + ", in the caller's transaction");
+    enqueued(destination, stamped, "outbox seq " + seq + ", in the caller's transaction");
     return seq;
   }
 
@@ -363,6 +404,10 @@ public final class JdbcOutboxStore implements OutboxStore {
         refs.add(scopeKey(destination, m));
       }
     }
+    List<Message> stamped = new java.util.ArrayList<>(messages.size());
+    for (Message m : messages) {
+      stamped.add(traceCapture.stamp(m));
+    }
     if (messages.isEmpty()) {
       return;
     }
@@ -377,7 +422,7 @@ public final class JdbcOutboxStore implements OutboxStore {
       }
       try (PreparedStatement ps = tx.prepareStatement(insertSql)) {
         int pending = 0;
-        for (Message m : messages) {
+        for (Message m : stamped) {
           bind(ps, destination, m);
           ps.addBatch();
           if (++pending == 1_000) {
@@ -393,7 +438,7 @@ public final class JdbcOutboxStore implements OutboxStore {
       statements.advanceHeads(tx, idle);
       return null;
     });
-    for (Message m : messages) {
+    for (Message m : stamped) {
       enqueued(destination, m, "outbox batch, in the caller's transaction");
     }
   }
@@ -447,10 +492,11 @@ public final class JdbcOutboxStore implements OutboxStore {
         ? "outbox-row-" + row.sequence() : row.messageId();
     String destination = row.destination() == null || row.destination().isBlank()
         ? "outbox" : row.destination();
-    String reason = cut("undecodable outbox row seq " + row.sequence() + " in " + tables.outbox
-        + " (message id " + row.messageId() + ", destination " + row.destination() + "): "
-        + row.error().getMessage(), MAX_REASON_LENGTH);
-    String raw = row.headers() == null ? "(NULL)" : cut(row.headers(), MAX_RAW_ENVELOPE);
+    String reason = Texts.truncateChars("undecodable outbox row seq " + row.sequence() + " in "
+        + tables.outbox + " (message id " + row.messageId() + ", destination "
+        + row.destination() + "): " + row.error().getMessage(), MAX_REASON_LENGTH);
+    String raw = row.headers() == null ? "(NULL)"
+        : Texts.truncateChars(row.headers(), MAX_RAW_ENVELOPE);
     byte[] payload = row.payload() == null || row.payload().length == 0
         ? "(empty)".getBytes(StandardCharsets.UTF_8) : row.payload();
     String key = row.key() == null || row.key().isBlank() ? null : row.key();
@@ -466,7 +512,7 @@ public final class JdbcOutboxStore implements OutboxStore {
     Instant first = row.firstFailureAt() == null || row.firstFailureAt().isAfter(now) ? now
         : row.firstFailureAt();
     String exceptionMessage = row.error().getMessage() == null ? null
-        : cut(row.error().getMessage(), MAX_REASON_LENGTH);
+        : Texts.truncateChars(row.error().getMessage(), MAX_REASON_LENGTH);
     return new DeadLetter(standIn, destination, reason, row.error().getClass().getName(),
         exceptionMessage, row.attempts(), first, now);
   }
@@ -482,10 +528,6 @@ public final class JdbcOutboxStore implements OutboxStore {
       // The envelope is what is corrupt; derive one.
     }
     return UUID.nameUUIDFromBytes(id.getBytes(StandardCharsets.UTF_8)).toString().replace("-", "");
-  }
-
-  private static String cut(String s, int max) {
-    return s.length() <= max ? s : s.substring(0, max) + "...";
   }
 
   @Override
@@ -534,8 +576,7 @@ public final class JdbcOutboxStore implements OutboxStore {
     long failedNanos = Instants.toNanos("failedAt", failedAt);
     // The retry delay, started on the database's clock: the caller's clock only says how long.
     long delayNanos = Math.max(0, Instants.toNanos("notBefore", notBefore) - failedNanos);
-    String err = error == null ? null
-        : error.length() <= MAX_ERROR_LENGTH ? error : error.substring(0, MAX_ERROR_LENGTH);
+    String err = error == null ? null : Texts.prefixChars(error, MAX_ERROR_LENGTH);
     return Jdbc.autoCommit(dataSource, "outbox reschedule on " + tables.outbox, c -> {
       try (PreparedStatement ps = c.prepareStatement("UPDATE " + tables.outbox
           + " SET attempts = ?, first_failure_at = COALESCE(first_failure_at, ?), ready_at = "

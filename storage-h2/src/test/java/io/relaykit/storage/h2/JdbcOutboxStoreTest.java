@@ -9,12 +9,14 @@ import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.message.Message;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
+import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.LifecycleLog;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.queue.Priority;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.FakeClock;
+import io.relaykit.trace.TraceContext;
 import java.nio.file.Path;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -26,6 +28,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
@@ -257,6 +260,44 @@ class JdbcOutboxStoreTest {
         return rs.getString(1);
       }
     }
+  }
+
+  @ParameterizedTest
+  @MethodSource("databases")
+  @DisplayName("appendAll captures the caller's trace context for each message without one, keeps"
+      + " an explicit one, and a throwing propagation fails nothing")
+  void appendAllCapturesTrace(TestDatabase db) throws SQLException {
+    TraceContext callers = TraceContext.of("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7",
+        true);
+    TraceContext explicit = TraceContext.of("0af7651916cd43dd8448eb211c80319c",
+        "b7ad6b7169203331", false);
+    JdbcStorage storage = JdbcStorage.open(db.dataSource(), db.dialect(), TestDatabase.newPrefix(),
+        Duration.ofDays(7), clock, DatabaseClock.of(clock), LifecycleListener.noop(), true);
+    JdbcOutboxStore outbox = storage.outboxStore()
+        .withTracePropagation(() -> Optional.of(callers));
+    JdbcOutboxStore broken = storage.outboxStore().withTracePropagation(() -> {
+      throw new IllegalStateException("tracer broken");
+    });
+    Message plain = message("a", "plain");
+    Message traced = message("b", "traced").toBuilder().traceContext(explicit).build();
+    Message untraced = message(null, "untraced");
+    try (Connection c = db.connection()) {
+      c.setAutoCommit(false);
+      outbox.appendAll(c, "orders", List.of(plain, traced));
+      broken.appendAll(c, "orders", List.of(untraced));
+      c.commit();
+    }
+
+    List<OutboxRecord> rows = outbox.claim("r", 10, LEASE, clock.instant());
+
+    assertThat(rows).extracting(r -> r.message().id())
+        .containsExactly(plain.id(), traced.id(), untraced.id());
+    assertThat(rows.get(0).message().traceContext().context()).contains(callers);
+    assertThat(rows.get(0).message().traceId()).isEqualTo(callers.traceId());
+    assertThat(rows.get(1).message().traceContext().context()).contains(explicit);
+    assertThat(rows.get(2).message().headers()).doesNotContainKey("traceparent");
+    assertThat(outbox.traceCapture().captured()).isEqualTo(1);
+    assertThat(broken.traceCapture().failures()).isEqualTo(1);
   }
 
   @ParameterizedTest(name = "{0}")

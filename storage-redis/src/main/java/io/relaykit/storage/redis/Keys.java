@@ -1,5 +1,7 @@
 package io.relaykit.storage.redis;
 
+import io.relaykit.internal.Texts;
+
 /**
  * How relaykit names its Redis keys: {@code <prefix><space>:{<id>}}. The braces make {@code <id>}
  * the Redis Cluster hash tag, so every key of one entity lands in one slot and a Lua script that
@@ -64,7 +66,8 @@ final class Keys {
     }
     if (value.length() > max) {
       throw new IllegalArgumentException(field + " must be at most " + max
-          + " characters, was " + value.length() + " ('" + value.substring(0, Math.min(32, max)) + "...')");
+          + " characters, was " + value.length() + " ('"
+          + Texts.truncateChars(value, Math.min(32, max)) + "')");
     }
     return value;
   }

@@ -9,9 +9,10 @@ import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.internal.LengthPrefixed;
+import io.relaykit.internal.Utf8;
 import io.relaykit.message.Message;
 import io.relaykit.queue.Priority;
-import io.relaykit.queue.Utf8;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -117,7 +118,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
       headers.add(name);
       headers.add(value);
     });
-    put(args, "headers", Fields.encode(headers));
+    put(args, "headers", LengthPrefixed.encode(headers));
     put(args, "createdAt", m.createdAt().toString());
     m.expiresAt().ifPresent(at -> put(args, "expiresAt", at.toString()));
     put(args, "priority", m.priority().name());
@@ -438,7 +439,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
           .expiresAt(h.get("expiresAt") == null ? null : Instant.parse(h.get("expiresAt")))
           .priority(Priority.valueOf(h.get("priority")))
           .traceId(h.get("traceId"));
-      List<String> headers = Fields.decode(h.get("headers"));
+      List<String> headers = LengthPrefixed.decode(h.get("headers"), true);
       Map<String, String> map = new LinkedHashMap<>();
       for (int i = 0; i + 1 < headers.size(); i += 2) {
         map.put(headers.get(i), headers.get(i + 1));

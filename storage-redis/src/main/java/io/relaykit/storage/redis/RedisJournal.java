@@ -4,12 +4,13 @@ import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
+import io.relaykit.internal.LengthPrefixed;
+import io.relaykit.internal.Utf8;
 import io.relaykit.queue.JournalException;
 import io.relaykit.queue.JournalState;
 import io.relaykit.queue.Priority;
 import io.relaykit.queue.QueueJournal;
 import io.relaykit.queue.QueuedEvent;
-import io.relaykit.queue.Utf8;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -232,7 +233,7 @@ public final class RedisJournal implements QueueJournal {
   private void addAppend(List<String> args, QueuedEvent event) {
     QueueJournal.requireEvent(event);
     requireId(event.eventId());
-    String packed = Fields.encode(event.name(), event.payload(), event.priority().name(),
+    String packed = LengthPrefixed.encode(event.name(), event.payload(), event.priority().name(),
         event.enqueuedAt().toString(), event.expiresAt() == null ? null
             : event.expiresAt().toString());
     long size = Utf8.length(packed);
@@ -330,7 +331,7 @@ public final class RedisJournal implements QueueJournal {
       throw new JournalException("Redis journal '" + name + "' lists event " + id
           + " but holds no data for it");
     }
-    List<String> f = Fields.decode(packed);
+    List<String> f = LengthPrefixed.decode(packed, true);
     return new QueuedEvent(id, f.get(0), f.get(1), Priority.valueOf(f.get(2)),
         Instant.parse(f.get(3)), Integer.parseInt(attempts.get(id)),
         Instant.parse(next.get(id)), f.get(4) == null ? null : Instant.parse(f.get(4)));

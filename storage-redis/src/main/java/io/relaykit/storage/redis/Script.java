@@ -4,10 +4,7 @@ import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
+import io.relaykit.internal.Digests;
 
 /**
  * A Lua script run by its SHA-1 ({@code EVALSHA}); when the server does not know it (after a
@@ -42,11 +39,7 @@ final class Script {
   }
 
   private static String sha1(String text) {
-    try {
-      MessageDigest md = MessageDigest.getInstance("SHA-1");
-      return HexFormat.of().formatHex(md.digest(text.getBytes(StandardCharsets.UTF_8)));
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("the JDK must provide SHA-1", e);
-    }
+    return Digests.sha1Hex(text);
   }
+
 }

@@ -1,6 +1,7 @@
 package io.relaykit.transport.kafka;
 
 import io.relaykit.deadletter.FailureRoute;
+import io.relaykit.internal.Texts;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.message.MessageRejectedException;
@@ -172,7 +173,7 @@ final class CopyHandOff {
    */
   private void deadLetterReference(Work w, Map<String, String> wire, Message message,
       FailureRoute route, String sourcePosition, String id, RuntimeException refused) {
-    FailureRoute ref = route.deadLetterInstead(FailureRoute.truncateUtf8(
+    FailureRoute ref = route.deadLetterInstead(Texts.truncateUtf8(
         "this entry refers to the original at " + sourcePosition + " (the full dead-letter copy"
         + " was refused: " + refused.getMessage() + "); " + route.reason(), REFERENCE_TEXT_BYTES));
     Map<String, String> envelope = new LinkedHashMap<>();
@@ -183,7 +184,7 @@ final class CopyHandOff {
     });
     Map<String, String> headers = ref.headers(envelope);
     headers.computeIfPresent(MessageHeaders.EXCEPTION_MESSAGE,
-        (k, v) -> FailureRoute.truncateUtf8(v, REFERENCE_TEXT_BYTES));
+        (k, v) -> Texts.truncateUtf8(v, REFERENCE_TEXT_BYTES));
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
     headers.put(MessageHeaders.GROUP, group);
     headers.put(KafkaDeadLetterStore.REFERENCE, sourcePosition);

@@ -942,6 +942,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         sourcePosition = wire.getOrDefault(MessageHeaders.SOURCE_POSITION, w.position());
       }
       delivery = FailureRoute.delivery(message, source, wire);
+      if (delivery.attempt() == 1) {
+        decoded.reportIgnored(spec.metricsOr(metrics), topic);
+      }
     } catch (MalformedMessageException e) {
       MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));
       handOff.deadLetter(w, wire, null, FailureRoute.undecodable(topic, e, now), w.position());

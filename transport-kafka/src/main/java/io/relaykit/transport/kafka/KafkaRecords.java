@@ -1,6 +1,6 @@
 package io.relaykit.transport.kafka;
 
-import io.relaykit.queue.Utf8;
+import io.relaykit.internal.Utf8;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;

@@ -10,6 +10,7 @@ import io.relaykit.message.Delivery;
 import io.relaykit.message.InboundMapping;
 import io.relaykit.message.Message;
 import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.retry.Backoff;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.tck.Await;
@@ -18,6 +19,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -243,5 +245,57 @@ class KafkaForeignMessagesTest {
     assertThat(second.createdAt()).as("bad ce_time ignored: the record timestamp")
         .isEqualTo(Instant.ofEpochMilli(STAMP));
     assertThat(mapping.ignoredAttributes()).isEqualTo(1);
+  }
+
+  @Test
+  @DisplayName("malformed CloudEvents attributes and trace headers from a plain KafkaProducer are"
+      + " ignored and counted, with bounded reasons, through the subscription's metrics")
+  void malformedAttributesCounted() throws Exception {
+    String topic = newTopic("foreign-ignored", 1);
+    sendPlain(List.of(
+        plain(topic, "k", "one", "ce_specversion", "1.0", "ce_id", "ce-bad", "ce_time", "noon",
+            "traceparent", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        plain(topic, "k", "two", "ce_specversion", "2.0", "ce_id", "ce-future"),
+        plain(topic, "k", "three", "ce_specversion", "1.0", "ce_id", "ce-fine",
+            "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "tracestate", "=novalue")));
+    Map<String, Long> ignored = new ConcurrentHashMap<>();
+    MetricsListener metrics = new MetricsListener() {
+      @Override
+      public void ignored(String where, String reason, long count) {
+        ignored.merge(where + " " + reason, count, Long::sum);
+      }
+    };
+    List<Delivery> handled = new CopyOnWriteArrayList<>();
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, topic + "-g")
+        .inbound(InboundMapping.foreign().cloudEvents(true).build()).metrics(metrics).build(),
+        handled::add);
+
+    Await.until(WAIT, "all three consumed", () -> handled.size() == 3);
+
+    assertThat(handled).extracting(d -> d.message().id())
+        .containsExactly("ce-bad", topic + "-0@1", "ce-fine");
+    Map<String, Long> expected = Map.of(
+        topic + " " + MetricsListener.IGNORED_CLOUDEVENTS_ATTRIBUTE, 2L,
+        topic + " " + MetricsListener.IGNORED_TRACEPARENT, 1L,
+        topic + " " + MetricsListener.IGNORED_TRACESTATE, 1L);
+    assertThat(ignored).isEqualTo(expected);
+
+    // A subscription without a listener of its own reports to the transport's (config.metrics()).
+    Map<String, Long> transportIgnored = new ConcurrentHashMap<>();
+    MetricsListener transportMetrics = new MetricsListener() {
+      @Override
+      public void ignored(String where, String reason, long count) {
+        transportIgnored.merge(where + " " + reason, count, Long::sum);
+      }
+    };
+    List<Delivery> second = new CopyOnWriteArrayList<>();
+    clients.subscriber(KafkaTestSupport.config().metrics(transportMetrics)
+        .closeTimeout(Duration.ofSeconds(5))).subscribe(SubscriptionSpec.builder(topic,
+        topic + "-g2").inbound(InboundMapping.foreign().cloudEvents(true).build()).build(),
+        second::add);
+    Await.until(WAIT, "all three consumed by the second group", () -> second.size() == 3);
+    assertThat(transportIgnored).isEqualTo(expected);
+    assertThat(ignored).as("the first group's listener saw only its own").isEqualTo(expected);
   }
 }

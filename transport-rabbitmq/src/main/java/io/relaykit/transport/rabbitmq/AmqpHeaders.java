@@ -3,6 +3,7 @@ package io.relaykit.transport.rabbitmq;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.LongString;
+import io.relaykit.internal.Digests;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.MessageHeaders;
 import java.nio.ByteBuffer;
@@ -10,7 +11,6 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -162,28 +162,17 @@ final class AmqpHeaders {
     if (props.getMessageId() != null && !props.getMessageId().isBlank()) {
       return props.getMessageId();
     }
-    try {
-      MessageDigest sha = MessageDigest.getInstance("SHA-256");
-      sha.update(String.valueOf(props.getTimestamp() == null ? "" : props.getTimestamp().getTime())
-          .getBytes(StandardCharsets.UTF_8));
-      for (Map.Entry<String, String> h : new TreeMap<>(wire).entrySet()) {
-        sha.update(("\n" + h.getKey() + "=" + h.getValue()).getBytes(StandardCharsets.UTF_8));
-      }
-      sha.update((byte) 0);
-      if (body != null) {
-        sha.update(body);
-      }
-      byte[] d = sha.digest();
-      StringBuilder hex = new StringBuilder(destination.length() + 40)
-          .append(destination).append("@sha256:");
-      for (int i = 0; i < 16; i++) {
-        hex.append(Character.forDigit((d[i] >> 4) & 0xF, 16))
-            .append(Character.forDigit(d[i] & 0xF, 16));
-      }
-      return hex.toString();
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("the JDK has no SHA-256", e);
+    MessageDigest sha = Digests.sha256();
+    sha.update(String.valueOf(props.getTimestamp() == null ? "" : props.getTimestamp().getTime())
+        .getBytes(StandardCharsets.UTF_8));
+    for (Map.Entry<String, String> h : new TreeMap<>(wire).entrySet()) {
+      sha.update(("\n" + h.getKey() + "=" + h.getValue()).getBytes(StandardCharsets.UTF_8));
     }
+    sha.update((byte) 0);
+    if (body != null) {
+      sha.update(body);
+    }
+    return destination + "@sha256:" + Digests.hex(sha.digest(), 16);
   }
 
   /**

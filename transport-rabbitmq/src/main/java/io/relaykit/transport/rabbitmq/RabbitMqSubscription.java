@@ -19,6 +19,7 @@ import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.KeyedExecutor;
 import java.io.IOException;
 import java.time.Duration;
@@ -150,8 +151,11 @@ final class RabbitMqSubscription implements Subscription {
       if (decoded.foreign()) {
         decoded.message().key().ifPresent(k -> decoded.wire().put(AmqpHeaders.KEY, k));
       }
-      ctx = new Ctx(tag, wire, body, FailureRoute.delivery(decoded.message(), spec.destination(),
-          wire));
+      Delivery delivery = FailureRoute.delivery(decoded.message(), spec.destination(), wire);
+      if (delivery.attempt() == 1) {
+        decoded.reportIgnored(spec.metricsOr(MetricsListener.noop()), spec.destination());
+      }
+      ctx = new Ctx(tag, wire, body, delivery);
     } catch (MalformedMessageException | IllegalArgumentException e) {
       deadLetterUndecodable(tag, props, body, e, now);
       return;

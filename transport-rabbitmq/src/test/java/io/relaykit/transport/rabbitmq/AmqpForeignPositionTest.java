@@ -38,6 +38,8 @@ class AmqpForeignPositionTest {
     redelivered.put("x-death", List.of(Map.of("count", 1L)));
     String p = position(first, BODY, null);
     assertThat(p).matches("orders@sha256:[0-9a-f]{32}");
+    // pinned (SHA-256 of "1000000", "\ntenant=acme", NUL, "data"): positions are ids, never change
+    assertThat(p).isEqualTo("orders@sha256:5b50a8f6c07074542f2d09d4441792b6");
     assertThat(position(redelivered, BODY, null)).isEqualTo(p);
     assertThat(position(first, "other".getBytes(StandardCharsets.UTF_8), null)).isNotEqualTo(p);
     assertThat(position(Map.of("tenant", "other"), BODY, null)).isNotEqualTo(p);

@@ -16,6 +16,7 @@ import io.relaykit.message.InboundMapping;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
 import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.retry.Backoff;
 import io.relaykit.retry.RetryPolicy;
@@ -27,6 +28,7 @@ import java.util.Date;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
@@ -225,5 +227,47 @@ class RabbitMqForeignMessagesTest {
     assertThat(m.headers()).as("datacontenttype from the AMQP content-type property")
         .containsEntry("content-type", "application/avro")
         .containsEntry("cloudEvents_source", "/mycontext");
+  }
+
+  @Test
+  @DisplayName("malformed CloudEvents attributes and trace headers from a plain publisher are"
+      + " ignored and counted, with bounded reasons, through the subscription's metrics")
+  void malformedAttributesCounted() throws Exception {
+    List<Delivery> handled = new CopyOnWriteArrayList<>();
+    Map<String, Long> ignored = new ConcurrentHashMap<>();
+    MetricsListener metrics = new MetricsListener() {
+      @Override
+      public void ignored(String where, String reason, long count) {
+        ignored.merge(where + " " + reason, count, Long::sum);
+      }
+    };
+    subscriber.subscribe(SubscriptionSpec.builder(destination, "g")
+        .ordering(OrderingMode.UNORDERED).concurrency(2).maxInFlight(16)
+        .inbound(InboundMapping.foreign().cloudEvents(true).build()).metrics(metrics).build(),
+        handled::add);
+    Map<String, Object> bad = new HashMap<>();
+    bad.put("cloudEvents_specversion", "1.0");
+    bad.put("cloudEvents_id", "ce-bad");
+    bad.put("cloudEvents_type", " ");
+    bad.put("cloudEvents_time", "yesterday");
+    bad.put("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01");
+    publishPlain("k", props(null, bad), "one");
+    Map<String, Object> old = new HashMap<>();
+    old.put("cloudEvents_specversion", "0.3");
+    old.put("cloudEvents_id", "ce-old");
+    publishPlain("k", props("m-old", old), "two");
+    Map<String, Object> fine = new HashMap<>();
+    fine.put("cloudEvents_specversion", "1.0");
+    fine.put("cloudEvents_id", "ce-fine");
+    fine.put("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    publishPlain("k", props(null, fine), "three");
+
+    Await.until(WAIT, "all three consumed", () -> handled.size() == 3);
+
+    assertThat(handled).extracting(d -> d.message().id())
+        .containsExactlyInAnyOrder("ce-bad", "m-old", "ce-fine");
+    assertThat(ignored).containsOnly(
+        Map.entry(destination + " " + MetricsListener.IGNORED_CLOUDEVENTS_ATTRIBUTE, 3L),
+        Map.entry(destination + " " + MetricsListener.IGNORED_TRACEPARENT, 1L));
   }
 }

@@ -1,6 +1,5 @@
-package io.relaykit.queue;
+package io.relaykit.internal;
 
-import io.relaykit.internal.Checks;
 
 /**
  * The size of a string in UTF-8, without encoding it: what size limits (queue capacity in bytes,

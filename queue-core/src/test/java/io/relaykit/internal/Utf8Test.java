@@ -1,4 +1,4 @@
-package io.relaykit.queue;
+package io.relaykit.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,0 +1,154 @@
+package io.relaykit.message;
+
+import io.relaykit.trace.TraceContext;
+import io.relaykit.trace.TracePropagation;
+import io.relaykit.trace.TraceScope;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Puts a {@link TracePropagation}'s spans around publishes and handler calls, for every transport
+ * alike: {@link #publisher} wraps a {@link Publisher} (an outbox relay wraps its own, see {@code
+ * OutboxRelay.Builder.tracePropagation}) and {@link #handler} wraps a {@link MessageHandler}
+ * before it is subscribed.
+ *
+ * <p>A propagation that throws never fails the publish or the handler: the work then runs
+ * untraced (publish: the message goes out as it was). What the work itself throws is passed
+ * through unchanged after {@link TraceScope#failed}. Cost: one scope per call, nothing more when
+ * the propagation is {@link TracePropagation#none()} (the wrappers return their argument).
+ */
+public final class Tracing {
+  private static final System.Logger LOG = System.getLogger(Tracing.class.getName());
+  private static final AtomicBoolean WARNED = new AtomicBoolean();
+
+  private Tracing() {}
+
+  /**
+   * {@code publisher} with a {@link TracePropagation#publishing} scope around each publish: the
+   * message goes out carrying the scope's context (a producer span's, the child of the context
+   * captured at the append), and the scope closes when the future completes, on the completing
+   * thread. {@code publisher} itself when {@code propagation} is {@link TracePropagation#none()}.
+   *
+   * @param publisher the publisher to wrap
+   * @param propagation the propagation whose scopes surround each publish
+   * @return the traced publisher; closing it closes {@code publisher}
+   * @throws NullPointerException if an argument is null
+   */
+  public static Publisher publisher(Publisher publisher, TracePropagation propagation) {
+    Objects.requireNonNull(publisher, "publisher");
+    Objects.requireNonNull(propagation, "propagation");
+    if (propagation == TracePropagation.none()) {
+      return publisher;
+    }
+    return new Publisher() {
+      @Override
+      public CompletableFuture<PublishReceipt> publish(String destination, Message message) {
+        if (message == null) {
+          throw new IllegalArgumentException("message must not be null");
+        }
+        TraceScope scope = open(() -> propagation.publishing(destination,
+            message.traceContext().context()));
+        if (scope == null) {
+          return publisher.publish(destination, message);
+        }
+        Message sent = message;
+        try {
+          Optional<TraceContext> context = scope.context();
+          if (context.isPresent() && !context.equals(message.traceContext().context())) {
+            sent = message.toBuilder().traceContext(context.get()).build();
+          }
+        } catch (RuntimeException e) {
+          contained(e);
+        }
+        CompletableFuture<PublishReceipt> result;
+        try {
+          result = publisher.publish(destination, sent);
+        } catch (RuntimeException e) {
+          end(scope, e);
+          throw e;
+        }
+        return result.whenComplete((receipt, error) -> end(scope, error));
+      }
+
+      @Override
+      public void close() {
+        publisher.close();
+      }
+
+      @Override
+      public String toString() {
+        return "Tracing.publisher(" + publisher + ", " + propagation + ")";
+      }
+    };
+  }
+
+  /**
+   * {@code handler} run inside a {@link TracePropagation#handling} scope (a consumer span, the
+   * child of the delivery's context), opened and closed on the handler's thread. {@code handler}
+   * itself when {@code propagation} is {@link TracePropagation#none()}.
+   *
+   * @param handler the handler to wrap
+   * @param propagation the propagation whose scope surrounds each call
+   * @return the traced handler
+   * @throws NullPointerException if an argument is null
+   */
+  public static MessageHandler handler(MessageHandler handler, TracePropagation propagation) {
+    Objects.requireNonNull(handler, "handler");
+    Objects.requireNonNull(propagation, "propagation");
+    if (propagation == TracePropagation.none()) {
+      return handler;
+    }
+    return delivery -> {
+      TraceScope scope = open(() -> propagation.handling(delivery.source(),
+          delivery.traceContext()));
+      if (scope == null) {
+        handler.handle(delivery);
+        return;
+      }
+      try {
+        handler.handle(delivery);
+      } catch (Exception | Error e) {
+        end(scope, e);
+        throw e;
+      }
+      end(scope, null);
+    };
+  }
+
+  private interface Opener {
+    TraceScope open();
+  }
+
+  private static TraceScope open(Opener opener) {
+    try {
+      return opener.open();
+    } catch (RuntimeException | LinkageError e) {
+      contained(e);
+      return null;
+    }
+  }
+
+  private static void end(TraceScope scope, Throwable error) {
+    try {
+      if (error != null) {
+        scope.failed(error);
+      }
+    } catch (RuntimeException | LinkageError e) {
+      contained(e);
+    }
+    try {
+      scope.close();
+    } catch (RuntimeException | LinkageError e) {
+      contained(e);
+    }
+  }
+
+  private static void contained(Throwable e) {
+    // The first failure is a warning; later ones only debug, so a broken library cannot flood logs.
+    boolean first = !WARNED.getAndSet(true);
+    LOG.log(first ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
+        "trace propagation failed; the work goes on untraced", e);
+  }
+}
