@@ -5,8 +5,8 @@ import java.util.Collection;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Optional;
+import java.util.ServiceConfigurationError;
 import java.util.ServiceLoader;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -47,11 +47,16 @@ public final class ConfigRegistry {
     all.add(new CoreKeys());
     all.addAll(providers);
     for (ConfigKeys p : all) {
-      String module = Objects.requireNonNull(p.module(), "module");
+      String module = p.module();
+      List<ConfigKey> declared = p.keys();
+      if (module == null || p.namespaces() == null || declared == null) {
+        throw new IllegalStateException("config key provider " + p.getClass().getName()
+            + " returned null for its module, namespaces or keys");
+      }
       for (String ns : p.namespaces()) {
         o.putIfAbsent(ns, module);
       }
-      for (ConfigKey key : p.keys()) {
+      for (ConfigKey key : declared) {
         if (!p.namespaces().contains(ConfigKey.namespaceOf(key.name()))) {
           throw new IllegalStateException(module + " declares " + key.name() + " outside its"
               + " namespaces " + p.namespaces());
@@ -74,16 +79,24 @@ public final class ConfigRegistry {
 
   /**
    * The keys of queue-core and of every {@link ConfigKeys} provider that the current thread's
-   * context class loader (else this class's loader) finds.
+   * context class loader or this class's own loader finds (both are searched, a provider found by
+   * both counts once: a pool thread whose context loader cannot see the adapters still finds
+   * them through the loader that loaded relaykit).
    *
    * @return the registry
-   * @throws IllegalStateException if two modules declare the same key, or a module a key outside
-   *     its namespaces
-   * @throws java.util.ServiceConfigurationError if a provider cannot be loaded
+   * @throws IllegalStateException if two modules declare the same key, a module declares a key
+   *     outside its namespaces, or a provider cannot be loaded or answers null (naming it)
    */
   public static ConfigRegistry discover() {
-    ClassLoader loader = Thread.currentThread().getContextClassLoader();
-    return discover(loader != null ? loader : ConfigRegistry.class.getClassLoader());
+    ClassLoader context = Thread.currentThread().getContextClassLoader();
+    ClassLoader own = ConfigRegistry.class.getClassLoader();
+    Map<String, ConfigKeys> byClass = new TreeMap<>();
+    for (ClassLoader loader : new ClassLoader[] {context, own}) {
+      if (loader != null) {
+        load(loader).forEach(p -> byClass.putIfAbsent(p.getClass().getName(), p));
+      }
+    }
+    return new ConfigRegistry(byClass.values());
   }
 
   /**
@@ -91,12 +104,24 @@ public final class ConfigRegistry {
    *
    * @param loader where to look for providers
    * @return the registry
-   * @throws IllegalStateException if two modules declare the same key
+   * @throws IllegalStateException if two modules declare the same key, or a provider cannot be
+   *     loaded or answers null (naming it)
    */
   public static ConfigRegistry discover(ClassLoader loader) {
+    return new ConfigRegistry(load(loader));
+  }
+
+  private static List<ConfigKeys> load(ClassLoader loader) {
     List<ConfigKeys> found = new ArrayList<>();
-    ServiceLoader.load(ConfigKeys.class, loader).forEach(found::add);
-    return new ConfigRegistry(found);
+    try {
+      ServiceLoader.load(ConfigKeys.class, loader).forEach(found::add);
+    } catch (ServiceConfigurationError e) {
+      // A provider whose class is missing, not a ConfigKeys (a second copy of relaykit-core), or
+      // whose constructor throws: the message names it.
+      throw new IllegalStateException("cannot load relaykit's configuration keys: "
+          + e.getMessage(), e);
+    }
+    return found;
   }
 
   /**

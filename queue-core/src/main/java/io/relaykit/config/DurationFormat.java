@@ -1,5 +1,6 @@
 package io.relaykit.config;
 
+import io.relaykit.internal.Texts;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.Objects;
@@ -7,8 +8,9 @@ import java.util.Objects;
 /**
  * relaykit's one duration syntax, used by every setting and every adapter: a whole number and a
  * unit, {@code 500ms}, {@code 30s}, {@code 5m}, {@code 1h}, {@code 2d}, or ISO-8601 ({@code
- * PT30S}, {@code PT0.25S}, {@code P1D}). Surrounding white space is ignored; units are lower case
- * and follow the number directly. A duration must be positive and fit in a {@code long} of
+ * PT30S}, {@code PT0.25S}, {@code P1D}). Surrounding white space is ignored; short-form units are
+ * lower case and follow the number directly ({@code 5M} is rejected rather than guessed: minutes,
+ * or months as in ISO {@code P5M}?), while the ISO form is case-insensitive as ISO-8601 allows. A duration must be positive and fit in a {@code long} of
  * nanoseconds (about 292 years), so no caller that converts it to nanoseconds or milliseconds can
  * overflow.
  *
@@ -40,7 +42,8 @@ public final class DurationFormat {
     Duration d = text == null ? null : parseOrNull(text.strip());
     if (d == null) {
       throw new IllegalArgumentException(name + " must be " + EXPECTED + ", was "
-          + (text == null ? "null" : "'" + text + "'"));
+          + (text == null ? "null"
+              : "'" + Texts.truncateChars(text, Settings.MAX_ECHOED_CHARS) + "'"));
     }
     return d;
   }

@@ -1,5 +1,6 @@
 package io.relaykit.config;
 
+import io.relaykit.internal.Texts;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -56,6 +57,9 @@ public final class Settings {
    * shared namespace where tools keep their own {@code relaykit.*} knobs: lenient), or a variable.
    */
   private enum Source { EXPLICIT, SYSTEM, ENVIRONMENT }
+
+  /** The most characters of a bad value an error message repeats (a 10 MB value, a short line). */
+  static final int MAX_ECHOED_CHARS = 200;
 
   /** One setting: the key it is shown under, its raw value and where it came from. */
   private record Entry(String key, String value, Source source) {}
@@ -465,7 +469,8 @@ public final class Settings {
     String from = e != null && e.source() == Source.ENVIRONMENT
         ? " (from environment variable " + environmentName(key) + ")" : "";
     return new IllegalArgumentException(
-        key + " must be " + expected + ", was '" + masked(key, value) + "'" + from);
+        key + " must be " + expected + ", was '"
+            + Texts.truncateChars(masked(key, value), MAX_ECHOED_CHARS) + "'" + from);
   }
 
   /**
@@ -476,6 +481,8 @@ public final class Settings {
     private final Map<String, Entry> entries = new TreeMap<>();
     private ConfigRegistry registry;
     private Consumer<String> warnings;
+    /** System property names under relaykit. that are not keys; bounded by the properties given. */
+    private final List<String> malformedProperties = new ArrayList<>();
 
     private Builder() {}
 
@@ -526,14 +533,20 @@ public final class Settings {
      * {@link #properties}, except that an undeclared key is warned about and ignored, as for the
      * environment, because other tools keep {@code relaykit.*} knobs among system properties.
      *
+     * A name that is not even a well-formed key ({@code relaykit.kit.dockerHost}, {@code
+     * relaykit.bench_dir}) is warned about and ignored too: a tool's knob never fails startup.
+     *
      * @param properties such as {@code System.getProperties()}
      * @return this builder
-     * @throws IllegalArgumentException if a key is not a well-formed {@code relaykit.} key
      */
     public Builder systemProperties(Properties properties) {
       Objects.requireNonNull(properties, "properties");
       for (String name : new TreeSet<>(properties.stringPropertyNames())) {
         if (name.startsWith(PREFIX)) {
+          if (!KEY.matcher(name).matches()) {
+            malformedProperties.add(name);
+            continue;
+          }
           set(name, properties.getProperty(name));
           entries.computeIfPresent(environmentName(name),
               (k, e) -> new Entry(e.key(), e.value(), Source.SYSTEM));
@@ -618,7 +631,7 @@ public final class Settings {
       ConfigRegistry reg = registry != null ? registry : ConfigRegistry.discover();
       Map<String, Entry> resolved = new TreeMap<>();
       List<String> ignored = new ArrayList<>();
-      List<String> ignoredProperties = new ArrayList<>();
+      List<String> ignoredProperties = new ArrayList<>(malformedProperties);
       for (Map.Entry<String, Entry> e : entries.entrySet()) {
         Entry entry = e.getValue();
         if (entry.source() == Source.ENVIRONMENT) {

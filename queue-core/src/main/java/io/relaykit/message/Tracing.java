@@ -31,6 +31,11 @@ public final class Tracing {
    * captured at the append), and the scope closes when the future completes, on the completing
    * thread. {@code publisher} itself when {@code propagation} is {@link TracePropagation#none()}.
    *
+   * <p>relaykit's publishers complete every future within their confirm timeout, so every scope
+   * ends. A publisher that returns no future gets its scope ended with a {@link PublishException}
+   * and the caller a future failed with it; a custom publisher whose future never completes keeps
+   * its scope open (the relay stops waiting after its confirm timeout, the scope does not).
+   *
    * @param publisher the publisher to wrap
    * @param propagation the propagation whose scopes surround each publish
    * @return the traced publisher; closing it closes {@code publisher}
@@ -59,7 +64,9 @@ public final class Tracing {
           if (context.isPresent() && !context.equals(message.traceContext().context())) {
             sent = message.toBuilder().traceContext(context.get()).build();
           }
-        } catch (RuntimeException e) {
+        } catch (VirtualMachineError e) {
+          throw e;
+        } catch (Throwable e) {
           contained(e);
         }
         CompletableFuture<PublishReceipt> result;
@@ -68,6 +75,11 @@ public final class Tracing {
         } catch (RuntimeException e) {
           end(scope, e);
           throw e;
+        }
+        if (result == null) {
+          PublishException none = new PublishException("publisher returned no future");
+          end(scope, none);
+          return CompletableFuture.failedFuture(none);
         }
         return result.whenComplete((receipt, error) -> end(scope, error));
       }
@@ -124,7 +136,10 @@ public final class Tracing {
   private static TraceScope open(Opener opener) {
     try {
       return opener.open();
-    } catch (RuntimeException | LinkageError e) {
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) {
+      // An AssertionError or StackOverflowError in a tracing library is contained too.
       contained(e);
       return null;
     }
@@ -135,12 +150,16 @@ public final class Tracing {
       if (error != null) {
         scope.failed(error);
       }
-    } catch (RuntimeException | LinkageError e) {
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) {
       contained(e);
     }
     try {
       scope.close();
-    } catch (RuntimeException | LinkageError e) {
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) {
       contained(e);
     }
   }

@@ -83,7 +83,9 @@ public final class TraceCapture {
         throw new NullPointerException(propagation.getClass().getName()
             + ".current() returned null");
       }
-    } catch (RuntimeException | LinkageError e) {
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Throwable e) {
       if (failures.getAndIncrement() == 0) {
         LOG.log(System.Logger.Level.WARNING, "trace propagation " + propagation.getClass()
             .getName() + " failed at an outbox append; the message is stored without a context"

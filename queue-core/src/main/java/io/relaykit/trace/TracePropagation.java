@@ -86,6 +86,11 @@ public interface TracePropagation {
    * cannot be loaded (logged once through {@link System.Logger}). With several, the first by
    * class name is used and the others are named in a warning.
    *
+   * <p>The search uses relaykit-core's own class loader and its answer is shared by the whole
+   * process. Where relaykit-core is shared by several applications (a servlet container's common
+   * lib) and the tracing module is not, pass a propagation explicitly ({@link #discover} with the
+   * application's loader, or the implementation itself) instead of relying on this.
+   *
    * @return the discovered propagation, or {@link #none()}
    */
   static TracePropagation discovered() {

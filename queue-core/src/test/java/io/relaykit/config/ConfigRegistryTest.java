@@ -24,6 +24,55 @@ class ConfigRegistryTest {
   }
 
   @Test
+  @DisplayName("a provider that cannot be loaded, or answers null, fails discovery naming it")
+  void brokenProviders(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws Exception {
+    java.nio.file.Path services = dir.resolve("META-INF/services");
+    java.nio.file.Files.createDirectories(services);
+    java.nio.file.Files.writeString(services.resolve(ConfigKeys.class.getName()),
+        "com.example.MissingKeys\n");
+    try (java.net.URLClassLoader loader = new java.net.URLClassLoader(
+        new java.net.URL[] {dir.toUri().toURL()}, ConfigRegistryTest.class.getClassLoader())) {
+      assertThatThrownBy(() -> ConfigRegistry.discover(loader))
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("com.example.MissingKeys");
+    }
+    ConfigKeys nullKeys = new ConfigKeys() {
+      @Override
+      public String module() {
+        return "relaykit-null";
+      }
+
+      @Override
+      public List<String> namespaces() {
+        return List.of("relaykit.null");
+      }
+
+      @Override
+      public List<ConfigKey> keys() {
+        return null;
+      }
+    };
+    assertThatThrownBy(() -> ConfigRegistry.of(nullKeys))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining(nullKeys.getClass().getName());
+  }
+
+  @Test
+  @DisplayName("discover() finds providers through relaykit's own loader when the thread's"
+      + " context loader cannot see them")
+  void contextLoaderBlind() {
+    Thread t = Thread.currentThread();
+    ClassLoader before = t.getContextClassLoader();
+    t.setContextClassLoader(ClassLoader.getPlatformClassLoader());
+    try {
+      assertThat(ConfigRegistry.discover().declares("relaykit.sample")).isTrue();
+    } finally {
+      t.setContextClassLoader(before);
+    }
+  }
+
+  @Test
   @DisplayName("of() holds core's keys and exactly the given providers")
   void of() {
     assertThat(ConfigRegistry.of().find("relaykit.sample.uri")).isEmpty();

@@ -39,6 +39,16 @@ class DurationFormatTest {
   }
 
   @Test
+  @DisplayName("a huge bad value is echoed cut to 200 characters, not whole")
+  void hugeValueIsCut() {
+    String huge = "9".repeat(10_000_000) + "x";
+    assertThatThrownBy(() -> DurationFormat.parse("relaykit.x.wait", huge))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("relaykit.x.wait")
+        .satisfies(e -> assertThat(e.getMessage().length()).isLessThan(500));
+  }
+
+  @Test
   @DisplayName("null is rejected with a message, not a NullPointerException")
   void rejectsNull() {
     assertThatThrownBy(() -> DurationFormat.parse(null))

@@ -418,11 +418,18 @@ class SettingsTest {
   void systemProperties() {
     Properties p = props("relaykit.sample.pool-size", "3", "relaykit.kit.seed", "42",
         "java.home", "/jdk");
+    // Not even key-shaped: a tool's knob still never fails startup.
+    Properties system = new Properties();
+    system.putAll(p);
+    system.setProperty("relaykit.kit.dockerHost", "x");
+    system.setProperty("relaykit.bench_dir", "/tmp");
+    system.setProperty("relaykit.", "1");
     List<String> warnings = new ArrayList<>();
-    Settings s = builder().warnings(warnings::add).systemProperties(p).build();
+    Settings s = builder().warnings(warnings::add).systemProperties(system).build();
 
     assertThat(s.asMap()).containsOnlyKeys("relaykit.sample.pool-size");
-    assertThat(warnings).singleElement().asString().contains("relaykit.kit.seed");
+    assertThat(warnings).singleElement().asString().contains("relaykit.kit.seed")
+        .contains("relaykit.kit.dockerHost").contains("relaykit.bench_dir").contains("relaykit.,");
     assertThatThrownBy(() -> builder().properties(p).build())
         .hasMessageContaining("relaykit.kit.seed is not a relaykit setting");
     assertThatThrownBy(() -> builder().systemProperties(props("relaykit.sample.pool-size", "x"))

@@ -144,6 +144,58 @@ class TracingTest {
   }
 
   @Test
+  @DisplayName("a publisher that returns no future: the scope ends failed and the caller gets a"
+      + " future failed with a PublishException, not a NullPointerException")
+  void publisherWithoutFuture() {
+    Publisher inner = new Publisher() {
+      @Override
+      public CompletableFuture<PublishReceipt> publish(String destination, Message message) {
+        return null;
+      }
+
+      @Override
+      public void close() {}
+    };
+
+    CompletableFuture<PublishReceipt> f = Tracing.publisher(inner, recording)
+        .publish("orders", traced());
+
+    assertThat(f).isCompletedExceptionally();
+    assertThatThrownBy(f::join).hasCauseInstanceOf(PublishException.class)
+        .hasMessageContaining("publisher returned no future");
+    assertThat(events).containsExactly("producer orders failed publisher returned no future",
+        "producer orders closed");
+  }
+
+  @Test
+  @DisplayName("a propagation that throws an Error (not a VirtualMachineError) is contained too")
+  void errorInPropagation() throws Exception {
+    TracePropagation asserting = new TracePropagation() {
+      @Override
+      public Optional<TraceContext> current() {
+        return Optional.empty();
+      }
+
+      @Override
+      public TraceScope publishing(String destination, Optional<TraceContext> parent) {
+        throw new AssertionError("tracer bug");
+      }
+
+      @Override
+      public TraceScope handling(String source, Optional<TraceContext> parent) {
+        throw new AssertionError("tracer bug");
+      }
+    };
+    List<Message> sent = new ArrayList<>();
+    Message m = traced();
+
+    Tracing.handler(d -> sent.add(d.message()), asserting).handle(Delivery.first(m, "orders"));
+    Tracing.publisher(publisherInto(sent), asserting).publish("orders", m).join();
+
+    assertThat(sent).containsExactly(m, m);
+  }
+
+  @Test
   @DisplayName("with none() the wrappers are their arguments")
   void noneIsIdentity() {
     MessageHandler h = d -> {};
