@@ -1,5 +1,6 @@
 package io.relaykit.config;
 
+import io.relaykit.internal.Secrets;
 import io.relaykit.internal.Texts;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -37,9 +38,11 @@ import java.util.regex.Pattern;
  * so a bad value fails at startup, never on the delivery path. Durations use {@link
  * DurationFormat}'s syntax everywhere.
  *
- * <p>Secrets (keys declared secret, and keys containing {@code password}, {@code secret}, {@code
- * token} or {@code credential}) are shown as {@code ****} in {@link #toString()} and in every
- * error message; so is the password of a {@code scheme://user:password@host} value.
+ * <p>Secrets (keys declared secret, keys containing {@code password}, {@code secret}, {@code
+ * token} or {@code credential}, and pass-through client keys naming a credential, see {@link
+ * #isSecret}) are shown as {@code ****} in {@link #toString()} and in every error message; so are
+ * the user info of a {@code scheme://user:password@host} value and {@code password=}-style
+ * parameters.
  *
  * <p>Immutable and thread-safe. A getter costs one map lookup and a parse of its value.
  */
@@ -48,7 +51,6 @@ public final class Settings {
   private static final String PREFIX = "relaykit.";
   private static final String ENV_PREFIX = "RELAYKIT_";
   private static final Pattern KEY = Pattern.compile("relaykit(\\.[a-z0-9][a-z0-9-]*)+");
-  private static final Pattern USER_INFO = Pattern.compile("(://[^/@:\\s]*:)[^/@\\s]*@");
   private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9-]*");
   private static final System.Logger LOG = System.getLogger(Settings.class.getName());
 
@@ -348,21 +350,25 @@ public final class Settings {
   }
 
   /**
-   * Whether {@code key}'s value is a secret: the registry says so, or the key contains {@code
-   * password}, {@code secret}, {@code token} or {@code credential}.
+   * Whether {@code key}'s value is a secret: the registry says so, the key contains {@code
+   * password}, {@code secret}, {@code token} or {@code credential}, or it is a pass-through client
+   * key ({@code relaykit.kafka.producer.*}, {@code .consumer.*}, {@code .admin.*}) whose name
+   * contains {@code jaas}, {@code password}, {@code key}, {@code secret}, {@code token}, {@code
+   * credential}, {@code auth} or {@code user.info}.
    *
    * @param key a full key
    * @return true when its value is masked
    */
   public boolean isSecret(String key) {
-    return key.contains("password") || key.contains("secret") || key.contains("token")
-        || key.contains("credential")
+    return Secrets.isSecretKey(key)
         || registry.find(key).map(ConfigKey::secret).orElse(false);
   }
 
   /**
-   * How {@code key}'s value may be shown: {@code ****} for a secret, else the value with the
-   * password of any {@code scheme://user:password@host} replaced by {@code ****}.
+   * How {@code key}'s value may be shown: {@code ****} for a secret, else the value with the user
+   * info of any {@code scheme://user:password@host} (everything up to the last {@code @}) and any
+   * {@code password=}, {@code pwd=}, {@code secret=} or {@code token=} parameter replaced by
+   * {@code ****}.
    *
    * @param key the key the value belongs to
    * @param value the value; may be null
@@ -372,7 +378,7 @@ public final class Settings {
     if (value == null) {
       return "null";
     }
-    return isSecret(key) ? "****" : USER_INFO.matcher(value).replaceAll("$1****@");
+    return isSecret(key) ? Secrets.MASK : Secrets.mask(value);
   }
 
   @Override

@@ -3,6 +3,7 @@ package io.relaykit.storage.redis;
 import io.lettuce.core.RedisURI;
 import io.relaykit.config.IdempotencySettings;
 import io.relaykit.config.Settings;
+import io.relaykit.internal.Secrets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -287,19 +288,7 @@ public final class RedisStorageConfig {
   }
 
   static String redact(String uri) {
-    if (uri.indexOf(',') >= 0) {
-      List<String> parts = new ArrayList<>();
-      for (String part : splitUris(uri)) {
-        parts.add(redact(part));
-      }
-      return String.join(",", parts);
-    }
-    int at = uri.lastIndexOf('@');
-    int scheme = uri.indexOf("://");
-    if (at < 0 || scheme < 0 || at < scheme) {
-      return uri;
-    }
-    return uri.substring(0, scheme + 3) + "***" + uri.substring(at);
+    return Secrets.mask(uri);
   }
 
   private static List<String> splitUris(String uri) {
@@ -457,14 +446,16 @@ public final class RedisStorageConfig {
             + redact(uri) + "'");
       }
       for (String one : uris) {
+        if (one.isEmpty()) {
+          throw new IllegalArgumentException("uri is not a valid Redis URI: '" + redact(uri)
+              + "' (empty URI in the list)");
+        }
         try {
-          if (one.isEmpty()) {
-            throw new IllegalArgumentException("empty URI in the list");
-          }
           RedisURI.create(one);
         } catch (RuntimeException e) {
-          throw new IllegalArgumentException(
-              "uri is not a Redis URI: '" + redact(uri) + "' (" + e.getMessage() + ")", e);
+          // Lettuce's message and cause quote the URI, password included: keep neither.
+          throw new IllegalArgumentException("uri is not a valid Redis URI: '" + redact(uri)
+              + "' (" + e.getClass().getSimpleName() + ")");
         }
       }
       requireMillis("commandTimeout", commandTimeout);

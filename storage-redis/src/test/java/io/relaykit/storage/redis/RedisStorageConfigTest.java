@@ -70,10 +70,38 @@ class RedisStorageConfigTest {
   void redacted() {
     RedisStorageConfig c = RedisStorageConfig.builder()
         .uri("redis://app:s3cret@127.0.0.1:6379/0").build();
-    assertThat(c.toString()).doesNotContain("s3cret").contains("***@127.0.0.1:6379/0");
+    assertThat(c.toString()).doesNotContain("s3cret").contains("app:****@127.0.0.1:6379/0");
     assertThatThrownBy(() -> RedisStorageConfig.builder().uri("rediss://u:s3cret@").build())
         .isInstanceOf(IllegalArgumentException.class)
         .satisfies(e -> assertThat(e.getMessage()).doesNotContain("s3cret"));
+  }
+
+  @org.junit.jupiter.params.ParameterizedTest
+  @DisplayName("an invalid URI never shows or chains its password")
+  @org.junit.jupiter.params.provider.ValueSource(strings = {
+      "redis://user:pa ss@host:6379", "redis://user:pa%zzss@host:6379", "redis://pa ss@host:6379",
+      "redis://user:pa ss@host:6379,redis://user:pa ss@h2:6379"})
+  void invalidUriHidesPassword(String uri) {
+    for (boolean cluster : new boolean[] {false, true}) {
+      assertThatThrownBy(() -> RedisStorageConfig.builder().cluster(cluster).uri(uri).build())
+          .isInstanceOf(IllegalArgumentException.class)
+          .satisfies(e -> {
+            StringBuilder all = new StringBuilder();
+            for (Throwable c = e; c != null; c = c.getCause()) {
+              all.append(c).append('\n');
+            }
+            assertThat(all.toString()).contains("uri").doesNotContain("pa ss")
+                .doesNotContain("pa%zzss").doesNotContain("ss@");
+          });
+    }
+    assertThatThrownBy(() -> RedisStorageConfig.from(io.relaykit.config.Settings.builder()
+        .set(RedisConfigKeys.URI, uri).build()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .satisfies(e -> {
+          for (Throwable c = e; c != null; c = c.getCause()) {
+            assertThat(String.valueOf(c)).doesNotContain("pa ss").doesNotContain("pa%zzss");
+          }
+        });
   }
 
   private static void assertInvalid(RedisStorageConfig.Builder b, String... parts) {

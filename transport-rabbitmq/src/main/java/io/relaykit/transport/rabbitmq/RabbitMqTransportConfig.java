@@ -1,6 +1,7 @@
 package io.relaykit.transport.rabbitmq;
 
 import io.relaykit.config.Settings;
+import io.relaykit.internal.Secrets;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.time.Duration;
@@ -233,7 +234,7 @@ public final class RabbitMqTransportConfig {
   }
 
   static String redact(String uri) {
-    return uri.replaceFirst("//([^:/@]*):[^@/]*@", "//$1:***@");
+    return Secrets.mask(uri);
   }
 
   @Override
@@ -423,7 +424,10 @@ public final class RabbitMqTransportConfig {
               "uri must start with amqp:// or amqps://, was " + redact(uri));
         }
       } catch (URISyntaxException e) {
-        throw new IllegalArgumentException("uri is not a valid URI: " + redact(uri), e);
+        // The exception's message and input hold the whole URI, password included: report only
+        // its reason and index, and chain no cause.
+        throw new IllegalArgumentException("uri is not a valid URI: " + redact(uri) + " ("
+            + e.getReason() + " at index " + e.getIndex() + ")");
       }
       if (connectionName == null || connectionName.isBlank()) {
         throw new IllegalArgumentException("connectionName must not be blank");

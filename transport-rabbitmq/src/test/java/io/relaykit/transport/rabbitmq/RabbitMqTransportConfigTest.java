@@ -38,7 +38,7 @@ class RabbitMqTransportConfigTest {
         .uri("amqp://app:s3cret@broker:5672/prod")
         .delayLevels(Duration.ofSeconds(5), Duration.ofMillis(100)).build();
     assertThat(c.delayLevels()).containsExactly(Duration.ofMillis(100), Duration.ofSeconds(5));
-    assertThat(c.toString()).doesNotContain("s3cret").contains("app:***@broker");
+    assertThat(c.toString()).doesNotContain("s3cret").contains("app:****@broker");
   }
 
   private static void rejects(UnaryOperator<RabbitMqTransportConfig.Builder> change,
@@ -53,7 +53,7 @@ class RabbitMqTransportConfigTest {
   void validation() {
     rejects(b -> b.uri(" "), "uri");
     rejects(b -> b.uri("http://x"), "uri", "http://x");
-    rejects(b -> b.uri("amqp://u:pw@h:5672 x"), "uri", "u:***@");
+    rejects(b -> b.uri("amqp://u:pw@h:5672 x"), "uri", "u:****@");
     rejects(b -> b.connectionName(""), "connectionName");
     rejects(b -> b.prefetch(-1), "prefetch", "-1");
     rejects(b -> b.prefetch(70_000), "prefetch", "70000");
@@ -70,5 +70,29 @@ class RabbitMqTransportConfigTest {
     rejects(b -> b.delayLevels(Duration.ofDays(30)), "delayLevels", "PT720H");
     rejects(b -> b.delayLevels(Duration.ofNanos(10)), "delayLevels");
     rejects(b -> b.namePrefix("a b"), "namePrefix", "a b");
+  }
+
+  @Test
+  @DisplayName("an invalid URI never shows or chains its password")
+  void invalidUriHidesPassword() {
+    for (String uri : List.of("amqp://user:pa%zzss@host", "amqp://user:pa ss@host",
+        "amqp://pa%zzss@host", "amqp://u:p@a%zzss@host")) {
+      assertThatThrownBy(() -> RabbitMqTransportConfig.builder().uri(uri).build())
+          .isInstanceOf(IllegalArgumentException.class)
+          .satisfies(e -> {
+            assertThat(e.getCause()).isNull();
+            assertThat(e.getMessage()).contains("uri is not a valid URI").contains("at index")
+                .doesNotContain("pa%zzss").doesNotContain("pa ss").doesNotContain("zzss");
+          });
+      assertThatThrownBy(() -> RabbitMqTransportConfig.from(io.relaykit.config.Settings.builder()
+          .set(RabbitMqConfigKeys.URI, uri).build()))
+          .isInstanceOf(IllegalArgumentException.class)
+          .satisfies(e -> {
+            for (Throwable c = e; c != null; c = c.getCause()) {
+              assertThat(String.valueOf(c)).doesNotContain("pa%zzss").doesNotContain("pa ss")
+                  .doesNotContain("zzss");
+            }
+          });
+    }
   }
 }
