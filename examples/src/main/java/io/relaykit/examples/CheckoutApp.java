@@ -202,6 +202,9 @@ final class CheckoutApp implements AutoCloseable {
         .confirmTimeout(options.lease().dividedBy(2))
         .build();
     relay.start();
+    LOG.log(System.Logger.Level.DEBUG, () -> "outbox relay and " + subscriptions.size()
+        + " consumers started (storage " + options.storage() + ", transport "
+        + options.transport() + ")");
   }
 
   /** The full pipeline: HTTP-facing stores, relay and consumers. */

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -28,16 +29,42 @@ final class DemoProcess implements AutoCloseable {
   final Process process;
   final DemoHttp http;
   private final StringBuffer log;
+  private final AtomicBoolean cut;
+  private final Thread reader;
 
-  private DemoProcess(Process process, int port, StringBuffer log) {
+  private DemoProcess(Process process, int port, StringBuffer log, AtomicBoolean cut,
+      Thread reader) {
     this.process = process;
     this.http = new DemoHttp(URI.create("http://127.0.0.1:" + port));
     this.log = log;
+    this.cut = cut;
+    this.reader = reader;
   }
 
   /** What the demo printed so far (standard output and error, the first 64 000 characters). */
   String output() {
     return log.toString();
+  }
+
+  /**
+   * Everything the demo printed, once it has exited and its output is read to the end.
+   *
+   * @throws AssertionError if the process still runs or its output is not read within 10 s
+   */
+  String outputAtExit() throws InterruptedException {
+    if (process.isAlive()) {
+      throw new AssertionError("the demo still runs");
+    }
+    reader.join(10_000);
+    if (reader.isAlive()) {
+      throw new AssertionError("the demo's output was not read to its end within 10 s");
+    }
+    return output();
+  }
+
+  /** Whether the demo printed more than {@link #output()} kept. */
+  boolean outputCut() {
+    return cut.get();
   }
 
   /** A demo run to its end: exit code and everything it printed. */
@@ -96,12 +123,15 @@ final class DemoProcess implements AutoCloseable {
     Process p = builder(env, options).start();
     CompletableFuture<Integer> port = new CompletableFuture<>();
     StringBuffer log = new StringBuffer();
+    AtomicBoolean cut = new AtomicBoolean();
     Thread reader = new Thread(() -> {
       try (BufferedReader r = new BufferedReader(
           new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
         for (String line; (line = r.readLine()) != null; ) {
           if (log.length() < 64_000) {
             log.append(line).append('\n');
+          } else {
+            cut.set(true);
           }
           Matcher m = LISTENING.matcher(line);
           if (m.find()) {
@@ -117,7 +147,7 @@ final class DemoProcess implements AutoCloseable {
     reader.start();
     try {
       // A first start with its own Kafka broker formats and starts the broker first.
-      return new DemoProcess(p, port.get(120, TimeUnit.SECONDS), log);
+      return new DemoProcess(p, port.get(120, TimeUnit.SECONDS), log, cut, reader);
     } catch (Exception | Error e) {
       p.destroyForcibly();
       throw e;

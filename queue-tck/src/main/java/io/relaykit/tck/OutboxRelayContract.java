@@ -313,6 +313,34 @@ public abstract class OutboxRelayContract {
       assertThat(broker.payloads()).endsWith("rejected", "a2");
       assertThat(store.stats(clock.instant()).unsent()).isZero();
     }
+    @Test
+    @DisplayName("payloads are never logged: a row the broker rejects while the dead-letter store"
+        + " is down, then dead-lettered, leaves its payload in no relaykit log line at any level")
+    void payloadsAreNeverLogged() {
+      String marker = "payload-marker-" + UUID.randomUUID();
+      try (LogCapture logs = LogCapture.open()) {
+        TestBroker broker = new TestBroker();
+        broker.fail(m -> m.payloadUtf8().contains(marker));
+        RefusingDeadLetters down = new RefusingDeadLetters(deadLetters);
+        down.refuse = d -> true;
+        Message rejected = append("a", "{\"card\":\"" + marker + "\"}");
+        append("b", "ok");
+        OutboxRelay relay = built(relay("r", store, down, broker).batchSize(10));
+
+        assertThat(relay.runOnce().failed()).isEqualTo(1);
+        down.refuse = d -> false;
+        clock.advance(Duration.ofSeconds(6));
+        relay.runOnce();
+
+        DeadLetter dead = deadLetters.find(DeadLetter.idOf(rejected.id(), destination, null))
+            .orElseThrow();
+        assertThat(dead.message().payloadUtf8()).contains(marker);
+        assertThat(logs.lines()).as("the relay logged the failed row")
+            .anyMatch(l -> l.contains(rejected.id()));
+        logs.assertNeverContains(marker);
+        assertThat(dead.toString()).doesNotContain(marker);
+      }
+    }
   }
 
   @Nested

@@ -31,6 +31,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -523,6 +524,32 @@ public abstract class SubscriberContract {
       assertThat(d.firstFailureAt()).isAfterOrEqualTo(before.minusSeconds(1));
       assertThat(d.lastFailureAt()).isAfterOrEqualTo(d.firstFailureAt())
           .isBeforeOrEqualTo(Instant.now().plusSeconds(1));
+    }
+
+    @Test
+    @DisplayName("payloads are never logged: a message retried and dead-lettered leaves its payload"
+        + " in no relaykit log line at any level, nor in its deliveries' or dead letter's toString")
+    void payloadsAreNeverLogged() {
+      String destination = newDestination();
+      String marker = "payload-marker-" + UUID.randomUUID();
+      try (LogCapture logs = LogCapture.open()) {
+        Recorder recorder = new Recorder(d -> {
+          throw new IOException("refused");
+        });
+        subscribe(spec(destination, "g").build(), recorder);
+        Message m = publish(destination, Message.builder().type("order.paid").key("k")
+            .payload("{\"card\":\"" + marker + "\"}").build());
+
+        DeadLetter d = awaitDeadLetter(destination, m.id(), timeout());
+
+        assertThat(recorder.attemptsOf(m.id())).containsExactly(1, 2, 3);
+        assertThat(d.message().payloadUtf8()).contains(marker);
+        logs.assertNeverContains(marker);
+        assertThat(d.toString()).doesNotContain(marker);
+        for (Delivery delivery : recorder.deliveries) {
+          assertThat(delivery.toString()).doesNotContain(marker);
+        }
+      }
     }
 
     @Test

@@ -8,12 +8,14 @@ import io.relaykit.tck.FakeClock;
 import io.relaykit.tck.FaultyJournal;
 import io.relaykit.tck.FaultyJournal.Call;
 import io.relaykit.tck.FaultyJournal.Fault;
+import io.relaykit.tck.LogCapture;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import org.junit.jupiter.api.DisplayName;
@@ -321,6 +323,46 @@ class ReportDispatcherFailureTest {
       assertThat(storage.reopen().load().pending())
           .allSatisfy(e -> assertThat(e.attempts()).isZero());
       assertThat(sent).isEmpty();
+    }
+  }
+
+  @Test
+  @DisplayName("payloads are never logged: a batch whose send throws, an event the server rejects"
+      + " and a dead letter the journal first fails to record leave their payloads in no relaykit"
+      + " log line at any level")
+  void payloadsAreNeverLogged() {
+    String marker = "payload-marker-" + UUID.randomUUID();
+    try (LogCapture logs = LogCapture.open()) {
+      ReportQueue queue = queue(10);
+      for (String id : List.of("a", "b")) {
+        assertThat(queue.enqueue(new ReportEvent(id, "test", "{\"card\":\"" + marker + "\"}"))
+            .accepted()).isTrue();
+      }
+      int[] calls = {0};
+      BatchSender sender = batch -> {
+        if (calls[0]++ == 0) {
+          throw sneaky(new IOException("server down"));
+        }
+        return BatchResult.builder().reject("a", "server refused it").ok("b").build();
+      };
+      ReportDispatcher dispatcher = direct(queue, sender).build();
+      journal.failNext(Call.DEAD_LETTER, Fault.BEFORE_WRITE);
+
+      dispatcher.runOnce();
+      for (int i = 0; i < 20 && !queue.deadIds().contains("a"); i++) {
+        clock.advance(Duration.ofSeconds(5));
+        dispatcher.runOnce();
+      }
+
+      assertThat(queue.deadIds()).as("dead after %s sends; pending %s, journal faults %s",
+          calls[0], queue.pendingIds(), journal.injected()).containsExactly("a");
+      assertThat(queue.deadLetters().get(0).payload()).contains(marker);
+      assertThat(queue.pendingIds()).isEmpty();
+      assertThat(journal.injected()).as("the dead-letter fault was hit").isEqualTo(1);
+      assertThat(logs.lines()).as("the failed send was logged")
+          .anyMatch(l -> l.contains("server down"));
+      logs.assertNeverContains(marker);
+      assertThat(queue.deadLetters().get(0).toString()).doesNotContain(marker);
     }
   }
 
