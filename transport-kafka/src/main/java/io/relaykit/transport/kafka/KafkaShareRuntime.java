@@ -47,7 +47,7 @@ import org.apache.kafka.common.errors.WakeupException;
  * <p>Only the poll thread touches the share consumer. Workers and producer callbacks hand outcomes
  * to it through {@link #outcomes}; it calls {@code acknowledge} and, once every record of the last
  * poll has an acknowledgement (ACCEPT, RELEASE, REJECT or RENEW), polls again, which commits them.
- * A record still unfinished at half its lock is renewed: RENEW counts as its acknowledgement, the
+ * A record still unfinished at a third of its lock is renewed: RENEW counts as its acknowledgement, the
  * next poll returns it again (a new {@link ConsumerRecord} for the same position), and an outcome
  * that arrived meanwhile waits until then. An acknowledgement the broker refuses shows up in the
  * commit callback: a refused RENEW means the lock is gone, so the record is forgotten and its
@@ -302,8 +302,7 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
       Item known = held.get(position);
       if (known != null && known.renewing) {
         known.record = r;
-        known.renewing = false;
-        known.lockedAt = now;
+        known.renewing = false; // its lock restarted when the broker took the renewal
         if (known.deferred != null) {
           acknowledge(known, known.deferred);
         }
@@ -321,10 +320,10 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
         toStart.add(item);
       }
     }
-    // Renewed records the poll did not return (a lock lost on a leader change): forgotten after
-    // a full lock period; the broker redelivers them.
+    // Renewed records no poll returned within two lock periods of their renewal (a lock lost on
+    // a leader change): forgotten; the broker redelivers them.
     held.values().removeIf(i -> {
-      if (i.renewing && now - i.lockedAt > TimeUnit.MILLISECONDS.toNanos(lockMs)) {
+      if (i.renewing && now - i.lockedAt > TimeUnit.MILLISECONDS.toNanos(2L * lockMs)) {
         lost(i);
         return true;
       }
@@ -383,12 +382,13 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     if (oldest == Long.MAX_VALUE) {
       return Long.MAX_VALUE;
     }
-    long due = oldest + TimeUnit.MILLISECONDS.toNanos(lockMs / 2);
+    long due = oldest + TimeUnit.MILLISECONDS.toNanos(lockMs / 3);
     return Math.max(0, TimeUnit.NANOSECONDS.toMillis(due - System.nanoTime()));
   }
 
   /**
-   * At half the lock of the oldest unfinished record, renews every unfinished record of the last
+   * At a third of the lock of the oldest unfinished record (counted from its acquisition or its
+   * last renewal request, when the broker's lock restarts at the latest), renews every unfinished record of the last
    * poll: the next poll may then go ahead, and returns them again.
    */
   private void renewIfDue() {
@@ -401,6 +401,7 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
         sent.put(i.position, AcknowledgeType.RENEW);
         i.renewing = true;
         i.acknowledged = true;
+        i.lockedAt = System.nanoTime(); // from now on: when the renewal was asked for
       }
     }
   }

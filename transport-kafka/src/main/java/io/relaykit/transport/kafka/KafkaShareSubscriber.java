@@ -61,7 +61,7 @@ import org.apache.kafka.common.config.ConfigResource;
  * its deliveries ended without a result (members crashed or lost the lock each time). {@link
  * KafkaShareSubscription#deliveryCountLimit()} reports the limit read at subscribe.
  *
- * <p>Long handlers: a record still running at half its acquisition lock is renewed (RENEW) on
+ * <p>Long handlers: a record still running at a third of its acquisition lock is renewed (RENEW) on
  * every turn, up to {@code spec.handlerTimeout()}, after which it is a retryable failure as in
  * consumer-group mode. A renewal the broker refuses (the lock was lost) makes the late result
  * count as {@code dropped(topic, "share-lock-lost")}; the broker redelivers the record.
