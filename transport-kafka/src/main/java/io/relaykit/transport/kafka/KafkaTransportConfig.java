@@ -38,28 +38,6 @@ public final class KafkaTransportConfig {
       "transactional.id");
 
   /**
-   * How a consumer runtime hands a failed record to the retry or dead-letter topic.
-   *
-   * <ul>
-   *   <li>{@link #CONFIRMED} (the default): the copy is sent with the idempotent producer and the
-   *       record counts as done on the broker's confirm. Cheap; but a crash between the confirm
-   *       and the next offset commit re-runs the record from its source at attempt 1 while its copy
-   *       exists too: duplicates of a copy are possible (dead letters are deduplicated by message
-   *       id per subscription when read through {@link KafkaDeadLetterStore}).
-   *   <li>{@link #TRANSACTIONAL}: each runtime has a transactional producer; copies are written
-   *       inside a transaction that also commits the source offsets ({@code
-   *       sendOffsetsToTransaction}), and the runtime reads with {@code
-   *       isolation.level=read_committed}. Either both the copies and the offsets past their
-   *       records become visible, or neither: no duplicate copy, no record re-run at attempt 1
-   *       after its copy was written. Costs a transaction commit per commit interval in which a
-   *       copy was written, and latency: a transaction stays open until the partition's commit
-   *       watermark passes every copy in it (or stops at a record waiting for a parked key), at
-   *       most half of {@code transaction.timeout.ms} (default 60 s), so a retry can start only
-   *       after that. A member with a stable {@link Builder#memberId} aborts the transaction its
-   *       crashed predecessor left open when it starts.
-   * </ul>
-   */
-  /**
    * Which kind of Kafka group a {@link io.relaykit.message.Subscriber} of this config joins; see
    * {@link KafkaConfigKeys#GROUP_TYPE}.
    */
@@ -86,6 +64,28 @@ public final class KafkaTransportConfig {
   private static final Set<String> SHARE_PROTECTED = Set.of("share.acknowledgement.mode",
       "max.poll.records");
 
+  /**
+   * How a consumer runtime hands a failed record to the retry or dead-letter topic.
+   *
+   * <ul>
+   *   <li>{@link #CONFIRMED} (the default): the copy is sent with the idempotent producer and the
+   *       record counts as done on the broker's confirm. Cheap; but a crash between the confirm
+   *       and the next offset commit re-runs the record from its source at attempt 1 while its copy
+   *       exists too: duplicates of a copy are possible (dead letters are deduplicated by message
+   *       id per subscription when read through {@link KafkaDeadLetterStore}).
+   *   <li>{@link #TRANSACTIONAL}: each runtime has a transactional producer; copies are written
+   *       inside a transaction that also commits the source offsets ({@code
+   *       sendOffsetsToTransaction}), and the runtime reads with {@code
+   *       isolation.level=read_committed}. Either both the copies and the offsets past their
+   *       records become visible, or neither: no duplicate copy, no record re-run at attempt 1
+   *       after its copy was written. Costs a transaction commit per commit interval in which a
+   *       copy was written, and latency: a transaction stays open until the partition's commit
+   *       watermark passes every copy in it (or stops at a record waiting for a parked key), at
+   *       most half of {@code transaction.timeout.ms} (default 60 s), so a retry can start only
+   *       after that. A member with a stable {@link Builder#memberId} aborts the transaction its
+   *       crashed predecessor left open when it starts.
+   * </ul>
+   */
   public enum HandOff {
     /** Copies are sent with the idempotent producer; a record is done on the broker's confirm. */
     CONFIRMED,
