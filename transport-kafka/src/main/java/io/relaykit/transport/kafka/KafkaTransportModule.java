@@ -6,7 +6,7 @@ import com.google.inject.Singleton;
 
 /**
  * Guice wiring of the Kafka transport: binds one {@link KafkaPublisher}, one {@link
- * KafkaSubscriber} and one {@link KafkaShareSubscriber} on a {@link KafkaTransportConfig}, and exposes only those two. To make them the
+ * KafkaSubscriber} and one {@link KafkaShareSubscriber} on a {@link KafkaTransportConfig}, and exposes only those three. To make them the
  * deployment's {@link io.relaykit.message.Publisher} and {@link io.relaykit.message.Subscriber},
  * choose {@code relaykit.transport=kafka} (see {@link KafkaTransportBackend}); an application that
  * wires by hand installs this module directly.
