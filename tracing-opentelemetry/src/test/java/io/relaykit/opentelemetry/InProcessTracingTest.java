@@ -11,7 +11,7 @@ import io.opentelemetry.sdk.trace.data.SpanData;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.inprocess.InProcessTransport;
 import io.relaykit.message.Message;
-import io.relaykit.message.MessageHandler;
+import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.message.Tracing;
@@ -31,139 +31,35 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-/** Outbox append → relay → in-process transport → handler, recorded by the SDK. */
-class InProcessTracingTest {
-  private static final Duration WAIT = Duration.ofSeconds(20);
-
-  private final Spans spans = new Spans();
+/** The pipeline on the in-process transport, plus what only needs one transport. */
+class InProcessTracingTest extends TracingPipelineContract {
   private final InProcessTransport transport = InProcessTransport.create();
-  private final InMemoryOutboxStore store = new InMemoryOutboxStore(Clock.systemUTC(),
-      OutboxBound.unbounded(), spans.propagation);
-  private OutboxRelay relay;
+
+  @Override
+  protected Publisher publisher() {
+    return transport;
+  }
+
+  @Override
+  protected Subscriber subscriber() {
+    return transport;
+  }
+
+  @Override
+  protected String newDestination() {
+    return "orders-" + UUID.randomUUID();
+  }
+
+  @Override
+  protected String system() {
+    return "relaykit-inprocess";
+  }
 
   @AfterEach
   void tearDown() {
-    if (relay != null) {
-      relay.close();
-    }
+    closeRelay();
     transport.close();
     spans.close();
-  }
-
-  private void startRelay() {
-    relay = OutboxRelay.builder(store, transport, new InMemoryDeadLetterStore())
-        .tracePropagation(spans.propagation)
-        .pollInterval(Duration.ofMillis(10))
-        .build();
-    relay.start();
-  }
-
-  private void subscribe(String destination, String group, MessageHandler handler) {
-    Subscriber traced = Tracing.subscriber(transport, spans.propagation);
-    traced.subscribe(SubscriptionSpec.builder(destination, group)
-        .retryPolicy(RetryPolicy.builder().maxAttempts(3)
-            .backoff(Backoff.fixed(Duration.ofMillis(10))).build())
-        .build(), handler);
-  }
-
-  /** Appends one message inside a SERVER span, as the demo's HTTP handler does. */
-  private SpanData appendUnderServerSpan(String destination, String id) {
-    Span server = spans.otel.getTracer("test").spanBuilder("POST /orders")
-        .setSpanKind(SpanKind.SERVER).startSpan();
-    try (Scope ignored = server.makeCurrent()) {
-      store.append(destination, Message.builder().id(id).type("order.placed")
-          .payload("{}").build());
-    } finally {
-      server.end();
-    }
-    return spans.ofKind(SpanKind.SERVER).get(0);
-  }
-
-  @Test
-  void oneTraceFromAppendThroughProducerToConsumer() {
-    String destination = "orders-" + UUID.randomUUID();
-    String id = "m-" + UUID.randomUUID();
-    subscribe(destination, "billing", delivery -> {});
-    startRelay();
-    SpanData server = appendUnderServerSpan(destination, id);
-
-    Await.until(WAIT, "one CONSUMER span", () -> spans.count(SpanKind.CONSUMER) == 1);
-    SpanData producer = spans.ofKind(SpanKind.PRODUCER).get(0);
-    SpanData consumer = spans.ofKind(SpanKind.CONSUMER).get(0);
-
-    assertThat(producer.getTraceId()).isEqualTo(server.getTraceId());
-    assertThat(producer.getParentSpanId()).isEqualTo(server.getSpanId());
-    assertThat(consumer.getTraceId()).isEqualTo(server.getTraceId());
-    assertThat(consumer.getParentSpanId()).isEqualTo(producer.getSpanId());
-
-    assertThat(producer.getName()).isEqualTo("publish " + destination);
-    assertThat(producer.getAttributes().get(AttributeKey.stringKey("messaging.system")))
-        .isEqualTo("relaykit-inprocess");
-    assertThat(producer.getAttributes().get(AttributeKey.stringKey("messaging.operation.type")))
-        .isEqualTo("publish");
-    assertThat(producer.getAttributes().get(AttributeKey.stringKey("messaging.destination.name")))
-        .isEqualTo(destination);
-    assertThat(producer.getAttributes().get(AttributeKey.stringKey("messaging.message.id")))
-        .isEqualTo(id);
-
-    assertThat(consumer.getName()).isEqualTo("process " + destination);
-    assertThat(consumer.getAttributes().get(AttributeKey.stringKey("messaging.operation.type")))
-        .isEqualTo("process");
-    assertThat(consumer.getAttributes().get(
-        AttributeKey.stringKey("messaging.consumer.group.name"))).isEqualTo("billing");
-    assertThat(consumer.getAttributes().get(AttributeKey.stringKey("messaging.message.id")))
-        .isEqualTo(id);
-    assertThat(consumer.getAttributes().get(
-        AttributeKey.longKey(OpenTelemetryPropagation.DELIVERY_ATTEMPT))).isEqualTo(1L);
-    assertThat(consumer.getStatus().getStatusCode()).isEqualTo(StatusCode.UNSET);
-    // The message in the outbox carries the SERVER span's context (captured at the append).
-    System.out.println("TRACE DUMP (in-process)\n" + Spans.dump(List.of(server, producer,
-        consumer)));
-  }
-
-  @Test
-  void everyRetryIsItsOwnConsumerSpanAndAFailureIsAnErrorWithTheException() {
-    String destination = "orders-" + UUID.randomUUID();
-    AtomicInteger calls = new AtomicInteger();
-    subscribe(destination, "shipping", delivery -> {
-      if (calls.incrementAndGet() < 3) {
-        throw new IllegalStateException("warehouse down (attempt " + delivery.attempt() + ")");
-      }
-    });
-    startRelay();
-    SpanData server = appendUnderServerSpan(destination, "m-" + UUID.randomUUID());
-
-    Await.until(WAIT, "three CONSUMER spans", () -> spans.count(SpanKind.CONSUMER) == 3);
-    SpanData producer = spans.ofKind(SpanKind.PRODUCER).get(0);
-    List<SpanData> consumers = spans.ofKind(SpanKind.CONSUMER);
-    assertThat(consumers).allSatisfy(c -> {
-      assertThat(c.getTraceId()).isEqualTo(server.getTraceId());
-      assertThat(c.getParentSpanId()).isEqualTo(producer.getSpanId());
-    });
-    assertThat(consumers).extracting(c -> c.getAttributes().get(
-        AttributeKey.longKey(OpenTelemetryPropagation.DELIVERY_ATTEMPT)))
-        .containsExactlyInAnyOrder(1L, 2L, 3L);
-    assertThat(consumers).filteredOn(c -> c.getStatus().getStatusCode() == StatusCode.ERROR)
-        .hasSize(2).allSatisfy(c -> assertThat(c.getEvents())
-            .anySatisfy(e -> assertThat(e.getName()).isEqualTo("exception")));
-    assertThat(consumers).filteredOn(c -> c.getStatus().getStatusCode() == StatusCode.UNSET)
-        .hasSize(1);
-  }
-
-  @Test
-  void aMalformedTraceparentIsIgnoredAndTheConsumerStartsANewTrace() {
-    String destination = "orders-" + UUID.randomUUID();
-    AtomicInteger handled = new AtomicInteger();
-    subscribe(destination, "billing", delivery -> handled.incrementAndGet());
-    transport.publish(destination, Message.builder().id("m-" + UUID.randomUUID())
-        .type("order.placed").payload("{}")
-        .header(TraceContext.TRACEPARENT, "00-not-a-trace-id-01").build()).join();
-
-    Await.until(WAIT, "one CONSUMER span", () -> spans.count(SpanKind.CONSUMER) == 1);
-    SpanData consumer = spans.ofKind(SpanKind.CONSUMER).get(0);
-    assertThat(handled).hasValue(1);
-    assertThat(consumer.getParentSpanContext().isValid()).isFalse();
-    assertThat(consumer.getTraceId()).isNotEqualTo("00000000000000000000000000000000");
   }
 
   @Test
