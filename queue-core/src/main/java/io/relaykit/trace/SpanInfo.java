@@ -23,6 +23,11 @@ public record SpanInfo(String system, String destination, String messageId, Stri
   /**
    * Validates the fields.
    *
+   * @param system the messaging system; empty if unknown
+   * @param destination the queue or topic
+   * @param messageId the message id; empty if unknown
+   * @param group the consumer group; empty for a publish
+   * @param attempt the delivery attempt; 0 for a publish
    * @throws NullPointerException naming the field that is null
    * @throws IllegalArgumentException if {@code attempt} is negative
    */
