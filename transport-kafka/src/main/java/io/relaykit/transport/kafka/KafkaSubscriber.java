@@ -89,6 +89,16 @@ public final class KafkaSubscriber implements Subscriber {
    *     group.instance.id} is in use by a running subscription of the same group in this JVM
    * @throws IllegalStateException if the brokers cannot be reached to check or create the topics
    */
+  /**
+   * The OpenTelemetry messaging system name.
+   *
+   * @return {@code "kafka"}
+   */
+  @Override
+  public String messagingSystem() {
+    return "kafka";
+  }
+
   @Override
   public KafkaSubscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
     return start(spec, handler, null);
