@@ -32,6 +32,8 @@ class PostgresOutboxTransactionTest extends AbstractOutboxTransactionTest {
     r.add("spring.datasource.url", () -> URL);
     r.add("spring.datasource.username", () -> "postgres");
     r.add("relaykit.storage", () -> "h2");
+    // The test claims the rows itself: no relay may take them first.
+    r.add("relaykit.spring.relay.enabled", () -> "false");
     r.add("relaykit.h2.table-prefix", () -> PREFIX);
     r.add("test.orders-table", () -> ORDERS);
   }

@@ -3,13 +3,18 @@ package io.relaykit.spring.boot;
 import io.relaykit.message.Message;
 import java.nio.charset.StandardCharsets;
 import org.springframework.beans.factory.annotation.Value;
-import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
 /** A Spring Boot application using the starter, with one @Transactional business service. */
-@SpringBootApplication
+// No component scan: ListenerApp, in this package, is another application.
+@SpringBootConfiguration
+@EnableAutoConfiguration
+@Import(TestApp.OrderService.class)
 public class TestApp {
 
   /** A business write and an outbox append in one transaction. */
@@ -28,8 +33,13 @@ public class TestApp {
 
     @Transactional
     public void place(String id, boolean fail) {
+      place(id, id, fail);
+    }
+
+    @Transactional
+    public void place(String id, String key, boolean fail) {
       jdbc.update("INSERT INTO " + table + "(id) VALUES (?)", id);
-      outbox.append("orders", Message.builder().id(id).type("order.placed").key(id)
+      outbox.append("orders", Message.builder().id(id).type("order.placed").key(key)
           .payload(("{\"id\":\"" + id + "\"}").getBytes(StandardCharsets.UTF_8)).build());
       if (fail) {
         throw new IllegalStateException("business failure after the append");
