@@ -1,6 +1,8 @@
 package io.relaykit.spring.boot;
 
 import static io.relaykit.config.ConfigKey.Type.BOOLEAN;
+import static io.relaykit.config.ConfigKey.Type.DURATION;
+import static io.relaykit.config.ConfigKey.Type.INTEGER;
 import static io.relaykit.config.ConfigKey.Type.STRING;
 
 import io.relaykit.config.ConfigKey;
@@ -20,8 +22,23 @@ public final class SpringConfigKeys implements ConfigKeys {
   public static final String LISTENERS_ENABLED = "relaykit.spring.listeners.enabled";
   /** The backlog verdicts that make the health indicator OUT_OF_SERVICE. */
   public static final String HEALTH_OUT_OF_SERVICE = "relaykit.spring.health.out-of-service";
+  /** The backlog verdicts that make the health indicator DOWN; default none. */
+  public static final String HEALTH_DOWN = "relaykit.spring.health.down";
   /** Whether the health indicator joins the readiness group; default true. */
   public static final String HEALTH_READINESS = "relaykit.spring.health.readiness";
+  /** The shortest time between two backlog samples the health indicator takes; default 5s. */
+  public static final String HEALTH_SAMPLE_INTERVAL = "relaykit.spring.health.sample-interval";
+  /** How far back the health indicator's backlog samples count; default 5m. */
+  public static final String HEALTH_WINDOW = "relaykit.spring.health.window";
+  /** The fewest samples in the window for a verdict other than healthy; default 5. */
+  public static final String HEALTH_MIN_SAMPLES = "relaykit.spring.health.min-samples";
+  /** The depth trend, in messages per second, that counts as growth; default 1.0. */
+  public static final String HEALTH_GROWTH_PER_SECOND =
+      "relaykit.spring.health.growth-per-second";
+  /** The oldest unsent age from which a backlog that does not move is stalled; default 1m. */
+  public static final String HEALTH_STALL_AGE = "relaykit.spring.health.stall-age";
+  /** The largest page the dead-letter endpoint lists; default 100. */
+  public static final String DEAD_LETTERS_MAX_LIMIT = "relaykit.spring.dead-letters.max-limit";
 
   /** For ServiceLoader. */
   public SpringConfigKeys() {}
@@ -43,10 +60,26 @@ public final class SpringConfigKeys implements ConfigKeys {
             "whether this application runs an outbox relay (a SmartLifecycle bean)"),
         ConfigKey.of(LISTENERS_ENABLED, BOOLEAN, "true",
             "whether @RelaykitListener methods are subscribed (a SmartLifecycle bean)"),
-        ConfigKey.of(HEALTH_OUT_OF_SERVICE, STRING, "stalled,sustained-growth",
+        ConfigKey.of(HEALTH_OUT_OF_SERVICE, STRING, "stalled,sustained-growth,over-bound",
             "the backlog verdicts (comma-separated) that make the relaykit health indicator"
                 + " OUT_OF_SERVICE; empty: never"),
+        ConfigKey.of(HEALTH_DOWN, STRING, "",
+            "the backlog verdicts (comma-separated) that make the relaykit health indicator"
+                + " DOWN; empty: never"),
         ConfigKey.of(HEALTH_READINESS, BOOLEAN, "true",
-            "whether the relaykit health indicator joins the readiness group (never liveness)"));
+            "whether the relaykit health indicator joins the readiness group (never liveness)"
+                + " when management.endpoint.health.group.readiness.include is not set"),
+        ConfigKey.of(HEALTH_SAMPLE_INTERVAL, DURATION, "5s",
+            "the shortest time between two outbox backlog samples taken by health checks"),
+        ConfigKey.of(HEALTH_WINDOW, DURATION, "5m",
+            "how far back the health indicator's backlog samples count"),
+        ConfigKey.of(HEALTH_MIN_SAMPLES, INTEGER, "5",
+            "the fewest samples in the window for a verdict other than healthy (at least 3)"),
+        ConfigKey.of(HEALTH_GROWTH_PER_SECOND, STRING, "1.0",
+            "the outbox depth trend, in messages per second, that counts as sustained growth"),
+        ConfigKey.of(HEALTH_STALL_AGE, DURATION, "1m",
+            "the oldest unsent age from which an outbox backlog that does not move is stalled"),
+        ConfigKey.of(DEAD_LETTERS_MAX_LIMIT, INTEGER, "100",
+            "the largest page the relaykitdeadletters actuator endpoint lists"));
   }
 }
