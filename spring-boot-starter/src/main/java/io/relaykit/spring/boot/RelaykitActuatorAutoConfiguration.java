@@ -147,13 +147,14 @@ public class RelaykitActuatorAutoConfiguration {
         b.growthPerSecond(Double.parseDouble(growth.strip()));
       } catch (NumberFormatException e) {
         throw new IllegalArgumentException(SpringConfigKeys.HEALTH_GROWTH_PER_SECOND
-            + " must be a number of messages per second such as 0.5, was '" + growth + "'", e);
+            + " must be a number of messages per second such as 0.5, was '" + growth + "'");
       }
     }
     try {
       return b.build();
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("relaykit.spring.health: " + e.getMessage(), e);
+      // The core message names the component (minSamples); this names the property block.
+      throw new IllegalArgumentException("relaykit.spring.health: " + e.getMessage());
     }
   }
 }
