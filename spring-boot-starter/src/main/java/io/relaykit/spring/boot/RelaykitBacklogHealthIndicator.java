@@ -35,9 +35,11 @@ import org.springframework.boot.health.contributor.Status;
  * (Kubernetes probes every 10 s give 30 in the default 5 minutes); fewer is {@code HEALTHY}, no
  * evidence. Memory is bounded by the monitor's {@link BacklogMonitor.Config#maxSamples()}.
  *
- * <p>Details: {@code verdict} (the enum constant's name), {@code depth}, {@code oldestAge} (ISO-8601), {@code samples},
- * {@code depthPerSecond} (the trend), {@code sampledAt}, and {@code maxUnsent} for a bounded
- * outbox. They are shown as Spring Boot's {@code management.endpoint.health.show-details} allows.
+ * <p>Details: {@code verdict} (the constant's name, {@code STALLED}), {@code depth}, {@code
+ * oldestAge} (ISO-8601), {@code samples}, {@code depthPerSecond} (the trend), {@code sampledAt},
+ * and {@code maxUnsent} for a bounded outbox. They are shown as Spring Boot's {@code
+ * management.endpoint.health.show-details} allows; the probe groups never show them, the path
+ * {@code /actuator/health/relaykit} does.
  *
  * <p>Failure: when the outbox cannot answer (database down or slow past its JDBC timeouts) the
  * health is {@code DOWN} with the error's message, and the check takes as long as the store's
