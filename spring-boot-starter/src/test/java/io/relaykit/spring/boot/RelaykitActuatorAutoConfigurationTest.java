@@ -201,6 +201,38 @@ class RelaykitActuatorAutoConfigurationTest {
     }
 
     @Test
+    @DisplayName("a backlog that keeps growing while its head moves is SUSTAINED_GROWTH, which"
+        + " the lists map on their own")
+    void sustainedGrowth() {
+      InMemoryOutboxStore store = new InMemoryOutboxStore(clock);
+      RelaykitBacklogHealthIndicator both = indicator(store, EnumSet.of(BacklogVerdict.STALLED,
+          BacklogVerdict.SUSTAINED_GROWTH));
+      RelaykitBacklogHealthIndicator stallOnly = indicator(store,
+          EnumSet.of(BacklogVerdict.STALLED));
+      int seq = 0;
+      Health h = null;
+      Health h2 = null;
+      for (int step = 0; step < 6; step++) {
+        // 30 in, 10 out per 20 s: +1 message/s, and the oldest row is never older than 20 s.
+        for (int i = 0; i < 30; i++) {
+          store.append("d", Message.builder().id("m" + seq++).type("t").createdAt(clock.instant())
+              .payload("{}").build());
+        }
+        List<io.relaykit.outbox.OutboxRecord> rows = store.claim("r", 10, Duration.ofMinutes(1),
+            clock.instant());
+        store.markSent("r", rows.stream().map(io.relaykit.outbox.OutboxRecord::sequence)
+            .toList(), clock.instant());
+        h = both.health();
+        h2 = stallOnly.health();
+        clock.advance(Duration.ofSeconds(20));
+      }
+      assertThat(h.getDetails()).containsEntry("verdict", "SUSTAINED_GROWTH");
+      assertThat(h.getStatus()).isEqualTo(Status.OUT_OF_SERVICE);
+      assertThat(h2.getStatus()).isEqualTo(Status.UP);
+      assertThat((Double) h.getDetails().get("depthPerSecond")).isGreaterThan(0.9);
+    }
+
+    @Test
     @DisplayName("an outbox that cannot answer is DOWN with the error; the next check asks again")
     void storeFails() {
       InMemoryOutboxStore memory = new InMemoryOutboxStore(clock);
@@ -240,9 +272,13 @@ class RelaykitActuatorAutoConfigurationTest {
     }
 
     private RelaykitBacklogHealthIndicator indicator(io.relaykit.outbox.OutboxStore store) {
+      return indicator(store, EnumSet.of(BacklogVerdict.STALLED, BacklogVerdict.OVER_BOUND));
+    }
+
+    private RelaykitBacklogHealthIndicator indicator(io.relaykit.outbox.OutboxStore store,
+        Set<BacklogVerdict> outOfService) {
       return new RelaykitBacklogHealthIndicator(store, BacklogMonitor.Config.defaults(), clock,
-          Duration.ZERO, EnumSet.of(BacklogVerdict.STALLED, BacklogVerdict.OVER_BOUND),
-          Set.of());
+          Duration.ZERO, outOfService, Set.of());
     }
   }
 }
