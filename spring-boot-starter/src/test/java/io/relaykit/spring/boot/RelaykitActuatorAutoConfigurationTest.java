@@ -23,10 +23,13 @@ import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.health.actuate.endpoint.HealthEndpointGroups;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.Status;
+import org.springframework.boot.test.context.FilteredClassLoader;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /** The Actuator auto-configuration in real (non-web) contexts, and the indicator on its own. */
@@ -117,6 +120,19 @@ class RelaykitActuatorAutoConfigurationTest {
       assertThat(ctx.getBeansOfType(RelaykitBacklogHealthIndicator.class)).isEmpty();
       assertThat(inGroup(ctx, "readiness")).isFalse();
     }
+  }
+
+  @Test
+  @DisplayName("without Actuator on the class path the starter starts without these beans")
+  void withoutActuator() {
+    new ApplicationContextRunner()
+        .withClassLoader(new FilteredClassLoader("org.springframework.boot.health",
+            "org.springframework.boot.actuate"))
+        .withConfiguration(AutoConfigurations.of(RelaykitAutoConfiguration.class,
+            RelaykitActuatorAutoConfiguration.class))
+        .run(ctx -> assertThat(ctx).hasNotFailed().hasSingleBean(TransactionalOutbox.class)
+            .doesNotHaveBean(RelaykitBacklogHealthIndicator.class)
+            .doesNotHaveBean(RelaykitDeadLettersEndpoint.class));
   }
 
   @Nested
