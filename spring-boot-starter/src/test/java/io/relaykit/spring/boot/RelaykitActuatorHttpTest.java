@@ -69,7 +69,8 @@ class RelaykitActuatorHttpTest {
       + " readiness back")
   void stalledBacklogMakesTheAppNotReadyUntilDrained() throws Exception {
     ConfigurableApplicationContext ctx = start(
-        "management.endpoints.web.exposure.include=health");
+        "management.endpoints.web.exposure.include=health",
+        "management.endpoint.health.probes.add-additional-paths=true");
     FakeClock clock = ctx.getBean(FakeClock.class);
     InMemoryOutboxStore outbox = ctx.getBean(InMemoryOutboxStore.class);
     Instant t0 = clock.instant();
@@ -98,6 +99,9 @@ class RelaykitActuatorHttpTest {
     assertThat(relaykit.get("details").get("oldestAge").asString()).isEqualTo("PT1M20S");
     assertThat(get(ctx, "/actuator/health/readinessState").statusCode()).isEqualTo(200);
 
+    // Boot's additional probe paths on the main port answer from the same groups.
+    assertThat(get(ctx, "/readyz").statusCode()).isEqualTo(503);
+    assertThat(get(ctx, "/livez").statusCode()).isEqualTo(200);
     HttpResponse<String> liveness = get(ctx, "/actuator/health/liveness");
     assertThat(liveness.statusCode()).isEqualTo(200);
     assertThat(json(liveness).get("status").asString()).isEqualTo("UP");
@@ -112,6 +116,7 @@ class RelaykitActuatorHttpTest {
     readiness = get(ctx, "/actuator/health/readiness");
     assertThat(readiness.statusCode()).isEqualTo(200);
     assertThat(json(readiness).get("status").asString()).isEqualTo("UP");
+    assertThat(get(ctx, "/readyz").statusCode()).isEqualTo(200);
     relaykit = json(get(ctx, "/actuator/health/relaykit"));
     assertThat(relaykit.get("status").asString()).isEqualTo("UP");
     assertThat(relaykit.get("details").get("verdict").asString()).isEqualTo("HEALTHY");
