@@ -33,7 +33,7 @@ class InstalledArtifactsTest {
 
   private static final List<String> LIBRARIES = List.of("relaykit-core", "relaykit-tck",
       "relaykit-guice", "relaykit-jdbc", "relaykit-redis", "relaykit-kafka", "relaykit-rabbitmq",
-      "relaykit-poller");
+      "relaykit-poller", "relaykit-micrometer");
 
   @Test
   @DisplayName("mvn install puts only the published artifacts, each with sources and javadoc jars")

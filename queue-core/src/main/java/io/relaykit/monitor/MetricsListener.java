@@ -17,9 +17,12 @@ import java.util.function.Consumer;
  * consumer stopped. {@code destination} names a queue, topic or outbox; runtimes
  * pass the same name they were configured with.
  *
- * <p>WARNING: called from delivery threads and timers. Implementations must be fast, thread-safe
- * and must not block. Runtimes call through {@link #safely}, which contains what a listener throws
- * (reported once through {@link System.Logger}) so a broken exporter cannot stall delivery.
+ * <p>WARNING: called from delivery threads, publisher callbacks and timers, some of them (the
+ * relay's and queues' samples, {@link #publishConfirmDuration}) under relaykit's locks.
+ * Implementations must be fast (O(1): update a cached meter, never build a new tag map or look
+ * one up per call on the hot path), thread-safe and must not block. Runtimes call through {@link
+ * #safely}, which contains what a listener throws (reported once through {@link System.Logger})
+ * so a broken exporter cannot stall delivery.
  */
 public interface MetricsListener {
 
@@ -61,6 +64,53 @@ public interface MetricsListener {
    * @param lag the current lag in messages, summed over partitions
    */
   default void consumerLag(String destination, String group, long lag) {}
+
+  /**
+   * How far consumer {@code group} trails the end of one {@code partition} of {@code destination},
+   * in messages: reported next to {@link #consumerLag} by runtimes that know partitions (Kafka);
+   * the others report only the sum. Called from the sampling thread, once per assigned partition
+   * per sample; a partition no longer assigned is not reported again (its last value stays).
+   *
+   * @param destination the topic consumed
+   * @param group the consumer group
+   * @param partition the partition number, {@code >= 0}
+   * @param lag the current lag of that partition in messages
+   */
+  default void partitionLag(String destination, String group, int partition, long lag) {}
+
+  /**
+   * Messages of {@code destination} taken by consumer {@code group} and not yet finished (handler
+   * running, or done but not yet committed): a gauge, reported when the runtime samples.
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group
+   * @param count the current number of in-flight messages
+   */
+  default void inFlight(String destination, String group, long count) {}
+
+  /**
+   * One handler call of consumer {@code group} on {@code destination} took {@code duration}:
+   * reported once per delivery (each attempt counts), on the handler's thread right after the
+   * handler returned or threw, outside relaykit's locks.
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group
+   * @param duration how long the handler ran, measured on a monotonic clock
+   * @param failed whether the handler threw (or timed out)
+   */
+  default void handlerDuration(String destination, String group, Duration duration,
+      boolean failed) {}
+
+  /**
+   * One message to {@code destination} was confirmed by the broker {@code duration} after it was
+   * handed to the publisher: reported once per confirmed publish, on the thread that sees the
+   * confirmation (a publisher's callback thread or the relay's thread), possibly under the relay's
+   * lock.
+   *
+   * @param destination the queue, topic or outbox the publisher sent to
+   * @param duration from the publish call to its confirmation, on a monotonic clock
+   */
+  default void publishConfirmDuration(String destination, Duration duration) {}
 
   /**
    * Dead letters held for {@code destination}.
@@ -152,6 +202,27 @@ public interface MetricsListener {
       @Override
       public void consumerLag(String destination, String group, long lag) {
         copy.forEach(l -> safely(l, x -> x.consumerLag(destination, group, lag)));
+      }
+
+      @Override
+      public void partitionLag(String destination, String group, int partition, long lag) {
+        copy.forEach(l -> safely(l, x -> x.partitionLag(destination, group, partition, lag)));
+      }
+
+      @Override
+      public void inFlight(String destination, String group, long count) {
+        copy.forEach(l -> safely(l, x -> x.inFlight(destination, group, count)));
+      }
+
+      @Override
+      public void handlerDuration(String destination, String group, Duration duration,
+          boolean failed) {
+        copy.forEach(l -> safely(l, x -> x.handlerDuration(destination, group, duration, failed)));
+      }
+
+      @Override
+      public void publishConfirmDuration(String destination, Duration duration) {
+        copy.forEach(l -> safely(l, x -> x.publishConfirmDuration(destination, duration)));
       }
 
       @Override

@@ -208,11 +208,16 @@ final class RabbitMqSubscription implements Subscription {
     }
     event(LifecycleEvent.Stage.DELIVERED, ctx.message, "attempt " + ctx.attempt);
     Throwable failure = null;
+    long started = System.nanoTime();
     try {
       handler.handle(ctx.delivery);
     } catch (Throwable t) {
       failure = t;
     } finally {
+      Duration took = Duration.ofNanos(System.nanoTime() - started);
+      boolean failed = failure != null;
+      MetricsListener.safely(spec.metricsOr(MetricsListener.noop()),
+          x -> x.handlerDuration(spec.destination(), spec.group(), took, failed));
       if (timeout != null) {
         timeout.cancel(false);
       }
