@@ -61,6 +61,13 @@ abstract class ScriptedRunContract {
     return c == null ? 0 : c.count();
   }
 
+  /** Every non-zero relaykit.messages series, for a failure message. */
+  String counted() {
+    return registry.find("relaykit.messages").counters().stream().filter(c -> c.count() > 0)
+        .map(c -> c.getId().getTag("destination") + "/" + c.getId().getTag("stage") + "="
+            + (long) c.count()).sorted().toList().toString();
+  }
+
   static RetryPolicy retries() {
     return RetryPolicy.builder().maxAttempts(ATTEMPTS)
         .backoff(Backoff.fixed(Duration.ofMillis(200))).build();
@@ -90,9 +97,13 @@ abstract class ScriptedRunContract {
       publisher.publish(destination, m).orTimeout(30, TimeUnit.SECONDS).join();
     }
 
-    Await.until(WAIT, "9 acked and 1 dead-lettered in relaykit.messages",
-        () -> messages(destination, Stage.ACKED) == N - 1
-            && messages(destination, Stage.DEAD_LETTERED) == 1);
+    try {
+      Await.until(WAIT, "9 acked and 1 dead-lettered in relaykit.messages",
+          () -> messages(destination, Stage.ACKED) == N - 1
+              && messages(destination, Stage.DEAD_LETTERED) == 1);
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + "; counted: " + counted(), e);
+    }
     settle(destination, group);
 
     int delivered = N + FAIL_ONCE + (ATTEMPTS - 1);
