@@ -34,6 +34,8 @@ class LayeringTest {
     assertThat(classes.contain("io.relaykit.tck.FakeClock")).as("queue-tck").isTrue();
     assertThat(classes.contain("io.relaykit.guice.RelayKitModule")).as("queue-guice").isTrue();
     assertThat(classes.contain("io.relaykit.poller.StatusPoller")).as("frontend-poller").isTrue();
+    assertThat(classes.contain("io.relaykit.opentelemetry.OpenTelemetryPropagation"))
+        .as("tracing-opentelemetry").isTrue();
     assertThat(classes.stream().map(JavaClass::getPackageName))
         .as("tests and fixtures stay out")
         .noneMatch(p -> p.startsWith("io.relaykit.architecture"));

@@ -39,6 +39,7 @@ final class RelayKitModules {
       new Module("transport-rabbitmq", Role.ADAPTER, List.of("transport.rabbitmq")),
       new Module("frontend-poller", Role.ADAPTER, List.of("poller")),
       new Module("metrics-micrometer", Role.ADAPTER, List.of("metrics.micrometer")),
+      new Module("tracing-opentelemetry", Role.ADAPTER, List.of("opentelemetry")),
       new Module("examples", Role.APPLICATION, List.of("examples")),
       new Module("benchmarks", Role.APPLICATION, List.of("bench")),
       new Module("relaykit-chaos", Role.APPLICATION, List.of("chaos")));

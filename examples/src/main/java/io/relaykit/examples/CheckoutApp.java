@@ -20,6 +20,7 @@ import io.relaykit.message.Subscriber;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.message.Tracing;
 import io.relaykit.monitor.BacklogMonitor;
 import io.relaykit.monitor.BacklogSnapshot;
 import io.relaykit.monitor.LifecycleEvent;
@@ -34,6 +35,7 @@ import io.relaykit.retry.Jitter;
 import io.relaykit.retry.PermanentFailureException;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.storage.h2.H2StorageConfig;
+import io.relaykit.storage.h2.JdbcOutboxStore;
 import io.relaykit.storage.h2.JdbcStorage;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.storage.redis.RedisStorageConfig;
@@ -107,11 +109,14 @@ final class CheckoutApp implements AutoCloseable {
   final IdempotencyStore deliveries;
   /** The broker this app started ({@code --transport kafka}, none configured); null otherwise. */
   final LocalKafkaBroker localKafka;
+  /** Spans of POST /orders, the outbox, the relay and the consumers ({@link DemoTracing}). */
+  final DemoTracing tracing;
 
   private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume,
-      LocalKafkaBroker localKafka) throws IOException, SQLException {
+      LocalKafkaBroker localKafka, DemoTracing tracing) throws IOException, SQLException {
     this.options = options;
     this.localKafka = localKafka;
+    this.tracing = tracing;
     for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
       counts.put(stage, new AtomicLong());
     }
@@ -123,18 +128,20 @@ final class CheckoutApp implements AutoCloseable {
     // JDBC stores replace the in-memory defaults so dead letters and dedupe rows are durable.
     this.clock = InstantSource.system();
     this.storage = JdbcStorage.open(storageConfig(options, listener), clock);
+    // Appends capture the caller's span (the SERVER span of POST /orders) into the message.
+    JdbcOutboxStore outbox = storage.outboxStore().withTracePropagation(tracing.propagation());
     RelayKitConfig config = relayKitConfig(options, settings);
     Injector injector = Guice.createInjector(new RelayKitModule(config), binder -> {
       RelayKitModule.override(binder, InstantSource.class).toInstance(clock);
       RelayKitModule.override(binder, LifecycleListener.class).toInstance(listener);
       RelayKitModule.override(binder, DeadLetterStore.class)
           .toInstance(storage.deadLetterStore());
-      RelayKitModule.override(binder, OutboxStore.class).toInstance(storage.outboxStore());
+      RelayKitModule.override(binder, OutboxStore.class).toInstance(outbox);
       RelayKitModule.override(binder, IdempotencyStore.class)
           .toInstance(storage.idempotencyStore());
     });
     this.retry = injector.getInstance(RetryPolicy.class);
-    this.orders = new Orders(storage.dataSource(), storage.outboxStore(),
+    this.orders = new Orders(storage.dataSource(), outbox,
         storage.idempotencyStore(), storage.deadLetterStore(), clock);
     orders.createTables();
     this.backlog = new BacklogMonitor(BacklogMonitor.Config.defaults(), clock);
@@ -164,7 +171,9 @@ final class CheckoutApp implements AutoCloseable {
       this.deliveries = null;
     }
     this.publisher = injector.getInstance(Publisher.class);
-    this.subscriber = injector.getInstance(Subscriber.class);
+    // A CONSUMER span per delivery, child of the relay's PRODUCER span.
+    this.subscriber = Tracing.subscriber(injector.getInstance(Subscriber.class),
+        tracing.propagation());
     // The in-process transport loses what it held when the JVM dies, so after a restart the
     // messages the relay had already handed over are put back into the outbox. A broker keeps
     // them durably (and redelivers unacked ones), so there is nothing to redrive.
@@ -189,7 +198,8 @@ final class CheckoutApp implements AutoCloseable {
               .build(),
           delivery -> consumeRecordingDeath(effect, delivery)));
     }
-    this.relay = OutboxRelay.builder(storage.outboxStore(), publisher, storage.deadLetterStore())
+    this.relay = OutboxRelay.builder(outbox, publisher, storage.deadLetterStore())
+        .tracePropagation(tracing.propagation())
         .clock(clock)
         .listener(listener)
         .retryPolicy(RetryPolicy.builder().maxAttempts(10)
@@ -220,6 +230,12 @@ final class CheckoutApp implements AutoCloseable {
    */
   static CheckoutApp start(DemoOptions options, Map<String, String> settings)
       throws IOException, SQLException {
+    return start(options, settings, DemoTracing.fromEnvironment());
+  }
+
+  /** The full pipeline, tracing through {@code tracing} (closed with the app). */
+  static CheckoutApp start(DemoOptions options, Map<String, String> settings,
+      DemoTracing tracing) throws IOException, SQLException {
     checkServices(options, settings, true);
     LocalKafkaBroker local = null;
     Map<String, String> effective = settings;
@@ -229,7 +245,7 @@ final class CheckoutApp implements AutoCloseable {
       effective.put(KAFKA_BOOTSTRAP, local.bootstrap());
     }
     try {
-      return new CheckoutApp(options, effective, true, local);
+      return new CheckoutApp(options, effective, true, local, tracing);
     } catch (IOException | SQLException | RuntimeException | Error e) {
       if (local != null) {
         local.close();
@@ -241,7 +257,7 @@ final class CheckoutApp implements AutoCloseable {
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
     checkServices(options, Map.of(), false);
-    return new CheckoutApp(options, Map.of(), false, null);
+    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off());
   }
 
   /**
@@ -570,6 +586,7 @@ final class CheckoutApp implements AutoCloseable {
       if (localKafka != null) {
         localKafka.close();
       }
+      tracing.close();
     }
   }
 }

@@ -6,6 +6,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.context.Scope;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.poller.HttpAnswer;
@@ -88,7 +90,24 @@ final class DemoServer implements AutoCloseable {
         sendBytes(ex, 200, PollerAssets.JAVASCRIPT, PollerAssets.browserPollerScript());
       } else if (path.equals("/orders")) {
         requireMethod(method, "POST");
-        send(ex, placeOrder(ex));
+        // The SERVER span the order's trace starts with: the outbox append inside it captures it.
+        Span span = app.tracing.server(method, path, ex.getRequestHeaders());
+        Scope current = span.makeCurrent();
+        try {
+          HttpAnswer answer = placeOrder(ex);
+          DemoTracing.answered(span, answer.status());
+          send(ex, answer);
+        } catch (HttpError e) {
+          DemoTracing.answered(span, e.status);
+          throw e;
+        } catch (Exception | Error e) {
+          DemoTracing.answered(span, 500);
+          span.recordException(e);
+          throw e;
+        } finally {
+          current.close();
+          span.end();
+        }
       } else if (order.matches()) {
         requireMethod(method, "GET");
         send(ex, order.group(2) != null ? status(order.group(1)) : order(order.group(1)));

@@ -127,6 +127,16 @@ public final class InProcessTransport implements Publisher, Subscriber {
     return deadLetters;
   }
 
+  /**
+   * The OpenTelemetry messaging system name.
+   *
+   * @return {@code "relaykit-inprocess"}
+   */
+  @Override
+  public String messagingSystem() {
+    return "relaykit-inprocess";
+  }
+
   @Override
   public CompletableFuture<PublishReceipt> publish(String destination, Message message) {
     Checks.requireNonBlank("destination", destination);

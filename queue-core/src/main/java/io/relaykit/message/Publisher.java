@@ -34,6 +34,18 @@ public interface Publisher extends AutoCloseable {
    */
   CompletableFuture<PublishReceipt> publish(String destination, Message message);
 
+  /**
+   * The messaging system this publisher sends to, as the OpenTelemetry messaging conventions name
+   * it ({@code kafka}, {@code rabbitmq}; relaykit's in-process transport says {@code
+   * relaykit-inprocess}): recorded on spans by a {@link io.relaykit.trace.TracePropagation}. The
+   * default is the empty string (unknown). Must be cheap and must not throw.
+   *
+   * @return the system's name, or "" when unknown
+   */
+  default String messagingSystem() {
+    return "";
+  }
+
   @Override
   void close();
 }

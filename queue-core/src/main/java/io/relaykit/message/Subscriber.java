@@ -31,6 +31,18 @@ public interface Subscriber extends AutoCloseable {
    */
   Subscription subscribe(SubscriptionSpec spec, MessageHandler handler);
 
+  /**
+   * The messaging system this subscriber receives from, as the OpenTelemetry messaging conventions
+   * name it ({@code kafka}, {@code rabbitmq}; relaykit's in-process transport says {@code
+   * relaykit-inprocess}): recorded on spans by a {@link io.relaykit.trace.TracePropagation}. The
+   * default is the empty string (unknown). Must be cheap and must not throw.
+   *
+   * @return the system's name, or "" when unknown
+   */
+  default String messagingSystem() {
+    return "";
+  }
+
   /** Closes every subscription this subscriber started (with their default deadline). */
   @Override
   void close();

@@ -1,5 +1,6 @@
 package io.relaykit.message;
 
+import io.relaykit.trace.SpanInfo;
 import io.relaykit.trace.TraceContext;
 import io.relaykit.trace.TracePropagation;
 import io.relaykit.trace.TraceScope;
@@ -53,7 +54,8 @@ public final class Tracing {
         if (message == null) {
           throw new IllegalArgumentException("message must not be null");
         }
-        TraceScope scope = open(() -> propagation.publishing(destination,
+        TraceScope scope = open(() -> propagation.publishing(
+            SpanInfo.publish(system(publisher), destination, message.id()),
             message.traceContext().context()));
         if (scope == null) {
           return publisher.publish(destination, message);
@@ -85,6 +87,11 @@ public final class Tracing {
       }
 
       @Override
+      public String messagingSystem() {
+        return system(publisher);
+      }
+
+      @Override
       public void close() {
         publisher.close();
       }
@@ -107,13 +114,33 @@ public final class Tracing {
    * @throws NullPointerException if an argument is null
    */
   public static MessageHandler handler(MessageHandler handler, TracePropagation propagation) {
+    return handler(handler, propagation, "", "");
+  }
+
+  /**
+   * {@link #handler(MessageHandler, TracePropagation)} that also tells the propagation the
+   * messaging system and the consumer group (span attributes); {@link #subscriber} fills both in.
+   *
+   * @param handler the handler to wrap
+   * @param propagation the propagation whose scope surrounds each call
+   * @param system the messaging system ({@code kafka}, ...), "" if unknown
+   * @param group the consumer group, "" if unknown
+   * @return the traced handler
+   * @throws NullPointerException if an argument is null
+   */
+  public static MessageHandler handler(MessageHandler handler, TracePropagation propagation,
+      String system, String group) {
     Objects.requireNonNull(handler, "handler");
     Objects.requireNonNull(propagation, "propagation");
+    Objects.requireNonNull(system, "system");
+    Objects.requireNonNull(group, "group");
     if (propagation == TracePropagation.none()) {
       return handler;
     }
     return delivery -> {
-      TraceScope scope = open(() -> propagation.handling(delivery.source(),
+      TraceScope scope = open(() -> propagation.handling(
+          SpanInfo.delivery(system, delivery.source(), delivery.message().id(), group,
+              delivery.attempt()),
           delivery.traceContext()));
       if (scope == null) {
         handler.handle(delivery);
@@ -127,6 +154,69 @@ public final class Tracing {
       }
       end(scope, null);
     };
+  }
+
+  /**
+   * {@code subscriber} whose every subscription's handler is wrapped by {@link
+   * #handler(MessageHandler, TracePropagation, String, String)} with the subscriber's {@link
+   * Subscriber#messagingSystem()} and the spec's group: one consumer span per delivery (a retry
+   * is a new delivery, so a new span). {@code subscriber} itself when {@code propagation} is
+   * {@link TracePropagation#none()}.
+   *
+   * @param subscriber the subscriber to wrap
+   * @param propagation the propagation whose scopes surround each handler call
+   * @return the traced subscriber; closing it closes {@code subscriber}
+   * @throws NullPointerException if an argument is null
+   */
+  public static Subscriber subscriber(Subscriber subscriber, TracePropagation propagation) {
+    Objects.requireNonNull(subscriber, "subscriber");
+    Objects.requireNonNull(propagation, "propagation");
+    if (propagation == TracePropagation.none()) {
+      return subscriber;
+    }
+    return new Subscriber() {
+      @Override
+      public Subscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
+        Objects.requireNonNull(spec, "spec");
+        return subscriber.subscribe(spec,
+            handler(handler, propagation, system(subscriber), spec.group()));
+      }
+
+      @Override
+      public String messagingSystem() {
+        return system(subscriber);
+      }
+
+      @Override
+      public void close() {
+        subscriber.close();
+      }
+
+      @Override
+      public String toString() {
+        return "Tracing.subscriber(" + subscriber + ", " + propagation + ")";
+      }
+    };
+  }
+
+  private static String system(Publisher publisher) {
+    try {
+      String s = publisher.messagingSystem();
+      return s == null ? "" : s;
+    } catch (RuntimeException e) {
+      contained(e);
+      return "";
+    }
+  }
+
+  private static String system(Subscriber subscriber) {
+    try {
+      String s = subscriber.messagingSystem();
+      return s == null ? "" : s;
+    } catch (RuntimeException e) {
+      contained(e);
+      return "";
+    }
   }
 
   private interface Opener {

@@ -72,6 +72,33 @@ public interface TracePropagation {
   }
 
   /**
+   * {@link #publishing(String, Optional)} with what relaykit knows about the publish (messaging
+   * system, message id), for a library that records them as span attributes. relaykit calls this
+   * one; the default forwards to {@link #publishing(String, Optional)}, so implementations written
+   * before it existed keep working.
+   *
+   * @param info the publish: system, destination and message id
+   * @param parent the context the message carries (captured at the append), empty for none
+   * @return the scope to close when the publish is confirmed or failed
+   */
+  default TraceScope publishing(SpanInfo info, Optional<TraceContext> parent) {
+    return publishing(info.destination(), parent);
+  }
+
+  /**
+   * {@link #handling(String, Optional)} with what relaykit knows about the delivery (messaging
+   * system, message id, consumer group, attempt). relaykit calls this one; the default forwards
+   * to {@link #handling(String, Optional)}.
+   *
+   * @param info the delivery: system, source, message id, group and attempt
+   * @param parent the context the delivery carries, empty for none or a malformed one
+   * @return the scope to close on the same thread when the handler returned or threw
+   */
+  default TraceScope handling(SpanInfo info, Optional<TraceContext> parent) {
+    return handling(info.destination(), parent);
+  }
+
+  /**
    * Propagation that captures nothing and opens no spans.
    *
    * @return the shared no-op propagation

@@ -218,4 +218,78 @@ class TracingTest {
       public void close() {}
     };
   }
+
+  @Test
+  @DisplayName("relaykit passes SpanInfo (system, message id, group, attempt); the default forwards"
+      + " to the destination-only methods, and Tracing.subscriber fills in system and group")
+  void spanInfo() throws Exception {
+    List<io.relaykit.trace.SpanInfo> seen = new ArrayList<>();
+    TracePropagation withInfo = new TracePropagation() {
+      @Override
+      public Optional<TraceContext> current() {
+        return Optional.empty();
+      }
+
+      @Override
+      public TraceScope publishing(io.relaykit.trace.SpanInfo info,
+          Optional<TraceContext> parent) {
+        seen.add(info);
+        return TraceScope.unchanged(parent);
+      }
+
+      @Override
+      public TraceScope handling(io.relaykit.trace.SpanInfo info,
+          Optional<TraceContext> parent) {
+        seen.add(info);
+        return TraceScope.unchanged(parent);
+      }
+    };
+    Message m = Message.builder().id("m-1").type("t").payload("x").traceContext(SENT).build();
+    Publisher inner = new Publisher() {
+      @Override
+      public CompletableFuture<PublishReceipt> publish(String destination, Message message) {
+        return new CompletableFuture<>();
+      }
+
+      @Override
+      public String messagingSystem() {
+        return "kafka";
+      }
+
+      @Override
+      public void close() {}
+    };
+    Publisher traced = Tracing.publisher(inner, withInfo);
+    traced.publish("orders", m);
+    assertThat(traced.messagingSystem()).isEqualTo("kafka");
+
+    List<MessageHandler> subscribed = new ArrayList<>();
+    Subscriber sub = new Subscriber() {
+      @Override
+      public Subscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
+        subscribed.add(handler);
+        return null;
+      }
+
+      @Override
+      public String messagingSystem() {
+        return "rabbitmq";
+      }
+
+      @Override
+      public void close() {}
+    };
+    Tracing.subscriber(sub, withInfo).subscribe(SubscriptionSpec.builder("orders", "billing")
+        .build(), delivery -> {});
+    subscribed.get(0).handle(new Delivery(m, "orders", 2, java.time.Instant.EPOCH));
+
+    assertThat(seen).containsExactly(
+        io.relaykit.trace.SpanInfo.publish("kafka", "orders", "m-1"),
+        io.relaykit.trace.SpanInfo.delivery("rabbitmq", "orders", "m-1", "billing", 2));
+
+    // The destination-only implementation (recording) still sees every call.
+    Tracing.handler(delivery -> {}, recording, "kafka", "g").handle(Delivery.first(m, "orders"));
+    assertThat(events).contains("consumer orders parent 00f067aa0ba902b7", "consumer closed");
+    assertThat(Tracing.subscriber(sub, TracePropagation.none())).isSameAs(sub);
+  }
 }

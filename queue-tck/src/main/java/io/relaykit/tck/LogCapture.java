@@ -24,14 +24,17 @@ import java.util.logging.Logger;
  * there. {@link #open()} checks that routing with a probe line and fails clearly if the class path
  * routes {@code System.Logger} elsewhere, so a capture can never pass because it saw nothing.
  *
- * <p>Bounded: it keeps the first {@value #MAX_LINES} lines and counts the rest in {@link
- * #dropped()}; {@link #assertNeverContains} fails if any line was dropped, so a cut never hides a
+ * <p>Bounded: it keeps the first {@value #MAX_LINES} lines, {@value #MAX_CHARS} characters in
+ * all, and counts the rest in {@link #dropped()}; {@link #assertNeverContains} fails if any line was dropped, so a cut never hides a
  * leak. Lines from every thread of the JVM are captured, including other tests running at the same
  * time: assert on markers unique to your test.
  */
 public final class LogCapture implements AutoCloseable {
   /** The most lines kept. */
   public static final int MAX_LINES = 20_000;
+
+  /** The most characters kept over all lines (a line with a deep stack trace is long). */
+  public static final long MAX_CHARS = 8_000_000;
 
   private static final String ROOT = "io.relaykit";
   private static final String PROBE = "io.relaykit.tck.LogCapture.probe";
@@ -45,6 +48,7 @@ public final class LogCapture implements AutoCloseable {
   private final Handler handler;
   private final List<String> lines = new ArrayList<>();
   private long dropped;
+  private long chars;
   private volatile boolean closed;
 
   private LogCapture() {
@@ -99,8 +103,9 @@ public final class LogCapture implements AutoCloseable {
   }
 
   private synchronized void add(String line) {
-    if (lines.size() < MAX_LINES) {
+    if (lines.size() < MAX_LINES && chars + line.length() <= MAX_CHARS) {
       lines.add(line);
+      chars += line.length();
     } else {
       dropped++;
     }
@@ -151,7 +156,8 @@ public final class LogCapture implements AutoCloseable {
   }
 
   /**
-   * How many lines were not kept because {@value #MAX_LINES} were.
+   * How many lines were not kept because {@value #MAX_LINES} lines or {@value #MAX_CHARS}
+   * characters were.
    *
    * @return the count
    */

@@ -313,6 +313,7 @@ public abstract class OutboxRelayContract {
       assertThat(broker.payloads()).endsWith("rejected", "a2");
       assertThat(store.stats(clock.instant()).unsent()).isZero();
     }
+
     @Test
     @DisplayName("payloads are never logged: a row the broker rejects while the dead-letter store"
         + " is down, then dead-lettered, leaves its payload in no relaykit log line at any level")

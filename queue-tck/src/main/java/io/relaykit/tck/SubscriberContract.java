@@ -154,6 +154,17 @@ public abstract class SubscriberContract {
   }
 
   /**
+   * Whether the subscriber offers {@link OrderingMode#PARTITION}. A transport that cannot (a Kafka
+   * share group spreads each partition over its members) returns false; the PARTITION case then
+   * checks that subscribing with it fails with an IllegalArgumentException naming PARTITION.
+   *
+   * @return true (the default) to check partition order
+   */
+  protected boolean supportsPartitionOrder() {
+    return true;
+  }
+
+  /**
    * The dead-letter store that holds what a subscription of {@code group} on {@code destination}
    * dead-letters, to read from; the kit closes it after use when it is {@link AutoCloseable}.
    * Null (the default) when the kit subclass offers none: the "dead letters read many times" case
@@ -905,6 +916,12 @@ public abstract class SubscriberContract {
     @DisplayName("PARTITION: one message at a time, in publish order, whatever the workers")
     void partitionOrder() {
       String destination = newDestination();
+      if (!supportsPartitionOrder()) {
+        assertThatThrownBy(() -> subscriber.subscribe(spec(destination, "g")
+            .ordering(OrderingMode.PARTITION).build(), d -> { }))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("PARTITION");
+        return;
+      }
       AtomicInteger active = new AtomicInteger();
       AtomicBoolean overlap = new AtomicBoolean();
       Recorder recorder = new Recorder(d -> {

@@ -52,6 +52,20 @@ final class CopyHandOff {
 
     /** {@code w} is done: its dead-letter copy is confirmed, or could not be written at all. */
     void finish(Work w);
+
+    /**
+     * A copy of {@code w} failed with a transient error: true (the default) to send it again after
+     * {@link #RESEND_DELAY}; false when the owner gives the record back instead (a share group
+     * releases it for redelivery) and nothing more is to be sent.
+     */
+    default boolean resendAfter(Work w, Throwable cause) {
+      return true;
+    }
+
+    /** Neither the dead-letter copy nor its reference entry could be written: {@link #finish}. */
+    default void dropped(Work w) {
+      finish(w);
+    }
   }
 
   /** Sends one copy of {@code w}'s record; the future completes on the broker's confirm. */
@@ -200,7 +214,7 @@ final class CopyHandOff {
           + w + " and its reference entry (" + again.getMessage() + "); the record is dropped"
           + " so that its partition's commit can go on");
       MetricsListener.safely(metrics, m -> m.dropped(topic, "dead-letter-refused", 1));
-      owner.finish(w);
+      owner.dropped(w);
     });
   }
 
@@ -235,6 +249,11 @@ final class CopyHandOff {
       }
       if (!owner.current(w)) {
         return; // not committed: the current owner redoes it
+      }
+      if (!owner.resendAfter(w, cause)) {
+        LOG.log(System.Logger.Level.WARNING, "could not hand " + w + " to " + copy.topic()
+            + " (" + cause + "); given back for redelivery");
+        return;
       }
       LOG.log(System.Logger.Level.WARNING, "could not hand " + w + " to " + copy.topic()
           + " (" + cause + "); trying again in " + RESEND_DELAY);

@@ -43,6 +43,12 @@ public final class KafkaConfigKeys implements ConfigKeys {
   public static final String HAND_OFF = PREFIX + "hand-off";
   /** This process's stable name among its groups' members. */
   public static final String MEMBER_ID = PREFIX + "member-id";
+  /** {@code consumer} (a consumer group, the default) or {@code share} (a share group). */
+  public static final String GROUP_TYPE = PREFIX + "group-type";
+  /** Where a new share group starts: {@code earliest} or {@code latest}. */
+  public static final String SHARE_AUTO_OFFSET_RESET = PREFIX + "share-auto-offset-reset";
+  /** The family of share consumer client settings. */
+  public static final String SHARE_CONSUMER = PREFIX + "share-consumer";
   /** The family of producer client settings. */
   public static final String PRODUCER = PREFIX + "producer";
   /** The family of consumer client settings. */
@@ -79,6 +85,11 @@ public final class KafkaConfigKeys implements ConfigKeys {
             "how failed records reach the retry and dead-letter topics", "confirmed",
             "transactional"),
         ConfigKey.of(MEMBER_ID, STRING, null, "this process's stable member name"),
+        ConfigKey.choice(GROUP_TYPE, "consumer", "which kind of Kafka group subscriptions join",
+            "consumer", "share"),
+        ConfigKey.choice(SHARE_AUTO_OFFSET_RESET, "earliest", "where a new share group starts",
+            "earliest", "latest"),
+        ConfigKey.family(SHARE_CONSUMER, "share consumer client settings, passed through"),
         ConfigKey.family(PRODUCER, "producer client settings, passed through"),
         ConfigKey.family(CONSUMER, "consumer client settings, passed through"));
   }

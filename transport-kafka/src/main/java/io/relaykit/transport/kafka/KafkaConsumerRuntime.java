@@ -105,6 +105,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   /** The position of a record in the retry topic whose key is parked until it finishes. */
   private record RetryHold(TopicPartition partition, long offset) {}
 
+  /** Reads the retry topic only (a share subscription's retry reader). */
+  private final boolean retryOnly;
   private final SubscriptionSpec spec;
   private final MessageHandler handler;
   private final KafkaTransportConfig config;
@@ -165,6 +167,19 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
       String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
       Runnable onClosed) {
+    this(spec, handler, config, retryTopic, retryPartitions, deadLetterTopic, rateLimiter,
+        onClosed, spec.group(), false);
+  }
+
+  /**
+   * As above, in consumer group {@code consumerGroup} (the copies still name {@code spec.group()}),
+   * reading only the retry topic when {@code retryOnly}: the retry reader of a {@link
+   * KafkaShareSubscriber}, whose source records come through a share group.
+   */
+  KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
+      String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
+      Runnable onClosed, String consumerGroup, boolean retryOnly) {
+    this.retryOnly = retryOnly;
     this.spec = spec;
     this.handler = handler;
     this.config = config;
@@ -186,7 +201,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         ? new TransactionalCopies(config,
             TransactionalCopies.transactionalId(config, topic, spec.group()))
         : null;
-    this.consumer = new KafkaConsumer<>(consumerProperties(config, spec, maxPollRecords),
+    Map<String, Object> consumerProps = consumerProperties(config, spec, maxPollRecords);
+    consumerProps.put("group.id", consumerGroup);
+    this.consumer = new KafkaConsumer<>(consumerProps,
         new org.apache.kafka.common.serialization.StringDeserializer(),
         new org.apache.kafka.common.serialization.ByteArrayDeserializer());
     this.router = txn == null ? KafkaPublisher.createRouter(config) : null;
@@ -286,7 +303,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private void pollLoop() {
     try {
-      consumer.subscribe(List.of(topic, retryTopic), new Rebalance());
+      consumer.subscribe(retryOnly ? List.of(retryTopic) : List.of(topic, retryTopic),
+          new Rebalance());
       long nextCommit = System.nanoTime() + config.commitInterval().toNanos();
       int errorsInARow = 0;
       while (state == State.RUNNING || state == State.DRAINING) {

@@ -133,6 +133,16 @@ public final class KafkaPublisher implements Publisher {
     return props;
   }
 
+  /**
+   * The OpenTelemetry messaging system name.
+   *
+   * @return {@code "kafka"}
+   */
+  @Override
+  public String messagingSystem() {
+    return "kafka";
+  }
+
   @Override
   public CompletableFuture<PublishReceipt> publish(String destination, Message message) {
     if (destination == null || destination.isBlank()) {

@@ -89,6 +89,16 @@ public final class KafkaSubscriber implements Subscriber {
    *     group.instance.id} is in use by a running subscription of the same group in this JVM
    * @throws IllegalStateException if the brokers cannot be reached to check or create the topics
    */
+  /**
+   * The OpenTelemetry messaging system name.
+   *
+   * @return {@code "kafka"}
+   */
+  @Override
+  public String messagingSystem() {
+    return "kafka";
+  }
+
   @Override
   public KafkaSubscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
     return start(spec, handler, null);
@@ -133,7 +143,8 @@ public final class KafkaSubscriber implements Subscriber {
           + " id fence each other; give each subscription its own group.instance.id");
     }
     try {
-      int retryPartitions = ensureTopics(spec.destination(), retryTopic, deadLetterTopic);
+      int retryPartitions = ensureTopics(config, spec.destination(), retryTopic,
+          deadLetterTopic);
       KafkaConsumerRuntime[] self = new KafkaConsumerRuntime[1];
       KafkaConsumerRuntime runtime = new KafkaConsumerRuntime(spec, handler, config, retryTopic,
           retryPartitions, deadLetterTopic, rateLimiter, () -> {
@@ -162,7 +173,8 @@ public final class KafkaSubscriber implements Subscriber {
    *     fewer partitions than the source (retry copies go to the retry partition numbered like
    *     their source partition, where the key's park lives)
    */
-  private int ensureTopics(String source, String retryTopic, String deadLetterTopic) {
+  static int ensureTopics(KafkaTransportConfig config, String source, String retryTopic,
+      String deadLetterTopic) {
     List<String> derived = List.of(retryTopic, deadLetterTopic);
     try (Admin admin = Admin.create(adminProperties(config))) {
       int partitions;

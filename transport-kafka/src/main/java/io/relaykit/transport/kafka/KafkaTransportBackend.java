@@ -36,7 +36,10 @@ public final class KafkaTransportBackend implements BackendModuleProvider {
     return binder -> {
       binder.install(new KafkaTransportModule(kafka));
       RelayKitModule.override(binder, Publisher.class).to(KafkaPublisher.class);
-      RelayKitModule.override(binder, Subscriber.class).to(KafkaSubscriber.class);
+      // relaykit.kafka.group-type picks the group kind: consumer groups or share groups.
+      RelayKitModule.override(binder, Subscriber.class).to(
+          kafka.groupType() == KafkaTransportConfig.GroupType.SHARE
+              ? KafkaShareSubscriber.class : KafkaSubscriber.class);
     };
   }
 }

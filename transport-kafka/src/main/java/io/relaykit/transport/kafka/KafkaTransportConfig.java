@@ -38,6 +38,33 @@ public final class KafkaTransportConfig {
       "transactional.id");
 
   /**
+   * Which kind of Kafka group a {@link io.relaykit.message.Subscriber} of this config joins; see
+   * {@link KafkaConfigKeys#GROUP_TYPE}.
+   */
+  public enum GroupType {
+    /** A consumer group: {@link KafkaSubscriber}, one member per partition, commits offsets. */
+    CONSUMER,
+    /**
+     * A share group (KIP-932): {@link KafkaShareSubscriber}, any number of members per partition,
+     * each record acknowledged on its own.
+     */
+    SHARE
+  }
+
+  /**
+   * The consumer settings a {@code KafkaShareConsumer} (kafka-clients 4.3) refuses: they belong to
+   * consumer groups (offsets, assignment, sessions) or are the share group's own configuration.
+   */
+  static final Set<String> SHARE_REFUSED = Set.of(
+      "auto.offset.reset", "enable.auto.commit", "group.instance.id", "isolation.level",
+      "partition.assignment.strategy", "interceptor.classes", "session.timeout.ms",
+      "heartbeat.interval.ms", "group.protocol", "group.remote.assignor");
+
+  /** Share consumer settings the transport sets itself. */
+  private static final Set<String> SHARE_PROTECTED = Set.of("share.acknowledgement.mode",
+      "max.poll.records");
+
+  /**
    * How a consumer runtime hands a failed record to the retry or dead-letter topic.
    *
    * <ul>
@@ -85,6 +112,9 @@ public final class KafkaTransportConfig {
   private final HandOff handOff;
   private final String memberId;
   private final Duration transactionTimeout;
+  private final GroupType groupType;
+  private final Map<String, String> shareConsumerProperties;
+  private final String shareAutoOffsetReset;
 
   private KafkaTransportConfig(Builder b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -106,6 +136,10 @@ public final class KafkaTransportConfig {
     this.handOff = b.handOff;
     this.memberId = b.memberId;
     this.transactionTimeout = transactionTimeoutOf(b.producer);
+    this.groupType = b.groupType;
+    this.shareConsumerProperties = Collections.unmodifiableMap(
+        new LinkedHashMap<>(b.shareConsumer));
+    this.shareAutoOffsetReset = b.shareAutoOffsetReset;
   }
 
   /** The producer's {@code transaction.timeout.ms} (Kafka's default 60 s when unset). */
@@ -167,7 +201,12 @@ public final class KafkaTransportConfig {
             d.maxPollInterval))
         .closeTimeout(settings.getDuration(KafkaConfigKeys.CLOSE_TIMEOUT, d.closeTimeout))
         .handOff(settings.getEnum(KafkaConfigKeys.HAND_OFF, HandOff.class, d.handOff))
-        .memberId(settings.getString(KafkaConfigKeys.MEMBER_ID, null));
+        .memberId(settings.getString(KafkaConfigKeys.MEMBER_ID, null))
+        .groupType(settings.getEnum(KafkaConfigKeys.GROUP_TYPE, GroupType.class, d.groupType))
+        .shareAutoOffsetReset(settings.getString(KafkaConfigKeys.SHARE_AUTO_OFFSET_RESET,
+            d.shareAutoOffsetReset));
+    settings.section(KafkaConfigKeys.SHARE_CONSUMER)
+        .forEach((k, v) -> b.shareConsumerProperty(k, v.strip()));
     settings.section(KafkaConfigKeys.PRODUCER).forEach((k, v) -> b.producerProperty(k, v.strip()));
     settings.section(KafkaConfigKeys.CONSUMER).forEach((k, v) -> b.consumerProperty(k, v.strip()));
     return b;
@@ -217,7 +256,41 @@ public final class KafkaTransportConfig {
     b.backlogMonitor = backlogMonitor;
     b.handOff = handOff;
     b.memberId = memberId;
+    b.groupType = groupType;
+    b.shareConsumer.putAll(shareConsumerProperties);
+    b.shareAutoOffsetReset = shareAutoOffsetReset;
     return b;
+  }
+
+  /**
+   * Which group kind subscriptions of this config join; see {@link GroupType}.
+   *
+   * @return {@link GroupType#CONSUMER} unless configured otherwise
+   */
+  public GroupType groupType() {
+    return groupType;
+  }
+
+  /**
+   * The extra settings of the {@code KafkaShareConsumer} of a {@link KafkaShareSubscriber}: its own
+   * passthrough, since the share consumer refuses several consumer settings.
+   *
+   * @return the settings, unmodifiable
+   */
+  public Map<String, String> shareConsumerProperties() {
+    return shareConsumerProperties;
+  }
+
+  /**
+   * Where a new share group starts: {@code earliest} (the default: records written before the
+   * first member joined are delivered too) or {@code latest} (Kafka's default). A {@link
+   * KafkaShareSubscriber} sets it as the group's {@code share.auto.offset.reset} through the Admin
+   * client before its consumer joins.
+   *
+   * @return {@code earliest} or {@code latest}
+   */
+  public String shareAutoOffsetReset() {
+    return shareAutoOffsetReset;
   }
 
   /**
@@ -502,8 +575,56 @@ public final class KafkaTransportConfig {
     private BacklogMonitor.Config backlogMonitor = BacklogMonitor.Config.defaults();
     private HandOff handOff = HandOff.CONFIRMED;
     private String memberId;
+    private GroupType groupType = GroupType.CONSUMER;
+    private final Map<String, String> shareConsumer = new LinkedHashMap<>();
+    private String shareAutoOffsetReset = "earliest";
 
     private Builder() {}
+
+    /**
+     * Which group kind subscriptions join: {@link GroupType#CONSUMER} (the default) or {@link
+     * GroupType#SHARE} ({@link KafkaShareSubscriber}).
+     *
+     * @param groupType the group kind
+     * @return this builder
+     * @throws IllegalArgumentException if {@code groupType} is null (at {@link #build()})
+     */
+    public Builder groupType(GroupType groupType) {
+      this.groupType = groupType;
+      return this;
+    }
+
+    /**
+     * An extra setting of the share consumer ({@code fetch.max.wait.ms}, security, {@code
+     * share.acquire.mode}). The settings a share consumer refuses ({@code auto.offset.reset},
+     * {@code enable.auto.commit}, {@code group.instance.id}, {@code isolation.level}, {@code
+     * partition.assignment.strategy}, {@code interceptor.classes}, {@code session.timeout.ms},
+     * {@code heartbeat.interval.ms}, {@code group.protocol}, {@code group.remote.assignor}) and
+     * those the transport sets ({@code share.acknowledgement.mode}, {@code max.poll.records},
+     * {@code group.id}, the deserializers) are refused by {@link #build()}, naming the key.
+     *
+     * @param name the share consumer setting
+     * @param value its value
+     * @return this builder
+     * @throws IllegalArgumentException at {@link #build()} for a refused or blank setting
+     */
+    public Builder shareConsumerProperty(String name, String value) {
+      shareConsumer.put(name, value);
+      return this;
+    }
+
+    /**
+     * Where a new share group starts: {@code earliest} (the default) or {@code latest}; see
+     * {@link KafkaTransportConfig#shareAutoOffsetReset()}.
+     *
+     * @param reset {@code earliest} or {@code latest}
+     * @return this builder
+     * @throws IllegalArgumentException at {@link #build()} for any other value
+     */
+    public Builder shareAutoOffsetReset(String reset) {
+      this.shareAutoOffsetReset = reset;
+      return this;
+    }
 
     /**
      * How failed records are handed to the retry and dead-letter topics. Default {@link
@@ -786,6 +907,26 @@ public final class KafkaTransportConfig {
             + " read; remove it (the transactional hand-off reads read_committed)");
       }
       transactionTimeoutOf(producer);
+      if (groupType == null) {
+        throw new IllegalArgumentException("groupType must not be null");
+      }
+      checkProperties("shareConsumerProperty", shareConsumer);
+      for (String key : shareConsumer.keySet()) {
+        if (SHARE_REFUSED.contains(key)) {
+          throw new IllegalArgumentException("shareConsumerProperty " + key + " is refused by"
+              + " Kafka's share consumer (share groups have no offsets, assignment strategy or"
+              + " consumer session settings; group-level settings are share.* group configs);"
+              + " remove it");
+        }
+        if (SHARE_PROTECTED.contains(key)) {
+          throw new IllegalArgumentException("shareConsumerProperty " + key + " is set by the"
+              + " transport and cannot be overridden (was " + quote(shareConsumer.get(key)) + ")");
+        }
+      }
+      if (!"earliest".equals(shareAutoOffsetReset) && !"latest".equals(shareAutoOffsetReset)) {
+        throw new IllegalArgumentException("shareAutoOffsetReset must be earliest or latest, was "
+            + quote(shareAutoOffsetReset));
+      }
       return new KafkaTransportConfig(this);
     }
 

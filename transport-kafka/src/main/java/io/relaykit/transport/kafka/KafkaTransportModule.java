@@ -5,8 +5,8 @@ import com.google.inject.Provides;
 import com.google.inject.Singleton;
 
 /**
- * Guice wiring of the Kafka transport: binds one {@link KafkaPublisher} and one {@link
- * KafkaSubscriber} on a {@link KafkaTransportConfig}, and exposes only those two. To make them the
+ * Guice wiring of the Kafka transport: binds one {@link KafkaPublisher}, one {@link
+ * KafkaSubscriber} and one {@link KafkaShareSubscriber} on a {@link KafkaTransportConfig}, and exposes only those three. To make them the
  * deployment's {@link io.relaykit.message.Publisher} and {@link io.relaykit.message.Subscriber},
  * choose {@code relaykit.transport=kafka} (see {@link KafkaTransportBackend}); an application that
  * wires by hand installs this module directly.
@@ -36,6 +36,13 @@ public final class KafkaTransportModule extends PrivateModule {
     bind(KafkaTransportConfig.class).toInstance(config);
     expose(KafkaPublisher.class);
     expose(KafkaSubscriber.class);
+    expose(KafkaShareSubscriber.class);
+  }
+
+  @Provides
+  @Singleton
+  KafkaShareSubscriber shareSubscriber(KafkaTransportConfig config) {
+    return KafkaShareSubscriber.create(config);
   }
 
   @Provides

@@ -109,6 +109,13 @@ public final class KafkaTestBroker {
           .setConfigProp("group.consumer.min.session.timeout.ms", "1000")
           .setConfigProp("group.consumer.min.heartbeat.interval.ms", "500")
           .setConfigProp("group.consumer.heartbeat.interval.ms", "500")
+          // Share groups: short sessions and heartbeats, and locks a test can outlast in seconds
+          // (a group sets its own share.record.lock.duration.ms down to this minimum).
+          .setConfigProp("group.share.min.session.timeout.ms", "1000")
+          .setConfigProp("group.share.session.timeout.ms", "6000")
+          .setConfigProp("group.share.min.heartbeat.interval.ms", "200")
+          .setConfigProp("group.share.heartbeat.interval.ms", "500")
+          .setConfigProp("group.share.min.record.lock.duration.ms", "1000")
           .build();
       kit.format();
       kit.startup();

@@ -58,6 +58,29 @@ class KafkaTransportModuleTest {
   }
 
   @Test
+  @DisplayName("relaykit.kafka.group-type=share binds Subscriber to the share subscriber; the"
+      + " share consumer passthrough refuses a consumer-group setting, naming the key")
+  void groupTypeShareBindsTheShareSubscriber() {
+    Injector injector = Guice.createInjector(new RelayKitModule(config(
+        "relaykit.transport", "kafka",
+        "relaykit.kafka.bootstrap-servers", "k:9092",
+        "relaykit.kafka.group-type", "share",
+        "relaykit.kafka.share-consumer.fetch.max.wait.ms", "50")));
+    Subscriber subscriber = injector.getInstance(Subscriber.class);
+    try {
+      assertThat(subscriber).isInstanceOf(KafkaShareSubscriber.class)
+          .isSameAs(injector.getInstance(KafkaShareSubscriber.class));
+    } finally {
+      subscriber.close();
+    }
+    assertThatThrownBy(() -> new RelayKitModule(config("relaykit.transport", "kafka",
+        "relaykit.kafka.bootstrap-servers", "k:9092",
+        "relaykit.kafka.share-consumer.enable.auto.commit", "false")))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("shareConsumerProperty enable.auto.commit");
+  }
+
+  @Test
   @DisplayName("missing or invalid relaykit.kafka settings fail when the module is built, naming"
       + " the key")
   void badSettingsFailEarly() {
@@ -73,7 +96,7 @@ class KafkaTransportModuleTest {
 
   @Test
   @DisplayName("the module can be installed on its own and exposes only the publisher and"
-      + " subscriber")
+      + " the two subscribers")
   void standaloneModule() {
     KafkaTransportConfig config = KafkaTransportConfig.builder().bootstrapServers("k:9092")
         .build();
@@ -82,7 +105,7 @@ class KafkaTransportModuleTest {
         .map(k -> k.getTypeLiteral().getRawType().getName())
         .filter(n -> n.startsWith("io.relaykit")).toList();
     assertThat(exposed).containsExactlyInAnyOrder(KafkaPublisher.class.getName(),
-        KafkaSubscriber.class.getName());
+        KafkaSubscriber.class.getName(), KafkaShareSubscriber.class.getName());
     assertThat(injector.getInstance(KafkaSubscriber.class))
         .isSameAs(injector.getInstance(KafkaSubscriber.class));
     assertThatThrownBy(() -> new KafkaTransportModule(null))

@@ -198,6 +198,16 @@ public final class RabbitMqPublisher implements Publisher {
    * @throws IllegalArgumentException if {@code destination} is not a valid destination name or
    *     {@code message} is null
    */
+  /**
+   * The OpenTelemetry messaging system name.
+   *
+   * @return {@code "rabbitmq"}
+   */
+  @Override
+  public String messagingSystem() {
+    return "rabbitmq";
+  }
+
   @Override
   public CompletableFuture<PublishReceipt> publish(String destination, Message message) {
     if (message == null) {

@@ -120,6 +120,16 @@ public final class RabbitMqSubscriber implements Subscriber {
    * @throws UncheckedIOException if the broker could not be reached
    * @throws IllegalStateException if this subscriber is closed
    */
+  /**
+   * The OpenTelemetry messaging system name.
+   *
+   * @return {@code "rabbitmq"}
+   */
+  @Override
+  public String messagingSystem() {
+    return "rabbitmq";
+  }
+
   @Override
   public Subscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
     if (spec == null) {

@@ -1,0 +1,678 @@
+package io.relaykit.transport.kafka;
+
+import io.relaykit.deadletter.FailureRoute;
+import io.relaykit.message.Delivery;
+import io.relaykit.message.InboundMapping;
+import io.relaykit.message.MalformedMessageException;
+import io.relaykit.message.Message;
+import io.relaykit.message.MessageHandler;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.MetricsListener;
+import io.relaykit.ordering.KeyedExecutor;
+import io.relaykit.ordering.OrderingMode;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InvalidGroupIdException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
+import org.apache.kafka.common.errors.WakeupException;
+
+/**
+ * The runtime behind a {@link KafkaShareSubscription}; see {@link KafkaShareSubscriber} for what
+ * it guarantees.
+ *
+ * <h2>Implementation notes</h2>
+ *
+ * <p>Only the poll thread touches the share consumer. Workers and producer callbacks hand outcomes
+ * to it through {@link #outcomes}; it calls {@code acknowledge} and, once every record of the last
+ * poll has an acknowledgement (ACCEPT, RELEASE, REJECT or RENEW), polls again, which commits them.
+ * A record still unfinished at a third of its lock is renewed: RENEW counts as its acknowledgement, the
+ * next poll returns it again (a new {@link ConsumerRecord} for the same position), and an outcome
+ * that arrived meanwhile waits until then. An acknowledgement the broker refuses shows up in the
+ * commit callback: a refused RENEW means the lock is gone, so the record is forgotten and its
+ * outcome, when it comes, is counted as {@code share-lock-lost}.
+ */
+final class KafkaShareRuntime implements KafkaShareSubscription {
+
+  private static final System.Logger LOG = System.getLogger(KafkaShareRuntime.class.getName());
+
+  private enum State { RUNNING, DRAINING, STOPPING, CLOSED, FAILED }
+
+  /** One acquired record, across its renewals. */
+  private static final class Item {
+    final String position;
+    final Work work;
+    final int deliveryCount;
+    /** Set on the poll thread: the record object of the latest poll that returned it. */
+    ConsumerRecord<String, byte[]> record;
+    /** Poll thread: when its lock was last acquired or renewed. */
+    long lockedAt;
+    /** Poll thread: renewed and not yet returned again by a poll. */
+    boolean renewing;
+    /** Poll thread: its outcome, waiting for the record to come back after a renewal. */
+    AcknowledgeType deferred;
+    /** Poll thread: acknowledged in the current poll round (RENEW included). */
+    boolean acknowledged;
+    /** An outcome was handed to the poll thread (exactly once). */
+    final AtomicBoolean settled = new AtomicBoolean();
+    /** Given up: the lock was lost, or the subscription closed. */
+    volatile boolean stale;
+
+    Item(ConsumerRecord<String, byte[]> record, String position, int deliveryCount, Object key) {
+      this.record = record;
+      this.position = position;
+      this.work = new Work(record, null, false, key);
+      this.deliveryCount = deliveryCount;
+    }
+  }
+
+  private record Outcome(Item item, AcknowledgeType type) {}
+
+  private final SubscriptionSpec spec;
+  private final MessageHandler handler;
+  private final KafkaTransportConfig config;
+  private final MetricsListener metrics;
+  private final String topic;
+  private final int deliveryCountLimit;
+  private final KafkaConsumerRuntime retryReader;
+  private final KafkaShareConsumer<String, byte[]> consumer;
+  private final KafkaPublisher router;
+  private final CopyHandOff handOff;
+  private final KeyedExecutor workers;
+  private final ScheduledThreadPoolExecutor timers;
+  private final HandlerWatchdog watchdog;
+  private final Thread pollThread;
+  private final Runnable onClosed;
+  private final LinkedBlockingQueue<Outcome> outcomes = new LinkedBlockingQueue<>();
+  private final Map<Work, Item> byWork = new java.util.concurrent.ConcurrentHashMap<>();
+  private final CountDownLatch pollThreadDone = new CountDownLatch(1);
+  private final AtomicInteger running = new AtomicInteger();
+  private final AtomicLong accepted = new AtomicLong();
+  private final AtomicLong released = new AtomicLong();
+  private final Object idle = new Object();
+
+  // Poll thread only.
+  private final Map<String, Item> held = new HashMap<>();
+  private final ArrayDeque<Item> toStart = new ArrayDeque<>();
+  /** Positions acknowledged and not yet confirmed by the commit callback, with their type. */
+  private final Map<String, AcknowledgeType> sent = new HashMap<>();
+  private long lockMs = 30_000;
+
+  private volatile State state = State.RUNNING;
+  private volatile Throwable failure;
+  private volatile Boolean drainedAtClose;
+
+  KafkaShareRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
+      String retryTopic, int retryPartitions, String deadLetterTopic, int deliveryCountLimit,
+      KafkaConsumerRuntime retryReader, UnaryOperator<CopyHandOff.Sender> senders,
+      Runnable onClosed) {
+    this.spec = spec;
+    this.handler = handler;
+    this.config = config;
+    this.metrics = config.metrics();
+    this.topic = spec.destination();
+    this.deliveryCountLimit = deliveryCountLimit;
+    this.retryReader = retryReader;
+    this.onClosed = onClosed;
+    this.consumer = new KafkaShareConsumer<>(consumerProperties(config, spec),
+        new org.apache.kafka.common.serialization.StringDeserializer(),
+        new org.apache.kafka.common.serialization.ByteArrayDeserializer());
+    this.router = KafkaPublisher.createRouter(config);
+    String name = "relaykit-share-" + topic + "-" + spec.group();
+    this.workers = KeyedExecutor.builder()
+        .threads(spec.concurrency())
+        .maxQueued(spec.maxInFlight())
+        .threadFactory(spec.handlerThreads().factory(name + "-worker", r -> {
+          Thread t = new Thread(r, name + "-worker");
+          t.setDaemon(true);
+          return t;
+        }))
+        .failureHandler((key, f) -> LOG.log(System.Logger.Level.ERROR,
+            "unexpected failure in the share runtime of " + topic, f))
+        .build();
+    this.timers = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread t = new Thread(r, name + "-timer");
+      t.setDaemon(true);
+      return t;
+    });
+    timers.setRemoveOnCancelPolicy(true);
+    this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
+    CopyHandOff.Sender sender = senders.apply((w, copy, what) -> router.send(copy, what));
+    this.handOff = new CopyHandOff(sender, timers, config, topic, spec.group(), retryTopic,
+        retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
+          @Override
+          public boolean current(Work w) {
+            Item i = byWork.get(w);
+            return i != null && !i.stale && state != State.CLOSED;
+          }
+
+          @Override
+          public void retried(Work w, Object key, RecordMetadata copyAt) {
+            settle(w, AcknowledgeType.ACCEPT);
+          }
+
+          @Override
+          public void retryRefused(Work w, Object key) {
+            // no key parking in a share group: the dead letter follows
+          }
+
+          @Override
+          public void finish(Work w) {
+            settle(w, AcknowledgeType.ACCEPT);
+          }
+
+          @Override
+          public boolean resendAfter(Work w, Throwable cause) {
+            Item i = byWork.get(w);
+            if (i != null && i.deliveryCount >= deliveryCountLimit) {
+              return true; // a RELEASE now would let the broker archive it: keep it, renewed
+            }
+            settle(w, AcknowledgeType.RELEASE);
+            return false;
+          }
+
+          @Override
+          public void dropped(Work w) {
+            settle(w, AcknowledgeType.REJECT);
+          }
+        });
+    this.pollThread = new Thread(this::pollLoop, name + "-poll");
+    pollThread.setDaemon(true);
+  }
+
+  static Map<String, Object> consumerProperties(KafkaTransportConfig config,
+      SubscriptionSpec spec) {
+    Map<String, Object> props = new HashMap<>();
+    props.put("share.acquire.mode", "record_limit");
+    props.putAll(config.shareConsumerProperties());
+    props.put("bootstrap.servers", config.bootstrapServers());
+    props.put("group.id", spec.group());
+    props.put("client.id", config.clientIdPrefix() + "-share-" + spec.group() + "-"
+        + Long.toHexString(System.nanoTime()));
+    props.put("share.acknowledgement.mode", "explicit");
+    props.put("max.poll.records", Integer.toString(spec.maxInFlight()));
+    props.put("max.poll.interval.ms", Long.toString(config.maxPollInterval().toMillis()));
+    return props;
+  }
+
+  void start() {
+    watchdog.start();
+    pollThread.start();
+  }
+
+  // ---------------------------------------------------------------- poll thread
+
+  private void pollLoop() {
+    try {
+      consumer.setAcknowledgementCommitCallback(this::committed);
+      consumer.subscribe(java.util.List.of(topic));
+      while (state == State.RUNNING || state == State.DRAINING) {
+        try {
+          turn();
+        } catch (AuthenticationException | AuthorizationException | InvalidGroupIdException
+            | UnsupportedVersionException e) {
+          fail("share consumer of " + topic + " in group " + spec.group() + " cannot go on: "
+              + e, e);
+        } catch (WakeupException e) {
+          // close() ends a poll in progress
+        } catch (RuntimeException e) {
+          LOG.log(System.Logger.Level.WARNING, "poll turn of share group " + spec.group()
+              + " on " + topic + " failed: " + e, e);
+          pause(config.pollTimeout());
+        }
+      }
+    } finally {
+      try {
+        finishAll();
+      } finally {
+        pollThreadDone.countDown();
+        synchronized (idle) {
+          idle.notifyAll();
+        }
+      }
+    }
+  }
+
+  private void turn() {
+    applyOutcomes(0);
+    if (state != State.RUNNING) {
+      while (!toStart.isEmpty()) {
+        acknowledge(toStart.poll(), AcknowledgeType.RELEASE); // draining: not started, give back
+      }
+    }
+    startWork();
+    if (state == State.DRAINING && held.isEmpty()) {
+      state = State.STOPPING;
+      return;
+    }
+    renewIfDue();
+    if (allAcknowledged()) {
+      boolean renewing = held.values().stream().anyMatch(i -> i.renewing);
+      if (state == State.RUNNING || renewing) {
+        Duration wait = held.isEmpty() ? config.pollTimeout() : Duration.ofMillis(5);
+        accept(consumer.poll(wait));
+        return;
+      }
+    }
+    applyOutcomes(Math.max(1, Math.min(config.pollTimeout().toMillis(), untilRenewal())));
+  }
+
+  /** Whether every record of the last poll has an acknowledgement (the share consumer's rule). */
+  private boolean allAcknowledged() {
+    for (Item i : held.values()) {
+      if (!i.renewing && !i.acknowledged) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private void accept(ConsumerRecords<String, byte[]> records) {
+    Optional<Integer> lock = consumer.acquisitionLockTimeoutMs();
+    if (lock.isPresent() && lock.get() > 0) {
+      lockMs = lock.get();
+    }
+    long now = System.nanoTime();
+    for (Item i : held.values()) {
+      i.acknowledged = false; // a new round: what is held now needs an acknowledgement again
+    }
+    for (ConsumerRecord<String, byte[]> r : records) {
+      String position = KafkaRecords.position(r.topic(), r.partition(), r.offset());
+      Item known = held.get(position);
+      if (known != null && known.renewing) {
+        known.record = r;
+        known.renewing = false; // its lock restarted when the broker took the renewal
+        if (known.deferred != null) {
+          acknowledge(known, known.deferred);
+        }
+        continue;
+      }
+      int deliveries = r.deliveryCount().map(Short::intValue).orElse(1);
+      Item item = new Item(r, position, deliveries,
+          spec.ordering() == OrderingMode.KEY ? r.key() : null);
+      item.lockedAt = now;
+      held.put(position, item);
+      if (state != State.RUNNING) {
+        acknowledge(item, AcknowledgeType.RELEASE);
+      } else {
+        byWork.put(item.work, item);
+        toStart.add(item);
+      }
+    }
+    // Renewed records no poll returned within two lock periods of their renewal (a lock lost on
+    // a leader change): forgotten; the broker redelivers them.
+    held.values().removeIf(i -> {
+      if (i.renewing && now - i.lockedAt > TimeUnit.MILLISECONDS.toNanos(2L * lockMs)) {
+        lost(i);
+        return true;
+      }
+      return false;
+    });
+    startWork();
+  }
+
+  private void startWork() {
+    while (!toStart.isEmpty()) {
+      Item item = toStart.peek();
+      if (!workers.trySubmit(item.work.gateKey(), () -> process(item))) {
+        return; // the bounded queue is full: the rest start as workers finish
+      }
+      toStart.poll();
+      running.incrementAndGet();
+    }
+  }
+
+  private void applyOutcomes(long waitMs) {
+    try {
+      Outcome o = waitMs <= 0 ? outcomes.poll() : outcomes.poll(waitMs, TimeUnit.MILLISECONDS);
+      while (o != null) {
+        Item i = o.item();
+        if (i.stale || held.get(i.position) != i) {
+          MetricsListener.safely(metrics, m -> m.dropped(topic, "share-lock-lost", 1));
+        } else if (i.renewing) {
+          i.deferred = o.type();
+        } else {
+          acknowledge(i, o.type());
+        }
+        o = outcomes.poll();
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void acknowledge(Item i, AcknowledgeType type) {
+    consumer.acknowledge(i.record, type);
+    held.remove(i.position);
+    byWork.remove(i.work);
+    sent.put(i.position, type);
+    if (type == AcknowledgeType.RELEASE) {
+      released.incrementAndGet();
+    }
+  }
+
+  private long untilRenewal() {
+    long oldest = Long.MAX_VALUE;
+    for (Item i : held.values()) {
+      if (!i.renewing) {
+        oldest = Math.min(oldest, i.lockedAt);
+      }
+    }
+    if (oldest == Long.MAX_VALUE) {
+      return Long.MAX_VALUE;
+    }
+    long due = oldest + TimeUnit.MILLISECONDS.toNanos(lockMs / 3);
+    return Math.max(0, TimeUnit.NANOSECONDS.toMillis(due - System.nanoTime()));
+  }
+
+  /**
+   * At a third of the lock of the oldest unfinished record (counted from its acquisition or its
+   * last renewal request, when the broker's lock restarts at the latest), renews every unfinished record of the last
+   * poll: the next poll may then go ahead, and returns them again.
+   */
+  private void renewIfDue() {
+    if (untilRenewal() > 0) {
+      return;
+    }
+    for (Item i : held.values()) {
+      if (!i.renewing && !i.acknowledged) {
+        consumer.acknowledge(i.record, AcknowledgeType.RENEW);
+        sent.put(i.position, AcknowledgeType.RENEW);
+        i.renewing = true;
+        i.acknowledged = true;
+        i.lockedAt = System.nanoTime(); // from now on: when the renewal was asked for
+      }
+    }
+  }
+
+  /** The commit callback: runs on the poll thread, inside poll and commitSync. */
+  private void committed(Map<org.apache.kafka.common.TopicIdPartition, Set<Long>> offsets,
+      Exception error) {
+    offsets.forEach((tip, set) -> {
+      for (Long offset : set) {
+        String position = KafkaRecords.position(tip.topic(), tip.partition(), offset);
+        AcknowledgeType type = sent.remove(position);
+        if (error == null) {
+          if (type == AcknowledgeType.ACCEPT) {
+            accepted.incrementAndGet();
+          }
+          continue;
+        }
+        if (type == AcknowledgeType.RENEW) {
+          Item i = held.remove(position);
+          if (i != null) {
+            lost(i);
+          }
+        } else {
+          LOG.log(System.Logger.Level.WARNING, "acknowledgement " + type + " of " + position
+              + " in share group " + spec.group() + " was refused (" + error + "); the broker"
+              + " delivers it again");
+          MetricsListener.safely(metrics, m -> m.dropped(topic, "share-ack-refused", 1));
+        }
+      }
+    });
+  }
+
+  private void lost(Item i) {
+    i.stale = true;
+    byWork.remove(i.work);
+    LOG.log(System.Logger.Level.WARNING, "lock of " + i.position + " in share group "
+        + spec.group() + " was lost; the broker delivers it again");
+  }
+
+  /** Closing: gives back what has no outcome, commits what has, closes the consumer. */
+  private void finishAll() {
+    try {
+      applyOutcomes(0);
+      if (allAcknowledged()) {
+        accept(consumer.poll(Duration.ZERO)); // brings renewed records back to release them
+      }
+      applyOutcomes(0);
+      for (Item i : new java.util.ArrayList<>(held.values())) {
+        if (!i.renewing && !i.acknowledged) {
+          i.stale = true;
+          acknowledge(i, AcknowledgeType.RELEASE);
+        }
+      }
+      consumer.commitSync(config.closeTimeout());
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "final acknowledgements of share group "
+          + spec.group() + " failed; unacknowledged records are delivered again: " + e, e);
+    }
+    try {
+      consumer.close(config.closeTimeout());
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "closing the share consumer of " + topic + " failed",
+          e);
+    }
+  }
+
+  private void fail(String what, Throwable cause) {
+    if (failure != null) {
+      return;
+    }
+    IllegalStateException e = new IllegalStateException(what, cause);
+    failure = e;
+    state = State.FAILED;
+    LOG.log(System.Logger.Level.ERROR, what, cause);
+    MetricsListener.safely(metrics, m -> m.consumerFailed(topic, spec.group(), e));
+  }
+
+  private void pause(Duration d) {
+    long end = System.nanoTime() + d.toNanos();
+    while (state == State.RUNNING || state == State.DRAINING) {
+      long left = end - System.nanoTime();
+      if (left <= 0) {
+        return;
+      }
+      java.util.concurrent.locks.LockSupport.parkNanos(this, left);
+    }
+  }
+
+  // ---------------------------------------------------------------- workers
+
+  /** Hands {@code w}'s outcome to the poll thread, once. */
+  private void settle(Work w, AcknowledgeType type) {
+    Item i = byWork.get(w);
+    if (i == null || !i.settled.compareAndSet(false, true)) {
+      return;
+    }
+    outcomes.add(new Outcome(i, type));
+    if (running.decrementAndGet() == 0 || state != State.RUNNING) {
+      synchronized (idle) {
+        idle.notifyAll();
+      }
+    }
+  }
+
+  private void process(Item item) {
+    Work w = item.work;
+    if (item.stale || state == State.CLOSED) {
+      return;
+    }
+    ConsumerRecord<String, byte[]> r = w.record();
+    InboundMapping inbound = spec.inbound();
+    Set<String> invalid = inbound.acceptsForeign() ? new HashSet<>() : Set.of();
+    Map<String, String> wire = inbound.acceptsForeign()
+        ? KafkaRecords.fromHeadersStrict(r.headers(), invalid)
+        : KafkaRecords.fromHeaders(r.headers());
+    Instant now = config.clock().instant();
+    Delivery delivery;
+    try {
+      InboundMapping.Decoded decoded = inbound.decode(wire, r.value(), new InboundMapping.Inbound(
+          topic, w.position(), r.key(), r.timestamp() >= 0 ? Instant.ofEpochMilli(r.timestamp())
+          : null, now, invalid, InboundMapping.KAFKA_CLOUDEVENTS_PREFIX));
+      wire = decoded.wire();
+      Delivery d = FailureRoute.delivery(decoded.message(), topic, wire);
+      // The broker's redeliveries of this record count as attempts: attempt header + count - 1.
+      delivery = item.deliveryCount <= 1 ? d : new Delivery(d.message(), d.source(),
+          d.attempt() + item.deliveryCount - 1, d.firstFailureAt());
+      if (delivery.attempt() == 1) {
+        decoded.reportIgnored(spec.metricsOr(metrics), topic);
+      }
+    } catch (MalformedMessageException e) {
+      MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));
+      handOff.deadLetter(w, wire, null, FailureRoute.undecodable(topic, e, now), w.position());
+      return;
+    }
+    Message message = delivery.message();
+    if (message.isExpiredAt(now)) {
+      MetricsListener.safely(metrics, m -> m.dropped(topic, "expired", 1));
+      settle(w, AcknowledgeType.ACCEPT);
+      return;
+    }
+    Map<String, String> headers = wire;
+    Delivery attempt = delivery;
+    HandlerWatchdog.Call call = watchdog.begin(() -> onFailure(w, headers, attempt,
+        new TimeoutException("handler did not finish within " + spec.handlerTimeout()
+            + "; its late result is ignored"), true));
+    Throwable thrown = null;
+    try {
+      handler.handle(delivery);
+    } catch (Throwable t) {
+      thrown = t;
+    }
+    if (!watchdog.end(call)) {
+      return; // timed out: its copy was routed by the watchdog
+    }
+    if (thrown == null) {
+      settle(w, AcknowledgeType.ACCEPT);
+    } else {
+      onFailure(w, wire, delivery, thrown, false);
+    }
+  }
+
+  /** Routes a failure ({@link FailureRoute}); on the watchdog's timer the send runs apart. */
+  private void onFailure(Work w, Map<String, String> wire, Delivery delivery, Throwable failure,
+      boolean onTimer) {
+    FailureRoute route = FailureRoute.decide(spec, delivery, failure, config.clock().instant());
+    Runnable send = route.isRetry()
+        ? () -> handOff.retry(w, wire, delivery.message(), route, w.position(), null)
+        : () -> handOff.deadLetter(w, wire, delivery.message(), route, w.position());
+    if (onTimer) {
+      try {
+        timers.execute(send);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        send.run();
+      }
+    } else {
+      send.run();
+    }
+  }
+
+  // ---------------------------------------------------------------- Subscription
+
+  @Override
+  public int deliveryCountLimit() {
+    return deliveryCountLimit;
+  }
+
+  @Override
+  public int inFlight() {
+    return byWork.size();
+  }
+
+  @Override
+  public long accepted() {
+    return accepted.get();
+  }
+
+  @Override
+  public long released() {
+    return released.get();
+  }
+
+  @Override
+  public Optional<Throwable> failure() {
+    return Optional.ofNullable(failure);
+  }
+
+  @Override
+  public boolean isRunning() {
+    return state == State.RUNNING && retryReader.isRunning();
+  }
+
+  @Override
+  public boolean close(Duration deadline) {
+    if (deadline == null || deadline.isNegative()) {
+      throw new IllegalArgumentException("deadline must be zero or positive, was " + deadline);
+    }
+    long end = System.nanoTime() + deadline.toNanos();
+    synchronized (this) {
+      if (state == State.CLOSED) {
+        return Boolean.TRUE.equals(drainedAtClose);
+      }
+      if (state == State.RUNNING) {
+        state = State.DRAINING;
+      }
+      consumer.wakeup();
+      synchronized (idle) {
+        while (running.get() > 0 && pollThreadDone.getCount() > 0) {
+          long left = end - System.nanoTime();
+          if (left <= 0) {
+            break;
+          }
+          try {
+            idle.wait(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left)));
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            break;
+          }
+        }
+      }
+      boolean drained = running.get() == 0;
+      if (state != State.FAILED) {
+        state = State.STOPPING;
+      }
+      consumer.wakeup();
+      java.util.concurrent.locks.LockSupport.unpark(pollThread);
+      try {
+        pollThreadDone.await(config.closeTimeout().toMillis() * 3, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      byWork.values().forEach(i -> i.stale = true);
+      workers.shutdownNow();
+      try {
+        workers.awaitTermination(config.closeTimeout());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      timers.shutdownNow();
+      router.close();
+      boolean readerDrained = retryReader.close(Duration.ofNanos(Math.max(0,
+          end - System.nanoTime())));
+      state = State.CLOSED;
+      drainedAtClose = drained && readerDrained;
+    }
+    onClosed.run();
+    return drainedAtClose;
+  }
+
+  @Override
+  public String toString() {
+    return "KafkaShareSubscription[topic=" + topic + ", group=" + spec.group() + ", state="
+        + state + ", inFlight=" + byWork.size() + "]";
+  }
+}
