@@ -11,8 +11,9 @@ import java.util.function.Consumer;
  * BacklogMonitor}'s verdict. Bridge it to Micrometer, Prometheus or logs; every method has a no-op
  * default, so an implementation overrides only what it exports.
  *
- * <p>Gauges ({@code backlogDepth}, {@code oldestAge}, {@code consumerLag}, {@code
- * deadLetterDepth}, {@code backlog}) report the current value each time a runtime samples it;
+ * <p>Gauges ({@code backlogDepth}, {@code oldestAge}, {@code consumerLag}, {@code partitionLag},
+ * {@code inFlight}, {@code oldestInFlightAge}, {@code deadLetterDepth}, {@code backlog}) report the
+ * current value each time a runtime samples it;
  * {@code dropped} and {@code ignored} report increments; {@code consumerFailed} reports that a
  * consumer stopped. {@code destination} names a queue, topic or outbox; runtimes
  * pass the same name they were configured with.
@@ -40,17 +41,20 @@ public interface MetricsListener {
   String IGNORED_CLOUDEVENTS_ATTRIBUTE = "malformed-cloudevents-attribute";
 
   /**
-   * Messages waiting in {@code destination}.
+   * Messages waiting in {@code destination} to be sent or taken: an outbox's unsent rows (the
+   * relay reports them under {@code "outbox"}), or a queue's waiting messages. Consumers report
+   * their lag with {@link #consumerLag} and {@link #partitionLag} instead, never here.
    *
-   * @param destination the queue, topic or outbox
+   * @param destination the queue or outbox
    * @param depth the current number of waiting messages
    */
   default void backlogDepth(String destination, long depth) {}
 
   /**
-   * How long the oldest waiting message of {@code destination} has waited.
+   * How long the oldest waiting message of {@code destination} has waited, next to {@link
+   * #backlogDepth}; consumers report {@link #oldestInFlightAge} instead.
    *
-   * @param destination the queue, topic or outbox
+   * @param destination the queue or outbox
    * @param age the current age of its oldest waiting message; {@link Duration#ZERO} when none waits
    */
   default void oldestAge(String destination, Duration age) {}
@@ -87,6 +91,19 @@ public interface MetricsListener {
    * @param count the current number of in-flight messages
    */
   default void inFlight(String destination, String group, long count) {}
+
+  /**
+   * How long the oldest message of {@code destination} that consumer {@code group} took and has
+   * not finished has been in flight (handler calls still running past their timeout included), so
+   * that workers that stopped moving raise an alarm: a gauge, reported when the runtime samples,
+   * next to {@link #inFlight}. Consumers report this, never {@link #backlogDepth} or {@link
+   * #oldestAge}, which are the outbox's (and a queue's) waiting messages.
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group
+   * @param age the current age of its oldest in-flight message; {@link Duration#ZERO} when none
+   */
+  default void oldestInFlightAge(String destination, String group, Duration age) {}
 
   /**
    * One handler call of consumer {@code group} on {@code destination} took {@code duration}:
@@ -212,6 +229,11 @@ public interface MetricsListener {
       @Override
       public void inFlight(String destination, String group, long count) {
         copy.forEach(l -> safely(l, x -> x.inFlight(destination, group, count)));
+      }
+
+      @Override
+      public void oldestInFlightAge(String destination, String group, Duration age) {
+        copy.forEach(l -> safely(l, x -> x.oldestInFlightAge(destination, group, age)));
       }
 
       @Override

@@ -12,9 +12,9 @@ package io.relaykit.metrics.micrometer;
  * {@link RelayKitMeterBinder.Builder#prefix}.
  */
 public enum RelayKitMeter {
-  /** Gauge, tag {@code destination}: messages waiting (an outbox's unsent rows; a consumer's lag
-   *  plus in-flight). */
-  OUTBOX_BACKLOG("outbox.backlog", "messages waiting to be delivered"),
+  /** Gauge, tag {@code destination}: messages waiting to be sent (an outbox's unsent rows, under
+   *  {@code destination="outbox"}); never a consumer's lag, which is {@link #CONSUMER_LAG}. */
+  OUTBOX_BACKLOG("outbox.backlog", "messages waiting to be sent"),
   /** TimeGauge, tag {@code destination}: how long the oldest waiting message has waited. */
   OUTBOX_OLDEST_AGE("outbox.oldest.age", "age of the oldest waiting message"),
   /** Gauge, tags {@code destination, group, partition}: consumer lag in messages; {@code
@@ -22,7 +22,11 @@ public enum RelayKitMeter {
   CONSUMER_LAG("consumer.lag", "messages the consumer group trails the end of the partition"),
   /** Gauge, tags {@code destination, group}: messages taken and not yet finished. */
   CONSUMER_IN_FLIGHT("consumer.in.flight", "messages taken by the consumer and not yet finished"),
-  /** Counter, tag {@code group} and {@code destination}: consumers stopped for good. */
+  /** TimeGauge, tags {@code destination, group}: how long the consumer's oldest unfinished
+   *  message has been in flight (handlers stuck past their timeout included). */
+  CONSUMER_OLDEST_IN_FLIGHT_AGE("consumer.in.flight.oldest.age",
+      "age of the oldest message the consumer took and has not finished"),
+  /** Counter, tags {@code destination, group}: consumers stopped for good. */
   CONSUMER_FAILED("consumer.failed", "consumers stopped for good on an unrecoverable error"),
   /** Counter, tags {@code destination, stage}: lifecycle steps taken, one per message per step. */
   MESSAGES("messages", "lifecycle steps taken by messages"),

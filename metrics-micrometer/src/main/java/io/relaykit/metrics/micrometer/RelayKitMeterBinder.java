@@ -72,6 +72,8 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   private final Series<AtomicLong> oldestAge = new Series<>(RelayKitMeter.OUTBOX_OLDEST_AGE);
   private final Series<AtomicLong> lag = new Series<>(RelayKitMeter.CONSUMER_LAG);
   private final Series<AtomicLong> inFlight = new Series<>(RelayKitMeter.CONSUMER_IN_FLIGHT);
+  private final Series<AtomicLong> inFlightAge =
+      new Series<>(RelayKitMeter.CONSUMER_OLDEST_IN_FLIGHT_AGE);
   private final Series<Counter> failed = new Series<>(RelayKitMeter.CONSUMER_FAILED);
   private final Series<Counter[]> messages = new Series<>(RelayKitMeter.MESSAGES);
   private final Series<Counter> dropped = new Series<>(RelayKitMeter.MESSAGES_DROPPED);
@@ -328,6 +330,25 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     });
     if (v != null) {
       v.set(count);
+    }
+  }
+
+  /**
+   * {@inheritDoc} Sets the TimeGauge {@code relaykit.consumer.in.flight.oldest.age{destination,
+   * group}}.
+   */
+  @Override
+  public void oldestInFlightAge(String destination, String group, Duration age) {
+    AtomicLong v = inFlightAge.get(new Key(destination, group, ""), k -> {
+      AtomicLong nanos = new AtomicLong();
+      TimeGauge.builder(name(RelayKitMeter.CONSUMER_OLDEST_IN_FLIGHT_AGE), nanos,
+          TimeUnit.NANOSECONDS, AtomicLong::doubleValue).tags("destination", k.a, "group", k.b)
+          .description(RelayKitMeter.CONSUMER_OLDEST_IN_FLIGHT_AGE.description())
+          .register(registry.get());
+      return nanos;
+    });
+    if (v != null) {
+      v.set(saturatedNanos(age));
     }
   }
 

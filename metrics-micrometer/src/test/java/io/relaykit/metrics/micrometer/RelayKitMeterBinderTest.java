@@ -50,7 +50,8 @@ class RelayKitMeterBinderTest {
       RelayKitMeterBinder binder = RelayKitMeterBinder.builder().build();
       assertThat(List.of(RelayKitMeter.values()).stream().map(binder::name).toList())
           .containsExactly("relaykit.outbox.backlog", "relaykit.outbox.oldest.age",
-              "relaykit.consumer.lag", "relaykit.consumer.in.flight", "relaykit.consumer.failed",
+              "relaykit.consumer.lag", "relaykit.consumer.in.flight",
+              "relaykit.consumer.in.flight.oldest.age", "relaykit.consumer.failed",
               "relaykit.messages", "relaykit.messages.dropped", "relaykit.messages.ignored",
               "relaykit.handler.duration", "relaykit.publish.confirm.duration",
               "relaykit.report.queue.depth", "relaykit.report.queue.bytes",
@@ -245,11 +246,15 @@ class RelayKitMeterBinderTest {
       MetricsListener both = MetricsListener.composite(List.of(MetricsListener.noop(), binder));
       both.partitionLag("t", "g", 0, 4);
       both.inFlight("t", "g", 2);
+      both.oldestInFlightAge("t", "g", Duration.ofMillis(700));
       both.handlerDuration("t", "g", Duration.ofMillis(1), false);
       both.publishConfirmDuration("t", Duration.ofMillis(1));
 
       assertThat(registry.get("relaykit.consumer.lag").gauge().value()).isEqualTo(4);
       assertThat(registry.get("relaykit.consumer.in.flight").gauge().value()).isEqualTo(2);
+      assertThat(registry.get("relaykit.consumer.in.flight.oldest.age").tags("destination", "t",
+          "group", "g").timeGauge().value(TimeUnit.MILLISECONDS)).isEqualTo(700);
+      assertThat(registry.find("relaykit.outbox.backlog").meters()).as("no outbox series").isEmpty();
       assertThat(registry.get("relaykit.handler.duration").timer().count()).isEqualTo(1);
       assertThat(registry.get("relaykit.publish.confirm.duration").timer().count()).isEqualTo(1);
     }

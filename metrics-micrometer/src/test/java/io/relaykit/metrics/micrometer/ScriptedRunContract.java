@@ -116,6 +116,10 @@ abstract class ScriptedRunContract {
     assertThat(messages(destination, Stage.DEAD_LETTERED)).as("dead-lettered").isEqualTo(1);
     assertThat(messages(destination, Stage.EXPIRED)).as("expired").isZero();
     assertThat(calls.values().stream().mapToInt(AtomicInteger::get).sum()).isEqualTo(delivered);
+    assertThat(registry.find("relaykit.messages").counters()).as("every counted step is under the"
+        + " destination, none under a group, retry or dead-letter queue: " + counted())
+        .filteredOn(c -> c.count() > 0)
+        .allSatisfy(c -> assertThat(c.getId().getTag("destination")).isEqualTo(destination));
 
     Timer ok = registry.get("relaykit.handler.duration")
         .tags("destination", destination, "group", group, "outcome", "success").timer();

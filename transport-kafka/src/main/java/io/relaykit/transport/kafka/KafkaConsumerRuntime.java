@@ -823,8 +823,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       m.consumerLag(topic, spec.group(), sample.totalLag());
       byPartition.forEach((p, l) -> m.partitionLag(topic, spec.group(), p, l));
       m.inFlight(topic, spec.group(), sample.inFlight());
-      m.backlogDepth(topic, sample.totalLag() + sample.inFlight());
-      m.oldestAge(topic, sample.oldestInFlightAge());
+      m.oldestInFlightAge(topic, spec.group(), sample.oldestInFlightAge());
       m.backlog(topic, snapshot);
     });
   }
