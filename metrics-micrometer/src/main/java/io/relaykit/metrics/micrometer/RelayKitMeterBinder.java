@@ -38,8 +38,12 @@ import java.util.function.Supplier;
  * <pre>{@code
  * RelayKitMeterBinder meters = RelayKitMeterBinder.builder().build();
  * meters.bindTo(registry);
- * OutboxRelay relay = OutboxRelay.builder()...metrics(meters).listener(meters).build();
+ * OutboxRelay relay = OutboxRelay.builder()...metrics(meters).listener(meters.relayListener())
+ *     .build();
  * }</pre>
+ *
+ * <p>The relay gets {@link #relayListener()}, not the binder itself, when its publisher reports to
+ * the binder too: both report PUBLISHED and CONFIRMED for each relayed message.
  *
  * <p>Cost: a lifecycle event or a counted drop is one lookup in a map of destinations (no
  * allocation once the destination is known) and one counter increment; a gauge report is one
@@ -86,6 +90,13 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   /** Consumers (destination, group) whose runtime reported a partition: their sum is not kept. */
   private final Map<Key, Boolean> partitioned = new ConcurrentHashMap<>();
   private volatile Map<RelayKitMeter, Counter> overflow = Map.of();
+  /** {@link #relayListener()}: the steps the relay reports but its publisher does not. */
+  private final LifecycleListener relayListener = event -> {
+    if (event.stage() != LifecycleEvent.Stage.PUBLISHED
+        && event.stage() != LifecycleEvent.Stage.CONFIRMED) {
+      on(event);
+    }
+  };
 
   private RelayKitMeterBinder(Builder b) {
     this.names = new EnumMap<>(RelayKitMeter.class);
@@ -236,6 +247,23 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
       }
     }
     return counters;
+  }
+
+  /**
+   * The lifecycle listener for an {@link io.relaykit.outbox.OutboxRelay} whose publisher reports
+   * to this binder too: it counts every step the relay reports except {@link
+   * LifecycleEvent.Stage#PUBLISHED} and {@link LifecycleEvent.Stage#CONFIRMED}. The relay and the
+   * transport's publisher both report those two steps for every relayed message, under the same
+   * destination; with this binder as the listener of both, {@code relaykit.messages} would count
+   * each relayed message twice at those stages. The relay's other steps (a publish that failed
+   * and is retried or dead-lettered) are its own and count here. Give the relay this binder itself
+   * when its publisher reports to no listener (a {@link io.relaykit.message.Publisher} of your
+   * own). Same cost as {@link #on}; the same listener on every call.
+   *
+   * @return a listener forwarding to {@link #on} every event but PUBLISHED and CONFIRMED
+   */
+  public LifecycleListener relayListener() {
+    return relayListener;
   }
 
   /**

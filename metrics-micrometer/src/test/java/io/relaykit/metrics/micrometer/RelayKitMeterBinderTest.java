@@ -175,6 +175,25 @@ class RelayKitMeterBinderTest {
     }
 
     @Test
+    @DisplayName("the relay's listener counts every step but PUBLISHED and CONFIRMED, which the"
+        + " publisher reports for the same message")
+    void relayListener() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      assertThat(binder.relayListener()).isSameAs(binder.relayListener());
+      for (Stage s : Stage.values()) {
+        binder.relayListener().on(event(s, "orders"));
+      }
+      binder.on(event(Stage.PUBLISHED, "orders"));
+      binder.on(event(Stage.CONFIRMED, "orders"));
+
+      for (Stage s : Stage.values()) {
+        if (s != Stage.DROPPED) {
+          assertThat(messages("orders", s)).as(s.name()).isEqualTo(1);
+        }
+      }
+    }
+
+    @Test
     @DisplayName("gauges show the latest value; the oldest age is a TimeGauge in the registry's"
         + " base unit; the verdict maps to its documented number")
     void gauges() {

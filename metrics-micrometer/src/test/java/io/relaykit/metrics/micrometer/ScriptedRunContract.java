@@ -5,12 +5,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.message.Message;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleEvent.Stage;
+import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.outbox.OutboxRelay;
 import io.relaykit.retry.Backoff;
 import io.relaykit.retry.RetryPolicy;
 import io.relaykit.tck.Await;
@@ -131,6 +134,43 @@ abstract class ScriptedRunContract {
     assertThat(registry.find("relaykit.meters.overflow").counters())
         .allSatisfy(c -> assertThat(c.count()).isZero());
     afterRun(destination, group);
+  }
+
+  @Test
+  @DisplayName("relayed by an OutboxRelay given relayListener(), each message counts once as"
+      + " published and once as confirmed, though relay and publisher both report them")
+  void relayedRun() {
+    String destination = destination();
+    String group = destination + "-g";
+    AtomicInteger handled = new AtomicInteger();
+    subscriber().subscribe(SubscriptionSpec.builder(destination, group)
+        .ordering(OrderingMode.UNORDERED).concurrency(2).maxInFlight(16).retryPolicy(retries())
+        .metrics(binder).build(), d -> handled.incrementAndGet());
+    InMemoryOutboxStore outbox = new InMemoryOutboxStore();
+    for (int i = 0; i < N; i++) {
+      outbox.append(destination, Message.builder().type("test.relayed").key("k-" + i)
+          .payload(Integer.toString(i)).build());
+    }
+    OutboxRelay relay = OutboxRelay.builder(outbox, publisher(), new InMemoryDeadLetterStore())
+        .listener(binder.relayListener()).metrics(binder).pollInterval(Duration.ofMillis(20))
+        .build();
+    relay.start();
+    try {
+      Await.until(WAIT, N + " published, confirmed and acked", () ->
+          messages(destination, Stage.PUBLISHED) >= N && messages(destination, Stage.CONFIRMED) >= N
+              && messages(destination, Stage.ACKED) >= N);
+    } catch (AssertionError e) {
+      throw new AssertionError(e.getMessage() + "; counted: " + counted(), e);
+    } finally {
+      relay.close(Duration.ofSeconds(10));
+    }
+    assertThat(messages(destination, Stage.PUBLISHED)).as("published: " + counted()).isEqualTo(N);
+    assertThat(messages(destination, Stage.CONFIRMED)).as("confirmed: " + counted()).isEqualTo(N);
+    assertThat(messages(destination, Stage.DELIVERED)).as("delivered").isEqualTo(N);
+    assertThat(messages(destination, Stage.ACKED)).as("acked").isEqualTo(N);
+    assertThat(handled).hasValue(N);
+    assertThat(registry.get("relaykit.publish.confirm.duration").tags("destination", destination)
+        .timer().count()).as("confirm timer, reported by the relay").isEqualTo(N);
   }
 
   /** Transport-specific checks after the common ones. */
