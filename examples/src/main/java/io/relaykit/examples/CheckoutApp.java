@@ -3,6 +3,8 @@ package io.relaykit.examples;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.google.inject.Guice;
 import com.google.inject.Injector;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.relaykit.config.Settings;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
@@ -21,11 +23,13 @@ import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.message.Tracing;
+import io.relaykit.metrics.micrometer.RelayKitMeterBinder;
 import io.relaykit.monitor.BacklogMonitor;
 import io.relaykit.monitor.BacklogSnapshot;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.LifecycleLog;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.outbox.OutboxRelay;
 import io.relaykit.outbox.OutboxStats;
@@ -111,6 +115,10 @@ final class CheckoutApp implements AutoCloseable {
   final LocalKafkaBroker localKafka;
   /** Spans of POST /orders, the outbox, the relay and the consumers ({@link DemoTracing}). */
   final DemoTracing tracing;
+  /** The relaykit meters ({@link #meters}) in Prometheus's format, for GET /metrics/prometheus. */
+  final PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  /** Fed as a lifecycle and metrics listener by the outbox, relay, transport and consumers. */
+  final RelayKitMeterBinder meters = RelayKitMeterBinder.builder().build();
 
   private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume,
       LocalKafkaBroker localKafka, DemoTracing tracing) throws IOException, SQLException {
@@ -120,8 +128,15 @@ final class CheckoutApp implements AutoCloseable {
     for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
       counts.put(stage, new AtomicLong());
     }
-    LifecycleListener listener = LifecycleListener.composite(List.of(lifecycle,
-        event -> counts.get(event.stage()).incrementAndGet()));
+    meters.bindTo(prometheus);
+    LifecycleListener count = event -> counts.get(event.stage()).incrementAndGet();
+    LifecycleListener listener = LifecycleListener.composite(List.of(lifecycle, count, meters));
+    // The transport's publisher reports PUBLISHED and CONFIRMED to the meters already.
+    LifecycleListener relayListener = LifecycleListener.composite(List.of(lifecycle, count,
+        meters.relayListener()));
+    // The demo had no metrics listener of its own (GET /metrics reads the stores): the binder is
+    // the only one. A second one joins through MetricsListener.composite.
+    MetricsListener metrics = meters;
 
     // The storage is the JDBC storage (H2 file or PostgreSQL); everything else comes from
     // queue-guice, chosen by configuration: relaykit.transport picks the transport, and the
@@ -195,13 +210,17 @@ final class CheckoutApp implements AutoCloseable {
               .maxInFlight(64)
               .retryPolicy(retry)
               .handlerTimeout(Duration.ofSeconds(10))
+              .metrics(metrics)
               .build(),
           delivery -> consumeRecordingDeath(effect, delivery)));
     }
     this.relay = OutboxRelay.builder(outbox, publisher, storage.deadLetterStore())
         .tracePropagation(tracing.propagation())
         .clock(clock)
-        .listener(listener)
+        .listener(relayListener)
+        .metrics(metrics)
+        // One outbox count a second: the backlog gauges and the verdict stay current.
+        .metricsInterval(Duration.ofSeconds(1))
         .retryPolicy(RetryPolicy.builder().maxAttempts(10)
             .backoff(Backoff.exponential(Duration.ofMillis(100)).withMax(Duration.ofSeconds(5))
                 .withJitter(Jitter.FULL)).build())
@@ -549,6 +568,30 @@ final class CheckoutApp implements AutoCloseable {
     return m;
   }
 
+  /** A scrape of {@link #prometheus}: its content type and its text. */
+  record Scrape(String contentType, String body) {}
+
+  /** The content types of the registry's text writers (client_java's, a runtime dependency). */
+  static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+  static final String OPENMETRICS_TEXT =
+      "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+  /**
+   * The meters in the Prometheus text format 0.0.4, or in OpenMetrics 1.0 when {@code accept} asks
+   * for {@code application/openmetrics-text}. Reads every registered meter; the gauges read atomics
+   * the listeners set, so a scrape takes none of relaykit's locks.
+   */
+  Scrape scrapePrometheus(String accept) {
+    String type = accept != null && accept.contains("application/openmetrics-text")
+        ? OPENMETRICS_TEXT : PROMETHEUS_TEXT;
+    return new Scrape(type, prometheus.scrape(type));
+  }
+
+  /** The relay's own backlog judgement, the one it reports to {@link #meters}. */
+  BacklogSnapshot relayBacklog() {
+    return relay.backlog();
+  }
+
   List<DeadLetter> deadLetters(int limit) {
     return storage.deadLetterStore().list(DeadLetterQuery.all().withPage(0, limit));
   }
@@ -587,6 +630,7 @@ final class CheckoutApp implements AutoCloseable {
         localKafka.close();
       }
       tracing.close();
+      prometheus.close();
     }
   }
 }

@@ -39,6 +39,7 @@ import java.util.regex.Pattern;
  *   GET  /orders/{id}/status          PENDING | PROCESSING | SUCCESS | FAILED (+ error)
  *   GET  /orders/{id}                 the order and its effect counts
  *   GET  /metrics                     backlog, oldest age, dead letters, drops, verdict
+ *   GET  /metrics/prometheus          relaykit's Micrometer meters, Prometheus text format
  *   GET  /dead-letters                the newest dead letters
  *   POST /dead-letters/{id}/replay    back into the outbox (replaying twice resends once)
  *   GET  /                            the status page
@@ -114,6 +115,11 @@ final class DemoServer implements AutoCloseable {
       } else if (path.equals("/metrics")) {
         requireMethod(method, "GET");
         send(ex, json(200, Json.MAPPER.valueToTree(app.metrics())));
+      } else if (path.equals("/metrics/prometheus")) {
+        requireMethod(method, "GET");
+        CheckoutApp.Scrape scrape = app.scrapePrometheus(ex.getRequestHeaders().getFirst("Accept"));
+        send(ex, new HttpAnswer(200, Map.of("Content-Type", scrape.contentType(),
+            "Cache-Control", "no-store"), scrape.body()));
       } else if (path.equals("/dead-letters")) {
         requireMethod(method, "GET");
         send(ex, deadLetters());
