@@ -57,6 +57,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -111,10 +113,21 @@ final class CheckoutApp implements AutoCloseable {
   final LocalKafkaBroker localKafka;
   /** Spans of POST /orders, the outbox, the relay and the consumers ({@link DemoTracing}). */
   final DemoTracing tracing;
+  /** The status page's samples; sampled every {@link #samplePeriod} while the pipeline runs. */
+  final StatusHistory history;
+  final Duration samplePeriod;
+  /** The relay's outbox, pausable (tests); null without a relay. */
+  private final PausableOutbox relayOutbox;
+  /** Runs {@link StatusHistory#tick()}; null without a relay. */
+  private final ScheduledExecutorService sampler;
+  /** How often the status history samples by default. */
+  static final Duration SAMPLE_PERIOD = Duration.ofSeconds(1);
 
   private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume,
-      LocalKafkaBroker localKafka, DemoTracing tracing) throws IOException, SQLException {
+      LocalKafkaBroker localKafka, DemoTracing tracing, Duration samplePeriod)
+      throws IOException, SQLException {
     this.options = options;
+    this.samplePeriod = samplePeriod;
     this.localKafka = localKafka;
     this.tracing = tracing;
     for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
@@ -145,6 +158,9 @@ final class CheckoutApp implements AutoCloseable {
         storage.idempotencyStore(), storage.deadLetterStore(), clock);
     orders.createTables();
     this.backlog = new BacklogMonitor(BacklogMonitor.Config.defaults(), clock);
+    this.history = new StatusHistory(StatusHistory.DEFAULT_CAPACITY, clock, backlog,
+        now -> storage.outboxStore().stats(now),
+        () -> counts.get(LifecycleEvent.Stage.DEAD_LETTERED).get());
 
     if (!consume) {
       this.redis = null;
@@ -152,6 +168,8 @@ final class CheckoutApp implements AutoCloseable {
       this.publisher = null;
       this.subscriber = null;
       this.relay = null;
+      this.relayOutbox = null;
+      this.sampler = null;
       return;
     }
     if (options.storage().equals("redis")) {
@@ -198,7 +216,8 @@ final class CheckoutApp implements AutoCloseable {
               .build(),
           delivery -> consumeRecordingDeath(effect, delivery)));
     }
-    this.relay = OutboxRelay.builder(outbox, publisher, storage.deadLetterStore())
+    this.relayOutbox = new PausableOutbox(outbox);
+    this.relay = OutboxRelay.builder(relayOutbox, publisher, storage.deadLetterStore())
         .tracePropagation(tracing.propagation())
         .clock(clock)
         .listener(listener)
@@ -212,6 +231,13 @@ final class CheckoutApp implements AutoCloseable {
         .confirmTimeout(options.lease().dividedBy(2))
         .build();
     relay.start();
+    this.sampler = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "demo-status-history");
+      t.setDaemon(true);
+      return t;
+    });
+    sampler.scheduleAtFixedRate(history::tick, 0, samplePeriod.toMillis(),
+        TimeUnit.MILLISECONDS);
     LOG.log(System.Logger.Level.DEBUG, () -> "outbox relay and " + subscriptions.size()
         + " consumers started (storage " + options.storage() + ", transport "
         + options.transport() + ")");
@@ -236,6 +262,22 @@ final class CheckoutApp implements AutoCloseable {
   /** The full pipeline, tracing through {@code tracing} (closed with the app). */
   static CheckoutApp start(DemoOptions options, Map<String, String> settings,
       DemoTracing tracing) throws IOException, SQLException {
+    return start(options, settings, tracing, SAMPLE_PERIOD);
+  }
+
+  /**
+   * The full pipeline, its status history sampled every {@code samplePeriod} (tests use a short
+   * one).
+   *
+   * @throws IllegalArgumentException if {@code samplePeriod} is under 10 ms or over a minute
+   */
+  static CheckoutApp start(DemoOptions options, Map<String, String> settings,
+      DemoTracing tracing, Duration samplePeriod) throws IOException, SQLException {
+    if (samplePeriod.compareTo(Duration.ofMillis(10)) < 0
+        || samplePeriod.compareTo(Duration.ofMinutes(1)) > 0) {
+      throw new IllegalArgumentException("samplePeriod must be 10 ms to 1 min, was "
+          + samplePeriod);
+    }
     checkServices(options, settings, true);
     LocalKafkaBroker local = null;
     Map<String, String> effective = settings;
@@ -245,7 +287,7 @@ final class CheckoutApp implements AutoCloseable {
       effective.put(KAFKA_BOOTSTRAP, local.bootstrap());
     }
     try {
-      return new CheckoutApp(options, effective, true, local, tracing);
+      return new CheckoutApp(options, effective, true, local, tracing, samplePeriod);
     } catch (IOException | SQLException | RuntimeException | Error e) {
       if (local != null) {
         local.close();
@@ -257,7 +299,7 @@ final class CheckoutApp implements AutoCloseable {
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
     checkServices(options, Map.of(), false);
-    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off());
+    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off(), SAMPLE_PERIOD);
   }
 
   /**
@@ -525,7 +567,11 @@ final class CheckoutApp implements AutoCloseable {
   /** Outbox backlog, oldest age, dead letters, drops and the backlog's verdict. */
   Map<String, Object> metrics() {
     OutboxStats stats = storage.outboxStore().stats(clock.instant());
-    backlog.record(stats.unsent(), stats.oldestUnsentAge());
+    if (sampler == null) {
+      // No sampler (the operator CLI): this read is the monitor's sample. With one, the sampler
+      // alone feeds it, on its period, so the verdict does not depend on who polls /metrics.
+      backlog.record(stats.unsent(), stats.oldestUnsentAge());
+    }
     BacklogSnapshot snapshot = backlog.snapshot();
     Map<String, Object> m = new java.util.LinkedHashMap<>();
     m.put("outboxBacklog", stats.unsent());
@@ -558,6 +604,18 @@ final class CheckoutApp implements AutoCloseable {
     return storage.deadLetterStore().replayToOutbox(id, storage.outboxStore());
   }
 
+  /**
+   * Pauses or resumes the relay: while paused it claims nothing and the backlog grows (tests).
+   *
+   * @throws IllegalStateException without a relay (storage only)
+   */
+  void pauseRelay(boolean paused) {
+    if (relayOutbox == null) {
+      throw new IllegalStateException("no relay runs in storage-only mode");
+    }
+    relayOutbox.paused(paused);
+  }
+
   long purgeDeadLetters() {
     return storage.deadLetterStore().purge(DeadLetterQuery.all());
   }
@@ -566,6 +624,9 @@ final class CheckoutApp implements AutoCloseable {
   @Override
   public void close() {
     try {
+      if (sampler != null) {
+        sampler.shutdownNow();
+      }
       if (relay != null) {
         relay.close(Duration.ofSeconds(5));
       }
