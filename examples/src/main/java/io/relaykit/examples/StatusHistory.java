@@ -214,8 +214,10 @@ final class StatusHistory {
     if (s.size() >= 2) {
       long end = s.get(s.size() - 1).at().toEpochMilli();
       long start = s.get(0).at().toEpochMilli();
+      // Ticks are a tenth of the span apart: whole seconds once that is at least 2 s.
+      String format = end - start >= 20_000 ? "-%.0f s" : "-%.1f s";
       chart.timeRange(start, Math.max(end, start + 1))
-          .timeLabel(t -> t >= end ? "now" : String.format(Locale.ROOT, "-%.0f s",
+          .timeLabel(t -> t >= end ? "now" : String.format(Locale.ROOT, format,
               (end - t) / 1000.0));
     }
     String verdict = last == null ? "no samples yet" : "verdict " + last.name();

@@ -23,7 +23,14 @@ record RunningDemo(CheckoutApp app, DemoServer server, DemoHttp http) implements
 
   /** Starts the app on {@code options} with extra {@code settings} and serves it. */
   static RunningDemo start(DemoOptions options, Map<String, String> settings) throws Exception {
-    CheckoutApp app = CheckoutApp.start(options, settings);
+    return start(options, settings, CheckoutApp.SAMPLE_PERIOD);
+  }
+
+  /** Starts the app, its status history sampled every {@code samplePeriod}, and serves it. */
+  static RunningDemo start(DemoOptions options, Map<String, String> settings,
+      Duration samplePeriod) throws Exception {
+    CheckoutApp app = CheckoutApp.start(options, settings, DemoTracing.fromEnvironment(),
+        samplePeriod);
     DemoServer server;
     try {
       server = new DemoServer(app, "127.0.0.1", 0);
