@@ -124,8 +124,8 @@ final class CheckoutApp implements AutoCloseable {
   static final Duration SAMPLE_PERIOD = Duration.ofSeconds(1);
 
   private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume,
-      LocalKafkaBroker localKafka, DemoTracing tracing, Duration samplePeriod)
-      throws IOException, SQLException {
+      LocalKafkaBroker localKafka, DemoTracing tracing, Duration samplePeriod,
+      BacklogMonitor.Config backlogConfig) throws IOException, SQLException {
     this.options = options;
     this.samplePeriod = samplePeriod;
     this.localKafka = localKafka;
@@ -157,7 +157,7 @@ final class CheckoutApp implements AutoCloseable {
     this.orders = new Orders(storage.dataSource(), outbox,
         storage.idempotencyStore(), storage.deadLetterStore(), clock);
     orders.createTables();
-    this.backlog = new BacklogMonitor(BacklogMonitor.Config.defaults(), clock);
+    this.backlog = new BacklogMonitor(backlogConfig, clock);
     this.history = new StatusHistory(StatusHistory.DEFAULT_CAPACITY, clock, backlog,
         now -> storage.outboxStore().stats(now),
         () -> counts.get(LifecycleEvent.Stage.DEAD_LETTERED).get());
@@ -262,17 +262,19 @@ final class CheckoutApp implements AutoCloseable {
   /** The full pipeline, tracing through {@code tracing} (closed with the app). */
   static CheckoutApp start(DemoOptions options, Map<String, String> settings,
       DemoTracing tracing) throws IOException, SQLException {
-    return start(options, settings, tracing, SAMPLE_PERIOD);
+    return start(options, settings, tracing, SAMPLE_PERIOD, BacklogMonitor.Config.defaults());
   }
 
   /**
-   * The full pipeline, its status history sampled every {@code samplePeriod} (tests use a short
-   * one).
+   * The full pipeline, its status history sampled every {@code samplePeriod} into a backlog
+   * monitor judging by {@code backlogConfig} (tests use a short period and thresholds scaled to
+   * it).
    *
    * @throws IllegalArgumentException if {@code samplePeriod} is under 10 ms or over a minute
    */
   static CheckoutApp start(DemoOptions options, Map<String, String> settings,
-      DemoTracing tracing, Duration samplePeriod) throws IOException, SQLException {
+      DemoTracing tracing, Duration samplePeriod, BacklogMonitor.Config backlogConfig)
+      throws IOException, SQLException {
     if (samplePeriod.compareTo(Duration.ofMillis(10)) < 0
         || samplePeriod.compareTo(Duration.ofMinutes(1)) > 0) {
       throw new IllegalArgumentException("samplePeriod must be 10 ms to 1 min, was "
@@ -287,7 +289,8 @@ final class CheckoutApp implements AutoCloseable {
       effective.put(KAFKA_BOOTSTRAP, local.bootstrap());
     }
     try {
-      return new CheckoutApp(options, effective, true, local, tracing, samplePeriod);
+      return new CheckoutApp(options, effective, true, local, tracing, samplePeriod,
+          backlogConfig);
     } catch (IOException | SQLException | RuntimeException | Error e) {
       if (local != null) {
         local.close();
@@ -299,7 +302,8 @@ final class CheckoutApp implements AutoCloseable {
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
     checkServices(options, Map.of(), false);
-    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off(), SAMPLE_PERIOD);
+    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off(), SAMPLE_PERIOD,
+        BacklogMonitor.Config.defaults());
   }
 
   /**

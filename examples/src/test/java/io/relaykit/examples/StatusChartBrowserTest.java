@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import io.relaykit.monitor.BacklogMonitor;
 import io.relaykit.tck.Await;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
@@ -41,6 +42,13 @@ class StatusChartBrowserTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
   /** Short, so a burst of a few seconds is many samples (the ring then spans one minute). */
   private static final Duration SAMPLE_PERIOD = Duration.ofMillis(100);
+  /**
+   * The demo's thresholds scaled to the short period: a 3 s window, growth from 5 rows a second,
+   * a stall once the oldest row has waited 1 s without moving (the demo: 5 min, 1/s, 1 min).
+   */
+  private static final BacklogMonitor.Config THRESHOLDS = BacklogMonitor.Config.builder()
+      .window(Duration.ofSeconds(3)).minSamples(5).growthPerSecond(5)
+      .stallAge(Duration.ofSeconds(1)).build();
   private static final int BURST = 40;
   private static final int POISON = 2;
 
@@ -76,7 +84,7 @@ class StatusChartBrowserTest {
           + " (./relaykit test does it for you)");
     }
     demo = RunningDemo.start(new DemoOptions("127.0.0.1", 0, data, "h2", "memory", 0, "POISON",
-        Duration.ofSeconds(2)), Map.of(), SAMPLE_PERIOD);
+        Duration.ofSeconds(2)), Map.of(), SAMPLE_PERIOD, THRESHOLDS);
     service = new ChromeDriverService.Builder()
         .usingDriverExecutable(CHROMEDRIVER.toFile())
         .usingAnyFreePort()
@@ -142,7 +150,12 @@ class StatusChartBrowserTest {
     long expected = 2L * (BURST + POISON); // one outbox row per effect (SMS, coupon)
     Await.until(WAIT, "the sampled backlog reaches " + expected,
         () -> latestBacklog() == expected);
-    // Let the page draw the plateau once before the drain.
+    // A paused relay is a stall: the oldest row waits, nothing moves. Hold it until the monitor
+    // says so, and the page has drawn the plateau, before the drain.
+    Await.until(WAIT, "the verdict STALLED", () -> {
+      JsonNode s = samples();
+      return s.get(s.size() - 1).get("verdict").asText().equals("STALLED");
+    });
     new WebDriverWait(driver, WAIT).until(d -> {
       List<List<Number>> pts = rendered("backlog");
       return pts != null && max(pts) >= expected - 0.5;
@@ -155,7 +168,11 @@ class StatusChartBrowserTest {
     for (String id : poison) {
       demo.http().awaitStatus(id, "FAILED", WAIT);
     }
-    Await.until(WAIT, "the sampled backlog is back at 0", () -> latestBacklog() == 0);
+    Await.until(WAIT, "the sampled backlog is back at 0, the verdict HEALTHY", () -> {
+      JsonNode s = samples();
+      JsonNode last = s.get(s.size() - 1);
+      return last.get("backlog").asLong() == 0 && last.get("verdict").asText().equals("HEALTHY");
+    });
 
     // The page refreshes the chart every 3 s: wait for a drawing whose last point is the drain.
     List<List<Number>> pts = new WebDriverWait(driver, WAIT).until(d -> {
@@ -164,7 +181,11 @@ class StatusChartBrowserTest {
         return null;
       }
       double last = p.get(p.size() - 1).get(1).doubleValue();
-      return Math.abs(last) < 0.5 ? p : null;
+      List<String> marks = d.findElements(By.cssSelector(
+          "#history-chart svg g.panel:first-of-type line.mark.verdict")).stream()
+          .map(e -> e.getAttribute("data-verdict")).toList();
+      return Math.abs(last) < 0.5 && !marks.isEmpty()
+          && marks.get(marks.size() - 1).equals("HEALTHY") ? p : null;
     });
     int peak = 0;
     for (int i = 0; i < pts.size(); i++) {
@@ -196,7 +217,8 @@ class StatusChartBrowserTest {
     List<String> marked = driver.findElements(By.cssSelector(
         "#history-chart svg g.panel:first-of-type line.mark.verdict")).stream()
         .map(e -> e.getAttribute("data-verdict")).toList();
-    assertThat(marked).isNotEmpty();
+    assertThat(marked).as("verdict marks").startsWith("HEALTHY").contains("STALLED")
+        .endsWith("HEALTHY");
     assertThat(changes).as("the verdicts sampled since the drawing").startsWith(
         marked.toArray(String[]::new));
 
