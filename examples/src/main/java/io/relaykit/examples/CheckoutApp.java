@@ -63,6 +63,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -116,18 +117,43 @@ final class CheckoutApp implements AutoCloseable {
   /** The status page's samples; sampled every {@link #samplePeriod} while the pipeline runs. */
   final StatusHistory history;
   final Duration samplePeriod;
-  /** The relay's outbox, pausable (tests); null without a relay. */
-  private final PausableOutbox relayOutbox;
   /** Runs {@link StatusHistory#tick()}; null without a relay. */
   private final ScheduledExecutorService sampler;
-  /** How often the status history samples by default. */
-  static final Duration SAMPLE_PERIOD = Duration.ofSeconds(1);
+
+  /**
+   * What tests tune: how often the status history samples, the backlog monitor's thresholds, and
+   * a wrapper around the relay's outbox (to hold the relay back, say).
+   *
+   * @param samplePeriod 10 ms to 1 min
+   * @param backlog the backlog monitor's thresholds
+   * @param relayOutbox wraps the outbox store the relay claims from
+   */
+  record Tuning(Duration samplePeriod, BacklogMonitor.Config backlog,
+      UnaryOperator<OutboxStore> relayOutbox) {
+    /** The demo's: a sample a second, the monitor's defaults, the outbox as it is. */
+    static final Tuning DEFAULTS = new Tuning(Duration.ofSeconds(1),
+        BacklogMonitor.Config.defaults(), UnaryOperator.identity());
+
+    /**
+     * @throws IllegalArgumentException if {@code samplePeriod} is under 10 ms or over a minute
+     * @throws NullPointerException if a component is null
+     */
+    Tuning {
+      if (samplePeriod.compareTo(Duration.ofMillis(10)) < 0
+          || samplePeriod.compareTo(Duration.ofMinutes(1)) > 0) {
+        throw new IllegalArgumentException("samplePeriod must be 10 ms to 1 min, was "
+            + samplePeriod);
+      }
+      java.util.Objects.requireNonNull(backlog, "backlog");
+      java.util.Objects.requireNonNull(relayOutbox, "relayOutbox");
+    }
+  }
 
   private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume,
-      LocalKafkaBroker localKafka, DemoTracing tracing, Duration samplePeriod,
-      BacklogMonitor.Config backlogConfig) throws IOException, SQLException {
+      LocalKafkaBroker localKafka, DemoTracing tracing, Tuning tuning)
+      throws IOException, SQLException {
     this.options = options;
-    this.samplePeriod = samplePeriod;
+    this.samplePeriod = tuning.samplePeriod();
     this.localKafka = localKafka;
     this.tracing = tracing;
     for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
@@ -157,7 +183,7 @@ final class CheckoutApp implements AutoCloseable {
     this.orders = new Orders(storage.dataSource(), outbox,
         storage.idempotencyStore(), storage.deadLetterStore(), clock);
     orders.createTables();
-    this.backlog = new BacklogMonitor(backlogConfig, clock);
+    this.backlog = new BacklogMonitor(tuning.backlog(), clock);
     this.history = new StatusHistory(StatusHistory.DEFAULT_CAPACITY, clock, backlog,
         now -> storage.outboxStore().stats(now),
         () -> counts.get(LifecycleEvent.Stage.DEAD_LETTERED).get());
@@ -168,7 +194,6 @@ final class CheckoutApp implements AutoCloseable {
       this.publisher = null;
       this.subscriber = null;
       this.relay = null;
-      this.relayOutbox = null;
       this.sampler = null;
       return;
     }
@@ -216,8 +241,8 @@ final class CheckoutApp implements AutoCloseable {
               .build(),
           delivery -> consumeRecordingDeath(effect, delivery)));
     }
-    this.relayOutbox = new PausableOutbox(outbox);
-    this.relay = OutboxRelay.builder(relayOutbox, publisher, storage.deadLetterStore())
+    this.relay = OutboxRelay.builder(tuning.relayOutbox().apply(outbox), publisher,
+            storage.deadLetterStore())
         .tracePropagation(tracing.propagation())
         .clock(clock)
         .listener(listener)
@@ -262,24 +287,12 @@ final class CheckoutApp implements AutoCloseable {
   /** The full pipeline, tracing through {@code tracing} (closed with the app). */
   static CheckoutApp start(DemoOptions options, Map<String, String> settings,
       DemoTracing tracing) throws IOException, SQLException {
-    return start(options, settings, tracing, SAMPLE_PERIOD, BacklogMonitor.Config.defaults());
+    return start(options, settings, tracing, Tuning.DEFAULTS);
   }
 
-  /**
-   * The full pipeline, its status history sampled every {@code samplePeriod} into a backlog
-   * monitor judging by {@code backlogConfig} (tests use a short period and thresholds scaled to
-   * it).
-   *
-   * @throws IllegalArgumentException if {@code samplePeriod} is under 10 ms or over a minute
-   */
+  /** The full pipeline, tuned (tests: a short sample period, a relay held back). */
   static CheckoutApp start(DemoOptions options, Map<String, String> settings,
-      DemoTracing tracing, Duration samplePeriod, BacklogMonitor.Config backlogConfig)
-      throws IOException, SQLException {
-    if (samplePeriod.compareTo(Duration.ofMillis(10)) < 0
-        || samplePeriod.compareTo(Duration.ofMinutes(1)) > 0) {
-      throw new IllegalArgumentException("samplePeriod must be 10 ms to 1 min, was "
-          + samplePeriod);
-    }
+      DemoTracing tracing, Tuning tuning) throws IOException, SQLException {
     checkServices(options, settings, true);
     LocalKafkaBroker local = null;
     Map<String, String> effective = settings;
@@ -289,8 +302,7 @@ final class CheckoutApp implements AutoCloseable {
       effective.put(KAFKA_BOOTSTRAP, local.bootstrap());
     }
     try {
-      return new CheckoutApp(options, effective, true, local, tracing, samplePeriod,
-          backlogConfig);
+      return new CheckoutApp(options, effective, true, local, tracing, tuning);
     } catch (IOException | SQLException | RuntimeException | Error e) {
       if (local != null) {
         local.close();
@@ -302,8 +314,7 @@ final class CheckoutApp implements AutoCloseable {
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
     checkServices(options, Map.of(), false);
-    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off(), SAMPLE_PERIOD,
-        BacklogMonitor.Config.defaults());
+    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off(), Tuning.DEFAULTS);
   }
 
   /**
@@ -606,18 +617,6 @@ final class CheckoutApp implements AutoCloseable {
   /** Moves a dead letter back into the outbox, atomically; replaying twice resends once. */
   Optional<DeadLetter> replay(String id) {
     return storage.deadLetterStore().replayToOutbox(id, storage.outboxStore());
-  }
-
-  /**
-   * Pauses or resumes the relay: while paused it claims nothing and the backlog grows (tests).
-   *
-   * @throws IllegalStateException without a relay (storage only)
-   */
-  void pauseRelay(boolean paused) {
-    if (relayOutbox == null) {
-      throw new IllegalStateException("no relay runs in storage-only mode");
-    }
-    relayOutbox.paused(paused);
   }
 
   long purgeDeadLetters() {

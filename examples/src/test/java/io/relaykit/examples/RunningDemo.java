@@ -23,19 +23,14 @@ record RunningDemo(CheckoutApp app, DemoServer server, DemoHttp http) implements
 
   /** Starts the app on {@code options} with extra {@code settings} and serves it. */
   static RunningDemo start(DemoOptions options, Map<String, String> settings) throws Exception {
-    return start(options, settings, CheckoutApp.SAMPLE_PERIOD,
-        io.relaykit.monitor.BacklogMonitor.Config.defaults());
+    return start(options, settings, CheckoutApp.Tuning.DEFAULTS);
   }
 
-  /**
-   * Starts the app, its status history sampled every {@code samplePeriod} into a backlog monitor
-   * of {@code backlogConfig}, and serves it.
-   */
+  /** Starts the app, tuned, and serves it. */
   static RunningDemo start(DemoOptions options, Map<String, String> settings,
-      Duration samplePeriod, io.relaykit.monitor.BacklogMonitor.Config backlogConfig)
-      throws Exception {
+      CheckoutApp.Tuning tuning) throws Exception {
     CheckoutApp app = CheckoutApp.start(options, settings, DemoTracing.fromEnvironment(),
-        samplePeriod, backlogConfig);
+        tuning);
     DemoServer server;
     try {
       server = new DemoServer(app, "127.0.0.1", 0);
