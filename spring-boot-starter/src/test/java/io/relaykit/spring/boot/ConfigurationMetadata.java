@@ -34,9 +34,8 @@ final class ConfigurationMetadata {
       "spring-configuration-metadata.json");
 
   /**
-   * The system property that makes {@link ConfigurationMetadataTest} rewrite the file. Not under
-   * {@code relaykit.}: the starter reads every {@code relaykit.*} property of the environment,
-   * system properties included, and rejects an undeclared one.
+   * The system property that makes {@link ConfigurationMetadataTest} rewrite the file; not under
+   * {@code relaykit.}, so it is never taken for a setting.
    */
   static final String REGENERATE_PROPERTY = "regenerateConfigMetadata";
 
