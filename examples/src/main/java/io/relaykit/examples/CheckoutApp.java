@@ -57,10 +57,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -111,10 +114,46 @@ final class CheckoutApp implements AutoCloseable {
   final LocalKafkaBroker localKafka;
   /** Spans of POST /orders, the outbox, the relay and the consumers ({@link DemoTracing}). */
   final DemoTracing tracing;
+  /** The status page's samples; sampled every {@link #samplePeriod} while the pipeline runs. */
+  final StatusHistory history;
+  final Duration samplePeriod;
+  /** Runs {@link StatusHistory#tick()}; null without a relay. */
+  private final ScheduledExecutorService sampler;
+
+  /**
+   * What tests tune: how often the status history samples, the backlog monitor's thresholds, and
+   * a wrapper around the relay's outbox (to hold the relay back, say).
+   *
+   * @param samplePeriod 10 ms to 1 min
+   * @param backlog the backlog monitor's thresholds
+   * @param relayOutbox wraps the outbox store the relay claims from
+   */
+  record Tuning(Duration samplePeriod, BacklogMonitor.Config backlog,
+      UnaryOperator<OutboxStore> relayOutbox) {
+    /** The demo's: a sample a second, the monitor's defaults, the outbox as it is. */
+    static final Tuning DEFAULTS = new Tuning(Duration.ofSeconds(1),
+        BacklogMonitor.Config.defaults(), UnaryOperator.identity());
+
+    /**
+     * @throws IllegalArgumentException if {@code samplePeriod} is under 10 ms or over a minute
+     * @throws NullPointerException if a component is null
+     */
+    Tuning {
+      if (samplePeriod.compareTo(Duration.ofMillis(10)) < 0
+          || samplePeriod.compareTo(Duration.ofMinutes(1)) > 0) {
+        throw new IllegalArgumentException("samplePeriod must be 10 ms to 1 min, was "
+            + samplePeriod);
+      }
+      java.util.Objects.requireNonNull(backlog, "backlog");
+      java.util.Objects.requireNonNull(relayOutbox, "relayOutbox");
+    }
+  }
 
   private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume,
-      LocalKafkaBroker localKafka, DemoTracing tracing) throws IOException, SQLException {
+      LocalKafkaBroker localKafka, DemoTracing tracing, Tuning tuning)
+      throws IOException, SQLException {
     this.options = options;
+    this.samplePeriod = tuning.samplePeriod();
     this.localKafka = localKafka;
     this.tracing = tracing;
     for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
@@ -144,7 +183,10 @@ final class CheckoutApp implements AutoCloseable {
     this.orders = new Orders(storage.dataSource(), outbox,
         storage.idempotencyStore(), storage.deadLetterStore(), clock);
     orders.createTables();
-    this.backlog = new BacklogMonitor(BacklogMonitor.Config.defaults(), clock);
+    this.backlog = new BacklogMonitor(tuning.backlog(), clock);
+    this.history = new StatusHistory(StatusHistory.DEFAULT_CAPACITY, clock, backlog,
+        now -> storage.outboxStore().stats(now),
+        () -> counts.get(LifecycleEvent.Stage.DEAD_LETTERED).get());
 
     if (!consume) {
       this.redis = null;
@@ -152,6 +194,7 @@ final class CheckoutApp implements AutoCloseable {
       this.publisher = null;
       this.subscriber = null;
       this.relay = null;
+      this.sampler = null;
       return;
     }
     if (options.storage().equals("redis")) {
@@ -198,7 +241,8 @@ final class CheckoutApp implements AutoCloseable {
               .build(),
           delivery -> consumeRecordingDeath(effect, delivery)));
     }
-    this.relay = OutboxRelay.builder(outbox, publisher, storage.deadLetterStore())
+    this.relay = OutboxRelay.builder(tuning.relayOutbox().apply(outbox), publisher,
+            storage.deadLetterStore())
         .tracePropagation(tracing.propagation())
         .clock(clock)
         .listener(listener)
@@ -212,6 +256,13 @@ final class CheckoutApp implements AutoCloseable {
         .confirmTimeout(options.lease().dividedBy(2))
         .build();
     relay.start();
+    this.sampler = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "demo-status-history");
+      t.setDaemon(true);
+      return t;
+    });
+    sampler.scheduleAtFixedRate(history::tick, 0, samplePeriod.toMillis(),
+        TimeUnit.MILLISECONDS);
     LOG.log(System.Logger.Level.DEBUG, () -> "outbox relay and " + subscriptions.size()
         + " consumers started (storage " + options.storage() + ", transport "
         + options.transport() + ")");
@@ -236,6 +287,12 @@ final class CheckoutApp implements AutoCloseable {
   /** The full pipeline, tracing through {@code tracing} (closed with the app). */
   static CheckoutApp start(DemoOptions options, Map<String, String> settings,
       DemoTracing tracing) throws IOException, SQLException {
+    return start(options, settings, tracing, Tuning.DEFAULTS);
+  }
+
+  /** The full pipeline, tuned (tests: a short sample period, a relay held back). */
+  static CheckoutApp start(DemoOptions options, Map<String, String> settings,
+      DemoTracing tracing, Tuning tuning) throws IOException, SQLException {
     checkServices(options, settings, true);
     LocalKafkaBroker local = null;
     Map<String, String> effective = settings;
@@ -245,7 +302,7 @@ final class CheckoutApp implements AutoCloseable {
       effective.put(KAFKA_BOOTSTRAP, local.bootstrap());
     }
     try {
-      return new CheckoutApp(options, effective, true, local, tracing);
+      return new CheckoutApp(options, effective, true, local, tracing, tuning);
     } catch (IOException | SQLException | RuntimeException | Error e) {
       if (local != null) {
         local.close();
@@ -257,7 +314,7 @@ final class CheckoutApp implements AutoCloseable {
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
     checkServices(options, Map.of(), false);
-    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off());
+    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off(), Tuning.DEFAULTS);
   }
 
   /**
@@ -525,7 +582,11 @@ final class CheckoutApp implements AutoCloseable {
   /** Outbox backlog, oldest age, dead letters, drops and the backlog's verdict. */
   Map<String, Object> metrics() {
     OutboxStats stats = storage.outboxStore().stats(clock.instant());
-    backlog.record(stats.unsent(), stats.oldestUnsentAge());
+    if (sampler == null) {
+      // No sampler (the operator CLI): this read is the monitor's sample. With one, the sampler
+      // alone feeds it, on its period, so the verdict does not depend on who polls /metrics.
+      backlog.record(stats.unsent(), stats.oldestUnsentAge());
+    }
     BacklogSnapshot snapshot = backlog.snapshot();
     Map<String, Object> m = new java.util.LinkedHashMap<>();
     m.put("outboxBacklog", stats.unsent());
@@ -566,6 +627,9 @@ final class CheckoutApp implements AutoCloseable {
   @Override
   public void close() {
     try {
+      if (sampler != null) {
+        sampler.shutdownNow();
+      }
       if (relay != null) {
         relay.close(Duration.ofSeconds(5));
       }

@@ -41,6 +41,8 @@ import java.util.regex.Pattern;
  *   GET  /metrics                     backlog, oldest age, dead letters, drops, verdict
  *   GET  /dead-letters                the newest dead letters
  *   POST /dead-letters/{id}/replay    back into the outbox (replaying twice resends once)
+ *   GET  /api/history                 the status history's samples (JSON)
+ *   GET  /api/history.svg             the status page's chart of them (SVG)
  *   GET  /                            the status page
  * </pre>
  */
@@ -120,6 +122,9 @@ final class DemoServer implements AutoCloseable {
       } else if (replay.matches()) {
         requireMethod(method, "POST");
         send(ex, replay(replay.group(1)));
+      } else if (path.equals("/api/history") || path.equals("/api/history.svg")) {
+        requireMethod(method, "GET");
+        send(ex, history(path.endsWith(".svg")));
       } else {
         send(ex, responses.error(404, "no such resource: " + path));
       }
@@ -254,6 +259,15 @@ final class DemoServer implements AutoCloseable {
     ObjectNode n = Json.MAPPER.createObjectNode();
     n.put("replayed", id);
     return json(200, n);
+  }
+
+  /** The status history as JSON, or as the page's SVG chart. */
+  private HttpAnswer history(boolean svg) {
+    if (svg) {
+      return new HttpAnswer(200, Map.of("Content-Type", "image/svg+xml; charset=utf-8",
+          "Cache-Control", "no-store"), app.history.svg());
+    }
+    return json(200, Json.MAPPER.valueToTree(app.history.json(app.samplePeriod)));
   }
 
   private static JsonNode readJson(HttpExchange ex) throws IOException {
