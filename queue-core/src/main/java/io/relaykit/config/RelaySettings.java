@@ -68,4 +68,21 @@ public record RelaySettings(int batchSize, boolean fixedBatchSize, Duration leas
         settings.getDuration(RELAY_LEASE, d.lease()),
         settings.getDuration(RELAY_POLL_INTERVAL, d.pollInterval()));
   }
+
+  /** The longest confirm wait of an outbox relay, whatever its lease. */
+  public static final Duration MAX_CONFIRM_TIMEOUT = Duration.ofSeconds(10);
+
+  /**
+   * The confirm wait for a relay holding rows for {@code lease}: {@link #MAX_CONFIRM_TIMEOUT}, or
+   * half the lease when that is shorter, since confirms must be awaited well inside the lease or
+   * another relay would take the rows over while this one still waits for them.
+   *
+   * @param lease the relay's lease; positive
+   * @return the confirm timeout
+   * @throws NullPointerException if {@code lease} is null
+   */
+  public static Duration confirmTimeoutFor(Duration lease) {
+    Duration half = lease.dividedBy(2);
+    return half.compareTo(MAX_CONFIRM_TIMEOUT) < 0 ? half : MAX_CONFIRM_TIMEOUT;
+  }
 }

@@ -80,8 +80,6 @@ import java.util.Objects;
  */
 public final class RelayKitModule extends AbstractModule {
 
-  private static final Duration RELAY_CONFIRM_TIMEOUT = Duration.ofSeconds(10);
-
   private static final String STORAGE_IDEMPOTENCY_NAME = "relaykit.idempotency.storage";
   private static final String FAST_TIER_IDEMPOTENCY_NAME = "relaykit.idempotency.fast-tier";
   /** The storage backend's idempotency store; see {@link #overrideStorageIdempotency}. */
@@ -260,8 +258,7 @@ public final class RelayKitModule extends AbstractModule {
    * another relay while this one still waits for them.
    */
   static Duration relayConfirmTimeout(Duration lease) {
-    Duration half = lease.dividedBy(2);
-    return half.compareTo(RELAY_CONFIRM_TIMEOUT) < 0 ? half : RELAY_CONFIRM_TIMEOUT;
+    return io.relaykit.config.RelaySettings.confirmTimeoutFor(lease);
   }
 
   /**

@@ -1,0 +1,184 @@
+package io.relaykit.spring.boot;
+
+import io.relaykit.config.ConfigRegistry;
+import io.relaykit.config.CoreKeys;
+import io.relaykit.config.Settings;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
+import org.springframework.core.env.ConfigurableEnvironment;
+import org.springframework.core.env.Environment;
+import org.springframework.core.env.PropertySource;
+import org.springframework.core.env.StandardEnvironment;
+
+/**
+ * Reads relaykit's {@link Settings} from a Spring {@link Environment}: every {@code relaykit.*}
+ * property of every property source (application.properties or YAML, {@code RELAYKIT_*}
+ * variables through Spring's relaxed binding, test properties) is handed to core's Settings, so
+ * the keys, defaults, syntax and validation are core's and every adapter's, and an undeclared
+ * {@code relaykit.*} key fails the start with the nearest declared one. Lists are written as
+ * comma-separated values ({@code relaykit.rabbitmq.delay-levels=1s,10s}).
+ *
+ * <p>Spring Boot's own connection settings are reused where relaykit's are not set: with {@code
+ * relaykit.transport=kafka}, {@code spring.kafka.bootstrap-servers} for {@code
+ * relaykit.kafka.bootstrap-servers}; with {@code relaykit.transport=rabbitmq}, {@code
+ * spring.rabbitmq.addresses} (its first address) or {@code spring.rabbitmq.host}, {@code port},
+ * {@code username}, {@code password}, {@code virtual-host} and {@code ssl.enabled} for {@code
+ * relaykit.rabbitmq.uri}. A {@code relaykit.*} value always wins.
+ *
+ * <p>As in core ({@link Settings.Builder#systemProperties}, {@link Settings.Builder#environment}),
+ * an undeclared {@code relaykit.*} key that only JVM system properties or environment variables
+ * carry is logged (WARNING) and ignored rather than rejected: those namespaces hold entries for
+ * other tools ({@code RELAYKIT_DEMO_SPANS}), and a tool's knob must not fail the application's
+ * start. The same key in application.properties, YAML or any other property source is rejected.
+ */
+final class RelaykitEnvironment {
+
+  /** The transports the starter wires. */
+  static final List<String> TRANSPORTS = List.of("memory", "kafka", "rabbitmq");
+  /** The storage backends the starter wires. */
+  static final List<String> STORAGES = List.of("memory", "h2");
+
+  static final String KAFKA_BOOTSTRAP = "relaykit.kafka.bootstrap-servers";
+  static final String RABBITMQ_URI = "relaykit.rabbitmq.uri";
+  static final String SHUTDOWN_PHASE_TIMEOUT = "spring.lifecycle.timeout-per-shutdown-phase";
+
+  /** Property sources whose undeclared relaykit.* keys are warned about, not rejected. */
+  private static final Set<String> LENIENT_SOURCES = Set.of(
+      StandardEnvironment.SYSTEM_PROPERTIES_PROPERTY_SOURCE_NAME,
+      StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
+      // Boot's view over every other source, which would count the lenient ones again.
+      "configurationProperties");
+
+  private static final System.Logger LOG = System.getLogger(RelaykitEnvironment.class.getName());
+
+  private RelaykitEnvironment() {}
+
+  /**
+   * The settings of {@code env}.
+   *
+   * @param env the application's environment
+   * @return the validated settings
+   * @throws IllegalArgumentException naming the key of an invalid or undeclared value, or a
+   *     storage or transport the starter does not wire (listing those it does)
+   */
+  static Settings settings(Environment env) {
+    Binder binder = Binder.get(env);
+    Map<String, String> values = new TreeMap<>();
+    binder.bind("relaykit", Bindable.mapOf(String.class, String.class))
+        .ifBound(m -> m.forEach((k, v) -> values.put("relaykit." + k, v)));
+    dropUndeclaredLenientKeys(env, values);
+    Settings s = Settings.builder().values(values).build();
+    String storage = s.getName(CoreKeys.STORAGE, "memory");
+    if (!STORAGES.contains(storage)) {
+      throw new IllegalArgumentException(CoreKeys.STORAGE + "=" + storage + " is not wired by the"
+          + " Spring Boot starter; use one of " + STORAGES);
+    }
+    String transport = s.getName(CoreKeys.TRANSPORT, "memory");
+    if (!TRANSPORTS.contains(transport)) {
+      throw new IllegalArgumentException(CoreKeys.TRANSPORT + "=" + transport + " is not wired by"
+          + " the Spring Boot starter; use one of " + TRANSPORTS);
+    }
+    if (transport.equals("kafka") && !s.isSet(KAFKA_BOOTSTRAP)) {
+      Optional<String> servers = binder.bind("spring.kafka.bootstrap-servers",
+          Bindable.listOf(String.class)).map(l -> String.join(",", l)).map(Optional::of)
+          .orElse(Optional.empty());
+      if (servers.isPresent()) {
+        s = s.with(KAFKA_BOOTSTRAP, servers.get());
+      }
+    }
+    if (transport.equals("rabbitmq") && !s.isSet(RABBITMQ_URI)) {
+      Optional<String> uri = springRabbitUri(binder);
+      if (uri.isPresent()) {
+        s = s.with(RABBITMQ_URI, uri.get());
+      }
+    }
+    return s;
+  }
+
+  /**
+   * Removes from {@code values} the undeclared keys that no strict property source carries (only
+   * system properties or environment variables do), logging them once.
+   */
+  private static void dropUndeclaredLenientKeys(Environment env, Map<String, String> values) {
+    if (!(env instanceof ConfigurableEnvironment configurable) || values.isEmpty()) {
+      return;
+    }
+    ConfigRegistry registry = ConfigRegistry.discover();
+    List<String> undeclared = values.keySet().stream()
+        .filter(k -> registry.find(k).isEmpty()).toList();
+    if (undeclared.isEmpty()) {
+      return;
+    }
+    List<PropertySource<?>> strict = new ArrayList<>();
+    configurable.getPropertySources().forEach(ps -> {
+      if (!LENIENT_SOURCES.contains(ps.getName())) {
+        strict.add(ps);
+      }
+    });
+    Set<String> strictKeys = new TreeSet<>();
+    new Binder(ConfigurationPropertySources.from(strict))
+        .bind("relaykit", Bindable.mapOf(String.class, String.class))
+        .ifBound(m -> m.keySet().forEach(k -> strictKeys.add("relaykit." + k)));
+    List<String> ignored = undeclared.stream().filter(k -> !strictKeys.contains(k)).toList();
+    if (!ignored.isEmpty()) {
+      ignored.forEach(values::remove);
+      LOG.log(System.Logger.Level.WARNING, "ignoring system properties or environment variables"
+          + " that name no relaykit setting on the class path: " + ignored);
+    }
+  }
+
+  /** {@code spring.lifecycle.timeout-per-shutdown-phase}, Spring's default 30 s when unset. */
+  static Duration shutdownPhaseTimeout(Environment env) {
+    return Binder.get(env).bind(SHUTDOWN_PHASE_TIMEOUT, Duration.class)
+        .orElse(Duration.ofSeconds(30));
+  }
+
+  /** The AMQP URI Spring Boot's {@code spring.rabbitmq.*} describe, if any of them is set. */
+  static Optional<String> springRabbitUri(Binder binder) {
+    Optional<String> addresses = binder.bind("spring.rabbitmq.addresses",
+        Bindable.listOf(String.class)).map(l -> l.isEmpty() ? null : l.get(0).strip())
+        .map(Optional::of).orElse(Optional.empty());
+    Optional<String> host = string(binder, "spring.rabbitmq.host");
+    Optional<String> port = string(binder, "spring.rabbitmq.port");
+    Optional<String> user = string(binder, "spring.rabbitmq.username");
+    Optional<String> password = string(binder, "spring.rabbitmq.password");
+    Optional<String> vhost = string(binder, "spring.rabbitmq.virtual-host");
+    boolean ssl = binder.bind("spring.rabbitmq.ssl.enabled", Boolean.class).orElse(false);
+    if (addresses.isPresent() && addresses.get().contains("://")) {
+      return addresses;
+    }
+    if (addresses.isEmpty() && host.isEmpty() && port.isEmpty() && user.isEmpty()
+        && password.isEmpty() && vhost.isEmpty()) {
+      return Optional.empty();
+    }
+    String hostPort = addresses.orElse(host.orElse("localhost") + ":"
+        + port.orElse(ssl ? "5671" : "5672"));
+    StringBuilder uri = new StringBuilder(ssl ? "amqps://" : "amqp://")
+        .append(encode(user.orElse("guest"))).append(':').append(encode(password.orElse("guest")))
+        .append('@').append(hostPort);
+    if (vhost.isPresent() && !vhost.get().equals("/")) {
+      uri.append('/').append(encode(vhost.get()));
+    }
+    return Optional.of(uri.toString());
+  }
+
+  private static Optional<String> string(Binder binder, String name) {
+    return binder.bind(name, String.class).map(String::strip).map(Optional::of)
+        .orElse(Optional.empty());
+  }
+
+  private static String encode(String s) {
+    return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
+  }
+}

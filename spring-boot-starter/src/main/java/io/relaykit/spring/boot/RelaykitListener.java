@@ -1,0 +1,105 @@
+package io.relaykit.spring.boot;
+
+import io.relaykit.ordering.OrderingMode;
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+/**
+ * Marks a bean method as the handler of a relaykit subscription. The method takes one parameter,
+ * an {@link io.relaykit.message.Message} or an {@link io.relaykit.message.Delivery}; returning
+ * normally acknowledges the message, throwing means "not done" (retried by {@code
+ * relaykit.retry.*}, or dead-lettered at once for a {@link
+ * io.relaykit.retry.PermanentFailureException}), as for any {@link
+ * io.relaykit.message.MessageHandler}.
+ *
+ * <p>The subscription runs on the application's {@link io.relaykit.message.Subscriber} bean (the
+ * {@code relaykit.transport}) and is started by {@link RelaykitListenerRegistry} after the web
+ * server, and stopped gracefully (drain, commit) on shutdown. String attributes accept {@code
+ * ${...}} placeholders. A method with a bad signature or bad attribute fails the context's start
+ * naming the method.
+ *
+ * <pre>{@code
+ * @RelaykitListener(destination = "orders", group = "sms", idempotent = true,
+ *     idempotencyKey = "key + ':sms'")
+ * void sendSms(Message order) { ... }
+ * }</pre>
+ */
+@Target(ElementType.METHOD)
+@Retention(RetentionPolicy.RUNTIME)
+@Documented
+public @interface RelaykitListener {
+
+  /**
+   * The topic or queue to consume.
+   *
+   * @return the destination; not blank
+   */
+  String destination();
+
+  /**
+   * The consumer group: members of one group share the messages, each group sees all of them.
+   *
+   * @return the group; not blank
+   */
+  String group();
+
+  /**
+   * What may run in parallel.
+   *
+   * @return the ordering; default {@link OrderingMode#KEY}
+   */
+  OrderingMode ordering() default OrderingMode.KEY;
+
+  /**
+   * Worker threads; 0 (the default) for {@link io.relaykit.message.SubscriptionSpec}'s default.
+   *
+   * @return the worker threads, or 0
+   */
+  int concurrency() default 0;
+
+  /**
+   * Messages received but not finished; 0 (the default) for {@link
+   * io.relaykit.message.SubscriptionSpec}'s default.
+   *
+   * @return the in-flight bound, or 0
+   */
+  int maxInFlight() default 0;
+
+  /**
+   * The handler timeout in relaykit's duration syntax ({@code 30s}); empty for {@link
+   * io.relaykit.message.SubscriptionSpec}'s default.
+   *
+   * @return the timeout, or ""
+   */
+  String handlerTimeout() default "";
+
+  /**
+   * Whether the handler runs at most once per business key, through an {@link
+   * io.relaykit.idempotency.IdempotentHandler} on the application's {@link
+   * io.relaykit.idempotency.IdempotencyStore} bean (the database's on {@code relaykit.storage=h2}).
+   *
+   * @return true to make the handler idempotent
+   */
+  boolean idempotent() default false;
+
+  /**
+   * The business key of a message, a SpEL expression evaluated on the {@link
+   * io.relaykit.message.Message} ({@code key + ':sms'}, {@code headers['order-id']}); empty (the
+   * default) for the group and the message id ({@code <group>:<id>}). Used when {@link
+   * #idempotent()} is set.
+   *
+   * @return the expression, or ""
+   */
+  String idempotencyKey() default "";
+
+  /**
+   * How long one delivery may hold its business key, in relaykit's duration syntax; longer than
+   * the handler timeout. Used when {@link #idempotent()} is set.
+   *
+   * @return the lease; default 5m
+   */
+  String idempotencyLease() default "5m";
+}

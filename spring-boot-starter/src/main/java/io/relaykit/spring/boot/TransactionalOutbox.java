@@ -1,0 +1,143 @@
+package io.relaykit.spring.boot;
+
+import io.relaykit.message.Message;
+import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.outbox.OutboxStore;
+import io.relaykit.storage.h2.JdbcOutboxStore;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Objects;
+import javax.sql.DataSource;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * The outbox of a Spring application: {@link #append} writes a message in the caller's current
+ * Spring transaction, so it commits or rolls back with the business rows written in the same
+ * {@code @Transactional} method.
+ *
+ * <p>Guarantees: on the JDBC storage the row is inserted through the transaction's own connection
+ * ({@link DataSourceUtils#getConnection}), and an append without a Spring transaction bound to
+ * relaykit's DataSource throws {@link IllegalStateException} and writes nothing, never an
+ * autocommitted row. On the in-memory storage the message is appended after the transaction
+ * commits (a {@link TransactionSynchronization}) and dropped when it rolls back; it is lost if
+ * the process dies between the commit and the append, as everything in memory is.
+ *
+ * <p>Cost: one INSERT (and, for a keyed message, one lock of its key's head row) on the caller's
+ * connection. Failures: an {@link SQLException} from the database is rethrown as {@link
+ * JdbcOutboxException}, a runtime exception, so Spring's default rollback rule rolls the caller's
+ * transaction back; an {@link io.relaykit.outbox.OutboxFullException} (bounded outbox) passes
+ * through with nothing written.
+ *
+ * <p>Thread-safe.
+ */
+public final class TransactionalOutbox {
+
+  private final JdbcOutboxStore jdbc;
+  private final DataSource dataSource;
+  private final InMemoryOutboxStore memory;
+
+  private TransactionalOutbox(JdbcOutboxStore jdbc, DataSource dataSource,
+      InMemoryOutboxStore memory) {
+    this.jdbc = jdbc;
+    this.dataSource = dataSource;
+    this.memory = memory;
+  }
+
+  /**
+   * An outbox appending to {@code store} through the Spring transaction on {@code dataSource}.
+   *
+   * @param store the JDBC outbox store
+   * @param dataSource the DataSource the store's tables live in and the transactions run on
+   * @return the outbox
+   * @throws NullPointerException if an argument is null
+   */
+  public static TransactionalOutbox jdbc(JdbcOutboxStore store, DataSource dataSource) {
+    return new TransactionalOutbox(Objects.requireNonNull(store, "store"),
+        Objects.requireNonNull(dataSource, "dataSource"), null);
+  }
+
+  /**
+   * An outbox appending to {@code store} when the caller's Spring transaction commits.
+   *
+   * @param store the in-memory outbox store
+   * @return the outbox
+   * @throws NullPointerException if {@code store} is null
+   */
+  public static TransactionalOutbox inMemory(InMemoryOutboxStore store) {
+    return new TransactionalOutbox(null, null, Objects.requireNonNull(store, "store"));
+  }
+
+  /**
+   * The store relays claim from.
+   *
+   * @return the store
+   */
+  public OutboxStore store() {
+    return jdbc != null ? jdbc : memory;
+  }
+
+  /**
+   * Writes {@code message} for {@code destination} in the caller's Spring transaction.
+   *
+   * @param destination where a relay publishes the message
+   * @param message the message
+   * @throws IllegalStateException if no Spring transaction is active (for JDBC: none bound to
+   *     relaykit's DataSource); nothing is written
+   * @throws IllegalArgumentException from the store for a blank destination or an oversized
+   *     message; nothing is written
+   * @throws JdbcOutboxException if the database fails the INSERT
+   */
+  public void append(String destination, Message message) {
+    if (!TransactionSynchronizationManager.isActualTransactionActive()) {
+      throw new IllegalStateException("relaykit outbox append to '" + destination
+          + "' outside a Spring transaction: call it from a @Transactional method (or a"
+          + " TransactionTemplate) so the message commits with your business rows; nothing was"
+          + " written");
+    }
+    if (jdbc == null) {
+      Objects.requireNonNull(message, "message must not be null");
+      if (destination == null || destination.isBlank()) {
+        throw new IllegalArgumentException("destination must not be blank");
+      }
+      TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+        @Override
+        public void afterCommit() {
+          memory.append(destination, message);
+        }
+      });
+      return;
+    }
+    if (TransactionSynchronizationManager.getResource(dataSource) == null) {
+      throw new IllegalStateException("relaykit outbox append to '" + destination
+          + "': the active Spring transaction is not on relaykit's DataSource (its transaction"
+          + " manager runs on another one), so the row would not commit with it; nothing was"
+          + " written");
+    }
+    Connection c = DataSourceUtils.getConnection(dataSource);
+    try {
+      jdbc.append(c, destination, message);
+    } catch (SQLException e) {
+      throw new JdbcOutboxException("relaykit outbox append to '" + destination
+          + "' failed: " + e.getMessage(), e);
+    } finally {
+      DataSourceUtils.releaseConnection(c, dataSource);
+    }
+  }
+
+  /** An append the database failed; the caller's transaction should roll back. */
+  public static final class JdbcOutboxException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    /**
+     * Creates the exception.
+     *
+     * @param message what failed
+     * @param cause the database's error
+     */
+    public JdbcOutboxException(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+}

@@ -1,0 +1,47 @@
+package io.relaykit.spring.boot;
+
+import io.relaykit.message.Delivery;
+import io.relaykit.message.Message;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.springframework.boot.SpringBootConfiguration;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.annotation.Import;
+
+/** An application with the business service and two @RelaykitListener methods. */
+@SpringBootConfiguration
+@EnableAutoConfiguration
+@Import({TestApp.OrderService.class, ListenerApp.Inbox.class})
+public class ListenerApp {
+
+  /** Records what its listeners receive; a "slow-" message blocks until {@link #release}. */
+  public static class Inbox {
+    final List<String> received = new CopyOnWriteArrayList<>();
+    final List<String> events = new CopyOnWriteArrayList<>();
+    final List<String> once = new CopyOnWriteArrayList<>();
+    final CountDownLatch slowEntered = new CountDownLatch(1);
+    final CountDownLatch release = new CountDownLatch(1);
+
+    @RelaykitListener(destination = "${test.destination:orders}", group = "${test.group}")
+    void onOrder(Message m) throws InterruptedException {
+      if (m.id().startsWith("slow-")) {
+        slowEntered.countDown();
+        if (!release.await(60, TimeUnit.SECONDS)) {
+          throw new IllegalStateException("never released");
+        }
+        events.add("handled " + m.id());
+      }
+      received.add(m.id());
+    }
+
+    /** Idempotent by the id's part before its first dot (the whole id when it has none). */
+    @RelaykitListener(destination = "${test.destination:orders}", group = "${test.group}-once",
+        idempotent = true,
+        idempotencyKey = "'once:' + (id.indexOf('.') < 0 ? id : id.substring(0, id.indexOf('.')))")
+    void onOrderOnce(Delivery d) {
+      once.add(d.message().id());
+    }
+  }
+}

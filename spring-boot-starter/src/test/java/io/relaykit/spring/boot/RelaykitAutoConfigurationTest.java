@@ -1,0 +1,78 @@
+package io.relaykit.spring.boot;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.relaykit.config.RelaySettings;
+import io.relaykit.config.RetrySettings;
+import io.relaykit.config.Settings;
+import io.relaykit.message.Message;
+import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.storage.h2.JdbcStorage;
+import java.time.Duration;
+import java.time.Instant;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
+import org.springframework.transaction.support.TransactionTemplate;
+
+class RelaykitAutoConfigurationTest {
+
+  private final ApplicationContextRunner runner = new ApplicationContextRunner()
+      .withConfiguration(AutoConfigurations.of(RelaykitAutoConfiguration.class));
+
+  @Test
+  void nothingConfiguredMeansInMemoryWithCoresDefaults() {
+    runner.run(ctx -> {
+      assertThat(ctx).hasSingleBean(InMemoryOutboxStore.class).doesNotHaveBean(JdbcStorage.class);
+      Settings s = ctx.getBean(Settings.class);
+      assertThat(RelaySettings.from(s)).isEqualTo(RelaySettings.from(Settings.empty()));
+      assertThat(RetrySettings.from(s)).isEqualTo(RetrySettings.from(Settings.empty()));
+    });
+  }
+
+  @Test
+  void relaykitPropertiesReachCoresSettings() {
+    runner.withPropertyValues("relaykit.relay.batch-size=7", "relaykit.relay.lease=45s",
+        "relaykit.retry.max-attempts=3").run(ctx -> {
+          Settings s = ctx.getBean(Settings.class);
+          assertThat(RelaySettings.from(s).batchSize()).isEqualTo(7);
+          assertThat(RelaySettings.from(s).lease()).isEqualTo(Duration.ofSeconds(45));
+          assertThat(s.getInt("relaykit.retry.max-attempts", 0)).isEqualTo(3);
+        });
+  }
+
+  @Test
+  void aBadValueFailsTheStartNamingTheKey() {
+    runner.withPropertyValues("relaykit.relay.lease=soon").run(ctx ->
+        assertThat(ctx).getFailure().rootCause().hasMessageContaining("relaykit.relay.lease"));
+  }
+
+  @Test
+  void jdbcStorageWithoutADataSourceFailsTheStartSayingSo() {
+    runner.withPropertyValues("relaykit.storage=h2").run(ctx ->
+        assertThat(ctx).getFailure().rootCause().hasMessageContaining("needs one DataSource"));
+  }
+
+  @Test
+  void inMemoryAppendLandsOnCommitOnlyAndIsRefusedOutsideATransaction() {
+    runner.run(ctx -> {
+      TransactionalOutbox outbox = ctx.getBean(TransactionalOutbox.class);
+      TransactionTemplate tx = new TransactionTemplate(new DataSourceTransactionManager(
+          new DriverManagerDataSource("jdbc:h2:mem:" + java.util.UUID.randomUUID())));
+      Message m1 = Message.builder().id("m1").type("t").payload("a").build();
+      Message m2 = Message.builder().id("m2").type("t").payload("b").build();
+      tx.executeWithoutResult(st -> outbox.append("d", m1));
+      tx.executeWithoutResult(st -> {
+        outbox.append("d", m2);
+        st.setRollbackOnly();
+      });
+      assertThatThrownBy(() -> outbox.append("d", m2)).isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("outside a Spring transaction");
+      assertThat(outbox.store().claim("r", 10, Duration.ofSeconds(5), Instant.now()))
+          .extracting(r -> r.message().id()).containsExactly("m1");
+    });
+  }
+}
