@@ -74,7 +74,12 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     AcknowledgeType deferred;
     /** Poll thread: acknowledged in the current poll round (RENEW included). */
     boolean acknowledged;
-    /** An outcome was handed to the poll thread (exactly once). */
+    /** Poll thread: handed to a worker, so counted in {@code running}. */
+    boolean started;
+    /**
+     * An outcome was handed to the poll thread, or the item was given up: exactly once, and the
+     * one that sets it lowers {@code running} if the item was started.
+     */
     final AtomicBoolean settled = new AtomicBoolean();
     /** Given up: the lock was lost, or the subscription closed. */
     volatile boolean stale;
@@ -335,10 +340,15 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   private void startWork() {
     while (!toStart.isEmpty()) {
       Item item = toStart.peek();
+      if (item.stale) {
+        toStart.poll(); // given up before it started: nothing runs, nothing to count
+        continue;
+      }
       if (!workers.trySubmit(item.work.gateKey(), () -> process(item))) {
         return; // the bounded queue is full: the rest start as workers finish
       }
       toStart.poll();
+      item.started = true;
       running.incrementAndGet();
     }
   }
@@ -437,6 +447,10 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   private void lost(Item i) {
     i.stale = true;
     byWork.remove(i.work);
+    // Its worker's outcome, when it comes, finds no item: the running count is lowered here.
+    if (i.started && i.settled.compareAndSet(false, true)) {
+      finishedOne();
+    }
     LOG.log(System.Logger.Level.WARNING, "lock of " + i.position + " in share group "
         + spec.group() + " was lost; the broker delivers it again");
   }
@@ -499,6 +513,11 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
       return;
     }
     outcomes.add(new Outcome(i, type));
+    finishedOne();
+  }
+
+  /** One started item ended (settled or given up): wakes a close waiting for the drain. */
+  private void finishedOne() {
     if (running.decrementAndGet() == 0 || state != State.RUNNING) {
       synchronized (idle) {
         idle.notifyAll();
@@ -509,6 +528,9 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   private void process(Item item) {
     Work w = item.work;
     if (item.stale || state == State.CLOSED) {
+      if (item.settled.compareAndSet(false, true)) {
+        finishedOne(); // given up while queued for a worker
+      }
       return;
     }
     ConsumerRecord<String, byte[]> r = w.record();
