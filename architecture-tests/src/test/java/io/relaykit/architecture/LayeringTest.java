@@ -36,6 +36,8 @@ class LayeringTest {
     assertThat(classes.contain("io.relaykit.poller.StatusPoller")).as("frontend-poller").isTrue();
     assertThat(classes.contain("io.relaykit.opentelemetry.OpenTelemetryPropagation"))
         .as("tracing-opentelemetry").isTrue();
+    assertThat(classes.contain("io.relaykit.spring.boot.RelaykitAutoConfiguration"))
+        .as("spring-boot-starter").isTrue();
     assertThat(classes.stream().map(JavaClass::getPackageName))
         .as("tests and fixtures stay out")
         .noneMatch(p -> p.startsWith("io.relaykit.architecture"));
@@ -69,6 +71,12 @@ class LayeringTest {
   @DisplayName("nothing but examples and benchmarks depends on them")
   void nothingDependsOnApplications() {
     RULES.nothingDependsOnApplications().check(classes);
+  }
+
+  @Test
+  @DisplayName("only applications depend on spring-boot-starter")
+  void onlyApplicationsDependOnIntegrations() {
+    RULES.onlyApplicationsDependOnIntegrations().check(classes);
   }
 
   @Test

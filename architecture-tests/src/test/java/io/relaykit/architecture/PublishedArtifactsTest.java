@@ -57,7 +57,8 @@ class PublishedArtifactsTest {
     assertThat(expected).as("published artifacts")
         .containsExactlyInAnyOrder("relaykit-core", "relaykit-tck", "relaykit-guice",
             "relaykit-jdbc", "relaykit-redis", "relaykit-kafka", "relaykit-rabbitmq",
-            "relaykit-poller", "relaykit-opentelemetry");
+            "relaykit-poller", "relaykit-micrometer", "relaykit-opentelemetry",
+            "relaykit-spring-boot-starter");
 
     Document bom = read(ROOT.resolve("bom").resolve("pom.xml"));
     Element managed = child(child(bom.getDocumentElement(), "dependencyManagement").orElseThrow(),

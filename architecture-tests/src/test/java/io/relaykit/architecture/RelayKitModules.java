@@ -20,6 +20,11 @@ final class RelayKitModules {
     SUPPORT,
     /** A backend or front end: depends on core and support, never on another adapter. */
     ADAPTER,
+    /**
+     * A framework integration (spring-boot-starter): wires core, support and adapters into a
+     * framework, so it may depend on every adapter; only applications depend on it.
+     */
+    INTEGRATION,
     /** examples, benchmarks, chaos: may use everything; nothing uses them. */
     APPLICATION
   }
@@ -38,7 +43,9 @@ final class RelayKitModules {
       new Module("transport-kafka", Role.ADAPTER, List.of("transport.kafka")),
       new Module("transport-rabbitmq", Role.ADAPTER, List.of("transport.rabbitmq")),
       new Module("frontend-poller", Role.ADAPTER, List.of("poller")),
+      new Module("metrics-micrometer", Role.ADAPTER, List.of("metrics.micrometer")),
       new Module("tracing-opentelemetry", Role.ADAPTER, List.of("opentelemetry")),
+      new Module("spring-boot-starter", Role.INTEGRATION, List.of("spring")),
       new Module("examples", Role.APPLICATION, List.of("examples")),
       new Module("benchmarks", Role.APPLICATION, List.of("bench")),
       new Module("relaykit-chaos", Role.APPLICATION, List.of("chaos")));

@@ -159,6 +159,21 @@ final class RelayKitRules {
   }
 
   /**
+   * A framework integration (spring-boot-starter) may use every adapter, and is used by
+   * applications only: no core, support or adapter class depends on it, so a plain-Java or Guice
+   * user never needs the framework on the class path.
+   */
+  ArchRule onlyApplicationsDependOnIntegrations() {
+    String[] integrations = modules.patterns(Role.INTEGRATION);
+    String[] mayUse = Stream.concat(Stream.of(integrations),
+        Stream.of(modules.patterns(Role.APPLICATION))).toArray(String[]::new);
+    return noClasses().that().resideInAPackage(base + "..").and().resideOutsideOfPackages(mayUse)
+        .should().dependOnClassesThat().resideInAnyPackage(integrations)
+        .allowEmptyShould(true)
+        .as("only applications depend on a framework integration (spring-boot-starter)");
+  }
+
+  /**
    * Test code stays out of production code: only queue-tck (whose kits are JUnit suites) and the
    * applications may use JUnit, AssertJ or the TCK.
    */
@@ -235,6 +250,7 @@ final class RelayKitRules {
     rules.add(adaptersAreIndependent());
     rules.add(adaptersUseGuiceOnlyInTheirModule());
     rules.add(nothingDependsOnApplications());
+    rules.add(onlyApplicationsDependOnIntegrations());
     rules.add(testLibrariesStayOutOfMainCode());
     rules.add(internalPackagesStayInTheirModule());
     rules.add(noCyclesBetweenTopLevelPackages());

@@ -98,6 +98,16 @@ class RulesCatchViolationsTest {
   }
 
   @Test
+  @DisplayName("the integration rule reports an adapter using the starter, not examples using it")
+  void onlyApplicationsDependOnIntegrations() {
+    List<String> v = violations(RULES.onlyApplicationsDependOnIntegrations());
+
+    assertThat(v).anyMatch(l -> l.contains(fixture("transport.kafka.KafkaUsesStarter"))
+        && l.contains(fixture("spring.boot.StarterThing")));
+    assertThat(v).allMatch(l -> l.contains(fixture("transport.kafka.KafkaUsesStarter")));
+  }
+
+  @Test
   @DisplayName("the test-library rule reports an adapter using JUnit and the TCK, not the TCK itself")
   void testLibrariesStayOutOfMainCode() {
     List<String> v = violations(RULES.testLibrariesStayOutOfMainCode());
@@ -152,5 +162,6 @@ class RulesCatchViolationsTest {
     assertThat(fixtures.contain(fixture("storage.h2.H2GuiceModule"))).isTrue();
     assertThat(fixtures.contain(fixture("storage.h2.H2GuiceModule$Nested"))).isTrue();
     assertThat(fixtures.contain(fixture("retry.CleanBackoff"))).isTrue();
+    assertThat(fixtures.contain(fixture("spring.boot.StarterThing"))).isTrue();
   }
 }

@@ -6,11 +6,13 @@ import io.relaykit.chaos.History.FaultWindow;
 import io.relaykit.chaos.History.Request;
 import io.relaykit.chaos.History.Sample;
 import io.relaykit.chaos.History.StatusSeen;
+import io.relaykit.examples.TimeChart;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -108,91 +110,45 @@ final class Report {
   }
 
   static final int WIDTH = 960;
-  static final int PANEL = 150;
-  static final int GAP = 36;
   static final int LEFT = 70;
 
-  /** Three panels over one time axis: orders, backlog, oldest pending age; faults shaded. */
+  /**
+   * Three panels over one time axis (0 to the last sample): orders, backlog, oldest pending age;
+   * fault windows shaded in each. Drawn by the demo's {@link TimeChart}, the status page's chart.
+   */
   static String svg(List<Sample> samples, List<FaultWindow> faults) {
     long tMax = 1;
     for (Sample s : samples) {
       tMax = Math.max(tMax, s.atMs());
     }
-    int height = 3 * (PANEL + GAP) + 20;
-    int plotW = WIDTH - LEFT - 20;
-    StringBuilder b = new StringBuilder();
-    b.append("<svg id=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(WIDTH)
-        .append("\" height=\"").append(height).append("\" viewBox=\"0 0 ").append(WIDTH)
-        .append(' ').append(height).append("\" font-family=\"sans-serif\" font-size=\"11\">\n");
-    b.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
-    String[] titles = {"orders: accepted (blue), succeeded (green)", "outbox backlog",
-        "oldest pending age (ms)"};
-    for (int p = 0; p < 3; p++) {
-      int top = GAP + p * (PANEL + GAP);
-      b.append("<text x=\"").append(LEFT).append("\" y=\"").append(top - 8).append("\">")
-          .append(titles[p]).append("</text>\n");
-      b.append("<rect x=\"").append(LEFT).append("\" y=\"").append(top).append("\" width=\"")
-          .append(plotW).append("\" height=\"").append(PANEL)
-          .append("\" fill=\"none\" stroke=\"#999\"/>\n");
-      for (FaultWindow f : faults) {
-        double x0 = LEFT + plotW * (double) f.startMs() / tMax;
-        double w = Math.max(3, plotW * (double) (f.endMs() - f.startMs()) / tMax);
-        b.append(String.format(Locale.ROOT, "<rect class=\"fault\" x=\"%.1f\" y=\"%d\""
-            + " width=\"%.1f\" height=\"%d\" fill=\"%s\" fill-opacity=\"0.25\"><title>%s</title>"
-            + "</rect>%n", x0, top, w, PANEL, f.fault().equals("kill") ? "#d62728" : "#ff7f0e",
-            esc(f.fault() + " " + f.target() + ": " + f.detail())));
-        if (p == 0) {
-          b.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" fill=\"#a33\">%s"
-              + "</text>%n", x0 + 2, top + 12, esc(f.fault())));
-        }
-      }
-      long max = 1;
-      for (Sample s : samples) {
-        max = Math.max(max, switch (p) {
-          case 0 -> Math.max(s.accepted(), s.completed());
-          case 1 -> s.backlog();
-          default -> s.oldestPendingMs();
-        });
-      }
-      b.append("<text x=\"").append(LEFT - 6).append("\" y=\"").append(top + 10)
-          .append("\" text-anchor=\"end\">").append(max).append("</text>");
-      b.append("<text x=\"").append(LEFT - 6).append("\" y=\"").append(top + PANEL)
-          .append("\" text-anchor=\"end\">0</text>\n");
-      if (p == 0) {
-        line(b, samples, Sample::accepted, max, top, plotW, tMax, "#1f77b4", "accepted");
-        line(b, samples, Sample::completed, max, top, plotW, tMax, "#2ca02c", "succeeded");
-      } else if (p == 1) {
-        line(b, samples, Sample::backlog, max, top, plotW, tMax, "#9467bd", "backlog");
-      } else {
-        line(b, samples, Sample::oldestPendingMs, max, top, plotW, tMax, "#8c564b", "age");
-      }
+    TimeChart.Builder chart = TimeChart.builder("chart").width(WIDTH).left(LEFT)
+        .timeRange(0, tMax).maxMarks(1_000);
+    for (FaultWindow f : faults) {
+      chart.window(new TimeChart.Window("fault", f.fault().equals("kill") ? "#d62728"
+          : "#ff7f0e", f.startMs(), f.endMs(), f.fault(),
+          f.fault() + " " + f.target() + ": " + f.detail()));
     }
-    int axis = GAP + 3 * (PANEL + GAP) - GAP + 14;
-    for (int k = 0; k <= 10; k++) {
-      double x = LEFT + plotW * k / 10.0;
-      b.append(String.format(Locale.ROOT, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">"
-          + "%.0f s</text>%n", x, axis, tMax * k / 10.0 / 1000.0));
-    }
-    return b.append("</svg>\n").toString();
+    // A negative reading means no instance answered that second: the line skips it.
+    return chart
+        .panel("orders:", line(samples, Sample::accepted, "accepted", "#1f77b4"),
+            line(samples, Sample::completed, "succeeded", "#2ca02c"))
+        .panel("outbox backlog", line(samples, Sample::backlog, "backlog", "#9467bd"))
+        .panel("oldest pending age (ms)", line(samples, Sample::oldestPendingMs, "age",
+            "#8c564b"))
+        .build().svg();
   }
 
-  private static void line(StringBuilder b, List<Sample> samples, ToLongFunction<Sample> f,
-      long max, int top, int plotW, long tMax, String color, String name) {
-    b.append("<polyline class=\"").append(name).append("\" fill=\"none\" stroke=\"")
-        .append(color).append("\" stroke-width=\"1.5\" points=\"");
+  private static TimeChart.Line line(List<Sample> samples, ToLongFunction<Sample> f,
+      String name, String color) {
+    List<TimeChart.Point> points = new ArrayList<>(samples.size());
     for (Sample s : samples) {
-      long y = f.applyAsLong(s);
-      if (y < 0) {
-        continue; // no instance answered that second
-      }
-      b.append(String.format(Locale.ROOT, "%.1f,%.1f ", LEFT + plotW * (double) s.atMs() / tMax,
-          top + PANEL - PANEL * (double) y / max));
+      points.add(new TimeChart.Point(s.atMs(), f.applyAsLong(s)));
     }
-    b.append("\"/>\n");
+    return new TimeChart.Line(name, color, name.equals("accepted") || name.equals("succeeded")
+        ? name : "", points);
   }
 
   static String esc(String s) {
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        .replace("\"", "&quot;");
+    return TimeChart.esc(s);
   }
 }

@@ -3,6 +3,8 @@ package io.relaykit.examples;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.google.inject.Guice;
 import com.google.inject.Injector;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.relaykit.config.Settings;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
@@ -21,11 +23,13 @@ import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.message.Tracing;
+import io.relaykit.metrics.micrometer.RelayKitMeterBinder;
 import io.relaykit.monitor.BacklogMonitor;
 import io.relaykit.monitor.BacklogSnapshot;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.LifecycleLog;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.outbox.OutboxRelay;
 import io.relaykit.outbox.OutboxStats;
@@ -57,10 +61,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -111,17 +118,64 @@ final class CheckoutApp implements AutoCloseable {
   final LocalKafkaBroker localKafka;
   /** Spans of POST /orders, the outbox, the relay and the consumers ({@link DemoTracing}). */
   final DemoTracing tracing;
+  /** The relaykit meters ({@link #meters}) in Prometheus's format, for GET /metrics/prometheus. */
+  final PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  /** Fed as a lifecycle and metrics listener by the outbox, relay, transport and consumers. */
+  final RelayKitMeterBinder meters = RelayKitMeterBinder.builder().build();
+  /** The status page's samples; sampled every {@link #samplePeriod} while the pipeline runs. */
+  final StatusHistory history;
+  final Duration samplePeriod;
+  /** Runs {@link StatusHistory#tick()}; null without a relay. */
+  private final ScheduledExecutorService sampler;
+
+  /**
+   * What tests tune: how often the status history samples, the backlog monitor's thresholds, and
+   * a wrapper around the relay's outbox (to hold the relay back, say).
+   *
+   * @param samplePeriod 10 ms to 1 min
+   * @param backlog the backlog monitor's thresholds
+   * @param relayOutbox wraps the outbox store the relay claims from
+   */
+  record Tuning(Duration samplePeriod, BacklogMonitor.Config backlog,
+      UnaryOperator<OutboxStore> relayOutbox) {
+    /** The demo's: a sample a second, the monitor's defaults, the outbox as it is. */
+    static final Tuning DEFAULTS = new Tuning(Duration.ofSeconds(1),
+        BacklogMonitor.Config.defaults(), UnaryOperator.identity());
+
+    /**
+     * @throws IllegalArgumentException if {@code samplePeriod} is under 10 ms or over a minute
+     * @throws NullPointerException if a component is null
+     */
+    Tuning {
+      if (samplePeriod.compareTo(Duration.ofMillis(10)) < 0
+          || samplePeriod.compareTo(Duration.ofMinutes(1)) > 0) {
+        throw new IllegalArgumentException("samplePeriod must be 10 ms to 1 min, was "
+            + samplePeriod);
+      }
+      java.util.Objects.requireNonNull(backlog, "backlog");
+      java.util.Objects.requireNonNull(relayOutbox, "relayOutbox");
+    }
+  }
 
   private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume,
-      LocalKafkaBroker localKafka, DemoTracing tracing) throws IOException, SQLException {
+      LocalKafkaBroker localKafka, DemoTracing tracing, Tuning tuning)
+      throws IOException, SQLException {
     this.options = options;
+    this.samplePeriod = tuning.samplePeriod();
     this.localKafka = localKafka;
     this.tracing = tracing;
     for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
       counts.put(stage, new AtomicLong());
     }
-    LifecycleListener listener = LifecycleListener.composite(List.of(lifecycle,
-        event -> counts.get(event.stage()).incrementAndGet()));
+    meters.bindTo(prometheus);
+    LifecycleListener count = event -> counts.get(event.stage()).incrementAndGet();
+    LifecycleListener listener = LifecycleListener.composite(List.of(lifecycle, count, meters));
+    // The transport's publisher reports PUBLISHED and CONFIRMED to the meters already.
+    LifecycleListener relayListener = LifecycleListener.composite(List.of(lifecycle, count,
+        meters.relayListener()));
+    // The demo had no metrics listener of its own (GET /metrics reads the stores): the binder is
+    // the only one. A second one joins through MetricsListener.composite.
+    MetricsListener metrics = meters;
 
     // The storage is the JDBC storage (H2 file or PostgreSQL); everything else comes from
     // queue-guice, chosen by configuration: relaykit.transport picks the transport, and the
@@ -144,7 +198,10 @@ final class CheckoutApp implements AutoCloseable {
     this.orders = new Orders(storage.dataSource(), outbox,
         storage.idempotencyStore(), storage.deadLetterStore(), clock);
     orders.createTables();
-    this.backlog = new BacklogMonitor(BacklogMonitor.Config.defaults(), clock);
+    this.backlog = new BacklogMonitor(tuning.backlog(), clock);
+    this.history = new StatusHistory(StatusHistory.DEFAULT_CAPACITY, clock, backlog,
+        now -> storage.outboxStore().stats(now),
+        () -> counts.get(LifecycleEvent.Stage.DEAD_LETTERED).get());
 
     if (!consume) {
       this.redis = null;
@@ -152,6 +209,7 @@ final class CheckoutApp implements AutoCloseable {
       this.publisher = null;
       this.subscriber = null;
       this.relay = null;
+      this.sampler = null;
       return;
     }
     if (options.storage().equals("redis")) {
@@ -195,13 +253,18 @@ final class CheckoutApp implements AutoCloseable {
               .maxInFlight(64)
               .retryPolicy(retry)
               .handlerTimeout(Duration.ofSeconds(10))
+              .metrics(metrics)
               .build(),
           delivery -> consumeRecordingDeath(effect, delivery)));
     }
-    this.relay = OutboxRelay.builder(outbox, publisher, storage.deadLetterStore())
+    this.relay = OutboxRelay.builder(tuning.relayOutbox().apply(outbox), publisher,
+            storage.deadLetterStore())
         .tracePropagation(tracing.propagation())
         .clock(clock)
-        .listener(listener)
+        .listener(relayListener)
+        .metrics(metrics)
+        // One outbox count a second: the backlog gauges and the verdict stay current.
+        .metricsInterval(Duration.ofSeconds(1))
         .retryPolicy(RetryPolicy.builder().maxAttempts(10)
             .backoff(Backoff.exponential(Duration.ofMillis(100)).withMax(Duration.ofSeconds(5))
                 .withJitter(Jitter.FULL)).build())
@@ -212,6 +275,13 @@ final class CheckoutApp implements AutoCloseable {
         .confirmTimeout(options.lease().dividedBy(2))
         .build();
     relay.start();
+    this.sampler = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "demo-status-history");
+      t.setDaemon(true);
+      return t;
+    });
+    sampler.scheduleAtFixedRate(history::tick, 0, samplePeriod.toMillis(),
+        TimeUnit.MILLISECONDS);
     LOG.log(System.Logger.Level.DEBUG, () -> "outbox relay and " + subscriptions.size()
         + " consumers started (storage " + options.storage() + ", transport "
         + options.transport() + ")");
@@ -236,6 +306,12 @@ final class CheckoutApp implements AutoCloseable {
   /** The full pipeline, tracing through {@code tracing} (closed with the app). */
   static CheckoutApp start(DemoOptions options, Map<String, String> settings,
       DemoTracing tracing) throws IOException, SQLException {
+    return start(options, settings, tracing, Tuning.DEFAULTS);
+  }
+
+  /** The full pipeline, tuned (tests: a short sample period, a relay held back). */
+  static CheckoutApp start(DemoOptions options, Map<String, String> settings,
+      DemoTracing tracing, Tuning tuning) throws IOException, SQLException {
     checkServices(options, settings, true);
     LocalKafkaBroker local = null;
     Map<String, String> effective = settings;
@@ -245,7 +321,7 @@ final class CheckoutApp implements AutoCloseable {
       effective.put(KAFKA_BOOTSTRAP, local.bootstrap());
     }
     try {
-      return new CheckoutApp(options, effective, true, local, tracing);
+      return new CheckoutApp(options, effective, true, local, tracing, tuning);
     } catch (IOException | SQLException | RuntimeException | Error e) {
       if (local != null) {
         local.close();
@@ -257,7 +333,7 @@ final class CheckoutApp implements AutoCloseable {
   /** Storage only, for the operator CLI: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
     checkServices(options, Map.of(), false);
-    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off());
+    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off(), Tuning.DEFAULTS);
   }
 
   /**
@@ -525,7 +601,11 @@ final class CheckoutApp implements AutoCloseable {
   /** Outbox backlog, oldest age, dead letters, drops and the backlog's verdict. */
   Map<String, Object> metrics() {
     OutboxStats stats = storage.outboxStore().stats(clock.instant());
-    backlog.record(stats.unsent(), stats.oldestUnsentAge());
+    if (sampler == null) {
+      // No sampler (the operator CLI): this read is the monitor's sample. With one, the sampler
+      // alone feeds it, on its period, so the verdict does not depend on who polls /metrics.
+      backlog.record(stats.unsent(), stats.oldestUnsentAge());
+    }
     BacklogSnapshot snapshot = backlog.snapshot();
     Map<String, Object> m = new java.util.LinkedHashMap<>();
     m.put("outboxBacklog", stats.unsent());
@@ -549,6 +629,30 @@ final class CheckoutApp implements AutoCloseable {
     return m;
   }
 
+  /** A scrape of {@link #prometheus}: its content type and its text. */
+  record Scrape(String contentType, String body) {}
+
+  /** The content types of the registry's text writers (client_java's, a runtime dependency). */
+  static final String PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
+  static final String OPENMETRICS_TEXT =
+      "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+  /**
+   * The meters in the Prometheus text format 0.0.4, or in OpenMetrics 1.0 when {@code accept} asks
+   * for {@code application/openmetrics-text}. Reads every registered meter; the gauges read atomics
+   * the listeners set, so a scrape takes none of relaykit's locks.
+   */
+  Scrape scrapePrometheus(String accept) {
+    String type = accept != null && accept.contains("application/openmetrics-text")
+        ? OPENMETRICS_TEXT : PROMETHEUS_TEXT;
+    return new Scrape(type, prometheus.scrape(type));
+  }
+
+  /** The relay's own backlog judgement, the one it reports to {@link #meters}. */
+  BacklogSnapshot relayBacklog() {
+    return relay.backlog();
+  }
+
   List<DeadLetter> deadLetters(int limit) {
     return storage.deadLetterStore().list(DeadLetterQuery.all().withPage(0, limit));
   }
@@ -566,6 +670,9 @@ final class CheckoutApp implements AutoCloseable {
   @Override
   public void close() {
     try {
+      if (sampler != null) {
+        sampler.shutdownNow();
+      }
       if (relay != null) {
         relay.close(Duration.ofSeconds(5));
       }
@@ -587,6 +694,7 @@ final class CheckoutApp implements AutoCloseable {
         localKafka.close();
       }
       tracing.close();
+      prometheus.close();
     }
   }
 }

@@ -9,7 +9,10 @@ import com.sun.net.httpserver.HttpServer;
 import io.opentelemetry.api.trace.Span;
 import io.opentelemetry.context.Scope;
 import io.relaykit.deadletter.DeadLetter;
-import io.relaykit.idempotency.Claim;
+import io.relaykit.idempotency.IdempotencyKeyException;
+import io.relaykit.idempotency.IdempotencyKeyProtocol;
+import io.relaykit.idempotency.IdempotentAnswer;
+import io.relaykit.idempotency.IdempotentAnswerStore;
 import io.relaykit.poller.HttpAnswer;
 import io.relaykit.poller.PollerAssets;
 import io.relaykit.poller.StatusDocument;
@@ -22,6 +25,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -39,8 +43,11 @@ import java.util.regex.Pattern;
  *   GET  /orders/{id}/status          PENDING | PROCESSING | SUCCESS | FAILED (+ error)
  *   GET  /orders/{id}                 the order and its effect counts
  *   GET  /metrics                     backlog, oldest age, dead letters, drops, verdict
+ *   GET  /metrics/prometheus          relaykit's Micrometer meters, Prometheus text format
  *   GET  /dead-letters                the newest dead letters
  *   POST /dead-letters/{id}/replay    back into the outbox (replaying twice resends once)
+ *   GET  /api/history                 the status history's samples (JSON)
+ *   GET  /api/history.svg             the status page's chart of them (SVG)
  *   GET  /                            the status page
  * </pre>
  */
@@ -58,9 +65,12 @@ final class DemoServer implements AutoCloseable {
   private final HttpServer server;
   private final ExecutorService executor;
   private final StatusResponses responses = new StatusResponses("orderId");
+  private final IdempotencyKeyProtocol idempotency;
 
   DemoServer(CheckoutApp app, String host, int port) throws IOException {
     this.app = app;
+    this.idempotency = IdempotencyKeyProtocol.builder(app.storage.idempotencyStore(),
+        new OrderAnswers()).lease(app.options.lease()).maxKeyLength(MAX_KEY).build();
     this.server = HttpServer.create(new InetSocketAddress(host, port), 64);
     this.executor = Executors.newFixedThreadPool(16, r -> {
       Thread t = new Thread(r, "demo-http");
@@ -114,12 +124,20 @@ final class DemoServer implements AutoCloseable {
       } else if (path.equals("/metrics")) {
         requireMethod(method, "GET");
         send(ex, json(200, Json.MAPPER.valueToTree(app.metrics())));
+      } else if (path.equals("/metrics/prometheus")) {
+        requireMethod(method, "GET");
+        CheckoutApp.Scrape scrape = app.scrapePrometheus(ex.getRequestHeaders().getFirst("Accept"));
+        send(ex, new HttpAnswer(200, Map.of("Content-Type", scrape.contentType(),
+            "Cache-Control", "no-store"), scrape.body()));
       } else if (path.equals("/dead-letters")) {
         requireMethod(method, "GET");
         send(ex, deadLetters());
       } else if (replay.matches()) {
         requireMethod(method, "POST");
         send(ex, replay(replay.group(1)));
+      } else if (path.equals("/api/history") || path.equals("/api/history.svg")) {
+        requireMethod(method, "GET");
+        send(ex, history(path.endsWith(".svg")));
       } else {
         send(ex, responses.error(404, "no such resource: " + path));
       }
@@ -134,13 +152,11 @@ final class DemoServer implements AutoCloseable {
   }
 
   private HttpAnswer placeOrder(HttpExchange ex) throws Exception {
-    String key = ex.getRequestHeaders().getFirst("Idempotency-Key");
-    if (key == null || key.isBlank()) {
-      throw new HttpError(400, "the Idempotency-Key header is required");
-    }
-    if (key.length() > MAX_KEY) {
-      throw new HttpError(400, "the Idempotency-Key header must be at most " + MAX_KEY
-          + " characters");
+    String key;
+    try {
+      key = idempotency.parseKey(ex.getRequestHeaders().getFirst(IdempotencyKeyProtocol.HEADER));
+    } catch (IdempotencyKeyException e) {
+      throw new HttpError(e.status(), e.getMessage());
     }
     JsonNode body = readJson(ex);
     String sku = textField(body, "sku");
@@ -155,41 +171,68 @@ final class DemoServer implements AutoCloseable {
     if (qty <= 0 || qty > 1000) {
       throw new HttpError(400, "qty must be between 1 and 1000, was " + qty);
     }
+    // The demo's fingerprint is semantic: the same sku and qty is the same request.
     String hash = Orders.requestHash(sku, qty);
 
-    Optional<Orders.Order> existing = app.orders.findByIdempotencyKey(key);
-    if (existing.isPresent()) {
-      return repeat(existing.get(), hash);
+    IdempotencyKeyProtocol.Decision decision = idempotency.begin(key, hash);
+    if (!(decision instanceof IdempotencyKeyProtocol.Proceed owned)) {
+      return answerOf(decision);
     }
-    Claim claim = app.storage.idempotencyStore().claim("http:" + key, app.options.lease());
-    switch (claim.status()) {
-      case IN_PROGRESS:
-        throw new HttpError(409, "a request with this Idempotency-Key is still in progress");
-      case DONE:
-        return repeat(app.orders.findByIdempotencyKey(key).orElseThrow(
-            () -> new IllegalStateException("key " + key + " is done but has no order")), hash);
-      default:
-        break;
-    }
+    Optional<Orders.Order> placed;
     try {
-      Optional<Orders.Order> placed = app.orders.place(sku, qty, key, hash);
-      app.storage.idempotencyStore().complete(claim);
-      if (placed.isEmpty()) {
-        return repeat(app.orders.findByIdempotencyKey(key).orElseThrow(), hash);
-      }
-      return accepted(placed.get().id());
-    } catch (Exception e) {
-      app.storage.idempotencyStore().release(claim);
+      placed = app.orders.place(sku, qty, key, hash);
+    } catch (Exception | Error e) {
+      idempotency.abandon(owned);
       throw e;
     }
+    // The order row is the kept answer (OrderAnswers.save keeps nothing); this completes the key.
+    idempotency.finish(owned, 202, Map.of(), new byte[0]);
+    if (placed.isEmpty()) {
+      // The key's order was placed meanwhile (after a takeover): answer as a repeat.
+      return answerOf(idempotency.answered(key, hash).orElseThrow(
+          () -> new IllegalStateException("key " + key + " is taken but has no order")));
+    }
+    return accepted(placed.get().id());
   }
 
-  /** The first response again, or 422 if the key was used for a different request. */
-  private HttpAnswer repeat(Orders.Order order, String hash) {
-    if (!order.requestHash().equals(hash)) {
-      throw new HttpError(422, "this Idempotency-Key was used for a different request");
+  /** A replay as the demo's answer, a refusal as its error. */
+  private static HttpAnswer answerOf(IdempotencyKeyProtocol.Decision decision) {
+    if (decision instanceof IdempotencyKeyProtocol.Refuse r) {
+      throw new HttpError(r.status(), r.message());
     }
-    return accepted(order.id());
+    IdempotentAnswer a = ((IdempotencyKeyProtocol.Replay) decision).answer();
+    Map<String, String> headers = new java.util.LinkedHashMap<>();
+    a.headers().forEach((name, values) -> headers.put(name, values.get(0)));
+    return new HttpAnswer(a.status(), headers, new String(a.body(), StandardCharsets.UTF_8));
+  }
+
+  /**
+   * The demo's first answers are its orders: an order placed with a key answers 202 with its
+   * status URL, and its request hash is the fingerprint. Nothing else is saved, because {@link
+   * Orders#place} commits the order (with key and hash) before the key is completed.
+   */
+  private final class OrderAnswers implements IdempotentAnswerStore {
+    @Override
+    public Optional<IdempotentAnswer> find(String key) {
+      Optional<Orders.Order> order;
+      try {
+        order = app.orders.findByIdempotencyKey(key);
+      } catch (java.sql.SQLException e) {
+        throw new IllegalStateException("reading the order of an Idempotency-Key failed", e);
+      }
+      return order.map(o -> {
+        HttpAnswer a = accepted(o.id());
+        Map<String, List<String>> headers = new java.util.LinkedHashMap<>();
+        a.headers().forEach((name, value) -> headers.put(name, List.of(value)));
+        return IdempotentAnswer.of(o.requestHash(), a.status(), headers,
+            a.body().getBytes(StandardCharsets.UTF_8));
+      });
+    }
+
+    @Override
+    public void save(String key, IdempotentAnswer answer) {
+      // The order row, committed by Orders.place, is the answer.
+    }
   }
 
   private HttpAnswer accepted(String orderId) {
@@ -254,6 +297,15 @@ final class DemoServer implements AutoCloseable {
     ObjectNode n = Json.MAPPER.createObjectNode();
     n.put("replayed", id);
     return json(200, n);
+  }
+
+  /** The status history as JSON, or as the page's SVG chart. */
+  private HttpAnswer history(boolean svg) {
+    if (svg) {
+      return new HttpAnswer(200, Map.of("Content-Type", "image/svg+xml; charset=utf-8",
+          "Cache-Control", "no-store"), app.history.svg());
+    }
+    return json(200, Json.MAPPER.valueToTree(app.history.json(app.samplePeriod)));
   }
 
   private static JsonNode readJson(HttpExchange ex) throws IOException {

@@ -85,7 +85,7 @@ final class DemoHttp {
     }
   }
 
-  private Answer send(HttpRequest.Builder b) throws IOException {
+  Answer send(HttpRequest.Builder b) throws IOException {
     try {
       HttpResponse<String> r = client.send(b.timeout(Duration.ofSeconds(15)).build(),
           HttpResponse.BodyHandlers.ofString());

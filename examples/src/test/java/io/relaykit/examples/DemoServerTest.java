@@ -336,6 +336,40 @@ class DemoServerTest {
     }
 
     @Test
+    @DisplayName("the sampler feeds the backlog monitor; /api/history lists its samples and"
+        + " /api/history.svg draws them")
+    void history() throws Exception {
+      // Nobody polls /metrics here: the monitor's samples come from the sampler, once a second.
+      Await.until(WAIT, "two samples in the backlog monitor", () -> app.backlog.samples().size()
+          >= 2);
+      DemoHttp.Answer a = http.get("/api/history");
+      assertThat(a.status()).isEqualTo(200);
+      JsonNode h = a.json();
+      assertThat(h.get("periodMs").asLong()).isEqualTo(1_000);
+      assertThat(h.get("capacity").asInt()).isEqualTo(StatusHistory.DEFAULT_CAPACITY);
+      assertThat(h.get("failedReads").asLong()).isZero();
+      JsonNode first = h.get("samples").get(0);
+      assertThat(first.get("backlog").asLong()).isNotNegative();
+      assertThat(first.get("oldestPendingMs").asLong()).isNotNegative();
+      assertThat(first.get("deadLettersPerMinute").asLong()).isNotNegative();
+      assertThat(first.get("verdict").asText()).isIn(
+          java.util.Arrays.stream(io.relaykit.monitor.BacklogVerdict.values())
+              .map(Enum::name).toArray());
+      assertThat(java.time.Instant.parse(first.get("at").asText()).toEpochMilli())
+          .isEqualTo(first.get("atMs").asLong());
+
+      DemoHttp.Answer svg = http.get("/api/history.svg");
+      assertThat(svg.status()).isEqualTo(200);
+      assertThat(svg.header("Content-Type")).startsWith("image/svg+xml");
+      org.w3c.dom.Document d = TimeChartTest.parse(svg.raw().body());
+      assertThat(d.getDocumentElement().getAttribute("id")).isEqualTo("history-svg");
+      assertThat(TimeChartTest.points(TimeChartTest.polyline(d, "backlog"))).isNotEmpty();
+      assertThat(TimeChartTest.all(d, "line")).extracting(e -> e.getAttribute("class"))
+          .contains("mark verdict");
+      assertThat(http.post("/api/history", null, "").status()).isEqualTo(405);
+    }
+
+    @Test
     @DisplayName("GET / serves the status page and the browser poller script")
     void page() throws Exception {
       DemoHttp.Answer page = http.get("/");

@@ -23,7 +23,14 @@ record RunningDemo(CheckoutApp app, DemoServer server, DemoHttp http) implements
 
   /** Starts the app on {@code options} with extra {@code settings} and serves it. */
   static RunningDemo start(DemoOptions options, Map<String, String> settings) throws Exception {
-    CheckoutApp app = CheckoutApp.start(options, settings);
+    return start(options, settings, CheckoutApp.Tuning.DEFAULTS);
+  }
+
+  /** Starts the app, tuned, and serves it. */
+  static RunningDemo start(DemoOptions options, Map<String, String> settings,
+      CheckoutApp.Tuning tuning) throws Exception {
+    CheckoutApp app = CheckoutApp.start(options, settings, DemoTracing.fromEnvironment(),
+        tuning);
     DemoServer server;
     try {
       server = new DemoServer(app, "127.0.0.1", 0);

@@ -11,5 +11,10 @@
  * the durable tier alone when the fast tier is down. A takeover after a lapsed lease means both
  * workers may run the effect; only a dedupe row committed with the effect ({@code tryRunOnce} of
  * the JDBC store) fences the effect itself.
+ *
+ * <p>{@link io.relaykit.idempotency.IdempotencyKeyProtocol} is the server side of the HTTP
+ * {@code Idempotency-Key} header (400, 409, 410, 422, replay of the first answer) over an
+ * IdempotencyStore and an {@link io.relaykit.idempotency.IdempotentAnswerStore}, without HTTP
+ * types; the demo's server and the Spring starter's filter both run it.
  */
 package io.relaykit.idempotency;

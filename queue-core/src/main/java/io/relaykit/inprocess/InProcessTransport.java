@@ -419,11 +419,16 @@ public final class InProcessTransport implements Publisher, Subscriber {
               delivery.message(), 0);
         }
         Throwable failure = null;
+        long started = System.nanoTime();
         try {
           m.handler.handle(delivery);
         } catch (Exception | Error e) {
           failure = e;
         }
+        Duration took = Duration.ofNanos(System.nanoTime() - started);
+        boolean failed = failure != null;
+        MetricsListener.safely(m.spec.metricsOr(MetricsListener.noop()),
+            x -> x.handlerDuration(name, g.name, took, failed));
         finish(g, item, runId, failure);
       });
     }

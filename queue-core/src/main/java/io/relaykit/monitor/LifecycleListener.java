@@ -10,7 +10,8 @@ import java.util.Objects;
  * in-memory history for tests and the demo.
  *
  * <p>WARNING: called on the hot path of queues, relays and consumers, often under their locks.
- * Implementations must be fast, thread-safe and must not block; relaykit catches and ignores what
+ * Implementations must be fast (O(1): increment a counter cached per stage and destination; never
+ * register a meter or build a tag map per event), thread-safe and must not block; relaykit catches and ignores what
  * they throw (it reports it once through {@link System.Logger}) so a broken listener cannot stall
  * delivery.
  */

@@ -11,15 +11,19 @@ import java.util.function.Consumer;
  * BacklogMonitor}'s verdict. Bridge it to Micrometer, Prometheus or logs; every method has a no-op
  * default, so an implementation overrides only what it exports.
  *
- * <p>Gauges ({@code backlogDepth}, {@code oldestAge}, {@code consumerLag}, {@code
- * deadLetterDepth}, {@code backlog}) report the current value each time a runtime samples it;
+ * <p>Gauges ({@code backlogDepth}, {@code oldestAge}, {@code consumerLag}, {@code partitionLag},
+ * {@code inFlight}, {@code oldestInFlightAge}, {@code deadLetterDepth}, {@code backlog}) report the
+ * current value each time a runtime samples it;
  * {@code dropped} and {@code ignored} report increments; {@code consumerFailed} reports that a
  * consumer stopped. {@code destination} names a queue, topic or outbox; runtimes
  * pass the same name they were configured with.
  *
- * <p>WARNING: called from delivery threads and timers. Implementations must be fast, thread-safe
- * and must not block. Runtimes call through {@link #safely}, which contains what a listener throws
- * (reported once through {@link System.Logger}) so a broken exporter cannot stall delivery.
+ * <p>WARNING: called from delivery threads, publisher callbacks and timers, some of them (the
+ * relay's and queues' samples, {@link #publishConfirmDuration}) under relaykit's locks.
+ * Implementations must be fast (O(1): update a cached meter, never build a new tag map or look
+ * one up per call on the hot path), thread-safe and must not block. Runtimes call through {@link
+ * #safely}, which contains what a listener throws (reported once through {@link System.Logger})
+ * so a broken exporter cannot stall delivery.
  */
 public interface MetricsListener {
 
@@ -37,17 +41,20 @@ public interface MetricsListener {
   String IGNORED_CLOUDEVENTS_ATTRIBUTE = "malformed-cloudevents-attribute";
 
   /**
-   * Messages waiting in {@code destination}.
+   * Messages waiting in {@code destination} to be sent or taken: an outbox's unsent rows (the
+   * relay reports them under {@code "outbox"}), or a queue's waiting messages. Consumers report
+   * their lag with {@link #consumerLag} and {@link #partitionLag} instead, never here.
    *
-   * @param destination the queue, topic or outbox
+   * @param destination the queue or outbox
    * @param depth the current number of waiting messages
    */
   default void backlogDepth(String destination, long depth) {}
 
   /**
-   * How long the oldest waiting message of {@code destination} has waited.
+   * How long the oldest waiting message of {@code destination} has waited, next to {@link
+   * #backlogDepth}; consumers report {@link #oldestInFlightAge} instead.
    *
-   * @param destination the queue, topic or outbox
+   * @param destination the queue or outbox
    * @param age the current age of its oldest waiting message; {@link Duration#ZERO} when none waits
    */
   default void oldestAge(String destination, Duration age) {}
@@ -61,6 +68,66 @@ public interface MetricsListener {
    * @param lag the current lag in messages, summed over partitions
    */
   default void consumerLag(String destination, String group, long lag) {}
+
+  /**
+   * How far consumer {@code group} trails the end of one {@code partition} of {@code destination},
+   * in messages: reported next to {@link #consumerLag} by runtimes that know partitions (Kafka);
+   * the others report only the sum. Called from the sampling thread, once per assigned partition
+   * per sample; a partition no longer assigned is not reported again (its last value stays).
+   *
+   * @param destination the topic consumed
+   * @param group the consumer group
+   * @param partition the partition number, {@code >= 0}
+   * @param lag the current lag of that partition in messages
+   */
+  default void partitionLag(String destination, String group, int partition, long lag) {}
+
+  /**
+   * Messages of {@code destination} taken by consumer {@code group} and not yet finished (handler
+   * running, or done but not yet committed): a gauge, reported when the runtime samples.
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group
+   * @param count the current number of in-flight messages
+   */
+  default void inFlight(String destination, String group, long count) {}
+
+  /**
+   * How long the oldest message of {@code destination} that consumer {@code group} took and has
+   * not finished has been in flight (handler calls still running past their timeout included), so
+   * that workers that stopped moving raise an alarm: a gauge, reported when the runtime samples,
+   * next to {@link #inFlight}. Consumers report this, never {@link #backlogDepth} or {@link
+   * #oldestAge}, which are the outbox's (and a queue's) waiting messages.
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group
+   * @param age the current age of its oldest in-flight message; {@link Duration#ZERO} when none
+   */
+  default void oldestInFlightAge(String destination, String group, Duration age) {}
+
+  /**
+   * One handler call of consumer {@code group} on {@code destination} took {@code duration}:
+   * reported once per delivery (each attempt counts), on the handler's thread right after the
+   * handler returned or threw, outside relaykit's locks.
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group
+   * @param duration how long the handler ran, measured on a monotonic clock
+   * @param failed whether the handler threw (or timed out)
+   */
+  default void handlerDuration(String destination, String group, Duration duration,
+      boolean failed) {}
+
+  /**
+   * One message to {@code destination} was confirmed by the broker {@code duration} after it was
+   * handed to the publisher: reported once per confirmed publish, on the thread that sees the
+   * confirmation (a publisher's callback thread or the relay's thread), possibly under the relay's
+   * lock.
+   *
+   * @param destination the queue, topic or outbox the publisher sent to
+   * @param duration from the publish call to its confirmation, on a monotonic clock
+   */
+  default void publishConfirmDuration(String destination, Duration duration) {}
 
   /**
    * Dead letters held for {@code destination}.
@@ -152,6 +219,32 @@ public interface MetricsListener {
       @Override
       public void consumerLag(String destination, String group, long lag) {
         copy.forEach(l -> safely(l, x -> x.consumerLag(destination, group, lag)));
+      }
+
+      @Override
+      public void partitionLag(String destination, String group, int partition, long lag) {
+        copy.forEach(l -> safely(l, x -> x.partitionLag(destination, group, partition, lag)));
+      }
+
+      @Override
+      public void inFlight(String destination, String group, long count) {
+        copy.forEach(l -> safely(l, x -> x.inFlight(destination, group, count)));
+      }
+
+      @Override
+      public void oldestInFlightAge(String destination, String group, Duration age) {
+        copy.forEach(l -> safely(l, x -> x.oldestInFlightAge(destination, group, age)));
+      }
+
+      @Override
+      public void handlerDuration(String destination, String group, Duration duration,
+          boolean failed) {
+        copy.forEach(l -> safely(l, x -> x.handlerDuration(destination, group, duration, failed)));
+      }
+
+      @Override
+      public void publishConfirmDuration(String destination, Duration duration) {
+        copy.forEach(l -> safely(l, x -> x.publishConfirmDuration(destination, duration)));
       }
 
       @Override

@@ -602,6 +602,16 @@ public final class OutboxRelay implements AutoCloseable {
       f = CompletableFuture.failedFuture(e);
     }
     emit(Stage.PUBLISHED, r, clock.instant(), "");
+    if (!f.isCompletedExceptionally()) {
+      long started = System.nanoTime();
+      String destination = r.destination();
+      f.whenComplete((receipt, error) -> {
+        if (error == null) {
+          Duration took = Duration.ofNanos(System.nanoTime() - started);
+          MetricsListener.safely(metrics, m -> m.publishConfirmDuration(destination, took));
+        }
+      });
+    }
     return f;
   }
 

@@ -329,6 +329,29 @@ public class RelaykitAutoConfiguration {
     }
   }
 
+  /** {@code relaykit.storage=h2} but relaykit-jdbc missing: fail the start naming the artifact. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnMissingClass("io.relaykit.storage.h2.JdbcStorage")
+  @ConditionalOnProperty(name = "relaykit.storage", havingValue = "h2")
+  static class JdbcMissing {
+    JdbcMissing() {
+      throw new IllegalStateException("relaykit.storage=h2 needs io.relaykit:relaykit-jdbc on the"
+          + " class path");
+    }
+  }
+
+  /** {@code relaykit.storage=h2} but Spring JDBC missing: fail the start naming the artifact. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnMissingClass("org.springframework.jdbc.datasource.DataSourceUtils")
+  @ConditionalOnProperty(name = "relaykit.storage", havingValue = "h2")
+  static class SpringJdbcMissing {
+    SpringJdbcMissing() {
+      throw new IllegalStateException("relaykit.storage=h2 needs Spring JDBC on the class path"
+          + " (org.springframework.boot:spring-boot-starter-jdbc), for the DataSource and its"
+          + " transactions");
+    }
+  }
+
   /**
    * Opens relaykit-jdbc on {@code dataSource} with the {@code relaykit.h2.*} settings that apply
    * to a DataSource the application owns (table prefix, retention, migrate, outbox bound and

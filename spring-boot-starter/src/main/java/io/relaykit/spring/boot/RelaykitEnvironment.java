@@ -1,17 +1,25 @@
 package io.relaykit.spring.boot;
 
+import io.relaykit.config.ConfigRegistry;
 import io.relaykit.config.CoreKeys;
 import io.relaykit.config.Settings;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
+import org.springframework.core.env.ConfigurableEnvironment;
 import org.springframework.core.env.Environment;
+import org.springframework.core.env.PropertySource;
+import org.springframework.core.env.StandardEnvironment;
 
 /**
  * Reads relaykit's {@link Settings} from a Spring {@link Environment}: every {@code relaykit.*}
@@ -27,6 +35,12 @@ import org.springframework.core.env.Environment;
  * spring.rabbitmq.addresses} (its first address) or {@code spring.rabbitmq.host}, {@code port},
  * {@code username}, {@code password}, {@code virtual-host} and {@code ssl.enabled} for {@code
  * relaykit.rabbitmq.uri}. A {@code relaykit.*} value always wins.
+ *
+ * <p>As in core ({@link Settings.Builder#systemProperties}, {@link Settings.Builder#environment}),
+ * an undeclared {@code relaykit.*} key that only JVM system properties or environment variables
+ * carry is logged (WARNING) and ignored rather than rejected: those namespaces hold entries for
+ * other tools ({@code RELAYKIT_DEMO_SPANS}), and a tool's knob must not fail the application's
+ * start. The same key in application.properties, YAML or any other property source is rejected.
  */
 final class RelaykitEnvironment {
 
@@ -38,6 +52,15 @@ final class RelaykitEnvironment {
   static final String KAFKA_BOOTSTRAP = "relaykit.kafka.bootstrap-servers";
   static final String RABBITMQ_URI = "relaykit.rabbitmq.uri";
   static final String SHUTDOWN_PHASE_TIMEOUT = "spring.lifecycle.timeout-per-shutdown-phase";
+
+  /** Property sources whose undeclared relaykit.* keys are warned about, not rejected. */
+  private static final Set<String> LENIENT_SOURCES = Set.of(
+      StandardEnvironment.SYSTEM_PROPERTIES_PROPERTY_SOURCE_NAME,
+      StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
+      // Boot's view over every other source, which would count the lenient ones again.
+      "configurationProperties");
+
+  private static final System.Logger LOG = System.getLogger(RelaykitEnvironment.class.getName());
 
   private RelaykitEnvironment() {}
 
@@ -54,6 +77,7 @@ final class RelaykitEnvironment {
     Map<String, String> values = new TreeMap<>();
     binder.bind("relaykit", Bindable.mapOf(String.class, String.class))
         .ifBound(m -> m.forEach((k, v) -> values.put("relaykit." + k, v)));
+    dropUndeclaredLenientKeys(env, values);
     Settings s = Settings.builder().values(values).build();
     String storage = s.getName(CoreKeys.STORAGE, "memory");
     if (!STORAGES.contains(storage)) {
@@ -80,6 +104,38 @@ final class RelaykitEnvironment {
       }
     }
     return s;
+  }
+
+  /**
+   * Removes from {@code values} the undeclared keys that no strict property source carries (only
+   * system properties or environment variables do), logging them once.
+   */
+  private static void dropUndeclaredLenientKeys(Environment env, Map<String, String> values) {
+    if (!(env instanceof ConfigurableEnvironment configurable) || values.isEmpty()) {
+      return;
+    }
+    ConfigRegistry registry = ConfigRegistry.discover();
+    List<String> undeclared = values.keySet().stream()
+        .filter(k -> registry.find(k).isEmpty()).toList();
+    if (undeclared.isEmpty()) {
+      return;
+    }
+    List<PropertySource<?>> strict = new ArrayList<>();
+    configurable.getPropertySources().forEach(ps -> {
+      if (!LENIENT_SOURCES.contains(ps.getName())) {
+        strict.add(ps);
+      }
+    });
+    Set<String> strictKeys = new TreeSet<>();
+    new Binder(ConfigurationPropertySources.from(strict))
+        .bind("relaykit", Bindable.mapOf(String.class, String.class))
+        .ifBound(m -> m.keySet().forEach(k -> strictKeys.add("relaykit." + k)));
+    List<String> ignored = undeclared.stream().filter(k -> !strictKeys.contains(k)).toList();
+    if (!ignored.isEmpty()) {
+      ignored.forEach(values::remove);
+      LOG.log(System.Logger.Level.WARNING, "ignoring system properties or environment variables"
+          + " that name no relaykit setting on the class path: " + ignored);
+    }
   }
 
   /** {@code spring.lifecycle.timeout-per-shutdown-phase}, Spring's default 30 s when unset. */

@@ -21,6 +21,11 @@ import org.springframework.context.SmartLifecycle;
  * confirms and is marked sent. Rows not confirmed by then stay in the outbox, unsent, and are
  * published by the next relay once their lease runs out (on the JDBC storage; the in-memory
  * outbox dies with the process).
+ *
+ * <p>Single use: an {@link OutboxRelay} cannot be started again once closed, so neither can this
+ * lifecycle. A {@code start()} after {@code stop()} (a context stopped and started again, rather
+ * than closed and created anew) fails with an {@link IllegalStateException} saying so; the
+ * unsent rows stay in the outbox for the next relay.
  */
 public final class RelaykitRelayLifecycle implements SmartLifecycle {
 
@@ -30,6 +35,7 @@ public final class RelaykitRelayLifecycle implements SmartLifecycle {
   private final OutboxRelay relay;
   private final Duration stopDeadline;
   private volatile boolean running;
+  private boolean stopped;
 
   /**
    * Wraps {@code relay}, which must not be started yet.
@@ -51,18 +57,31 @@ public final class RelaykitRelayLifecycle implements SmartLifecycle {
     return relay;
   }
 
+  /**
+   * Starts the relay; nothing when it runs already.
+   *
+   * @throws IllegalStateException if this lifecycle was stopped before: the relay is closed and
+   *     cannot run again
+   */
   @Override
   public synchronized void start() {
+    if (stopped) {
+      throw new IllegalStateException("relaykit's outbox relay was stopped and cannot be"
+          + " restarted (an OutboxRelay runs once); close this application context and start a"
+          + " new one; unsent rows stay in the outbox for the next relay");
+    }
     if (!running) {
       relay.start();
       running = true;
     }
   }
 
+  /** Closes the relay gracefully (see the class comment); nothing when it does not run. */
   @Override
   public synchronized void stop() {
     if (running) {
       running = false;
+      stopped = true;
       relay.close(stopDeadline);
     }
   }

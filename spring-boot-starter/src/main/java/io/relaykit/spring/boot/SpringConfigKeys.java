@@ -40,6 +40,28 @@ public final class SpringConfigKeys implements ConfigKeys {
   /** The largest page the dead-letter endpoint lists; default 100. */
   public static final String DEAD_LETTERS_MAX_LIMIT = "relaykit.spring.dead-letters.max-limit";
 
+  /** Whether the Idempotency-Key filter runs (Spring MVC servlet applications); default false. */
+  public static final String IDEMPOTENCY_ENABLED = "relaykit.spring.idempotency.enabled";
+  /** The path patterns (comma-separated) the Idempotency-Key filter applies to. */
+  public static final String IDEMPOTENCY_PATHS = "relaykit.spring.idempotency.paths";
+  /** The request methods (comma-separated) the Idempotency-Key filter applies to. */
+  public static final String IDEMPOTENCY_METHODS = "relaykit.spring.idempotency.methods";
+  /** The request header holding the key. */
+  public static final String IDEMPOTENCY_HEADER = "relaykit.spring.idempotency.header";
+  /** How long a request owns its key before a repeat may take it over. */
+  public static final String IDEMPOTENCY_LEASE = "relaykit.spring.idempotency.lease";
+  /** The longest key accepted, in characters. */
+  public static final String IDEMPOTENCY_MAX_KEY_LENGTH =
+      "relaykit.spring.idempotency.max-key-length";
+  /** The largest request body accepted on a filtered request, in bytes (larger: 413). */
+  public static final String IDEMPOTENCY_MAX_REQUEST_SIZE =
+      "relaykit.spring.idempotency.max-request-size";
+  /** The largest stored answer, in bytes (larger: kept without its body). */
+  public static final String IDEMPOTENCY_MAX_ANSWER_SIZE =
+      "relaykit.spring.idempotency.max-answer-size";
+  /** The most answers the in-memory answer store keeps. */
+  public static final String IDEMPOTENCY_MAX_ANSWERS = "relaykit.spring.idempotency.max-answers";
+
   /** For ServiceLoader. */
   public SpringConfigKeys() {}
 
@@ -80,6 +102,28 @@ public final class SpringConfigKeys implements ConfigKeys {
         ConfigKey.of(HEALTH_STALL_AGE, DURATION, "1m",
             "the oldest unsent age from which an outbox backlog that does not move is stalled"),
         ConfigKey.of(DEAD_LETTERS_MAX_LIMIT, INTEGER, "100",
-            "the largest page the relaykitdeadletters actuator endpoint lists"));
+            "the largest page the relaykitdeadletters actuator endpoint lists"),
+        ConfigKey.of(IDEMPOTENCY_ENABLED, BOOLEAN, "false",
+            "whether the Idempotency-Key filter runs (Spring MVC servlet applications)"),
+        ConfigKey.of(IDEMPOTENCY_PATHS, STRING, "/**",
+            "the path patterns (comma-separated, Spring PathPattern syntax, without the context"
+                + " path) the Idempotency-Key filter applies to"),
+        ConfigKey.of(IDEMPOTENCY_METHODS, STRING, "POST,PATCH",
+            "the request methods (comma-separated) the Idempotency-Key filter applies to"),
+        ConfigKey.of(IDEMPOTENCY_HEADER, STRING, "Idempotency-Key",
+            "the request header holding the idempotency key"),
+        ConfigKey.of(IDEMPOTENCY_LEASE, DURATION, "30s",
+            "how long a request owns its key before a repeat may take it over (longer than the"
+                + " slowest request)"),
+        ConfigKey.of(IDEMPOTENCY_MAX_KEY_LENGTH, INTEGER, "255",
+            "the longest idempotency key accepted, in characters (longer: 400)"),
+        ConfigKey.of(IDEMPOTENCY_MAX_REQUEST_SIZE, INTEGER, "1048576",
+            "the largest request body accepted on a filtered request, in bytes (larger: 413,"
+                + " nothing runs)"),
+        ConfigKey.of(IDEMPOTENCY_MAX_ANSWER_SIZE, INTEGER, "65536",
+            "the largest answer kept for replay, in bytes (larger: sent once, kept without its"
+                + " body; a repeat gets 410)"),
+        ConfigKey.of(IDEMPOTENCY_MAX_ANSWERS, INTEGER, "100000",
+            "the most answers the in-memory answer store keeps (relaykit.storage=memory)"));
   }
 }

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.core.env.Environment;
 import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
@@ -26,7 +27,10 @@ abstract class AbstractListenerLifecycleTest {
 
   private final List<ConfigurableApplicationContext> contexts = new ArrayList<>();
 
-  /** The properties of the transport under test, besides storage and names. */
+  /**
+   * The properties of the transport under test, besides storage and names; called once per
+   * context, so it may create a destination for it and name it in {@code test.destination}.
+   */
   abstract List<String> transportProperties();
 
   ConfigurableApplicationContext start(String group) {
@@ -36,6 +40,9 @@ abstract class AbstractListenerLifecycleTest {
         "relaykit.h2.table-prefix=" + unique("rk") + "_",
         "relaykit.relay.poll-interval=50ms",
         "spring.lifecycle.timeout-per-shutdown-phase=20s",
+        // The web server starts (listeners come after it), on a free loopback port.
+        "server.port=0",
+        "server.address=127.0.0.1",
         "test.orders-table=" + unique("orders"),
         "test.group=" + group));
     props.addAll(transportProperties());
@@ -49,8 +56,19 @@ abstract class AbstractListenerLifecycleTest {
   }
 
   @AfterEach
-  void closeContexts() {
-    contexts.forEach(ConfigurableApplicationContext::close);
+  void closeContexts() throws Exception {
+    for (ConfigurableApplicationContext ctx : contexts) {
+      ctx.close();
+      cleanUp(ctx.getEnvironment());
+    }
+  }
+
+  /**
+   * Removes what the closed context {@code env} left on a shared broker; by default nothing.
+   *
+   * @param env the closed context's environment ({@code test.destination}, {@code test.group})
+   */
+  void cleanUp(Environment env) throws Exception {
   }
 
   @Test
@@ -101,6 +119,8 @@ abstract class AbstractListenerLifecycleTest {
     String slow = "slow-" + unique("o");
     service.place(slow, false);
     Await.until(WAIT, "the slow handler runs", () -> inbox.slowEntered.getCount() == 0);
+    // The other group finished it: its completion must be committed (acked) by the close too.
+    Await.until(WAIT, "the idempotent listener handles it", () -> inbox.once.contains(slow));
 
     AtomicReference<Throwable> closeFailure = new AtomicReference<>();
     Thread closer = new Thread(() -> {
@@ -124,10 +144,16 @@ abstract class AbstractListenerLifecycleTest {
     assertThat(inbox.events).containsExactly("handled " + slow, "closed");
     assertThat(inbox.received).contains(slow);
     assertThat(registry.isRunning()).isFalse();
-    afterDrain(slow);
+    afterDrain(ctx.getEnvironment(), slow);
   }
 
-  /** What the transport holds after the drain of {@code id}; by default nothing to check. */
-  void afterDrain(String id) throws Exception {
+  /**
+   * Checks what the transport holds after the drain of {@code id} (acknowledged, committed); by
+   * default nothing.
+   *
+   * @param env the closed context's environment ({@code test.destination}, {@code test.group})
+   * @param id the message that was in flight when the context closed
+   */
+  void afterDrain(Environment env, String id) throws Exception {
   }
 }

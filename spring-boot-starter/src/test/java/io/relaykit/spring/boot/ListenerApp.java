@@ -24,7 +24,7 @@ public class ListenerApp {
     final CountDownLatch slowEntered = new CountDownLatch(1);
     final CountDownLatch release = new CountDownLatch(1);
 
-    @RelaykitListener(destination = "orders", group = "${test.group}")
+    @RelaykitListener(destination = "${test.destination:orders}", group = "${test.group}")
     void onOrder(Message m) throws InterruptedException {
       if (m.id().startsWith("slow-")) {
         slowEntered.countDown();
@@ -36,9 +36,10 @@ public class ListenerApp {
       received.add(m.id());
     }
 
-    /** Idempotent by the id's part before its first dot. */
-    @RelaykitListener(destination = "orders", group = "${test.group}-once", idempotent = true,
-        idempotencyKey = "'once:' + id.substring(0, id.indexOf('.'))")
+    /** Idempotent by the id's part before its first dot (the whole id when it has none). */
+    @RelaykitListener(destination = "${test.destination:orders}", group = "${test.group}-once",
+        idempotent = true,
+        idempotencyKey = "'once:' + (id.indexOf('.') < 0 ? id : id.substring(0, id.indexOf('.')))")
     void onOrderOnce(Delivery d) {
       once.add(d.message().id());
     }

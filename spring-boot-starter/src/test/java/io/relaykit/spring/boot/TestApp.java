@@ -23,12 +23,15 @@ public class TestApp {
     private final JdbcTemplate jdbc;
     private final TransactionalOutbox outbox;
     private final String table;
+    private final String destination;
 
     public OrderService(JdbcTemplate jdbc, TransactionalOutbox outbox,
-        @Value("${test.orders-table}") String table) {
+        @Value("${test.orders-table}") String table,
+        @Value("${test.destination:orders}") String destination) {
       this.jdbc = jdbc;
       this.outbox = outbox;
       this.table = table;
+      this.destination = destination;
     }
 
     @Transactional
@@ -39,7 +42,7 @@ public class TestApp {
     @Transactional
     public void place(String id, String key, boolean fail) {
       jdbc.update("INSERT INTO " + table + "(id) VALUES (?)", id);
-      outbox.append("orders", Message.builder().id(id).type("order.placed").key(key)
+      outbox.append(destination, Message.builder().id(id).type("order.placed").key(key)
           .payload(("{\"id\":\"" + id + "\"}").getBytes(StandardCharsets.UTF_8)).build());
       if (fail) {
         throw new IllegalStateException("business failure after the append");
@@ -47,7 +50,7 @@ public class TestApp {
     }
 
     public void placeWithoutTransaction(String id) {
-      outbox.append("orders", Message.builder().id(id).type("order.placed")
+      outbox.append(destination, Message.builder().id(id).type("order.placed")
           .payload(new byte[] {1}).build());
     }
   }

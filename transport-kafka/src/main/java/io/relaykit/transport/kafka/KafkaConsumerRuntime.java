@@ -796,10 +796,14 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private void sampleBacklog() {
     Map<String, Long> lag = new LinkedHashMap<>();
+    Map<Integer, Long> byPartition = new LinkedHashMap<>();
     for (TopicPartition tp : consumer.assignment()) {
       OptionalLong l = consumer.currentLag(tp);
       if (l.isPresent()) {
         lag.put(tp.toString(), l.getAsLong());
+        if (tp.topic().equals(topic)) {
+          byPartition.put(tp.partition(), l.getAsLong());
+        }
       }
     }
     // A handler stuck past its timeout (its record moved on to the retry topic) still holds a
@@ -817,8 +821,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     BacklogSnapshot snapshot = monitor.snapshot();
     MetricsListener.safely(metrics, m -> {
       m.consumerLag(topic, spec.group(), sample.totalLag());
-      m.backlogDepth(topic, sample.totalLag() + sample.inFlight());
-      m.oldestAge(topic, sample.oldestInFlightAge());
+      byPartition.forEach((p, l) -> m.partitionLag(topic, spec.group(), p, l));
+      m.inFlight(topic, spec.group(), sample.inFlight());
+      m.oldestInFlightAge(topic, spec.group(), sample.oldestInFlightAge());
       m.backlog(topic, snapshot);
     });
   }
@@ -997,11 +1002,15 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         new TimeoutException("handler did not finish within " + spec.handlerTimeout()
             + "; its late result is ignored"), this::afterTimeout));
     Throwable failure = null;
+    long started = System.nanoTime();
     try {
       handler.handle(delivery);
     } catch (Throwable t) {
       failure = t;
     }
+    Duration took = Duration.ofNanos(System.nanoTime() - started);
+    boolean failed = failure != null;
+    MetricsListener.safely(metrics, m -> m.handlerDuration(topic, spec.group(), took, failed));
     if (!watchdog.end(call)) {
       LOG.log(System.Logger.Level.DEBUG, "late result of " + w + " ignored after its timeout");
       return;

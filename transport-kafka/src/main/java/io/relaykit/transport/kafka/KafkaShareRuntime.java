@@ -344,12 +344,16 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
         toStart.poll(); // given up before it started: nothing runs, nothing to count
         continue;
       }
+      // Counted before the hand-over: a worker may run the handler, and a close read the count,
+      // before trySubmit even returns here.
+      item.started = true;
+      running.incrementAndGet();
       if (!workers.trySubmit(item.work.gateKey(), () -> process(item))) {
+        item.started = false;
+        running.decrementAndGet();
         return; // the bounded queue is full: the rest start as workers finish
       }
       toStart.poll();
-      item.started = true;
-      running.incrementAndGet();
     }
   }
 
@@ -446,10 +450,11 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
 
   private void lost(Item i) {
     i.stale = true;
-    byWork.remove(i.work);
-    // Its worker's outcome, when it comes, finds no item: the running count is lowered here.
-    if (i.started && i.settled.compareAndSet(false, true)) {
-      finishedOne();
+    // A handler still running keeps the item until it settles (settle drops it then, counted as
+    // share-lock-lost), so a close still waits for that handler. Not started, or already settled:
+    // nothing more comes for it.
+    if (!i.started || i.settled.get()) {
+      byWork.remove(i.work);
     }
     LOG.log(System.Logger.Level.WARNING, "lock of " + i.position + " in share group "
         + spec.group() + " was lost; the broker delivers it again");
@@ -512,7 +517,14 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     if (i == null || !i.settled.compareAndSet(false, true)) {
       return;
     }
-    outcomes.add(new Outcome(i, type));
+    if (i.stale) { // its lock was lost, or the subscription closed, while its handler ran
+      byWork.remove(w);
+      if (pollThreadDone.getCount() > 0) { // after a close, the close gave it back
+        MetricsListener.safely(metrics, m -> m.dropped(topic, "share-lock-lost", 1));
+      }
+    } else {
+      outcomes.add(new Outcome(i, type)); // stale from here on: applyOutcomes counts it
+    }
     finishedOne();
   }
 
@@ -529,6 +541,7 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     Work w = item.work;
     if (item.stale || state == State.CLOSED) {
       if (item.settled.compareAndSet(false, true)) {
+        byWork.remove(w);
         finishedOne(); // given up while queued for a worker
       }
       return;

@@ -265,8 +265,8 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
       return Optional.of(d);
     });
     replayed.ifPresent(d -> LifecycleListener.safely(listener, new LifecycleEvent(
-        LifecycleEvent.Stage.REPLAYED, d.id(), d.message().traceId(), queues.queue(),
-        clock.instant(), "replayed from " + queues.deadLetterQueue())));
+        LifecycleEvent.Stage.REPLAYED, d.id(), d.message().traceId(), destination,
+        clock.instant(), "replayed from " + queues.deadLetterQueue() + " to " + queues.queue())));
     return replayed;
   }
 

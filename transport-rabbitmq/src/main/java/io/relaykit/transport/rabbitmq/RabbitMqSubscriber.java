@@ -83,6 +83,10 @@ public final class RabbitMqSubscriber implements Subscriber {
   /**
    * Like {@link #create(RabbitMqTransportConfig)}, reporting DELIVERED, ACKED, RETRIED,
    * DEAD_LETTERED and EXPIRED events and reading failure times and expiry from {@code clock}.
+   * Events name the subscription's destination as {@link
+   * io.relaykit.monitor.LifecycleEvent#where()}, never its group, delay or dead-letter queue
+   * (those are in the detail, {@code "group=g queue=d.g: ..."}); the moves to delay and
+   * dead-letter queues report no PUBLISHED or CONFIRMED events of their own.
    *
    * @param config the broker and topology settings
    * @param listener receives the lifecycle events
@@ -100,7 +104,10 @@ public final class RabbitMqSubscriber implements Subscriber {
     if (clock == null) {
       throw new IllegalArgumentException("clock must not be null");
     }
-    RabbitMqPublisher mover = RabbitMqPublisher.create(config, listener, clock, "subscriber-mover");
+    // The mover reports nothing: its copies are the RETRIED and DEAD_LETTERED steps the
+    // subscription reports under the destination, not publishes of new messages.
+    RabbitMqPublisher mover = RabbitMqPublisher.create(config, LifecycleListener.noop(), clock,
+        "subscriber-mover");
     Connection connection;
     try {
       connection = Connections.open(config, "subscriber", true);

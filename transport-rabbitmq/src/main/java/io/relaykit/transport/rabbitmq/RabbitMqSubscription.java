@@ -208,11 +208,16 @@ final class RabbitMqSubscription implements Subscription {
     }
     event(LifecycleEvent.Stage.DELIVERED, ctx.message, "attempt " + ctx.attempt);
     Throwable failure = null;
+    long started = System.nanoTime();
     try {
       handler.handle(ctx.delivery);
     } catch (Throwable t) {
       failure = t;
     } finally {
+      Duration took = Duration.ofNanos(System.nanoTime() - started);
+      boolean failed = failure != null;
+      MetricsListener.safely(spec.metricsOr(MetricsListener.noop()),
+          x -> x.handlerDuration(spec.destination(), spec.group(), took, failed));
       if (timeout != null) {
         timeout.cancel(false);
       }
@@ -299,7 +304,7 @@ final class RabbitMqSubscription implements Subscription {
     String messageId = id;
     moveThenAck(tag, queues.deadLetterQueue(), dead, body, () ->
         LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
-            messageId, trace, queues.queue(), clock.instant(), reason)));
+            messageId, trace, spec.destination(), clock.instant(), where(reason))));
   }
 
   /**
@@ -368,9 +373,17 @@ final class RabbitMqSubscription implements Subscription {
     }
   }
 
+  /**
+   * Reports under the destination, as every transport does (the group queue, its delay queues and
+   * its dead-letter queue are this transport's plumbing); the group and the queue go in the detail.
+   */
   private void event(LifecycleEvent.Stage stage, Message m, String detail) {
     LifecycleListener.safely(listener, new LifecycleEvent(stage, m.id(), m.traceId(),
-        queues.queue(), clock.instant(), detail));
+        spec.destination(), clock.instant(), where(detail)));
+  }
+
+  private String where(String detail) {
+    return "group=" + spec.group() + " queue=" + queues.queue() + ": " + detail;
   }
 
   @Override

@@ -1,0 +1,264 @@
+package io.relaykit.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.relaykit.metrics.micrometer.RelayKitMeterBinder;
+import io.relaykit.tck.Await;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.http.HttpRequest;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code GET /metrics/prometheus}: relaykit-micrometer's binder on the demo's Prometheus registry,
+ * scraped over HTTP after {@value #ORDERS} orders that succeed and one poison order: exact values
+ * for every stage of both effects' messages, the handler and confirm timers, the outbox gauges and
+ * the verdict, on the in-process transport. (Not on Kafka yet: wired through Guice, the Kafka
+ * transport reports to its {@code KafkaTransportConfig}'s listeners, not to the injector's
+ * {@code LifecycleListener}, so the demo's binder sees none of its steps.)
+ */
+class DemoPrometheusTest {
+  private static final Duration WAIT = Duration.ofSeconds(60);
+  private static final String POISON = "POISON";
+  private static final int ORDERS = 3;
+  /** Messages per effect: one per order. */
+  private static final int MESSAGES = ORDERS + 1;
+
+  private RunningDemo demo;
+  private DemoHttp http;
+
+  /**
+   * One demo, started once, and the orders placed before the first case; the cases that hold on
+   * every transport. A subclass per transport.
+   */
+  @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+  abstract class Demo {
+
+    abstract RunningDemo start(Path data) throws Exception;
+
+    @BeforeAll
+    void startAndOrder(@TempDir Path data) throws Exception {
+      demo = start(data);
+      http = demo.http();
+      for (String id : http.placeOrders("book", ORDERS)) {
+        http.awaitStatus(id, "SUCCESS", WAIT);
+      }
+      demo.orderFailsAsPoison(POISON, WAIT);
+    }
+
+    @AfterAll
+    void stop() {
+      if (demo != null) {
+        demo.close();
+      }
+    }
+
+    /** Waits until every effect shows at least {@code n} at each of {@code stages}. */
+    List<Sample> awaitStages(double n, String... stages) {
+      return Await.value(WAIT, "every effect at >= " + n + " for " + List.of(stages),
+          DemoPrometheusTest.this::scrape, s -> Arrays.stream(Orders.Effect.values()).allMatch(
+              e -> Arrays.stream(stages).allMatch(stage -> {
+                Sample x = find(s, "relaykit_messages_total", "destination", e.destination(),
+                    "stage", stage);
+                return x != null && x.value >= n;
+              })));
+    }
+
+    @Test
+    @DisplayName("each message is enqueued, published and confirmed exactly once, though the relay"
+        + " and the publisher both report publishing")
+    void publishSide() {
+      awaitStages(MESSAGES, "enqueued", "published", "confirmed");
+      List<Sample> scrape = Await.value(WAIT, "every confirm timed", DemoPrometheusTest.this::scrape,
+          s -> Arrays.stream(Orders.Effect.values()).allMatch(e -> {
+            Sample x = find(s, "relaykit_publish_confirm_duration_seconds_count", "destination",
+                e.destination());
+            return x != null && x.value >= MESSAGES;
+          }));
+      for (Orders.Effect effect : Orders.Effect.values()) {
+        String d = effect.destination();
+        for (String stage : List.of("enqueued", "published", "confirmed")) {
+          assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", stage))
+              .as(d + " " + stage).isEqualTo(MESSAGES);
+        }
+        assertThat(value(scrape, "relaykit_publish_confirm_duration_seconds_count",
+            "destination", d)).as(d + " confirm timer").isEqualTo(MESSAGES);
+      }
+      assertThat(scrape).as("no series refused").filteredOn(
+          s -> s.name.equals("relaykit_meters_overflow_total")).isNotEmpty()
+          .allSatisfy(s -> assertThat(s.value).isZero());
+    }
+
+    @Test
+    @DisplayName("the outbox gauges drain to zero and the verdict gauge is the relay's verdict")
+    void outboxGaugesAndVerdict() {
+      List<Sample> scrape = Await.value(WAIT, "outbox backlog sampled at 0",
+          DemoPrometheusTest.this::scrape, s -> {
+            Sample x = find(s, "relaykit_outbox_backlog", "destination", "outbox");
+            return x != null && x.value == 0;
+          });
+      assertThat(value(scrape, "relaykit_outbox_oldest_age_seconds", "destination", "outbox"))
+          .isZero();
+      assertThat(scrape).filteredOn(x -> x.name.equals("relaykit_outbox_backlog"))
+          .as("only the outbox reports a backlog, never a consumer")
+          .extracting(x -> x.labels.get("destination")).containsExactly("outbox");
+      // The relay samples once a second: read its verdict on both sides of a scrape until they
+      // agree, so a sample between them cannot make the comparison flaky.
+      int[] seen = new int[2];
+      List<Sample> agreed = Await.value(WAIT, "a scrape between two equal relay verdicts", () -> {
+        seen[0] = RelayKitMeterBinder.verdictValue(demo.app().relayBacklog().verdict());
+        List<Sample> s = scrape();
+        seen[1] = RelayKitMeterBinder.verdictValue(demo.app().relayBacklog().verdict());
+        return s;
+      }, s -> seen[0] == seen[1]);
+      assertThat(value(agreed, "relaykit_backlog_verdict", "destination", "outbox"))
+          .as("verdict gauge").isEqualTo(seen[0]);
+    }
+  }
+
+  @Nested
+  @DisplayName("memory transport")
+  class InProcess extends Demo {
+    @Override
+    RunningDemo start(Path data) throws Exception {
+      return RunningDemo.start(options(data, "memory"));
+    }
+
+    @Test
+    @DisplayName("every stage of both effects' messages and the handler timer are exact")
+    void consumeSide() {
+      awaitStages(ORDERS, "acked");
+      awaitStages(1, "dead_lettered");
+      List<Sample> scrape = scrape();
+      System.out.println("SCRAPE (relaykit lines)\n" + rawScrape().lines()
+          .filter(l -> l.startsWith("relaykit_")).collect(Collectors.joining("\n")));
+      for (Orders.Effect effect : Orders.Effect.values()) {
+        String d = effect.destination();
+        assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", "delivered"))
+            .as(d + " delivered").isEqualTo(MESSAGES);
+        assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", "acked"))
+            .as(d + " acked").isEqualTo(ORDERS);
+        assertThat(value(scrape, "relaykit_messages_total", "destination", d,
+            "stage", "dead_lettered")).as(d + " dead-lettered").isEqualTo(1);
+        for (String none : List.of("retried", "expired", "replayed")) {
+          assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", none))
+              .as(d + " " + none).isZero();
+        }
+        assertThat(value(scrape, "relaykit_handler_duration_seconds_count", "destination", d,
+            "group", effect.group(), "outcome", "success")).as(d + " handler successes")
+            .isEqualTo(ORDERS);
+        assertThat(value(scrape, "relaykit_handler_duration_seconds_count", "destination", d,
+            "group", effect.group(), "outcome", "failure")).as(d + " handler failures")
+            .isEqualTo(1);
+      }
+      assertThat(scrape).as("every relaykit_messages_total series is under a destination the demo"
+          + " publishes to").filteredOn(s -> s.name.equals("relaykit_messages_total"))
+          .allSatisfy(s -> assertThat(s.labels.get("destination")).isIn("orders.sms",
+              "orders.coupon"));
+    }
+
+    @Test
+    @DisplayName("answers the Prometheus text format 0.0.4, or OpenMetrics when the Accept asks")
+    void formats() throws IOException {
+      DemoHttp.Answer text = http.get("/metrics/prometheus");
+      assertThat(text.status()).isEqualTo(200);
+      assertThat(text.header("Content-Type")).isEqualTo(CheckoutApp.PROMETHEUS_TEXT)
+          .startsWith("text/plain; version=0.0.4");
+      assertThat(text.raw().body()).contains("# TYPE relaykit_messages_total counter");
+      DemoHttp.Answer open = http.send(HttpRequest.newBuilder(
+          http.base.resolve("/metrics/prometheus"))
+          .header("Accept", "application/openmetrics-text; version=1.0.0").GET());
+      assertThat(open.status()).isEqualTo(200);
+      assertThat(open.header("Content-Type")).startsWith("application/openmetrics-text");
+      assertThat(open.raw().body()).contains("# TYPE relaykit_messages counter").endsWith("# EOF\n");
+      assertThat(http.post("/metrics/prometheus", null, "").status()).isEqualTo(405);
+    }
+  }
+
+  private static DemoOptions options(Path data, String transport) {
+    return new DemoOptions("127.0.0.1", 0, data, "h2", transport, 0, POISON,
+        Duration.ofSeconds(2));
+  }
+
+  // ---- the scrape, parsed ----------------------------------------------------------------------
+
+  /** One line of the text format: name, labels, value. */
+  record Sample(String name, Map<String, String> labels, double value) {}
+
+  private static final Pattern LINE = Pattern.compile(
+      "([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\\{(.*)\\})?\\s+(\\S+)(?:\\s+\\S+)?");
+  private static final Pattern LABEL =
+      Pattern.compile("([a-zA-Z_][a-zA-Z0-9_]*)=\"((?:[^\"\\\\]|\\\\.)*)\",?");
+
+  private String rawScrape() {
+    DemoHttp.Answer a;
+    try {
+      a = http.get("/metrics/prometheus");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    assertThat(a.status()).isEqualTo(200);
+    return a.raw().body();
+  }
+
+  private List<Sample> scrape() {
+    List<Sample> samples = new ArrayList<>();
+    for (String line : rawScrape().split("\n")) {
+      if (line.isBlank() || line.startsWith("#")) {
+        continue;
+      }
+      Matcher m = LINE.matcher(line);
+      assertThat(m.matches()).as("a sample line: " + line).isTrue();
+      Map<String, String> labels = new LinkedHashMap<>();
+      if (m.group(2) != null) {
+        Matcher l = LABEL.matcher(m.group(2));
+        while (l.find()) {
+          labels.put(l.group(1), l.group(2));
+        }
+      }
+      samples.add(new Sample(m.group(1), labels, Double.parseDouble(m.group(3))));
+    }
+    return samples;
+  }
+
+  /** The sample named {@code name} whose labels are exactly {@code labels}; null if none. */
+  private static Sample find(List<Sample> scrape, String name, String... labels) {
+    Map<String, String> want = new LinkedHashMap<>();
+    for (int i = 0; i < labels.length; i += 2) {
+      want.put(labels[i], labels[i + 1]);
+    }
+    return scrape.stream().filter(s -> s.name.equals(name) && s.labels.equals(want)).findFirst()
+        .orElse(null);
+  }
+
+  private static double value(List<Sample> scrape, String name, String... labels) {
+    Sample s = find(scrape, name, labels);
+    assertThat(s).as(name + " " + List.of(labels) + " in the scrape; relaykit series: "
+        + scrape.stream().filter(x -> x.name.startsWith("relaykit_"))
+            .map(x -> x.name + x.labels + "=" + x.value).collect(Collectors.joining(", ")))
+        .isNotNull();
+    return s.value;
+  }
+
+  /** How many destinations show exactly {@code n} for {@code stage}. */
+  private static long countWhere(List<Sample> scrape, String stage, double n) {
+    return scrape.stream().filter(s -> s.name.equals("relaykit_messages_total")
+        && stage.equals(s.labels.get("stage")) && s.value == n).count();
+  }
+}

@@ -1,0 +1,257 @@
+package io.relaykit.examples;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.relaykit.examples.TimeChart.Line;
+import io.relaykit.examples.TimeChart.Mark;
+import io.relaykit.examples.TimeChart.Point;
+import io.relaykit.examples.TimeChart.Window;
+import java.io.ByteArrayInputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import javax.xml.parsers.DocumentBuilderFactory;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.NodeList;
+
+class TimeChartTest {
+
+  /** Parses the SVG as XML: it must be well-formed, and the tests read it through the DOM. */
+  static Document parse(String svg) throws Exception {
+    DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
+    f.setFeature("http://apache.org/xml/features/disallow-doctype-decl", true);
+    return f.newDocumentBuilder().parse(new ByteArrayInputStream(
+        svg.getBytes(StandardCharsets.UTF_8)));
+  }
+
+  static List<Element> all(Document d, String tag) {
+    NodeList nodes = d.getElementsByTagName(tag);
+    List<Element> out = new ArrayList<>();
+    for (int i = 0; i < nodes.getLength(); i++) {
+      out.add((Element) nodes.item(i));
+    }
+    return out;
+  }
+
+  static Element polyline(Document d, String cls) {
+    return all(d, "polyline").stream().filter(e -> e.getAttribute("class").equals(cls))
+        .findFirst().orElseThrow();
+  }
+
+  static List<double[]> points(Element polyline) {
+    List<double[]> out = new ArrayList<>();
+    for (String pair : polyline.getAttribute("points").trim().split("\\s+")) {
+      if (pair.isEmpty()) {
+        continue;
+      }
+      String[] xy = pair.split(",");
+      out.add(new double[] {Double.parseDouble(xy[0]), Double.parseDouble(xy[1])});
+    }
+    return out;
+  }
+
+  private static List<Point> ramp(int n) {
+    List<Point> out = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      out.add(new Point(i * 10L, i));
+    }
+    return out;
+  }
+
+  @Nested
+  @DisplayName("coordinates")
+  class Coordinates {
+    @Test
+    @DisplayName("points land where the panel's data attributes say, and map back to the values")
+    void pointsMapBack() throws Exception {
+      String svg = TimeChart.builder("c").timeRange(0, 100)
+          .panel("p", new Line("l", "#123456", "", List.of(new Point(0, 0), new Point(50, 5),
+              new Point(100, 10))))
+          .build().svg();
+      Document d = parse(svg);
+      Element panel = all(d, "g").get(0);
+      assertThat(panel.getAttribute("data-t0")).isEqualTo("0");
+      assertThat(panel.getAttribute("data-t1")).isEqualTo("100");
+      assertThat(panel.getAttribute("data-ymax")).isEqualTo("10");
+      assertThat(panel.getAttribute("data-x")).isEqualTo("70");
+      assertThat(panel.getAttribute("data-y")).isEqualTo("36");
+      assertThat(panel.getAttribute("data-w")).isEqualTo("870");
+      assertThat(panel.getAttribute("data-h")).isEqualTo("150");
+      assertThat(polyline(d, "l").getAttribute("points"))
+          .isEqualTo("70.0,186.0 505.0,111.0 940.0,36.0 ");
+      // And back: t = t0 + (px - x) / w * (t1 - t0), v = ymax * (y + h - py) / h.
+      double[] mid = points(polyline(d, "l")).get(1);
+      assertThat((mid[0] - 70) / 870 * 100).isEqualTo(50.0);
+      assertThat(10 * (36 + 150 - mid[1]) / 150).isEqualTo(5.0);
+    }
+
+    @Test
+    @DisplayName("without a range the axis spans the earliest to the latest point")
+    void rangeFromData() throws Exception {
+      TimeChart c = TimeChart.builder("c")
+          .panel("p", new Line("l", "red", "", List.of(new Point(1_000, 1), new Point(3_000, 2))))
+          .build();
+      assertThat(c.t0()).isEqualTo(1_000);
+      assertThat(c.t1()).isEqualTo(3_000);
+      Document d = parse(c.svg());
+      List<String> ticks = all(d, "text").stream()
+          .filter(e -> e.getAttribute("class").equals("tick")).map(Element::getTextContent)
+          .toList();
+      assertThat(ticks).hasSize(11).startsWith("0 s").endsWith("2 s");
+    }
+
+    @Test
+    @DisplayName("an empty chart still renders its panels; a reversed range is refused")
+    void emptyAndReversed() throws Exception {
+      Document d = parse(TimeChart.builder("c").panel("p", new Line("l", "red", "", List.of()))
+          .build().svg());
+      assertThat(points(polyline(d, "l"))).isEmpty();
+      assertThatThrownBy(() -> TimeChart.builder("c").timeRange(5, 5))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("time range end 5");
+      assertThatThrownBy(() -> TimeChart.builder("c").build())
+          .isInstanceOf(IllegalStateException.class).hasMessageContaining("at least one panel");
+    }
+
+    @Test
+    @DisplayName("negative readings and points outside the range are skipped")
+    void skipsNoReading() throws Exception {
+      Document d = parse(TimeChart.builder("c").timeRange(0, 100)
+          .panel("p", new Line("l", "red", "", List.of(new Point(0, 1), new Point(10, -1),
+              new Point(20, 2), new Point(200, 50))))
+          .build().svg());
+      assertThat(points(polyline(d, "l"))).hasSize(2);
+      assertThat(all(d, "g").get(0).getAttribute("data-ymax")).isEqualTo("2");
+    }
+
+    @Test
+    @DisplayName("windows are shaded in every panel, clipped to the range, labelled in the first")
+    void windows() throws Exception {
+      Document d = parse(TimeChart.builder("c").timeRange(0, 100)
+          .window(new Window("fault", "#d62728", 25, 500, "kill", "kill -9"))
+          .window(new Window("fault", "#d62728", 200, 300, "late", "outside"))
+          .panel("a", new Line("l", "red", "", ramp(3)))
+          .panel("b", new Line("m", "red", "", ramp(3)))
+          .build().svg());
+      List<Element> rects = all(d, "rect").stream()
+          .filter(e -> e.getAttribute("class").equals("fault")).toList();
+      assertThat(rects).hasSize(2);
+      assertThat(Double.parseDouble(rects.get(0).getAttribute("x"))).isEqualTo(70 + 870 * 0.25);
+      assertThat(Double.parseDouble(rects.get(0).getAttribute("width"))).isEqualTo(870 * 0.75);
+      assertThat(all(d, "text").stream().filter(e -> e.getTextContent().equals("kill")))
+          .hasSize(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("bounds")
+  class Bounds {
+    @Test
+    @DisplayName("a long line is cut to maxPoints and keeps its peak and its trough")
+    void downsamples() throws Exception {
+      List<Point> pts = new ArrayList<>();
+      for (int i = 0; i < 10_000; i++) {
+        pts.add(new Point(i, i == 4_321 ? 900 : i == 7_000 ? 0 : 100 + (i % 7)));
+      }
+      Document d = parse(TimeChart.builder("c").maxPoints(100)
+          .panel("p", new Line("l", "red", "", pts)).build().svg());
+      List<double[]> drawn = points(polyline(d, "l"));
+      assertThat(drawn).hasSizeLessThanOrEqualTo(100).hasSizeGreaterThan(50);
+      assertThat(all(d, "g").get(0).getAttribute("data-ymax")).isEqualTo("900");
+      // The peak is at the top edge, the trough at the bottom.
+      assertThat(drawn).anySatisfy(p -> assertThat(p[1]).isEqualTo(36.0));
+      assertThat(drawn).anySatisfy(p -> assertThat(p[1]).isEqualTo(186.0));
+      // Still in time order.
+      for (int i = 1; i < drawn.size(); i++) {
+        assertThat(drawn.get(i)[0]).isGreaterThanOrEqualTo(drawn.get(i - 1)[0]);
+      }
+    }
+
+    @Test
+    @DisplayName("a short line is drawn point for point")
+    void noDownsampleBelowBound() {
+      List<Point> pts = ramp(50);
+      assertThat(TimeChart.downsample(pts, 50)).isEqualTo(pts);
+      assertThat(TimeChart.downsample(ramp(51), 50)).hasSizeLessThanOrEqualTo(50);
+    }
+
+    @Test
+    @DisplayName("beyond maxMarks the earliest marks are dropped and counted")
+    void marksBounded() throws Exception {
+      TimeChart.Builder b = TimeChart.builder("c").timeRange(0, 1_000).maxMarks(3);
+      for (int i = 0; i < 10; i++) {
+        b.mark(new Mark("verdict", "red", i * 10L, "m" + i, Map.of("verdict", "V" + i)));
+      }
+      Document d = parse(b.panel("p", new Line("l", "red", "", ramp(3))).build().svg());
+      List<Element> marks = all(d, "line");
+      assertThat(marks).extracting(e -> e.getAttribute("data-verdict"))
+          .containsExactly("V7", "V8", "V9");
+      assertThat(d.getDocumentElement().getAttribute("data-omitted")).isEqualTo("7");
+    }
+
+    @Test
+    @DisplayName("at most 8 panels and 8 lines a panel; sizes are checked")
+    void panelsBounded() {
+      TimeChart.Builder b = TimeChart.builder("c");
+      for (int i = 0; i < TimeChart.MAX_PANELS; i++) {
+        b.panel("p" + i);
+      }
+      assertThatThrownBy(() -> b.panel("one more")).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("at most 8 panels");
+      Line[] nine = new Line[9];
+      for (int i = 0; i < 9; i++) {
+        nine[i] = new Line("l" + i, "red", "", List.of());
+      }
+      assertThatThrownBy(() -> TimeChart.builder("c").panel("p", nine))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at most 8 lines");
+      assertThatThrownBy(() -> TimeChart.builder("c").maxPoints(3))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessage("maxPoints must be in 4..10000, was 3");
+      assertThatThrownBy(() -> TimeChart.builder("c").width(100))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("width");
+    }
+  }
+
+  @Nested
+  @DisplayName("escaping")
+  class Escaping {
+    @Test
+    @DisplayName("titles, labels, tooltips, tick labels and data values are escaped")
+    void escapesEverything() throws Exception {
+      String evil = "<script>alert('x')</script>&\"";
+      String svg = TimeChart.builder("c").timeRange(0, 10).timeLabel(t -> evil)
+          .window(new Window("w", "red", 1, 2, evil, evil))
+          .mark(new Mark("m", "red", 5, evil, Map.of("why", evil)))
+          .panel(evil, new Line("l", "red", evil, ramp(2)))
+          .build().svg();
+      assertThat(svg).doesNotContain("<script").doesNotContain("'x'");
+      Document d = parse(svg);
+      assertThat(all(d, "script")).isEmpty();
+      // Parsed back, the text is exactly what was given.
+      assertThat(all(d, "line").get(0).getAttribute("data-why")).isEqualTo(evil);
+      assertThat(all(d, "title")).extracting(Element::getTextContent).contains(evil);
+      assertThat(all(d, "text").stream().map(Element::getTextContent))
+          .contains(evil, evil + " \u25a0 " + evil);
+    }
+
+    @Test
+    @DisplayName("class names, ids, colours and data names that could break out are refused")
+    void refusesMarkup() {
+      assertThatThrownBy(() -> TimeChart.builder("x\" onload=\"alert(1)"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("class or id");
+      assertThatThrownBy(() -> new Line("a b", "red", "", List.of()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'a b'");
+      assertThatThrownBy(() -> new Line("a", "red\"/><script>", "", List.of()))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("color");
+      assertThatThrownBy(() -> new Mark("m", "red", 0, "", Map.of("on load", "x")))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'on load'");
+      assertThatThrownBy(() -> new Window("w", "red", 5, 4, "", ""))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("before its start");
+    }
+  }
+}

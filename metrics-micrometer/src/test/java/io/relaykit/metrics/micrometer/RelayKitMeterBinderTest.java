@@ -1,0 +1,281 @@
+package io.relaykit.metrics.micrometer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.relaykit.monitor.BacklogSnapshot;
+import io.relaykit.monitor.BacklogVerdict;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleEvent.Stage;
+import io.relaykit.monitor.MetricsListener;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+/** The binder's names, bounds and meter values, driven by direct SPI calls. */
+class RelayKitMeterBinderTest {
+
+  private static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
+
+  private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+
+  private RelayKitMeterBinder bound(RelayKitMeterBinder.Builder b) {
+    RelayKitMeterBinder binder = b.build();
+    binder.bindTo(registry);
+    return binder;
+  }
+
+  private static LifecycleEvent event(Stage stage, String where) {
+    return new LifecycleEvent(stage, "m-1", null, where, T0, "");
+  }
+
+  private double messages(String destination, Stage stage) {
+    return registry.get("relaykit.messages").tags("destination", destination,
+        "stage", RelayKitMeterBinder.stage(stage)).counter().count();
+  }
+
+  @Nested
+  @DisplayName("names")
+  class Names {
+
+    @Test
+    @DisplayName("the defaults are relaykit.<suffix>, pinned here")
+    void defaults() {
+      RelayKitMeterBinder binder = RelayKitMeterBinder.builder().build();
+      assertThat(List.of(RelayKitMeter.values()).stream().map(binder::name).toList())
+          .containsExactly("relaykit.outbox.backlog", "relaykit.outbox.oldest.age",
+              "relaykit.consumer.lag", "relaykit.consumer.in.flight",
+              "relaykit.consumer.in.flight.oldest.age", "relaykit.consumer.failed",
+              "relaykit.messages", "relaykit.messages.dropped", "relaykit.messages.ignored",
+              "relaykit.handler.duration", "relaykit.publish.confirm.duration",
+              "relaykit.report.queue.depth", "relaykit.report.queue.bytes",
+              "relaykit.report.queue.dropped", "relaykit.dead.letters",
+              "relaykit.backlog.verdict", "relaykit.meters.overflow");
+    }
+
+    @Test
+    @DisplayName("a prefix renames every meter, a per-meter name wins over it")
+    void overrides() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder().prefix("shop.rk")
+          .name(RelayKitMeter.CONSUMER_LAG, "shop.kafka.lag"));
+      binder.backlogDepth("outbox", 7);
+      binder.consumerLag("orders", "billing", 3);
+
+      assertThat(registry.get("shop.rk.outbox.backlog").tag("destination", "outbox").gauge()
+          .value()).isEqualTo(7);
+      assertThat(registry.get("shop.kafka.lag").tags("group", "billing", "partition", "all")
+          .gauge().value()).isEqualTo(3);
+      assertThat(registry.find("relaykit.outbox.backlog").meters()).isEmpty();
+    }
+
+    @Test
+    @DisplayName("bad builder values are refused, naming the value")
+    void badValues() {
+      assertThatThrownBy(() -> RelayKitMeterBinder.builder().prefix("rk."))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("\"rk.\"");
+      assertThatThrownBy(() -> RelayKitMeterBinder.builder().maxSeriesPerMeter(0))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("was 0");
+      assertThatThrownBy(() -> RelayKitMeterBinder.builder().percentiles(1.5))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("1.5");
+      assertThatThrownBy(() -> RelayKitMeterBinder.builder().name(RelayKitMeter.MESSAGES, " "))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("MESSAGES");
+    }
+
+    @Test
+    @DisplayName("a second registry is refused; the same one again is a no-op")
+    void oneRegistry() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      binder.bindTo(registry);
+      assertThatThrownBy(() -> binder.bindTo(new SimpleMeterRegistry()))
+          .isInstanceOf(IllegalStateException.class).hasMessageContaining("CompositeMeterRegistry");
+    }
+  }
+
+  @Nested
+  @DisplayName("bounds")
+  class Bounds {
+
+    @Test
+    @DisplayName("over the cap a new tag combination is not registered and counts in"
+        + " relaykit.meters.overflow; known series still count")
+    void overflow() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder().maxSeriesPerMeter(2));
+      for (int i = 0; i < 5; i++) {
+        binder.on(event(Stage.ACKED, "d" + i));
+      }
+      binder.on(event(Stage.ACKED, "d0"));
+      for (int i = 0; i < 4; i++) {
+        binder.dropped("q", "reason-" + i, 1);
+      }
+
+      assertThat(registry.find("relaykit.messages").tag("stage", "acked").counters()).hasSize(2);
+      assertThat(messages("d0", Stage.ACKED)).isEqualTo(2);
+      assertThat(messages("d1", Stage.ACKED)).isEqualTo(1);
+      assertThat(registry.get("relaykit.meters.overflow").tag("meter", "relaykit.messages")
+          .counter().count()).isEqualTo(3);
+      assertThat(registry.get("relaykit.meters.overflow")
+          .tag("meter", "relaykit.messages.dropped").counter().count()).isEqualTo(2);
+      assertThat(registry.find("relaykit.messages.dropped").counters()).hasSize(2);
+    }
+
+    @Test
+    @DisplayName("a long reason is cut to 64 characters; a blank tag value becomes unknown")
+    void reasonsAndBlanks() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      binder.dropped("q", "x".repeat(500), 2);
+      binder.inFlight(" ", "g", 4);
+
+      assertThat(registry.get("relaykit.messages.dropped").tag("reason", "x".repeat(64))
+          .counter().count()).isEqualTo(2);
+      assertThat(registry.get("relaykit.consumer.in.flight").tag("destination", "unknown")
+          .gauge().value()).isEqualTo(4);
+    }
+
+    @Test
+    @DisplayName("calls before bindTo are ignored, not buffered")
+    void beforeBind() {
+      RelayKitMeterBinder binder = RelayKitMeterBinder.builder().build();
+      binder.on(event(Stage.ACKED, "orders"));
+      binder.backlogDepth("outbox", 3);
+      binder.bindTo(registry);
+      binder.on(event(Stage.ACKED, "orders"));
+
+      assertThat(messages("orders", Stage.ACKED)).isEqualTo(1);
+      assertThat(registry.find("relaykit.outbox.backlog").meters()).isEmpty();
+    }
+  }
+
+  @Nested
+  @DisplayName("values")
+  class Values {
+
+    @Test
+    @DisplayName("every stage but DROPPED counts in relaykit.messages; DROPPED counts by reason")
+    void stages() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      for (Stage s : Stage.values()) {
+        binder.on(event(s, "orders"));
+      }
+      binder.dropped("orders", "expired", 3);
+
+      for (Stage s : Stage.values()) {
+        if (s != Stage.DROPPED) {
+          assertThat(messages("orders", s)).as(s.name()).isEqualTo(1);
+        }
+      }
+      assertThat(registry.find("relaykit.messages").tag("stage", "dropped").counters()).isEmpty();
+      assertThat(registry.get("relaykit.messages.dropped").tags("destination", "orders",
+          "reason", "expired").counter().count()).isEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("the relay's listener counts every step but PUBLISHED and CONFIRMED, which the"
+        + " publisher reports for the same message")
+    void relayListener() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      assertThat(binder.relayListener()).isSameAs(binder.relayListener());
+      for (Stage s : Stage.values()) {
+        binder.relayListener().on(event(s, "orders"));
+      }
+      binder.on(event(Stage.PUBLISHED, "orders"));
+      binder.on(event(Stage.CONFIRMED, "orders"));
+
+      for (Stage s : Stage.values()) {
+        if (s != Stage.DROPPED) {
+          assertThat(messages("orders", s)).as(s.name()).isEqualTo(1);
+        }
+      }
+    }
+
+    @Test
+    @DisplayName("gauges show the latest value; the oldest age is a TimeGauge in the registry's"
+        + " base unit; the verdict maps to its documented number")
+    void gauges() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      binder.backlogDepth("outbox", 9);
+      binder.backlogDepth("outbox", 4);
+      binder.oldestAge("outbox", Duration.ofMillis(1500));
+      binder.deadLetterDepth("orders", 2);
+      binder.backlog("outbox", new BacklogSnapshot(BacklogVerdict.STALLED, T0, 4,
+          Duration.ofSeconds(1), 3, Duration.ofSeconds(10), 0.0));
+
+      assertThat(registry.get("relaykit.outbox.backlog").gauge().value()).isEqualTo(4);
+      assertThat(registry.get("relaykit.outbox.oldest.age").timeGauge()
+          .value(TimeUnit.MILLISECONDS)).isEqualTo(1500);
+      assertThat(registry.get("relaykit.dead.letters").tag("destination", "orders").gauge()
+          .value()).isEqualTo(2);
+      assertThat(registry.get("relaykit.backlog.verdict").gauge().value()).isEqualTo(3);
+      assertThat(List.of(BacklogVerdict.values()).stream()
+          .map(RelayKitMeterBinder::verdictValue).toList()).containsExactly(0, 1, 2, 3, 4);
+    }
+
+    @Test
+    @DisplayName("a consumer's summed lag shows as partition=all until its runtime reports"
+        + " partitions, then only the partitions")
+    void partitions() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      binder.consumerLag("orders", "billing", 5);
+      binder.partitionLag("orders", "billing", 0, 2);
+      binder.partitionLag("orders", "billing", 1, 3);
+      binder.consumerLag("orders", "billing", 5);
+
+      assertThat(registry.find("relaykit.consumer.lag").tag("partition", "all").gauges())
+          .isEmpty();
+      assertThat(registry.get("relaykit.consumer.lag").tag("partition", "1").gauge().value())
+          .isEqualTo(3);
+      assertThat(registry.find("relaykit.consumer.lag").gauges()).hasSize(2);
+    }
+
+    @Test
+    @DisplayName("timers count each duration by outcome, without percentiles unless configured")
+    void timers() {
+      RelayKitMeterBinder plain = bound(RelayKitMeterBinder.builder());
+      plain.handlerDuration("orders", "g", Duration.ofMillis(5), false);
+      plain.handlerDuration("orders", "g", Duration.ofMillis(7), true);
+      plain.handlerDuration("orders", "g", Duration.ofMillis(9), false);
+      plain.publishConfirmDuration("orders", Duration.ofMillis(2));
+
+      Timer ok = registry.get("relaykit.handler.duration").tag("outcome", "success").timer();
+      assertThat(ok.count()).isEqualTo(2);
+      assertThat(ok.totalTime(TimeUnit.MILLISECONDS)).isEqualTo(14);
+      assertThat(ok.takeSnapshot().percentileValues()).isEmpty();
+      assertThat(registry.get("relaykit.handler.duration").tag("outcome", "failure").timer()
+          .count()).isEqualTo(1);
+      assertThat(registry.get("relaykit.publish.confirm.duration").timer().count()).isEqualTo(1);
+
+      SimpleMeterRegistry other = new SimpleMeterRegistry();
+      RelayKitMeterBinder withPercentiles = RelayKitMeterBinder.builder().percentiles(0.5, 0.99)
+          .build();
+      withPercentiles.bindTo(other);
+      withPercentiles.handlerDuration("orders", "g", Duration.ofMillis(5), false);
+      assertThat(other.get("relaykit.handler.duration").timer().takeSnapshot().percentileValues())
+          .hasSize(2);
+    }
+
+    @Test
+    @DisplayName("the composite listener forwards the new SPI methods")
+    void composite() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      MetricsListener both = MetricsListener.composite(List.of(MetricsListener.noop(), binder));
+      both.partitionLag("t", "g", 0, 4);
+      both.inFlight("t", "g", 2);
+      both.oldestInFlightAge("t", "g", Duration.ofMillis(700));
+      both.handlerDuration("t", "g", Duration.ofMillis(1), false);
+      both.publishConfirmDuration("t", Duration.ofMillis(1));
+
+      assertThat(registry.get("relaykit.consumer.lag").gauge().value()).isEqualTo(4);
+      assertThat(registry.get("relaykit.consumer.in.flight").gauge().value()).isEqualTo(2);
+      assertThat(registry.get("relaykit.consumer.in.flight.oldest.age").tags("destination", "t",
+          "group", "g").timeGauge().value(TimeUnit.MILLISECONDS)).isEqualTo(700);
+      assertThat(registry.find("relaykit.outbox.backlog").meters()).as("no outbox series").isEmpty();
+      assertThat(registry.get("relaykit.handler.duration").timer().count()).isEqualTo(1);
+      assertThat(registry.get("relaykit.publish.confirm.duration").timer().count()).isEqualTo(1);
+    }
+  }
+}

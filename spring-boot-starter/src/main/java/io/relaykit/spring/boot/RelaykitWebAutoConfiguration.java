@@ -1,0 +1,116 @@
+package io.relaykit.spring.boot;
+
+import io.relaykit.config.IdempotencySettings;
+import io.relaykit.config.Settings;
+import io.relaykit.idempotency.IdempotencyKeyProtocol;
+import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.IdempotentAnswerStore;
+import io.relaykit.idempotency.InMemoryIdempotentAnswerStore;
+import io.relaykit.storage.h2.JdbcStorage;
+import java.time.InstantSource;
+import java.util.Arrays;
+import java.util.List;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * The {@code Idempotency-Key} filter ({@link RelaykitIdempotencyFilter}) in a Spring MVC servlet
+ * application, when {@code relaykit.spring.idempotency.enabled=true}; the other {@code
+ * relaykit.spring.idempotency.*} keys set its paths, methods, header, lease and bounds. Keys are
+ * claimed in the application's {@link IdempotencyStore} (the database's with {@code
+ * relaykit.storage=h2}, under the namespace {@code http:}); answers are kept in the database next
+ * to relaykit's tables with a DataSource-backed storage, else in memory (bounded by {@code
+ * relaykit.spring.idempotency.max-answers}), for the idempotency retention. Each bean backs off
+ * when the application defines its own.
+ */
+@AutoConfiguration(after = RelaykitAutoConfiguration.class)
+@ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+@ConditionalOnClass(name = {"org.springframework.web.servlet.DispatcherServlet",
+    "org.springframework.web.util.ContentCachingResponseWrapper",
+    "jakarta.servlet.Filter"})
+@ConditionalOnProperty(name = SpringConfigKeys.IDEMPOTENCY_ENABLED, havingValue = "true")
+public class RelaykitWebAutoConfiguration {
+
+  /** Created by Spring. */
+  public RelaykitWebAutoConfiguration() {
+  }
+
+  /**
+   * Answers in memory: the storage is not a database (or relaykit-jdbc is absent).
+   *
+   * @param settings the settings
+   * @return the answer store
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public IdempotentAnswerStore relaykitIdempotentAnswerStore(Settings settings) {
+    return new InMemoryIdempotentAnswerStore(InstantSource.system(),
+        IdempotencySettings.from(settings).retention(),
+        settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_ANSWERS, 100_000));
+  }
+
+  /**
+   * The protocol over the application's idempotency store and the answer store.
+   *
+   * @param store the idempotency store
+   * @param answers the answer store
+   * @param settings the settings
+   * @return the protocol
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public IdempotencyKeyProtocol relaykitIdempotencyKeyProtocol(IdempotencyStore store,
+      IdempotentAnswerStore answers, Settings settings) {
+    return IdempotencyKeyProtocol.builder(store, answers)
+        .header(settings.getString(SpringConfigKeys.IDEMPOTENCY_HEADER,
+            IdempotencyKeyProtocol.HEADER))
+        .lease(settings.getDuration(SpringConfigKeys.IDEMPOTENCY_LEASE,
+            IdempotencyKeyProtocol.DEFAULT_LEASE))
+        .maxKeyLength(settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_KEY_LENGTH,
+            IdempotencyKeyProtocol.DEFAULT_MAX_KEY_LENGTH))
+        .maxAnswerBytes(settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_ANSWER_SIZE,
+            IdempotencyKeyProtocol.DEFAULT_MAX_ANSWER_BYTES))
+        .build();
+  }
+
+  /**
+   * The filter, registered by Spring Boot for every request (it skips the paths and methods not
+   * configured).
+   *
+   * @param protocol the protocol
+   * @param settings the settings
+   * @return the filter
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public RelaykitIdempotencyFilter relaykitIdempotencyFilter(IdempotencyKeyProtocol protocol,
+      Settings settings) {
+    return new RelaykitIdempotencyFilter(protocol,
+        list(settings.getString(SpringConfigKeys.IDEMPOTENCY_PATHS, "/**")),
+        list(settings.getString(SpringConfigKeys.IDEMPOTENCY_METHODS, "POST,PATCH")),
+        settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_REQUEST_SIZE, 1 << 20));
+  }
+
+  /** Answers in the database, next to relaykit-jdbc's tables ({@code relaykit.storage=h2}). */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "io.relaykit.storage.h2.JdbcStorage")
+  @ConditionalOnBean(type = "io.relaykit.storage.h2.JdbcStorage")
+  static class JdbcAnswers {
+
+    @Bean
+    @ConditionalOnMissingBean
+    IdempotentAnswerStore relaykitJdbcIdempotentAnswerStore(JdbcStorage storage) {
+      return new JdbcIdempotentAnswerStore(storage);
+    }
+  }
+
+  private static List<String> list(String csv) {
+    return Arrays.stream(csv.split(",")).map(String::strip).filter(s -> !s.isEmpty()).toList();
+  }
+}
