@@ -108,12 +108,14 @@ public class RelaykitAutoConfiguration {
    * @param deadLetters the dead-letter store
    * @param storage the JDBC storage, when {@code relaykit.storage=h2}
    * @param settings the settings
+   * @param customizers applied to the builder last, in order (the Micrometer binder's)
    * @return the relay
    */
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
   public OutboxRelay relaykitOutboxRelay(TransactionalOutbox outbox, Publisher publisher,
-      DeadLetterStore deadLetters, ObjectProvider<JdbcStorage> storage, Settings settings) {
+      DeadLetterStore deadLetters, ObjectProvider<JdbcStorage> storage, Settings settings,
+      ObjectProvider<RelaykitRelayCustomizer> customizers) {
     RelaySettings relay = RelaySettings.from(settings);
     JdbcStorage jdbc = storage.getIfAvailable();
     Duration lease = jdbc == null ? relay.lease()
@@ -127,6 +129,7 @@ public class RelaykitAutoConfiguration {
     if (relay.fixedBatchSize()) {
       b.batchSize(relay.batchSize());
     }
+    customizers.orderedStream().forEach(c -> c.customize(b));
     return b.build();
   }
 

@@ -1,0 +1,63 @@
+package io.relaykit.spring.boot;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.relaykit.metrics.micrometer.RelayKitMeterBinder;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.context.annotation.Bean;
+
+/**
+ * relaykit's Micrometer meters in a Spring Boot application that has a {@link MeterRegistry}
+ * (Actuator with any registry) and {@code io.relaykit:relaykit-micrometer} on its class path.
+ *
+ * <p>One {@link RelayKitMeterBinder} bean: Spring Boot binds it, as every {@code MeterBinder}
+ * bean, to the application's registry (the composite one when there are several) once the
+ * singletons are created; relaykit calls made before that are not recorded (nothing is buffered).
+ * The starter's relay reports to it as its metrics listener (outbox backlog, oldest age, verdict,
+ * confirm times) and its lifecycle listener (every step of every relayed message, published and
+ * confirmed included: the starter's publishers report to no listener of their own). Subscriptions
+ * of {@code @RelaykitListener} methods and the transports are not wired to it yet.
+ *
+ * <p>Meter names, tags and bounds are the binder's ({@code relaykit.*}, at most 256 tag
+ * combinations per meter). Define your own {@code RelayKitMeterBinder} bean to change them; this
+ * one then backs off and yours is attached instead. A registry that throws is contained by the
+ * binder and costs no delivery.
+ */
+@AutoConfiguration(afterName = {
+    "org.springframework.boot.micrometer.metrics.autoconfigure.MetricsAutoConfiguration",
+    "org.springframework.boot.micrometer.metrics.autoconfigure"
+        + ".CompositeMeterRegistryAutoConfiguration",
+    "org.springframework.boot.micrometer.metrics.autoconfigure.export.simple"
+        + ".SimpleMetricsExportAutoConfiguration"})
+@ConditionalOnClass({RelayKitMeterBinder.class, MeterRegistry.class})
+@ConditionalOnBean(MeterRegistry.class)
+public class RelaykitMicrometerAutoConfiguration {
+
+  /** Created by Spring. */
+  public RelaykitMicrometerAutoConfiguration() {
+  }
+
+  /**
+   * The binder, with its default names and bounds; Spring Boot binds it to the registry.
+   *
+   * @return the binder
+   */
+  @Bean
+  @ConditionalOnMissingBean
+  public RelayKitMeterBinder relaykitMeterBinder() {
+    return RelayKitMeterBinder.builder().build();
+  }
+
+  /**
+   * Attaches the binder to the starter's relay.
+   *
+   * @param binder the binder
+   * @return the customizer
+   */
+  @Bean
+  public RelaykitRelayCustomizer relaykitRelayMeters(RelayKitMeterBinder binder) {
+    return builder -> builder.metrics(binder).listener(binder);
+  }
+}
