@@ -203,6 +203,12 @@ class RelaykitActuatorHttpTest {
     assertThat(ctx.getBean(DeadLetterStore.class)
         .count(io.relaykit.deadletter.DeadLetterQuery.all())).isEqualTo(1);
     assertThat(get(ctx, "/actuator/health").statusCode()).isEqualTo(200);
+
+    ConfigurableApplicationContext off = start(
+        "management.endpoints.web.exposure.include=relaykitdeadletters",
+        "management.endpoint.relaykitdeadletters.access=none");
+    assertThat(get(off, "/actuator/relaykitdeadletters").statusCode()).isEqualTo(404);
+    assertThat(off.getBeansOfType(RelaykitDeadLettersEndpoint.class)).isEmpty();
   }
 
   @Test
