@@ -914,17 +914,23 @@ public final class OutboxRelay implements AutoCloseable {
     }
   }
 
+  /** The next count may start once this one has its answer (before it is reported). */
   private void countDeadLetters() {
+    long depth;
     try {
-      long depth = deadLetters.count(DeadLetterQuery.all());
-      MetricsListener.safely(metrics, m -> m.deadLetterDepth(DEAD_LETTERS_METRICS_NAME, depth));
+      depth = deadLetters.count(DeadLetterQuery.all());
     } catch (RuntimeException | LinkageError e) {
+      deadLetterCountRunning.set(false);
       deadLetterCountFailures.incrementAndGet();
       LOG.log(System.Logger.Level.DEBUG, "outbox relay " + owner + " could not count the dead"
           + " letters for metrics: " + e);
-    } finally {
+      return;
+    } catch (Error e) {
       deadLetterCountRunning.set(false);
+      throw e;
     }
+    deadLetterCountRunning.set(false);
+    MetricsListener.safely(metrics, m -> m.deadLetterDepth(DEAD_LETTERS_METRICS_NAME, depth));
   }
 
   /**
