@@ -195,12 +195,16 @@ class DemoPrometheusTest {
     @DisplayName("each effect's consumer lag drains to 0 on each of its 4 partitions, nothing in"
         + " flight")
     void partitionLag() {
-      List<Sample> scrape = Await.value(WAIT, "every partition's lag sampled at 0",
-          DemoPrometheusTest.this::scrape, s -> Arrays.stream(Orders.Effect.values()).allMatch(
-              e -> s.stream().filter(x -> x.name.equals("relaykit_consumer_lag")
+      // Lag and in-flight are sampled once per commit interval: wait for a sample with both at 0.
+      List<Sample> scrape = Await.value(WAIT, "every partition's lag and the in-flight gauge"
+          + " sampled at 0", DemoPrometheusTest.this::scrape, s -> Arrays.stream(
+              Orders.Effect.values()).allMatch(e -> s.stream().filter(x -> x.name.equals(
+                  "relaykit_consumer_lag")
                   && e.destination().equals(x.labels.get("destination"))
                   && e.group().equals(x.labels.get("group")))
-                  .filter(x -> x.value == 0).count() == 4));
+                  .filter(x -> x.value == 0).count() == 4
+              && s.stream().anyMatch(x -> x.name.equals("relaykit_consumer_in_flight")
+                  && e.destination().equals(x.labels.get("destination")) && x.value == 0)));
       for (Orders.Effect effect : Orders.Effect.values()) {
         String d = effect.destination();
         for (int p = 0; p < 4; p++) {
