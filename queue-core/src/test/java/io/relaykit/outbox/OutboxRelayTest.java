@@ -236,8 +236,8 @@ class OutboxRelayTest {
 
     @Override
     public void deadLetterDepth(String destination, long depth) {
+      threads.add(Thread.currentThread().getName()); // before the depth the test waits for
       depths.add(destination + "=" + depth);
-      threads.add(Thread.currentThread().getName());
     }
   }
 
