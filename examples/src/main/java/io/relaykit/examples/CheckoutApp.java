@@ -188,6 +188,8 @@ final class CheckoutApp implements AutoCloseable {
     Injector injector = Guice.createInjector(new RelayKitModule(config), binder -> {
       RelayKitModule.override(binder, InstantSource.class).toInstance(clock);
       RelayKitModule.override(binder, LifecycleListener.class).toInstance(listener);
+      // The transport (in-process, RabbitMQ or Kafka) reports its consumers' numbers here.
+      RelayKitModule.override(binder, MetricsListener.class).toInstance(metrics);
       RelayKitModule.override(binder, DeadLetterStore.class)
           .toInstance(storage.deadLetterStore());
       RelayKitModule.override(binder, OutboxStore.class).toInstance(outbox);
@@ -253,7 +255,6 @@ final class CheckoutApp implements AutoCloseable {
               .maxInFlight(64)
               .retryPolicy(retry)
               .handlerTimeout(Duration.ofSeconds(10))
-              .metrics(metrics)
               .build(),
           delivery -> consumeRecordingDeath(effect, delivery)));
     }
@@ -263,7 +264,8 @@ final class CheckoutApp implements AutoCloseable {
         .clock(clock)
         .listener(relayListener)
         .metrics(metrics)
-        // One outbox count a second: the backlog gauges and the verdict stay current.
+        // One outbox count a second: the backlog gauges and the verdict stay current; with it,
+        // off the relay's thread, one count of the dead letters (relaykit_dead_letters).
         .metricsInterval(Duration.ofSeconds(1))
         .retryPolicy(RetryPolicy.builder().maxAttempts(10)
             .backoff(Backoff.exponential(Duration.ofMillis(100)).withMax(Duration.ofSeconds(5))

@@ -2,13 +2,18 @@ package io.relaykit.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.metrics.micrometer.RelayKitMeterBinder;
+import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.tck.Await;
+import io.relaykit.tck.ForwardingOutboxStore;
+import io.relaykit.transport.kafka.KafkaTestBroker;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.http.HttpRequest;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -28,10 +33,12 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * {@code GET /metrics/prometheus}: relaykit-micrometer's binder on the demo's Prometheus registry,
  * scraped over HTTP after {@value #ORDERS} orders that succeed and one poison order: exact values
- * for every stage of both effects' messages, the handler and confirm timers, the outbox gauges and
- * the verdict, on the in-process transport. (Not on Kafka yet: wired through Guice, the Kafka
- * transport reports to its {@code KafkaTransportConfig}'s listeners, not to the injector's
- * {@code LifecycleListener}, so the demo's binder sees none of its steps.)
+ * for every stage of both effects' messages, the handler and confirm timers, the outbox gauges,
+ * the verdict and the dead-letter depth, on the in-process transport and on Kafka (the in-JVM
+ * KRaft broker of transport-kafka's test jar, wired through Guice: the demo's binder reaches the
+ * Kafka transport as the injector's LifecycleListener and MetricsListener), where the consumer
+ * lag per partition drains back to 0 too; and the dead-letter gauge dropping while a replayed
+ * dead letter waits in the outbox.
  */
 class DemoPrometheusTest {
   private static final Duration WAIT = Duration.ofSeconds(60);
@@ -67,6 +74,49 @@ class DemoPrometheusTest {
       if (demo != null) {
         demo.close();
       }
+    }
+
+    @Test
+    @DisplayName("every stage of both effects' messages and the handler timer are exact")
+    void consumeSide() {
+      awaitStages(ORDERS, "acked");
+      awaitStages(1, "dead_lettered");
+      List<Sample> scrape = scrape();
+      for (Orders.Effect effect : Orders.Effect.values()) {
+        String d = effect.destination();
+        assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", "delivered"))
+            .as(d + " delivered").isEqualTo(MESSAGES);
+        assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", "acked"))
+            .as(d + " acked").isEqualTo(ORDERS);
+        assertThat(value(scrape, "relaykit_messages_total", "destination", d,
+            "stage", "dead_lettered")).as(d + " dead-lettered").isEqualTo(1);
+        for (String none : List.of("retried", "expired", "replayed")) {
+          assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", none))
+              .as(d + " " + none).isZero();
+        }
+        assertThat(value(scrape, "relaykit_handler_duration_seconds_count", "destination", d,
+            "group", effect.group(), "outcome", "success")).as(d + " handler successes")
+            .isEqualTo(ORDERS);
+        assertThat(value(scrape, "relaykit_handler_duration_seconds_count", "destination", d,
+            "group", effect.group(), "outcome", "failure")).as(d + " handler failures")
+            .isEqualTo(1);
+      }
+      assertThat(scrape).as("every relaykit_messages_total series is under a destination the demo"
+          + " publishes to").filteredOn(s -> s.name.equals("relaykit_messages_total"))
+          .allSatisfy(s -> assertThat(s.labels.get("destination")).isIn("orders.sms",
+              "orders.coupon"));
+    }
+
+    @Test
+    @DisplayName("the dead-letter gauge reads the dead letters the demo's store holds: the poison"
+        + " order's message of each effect")
+    void deadLetterDepth() {
+      Sample depth = Await.value(WAIT, "the relay counted both dead letters",
+          () -> find(scrape(), "relaykit_dead_letters", "destination", "all"),
+          x -> x != null && x.value == Orders.Effect.values().length);
+      assertThat(depth.value).isEqualTo(demo.app().deadLetters(100).size());
+      assertThat(scrape()).filteredOn(x -> x.name.equals("relaykit_dead_letters"))
+          .as("one total, no series per destination").hasSize(1);
     }
 
     /** Waits until every effect shows at least {@code n} at each of {@code stages}. */
@@ -133,44 +183,47 @@ class DemoPrometheusTest {
   }
 
   @Nested
+  @DisplayName("Kafka transport")
+  class Kafka extends Demo {
+    @Override
+    RunningDemo start(Path data) throws Exception {
+      return RunningDemo.start(options(data, "kafka"),
+          Map.of(CheckoutApp.KAFKA_BOOTSTRAP, KafkaTestBroker.bootstrapServers()));
+    }
+
+    @Test
+    @DisplayName("each effect's consumer lag drains to 0 on each of its 4 partitions, nothing in"
+        + " flight")
+    void partitionLag() {
+      // Lag and in-flight are sampled once per commit interval: wait for a sample with both at 0.
+      List<Sample> scrape = Await.value(WAIT, "every partition's lag and the in-flight gauge"
+          + " sampled at 0", DemoPrometheusTest.this::scrape, s -> Arrays.stream(
+              Orders.Effect.values()).allMatch(e -> s.stream().filter(x -> x.name.equals(
+                  "relaykit_consumer_lag")
+                  && e.destination().equals(x.labels.get("destination"))
+                  && e.group().equals(x.labels.get("group")))
+                  .filter(x -> x.value == 0).count() == 4
+              && s.stream().anyMatch(x -> x.name.equals("relaykit_consumer_in_flight")
+                  && e.destination().equals(x.labels.get("destination")) && x.value == 0)));
+      for (Orders.Effect effect : Orders.Effect.values()) {
+        String d = effect.destination();
+        for (int p = 0; p < 4; p++) {
+          assertThat(value(scrape, "relaykit_consumer_lag", "destination", d, "group",
+              effect.group(), "partition", String.valueOf(p))).as(d + " partition " + p)
+              .isZero();
+        }
+        assertThat(value(scrape, "relaykit_consumer_in_flight", "destination", d, "group",
+            effect.group())).as(d + " in flight").isZero();
+      }
+    }
+  }
+
+  @Nested
   @DisplayName("memory transport")
   class InProcess extends Demo {
     @Override
     RunningDemo start(Path data) throws Exception {
       return RunningDemo.start(options(data, "memory"));
-    }
-
-    @Test
-    @DisplayName("every stage of both effects' messages and the handler timer are exact")
-    void consumeSide() {
-      awaitStages(ORDERS, "acked");
-      awaitStages(1, "dead_lettered");
-      List<Sample> scrape = scrape();
-      System.out.println("SCRAPE (relaykit lines)\n" + rawScrape().lines()
-          .filter(l -> l.startsWith("relaykit_")).collect(Collectors.joining("\n")));
-      for (Orders.Effect effect : Orders.Effect.values()) {
-        String d = effect.destination();
-        assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", "delivered"))
-            .as(d + " delivered").isEqualTo(MESSAGES);
-        assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", "acked"))
-            .as(d + " acked").isEqualTo(ORDERS);
-        assertThat(value(scrape, "relaykit_messages_total", "destination", d,
-            "stage", "dead_lettered")).as(d + " dead-lettered").isEqualTo(1);
-        for (String none : List.of("retried", "expired", "replayed")) {
-          assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", none))
-              .as(d + " " + none).isZero();
-        }
-        assertThat(value(scrape, "relaykit_handler_duration_seconds_count", "destination", d,
-            "group", effect.group(), "outcome", "success")).as(d + " handler successes")
-            .isEqualTo(ORDERS);
-        assertThat(value(scrape, "relaykit_handler_duration_seconds_count", "destination", d,
-            "group", effect.group(), "outcome", "failure")).as(d + " handler failures")
-            .isEqualTo(1);
-      }
-      assertThat(scrape).as("every relaykit_messages_total series is under a destination the demo"
-          + " publishes to").filteredOn(s -> s.name.equals("relaykit_messages_total"))
-          .allSatisfy(s -> assertThat(s.labels.get("destination")).isIn("orders.sms",
-              "orders.coupon"));
     }
 
     @Test
@@ -188,6 +241,75 @@ class DemoPrometheusTest {
       assertThat(open.header("Content-Type")).startsWith("application/openmetrics-text");
       assertThat(open.raw().body()).contains("# TYPE relaykit_messages counter").endsWith("# EOF\n");
       assertThat(http.post("/metrics/prometheus", null, "").status()).isEqualTo(405);
+    }
+  }
+
+  /**
+   * The dead-letter gauge after a replay: the relay is held back (its claims find nothing) while
+   * a replayed dead letter waits in the outbox, so the gauge shows one fewer, then, released, the
+   * poison message dead-letters again.
+   */
+  @Nested
+  @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+  @DisplayName("dead-letter gauge and replay, memory transport")
+  class Replay {
+    private volatile boolean relayHeld;
+    private static final int POISON_ORDERS = 2;
+
+    @BeforeAll
+    void startAndDeadLetter(@TempDir Path data) throws Exception {
+      demo = RunningDemo.start(options(data, "memory"), Map.of(), new CheckoutApp.Tuning(
+          CheckoutApp.Tuning.DEFAULTS.samplePeriod(), CheckoutApp.Tuning.DEFAULTS.backlog(),
+          store -> new ForwardingOutboxStore(store) {
+            @Override
+            public List<OutboxRecord> claim(String owner, int max, Duration lease,
+                Instant now) {
+              return relayHeld ? List.of() : super.claim(owner, max, lease, now);
+            }
+
+            @Override
+            public List<OutboxRecord> claim(String owner, int max, int maxRun, Duration lease,
+                Instant now) {
+              return relayHeld ? List.of() : super.claim(owner, max, maxRun, lease, now);
+            }
+          }));
+      http = demo.http();
+      for (int i = 0; i < POISON_ORDERS; i++) {
+        demo.orderFailsAsPoison(POISON, WAIT);
+      }
+    }
+
+    @AfterAll
+    void stop() {
+      if (demo != null) {
+        demo.close();
+      }
+    }
+
+    private double deadLetterGauge(double expected, String why) {
+      return Await.value(WAIT, why, () -> find(scrape(), "relaykit_dead_letters", "destination",
+          "all"), x -> x != null && x.value == expected).value;
+    }
+
+    @Test
+    @DisplayName("reads N after N dead letters, N - 1 while a replayed one waits in the outbox,"
+        + " and N again once it dead-letters anew")
+    void dropsAfterReplay() {
+      int n = POISON_ORDERS * Orders.Effect.values().length;
+      assertThat(deadLetterGauge(n, "the gauge at " + n)).isEqualTo(n);
+      assertThat(demo.app().deadLetters(100)).hasSize(n);
+
+      relayHeld = true;
+      DeadLetter replayed = demo.app().deadLetters(100).get(0);
+      assertThat(demo.app().replay(replayed.id())).isPresent();
+      assertThat(deadLetterGauge(n - 1, "the gauge one lower after the replay")).isEqualTo(n - 1);
+      Sample waiting = Await.value(WAIT, "the replayed message waits in the outbox",
+          () -> find(scrape(), "relaykit_outbox_backlog", "destination", "outbox"),
+          x -> x != null && x.value == 1);
+      assertThat(waiting.value).isEqualTo(1);
+
+      relayHeld = false;
+      assertThat(deadLetterGauge(n, "the poison message dead-lettered again")).isEqualTo(n);
     }
   }
 

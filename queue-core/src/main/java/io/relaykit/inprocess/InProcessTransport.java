@@ -84,6 +84,7 @@ public final class InProcessTransport implements Publisher, Subscriber {
   private final InstantSource clock;
   private final DeadLetterStore deadLetters;
   private final LifecycleListener listener;
+  private final MetricsListener metrics;
   private final Duration closeTimeout;
   private final ScheduledThreadPoolExecutor scheduler;
   private final ConcurrentHashMap<String, Topic> topics = new ConcurrentHashMap<>();
@@ -95,6 +96,7 @@ public final class InProcessTransport implements Publisher, Subscriber {
     this.clock = b.clock;
     this.deadLetters = b.deadLetters;
     this.listener = b.listener;
+    this.metrics = b.metrics;
     this.closeTimeout = b.closeTimeout;
     this.scheduler = new ScheduledThreadPoolExecutor(1, daemon("relaykit-inprocess-scheduler"));
     this.scheduler.setRemoveOnCancelPolicy(true);
@@ -415,7 +417,7 @@ public final class InProcessTransport implements Publisher, Subscriber {
           "handler did not finish within " + timeout)), timeout.toNanos(), TimeUnit.NANOSECONDS);
       item.execution = m.executor.submit(() -> {
         if (delivery.attempt() == 1) {
-          InboundMapping.reportIgnored(m.spec.metricsOr(MetricsListener.noop()), name,
+          InboundMapping.reportIgnored(m.spec.metricsOr(metrics), name,
               delivery.message(), 0);
         }
         Throwable failure = null;
@@ -427,7 +429,7 @@ public final class InProcessTransport implements Publisher, Subscriber {
         }
         Duration took = Duration.ofNanos(System.nanoTime() - started);
         boolean failed = failure != null;
-        MetricsListener.safely(m.spec.metricsOr(MetricsListener.noop()),
+        MetricsListener.safely(m.spec.metricsOr(metrics),
             x -> x.handlerDuration(name, g.name, took, failed));
         finish(g, item, runId, failure);
       });
@@ -631,6 +633,7 @@ public final class InProcessTransport implements Publisher, Subscriber {
     private InstantSource clock = InstantSource.system();
     private DeadLetterStore deadLetters;
     private LifecycleListener listener = LifecycleListener.noop();
+    private MetricsListener metrics = MetricsListener.noop();
     private Duration closeTimeout = Duration.ofSeconds(30);
 
     private Builder() {}
@@ -669,6 +672,20 @@ public final class InProcessTransport implements Publisher, Subscriber {
     }
 
     /**
+     * Receives the subscriptions' handler durations and ignored parts ({@link
+     * MetricsListener#handlerDuration}, {@link MetricsListener#ignored}) unless a subscription's
+     * spec names its own listener ({@link SubscriptionSpec#metrics()}), which replaces this one.
+     * Called on handler threads through {@link MetricsListener#safely}. Default: none.
+     *
+     * @param metrics the listener; checked (not null) by {@link #build()}
+     * @return this builder
+     */
+    public Builder metrics(MetricsListener metrics) {
+      this.metrics = metrics;
+      return this;
+    }
+
+    /**
      * How long {@link InProcessTransport#close()} lets each subscription drain. Default 30 s.
      *
      * @param closeTimeout the drain time per subscription; checked (positive) by {@link #build()}
@@ -684,12 +701,13 @@ public final class InProcessTransport implements Publisher, Subscriber {
      * {@link InProcessTransport#close()}.
      *
      * @return the transport
-     * @throws IllegalArgumentException if {@code clock} or {@code listener} is null, or {@code
-     *     closeTimeout} is not positive
+     * @throws IllegalArgumentException if {@code clock}, {@code listener} or {@code metrics} is
+     *     null, or {@code closeTimeout} is not positive
      */
     public InProcessTransport build() {
       Checks.requireNonNull("clock", clock);
       Checks.requireNonNull("listener", listener);
+      Checks.requireNonNull("metrics", metrics);
       Checks.requirePositive("closeTimeout", closeTimeout);
       if (deadLetters == null) {
         deadLetters = new InMemoryDeadLetterStore();

@@ -25,10 +25,14 @@ import java.time.Duration;
  *     relaykit's envelope only; see {@link InboundMapping}
  * @param handlerThreads platform (default) or virtual threads for the handlers; {@link
  *     HandlerThreads#VIRTUAL} on a JDK older than 21 is rejected here, naming the field
- * @param metrics where the subscription reports what it received but ignored ({@link
- *     MetricsListener#ignored}: malformed trace headers and CloudEvents attributes); null (the
- *     default) for the transport's own listener where it has one (Kafka's {@code
- *     KafkaTransportConfig.metrics()}), else none; see {@link #metricsOr}
+ * @param metrics where the subscription reports its own numbers, on every transport: the handler
+ *     durations ({@link MetricsListener#handlerDuration}) and what it received but ignored ({@link
+ *     MetricsListener#ignored}); on Kafka also its consumer lag, per-partition lag, in-flight
+ *     gauges, backlog verdict, drops and {@link MetricsListener#consumerFailed}. Null (the
+ *     default) for the transport's own listener (Kafka's {@code KafkaTransportConfig.metrics()},
+ *     the RabbitMQ subscriber's and the in-process transport's; through queue-guice, the injector's
+ *     {@code MetricsListener}), else none; see {@link #metricsOr}. A spec's listener replaces the
+ *     transport's for that subscription: to feed both, pass {@link MetricsListener#composite}
  */
 public record SubscriptionSpec(
     String destination,
@@ -54,7 +58,8 @@ public record SubscriptionSpec(
    * @param handlerTimeout the handler timeout; positive
    * @param inbound how records become messages; not null
    * @param handlerThreads platform or virtual threads; not null, available on this JDK
-   * @param metrics where ignored parts are reported; null for the transport's own listener
+   * @param metrics where the subscription's numbers are reported; null for the transport's own
+   *     listener
    * @throws IllegalArgumentException naming the first invalid component and its value
    */
   public SubscriptionSpec {
@@ -201,9 +206,10 @@ public record SubscriptionSpec(
     }
 
     /**
-     * Where the subscription reports what it received but ignored ({@link
-     * MetricsListener#ignored}); by default the transport's own listener where it has one, else
-     * none. Called on delivery threads: must be fast and must not block.
+     * Where the subscription reports its own numbers (handler durations, ignored parts, and on
+     * Kafka its lag, in-flight and verdict gauges; see {@link SubscriptionSpec#metrics()}),
+     * instead of the transport's own listener, which is the default. Called on delivery and
+     * sampling threads: must be fast and must not block.
      *
      * @param metrics the listener; not null
      * @return this builder

@@ -1,6 +1,7 @@
 package io.relaykit.outbox;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.internal.Checks;
 import io.relaykit.message.Message;
@@ -37,6 +38,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -94,6 +96,11 @@ public final class OutboxRelay implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(OutboxRelay.class.getName());
   /** The {@code destination} of the relay's metrics. */
   static final String METRICS_NAME = "outbox";
+  /**
+   * The {@code destination} under which the relay reports {@link MetricsListener#deadLetterDepth}:
+   * one total over its whole {@link DeadLetterStore}, whatever the dead letters' sources.
+   */
+  public static final String DEAD_LETTERS_METRICS_NAME = "all";
   /** Sent rows deleted per purge statement, and statements per cycle. */
   static final int PURGE_STEP = 1_000;
   static final int PURGE_STEPS_PER_CYCLE = 10;
@@ -128,6 +135,15 @@ public final class OutboxRelay implements AutoCloseable {
   private final MetricsListener metrics;
   private final boolean metering;
   private final Duration metricsInterval;
+  private final boolean deadLetterDepth;
+  /** Runs the dead-letter counts, off the relay's thread; created by the first due sample. */
+  private ScheduledThreadPoolExecutor deadLetterSampler;
+  /** Guards {@link #deadLetterSampler} and {@link #deadLetterSamplerClosed}. */
+  private final Object deadLetterSamplerLock = new Object();
+  private boolean deadLetterSamplerClosed;
+  private final AtomicBoolean deadLetterCountRunning = new AtomicBoolean();
+  private final AtomicLong deadLetterCountFailures = new AtomicLong();
+  private final AtomicLong deadLetterCountsSkipped = new AtomicLong();
 
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition wake = lock.newCondition();
@@ -176,6 +192,7 @@ public final class OutboxRelay implements AutoCloseable {
     this.metrics = b.metrics;
     this.metering = b.metricsSet;
     this.metricsInterval = b.metricsInterval;
+    this.deadLetterDepth = b.metricsSet && b.deadLetterDepth;
     this.deadLetterMaxAge = b.deadLetterMaxAge;
     this.deadLetterMaxCount = b.deadLetterMaxCount;
     this.renewEvery = lease.dividedBy(3);
@@ -804,7 +821,8 @@ public final class OutboxRelay implements AutoCloseable {
   public Counters counters() {
     return new Counters(rowFailures.get(), leaseRenewals.get(), renewalFailures.get(),
         leaseLostTotal.get(), purgedTotal.get(), purgeFailures.get(),
-        deadLettersPurgedTotal.get());
+        deadLettersPurgedTotal.get(), deadLetterCountFailures.get(),
+        deadLetterCountsSkipped.get());
   }
 
   /**
@@ -818,9 +836,14 @@ public final class OutboxRelay implements AutoCloseable {
    * @param purged sent rows purged
    * @param purgeFailures purge steps that failed (the next cycle tries again)
    * @param deadLettersPurged dead letters removed by the dead-letter retention
+   * @param deadLetterCountFailures dead-letter depth samples lost because {@link
+   *     DeadLetterStore#count} threw (the gauge keeps its last value)
+   * @param deadLetterCountsSkipped dead-letter depth samples skipped because the previous count
+   *     was still running
    */
   public record Counters(long rowFailures, long leaseRenewals, long renewalFailures,
-      long leaseLost, long purged, long purgeFailures, long deadLettersPurged) {}
+      long leaseLost, long purged, long purgeFailures, long deadLettersPurged,
+      long deadLetterCountFailures, long deadLetterCountsSkipped) {}
 
   /**
    * Reports the backlog (unsent rows, oldest unsent age) to the metrics listener at most once per
@@ -832,6 +855,9 @@ public final class OutboxRelay implements AutoCloseable {
       return;
     }
     lastSample = now;
+    if (deadLetterDepth) {
+      sampleDeadLetters();
+    }
     OutboxStats stats;
     try {
       stats = store.stats(now);
@@ -856,6 +882,55 @@ public final class OutboxRelay implements AutoCloseable {
       m.oldestAge(METRICS_NAME, stats.oldestUnsentAge());
       m.backlog(METRICS_NAME, snapshot);
     });
+  }
+
+  /**
+   * Hands one {@link DeadLetterStore#count} of every dead letter to the sampler thread, unless the
+   * previous one still runs (then this sample is skipped and counted): a slow or hung store costs
+   * samples, never the relay's cycle, and at most one count is ever in flight.
+   */
+  private void sampleDeadLetters() {
+    if (!deadLetterCountRunning.compareAndSet(false, true)) {
+      deadLetterCountsSkipped.incrementAndGet();
+      return;
+    }
+    try {
+      synchronized (deadLetterSamplerLock) {
+        if (deadLetterSamplerClosed) {
+          deadLetterCountRunning.set(false);
+          return;
+        }
+        if (deadLetterSampler == null) {
+          deadLetterSampler = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "relaykit-relay-dead-letter-count-" + owner);
+            t.setDaemon(true);
+            return t;
+          });
+        }
+        deadLetterSampler.execute(this::countDeadLetters);
+      }
+    } catch (RejectedExecutionException e) {
+      deadLetterCountRunning.set(false);
+    }
+  }
+
+  /** The next count may start once this one has its answer (before it is reported). */
+  private void countDeadLetters() {
+    long depth;
+    try {
+      depth = deadLetters.count(DeadLetterQuery.all());
+    } catch (RuntimeException | LinkageError e) {
+      deadLetterCountRunning.set(false);
+      deadLetterCountFailures.incrementAndGet();
+      LOG.log(System.Logger.Level.DEBUG, "outbox relay " + owner + " could not count the dead"
+          + " letters for metrics: " + e);
+      return;
+    } catch (Error e) {
+      deadLetterCountRunning.set(false);
+      throw e;
+    }
+    deadLetterCountRunning.set(false);
+    MetricsListener.safely(metrics, m -> m.deadLetterDepth(DEAD_LETTERS_METRICS_NAME, depth));
   }
 
   /**
@@ -1114,6 +1189,13 @@ public final class OutboxRelay implements AutoCloseable {
     } finally {
       lock.unlock();
     }
+    synchronized (deadLetterSamplerLock) {
+      deadLetterSamplerClosed = true;
+      if (deadLetterSampler != null) {
+        // No interrupt either: a count in progress finishes (or, hung, holds a daemon thread).
+        deadLetterSampler.shutdown();
+      }
+    }
     if (t == null || t == Thread.currentThread()) {
       return true;
     }
@@ -1174,6 +1256,7 @@ public final class OutboxRelay implements AutoCloseable {
     private long deadLetterMaxCount = 100_000;
     private MetricsListener metrics = MetricsListener.noop();
     private boolean metricsSet;
+    private boolean deadLetterDepth = true;
     private Duration metricsInterval = Duration.ofSeconds(10);
     private TracePropagation tracePropagation = TracePropagation.discovered();
 
@@ -1386,14 +1469,43 @@ public final class OutboxRelay implements AutoCloseable {
      * Where the backlog is reported: {@link MetricsListener#backlogDepth} (unsent rows) and
      * {@link MetricsListener#oldestAge} (oldest unsent message) for destination {@code
      * "outbox"}, sampled by a cycle at most once per {@link #metricsInterval} (one {@link
-     * OutboxStore#stats} call: a count over the unsent rows). Default: none.
+     * OutboxStore#stats} call: a count over the unsent rows), with the verdict ({@link
+     * MetricsListener#backlog}) and, unless {@link #deadLetterDepth(boolean)} turns it off, the
+     * dead-letter depth ({@link MetricsListener#deadLetterDepth} under {@value
+     * OutboxRelay#DEAD_LETTERS_METRICS_NAME}). Default: none; {@link MetricsListener#noop()}
+     * counts as none, so the relay then samples nothing for metrics.
      *
      * @param metrics the listener; checked (not null) by {@link #build()}
      * @return this builder
      */
     public Builder metrics(MetricsListener metrics) {
       this.metrics = metrics;
-      this.metricsSet = true;
+      this.metricsSet = metrics != MetricsListener.noop();
+      return this;
+    }
+
+    /**
+     * Whether the relay reports the dead-letter depth when it has a {@link #metrics} listener:
+     * once per {@link #metricsInterval}, one {@link DeadLetterStore#count} of {@link
+     * DeadLetterQuery#all()} on the relay's dead-letter store, reported as {@link
+     * MetricsListener#deadLetterDepth} under {@value OutboxRelay#DEAD_LETTERS_METRICS_NAME}: one
+     * total, not one per source, so the gauge has one series whatever the destinations. Default
+     * on.
+     *
+     * <p>The count runs on a daemon thread of its own (created by the first sample, stopped by
+     * {@link OutboxRelay#close(Duration)}), never on the relay's: a slow store delays only the
+     * gauge, and while one count runs the next samples are skipped ({@link
+     * Counters#deadLetterCountsSkipped}); a count that throws is counted ({@link
+     * Counters#deadLetterCountFailures}), logged at DEBUG, and the gauge keeps its last value.
+     * What a count costs is the store's: one {@code SELECT COUNT(*)} over the table on JDBC (on
+     * PostgreSQL a scan, linear in the dead letters), one {@code ZLEXCOUNT} on Redis, but a read of the whole dead-letter topic on Kafka and a browse of the
+     * whole dead-letter queue on RabbitMQ; turn it off, or lengthen the interval, for those.
+     *
+     * @param deadLetterDepth whether to sample the dead-letter depth
+     * @return this builder
+     */
+    public Builder deadLetterDepth(boolean deadLetterDepth) {
+      this.deadLetterDepth = deadLetterDepth;
       return this;
     }
 

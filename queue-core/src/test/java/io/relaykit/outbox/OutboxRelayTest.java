@@ -3,11 +3,17 @@ package io.relaykit.outbox;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.message.Message;
 import io.relaykit.message.PublishReceipt;
 import io.relaykit.message.Publisher;
+import io.relaykit.monitor.MetricsListener;
+import io.relaykit.testing.Awaits;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -16,7 +22,10 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.ToLongFunction;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
@@ -214,5 +223,170 @@ class OutboxRelayTest {
     assertThatThrownBy(() -> OutboxRelay.builder(store, publisher, deadLetters)
         .metricsInterval(Duration.ZERO).build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("metricsInterval");
+  }
+
+  // ---- dead-letter depth ---------------------------------------------------------------------
+
+  private static final Duration WAIT = Duration.ofSeconds(10);
+
+  /** Records deadLetterDepth calls as "destination=depth@thread". */
+  private static final class DepthRecorder implements MetricsListener {
+    final LinkedBlockingQueue<String> depths = new LinkedBlockingQueue<>();
+    final LinkedBlockingQueue<String> threads = new LinkedBlockingQueue<>();
+
+    @Override
+    public void deadLetterDepth(String destination, long depth) {
+      threads.add(Thread.currentThread().getName()); // before the depth the test waits for
+      depths.add(destination + "=" + depth);
+    }
+  }
+
+  /** {@link #deadLetters} with {@code count} replaced by {@code count}. */
+  private DeadLetterStore countingWith(ToLongFunction<DeadLetterQuery> count) {
+    return (DeadLetterStore) Proxy.newProxyInstance(DeadLetterStore.class.getClassLoader(),
+        new Class<?>[] {DeadLetterStore.class}, (proxy, method, args) -> {
+          if (method.getName().equals("count")) {
+            return count.applyAsLong((DeadLetterQuery) args[0]);
+          }
+          try {
+            return method.invoke(deadLetters, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+        });
+  }
+
+  private void deadLetter(String body) {
+    Message m = Message.builder().type("t").payload(body).build();
+    deadLetters.add(DeadLetter.of(m, "orders", "permanent", null, 1, now.get(), now.get()));
+  }
+
+  @Test
+  @DisplayName("the dead-letter depth is one total under \"all\", counted off the relay's thread"
+      + " once per metrics interval, and follows removals")
+  void deadLetterDepth() throws Exception {
+    deadLetter("d1");
+    deadLetter("d2");
+    deadLetter("d3");
+    DepthRecorder metrics = new DepthRecorder();
+    OutboxRelay relay = OutboxRelay.builder(store, publisher, deadLetters).clock(clock)
+        .metrics(metrics).metricsInterval(Duration.ofSeconds(10)).build();
+    try {
+      relay.runOnce();
+      assertThat(metrics.depths.poll(10, TimeUnit.SECONDS)).isEqualTo("all=3");
+      assertThat(metrics.threads.poll()).isNotEqualTo(Thread.currentThread().getName())
+          .startsWith("relaykit-relay-dead-letter-count-");
+      relay.runOnce(); // within the interval: no count
+      deadLetters.remove(deadLetters.list(DeadLetterQuery.all()).get(0).id());
+      now.set(now.get().plusSeconds(10));
+      relay.runOnce();
+      assertThat(metrics.depths.poll(10, TimeUnit.SECONDS)).isEqualTo("all=2");
+      assertThat(metrics.depths).as("one count per due sample").isEmpty();
+      assertThat(relay.counters().deadLetterCountFailures()).isZero();
+    } finally {
+      relay.close();
+    }
+  }
+
+  @Test
+  @DisplayName("a dead-letter count that throws is counted and skipped; relaying goes on")
+  void failingDeadLetterCount() {
+    AtomicInteger counts = new AtomicInteger();
+    DeadLetterStore failing = countingWith(q -> {
+      counts.incrementAndGet();
+      throw new IllegalStateException("dead-letter store down");
+    });
+    DepthRecorder metrics = new DepthRecorder();
+    OutboxRelay relay = OutboxRelay.builder(store, publisher, failing).clock(clock)
+        .metrics(metrics).metricsInterval(Duration.ofSeconds(10)).build();
+    try {
+      append("a", "a1");
+      assertThat(relay.runOnce().sent()).isEqualTo(1);
+      Awaits.until(WAIT, "the first count failed",
+          () -> relay.counters().deadLetterCountFailures() == 1);
+      now.set(now.get().plusSeconds(10));
+      append("b", "b1");
+      assertThat(relay.runOnce().sent()).isEqualTo(1);
+      Awaits.until(WAIT, "the second count failed",
+          () -> relay.counters().deadLetterCountFailures() == 2);
+      assertThat(counts).hasValue(2);
+      assertThat(metrics.depths).as("no depth from a failed count").isEmpty();
+      assertThat(published).extracting(Message::payloadUtf8).containsExactly("a1", "b1");
+    } finally {
+      relay.close();
+    }
+  }
+
+  @Test
+  @DisplayName("a dead-letter count that hangs stalls neither the relay's cycles nor its close;"
+      + " due samples meanwhile are skipped, and the count reports when it returns")
+  void hungDeadLetterCount() throws Exception {
+    CountDownLatch release = new CountDownLatch(1);
+    AtomicInteger counts = new AtomicInteger();
+    DeadLetterStore hanging = countingWith(q -> {
+      counts.incrementAndGet();
+      try {
+        release.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return 7;
+    });
+    DepthRecorder metrics = new DepthRecorder();
+    OutboxRelay relay = OutboxRelay.builder(store, publisher, hanging).clock(clock)
+        .metrics(metrics).metricsInterval(Duration.ofSeconds(10)).build();
+    try {
+      append("a", "a1");
+      assertThat(relay.runOnce().sent()).isEqualTo(1);
+      Awaits.until(WAIT, "the count started", () -> counts.get() == 1);
+      for (int i = 0; i < 3; i++) {
+        now.set(now.get().plusSeconds(10));
+        append("k" + i, "m" + i);
+        assertThat(relay.runOnce().sent()).as("cycle " + i + " while the count hangs")
+            .isEqualTo(1);
+      }
+      assertThat(relay.counters().deadLetterCountsSkipped()).isEqualTo(3);
+      assertThat(counts).as("never a second count in flight").hasValue(1);
+      release.countDown();
+      assertThat(metrics.depths.poll(10, TimeUnit.SECONDS)).isEqualTo("all=7");
+    } finally {
+      release.countDown();
+      assertThat(relay.close(Duration.ofSeconds(5))).isTrue();
+    }
+  }
+
+  @Test
+  @DisplayName("without metrics, with MetricsListener.noop() or with deadLetterDepth(false) the"
+      + " relay never counts dead letters")
+  void noDeadLetterCountWithoutMetrics() {
+    AtomicInteger counts = new AtomicInteger();
+    DeadLetterStore counting = countingWith(q -> counts.incrementAndGet());
+    String owner = "no-count-" + System.nanoTime();
+    List<OutboxRelay> relays = List.of(
+        OutboxRelay.builder(store, publisher, counting).clock(clock).owner(owner).build(),
+        OutboxRelay.builder(store, publisher, counting).clock(clock).owner(owner)
+            .metrics(MetricsListener.noop()).build(),
+        OutboxRelay.builder(store, publisher, counting).clock(clock).owner(owner)
+            .metrics(new DepthRecorder()).deadLetterDepth(false).build());
+    for (OutboxRelay relay : relays) {
+      append("a", "x");
+      assertThat(relay.runOnce().sent()).isEqualTo(1);
+      // A relay that counts starts its counting thread inside runOnce, before it returns.
+      assertThat(Thread.getAllStackTraces().keySet()).extracting(Thread::getName)
+          .doesNotContain("relaykit-relay-dead-letter-count-" + owner);
+      relay.close();
+    }
+    assertThat(counts).hasValue(0);
+    OutboxRelay control = OutboxRelay.builder(store, publisher, counting).clock(clock)
+        .owner(owner).metrics(new DepthRecorder()).build();
+    try {
+      control.runOnce();
+      assertThat(Thread.getAllStackTraces().keySet()).extracting(Thread::getName)
+          .as("the control relay's counting thread").contains(
+              "relaykit-relay-dead-letter-count-" + owner);
+      Awaits.until(WAIT, "the control relay counted", () -> counts.get() == 1);
+    } finally {
+      control.close();
+    }
   }
 }

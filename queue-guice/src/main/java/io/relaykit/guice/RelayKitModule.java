@@ -19,6 +19,7 @@ import io.relaykit.inprocess.InProcessTransport;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.InMemoryVersionGuard;
 import io.relaykit.ordering.VersionGuard;
 import io.relaykit.outbox.InMemoryOutboxStore;
@@ -55,13 +56,18 @@ import java.util.Objects;
  *   <li>{@link OutboxStore}: {@link InMemoryOutboxStore};</li>
  *   <li>{@link QueueJournal}: {@link InMemoryJournal} (one per injector);</li>
  *   <li>{@link Publisher} and {@link Subscriber}: one {@link InProcessTransport}, on the bound
- *       clock, listener and {@link DeadLetterStore} (so its dead letters land in the chosen
+ *       clock, listeners and {@link DeadLetterStore} (so its dead letters land in the chosen
  *       storage);</li>
  *   <li>{@link InstantSource}: the system clock; {@link LifecycleListener}: a no-op;
+ *       {@link MetricsListener}: a no-op. Override either (with {@link #override}) to see what
+ *       every service of the injector reports: the relay, the in-process transport, and the
+ *       Kafka and RabbitMQ transports' modules all take the bound ones (a subscription whose
+ *       spec names its own {@link io.relaykit.message.SubscriptionSpec#metrics()} keeps it);
  *       {@link RetryPolicy}: from the config's {@code relaykit.retry.*} settings;</li>
  *   <li>{@link OutboxRelay}: one relay from the bound {@link OutboxStore} through the bound {@link
  *       Publisher}, dead-lettering into the bound {@link DeadLetterStore}, with the bound retry
- *       policy, clock and listener, claiming {@code relaykit.relay.batch-size} rows under a {@code
+ *       policy, clock and listeners (its backlog, verdict and dead-letter depth samples go to the
+ *       bound {@link MetricsListener}), claiming {@code relaykit.relay.batch-size} rows under a {@code
  *       relaykit.relay.lease} lease and polling an idle outbox every {@code
  *       relaykit.relay.poll-interval}. It is built, not started: call {@link OutboxRelay#start()}
  *       in the processes that should relay (or {@link OutboxRelay#runOnce()} from your own
@@ -152,6 +158,7 @@ public final class RelayKitModule extends AbstractModule {
 
     defaultOf(InstantSource.class).toInstance(InstantSource.system());
     defaultOf(LifecycleListener.class).toInstance(LifecycleListener.noop());
+    defaultOf(MetricsListener.class).toInstance(MetricsListener.noop());
     defaultOf(RetryPolicy.class).toInstance(config.retryPolicy());
     defaultOf(OutboxRelaySettings.class).toInstance(
         new OutboxRelaySettings(config.relayLease(), OutboxRelaySettings.DEFAULT_RETENTION));
@@ -220,9 +227,9 @@ public final class RelayKitModule extends AbstractModule {
   @Singleton
   @InMemory
   InProcessTransport inProcessTransport(InstantSource clock, DeadLetterStore deadLetters,
-      LifecycleListener listener) {
+      LifecycleListener listener, MetricsListener metrics) {
     return InProcessTransport.builder().clock(clock).deadLetters(deadLetters).listener(listener)
-        .build();
+        .metrics(metrics).build();
   }
 
   /**
@@ -236,7 +243,7 @@ public final class RelayKitModule extends AbstractModule {
   @Configured
   OutboxRelay outboxRelay(OutboxStore store, Publisher publisher, DeadLetterStore deadLetters,
       RetryPolicy retryPolicy, InstantSource clock, LifecycleListener listener,
-      OutboxRelaySettings settings) {
+      MetricsListener metrics, OutboxRelaySettings settings) {
     OutboxRelay.Builder b = OutboxRelay.builder(store, publisher, deadLetters);
     if (config.relayBatchSizeFixed()) {
       b.batchSize(config.relayBatchSize());
@@ -245,6 +252,7 @@ public final class RelayKitModule extends AbstractModule {
         .retryPolicy(retryPolicy)
         .clock(clock)
         .listener(listener)
+        .metrics(metrics)
         .lease(settings.lease())
         .retention(settings.retention())
         .confirmTimeout(relayConfirmTimeout(settings.lease()))

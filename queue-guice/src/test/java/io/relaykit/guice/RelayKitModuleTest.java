@@ -25,6 +25,8 @@ import io.relaykit.message.Publisher;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.LifecycleLog;
+import io.relaykit.monitor.MetricsListener;
+import io.relaykit.outbox.OutboxRelay;
 import io.relaykit.ordering.InMemoryVersionGuard;
 import io.relaykit.ordering.VersionGuard;
 import io.relaykit.outbox.InMemoryOutboxStore;
@@ -170,6 +172,12 @@ class RelayKitModuleTest {
           FakeClock.EPOCH, "x"));
       assertThat(injector.getInstance(LifecycleListener.class)).isSameAs(listener);
     }
+
+    @Test
+    @DisplayName("the metrics listener is MetricsListener.noop(), so the relay samples nothing")
+    void metricsListener() {
+      assertThat(injector.getInstance(MetricsListener.class)).isSameAs(MetricsListener.noop());
+    }
   }
 
   @Nested
@@ -193,6 +201,67 @@ class RelayKitModuleTest {
       assertThat(injector.getInstance(LifecycleListener.class)).isSameAs(log);
       assertThat(injector.getInstance(RetryPolicy.class).maxAttempts())
           .as("what is not overridden keeps its default").isEqualTo(5);
+    }
+
+    @Test
+    @DisplayName("an overriding MetricsListener hears the relay's outbox backlog and dead-letter"
+        + " depth and the in-process transport's handler durations, and a spec's own listener"
+        + " replaces it for that subscription")
+    void metricsOverrideReachesRelayAndTransport() throws Exception {
+      List<String> heard = new CopyOnWriteArrayList<>();
+      List<String> own = new CopyOnWriteArrayList<>();
+      MetricsListener metrics = new MetricsListener() {
+        @Override
+        public void backlogDepth(String destination, long depth) {
+          heard.add("backlog " + destination + "=" + depth);
+        }
+
+        @Override
+        public void deadLetterDepth(String destination, long depth) {
+          heard.add("dead letters " + destination + "=" + depth);
+        }
+
+        @Override
+        public void handlerDuration(String destination, String group, Duration d,
+            boolean failed) {
+          heard.add("handler " + destination + " " + group + " failed=" + failed);
+        }
+      };
+      MetricsListener spec = new MetricsListener() {
+        @Override
+        public void handlerDuration(String destination, String group, Duration d,
+            boolean failed) {
+          own.add("handler " + destination + " " + group);
+        }
+      };
+      Injector injector = injector(RelayKitConfig.defaults(),
+          binder -> RelayKitModule.override(binder, MetricsListener.class).toInstance(metrics));
+      assertThat(injector.getInstance(MetricsListener.class)).isSameAs(metrics);
+      Subscriber subscriber = injector.getInstance(Subscriber.class);
+      Subscription a = subscriber.subscribe(SubscriptionSpec.builder("orders", "billing").build(),
+          delivery -> { });
+      Subscription b = subscriber.subscribe(SubscriptionSpec.builder("orders", "audit")
+          .metrics(spec).build(), delivery -> { });
+      injector.getInstance(DeadLetterStore.class).add(io.relaykit.deadletter.DeadLetter.of(
+          Message.builder().type("t").payload("x").build(), "orders", "permanent", null, 1,
+          FakeClock.EPOCH, FakeClock.EPOCH));
+      ((InMemoryOutboxStore) injector.getInstance(OutboxStore.class)).append("orders",
+          Message.builder().type("t").payload("{}").build());
+      OutboxRelay relay = injector.getInstance(OutboxRelay.class);
+      try {
+        relay.runOnce();
+        Await.until(Duration.ofSeconds(10), "the relay's samples and the billing handler",
+            () -> heard.containsAll(List.of("backlog outbox=1", "dead letters all=1",
+                "handler orders billing failed=false")) && !own.isEmpty());
+        assertThat(own).containsExactly("handler orders audit");
+        assertThat(heard).as("the audit subscription reports to its own listener only")
+            .noneMatch(h -> h.contains("audit"));
+      } finally {
+        relay.close();
+        a.close(Duration.ofSeconds(5));
+        b.close(Duration.ofSeconds(5));
+        subscriber.close();
+      }
     }
 
     @Test

@@ -93,12 +93,12 @@ final class CopyHandOff {
   private final Owner owner;
 
   CopyHandOff(Sender router, ScheduledExecutorService timers, KafkaTransportConfig config,
-      String topic, String group, String retryTopic, int retryPartitions, String deadLetterTopic,
-      Owner owner) {
+      MetricsListener metrics, String topic, String group, String retryTopic, int retryPartitions,
+      String deadLetterTopic, Owner owner) {
     this.router = router;
     this.timers = timers;
     this.listener = config.listener();
-    this.metrics = config.metrics();
+    this.metrics = metrics;
     this.clock = config.clock();
     this.topic = topic;
     this.group = group;

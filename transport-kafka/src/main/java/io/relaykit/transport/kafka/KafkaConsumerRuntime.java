@@ -185,7 +185,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     this.config = config;
     this.clock = config.clock();
     this.listener = config.listener();
-    this.metrics = config.metrics();
+    // Every per-subscription number goes to the spec's listener when it names one.
+    this.metrics = spec.metricsOr(config.metrics());
     this.monitor = new BacklogMonitor(config.backlogMonitor(), clock);
     this.rateLimiter = rateLimiter;
     this.topic = spec.destination();
@@ -228,8 +229,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     CopyHandOff.Sender sender = txn != null
         ? (w, copy, what) -> txn.send(w, copy, what, () -> current(w) && state != State.FAILED)
         : (w, copy, what) -> router.send(copy, what);
-    this.handOff = new CopyHandOff(sender, timers, config, topic, spec.group(), retryTopic,
-        retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
+    this.handOff = new CopyHandOff(sender, timers, config, metrics, topic, spec.group(),
+        retryTopic, retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
           @Override
           public boolean current(Work w) {
             return KafkaConsumerRuntime.this.current(w) && state != State.FAILED;
@@ -966,7 +967,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
       delivery = FailureRoute.delivery(message, source, wire);
       if (delivery.attempt() == 1) {
-        decoded.reportIgnored(spec.metricsOr(metrics), topic);
+        decoded.reportIgnored(metrics, topic);
       }
     } catch (MalformedMessageException e) {
       MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));

@@ -135,7 +135,8 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     this.spec = spec;
     this.handler = handler;
     this.config = config;
-    this.metrics = config.metrics();
+    // Every per-subscription number goes to the spec's listener when it names one.
+    this.metrics = spec.metricsOr(config.metrics());
     this.topic = spec.destination();
     this.deliveryCountLimit = deliveryCountLimit;
     this.retryReader = retryReader;
@@ -164,8 +165,8 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     timers.setRemoveOnCancelPolicy(true);
     this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
     CopyHandOff.Sender sender = senders.apply((w, copy, what) -> router.send(copy, what));
-    this.handOff = new CopyHandOff(sender, timers, config, topic, spec.group(), retryTopic,
-        retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
+    this.handOff = new CopyHandOff(sender, timers, config, metrics, topic, spec.group(),
+        retryTopic, retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
           @Override
           public boolean current(Work w) {
             Item i = byWork.get(w);
@@ -564,7 +565,7 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
       delivery = item.deliveryCount <= 1 ? d : new Delivery(d.message(), d.source(),
           d.attempt() + item.deliveryCount - 1, d.firstFailureAt());
       if (delivery.attempt() == 1) {
-        decoded.reportIgnored(spec.metricsOr(metrics), topic);
+        decoded.reportIgnored(metrics, topic);
       }
     } catch (MalformedMessageException e) {
       MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));

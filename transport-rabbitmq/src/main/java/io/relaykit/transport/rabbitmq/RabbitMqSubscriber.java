@@ -7,6 +7,7 @@ import io.relaykit.message.Subscriber;
 import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.InstantSource;
@@ -50,6 +51,7 @@ public final class RabbitMqSubscriber implements Subscriber {
   private final RabbitMqTransportConfig config;
   private final RabbitMqTopology topology;
   private final LifecycleListener listener;
+  private final MetricsListener metrics;
   private final InstantSource clock;
   private final Connection connection;
   private final RabbitMqPublisher mover;
@@ -58,10 +60,12 @@ public final class RabbitMqSubscriber implements Subscriber {
   private volatile boolean closed;
 
   private RabbitMqSubscriber(RabbitMqTransportConfig config, LifecycleListener listener,
-      InstantSource clock, Connection connection, RabbitMqPublisher mover) {
+      MetricsListener metrics, InstantSource clock, Connection connection,
+      RabbitMqPublisher mover) {
     this.config = config;
     this.topology = RabbitMqTopology.of(config);
     this.listener = listener;
+    this.metrics = metrics;
     this.clock = clock;
     this.connection = connection;
     this.mover = mover;
@@ -92,9 +96,34 @@ public final class RabbitMqSubscriber implements Subscriber {
    * @param listener receives the lifecycle events
    * @param clock the clock of failure times and expiry
    * @return the connected subscriber
+   * @throws IllegalArgumentException if an argument is null
+   * @throws UncheckedIOException naming the broker and how to start it, if it is unreachable
    */
   public static RabbitMqSubscriber create(RabbitMqTransportConfig config,
       LifecycleListener listener, InstantSource clock) {
+    return create(config, listener, MetricsListener.noop(), clock);
+  }
+
+  /**
+   * Like {@link #create(RabbitMqTransportConfig, LifecycleListener, InstantSource)}, with {@code
+   * metrics} as the subscriptions' listener for their handler durations and ignored parts
+   * ({@link MetricsListener#handlerDuration}, {@link MetricsListener#ignored}), unless a
+   * subscription's spec names its own ({@link SubscriptionSpec#metrics()}), which replaces it.
+   *
+   * @param config the broker and topology settings
+   * @param listener receives the lifecycle events
+   * @param metrics receives the subscriptions' numbers; called on delivery threads through {@link
+   *     MetricsListener#safely}, so what it throws never fails a delivery
+   * @param clock the clock of failure times and expiry
+   * @return the connected subscriber
+   * @throws IllegalArgumentException if an argument is null
+   * @throws UncheckedIOException naming the broker and how to start it, if it is unreachable
+   */
+  public static RabbitMqSubscriber create(RabbitMqTransportConfig config,
+      LifecycleListener listener, MetricsListener metrics, InstantSource clock) {
+    if (metrics == null) {
+      throw new IllegalArgumentException("metrics must not be null");
+    }
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }
@@ -115,7 +144,7 @@ public final class RabbitMqSubscriber implements Subscriber {
       mover.close();
       throw new UncheckedIOException(e.getMessage(), e);
     }
-    return new RabbitMqSubscriber(config, listener, clock, connection, mover);
+    return new RabbitMqSubscriber(config, listener, metrics, clock, connection, mover);
   }
 
   /**
@@ -156,7 +185,7 @@ public final class RabbitMqSubscriber implements Subscriber {
           + " for group " + spec.group() + ": " + e.getMessage(), e);
     }
     RabbitMqSubscription s = new RabbitMqSubscription(spec, handler, queues, topology, mover,
-        timeouts, listener, clock, config.prefetch() > 0 ? config.prefetch() : spec.maxInFlight(),
+        timeouts, listener, spec.metricsOr(metrics), clock, config.prefetch() > 0 ? config.prefetch() : spec.maxInFlight(),
         config.recoveryInterval());
     try {
       s.start(connection);

@@ -57,6 +57,8 @@ final class RabbitMqSubscription implements Subscription {
   private final RabbitMqPublisher mover;
   private final ScheduledExecutorService timeouts;
   private final LifecycleListener listener;
+  /** The spec's listener, else the subscriber's. */
+  private final MetricsListener metrics;
   private final InstantSource clock;
   private final int prefetch;
   private final Duration requeueDelay;
@@ -73,8 +75,8 @@ final class RabbitMqSubscription implements Subscription {
 
   RabbitMqSubscription(SubscriptionSpec spec, MessageHandler handler,
       RabbitMqTopology.GroupQueues queues, RabbitMqTopology topology, RabbitMqPublisher mover,
-      ScheduledExecutorService timeouts, LifecycleListener listener, InstantSource clock,
-      int prefetch, Duration requeueDelay) {
+      ScheduledExecutorService timeouts, LifecycleListener listener, MetricsListener metrics,
+      InstantSource clock, int prefetch, Duration requeueDelay) {
     this.spec = spec;
     this.handler = handler;
     this.queues = queues;
@@ -82,6 +84,7 @@ final class RabbitMqSubscription implements Subscription {
     this.mover = mover;
     this.timeouts = timeouts;
     this.listener = listener;
+    this.metrics = metrics;
     this.clock = clock;
     this.prefetch = prefetch;
     this.requeueDelay = requeueDelay;
@@ -153,7 +156,7 @@ final class RabbitMqSubscription implements Subscription {
       }
       Delivery delivery = FailureRoute.delivery(decoded.message(), spec.destination(), wire);
       if (delivery.attempt() == 1) {
-        decoded.reportIgnored(spec.metricsOr(MetricsListener.noop()), spec.destination());
+        decoded.reportIgnored(metrics, spec.destination());
       }
       ctx = new Ctx(tag, wire, body, delivery);
     } catch (MalformedMessageException | IllegalArgumentException e) {
@@ -216,7 +219,7 @@ final class RabbitMqSubscription implements Subscription {
     } finally {
       Duration took = Duration.ofNanos(System.nanoTime() - started);
       boolean failed = failure != null;
-      MetricsListener.safely(spec.metricsOr(MetricsListener.noop()),
+      MetricsListener.safely(metrics,
           x -> x.handlerDuration(spec.destination(), spec.group(), took, failed));
       if (timeout != null) {
         timeout.cancel(false);

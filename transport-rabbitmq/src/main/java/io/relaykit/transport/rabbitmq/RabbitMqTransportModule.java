@@ -8,12 +8,15 @@ import io.relaykit.guice.RelayKitModule;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import java.time.InstantSource;
 
 /**
  * Guice wiring of the RabbitMQ transport: overrides relaykit's {@link Publisher} and {@link
  * Subscriber} with one {@link RabbitMqPublisher} and one {@link RabbitMqSubscriber} (singletons,
- * on the injector's {@link LifecycleListener} and {@link InstantSource}). The config stays private
+ * on the injector's {@link LifecycleListener} and {@link InstantSource}; the subscriber's
+ * subscriptions report their handler durations and ignored parts to the injector's {@link
+ * MetricsListener} unless their spec names one). The config stays private
  * to the module; only the two transport types are exposed. Connections open when the publisher or
  * subscriber is first injected; the application closes them.
  *
@@ -72,8 +75,8 @@ public final class RabbitMqTransportModule extends AbstractModule {
     @Provides
     @Singleton
     RabbitMqSubscriber subscriber(RabbitMqTransportConfig config, LifecycleListener listener,
-        InstantSource clock) {
-      return RabbitMqSubscriber.create(config, listener, clock);
+        MetricsListener metrics, InstantSource clock) {
+      return RabbitMqSubscriber.create(config, listener, metrics, clock);
     }
   }
 

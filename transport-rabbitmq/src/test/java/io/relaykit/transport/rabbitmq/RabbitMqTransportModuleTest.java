@@ -14,6 +14,7 @@ import io.relaykit.message.Message;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.tck.Await;
 import java.time.Duration;
 import java.util.Queue;
@@ -35,7 +36,16 @@ class RabbitMqTransportModuleTest {
         .set("relaykit.rabbitmq.confirm-window", "64")
         .set("relaykit.rabbitmq.delay-levels", "200ms, 5s")
         .build();
-    Injector injector = Guice.createInjector(new RelayKitModule(config));
+    Queue<String> timed = new ConcurrentLinkedQueue<>();
+    MetricsListener metrics = new MetricsListener() {
+      @Override
+      public void handlerDuration(String destination, String group, Duration duration,
+          boolean failed) {
+        timed.add(destination + " " + group + " failed=" + failed);
+      }
+    };
+    Injector injector = Guice.createInjector(new RelayKitModule(config),
+        binder -> RelayKitModule.override(binder, MetricsListener.class).toInstance(metrics));
     Publisher publisher = injector.getInstance(Publisher.class);
     Subscriber subscriber = injector.getInstance(Subscriber.class);
     String destination = TestBroker.unique("guice");
@@ -56,6 +66,9 @@ class RabbitMqTransportModuleTest {
       publisher.publish(destination, Message.builder().id("via-guice").type("t").payload("p")
           .build()).join();
       Await.until(Duration.ofSeconds(30), "the message handled", () -> got.contains("via-guice"));
+      Await.until(Duration.ofSeconds(10), "the handler timed for the injector's MetricsListener",
+          () -> !timed.isEmpty());
+      assertThat(timed).containsExactly(destination + " g failed=false");
     } finally {
       subscriber.close();
       publisher.close();
