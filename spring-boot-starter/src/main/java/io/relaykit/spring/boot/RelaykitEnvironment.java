@@ -61,6 +61,12 @@ final class RelaykitEnvironment {
 
   static final String KAFKA_BOOTSTRAP = "relaykit.kafka.bootstrap-servers";
   static final String RABBITMQ_URI = "relaykit.rabbitmq.uri";
+  /** Why {@code relaykit.storage=redis} fails the start, and what to set instead. */
+  static final String REDIS_STORAGE_REFUSED = CoreKeys.STORAGE + "=redis is not wired by the"
+      + " Spring Boot starter: the outbox must commit in the transaction of your business rows,"
+      + " and Redis holds no outbox; set " + CoreKeys.STORAGE + "=h2 (the application's"
+      + " DataSource, H2 or PostgreSQL) and " + CoreKeys.IDEMPOTENCY_FAST_TIER + "=redis for"
+      + " Redis as the idempotency fast path in front of the database's unique key";
   /** relaykit-redis's key (RedisConfigKeys.URI), named here so the starter loads without it. */
   static final String REDIS_URI = "relaykit.redis.uri";
   static final String SHUTDOWN_PHASE_TIMEOUT = "spring.lifecycle.timeout-per-shutdown-phase";
@@ -93,11 +99,7 @@ final class RelaykitEnvironment {
     Settings s = Settings.builder().values(values).build();
     String storage = s.getName(CoreKeys.STORAGE, "memory");
     if (storage.equals("redis")) {
-      throw new IllegalArgumentException(CoreKeys.STORAGE + "=redis is not wired by the Spring"
-          + " Boot starter: the outbox must commit in the transaction of your business rows, and"
-          + " Redis holds no outbox; set " + CoreKeys.STORAGE + "=h2 (the application's"
-          + " DataSource, H2 or PostgreSQL) and " + CoreKeys.IDEMPOTENCY_FAST_TIER + "=redis for"
-          + " Redis as the idempotency fast path in front of the database's unique key");
+      throw new IllegalArgumentException(REDIS_STORAGE_REFUSED);
     }
     if (!STORAGES.contains(storage)) {
       throw new IllegalArgumentException(CoreKeys.STORAGE + "=" + storage + " is not wired by the"

@@ -46,7 +46,6 @@ import org.springframework.context.annotation.Configuration;
  * io.relaykit:relaykit-redis on the class path, {@code fast-tier=redis} fails the start naming it.
  */
 @AutoConfiguration(before = RelaykitAutoConfiguration.class)
-@ConditionalOnProperty(name = "relaykit.idempotency.fast-tier", havingValue = "redis")
 public class RelaykitRedisAutoConfiguration {
 
   private static final System.Logger LOG =
@@ -58,6 +57,7 @@ public class RelaykitRedisAutoConfiguration {
 
   /** The Redis storage and the tiered store, when relaykit-redis and relaykit-jdbc are present. */
   @Configuration(proxyBeanMethods = false)
+  @ConditionalOnProperty(name = "relaykit.idempotency.fast-tier", havingValue = "redis")
   @ConditionalOnClass(name = {"io.relaykit.storage.redis.RedisStorage",
       "io.relaykit.storage.h2.JdbcStorage"})
   static class RedisFastTier {
@@ -86,11 +86,24 @@ public class RelaykitRedisAutoConfiguration {
 
   /** {@code fast-tier=redis} without relaykit-redis: fail the start naming the artifact. */
   @Configuration(proxyBeanMethods = false)
+  @ConditionalOnProperty(name = "relaykit.idempotency.fast-tier", havingValue = "redis")
   @ConditionalOnMissingClass("io.relaykit.storage.redis.RedisStorage")
   static class RedisMissing {
     RedisMissing() {
       throw new IllegalStateException("relaykit.idempotency.fast-tier=redis needs"
           + " io.relaykit:relaykit-redis on the class path");
+    }
+  }
+
+  /**
+   * {@code relaykit.storage=redis}: fail the start before any bean needs the storage, saying why
+   * (no bean would otherwise provide the outbox, and the failure would name a missing bean).
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnProperty(name = "relaykit.storage", havingValue = "redis")
+  static class RedisStorageRefused {
+    RedisStorageRefused() {
+      throw new IllegalStateException(RelaykitEnvironment.REDIS_STORAGE_REFUSED);
     }
   }
 }

@@ -80,7 +80,7 @@ class RelaykitRedisAutoConfigurationTest {
       Claim c = store.claim(key, LEASE);
       assertThat(c.isClaimed()).isTrue();
       assertThat(jdbc.idempotencyStore().status(key)).as("the database holds the claim")
-          .contains(Claim.Status.IN_PROGRESS);
+          .contains(Claim.Status.CLAIMED);
       assertThat(store.complete(c)).isTrue();
 
       assertThat(jdbc.idempotencyStore().status(key)).contains(Claim.Status.DONE);
@@ -190,12 +190,16 @@ class RelaykitRedisAutoConfigurationTest {
     RedisURI parsed = RedisURI.create(parts);
     assertThat(parsed.getHost()).isEqualTo("r.example");
     assertThat(parsed.getPort()).isEqualTo(6379);
-    assertThat(parsed.getUsername()).isEqualTo("app");
-    assertThat(new String(parsed.getPassword())).isEqualTo("p@ss word");
+    io.lettuce.core.RedisCredentials credentials =
+        parsed.getCredentialsProvider().resolveCredentials().block();
+    assertThat(credentials.getUsername()).isEqualTo("app");
+    assertThat(new String(credentials.getPassword())).isEqualTo("p@ss word");
     assertThat(parsed.getDatabase()).isEqualTo(4);
     RedisURI passwordOnly = RedisURI.create(uri(new MockEnvironment()
         .withProperty("spring.data.redis.password", "secret")).orElseThrow());
-    assertThat(new String(passwordOnly.getPassword())).isEqualTo("secret");
+    io.lettuce.core.RedisCredentials onlyPassword =
+        passwordOnly.getCredentialsProvider().resolveCredentials().block();
+    assertThat(new String(onlyPassword.getPassword())).isEqualTo("secret");
     assertThat(passwordOnly.getHost()).isEqualTo("localhost");
   }
 
