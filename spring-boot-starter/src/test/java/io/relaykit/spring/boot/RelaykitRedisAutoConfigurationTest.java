@@ -2,6 +2,7 @@ package io.relaykit.spring.boot;
 
 import static io.relaykit.spring.boot.AbstractOutboxTransactionTest.unique;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.lettuce.core.RedisURI;
 import io.relaykit.idempotency.Claim;
@@ -44,6 +45,36 @@ class RelaykitRedisAutoConfigurationTest {
       "redis://127.0.0.1:6379");
   static final Duration LEASE = Duration.ofSeconds(30);
 
+  /** Every key prefix a test used; their keys are deleted after each test. */
+  private static final List<String> PREFIXES = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+  static String prefix() {
+    String p = unique("rk-starter") + ":";
+    PREFIXES.add(p);
+    return p;
+  }
+
+  @org.junit.jupiter.api.AfterEach
+  void deleteKeys() {
+    io.lettuce.core.RedisClient client = io.lettuce.core.RedisClient.create(REDIS);
+    try (io.lettuce.core.api.StatefulRedisConnection<String, String> c = client.connect()) {
+      for (String p : PREFIXES) {
+        io.lettuce.core.ScanCursor cursor = io.lettuce.core.ScanCursor.INITIAL;
+        do {
+          io.lettuce.core.KeyScanCursor<String> page = c.sync().scan(cursor,
+              io.lettuce.core.ScanArgs.Builder.matches(p + "*").limit(1000));
+          if (!page.getKeys().isEmpty()) {
+            c.sync().unlink(page.getKeys().toArray(String[]::new));
+          }
+          cursor = page;
+        } while (!cursor.isFinished());
+      }
+      PREFIXES.clear();
+    } finally {
+      client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+    }
+  }
+
   private final ApplicationContextRunner runner = new ApplicationContextRunner()
       .withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
           RelaykitRedisAutoConfiguration.class, RelaykitAutoConfiguration.class));
@@ -55,7 +86,7 @@ class RelaykitRedisAutoConfigurationTest {
         "relaykit.storage=h2",
         "relaykit.h2.table-prefix=" + unique("rk") + "_",
         "relaykit.idempotency.fast-tier=redis",
-        "relaykit.redis.key-prefix=" + unique("rk-starter") + ":",
+        "relaykit.redis.key-prefix=" + prefix(),
         "relaykit.redis.command-timeout=10s",
         "relaykit.redis.connect-timeout=20s",
         "relaykit.spring.relay.enabled=false"));
@@ -67,6 +98,8 @@ class RelaykitRedisAutoConfigurationTest {
   @DisplayName("the context's IdempotencyStore is the tiered store: a key done through it is DONE"
       + " in Redis and in the database")
   void theIdempotencyStoreIsRedisInFrontOfTheDatabase() {
+    java.util.concurrent.atomic.AtomicReference<RedisStorage> closed =
+        new java.util.concurrent.atomic.AtomicReference<>();
     runner.withPropertyValues(tiered("relaykit.redis.uri=" + REDIS)).run(ctx -> {
       assertThat(ctx).hasNotFailed().hasSingleBean(IdempotencyStore.class)
           .hasSingleBean(RedisStorage.class);
@@ -86,7 +119,34 @@ class RelaykitRedisAutoConfigurationTest {
       assertThat(jdbc.idempotencyStore().status(key)).contains(Claim.Status.DONE);
       assertThat(redis.idempotencyStore().status(key)).contains(Claim.Status.DONE);
       assertThat(store.claim(key, LEASE).status()).isEqualTo(Claim.Status.DONE);
+      closed.set(redis);
     });
+    assertThatThrownBy(() -> closed.get().idempotencyStore().status("after-close"))
+        .as("the context closed its RedisStorage").isInstanceOf(RuntimeException.class);
+  }
+
+  @Test
+  @DisplayName("the Idempotency-Key filter's protocol claims in both tiers")
+  void theFilterUsesTheTieredStore() {
+    new org.springframework.boot.test.context.runner.WebApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
+            RelaykitRedisAutoConfiguration.class, RelaykitAutoConfiguration.class,
+            RelaykitWebAutoConfiguration.class))
+        .withPropertyValues(tiered("relaykit.redis.uri=" + REDIS,
+            "relaykit.spring.idempotency.enabled=true"))
+        .run(ctx -> {
+          assertThat(ctx).hasNotFailed().hasSingleBean(RelaykitIdempotencyFilter.class);
+          io.relaykit.idempotency.IdempotencyKeyProtocol protocol =
+              ctx.getBean(io.relaykit.idempotency.IdempotencyKeyProtocol.class);
+          String key = unique("req");
+          assertThat(protocol.begin(key, "fp"))
+              .isInstanceOf(io.relaykit.idempotency.IdempotencyKeyProtocol.Proceed.class);
+          String stored = io.relaykit.idempotency.IdempotencyKeyProtocol.DEFAULT_NAMESPACE + key;
+          assertThat(ctx.getBean(RedisStorage.class).idempotencyStore().status(stored))
+              .as("Redis holds the request's claim").contains(Claim.Status.CLAIMED);
+          assertThat(ctx.getBean(JdbcStorage.class).idempotencyStore().status(stored))
+              .as("the database holds the request's claim").contains(Claim.Status.CLAIMED);
+        });
   }
 
   @Test
@@ -105,7 +165,7 @@ class RelaykitRedisAutoConfigurationTest {
   @DisplayName("an idempotent @RelaykitListener runs a business key once; the key is DONE in Redis"
       + " and in the database")
   void anIdempotentListenerRunsOnceOnBothTiers() {
-    String prefix = unique("rk-starter") + ":";
+    String prefix = prefix();
     try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(ListenerApp.class)
         .properties(
             "spring.datasource.url=jdbc:h2:mem:" + unique("h2") + ";DB_CLOSE_DELAY=-1",
