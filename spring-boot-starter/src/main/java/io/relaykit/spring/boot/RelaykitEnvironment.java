@@ -87,8 +87,10 @@ final class RelaykitEnvironment {
    *
    * @param env the application's environment
    * @return the validated settings
-   * @throws IllegalArgumentException naming the key of an invalid or undeclared value, or a
-   *     storage or transport the starter does not wire (listing those it does)
+   * @throws IllegalArgumentException naming the key of an invalid or undeclared value, a
+   *     storage, transport or idempotency fast tier the starter does not wire (listing those it
+   *     does; {@code relaykit.storage=redis} saying what to set instead), or {@code
+   *     relaykit.idempotency.fast-tier=redis} on a storage other than {@code h2}
    */
   static Settings settings(Environment env) {
     Binder binder = Binder.get(env);
