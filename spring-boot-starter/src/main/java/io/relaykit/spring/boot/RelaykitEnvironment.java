@@ -2,6 +2,7 @@ package io.relaykit.spring.boot;
 
 import io.relaykit.config.ConfigRegistry;
 import io.relaykit.config.CoreKeys;
+import io.relaykit.config.IdempotencySettings;
 import io.relaykit.config.Settings;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -34,7 +35,14 @@ import org.springframework.core.env.StandardEnvironment;
  * relaykit.kafka.bootstrap-servers}; with {@code relaykit.transport=rabbitmq}, {@code
  * spring.rabbitmq.addresses} (its first address) or {@code spring.rabbitmq.host}, {@code port},
  * {@code username}, {@code password}, {@code virtual-host} and {@code ssl.enabled} for {@code
- * relaykit.rabbitmq.uri}. A {@code relaykit.*} value always wins.
+ * relaykit.rabbitmq.uri}; with {@code relaykit.idempotency.fast-tier=redis}, {@code
+ * spring.data.redis.url}, or {@code spring.data.redis.host}, {@code port}, {@code username},
+ * {@code password}, {@code database} and {@code ssl.enabled}, for {@code relaykit.redis.uri}. A
+ * {@code relaykit.*} value always wins.
+ *
+ * <p>{@code relaykit.storage=redis} is refused (Redis holds no outbox, and the outbox must commit
+ * with the business rows), and so is {@code relaykit.idempotency.fast-tier=redis} on any storage
+ * but {@code h2}: the database's unique key is the final guard behind Redis.
  *
  * <p>As in core ({@link Settings.Builder#systemProperties}, {@link Settings.Builder#environment}),
  * an undeclared {@code relaykit.*} key that only JVM system properties or environment variables
@@ -48,9 +56,19 @@ final class RelaykitEnvironment {
   static final List<String> TRANSPORTS = List.of("memory", "kafka", "rabbitmq");
   /** The storage backends the starter wires. */
   static final List<String> STORAGES = List.of("memory", "h2");
+  /** The idempotency fast tiers the starter wires ({@code none}: no fast tier). */
+  static final List<String> FAST_TIERS = List.of(IdempotencySettings.NONE, "redis");
 
   static final String KAFKA_BOOTSTRAP = "relaykit.kafka.bootstrap-servers";
   static final String RABBITMQ_URI = "relaykit.rabbitmq.uri";
+  /** Why {@code relaykit.storage=redis} fails the start, and what to set instead. */
+  static final String REDIS_STORAGE_REFUSED = CoreKeys.STORAGE + "=redis is not wired by the"
+      + " Spring Boot starter: the outbox must commit in the transaction of your business rows,"
+      + " and Redis holds no outbox; set " + CoreKeys.STORAGE + "=h2 (the application's"
+      + " DataSource, H2 or PostgreSQL) and " + CoreKeys.IDEMPOTENCY_FAST_TIER + "=redis for"
+      + " Redis as the idempotency fast path in front of the database's unique key";
+  /** relaykit-redis's key (RedisConfigKeys.URI), named here so the starter loads without it. */
+  static final String REDIS_URI = "relaykit.redis.uri";
   static final String SHUTDOWN_PHASE_TIMEOUT = "spring.lifecycle.timeout-per-shutdown-phase";
 
   /** Property sources whose undeclared relaykit.* keys are warned about, not rejected. */
@@ -69,8 +87,10 @@ final class RelaykitEnvironment {
    *
    * @param env the application's environment
    * @return the validated settings
-   * @throws IllegalArgumentException naming the key of an invalid or undeclared value, or a
-   *     storage or transport the starter does not wire (listing those it does)
+   * @throws IllegalArgumentException naming the key of an invalid or undeclared value, a
+   *     storage, transport or idempotency fast tier the starter does not wire (listing those it
+   *     does; {@code relaykit.storage=redis} saying what to set instead), or {@code
+   *     relaykit.idempotency.fast-tier=redis} on a storage other than {@code h2}
    */
   static Settings settings(Environment env) {
     Binder binder = Binder.get(env);
@@ -80,9 +100,31 @@ final class RelaykitEnvironment {
     dropUndeclaredLenientKeys(env, values);
     Settings s = Settings.builder().values(values).build();
     String storage = s.getName(CoreKeys.STORAGE, "memory");
+    if (storage.equals("redis")) {
+      throw new IllegalArgumentException(REDIS_STORAGE_REFUSED);
+    }
     if (!STORAGES.contains(storage)) {
       throw new IllegalArgumentException(CoreKeys.STORAGE + "=" + storage + " is not wired by the"
           + " Spring Boot starter; use one of " + STORAGES);
+    }
+    String fastTier = s.getName(CoreKeys.IDEMPOTENCY_FAST_TIER, IdempotencySettings.NONE);
+    if (!FAST_TIERS.contains(fastTier)) {
+      throw new IllegalArgumentException(CoreKeys.IDEMPOTENCY_FAST_TIER + "=" + fastTier
+          + " is not wired by the Spring Boot starter; use one of " + FAST_TIERS);
+    }
+    if (fastTier.equals("redis") && !storage.equals("h2")) {
+      throw new IllegalArgumentException(CoreKeys.IDEMPOTENCY_FAST_TIER + "=redis puts Redis in"
+          + " front of the storage's idempotency store, which stays the final guard; with "
+          + CoreKeys.STORAGE + "=" + storage + " that guard is this JVM's memory, so instances"
+          + " would not see each other's keys: set " + CoreKeys.STORAGE + "=h2 (the"
+          + " application's DataSource)");
+    }
+    if (fastTier.equals("redis") && !s.isSet(REDIS_URI)
+        && ConfigRegistry.discover().find(REDIS_URI).isPresent()) {
+      Optional<String> uri = springRedisUri(binder);
+      if (uri.isPresent()) {
+        s = s.with(REDIS_URI, uri.get());
+      }
     }
     String transport = s.getName(CoreKeys.TRANSPORT, "memory");
     if (!TRANSPORTS.contains(transport)) {
@@ -169,6 +211,41 @@ final class RelaykitEnvironment {
         .append('@').append(hostPort);
     if (vhost.isPresent() && !vhost.get().equals("/")) {
       uri.append('/').append(encode(vhost.get()));
+    }
+    return Optional.of(uri.toString());
+  }
+
+  /**
+   * The Redis URI Spring Boot's {@code spring.data.redis.*} describe, if any of them is set: {@code
+   * url} as it is (Boot's {@code url} overrides host, port, username, password and database;
+   * {@code ssl.enabled=true} turns {@code redis://} into {@code rediss://}), else {@code host}
+   * (default localhost), {@code port} (6379), {@code username}, {@code password}, {@code database}
+   * and {@code ssl.enabled}.
+   */
+  static Optional<String> springRedisUri(Binder binder) {
+    Optional<String> url = string(binder, "spring.data.redis.url").filter(u -> !u.isEmpty());
+    Optional<String> host = string(binder, "spring.data.redis.host");
+    Optional<String> port = string(binder, "spring.data.redis.port");
+    Optional<String> user = string(binder, "spring.data.redis.username");
+    Optional<String> password = string(binder, "spring.data.redis.password");
+    Optional<String> database = string(binder, "spring.data.redis.database");
+    boolean ssl = binder.bind("spring.data.redis.ssl.enabled", Boolean.class).orElse(false);
+    if (url.isPresent()) {
+      String u = url.get();
+      return Optional.of(ssl && u.startsWith("redis://") ? "rediss://" + u.substring(8) : u);
+    }
+    if (host.isEmpty() && port.isEmpty() && user.isEmpty() && password.isEmpty()
+        && database.isEmpty()) {
+      return Optional.empty();
+    }
+    StringBuilder uri = new StringBuilder(ssl ? "rediss://" : "redis://");
+    if (user.isPresent() || password.isPresent()) {
+      uri.append(encode(user.orElse(""))).append(':').append(encode(password.orElse("")))
+          .append('@');
+    }
+    uri.append(host.orElse("localhost")).append(':').append(port.orElse("6379"));
+    if (database.isPresent() && !database.get().equals("0")) {
+      uri.append('/').append(encode(database.get()));
     }
     return Optional.of(uri.toString());
   }

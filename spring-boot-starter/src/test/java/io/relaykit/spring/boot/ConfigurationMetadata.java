@@ -60,11 +60,21 @@ final class ConfigurationMetadata {
   static final Map<String, String> SPRING_FALLBACKS = Map.of(
       RelaykitEnvironment.KAFKA_BOOTSTRAP, "spring.kafka.bootstrap-servers",
       RelaykitEnvironment.RABBITMQ_URI, "spring.rabbitmq.addresses, or spring.rabbitmq.host,"
-          + " port, username, password, virtual-host and ssl.enabled");
+          + " port, username, password, virtual-host and ssl.enabled",
+      RelaykitEnvironment.REDIS_URI, "spring.data.redis.url, or spring.data.redis.host, port,"
+          + " username, password, database and ssl.enabled");
+
+  /** Keys only relaykit-guice's module reads; the starter wires no Redis journal or dead letters. */
+  static final java.util.Set<String> GUICE_ONLY = java.util.Set.of(
+      "relaykit.redis.journal", "relaykit.redis.dead-letters");
 
   private static final Map<String, String> STORAGE_HINTS = Map.of(
       "memory", "In-memory outbox, dead letters and idempotency keys; nothing survives a restart.",
       "h2", "relaykit-jdbc on the application's DataSource (H2 or PostgreSQL).");
+  private static final Map<String, String> FAST_TIER_HINTS = Map.of(
+      "none", "No fast tier: the storage's idempotency store alone.",
+      "redis", "relaykit-redis in front of the database's store (relaykit.storage=h2), which stays"
+          + " the final guard; spring.data.redis.* is reused.");
   private static final Map<String, String> TRANSPORT_HINTS = Map.of(
       "memory", "One in-process transport; messages do not leave the JVM.",
       "kafka", "relaykit-kafka (spring.kafka.bootstrap-servers is reused).",
@@ -143,6 +153,8 @@ final class ConfigurationMetadata {
     }
     hints.put("relaykit.storage", ordered(RelaykitEnvironment.STORAGES, STORAGE_HINTS));
     hints.put("relaykit.transport", ordered(RelaykitEnvironment.TRANSPORTS, TRANSPORT_HINTS));
+    hints.put(CoreKeys.IDEMPOTENCY_FAST_TIER,
+        ordered(RelaykitEnvironment.FAST_TIERS, FAST_TIER_HINTS));
     sep = "\n";
     for (Map.Entry<String, Map<String, String>> h : hints.entrySet()) {
       out.append(sep).append("    {\n");
@@ -261,6 +273,9 @@ final class ConfigurationMetadata {
     if (springKey != null) {
       s.append(" Not read by the Spring Boot starter, which uses the application's DataSource ("
           + springKey + ").");
+    }
+    if (GUICE_ONLY.contains(k.name())) {
+      s.append(" Not read by the Spring Boot starter (relaykit-guice's RedisStorageModule).");
     }
     return s.toString();
   }

@@ -22,9 +22,9 @@ import org.springframework.boot.configurationmetadata.ValueHint;
 
 /**
  * The committed {@code META-INF/spring-configuration-metadata.json} is core's key registry as it
- * is on the starter's class path (relaykit-core, relaykit-jdbc, relaykit-kafka, relaykit-rabbitmq
- * and the starter's own {@code relaykit.spring.*}), and Spring Boot's own metadata reader reads it
- * with every key's type and default.
+ * is on the starter's class path (relaykit-core, relaykit-jdbc, relaykit-kafka, relaykit-rabbitmq,
+ * relaykit-redis and the starter's own {@code relaykit.spring.*}), and Spring Boot's own metadata
+ * reader reads it with every key's type and default.
  */
 class ConfigurationMetadataTest {
 
@@ -95,7 +95,8 @@ class ConfigurationMetadataTest {
     java.util.Set<String> namespaces = properties.keySet().stream()
         .map(ConfigKey::namespaceOf).collect(Collectors.toCollection(java.util.TreeSet::new));
     assertThat(namespaces).containsExactly("relaykit.h2", "relaykit.idempotency", "relaykit.kafka",
-            "relaykit.rabbitmq", "relaykit.relay", "relaykit.retry", "relaykit.spring",
+            "relaykit.rabbitmq", "relaykit.redis", "relaykit.relay", "relaykit.retry",
+            "relaykit.spring",
             "relaykit.storage", "relaykit.transport");
   }
 
@@ -120,6 +121,10 @@ class ConfigurationMetadataTest {
     assertThat(p.get("relaykit.h2.url").getDescription()).contains("spring.datasource.url");
     assertThat(hints(p.get("relaykit.transport"))).containsExactly("memory", "kafka", "rabbitmq");
     assertThat(hints(p.get("relaykit.storage"))).containsExactly("memory", "h2");
+    assertThat(hints(p.get("relaykit.idempotency.fast-tier"))).containsExactly("none", "redis");
+    assertThat(p.get("relaykit.redis.uri").getDescription()).contains("spring.data.redis.url");
+    assertThat(p.get("relaykit.redis.journal").getDescription())
+        .contains("Not read by the Spring Boot starter");
     assertThat(hints(p.get("relaykit.retry.jitter"))).containsExactly("none", "full", "equal");
   }
 

@@ -22,7 +22,8 @@ class LibraryVersionsTest {
   private static final Pattern JAR = Pattern.compile(".*/([^/]+)/([^/]+)/\\1-\\2\\.jar");
 
   @Test
-  @DisplayName("kafka-clients, amqp-client, HikariCP, PostgreSQL, H2 and SLF4J are relaykit's")
+  @DisplayName("kafka-clients, amqp-client, HikariCP, PostgreSQL, H2, SLF4J and Lettuce are"
+      + " relaykit's")
   void sharedLibrariesAreRelaykitsVersions() {
     Map<String, String> expected = new TreeMap<>();
     System.getProperties().forEach((k, v) -> {
@@ -32,7 +33,7 @@ class LibraryVersionsTest {
     });
     assertThat(expected).as("expected versions from the pom (run through Maven)")
         .containsKeys("kafka-clients", "amqp-client", "HikariCP", "postgresql", "h2",
-            "slf4j-api");
+            "slf4j-api", "lettuce-core");
 
     Map<String, String> onClassPath = new TreeMap<>();
     for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
