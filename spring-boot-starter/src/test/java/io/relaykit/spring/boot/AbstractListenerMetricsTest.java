@@ -116,20 +116,10 @@ abstract class AbstractListenerMetricsTest {
   void afterAck(MeterRegistry registry, String destination, String group) throws Exception {
   }
 
-  /**
-   * Whether this transport runs the failing-listener case.
-   *
-   * @return true by default
-   */
-  boolean runsRetries() {
-    return true;
-  }
-
   @Test
   @DisplayName("a listener that always fails: delivered max-attempts times, retried one fewer,"
       + " dead-lettered once, one failed handler timing per attempt")
   void failingListenerCountsRetriesAndTheDeadLetter() {
-    org.junit.jupiter.api.Assumptions.assumeTrue(runsRetries(), "not on this transport");
     String failDestination = unique("fails");
     ConfigurableApplicationContext ctx = start(unique("orders"), failDestination);
     MeterRegistry registry = ctx.getBean(MeterRegistry.class);

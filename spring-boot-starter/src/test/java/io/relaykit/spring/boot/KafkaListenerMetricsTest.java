@@ -33,11 +33,6 @@ class KafkaListenerMetricsTest extends AbstractListenerMetricsTest {
         "relaykit.kafka.close-timeout=5s");
   }
 
-  @Override
-  boolean runsRetries() {
-    return false;
-  }
-
   /** One lag gauge per partition of the group, each back to 0 once the record is committed. */
   @Override
   void afterAck(MeterRegistry registry, String destination, String group) {
