@@ -57,8 +57,20 @@ abstract class AbstractListenerMetricsTest {
   }
 
   @AfterEach
-  void close() {
-    contexts.forEach(ConfigurableApplicationContext::close);
+  void close() throws Exception {
+    for (ConfigurableApplicationContext ctx : contexts) {
+      ctx.close();
+      cleanUp(ctx.getEnvironment());
+    }
+  }
+
+  /**
+   * Removes what the closed context {@code env} left on a shared broker; by default nothing.
+   *
+   * @param env the closed context's environment ({@code test.destination}, {@code
+   *     test.fail-destination}, {@code test.group})
+   */
+  void cleanUp(org.springframework.core.env.Environment env) throws Exception {
   }
 
   static double count(MeterRegistry registry, String destination, Stage stage) {
