@@ -71,8 +71,9 @@ import org.springframework.core.env.Environment;
  *       {@code relaykit.spring.listeners.enabled=false}.
  *   <li>{@link RelaykitMonitoring}: the application's {@link MetricsListener} and {@link
  *       LifecycleListener} beans (the Micrometer binder among them), composed and handed to the
- *       starter's transport, to every listener method's subscription and to the relay, so each
- *       step and each meter is reported once.
+ *       starter's transport (the default listener of every subscription on it, {@link
+ *       RelaykitListener} methods included) and to the relay, so each step and each meter is
+ *       reported once.
  * </ul>
  *
  * <p>Every bean backs off when the application defines its own of the same type. Failure at
@@ -180,7 +181,6 @@ public class RelaykitAutoConfiguration {
    * @param subscriber the transport's subscriber, resolved at start
    * @param idempotency the idempotency store, resolved at start
    * @param settings the settings, resolved when a listener method is found
-   * @param monitoring the application's metrics listeners, resolved at start
    * @param env the environment
    * @return the registry
    */
@@ -190,10 +190,8 @@ public class RelaykitAutoConfiguration {
       matchIfMissing = true)
   public static RelaykitListenerRegistry relaykitListenerRegistry(
       ObjectProvider<Subscriber> subscriber, ObjectProvider<IdempotencyStore> idempotency,
-      ObjectProvider<Settings> settings, ObjectProvider<RelaykitMonitoring> monitoring,
-      Environment env) {
+      ObjectProvider<Settings> settings, Environment env) {
     return new RelaykitListenerRegistry(subscriber, idempotency, settings,
-        () -> monitoring.getObject().hasMetrics() ? monitoring.getObject().metrics() : null,
         RelaykitEnvironment.shutdownPhaseTimeout(env));
   }
 
@@ -285,7 +283,7 @@ public class RelaykitAutoConfiguration {
     InProcessTransport relaykitInProcessTransport(DeadLetterStore deadLetters,
         RelaykitMonitoring monitoring) {
       return monitoring.reportsTo(InProcessTransport.builder().deadLetters(deadLetters)
-          .listener(monitoring.lifecycle()).build());
+          .listener(monitoring.lifecycle()).metrics(monitoring.metrics()).build());
     }
   }
 
@@ -345,7 +343,8 @@ public class RelaykitAutoConfiguration {
     @ConditionalOnMissingBean(Subscriber.class)
     RabbitMqSubscriber relaykitRabbitMqSubscriber(RabbitMqTransportConfig config,
         RelaykitMonitoring monitoring) {
-      return RabbitMqSubscriber.create(config, monitoring.lifecycle(), InstantSource.system());
+      return RabbitMqSubscriber.create(config, monitoring.lifecycle(), monitoring.metrics(),
+          InstantSource.system());
     }
   }
 

@@ -11,7 +11,6 @@ import io.relaykit.message.MessageHandler;
 import io.relaykit.message.Subscriber;
 import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
-import io.relaykit.monitor.MetricsListener;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.time.Duration;
@@ -22,7 +21,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Function;
-import java.util.function.Supplier;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
@@ -53,12 +51,6 @@ import org.springframework.expression.spel.support.SimpleEvaluationContext;
  * deadline is not acknowledged and is redelivered to the next consumer (at-least-once). Spring
  * waits for the callback up to the phase timeout.
  *
- * <p>Metrics: at start, every subscription whose spec names no {@link MetricsListener} of its
- * own gets the application's (see {@link RelaykitMonitoring}), so the transport reports its
- * handler timings and ignored records there ({@link SubscriptionSpec#metrics()}; the Kafka
- * transport reports handler timings and lag through its config's listener, which the starter sets
- * to the same one). {@link #specs()} lists the specs as found, before that.
- *
  * <p>Thread-safe; endpoints are collected while singletons are created, before start.
  */
 public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartLifecycle,
@@ -76,7 +68,6 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
   private final ObjectProvider<Subscriber> subscriber;
   private final ObjectProvider<IdempotencyStore> idempotency;
   private final ObjectProvider<Settings> settings;
-  private final Supplier<MetricsListener> metrics;
   private final Duration stopDeadline;
   private final List<Endpoint> endpoints = new CopyOnWriteArrayList<>();
   private final List<Subscription> running = new CopyOnWriteArrayList<>();
@@ -95,29 +86,9 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
   public RelaykitListenerRegistry(ObjectProvider<Subscriber> subscriber,
       ObjectProvider<IdempotencyStore> idempotency, ObjectProvider<Settings> settings,
       Duration shutdownPhaseTimeout) {
-    this(subscriber, idempotency, settings, () -> null, shutdownPhaseTimeout);
-  }
-
-  /**
-   * Creates the registry whose subscriptions report to a metrics listener; nothing is resolved
-   * until {@link #start()}.
-   *
-   * @param subscriber the transport's subscriber
-   * @param idempotency the idempotency store, for {@link RelaykitListener#idempotent()}
-   * @param settings the relaykit settings (the retry policy of every subscription), resolved
-   *     when the first listener method is found
-   * @param metrics called once per start: the listener of every subscription, or null for the
-   *     transport's default
-   * @param shutdownPhaseTimeout {@code spring.lifecycle.timeout-per-shutdown-phase}
-   * @throws NullPointerException if an argument is null
-   */
-  public RelaykitListenerRegistry(ObjectProvider<Subscriber> subscriber,
-      ObjectProvider<IdempotencyStore> idempotency, ObjectProvider<Settings> settings,
-      Supplier<MetricsListener> metrics, Duration shutdownPhaseTimeout) {
     this.subscriber = Objects.requireNonNull(subscriber, "subscriber");
     this.idempotency = Objects.requireNonNull(idempotency, "idempotency");
     this.settings = Objects.requireNonNull(settings, "settings");
-    this.metrics = Objects.requireNonNull(metrics, "metrics");
     this.stopDeadline = drainDeadline(shutdownPhaseTimeout);
   }
 
@@ -166,26 +137,15 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
       return;
     }
     Subscriber s = endpoints.isEmpty() ? null : subscriber.getObject();
-    MetricsListener m = endpoints.isEmpty() ? null : metrics.get();
     try {
       for (Endpoint e : endpoints) {
-        running.add(s.subscribe(withMetrics(e.spec, m), e.handler()));
+        running.add(s.subscribe(e.spec, e.handler()));
       }
     } catch (RuntimeException e) {
       closeAll(stopDeadline);
       throw e;
     }
     started = true;
-  }
-
-  /** {@code spec} reporting to {@code m}, unless it names its own listener or {@code m} is null. */
-  static SubscriptionSpec withMetrics(SubscriptionSpec spec, MetricsListener m) {
-    if (m == null || spec.metrics() != null) {
-      return spec;
-    }
-    return new SubscriptionSpec(spec.destination(), spec.group(), spec.ordering(),
-        spec.concurrency(), spec.maxInFlight(), spec.retryPolicy(), spec.handlerTimeout(),
-        spec.inbound(), spec.handlerThreads(), m);
   }
 
   @Override

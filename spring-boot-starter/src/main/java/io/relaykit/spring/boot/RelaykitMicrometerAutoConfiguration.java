@@ -17,9 +17,9 @@ import org.springframework.context.annotation.Bean;
  * singletons are created; relaykit calls made before that are not recorded (nothing is buffered).
  * Being a {@code MetricsListener} and a {@code LifecycleListener} bean, it is picked up by {@link
  * RelaykitMonitoring} with the application's other listeners: the starter's transport reports
- * every step (published and confirmed, delivered, acked, retried, dead-lettered) and, on Kafka,
- * consumer lag, in flight and handler timings; each {@link RelaykitListener} subscription reports
- * its handler timings; the relay reports the outbox backlog, oldest age, verdict and confirm times
+ * every step (published and confirmed, delivered, acked, retried, dead-lettered) and, for each
+ * subscription ({@link RelaykitListener} methods included), handler timings and, on Kafka,
+ * consumer lag and in flight; the relay reports the outbox backlog, oldest age, verdict and confirm times
  * and its own steps but published and confirmed, which its publisher reports.
  *
  * <p>Meter names, tags and bounds are the binder's ({@code relaykit.*}, at most 256 tag

@@ -16,7 +16,8 @@ import org.springframework.beans.factory.ObjectProvider;
  * binder of {@link RelaykitMicrometerAutoConfiguration} among them), composed once with core's
  * {@link MetricsListener#composite} and {@link LifecycleListener#composite} in {@link
  * org.springframework.core.annotation.Order} order, for the starter's beans: the transports'
- * publishers and subscribers, every {@link RelaykitListener} subscription and the relay.
+ * publishers and subscribers (whose metrics listener is the default of every subscription on
+ * them, {@link RelaykitListener} methods included, unless a spec names its own) and the relay.
  *
  * <p>The relay and the starter's publishers both report PUBLISHED and CONFIRMED for each relayed
  * message. {@link #relayLifecycle} therefore hands the relay every step but those two when its
