@@ -12,6 +12,7 @@ import io.relaykit.inprocess.InProcessTransport;
 import io.relaykit.message.Publisher;
 import io.relaykit.message.Subscriber;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.outbox.InMemoryOutboxStore;
 import io.relaykit.outbox.OutboxBound;
 import io.relaykit.outbox.OutboxRelay;
@@ -68,6 +69,11 @@ import org.springframework.core.env.Environment;
  *       {@link RelaykitRelayLifecycle} unless {@code relaykit.spring.relay.enabled=false}.
  *   <li>{@link RelaykitListenerRegistry}: subscribes the {@link RelaykitListener} methods, unless
  *       {@code relaykit.spring.listeners.enabled=false}.
+ *   <li>{@link RelaykitMonitoring}: the application's {@link MetricsListener} and {@link
+ *       LifecycleListener} beans (the Micrometer binder among them), composed and handed to the
+ *       starter's transport (the default listener of every subscription on it, {@link
+ *       RelaykitListener} methods included) and to the relay, so each step and each meter is
+ *       reported once.
  * </ul>
  *
  * <p>Every bean backs off when the application defines its own of the same type. Failure at
@@ -108,14 +114,15 @@ public class RelaykitAutoConfiguration {
    * @param deadLetters the dead-letter store
    * @param storage the JDBC storage, when {@code relaykit.storage=h2}
    * @param settings the settings
-   * @param customizers applied to the builder last, in order (the Micrometer binder's)
+   * @param monitoring the application's listeners (see {@link RelaykitMonitoring#relayLifecycle})
+   * @param customizers applied to the builder last, in order
    * @return the relay
    */
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
   public OutboxRelay relaykitOutboxRelay(TransactionalOutbox outbox, Publisher publisher,
       DeadLetterStore deadLetters, ObjectProvider<JdbcStorage> storage, Settings settings,
-      ObjectProvider<RelaykitRelayCustomizer> customizers) {
+      RelaykitMonitoring monitoring, ObjectProvider<RelaykitRelayCustomizer> customizers) {
     RelaySettings relay = RelaySettings.from(settings);
     JdbcStorage jdbc = storage.getIfAvailable();
     Duration lease = jdbc == null ? relay.lease()
@@ -128,6 +135,12 @@ public class RelaykitAutoConfiguration {
         .pollInterval(relay.pollInterval());
     if (relay.fixedBatchSize()) {
       b.batchSize(relay.batchSize());
+    }
+    if (monitoring.hasMetrics()) {
+      b.metrics(monitoring.metrics());
+    }
+    if (monitoring.hasLifecycle()) {
+      b.listener(monitoring.relayLifecycle(publisher));
     }
     customizers.orderedStream().forEach(c -> c.customize(b));
     return b.build();
@@ -146,6 +159,20 @@ public class RelaykitAutoConfiguration {
       matchIfMissing = true)
   public RelaykitRelayLifecycle relaykitRelayLifecycle(OutboxRelay relay, Environment env) {
     return new RelaykitRelayLifecycle(relay, RelaykitEnvironment.shutdownPhaseTimeout(env));
+  }
+
+  /**
+   * The application's {@link MetricsListener} and {@link LifecycleListener} beans, composed for
+   * the transport, the subscriptions and the relay.
+   *
+   * @param metrics the metrics listener beans, resolved at the first use
+   * @param lifecycle the lifecycle listener beans, resolved at the first use
+   * @return the holder
+   */
+  @Bean
+  public RelaykitMonitoring relaykitMonitoring(ObjectProvider<MetricsListener> metrics,
+      ObjectProvider<LifecycleListener> lifecycle) {
+    return new RelaykitMonitoring(metrics, lifecycle);
   }
 
   /**
@@ -253,8 +280,10 @@ public class RelaykitAutoConfiguration {
     /** One transport as both publisher and subscriber, so they see one another. */
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean({Publisher.class, Subscriber.class})
-    InProcessTransport relaykitInProcessTransport(DeadLetterStore deadLetters) {
-      return InProcessTransport.builder().deadLetters(deadLetters).build();
+    InProcessTransport relaykitInProcessTransport(DeadLetterStore deadLetters,
+        RelaykitMonitoring monitoring) {
+      return monitoring.reportsTo(InProcessTransport.builder().deadLetters(deadLetters)
+          .listener(monitoring.lifecycle()).metrics(monitoring.metrics()).build());
     }
   }
 
@@ -266,14 +295,19 @@ public class RelaykitAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    KafkaTransportConfig relaykitKafkaConfig(Settings settings) {
-      return KafkaTransportConfig.from(settings);
+    KafkaTransportConfig relaykitKafkaConfig(Settings settings, RelaykitMonitoring monitoring) {
+      return KafkaTransportConfig.from(settings).toBuilder().listener(monitoring.lifecycle())
+          .metrics(monitoring.metrics()).build();
     }
 
+    /** Reports to the application's listeners when the config is the starter's. */
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean(Publisher.class)
-    KafkaPublisher relaykitKafkaPublisher(KafkaTransportConfig config) {
-      return KafkaPublisher.create(config);
+    KafkaPublisher relaykitKafkaPublisher(KafkaTransportConfig config,
+        RelaykitMonitoring monitoring) {
+      KafkaPublisher publisher = KafkaPublisher.create(config);
+      return config.listener() == monitoring.lifecycle() ? monitoring.reportsTo(publisher)
+          : publisher;
     }
 
     /** Consumer groups, or share groups with {@code relaykit.kafka.group-type=share}. */
@@ -299,14 +333,18 @@ public class RelaykitAutoConfiguration {
 
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean(Publisher.class)
-    RabbitMqPublisher relaykitRabbitMqPublisher(RabbitMqTransportConfig config) {
-      return RabbitMqPublisher.create(config);
+    RabbitMqPublisher relaykitRabbitMqPublisher(RabbitMqTransportConfig config,
+        RelaykitMonitoring monitoring) {
+      return monitoring.reportsTo(RabbitMqPublisher.create(config, monitoring.lifecycle(),
+          InstantSource.system()));
     }
 
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean(Subscriber.class)
-    RabbitMqSubscriber relaykitRabbitMqSubscriber(RabbitMqTransportConfig config) {
-      return RabbitMqSubscriber.create(config);
+    RabbitMqSubscriber relaykitRabbitMqSubscriber(RabbitMqTransportConfig config,
+        RelaykitMonitoring monitoring) {
+      return RabbitMqSubscriber.create(config, monitoring.lifecycle(), monitoring.metrics(),
+          InstantSource.system());
     }
   }
 

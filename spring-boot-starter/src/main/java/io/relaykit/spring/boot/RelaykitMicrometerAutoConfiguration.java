@@ -15,10 +15,12 @@ import org.springframework.context.annotation.Bean;
  * <p>One {@link RelayKitMeterBinder} bean: Spring Boot binds it, as every {@code MeterBinder}
  * bean, to the application's registry (the composite one when there are several) once the
  * singletons are created; relaykit calls made before that are not recorded (nothing is buffered).
- * The starter's relay reports to it as its metrics listener (outbox backlog, oldest age, verdict,
- * confirm times) and its lifecycle listener (every step of every relayed message, published and
- * confirmed included: the starter's publishers report to no listener of their own). Subscriptions
- * of {@code @RelaykitListener} methods and the transports are not wired to it yet.
+ * Being a {@code MetricsListener} and a {@code LifecycleListener} bean, it is picked up by {@link
+ * RelaykitMonitoring} with the application's other listeners: the starter's transport reports
+ * every step (published and confirmed, delivered, acked, retried, dead-lettered) and, for each
+ * subscription ({@link RelaykitListener} methods included), handler timings and, on Kafka,
+ * consumer lag and in flight; the relay reports the outbox backlog, oldest age, verdict and confirm times
+ * and its own steps but published and confirmed, which its publisher reports.
  *
  * <p>Meter names, tags and bounds are the binder's ({@code relaykit.*}, at most 256 tag
  * combinations per meter). Define your own {@code RelayKitMeterBinder} bean to change them; this
@@ -48,16 +50,5 @@ public class RelaykitMicrometerAutoConfiguration {
   @ConditionalOnMissingBean
   public RelayKitMeterBinder relaykitMeterBinder() {
     return RelayKitMeterBinder.builder().build();
-  }
-
-  /**
-   * Attaches the binder to the starter's relay.
-   *
-   * @param binder the binder
-   * @return the customizer
-   */
-  @Bean
-  public RelaykitRelayCustomizer relaykitRelayMeters(RelayKitMeterBinder binder) {
-    return builder -> builder.metrics(binder).listener(binder);
   }
 }
