@@ -1,14 +1,12 @@
 package io.relaykit.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.relaykit.monitor.BacklogMonitor;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.ForwardingOutboxStore;
-import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,8 +24,6 @@ import org.openqa.selenium.JavascriptExecutor;
 import org.openqa.selenium.OutputType;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
-import org.openqa.selenium.chrome.ChromeDriverService;
-import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
 /**
@@ -40,8 +36,6 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * {@code -Drelaykit.screenshot=$PWD/docs/status-chart.png}).
  */
 class StatusChartBrowserTest {
-  private static final Path CHROMIUM = Path.of("/usr/bin/chromium");
-  private static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
   private static final Duration WAIT = Duration.ofSeconds(30);
   /** Short, so a burst of a few seconds is many samples (the ring then spans one minute). */
   private static final Duration SAMPLE_PERIOD = Duration.ofMillis(100);
@@ -78,16 +72,11 @@ class StatusChartBrowserTest {
   /** While set, the relay's claims find nothing: the relay idles, as if it were down. */
   private volatile boolean relayPaused;
   private RunningDemo demo;
-  private ChromeDriverService service;
+  private HeadlessChromium browser;
   private ChromeDriver driver;
 
   @BeforeEach
   void start() throws Exception {
-    if (!Files.isExecutable(CHROMIUM) || !Files.isExecutable(CHROMEDRIVER)) {
-      fail("the browser test needs " + CHROMIUM + " and " + CHROMEDRIVER + "; install them with"
-          + " `apt-get install -y --no-install-recommends chromium chromium-driver`"
-          + " (./relaykit test does it for you)");
-    }
     demo = RunningDemo.start(new DemoOptions("127.0.0.1", 0, data, "h2", "memory", 0, "POISON",
         Duration.ofSeconds(2)), Map.of(), new CheckoutApp.Tuning(SAMPLE_PERIOD, THRESHOLDS,
         store -> new ForwardingOutboxStore(store) {
@@ -102,27 +91,14 @@ class StatusChartBrowserTest {
             return relayPaused ? List.of() : super.claim(owner, max, maxRun, lease, now);
           }
         }));
-    service = new ChromeDriverService.Builder()
-        .usingDriverExecutable(CHROMEDRIVER.toFile())
-        .usingAnyFreePort()
-        .withLogFile(new File("target/chromedriver-chart.log"))
-        .build();
-    ChromeOptions options = new ChromeOptions();
-    options.setBinary(CHROMIUM.toFile());
-    options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-        "--no-first-run", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--disable-dev-shm-usage", "--window-size=1100,1300",
-        "--user-data-dir=" + profile.toAbsolutePath());
-    driver = new ChromeDriver(service, options);
+    browser = new HeadlessChromium(profile, "chromedriver-chart.log");
+    driver = browser.driver();
   }
 
   @AfterEach
   void stop() {
-    if (driver != null) {
-      driver.quit();
-    }
-    if (service != null) {
-      service.stop();
+    if (browser != null) {
+      browser.close();
     }
     if (demo != null) {
       demo.close();

@@ -1,9 +1,7 @@
 package io.relaykit.examples;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.fail;
 
-import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -20,8 +18,6 @@ import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
-import org.openqa.selenium.chrome.ChromeDriverService;
-import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 
@@ -31,8 +27,6 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  * Saves {@code target/status-page.png}.
  */
 class StatusPageBrowserTest {
-  private static final Path CHROMIUM = Path.of("/usr/bin/chromium");
-  private static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
   private static final Duration WAIT = Duration.ofSeconds(30);
 
   @TempDir
@@ -40,39 +34,21 @@ class StatusPageBrowserTest {
   @TempDir
   Path profile;
   private RunningDemo demo;
-  private ChromeDriverService service;
+  private HeadlessChromium browser;
   private WebDriver driver;
 
   @BeforeEach
   void start() throws Exception {
-    if (!Files.isExecutable(CHROMIUM) || !Files.isExecutable(CHROMEDRIVER)) {
-      fail("the browser test needs " + CHROMIUM + " and " + CHROMEDRIVER + "; install them with"
-          + " `apt-get install -y --no-install-recommends chromium chromium-driver`"
-          + " (./relaykit test does it for you)");
-    }
     demo = RunningDemo.start(new DemoOptions("127.0.0.1", 0, data, "h2", "memory", 0, "POISON",
         Duration.ofSeconds(2)));
-    service = new ChromeDriverService.Builder()
-        .usingDriverExecutable(CHROMEDRIVER.toFile())
-        .usingAnyFreePort()
-        .withLogFile(new File("target/chromedriver.log"))
-        .build();
-    ChromeOptions options = new ChromeOptions();
-    options.setBinary(CHROMIUM.toFile());
-    options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-        "--no-first-run", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--disable-dev-shm-usage", "--window-size=1100,1300",
-        "--user-data-dir=" + profile.toAbsolutePath());
-    driver = new ChromeDriver(service, options);
+    browser = new HeadlessChromium(profile, "chromedriver.log");
+    driver = browser.driver();
   }
 
   @AfterEach
   void stop() {
-    if (driver != null) {
-      driver.quit();
-    }
-    if (service != null) {
-      service.stop();
+    if (browser != null) {
+      browser.close();
     }
     if (demo != null) {
       demo.close();
