@@ -4,10 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
-import com.rabbitmq.client.ConnectionFactory;
 import io.relaykit.transport.rabbitmq.RabbitMqTopology;
 import io.relaykit.transport.rabbitmq.RabbitMqTransportConfig;
-import java.util.ArrayList;
 import java.util.List;
 import org.springframework.core.env.Environment;
 
@@ -21,31 +19,18 @@ class RabbitMqListenerLifecycleTest extends AbstractListenerLifecycleTest {
 
   @Override
   List<String> transportProperties() {
-    List<String> props = new ArrayList<>(List.of(
-        "relaykit.transport=rabbitmq",
-        "relaykit.rabbitmq.connection-name=" + AbstractOutboxTransactionTest.unique("spring"),
-        "relaykit.rabbitmq.delay-levels=200ms,600ms",
-        "relaykit.rabbitmq.confirm-timeout=20s",
-        "relaykit.rabbitmq.close-timeout=10s",
-        "test.destination=" + AbstractOutboxTransactionTest.unique("rk-test-spring-orders")));
-    String uri = System.getenv(RabbitMqTransportConfig.URI_ENV);
-    if (uri != null && !uri.isBlank()) {
-      props.add("spring.rabbitmq.addresses=" + uri);
-    } else {
-      props.addAll(List.of("spring.rabbitmq.host=127.0.0.1", "spring.rabbitmq.port=5672",
-          "spring.rabbitmq.username=guest", "spring.rabbitmq.password=guest"));
-    }
+    List<String> props = RabbitMqTestBroker.properties("200ms,600ms");
+    props.add("test.destination=" + AbstractOutboxTransactionTest.unique("rk-test-spring-orders"));
     return props;
   }
 
   /** Both groups acknowledged the drained message: nothing is left in their queues. */
   @Override
   void afterDrain(Environment env, String id) throws Exception {
-    RabbitMqTransportConfig config =
-        RabbitMqTransportConfig.from(RelaykitEnvironment.settings(env));
+    RabbitMqTransportConfig config = RabbitMqTestBroker.config(env);
     RabbitMqTopology topology = RabbitMqTopology.of(config);
     String destination = env.getRequiredProperty("test.destination");
-    try (Connection c = connect(config); Channel ch = c.createChannel()) {
+    try (Connection c = RabbitMqTestBroker.admin(config); Channel ch = c.createChannel()) {
       for (String group : groups(env)) {
         for (String queue : topology.queues(destination, group).allQueues()) {
           assertThat(ch.queueDeclarePassive(queue).getMessageCount())
@@ -57,11 +42,10 @@ class RabbitMqListenerLifecycleTest extends AbstractListenerLifecycleTest {
 
   @Override
   void cleanUp(Environment env) throws Exception {
-    RabbitMqTransportConfig config =
-        RabbitMqTransportConfig.from(RelaykitEnvironment.settings(env));
+    RabbitMqTransportConfig config = RabbitMqTestBroker.config(env);
     RabbitMqTopology topology = RabbitMqTopology.of(config);
     String destination = env.getRequiredProperty("test.destination");
-    try (Connection c = connect(config)) {
+    try (Connection c = RabbitMqTestBroker.admin(config)) {
       List<String> groups = groups(env);
       for (int i = 0; i < groups.size(); i++) {
         topology.delete(c, destination, groups.get(i), i == groups.size() - 1);
@@ -74,9 +58,4 @@ class RabbitMqListenerLifecycleTest extends AbstractListenerLifecycleTest {
     return List.of(group, group + "-once");
   }
 
-  private static Connection connect(RabbitMqTransportConfig config) throws Exception {
-    ConnectionFactory f = new ConnectionFactory();
-    f.setUri(config.uri());
-    return f.newConnection("spring-starter-test-admin");
-  }
 }

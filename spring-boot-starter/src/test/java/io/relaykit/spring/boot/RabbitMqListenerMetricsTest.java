@@ -1,10 +1,8 @@
 package io.relaykit.spring.boot;
 
 import com.rabbitmq.client.Connection;
-import com.rabbitmq.client.ConnectionFactory;
 import io.relaykit.transport.rabbitmq.RabbitMqTopology;
 import io.relaykit.transport.rabbitmq.RabbitMqTransportConfig;
-import java.util.ArrayList;
 import java.util.List;
 import org.springframework.core.env.Environment;
 
@@ -17,31 +15,15 @@ class RabbitMqListenerMetricsTest extends AbstractListenerMetricsTest {
 
   @Override
   List<String> transportProperties(String... destinations) {
-    List<String> props = new ArrayList<>(List.of(
-        "relaykit.transport=rabbitmq",
-        "relaykit.rabbitmq.connection-name=" + AbstractOutboxTransactionTest.unique("spring"),
-        "relaykit.rabbitmq.delay-levels=50ms,100ms",
-        "relaykit.rabbitmq.confirm-timeout=20s",
-        "relaykit.rabbitmq.close-timeout=10s"));
-    String uri = System.getenv(RabbitMqTransportConfig.URI_ENV);
-    if (uri != null && !uri.isBlank()) {
-      props.add("spring.rabbitmq.addresses=" + uri);
-    } else {
-      props.addAll(List.of("spring.rabbitmq.host=127.0.0.1", "spring.rabbitmq.port=5672",
-          "spring.rabbitmq.username=guest", "spring.rabbitmq.password=guest"));
-    }
-    return props;
+    return RabbitMqTestBroker.properties("50ms,100ms");
   }
 
   @Override
   void cleanUp(Environment env) throws Exception {
-    RabbitMqTransportConfig config =
-        RabbitMqTransportConfig.from(RelaykitEnvironment.settings(env));
+    RabbitMqTransportConfig config = RabbitMqTestBroker.config(env);
     RabbitMqTopology topology = RabbitMqTopology.of(config);
     String group = env.getRequiredProperty("test.group");
-    ConnectionFactory f = new ConnectionFactory();
-    f.setUri(config.uri());
-    try (Connection c = f.newConnection("spring-starter-test-admin")) {
+    try (Connection c = RabbitMqTestBroker.admin(config)) {
       topology.delete(c, env.getRequiredProperty("test.destination"), group, true);
       topology.delete(c, env.getRequiredProperty("test.fail-destination"), group + "-fail", true);
     }
