@@ -87,7 +87,10 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   private final Series<AtomicLong> deadLetters = new Series<>(RelayKitMeter.DEAD_LETTERS);
   private final Series<AtomicLong> verdict = new Series<>(RelayKitMeter.BACKLOG_VERDICT);
   private final Series<ReportQueue> reportQueues = new Series<>(RelayKitMeter.REPORT_QUEUE_DEPTH);
-  /** Consumers (destination, group) whose runtime reported a partition: their sum is not kept. */
+  /**
+   * Consumers (destination, group) whose runtime reported a partition: their sum is not kept.
+   * An entry is added only once a partition series exists, so the lag series bound bounds it.
+   */
   private final Map<Key, Boolean> partitioned = new ConcurrentHashMap<>();
   private volatile Map<RelayKitMeter, Counter> overflow = Map.of();
   /** {@link #relayListener()}: the steps the relay reports but its publisher does not. */
@@ -306,11 +309,18 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
    */
   @Override
   public void consumerLag(String destination, String group, long lag) {
-    if (partitioned.containsKey(new Key(destination, group, ""))) {
+    Key consumer = new Key(destination, group, "");
+    if (partitioned.containsKey(consumer)) {
       return;
     }
-    AtomicLong v = this.lag.get(new Key(destination, group, PARTITION_ALL),
-        k -> lagGauge(k, registry.get()));
+    AtomicLong v;
+    synchronized (this.lag) { // against partitionLag removing the sum between check and create
+      if (partitioned.containsKey(consumer)) {
+        return;
+      }
+      v = this.lag.get(new Key(destination, group, PARTITION_ALL),
+          k -> lagGauge(k, registry.get()));
+    }
     if (v != null) {
       v.set(lag);
     }
@@ -319,23 +329,29 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   /** {@inheritDoc} Sets {@code relaykit.consumer.lag{destination, group, partition}}. */
   @Override
   public void partitionLag(String destination, String group, int partition, long lag) {
+    AtomicLong v = this.lag.get(new Key(destination, group, Integer.toString(partition)),
+        k -> lagGauge(k, registry.get()));
+    if (v == null) {
+      return; // over the series bound (counted), or not bound yet
+    }
+    // Marked only once a partition series exists: the marks stay within the series bound.
     Key consumer = new Key(destination, group, "");
-    if (partitioned.putIfAbsent(consumer, Boolean.TRUE) == null) {
-      AtomicLong sum = this.lag.remove(new Key(destination, group, PARTITION_ALL));
-      if (sum != null) {
-        MeterRegistry r = registry.get();
-        Meter all = r.find(name(RelayKitMeter.CONSUMER_LAG)).tags("destination", tag(destination),
-            "group", tag(group), "partition", PARTITION_ALL).meter();
-        if (all != null) {
-          r.remove(all);
+    if (!partitioned.containsKey(consumer)) {
+      synchronized (this.lag) {
+        if (partitioned.putIfAbsent(consumer, Boolean.TRUE) == null) {
+          AtomicLong sum = this.lag.remove(new Key(destination, group, PARTITION_ALL));
+          if (sum != null) {
+            MeterRegistry r = registry.get();
+            Meter all = r.find(name(RelayKitMeter.CONSUMER_LAG)).tags("destination",
+                tag(destination), "group", tag(group), "partition", PARTITION_ALL).meter();
+            if (all != null) {
+              r.remove(all);
+            }
+          }
         }
       }
     }
-    AtomicLong v = this.lag.get(new Key(destination, group, Integer.toString(partition)),
-        k -> lagGauge(k, registry.get()));
-    if (v != null) {
-      v.set(lag);
-    }
+    v.set(lag);
   }
 
   private AtomicLong lagGauge(Key k, MeterRegistry r) {
