@@ -278,4 +278,29 @@ class RelayKitMeterBinderTest {
       assertThat(registry.get("relaykit.publish.confirm.duration").timer().count()).isEqualTo(1);
     }
   }
+
+  @Test
+  @DisplayName("a report queue's depth, bytes and drops are read from the real queue, and its"
+      + " drops by reason arrive through the binder as its metrics listener")
+  void reportQueueGauges() {
+    RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+    io.relaykit.queue.ReportQueue queue = io.relaykit.queue.ReportQueue.builder()
+        .journal(new io.relaykit.queue.InMemoryJournal()).capacity(3)
+        .dropPolicy(io.relaykit.queue.DropPolicy.DROP_OLDEST).name("client").metrics(binder)
+        .build();
+    queue.restore();
+    binder.reportQueue("client", queue);
+    for (int i = 0; i < 5; i++) {
+      queue.enqueue(new io.relaykit.queue.ReportEvent("e-" + i, "page.viewed", "{\"n\":" + i + "}"));
+    }
+    assertThat(registry.get("relaykit.report.queue.depth").tag("queue", "client").gauge().value())
+        .isEqualTo(3.0);
+    assertThat(registry.get("relaykit.report.queue.bytes").tag("queue", "client").gauge().value())
+        .isEqualTo((double) queue.stats().bytes()).isPositive();
+    assertThat(registry.get("relaykit.report.queue.dropped").tag("queue", "client")
+        .functionCounter().count()).isEqualTo(2.0);
+    assertThat(registry.find("relaykit.messages.dropped").tag("destination", "client").counters()
+        .stream().mapToDouble(io.micrometer.core.instrument.Counter::count).sum())
+        .as("drops by reason").isEqualTo(2.0);
+  }
 }
