@@ -210,7 +210,17 @@ class RelayKitMeterBinderTest {
           .value(TimeUnit.MILLISECONDS)).isEqualTo(1500);
       assertThat(registry.get("relaykit.dead.letters").tag("destination", "orders").gauge()
           .value()).isEqualTo(2);
-      assertThat(registry.get("relaykit.backlog.verdict").gauge().value()).isEqualTo(3);
+      assertThat(registry.get("relaykit.backlog.verdict").tags("destination", "outbox", "group", "relay")
+          .gauge().value()).isEqualTo(3);
+      // Two groups on one topic keep a verdict each.
+      binder.backlog("orders", "sms", new BacklogSnapshot(BacklogVerdict.STALLED, T0, 4,
+          Duration.ofSeconds(1), 3, Duration.ofSeconds(10), 0.0));
+      binder.backlog("orders", "coupon", new BacklogSnapshot(BacklogVerdict.HEALTHY, T0, 0,
+          Duration.ZERO, 3, Duration.ofSeconds(10), 0.0));
+      assertThat(registry.get("relaykit.backlog.verdict").tags("destination", "orders", "group",
+          "sms").gauge().value()).isEqualTo(3);
+      assertThat(registry.get("relaykit.backlog.verdict").tags("destination", "orders", "group",
+          "coupon").gauge().value()).isZero();
       assertThat(List.of(BacklogVerdict.values()).stream()
           .map(RelayKitMeterBinder::verdictValue).toList()).containsExactly(0, 1, 2, 3, 4);
     }

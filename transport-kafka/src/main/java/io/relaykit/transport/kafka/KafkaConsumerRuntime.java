@@ -837,7 +837,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     MetricsListener.safely(metrics, m -> m.inFlight(topic, spec.group(), sample.inFlight()));
     MetricsListener.safely(metrics,
         m -> m.oldestInFlightAge(topic, spec.group(), sample.oldestInFlightAge()));
-    MetricsListener.safely(metrics, m -> m.backlog(topic, snapshot));
+    MetricsListener.safely(metrics, m -> m.backlog(topic, spec.group(), snapshot));
   }
 
   /** Poll thread: the source partitions whose lag was last reported, to zero them when gone. */
