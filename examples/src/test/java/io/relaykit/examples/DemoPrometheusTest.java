@@ -177,7 +177,7 @@ class DemoPrometheusTest {
         seen[1] = RelayKitMeterBinder.verdictValue(demo.app().relayBacklog().verdict());
         return s;
       }, s -> seen[0] == seen[1]);
-      assertThat(value(agreed, "relaykit_backlog_verdict", "destination", "outbox"))
+      assertThat(value(agreed, "relaykit_backlog_verdict", "destination", "outbox", "group", "relay"))
           .as("verdict gauge").isEqualTo(seen[0]);
     }
   }

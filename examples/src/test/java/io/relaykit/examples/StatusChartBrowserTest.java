@@ -37,8 +37,12 @@ import org.openqa.selenium.support.ui.WebDriverWait;
  */
 class StatusChartBrowserTest {
   private static final Duration WAIT = Duration.ofSeconds(30);
-  /** Short, so a burst of a few seconds is many samples (the ring then spans one minute). */
-  private static final Duration SAMPLE_PERIOD = Duration.ofMillis(100);
+  /**
+   * Short, so a burst of a few seconds is many samples; the 600-sample ring then spans 2.5 min,
+   * well over what the test's waits can add up to on a loaded machine, so the quiet start is
+   * still in the ring when the drain is drawn.
+   */
+  private static final Duration SAMPLE_PERIOD = Duration.ofMillis(250);
   /**
    * The demo's thresholds scaled to the short period: a 3 s window, growth from 5 rows a second,
    * a stall once the oldest row has waited 1 s without moving (the demo: 5 min, 1/s, 1 min).

@@ -170,6 +170,19 @@ public interface MetricsListener {
   default void backlog(String destination, BacklogSnapshot snapshot) {}
 
   /**
+   * A consumer group's backlog snapshot for {@code destination}: as {@link #backlog(String,
+   * BacklogSnapshot)}, which it calls by default, but naming the group, so two groups reading one
+   * destination are told apart. The consumers that have a group (Kafka's) call this one.
+   *
+   * @param destination the topic or queue
+   * @param group the consumer group
+   * @param snapshot the monitor's current snapshot
+   */
+  default void backlog(String destination, String group, BacklogSnapshot snapshot) {
+    backlog(destination, snapshot);
+  }
+
+  /**
    * Consumer {@code group} of {@code destination} stopped for good on an error it cannot recover
    * from (an offset it may not reset, missing authorization, a fenced member): an event, once per
    * subscription, not a gauge. The subscription no longer runs; {@code cause} says why.
@@ -266,6 +279,11 @@ public interface MetricsListener {
       @Override
       public void backlog(String destination, BacklogSnapshot snapshot) {
         copy.forEach(l -> safely(l, x -> x.backlog(destination, snapshot)));
+      }
+
+      @Override
+      public void backlog(String destination, String group, BacklogSnapshot snapshot) {
+        copy.forEach(l -> safely(l, x -> x.backlog(destination, group, snapshot)));
       }
 
       @Override

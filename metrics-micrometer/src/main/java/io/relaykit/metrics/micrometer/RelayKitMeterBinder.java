@@ -448,11 +448,30 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   }
 
   /**
-   * {@inheritDoc} Sets {@code relaykit.backlog.verdict{destination}} to {@link #verdictValue}.
+   * {@inheritDoc} Sets {@code relaykit.backlog.verdict{destination, group="relay"}} (the outbox
+   * relay's verdict: no consumer group) to {@link #verdictValue}.
    */
   @Override
   public void backlog(String destination, BacklogSnapshot snapshot) {
-    set(verdict, RelayKitMeter.BACKLOG_VERDICT, destination, verdictValue(snapshot.verdict()));
+    backlog(destination, "relay", snapshot);
+  }
+
+  /**
+   * {@inheritDoc} Sets {@code relaykit.backlog.verdict{destination, group}} to {@link
+   * #verdictValue}: one series per group, so two groups on one topic do not overwrite each other.
+   */
+  @Override
+  public void backlog(String destination, String group, BacklogSnapshot snapshot) {
+    AtomicLong v = verdict.get(new Key(destination, group == null ? "relay" : group, ""), k -> {
+      AtomicLong g = new AtomicLong();
+      Gauge.builder(name(RelayKitMeter.BACKLOG_VERDICT), g, AtomicLong::doubleValue)
+          .tags("destination", k.a, "group", k.b)
+          .description(RelayKitMeter.BACKLOG_VERDICT.description()).register(registry.get());
+      return g;
+    });
+    if (v != null) {
+      v.set(verdictValue(snapshot.verdict()));
+    }
   }
 
   /** {@inheritDoc} Counts in {@code relaykit.consumer.failed{destination, group}}. */

@@ -210,7 +210,17 @@ class RelayKitMeterBinderTest {
           .value(TimeUnit.MILLISECONDS)).isEqualTo(1500);
       assertThat(registry.get("relaykit.dead.letters").tag("destination", "orders").gauge()
           .value()).isEqualTo(2);
-      assertThat(registry.get("relaykit.backlog.verdict").gauge().value()).isEqualTo(3);
+      assertThat(registry.get("relaykit.backlog.verdict").tags("destination", "outbox", "group", "relay")
+          .gauge().value()).isEqualTo(3);
+      // Two groups on one topic keep a verdict each.
+      binder.backlog("orders", "sms", new BacklogSnapshot(BacklogVerdict.STALLED, T0, 4,
+          Duration.ofSeconds(1), 3, Duration.ofSeconds(10), 0.0));
+      binder.backlog("orders", "coupon", new BacklogSnapshot(BacklogVerdict.HEALTHY, T0, 0,
+          Duration.ZERO, 3, Duration.ofSeconds(10), 0.0));
+      assertThat(registry.get("relaykit.backlog.verdict").tags("destination", "orders", "group",
+          "sms").gauge().value()).isEqualTo(3);
+      assertThat(registry.get("relaykit.backlog.verdict").tags("destination", "orders", "group",
+          "coupon").gauge().value()).isZero();
       assertThat(List.of(BacklogVerdict.values()).stream()
           .map(RelayKitMeterBinder::verdictValue).toList()).containsExactly(0, 1, 2, 3, 4);
     }
@@ -277,5 +287,30 @@ class RelayKitMeterBinderTest {
       assertThat(registry.get("relaykit.handler.duration").timer().count()).isEqualTo(1);
       assertThat(registry.get("relaykit.publish.confirm.duration").timer().count()).isEqualTo(1);
     }
+  }
+
+  @Test
+  @DisplayName("a report queue's depth, bytes and drops are read from the real queue, and its"
+      + " drops by reason arrive through the binder as its metrics listener")
+  void reportQueueGauges() {
+    RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+    io.relaykit.queue.ReportQueue queue = io.relaykit.queue.ReportQueue.builder()
+        .journal(new io.relaykit.queue.InMemoryJournal()).capacity(3)
+        .dropPolicy(io.relaykit.queue.DropPolicy.DROP_OLDEST).name("client").metrics(binder)
+        .build();
+    queue.restore();
+    binder.reportQueue("client", queue);
+    for (int i = 0; i < 5; i++) {
+      queue.enqueue(new io.relaykit.queue.ReportEvent("e-" + i, "page.viewed", "{\"n\":" + i + "}"));
+    }
+    assertThat(registry.get("relaykit.report.queue.depth").tag("queue", "client").gauge().value())
+        .isEqualTo(3.0);
+    assertThat(registry.get("relaykit.report.queue.bytes").tag("queue", "client").gauge().value())
+        .isEqualTo((double) queue.stats().bytes()).isPositive();
+    assertThat(registry.get("relaykit.report.queue.dropped").tag("queue", "client")
+        .functionCounter().count()).isEqualTo(2.0);
+    assertThat(registry.find("relaykit.messages.dropped").tag("destination", "client").counters()
+        .stream().mapToDouble(io.micrometer.core.instrument.Counter::count).sum())
+        .as("drops by reason").isEqualTo(2.0);
   }
 }

@@ -820,14 +820,28 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       return; // the clock stepped back: skip this sample rather than feed the monitor disorder
     }
     BacklogSnapshot snapshot = monitor.snapshot();
-    MetricsListener.safely(metrics, m -> {
-      m.consumerLag(topic, spec.group(), sample.totalLag());
-      byPartition.forEach((p, l) -> m.partitionLag(topic, spec.group(), p, l));
-      m.inFlight(topic, spec.group(), sample.inFlight());
-      m.oldestInFlightAge(topic, spec.group(), sample.oldestInFlightAge());
-      m.backlog(topic, snapshot);
-    });
+    // A partition this member reported before and no longer holds (revoked, lost) reads 0 once:
+    // its lag is its new owner's to report, and a gauge must not keep this member's last value.
+    for (java.util.Iterator<Integer> it = lagReported.iterator(); it.hasNext(); ) {
+      Integer p = it.next();
+      if (!byPartition.containsKey(p)) {
+        it.remove();
+        MetricsListener.safely(metrics, m -> m.partitionLag(topic, spec.group(), p, 0));
+      }
+    }
+    lagReported.addAll(byPartition.keySet());
+    // One call each: a listener that throws on one still gets the others.
+    MetricsListener.safely(metrics, m -> m.consumerLag(topic, spec.group(), sample.totalLag()));
+    byPartition.forEach((p, l) -> MetricsListener.safely(metrics,
+        m -> m.partitionLag(topic, spec.group(), p, l)));
+    MetricsListener.safely(metrics, m -> m.inFlight(topic, spec.group(), sample.inFlight()));
+    MetricsListener.safely(metrics,
+        m -> m.oldestInFlightAge(topic, spec.group(), sample.oldestInFlightAge()));
+    MetricsListener.safely(metrics, m -> m.backlog(topic, spec.group(), snapshot));
   }
+
+  /** Poll thread: the source partitions whose lag was last reported, to zero them when gone. */
+  private final java.util.Set<Integer> lagReported = new java.util.HashSet<>();
 
   /** Runs on the poll thread, inside {@code poll}. */
   private final class Rebalance implements ConsumerRebalanceListener {

@@ -164,6 +164,42 @@ class KafkaFailurePathTest {
   }
 
   @Test
+  @DisplayName("a partition that moved to another member reads 0 in this member's lag, not the"
+      + " last lag it had there")
+  void revokedPartitionLagReadsZero() {
+    String topic = newTopic("lagmove", 2);
+    String group = topic + "-g";
+    publishAll(topic, KafkaTestSupport.numberedMessages(40, i -> "k" + i));
+    // partition -> the last lag member A reported for it
+    java.util.Map<Integer, Long> lastLag = new java.util.concurrent.ConcurrentHashMap<>();
+    io.relaykit.monitor.MetricsListener metrics = new io.relaykit.monitor.MetricsListener() {
+      @Override
+      public void partitionLag(String destination, String g, int partition, long lag) {
+        lastLag.put(partition, lag);
+      }
+    };
+    CountDownLatch release = new CountDownLatch(1);
+    try {
+      // A holds both partitions with one blocked handler and room for one more record: it stops
+      // fetching, so both partitions keep a lag.
+      clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group).concurrency(1)
+          .maxInFlight(2).metrics(metrics).build(), d -> release.await());
+      Await.until(WAIT, "member A reports a lag on both partitions", () ->
+          lastLag.getOrDefault(0, 0L) > 0 && lastLag.getOrDefault(1, 0L) > 0);
+
+      List<Integer> handledByB = new CopyOnWriteArrayList<>();
+      clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group).build(),
+          d -> handledByB.add(seq(d)));
+      Await.until(WAIT, "member B took a partition over and handles its records",
+          () -> !handledByB.isEmpty());
+      Await.until(WAIT, "member A reports 0 for the partition it gave up (last: " + lastLag + ")",
+          () -> lastLag.containsValue(0L));
+    } finally {
+      release.countDown();
+    }
+  }
+
+  @Test
   @DisplayName("an auto.offset.reset that Kafka does not know is refused when the config is built")
   void unknownOffsetResetIsRefused() {
     org.assertj.core.api.Assertions.assertThatThrownBy(() -> KafkaTestSupport.config()
