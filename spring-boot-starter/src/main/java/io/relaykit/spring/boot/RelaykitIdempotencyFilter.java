@@ -71,6 +71,7 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
 
   private final IdempotencyKeyProtocol protocol;
   private final List<PathPattern> paths;
+  private final List<PathPattern> excluded;
   private final Set<String> methods;
   private final int maxRequestBytes;
 
@@ -88,6 +89,25 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
    */
   public RelaykitIdempotencyFilter(IdempotencyKeyProtocol protocol, List<String> paths,
       List<String> methods, int maxRequestBytes) {
+    this(protocol, paths, List.of(), methods, maxRequestBytes);
+  }
+
+  /**
+   * A filter over {@code protocol} that skips the {@code excluded} paths even where {@code paths}
+   * match them (the auto-configuration excludes the Actuator's base path).
+   *
+   * @param protocol the protocol (its stores, lease and bounds)
+   * @param paths path patterns in Spring's {@link PathPattern} syntax ({@code /orders/**}),
+   *     matched against the path without the context path; not empty
+   * @param excluded path patterns never filtered; may be empty
+   * @param methods request methods, any case; not empty
+   * @param maxRequestBytes the longest request body accepted; positive
+   * @throws NullPointerException if an argument is null
+   * @throws IllegalArgumentException if {@code paths} or {@code methods} is empty, a pattern is
+   *     malformed, or {@code maxRequestBytes} is not positive
+   */
+  public RelaykitIdempotencyFilter(IdempotencyKeyProtocol protocol, List<String> paths,
+      List<String> excluded, List<String> methods, int maxRequestBytes) {
     this.protocol = Objects.requireNonNull(protocol, "protocol");
     if (Objects.requireNonNull(paths, "paths").isEmpty()) {
       throw new IllegalArgumentException("paths must name at least one path pattern");
@@ -99,16 +119,8 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
       throw new IllegalArgumentException("maxRequestBytes must be positive, was "
           + maxRequestBytes);
     }
-    List<PathPattern> parsed = new ArrayList<>();
-    for (String p : paths) {
-      try {
-        parsed.add(PathPatternParser.defaultInstance.parse(p.strip()));
-      } catch (RuntimeException e) {
-        throw new IllegalArgumentException("path pattern '" + p + "' is malformed: "
-            + e.getMessage(), e);
-      }
-    }
-    this.paths = List.copyOf(parsed);
+    this.paths = parse(paths);
+    this.excluded = parse(Objects.requireNonNull(excluded, "excluded"));
     this.methods = methods.stream().map(m -> m.strip().toUpperCase(Locale.ROOT))
         .collect(Collectors.toUnmodifiableSet());
     this.maxRequestBytes = maxRequestBytes;
@@ -125,12 +137,30 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
       return true;
     }
     PathContainer path = PathContainer.parsePath(pathOf(request));
+    for (PathPattern p : excluded) {
+      if (p.matches(path)) {
+        return true;
+      }
+    }
     for (PathPattern p : paths) {
       if (p.matches(path)) {
         return false;
       }
     }
     return true;
+  }
+
+  private static List<PathPattern> parse(List<String> patterns) {
+    List<PathPattern> parsed = new ArrayList<>();
+    for (String p : patterns) {
+      try {
+        parsed.add(PathPatternParser.defaultInstance.parse(p.strip()));
+      } catch (RuntimeException e) {
+        throw new IllegalArgumentException("path pattern '" + p + "' is malformed: "
+            + e.getMessage(), e);
+      }
+    }
+    return List.copyOf(parsed);
   }
 
   private static String pathOf(HttpServletRequest request) {

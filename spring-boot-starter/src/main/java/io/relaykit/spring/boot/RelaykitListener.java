@@ -23,7 +23,7 @@ import java.lang.annotation.Target;
  *
  * <pre>{@code
  * @RelaykitListener(destination = "orders", group = "sms", idempotent = true,
- *     idempotencyKey = "key + ':sms'")
+ *     idempotencyKey = "(hasKey ? key : id) + ':sms'")
  * void sendSms(Message order) { ... }
  * }</pre>
  */
@@ -87,9 +87,16 @@ public @interface RelaykitListener {
 
   /**
    * The business key of a message, a SpEL expression evaluated on the {@link
-   * io.relaykit.message.Message} ({@code key + ':sms'}, {@code headers['order-id']}); empty (the
-   * default) for the group and the message id ({@code <group>:<id>}). Used when {@link
-   * #idempotent()} is set.
+   * io.relaykit.message.Message} ({@code (hasKey ? key : id) + ':sms'}, {@code
+   * headers['order-id']}; the root is {@link RelaykitListenerRegistry.KeySource}); empty (the
+   * default) for the group and the message id. Used when {@link #idempotent()} is set.
+   *
+   * <p>Stored as {@code listener:key:<value>}, or by default {@code listener:id:<group
+   * length>:<group>:<id>} (unambiguous whatever the group and id contain, and apart from the HTTP
+   * filter's {@code http:} keys in the same store). Reading {@code key} on a message without one,
+   * an expression that fails, or a null or blank result throws an {@link IllegalStateException}
+   * naming the message and the expression: the delivery fails and is retried, then dead-lettered
+   * with that reason (it is never skipped as done under a shared key).
    *
    * @return the expression, or ""
    */

@@ -256,28 +256,72 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     return beanFactory == null ? value : beanFactory.resolveEmbeddedValue(value);
   }
 
-  /** {@code <group>:<id>}, or the SpEL expression evaluated on {@link KeySource}. */
+  /** The namespace of every key a listener stores; the HTTP filter's is {@code http:}. */
+  static final String NAMESPACE = "listener:";
+
+  /**
+   * The stored idempotency key of a message: {@code listener:id:<group length>:<group>:<id>} by
+   * default, or {@code listener:key:<value>} for the value of the SpEL expression on {@link
+   * KeySource}. The length prefix makes the default unambiguous whatever the group and the id
+   * contain; the {@code id:}/{@code key:} tokens keep custom keys apart from default ones, and the
+   * {@code listener:} namespace keeps both apart from the HTTP filter's {@code http:} keys in a
+   * shared store.
+   *
+   * <p>An expression that reads {@code key} on a message without one, that fails, or that gives
+   * null or a blank string throws an {@link IllegalStateException} naming the message and the
+   * expression: the delivery fails (retried, then dead-lettered with that reason) instead of every
+   * such message sharing one key and all but the first being skipped as done.
+   */
   static Function<Message, String> businessKey(String group, String expression) {
     if (expression == null || expression.isBlank()) {
-      return m -> group + ":" + m.id();
+      return m -> NAMESPACE + "id:" + group.length() + ":" + group + ":" + m.id();
     }
     Expression e = SPEL.parseExpression(expression);
     return m -> {
-      Object v = e.getValue(SimpleEvaluationContext.forReadOnlyDataBinding().withInstanceMethods().build(),
-          new KeySource(m));
-      return v == null ? null : v.toString();
+      Object v;
+      try {
+        v = e.getValue(SimpleEvaluationContext.forReadOnlyDataBinding().withInstanceMethods()
+            .build(), new KeySource(m, expression));
+      } catch (org.springframework.expression.EvaluationException ex) {
+        for (Throwable c = ex; c != null; c = c.getCause()) {
+          if (c instanceof KeylessMessageException k) {
+            throw k;
+          }
+        }
+        throw new IllegalStateException("the idempotencyKey expression '" + expression
+            + "' failed on message " + m.id() + ": " + ex.getMessage(), ex);
+      }
+      String s = v == null ? null : v.toString();
+      if (s == null || s.isBlank()) {
+        throw new IllegalStateException("the idempotencyKey expression '" + expression
+            + "' gave " + (s == null ? "null" : "a blank key") + " for message " + m.id());
+      }
+      return NAMESPACE + "key:" + s;
     };
+  }
+
+  /** Thrown when an idempotencyKey expression reads the key of a message without one. */
+  static final class KeylessMessageException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    KeylessMessageException(String message) {
+      super(message);
+    }
   }
 
   /**
    * What an {@link RelaykitListener#idempotencyKey()} expression sees: {@code id}, {@code type},
-   * {@code key} (null when the message has none), {@code headers} and {@code payload} (UTF-8 text).
+   * {@code key}, {@code hasKey}, {@code headers} and {@code payload} (UTF-8 text). Reading {@code
+   * key} on a message without one throws an {@link IllegalStateException} (guard with {@code
+   * hasKey ? key : id}).
    */
   public static final class KeySource {
     private final Message message;
+    private final String expression;
 
-    KeySource(Message message) {
+    KeySource(Message message, String expression) {
       this.message = message;
+      this.expression = expression;
     }
 
     /** @return the message id */
@@ -290,9 +334,21 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
       return message.type();
     }
 
-    /** @return the message key, or null */
+    /**
+     * The message key.
+     *
+     * @return the key; never null
+     * @throws IllegalStateException if the message has no key
+     */
     public String getKey() {
-      return message.key().orElse(null);
+      return message.key().orElseThrow(() -> new KeylessMessageException("message "
+          + message.id() + " has no key; the idempotencyKey expression '" + expression
+          + "' reads key"));
+    }
+
+    /** @return whether the message has a key */
+    public boolean isHasKey() {
+      return message.key().isPresent();
     }
 
     /** @return the headers */

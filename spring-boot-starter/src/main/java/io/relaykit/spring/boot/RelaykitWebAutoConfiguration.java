@@ -81,18 +81,22 @@ public class RelaykitWebAutoConfiguration {
 
   /**
    * The filter, registered by Spring Boot for every request (it skips the paths and methods not
-   * configured).
+   * configured, and the Actuator's endpoints: {@code management.endpoints.web.base-path}, default
+   * {@code /actuator}, and below, unless the Actuator runs on its own {@code
+   * management.server.port} or at the root).
    *
    * @param protocol the protocol
    * @param settings the settings
+   * @param environment the environment (the {@code management.*} properties)
    * @return the filter
    */
   @Bean
   @ConditionalOnMissingBean
   public RelaykitIdempotencyFilter relaykitIdempotencyFilter(IdempotencyKeyProtocol protocol,
-      Settings settings) {
+      Settings settings, org.springframework.core.env.Environment environment) {
     return new RelaykitIdempotencyFilter(protocol,
         list(settings.getString(SpringConfigKeys.IDEMPOTENCY_PATHS, "/**")),
+        managementExclusions(environment),
         list(settings.getString(SpringConfigKeys.IDEMPOTENCY_METHODS, "POST,PATCH")),
         settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_REQUEST_SIZE, 1 << 20));
   }
@@ -108,6 +112,23 @@ public class RelaykitWebAutoConfiguration {
     IdempotentAnswerStore relaykitJdbcIdempotentAnswerStore(JdbcStorage storage) {
       return new JdbcIdempotentAnswerStore(storage);
     }
+  }
+
+  /** The Actuator's base path and below, when it shares the application's server. */
+  static List<String> managementExclusions(org.springframework.core.env.Environment env) {
+    String port = env.getProperty("management.server.port");
+    if (port != null && !port.isBlank() && !port.strip().equals(env.getProperty("server.port",
+        "8080").strip())) {
+      return List.of();
+    }
+    String base = env.getProperty("management.endpoints.web.base-path", "/actuator").strip();
+    while (base.endsWith("/")) {
+      base = base.substring(0, base.length() - 1);
+    }
+    if (base.isEmpty()) {
+      return List.of();
+    }
+    return List.of((base.startsWith("/") ? base : "/" + base) + "/**");
   }
 
   private static List<String> list(String csv) {

@@ -41,6 +41,32 @@ class RelaykitWebAutoConfigurationTest {
   }
 
   @Test
+  @DisplayName("the Actuator's base path is not filtered (default /actuator, a custom one, none on its own port)")
+  void actuatorExcluded() {
+    web.withPropertyValues("relaykit.spring.idempotency.enabled=true").run(ctx -> {
+      RelaykitIdempotencyFilter f = ctx.getBean(RelaykitIdempotencyFilter.class);
+      assertThat(f.shouldNotFilter(post("/actuator/relaykitdeadletters"))).isTrue();
+      assertThat(f.shouldNotFilter(post("/actuator"))).isTrue();
+      assertThat(f.shouldNotFilter(post("/orders"))).isFalse();
+      assertThat(f.shouldNotFilter(post("/actuatorish"))).isFalse();
+    });
+    web.withPropertyValues("relaykit.spring.idempotency.enabled=true",
+        "management.endpoints.web.base-path=/manage/").run(ctx -> {
+          RelaykitIdempotencyFilter f = ctx.getBean(RelaykitIdempotencyFilter.class);
+          assertThat(f.shouldNotFilter(post("/manage/relaykitdeadletters"))).isTrue();
+          assertThat(f.shouldNotFilter(post("/actuator/relaykitdeadletters"))).isFalse();
+        });
+    web.withPropertyValues("relaykit.spring.idempotency.enabled=true",
+        "management.server.port=9091").run(ctx ->
+            assertThat(ctx.getBean(RelaykitIdempotencyFilter.class)
+                .shouldNotFilter(post("/actuator/relaykitdeadletters"))).isFalse());
+  }
+
+  private static org.springframework.mock.web.MockHttpServletRequest post(String path) {
+    return new org.springframework.mock.web.MockHttpServletRequest("POST", path);
+  }
+
+  @Test
   @DisplayName("not in an application that is not a servlet web application")
   void notWeb() {
     new ApplicationContextRunner()
