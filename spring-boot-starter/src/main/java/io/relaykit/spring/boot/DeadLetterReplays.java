@@ -37,25 +37,26 @@ final class DeadLetterReplays {
   private DeadLetterReplays() {}
 
   static RelaykitDeadLettersEndpoint.Replay choose(DeadLetterStore deadLetters, OutboxStore outbox,
-      Publisher publisher, ReplayTarget target, Duration confirmTimeout) {
+      Publisher publisher, ReplayTarget target, Duration confirmTimeout,
+      LifecycleListener listener) {
     if (target != null) {
-      return replayer(deadLetters, target);
+      return replayer(deadLetters, target, listener);
     }
     if (JDBC_PRESENT) {
-      RelaykitDeadLettersEndpoint.Replay jdbc = Jdbc.replay(deadLetters, outbox);
+      RelaykitDeadLettersEndpoint.Replay jdbc = Jdbc.replay(deadLetters, outbox, listener);
       if (jdbc != null) {
         return jdbc;
       }
     }
     if (outbox instanceof InMemoryOutboxStore memory) {
-      return replayer(deadLetters, d -> memory.append(d.source(), d.message()));
+      return replayer(deadLetters, d -> memory.append(d.source(), d.message()), listener);
     }
-    return replayer(deadLetters, d -> publish(publisher, d, confirmTimeout));
+    return replayer(deadLetters, d -> publish(publisher, d, confirmTimeout), listener);
   }
 
   private static RelaykitDeadLettersEndpoint.Replay replayer(DeadLetterStore store,
-      ReplayTarget target) {
-    DeadLetterReplayer replayer = new DeadLetterReplayer(store, target, LifecycleListener.noop(),
+      ReplayTarget target, LifecycleListener listener) {
+    DeadLetterReplayer replayer = new DeadLetterReplayer(store, target, listener,
         InstantSource.system());
     return replayer::replay;
   }
@@ -68,9 +69,16 @@ final class DeadLetterReplays {
   /** Loaded only when relaykit-jdbc is on the class path. */
   private static final class Jdbc {
     static RelaykitDeadLettersEndpoint.Replay replay(DeadLetterStore deadLetters,
-        OutboxStore outbox) {
+        OutboxStore outbox, LifecycleListener listener) {
       if (deadLetters instanceof JdbcDeadLetterStore jdbc && outbox instanceof JdbcOutboxStore o) {
-        return id -> jdbc.replayToOutbox(id, o);
+        return id -> {
+          java.util.Optional<io.relaykit.deadletter.DeadLetter> taken = jdbc.replayToOutbox(id, o);
+          taken.ifPresent(d -> LifecycleListener.safely(listener,
+              new io.relaykit.monitor.LifecycleEvent(io.relaykit.monitor.LifecycleEvent.Stage
+                  .REPLAYED, d.messageId(), d.message().traceId(), d.source(),
+                  InstantSource.system().instant(), "replayed")));
+          return taken;
+        };
       }
       return null;
     }

@@ -120,11 +120,12 @@ public class RelaykitActuatorAutoConfiguration {
     @ConditionalOnAvailableEndpoint(RelaykitDeadLettersEndpoint.class)
     RelaykitDeadLettersEndpoint relaykitDeadLettersEndpoint(DeadLetterStore deadLetters,
         TransactionalOutbox outbox, ObjectProvider<Publisher> publisher,
-        ObjectProvider<ReplayTarget> target, Settings settings) {
+        ObjectProvider<ReplayTarget> target, Settings settings, RelaykitMonitoring monitoring) {
       Duration confirmTimeout = RelaySettings.confirmTimeoutFor(
           RelaySettings.from(settings).lease());
       RelaykitDeadLettersEndpoint.Replay replay = DeadLetterReplays.choose(deadLetters,
-          outbox.store(), publisher.getIfUnique(), target.getIfUnique(), confirmTimeout);
+          outbox.store(), publisher.getIfUnique(), target.getIfUnique(), confirmTimeout,
+          monitoring.lifecycle());
       return new RelaykitDeadLettersEndpoint(deadLetters, replay,
           settings.getInt(SpringConfigKeys.DEAD_LETTERS_MAX_LIMIT, 100));
     }

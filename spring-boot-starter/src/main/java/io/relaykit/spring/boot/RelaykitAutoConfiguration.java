@@ -203,14 +203,15 @@ public class RelaykitAutoConfiguration {
 
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
-    JdbcStorage relaykitJdbcStorage(ObjectProvider<DataSource> dataSources, Settings settings) {
+    JdbcStorage relaykitJdbcStorage(ObjectProvider<DataSource> dataSources, Settings settings,
+        RelaykitMonitoring monitoring) {
       DataSource dataSource = dataSources.getIfUnique();
       if (dataSource == null) {
         throw new IllegalStateException("relaykit.storage=h2 needs one DataSource bean"
             + " (spring.datasource.url, or your own DataSource); found "
             + dataSources.stream().count());
       }
-      return openOn(dataSource, settings);
+      return openOn(dataSource, settings, monitoring.lifecycle());
     }
 
     @Bean
@@ -403,6 +404,19 @@ public class RelaykitAutoConfiguration {
    * @return the open storage
    */
   static JdbcStorage openOn(DataSource dataSource, Settings settings) {
+    return openOn(dataSource, settings, LifecycleListener.noop());
+  }
+
+  /**
+   * Opens relaykit-jdbc on {@code dataSource}, reporting to {@code listener} ({@code ENQUEUED}).
+   *
+   * @param dataSource the application's DataSource
+   * @param settings the settings
+   * @param listener the composed lifecycle listener
+   * @return the open storage
+   */
+  static JdbcStorage openOn(DataSource dataSource, Settings settings,
+      LifecycleListener listener) {
     String url;
     try (Connection c = dataSource.getConnection()) {
       url = c.getMetaData().getURL();
@@ -415,7 +429,7 @@ public class RelaykitAutoConfiguration {
     return JdbcStorage.open(dataSource, Dialect.forUrl(url), prefix,
         settings.getDuration(H2ConfigKeys.RETENTION,
             IdempotencySettings.from(settings).retention()),
-        InstantSource.system(), DatabaseClock.database(), LifecycleListener.noop(),
+        InstantSource.system(), DatabaseClock.database(), listener,
         settings.getBoolean(H2ConfigKeys.MIGRATE, true));
   }
 }

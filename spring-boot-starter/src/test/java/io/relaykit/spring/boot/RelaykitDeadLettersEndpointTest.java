@@ -9,6 +9,7 @@ import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.message.Message;
 import io.relaykit.message.PublishReceipt;
 import io.relaykit.message.Publisher;
+import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.outbox.InMemoryOutboxStore;
 import io.relaykit.outbox.OutboxBound;
 import io.relaykit.tck.FakeClock;
@@ -65,7 +66,7 @@ class RelaykitDeadLettersEndpointTest {
     DeadLetter d = deadLetter("m1");
     store.add(d);
     RelaykitDeadLettersEndpoint endpoint = endpoint(DeadLetterReplays.choose(store, outbox, null,
-        null, Duration.ofSeconds(1)));
+        null, Duration.ofSeconds(1), LifecycleListener.noop()));
     WebEndpointResponse<Map<String, Object>> r = endpoint.replay(d.id());
     assertThat(r.getStatus()).isEqualTo(503);
     assertThat((String) r.getBody().get("error")).contains("left in place");
@@ -95,7 +96,7 @@ class RelaykitDeadLettersEndpointTest {
     DeadLetter d = deadLetter("m1");
     store.add(d);
     RelaykitDeadLettersEndpoint endpoint = endpoint(DeadLetterReplays.choose(store, outbox, null,
-        resent::add, Duration.ofSeconds(1)));
+        resent::add, Duration.ofSeconds(1), LifecycleListener.noop()));
     assertThat(endpoint.replay(d.id()).getStatus()).isEqualTo(200);
     assertThat(resent).containsExactly(d);
     assertThat(outbox.stats(clock.instant()).unsent()).isZero();
@@ -126,7 +127,7 @@ class RelaykitDeadLettersEndpointTest {
     DeadLetter d = deadLetter("m1");
     store.add(d);
     RelaykitDeadLettersEndpoint endpoint = endpoint(DeadLetterReplays.choose(store, own,
-        publisher, null, Duration.ofSeconds(1)));
+        publisher, null, Duration.ofSeconds(1), LifecycleListener.noop()));
     assertThat(endpoint.replay(d.id()).getStatus()).isEqualTo(503);
     assertThat(store.find(d.id())).contains(d);
     fail[0] = false;
