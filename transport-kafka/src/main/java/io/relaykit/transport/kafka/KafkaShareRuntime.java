@@ -7,6 +7,8 @@ import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
 import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.LifecycleEvent;
+import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.KeyedExecutor;
 import io.relaykit.ordering.OrderingMode;
@@ -98,6 +100,7 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   private final MessageHandler handler;
   private final KafkaTransportConfig config;
   private final MetricsListener metrics;
+  private final LifecycleListener listener;
   private final String topic;
   private final int deliveryCountLimit;
   private final KafkaConsumerRuntime retryReader;
@@ -137,6 +140,7 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     this.config = config;
     // Every per-subscription number goes to the spec's listener when it names one.
     this.metrics = spec.metricsOr(config.metrics());
+    this.listener = config.listener();
     this.topic = spec.destination();
     this.deliveryCountLimit = deliveryCountLimit;
     this.retryReader = retryReader;
@@ -574,29 +578,46 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     }
     Message message = delivery.message();
     if (message.isExpiredAt(now)) {
+      event(LifecycleEvent.Stage.EXPIRED, message, "expired at " + message.expiresAt().get());
       MetricsListener.safely(metrics, m -> m.dropped(topic, "expired", 1));
       settle(w, AcknowledgeType.ACCEPT);
       return;
     }
+    event(LifecycleEvent.Stage.DELIVERED, message, w.position());
     Map<String, String> headers = wire;
     Delivery attempt = delivery;
     HandlerWatchdog.Call call = watchdog.begin(() -> onFailure(w, headers, attempt,
         new TimeoutException("handler did not finish within " + spec.handlerTimeout()
             + "; its late result is ignored"), true));
     Throwable thrown = null;
+    long started = System.nanoTime();
     try {
       handler.handle(delivery);
     } catch (Throwable t) {
       thrown = t;
     }
-    if (!watchdog.end(call)) {
+    Duration took = Duration.ofNanos(System.nanoTime() - started);
+    boolean inTime = watchdog.end(call);
+    // A run past its timeout failed, whatever it returned late: the watchdog routed its copy.
+    boolean failed = thrown != null || !inTime;
+    MetricsListener.safely(metrics, m -> m.handlerDuration(topic, spec.group(), took, failed));
+    if (!inTime) {
       return; // timed out: its copy was routed by the watchdog
     }
     if (thrown == null) {
+      event(LifecycleEvent.Stage.ACKED, message, w.position());
       settle(w, AcknowledgeType.ACCEPT);
     } else {
       onFailure(w, wire, delivery, thrown, false);
     }
+  }
+
+  private void event(LifecycleEvent.Stage stage, Message message, String detail) {
+    if (listener == KafkaTransportConfig.NO_LISTENER) {
+      return; // nobody listens: spare the two events per record
+    }
+    LifecycleListener.safely(listener, new LifecycleEvent(stage, message.id(), message.traceId(),
+        topic, config.clock().instant(), detail));
   }
 
   /** Routes a failure ({@link FailureRoute}); on the watchdog's timer the send runs apart. */
