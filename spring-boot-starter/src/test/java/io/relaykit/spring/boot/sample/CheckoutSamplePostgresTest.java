@@ -6,6 +6,7 @@ import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.message.Message;
 import io.relaykit.message.Publisher;
+import io.relaykit.spring.boot.TransactionalOutbox;
 import io.relaykit.tck.Await;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -94,6 +95,7 @@ class CheckoutSamplePostgresTest {
   @Autowired Publisher publisher;
   @Autowired IdempotencyStore idempotency;
   @Autowired ShipmentListener listener;
+  @Autowired TransactionalOutbox outbox;
 
   private final HttpClient http = HttpClient.newBuilder()
       .connectTimeout(Duration.ofSeconds(5)).build();
@@ -132,6 +134,25 @@ class CheckoutSamplePostgresTest {
     Await.until(WAIT, "order " + orderId + " is shipped", () -> shipments(orderId) == 1);
   }
 
+  /**
+   * Waits until nothing more can arrive for {@code orderIds}: the outbox holds no unsent row (no
+   * relay resend is pending), then a probe per order, sent with the order's key after everything
+   * the relay published, has been handled (deliveries of one key are handled in order).
+   */
+  private void settled(List<String> orderIds) throws Exception {
+    Await.until(WAIT, "the outbox holds no unsent row",
+        () -> outbox.store().stats(java.time.Instant.now()).unsent() == 0);
+    List<String> probes = new ArrayList<>();
+    for (String id : orderIds) {
+      String probe = "probe-" + UUID.randomUUID();
+      publisher.publish("sample-orders-" + RUN, Message.builder().id(probe).type("sample.probe")
+          .key(id).payload("{}").build()).get(30, TimeUnit.SECONDS);
+      probes.add(probe);
+    }
+    Await.until(WAIT, "the probes behind every order are handled",
+        () -> listener.noted.containsAll(probes));
+  }
+
   @Test
   @DisplayName("orders resent with their keys are placed and shipped once each; repeats replay")
   void duplicatesByKey() throws Exception {
@@ -152,6 +173,7 @@ class CheckoutSamplePostgresTest {
     for (String id : ids) {
       awaitShipped(id);
     }
+    settled(ids);
     assertThat(new HashSet<>(ids)).hasSize(5);
     for (String id : ids) {
       assertThat(count("SELECT COUNT(*) FROM sample_orders_" + RUN + " WHERE id = ?", id))
@@ -188,7 +210,11 @@ class CheckoutSamplePostgresTest {
     placed.add(orderId(after));
     assertThat(placed).hasSize(1);
     assertThat(orders(key)).isEqualTo(1);
-    awaitShipped(placed.iterator().next());
+    String id = placed.iterator().next();
+    awaitShipped(id);
+    settled(List.of(id));
+    assertThat(shipments(id)).isEqualTo(1);
+    assertThat(listener.runs.get(id)).as("the shipping effect ran once").hasValue(1);
   }
 
   @Test
@@ -230,7 +256,10 @@ class CheckoutSamplePostgresTest {
     assertThat(retry.statusCode()).isEqualTo(201);
     String id = orderId(retry);
     awaitShipped(id);
+    settled(List.of(id));
     assertThat(orders(key)).isEqualTo(1);
+    assertThat(shipments(id)).isEqualTo(1);
+    assertThat(listener.runs.get(id)).as("the shipping effect ran once").hasValue(1);
     assertThat(idempotency.status("http:" + key)).contains(Claim.Status.DONE);
   }
 }
