@@ -20,11 +20,16 @@ import org.junit.jupiter.api.DisplayName;
 @DisplayName("meters after a scripted run on Kafka (the in-JVM broker)")
 class KafkaMetersTest extends ScriptedRunContract {
 
-  private final KafkaTransportConfig config = KafkaTransportConfig.builder()
+  final KafkaTransportConfig config = configure(KafkaTransportConfig.builder()
       .bootstrapServers(KafkaTestBroker.bootstrapServers())
       .commitInterval(Duration.ofMillis(200)).pollTimeout(Duration.ofMillis(50))
-      .publishTimeout(Duration.ofSeconds(20)).listener(binder).metrics(binder).build();
-  private final List<AutoCloseable> open = new ArrayList<>();
+      .publishTimeout(Duration.ofSeconds(20)).listener(binder).metrics(binder)).build();
+  final List<AutoCloseable> open = new ArrayList<>();
+
+  /** The transport settings past the common ones (called while constructing). */
+  KafkaTransportConfig.Builder configure(KafkaTransportConfig.Builder builder) {
+    return builder;
+  }
 
   @AfterEach
   void close() throws Exception {

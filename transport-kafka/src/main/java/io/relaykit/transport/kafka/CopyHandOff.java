@@ -9,6 +9,7 @@ import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.MetricsListener;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.InstantSource;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -152,6 +153,16 @@ final class CopyHandOff {
     var source = KafkaRecords.parsePosition(sourcePosition);
     int partition = source != null ? source.getKey().partition() : w.partition().partition();
     return Math.floorMod(partition, retryPartitions);
+  }
+
+  /**
+   * Dead-letters a record that could not be decoded ({@link KafkaRecords.Read#malformed}), with
+   * the headers it arrived with, after counting it as dropped {@code malformed}.
+   */
+  void deadLetterUndecodable(Work w, KafkaRecords.Read read, Instant now) {
+    MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));
+    deadLetter(w, read.wire(), null, FailureRoute.undecodable(topic, read.malformed(), now),
+        w.position());
   }
 
   /**

@@ -3,7 +3,6 @@ package io.relaykit.transport.kafka;
 import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.InboundMapping;
-import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
 import io.relaykit.message.MessageHeaders;
@@ -958,35 +957,24 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     if (!current(w)) {
       return; // revoked: the partition's current owner re-reads it
     }
-    ConsumerRecord<String, byte[]> r = w.record();
-    InboundMapping inbound = spec.inbound();
-    java.util.Set<String> invalid = inbound.acceptsForeign() ? new java.util.HashSet<>()
-        : java.util.Set.of();
-    Map<String, String> wire = inbound.acceptsForeign()
-        ? KafkaRecords.fromHeadersStrict(r.headers(), invalid)
-        : KafkaRecords.fromHeaders(r.headers());
     Instant now = clock.instant();
-    Delivery delivery;
-    String sourcePosition = w.position();
-    try {
-      InboundMapping.Decoded decoded = inbound.decode(wire, r.value(), new InboundMapping.Inbound(
-          topic, w.position(), r.key(), r.timestamp() >= 0 ? Instant.ofEpochMilli(r.timestamp())
-          : null, now, invalid, InboundMapping.KAFKA_CLOUDEVENTS_PREFIX));
-      Message message = decoded.message();
-      wire = decoded.wire();
-      String source = topic;
-      if (w.fromRetryTopic()) {
-        source = wire.getOrDefault(MessageHeaders.SOURCE, topic);
-        sourcePosition = wire.getOrDefault(MessageHeaders.SOURCE_POSITION, w.position());
-      }
-      delivery = FailureRoute.delivery(message, source, wire);
-      if (delivery.attempt() == 1) {
-        decoded.reportIgnored(metrics, topic);
-      }
-    } catch (MalformedMessageException e) {
-      MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));
-      handOff.deadLetter(w, wire, null, FailureRoute.undecodable(topic, e, now), w.position());
+    KafkaRecords.Read read = KafkaRecords.read(w.record(), spec.inbound(), topic, w.position(),
+        now);
+    if (read.malformed() != null) {
+      handOff.deadLetterUndecodable(w, read, now);
       return;
+    }
+    InboundMapping.Decoded decoded = read.decoded();
+    Map<String, String> wire = decoded.wire();
+    String source = topic;
+    String sourcePosition = w.position();
+    if (w.fromRetryTopic()) {
+      source = wire.getOrDefault(MessageHeaders.SOURCE, topic);
+      sourcePosition = wire.getOrDefault(MessageHeaders.SOURCE_POSITION, w.position());
+    }
+    Delivery delivery = FailureRoute.delivery(decoded.message(), source, wire);
+    if (delivery.attempt() == 1) {
+      decoded.reportIgnored(metrics, topic);
     }
     Message message = delivery.message();
     if (message.isExpiredAt(now)) {

@@ -1,9 +1,15 @@
 package io.relaykit.transport.kafka;
 
 import io.relaykit.internal.Utf8;
+import io.relaykit.message.InboundMapping;
+import io.relaykit.message.MalformedMessageException;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -54,6 +60,35 @@ final class KafkaRecords {
       }
     }
     return wire;
+  }
+
+  /**
+   * A received record read through a subscription's inbound mapping: either {@code decoded}, or
+   * {@code malformed} with the headers as they arrived ({@code wire}, which the undecodable
+   * record's dead-letter copy carries).
+   */
+  record Read(Map<String, String> wire, InboundMapping.Decoded decoded,
+      MalformedMessageException malformed) {}
+
+  /**
+   * The one decode step of the consumer-group and share-group runtimes: headers as UTF-8 (strict,
+   * with the invalid ones reported, when {@code inbound} accepts foreign records), then {@link
+   * InboundMapping#decode}. Never throws for a bad record: a record that cannot be decoded comes
+   * back as {@link Read#malformed}.
+   */
+  static Read read(ConsumerRecord<String, byte[]> r, InboundMapping inbound, String topic,
+      String position, Instant now) {
+    Set<String> invalid = inbound.acceptsForeign() ? new HashSet<>() : Set.of();
+    Map<String, String> wire = inbound.acceptsForeign()
+        ? fromHeadersStrict(r.headers(), invalid)
+        : fromHeaders(r.headers());
+    try {
+      return new Read(wire, inbound.decode(wire, r.value(), new InboundMapping.Inbound(topic,
+          position, r.key(), r.timestamp() >= 0 ? Instant.ofEpochMilli(r.timestamp()) : null,
+          now, invalid, InboundMapping.KAFKA_CLOUDEVENTS_PREFIX)), null);
+    } catch (MalformedMessageException e) {
+      return new Read(wire, null, e);
+    }
   }
 
   /** Bytes a record's key, value and headers take, before Kafka's own framing. */

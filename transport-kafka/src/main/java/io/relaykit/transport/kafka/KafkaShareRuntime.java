@@ -3,7 +3,6 @@ package io.relaykit.transport.kafka;
 import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.Delivery;
 import io.relaykit.message.InboundMapping;
-import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHandler;
 import io.relaykit.message.SubscriptionSpec;
@@ -16,7 +15,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -551,30 +549,21 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
       }
       return;
     }
-    ConsumerRecord<String, byte[]> r = w.record();
-    InboundMapping inbound = spec.inbound();
-    Set<String> invalid = inbound.acceptsForeign() ? new HashSet<>() : Set.of();
-    Map<String, String> wire = inbound.acceptsForeign()
-        ? KafkaRecords.fromHeadersStrict(r.headers(), invalid)
-        : KafkaRecords.fromHeaders(r.headers());
     Instant now = config.clock().instant();
-    Delivery delivery;
-    try {
-      InboundMapping.Decoded decoded = inbound.decode(wire, r.value(), new InboundMapping.Inbound(
-          topic, w.position(), r.key(), r.timestamp() >= 0 ? Instant.ofEpochMilli(r.timestamp())
-          : null, now, invalid, InboundMapping.KAFKA_CLOUDEVENTS_PREFIX));
-      wire = decoded.wire();
-      Delivery d = FailureRoute.delivery(decoded.message(), topic, wire);
-      // The broker's redeliveries of this record count as attempts: attempt header + count - 1.
-      delivery = item.deliveryCount <= 1 ? d : new Delivery(d.message(), d.source(),
-          d.attempt() + item.deliveryCount - 1, d.firstFailureAt());
-      if (delivery.attempt() == 1) {
-        decoded.reportIgnored(metrics, topic);
-      }
-    } catch (MalformedMessageException e) {
-      MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));
-      handOff.deadLetter(w, wire, null, FailureRoute.undecodable(topic, e, now), w.position());
+    KafkaRecords.Read read = KafkaRecords.read(w.record(), spec.inbound(), topic, w.position(),
+        now);
+    if (read.malformed() != null) {
+      handOff.deadLetterUndecodable(w, read, now);
       return;
+    }
+    InboundMapping.Decoded decoded = read.decoded();
+    Map<String, String> wire = decoded.wire();
+    Delivery d = FailureRoute.delivery(decoded.message(), topic, wire);
+    // The broker's redeliveries of this record count as attempts: attempt header + count - 1.
+    Delivery delivery = item.deliveryCount <= 1 ? d : new Delivery(d.message(), d.source(),
+        d.attempt() + item.deliveryCount - 1, d.firstFailureAt());
+    if (delivery.attempt() == 1) {
+      decoded.reportIgnored(metrics, topic);
     }
     Message message = delivery.message();
     if (message.isExpiredAt(now)) {
