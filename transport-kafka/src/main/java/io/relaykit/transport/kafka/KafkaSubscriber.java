@@ -66,6 +66,11 @@ public final class KafkaSubscriber implements Subscriber {
     this.config = config;
   }
 
+  /** The settings every subscription of this subscriber runs on (what a module wired in). */
+  KafkaTransportConfig config() {
+    return config;
+  }
+
   /**
    * A subscriber on {@code config}'s brokers. Creates no client until {@link #subscribe}.
    *

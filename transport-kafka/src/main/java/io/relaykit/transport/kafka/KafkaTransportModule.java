@@ -8,6 +8,7 @@ import com.google.inject.Provides;
 import com.google.inject.Singleton;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.monitor.MetricsListener;
+import java.time.InstantSource;
 import java.util.List;
 
 /**
@@ -18,7 +19,8 @@ import java.util.List;
  * RelayKitModule.override}) as well as to the config's own {@link KafkaTransportConfig#listener()}
  * and {@link KafkaTransportConfig#metrics()}: each listener once, both when they differ. Installed
  * without queue-guice's {@code RelayKitModule} and with neither type bound, they report to the
- * config's alone. To make them the
+ * config's alone. They take the injector's {@link InstantSource} too (failure times, retry due
+ * times, ages) unless the config set a clock of its own. To make them the
  * deployment's {@link io.relaykit.message.Publisher} and {@link io.relaykit.message.Subscriber},
  * choose {@code relaykit.transport=kafka} (see {@link KafkaTransportBackend}); an application that
  * wires by hand installs this module directly.
@@ -62,7 +64,17 @@ public final class KafkaTransportModule extends PrivateModule {
             config.listener())))
         .metrics(joined(config.metrics(), bound(injector, MetricsListener.class,
             config.metrics())))
+        .clock(clock(config.clock(), bound(injector, InstantSource.class, config.clock())))
         .build();
+  }
+
+  /**
+   * The config's clock when it set one; the injector's when the config kept the system clock
+   * (queue-guice binds the system clock by default, so overriding {@link InstantSource} moves
+   * the transport's time with the rest of the injector's).
+   */
+  static InstantSource clock(InstantSource own, InstantSource injected) {
+    return own == InstantSource.system() ? injected : own;
   }
 
   /** The injector's {@code type}, or {@code otherwise} when it binds none. */

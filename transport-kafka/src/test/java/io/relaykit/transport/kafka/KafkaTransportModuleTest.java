@@ -227,4 +227,25 @@ class KafkaTransportModuleTest {
     Injector standalone = Guice.createInjector(new KafkaTransportModule(config));
     assertThat(standalone.getInstance(KafkaSubscriber.class)).isNotNull();
   }
+
+  @Test
+  @DisplayName("through RelayKitModule the transport takes the injector's clock; a clock the"
+      + " config set itself wins")
+  void injectorClockReachesKafka() {
+    io.relaykit.tck.FakeClock fake = new io.relaykit.tck.FakeClock(
+        java.time.Instant.parse("2030-01-01T00:00:00Z"));
+    Injector injector = Guice.createInjector(new RelayKitModule(config(
+        "relaykit.transport", "kafka",
+        "relaykit.kafka.bootstrap-servers", "k:9092")), binder ->
+            RelayKitModule.override(binder, java.time.InstantSource.class).toInstance(fake));
+    KafkaSubscriber subscriber = injector.getInstance(KafkaSubscriber.class);
+    try {
+      assertThat(subscriber.config().clock()).isSameAs(fake);
+    } finally {
+      subscriber.close();
+    }
+    java.time.InstantSource own = java.time.InstantSource.fixed(java.time.Instant.EPOCH);
+    assertThat(KafkaTransportModule.clock(own, fake)).isSameAs(own);
+    assertThat(KafkaTransportModule.clock(java.time.InstantSource.system(), fake)).isSameAs(fake);
+  }
 }
