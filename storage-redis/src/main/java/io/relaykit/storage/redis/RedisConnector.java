@@ -70,7 +70,9 @@ final class RedisConnector implements AutoCloseable {
       List<RedisURI> seeds = new ArrayList<>();
       for (String seed : config.uris()) {
         RedisURI uri = RedisURI.create(seed);
-        uri.setTimeout(config.commandTimeout());
+        // The URI's timeout bounds the connection handshake (HELLO, AUTH, SELECT); commands
+        // have theirs from TimeoutOptions below.
+        uri.setTimeout(config.connectTimeout());
         seeds.add(uri);
       }
       RedisClusterClient cluster = RedisClusterClient.create(resources, seeds);
@@ -89,7 +91,9 @@ final class RedisConnector implements AutoCloseable {
       this.client = cluster;
     } else {
       RedisURI uri = RedisURI.create(config.uri());
-      uri.setTimeout(config.commandTimeout());
+      // The URI's timeout bounds the connection handshake (HELLO, AUTH, SELECT); commands
+      // have theirs from TimeoutOptions below.
+      uri.setTimeout(config.connectTimeout());
       RedisClient single = RedisClient.create(resources, uri);
       single.setOptions(ClientOptions.builder()
           .autoReconnect(true)

@@ -221,6 +221,19 @@ class RedisOutageTest {
   }
 
   @Test
+  @DisplayName("a slow connection handshake is bounded by the connect timeout, not the command"
+      + " timeout: a Redis that answers HELLO after 1.5 s is connected to, then used")
+  void slowHandshakeWithinConnectTimeout() throws Exception {
+    // A new client of its own, so its first command makes the handshake; CLIENT PAUSE holds every
+    // command, HELLO included, for 1.5 s: three times the 500 ms command timeout, well inside the
+    // 10 s connect timeout. The command itself is sent after the handshake, once the pause ended.
+    try (RedisStorage fresh = RedisStorage.open(fastFailing(server.uri()))) {
+      assertThat(server.command("CLIENT PAUSE 1500 ALL")).isEqualTo("+OK");
+      assertThat(fresh.idempotencyStore().status("handshake-probe")).isEmpty();
+    }
+  }
+
+  @Test
   @DisplayName("a script cache flushed under the store is reloaded with EVAL")
   void noScript() throws Exception {
     Claim c = storage.idempotencyStore().claim("order-4", LEASE);
