@@ -28,6 +28,7 @@ import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.beans.factory.config.DestructionAwareBeanPostProcessor;
 import org.springframework.beans.factory.config.ConfigurableBeanFactory;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.core.MethodIntrospector;
@@ -73,8 +74,8 @@ import org.springframework.expression.spel.support.SimpleEvaluationContext;
  *
  * <p>Thread-safe.
  */
-public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartLifecycle,
-    BeanFactoryAware {
+public final class RelaykitListenerRegistry implements DestructionAwareBeanPostProcessor,
+    SmartLifecycle, BeanFactoryAware {
 
   /**
    * The lifecycle phase of the listeners: after Spring Boot's web server starts ({@code
@@ -179,7 +180,7 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     List<Running> opened = new ArrayList<>();
     try {
       for (Endpoint e : made) {
-        opened.add(new Running(s.subscribe(e.spec, e.handler()), e.name));
+        opened.add(new Running(s.subscribe(e.spec, e.handler()), e));
       }
     } catch (RuntimeException e) {
       long now = System.nanoTime();
@@ -189,6 +190,37 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     }
     endpoints.addAll(made);
     running.addAll(opened);
+  }
+
+  @Override
+  public boolean requiresDestruction(Object bean) {
+    for (Endpoint e : endpoints) {
+      if (e.bean == bean) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * A bean with listener methods is destroyed before the registry stops (a scoped bean at the end
+   * of its scope, a bean removed from the factory): its subscriptions close, draining as in a stop
+   * (see the class comment), and are not opened again by a later start.
+   */
+  @Override
+  public void postProcessBeforeDestruction(Object bean, String beanName) {
+    List<Running> closing = new ArrayList<>();
+    synchronized (this) {
+      endpoints.removeIf(e -> e.bean == bean);
+      for (Running r : running) {
+        if (r.endpoint.bean == bean) {
+          closing.add(r);
+        }
+      }
+      running.removeAll(closing);
+    }
+    long now = System.nanoTime();
+    closeInParallel(closing, now + drainDeadline.toNanos(), now + stopDeadline.toNanos());
   }
 
   /**
@@ -210,7 +242,7 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     Subscriber s = endpoints.isEmpty() ? null : subscriber.getObject();
     try {
       for (Endpoint e : endpoints) {
-        running.add(new Running(s.subscribe(e.spec, e.handler()), e.name));
+        running.add(new Running(s.subscribe(e.spec, e.handler()), e));
       }
     } catch (RuntimeException e) {
       closeAll(System.nanoTime());
@@ -284,14 +316,14 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     List<String> unfinished = new ArrayList<>();
     for (Closer c : closers) {
       if (c.thread.isAlive()) {
-        unfinished.add(c.running.name);
-        LOG.log(System.Logger.Level.WARNING, "relaykit: subscription " + c.running.name
+        unfinished.add(c.running.name());
+        LOG.log(System.Logger.Level.WARNING, "relaykit: subscription " + c.running.name()
             + " was still closing at the shutdown deadline; left to finish on a daemon thread."
             + " What its handlers had not finished is not acknowledged or committed and is"
             + " redelivered to the next consumer");
       } else if (!c.drained) {
-        unfinished.add(c.running.name);
-        LOG.log(System.Logger.Level.WARNING, "relaykit: subscription " + c.running.name
+        unfinished.add(c.running.name());
+        LOG.log(System.Logger.Level.WARNING, "relaykit: subscription " + c.running.name()
             + " had handlers still running at the drain deadline; their messages were not"
             + " acknowledged or committed and are redelivered to the next consumer");
       }
@@ -366,11 +398,11 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
       SubscriptionSpec spec = b.build();
       String name = spec.destination() + "/" + group + " (" + where + ")";
       if (!a.idempotent()) {
-        return new Endpoint(spec, name, () -> invoke);
+        return new Endpoint(bean, spec, name, () -> invoke);
       }
       Duration lease = DurationFormat.parse("idempotencyLease", resolve(a.idempotencyLease()));
       Function<Message, String> key = businessKey(group, resolve(a.idempotencyKey()));
-      return new Endpoint(spec, name,
+      return new Endpoint(bean, spec, name,
           () -> new IdempotentHandler(idempotency.getObject(), key, lease, invoke));
     } catch (IllegalArgumentException | org.springframework.expression.ParseException e) {
       throw new IllegalStateException("@RelaykitListener method " + where + ": "
@@ -488,15 +520,20 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     }
   }
 
-  private record Endpoint(SubscriptionSpec spec, String name,
+  private record Endpoint(Object bean, SubscriptionSpec spec, String name,
       java.util.function.Supplier<MessageHandler> handlerFactory) {
     MessageHandler handler() {
       return handlerFactory.get();
     }
   }
 
-  /** An open subscription and its name for logs: destination/group (bean.method). */
-  private record Running(Subscription subscription, String name) {}
+  /** An open subscription and its endpoint. */
+  private record Running(Subscription subscription, Endpoint endpoint) {
+    /** The name for logs: destination/group (bean.method). */
+    String name() {
+      return endpoint.name;
+    }
+  }
 
   /** Closes one subscription on its own daemon thread. */
   private static final class Closer {
@@ -508,7 +545,7 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
       this.running = running;
       this.thread = new Thread(() -> drained = running.subscription.close(
           Duration.ofNanos(Math.max(0, drainEnd - System.nanoTime()))),
-          "relaykit-listener-close-" + running.name);
+          "relaykit-listener-close-" + running.name());
       this.thread.setDaemon(true);
     }
   }
