@@ -1,6 +1,7 @@
 package io.relaykit.spring.boot;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.relaykit.config.Settings;
 import io.relaykit.idempotency.IdempotencyStore;
@@ -19,11 +20,12 @@ import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.support.DefaultListableBeanFactory;
 
 /**
- * The registry's stop keeps one deadline for all its subscriptions, even when their transport's
- * close runs past the deadline it was given (a Kafka consumer's final commit and group leave, a
- * broker that does not answer): Spring gets its callback before its own phase timeout.
+ * The registry on a fake transport: its stop keeps one deadline for all its subscriptions, even
+ * when their transport's close runs past the deadline it was given (a Kafka consumer's final commit
+ * and group leave, a broker that does not answer), so Spring gets its callback before its own
+ * phase timeout; listener beans created after the start are subscribed, or fail naming the bean.
  */
-class RelaykitListenerRegistryStopTest {
+class RelaykitListenerRegistryTest {
 
   private static final Duration PHASE = Duration.ofSeconds(2);
 
@@ -42,13 +44,29 @@ class RelaykitListenerRegistryStopTest {
     }
   }
 
-  /** Subscriptions whose close ignores its deadline until {@link #release}. */
+  /** One listener method, for a bean of which several instances are made (a prototype). */
+  static class OneListener {
+    @RelaykitListener(destination = "p", group = "g")
+    void p(Message m) {
+    }
+  }
+
+  /**
+   * Subscriptions whose close ignores its deadline until {@link #release}; {@link #refuse} makes
+   * subscribe throw.
+   */
   static final class StuckSubscriber implements Subscriber {
     final CountDownLatch release = new CountDownLatch(1);
     final List<Duration> deadlines = new CopyOnWriteArrayList<>();
+    final List<String> subscribed = new CopyOnWriteArrayList<>();
+    volatile boolean refuse;
 
     @Override
     public Subscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
+      if (refuse) {
+        throw new IllegalStateException("broker unreachable");
+      }
+      subscribed.add(spec.destination());
       return new Subscription() {
         volatile boolean running = true;
 
@@ -124,5 +142,42 @@ class RelaykitListenerRegistryStopTest {
         .isEqualTo(Duration.ofSeconds(21));
     assertThat(RelaykitListenerRegistry.stopDeadline(Duration.ofSeconds(30)))
         .isEqualTo(Duration.ofSeconds(27));
+  }
+
+  @Test
+  @DisplayName("instances created after the start (a prototype's) are subscribed at once, each")
+  void lateInstancesAreSubscribed() {
+    StuckSubscriber subscriber = new StuckSubscriber();
+    subscriber.release.countDown();
+    RelaykitListenerRegistry registry = registry(subscriber);
+    registry.start();
+    registry.postProcessAfterInitialization(new OneListener(), "proto");
+    registry.postProcessAfterInitialization(new OneListener(), "proto");
+
+    assertThat(subscriber.subscribed).hasSize(5);
+    assertThat(subscriber.subscribed.subList(0, 3)).containsExactlyInAnyOrder("a", "b", "c");
+    assertThat(subscriber.subscribed.subList(3, 5)).containsExactly("p", "p");
+    assertThat(registry.subscriptions()).hasSize(5).allMatch(Subscription::isRunning);
+    registry.stop();
+    assertThat(registry.subscriptions()).isEmpty();
+  }
+
+  @Test
+  @DisplayName("a late bean whose subscription cannot open fails naming the bean")
+  void aLateBeanThatCannotSubscribeFailsNamingIt() {
+    StuckSubscriber subscriber = new StuckSubscriber();
+    subscriber.release.countDown();
+    RelaykitListenerRegistry registry = registry(subscriber);
+    registry.start();
+    subscriber.refuse = true;
+
+    assertThatThrownBy(() -> registry.postProcessAfterInitialization(new OneListener(), "late"))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("'late'")
+        .hasMessageContaining("after the listeners started")
+        .hasMessageContaining("broker unreachable");
+    assertThat(registry.subscriptions()).hasSize(3);
+    assertThat(registry.specs()).hasSize(3);
+    registry.stop();
   }
 }
