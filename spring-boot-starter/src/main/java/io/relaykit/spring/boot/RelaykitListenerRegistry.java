@@ -28,8 +28,8 @@ import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanPostProcessor;
-import org.springframework.beans.factory.config.DestructionAwareBeanPostProcessor;
 import org.springframework.beans.factory.config.ConfigurableBeanFactory;
+import org.springframework.beans.factory.config.DestructionAwareBeanPostProcessor;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.annotation.AnnotatedElementUtils;
@@ -321,6 +321,11 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
             + " was still closing at the shutdown deadline; left to finish on a daemon thread."
             + " What its handlers had not finished is not acknowledged or committed and is"
             + " redelivered to the next consumer");
+      } else if (c.failure != null) {
+        unfinished.add(c.running.name());
+        LOG.log(System.Logger.Level.WARNING, "relaykit: closing subscription " + c.running.name()
+            + " failed; what its handlers had not finished is not acknowledged or committed and"
+            + " is redelivered to the next consumer", c.failure);
       } else if (!c.drained) {
         unfinished.add(c.running.name());
         LOG.log(System.Logger.Level.WARNING, "relaykit: subscription " + c.running.name()
@@ -540,12 +545,18 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
     final Running running;
     final Thread thread;
     volatile boolean drained;
+    volatile RuntimeException failure;
 
     Closer(Running running, long drainEnd) {
       this.running = running;
-      this.thread = new Thread(() -> drained = running.subscription.close(
-          Duration.ofNanos(Math.max(0, drainEnd - System.nanoTime()))),
-          "relaykit-listener-close-" + running.name());
+      this.thread = new Thread(() -> {
+        try {
+          drained = running.subscription.close(
+              Duration.ofNanos(Math.max(0, drainEnd - System.nanoTime())));
+        } catch (RuntimeException e) {
+          failure = e;
+        }
+      }, "relaykit-listener-close-" + running.name());
       this.thread.setDaemon(true);
     }
   }

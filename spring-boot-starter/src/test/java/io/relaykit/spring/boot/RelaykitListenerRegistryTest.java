@@ -60,6 +60,7 @@ class RelaykitListenerRegistryTest {
     final List<Duration> deadlines = new CopyOnWriteArrayList<>();
     final List<String> subscribed = new CopyOnWriteArrayList<>();
     volatile boolean refuse;
+    volatile boolean failClose;
 
     @Override
     public Subscription subscribe(SubscriptionSpec spec, MessageHandler handler) {
@@ -74,6 +75,9 @@ class RelaykitListenerRegistryTest {
         public boolean close(Duration deadline) {
           running = false;
           deadlines.add(deadline);
+          if (failClose) {
+            throw new IllegalStateException("close failed");
+          }
           try {
             release.await(60, TimeUnit.SECONDS);
           } catch (InterruptedException e) {
@@ -179,5 +183,22 @@ class RelaykitListenerRegistryTest {
     assertThat(registry.subscriptions()).hasSize(3);
     assertThat(registry.specs()).hasSize(3);
     registry.stop();
+  }
+
+  @Test
+  @DisplayName("a close that throws does not stop the others closing, and is reported by name")
+  void aFailingCloseIsReported() {
+    StuckSubscriber subscriber = new StuckSubscriber();
+    subscriber.release.countDown();
+    subscriber.failClose = true;
+    RelaykitListenerRegistry registry = registry(subscriber);
+    registry.start();
+
+    registry.stop();
+
+    assertThat(subscriber.deadlines).hasSize(3);
+    assertThat(registry.isRunning()).isFalse();
+    assertThat(registry.unfinishedAtLastStop()).containsExactlyInAnyOrder(
+        "a/g (three.a)", "b/g (three.b)", "c/g (three.c)");
   }
 }
