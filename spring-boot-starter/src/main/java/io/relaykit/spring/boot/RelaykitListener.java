@@ -17,9 +17,20 @@ import java.lang.annotation.Target;
  *
  * <p>The subscription runs on the application's {@link io.relaykit.message.Subscriber} bean (the
  * {@code relaykit.transport}) and is started by {@link RelaykitListenerRegistry} after the web
- * server, and stopped gracefully (drain, commit) on shutdown. String attributes accept {@code
- * ${...}} placeholders. A method with a bad signature or bad attribute fails the context's start
- * naming the method.
+ * server, and stopped gracefully (drain, commit) on shutdown within {@code
+ * spring.lifecycle.timeout-per-shutdown-phase}: a handler still running at the drain deadline is
+ * not acknowledged or committed, so its message is redelivered (the in-process transport's
+ * messages end with the context), and the subscription is logged by name. String attributes
+ * accept {@code ${...}} placeholders. A method with a bad signature or bad attribute fails the
+ * context's start naming the method.
+ *
+ * <p>Beans created after the listeners started (a {@code @Lazy} bean first requested later, a
+ * prototype, a bean registered after the refresh) are subscribed when they are created, as Spring
+ * Kafka starts late listener containers, and stopped with the others; a subscription that cannot
+ * open then fails the bean's creation with an {@link IllegalStateException} naming the bean. Each
+ * prototype instance is one more member of the group, until the registry stops. A bean destroyed
+ * while the listeners run has its subscriptions closed. Beans of a child context are not seen by
+ * the parent's registry.
  *
  * <pre>{@code
  * @RelaykitListener(destination = "orders", group = "sms", idempotent = true,

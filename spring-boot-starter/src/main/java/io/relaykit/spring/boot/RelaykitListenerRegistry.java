@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.BeansException;
@@ -28,6 +29,7 @@ import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.beans.factory.config.ConfigurableBeanFactory;
+import org.springframework.beans.factory.config.DestructionAwareBeanPostProcessor;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.annotation.AnnotatedElementUtils;
@@ -45,16 +47,35 @@ import org.springframework.expression.spel.support.SimpleEvaluationContext;
  * were found; if one fails (broker unreachable, a spec the transport refuses), those already open
  * are closed and the start fails with that exception, so the context does not run half-consuming.
  *
- * <p>Stop: all subscriptions close at once, each with a deadline of four fifths of {@code
- * spring.lifecycle.timeout-per-shutdown-phase} (Spring's default 30 s): intake stops, in-flight
- * handlers finish, what finished is acknowledged or committed. A handler still running at the
- * deadline is not acknowledged and is redelivered to the next consumer (at-least-once). Spring
- * waits for the callback up to the phase timeout.
+ * <p>Stop: one deadline for the whole stop, taken once when Spring asks the registry to stop (on
+ * {@link System#nanoTime()}), from {@code spring.lifecycle.timeout-per-shutdown-phase} (Spring's
+ * default 30 s). All subscriptions close at once, in parallel, each draining until seven tenths
+ * of the phase timeout (21 s by default): intake stops, in-flight handlers finish, what finished
+ * is acknowledged or committed; the time left is for the transport's final commit and close (a
+ * Kafka consumer leaving its group). At nine tenths of the phase timeout (27 s) the registry
+ * reports the stop done to Spring whatever is still closing, so Spring's own phase timeout does
+ * not fire first and the stop never runs past the phase, however many subscriptions are stuck.
  *
- * <p>Thread-safe; endpoints are collected while singletons are created, before start.
+ * <p>A handler still running at the drain deadline is not acknowledged or committed, and its late
+ * result is ignored: on Kafka its offset stays uncommitted and the group's next consumer gets the
+ * record again; on RabbitMQ it is requeued when the channel closes; on the in-process transport it
+ * goes back to its group, and since that transport lives in memory and closes with the context,
+ * the message is lost with it unless another member of the group still runs. Each such
+ * subscription, and each one whose close had not returned by the stop deadline (left to finish on
+ * its daemon thread, possibly while later phases and bean destruction run), is logged at WARNING
+ * with its destination, group and method.
+ *
+ * <p>Beans created after the registry started (a {@code @Lazy} bean first requested later, a
+ * prototype, a bean registered after the refresh) have their {@link RelaykitListener} methods
+ * subscribed at once, as Spring Kafka's listener registry starts late containers, and closed with
+ * the others when the registry stops; a subscription that cannot open fails the bean's creation
+ * naming the bean. Each prototype instance gets its own subscription (members of one group). Only
+ * beans of the registry's own bean factory are seen: a child context needs its own registry.
+ *
+ * <p>Thread-safe.
  */
-public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartLifecycle,
-    BeanFactoryAware {
+public final class RelaykitListenerRegistry implements DestructionAwareBeanPostProcessor,
+    SmartLifecycle, BeanFactoryAware {
 
   /**
    * The lifecycle phase of the listeners: after Spring Boot's web server starts ({@code
@@ -63,14 +84,18 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
    */
   public static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 512;
 
+  private static final System.Logger LOG =
+      System.getLogger(RelaykitListenerRegistry.class.getName());
   private static final SpelExpressionParser SPEL = new SpelExpressionParser();
 
   private final ObjectProvider<Subscriber> subscriber;
   private final ObjectProvider<IdempotencyStore> idempotency;
   private final ObjectProvider<Settings> settings;
+  private final Duration drainDeadline;
   private final Duration stopDeadline;
   private final List<Endpoint> endpoints = new CopyOnWriteArrayList<>();
-  private final List<Subscription> running = new CopyOnWriteArrayList<>();
+  private final List<Running> running = new CopyOnWriteArrayList<>();
+  private volatile List<String> unfinishedAtLastStop = List.of();
   private volatile boolean started;
   private ConfigurableBeanFactory beanFactory;
 
@@ -89,18 +114,35 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     this.subscriber = Objects.requireNonNull(subscriber, "subscriber");
     this.idempotency = Objects.requireNonNull(idempotency, "idempotency");
     this.settings = Objects.requireNonNull(settings, "settings");
-    this.stopDeadline = drainDeadline(shutdownPhaseTimeout);
+    Objects.requireNonNull(shutdownPhaseTimeout, "shutdownPhaseTimeout");
+    if (shutdownPhaseTimeout.isNegative() || shutdownPhaseTimeout.isZero()) {
+      throw new IllegalArgumentException("spring.lifecycle.timeout-per-shutdown-phase must be"
+          + " positive, was " + shutdownPhaseTimeout);
+    }
+    this.drainDeadline = drainDeadline(shutdownPhaseTimeout);
+    this.stopDeadline = stopDeadline(shutdownPhaseTimeout);
   }
 
   /**
-   * The drain deadline for a shutdown phase timeout: four fifths of it, so the callback reaches
-   * Spring before it gives up on the phase.
+   * How long subscriptions drain for a shutdown phase timeout: seven tenths of it, leaving time
+   * for the transport's final commit and close before the stop deadline.
    *
    * @param phaseTimeout the phase timeout
-   * @return the deadline
+   * @return the drain deadline, measured from the start of the stop
    */
   static Duration drainDeadline(Duration phaseTimeout) {
-    return phaseTimeout.multipliedBy(4).dividedBy(5);
+    return phaseTimeout.multipliedBy(7).dividedBy(10);
+  }
+
+  /**
+   * When a stop reports done for a shutdown phase timeout, whatever still runs: nine tenths of
+   * it, a tenth before Spring gives up on the phase.
+   *
+   * @param phaseTimeout the phase timeout
+   * @return the stop deadline, measured from the start of the stop
+   */
+  static Duration stopDeadline(Duration phaseTimeout) {
+    return phaseTimeout.multipliedBy(9).dividedBy(10);
   }
 
   @Override
@@ -115,9 +157,70 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     Map<Method, RelaykitListener> found = MethodIntrospector.selectMethods(type,
         (MethodIntrospector.MetadataLookup<RelaykitListener>) m ->
             AnnotatedElementUtils.findMergedAnnotation(m, RelaykitListener.class));
-    found.forEach((method, annotation) -> endpoints.add(endpoint(bean, beanName, method,
+    if (found.isEmpty()) {
+      return bean;
+    }
+    List<Endpoint> made = new ArrayList<>();
+    found.forEach((method, annotation) -> made.add(endpoint(bean, beanName, method,
         annotation)));
+    register(beanName, made);
     return bean;
+  }
+
+  /**
+   * Adds a bean's endpoints; subscribes them at once when the registry runs already (a bean
+   * created after the start), closing what it opened and failing naming the bean if one cannot.
+   */
+  private synchronized void register(String beanName, List<Endpoint> made) {
+    if (!started) {
+      endpoints.addAll(made);
+      return;
+    }
+    Subscriber s = subscriber.getObject();
+    List<Running> opened = new ArrayList<>();
+    try {
+      for (Endpoint e : made) {
+        opened.add(new Running(s.subscribe(e.spec, e.handler()), e));
+      }
+    } catch (RuntimeException e) {
+      long now = System.nanoTime();
+      closeInParallel(opened, now + drainDeadline.toNanos(), now + stopDeadline.toNanos());
+      throw new IllegalStateException("@RelaykitListener bean '" + beanName + "' was created"
+          + " after the listeners started, and its subscription could not open: " + e, e);
+    }
+    endpoints.addAll(made);
+    running.addAll(opened);
+  }
+
+  @Override
+  public boolean requiresDestruction(Object bean) {
+    for (Endpoint e : endpoints) {
+      if (e.bean == bean) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * A bean with listener methods is destroyed before the registry stops (a scoped bean at the end
+   * of its scope, a bean removed from the factory): its subscriptions close, draining as in a stop
+   * (see the class comment), and are not opened again by a later start.
+   */
+  @Override
+  public void postProcessBeforeDestruction(Object bean, String beanName) {
+    List<Running> closing = new ArrayList<>();
+    synchronized (this) {
+      endpoints.removeIf(e -> e.bean == bean);
+      for (Running r : running) {
+        if (r.endpoint.bean == bean) {
+          closing.add(r);
+        }
+      }
+      running.removeAll(closing);
+    }
+    long now = System.nanoTime();
+    closeInParallel(closing, now + drainDeadline.toNanos(), now + stopDeadline.toNanos());
   }
 
   /**
@@ -139,18 +242,19 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     Subscriber s = endpoints.isEmpty() ? null : subscriber.getObject();
     try {
       for (Endpoint e : endpoints) {
-        running.add(s.subscribe(e.spec, e.handler()));
+        running.add(new Running(s.subscribe(e.spec, e.handler()), e));
       }
     } catch (RuntimeException e) {
-      closeAll(stopDeadline);
+      closeAll(System.nanoTime());
       throw e;
     }
     started = true;
   }
 
+  /** Stops within nine tenths of the shutdown phase timeout (see the class comment). */
   @Override
   public void stop() {
-    closeAll(stopDeadline);
+    closeAll(System.nanoTime());
   }
 
   @Override
@@ -160,9 +264,10 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
       callback.run();
       return;
     }
+    long askedAt = System.nanoTime();
     Thread t = new Thread(() -> {
       try {
-        closeAll(stopDeadline);
+        closeAll(askedAt);
       } finally {
         callback.run();
       }
@@ -171,25 +276,82 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     t.start();
   }
 
-  /** Closes every running subscription in parallel, each within {@code deadline}. */
-  private synchronized void closeAll(Duration deadline) {
-    List<Thread> closers = new ArrayList<>();
-    for (Subscription sub : running) {
-      Thread t = new Thread(() -> sub.close(deadline), "relaykit-listener-close");
-      t.setDaemon(true);
-      t.start();
-      closers.add(t);
+  /**
+   * Closes every running subscription in parallel: each drains until the drain deadline, and the
+   * wait for all of them ends at the stop deadline, both counted from {@code askedAt}.
+   */
+  private synchronized void closeAll(long askedAt) {
+    List<Running> subs = List.copyOf(running);
+    running.clear();
+    started = false;
+    unfinishedAtLastStop = closeInParallel(subs, askedAt + drainDeadline.toNanos(),
+        askedAt + stopDeadline.toNanos());
+  }
+
+  /**
+   * Closes {@code subs}, one daemon thread each, draining until {@code drainEnd} and waited for
+   * until {@code stopEnd} ({@link System#nanoTime()} values); logs and returns the names of
+   * those that did not drain in time or had not closed by {@code stopEnd}.
+   */
+  private static List<String> closeInParallel(List<Running> subs, long drainEnd, long stopEnd) {
+    if (subs.isEmpty()) {
+      return List.of();
     }
-    for (Thread t : closers) {
+    List<Closer> closers = new ArrayList<>();
+    for (Running r : subs) {
+      Closer c = new Closer(r, drainEnd);
+      c.thread.start();
+      closers.add(c);
+    }
+    boolean interrupted = false;
+    for (Closer c : closers) {
       try {
-        t.join(deadline.toMillis() + 1_000);
+        // One shared end: a stuck closer uses up its own time, never the next one's.
+        TimeUnit.NANOSECONDS.timedJoin(c.thread, stopEnd - System.nanoTime());
       } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+        interrupted = true;
         break;
       }
     }
-    running.clear();
-    started = false;
+    List<String> unfinished = new ArrayList<>();
+    for (Closer c : closers) {
+      if (c.thread.isAlive()) {
+        unfinished.add(c.running.name());
+        LOG.log(System.Logger.Level.WARNING, "relaykit: subscription " + c.running.name()
+            + " was still closing at the shutdown deadline; left to finish on a daemon thread."
+            + " What its handlers had not finished is not acknowledged or committed and is"
+            + " redelivered to the next consumer");
+      } else if (c.failure != null) {
+        unfinished.add(c.running.name());
+        LOG.log(System.Logger.Level.WARNING, "relaykit: closing subscription " + c.running.name()
+            + " failed; what its handlers had not finished is not acknowledged or committed and"
+            + " is redelivered to the next consumer", c.failure);
+      } else if (!c.drained) {
+        unfinished.add(c.running.name());
+        LOG.log(System.Logger.Level.WARNING, "relaykit: subscription " + c.running.name()
+            + " had handlers still running at the drain deadline; their messages were not"
+            + " acknowledged or committed and are redelivered to the next consumer");
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+    return List.copyOf(unfinished);
+  }
+
+  /**
+   * The subscriptions of the last stop that did not drain in time or had not closed by the stop
+   * deadline; for tests.
+   */
+  List<String> unfinishedAtLastStop() {
+    return unfinishedAtLastStop;
+  }
+
+  /** The open subscriptions, in the order they opened; for tests. */
+  List<Subscription> subscriptions() {
+    List<Subscription> subs = new ArrayList<>();
+    running.forEach(r -> subs.add(r.subscription));
+    return subs;
   }
 
   @Override
@@ -239,12 +401,13 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
         b.handlerTimeout(DurationFormat.parse("handlerTimeout", timeout));
       }
       SubscriptionSpec spec = b.build();
+      String name = spec.destination() + "/" + group + " (" + where + ")";
       if (!a.idempotent()) {
-        return new Endpoint(spec, () -> invoke);
+        return new Endpoint(bean, spec, name, () -> invoke);
       }
       Duration lease = DurationFormat.parse("idempotencyLease", resolve(a.idempotencyLease()));
       Function<Message, String> key = businessKey(group, resolve(a.idempotencyKey()));
-      return new Endpoint(spec,
+      return new Endpoint(bean, spec, name,
           () -> new IdempotentHandler(idempotency.getObject(), key, lease, invoke));
     } catch (IllegalArgumentException | org.springframework.expression.ParseException e) {
       throw new IllegalStateException("@RelaykitListener method " + where + ": "
@@ -362,10 +525,39 @@ public final class RelaykitListenerRegistry implements BeanPostProcessor, SmartL
     }
   }
 
-  private record Endpoint(SubscriptionSpec spec,
+  private record Endpoint(Object bean, SubscriptionSpec spec, String name,
       java.util.function.Supplier<MessageHandler> handlerFactory) {
     MessageHandler handler() {
       return handlerFactory.get();
+    }
+  }
+
+  /** An open subscription and its endpoint. */
+  private record Running(Subscription subscription, Endpoint endpoint) {
+    /** The name for logs: destination/group (bean.method). */
+    String name() {
+      return endpoint.name;
+    }
+  }
+
+  /** Closes one subscription on its own daemon thread. */
+  private static final class Closer {
+    final Running running;
+    final Thread thread;
+    volatile boolean drained;
+    volatile RuntimeException failure;
+
+    Closer(Running running, long drainEnd) {
+      this.running = running;
+      this.thread = new Thread(() -> {
+        try {
+          drained = running.subscription.close(
+              Duration.ofNanos(Math.max(0, drainEnd - System.nanoTime())));
+        } catch (RuntimeException e) {
+          failure = e;
+        }
+      }, "relaykit-listener-close-" + running.name());
+      this.thread.setDaemon(true);
     }
   }
 }

@@ -16,11 +16,15 @@ import org.springframework.context.SmartLifecycle;
  * not run before the application can serve, start after it, in {@link
  * RelaykitListenerRegistry#PHASE}.)
  *
- * <p>Stop: {@link OutboxRelay#close(Duration)} with four fifths of {@code
- * spring.lifecycle.timeout-per-shutdown-phase}: no new claims, the batch in flight waits for its
- * confirms and is marked sent. Rows not confirmed by then stay in the outbox, unsent, and are
- * published by the next relay once their lease runs out (on the JDBC storage; the in-memory
- * outbox dies with the process).
+ * <p>Stop: one call, {@link OutboxRelay#close(Duration)} with nine tenths of {@code
+ * spring.lifecycle.timeout-per-shutdown-phase} (the same stop deadline as {@link
+ * RelaykitListenerRegistry}'s), on Spring's shutdown thread: no new claims, the batch in flight
+ * waits for its confirms and is marked sent. The close waits for the relay's worker at most that
+ * long and does not interrupt it (an interrupt inside a JDBC call can break the connection), so
+ * the stop returns within the phase timeout whatever the broker does. A worker still running then
+ * is logged at WARNING and left to finish its cycle on its daemon thread; rows not confirmed stay
+ * in the outbox, unsent, and are published by the next relay once their lease runs out (on the
+ * JDBC storage; the in-memory outbox dies with the process).
  *
  * <p>Single use: an {@link OutboxRelay} cannot be started again once closed, so neither can this
  * lifecycle. A {@code start()} after {@code stop()} (a context stopped and started again, rather
@@ -31,6 +35,9 @@ public final class RelaykitRelayLifecycle implements SmartLifecycle {
 
   /** Before the web server starts ({@code DEFAULT_PHASE - 2048}), after it stops. */
   public static final int PHASE = SmartLifecycle.DEFAULT_PHASE - 4096;
+
+  private static final System.Logger LOG =
+      System.getLogger(RelaykitRelayLifecycle.class.getName());
 
   private final OutboxRelay relay;
   private final Duration stopDeadline;
@@ -45,7 +52,12 @@ public final class RelaykitRelayLifecycle implements SmartLifecycle {
    */
   public RelaykitRelayLifecycle(OutboxRelay relay, Duration shutdownPhaseTimeout) {
     this.relay = Objects.requireNonNull(relay, "relay");
-    this.stopDeadline = RelaykitListenerRegistry.drainDeadline(shutdownPhaseTimeout);
+    Objects.requireNonNull(shutdownPhaseTimeout, "shutdownPhaseTimeout");
+    if (shutdownPhaseTimeout.isNegative() || shutdownPhaseTimeout.isZero()) {
+      throw new IllegalArgumentException("spring.lifecycle.timeout-per-shutdown-phase must be"
+          + " positive, was " + shutdownPhaseTimeout);
+    }
+    this.stopDeadline = RelaykitListenerRegistry.stopDeadline(shutdownPhaseTimeout);
   }
 
   /**
@@ -82,7 +94,12 @@ public final class RelaykitRelayLifecycle implements SmartLifecycle {
     if (running) {
       running = false;
       stopped = true;
-      relay.close(stopDeadline);
+      if (!relay.close(stopDeadline)) {
+        LOG.log(System.Logger.Level.WARNING, "relaykit: the outbox relay's worker was still"
+            + " running after " + stopDeadline + " (the shutdown deadline); left to finish its"
+            + " cycle. Rows it had not marked sent stay in the outbox and are published by the"
+            + " next relay once their lease runs out");
+      }
     }
   }
 

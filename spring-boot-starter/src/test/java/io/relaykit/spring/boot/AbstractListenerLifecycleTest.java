@@ -4,6 +4,7 @@ import static io.relaykit.spring.boot.AbstractOutboxTransactionTest.unique;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.relaykit.message.Subscription;
 import io.relaykit.tck.Await;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,7 +20,9 @@ import org.springframework.jdbc.core.JdbcTemplate;
 /**
  * A real application context with @RelaykitListener methods: an append in a committed
  * @Transactional reaches the listener through the relay and the transport, a rolled-back one never
- * does, and closing the context drains the handler in flight.
+ * does, closing the context drains the handler in flight, a handler stuck past the shutdown phase
+ * is not acknowledged and does not hold the close past the phase, and a lazy listener bean created
+ * after the start is subscribed.
  */
 abstract class AbstractListenerLifecycleTest {
 
@@ -33,7 +36,7 @@ abstract class AbstractListenerLifecycleTest {
    */
   abstract List<String> transportProperties();
 
-  ConfigurableApplicationContext start(String group) {
+  ConfigurableApplicationContext start(String group, String... overrides) {
     List<String> props = new ArrayList<>(List.of(
         "spring.datasource.url=jdbc:h2:mem:" + unique("h2") + ";DB_CLOSE_DELAY=-1",
         "relaykit.storage=h2",
@@ -46,6 +49,7 @@ abstract class AbstractListenerLifecycleTest {
         "test.orders-table=" + unique("orders"),
         "test.group=" + group));
     props.addAll(transportProperties());
+    props.addAll(List.of(overrides));
     ConfigurableApplicationContext ctx = new SpringApplicationBuilder(ListenerApp.class)
         .properties(props.toArray(String[]::new)).run();
     contexts.add(ctx);
@@ -53,6 +57,13 @@ abstract class AbstractListenerLifecycleTest {
     jdbc.execute("CREATE TABLE " + ctx.getEnvironment().getProperty("test.orders-table")
         + " (id VARCHAR(64) PRIMARY KEY)");
     return ctx;
+  }
+
+  /** The name the registry gives (and logs for) the plain listener of {@code env}'s context. */
+  static String plainListener(Environment env) {
+    return env.getProperty("test.destination", "orders") + "/"
+        + env.getRequiredProperty("test.group") + " (" + ListenerApp.Inbox.class.getName()
+        + ".onOrder)";
   }
 
   @AfterEach
@@ -133,10 +144,13 @@ abstract class AbstractListenerLifecycleTest {
         closeFailure.set(t);
       }
     }, "test-close");
+    List<Subscription> subscriptions = registry.subscriptions();
+    assertThat(subscriptions).hasSize(2).allMatch(Subscription::isRunning);
     closer.start();
-    // The listener phase is stopping, its subscription closing, while the handler is held.
-    Await.until(WAIT, "the subscription is closing", () -> Thread.getAllStackTraces().keySet()
-        .stream().anyMatch(t -> t.getName().equals("relaykit-listener-close") && t.isAlive()));
+    // The listener phase is stopping, this context's subscriptions closing (a subscription is not
+    // running from the moment its close begins), while the handler is held.
+    Await.until(WAIT, "this context's subscriptions are closing",
+        () -> subscriptions.stream().noneMatch(Subscription::isRunning));
     assertThat(inbox.events).isEmpty();
     inbox.release.countDown();
     closer.join(WAIT.toMillis());
@@ -147,6 +161,74 @@ abstract class AbstractListenerLifecycleTest {
     assertThat(inbox.received).contains(slow);
     assertThat(registry.isRunning()).isFalse();
     afterDrain(ctx.getEnvironment(), slow);
+  }
+
+  @Test
+  void aHandlerStuckPastTheDeadlineIsNotAcknowledgedAndTheCloseKeepsToThePhaseTimeout()
+      throws Exception {
+    Duration phase = Duration.ofSeconds(2);
+    ConfigurableApplicationContext ctx = start(unique("g"),
+        "spring.lifecycle.timeout-per-shutdown-phase=" + phase.toSeconds() + "s");
+    TestApp.OrderService service = ctx.getBean(TestApp.OrderService.class);
+    ListenerApp.Inbox inbox = ctx.getBean(ListenerApp.Inbox.class);
+    ListenerApp.Events events = ctx.getBean(ListenerApp.Events.class);
+    RelaykitListenerRegistry registry = ctx.getBean(RelaykitListenerRegistry.class);
+    String stuck = "stuck-" + unique("o");
+    try {
+      service.place(stuck, false);
+      Await.until(WAIT, "the stuck handler runs", () -> inbox.stuckEntered.getCount() == 0);
+      Await.until(WAIT, "the idempotent listener handles it", () -> inbox.once.contains(stuck));
+
+      long t0 = System.nanoTime();
+      ctx.close();
+      Duration took = Duration.ofNanos(System.nanoTime() - t0);
+
+      // The registry gives up at nine tenths of the phase; the bound leaves room for the other
+      // phases and bean destruction on a loaded machine, and a stop that ran past the phase per
+      // stuck subscription would still exceed it.
+      assertThat(took).as("closing the context with a stuck handler").isLessThan(
+          phase.multipliedBy(2));
+      assertThat(registry.isRunning()).isFalse();
+      assertThat(registry.unfinishedAtLastStop()).as("subscriptions logged as unfinished")
+          .containsExactly(plainListener(ctx.getEnvironment()));
+      assertThat(inbox.events).doesNotContain("handled " + stuck);
+      assertThat(inbox.received).doesNotContain(stuck);
+      afterStuckClose(ctx.getEnvironment(), stuck, events);
+    } finally {
+      inbox.stuckRelease.countDown();
+    }
+  }
+
+  /**
+   * Checks what the backend holds after a context closed while the plain listener's handler of
+   * {@code id} was stuck: the plain group did not acknowledge or commit it (the idempotent group
+   * did).
+   *
+   * @param env the closed context's environment ({@code test.destination}, {@code test.group})
+   * @param id the message whose handler was stuck
+   * @param events what the context's lifecycle listener received
+   */
+  abstract void afterStuckClose(Environment env, String id, ListenerApp.Events events)
+      throws Exception;
+
+  @Test
+  void aLazyListenerBeanCreatedAfterTheStartIsSubscribedAndStopsWithTheRegistry() {
+    ConfigurableApplicationContext ctx = start(unique("g"));
+    TestApp.OrderService service = ctx.getBean(TestApp.OrderService.class);
+    RelaykitListenerRegistry registry = ctx.getBean(RelaykitListenerRegistry.class);
+    assertThat(registry.isRunning()).isTrue();
+    assertThat(registry.subscriptions()).hasSize(2);
+
+    ListenerApp.LateInbox late = ctx.getBean(ListenerApp.LateInbox.class);
+    List<Subscription> subscriptions = registry.subscriptions();
+    assertThat(subscriptions).hasSize(3).allMatch(Subscription::isRunning);
+    String id = unique("late");
+    service.place(id, false);
+    Await.until(WAIT, "the lazy listener receives " + id, () -> late.received.contains(id));
+
+    ctx.close();
+    assertThat(subscriptions).noneMatch(Subscription::isRunning);
+    assertThat(registry.subscriptions()).isEmpty();
   }
 
   /**

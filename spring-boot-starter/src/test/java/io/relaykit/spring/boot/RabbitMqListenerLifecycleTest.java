@@ -27,15 +27,31 @@ class RabbitMqListenerLifecycleTest extends AbstractListenerLifecycleTest {
   /** Both groups acknowledged the drained message: nothing is left in their queues. */
   @Override
   void afterDrain(Environment env, String id) throws Exception {
+    assertLeft(env, id, 0);
+  }
+
+  /**
+   * The plain group did not acknowledge the stuck message: it is back in the group's queues, once
+   * (not also as a retry copy); the idempotent group's queues are empty.
+   */
+  @Override
+  void afterStuckClose(Environment env, String id, ListenerApp.Events events) throws Exception {
+    assertLeft(env, id, 1);
+  }
+
+  private static void assertLeft(Environment env, String id, int inPlainGroup) throws Exception {
     RabbitMqTransportConfig config = RabbitMqTestBroker.config(env);
     RabbitMqTopology topology = RabbitMqTopology.of(config);
     String destination = env.getRequiredProperty("test.destination");
     try (Connection c = RabbitMqTestBroker.admin(config); Channel ch = c.createChannel()) {
-      for (String group : groups(env)) {
+      String plain = env.getRequiredProperty("test.group");
+      for (String group : List.of(plain, plain + "-once")) {
+        long left = 0;
         for (String queue : topology.queues(destination, group).allQueues()) {
-          assertThat(ch.queueDeclarePassive(queue).getMessageCount())
-              .as("messages left in %s after the drain of %s", queue, id).isZero();
+          left += ch.queueDeclarePassive(queue).getMessageCount();
         }
+        assertThat(left).as("messages left in the queues of %s after closing with %s", group, id)
+            .isEqualTo(group.equals(plain) ? inPlainGroup : 0);
       }
     }
   }
@@ -55,7 +71,7 @@ class RabbitMqListenerLifecycleTest extends AbstractListenerLifecycleTest {
 
   private static List<String> groups(Environment env) {
     String group = env.getRequiredProperty("test.group");
-    return List.of(group, group + "-once");
+    return List.of(group, group + "-once", group + "-late");
   }
 
 }
