@@ -2,6 +2,7 @@ package io.relaykit.spring.boot;
 
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.health.actuate.endpoint.HealthEndpoint;
 import org.springframework.boot.security.autoconfigure.actuate.web.servlet.EndpointRequest;
 import org.springframework.context.annotation.Bean;
@@ -16,7 +17,8 @@ import org.springframework.security.web.SecurityFilterChain;
  * An application with the starter, Actuator and Spring Security, securing the Actuator the way
  * the starter's README shows: health open, the dead-letter endpoint for role {@code OPERATOR}
  * over HTTP Basic, CSRF ignored for it (a script has no CSRF token), every other endpoint for any
- * authenticated user. Users: {@code operator} (OPERATOR) and {@code viewer} (no role).
+ * authenticated user. Users: {@code operator} (OPERATOR) and {@code viewer} (no role). With
+ * {@code test.actuator-chain=false}, neither the chain nor the users: Boot's default chain.
  */
 @SpringBootConfiguration
 @EnableAutoConfiguration
@@ -26,6 +28,7 @@ public class SecuredActuatorApp {
   static final String VIEWER_PASSWORD = "view-" + AbstractOutboxTransactionTest.unique("pw");
 
   @Bean
+  @ConditionalOnProperty(name = "test.actuator-chain", havingValue = "true", matchIfMissing = true)
   SecurityFilterChain actuatorSecurity(HttpSecurity http) throws Exception {
     http.securityMatcher(EndpointRequest.toAnyEndpoint())
         .authorizeHttpRequests(a -> a
@@ -40,6 +43,7 @@ public class SecuredActuatorApp {
   }
 
   @Bean
+  @ConditionalOnProperty(name = "test.actuator-chain", havingValue = "true", matchIfMissing = true)
   UserDetailsService users() {
     return new InMemoryUserDetailsManager(
         User.withUsername("operator").password("{noop}" + OPERATOR_PASSWORD).roles("OPERATOR")
