@@ -35,7 +35,9 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.time.InstantSource;
 import javax.sql.DataSource;
+import org.springframework.beans.factory.BeanInitializationException;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanFactoryPostProcessor;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -51,7 +53,9 @@ import org.springframework.core.env.Environment;
  * <ul>
  *   <li>{@link Settings}: every {@code relaykit.*} property, validated by core (its keys and
  *       defaults, see {@link RelaykitEnvironment}); a bad value or an unknown key fails the
- *       context's start naming the key.
+ *       context's start naming the key, before any bean is created; an unknown {@code
+ *       relaykit.storage} or {@code relaykit.transport} names the property, the value and the
+ *       values the starter wires.
  *   <li>Storage: {@code relaykit.storage=h2} opens relaykit-jdbc's {@link JdbcStorage} on the
  *       application's {@link DataSource} (H2 or PostgreSQL, dialect from the connection's URL;
  *       tables created or migrated unless {@code relaykit.h2.migrate=false}); the DataSource is the
@@ -103,6 +107,36 @@ public class RelaykitAutoConfiguration {
   @ConditionalOnMissingBean
   public Settings relaykitSettings(Environment env) {
     return RelaykitEnvironment.settings(env);
+  }
+
+  /**
+   * Checks the {@code relaykit.*} properties before any bean is created (static: a bean factory
+   * post-processor), so a bad value fails the start with core's message naming the key rather
+   * than as a missing bean of a configuration the value did not select: an unknown {@code
+   * relaykit.storage} or {@code relaykit.transport} would otherwise match no storage or transport
+   * configuration and fail as "no qualifying bean of type DeadLetterStore". With the starter's
+   * {@link Settings} bean every property is checked (as that bean then checks them again); with
+   * an application's own {@code Settings} bean only the storage and the transport.
+   *
+   * @param env the application's environment
+   * @return the post-processor
+   * @throws BeanInitializationException (when the context starts) caused by core's {@code
+   *     IllegalArgumentException}, naming the property, the value and the allowed values
+   */
+  @Bean
+  public static BeanFactoryPostProcessor relaykitSettingsCheck(Environment env) {
+    return beanFactory -> {
+      try {
+        if (beanFactory.containsBeanDefinition("relaykitSettings")) {
+          RelaykitEnvironment.settings(env);
+        } else {
+          RelaykitEnvironment.checkBackends(env);
+        }
+      } catch (IllegalArgumentException e) {
+        throw new BeanInitializationException("relaykit's configuration is invalid: "
+            + e.getMessage(), e);
+      }
+    };
   }
 
   /**

@@ -20,6 +20,14 @@ import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpoint;
 /**
  * The actuator endpoint {@code relaykitdeadletters}: lists relaykit's dead letters and replays one.
  *
+ * <p><b>Which dead letters.</b> The application's one {@link DeadLetterStore} bean: the storage's
+ * (relaykit-jdbc's table with {@code relaykit.storage=h2}, else in memory). It holds what the
+ * relay dead-letters and, on the in-process transport, what subscriptions dead-letter. It does
+ * <em>not</em> list Kafka dead-letter topics or RabbitMQ dead-letter queues: with {@code
+ * relaykit.transport=kafka} or {@code rabbitmq} a subscription's dead letters are in its group's
+ * topic or queue, read with {@code KafkaDeadLetterStore.forSubscription} or {@code
+ * RabbitMqDeadLetterStore.create} (one store per destination and group; see the starter's README).
+ *
  * <ul>
  *   <li>{@code GET /actuator/relaykitdeadletters?messageId=&source=&group=&type=&reason=
  *       &failedFrom=&failedBefore=&offset=&limit=}: one page of the {@link DeadLetterStore},
@@ -33,9 +41,11 @@ import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpoint;
  *       the dead letter back into the outbox (atomically on JDBC storage), from where the relay
  *       publishes it to its source again with its message id and trace id. 200 {@code
  *       {"replayed": id, ...}}; 404 when there is no such dead letter (already replayed or purged:
- *       replaying twice resends once). A dead letter of a consumer group goes back to its topic or
- *       queue, so every group subscribed there sees it again: consumers must be idempotent, as
- *       relaykit's are.
+ *       replaying twice resends once). Replay resends: a dead letter of a consumer group goes back
+ *       to its source topic or queue, so <em>every</em> group of that destination receives it
+ *       again with the same message id. Only idempotent handlers ({@link
+ *       RelaykitListener#idempotent()}, or a handler that deduplicates itself) make that safe; a
+ *       non-idempotent handler of another group runs it a second time.
  * </ul>
  *
  * <p>Bad input (blank id, a limit over the maximum, a negative offset, an unreadable time) is

@@ -100,13 +100,7 @@ final class RelaykitEnvironment {
     dropUndeclaredLenientKeys(env, values);
     Settings s = Settings.builder().values(values).build();
     String storage = s.getName(CoreKeys.STORAGE, "memory");
-    if (storage.equals("redis")) {
-      throw new IllegalArgumentException(REDIS_STORAGE_REFUSED);
-    }
-    if (!STORAGES.contains(storage)) {
-      throw new IllegalArgumentException(CoreKeys.STORAGE + "=" + storage + " is not wired by the"
-          + " Spring Boot starter; use one of " + STORAGES);
-    }
+    checkStorage(storage);
     String fastTier = s.getName(CoreKeys.IDEMPOTENCY_FAST_TIER, IdempotencySettings.NONE);
     if (!FAST_TIERS.contains(fastTier)) {
       throw new IllegalArgumentException(CoreKeys.IDEMPOTENCY_FAST_TIER + "=" + fastTier
@@ -127,10 +121,7 @@ final class RelaykitEnvironment {
       }
     }
     String transport = s.getName(CoreKeys.TRANSPORT, "memory");
-    if (!TRANSPORTS.contains(transport)) {
-      throw new IllegalArgumentException(CoreKeys.TRANSPORT + "=" + transport + " is not wired by"
-          + " the Spring Boot starter; use one of " + TRANSPORTS);
-    }
+    checkTransport(transport);
     if (transport.equals("kafka") && !s.isSet(KAFKA_BOOTSTRAP)) {
       Optional<String> servers = binder.bind("spring.kafka.bootstrap-servers",
           Bindable.listOf(String.class)).map(l -> String.join(",", l)).map(Optional::of)
@@ -146,6 +137,42 @@ final class RelaykitEnvironment {
       }
     }
     return s;
+  }
+
+  /**
+   * Checks only {@code relaykit.storage} and {@code relaykit.transport} of {@code env}, the two
+   * properties the starter's conditions choose beans by: for an application that defines its own
+   * {@link Settings} bean (whose other keys the starter then does not validate).
+   *
+   * @param env the application's environment
+   * @throws IllegalArgumentException naming the property, the value and the allowed values
+   */
+  static void checkBackends(Environment env) {
+    Binder binder = Binder.get(env);
+    Map<String, String> values = new TreeMap<>();
+    for (String key : List.of(CoreKeys.STORAGE, CoreKeys.TRANSPORT)) {
+      binder.bind(key, String.class).ifBound(v -> values.put(key, v));
+    }
+    Settings s = Settings.builder().values(values).build();
+    checkStorage(s.getName(CoreKeys.STORAGE, "memory"));
+    checkTransport(s.getName(CoreKeys.TRANSPORT, "memory"));
+  }
+
+  private static void checkStorage(String storage) {
+    if (storage.equals("redis")) {
+      throw new IllegalArgumentException(REDIS_STORAGE_REFUSED);
+    }
+    if (!STORAGES.contains(storage)) {
+      throw new IllegalArgumentException(CoreKeys.STORAGE + "=" + storage + " is not wired by the"
+          + " Spring Boot starter; use one of " + STORAGES);
+    }
+  }
+
+  private static void checkTransport(String transport) {
+    if (!TRANSPORTS.contains(transport)) {
+      throw new IllegalArgumentException(CoreKeys.TRANSPORT + "=" + transport + " is not wired by"
+          + " the Spring Boot starter; use one of " + TRANSPORTS);
+    }
   }
 
   /**

@@ -55,7 +55,17 @@ import org.springframework.web.util.pattern.PathPatternParser;
  * without its body (a repeat gets 410).
  *
  * <p>A handler that throws, or a 5xx answer (what Spring MVC's exception handling turns an
- * exception into), releases the key: the client's retry runs again. Requests that go async are
+ * exception into), releases the key: the client's retry runs again. So does an answer sent with
+ * {@link HttpServletResponse#sendError} (a {@code ResponseStatusException} or a framework error
+ * such as 400, 404, 405 or 415 that Spring MVC resolves that way, or a handler calling it): its
+ * body is written later, by the container's error dispatch (Boot's {@code /error}), outside this
+ * filter, so what the filter sees has no body; keeping it would replay a bodiless answer to every
+ * retry. It is not kept, the key is released and the client gets the error page as usual; its
+ * retry runs the request again (the draft lets a server decline to keep error answers; Stripe
+ * keeps nothing for a request refused before it ran). A handler that does work and then calls
+ * {@code sendError} is therefore run again on retry: return the error as a body ({@code
+ * ResponseEntity}, a {@code ProblemDetail} from an {@code @ExceptionHandler}, or {@code
+ * spring.mvc.problemdetails.enabled=true}) when the answer must be kept. Requests that go async are
  * not kept either (the answer is not complete when the filter returns): their key is released and
  * a warning logged; do not put async handlers behind this filter. Answer-store failures after the
  * handler ran do not fail the response (see {@link IdempotencyKeyProtocol#finish}); failures
@@ -206,7 +216,7 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
       return;
     }
     Proceed owned = (Proceed) decision;
-    ContentCachingResponseWrapper buffered = new ContentCachingResponseWrapper(response);
+    BufferedResponse buffered = new BufferedResponse(response);
     try {
       chain.doFilter(new BufferedRequest(request, body), buffered);
     } catch (IOException | ServletException | RuntimeException | Error e) {
@@ -216,6 +226,14 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
     if (request.isAsyncStarted()) {
       LOG.log(System.Logger.Level.WARNING, "request " + target + " went async behind the "
           + protocol.header() + " filter; its answer is not kept and its key is released");
+      abandon(owned, null);
+      buffered.copyBodyToResponse();
+      return;
+    }
+    if (buffered.errorSent) {
+      // The body is the error dispatch's, written after this filter returns: nothing to keep.
+      LOG.log(System.Logger.Level.DEBUG, () -> protocol.header() + " " + owned.key() + ": "
+          + buffered.getStatus() + " sent with sendError, not kept; the key is released");
       abandon(owned, null);
       buffered.copyBodyToResponse();
       return;
@@ -286,6 +304,27 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
       }
     }
     return b.toString();
+  }
+
+  /** The buffered response, noting whether the answer was sent with {@code sendError}. */
+  private static final class BufferedResponse extends ContentCachingResponseWrapper {
+    private boolean errorSent;
+
+    BufferedResponse(HttpServletResponse response) {
+      super(response);
+    }
+
+    @Override
+    public void sendError(int sc) throws IOException {
+      errorSent = true;
+      super.sendError(sc);
+    }
+
+    @Override
+    public void sendError(int sc, String msg) throws IOException {
+      errorSent = true;
+      super.sendError(sc, msg);
+    }
   }
 
   /** The request with its body already read: the handler reads the buffered copy. */

@@ -215,6 +215,39 @@ class IdempotencyFilterH2Test {
     }
 
     @Test
+    @DisplayName("a ResponseStatusException (sent with sendError) is not kept bodiless: the client"
+        + " gets Boot's error body, the key is free, and the retry runs again")
+    void responseStatusExceptionIsNotKept() throws Exception {
+      String name = key();
+      String k = key();
+      HttpResponse<String> first = send("/api/rejected/" + name, k, "");
+      assertThat(first.statusCode()).isEqualTo(409);
+      assertThat(first.body()).as("the error dispatch's body").contains("\"status\":409");
+      assertThat(answers.find(k)).as("no answer kept").isEmpty();
+      assertThat(store.status("http:" + k)).as("the key is released").isEmpty();
+      HttpResponse<String> retry = send("/api/rejected/" + name, k, "");
+      assertThat(retry.statusCode()).isEqualTo(409);
+      assertThat(retry.body()).as("never a replayed empty body").contains("\"status\":409");
+      assertThat(api.runs(name)).as("the retry ran, not a replay").isEqualTo(2);
+    }
+
+    @Test
+    @DisplayName("a handler's own response.sendError is not kept either: the retry runs again")
+    void sendErrorIsNotKept() throws Exception {
+      String name = key();
+      String k = key();
+      HttpResponse<String> first = send("/api/send-error/" + name, k, "");
+      assertThat(first.statusCode()).isEqualTo(422);
+      assertThat(first.body()).contains("\"status\":422");
+      assertThat(answers.find(k)).isEmpty();
+      assertThat(store.status("http:" + k)).isEmpty();
+      HttpResponse<String> retry = send("/api/send-error/" + name, k, "");
+      assertThat(retry.statusCode()).isEqualTo(422);
+      assertThat(retry.body()).contains("\"status\":422");
+      assertThat(api.runs(name)).isEqualTo(2);
+    }
+
+    @Test
     @DisplayName("an answer over max-answer-size reaches the first client in full; a repeat gets"
         + " 410 and nothing runs again")
     void answerOverBound() throws Exception {

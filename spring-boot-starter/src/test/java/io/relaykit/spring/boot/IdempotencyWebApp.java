@@ -1,5 +1,7 @@
 package io.relaykit.spring.boot;
 
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -7,12 +9,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Import;
+import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.server.ResponseStatusException;
 
 /** A servlet application with the Idempotency-Key filter and handlers that count their runs. */
 @SpringBootConfiguration
@@ -67,6 +71,20 @@ public class IdempotencyWebApp {
     public String big(@PathVariable("name") String name) {
       run(name);
       return "x".repeat(4096);
+    }
+
+    /** Spring MVC answers a ResponseStatusException with sendError (Boot's /error writes it). */
+    @PostMapping("/api/rejected/{name}")
+    public String rejected(@PathVariable("name") String name) {
+      run(name);
+      throw new ResponseStatusException(HttpStatus.CONFLICT, "sold out " + name);
+    }
+
+    @PostMapping("/api/send-error/{name}")
+    public void sendError(@PathVariable("name") String name, HttpServletResponse response)
+        throws IOException {
+      run(name);
+      response.sendError(422, "cannot place " + name);
     }
 
     @GetMapping("/api/orders/{name}")

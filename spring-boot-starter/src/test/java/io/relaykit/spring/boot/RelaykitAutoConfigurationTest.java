@@ -51,6 +51,53 @@ class RelaykitAutoConfigurationTest {
   }
 
   @Test
+  @org.junit.jupiter.api.DisplayName("an unknown relaykit.storage fails the start naming the"
+      + " property, the value and the allowed values (not a missing bean)")
+  void anUnknownStorageFailsTheStartNamingTheAllowedValues() {
+    runner.withPropertyValues("relaykit.storage=postgres").run(ctx ->
+        assertThat(ctx).getFailure().rootCause()
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("relaykit.storage=postgres")
+            .hasMessageContaining("[memory, h2]"));
+  }
+
+  @Test
+  @org.junit.jupiter.api.DisplayName("an unknown relaykit.transport fails the start naming the"
+      + " property, the value and the allowed values (not a missing bean)")
+  void anUnknownTransportFailsTheStartNamingTheAllowedValues() {
+    runner.withPropertyValues("relaykit.transport=pulsar").run(ctx ->
+        assertThat(ctx).getFailure().rootCause()
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("relaykit.transport=pulsar")
+            .hasMessageContaining("[memory, kafka, rabbitmq]"));
+  }
+
+  @Test
+  @org.junit.jupiter.api.DisplayName("with the application's own Settings bean, an unknown"
+      + " storage or transport still fails naming it")
+  void anUnknownBackendFailsBesideYourOwnSettings() {
+    runner.withBean(Settings.class, Settings::empty).withPropertyValues("relaykit.transport=nats")
+        .run(ctx -> assertThat(ctx).getFailure().rootCause()
+            .hasMessageContaining("relaykit.transport=nats")
+            .hasMessageContaining("[memory, kafka, rabbitmq]"));
+    runner.withBean(Settings.class, Settings::empty).withPropertyValues("relaykit.storage=redis")
+        .run(ctx -> assertThat(ctx).getFailure().rootCause()
+            .hasMessageContaining("relaykit.storage=redis is not wired"));
+  }
+
+  @Test
+  @org.junit.jupiter.api.DisplayName("an unknown storage fails first, even with a web, Actuator"
+      + " and listener context around it")
+  void anUnknownStorageFailsBeforeAnyBeanNeedsIt() {
+    new org.springframework.boot.test.context.runner.WebApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(RelaykitAutoConfiguration.class,
+            RelaykitActuatorAutoConfiguration.class, RelaykitWebAutoConfiguration.class))
+        .withPropertyValues("relaykit.storage=mongo", "relaykit.spring.idempotency.enabled=true")
+        .run(ctx -> assertThat(ctx).getFailure().rootCause()
+            .hasMessageContaining("relaykit.storage=mongo").hasMessageContaining("[memory, h2]"));
+  }
+
+  @Test
   void jdbcStorageWithoutADataSourceFailsTheStartSayingSo() {
     runner.withPropertyValues("relaykit.storage=h2").run(ctx ->
         assertThat(ctx).getFailure().rootCause().hasMessageContaining("needs one DataSource"));
