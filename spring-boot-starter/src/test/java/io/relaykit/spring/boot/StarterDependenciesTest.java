@@ -58,6 +58,14 @@ class StarterDependenciesTest {
   }
 
   @Test
+  @DisplayName("health and the dead-letter endpoint come with the starter: Boot's actuator"
+      + " auto-configuration and health are regular compile dependencies")
+  void actuatorIsRegular() {
+    assertThat(DEPENDENCIES).containsEntry("spring-boot-actuator-autoconfigure", "compile")
+        .containsEntry("spring-boot-health", "compile");
+  }
+
+  @Test
   @DisplayName("transports, the Redis fast tier and Micrometer stay optional add-ons")
   void addOnsStayOptional() {
     for (String addOn : new String[] {"relaykit-kafka", "relaykit-rabbitmq", "relaykit-redis",
