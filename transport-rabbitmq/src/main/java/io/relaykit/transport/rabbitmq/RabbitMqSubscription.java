@@ -202,6 +202,7 @@ final class RabbitMqSubscription implements Subscription {
       return;
     }
     ctx.worker = Thread.currentThread();
+    ctx.started = System.nanoTime();
     ScheduledFuture<?> timeout = null;
     try {
       timeout = timeouts.schedule(() -> timedOut(ctx), spec.handlerTimeout().toNanos(),
@@ -211,16 +212,11 @@ final class RabbitMqSubscription implements Subscription {
     }
     event(LifecycleEvent.Stage.DELIVERED, ctx.message, "attempt " + ctx.attempt);
     Throwable failure = null;
-    long started = System.nanoTime();
     try {
       handler.handle(ctx.delivery);
     } catch (Throwable t) {
       failure = t;
     } finally {
-      Duration took = Duration.ofNanos(System.nanoTime() - started);
-      boolean failed = failure != null;
-      MetricsListener.safely(metrics,
-          x -> x.handlerDuration(spec.destination(), spec.group(), took, failed));
       if (timeout != null) {
         timeout.cancel(false);
       }
@@ -228,7 +224,15 @@ final class RabbitMqSubscription implements Subscription {
         ctx.worker = null;
       }
     }
-    settle(ctx, failure);
+    // Whichever of this return and the timeout settles the delivery reports its duration; a late
+    // return after the timeout (already reported as timed out) reports nothing.
+    if (ctx.settled.compareAndSet(false, true)) {
+      Duration took = Duration.ofNanos(System.nanoTime() - ctx.started);
+      boolean failed = failure != null;
+      MetricsListener.safely(metrics,
+          x -> x.handlerDuration(spec.destination(), spec.group(), took, failed));
+      settleClaimed(ctx, failure);
+    }
     // A timeout may have interrupted this thread after the handler returned.
     Thread.interrupted();
     if (failure instanceof VirtualMachineError) {
@@ -237,7 +241,13 @@ final class RabbitMqSubscription implements Subscription {
   }
 
   private void timedOut(Ctx ctx) {
-    settle(ctx, new TimeoutException("handler did not finish within " + spec.handlerTimeout()));
+    if (ctx.settled.compareAndSet(false, true)) {
+      Duration took = Duration.ofNanos(System.nanoTime() - ctx.started);
+      MetricsListener.safely(metrics,
+          x -> x.handlerTimedOut(spec.destination(), spec.group(), took));
+      settleClaimed(ctx, new TimeoutException("handler did not finish within "
+          + spec.handlerTimeout()));
+    }
     synchronized (ctx) {
       if (ctx.worker != null) {
         ctx.worker.interrupt();
@@ -245,11 +255,11 @@ final class RabbitMqSubscription implements Subscription {
     }
   }
 
-  /** Settles a delivery once; a late result after a timeout is ignored. */
-  private void settle(Ctx ctx, Throwable failure) {
-    if (!ctx.settled.compareAndSet(false, true)) {
-      return;
-    }
+  /**
+   * Settles a delivery whose {@link Ctx#settled} the caller has just set: exactly one of the
+   * handler's return and its timeout gets here, so a late result after a timeout is ignored.
+   */
+  private void settleClaimed(Ctx ctx, Throwable failure) {
     if (abandoned) {
       done();
       return;
@@ -477,6 +487,8 @@ final class RabbitMqSubscription implements Subscription {
     final int attempt;
     final AtomicBoolean settled = new AtomicBoolean();
     volatile Thread worker;
+    /** System.nanoTime() when the handler call began. */
+    volatile long started;
 
     Ctx(long tag, Map<String, String> wire, byte[] body, Delivery delivery) {
       this.tag = tag;
