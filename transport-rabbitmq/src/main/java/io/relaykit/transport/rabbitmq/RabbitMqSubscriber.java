@@ -56,6 +56,11 @@ public final class RabbitMqSubscriber implements Subscriber {
   private final Connection connection;
   private final RabbitMqPublisher mover;
   private final ScheduledExecutorService timeouts;
+  /**
+   * Samples every subscription's lag and in-flight count: apart from {@link #timeouts}, so a
+   * broker slow to answer a passive declare delays samples, never a handler timeout.
+   */
+  private final ScheduledExecutorService sampler;
   private final List<RabbitMqSubscription> subscriptions = new CopyOnWriteArrayList<>();
   private volatile boolean closed;
 
@@ -71,6 +76,8 @@ public final class RabbitMqSubscriber implements Subscriber {
     this.mover = mover;
     this.timeouts = Executors.newSingleThreadScheduledExecutor(
         RabbitMqPublisher.daemon("relaykit-rabbitmq-handler-timeouts"));
+    this.sampler = Executors.newSingleThreadScheduledExecutor(
+        RabbitMqPublisher.daemon("relaykit-rabbitmq-metrics"));
   }
 
   /**
@@ -185,8 +192,9 @@ public final class RabbitMqSubscriber implements Subscriber {
           + " for group " + spec.group() + ": " + e.getMessage(), e);
     }
     RabbitMqSubscription s = new RabbitMqSubscription(spec, handler, queues, topology, mover,
-        timeouts, listener, spec.metricsOr(metrics), clock, config.prefetch() > 0 ? config.prefetch() : spec.maxInFlight(),
-        config.recoveryInterval());
+        timeouts, listener, spec.metricsOr(metrics), clock,
+        config.prefetch() > 0 ? config.prefetch() : spec.maxInFlight(),
+        config.recoveryInterval(), sampler, config.metricsInterval());
     try {
       s.start(connection);
     } catch (IOException | ShutdownSignalException e) {
@@ -215,6 +223,7 @@ public final class RabbitMqSubscriber implements Subscriber {
     }
     mover.close();
     timeouts.shutdownNow();
+    sampler.shutdownNow();
     try {
       if (connection.isOpen()) {
         // Waits this long for close-ok, then closes the socket: bounded on a stalled broker.
