@@ -684,10 +684,11 @@ public final class InProcessTransport implements Publisher, Subscriber {
     }
 
     /**
-     * Receives the subscriptions' handler durations and ignored parts ({@link
-     * MetricsListener#handlerDuration}, {@link MetricsListener#ignored}) unless a subscription's
-     * spec names its own listener ({@link SubscriptionSpec#metrics()}), which replaces this one.
-     * Called on handler threads through {@link MetricsListener#safely}. Default: none.
+     * Receives the subscriptions' handler durations, timeouts and ignored parts ({@link
+     * MetricsListener#handlerDuration}, {@link MetricsListener#handlerTimedOut}, {@link
+     * MetricsListener#ignored}) unless a subscription's spec names its own listener ({@link
+     * SubscriptionSpec#metrics()}), which replaces this one. Called on handler threads (timeouts
+     * on the transport's timer thread) through {@link MetricsListener#safely}. Default: none.
      *
      * @param metrics the listener; checked (not null) by {@link #build()}
      * @return this builder

@@ -38,6 +38,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * One consumer of one group queue: hands deliveries to worker lanes, runs the handler with a
@@ -87,8 +88,7 @@ final class RabbitMqSubscription implements Subscription {
   /** Sampling thread only: the channel of the passive declares; reopened after a failure. */
   private Channel sampleChannel;
   private volatile ScheduledFuture<?> sampling;
-  private final java.util.concurrent.atomic.AtomicLong lagSampleFailures =
-      new java.util.concurrent.atomic.AtomicLong();
+  private final AtomicLong lagSampleFailures = new AtomicLong();
   /** Sampling thread only: failures since the last good sample, to log a streak once. */
   private long failureStreak;
 
