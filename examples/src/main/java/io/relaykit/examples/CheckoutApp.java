@@ -121,8 +121,11 @@ final class CheckoutApp implements AutoCloseable {
   final DemoTracing tracing;
   /** The relaykit meters ({@link #meters}) in Prometheus's format, for GET /metrics/prometheus. */
   final PrometheusMeterRegistry prometheus = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
-  /** Fed as a lifecycle and metrics listener by the outbox, relay, transport and consumers. */
-  final RelayKitMeterBinder meters = RelayKitMeterBinder.builder().build();
+  /**
+   * Fed as a lifecycle and metrics listener by the outbox, relay, transport and consumers; its
+   * meters carry the transport's {@code messaging.system} ({@link #messagingSystem}).
+   */
+  final RelayKitMeterBinder meters;
   /** The status page's samples; sampled every {@link #samplePeriod} while the pipeline runs. */
   final StatusHistory history;
   final Duration samplePeriod;
@@ -168,6 +171,9 @@ final class CheckoutApp implements AutoCloseable {
     for (LifecycleEvent.Stage stage : LifecycleEvent.Stage.values()) {
       counts.put(stage, new AtomicLong());
     }
+    // Made before the transport, which reports to it; checked against it once it exists.
+    this.meters = RelayKitMeterBinder.builder()
+        .messagingSystem(messagingSystem(options.transport())).build();
     meters.bindTo(prometheus);
     LifecycleListener count = event -> counts.get(event.stage()).incrementAndGet();
     LifecycleListener listener = LifecycleListener.composite(List.of(lifecycle, count, meters));
@@ -232,6 +238,11 @@ final class CheckoutApp implements AutoCloseable {
       this.deliveries = null;
     }
     this.publisher = injector.getInstance(Publisher.class);
+    if (!publisher.messagingSystem().equals(meters.messagingSystem())) {
+      throw new IllegalStateException("the meters' messaging.system is "
+          + meters.messagingSystem() + " but the transport names itself "
+          + publisher.messagingSystem());
+    }
     // A CONSUMER span per delivery, child of the relay's PRODUCER span.
     this.subscriber = Tracing.subscriber(injector.getInstance(Subscriber.class),
         tracing.propagation());
@@ -337,6 +348,23 @@ final class CheckoutApp implements AutoCloseable {
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
     checkServices(options, Map.of(), false);
     return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off(), Tuning.DEFAULTS);
+  }
+
+  /**
+   * The OpenTelemetry {@code messaging.system} of a {@code relaykit.transport} value, as the
+   * transport's {@code Publisher.messagingSystem()} names itself (checked once it exists).
+   *
+   * @param transport {@code memory}, {@code kafka} or {@code rabbitmq}
+   * @return {@code relaykit-inprocess}, {@code kafka} or {@code rabbitmq}
+   * @throws IllegalArgumentException for another transport
+   */
+  static String messagingSystem(String transport) {
+    return switch (transport) {
+      case RelayKitConfig.MEMORY -> "relaykit-inprocess";
+      case "kafka", "rabbitmq" -> transport;
+      default -> throw new IllegalArgumentException("relaykit.transport=" + transport
+          + " is not one the demo wires (memory, kafka, rabbitmq)");
+    };
   }
 
   /**

@@ -46,6 +46,11 @@ class DemoPrometheusTest {
   private static final int ORDERS = 3;
   /** Messages per effect: one per order. */
   private static final int MESSAGES = ORDERS + 1;
+  /** OpenTelemetry's messaging attributes as Prometheus labels: the binder's tag keys. */
+  private static final String DEST = "messaging_destination_name";
+  private static final String GROUP = "messaging_consumer_group_name";
+  private static final String PARTITION = "messaging_destination_partition_id";
+  private static final String SYSTEM = "messaging_system";
 
   private RunningDemo demo;
   private DemoHttp http;
@@ -58,6 +63,20 @@ class DemoPrometheusTest {
   abstract class Demo {
 
     abstract RunningDemo start(Path data) throws Exception;
+
+    /** The transport's {@code messaging.system}. */
+    abstract String system();
+
+    @Test
+    @DisplayName("every relaykit series carries the transport's messaging_system")
+    void messagingSystem() {
+      awaitStages(ORDERS, "acked");
+      List<Sample> relaykit = scrape().stream().filter(x -> x.name.startsWith("relaykit_"))
+          .toList();
+      assertThat(relaykit).as("relaykit series").hasSizeGreaterThan(10)
+          .allSatisfy(x -> assertThat(x.labels.get(SYSTEM)).as(x.name + x.labels)
+              .isEqualTo(system()));
+    }
 
     @BeforeAll
     void startAndOrder(@TempDir Path data) throws Exception {
@@ -84,26 +103,26 @@ class DemoPrometheusTest {
       List<Sample> scrape = scrape();
       for (Orders.Effect effect : Orders.Effect.values()) {
         String d = effect.destination();
-        assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", "delivered"))
+        assertThat(value(scrape, "relaykit_messages_total", DEST, d, "stage", "delivered"))
             .as(d + " delivered").isEqualTo(MESSAGES);
-        assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", "acked"))
+        assertThat(value(scrape, "relaykit_messages_total", DEST, d, "stage", "acked"))
             .as(d + " acked").isEqualTo(ORDERS);
-        assertThat(value(scrape, "relaykit_messages_total", "destination", d,
+        assertThat(value(scrape, "relaykit_messages_total", DEST, d,
             "stage", "dead_lettered")).as(d + " dead-lettered").isEqualTo(1);
         for (String none : List.of("retried", "expired", "replayed")) {
-          assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", none))
+          assertThat(value(scrape, "relaykit_messages_total", DEST, d, "stage", none))
               .as(d + " " + none).isZero();
         }
-        assertThat(value(scrape, "relaykit_handler_duration_seconds_count", "destination", d,
-            "group", effect.group(), "outcome", "success")).as(d + " handler successes")
+        assertThat(value(scrape, "relaykit_handler_duration_seconds_count", DEST, d,
+            GROUP, effect.group(), "outcome", "success")).as(d + " handler successes")
             .isEqualTo(ORDERS);
-        assertThat(value(scrape, "relaykit_handler_duration_seconds_count", "destination", d,
-            "group", effect.group(), "outcome", "failure")).as(d + " handler failures")
+        assertThat(value(scrape, "relaykit_handler_duration_seconds_count", DEST, d,
+            GROUP, effect.group(), "outcome", "failure")).as(d + " handler failures")
             .isEqualTo(1);
       }
       assertThat(scrape).as("every relaykit_messages_total series is under a destination the demo"
           + " publishes to").filteredOn(s -> s.name.equals("relaykit_messages_total"))
-          .allSatisfy(s -> assertThat(s.labels.get("destination")).isIn("orders.sms",
+          .allSatisfy(s -> assertThat(s.labels.get(DEST)).isIn("orders.sms",
               "orders.coupon"));
     }
 
@@ -112,7 +131,7 @@ class DemoPrometheusTest {
         + " order's message of each effect")
     void deadLetterDepth() {
       Sample depth = Await.value(WAIT, "the relay counted both dead letters",
-          () -> find(scrape(), "relaykit_dead_letters", "destination", "all"),
+          () -> find(scrape(), "relaykit_dead_letters", DEST, "all"),
           x -> x != null && x.value == Orders.Effect.values().length);
       assertThat(depth.value).isEqualTo(demo.app().deadLetters(100).size());
       assertThat(scrape()).filteredOn(x -> x.name.equals("relaykit_dead_letters"))
@@ -124,7 +143,7 @@ class DemoPrometheusTest {
       return Await.value(WAIT, "every effect at >= " + n + " for " + List.of(stages),
           DemoPrometheusTest.this::scrape, s -> Arrays.stream(Orders.Effect.values()).allMatch(
               e -> Arrays.stream(stages).allMatch(stage -> {
-                Sample x = find(s, "relaykit_messages_total", "destination", e.destination(),
+                Sample x = find(s, "relaykit_messages_total", DEST, e.destination(),
                     "stage", stage);
                 return x != null && x.value >= n;
               })));
@@ -137,18 +156,18 @@ class DemoPrometheusTest {
       awaitStages(MESSAGES, "enqueued", "published", "confirmed");
       List<Sample> scrape = Await.value(WAIT, "every confirm timed", DemoPrometheusTest.this::scrape,
           s -> Arrays.stream(Orders.Effect.values()).allMatch(e -> {
-            Sample x = find(s, "relaykit_publish_confirm_duration_seconds_count", "destination",
+            Sample x = find(s, "relaykit_publish_confirm_duration_seconds_count", DEST,
                 e.destination());
             return x != null && x.value >= MESSAGES;
           }));
       for (Orders.Effect effect : Orders.Effect.values()) {
         String d = effect.destination();
         for (String stage : List.of("enqueued", "published", "confirmed")) {
-          assertThat(value(scrape, "relaykit_messages_total", "destination", d, "stage", stage))
+          assertThat(value(scrape, "relaykit_messages_total", DEST, d, "stage", stage))
               .as(d + " " + stage).isEqualTo(MESSAGES);
         }
         assertThat(value(scrape, "relaykit_publish_confirm_duration_seconds_count",
-            "destination", d)).as(d + " confirm timer").isEqualTo(MESSAGES);
+            DEST, d)).as(d + " confirm timer").isEqualTo(MESSAGES);
       }
       assertThat(scrape).as("no series refused").filteredOn(
           s -> s.name.equals("relaykit_meters_overflow_total")).isNotEmpty()
@@ -160,14 +179,14 @@ class DemoPrometheusTest {
     void outboxGaugesAndVerdict() {
       List<Sample> scrape = Await.value(WAIT, "outbox backlog sampled at 0",
           DemoPrometheusTest.this::scrape, s -> {
-            Sample x = find(s, "relaykit_outbox_backlog", "destination", "outbox");
+            Sample x = find(s, "relaykit_outbox_backlog", DEST, "outbox");
             return x != null && x.value == 0;
           });
-      assertThat(value(scrape, "relaykit_outbox_oldest_age_seconds", "destination", "outbox"))
+      assertThat(value(scrape, "relaykit_outbox_oldest_age_seconds", DEST, "outbox"))
           .isZero();
       assertThat(scrape).filteredOn(x -> x.name.equals("relaykit_outbox_backlog"))
           .as("only the outbox reports a backlog, never a consumer")
-          .extracting(x -> x.labels.get("destination")).containsExactly("outbox");
+          .extracting(x -> x.labels.get(DEST)).containsExactly("outbox");
       // The relay samples once a second: read its verdict on both sides of a scrape until they
       // agree, so a sample between them cannot make the comparison flaky.
       int[] seen = new int[2];
@@ -177,7 +196,7 @@ class DemoPrometheusTest {
         seen[1] = RelayKitMeterBinder.verdictValue(demo.app().relayBacklog().verdict());
         return s;
       }, s -> seen[0] == seen[1]);
-      assertThat(value(agreed, "relaykit_backlog_verdict", "destination", "outbox", "group", "relay"))
+      assertThat(value(agreed, "relaykit_backlog_verdict", DEST, "outbox", GROUP, "relay"))
           .as("verdict gauge").isEqualTo(seen[0]);
     }
   }
@@ -191,6 +210,11 @@ class DemoPrometheusTest {
           Map.of(CheckoutApp.KAFKA_BOOTSTRAP, KafkaTestBroker.bootstrapServers()));
     }
 
+    @Override
+    String system() {
+      return "kafka";
+    }
+
     @Test
     @DisplayName("each effect's consumer lag drains to 0 on each of its 4 partitions, nothing in"
         + " flight")
@@ -200,19 +224,19 @@ class DemoPrometheusTest {
           + " sampled at 0", DemoPrometheusTest.this::scrape, s -> Arrays.stream(
               Orders.Effect.values()).allMatch(e -> s.stream().filter(x -> x.name.equals(
                   "relaykit_consumer_lag")
-                  && e.destination().equals(x.labels.get("destination"))
-                  && e.group().equals(x.labels.get("group")))
+                  && e.destination().equals(x.labels.get(DEST))
+                  && e.group().equals(x.labels.get(GROUP)))
                   .filter(x -> x.value == 0).count() == 4
               && s.stream().anyMatch(x -> x.name.equals("relaykit_consumer_in_flight")
-                  && e.destination().equals(x.labels.get("destination")) && x.value == 0)));
+                  && e.destination().equals(x.labels.get(DEST)) && x.value == 0)));
       for (Orders.Effect effect : Orders.Effect.values()) {
         String d = effect.destination();
         for (int p = 0; p < 4; p++) {
-          assertThat(value(scrape, "relaykit_consumer_lag", "destination", d, "group",
-              effect.group(), "partition", String.valueOf(p))).as(d + " partition " + p)
+          assertThat(value(scrape, "relaykit_consumer_lag", DEST, d, GROUP,
+              effect.group(), PARTITION, String.valueOf(p))).as(d + " partition " + p)
               .isZero();
         }
-        assertThat(value(scrape, "relaykit_consumer_in_flight", "destination", d, "group",
+        assertThat(value(scrape, "relaykit_consumer_in_flight", DEST, d, GROUP,
             effect.group())).as(d + " in flight").isZero();
       }
     }
@@ -224,6 +248,11 @@ class DemoPrometheusTest {
     @Override
     RunningDemo start(Path data) throws Exception {
       return RunningDemo.start(options(data, "memory"));
+    }
+
+    @Override
+    String system() {
+      return "relaykit-inprocess";
     }
 
     @Test
@@ -287,7 +316,7 @@ class DemoPrometheusTest {
     }
 
     private double deadLetterGauge(double expected, String why) {
-      return Await.value(WAIT, why, () -> find(scrape(), "relaykit_dead_letters", "destination",
+      return Await.value(WAIT, why, () -> find(scrape(), "relaykit_dead_letters", DEST,
           "all"), x -> x != null && x.value == expected).value;
     }
 
@@ -304,7 +333,7 @@ class DemoPrometheusTest {
       assertThat(demo.app().replay(replayed.id())).isPresent();
       assertThat(deadLetterGauge(n - 1, "the gauge one lower after the replay")).isEqualTo(n - 1);
       Sample waiting = Await.value(WAIT, "the replayed message waits in the outbox",
-          () -> find(scrape(), "relaykit_outbox_backlog", "destination", "outbox"),
+          () -> find(scrape(), "relaykit_outbox_backlog", DEST, "outbox"),
           x -> x != null && x.value == 1);
       assertThat(waiting.value).isEqualTo(1);
 
@@ -365,8 +394,15 @@ class DemoPrometheusTest {
     for (int i = 0; i < labels.length; i += 2) {
       want.put(labels[i], labels[i + 1]);
     }
-    return scrape.stream().filter(s -> s.name.equals(name) && s.labels.equals(want)).findFirst()
-        .orElse(null);
+    // Exactly these labels besides messaging_system, which every series has (messagingSystem()).
+    return scrape.stream().filter(s -> s.name.equals(name) && withoutSystem(s.labels).equals(want))
+        .findFirst().orElse(null);
+  }
+
+  private static Map<String, String> withoutSystem(Map<String, String> labels) {
+    Map<String, String> rest = new LinkedHashMap<>(labels);
+    rest.remove(SYSTEM);
+    return rest;
   }
 
   private static double value(List<Sample> scrape, String name, String... labels) {

@@ -40,6 +40,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -413,24 +414,35 @@ public final class InProcessTransport implements Publisher, Subscriber {
       event(LifecycleEvent.Stage.DELIVERED, item.message, name,
           "group=" + g.name + " attempt=" + item.attempt);
       Duration timeout = m.spec.handlerTimeout();
-      item.timeout = scheduler.schedule(() -> finish(g, item, runId, new TimeoutException(
-          "handler did not finish within " + timeout)), timeout.toNanos(), TimeUnit.NANOSECONDS);
+      MetricsListener metered = m.spec.metricsOr(metrics);
+      // Whichever of the handler's return and its timeout comes first decides the run, and only
+      // it reports the handler's duration: a late return after the timeout reports nothing.
+      AtomicBoolean decided = new AtomicBoolean();
+      long started = System.nanoTime();
+      item.timeout = scheduler.schedule(() -> {
+        if (decided.compareAndSet(false, true)) {
+          Duration took = Duration.ofNanos(System.nanoTime() - started);
+          MetricsListener.safely(metered, x -> x.handlerTimedOut(name, g.name, took));
+          finish(g, item, runId, new TimeoutException("handler did not finish within "
+              + timeout));
+        }
+      }, timeout.toNanos(), TimeUnit.NANOSECONDS);
       item.execution = m.executor.submit(() -> {
         if (delivery.attempt() == 1) {
-          InboundMapping.reportIgnored(m.spec.metricsOr(metrics), name,
-              delivery.message(), 0);
+          InboundMapping.reportIgnored(metered, name, delivery.message(), 0);
         }
         Throwable failure = null;
-        long started = System.nanoTime();
         try {
           m.handler.handle(delivery);
         } catch (Exception | Error e) {
           failure = e;
         }
+        if (!decided.compareAndSet(false, true)) {
+          return; // timed out: reported and routed by the timeout; this late result is ignored
+        }
         Duration took = Duration.ofNanos(System.nanoTime() - started);
         boolean failed = failure != null;
-        MetricsListener.safely(m.spec.metricsOr(metrics),
-            x -> x.handlerDuration(name, g.name, took, failed));
+        MetricsListener.safely(metered, x -> x.handlerDuration(name, g.name, took, failed));
         finish(g, item, runId, failure);
       });
     }
@@ -672,10 +684,11 @@ public final class InProcessTransport implements Publisher, Subscriber {
     }
 
     /**
-     * Receives the subscriptions' handler durations and ignored parts ({@link
-     * MetricsListener#handlerDuration}, {@link MetricsListener#ignored}) unless a subscription's
-     * spec names its own listener ({@link SubscriptionSpec#metrics()}), which replaces this one.
-     * Called on handler threads through {@link MetricsListener#safely}. Default: none.
+     * Receives the subscriptions' handler durations, timeouts and ignored parts ({@link
+     * MetricsListener#handlerDuration}, {@link MetricsListener#handlerTimedOut}, {@link
+     * MetricsListener#ignored}) unless a subscription's spec names its own listener ({@link
+     * SubscriptionSpec#metrics()}), which replaces this one. Called on handler threads (timeouts
+     * on the transport's timer thread) through {@link MetricsListener#safely}. Default: none.
      *
      * @param metrics the listener; checked (not null) by {@link #build()}
      * @return this builder

@@ -26,9 +26,11 @@ import java.time.Duration;
  * @param handlerThreads platform (default) or virtual threads for the handlers; {@link
  *     HandlerThreads#VIRTUAL} on a JDK older than 21 is rejected here, naming the field
  * @param metrics where the subscription reports its own numbers, on every transport: the handler
- *     durations ({@link MetricsListener#handlerDuration}) and what it received but ignored ({@link
+ *     durations and timeouts ({@link MetricsListener#handlerDuration}, {@link
+ *     MetricsListener#handlerTimedOut}) and what it received but ignored ({@link
  *     MetricsListener#ignored}); on Kafka also its consumer lag, per-partition lag, in-flight
- *     gauges, backlog verdict, drops and {@link MetricsListener#consumerFailed}. Null (the
+ *     gauges, backlog verdict, drops and {@link MetricsListener#consumerFailed}; on RabbitMQ its
+ *     consumer lag and in-flight gauges. Null (the
  *     default) for the transport's own listener (Kafka's {@code KafkaTransportConfig.metrics()},
  *     the RabbitMQ subscriber's and the in-process transport's; through queue-guice, the injector's
  *     {@code MetricsListener}), else none; see {@link #metricsOr}. A spec's listener replaces the

@@ -107,16 +107,39 @@ public interface MetricsListener {
 
   /**
    * One handler call of consumer {@code group} on {@code destination} took {@code duration}:
-   * reported once per delivery (each attempt counts), on the handler's thread right after the
-   * handler returned or threw, outside relaykit's locks.
+   * reported once per delivery attempt that finished within its handler timeout, on the handler's
+   * thread right after the handler returned or threw, outside relaykit's locks. An attempt that
+   * ran past its timeout is reported through {@link #handlerTimedOut} instead, never here: not
+   * when its handler later returns (its late result is ignored), so each attempt is reported
+   * exactly once.
    *
    * @param destination the topic or queue consumed
    * @param group the consumer group
    * @param duration how long the handler ran, measured on a monotonic clock
-   * @param failed whether the handler threw (or timed out)
+   * @param failed whether the handler threw
    */
   default void handlerDuration(String destination, String group, Duration duration,
       boolean failed) {}
+
+  /**
+   * One handler call of consumer {@code group} on {@code destination} ran past its handler
+   * timeout, and the runtime gave up on it after {@code duration} (about the timeout): the attempt
+   * counts as a retryable failure. Reported once per such attempt, when the timeout fires, on the
+   * runtime's timer thread, outside relaykit's locks (Kafka's handler thread waits for it, so keep
+   * it O(1)); the handler may still be running, and when it returns nothing more is reported for the attempt
+   * (a consumer's {@link #oldestInFlightAge} keeps showing a handler that does not return). Every
+   * transport (in-process, Kafka, Kafka share groups, RabbitMQ) reports timeouts here.
+   *
+   * <p>The default reports it as a failed {@link #handlerDuration}, so a listener that knows only
+   * that method counts a timeout as a failure; override it to tell the two apart.
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group
+   * @param duration from the handler's start to the timeout firing, on a monotonic clock
+   */
+  default void handlerTimedOut(String destination, String group, Duration duration) {
+    handlerDuration(destination, group, duration, true);
+  }
 
   /**
    * One message to {@code destination} was confirmed by the broker {@code duration} after it was
@@ -254,6 +277,11 @@ public interface MetricsListener {
       public void handlerDuration(String destination, String group, Duration duration,
           boolean failed) {
         copy.forEach(l -> safely(l, x -> x.handlerDuration(destination, group, duration, failed)));
+      }
+
+      @Override
+      public void handlerTimedOut(String destination, String group, Duration duration) {
+        copy.forEach(l -> safely(l, x -> x.handlerTimedOut(destination, group, duration)));
       }
 
       @Override

@@ -99,6 +99,30 @@ class MetricsListenerTest {
   }
 
   @Test
+  @DisplayName("a timed-out handler call is a failed handler duration for a listener that does"
+      + " not override handlerTimedOut, and composite forwards handlerTimedOut as it is")
+  void handlerTimedOut() {
+    List<String> calls = new ArrayList<>();
+    MetricsListener durationsOnly = new MetricsListener() {
+      @Override
+      public void handlerDuration(String destination, String group, Duration duration,
+          boolean failed) {
+        calls.add("duration " + destination + " " + group + " " + duration + " " + failed);
+      }
+    };
+    MetricsListener timeouts = new MetricsListener() {
+      @Override
+      public void handlerTimedOut(String destination, String group, Duration duration) {
+        calls.add("timeout " + destination + " " + group + " " + duration);
+      }
+    };
+    MetricsListener.composite(List.of(durationsOnly, new Broken(), timeouts))
+        .handlerTimedOut("orders", "billing", Duration.ofSeconds(2));
+    assertThat(calls).containsExactly("duration orders billing PT2S true",
+        "timeout orders billing PT2S");
+  }
+
+  @Test
   @DisplayName("composite rejects a null listener")
   void compositeNull() {
     assertThatThrownBy(() -> MetricsListener.composite(Arrays.asList(new Recording(), null)))

@@ -344,6 +344,53 @@ public abstract class SubscriberContract {
     }
   }
 
+  /**
+   * Waits for {@code latch} up to {@link #timeout()}, going on waiting through interrupts (as a
+   * handler that ignores its timeout's interrupt does); keeps no interrupt.
+   */
+  private void awaitIgnoringInterrupts(CountDownLatch latch) {
+    long end = System.nanoTime() + timeout().toNanos();
+    while (latch.getCount() > 0 && end - System.nanoTime() > 0) {
+      try {
+        latch.await(end - System.nanoTime(), TimeUnit.NANOSECONDS);
+      } catch (InterruptedException ignored) {
+        // the timeout's interrupt: this handler does not stop for it
+      }
+    }
+  }
+
+  /**
+   * The handler outcomes a subscription reports for one destination, in order: {@code success},
+   * {@code failure} ({@link MetricsListener#handlerDuration}) or {@code timeout} ({@link
+   * MetricsListener#handlerTimedOut}); thread-safe.
+   */
+  private static final class HandlerOutcomes implements MetricsListener {
+    private final String destination;
+    private final List<String> outcomes = new CopyOnWriteArrayList<>();
+
+    HandlerOutcomes(String destination) {
+      this.destination = destination;
+    }
+
+    @Override
+    public void handlerDuration(String d, String group, Duration duration, boolean failed) {
+      if (d.equals(destination)) {
+        outcomes.add(failed ? "failure" : "success");
+      }
+    }
+
+    @Override
+    public void handlerTimedOut(String d, String group, Duration duration) {
+      if (d.equals(destination)) {
+        outcomes.add("timeout");
+      }
+    }
+
+    List<String> all() {
+      return List.copyOf(outcomes);
+    }
+  }
+
   /** Records every delivery; thread-safe. */
   protected static final class Recorder implements MessageHandler {
     final List<Delivery> deliveries = new CopyOnWriteArrayList<>();
@@ -652,21 +699,37 @@ public abstract class SubscriberContract {
     }
 
     @Test
-    @DisplayName("a handler that runs past its timeout counts as a retryable failure")
+    @DisplayName("a handler that runs past its timeout counts as a retryable failure, is timed"
+        + " once as timed out, and its late normal return is not timed again")
     void timeoutIsRetryable() {
       String destination = newDestination();
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicBoolean lateReturn = new AtomicBoolean();
       Recorder recorder = new Recorder(d -> {
         if (d.attempt() == 1) {
-          blockUntilTestOver();
+          awaitIgnoringInterrupts(release); // past the timeout, then returns normally
+          lateReturn.set(true);
         }
       });
-      subscribe(spec(destination, "g").handlerTimeout(Duration.ofMillis(300)).build(), recorder);
+      HandlerOutcomes outcomes = new HandlerOutcomes(destination);
+      subscribe(spec(destination, "g").handlerTimeout(Duration.ofMillis(300)).metrics(outcomes)
+          .build(), recorder);
       Message m = publish(destination, "k", "slow");
 
-      Await.until(timeout(), "the attempt after the timeout",
-          () -> recorder.attemptsOf(m.id()).size() >= 2);
+      Await.until(timeout(), "the first attempt timed as timed out while its handler runs on",
+          () -> outcomes.all().contains("timeout"));
+      assertThat(lateReturn).as("still running").isFalse();
+      // Released only now: a transport may run the key's retry only once the stuck handler let go
+      // of its worker (RabbitMQ's key lanes).
+      release.countDown();
+      Await.until(timeout(), "the timed-out handler's late return", lateReturn::get);
+      Await.until(timeout(), "the attempt after the timeout, timed as a success",
+          () -> recorder.attemptsOf(m.id()).size() >= 2 && outcomes.all().contains("success"));
+      Await.holds(quietWindow(), "the late return of the timed-out handler is not timed",
+          () -> outcomes.all().size() == 2);
 
       assertThat(recorder.attemptsOf(m.id())).startsWith(1, 2);
+      assertThat(outcomes.all()).containsExactly("timeout", "success");
     }
 
     @Test

@@ -4,39 +4,60 @@ package io.relaykit.metrics.micrometer;
  * Every meter {@link RelayKitMeterBinder} registers, with its default name (under the default
  * prefix {@code relaykit}), its type and its tags. The names follow Micrometer's convention (lower
  * case, dot-separated; a registry renders them in its own style, Prometheus as {@code
- * relaykit_consumer_lag}) and OpenTelemetry's messaging conventions where they say something
- * ({@code destination}, {@code group}, {@code partition}; durations as timers in seconds). The
- * names and tag keys are stable: a change is a breaking change, listed in the CHANGELOG.
+ * relaykit_consumer_lag}); the tag keys are OpenTelemetry's messaging attribute names where one
+ * exists: {@value #SYSTEM_TAG} on every meter (the binder's {@link
+ * RelayKitMeterBinder.Builder#messagingSystem}), {@value #DESTINATION_TAG}, {@value #GROUP_TAG},
+ * {@value #PARTITION_TAG} (rendered by Prometheus as {@code messaging_destination_name} and so
+ * on). The relaykit-specific tags keep relaykit names: {@code stage}, {@code reason}, {@code
+ * outcome}, {@code queue}, {@code meter}. Durations are timers in seconds. The names and tag keys
+ * are stable: a change is a breaking change, listed in the CHANGELOG.
+ *
+ * <p>The two timers keep relaykit names by default rather than OpenTelemetry's {@code
+ * messaging.process.duration} and {@code messaging.client.operation.duration}: those metrics are
+ * still in development in the conventions (whose rule is that instrumentations do not switch to
+ * them before they are stable), they want {@code error.type} only on failed operations (a
+ * Micrometer meter has the same tag keys on every series, so relaykit keeps {@code
+ * outcome=success|failure|timeout}), and a second library emitting the same name with other tag
+ * keys would clash in a Prometheus registry. Rename them with {@link
+ * RelayKitMeterBinder.Builder#name} to adopt the conventions' names.
  *
  * <p>Rename any one through {@link RelayKitMeterBinder.Builder#name}, or all of them through
  * {@link RelayKitMeterBinder.Builder#prefix}.
  */
 public enum RelayKitMeter {
-  /** Gauge, tag {@code destination}: messages waiting to be sent (an outbox's unsent rows, under
-   *  {@code destination="outbox"}); never a consumer's lag, which is {@link #CONSUMER_LAG}. */
+  // Tags below leave out messaging.system, which every meter has; "destination" is
+  // messaging.destination.name, "group" messaging.consumer.group.name, "partition"
+  // messaging.destination.partition.id.
+
+  /** Gauge, tag destination: messages waiting to be sent (an outbox's unsent rows, under
+   *  {@code messaging.destination.name="outbox"}); never a consumer's lag, which is {@link
+   *  #CONSUMER_LAG}. */
   OUTBOX_BACKLOG("outbox.backlog", "messages waiting to be sent"),
-  /** TimeGauge, tag {@code destination}: how long the oldest waiting message has waited. */
+  /** TimeGauge, tag destination: how long the oldest waiting message has waited. */
   OUTBOX_OLDEST_AGE("outbox.oldest.age", "age of the oldest waiting message"),
-  /** Gauge, tags {@code destination, group, partition}: consumer lag in messages; {@code
-   *  partition="all"} where the runtime knows no partitions. */
+  /** Gauge, tags destination, group, partition: consumer lag in messages; partition {@code
+   *  "all"} where the runtime knows no partitions (RabbitMQ, in-process). */
   CONSUMER_LAG("consumer.lag", "messages the consumer group trails the end of the partition"),
-  /** Gauge, tags {@code destination, group}: messages taken and not yet finished. */
+  /** Gauge, tags destination, group: messages taken and not yet finished. */
   CONSUMER_IN_FLIGHT("consumer.in.flight", "messages taken by the consumer and not yet finished"),
-  /** TimeGauge, tags {@code destination, group}: how long the consumer's oldest unfinished
-   *  message has been in flight (handlers stuck past their timeout included). */
+  /** TimeGauge, tags destination, group: how long the consumer's oldest unfinished message has
+   *  been in flight (handlers stuck past their timeout included). */
   CONSUMER_OLDEST_IN_FLIGHT_AGE("consumer.in.flight.oldest.age",
       "age of the oldest message the consumer took and has not finished"),
-  /** Counter, tags {@code destination, group}: consumers stopped for good. */
+  /** Counter, tags destination, group: consumers stopped for good. */
   CONSUMER_FAILED("consumer.failed", "consumers stopped for good on an unrecoverable error"),
-  /** Counter, tags {@code destination, stage}: lifecycle steps taken, one per message per step. */
+  /** Counter, tags destination, {@code stage}: lifecycle steps taken, one per message per step. */
   MESSAGES("messages", "lifecycle steps taken by messages"),
-  /** Counter, tags {@code destination, reason}: messages discarded. */
+  /** Counter, tags destination, {@code reason}: messages discarded. */
   MESSAGES_DROPPED("messages.dropped", "messages discarded"),
-  /** Counter, tags {@code destination, reason}: message parts ignored (no message lost). */
+  /** Counter, tags destination, {@code reason}: message parts ignored (no message lost). */
   MESSAGES_IGNORED("messages.ignored", "message parts ignored without failing the message"),
-  /** Timer, tags {@code destination, group, outcome}: handler calls, one per delivery attempt. */
+  /** Timer, tags destination, group, {@code outcome}: handler calls, one per delivery attempt;
+   *  {@code outcome} is {@code success}, {@code failure} (the handler threw) or {@code timeout}
+   *  (the runtime gave up at the handler timeout: recorded then, with the time until then, and
+   *  not again when the handler returns late). */
   HANDLER_DURATION("handler.duration", "time a message handler ran"),
-  /** Timer, tag {@code destination}: from publish to the broker's confirmation. */
+  /** Timer, tag destination: from publish to the broker's confirmation. */
   PUBLISH_CONFIRM_DURATION("publish.confirm.duration", "time from publish to broker confirm"),
   /** Gauge, tag {@code queue}: events in a report queue (pending plus in flight). */
   REPORT_QUEUE_DEPTH("report.queue.depth", "events held by the report queue"),
@@ -44,14 +65,23 @@ public enum RelayKitMeter {
   REPORT_QUEUE_BYTES("report.queue.bytes", "bytes held by the report queue"),
   /** FunctionCounter, tag {@code queue}: events a report queue discarded (capacity, bytes). */
   REPORT_QUEUE_DROPPED("report.queue.dropped", "events the report queue discarded"),
-  /** Gauge, tag {@code destination}: dead letters held. */
+  /** Gauge, tag destination: dead letters held. */
   DEAD_LETTERS("dead.letters", "dead letters held"),
-  /** Gauge, tag {@code destination}: the backlog verdict as a number, see {@link
-   *  RelayKitMeterBinder#verdictValue}. */
+  /** Gauge, tags destination, group ({@code "relay"} for the outbox relay): the backlog verdict
+   *  as a number, see {@link RelayKitMeterBinder#verdictValue}. */
   BACKLOG_VERDICT("backlog.verdict",
       "backlog verdict: 0 healthy, 1 draining spike, 2 sustained growth, 3 stalled, 4 over bound"),
   /** Counter, tag {@code meter}: series refused because their meter reached its cap. */
   METERS_OVERFLOW("meters.overflow", "tag combinations refused because a meter reached its cap");
+
+  /** Tag key on every meter: OpenTelemetry's {@code messaging.system} ({@code kafka}, ...). */
+  public static final String SYSTEM_TAG = "messaging.system";
+  /** Tag key: OpenTelemetry's {@code messaging.destination.name}, the queue, topic or outbox. */
+  public static final String DESTINATION_TAG = "messaging.destination.name";
+  /** Tag key: OpenTelemetry's {@code messaging.consumer.group.name}, the consumer group. */
+  public static final String GROUP_TAG = "messaging.consumer.group.name";
+  /** Tag key: OpenTelemetry's {@code messaging.destination.partition.id}, a partition number. */
+  public static final String PARTITION_TAG = "messaging.destination.partition.id";
 
   private final String suffix;
   private final String description;

@@ -36,11 +36,18 @@ import java.util.function.Supplier;
  * whose numbers you want, and bind it to a registry once:
  *
  * <pre>{@code
- * RelayKitMeterBinder meters = RelayKitMeterBinder.builder().build();
+ * RelayKitMeterBinder meters = RelayKitMeterBinder.builder()
+ *     .messagingSystem(publisher.messagingSystem()).build();
  * meters.bindTo(registry);
  * OutboxRelay relay = OutboxRelay.builder()...metrics(meters).listener(meters.relayListener())
  *     .build();
  * }</pre>
+ *
+ * <p>Tags: every meter carries {@code messaging.system} (from {@link Builder#messagingSystem}:
+ * the SPIs do not carry it, so whoever wires the binder names the transport); the messaging tags
+ * use OpenTelemetry's attribute names, see {@link RelayKitMeter}. In the method docs below, {@code
+ * destination}, {@code group} and {@code partition} stand for {@code messaging.destination.name},
+ * {@code messaging.consumer.group.name} and {@code messaging.destination.partition.id}.
  *
  * <p>The relay gets {@link #relayListener()}, not the binder itself, when its publisher reports to
  * the binder too: both report PUBLISHED and CONFIRMED for each relayed message.
@@ -62,11 +69,18 @@ import java.util.function.Supplier;
  */
 public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, LifecycleListener {
 
+  private static final String DESTINATION = RelayKitMeter.DESTINATION_TAG;
+  private static final String GROUP = RelayKitMeter.GROUP_TAG;
+  private static final String PARTITION = RelayKitMeter.PARTITION_TAG;
   private static final String PARTITION_ALL = "all";
+  private static final String OUTCOME_TIMEOUT = "timeout";
   private static final int MAX_REASON = 64;
   private static final LifecycleEvent.Stage[] STAGES = LifecycleEvent.Stage.values();
 
   private final Map<RelayKitMeter, String> names;
+  /** {@code messaging.system}, on every meter. */
+  private final Tags common;
+  private final String system;
   private final int maxSeries;
   private final double[] percentiles;
   private final boolean histogram;
@@ -107,14 +121,16 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
       String override = b.names.get(m);
       names.put(m, override != null ? override : b.prefix + "." + m.suffix());
     }
+    this.system = b.system;
+    this.common = Tags.of(RelayKitMeter.SYSTEM_TAG, b.system);
     this.maxSeries = b.maxSeries;
     this.percentiles = b.percentiles.clone();
     this.histogram = b.histogram;
   }
 
   /**
-   * A builder with the defaults: prefix {@code relaykit}, 256 series per meter, no percentiles,
-   * no histogram.
+   * A builder with the defaults: prefix {@code relaykit}, {@code messaging.system="unknown"}, 256
+   * series per meter, no percentiles, no histogram.
    *
    * @return a new builder
    */
@@ -130,6 +146,15 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
    */
   public String name(RelayKitMeter meter) {
     return names.get(Objects.requireNonNull(meter, "meter"));
+  }
+
+  /**
+   * The {@code messaging.system} tag value this binder puts on every meter it registers.
+   *
+   * @return the system, as given to {@link Builder#messagingSystem}, else {@code "unknown"}
+   */
+  public String messagingSystem() {
+    return system;
   }
 
   /**
@@ -175,7 +200,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
       if (m != RelayKitMeter.METERS_OVERFLOW) {
         counters.put(m, Counter.builder(name(RelayKitMeter.METERS_OVERFLOW))
             .description(RelayKitMeter.METERS_OVERFLOW.description())
-            .tag("meter", name(m)).register(registry));
+            .tag("meter", name(m)).tags(common).register(registry));
       }
     }
     overflow = counters; // published before the registry, so no series misses its counter
@@ -202,7 +227,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
       throw new IllegalStateException("bind RelayKitMeterBinder to a registry before reportQueue");
     }
     reportQueues.get(new Key(name, "", ""), k -> {
-      Tags tags = Tags.of("queue", name);
+      Tags tags = common.and("queue", name);
       Gauge.builder(name(RelayKitMeter.REPORT_QUEUE_DEPTH), queue,
           q -> depth(q.stats())).tags(tags)
           .description(RelayKitMeter.REPORT_QUEUE_DEPTH.description()).register(r);
@@ -246,7 +271,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
       if (s != LifecycleEvent.Stage.DROPPED) {
         counters[s.ordinal()] = Counter.builder(name(RelayKitMeter.MESSAGES))
             .description(RelayKitMeter.MESSAGES.description())
-            .tags("destination", destination, "stage", stage(s)).register(r);
+            .tags(common).tags(DESTINATION, destination, "stage", stage(s)).register(r);
       }
     }
     return counters;
@@ -293,7 +318,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     AtomicLong v = oldestAge.get(destination, (d, r) -> {
       AtomicLong nanos = new AtomicLong();
       TimeGauge.builder(name(RelayKitMeter.OUTBOX_OLDEST_AGE), nanos, TimeUnit.NANOSECONDS,
-          AtomicLong::doubleValue).tags("destination", d)
+          AtomicLong::doubleValue).tags(common).tags(DESTINATION, d)
           .description(RelayKitMeter.OUTBOX_OLDEST_AGE.description()).register(r);
       return nanos;
     });
@@ -342,8 +367,8 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
           AtomicLong sum = this.lag.remove(new Key(destination, group, PARTITION_ALL));
           if (sum != null) {
             MeterRegistry r = registry.get();
-            Meter all = r.find(name(RelayKitMeter.CONSUMER_LAG)).tags("destination",
-                tag(destination), "group", tag(group), "partition", PARTITION_ALL).meter();
+            Meter all = r.find(name(RelayKitMeter.CONSUMER_LAG)).tags(common).tags(DESTINATION,
+                tag(destination), GROUP, tag(group), PARTITION, PARTITION_ALL).meter();
             if (all != null) {
               r.remove(all);
             }
@@ -357,7 +382,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   private AtomicLong lagGauge(Key k, MeterRegistry r) {
     AtomicLong v = new AtomicLong();
     Gauge.builder(name(RelayKitMeter.CONSUMER_LAG), v, AtomicLong::doubleValue)
-        .tags("destination", k.a, "group", k.b, "partition", k.c)
+        .tags(common).tags(DESTINATION, k.a, GROUP, k.b, PARTITION, k.c)
         .description(RelayKitMeter.CONSUMER_LAG.description()).register(r);
     return v;
   }
@@ -368,7 +393,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     AtomicLong v = inFlight.get(new Key(destination, group, ""), k -> {
       AtomicLong g = new AtomicLong();
       Gauge.builder(name(RelayKitMeter.CONSUMER_IN_FLIGHT), g, AtomicLong::doubleValue)
-          .tags("destination", k.a, "group", k.b)
+          .tags(common).tags(DESTINATION, k.a, GROUP, k.b)
           .description(RelayKitMeter.CONSUMER_IN_FLIGHT.description()).register(registry.get());
       return g;
     });
@@ -386,7 +411,8 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     AtomicLong v = inFlightAge.get(new Key(destination, group, ""), k -> {
       AtomicLong nanos = new AtomicLong();
       TimeGauge.builder(name(RelayKitMeter.CONSUMER_OLDEST_IN_FLIGHT_AGE), nanos,
-          TimeUnit.NANOSECONDS, AtomicLong::doubleValue).tags("destination", k.a, "group", k.b)
+          TimeUnit.NANOSECONDS, AtomicLong::doubleValue).tags(common)
+          .tags(DESTINATION, k.a, GROUP, k.b)
           .description(RelayKitMeter.CONSUMER_OLDEST_IN_FLIGHT_AGE.description())
           .register(registry.get());
       return nanos;
@@ -396,13 +422,32 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     }
   }
 
-  /** {@inheritDoc} Records in {@code relaykit.handler.duration{destination, group, outcome}}. */
+  /**
+   * {@inheritDoc} Records in {@code relaykit.handler.duration{messaging.destination.name,
+   * messaging.consumer.group.name, outcome}} with {@code outcome} {@code success} or {@code
+   * failure}.
+   */
   @Override
   public void handlerDuration(String destination, String group, Duration duration,
       boolean failed) {
-    Timer t = handler.get(new Key(destination, group, failed ? "failure" : "success"),
+    handlerTimer(destination, group, failed ? "failure" : "success", duration);
+  }
+
+  /**
+   * {@inheritDoc} Records in {@code relaykit.handler.duration{..., outcome="timeout"}}: a handler
+   * call the runtime gave up on at its timeout, with the time until then; its late return, if
+   * any, records nothing.
+   */
+  @Override
+  public void handlerTimedOut(String destination, String group, Duration duration) {
+    handlerTimer(destination, group, OUTCOME_TIMEOUT, duration);
+  }
+
+  private void handlerTimer(String destination, String group, String outcome,
+      Duration duration) {
+    Timer t = handler.get(new Key(destination, group, outcome),
         k -> timer(RelayKitMeter.HANDLER_DURATION,
-            Tags.of("destination", k.a, "group", k.b, "outcome", k.c)));
+            Tags.of(DESTINATION, k.a, GROUP, k.b, "outcome", k.c)));
     if (t != null) {
       t.record(duration);
     }
@@ -412,14 +457,15 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   @Override
   public void publishConfirmDuration(String destination, Duration duration) {
     Timer t = confirm.get(destination,
-        (d, r) -> timer(RelayKitMeter.PUBLISH_CONFIRM_DURATION, Tags.of("destination", d)));
+        (d, r) -> timer(RelayKitMeter.PUBLISH_CONFIRM_DURATION, Tags.of(DESTINATION, d)));
     if (t != null) {
       t.record(duration);
     }
   }
 
   private Timer timer(RelayKitMeter m, Tags tags) {
-    Timer.Builder b = Timer.builder(name(m)).description(m.description()).tags(tags);
+    Timer.Builder b = Timer.builder(name(m)).description(m.description()).tags(common)
+        .tags(tags);
     if (percentiles.length > 0) {
       b.publishPercentiles(percentiles);
     }
@@ -465,7 +511,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     AtomicLong v = verdict.get(new Key(destination, group == null ? "relay" : group, ""), k -> {
       AtomicLong g = new AtomicLong();
       Gauge.builder(name(RelayKitMeter.BACKLOG_VERDICT), g, AtomicLong::doubleValue)
-          .tags("destination", k.a, "group", k.b)
+          .tags(common).tags(DESTINATION, k.a, GROUP, k.b)
           .description(RelayKitMeter.BACKLOG_VERDICT.description()).register(registry.get());
       return g;
     });
@@ -478,7 +524,8 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   @Override
   public void consumerFailed(String destination, String group, Throwable cause) {
     Counter c = failed.get(new Key(destination, group, ""), k ->
-        Counter.builder(name(RelayKitMeter.CONSUMER_FAILED)).tags("destination", k.a, "group", k.b)
+        Counter.builder(name(RelayKitMeter.CONSUMER_FAILED)).tags(common)
+            .tags(DESTINATION, k.a, GROUP, k.b)
             .description(RelayKitMeter.CONSUMER_FAILED.description()).register(registry.get()));
     if (c != null) {
       c.increment();
@@ -488,7 +535,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   private void set(Series<AtomicLong> series, RelayKitMeter m, String destination, long value) {
     AtomicLong v = series.get(destination, (d, r) -> {
       AtomicLong g = new AtomicLong();
-      Gauge.builder(name(m), g, AtomicLong::doubleValue).tags("destination", d)
+      Gauge.builder(name(m), g, AtomicLong::doubleValue).tags(common).tags(DESTINATION, d)
           .description(m.description()).register(r);
       return g;
     });
@@ -502,7 +549,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     String why = reason == null || reason.isBlank() ? "unknown"
         : reason.length() > MAX_REASON ? reason.substring(0, MAX_REASON) : reason;
     Counter c = series.get(new Key(destination, why, ""), k -> Counter.builder(name(m))
-        .tags("destination", k.a, "reason", k.b).description(m.description())
+        .tags(common).tags(DESTINATION, k.a, "reason", k.b).description(m.description())
         .register(registry.get()));
     if (c != null && n > 0) {
       c.increment(n);
@@ -591,6 +638,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
    */
   public static final class Builder {
     private String prefix = "relaykit";
+    private String system = "unknown";
     private final Map<RelayKitMeter, String> names = new EnumMap<>(RelayKitMeter.class);
     private int maxSeries = 256;
     private double[] percentiles = new double[0];
@@ -613,6 +661,33 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
             + " with a dot: \"" + prefix + "\"");
       }
       this.prefix = prefix;
+      return this;
+    }
+
+    /**
+     * The {@code messaging.system} tag on every meter this binder registers: the messaging system
+     * of the transport whose numbers it receives, as OpenTelemetry's messaging conventions name it
+     * and as the transports name themselves ({@code Publisher.messagingSystem()}, {@code
+     * Subscriber.messagingSystem()}): {@code kafka}, {@code rabbitmq}, {@code relaykit-inprocess}.
+     * The metrics and lifecycle SPIs do not carry the system, so the binder takes it here: whoever
+     * wires the binder passes the transport's name (the Spring Boot starter does, from {@code
+     * relaykit.transport}). An application with two transports uses one binder per transport,
+     * composed with {@code MetricsListener.composite} where one component reports to both, all
+     * bound to the same registry (their series differ in {@code messaging.system}). Default
+     * {@code "unknown"}.
+     *
+     * @param system e.g. {@code transport.messagingSystem()}; at most 64 characters
+     * @return this builder
+     * @throws NullPointerException if {@code system} is null
+     * @throws IllegalArgumentException if {@code system} is blank or longer than 64 characters
+     */
+    public Builder messagingSystem(String system) {
+      Objects.requireNonNull(system, "system");
+      if (system.isBlank() || system.length() > MAX_REASON) {
+        throw new IllegalArgumentException("messagingSystem must be non-blank and at most "
+            + MAX_REASON + " characters: \"" + system + "\"");
+      }
+      this.system = system;
       return this;
     }
 

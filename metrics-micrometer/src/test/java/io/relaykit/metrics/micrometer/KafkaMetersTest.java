@@ -60,7 +60,7 @@ class KafkaMetersTest extends ScriptedRunContract {
   }
 
   private List<Gauge> lag(String destination, String group) {
-    return registry.find("relaykit.consumer.lag").tags("destination", destination, "group", group)
+    return registry.find("relaykit.consumer.lag").tags(DESTINATION, destination, GROUP, group)
         .gauges().stream().toList();
   }
 
@@ -74,15 +74,15 @@ class KafkaMetersTest extends ScriptedRunContract {
 
   @Override
   void afterRun(String destination, String group) {
-    assertThat(lag(destination, group)).extracting(g -> g.getId().getTag("partition"))
+    assertThat(lag(destination, group)).extracting(g -> g.getId().getTag(PARTITION))
         .containsExactlyInAnyOrder("0", "1");
     Await.until(WAIT, "in-flight back to 0", () -> registry.find("relaykit.consumer.in.flight")
-        .tags("destination", destination, "group", group).gauge() != null
+        .tags(DESTINATION, destination, GROUP, group).gauge() != null
         && registry.get("relaykit.consumer.in.flight")
-            .tags("destination", destination, "group", group).gauge().value() == 0);
+            .tags(DESTINATION, destination, GROUP, group).gauge().value() == 0);
     Await.until(WAIT, "oldest in-flight age back to 0", () -> {
       TimeGauge age = registry.find("relaykit.consumer.in.flight.oldest.age")
-          .tags("destination", destination, "group", group).timeGauge();
+          .tags(DESTINATION, destination, GROUP, group).timeGauge();
       return age != null && age.value() == 0;
     });
     // A consumer's lag is relaykit.consumer.lag; it never lands in the outbox's meters.

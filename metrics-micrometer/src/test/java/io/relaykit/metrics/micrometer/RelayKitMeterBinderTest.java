@@ -21,6 +21,11 @@ import org.junit.jupiter.api.Test;
 /** The binder's names, bounds and meter values, driven by direct SPI calls. */
 class RelayKitMeterBinderTest {
 
+  /** OpenTelemetry's messaging attribute names, the binder's tag keys. */
+  static final String DESTINATION = "messaging.destination.name";
+  static final String GROUP = "messaging.consumer.group.name";
+  static final String PARTITION = "messaging.destination.partition.id";
+
   private static final Instant T0 = Instant.parse("2026-12-01T00:00:00Z");
 
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
@@ -36,7 +41,7 @@ class RelayKitMeterBinderTest {
   }
 
   private double messages(String destination, Stage stage) {
-    return registry.get("relaykit.messages").tags("destination", destination,
+    return registry.get("relaykit.messages").tags(DESTINATION, destination,
         "stage", RelayKitMeterBinder.stage(stage)).counter().count();
   }
 
@@ -67,11 +72,55 @@ class RelayKitMeterBinderTest {
       binder.backlogDepth("outbox", 7);
       binder.consumerLag("orders", "billing", 3);
 
-      assertThat(registry.get("shop.rk.outbox.backlog").tag("destination", "outbox").gauge()
+      assertThat(registry.get("shop.rk.outbox.backlog").tag(DESTINATION, "outbox").gauge()
           .value()).isEqualTo(7);
-      assertThat(registry.get("shop.kafka.lag").tags("group", "billing", "partition", "all")
+      assertThat(registry.get("shop.kafka.lag").tags(GROUP, "billing", PARTITION, "all")
           .gauge().value()).isEqualTo(3);
       assertThat(registry.find("relaykit.outbox.backlog").meters()).isEmpty();
+    }
+
+    @Test
+    @DisplayName("every meter carries messaging.system, and tag keys are OpenTelemetry's messaging"
+        + " attribute names or relaykit's own (stage, reason, outcome, queue, meter), pinned here")
+    void tagKeys() {
+      assertThat(List.of(RelayKitMeter.SYSTEM_TAG, RelayKitMeter.DESTINATION_TAG,
+          RelayKitMeter.GROUP_TAG, RelayKitMeter.PARTITION_TAG)).containsExactly(
+          "messaging.system", DESTINATION, GROUP, PARTITION);
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder().messagingSystem("kafka"));
+      assertThat(binder.messagingSystem()).isEqualTo("kafka");
+      binder.backlogDepth("outbox", 1);
+      binder.oldestAge("outbox", Duration.ofSeconds(1));
+      binder.consumerLag("q", "g", 1);
+      binder.partitionLag("t", "g", 3, 1);
+      binder.inFlight("t", "g", 1);
+      binder.oldestInFlightAge("t", "g", Duration.ofSeconds(1));
+      binder.handlerDuration("t", "g", Duration.ofMillis(1), false);
+      binder.handlerTimedOut("t", "g", Duration.ofMillis(1));
+      binder.publishConfirmDuration("t", Duration.ofMillis(1));
+      binder.deadLetterDepth("t", 1);
+      binder.dropped("t", "expired", 1);
+      binder.ignored("t", MetricsListener.IGNORED_TRACEPARENT, 1);
+      binder.backlog("t", "g", new BacklogSnapshot(BacklogVerdict.HEALTHY, null, 0, Duration.ZERO,
+          0, Duration.ZERO, 0));
+      binder.consumerFailed("t", "g", new IllegalStateException("fenced"));
+      binder.on(event(Stage.ACKED, "t"));
+      io.relaykit.queue.ReportQueue queue = io.relaykit.queue.ReportQueue.builder()
+          .journal(new io.relaykit.queue.InMemoryJournal()).build();
+      queue.restore();
+      binder.reportQueue("client", queue);
+
+      assertThat(registry.getMeters().stream().map(m -> m.getId().getName()).distinct())
+          .as("every meter was registered").hasSize(RelayKitMeter.values().length);
+      assertThat(registry.getMeters()).allSatisfy(m -> {
+        assertThat(m.getId().getTag("messaging.system")).as(m.getId().toString())
+            .isEqualTo("kafka");
+        assertThat(m.getId().getTags()).extracting(io.micrometer.core.instrument.Tag::getKey)
+            .as(m.getId().toString()).isSubsetOf("messaging.system", DESTINATION, GROUP,
+                PARTITION, "stage", "reason", "outcome", "queue", "meter");
+      });
+      assertThat(registry.get("relaykit.consumer.lag").tags(DESTINATION, "t", GROUP, "g",
+          PARTITION, "3").gauge().value()).isEqualTo(1);
+      assertThat(RelayKitMeterBinder.builder().build().messagingSystem()).isEqualTo("unknown");
     }
 
     @Test
@@ -85,6 +134,12 @@ class RelayKitMeterBinderTest {
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("1.5");
       assertThatThrownBy(() -> RelayKitMeterBinder.builder().name(RelayKitMeter.MESSAGES, " "))
           .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("MESSAGES");
+      assertThatThrownBy(() -> RelayKitMeterBinder.builder().messagingSystem(" "))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("messagingSystem");
+      assertThatThrownBy(() -> RelayKitMeterBinder.builder().messagingSystem("x".repeat(65)))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("64");
+      assertThatThrownBy(() -> RelayKitMeterBinder.builder().messagingSystem(null))
+          .isInstanceOf(NullPointerException.class).hasMessageContaining("system");
     }
 
     @Test
@@ -133,7 +188,7 @@ class RelayKitMeterBinderTest {
 
       assertThat(registry.get("relaykit.messages.dropped").tag("reason", "x".repeat(64))
           .counter().count()).isEqualTo(2);
-      assertThat(registry.get("relaykit.consumer.in.flight").tag("destination", "unknown")
+      assertThat(registry.get("relaykit.consumer.in.flight").tag(DESTINATION, "unknown")
           .gauge().value()).isEqualTo(4);
     }
 
@@ -170,7 +225,7 @@ class RelayKitMeterBinderTest {
         }
       }
       assertThat(registry.find("relaykit.messages").tag("stage", "dropped").counters()).isEmpty();
-      assertThat(registry.get("relaykit.messages.dropped").tags("destination", "orders",
+      assertThat(registry.get("relaykit.messages.dropped").tags(DESTINATION, "orders",
           "reason", "expired").counter().count()).isEqualTo(3);
     }
 
@@ -208,18 +263,18 @@ class RelayKitMeterBinderTest {
       assertThat(registry.get("relaykit.outbox.backlog").gauge().value()).isEqualTo(4);
       assertThat(registry.get("relaykit.outbox.oldest.age").timeGauge()
           .value(TimeUnit.MILLISECONDS)).isEqualTo(1500);
-      assertThat(registry.get("relaykit.dead.letters").tag("destination", "orders").gauge()
+      assertThat(registry.get("relaykit.dead.letters").tag(DESTINATION, "orders").gauge()
           .value()).isEqualTo(2);
-      assertThat(registry.get("relaykit.backlog.verdict").tags("destination", "outbox", "group", "relay")
+      assertThat(registry.get("relaykit.backlog.verdict").tags(DESTINATION, "outbox", GROUP, "relay")
           .gauge().value()).isEqualTo(3);
       // Two groups on one topic keep a verdict each.
       binder.backlog("orders", "sms", new BacklogSnapshot(BacklogVerdict.STALLED, T0, 4,
           Duration.ofSeconds(1), 3, Duration.ofSeconds(10), 0.0));
       binder.backlog("orders", "coupon", new BacklogSnapshot(BacklogVerdict.HEALTHY, T0, 0,
           Duration.ZERO, 3, Duration.ofSeconds(10), 0.0));
-      assertThat(registry.get("relaykit.backlog.verdict").tags("destination", "orders", "group",
+      assertThat(registry.get("relaykit.backlog.verdict").tags(DESTINATION, "orders", GROUP,
           "sms").gauge().value()).isEqualTo(3);
-      assertThat(registry.get("relaykit.backlog.verdict").tags("destination", "orders", "group",
+      assertThat(registry.get("relaykit.backlog.verdict").tags(DESTINATION, "orders", GROUP,
           "coupon").gauge().value()).isZero();
       assertThat(List.of(BacklogVerdict.values()).stream()
           .map(RelayKitMeterBinder::verdictValue).toList()).containsExactly(0, 1, 2, 3, 4);
@@ -235,20 +290,22 @@ class RelayKitMeterBinderTest {
       binder.partitionLag("orders", "billing", 1, 3);
       binder.consumerLag("orders", "billing", 5);
 
-      assertThat(registry.find("relaykit.consumer.lag").tag("partition", "all").gauges())
+      assertThat(registry.find("relaykit.consumer.lag").tag(PARTITION, "all").gauges())
           .isEmpty();
-      assertThat(registry.get("relaykit.consumer.lag").tag("partition", "1").gauge().value())
+      assertThat(registry.get("relaykit.consumer.lag").tag(PARTITION, "1").gauge().value())
           .isEqualTo(3);
       assertThat(registry.find("relaykit.consumer.lag").gauges()).hasSize(2);
     }
 
     @Test
-    @DisplayName("timers count each duration by outcome, without percentiles unless configured")
+    @DisplayName("timers count each duration by outcome (success, failure, timeout), without"
+        + " percentiles unless configured")
     void timers() {
       RelayKitMeterBinder plain = bound(RelayKitMeterBinder.builder());
       plain.handlerDuration("orders", "g", Duration.ofMillis(5), false);
       plain.handlerDuration("orders", "g", Duration.ofMillis(7), true);
       plain.handlerDuration("orders", "g", Duration.ofMillis(9), false);
+      plain.handlerTimedOut("orders", "g", Duration.ofMillis(300));
       plain.publishConfirmDuration("orders", Duration.ofMillis(2));
 
       Timer ok = registry.get("relaykit.handler.duration").tag("outcome", "success").timer();
@@ -257,6 +314,10 @@ class RelayKitMeterBinderTest {
       assertThat(ok.takeSnapshot().percentileValues()).isEmpty();
       assertThat(registry.get("relaykit.handler.duration").tag("outcome", "failure").timer()
           .count()).isEqualTo(1);
+      Timer timedOut = registry.get("relaykit.handler.duration").tags(DESTINATION, "orders",
+          GROUP, "g", "outcome", "timeout").timer();
+      assertThat(timedOut.count()).isEqualTo(1);
+      assertThat(timedOut.totalTime(TimeUnit.MILLISECONDS)).isEqualTo(300);
       assertThat(registry.get("relaykit.publish.confirm.duration").timer().count()).isEqualTo(1);
 
       SimpleMeterRegistry other = new SimpleMeterRegistry();
@@ -277,14 +338,18 @@ class RelayKitMeterBinderTest {
       both.inFlight("t", "g", 2);
       both.oldestInFlightAge("t", "g", Duration.ofMillis(700));
       both.handlerDuration("t", "g", Duration.ofMillis(1), false);
+      both.handlerTimedOut("t", "g", Duration.ofMillis(1));
       both.publishConfirmDuration("t", Duration.ofMillis(1));
 
       assertThat(registry.get("relaykit.consumer.lag").gauge().value()).isEqualTo(4);
       assertThat(registry.get("relaykit.consumer.in.flight").gauge().value()).isEqualTo(2);
-      assertThat(registry.get("relaykit.consumer.in.flight.oldest.age").tags("destination", "t",
-          "group", "g").timeGauge().value(TimeUnit.MILLISECONDS)).isEqualTo(700);
+      assertThat(registry.get("relaykit.consumer.in.flight.oldest.age").tags(DESTINATION, "t",
+          GROUP, "g").timeGauge().value(TimeUnit.MILLISECONDS)).isEqualTo(700);
       assertThat(registry.find("relaykit.outbox.backlog").meters()).as("no outbox series").isEmpty();
-      assertThat(registry.get("relaykit.handler.duration").timer().count()).isEqualTo(1);
+      assertThat(registry.get("relaykit.handler.duration").tag("outcome", "success").timer()
+          .count()).isEqualTo(1);
+      assertThat(registry.get("relaykit.handler.duration").tag("outcome", "timeout").timer()
+          .count()).isEqualTo(1);
       assertThat(registry.get("relaykit.publish.confirm.duration").timer().count()).isEqualTo(1);
     }
   }
@@ -309,7 +374,7 @@ class RelayKitMeterBinderTest {
         .isEqualTo((double) queue.stats().bytes()).isPositive();
     assertThat(registry.get("relaykit.report.queue.dropped").tag("queue", "client")
         .functionCounter().count()).isEqualTo(2.0);
-    assertThat(registry.find("relaykit.messages.dropped").tag("destination", "client").counters()
+    assertThat(registry.find("relaykit.messages.dropped").tag(DESTINATION, "client").counters()
         .stream().mapToDouble(io.micrometer.core.instrument.Counter::count).sum())
         .as("drops by reason").isEqualTo(2.0);
   }

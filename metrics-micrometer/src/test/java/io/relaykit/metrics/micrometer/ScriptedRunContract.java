@@ -34,6 +34,11 @@ import org.junit.jupiter.api.Test;
  */
 abstract class ScriptedRunContract {
 
+  /** OpenTelemetry's messaging attribute names, the binder's tag keys. */
+  static final String DESTINATION = "messaging.destination.name";
+  static final String GROUP = "messaging.consumer.group.name";
+  static final String PARTITION = "messaging.destination.partition.id";
+
   static final int N = 10;
   static final int FAIL_ONCE = 3;
   static final int ATTEMPTS = 3;
@@ -59,7 +64,7 @@ abstract class ScriptedRunContract {
   void settle(String destination, String group) {}
 
   double messages(String destination, Stage stage) {
-    Counter c = registry.find("relaykit.messages").tags("destination", destination,
+    Counter c = registry.find("relaykit.messages").tags(DESTINATION, destination,
         "stage", RelayKitMeterBinder.stage(stage)).counter();
     return c == null ? 0 : c.count();
   }
@@ -67,7 +72,7 @@ abstract class ScriptedRunContract {
   /** Every non-zero relaykit.messages series, for a failure message. */
   String counted() {
     return registry.find("relaykit.messages").counters().stream().filter(c -> c.count() > 0)
-        .map(c -> c.getId().getTag("destination") + "/" + c.getId().getTag("stage") + "="
+        .map(c -> c.getId().getTag(DESTINATION) + "/" + c.getId().getTag("stage") + "="
             + (long) c.count()).sorted().toList().toString();
   }
 
@@ -122,12 +127,12 @@ abstract class ScriptedRunContract {
     assertThat(registry.find("relaykit.messages").counters()).as("every counted step is under the"
         + " destination, none under a group, retry or dead-letter queue: " + counted())
         .filteredOn(c -> c.count() > 0)
-        .allSatisfy(c -> assertThat(c.getId().getTag("destination")).isEqualTo(destination));
+        .allSatisfy(c -> assertThat(c.getId().getTag(DESTINATION)).isEqualTo(destination));
 
     Timer ok = registry.get("relaykit.handler.duration")
-        .tags("destination", destination, "group", group, "outcome", "success").timer();
+        .tags(DESTINATION, destination, GROUP, group, "outcome", "success").timer();
     Timer failed = registry.get("relaykit.handler.duration")
-        .tags("destination", destination, "group", group, "outcome", "failure").timer();
+        .tags(DESTINATION, destination, GROUP, group, "outcome", "failure").timer();
     assertThat(ok.count()).as("successful handler calls").isEqualTo(N - 1);
     assertThat(failed.count()).as("failed handler calls").isEqualTo(FAIL_ONCE + ATTEMPTS);
     assertThat(ok.count() + failed.count()).isEqualTo((long) delivered);
@@ -169,7 +174,7 @@ abstract class ScriptedRunContract {
     assertThat(messages(destination, Stage.DELIVERED)).as("delivered").isEqualTo(N);
     assertThat(messages(destination, Stage.ACKED)).as("acked").isEqualTo(N);
     assertThat(handled).hasValue(N);
-    assertThat(registry.get("relaykit.publish.confirm.duration").tags("destination", destination)
+    assertThat(registry.get("relaykit.publish.confirm.duration").tags(DESTINATION, destination)
         .timer().count()).as("confirm timer, reported by the relay").isEqualTo(N);
   }
 

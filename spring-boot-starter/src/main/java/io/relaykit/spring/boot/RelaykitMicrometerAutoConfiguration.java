@@ -1,12 +1,14 @@
 package io.relaykit.spring.boot;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.relaykit.config.CoreKeys;
 import io.relaykit.metrics.micrometer.RelayKitMeterBinder;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.context.annotation.Bean;
+import org.springframework.core.env.Environment;
 
 /**
  * relaykit's Micrometer meters in a Spring Boot application that has a {@link MeterRegistry}
@@ -18,12 +20,14 @@ import org.springframework.context.annotation.Bean;
  * Being a {@code MetricsListener} and a {@code LifecycleListener} bean, it is picked up by {@link
  * RelaykitMonitoring} with the application's other listeners: the starter's transport reports
  * every step (published and confirmed, delivered, acked, retried, dead-lettered) and, for each
- * subscription ({@link RelaykitListener} methods included), handler timings and, on Kafka,
- * consumer lag and in flight; the relay reports the outbox backlog, oldest age, verdict and confirm times
+ * subscription ({@link RelaykitListener} methods included), handler timings (timeouts under
+ * {@code outcome="timeout"}) and, on Kafka and RabbitMQ, consumer lag and in flight; the relay reports the outbox backlog, oldest age, verdict and confirm times
  * and its own steps but published and confirmed, which its publisher reports.
  *
  * <p>Meter names, tags and bounds are the binder's ({@code relaykit.*}, at most 256 tag
- * combinations per meter). Define your own {@code RelayKitMeterBinder} bean to change them; this
+ * combinations per meter); its {@code messaging.system} tag names the starter's transport, from
+ * {@code relaykit.transport}: {@code relaykit-inprocess} (memory, the default), {@code kafka} or
+ * {@code rabbitmq}, as the transports name themselves. Define your own {@code RelayKitMeterBinder} bean to change them; this
  * one then backs off and yours is attached instead. A registry that throws is contained by the
  * binder and costs no delivery.
  */
@@ -42,13 +46,31 @@ public class RelaykitMicrometerAutoConfiguration {
   }
 
   /**
-   * The binder, with its default names and bounds; Spring Boot binds it to the registry.
+   * The binder, with its default names and bounds and the transport's {@code messaging.system};
+   * Spring Boot binds it to the registry. Read from the property, not from the transport's
+   * {@code Publisher}: the transport reports to this binder, so it cannot be built first.
    *
+   * @param environment where {@code relaykit.transport} is read
    * @return the binder
    */
   @Bean
   @ConditionalOnMissingBean
-  public RelayKitMeterBinder relaykitMeterBinder() {
-    return RelayKitMeterBinder.builder().build();
+  public RelayKitMeterBinder relaykitMeterBinder(Environment environment) {
+    return RelayKitMeterBinder.builder()
+        .messagingSystem(messagingSystem(environment.getProperty(CoreKeys.TRANSPORT, "memory")))
+        .build();
+  }
+
+  /**
+   * The OpenTelemetry {@code messaging.system} of a {@code relaykit.transport} value, as {@code
+   * Publisher.messagingSystem()} of that transport names it; another value (the starter refuses
+   * it at start) is passed on as it is.
+   */
+  static String messagingSystem(String transport) {
+    return switch (transport) {
+      case "memory" -> "relaykit-inprocess";
+      case "kafka", "rabbitmq" -> transport;
+      default -> transport.isBlank() ? "unknown" : transport;
+    };
   }
 }

@@ -32,6 +32,11 @@ import org.springframework.context.ConfigurableApplicationContext;
  */
 abstract class AbstractListenerMetricsTest {
 
+  /** OpenTelemetry's messaging attribute names, the binder's tag keys. */
+  static final String DESTINATION = "messaging.destination.name";
+  static final String GROUP = "messaging.consumer.group.name";
+  static final String PARTITION = "messaging.destination.partition.id";
+
   static final Duration WAIT = Duration.ofSeconds(30);
   static final int MAX_ATTEMPTS = 3;
 
@@ -39,6 +44,9 @@ abstract class AbstractListenerMetricsTest {
 
   /** The transport's properties; may create {@code destinations} on a broker. */
   abstract List<String> transportProperties(String... destinations);
+
+  /** The {@code messaging.system} the starter's binder tags this transport's meters with. */
+  abstract String messagingSystem();
 
   ConfigurableApplicationContext start(String destination, String failDestination) {
     List<String> props = new ArrayList<>(List.of(
@@ -74,15 +82,15 @@ abstract class AbstractListenerMetricsTest {
   }
 
   static double count(MeterRegistry registry, String destination, Stage stage) {
-    Counter c = registry.find("relaykit.messages").tags("destination", destination,
+    Counter c = registry.find("relaykit.messages").tags(DESTINATION, destination,
         "stage", RelayKitMeterBinder.stage(stage)).counter();
     return c == null ? 0 : c.count();
   }
 
   static long handlerCount(MeterRegistry registry, String destination, String group,
       String outcome) {
-    Timer t = registry.find("relaykit.handler.duration").tags("destination", destination,
-        "group", group, "outcome", outcome).timer();
+    Timer t = registry.find("relaykit.handler.duration").tags(DESTINATION, destination,
+        GROUP, group, "outcome", outcome).timer();
     return t == null ? 0 : t.count();
   }
 
@@ -116,6 +124,12 @@ abstract class AbstractListenerMetricsTest {
         .isEqualTo(1);
     assertThat(handlerCount(registry, destination, group, "failure")).isZero();
     assertThat(ctx.getBean(MetricsApp.Handlers.class).handled).hasSize(1);
+    assertThat(registry.find("relaykit.messages").meters()).as("relaykit.messages series")
+        .isNotEmpty().allSatisfy(m -> assertThat(m.getId().getTag("messaging.system"))
+            .isEqualTo(messagingSystem()));
+    assertThat(registry.find("relaykit.handler.duration").meters()).isNotEmpty()
+        .allSatisfy(m -> assertThat(m.getId().getTag("messaging.system"))
+            .isEqualTo(messagingSystem()));
   }
 
   /**

@@ -23,6 +23,11 @@ import org.springframework.transaction.support.TransactionTemplate;
 class InProcessListenerMetricsTest extends AbstractListenerMetricsTest {
 
   @Override
+  String messagingSystem() {
+    return "relaykit-inprocess";
+  }
+
+  @Override
   List<String> transportProperties(String... destinations) {
     return List.of();
   }

@@ -19,6 +19,11 @@ class KafkaListenerMetricsTest extends AbstractListenerMetricsTest {
   private static final int PARTITIONS = 2;
 
   @Override
+  String messagingSystem() {
+    return "kafka";
+  }
+
+  @Override
   List<String> transportProperties(String... destinations) {
     for (String d : destinations) {
       KafkaTestBroker.createTopic(d, PARTITIONS);
@@ -38,12 +43,12 @@ class KafkaListenerMetricsTest extends AbstractListenerMetricsTest {
   void afterAck(MeterRegistry registry, String destination, String group) {
     Await.until(WAIT, "every partition's lag gauge of " + group + " reads 0", () -> {
       Collection<Gauge> lags = registry.find("relaykit.consumer.lag")
-          .tags("destination", destination, "group", group).gauges();
+          .tags(DESTINATION, destination, GROUP, group).gauges();
       return lags.size() == PARTITIONS && lags.stream().allMatch(g -> g.value() == 0);
     });
-    assertThat(registry.find("relaykit.consumer.lag").tags("destination", destination,
-        "group", group, "partition", "all").gauge()).as("no sum beside the partitions").isNull();
-    assertThat(registry.find("relaykit.consumer.in.flight").tags("destination", destination,
-        "group", group).gauge()).as("in flight").isNotNull();
+    assertThat(registry.find("relaykit.consumer.lag").tags(DESTINATION, destination,
+        GROUP, group, PARTITION, "all").gauge()).as("no sum beside the partitions").isNull();
+    assertThat(registry.find("relaykit.consumer.in.flight").tags(DESTINATION, destination,
+        GROUP, group).gauge()).as("in flight").isNotNull();
   }
 }

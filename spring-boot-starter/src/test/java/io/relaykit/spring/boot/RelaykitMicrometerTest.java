@@ -29,6 +29,9 @@ import org.springframework.context.annotation.Configuration;
 /** The Micrometer binder on the application's MeterRegistry, fed by the starter's relay. */
 class RelaykitMicrometerTest {
 
+  /** OpenTelemetry's messaging attribute name, the binder's tag key. */
+  static final String DESTINATION = "messaging.destination.name";
+
   private final List<ConfigurableApplicationContext> contexts = new ArrayList<>();
 
   ConfigurableApplicationContext start(Class<?>... sources) {
@@ -67,17 +70,21 @@ class RelaykitMicrometerTest {
 
     for (LifecycleEvent.Stage stage : List.of(LifecycleEvent.Stage.PUBLISHED,
         LifecycleEvent.Stage.CONFIRMED)) {
-      Counter c = registry.find("relaykit.messages").tags("destination", destination,
+      Counter c = registry.find("relaykit.messages").tags(DESTINATION, destination,
           "stage", RelayKitMeterBinder.stage(stage)).counter();
       assertThat(c).as("relaykit.messages{stage=%s}", stage).isNotNull();
       assertThat(c.count()).as("relaykit.messages{stage=%s}", stage).isEqualTo(1.0);
     }
     Timer confirm = registry.find("relaykit.publish.confirm.duration")
-        .tags("destination", destination).timer();
+        .tags(DESTINATION, destination).timer();
     assertThat(confirm).isNotNull();
     assertThat(confirm.count()).isEqualTo(1);
-    Gauge backlog = registry.find("relaykit.outbox.backlog").tags("destination", "outbox").gauge();
+    Gauge backlog = registry.find("relaykit.outbox.backlog").tags(DESTINATION, "outbox").gauge();
     assertThat(backlog).as("the relay's backlog sample").isNotNull();
+    assertThat(backlog.getId().getTag("messaging.system")).as("the default transport's system")
+        .isEqualTo("relaykit-inprocess");
+    assertThat(ctx.getBean(RelayKitMeterBinder.class).messagingSystem())
+        .isEqualTo(ctx.getBean(io.relaykit.message.Publisher.class).messagingSystem());
   }
 
   @Test
@@ -89,9 +96,9 @@ class RelaykitMicrometerTest {
     ctx.getBean(InMemoryOutboxStore.class).append(destination, message(unique("m")));
     ctx.getBean(OutboxRelay.class).runOnce();
     MeterRegistry registry = ctx.getBean(MeterRegistry.class);
-    assertThat(registry.find("shop.messages").tags("destination", destination).counters())
+    assertThat(registry.find("shop.messages").tags(DESTINATION, destination).counters())
         .isNotEmpty();
-    assertThat(registry.find("relaykit.messages").tags("destination", destination).counters())
+    assertThat(registry.find("relaykit.messages").tags(DESTINATION, destination).counters())
         .isEmpty();
   }
 

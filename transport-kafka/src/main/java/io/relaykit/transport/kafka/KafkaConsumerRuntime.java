@@ -1001,23 +1001,29 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     // the key is parked (onFailure) before this worker lets the key's next record run. The retry
     // or dead-letter send then runs as a separate timer task, so a producer blocked on a missing
     // topic's metadata holds the timer, not this worker.
-    HandlerWatchdog.Call call = watchdog.begin(() -> onFailure(w, wire, delivery, sourcePosition,
-        new TimeoutException("handler did not finish within " + spec.handlerTimeout()
-            + "; its late result is ignored"), this::afterTimeout));
-    Throwable failure = null;
+    // The watchdog settles a call exactly once: a timed-out call's duration is reported by its
+    // expiry, and its late return (end() false) reports nothing.
     long started = System.nanoTime();
+    HandlerWatchdog.Call call = watchdog.begin(() -> {
+      Duration took = Duration.ofNanos(System.nanoTime() - started);
+      MetricsListener.safely(metrics, m -> m.handlerTimedOut(topic, spec.group(), took));
+      onFailure(w, wire, delivery, sourcePosition, new TimeoutException(
+          "handler did not finish within " + spec.handlerTimeout()
+          + "; its late result is ignored"), this::afterTimeout);
+    });
+    Throwable failure = null;
     try {
       handler.handle(delivery);
     } catch (Throwable t) {
       failure = t;
     }
     Duration took = Duration.ofNanos(System.nanoTime() - started);
-    boolean failed = failure != null;
-    MetricsListener.safely(metrics, m -> m.handlerDuration(topic, spec.group(), took, failed));
     if (!watchdog.end(call)) {
       LOG.log(System.Logger.Level.DEBUG, "late result of " + w + " ignored after its timeout");
       return;
     }
+    boolean failed = failure != null;
+    MetricsListener.safely(metrics, m -> m.handlerDuration(topic, spec.group(), took, failed));
     if (!current(w)) {
       return; // revoked or closed meanwhile: the current owner redoes it
     }

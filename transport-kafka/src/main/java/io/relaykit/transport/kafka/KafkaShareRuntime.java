@@ -575,24 +575,25 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     event(LifecycleEvent.Stage.DELIVERED, message, w.position());
     Map<String, String> headers = wire;
     Delivery attempt = delivery;
-    HandlerWatchdog.Call call = watchdog.begin(() -> onFailure(w, headers, attempt,
-        new TimeoutException("handler did not finish within " + spec.handlerTimeout()
-            + "; its late result is ignored"), true));
-    Throwable thrown = null;
     long started = System.nanoTime();
+    HandlerWatchdog.Call call = watchdog.begin(() -> {
+      Duration took = Duration.ofNanos(System.nanoTime() - started);
+      MetricsListener.safely(metrics, m -> m.handlerTimedOut(topic, spec.group(), took));
+      onFailure(w, headers, attempt, new TimeoutException("handler did not finish within "
+          + spec.handlerTimeout() + "; its late result is ignored"), true);
+    });
+    Throwable thrown = null;
     try {
       handler.handle(delivery);
     } catch (Throwable t) {
       thrown = t;
     }
     Duration took = Duration.ofNanos(System.nanoTime() - started);
-    boolean inTime = watchdog.end(call);
-    // A run past its timeout failed, whatever it returned late: the watchdog routed its copy.
-    boolean failed = thrown != null || !inTime;
-    MetricsListener.safely(metrics, m -> m.handlerDuration(topic, spec.group(), took, failed));
-    if (!inTime) {
-      return; // timed out: its copy was routed by the watchdog
+    if (!watchdog.end(call)) {
+      return; // timed out: reported and its copy routed by the watchdog
     }
+    boolean failed = thrown != null;
+    MetricsListener.safely(metrics, m -> m.handlerDuration(topic, spec.group(), took, failed));
     if (thrown == null) {
       event(LifecycleEvent.Stage.ACKED, message, w.position());
       settle(w, AcknowledgeType.ACCEPT);

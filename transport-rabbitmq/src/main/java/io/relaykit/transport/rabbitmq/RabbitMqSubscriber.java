@@ -42,7 +42,9 @@ import java.util.concurrent.ScheduledExecutorService;
  *
  * <p>Costs one connection (consumers, recovered automatically after a connection loss; deliveries
  * in flight at the loss are redelivered) and one publisher connection for retries and dead
- * letters. Thread-safe.
+ * letters, a handler-timeout thread and a metrics sampling thread (plus, per sampled
+ * subscription, one channel and one passive queue declare per {@code metricsInterval}).
+ * Thread-safe.
  */
 public final class RabbitMqSubscriber implements Subscriber {
 
@@ -56,6 +58,11 @@ public final class RabbitMqSubscriber implements Subscriber {
   private final Connection connection;
   private final RabbitMqPublisher mover;
   private final ScheduledExecutorService timeouts;
+  /**
+   * Samples every subscription's lag and in-flight count: apart from {@link #timeouts}, so a
+   * broker slow to answer a passive declare delays samples, never a handler timeout.
+   */
+  private final ScheduledExecutorService sampler;
   private final List<RabbitMqSubscription> subscriptions = new CopyOnWriteArrayList<>();
   private volatile boolean closed;
 
@@ -71,6 +78,8 @@ public final class RabbitMqSubscriber implements Subscriber {
     this.mover = mover;
     this.timeouts = Executors.newSingleThreadScheduledExecutor(
         RabbitMqPublisher.daemon("relaykit-rabbitmq-handler-timeouts"));
+    this.sampler = Executors.newSingleThreadScheduledExecutor(
+        RabbitMqPublisher.daemon("relaykit-rabbitmq-metrics"));
   }
 
   /**
@@ -106,14 +115,19 @@ public final class RabbitMqSubscriber implements Subscriber {
 
   /**
    * Like {@link #create(RabbitMqTransportConfig, LifecycleListener, InstantSource)}, with {@code
-   * metrics} as the subscriptions' listener for their handler durations and ignored parts
-   * ({@link MetricsListener#handlerDuration}, {@link MetricsListener#ignored}), unless a
-   * subscription's spec names its own ({@link SubscriptionSpec#metrics()}), which replaces it.
+   * metrics} as the subscriptions' listener for their handler durations, timeouts and ignored
+   * parts ({@link MetricsListener#handlerDuration}, {@link MetricsListener#handlerTimedOut},
+   * {@link MetricsListener#ignored}) and, every {@link RabbitMqTransportConfig#metricsInterval()},
+   * their consumer lag (the group queue's ready messages, one passive queue declare per sample)
+   * and in-flight deliveries ({@link MetricsListener#consumerLag}, {@link
+   * MetricsListener#inFlight}), unless a subscription's spec names its own ({@link
+   * SubscriptionSpec#metrics()}), which replaces it. With {@link MetricsListener#noop()} nothing is
+   * sampled.
    *
    * @param config the broker and topology settings
    * @param listener receives the lifecycle events
-   * @param metrics receives the subscriptions' numbers; called on delivery threads through {@link
-   *     MetricsListener#safely}, so what it throws never fails a delivery
+   * @param metrics receives the subscriptions' numbers; called on delivery, timeout and sampling
+   *     threads through {@link MetricsListener#safely}, so what it throws never fails a delivery
    * @param clock the clock of failure times and expiry
    * @return the connected subscriber
    * @throws IllegalArgumentException if an argument is null
@@ -185,8 +199,9 @@ public final class RabbitMqSubscriber implements Subscriber {
           + " for group " + spec.group() + ": " + e.getMessage(), e);
     }
     RabbitMqSubscription s = new RabbitMqSubscription(spec, handler, queues, topology, mover,
-        timeouts, listener, spec.metricsOr(metrics), clock, config.prefetch() > 0 ? config.prefetch() : spec.maxInFlight(),
-        config.recoveryInterval());
+        timeouts, listener, spec.metricsOr(metrics), clock,
+        config.prefetch() > 0 ? config.prefetch() : spec.maxInFlight(),
+        config.recoveryInterval(), sampler, config.metricsInterval());
     try {
       s.start(connection);
     } catch (IOException | ShutdownSignalException e) {
@@ -215,6 +230,7 @@ public final class RabbitMqSubscriber implements Subscriber {
     }
     mover.close();
     timeouts.shutdownNow();
+    sampler.shutdownNow();
     try {
       if (connection.isOpen()) {
         // Waits this long for close-ok, then closes the socket: bounded on a stalled broker.

@@ -38,11 +38,21 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * One consumer of one group queue: hands deliveries to worker lanes, runs the handler with a
  * timeout, and settles each delivery exactly once (ack, or confirmed move to a delay or
  * dead-letter queue then ack, or nack with requeue when that move failed).
+ *
+ * <p>Metrics: every {@code metricsInterval}, on the subscriber's sampling thread (never a
+ * delivery thread), it reports {@link MetricsListener#inFlight} (deliveries received and not yet
+ * settled: running, waiting for a worker lane, or waiting for their move's confirm; at most the
+ * prefetch) and {@link MetricsListener#consumerLag} (the group queue's ready messages, from one
+ * passive queue declare on a channel of its own). A failed declare is counted ({@link
+ * #lagSampleFailures()}) and logged (WARNING at the first of a streak, DEBUG after), its channel
+ * is reopened at the next sample, and the consumer is not touched. Not sampled for {@link
+ * MetricsListener#noop()}.
  */
 final class RabbitMqSubscription implements Subscription {
 
@@ -62,6 +72,8 @@ final class RabbitMqSubscription implements Subscription {
   private final InstantSource clock;
   private final int prefetch;
   private final Duration requeueDelay;
+  private final ScheduledExecutorService sampler;
+  private final Duration metricsInterval;
   private final KeyedExecutor workers;
   private final AtomicInteger inFlight = new AtomicInteger();
   private final Object drained = new Object();
@@ -72,11 +84,19 @@ final class RabbitMqSubscription implements Subscription {
   private volatile boolean abandoned;
   private Channel channel;
   private String consumerTag;
+  private Connection connection;
+  /** Sampling thread only: the channel of the passive declares; reopened after a failure. */
+  private Channel sampleChannel;
+  private volatile ScheduledFuture<?> sampling;
+  private final AtomicLong lagSampleFailures = new AtomicLong();
+  /** Sampling thread only: failures since the last good sample, to log a streak once. */
+  private long failureStreak;
 
   RabbitMqSubscription(SubscriptionSpec spec, MessageHandler handler,
       RabbitMqTopology.GroupQueues queues, RabbitMqTopology topology, RabbitMqPublisher mover,
       ScheduledExecutorService timeouts, LifecycleListener listener, MetricsListener metrics,
-      InstantSource clock, int prefetch, Duration requeueDelay) {
+      InstantSource clock, int prefetch, Duration requeueDelay, ScheduledExecutorService sampler,
+      Duration metricsInterval) {
     this.spec = spec;
     this.handler = handler;
     this.queues = queues;
@@ -88,6 +108,8 @@ final class RabbitMqSubscription implements Subscription {
     this.clock = clock;
     this.prefetch = prefetch;
     this.requeueDelay = requeueDelay;
+    this.sampler = sampler;
+    this.metricsInterval = metricsInterval;
     // Prefetch bounds what the broker hands out; the slack covers deliveries of a channel lost
     // and recovered while its old deliveries still run.
     this.workers = KeyedExecutor.builder()
@@ -99,6 +121,7 @@ final class RabbitMqSubscription implements Subscription {
   }
 
   void start(Connection connection) throws IOException {
+    this.connection = connection;
     channel = connection.createChannel();
     if (channel == null) {
       throw new IOException("no channel available on the subscriber connection");
@@ -120,6 +143,72 @@ final class RabbitMqSubscription implements Subscription {
             + queues.queue() + " (queue deleted?)");
       }
     });
+    if (metrics != MetricsListener.noop()) {
+      try {
+        sampling = sampler.scheduleWithFixedDelay(this::sample, 0, metricsInterval.toNanos(),
+            TimeUnit.NANOSECONDS);
+      } catch (RejectedExecutionException closing) {
+        // the subscriber is closing: nothing to sample
+      }
+    }
+  }
+
+  /**
+   * One sample, on the sampling thread: in-flight from this subscription's own count, lag from a
+   * passive declare of the group queue. Fixed delay, so a slow answer never piles samples up.
+   */
+  private void sample() {
+    if (closing.get()) {
+      return;
+    }
+    long taken = inFlight.get();
+    MetricsListener.safely(metrics, m -> m.inFlight(spec.destination(), spec.group(), taken));
+    long ready;
+    try {
+      ready = readyMessages();
+    } catch (IOException | TimeoutException | RuntimeException e) {
+      closeSampleChannel();
+      if (closing.get()) {
+        return; // closed meanwhile: not a failure
+      }
+      lagSampleFailures.incrementAndGet();
+      LOG.log(failureStreak++ == 0 ? System.Logger.Level.WARNING : System.Logger.Level.DEBUG,
+          "could not read the ready messages of " + queues.queue() + " for its consumer lag"
+          + " (the consumer goes on; the lag gauge keeps its last value): " + e);
+      return;
+    }
+    failureStreak = 0;
+    MetricsListener.safely(metrics, m -> m.consumerLag(spec.destination(), spec.group(), ready));
+  }
+
+  /** The group queue's ready messages (not the unacked ones), from a passive declare. */
+  private long readyMessages() throws IOException, TimeoutException {
+    Channel c = sampleChannel;
+    if (c == null || !c.isOpen()) {
+      c = connection.createChannel();
+      if (c == null) {
+        throw new IOException("no channel available for sampling");
+      }
+      sampleChannel = c;
+    }
+    return c.queueDeclarePassive(queues.queue()).getMessageCount();
+  }
+
+  private void closeSampleChannel() {
+    Channel c = sampleChannel;
+    sampleChannel = null;
+    if (c != null && c.isOpen()) {
+      try {
+        c.abort();
+      } catch (IOException | RuntimeException e) {
+        LOG.log(System.Logger.Level.DEBUG, "closing the sampling channel of " + queues.queue(), e);
+      }
+    }
+  }
+
+  /** Passive declares that failed since the start; for tests and diagnostics. */
+  long lagSampleFailures() {
+    return lagSampleFailures.get();
   }
 
   /** Runs on the connection's dispatch thread: decode, then hand off; never blocks. */
@@ -202,6 +291,7 @@ final class RabbitMqSubscription implements Subscription {
       return;
     }
     ctx.worker = Thread.currentThread();
+    ctx.started = System.nanoTime();
     ScheduledFuture<?> timeout = null;
     try {
       timeout = timeouts.schedule(() -> timedOut(ctx), spec.handlerTimeout().toNanos(),
@@ -211,16 +301,11 @@ final class RabbitMqSubscription implements Subscription {
     }
     event(LifecycleEvent.Stage.DELIVERED, ctx.message, "attempt " + ctx.attempt);
     Throwable failure = null;
-    long started = System.nanoTime();
     try {
       handler.handle(ctx.delivery);
     } catch (Throwable t) {
       failure = t;
     } finally {
-      Duration took = Duration.ofNanos(System.nanoTime() - started);
-      boolean failed = failure != null;
-      MetricsListener.safely(metrics,
-          x -> x.handlerDuration(spec.destination(), spec.group(), took, failed));
       if (timeout != null) {
         timeout.cancel(false);
       }
@@ -228,7 +313,15 @@ final class RabbitMqSubscription implements Subscription {
         ctx.worker = null;
       }
     }
-    settle(ctx, failure);
+    // Whichever of this return and the timeout settles the delivery reports its duration; a late
+    // return after the timeout (already reported as timed out) reports nothing.
+    if (ctx.settled.compareAndSet(false, true)) {
+      Duration took = Duration.ofNanos(System.nanoTime() - ctx.started);
+      boolean failed = failure != null;
+      MetricsListener.safely(metrics,
+          x -> x.handlerDuration(spec.destination(), spec.group(), took, failed));
+      settleClaimed(ctx, failure);
+    }
     // A timeout may have interrupted this thread after the handler returned.
     Thread.interrupted();
     if (failure instanceof VirtualMachineError) {
@@ -237,7 +330,13 @@ final class RabbitMqSubscription implements Subscription {
   }
 
   private void timedOut(Ctx ctx) {
-    settle(ctx, new TimeoutException("handler did not finish within " + spec.handlerTimeout()));
+    if (ctx.settled.compareAndSet(false, true)) {
+      Duration took = Duration.ofNanos(System.nanoTime() - ctx.started);
+      MetricsListener.safely(metrics,
+          x -> x.handlerTimedOut(spec.destination(), spec.group(), took));
+      settleClaimed(ctx, new TimeoutException("handler did not finish within "
+          + spec.handlerTimeout()));
+    }
     synchronized (ctx) {
       if (ctx.worker != null) {
         ctx.worker.interrupt();
@@ -245,11 +344,11 @@ final class RabbitMqSubscription implements Subscription {
     }
   }
 
-  /** Settles a delivery once; a late result after a timeout is ignored. */
-  private void settle(Ctx ctx, Throwable failure) {
-    if (!ctx.settled.compareAndSet(false, true)) {
-      return;
-    }
+  /**
+   * Settles a delivery whose {@link Ctx#settled} the caller has just set: exactly one of the
+   * handler's return and its timeout gets here, so a late result after a timeout is ignored.
+   */
+  private void settleClaimed(Ctx ctx, Throwable failure) {
     if (abandoned) {
       done();
       return;
@@ -398,6 +497,16 @@ final class RabbitMqSubscription implements Subscription {
       return finishedInTime;
     }
     running = false;
+    ScheduledFuture<?> samples = sampling;
+    if (samples != null) {
+      samples.cancel(false);
+      // The sampling channel closes on the sampling thread, which owns it.
+      try {
+        sampler.execute(this::closeSampleChannel);
+      } catch (RejectedExecutionException shutDown) {
+        // the subscriber is closing: its connection's close takes the channel with it
+      }
+    }
     long end = System.nanoTime() + deadline.toNanos();
     // basic.cancel waits for cancel-ok, which a broker that reads nothing never sends: it runs
     // on its own thread, and deliveries that still arrive meanwhile are requeued (received()).
@@ -477,6 +586,8 @@ final class RabbitMqSubscription implements Subscription {
     final int attempt;
     final AtomicBoolean settled = new AtomicBoolean();
     volatile Thread worker;
+    /** System.nanoTime() when the handler call began. */
+    volatile long started;
 
     Ctx(long tag, Map<String, String> wire, byte[] body, Delivery delivery) {
       this.tag = tag;

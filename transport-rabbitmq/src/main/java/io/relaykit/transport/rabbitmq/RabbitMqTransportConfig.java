@@ -43,6 +43,7 @@ public final class RabbitMqTransportConfig {
   private final int maxMessageBytes;
   private final List<Duration> delayLevels;
   private final Duration recoveryInterval;
+  private final Duration metricsInterval;
   private final String namePrefix;
 
   private RabbitMqTransportConfig(Builder b) {
@@ -55,6 +56,7 @@ public final class RabbitMqTransportConfig {
     this.maxMessageBytes = b.maxMessageBytes;
     this.delayLevels = List.copyOf(b.delayLevels);
     this.recoveryInterval = b.recoveryInterval;
+    this.metricsInterval = b.metricsInterval;
     this.namePrefix = b.namePrefix;
   }
 
@@ -88,6 +90,8 @@ public final class RabbitMqTransportConfig {
     b.recoveryInterval(settings.getDuration(RabbitMqConfigKeys.RECOVERY_INTERVAL,
         b.recoveryInterval));
     b.delayLevels(settings.getDurations(RabbitMqConfigKeys.DELAY_LEVELS, b.delayLevels));
+    b.metricsInterval(settings.getDuration(RabbitMqConfigKeys.METRICS_INTERVAL,
+        b.metricsInterval));
     return b;
   }
 
@@ -125,6 +129,7 @@ public final class RabbitMqTransportConfig {
         .maxMessageBytes(maxMessageBytes)
         .delayLevels(delayLevels)
         .recoveryInterval(recoveryInterval)
+        .metricsInterval(metricsInterval)
         .namePrefix(namePrefix);
   }
 
@@ -211,6 +216,16 @@ public final class RabbitMqTransportConfig {
   }
 
   /**
+   * How often each subscription samples its consumer lag and in-flight count for its metrics
+   * listener (one passive queue declare per sample, see {@link RabbitMqSubscriber}).
+   *
+   * @return the sampling interval
+   */
+  public Duration metricsInterval() {
+    return metricsInterval;
+  }
+
+  /**
    * Put in front of every exchange and queue name the transport declares.
    *
    * @return the prefix, possibly empty
@@ -225,7 +240,8 @@ public final class RabbitMqTransportConfig {
         + ", prefetch=" + prefetch + ", confirmWindow=" + confirmWindow
         + ", confirmTimeout=" + confirmTimeout + ", closeTimeout=" + closeTimeout
         + ", maxMessageBytes=" + maxMessageBytes + ", delayLevels=" + delayLevels
-        + ", recoveryInterval=" + recoveryInterval + ", namePrefix=" + namePrefix + "]";
+        + ", recoveryInterval=" + recoveryInterval + ", metricsInterval=" + metricsInterval
+        + ", namePrefix=" + namePrefix + "]";
   }
 
   /** The URI without its password, for logs and error messages. */
@@ -250,13 +266,14 @@ public final class RabbitMqTransportConfig {
         && maxMessageBytes == c.maxMessageBytes && uri.equals(c.uri)
         && connectionName.equals(c.connectionName) && confirmTimeout.equals(c.confirmTimeout)
         && closeTimeout.equals(c.closeTimeout) && delayLevels.equals(c.delayLevels)
-        && recoveryInterval.equals(c.recoveryInterval) && namePrefix.equals(c.namePrefix);
+        && recoveryInterval.equals(c.recoveryInterval)
+        && metricsInterval.equals(c.metricsInterval) && namePrefix.equals(c.namePrefix);
   }
 
   @Override
   public int hashCode() {
     return Objects.hash(uri, connectionName, prefetch, confirmWindow, confirmTimeout,
-        closeTimeout, maxMessageBytes, delayLevels, recoveryInterval, namePrefix);
+        closeTimeout, maxMessageBytes, delayLevels, recoveryInterval, metricsInterval, namePrefix);
   }
 
   /** Builds a validated {@link RabbitMqTransportConfig}. */
@@ -271,6 +288,7 @@ public final class RabbitMqTransportConfig {
     private List<Duration> delayLevels = List.of(Duration.ofSeconds(1), Duration.ofSeconds(10),
         Duration.ofMinutes(1), Duration.ofMinutes(10), Duration.ofHours(1));
     private Duration recoveryInterval = Duration.ofSeconds(1);
+    private Duration metricsInterval = Duration.ofSeconds(5);
     private String namePrefix = "";
 
     private Builder() {}
@@ -392,6 +410,21 @@ public final class RabbitMqTransportConfig {
     }
 
     /**
+     * How often each subscription samples its consumer lag (the group queue's ready messages,
+     * from one passive queue declare on a channel of its own) and its in-flight deliveries for
+     * its metrics listener. Sampling runs on the subscriber's one sampling thread, never on a
+     * delivery thread, and only for a subscription whose listener is not {@link
+     * io.relaykit.monitor.MetricsListener#noop()}. Default 5 s.
+     *
+     * @param metricsInterval a positive duration, at least 10 ms
+     * @return this builder
+     */
+    public Builder metricsInterval(Duration metricsInterval) {
+      this.metricsInterval = metricsInterval;
+      return this;
+    }
+
+    /**
      * Put in front of every exchange and queue name. Default empty.
      *
      * @param namePrefix letters, digits and {@code . _ : -} only
@@ -441,6 +474,11 @@ public final class RabbitMqTransportConfig {
       positive("confirmTimeout", confirmTimeout);
       positive("closeTimeout", closeTimeout);
       positive("recoveryInterval", recoveryInterval);
+      positive("metricsInterval", metricsInterval);
+      if (metricsInterval.compareTo(Duration.ofMillis(10)) < 0) {
+        throw new IllegalArgumentException("metricsInterval must be at least 10ms, was "
+            + metricsInterval);
+      }
       if (maxMessageBytes < 1024 || maxMessageBytes > BROKER_HARD_LIMIT_BYTES) {
         throw new IllegalArgumentException("maxMessageBytes must be in 1024.."
             + BROKER_HARD_LIMIT_BYTES + ", was " + maxMessageBytes);

@@ -33,6 +33,8 @@ class RabbitMqConfigKeysTest {
         .isEqualTo(d.closeTimeout());
     assertThat(DurationFormat.parse(def(r, RabbitMqConfigKeys.RECOVERY_INTERVAL)))
         .isEqualTo(d.recoveryInterval());
+    assertThat(DurationFormat.parse(def(r, RabbitMqConfigKeys.METRICS_INTERVAL)))
+        .isEqualTo(d.metricsInterval());
     assertThat(Integer.parseInt(def(r, RabbitMqConfigKeys.CONFIRM_WINDOW)))
         .isEqualTo(d.confirmWindow());
     assertThat(Integer.parseInt(def(r, RabbitMqConfigKeys.MAX_MESSAGE_BYTES)))

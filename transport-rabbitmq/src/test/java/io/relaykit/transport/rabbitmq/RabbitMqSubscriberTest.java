@@ -13,6 +13,8 @@ import io.relaykit.message.MessageHeaders;
 import io.relaykit.message.PublishReceipt;
 import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.ordering.OrderingMode;
 import io.relaykit.retry.Backoff;
 import io.relaykit.retry.PermanentFailureException;
@@ -21,17 +23,20 @@ import io.relaykit.tck.Await;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Queue;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayName;
@@ -462,6 +467,95 @@ class RabbitMqSubscriberTest {
       Await.until(WAIT, "200 handled after reconnecting", () -> counts.size() == 200);
       Await.until(WAIT, "the queue empty",
           () -> TestBroker.depth(admin, queues("g").queue()) == 0);
+    }
+  }
+
+  /** The latest lag and in-flight a subscription reported for the test's destination. */
+  private final class Gauges implements MetricsListener {
+    final AtomicLong lag = new AtomicLong(-1);
+    final AtomicLong inFlight = new AtomicLong(-1);
+    final AtomicInteger lagSamples = new AtomicInteger();
+    final Set<String> threads = ConcurrentHashMap.newKeySet();
+
+    @Override
+    public void consumerLag(String d, String group, long value) {
+      if (d.equals(destination) && group.equals("g")) {
+        threads.add(Thread.currentThread().getName());
+        lag.set(value);
+        lagSamples.incrementAndGet();
+      }
+    }
+
+    @Override
+    public void inFlight(String d, String group, long count) {
+      if (d.equals(destination) && group.equals("g")) {
+        threads.add(Thread.currentThread().getName());
+        inFlight.set(count);
+      }
+    }
+  }
+
+  private RabbitMqSubscriber sampledSubscriber(MetricsListener metrics) {
+    RabbitMqSubscriber s = RabbitMqSubscriber.create(config.toBuilder()
+        .metricsInterval(Duration.ofMillis(50)).build(), LifecycleListener.noop(), metrics,
+        InstantSource.system());
+    subscribers.add(s);
+    return s;
+  }
+
+  @Nested
+  @DisplayName("lag and in-flight metrics")
+  class Metrics {
+
+    @Test
+    @DisplayName("with the handlers blocked, in-flight is the prefetch (running plus waiting for a"
+        + " lane) and lag the queue's ready rest; once released both drain to 0")
+    void lagAndInFlight() throws Exception {
+      Gauges gauges = new Gauges();
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicInteger started = new AtomicInteger();
+      sampledSubscriber(gauges).subscribe(spec("g").concurrency(2).maxInFlight(4).build(), d -> {
+        started.incrementAndGet();
+        release.await();
+      });
+      publish(0, 10);
+
+      Await.until(WAIT, "2 handlers running", () -> started.get() == 2);
+      Await.until(WAIT, "in flight 4 (the prefetch), lag 6 (10 published minus 4 taken)",
+          () -> gauges.inFlight.get() == 4 && gauges.lag.get() == 6);
+      assertThat(TestBroker.depth(admin, queues("g").queue())).as("the broker's ready count")
+          .isEqualTo(6);
+      assertThat(started).as("still only the 2 lanes").hasValue(2);
+      release.countDown();
+      Await.until(WAIT, "drained: lag 0, nothing in flight",
+          () -> gauges.inFlight.get() == 0 && gauges.lag.get() == 0 && started.get() == 10);
+      assertThat(gauges.threads).as("sampled on the metrics thread only")
+          .containsOnly("relaykit-rabbitmq-metrics");
+    }
+
+    @Test
+    @DisplayName("a lag sample that fails (the connection force-closed) is counted, the consumer"
+        + " recovers and goes on, and sampling resumes")
+    void failedSampleIsCounted() {
+      Gauges gauges = new Gauges();
+      Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
+      RabbitMqSubscriber s = sampledSubscriber(gauges);
+      RabbitMqSubscription sub = (RabbitMqSubscription) s.subscribe(spec("g").build(),
+          d -> counts.computeIfAbsent(d.message().id(), k -> new AtomicInteger())
+              .incrementAndGet());
+      publish(0, 20);
+      Await.until(WAIT, "20 handled and lag sampled at 0",
+          () -> counts.size() == 20 && gauges.lag.get() == 0);
+      assertThat(sub.lagSampleFailures()).isZero();
+
+      assertThat(TestBroker.forceClose(s.connectionName())).isEqualTo(1);
+      Await.until(WAIT, "a failed sample counted", () -> sub.lagSampleFailures() >= 1);
+      publish(20, 40);
+      Await.until(WAIT, "40 handled after reconnecting", () -> counts.size() == 40);
+      int before = gauges.lagSamples.get();
+      Await.until(WAIT, "lag sampled again, at 0",
+          () -> gauges.lagSamples.get() > before && gauges.lag.get() == 0);
+      assertThat(sub.isRunning()).isTrue();
     }
   }
 }

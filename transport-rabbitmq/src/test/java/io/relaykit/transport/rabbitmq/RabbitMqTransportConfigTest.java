@@ -27,6 +27,7 @@ class RabbitMqTransportConfigTest {
     assertThat(c.delayLevels()).containsExactly(Duration.ofSeconds(1), Duration.ofSeconds(10),
         Duration.ofMinutes(1), Duration.ofMinutes(10), Duration.ofHours(1));
     assertThat(c.recoveryInterval()).isEqualTo(Duration.ofSeconds(1));
+    assertThat(c.metricsInterval()).isEqualTo(Duration.ofSeconds(5));
     assertThat(c.namePrefix()).isEmpty();
     assertThat(c.toBuilder().build()).isEqualTo(c);
   }
@@ -61,6 +62,8 @@ class RabbitMqTransportConfigTest {
     rejects(b -> b.confirmTimeout(Duration.ZERO), "confirmTimeout", "PT0S");
     rejects(b -> b.closeTimeout(null), "closeTimeout", "null");
     rejects(b -> b.recoveryInterval(Duration.ofSeconds(-1)), "recoveryInterval", "PT-1S");
+    rejects(b -> b.metricsInterval(Duration.ZERO), "metricsInterval", "PT0S");
+    rejects(b -> b.metricsInterval(Duration.ofMillis(5)), "metricsInterval", "PT0.005S");
     rejects(b -> b.maxMessageBytes(10), "maxMessageBytes", "10");
     rejects(b -> b.maxMessageBytes(Integer.MAX_VALUE), "maxMessageBytes");
     rejects(b -> b.delayLevels(List.of()), "delayLevels");
