@@ -69,6 +69,23 @@ class StatusChartBrowserTest {
       "}",
       "return out;");
 
+  /**
+   * The verdict marks of the backlog panel, in order, read in one script run: the page redraws
+   * the chart every 3 s, so elements found by one call can be gone by the next (stale).
+   */
+  private static final String VERDICT_MARKS = String.join("\n",
+      "var marks = document.querySelectorAll(",
+      "    '#history-chart svg g.panel:first-of-type line.mark.verdict');",
+      "return Array.prototype.map.call(marks, function (m) {",
+      "  return m.getAttribute('data-verdict');",
+      "});");
+
+  /** The backlog's points and the verdict marks of one drawing (null before the first). */
+  private static final String DRAWING = String.join("\n",
+      "var points = (function () {", BACKLOG_POINTS.replace("arguments[0]", "'backlog'"), "})();",
+      "var marks = (function () {", VERDICT_MARKS, "})();",
+      "return points === null ? null : {points: points, marks: marks};");
+
   @TempDir
   Path data;
   @TempDir
@@ -172,17 +189,29 @@ class StatusChartBrowserTest {
     });
 
     // The page refreshes the chart every 3 s: wait for a drawing whose last point is the drain.
+    // Points and marks from one script run, so both come from the same drawing.
+    List<String> marked = new java.util.ArrayList<>();
     List<List<Number>> pts = new WebDriverWait(driver, WAIT).until(d -> {
-      List<List<Number>> p = rendered("backlog");
+      @SuppressWarnings("unchecked")
+      Map<String, Object> drawing = (Map<String, Object>) driver.executeScript(DRAWING);
+      if (drawing == null) {
+        return null;
+      }
+      @SuppressWarnings("unchecked")
+      List<List<Number>> p = (List<List<Number>>) drawing.get("points");
+      List<String> marks = ((List<?>) drawing.get("marks")).stream().map(String::valueOf)
+          .toList();
       if (p == null || p.isEmpty() || max(p) < expected - 0.5) {
         return null;
       }
       double last = p.get(p.size() - 1).get(1).doubleValue();
-      List<String> marks = d.findElements(By.cssSelector(
-          "#history-chart svg g.panel:first-of-type line.mark.verdict")).stream()
-          .map(e -> e.getAttribute("data-verdict")).toList();
-      return Math.abs(last) < 0.5 && !marks.isEmpty()
-          && marks.get(marks.size() - 1).equals("HEALTHY") ? p : null;
+      if (Math.abs(last) < 0.5 && !marks.isEmpty()
+          && marks.get(marks.size() - 1).equals("HEALTHY")) {
+        marked.clear();
+        marked.addAll(marks);
+        return p;
+      }
+      return null;
     });
     int peak = 0;
     for (int i = 0; i < pts.size(); i++) {
@@ -211,9 +240,6 @@ class StatusChartBrowserTest {
         changes.add(v);
       }
     }
-    List<String> marked = driver.findElements(By.cssSelector(
-        "#history-chart svg g.panel:first-of-type line.mark.verdict")).stream()
-        .map(e -> e.getAttribute("data-verdict")).toList();
     assertThat(marked).as("verdict marks").startsWith("HEALTHY").contains("STALLED")
         .endsWith("HEALTHY");
     assertThat(changes).as("the verdicts sampled since the drawing").startsWith(
