@@ -72,7 +72,7 @@ public enum RelayKitMeter {
   BACKLOG_VERDICT("backlog.verdict",
       "backlog verdict: 0 healthy, 1 draining spike, 2 sustained growth, 3 stalled, 4 over bound"),
   /** Counter, tag {@code meter}: series refused because their meter reached its cap. */
-  METERS_OVERFLOW("meters.overflow", "tag combinations refused because a meter reached its cap");
+  METERS_OVERFLOW("meters.overflow", "tag combinations refused: a meter reached its cap, or the registry refused the series");
 
   /** Tag key on every meter: OpenTelemetry's {@code messaging.system} ({@code kafka}, ...). */
   public static final String SYSTEM_TAG = "messaging.system";

@@ -21,6 +21,7 @@ import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -63,12 +64,15 @@ import java.util.function.Supplier;
  * instead, so a destination per customer cannot grow the registry without bound. Stages, reasons
  * (cut to 64 characters), outcomes and verdicts are closed or short sets.
  *
- * <p>Failures: calls before {@link #bindTo} are ignored (nothing is buffered); a registry that
- * throws is contained by relaykit's {@code safely} wrappers and reported once through {@link
- * System.Logger}, and delivery goes on. Thread-safe.
+ * <p>Failures: calls before {@link #bindTo} are ignored (nothing is buffered). A registry that
+ * throws while registering a series (a {@code MeterFilter} that throws, a name already taken by
+ * another meter type) refuses that series for good: it is logged once per meter, each later call
+ * for it counts in {@code relaykit.meters.overflow} without asking the registry again, and
+ * delivery goes on. Thread-safe.
  */
 public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, LifecycleListener {
 
+  private static final System.Logger LOG = System.getLogger(RelayKitMeterBinder.class.getName());
   private static final String DESTINATION = RelayKitMeter.DESTINATION_TAG;
   private static final String GROUP = RelayKitMeter.GROUP_TAG;
   private static final String PARTITION = RelayKitMeter.PARTITION_TAG;
@@ -584,6 +588,8 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     private final RelayKitMeter meter;
     private final Map<Object, T> byKey = new ConcurrentHashMap<>();
     private final AtomicInteger size = new AtomicInteger();
+    /** Keys whose registration threw: not asked again (at most maxSeries of them). */
+    private final Set<Object> refused = ConcurrentHashMap.newKeySet();
 
     Series(RelayKitMeter meter) {
       this.meter = meter;
@@ -613,22 +619,43 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
       if (registry.get() == null) {
         return null;
       }
+      if (refused.contains(key)) {
+        countOverflow();
+        return null;
+      }
       synchronized (this) {
         T v = byKey.get(key);
         if (v != null) {
           return v;
         }
         if (size.get() >= maxSeries) {
-          Counter c = overflow.get(meter);
-          if (c != null) {
-            c.increment();
-          }
+          countOverflow();
           return null;
         }
-        v = factory.get();
+        try {
+          v = factory.get();
+        } catch (RuntimeException e) {
+          // A registry that refuses this series (a MeterFilter that throws, a name already
+          // registered as another type) refuses it every time: asking again per event would
+          // cost a registration attempt and a stack trace per message.
+          if (refused.size() < maxSeries && refused.add(key) && refused.size() == 1) {
+            LOG.log(System.Logger.Level.WARNING, "the meter registry refused "
+                + name(meter) + " for " + key + "; that series is not recorded (counted in "
+                + name(RelayKitMeter.METERS_OVERFLOW) + "): " + e, e);
+          }
+          countOverflow();
+          return null;
+        }
         byKey.put(key, v);
         size.incrementAndGet();
         return v;
+      }
+    }
+
+    private void countOverflow() {
+      Counter c = overflow.get(meter);
+      if (c != null) {
+        c.increment();
       }
     }
   }

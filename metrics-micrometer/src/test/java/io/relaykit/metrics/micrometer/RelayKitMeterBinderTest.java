@@ -180,6 +180,36 @@ class RelayKitMeterBinderTest {
     }
 
     @Test
+    @DisplayName("a series the registry refuses (a MeterFilter that throws) is asked for once:"
+        + " later calls count in relaykit.meters.overflow, other series still register")
+    void registryRefusalIsNotRetried() {
+      java.util.concurrent.atomic.AtomicInteger asked =
+          new java.util.concurrent.atomic.AtomicInteger();
+      registry.config().meterFilter(new io.micrometer.core.instrument.config.MeterFilter() {
+        @Override
+        public io.micrometer.core.instrument.Meter.Id map(
+            io.micrometer.core.instrument.Meter.Id id) {
+          if (id.getName().equals("relaykit.messages") && "refused".equals(
+              id.getTag(RelayKitMeter.DESTINATION_TAG))) {
+            asked.incrementAndGet();
+            throw new IllegalStateException("this registry refuses destination refused");
+          }
+          return id;
+        }
+      });
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      for (int i = 0; i < 3; i++) {
+        binder.on(event(Stage.ACKED, "refused"));
+      }
+      binder.on(event(Stage.ACKED, "fine"));
+
+      assertThat(asked).as("registration attempts of the refused series").hasValue(1);
+      assertThat(registry.get("relaykit.meters.overflow").tag("meter", "relaykit.messages")
+          .counter().count()).isEqualTo(3);
+      assertThat(messages("fine", Stage.ACKED)).isEqualTo(1);
+    }
+
+    @Test
     @DisplayName("a long reason is cut to 64 characters; a blank tag value becomes unknown")
     void reasonsAndBlanks() {
       RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
