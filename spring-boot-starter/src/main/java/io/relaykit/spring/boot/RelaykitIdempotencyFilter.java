@@ -160,7 +160,7 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
     return true;
   }
 
-  private static List<PathPattern> parse(List<String> patterns) {
+  static List<PathPattern> parse(List<String> patterns) {
     List<PathPattern> parsed = new ArrayList<>();
     for (String p : patterns) {
       try {
@@ -196,7 +196,8 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
     }
     byte[] body;
     try (InputStream in = request.getInputStream()) {
-      body = in.readNBytes(maxRequestBytes + 1);
+      // One byte over the bound tells a longer body apart; no int overflow at Integer.MAX_VALUE.
+      body = in.readNBytes((int) Math.min(Integer.MAX_VALUE, maxRequestBytes + 1L));
     }
     if (body.length > maxRequestBytes) {
       problem(response, 413, "the request body must be at most " + maxRequestBytes
