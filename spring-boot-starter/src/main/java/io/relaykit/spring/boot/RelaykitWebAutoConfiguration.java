@@ -75,6 +75,14 @@ public class RelaykitWebAutoConfiguration {
     }
     int maxKeyLength = settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_KEY_LENGTH,
         IdempotencyKeyProtocol.DEFAULT_MAX_KEY_LENGTH);
+    if (IdempotencyKeyProtocol.DEFAULT_NAMESPACE.length() + maxKeyLength
+        + RelaykitIdempotencyFilter.SCOPE_LENGTH > IdempotencyStore.MAX_KEY_LENGTH) {
+      throw new IllegalArgumentException(SpringConfigKeys.IDEMPOTENCY_MAX_KEY_LENGTH + "="
+          + maxKeyLength + " is too long: with the namespace and the per-user scope a key must"
+          + " fit the store's " + IdempotencyStore.MAX_KEY_LENGTH + " characters; at most "
+          + (IdempotencyStore.MAX_KEY_LENGTH - IdempotencyKeyProtocol.DEFAULT_NAMESPACE.length()
+              - RelaykitIdempotencyFilter.SCOPE_LENGTH));
+    }
     IdempotencyKeyProtocol.Builder b = IdempotencyKeyProtocol.builder(store, answers)
         .header(header)
         .lease(settings.getDuration(SpringConfigKeys.IDEMPOTENCY_LEASE,

@@ -62,4 +62,40 @@ class IdempotencyFilterSettingsTest {
           assertThat(res.getContentAsString()).isEqualTo("{}");
         });
   }
+
+  @Test
+  @DisplayName("keys are scoped to the authenticated user: another user's same key and body runs, and never gets the first user's answer")
+  void keysPerPrincipal() {
+    web.run(ctx -> {
+      RelaykitIdempotencyFilter f = ctx.getBean(RelaykitIdempotencyFilter.class);
+      java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+      MockHttpServletResponse alice = call(f, "alice", runs);
+      MockHttpServletResponse bob = call(f, "bob", runs);
+      MockHttpServletResponse aliceAgain = call(f, "alice", runs);
+      assertThat(alice.getContentAsString()).isEqualTo("order 1 for alice");
+      assertThat(bob.getStatus()).isEqualTo(201);
+      assertThat(bob.getContentAsString()).isEqualTo("order 2 for bob");
+      assertThat(aliceAgain.getContentAsString()).isEqualTo("order 1 for alice");
+      assertThat(runs).hasValue(2);
+    });
+  }
+
+  private static MockHttpServletResponse call(RelaykitIdempotencyFilter f, String user,
+      java.util.concurrent.atomic.AtomicInteger runs) throws Exception {
+    MockHttpServletRequest req = new MockHttpServletRequest("POST", "/orders");
+    req.addHeader("Idempotency-Key", "same-key");
+    req.setUserPrincipal(() -> user);
+    req.setContent("{\"sku\":\"a\"}".getBytes(StandardCharsets.UTF_8));
+    MockHttpServletResponse res = new MockHttpServletResponse();
+    f.doFilter(req, res, new MockFilterChain(new jakarta.servlet.http.HttpServlet() {
+      @Override
+      protected void service(jakarta.servlet.http.HttpServletRequest rq,
+          jakarta.servlet.http.HttpServletResponse rs) throws java.io.IOException {
+        rs.setStatus(201);
+        rs.getOutputStream().write(("order " + runs.incrementAndGet() + " for "
+            + rq.getUserPrincipal().getName()).getBytes(StandardCharsets.UTF_8));
+      }
+    }));
+    return res;
+  }
 }
