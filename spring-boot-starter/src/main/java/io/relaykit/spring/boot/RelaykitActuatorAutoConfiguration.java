@@ -154,8 +154,17 @@ public class RelaykitActuatorAutoConfiguration {
     try {
       return b.build();
     } catch (IllegalArgumentException e) {
-      // The core message names the component (minSamples); this names the property block.
-      throw new IllegalArgumentException("relaykit.spring.health: " + e.getMessage());
+      // The core message names the component (minSamples); name the property it came from.
+      String m = String.valueOf(e.getMessage());
+      for (String[] c : new String[][] {{"window", SpringConfigKeys.HEALTH_WINDOW},
+          {"minSamples", SpringConfigKeys.HEALTH_MIN_SAMPLES},
+          {"growthPerSecond", SpringConfigKeys.HEALTH_GROWTH_PER_SECOND},
+          {"stallAge", SpringConfigKeys.HEALTH_STALL_AGE}}) {
+        if (m.startsWith(c[0] + " ")) {
+          throw new IllegalArgumentException(c[1] + ": " + m);
+        }
+      }
+      throw new IllegalArgumentException("relaykit.spring.health: " + m);
     }
   }
 }

@@ -71,6 +71,10 @@ import org.springframework.web.util.pattern.PathPatternParser;
  * handler ran do not fail the response (see {@link IdempotencyKeyProtocol#finish}); failures
  * before it answer 500 through the container and run nothing.
  *
+ * <p>Keys are scoped to the authenticated user ({@code getUserPrincipal()}): the same key sent by
+ * two users is two keys, so one never gets the other's answer or a 409/422 for the other's
+ * request; requests without a principal share one key space.
+ *
  * <p>Ordered at 0: after Spring Security's filter chain (-100), so a request that is not
  * authenticated does not consume a key.
  */
@@ -160,7 +164,7 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
     return true;
   }
 
-  private static List<PathPattern> parse(List<String> patterns) {
+  static List<PathPattern> parse(List<String> patterns) {
     List<PathPattern> parsed = new ArrayList<>();
     for (String p : patterns) {
       try {
@@ -184,7 +188,7 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
       FilterChain chain) throws ServletException, IOException {
     String key;
     try {
-      key = protocol.parseKey(request.getHeader(protocol.header()));
+      key = scoped(request, protocol.parseKey(request.getHeader(protocol.header())));
     } catch (IdempotencyKeyException e) {
       problem(response, e.status(), e.getMessage());
       return;
@@ -196,7 +200,8 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
     }
     byte[] body;
     try (InputStream in = request.getInputStream()) {
-      body = in.readNBytes(maxRequestBytes + 1);
+      // One byte over the bound tells a longer body apart; no int overflow at Integer.MAX_VALUE.
+      body = in.readNBytes((int) Math.min(Integer.MAX_VALUE, maxRequestBytes + 1L));
     }
     if (body.length > maxRequestBytes) {
       problem(response, 413, "the request body must be at most " + maxRequestBytes
@@ -244,6 +249,26 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
       LOG.log(System.Logger.Level.DEBUG, () -> protocol.header() + " " + owned.key() + ": " + c);
     }
     buffered.copyBodyToResponse();
+  }
+
+  /**
+   * Longest prefix {@link #scoped} adds to a key: {@code u:}, 16 hex digits of the principal's
+   * SHA-256, {@code :}.
+   */
+  static final int SCOPE_LENGTH = 19;
+
+  /**
+   * The client's key scoped to the authenticated user ({@link HttpServletRequest#getUserPrincipal},
+   * which Spring Security sets): keys are unique per client (the draft), so two users sending the
+   * same key never share a claim or see each other's answer. Unauthenticated requests keep the
+   * bare key.
+   */
+  private static String scoped(HttpServletRequest request, String key) {
+    java.security.Principal p = request.getUserPrincipal();
+    if (p == null || p.getName() == null) {
+      return key;
+    }
+    return "u:" + io.relaykit.internal.Digests.sha256Hex(p.getName(), 8) + ":" + key;
   }
 
   private void abandon(Proceed owned, Throwable cause) {

@@ -67,16 +67,35 @@ public class RelaykitWebAutoConfiguration {
   @ConditionalOnMissingBean
   public IdempotencyKeyProtocol relaykitIdempotencyKeyProtocol(IdempotencyStore store,
       IdempotentAnswerStore answers, Settings settings) {
-    return IdempotencyKeyProtocol.builder(store, answers)
-        .header(settings.getString(SpringConfigKeys.IDEMPOTENCY_HEADER,
-            IdempotencyKeyProtocol.HEADER))
+    String header = settings.getString(SpringConfigKeys.IDEMPOTENCY_HEADER,
+        IdempotencyKeyProtocol.HEADER).strip();
+    if (header.isEmpty()) {
+      throw new IllegalArgumentException(SpringConfigKeys.IDEMPOTENCY_HEADER
+          + " must name a request header, was blank");
+    }
+    int maxKeyLength = settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_KEY_LENGTH,
+        IdempotencyKeyProtocol.DEFAULT_MAX_KEY_LENGTH);
+    if (IdempotencyKeyProtocol.DEFAULT_NAMESPACE.length() + maxKeyLength
+        + RelaykitIdempotencyFilter.SCOPE_LENGTH > IdempotencyStore.MAX_KEY_LENGTH) {
+      throw new IllegalArgumentException(SpringConfigKeys.IDEMPOTENCY_MAX_KEY_LENGTH + "="
+          + maxKeyLength + " is too long: with the namespace and the per-user scope a key must"
+          + " fit the store's " + IdempotencyStore.MAX_KEY_LENGTH + " characters; at most "
+          + (IdempotencyStore.MAX_KEY_LENGTH - IdempotencyKeyProtocol.DEFAULT_NAMESPACE.length()
+              - RelaykitIdempotencyFilter.SCOPE_LENGTH));
+    }
+    IdempotencyKeyProtocol.Builder b = IdempotencyKeyProtocol.builder(store, answers)
+        .header(header)
         .lease(settings.getDuration(SpringConfigKeys.IDEMPOTENCY_LEASE,
             IdempotencyKeyProtocol.DEFAULT_LEASE))
-        .maxKeyLength(settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_KEY_LENGTH,
-            IdempotencyKeyProtocol.DEFAULT_MAX_KEY_LENGTH))
+        .maxKeyLength(maxKeyLength)
         .maxAnswerBytes(settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_ANSWER_SIZE,
-            IdempotencyKeyProtocol.DEFAULT_MAX_ANSWER_BYTES))
-        .build();
+            IdempotencyKeyProtocol.DEFAULT_MAX_ANSWER_BYTES));
+    try {
+      return b.build();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(SpringConfigKeys.IDEMPOTENCY_MAX_KEY_LENGTH + "="
+          + maxKeyLength + " is too long: " + e.getMessage(), e);
+    }
   }
 
   /**
@@ -94,11 +113,16 @@ public class RelaykitWebAutoConfiguration {
   @ConditionalOnMissingBean
   public RelaykitIdempotencyFilter relaykitIdempotencyFilter(IdempotencyKeyProtocol protocol,
       Settings settings, org.springframework.core.env.Environment environment) {
-    return new RelaykitIdempotencyFilter(protocol,
-        list(settings.getString(SpringConfigKeys.IDEMPOTENCY_PATHS, "/**")),
-        managementExclusions(environment),
-        list(settings.getString(SpringConfigKeys.IDEMPOTENCY_METHODS, "POST,PATCH")),
-        settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_REQUEST_SIZE, 1 << 20));
+    List<String> paths = list(settings, SpringConfigKeys.IDEMPOTENCY_PATHS, "/**");
+    List<String> methods = list(settings, SpringConfigKeys.IDEMPOTENCY_METHODS, "POST,PATCH");
+    try {
+      RelaykitIdempotencyFilter.parse(paths);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(SpringConfigKeys.IDEMPOTENCY_PATHS + ": "
+          + e.getMessage(), e);
+    }
+    return new RelaykitIdempotencyFilter(protocol, paths, managementExclusions(environment),
+        methods, settings.getInt(SpringConfigKeys.IDEMPOTENCY_MAX_REQUEST_SIZE, 1 << 20));
   }
 
   /** Answers in the database, next to relaykit-jdbc's tables ({@code relaykit.storage=h2}). */
@@ -131,7 +155,15 @@ public class RelaykitWebAutoConfiguration {
     return List.of((base.startsWith("/") ? base : "/" + base) + "/**");
   }
 
-  private static List<String> list(String csv) {
-    return Arrays.stream(csv.split(",")).map(String::strip).filter(s -> !s.isEmpty()).toList();
+  /** The comma-separated values of {@code key}; blank (no value at all) fails naming it. */
+  private static List<String> list(Settings settings, String key, String defaultValue) {
+    String csv = settings.getString(key, defaultValue);
+    List<String> values = Arrays.stream(csv.split(",")).map(String::strip)
+        .filter(s -> !s.isEmpty()).toList();
+    if (values.isEmpty()) {
+      throw new IllegalArgumentException(key + " must list at least one value"
+          + " (comma-separated), was '" + csv + "'");
+    }
+    return values;
   }
 }
