@@ -34,7 +34,7 @@ import java.lang.annotation.Target;
  *
  * <pre>{@code
  * @RelaykitListener(destination = "orders", group = "sms", idempotent = true,
- *     idempotencyKey = "(hasKey ? key : id) + ':sms'")
+ *     idempotencyKey = "hasKey ? key : id")
  * void sendSms(Message order) { ... }
  * }</pre>
  */
@@ -98,13 +98,14 @@ public @interface RelaykitListener {
 
   /**
    * The business key of a message, a SpEL expression evaluated on the {@link
-   * io.relaykit.message.Message} ({@code (hasKey ? key : id) + ':sms'}, {@code
+   * io.relaykit.message.Message} ({@code hasKey ? key : id}, {@code
    * headers['order-id']}; the root is {@link RelaykitListenerRegistry.KeySource}); empty (the
    * default) for the group and the message id. Used when {@link #idempotent()} is set.
    *
-   * <p>Stored as {@code listener:key:<value>}, or by default {@code listener:id:<group
-   * length>:<group>:<id>} (unambiguous whatever the group and id contain, and apart from the HTTP
-   * filter's {@code http:} keys in the same store). Reading {@code key} on a message without one,
+   * <p>Stored as {@code listener:key:<group length>:<group>:<value>}, or by default {@code
+   * listener:id:<group length>:<group>:<id>}: scoped to the group (two groups with the same
+   * expression keep their own keys), unambiguous whatever the group, id and value contain, and
+   * apart from the HTTP filter's {@code http:} keys in the same store. Reading {@code key} on a message without one,
    * an expression that fails, or a null or blank result throws an {@link IllegalStateException}
    * naming the message and the expression: the delivery fails and is retried, then dead-lettered
    * with that reason (it is never skipped as done under a shared key).

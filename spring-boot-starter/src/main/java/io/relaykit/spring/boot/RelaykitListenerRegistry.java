@@ -424,9 +424,10 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
 
   /**
    * The stored idempotency key of a message: {@code listener:id:<group length>:<group>:<id>} by
-   * default, or {@code listener:key:<value>} for the value of the SpEL expression on {@link
-   * KeySource}. The length prefix makes the default unambiguous whatever the group and the id
-   * contain; the {@code id:}/{@code key:} tokens keep custom keys apart from default ones, and the
+   * default, or {@code listener:key:<group length>:<group>:<value>} for the value of the SpEL
+   * expression on {@link KeySource}: both are scoped to the group, so two groups whose handlers
+   * use the same expression never skip each other's messages as done. The length prefix makes
+   * the keys unambiguous whatever the group, id and value contain; the {@code id:}/{@code key:} tokens keep custom keys apart from default ones, and the
    * {@code listener:} namespace keeps both apart from the HTTP filter's {@code http:} keys in a
    * shared store.
    *
@@ -459,7 +460,7 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
         throw new IllegalStateException("the idempotencyKey expression '" + expression
             + "' gave " + (s == null ? "null" : "a blank key") + " for message " + m.id());
       }
-      return NAMESPACE + "key:" + s;
+      return NAMESPACE + "key:" + group.length() + ":" + group + ":" + s;
     };
   }
 

@@ -2,10 +2,12 @@ package io.relaykit.spring.boot;
 
 import io.relaykit.message.Message;
 import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.outbox.OutboxBound;
 import io.relaykit.outbox.OutboxStore;
 import io.relaykit.storage.h2.JdbcOutboxStore;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Instant;
 import java.util.Objects;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.DataSourceUtils;
@@ -22,7 +24,11 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * relaykit's DataSource throws {@link IllegalStateException} and writes nothing, never an
  * autocommitted row. On the in-memory storage the message is appended after the transaction
  * commits (a {@link TransactionSynchronization}) and dropped when it rolls back; it is lost if
- * the process dies between the commit and the append, as everything in memory is.
+ * the process dies between the commit and the append, as everything in memory is. A bounded
+ * in-memory store that is full refuses the append inside the transaction (an {@link
+ * io.relaykit.outbox.OutboxFullException} the caller's rollback rule sees); appends racing for
+ * its last free place can still be refused after their commit, and such a message is logged at
+ * ERROR, with its id, as lost.
  *
  * <p>Cost: one INSERT (and, for a keyed message, one lock of its key's head row) on the caller's
  * connection. Failures: an {@link SQLException} from the database is rethrown as {@link
@@ -33,6 +39,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * <p>Thread-safe.
  */
 public final class TransactionalOutbox {
+
+  private static final System.Logger LOG = System.getLogger(TransactionalOutbox.class.getName());
 
   private final JdbcOutboxStore jdbc;
   private final DataSource dataSource;
@@ -101,10 +109,24 @@ public final class TransactionalOutbox {
       if (destination == null || destination.isBlank()) {
         throw new IllegalArgumentException("destination must not be blank");
       }
+      // Refused now, inside the transaction, so the caller's rows roll back with it: after the
+      // commit an OutboxFullException could only lose the message.
+      OutboxBound bound = memory.bound();
+      if (bound.isBounded()) {
+        bound.admit(memory.stats(Instant.now()).unsent(), "in-memory outbox");
+      }
       TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
         @Override
         public void afterCommit() {
-          memory.append(destination, message);
+          try {
+            memory.append(destination, message);
+          } catch (RuntimeException e) {
+            // Committed transactions cannot be undone: say loudly which message is lost.
+            LOG.log(System.Logger.Level.ERROR, "relaykit in-memory outbox: message "
+                + message.id() + " to '" + destination + "' was refused after its transaction"
+                + " committed and is lost: " + e, e);
+            throw e;
+          }
         }
       });
       return;

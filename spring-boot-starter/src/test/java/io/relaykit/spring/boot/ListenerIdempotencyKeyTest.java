@@ -22,7 +22,7 @@ class ListenerIdempotencyKeyTest {
   void anExpressionReadingKeyFailsOnAKeylessMessageInsteadOfSharingNullKey() {
     Function<Message, String> f = RelaykitListenerRegistry.businessKey("sms", "key + ':sms'");
 
-    assertThat(f.apply(keyed("m1", "order-7"))).isEqualTo("listener:key:order-7:sms");
+    assertThat(f.apply(keyed("m1", "order-7"))).isEqualTo("listener:key:3:sms:order-7:sms");
     assertThatThrownBy(() -> f.apply(keyless("m2")))
         .isInstanceOf(IllegalStateException.class)
         .hasMessage("message m2 has no key; the idempotencyKey expression 'key + ':sms'' reads key");
@@ -33,8 +33,8 @@ class ListenerIdempotencyKeyTest {
     Function<Message, String> f =
         RelaykitListenerRegistry.businessKey("sms", "(hasKey ? key : id) + ':sms'");
 
-    assertThat(f.apply(keyless("m2"))).isEqualTo("listener:key:m2:sms");
-    assertThat(f.apply(keyed("m3", "k"))).isEqualTo("listener:key:k:sms");
+    assertThat(f.apply(keyless("m2"))).isEqualTo("listener:key:3:sms:m2:sms");
+    assertThat(f.apply(keyed("m3", "k"))).isEqualTo("listener:key:3:sms:k:sms");
   }
 
   @Test
@@ -64,6 +64,16 @@ class ListenerIdempotencyKeyTest {
   void customKeysAreNamespacedApartFromDefaultAndHttpKeys() {
     String custom = RelaykitListenerRegistry.businessKey("g", "'http:x'").apply(keyless("m"));
 
-    assertThat(custom).isEqualTo("listener:key:http:x");
+    assertThat(custom).isEqualTo("listener:key:1:g:http:x");
+  }
+
+  @Test
+  void customKeysAreScopedToTheGroup() {
+    // Two groups with one expression: each keeps its own key, so neither skips the other's work.
+    String sms = RelaykitListenerRegistry.businessKey("sms", "key").apply(keyed("m1", "order-7"));
+    String mail = RelaykitListenerRegistry.businessKey("mail", "key").apply(keyed("m1", "order-7"));
+
+    assertThat(sms).isEqualTo("listener:key:3:sms:order-7");
+    assertThat(mail).isEqualTo("listener:key:4:mail:order-7");
   }
 }

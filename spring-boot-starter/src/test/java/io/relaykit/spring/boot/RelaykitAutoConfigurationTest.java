@@ -123,4 +123,31 @@ class RelaykitAutoConfigurationTest {
           .extracting(r -> r.message().id()).containsExactly("m1");
     });
   }
+
+  @Test
+  @org.junit.jupiter.api.DisplayName("a full bounded in-memory outbox refuses the append inside the"
+      + " transaction, so the business rows roll back with it; nothing is lost after a commit")
+  void fullInMemoryOutboxRefusesBeforeTheCommit() {
+    InMemoryOutboxStore bounded = new InMemoryOutboxStore(java.time.InstantSource.system(),
+        io.relaykit.outbox.OutboxBound.refuseAbove(1));
+    TransactionalOutbox outbox = TransactionalOutbox.inMemory(bounded);
+    DriverManagerDataSource db = new DriverManagerDataSource(
+        "jdbc:h2:mem:" + java.util.UUID.randomUUID() + ";DB_CLOSE_DELAY=-1");
+    org.springframework.jdbc.core.JdbcTemplate jdbc =
+        new org.springframework.jdbc.core.JdbcTemplate(db);
+    jdbc.execute("CREATE TABLE orders (id VARCHAR(20) PRIMARY KEY)");
+    TransactionTemplate tx = new TransactionTemplate(new DataSourceTransactionManager(db));
+    tx.executeWithoutResult(st -> {
+      jdbc.update("INSERT INTO orders VALUES ('o1')");
+      outbox.append("d", Message.builder().id("m1").type("t").payload("a").build());
+    });
+    assertThatThrownBy(() -> tx.executeWithoutResult(st -> {
+      jdbc.update("INSERT INTO orders VALUES ('o2')");
+      outbox.append("d", Message.builder().id("m2").type("t").payload("b").build());
+    })).isInstanceOf(io.relaykit.outbox.OutboxFullException.class);
+    assertThat(jdbc.queryForList("SELECT id FROM orders", String.class))
+        .as("the refused order rolled back").containsExactly("o1");
+    assertThat(bounded.claim("r", 10, Duration.ofSeconds(5), Instant.now()))
+        .extracting(r -> r.message().id()).containsExactly("m1");
+  }
 }

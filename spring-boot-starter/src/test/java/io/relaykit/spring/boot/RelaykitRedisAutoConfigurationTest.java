@@ -197,7 +197,9 @@ class RelaykitRedisAutoConfigurationTest {
       assertThat(ctx.getBean(IdempotencyStore.class)).isInstanceOf(TieredIdempotencyStore.class);
       RedisStorage redis = ctx.getBean(RedisStorage.class);
       JdbcStorage jdbc = ctx.getBean(JdbcStorage.class);
-      for (String k : List.of("listener:key:once:" + x, "listener:key:once:" + y)) {
+      String group = ctx.getEnvironment().getProperty("test.group") + "-once";
+      String scope = "listener:key:" + group.length() + ":" + group + ":";
+      for (String k : List.of(scope + "once:" + x, scope + "once:" + y)) {
         // complete() writes the database first, then Redis: wait for the second write.
         Await.until(Duration.ofSeconds(10), k + " DONE in Redis",
             () -> redis.idempotencyStore().status(k).equals(
