@@ -46,7 +46,7 @@ class RulesCatchViolationsTest {
     assertThat(v).anyMatch(l -> l.contains(fixture("retry.CoreBadDeps"))
         && l.contains("javax.sql.DataSource"));
     assertThat(v).anyMatch(l -> l.contains(fixture("retry.CoreBadDeps"))
-        && l.contains(fixture("storage.h2.H2Store")));
+        && l.contains(fixture("storage.jdbc.H2Store")));
     assertThat(v).as("only CoreBadDeps breaks it")
         .allMatch(l -> l.contains(fixture("retry.CoreBadDeps")))
         .noneMatch(l -> l.contains("javax.crypto"));
@@ -69,7 +69,7 @@ class RulesCatchViolationsTest {
 
     assertThat(String.join("\n", v))
         .contains("storage-h2").contains("transport-kafka")
-        .contains(fixture("storage.h2.H2Store")).contains(fixture("transport.kafka.KafkaThing"))
+        .contains(fixture("storage.jdbc.H2Store")).contains(fixture("transport.kafka.KafkaThing"))
         .doesNotContain("Demo").doesNotContain("CleanModule");
   }
 
@@ -78,11 +78,11 @@ class RulesCatchViolationsTest {
   void adaptersUseGuiceOnlyInTheirModule() {
     List<String> v = violations(RULES.adaptersUseGuiceOnlyInTheirModule());
 
-    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2PlainUsesGuice"))
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.jdbc.H2PlainUsesGuice"))
         && l.contains("com.google.inject.Injector"));
-    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2PlainUsesGuice"))
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.jdbc.H2PlainUsesGuice"))
         && l.contains(fixture("guice.CleanModule")));
-    assertThat(v).allMatch(l -> l.contains(fixture("storage.h2.H2PlainUsesGuice") + " is no"));
+    assertThat(v).allMatch(l -> l.contains(fixture("storage.jdbc.H2PlainUsesGuice") + " is no"));
   }
 
   @Test
@@ -90,11 +90,11 @@ class RulesCatchViolationsTest {
   void nothingDependsOnApplications() {
     List<String> v = violations(RULES.nothingDependsOnApplications());
 
-    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2Store"))
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.jdbc.H2Store"))
         && l.contains(fixture("examples.Demo")));
     assertThat(v).noneMatch(l -> l.startsWith("Field <" + fixture("examples.")))
         .noneMatch(l -> l.startsWith("Field <" + fixture("bench.")))
-        .allMatch(l -> l.contains(fixture("storage.h2.H2Store")));
+        .allMatch(l -> l.contains(fixture("storage.jdbc.H2Store")));
   }
 
   @Test
@@ -112,11 +112,11 @@ class RulesCatchViolationsTest {
   void testLibrariesStayOutOfMainCode() {
     List<String> v = violations(RULES.testLibrariesStayOutOfMainCode());
 
-    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2UsesTestCode"))
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.jdbc.H2UsesTestCode"))
         && l.contains("org.junit.jupiter.api.Assertions"));
-    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2UsesTestCode"))
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.jdbc.H2UsesTestCode"))
         && l.contains(fixture("tck.KitFixture")));
-    assertThat(v).allMatch(l -> l.contains(fixture("storage.h2.H2UsesTestCode")));
+    assertThat(v).allMatch(l -> l.contains(fixture("storage.jdbc.H2UsesTestCode")));
   }
 
   @Test
@@ -128,7 +128,7 @@ class RulesCatchViolationsTest {
         + " (examples) uses " + fixture("internal.CoreChecks") + ", internal to queue-core"));
     assertThat(v).as("relaykit modules may use the shared io.relaykit.internal")
         .noneMatch(l -> l.contains(fixture("guice.GuiceUsesGuavaAndCoreInternals") + " ("));
-    assertThat(v).anyMatch(l -> l.contains(fixture("storage.h2.H2Store")
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.jdbc.H2Store")
         + " (storage-h2) uses " + fixture("transport.kafka.internal.KafkaWire")
         + ", internal to transport-kafka"));
     assertThat(v).noneMatch(l -> l.contains("H2Sql"))
@@ -157,10 +157,10 @@ class RulesCatchViolationsTest {
   @DisplayName("the fixtures that keep the rules are imported too, so 'allowed' is really checked")
   void fixturesImported() {
     assertThat(fixtures.contain(fixture("examples.Demo"))).isTrue();
-    assertThat(fixtures.contain(fixture("storage.h2.internal.H2Sql"))).isTrue();
+    assertThat(fixtures.contain(fixture("storage.jdbc.internal.H2Sql"))).isTrue();
     assertThat(fixtures.contain(fixture("guice.CleanModule"))).isTrue();
-    assertThat(fixtures.contain(fixture("storage.h2.H2GuiceModule"))).isTrue();
-    assertThat(fixtures.contain(fixture("storage.h2.H2GuiceModule$Nested"))).isTrue();
+    assertThat(fixtures.contain(fixture("storage.jdbc.H2GuiceModule"))).isTrue();
+    assertThat(fixtures.contain(fixture("storage.jdbc.H2GuiceModule$Nested"))).isTrue();
     assertThat(fixtures.contain(fixture("retry.CleanBackoff"))).isTrue();
     assertThat(fixtures.contain(fixture("spring.boot.StarterThing"))).isTrue();
   }

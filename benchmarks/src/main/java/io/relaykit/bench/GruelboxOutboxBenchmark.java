@@ -12,9 +12,9 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.relaykit.message.Message;
 import io.relaykit.outbox.OutboxRelay;
-import io.relaykit.storage.h2.H2StorageConfig;
-import io.relaykit.storage.h2.JdbcOutboxStore;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageConfig;
+import io.relaykit.storage.jdbc.JdbcOutboxStore;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -124,7 +124,7 @@ public class GruelboxOutboxBenchmark {
   @Setup(Level.Trial)
   public void open() throws IOException {
     dir = BenchDirs.create("gruelbox-outbox");
-    H2StorageConfig config = H2StorageConfig.builder()
+    JdbcStorageConfig config = JdbcStorageConfig.builder()
         .jdbcUrl("jdbc:h2:file:" + dir.toAbsolutePath().resolve(impl.name().toLowerCase()))
         .build();
     if (impl == Impl.RELAYKIT) {

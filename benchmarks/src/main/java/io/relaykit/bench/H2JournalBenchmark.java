@@ -2,9 +2,9 @@ package io.relaykit.bench;
 
 import io.relaykit.queue.Priority;
 import io.relaykit.queue.QueuedEvent;
-import io.relaykit.storage.h2.H2StorageConfig;
-import io.relaykit.storage.h2.JdbcQueueJournal;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageConfig;
+import io.relaykit.storage.jdbc.JdbcQueueJournal;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -77,7 +77,7 @@ public class H2JournalBenchmark {
   @Setup(Level.Trial)
   public void openDatabase() throws IOException {
     dir = BenchDirs.create("h2-journal");
-    storage = JdbcStorage.open(H2StorageConfig.builder()
+    storage = JdbcStorage.open(JdbcStorageConfig.builder()
         .jdbcUrl("jdbc:h2:file:" + dir.toAbsolutePath().resolve("db"))
         .tablePrefix(PREFIX)
         .build(), InstantSource.system());

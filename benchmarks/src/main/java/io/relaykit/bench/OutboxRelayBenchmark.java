@@ -3,9 +3,9 @@ package io.relaykit.bench;
 import io.relaykit.inprocess.InProcessTransport;
 import io.relaykit.message.Message;
 import io.relaykit.outbox.OutboxRelay;
-import io.relaykit.storage.h2.H2StorageConfig;
-import io.relaykit.storage.h2.JdbcOutboxStore;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageConfig;
+import io.relaykit.storage.jdbc.JdbcOutboxStore;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -89,7 +89,7 @@ public class OutboxRelayBenchmark {
       url = env == null || env.isBlank() ? POSTGRES_DEFAULT_URL : env;
     }
     try {
-      storage = JdbcStorage.open(H2StorageConfig.builder()
+      storage = JdbcStorage.open(JdbcStorageConfig.builder()
           .jdbcUrl(url)
           .tablePrefix("bench_" + UUID.randomUUID().toString().substring(0, 8) + "_")
           .build(), InstantSource.system());

@@ -2,9 +2,9 @@ package io.relaykit.bench;
 
 import io.relaykit.message.Message;
 import io.relaykit.outbox.OutboxRelay;
-import io.relaykit.storage.h2.H2StorageConfig;
-import io.relaykit.storage.h2.JdbcOutboxStore;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageConfig;
+import io.relaykit.storage.jdbc.JdbcOutboxStore;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -78,7 +78,7 @@ public class PostgresSkipLockedBenchmark {
     String env = System.getenv("RELAYKIT_POSTGRES_URL");
     String url = env == null || env.isBlank() ? DEFAULT_URL : env;
     try {
-      storage = JdbcStorage.open(H2StorageConfig.builder()
+      storage = JdbcStorage.open(JdbcStorageConfig.builder()
           .jdbcUrl(url)
           .tablePrefix("bench_" + UUID.randomUUID().toString().substring(0, 8) + "_")
           .build(), InstantSource.system());

@@ -39,9 +39,9 @@ import io.relaykit.retry.Backoff;
 import io.relaykit.retry.Jitter;
 import io.relaykit.retry.PermanentFailureException;
 import io.relaykit.retry.RetryPolicy;
-import io.relaykit.storage.h2.H2StorageConfig;
-import io.relaykit.storage.h2.JdbcOutboxStore;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageConfig;
+import io.relaykit.storage.jdbc.JdbcOutboxStore;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.storage.redis.RedisStorageConfig;
 import io.relaykit.transport.kafka.KafkaConfigKeys;
@@ -570,9 +570,9 @@ final class CheckoutApp implements AutoCloseable {
   }
 
   /** The storage of {@code options}; its outbox reports to {@code listener} (ENQUEUED, ...). */
-  static H2StorageConfig storageConfig(DemoOptions options, LifecycleListener listener)
+  static JdbcStorageConfig storageConfig(DemoOptions options, LifecycleListener listener)
       throws IOException {
-    H2StorageConfig.Builder b = H2StorageConfig.builder().lease(options.lease())
+    JdbcStorageConfig.Builder b = JdbcStorageConfig.builder().lease(options.lease())
         .listener(listener);
     // --storage redis keeps orders, outbox and dead letters in the H2 file database too: Redis
     // only fronts the idempotency store.

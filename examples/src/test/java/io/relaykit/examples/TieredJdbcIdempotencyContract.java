@@ -2,8 +2,8 @@ package io.relaykit.examples;
 
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.TieredIdempotencyStore;
-import io.relaykit.storage.h2.H2StorageConfig;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageConfig;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.IdempotencyStoreContract;
@@ -30,7 +30,7 @@ abstract class TieredJdbcIdempotencyContract extends IdempotencyStoreContract {
     final TestDatabase database;
     final Map<Duration, RedisStorage> fast = new ConcurrentHashMap<>();
     final Map<Duration, JdbcStorage> durable = new ConcurrentHashMap<>();
-    final Map<Duration, H2StorageConfig> durableConfigs = new ConcurrentHashMap<>();
+    final Map<Duration, JdbcStorageConfig> durableConfigs = new ConcurrentHashMap<>();
     final java.util.List<AutoCloseable> hosts = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     ClassState(String databaseKind) {
@@ -82,7 +82,7 @@ abstract class TieredJdbcIdempotencyContract extends IdempotencyStoreContract {
     RedisStorage fast = state.fast.computeIfAbsent(retention, r ->
         RedisStorage.open(state.redis.config().retention(r).build(), clock));
     JdbcStorage durable = state.durable.computeIfAbsent(retention, r -> {
-      H2StorageConfig config = H2StorageConfig.builder().jdbcUrl(state.database.url)
+      JdbcStorageConfig config = JdbcStorageConfig.builder().jdbcUrl(state.database.url)
           .tablePrefix("tiered" + state.durable.size() + "_").retention(r).build();
       state.durableConfigs.put(r, config);
       return JdbcStorage.open(config, clock);

@@ -7,8 +7,8 @@ import io.lettuce.core.RedisURI;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyUnavailableException;
 import io.relaykit.idempotency.TieredIdempotencyStore;
-import io.relaykit.storage.h2.H2StorageConfig;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageConfig;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.storage.redis.RedisStorageConfig;
 import io.relaykit.tck.Await;
@@ -60,7 +60,7 @@ class TieredRedisOutageTest {
   }
 
   private static JdbcStorage jdbc(TestDatabase db) throws SQLException {
-    JdbcStorage storage = JdbcStorage.open(H2StorageConfig.builder().jdbcUrl(db.url).build(),
+    JdbcStorage storage = JdbcStorage.open(JdbcStorageConfig.builder().jdbcUrl(db.url).build(),
         java.time.InstantSource.system());
     try (Connection c = storage.dataSource().getConnection(); Statement s = c.createStatement()) {
       s.execute("CREATE TABLE outage_effects (effect_key VARCHAR(200) NOT NULL)");

@@ -60,7 +60,7 @@ public interface BackendModuleProvider {
 
   /**
    * The Guice module that binds this backend, configured from {@code config}: the provider reads
-   * its own keys through {@code config.settings()} (e.g. {@code H2StorageConfig.from(settings)}),
+   * its own keys through {@code config.settings()} (e.g. {@code JdbcStorageConfig.from(settings)}),
    * and declares them in a {@link io.relaykit.config.ConfigKeys} provider so a misspelt key fails
    * when the settings are built.
    *

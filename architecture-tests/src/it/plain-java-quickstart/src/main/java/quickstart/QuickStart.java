@@ -10,8 +10,8 @@ import io.relaykit.message.MessageHandler;
 import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.outbox.OutboxRelay;
-import io.relaykit.storage.h2.H2StorageConfig;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageConfig;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.storage.redis.RedisStorageConfig;
 import io.relaykit.transport.kafka.KafkaPublisher;
@@ -59,7 +59,7 @@ public final class QuickStart {
     transport.subscribe(SubscriptionSpec.builder("orders", "billing").build(),
         delivery -> handle(delivery.message()));
 
-    JdbcStorage storage = JdbcStorage.open(H2StorageConfig.builder()
+    JdbcStorage storage = JdbcStorage.open(JdbcStorageConfig.builder()
             .jdbcUrl(jdbcUrl)              // jdbc:h2:mem:orders, jdbc:postgresql://127.0.0.1:5432/test
             .username(user)
             .tablePrefix(tablePrefix)      // relaykit_ by default; created or migrated on open
@@ -92,7 +92,7 @@ public final class QuickStart {
    */
   public int idempotency(String redisUri, String keyPrefix, String jdbcUrl, String tablePrefix)
       throws Exception {
-    try (JdbcStorage storage = JdbcStorage.open(H2StorageConfig.builder().jdbcUrl(jdbcUrl)
+    try (JdbcStorage storage = JdbcStorage.open(JdbcStorageConfig.builder().jdbcUrl(jdbcUrl)
         .tablePrefix(tablePrefix).build(), InstantSource.system())) {
       // tag::idempotency[]
       RedisStorage redis = RedisStorage.open(RedisStorageConfig.builder()

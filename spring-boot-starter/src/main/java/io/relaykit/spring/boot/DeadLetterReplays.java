@@ -8,8 +8,8 @@ import io.relaykit.message.Publisher;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.outbox.InMemoryOutboxStore;
 import io.relaykit.outbox.OutboxStore;
-import io.relaykit.storage.h2.JdbcDeadLetterStore;
-import io.relaykit.storage.h2.JdbcOutboxStore;
+import io.relaykit.storage.jdbc.JdbcDeadLetterStore;
+import io.relaykit.storage.jdbc.JdbcOutboxStore;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.concurrent.ExecutionException;
@@ -32,7 +32,7 @@ import org.springframework.util.ClassUtils;
 final class DeadLetterReplays {
 
   private static final boolean JDBC_PRESENT = ClassUtils.isPresent(
-      "io.relaykit.storage.h2.JdbcDeadLetterStore", DeadLetterReplays.class.getClassLoader());
+      "io.relaykit.storage.jdbc.JdbcDeadLetterStore", DeadLetterReplays.class.getClassLoader());
 
   private DeadLetterReplays() {}
 

@@ -2,9 +2,9 @@ package io.relaykit.spring.boot;
 
 import io.relaykit.idempotency.IdempotentAnswer;
 import io.relaykit.idempotency.IdempotentAnswerStore;
-import io.relaykit.storage.h2.Dialect;
-import io.relaykit.storage.h2.JdbcStorage;
-import io.relaykit.storage.h2.JdbcStorageException;
+import io.relaykit.storage.jdbc.Dialect;
+import io.relaykit.storage.jdbc.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

@@ -16,13 +16,13 @@ import io.relaykit.monitor.MetricsListener;
 import io.relaykit.outbox.InMemoryOutboxStore;
 import io.relaykit.outbox.OutboxBound;
 import io.relaykit.outbox.OutboxRelay;
-import io.relaykit.storage.h2.DatabaseClock;
-import io.relaykit.storage.h2.Dialect;
-import io.relaykit.storage.h2.H2ConfigKeys;
-import io.relaykit.storage.h2.H2StorageConfig;
-import io.relaykit.storage.h2.JdbcStorage;
-import io.relaykit.storage.h2.JdbcStorageException;
-import io.relaykit.storage.h2.OutboxOrderScope;
+import io.relaykit.storage.jdbc.DatabaseClock;
+import io.relaykit.storage.jdbc.Dialect;
+import io.relaykit.storage.jdbc.JdbcConfigKeys;
+import io.relaykit.storage.jdbc.JdbcStorageConfig;
+import io.relaykit.storage.jdbc.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageException;
+import io.relaykit.storage.jdbc.OutboxOrderScope;
 import io.relaykit.transport.kafka.KafkaPublisher;
 import io.relaykit.transport.kafka.KafkaShareSubscriber;
 import io.relaykit.transport.kafka.KafkaSubscriber;
@@ -160,7 +160,7 @@ public class RelaykitAutoConfiguration {
     RelaySettings relay = RelaySettings.from(settings);
     JdbcStorage jdbc = storage.getIfAvailable();
     Duration lease = jdbc == null ? relay.lease()
-        : settings.getDuration(H2ConfigKeys.LEASE, relay.lease());
+        : settings.getDuration(JdbcConfigKeys.LEASE, relay.lease());
     OutboxRelay.Builder b = OutboxRelay.builder(outbox.store(), publisher, deadLetters)
         .retryPolicy(RetrySettings.from(settings).toPolicy())
         .lease(lease)
@@ -251,12 +251,12 @@ public class RelaykitAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     TransactionalOutbox relaykitOutbox(JdbcStorage storage, Settings settings) {
-      OutboxOrderScope scope = settings.getEnum(H2ConfigKeys.OUTBOX_ORDER_SCOPE,
+      OutboxOrderScope scope = settings.getEnum(JdbcConfigKeys.OUTBOX_ORDER_SCOPE,
           OutboxOrderScope.class, OutboxOrderScope.KEY);
       OutboxBound bound = OutboxBound.unbounded();
-      if (settings.isSet(H2ConfigKeys.OUTBOX_MAX_UNSENT)) {
-        bound = new OutboxBound(settings.getLong(H2ConfigKeys.OUTBOX_MAX_UNSENT, 1),
-            settings.getEnum(H2ConfigKeys.OUTBOX_OVER_BOUND, OutboxBound.OverBound.class,
+      if (settings.isSet(JdbcConfigKeys.OUTBOX_MAX_UNSENT)) {
+        bound = new OutboxBound(settings.getLong(JdbcConfigKeys.OUTBOX_MAX_UNSENT, 1),
+            settings.getEnum(JdbcConfigKeys.OUTBOX_OVER_BOUND, OutboxBound.OverBound.class,
                 OutboxBound.OverBound.REFUSE));
       }
       return TransactionalOutbox.jdbc(storage.outboxStore(bound, scope), storage.dataSource());
@@ -407,7 +407,7 @@ public class RelaykitAutoConfiguration {
 
   /** {@code relaykit.storage=h2} but relaykit-jdbc missing: fail the start naming the artifact. */
   @Configuration(proxyBeanMethods = false)
-  @ConditionalOnMissingClass("io.relaykit.storage.h2.JdbcStorage")
+  @ConditionalOnMissingClass("io.relaykit.storage.jdbc.JdbcStorage")
   @ConditionalOnProperty(name = "relaykit.storage", havingValue = "h2")
   static class JdbcMissing {
     JdbcMissing() {
@@ -458,12 +458,12 @@ public class RelaykitAutoConfiguration {
       throw new JdbcStorageException("relaykit cannot reach the application's DataSource to"
           + " detect its database: " + e.getMessage(), e);
     }
-    String prefix = settings.getString(H2ConfigKeys.TABLE_PREFIX,
-        H2StorageConfig.DEFAULT_TABLE_PREFIX);
+    String prefix = settings.getString(JdbcConfigKeys.TABLE_PREFIX,
+        JdbcStorageConfig.DEFAULT_TABLE_PREFIX);
     return JdbcStorage.open(dataSource, Dialect.forUrl(url), prefix,
-        settings.getDuration(H2ConfigKeys.RETENTION,
+        settings.getDuration(JdbcConfigKeys.RETENTION,
             IdempotencySettings.from(settings).retention()),
         InstantSource.system(), DatabaseClock.database(), listener,
-        settings.getBoolean(H2ConfigKeys.MIGRATE, true));
+        settings.getBoolean(JdbcConfigKeys.MIGRATE, true));
   }
 }

@@ -3,7 +3,7 @@ package io.relaykit.spring.boot;
 import io.relaykit.config.Settings;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.TieredIdempotencyStore;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.storage.redis.RedisStorageConfig;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -59,7 +59,7 @@ public class RelaykitRedisAutoConfiguration {
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnProperty(name = "relaykit.idempotency.fast-tier", havingValue = "redis")
   @ConditionalOnClass(name = {"io.relaykit.storage.redis.RedisStorage",
-      "io.relaykit.storage.h2.JdbcStorage"})
+      "io.relaykit.storage.jdbc.JdbcStorage"})
   static class RedisFastTier {
 
     @Bean(destroyMethod = "close")

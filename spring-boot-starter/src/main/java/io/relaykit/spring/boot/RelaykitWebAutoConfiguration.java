@@ -6,7 +6,7 @@ import io.relaykit.idempotency.IdempotencyKeyProtocol;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.IdempotentAnswerStore;
 import io.relaykit.idempotency.InMemoryIdempotentAnswerStore;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import java.time.InstantSource;
 import java.util.Arrays;
 import java.util.List;
@@ -127,8 +127,8 @@ public class RelaykitWebAutoConfiguration {
 
   /** Answers in the database, next to relaykit-jdbc's tables ({@code relaykit.storage=h2}). */
   @Configuration(proxyBeanMethods = false)
-  @ConditionalOnClass(name = "io.relaykit.storage.h2.JdbcStorage")
-  @ConditionalOnBean(type = "io.relaykit.storage.h2.JdbcStorage")
+  @ConditionalOnClass(name = "io.relaykit.storage.jdbc.JdbcStorage")
+  @ConditionalOnBean(type = "io.relaykit.storage.jdbc.JdbcStorage")
   static class JdbcAnswers {
 
     @Bean

@@ -4,7 +4,7 @@ import io.relaykit.message.Message;
 import io.relaykit.outbox.InMemoryOutboxStore;
 import io.relaykit.outbox.OutboxBound;
 import io.relaykit.outbox.OutboxStore;
-import io.relaykit.storage.h2.JdbcOutboxStore;
+import io.relaykit.storage.jdbc.JdbcOutboxStore;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Instant;

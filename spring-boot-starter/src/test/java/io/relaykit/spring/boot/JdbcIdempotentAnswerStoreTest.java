@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.relaykit.config.Settings;
 import io.relaykit.idempotency.IdempotentAnswer;
-import io.relaykit.storage.h2.JdbcStorage;
-import io.relaykit.storage.h2.JdbcStorageException;
+import io.relaykit.storage.jdbc.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageException;
 import io.relaykit.tck.Await;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;

@@ -2,7 +2,7 @@ package io.relaykit.spring.boot;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import io.relaykit.transport.kafka.KafkaPublisher;
 import io.relaykit.transport.rabbitmq.RabbitMqPublisher;
 import org.junit.jupiter.api.DisplayName;

@@ -8,7 +8,7 @@ import io.relaykit.config.RetrySettings;
 import io.relaykit.config.Settings;
 import io.relaykit.message.Message;
 import io.relaykit.outbox.InMemoryOutboxStore;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import java.time.Duration;
 import java.time.Instant;
 import org.junit.jupiter.api.Test;

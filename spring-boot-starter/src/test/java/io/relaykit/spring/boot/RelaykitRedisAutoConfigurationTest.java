@@ -8,7 +8,7 @@ import io.lettuce.core.RedisURI;
 import io.relaykit.idempotency.Claim;
 import io.relaykit.idempotency.IdempotencyStore;
 import io.relaykit.idempotency.TieredIdempotencyStore;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.FaultProxy;

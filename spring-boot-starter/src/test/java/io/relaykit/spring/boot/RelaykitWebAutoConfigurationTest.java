@@ -9,7 +9,7 @@ import io.relaykit.idempotency.IdempotencyKeyProtocol.Refuse;
 import io.relaykit.idempotency.IdempotentAnswer;
 import io.relaykit.idempotency.IdempotentAnswerStore;
 import io.relaykit.idempotency.InMemoryIdempotentAnswerStore;
-import io.relaykit.storage.h2.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;

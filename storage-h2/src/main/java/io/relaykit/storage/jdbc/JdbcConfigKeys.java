@@ -1,0 +1,83 @@
+package io.relaykit.storage.jdbc;
+
+import static io.relaykit.config.ConfigKey.Type.BOOLEAN;
+import static io.relaykit.config.ConfigKey.Type.DURATION;
+import static io.relaykit.config.ConfigKey.Type.INTEGER;
+import static io.relaykit.config.ConfigKey.Type.LONG;
+import static io.relaykit.config.ConfigKey.Type.STRING;
+
+import io.relaykit.config.ConfigKey;
+import io.relaykit.config.ConfigKeys;
+import java.util.List;
+
+/**
+ * The {@code relaykit.h2.*} keys the JDBC storage (H2 and PostgreSQL) reads, registered with
+ * {@link java.util.ServiceLoader} so {@link io.relaykit.config.Settings} knows them; see {@link
+ * JdbcStorageConfig#from(io.relaykit.config.Settings)}.
+ */
+public final class JdbcConfigKeys implements ConfigKeys {
+
+  /** The JDBC URL; required. A {@code jdbc:postgresql:} URL selects PostgreSQL. */
+  public static final String URL = "relaykit.h2.url";
+  /** The database user. */
+  public static final String USERNAME = "relaykit.h2.username";
+  /** The database password; secret. */
+  public static final String PASSWORD = "relaykit.h2.password";
+  /** Connections in the pool. */
+  public static final String POOL_SIZE = "relaykit.h2.pool-size";
+  /** Prefix of every table and index. */
+  public static final String TABLE_PREFIX = "relaykit.h2.table-prefix";
+  /** How long a relay holds claimed rows; default {@code relaykit.relay.lease}. */
+  public static final String LEASE = "relaykit.h2.lease";
+  /** How long sent rows and DONE keys are kept; default {@code relaykit.idempotency.retention}. */
+  public static final String RETENTION = "relaykit.h2.retention";
+  /** The name of the report queue's journal. */
+  public static final String JOURNAL_NAME = "relaykit.h2.journal-name";
+  /** Whether opening creates or migrates the tables. */
+  public static final String MIGRATE = "relaykit.h2.migrate";
+  /** The most unsent outbox rows; unset: unbounded. */
+  public static final String OUTBOX_MAX_UNSENT = "relaykit.h2.outbox-max-unsent";
+  /** What an append over the bound does: refuse or accept. */
+  public static final String OUTBOX_OVER_BOUND = "relaykit.h2.outbox-over-bound";
+  /** What per-key order spans: key or key-per-destination. */
+  public static final String OUTBOX_ORDER_SCOPE = "relaykit.h2.outbox-order-scope";
+
+  /** For ServiceLoader. */
+  public JdbcConfigKeys() {}
+
+  @Override
+  public String module() {
+    return "relaykit-jdbc";
+  }
+
+  @Override
+  public List<String> namespaces() {
+    return List.of("relaykit.h2");
+  }
+
+  @Override
+  public List<ConfigKey> keys() {
+    return List.of(
+        ConfigKey.of(URL, STRING, null, "the JDBC URL, required; jdbc:postgresql: selects"
+            + " PostgreSQL"),
+        ConfigKey.of(USERNAME, STRING, null, "the database user"),
+        ConfigKey.of(PASSWORD, STRING, null, "the database password").asSecret(),
+        ConfigKey.of(POOL_SIZE, INTEGER, Integer.toString(JdbcStorageConfig.DEFAULT_POOL_SIZE),
+            "connections in the pool, 1..200"),
+        ConfigKey.of(TABLE_PREFIX, STRING, JdbcStorageConfig.DEFAULT_TABLE_PREFIX,
+            "prefix of every table and index"),
+        ConfigKey.of(LEASE, DURATION, "relaykit.relay.lease",
+            "how long a relay holds claimed outbox rows"),
+        ConfigKey.of(RETENTION, DURATION, "relaykit.idempotency.retention",
+            "how long sent rows and DONE keys are kept"),
+        ConfigKey.of(JOURNAL_NAME, STRING, "relaykit", "the report queue journal's name"),
+        ConfigKey.of(MIGRATE, BOOLEAN, "true",
+            "create or migrate the tables when opening; false only checks the version"),
+        ConfigKey.of(OUTBOX_MAX_UNSENT, LONG, null, "the most unsent outbox rows; unset:"
+            + " unbounded"),
+        ConfigKey.choice(OUTBOX_OVER_BOUND, "refuse", "what an append at the bound does",
+            "refuse", "accept"),
+        ConfigKey.choice(OUTBOX_ORDER_SCOPE, "key", "what per-key order spans", "key",
+            "key-per-destination"));
+  }
+}

@@ -1,0 +1,784 @@
+package io.relaykit.storage.jdbc;
+
+import io.relaykit.queue.JournalException;
+import io.relaykit.queue.JournalFullException;
+import io.relaykit.queue.JournalState;
+import io.relaykit.queue.Priority;
+import io.relaykit.queue.QueueJournal;
+import io.relaykit.queue.QueuedEvent;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Types;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import javax.sql.DataSource;
+
+/**
+ * A {@link QueueJournal} in a database table: each change becomes one or two single-row
+ * statements (insert, update or delete of the event's pending, dead or seen row), never a rewrite
+ * of the whole state. Changes are buffered and group-committed in one transaction every {@code
+ * commitInterval} by a daemon thread, or sooner when 10 000 statements are waiting; a {@link
+ * Priority#CRITICAL} append commits everything buffered before it returns, and concurrent critical
+ * appends share that commit. {@link #recordAtomically} buffers its list under one lock, so one
+ * transaction writes it. Several journals share one table, told apart by name.
+ *
+ * <h2>Failures</h2>
+ * <ul>
+ *   <li><b>A lost commit acknowledgement</b> (the database committed, then the connection broke
+ *       before the answer) does not wedge later commits. Every transaction also moves the
+ *       journal's commit mark (a row of kind 3 with a blank event id, which no event has) to the
+ *       number of the last statement it writes; a commit that failed keeps its statements
+ *       buffered, and the next transaction first reads the mark under a row lock (so it waits for
+ *       a commit still in progress) and skips the statements the database already has. Nothing is
+ *       written twice and nothing is lost.
+ *   <li><b>While the database is down</b> the buffer is bounded ({@code maxBufferedStatements},
+ *       {@code maxBufferedBytes} of payload): past the bound an append throws {@link
+ *       JournalFullException} (the queue answers {@code JOURNAL_FULL} for a normal event); other
+ *       changes may use a quarter more, so that in-flight events can still be acked, and then
+ *       throw it too. A {@code CRITICAL} append fails fast: while the last commit failed, it is
+ *       refused at once ({@link JournalException}, nothing recorded) instead of waiting for the
+ *       pool's connection timeout; the flusher probes the database every interval and clears that
+ *       state with its first successful transaction.
+ *   <li>A critical append or flush whose commit fails throws a {@link JournalException} with an
+ *       unknown outcome: its changes stay buffered and are committed (once) by a later
+ *       transaction.
+ * </ul>
+ *
+ * <p>The journal keeps the set of pending, dead and seen ids in memory (not the payloads), so it
+ * can write each change unconditionally. One instance writes a journal name at a time: a second
+ * process opening the same name while the first still writes gets an undefined state. Durability
+ * on H2 is that of the database: see {@link JdbcStorage}.
+ */
+public final class JdbcQueueJournal implements QueueJournal {
+  private static final System.Logger LOG = System.getLogger(JdbcQueueJournal.class.getName());
+
+  private static final int SEEN = 0;
+  private static final int PENDING = 1;
+  private static final int DEAD = 2;
+  /** The row of the commit mark: its seq is the number of the last statement committed. */
+  private static final int COMMIT_MARK = 3;
+  private static final String MARK_ID = "";
+  private static final int FLUSH_EARLY = 10_000;
+  /** Default bound of buffered statements. */
+  static final int DEFAULT_MAX_BUFFERED_STATEMENTS = 100_000;
+  /** Default bound of buffered payload bytes. */
+  static final long DEFAULT_MAX_BUFFERED_BYTES = 64L * 1024 * 1024;
+  private static final int MAX_ID_LENGTH = 512;
+
+  /** A typed SQL NULL: PostgreSQL refuses a VARCHAR null for a BIGINT column. */
+  private record Null(int sqlType) {}
+
+  private static final Null NULL_TEXT = new Null(Types.VARCHAR);
+  private static final Null NULL_INT = new Null(Types.INTEGER);
+  private static final Null NULL_LONG = new Null(Types.BIGINT);
+  private static final Null NULL_BYTES = new Null(Types.VARBINARY);
+
+  /** One buffered statement, its parameters, and the payload bytes it holds. */
+  private record Statement(String sql, Object[] params, long bytes) {}
+
+  private final DataSource dataSource;
+  private final String table;
+  private final String name;
+  private final ScheduledExecutorService flusher;
+  private final String insertSql;
+  private final String updatePendingSql;
+  private final String deleteSql;
+  private final String rescheduleSql;
+  private final String toDeadSql;
+  private final String insertMarkSql;
+
+  private final int maxBufferedStatements;
+  private final long maxBufferedBytes;
+  private final String markSql;
+  private final String moveMarkSql;
+
+  private final Object lock = new Object();
+  private final ReentrantLock flushLock = new ReentrantLock();
+  /**
+   * The statements numbered durable + 1 .. recorded, in order: every one not known to be
+   * committed. Guarded by lock.
+   */
+  private List<Statement> buffer = new ArrayList<>();
+  private long bufferedBytes;
+  /** The number of the last statement recorded; numbers continue the commit mark's. */
+  private long recorded;
+  private volatile long durable;
+  /** Why the last transaction failed, while it did; null once one succeeded. */
+  private volatile String down;
+  private final Set<String> pending = new HashSet<>();
+  private final Set<String> seen = new HashSet<>();
+  private final Set<String> dead = new HashSet<>();
+  private long nextSeq = 1;
+  private boolean loaded;
+  private volatile boolean closed;
+  /** Set by {@link #crash()}: nothing is written any more. Guarded by lock. */
+  private boolean crashed;
+
+  JdbcQueueJournal(DataSource dataSource, Dialect dialect, Tables tables, String name,
+      Duration commitInterval) {
+    this(dataSource, dialect, tables, name, commitInterval, DEFAULT_MAX_BUFFERED_STATEMENTS,
+        DEFAULT_MAX_BUFFERED_BYTES);
+  }
+
+  JdbcQueueJournal(DataSource dataSource, Dialect dialect, Tables tables, String name,
+      Duration commitInterval, int maxBufferedStatements, long maxBufferedBytes) {
+    if (name == null || name.isBlank() || name.length() > 255) {
+      throw new IllegalArgumentException("journal name must be 1..255 characters, not blank, was "
+          + (name == null ? "null" : "'" + name + "'"));
+    }
+    if (commitInterval == null || commitInterval.isZero() || commitInterval.isNegative()) {
+      throw new IllegalArgumentException("commitInterval must be a positive duration, was "
+          + commitInterval);
+    }
+    if (maxBufferedStatements < 1) {
+      throw new IllegalArgumentException("maxBufferedStatements must be >= 1, was "
+          + maxBufferedStatements);
+    }
+    if (maxBufferedBytes < 1) {
+      throw new IllegalArgumentException("maxBufferedBytes must be >= 1, was " + maxBufferedBytes);
+    }
+    this.dataSource = dataSource;
+    this.table = tables.journal;
+    this.name = name;
+    this.maxBufferedStatements = maxBufferedStatements;
+    this.maxBufferedBytes = maxBufferedBytes;
+    this.markSql = "SELECT seq FROM " + table + " WHERE journal = ? AND event_id = '"
+        + MARK_ID + "' AND kind = " + COMMIT_MARK + " FOR UPDATE";
+    this.moveMarkSql = "UPDATE " + table + " SET seq = ? WHERE journal = ? AND event_id = '"
+        + MARK_ID + "' AND kind = " + COMMIT_MARK;
+    this.insertMarkSql = dialect.insertIgnoringDuplicates(table,
+        List.of("journal", "event_id", "kind", "seq"), List.of("journal", "event_id", "kind"));
+    this.insertSql = "INSERT INTO " + table + " (journal, event_id, kind, seq, seen_s, seen_ns,"
+        + " name, payload, priority, enqueued_s, enqueued_ns, attempts, next_attempt_s,"
+        + " next_attempt_ns, expires_s, expires_ns, dead_reason)"
+        + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    this.updatePendingSql = "UPDATE " + table + " SET name = ?, payload = ?, priority = ?,"
+        + " enqueued_s = ?, enqueued_ns = ?, attempts = ?, next_attempt_s = ?,"
+        + " next_attempt_ns = ?, expires_s = ?, expires_ns = ?"
+        + " WHERE journal = ? AND event_id = ? AND kind = " + PENDING;
+    this.deleteSql = "DELETE FROM " + table + " WHERE journal = ? AND event_id = ? AND kind = ?";
+    this.rescheduleSql = "UPDATE " + table + " SET attempts = ?, next_attempt_s = ?,"
+        + " next_attempt_ns = ?"
+        + " WHERE journal = ? AND event_id = ? AND kind = " + PENDING;
+    this.toDeadSql = "INSERT INTO " + table + " (journal, event_id, kind, seq, name, payload,"
+        + " priority, enqueued_s, enqueued_ns, attempts, next_attempt_s, next_attempt_ns,"
+        + " expires_s, expires_ns, dead_reason)"
+        + " SELECT journal, event_id, " + DEAD + ", ?, name, payload, priority, enqueued_s,"
+        + " enqueued_ns, ?, next_attempt_s, next_attempt_ns, expires_s, expires_ns, ? FROM " + table
+        + " WHERE journal = ? AND event_id = ? AND kind = " + PENDING;
+    this.flusher = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "relaykit-journal-" + name);
+      t.setDaemon(true);
+      return t;
+    });
+    long nanos = commitInterval.toNanos();
+    flusher.scheduleWithFixedDelay(this::backgroundFlush, nanos, nanos, TimeUnit.NANOSECONDS);
+  }
+
+  @Override
+  public JournalState load() {
+    synchronized (lock) {
+      ensureOpen();
+      if (loaded) {
+        throw new IllegalStateException("journal " + name + " is already loaded");
+      }
+      try (Connection c = dataSource.getConnection();
+          PreparedStatement mark = c.prepareStatement(insertMarkSql);
+          PreparedStatement ps = c.prepareStatement("SELECT * FROM " + table
+              + " WHERE journal = ? ORDER BY seq")) {
+        mark.setString(1, name);
+        mark.setString(2, MARK_ID);
+        mark.setInt(3, COMMIT_MARK);
+        mark.setLong(4, 0L);
+        Dialect.executeIgnoringDuplicate(mark);
+        if (!c.getAutoCommit()) {
+          c.commit();
+        }
+        ps.setString(1, name);
+        List<QueuedEvent> pendingEvents = new ArrayList<>();
+        List<QueuedEvent> deadEvents = new ArrayList<>();
+        Map<String, String> reasons = new HashMap<>();
+        Map<String, Instant> seenAt = new LinkedHashMap<>();
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            String id = rs.getString("event_id");
+            long seq = rs.getLong("seq");
+            if (rs.getInt("kind") == COMMIT_MARK) {
+              recorded = seq;
+              durable = seq;
+              continue;
+            }
+            nextSeq = Math.max(nextSeq, seq + 1);
+            switch (rs.getInt("kind")) {
+              case SEEN -> {
+                seenAt.put(id, instant(rs, "seen"));
+                seen.add(id);
+              }
+              case PENDING -> {
+                pendingEvents.add(event(rs, id));
+                pending.add(id);
+              }
+              case DEAD -> {
+                deadEvents.add(event(rs, id));
+                String reason = rs.getString("dead_reason");
+                reasons.put(id, reason == null ? "" : reason);
+                dead.add(id);
+              }
+              default -> throw new JournalException("journal " + name + " in " + table
+                  + " has a row of unknown kind " + rs.getInt("kind") + " for event " + id);
+            }
+          }
+        }
+        loaded = true;
+        return new JournalState(pendingEvents, deadEvents, reasons, seenAt);
+      } catch (SQLException | RuntimeException e) {
+        if (e instanceof JournalException) {
+          throw (JournalException) e;
+        }
+        throw new JournalException("could not load journal " + name + " from " + table + ": "
+            + e.getMessage(), e);
+      }
+    }
+  }
+
+  private static QueuedEvent event(ResultSet rs, String id) throws SQLException {
+    return new QueuedEvent(id, rs.getString("name"),
+        new String(rs.getBytes("payload"), StandardCharsets.UTF_8),
+        Priority.values()[rs.getInt("priority")], instant(rs, "enqueued"),
+        rs.getInt("attempts"), instant(rs, "next_attempt"), instant(rs, "expires"));
+  }
+
+  @Override
+  public void append(QueuedEvent event) {
+    long ticket = appendDeferringSync(event);
+    if (event.priority() == Priority.CRITICAL) {
+      awaitDurable(ticket);
+    }
+  }
+
+  @Override
+  public long appendDeferringSync(QueuedEvent event) {
+    Appended a = checkAppend(event);
+    synchronized (lock) {
+      ensureWritable();
+      ensureRoom(true, event.priority() == Priority.CRITICAL, 2, a.payload().length);
+      recordAppend(a);
+      return event.priority() == Priority.CRITICAL ? recorded : 0L;
+    }
+  }
+
+  /**
+   * Atomic: the changes are checked whole, then buffered under one lock hold, so they are written
+   * by the same group commit, in one transaction.
+   */
+  @Override
+  public long recordAtomically(List<Change> changes) {
+    QueueJournal.requireChanges(changes);
+    List<Object> checked = new ArrayList<>(changes.size());
+    boolean critical = false;
+    for (Change c : changes) {
+      if (c instanceof Change.Append a) {
+        checked.add(checkAppend(a.event()));
+        critical |= a.event().priority() == Priority.CRITICAL;
+      } else {
+        requireId(eventIdOf(c));
+        if (c instanceof Change.Reschedule r) {
+        }
+        checked.add(c);
+      }
+    }
+    long payloadBytes = 0;
+    boolean appends = false;
+    for (Object c : checked) {
+      if (c instanceof Appended a) {
+        payloadBytes += a.payload().length;
+        appends = true;
+      }
+    }
+    synchronized (lock) {
+      ensureWritable();
+      ensureRoom(appends, critical, 3 * checked.size(), payloadBytes);
+      for (Object c : checked) {
+        if (c instanceof Appended a) {
+          recordAppend(a);
+        } else if (c instanceof Change.Remove r) {
+          recordRemove(r.eventId(), r.removal());
+        } else if (c instanceof Change.Reschedule r) {
+          recordReschedule(r.eventId(), r.attempts(), r.nextAttemptAt());
+        } else if (c instanceof Change.DeadLetter d) {
+          recordDeadLetter(d.eventId(), d.attempts(), d.reason());
+        } else if (c instanceof Change.Forget f) {
+          recordForget(f.eventId());
+        }
+      }
+      return critical ? recorded : 0L;
+    }
+  }
+
+  private static String eventIdOf(Change c) {
+    if (c instanceof Change.Remove r) {
+      return r.eventId();
+    } else if (c instanceof Change.Reschedule r) {
+      return r.eventId();
+    } else if (c instanceof Change.DeadLetter d) {
+      return d.eventId();
+    } else if (c instanceof Change.Forget f) {
+      return f.eventId();
+    }
+    throw new IllegalArgumentException("not a single-id change: " + c);
+  }
+
+  /** An event checked for this journal, with its payload encoded. */
+  private record Appended(QueuedEvent event, byte[] payload) {}
+
+  private static Appended checkAppend(QueuedEvent e) {
+    QueueJournal.requireEvent(e);
+    requireId(e.eventId());
+    byte[] payload = e.payload().getBytes(StandardCharsets.UTF_8);
+    if (payload.length > Schema.MAX_JOURNAL_PAYLOAD_BYTES) {
+      throw new IllegalArgumentException("payload of event " + e.eventId() + " is "
+          + payload.length + " bytes, over the journal limit of "
+          + Schema.MAX_JOURNAL_PAYLOAD_BYTES + "; nothing was recorded");
+    }
+    return new Appended(e, payload);
+  }
+
+  /** Buffers an append. Call with {@link #lock} held. */
+  private void recordAppend(Appended a) {
+    QueuedEvent e = a.event();
+    byte[] payload = a.payload();
+    String id = e.eventId();
+    if (dead.remove(id)) {
+      // A replay: the dead letter goes, the event is pending behind the others.
+      add(deleteSql, name, id, DEAD);
+    }
+    if (pending.contains(id)) {
+      add(updatePendingSql, e.name(), payload, e.priority().ordinal(),
+          seconds(e.enqueuedAt()), nanos(e.enqueuedAt()), e.attempts(),
+          seconds(e.nextAttemptAt()), nanos(e.nextAttemptAt()), seconds(e.expiresAt()),
+          nanos(e.expiresAt()), name, id);
+    } else {
+      pending.add(id);
+      add(insertSql, name, id, PENDING, nextSeq++, NULL_LONG, NULL_INT, e.name(), payload,
+          e.priority().ordinal(), seconds(e.enqueuedAt()), nanos(e.enqueuedAt()), e.attempts(),
+          seconds(e.nextAttemptAt()), nanos(e.nextAttemptAt()), seconds(e.expiresAt()),
+          nanos(e.expiresAt()), NULL_TEXT);
+    }
+    if (seen.add(id)) {
+      add(insertSql, name, id, SEEN, nextSeq++, seconds(e.enqueuedAt()), nanos(e.enqueuedAt()),
+          NULL_TEXT, NULL_BYTES, NULL_INT, NULL_LONG, NULL_INT, NULL_INT, NULL_LONG, NULL_INT,
+          NULL_LONG, NULL_INT, NULL_TEXT);
+    }
+  }
+
+  @Override
+  public void remove(String eventId, Removal removal) {
+    requireId(eventId);
+    if (removal == null) {
+      throw new IllegalArgumentException("removal must not be null");
+    }
+    synchronized (lock) {
+      ensureWritable();
+      ensureRoom(false, false, 2, 0);
+      recordRemove(eventId, removal);
+    }
+  }
+
+  private void recordRemove(String eventId, Removal removal) {
+    boolean wasPending = pending.remove(eventId);
+    if (wasPending) {
+      add(deleteSql, name, eventId, PENDING);
+    }
+    if (removal == Removal.DROPPED) {
+      if (wasPending && seen.remove(eventId)) {
+        add(deleteSql, name, eventId, SEEN);
+      }
+    } else if (!wasPending && dead.remove(eventId)) {
+      add(deleteSql, name, eventId, DEAD);
+    }
+  }
+
+  @Override
+  public void reschedule(String eventId, int attempts, Instant nextAttemptAt) {
+    requireId(eventId);
+    QueueJournal.requireAttempts(attempts);
+    if (nextAttemptAt == null) {
+      throw new IllegalArgumentException("nextAttemptAt must not be null");
+    }
+    synchronized (lock) {
+      ensureWritable();
+      ensureRoom(false, false, 2, 0);
+      recordReschedule(eventId, attempts, nextAttemptAt);
+    }
+  }
+
+  private void recordReschedule(String eventId, int attempts, Instant nextAttemptAt) {
+    if (pending.contains(eventId)) {
+      add(rescheduleSql, attempts, seconds(nextAttemptAt), nanos(nextAttemptAt), name, eventId);
+    }
+  }
+
+  @Override
+  public void deadLetter(String eventId, int attempts, String reason) {
+    requireId(eventId);
+    QueueJournal.requireAttempts(attempts);
+    QueueJournal.requireDeadReason(reason);
+    synchronized (lock) {
+      ensureWritable();
+      ensureRoom(false, false, 2, 0);
+      recordDeadLetter(eventId, attempts, reason);
+    }
+  }
+
+  private void recordDeadLetter(String eventId, int attempts, String reason) {
+    if (!pending.remove(eventId)) {
+      return;
+    }
+    // A pending id is never dead too (an append of a dead id replays it), so this is its only
+    // dead row.
+    long seq = nextSeq++;
+    dead.add(eventId);
+    add(toDeadSql, seq, attempts, reason, name, eventId);
+    add(deleteSql, name, eventId, PENDING);
+  }
+
+  @Override
+  public void forget(String eventId) {
+    requireId(eventId);
+    synchronized (lock) {
+      ensureWritable();
+      ensureRoom(false, false, 2, 0);
+      recordForget(eventId);
+    }
+  }
+
+  private void recordForget(String eventId) {
+    if (!pending.contains(eventId) && seen.remove(eventId)) {
+      add(deleteSql, name, eventId, SEEN);
+    }
+  }
+
+  @Override
+  public void awaitDurable(long ticket) {
+    if (ticket <= durable) {
+      return;
+    }
+    flushLock.lock();
+    try {
+      if (ticket > durable) {
+        writeBuffered();
+      }
+    } finally {
+      flushLock.unlock();
+    }
+  }
+
+  @Override
+  public void flush() {
+    long upTo;
+    synchronized (lock) {
+      ensureOpen();
+      upTo = recorded;
+    }
+    awaitDurable(upTo);
+  }
+
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    long upTo;
+    synchronized (lock) {
+      closed = true;
+      upTo = recorded;
+    }
+    // shutdown, not shutdownNow: interrupting a thread inside an H2 file write closes the file
+    // channel (ClosedByInterruptException) and with it the whole database.
+    flusher.shutdown();
+    try {
+      if (!flusher.awaitTermination(30, TimeUnit.SECONDS)) {
+        LOG.log(System.Logger.Level.WARNING, "journal " + name
+            + " group commit still running after 30 s at close");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    awaitDurable(upTo);
+  }
+
+  /**
+   * Stops without committing what is buffered, and never writes again: what a killed process
+   * leaves behind. For crash tests.
+   */
+  void crash() {
+    synchronized (lock) {
+      closed = true;
+      crashed = true;
+      buffer = new ArrayList<>();
+      bufferedBytes = 0;
+    }
+    flusher.shutdown();
+    flushLock.lock(); // waits for a commit in progress, so nothing is written after this returns
+    flushLock.unlock();
+  }
+
+  private void backgroundFlush() {
+    try {
+      flushLock.lock();
+      try {
+        writeBuffered();
+      } finally {
+        flushLock.unlock();
+      }
+    } catch (RuntimeException e) {
+      // Kept in the buffer and retried at the next interval, flush or critical append.
+      LOG.log(System.Logger.Level.WARNING, "journal " + name + " group commit failed; retrying: "
+          + e.getMessage());
+    }
+  }
+
+  /**
+   * Writes everything buffered in one transaction (while the last one failed, an empty one too:
+   * a probe, which also settles the outcome of the failed commit). Call with {@link #flushLock}
+   * held.
+   */
+  private void writeBuffered() {
+    List<Statement> batch;
+    long from;
+    long upTo;
+    synchronized (lock) {
+      if (crashed || (buffer.isEmpty() && down == null)) {
+        return;
+      }
+      batch = new ArrayList<>(buffer);
+      from = durable;
+      upTo = recorded;
+    }
+    long committed;
+    try (Connection c = dataSource.getConnection()) {
+      c.setAutoCommit(false);
+      try {
+        long mark = readMark(c);
+        if (mark < from || mark > upTo) {
+          throw new JournalException("journal " + name + " in " + table + " has commit mark "
+              + mark + " outside " + from + ".." + upTo + ": another process writes this journal");
+        }
+        // The statements up to the mark are in the database already: a commit whose answer was
+        // lost. Write the rest, and move the mark in the same transaction.
+        List<Statement> rest = batch.subList((int) (mark - from), batch.size());
+        if (!rest.isEmpty()) {
+          write(c, rest);
+          moveMark(c, upTo);
+        }
+        c.commit();
+        committed = rest.isEmpty() ? mark : upTo;
+      } catch (SQLException | RuntimeException e) {
+        rollbackQuietly(c);
+        throw e;
+      } finally {
+        resetAutoCommitQuietly(c);
+      }
+    } catch (SQLException | RuntimeException e) {
+      down = e.toString();
+      if (e instanceof JournalException je) {
+        throw je;
+      }
+      throw new JournalException("journal " + name + " could not commit " + batch.size()
+          + " statements to " + table + " (they stay buffered and are committed once by a later"
+          + " transaction): " + e.getMessage(), e, JournalException.Outcome.UNKNOWN);
+    }
+    synchronized (lock) {
+      if (crashed) {
+        return;
+      }
+      long done = committed - durable;
+      for (int i = 0; i < done; i++) {
+        bufferedBytes -= buffer.get(i).bytes();
+      }
+      buffer = new ArrayList<>(buffer.subList((int) done, buffer.size()));
+      durable = committed;
+    }
+    down = null;
+  }
+
+  private long readMark(Connection c) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(markSql)) {
+      ps.setString(1, name);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw new JournalException("journal " + name + " in " + table + " has no commit mark "
+              + "row; was it deleted while the journal was open?");
+        }
+        return rs.getLong(1);
+      }
+    }
+  }
+
+  private void moveMark(Connection c, long to) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(moveMarkSql)) {
+      ps.setLong(1, to);
+      ps.setString(2, name);
+      ps.executeUpdate();
+    }
+  }
+
+  private static void rollbackQuietly(Connection c) {
+    try {
+      c.rollback();
+    } catch (SQLException ignored) {
+      // The connection is broken; the transaction dies with it.
+    }
+  }
+
+  private static void resetAutoCommitQuietly(Connection c) {
+    try {
+      c.setAutoCommit(true);
+    } catch (SQLException ignored) {
+      // A broken connection: the pool discards it.
+    }
+  }
+
+  /**
+   * Refuses a change that the buffer has no room for, or a critical append while the database is
+   * down. Call with {@link #lock} held, before anything is buffered.
+   */
+  private void ensureRoom(boolean appends, boolean critical, int statements, long payloadBytes) {
+    if (critical && down != null) {
+      throw new JournalException("journal " + name + " refuses a critical change at once: the "
+          + "database is unreachable (the last transaction failed: " + down + "); nothing was "
+          + "recorded", null, JournalException.Outcome.NOT_RECORDED);
+    }
+    long statementBound = appends ? maxBufferedStatements
+        : maxBufferedStatements + maxBufferedStatements / 4L;
+    long byteBound = appends ? maxBufferedBytes : maxBufferedBytes + maxBufferedBytes / 4;
+    if (buffer.size() + (long) statements > statementBound
+        || bufferedBytes + payloadBytes > byteBound) {
+      throw new JournalFullException("journal " + name + " holds " + buffer.size()
+          + " uncommitted statements (" + bufferedBytes + " payload bytes), its bound is "
+          + maxBufferedStatements + " (" + maxBufferedBytes + " bytes)"
+          + (down == null ? "" : "; the database is unreachable: " + down)
+          + "; nothing was recorded");
+    }
+  }
+
+  /** Executes the changes in order, batching runs of the same statement. */
+  private static void write(Connection c, List<Statement> changes) throws SQLException {
+    PreparedStatement ps = null;
+    String current = null;
+    try {
+      for (Statement ch : changes) {
+        if (!ch.sql().equals(current)) {
+          if (ps != null) {
+            ps.executeBatch();
+            ps.close();
+          }
+          current = ch.sql();
+          ps = c.prepareStatement(current);
+        }
+        bind(ps, ch.params());
+        ps.addBatch();
+      }
+      if (ps != null) {
+        ps.executeBatch();
+      }
+    } finally {
+      if (ps != null) {
+        ps.close();
+      }
+    }
+  }
+
+  private static void bind(PreparedStatement ps, Object[] params) throws SQLException {
+    for (int i = 0; i < params.length; i++) {
+      Object p = params[i];
+      if (p instanceof Null) {
+        ps.setNull(i + 1, ((Null) p).sqlType());
+      } else if (p instanceof Long) {
+        ps.setLong(i + 1, (Long) p);
+      } else if (p instanceof Integer) {
+        ps.setInt(i + 1, (Integer) p);
+      } else if (p instanceof byte[]) {
+        ps.setBytes(i + 1, (byte[]) p);
+      } else {
+        ps.setString(i + 1, (String) p);
+      }
+    }
+  }
+
+  private void add(String sql, Object... params) {
+    long bytes = 0;
+    for (Object p : params) {
+      if (p instanceof byte[] b) {
+        bytes += b.length;
+      }
+    }
+    buffer.add(new Statement(sql, params, bytes));
+    bufferedBytes += bytes;
+    recorded++;
+    if (buffer.size() % FLUSH_EARLY == 0) {
+      // Backpressure: the writer pays for the commit instead of growing the buffer.
+      flusher.execute(this::backgroundFlush);
+    }
+  }
+
+  /**
+   * Instants are epoch seconds (BIGINT) and nanoseconds (INT) since schema version 4, so any
+   * {@link Instant} round-trips, {@link Instant#MAX} and {@link Instant#MIN} included.
+   */
+  private static Object seconds(Instant instant) {
+    return instant == null ? NULL_LONG : (Object) instant.getEpochSecond();
+  }
+
+  private static Object nanos(Instant instant) {
+    return instant == null ? NULL_INT : (Object) instant.getNano();
+  }
+
+  private static Instant instant(ResultSet rs, String column) throws SQLException {
+    long seconds = rs.getLong(column + "_s");
+    if (rs.wasNull()) {
+      return null;
+    }
+    return Instant.ofEpochSecond(seconds, rs.getInt(column + "_ns"));
+  }
+
+  private void ensureWritable() {
+    ensureOpen();
+    if (!loaded) {
+      throw new IllegalStateException("journal " + name + " must be loaded before it records");
+    }
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("journal " + name + " is closed");
+    }
+  }
+
+  private static void requireId(String id) {
+    QueueJournal.requireEventId(id);
+    if (id.length() > MAX_ID_LENGTH) {
+      throw new IllegalArgumentException("eventId must be at most " + MAX_ID_LENGTH
+          + " characters, was " + id.length());
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "JdbcQueueJournal[" + name + " in " + table + "]";
+  }
+}

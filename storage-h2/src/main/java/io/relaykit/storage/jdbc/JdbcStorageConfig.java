@@ -1,0 +1,508 @@
+package io.relaykit.storage.jdbc;
+
+import io.relaykit.config.IdempotencySettings;
+import io.relaykit.config.RelaySettings;
+import io.relaykit.config.Settings;
+import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.outbox.OutboxBound;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Optional;
+
+/**
+ * Where and how relaykit's JDBC storage keeps its tables. Immutable; {@link Builder#build()}
+ * validates every field and names the one that is wrong. A {@code jdbc:postgresql:} URL selects the
+ * PostgreSQL dialect, a {@code jdbc:h2:} URL the H2 one.
+ *
+ * <p>For an H2 URL that does not set them, {@link #effectiveJdbcUrl()} adds {@code WRITE_DELAY=0}
+ * (commits reach the file before the commit returns, so a killed process loses none), {@code
+ * LOCK_TIMEOUT=10000} (H2's default of 1 s fails relays' row updates under contention) and, for
+ * in-memory databases, {@code DB_CLOSE_DELAY=-1} (the database lives as long as the JVM, not as
+ * long as one connection).
+ *
+ * <table>
+ *   <caption>Fields and defaults</caption>
+ *   <tr><th>field</th><th>default</th><th>meaning</th></tr>
+ *   <tr><td>jdbcUrl</td><td>required</td><td>H2 or PostgreSQL JDBC URL</td></tr>
+ *   <tr><td>username, password</td><td>none</td><td>credentials, if the URL has none</td></tr>
+ *   <tr><td>poolSize</td><td>4</td><td>connections in the HikariCP pool, 1..200</td></tr>
+ *   <tr><td>tablePrefix</td><td>{@code relaykit_}</td><td>prefix of every table and index</td></tr>
+ *   <tr><td>lease</td><td>30 s</td><td>how long a relay holds claimed outbox rows</td></tr>
+ *   <tr><td>retention</td><td>7 days</td><td>how long sent rows and done keys are kept</td></tr>
+ *   <tr><td>outboxBound</td><td>{@link OutboxBound#unbounded()}</td><td>the most unsent outbox
+ *       rows, and whether an append over it is refused or accepted (see {@link
+ *       JdbcOutboxStore#append})</td></tr>
+ *   <tr><td>outboxOrderScope</td><td>{@link OutboxOrderScope#KEY}</td><td>what per-key order
+ *       spans: a key across all destinations, or a key per destination</td></tr>
+ *   <tr><td>databaseClock</td><td>{@link DatabaseClock#database()}</td><td>the clock leases,
+ *       takeovers and retention are decided on</td></tr>
+ *   <tr><td>migrate</td><td>true</td><td>create or migrate the tables when opening; false only
+ *       checks that they are at this build's schema version (for DML-only credentials, or where
+ *       Flyway or Liquibase runs relaykit's scripts; see {@link JdbcStorage#migrate})</td></tr>
+ *   <tr><td>listener</td><td>none</td><td>sees outbox steps: ENQUEUED on append, DEAD_LETTERED
+ *       for an undecodable row; under Guice, {@link JdbcStorageModule} adds the injector's
+ *       {@link LifecycleListener}</td></tr>
+ * </table>
+ */
+public final class JdbcStorageConfig {
+  /** Connections in the pool when {@link Builder#poolSize} is not set: {@value}. */
+  public static final int DEFAULT_POOL_SIZE = 4;
+  /** Prefix of every table and index when {@link Builder#tablePrefix} is not set: {@value}. */
+  public static final String DEFAULT_TABLE_PREFIX = "relaykit_";
+  /** How long a relay holds claimed outbox rows when {@link Builder#lease} is not set: 30 s. */
+  public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
+  /**
+   * How long sent outbox rows and completed idempotency keys are kept when {@link
+   * Builder#retention} is not set: 7 days.
+   */
+  public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
+
+  private final String jdbcUrl;
+  private final String username;
+  private final String password;
+  private final int poolSize;
+  private final String tablePrefix;
+  private final Duration lease;
+  private final Duration retention;
+  private final LifecycleListener listener;
+  private final boolean migrate;
+  private final DatabaseClock databaseClock;
+  private final OutboxBound outboxBound;
+  private final OutboxOrderScope outboxOrderScope;
+  private final Dialect dialect;
+
+  private JdbcStorageConfig(Builder b, Dialect dialect) {
+    this.jdbcUrl = b.jdbcUrl;
+    this.username = b.username;
+    this.password = b.password;
+    this.poolSize = b.poolSize;
+    this.tablePrefix = b.tablePrefix;
+    this.lease = b.lease;
+    this.retention = b.retention;
+    this.listener = b.listener;
+    this.migrate = b.migrate;
+    this.databaseClock = b.databaseClock;
+    this.outboxBound = b.outboxBound;
+    this.outboxOrderScope = b.outboxOrderScope;
+    this.dialect = dialect;
+  }
+
+  /**
+   * A builder holding what the {@code relaykit.h2.*} keys of {@code settings} say (see {@link
+   * JdbcConfigKeys}), for code to add what settings cannot carry (a listener, a database clock).
+   * The lease defaults to {@code relaykit.relay.lease} and the retention to {@code
+   * relaykit.idempotency.retention}, as a deployment's other blocks use them.
+   *
+   * @param settings the deployment's settings
+   * @return a builder; {@link Builder#build()} validates it
+   * @throws IllegalArgumentException naming the key (and its environment variable) when {@value
+   *     JdbcConfigKeys#URL} is unset, or the key and value of an invalid setting
+   */
+  public static Builder builderFrom(Settings settings) {
+    Builder b = builder()
+        .jdbcUrl(settings.require(JdbcConfigKeys.URL))
+        .username(settings.getString(JdbcConfigKeys.USERNAME, null))
+        .password(settings.getString(JdbcConfigKeys.PASSWORD, null))
+        .poolSize(settings.getInt(JdbcConfigKeys.POOL_SIZE, DEFAULT_POOL_SIZE))
+        .tablePrefix(settings.getString(JdbcConfigKeys.TABLE_PREFIX, DEFAULT_TABLE_PREFIX))
+        .lease(settings.getDuration(JdbcConfigKeys.LEASE, RelaySettings.from(settings).lease()))
+        .retention(settings.getDuration(JdbcConfigKeys.RETENTION,
+            IdempotencySettings.from(settings).retention()))
+        .migrate(settings.getBoolean(JdbcConfigKeys.MIGRATE, true))
+        .outboxOrderScope(settings.getEnum(JdbcConfigKeys.OUTBOX_ORDER_SCOPE,
+            OutboxOrderScope.class, OutboxOrderScope.KEY));
+    if (settings.isSet(JdbcConfigKeys.OUTBOX_MAX_UNSENT)) {
+      b.outboxBound(new OutboxBound(settings.getLong(JdbcConfigKeys.OUTBOX_MAX_UNSENT, 1),
+          settings.getEnum(JdbcConfigKeys.OUTBOX_OVER_BOUND, OutboxBound.OverBound.class,
+              OutboxBound.OverBound.REFUSE)));
+    } else if (settings.isSet(JdbcConfigKeys.OUTBOX_OVER_BOUND)) {
+      throw new IllegalArgumentException(JdbcConfigKeys.OUTBOX_OVER_BOUND + " needs "
+          + JdbcConfigKeys.OUTBOX_MAX_UNSENT);
+    }
+    return b;
+  }
+
+  /**
+   * The config the {@code relaykit.h2.*} keys of {@code settings} describe; see {@link
+   * #builderFrom(Settings)}.
+   *
+   * @param settings the deployment's settings
+   * @return the validated config
+   * @throws IllegalArgumentException naming the key and value that are missing or invalid
+   */
+  public static JdbcStorageConfig from(Settings settings) {
+    try {
+      return builderFrom(settings).build();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("invalid relaykit.h2 settings: " + e.getMessage(), e);
+    }
+  }
+
+  /** This config with {@code listener} in place of its own (null for none). */
+  JdbcStorageConfig withListener(LifecycleListener listener) {
+    Builder b = builder().jdbcUrl(jdbcUrl).username(username).password(password)
+        .poolSize(poolSize).tablePrefix(tablePrefix).lease(lease).retention(retention)
+        .listener(listener).migrate(migrate).databaseClock(databaseClock)
+        .outboxBound(outboxBound).outboxOrderScope(outboxOrderScope);
+    return new JdbcStorageConfig(b, dialect);
+  }
+
+  /**
+   * A builder with every default of the table above; only {@code jdbcUrl} must be set.
+   *
+   * @return a new builder
+   */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * The URL as configured.
+   *
+   * @return the JDBC URL given to the builder, without the settings {@link #effectiveJdbcUrl()}
+   *     adds
+   */
+  public String jdbcUrl() {
+    return jdbcUrl;
+  }
+
+  /**
+   * The URL relaykit connects with: H2 URLs gain the crash-safe settings described above.
+   *
+   * @return {@link #jdbcUrl()} for PostgreSQL; for H2, {@link #jdbcUrl()} plus each of {@code
+   *     WRITE_DELAY=0}, {@code LOCK_TIMEOUT=10000} and (in-memory only) {@code DB_CLOSE_DELAY=-1}
+   *     that it does not set itself
+   */
+  public String effectiveJdbcUrl() {
+    if (dialect != Dialect.H2) {
+      return jdbcUrl;
+    }
+    String url = jdbcUrl;
+    String upper = url.toUpperCase(Locale.ROOT);
+    if (!upper.contains(";WRITE_DELAY=")) {
+      url += ";WRITE_DELAY=0";
+    }
+    if (!upper.contains(";LOCK_TIMEOUT=")) {
+      url += ";LOCK_TIMEOUT=10000";
+    }
+    if (upper.startsWith("JDBC:H2:MEM:") && !upper.contains(";DB_CLOSE_DELAY=")) {
+      url += ";DB_CLOSE_DELAY=-1";
+    }
+    return url;
+  }
+
+  /**
+   * The user the pool connects as.
+   *
+   * @return the user name, or null to use the URL's (or the driver's default)
+   */
+  public String username() {
+    return username;
+  }
+
+  /**
+   * The password the pool connects with; {@link #toString()} never shows it.
+   *
+   * @return the password, or null for none
+   */
+  public String password() {
+    return password;
+  }
+
+  /**
+   * The most connections the storage's own pool opens.
+   *
+   * @return the pool size, in 1..200
+   */
+  public int poolSize() {
+    return poolSize;
+  }
+
+  /**
+   * The prefix of every relaykit table and index, so several storages can share one schema.
+   *
+   * @return a letter followed by up to 29 letters, digits or underscores
+   */
+  public String tablePrefix() {
+    return tablePrefix;
+  }
+
+  /**
+   * How long a relay holds the outbox rows it claimed; after that another relay may take them
+   * over, so a row whose publish outlasts its lease may be sent twice.
+   *
+   * @return a positive duration
+   */
+  public Duration lease() {
+    return lease;
+  }
+
+  /**
+   * How long sent outbox rows and completed idempotency keys are kept before they are purged.
+   *
+   * @return a positive duration
+   */
+  public Duration retention() {
+    return retention;
+  }
+
+  /**
+   * The listener the storage's outbox reports to (see {@link JdbcOutboxStore}); empty for none. It
+   * runs on the caller's thread inside {@code append}: it must be fast and must not block.
+   *
+   * @return the configured listener, or empty for none
+   */
+  public Optional<LifecycleListener> listener() {
+    return Optional.ofNullable(listener);
+  }
+
+  /**
+   * The bound the outbox's appends are checked against.
+   *
+   * @return the bound; {@link OutboxBound#unbounded()} unless one was set
+   */
+  public OutboxBound outboxBound() {
+    return outboxBound;
+  }
+
+  /**
+   * What per-key order spans for rows appended through {@link JdbcStorage#outboxStore()}.
+   *
+   * @return the scope; {@link OutboxOrderScope#KEY} unless one was set
+   */
+  public OutboxOrderScope outboxOrderScope() {
+    return outboxOrderScope;
+  }
+
+  /**
+   * The clock leases, takeovers and retention are decided on.
+   *
+   * @return the clock; {@link DatabaseClock#database()} unless one was set
+   */
+  public DatabaseClock databaseClock() {
+    return databaseClock;
+  }
+
+  /**
+   * Whether opening creates or migrates the tables (true) or only verifies their version.
+   *
+   * @return true (the default) to run DDL when opening; false to only check the schema version
+   */
+  public boolean migrate() {
+    return migrate;
+  }
+
+  /**
+   * The dialect the URL selects.
+   *
+   * @return {@link Dialect#POSTGRESQL} for a {@code jdbc:postgresql:} URL, {@link Dialect#H2}
+   *     for a {@code jdbc:h2:} one
+   */
+  public Dialect dialect() {
+    return dialect;
+  }
+
+  @Override
+  public String toString() {
+    // No password: configs end up in logs.
+    return "JdbcStorageConfig[jdbcUrl=" + jdbcUrl + ", username=" + username + ", poolSize="
+        + poolSize + ", tablePrefix=" + tablePrefix + ", lease=" + lease + ", retention="
+        + retention + ", outboxBound=" + outboxBound + ", outboxOrderScope=" + outboxOrderScope + ", migrate=" + migrate + ", listener=" + (listener == null ? "none" : listener) + "]";
+  }
+
+  /** Builds a validated {@link JdbcStorageConfig}. */
+  public static final class Builder {
+    private String jdbcUrl;
+    private String username;
+    private String password;
+    private int poolSize = DEFAULT_POOL_SIZE;
+    private String tablePrefix = DEFAULT_TABLE_PREFIX;
+    private Duration lease = DEFAULT_LEASE;
+    private Duration retention = DEFAULT_RETENTION;
+    private LifecycleListener listener;
+    private boolean migrate = true;
+    private DatabaseClock databaseClock = DatabaseClock.database();
+    private OutboxBound outboxBound = OutboxBound.unbounded();
+    private OutboxOrderScope outboxOrderScope = OutboxOrderScope.KEY;
+
+    private Builder() {}
+
+    /**
+     * What per-key order spans (see {@link OutboxOrderScope}). Default {@link
+     * OutboxOrderScope#KEY}: a key across all destinations.
+     *
+     * @param outboxOrderScope the scope of per-key order
+     * @return this builder
+     * @throws IllegalArgumentException if null
+     */
+    public Builder outboxOrderScope(OutboxOrderScope outboxOrderScope) {
+      if (outboxOrderScope == null) {
+        throw new IllegalArgumentException("outboxOrderScope must not be null");
+      }
+      this.outboxOrderScope = outboxOrderScope;
+      return this;
+    }
+
+    /**
+     * The most unsent outbox rows and what an append over them does. Default unbounded.
+     *
+     * @param outboxBound the bound appends are checked against
+     * @return this builder
+     * @throws IllegalArgumentException if null
+     */
+    public Builder outboxBound(OutboxBound outboxBound) {
+      if (outboxBound == null) {
+        throw new IllegalArgumentException("outboxBound must not be null: use"
+            + " OutboxBound.unbounded()");
+      }
+      this.outboxBound = outboxBound;
+      return this;
+    }
+
+    /**
+     * The database to use. Required; checked by {@link #build()}.
+     *
+     * @param jdbcUrl a {@code jdbc:h2:} or {@code jdbc:postgresql:} URL
+     * @return this builder
+     */
+    public Builder jdbcUrl(String jdbcUrl) {
+      this.jdbcUrl = jdbcUrl;
+      return this;
+    }
+
+    /**
+     * The user to connect as. Default none.
+     *
+     * @param username the user name, or null for the URL's
+     * @return this builder
+     */
+    public Builder username(String username) {
+      this.username = username;
+      return this;
+    }
+
+    /**
+     * The password to connect with. Default none.
+     *
+     * @param password the password, or null for none
+     * @return this builder
+     */
+    public Builder password(String password) {
+      this.password = password;
+      return this;
+    }
+
+    /**
+     * The most connections the pool opens. Default {@value JdbcStorageConfig#DEFAULT_POOL_SIZE}.
+     *
+     * @param poolSize 1..200, checked by {@link #build()}
+     * @return this builder
+     */
+    public Builder poolSize(int poolSize) {
+      this.poolSize = poolSize;
+      return this;
+    }
+
+    /**
+     * The prefix of every table and index. Default {@value
+     * JdbcStorageConfig#DEFAULT_TABLE_PREFIX}.
+     *
+     * @param tablePrefix a letter, then up to 29 letters, digits or underscores; checked by
+     *     {@link #build()}
+     * @return this builder
+     */
+    public Builder tablePrefix(String tablePrefix) {
+      this.tablePrefix = tablePrefix;
+      return this;
+    }
+
+    /**
+     * How long a relay holds claimed outbox rows. Default 30 s.
+     *
+     * @param lease a positive duration, checked by {@link #build()}; make it longer than a
+     *     relay's slowest publish of one batch, or its rows may be taken over and sent twice
+     * @return this builder
+     */
+    public Builder lease(Duration lease) {
+      this.lease = lease;
+      return this;
+    }
+
+    /**
+     * How long sent outbox rows and completed idempotency keys are kept. Default 7 days.
+     *
+     * @param retention a positive duration, checked by {@link #build()}; a redelivery later than
+     *     this after completion is no longer recognised as a duplicate
+     * @return this builder
+     */
+    public Builder retention(Duration retention) {
+      this.retention = retention;
+      return this;
+    }
+
+    /**
+     * Where the outbox reports its steps; null (the default) for nowhere.
+     *
+     * @param listener the listener, called on the appending thread; or null
+     * @return this builder
+     */
+    public Builder listener(LifecycleListener listener) {
+      this.listener = listener;
+      return this;
+    }
+
+    /**
+     * The clock leases, takeovers and retention are decided on: {@link DatabaseClock#database()}
+     * (the default) or, for tests and single-host deployments, {@link DatabaseClock#of}.
+     *
+     * @param databaseClock the clock
+     * @return this builder
+     * @throws IllegalArgumentException if null
+     */
+    public Builder databaseClock(DatabaseClock databaseClock) {
+      if (databaseClock == null) {
+        throw new IllegalArgumentException(
+            "databaseClock must not be null: use DatabaseClock.database()");
+      }
+      this.databaseClock = databaseClock;
+      return this;
+    }
+
+    /**
+     * Whether opening creates or migrates the tables (true, the default) or only checks that they
+     * are at this build's version, failing with a {@link SchemaVersionException} that names the
+     * missing scripts (false).
+     *
+     * @param migrate true to run DDL when opening, false to only verify the version
+     * @return this builder
+     */
+    public Builder migrate(boolean migrate) {
+      this.migrate = migrate;
+      return this;
+    }
+
+    /**
+     * Checks every field and builds the config; the builder can be reused.
+     *
+     * @return an immutable config
+     * @throws IllegalArgumentException naming the field: a blank or unsupported jdbcUrl, a pool
+     *     size outside 1..200, an invalid table prefix, a non-positive lease or retention
+     */
+    public JdbcStorageConfig build() {
+      Dialect d = Dialect.forUrl(jdbcUrl);
+      if (poolSize < 1 || poolSize > 200) {
+        throw new IllegalArgumentException("poolSize must be in 1..200, was " + poolSize);
+      }
+      Tables.requireValidPrefix(tablePrefix);
+      requirePositive("lease", lease);
+      requirePositive("retention", retention);
+      return new JdbcStorageConfig(this, d);
+    }
+
+    private static void requirePositive(String field, Duration d) {
+      if (d == null || d.isZero() || d.isNegative()) {
+        throw new IllegalArgumentException(field + " must be a positive duration, was " + d);
+      }
+    }
+  }
+}

@@ -1,0 +1,887 @@
+package io.relaykit.storage.jdbc;
+
+import static io.relaykit.storage.jdbc.JdbcOutboxStore.SENT;
+import static io.relaykit.storage.jdbc.JdbcOutboxStore.UNSENT;
+
+import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.message.Message;
+import io.relaykit.outbox.OutboxRecord;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.List;
+import java.util.TreeSet;
+import javax.sql.DataSource;
+
+/**
+ * The part of {@link JdbcOutboxStore} that each database does its own fastest safe way: the claim
+ * and markSent statements for one outbox table, built once, and the round trips that run them.
+ * {@link Dialect#outbox} picks the implementation; the store validates arguments and converts
+ * times before it calls here.
+ *
+ * <p>Time comes from the store's {@link DatabaseClock}: readiness, lease expiry and the new lease's
+ * end are computed from its now, read once per claim (on H2 before the locking SELECT, on
+ * PostgreSQL in the claim statement itself), never from the caller's clock.
+ *
+ * <p>A claimed row whose columns do not decode to a message (a corrupt envelope, a missing header,
+ * an empty payload: rows written around {@code append}) is not handed out: it is deleted and given
+ * to the claim's {@link UndecodableSink}, which stores it as a dead letter, so one bad row never
+ * fails a claim or comes back every cycle. On H2 that happens inside the claim's transaction; on
+ * PostgreSQL in a second transaction right after the claim (the bad row is leased by then, so no
+ * other relay sees it), and if that transaction fails the row stays leased and is tried again when
+ * its lease expires.
+ */
+abstract sealed class OutboxStatements {
+  private static final System.Logger LOG = System.getLogger(OutboxStatements.class.getName());
+
+  /** The columns a claim returns, in the order {@link #readClaimed} reads them. */
+  static final String CLAIM_COLUMNS =
+      "seq, destination, msg_key, headers, payload, attempts, first_failure_at, message_id";
+
+  /**
+   * A claimed row whose columns do not make a message, as the database holds them.
+   *
+   * @param error why decoding failed
+   */
+  record Undecodable(long sequence, String destination, String messageId, String key,
+      String headers, byte[] payload, int attempts, Instant firstFailureAt,
+      RuntimeException error) {}
+
+  /** What a claim's rows decoded to. */
+  record Read(List<OutboxRecord> records, List<Undecodable> undecodable) {}
+
+  /**
+   * What a claim did: the rows leased to the caller, oldest first, and the dead letters of the
+   * undecodable rows it took out of the outbox.
+   */
+  record Claimed(List<OutboxRecord> records, List<DeadLetter> deadLettered) {}
+
+  /** Stores an undecodable row, already deleted in {@code c}'s transaction, as a dead letter. */
+  @FunctionalInterface
+  interface UndecodableSink {
+    DeadLetter deadLetter(Connection c, Undecodable row) throws SQLException;
+  }
+
+  /** Binds an undecodable row's conditional DELETE. */
+  @FunctionalInterface
+  private interface DeleteBinder {
+    void bind(PreparedStatement ps, Undecodable row) throws SQLException;
+  }
+
+  /** A scope key: a message key and its order scope ('' or the destination). */
+  record KeyRef(String key, String orderDest) implements Comparable<KeyRef> {
+    @Override
+    public int compareTo(KeyRef o) {
+      int c = key.compareTo(o.key);
+      return c != 0 ? c : orderDest.compareTo(o.orderDest);
+    }
+  }
+
+  /** How often an append retries taking its key's head row when it raced a delete or insert. */
+  private static final int HEAD_LOCK_ATTEMPTS = 20;
+
+  final DatabaseClock clock;
+  final String table;
+  final String headTable;
+  private final String lockHeadSql;
+  private final String insertHeadSql;
+  private final String setHeadSql;
+  private final String tryLockHeadSql;
+  private final String advanceHeadSql;
+  private final String keyOfSql;
+  private final String idleHeadsSql;
+  private final String deleteIdleHeadSql;
+  private final String runProbeSql;
+  private final String runLockSql;
+  private final String runLeaseSql;
+
+  OutboxStatements(String table, String headTable, DatabaseClock clock, String insertHeadSql) {
+    this.clock = clock;
+    this.table = table;
+    this.headTable = headTable;
+    String byKey = " WHERE msg_key = ? AND order_dest = ?";
+    this.lockHeadSql = "SELECT head_seq FROM " + headTable + byKey + " FOR UPDATE";
+    this.insertHeadSql = insertHeadSql;
+    this.setHeadSql = "UPDATE " + headTable + " SET head_seq = ?" + byKey;
+    this.tryLockHeadSql = "SELECT head_seq FROM " + headTable + byKey
+        + " FOR UPDATE SKIP LOCKED";
+    // Run only while this transaction holds the head's lock, in a statement of its own: it then
+    // sees every row an append of this key committed before the lock was taken.
+    this.advanceHeadSql = "UPDATE " + headTable + " SET head_seq = (SELECT MIN(x.seq) FROM "
+        + table + " x WHERE x.msg_key = ? AND x.order_dest = ? AND x.state = " + UNSENT
+        + ")" + byKey;
+    this.keyOfSql = "SELECT msg_key, order_dest FROM " + table
+        + " WHERE seq = ? AND msg_key IS NOT NULL";
+    // No ORDER BY: H2 would then lock every idle head before FETCH FIRST cuts the sorted result
+    // (JdbcPurgeLockScopeTest).
+    this.idleHeadsSql = "SELECT msg_key, order_dest FROM " + headTable
+        + " WHERE head_seq IS NULL FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
+    this.deleteIdleHeadSql = "DELETE FROM " + headTable + byKey + " AND head_seq IS NULL";
+    // Runs (see leaseRuns). Parameters: key, scope, after, n.
+    this.runProbeSql = "SELECT seq, ready_at, lease_until FROM " + table + byKey
+        + " AND state = " + UNSENT + " AND seq > ? ORDER BY seq FETCH FIRST ? ROWS ONLY";
+    // Parameters: key, scope, from, to, now, now.
+    this.runLockSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o WHERE o.msg_key = ?"
+        + " AND o.order_dest = ? AND o.state = " + UNSENT + " AND o.seq BETWEEN ? AND ? AND "
+        + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
+    // Parameters: owner, until, seq, attempts read, now, now.
+    this.runLeaseSql = "UPDATE " + table + " SET lease_owner = ?, lease_until = ? WHERE seq = ?"
+        + " AND attempts = ? AND state = " + UNSENT + " AND ready_at <= ?"
+        + " AND (lease_until IS NULL OR lease_until <= ?)";
+  }
+
+  /**
+   * Takes the row lock on {@code ref}'s head in {@code tx}'s transaction (creating the head row
+   * if there is none), waiting for another transaction that holds it; returns the head's
+   * head_seq, 0 when the key has no unsent row. The lock holds until the caller's transaction
+   * ends.
+   */
+  long lockHead(Connection tx, KeyRef ref) throws SQLException {
+    for (int attempt = 1; attempt <= HEAD_LOCK_ATTEMPTS; attempt++) {
+      try (PreparedStatement ps = tx.prepareStatement(lockHeadSql)) {
+        ps.setString(1, ref.key());
+        ps.setString(2, ref.orderDest());
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            long head = rs.getLong(1);
+            return rs.wasNull() ? 0 : head;
+          }
+        }
+      }
+      // No head row: create it (an INSERT locks the new row until commit). Another append may
+      // create it at the same moment; then lock the one it created.
+      if (insertHead(tx, ref)) {
+        return 0;
+      }
+    }
+    throw new SQLException("could not take the order lock of outbox key '" + ref.key()
+        + "' (scope '" + ref.orderDest() + "') in " + headTable + " after "
+        + HEAD_LOCK_ATTEMPTS + " attempts: its head row was created and removed concurrently"
+        + " each time");
+  }
+
+  /** Inserts a head row with no head; false when one exists already (nothing changed). */
+  abstract boolean insertHead(Connection tx, KeyRef ref) throws SQLException;
+
+  final boolean runInsertHead(Connection tx, KeyRef ref) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement(insertHeadSql)) {
+      ps.setString(1, ref.key());
+      ps.setString(2, ref.orderDest());
+      return ps.executeUpdate() == 1;
+    }
+  }
+
+  /** Sets a head whose key had no unsent row to {@code seq}; the caller holds its lock. */
+  void setHead(Connection tx, KeyRef ref, long seq) throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement(setHeadSql)) {
+      ps.setLong(1, seq);
+      ps.setString(2, ref.key());
+      ps.setString(3, ref.orderDest());
+      ps.executeUpdate();
+    }
+  }
+
+  /**
+   * Moves the heads of {@code refs} to their keys' lowest unsent row (NULL when none is left),
+   * after rows of theirs were sent or removed in {@code c}'s transaction. Never waits: a head an
+   * append holds right now is skipped and keeps its old value, a lower bound that claims correct
+   * (they probe the key's lowest unsent row; see {@link #claim}); it moves at the key's next
+   * markSent.
+   */
+  void advanceHeads(Connection c, Collection<KeyRef> refs) throws SQLException {
+    if (refs.isEmpty()) {
+      return;
+    }
+    List<KeyRef> sorted = new ArrayList<>(new TreeSet<>(refs));
+    List<KeyRef> locked = new ArrayList<>(sorted.size());
+    try (PreparedStatement ps = c.prepareStatement(tryLockHeadSql)) {
+      for (KeyRef ref : sorted) {
+        ps.setString(1, ref.key());
+        ps.setString(2, ref.orderDest());
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            locked.add(ref);
+          }
+        }
+      }
+    }
+    if (locked.isEmpty()) {
+      return;
+    }
+    try (PreparedStatement ps = c.prepareStatement(advanceHeadSql)) {
+      for (KeyRef ref : locked) {
+        ps.setString(1, ref.key());
+        ps.setString(2, ref.orderDest());
+        ps.setString(3, ref.key());
+        ps.setString(4, ref.orderDest());
+        ps.addBatch();
+      }
+      ps.executeBatch();
+    }
+  }
+
+  /** The scope keys of the rows {@code seqs} that have a key (read in {@code c}). */
+  List<KeyRef> keysOf(Connection c, Long[] seqs) throws SQLException {
+    List<KeyRef> refs = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(keyOfSql)) {
+      for (Long seq : seqs) {
+        ps.setLong(1, seq);
+        try (ResultSet rs = ps.executeQuery()) {
+          if (rs.next()) {
+            refs.add(new KeyRef(rs.getString(1), rs.getString(2)));
+          }
+        }
+      }
+    }
+    return refs;
+  }
+
+  /**
+   * Deletes up to {@code max} heads of keys with no unsent row left, skipping heads an append
+   * holds; returns how many.
+   */
+  int purgeIdleHeads(Connection c, int max) throws SQLException {
+    List<KeyRef> idle = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(idleHeadsSql)) {
+      ps.setInt(1, max);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          idle.add(new KeyRef(rs.getString(1), rs.getString(2)));
+        }
+      }
+    }
+    if (idle.isEmpty()) {
+      return 0;
+    }
+    try (PreparedStatement ps = c.prepareStatement(deleteIdleHeadSql)) {
+      for (KeyRef ref : idle) {
+        ps.setString(1, ref.key());
+        ps.setString(2, ref.orderDest());
+        ps.addBatch();
+      }
+      return Jdbc.rowsChanged(ps.executeBatch());
+    }
+  }
+
+  /**
+   * Leases up to {@code max} claimable rows to {@code owner} for {@code leaseNanos} from the
+   * database clock's now, oldest first, and moves undecodable ones to {@code sink}; {@code what}
+   * names the operation in a {@link JdbcStorageException}.
+   */
+  abstract Claimed claim(DataSource dataSource, String what, String owner, int max, int maxRun,
+      long leaseNanos, UndecodableSink sink);
+
+  /**
+   * Leases, in {@code c}'s transaction, the runs behind the keyed rows of {@code leased} (rows
+   * this claim leased until {@code untilNanos}): per key, up to {@code maxRun - 1} of its next
+   * unsent rows in sequence order, sharing {@code room}, while each is ready at {@code nowNanos},
+   * under no live lease, not locked by another transaction and decodes; a run stops before the
+   * first row that is not. Returns the rows leased (heads not included).
+   */
+  final List<OutboxRecord> leaseRuns(Connection c, String owner, List<OutboxRecord> leased,
+      int room, int maxRun, long nowNanos, long untilNanos) throws SQLException {
+    List<OutboxRecord> heads = new ArrayList<>();
+    for (OutboxRecord r : leased) {
+      if (r.message().key().isPresent()) {
+        heads.add(r);
+      }
+    }
+    List<OutboxRecord> out = new ArrayList<>();
+    if (heads.isEmpty() || room <= 0 || maxRun <= 1) {
+      return out;
+    }
+    Instant until = Instants.fromNanos(untilNanos);
+    try (PreparedStatement keyOf = c.prepareStatement(keyOfSql);
+        PreparedStatement probe = c.prepareStatement(runProbeSql);
+        PreparedStatement lock = c.prepareStatement(runLockSql);
+        PreparedStatement lease = c.prepareStatement(runLeaseSql)) {
+      for (int i = 0; i < heads.size() && room > 0; i++) {
+        OutboxRecord head = heads.get(i);
+        int share = Math.min(maxRun - 1, (room + heads.size() - i - 1) / (heads.size() - i));
+        keyOf.setLong(1, head.sequence());
+        String key;
+        String scope;
+        try (ResultSet rs = keyOf.executeQuery()) {
+          if (!rs.next()) {
+            continue;
+          }
+          key = rs.getString(1);
+          scope = rs.getString(2);
+        }
+        // The key's next rows, without locks (H2 would lock every row a FOR UPDATE matches,
+        // before FETCH FIRST): the run is the prefix that is ready and under no live lease.
+        List<Long> run = new ArrayList<>(share);
+        probe.setString(1, key);
+        probe.setString(2, scope);
+        probe.setLong(3, head.sequence());
+        probe.setInt(4, share);
+        try (ResultSet rs = probe.executeQuery()) {
+          while (rs.next()) {
+            long readyAt = rs.getLong(2);
+            long leaseUntil = rs.getLong(3);
+            boolean leasedNow = !rs.wasNull() && leaseUntil > nowNanos;
+            if (readyAt > nowNanos || leasedNow) {
+              break;
+            }
+            run.add(rs.getLong(1));
+          }
+        }
+        if (run.isEmpty()) {
+          continue;
+        }
+        lock.setString(1, key);
+        lock.setString(2, scope);
+        lock.setLong(3, run.get(0));
+        lock.setLong(4, run.get(run.size() - 1));
+        lock.setLong(5, nowNanos);
+        lock.setLong(6, nowNanos);
+        Read read = readClaimed(lock, run.size(), owner, until);
+        List<OutboxRecord> locked = read.records();
+        int taken = 0;
+        for (int j = 0; j < run.size() && j < locked.size(); j++) {
+          OutboxRecord r = locked.get(j);
+          if (r.sequence() != run.get(j)) {
+            break; // a row of the run is missing (locked elsewhere, undecodable): stop before it
+          }
+          lease.setString(1, owner);
+          lease.setLong(2, untilNanos);
+          lease.setLong(3, r.sequence());
+          lease.setInt(4, r.attempts());
+          lease.setLong(5, nowNanos);
+          lease.setLong(6, nowNanos);
+          if (lease.executeUpdate() != 1) {
+            break;
+          }
+          out.add(r);
+          taken++;
+        }
+        room -= taken;
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Marks the rows {@code seqs} (ascending) that {@code owner} holds sent at the database clock's
+   * now; the count changed.
+   */
+  abstract int markSent(DataSource dataSource, String what, String owner, Long[] seqs);
+
+  /**
+   * Ready and not under a live lease, for the outbox table aliased {@code a}, with {@code now} the
+   * SQL of the current time (a parameter or a scalar subquery, used twice). Whether a row is the
+   * head of its key is decided by where a claim takes its candidates from (see {@link #claim}).
+   */
+  static String ready(String a, String now) {
+    return a + ".ready_at <= " + now + " AND (" + a + ".lease_until IS NULL OR " + a
+        + ".lease_until <= " + now + ")";
+  }
+
+  /** The start of a markSent UPDATE, up to its WHERE, with {@code now} the SQL of the time. */
+  static String markSentPrefix(String table, String now) {
+    return "UPDATE " + table + " SET state = " + SENT + ", sent_at = " + now + ","
+        + " lease_owner = NULL, lease_until = NULL WHERE ";
+  }
+
+  /**
+   * Reads a claim's rows; {@code until} is the lease's end, or null to read it from the column
+   * after {@link #CLAIM_COLUMNS}.
+   */
+  static Read readClaimed(PreparedStatement ps, int max, String owner, Instant until)
+      throws SQLException {
+    List<OutboxRecord> rows = new ArrayList<>(Math.min(max, 1_024));
+    List<Undecodable> undecodable = new ArrayList<>(0);
+    try (ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        long seq = rs.getLong(1);
+        String destination = rs.getString(2);
+        String key = rs.getString(3);
+        String headers = rs.getString(4);
+        byte[] payload = rs.getBytes(5);
+        int attempts = rs.getInt(6);
+        long firstFailure = rs.getLong(7);
+        Instant firstFailureAt = rs.wasNull() ? null : Instants.fromNanos(firstFailure);
+        Instant leaseEnd = until != null ? until : Instants.fromNanos(rs.getLong(9));
+        try {
+          Message m = Envelopes.decode(headers, key, payload);
+          rows.add(new OutboxRecord(seq, destination, m, attempts, firstFailureAt, owner,
+              leaseEnd));
+        } catch (RuntimeException e) {
+          // Decoding is pure computation on the row's values: whatever it throws is the row's
+          // fault (MalformedMessageException, or the record refusing a blank destination).
+          undecodable.add(new Undecodable(seq, destination, rs.getString(8), key, headers,
+              payload, attempts, firstFailureAt, e));
+        }
+      }
+    }
+    return new Read(rows, undecodable);
+  }
+
+  /**
+   * Deletes each undecodable row with {@code deleteSql} (bound by {@code binder}) in {@code c}'s
+   * transaction and, where the DELETE took it, hands it to {@code sink}; moves the heads of their
+   * keys on.
+   */
+  List<DeadLetter> deadLetterRows(Connection c, String deleteSql, DeleteBinder binder,
+      List<Undecodable> rows, UndecodableSink sink) throws SQLException {
+    List<DeadLetter> moved = new ArrayList<>(rows.size());
+    Long[] seqs = new Long[rows.size()];
+    for (int i = 0; i < seqs.length; i++) {
+      seqs[i] = rows.get(i).sequence();
+    }
+    List<KeyRef> refs = keysOf(c, seqs);
+    try (PreparedStatement ps = c.prepareStatement(deleteSql)) {
+      for (Undecodable row : rows) {
+        binder.bind(ps, row);
+        if (ps.executeUpdate() == 1) {
+          moved.add(sink.deadLetter(c, row));
+        }
+      }
+    }
+    advanceHeads(c, refs);
+    return moved;
+  }
+
+  /**
+   * PostgreSQL: a claim is one auto-committed statement; a markSent one transaction of the
+   * UPDATE and, for keyed rows, two statements that move their heads.
+   */
+  static final class Postgres extends OutboxStatements {
+    private static final Comparator<OutboxRecord> BY_SEQUENCE =
+        Comparator.comparingLong(OutboxRecord::sequence);
+
+    private final String claimSql;
+    private final String markSentSql;
+    private final String deleteUndecodableSql;
+    private final String tryLockHeadsSql;
+    private final String advanceHeadsSql;
+
+    Postgres(String table, String headTable, DatabaseClock clock) {
+      super(table, headTable, clock, "INSERT INTO " + headTable
+          + " (msg_key, order_dest, head_seq) VALUES (?, ?, NULL)"
+          + " ON CONFLICT (msg_key, order_dest) DO NOTHING");
+      // One statement, one round trip. Candidates come from two places, each read in order and
+      // cut at max: unkeyed unsent rows (the partial index outbox_unsent_unkeyed), and for keyed
+      // rows the heads in head_seq order (outbox_head_seq), each probed for its key's lowest
+      // unsent row (outbox_unsent_key, one probe) that must be ready. So the claim reads
+      // O(max + rows skipped as leased or parked) index entries, never a key's backlog. Then the
+      // outer subquery locks the oldest max of those, skipping rows other relays hold (READ
+      // COMMITTED re-checks a locked row's WHERE clause on its newest version), and the UPDATE
+      // leases exactly those rows and returns them. ANY(ARRAY(...)) makes each subquery an init
+      // plan, run once, and the UPDATE a primary-key lookup. The database's now is read once, in
+      // the CTE (clock_timestamp() is volatile); each (SELECT now FROM clock) is an init plan.
+      // Parameters: [now], owner, lease, max (unkeyed), max (keyed), max.
+      String now = "(SELECT now FROM clock)";
+      this.claimSql = "WITH clock AS (SELECT " + clock.nowNanos(Dialect.POSTGRESQL) + " AS now)"
+          + " UPDATE " + table + " SET lease_owner = ?, lease_until = " + now + " + ?"
+          + " WHERE seq = ANY(ARRAY(SELECT o.seq FROM " + table + " o WHERE o.seq = ANY(ARRAY("
+          + "(SELECT u.seq FROM " + table + " u WHERE u.state = " + UNSENT
+          + " AND u.msg_key IS NULL AND " + ready("u", now) + " ORDER BY u.seq LIMIT ?)"
+          + " UNION ALL (SELECT k.seq FROM " + headTable + " h CROSS JOIN LATERAL"
+          + " (SELECT x.seq, x.ready_at, x.lease_until FROM " + table + " x"
+          + " WHERE x.msg_key = h.msg_key AND x.order_dest = h.order_dest AND x.state = "
+          + UNSENT + " AND x.msg_key IS NOT NULL ORDER BY x.seq LIMIT 1) k"
+          + " WHERE h.head_seq IS NOT NULL AND " + ready("k", now)
+          + " ORDER BY h.head_seq LIMIT ?)))"
+          + " AND o.state = " + UNSENT + " AND " + ready("o", now)
+          + " ORDER BY o.seq LIMIT ? FOR UPDATE OF o SKIP LOCKED))"
+          + " RETURNING " + CLAIM_COLUMNS + ", lease_until";
+      // The whole batch in one statement (an index scan of the primary key for the array),
+      // returning the scope keys whose heads move. Parameters: [now], seqs, owner.
+      this.markSentSql = markSentPrefix(table, clock.nowNanos(Dialect.POSTGRESQL))
+          + "seq = ANY(?) AND state = " + UNSENT + " AND lease_owner = ?"
+          + " RETURNING msg_key, order_dest";
+      // Locks the heads of those keys that no append holds (never waits); then, in a statement
+      // of its own (a new snapshot, taken after the locks, so it sees every append of these keys
+      // committed before), moves each to its key's lowest unsent row. Parameters: keys, scopes.
+      String pairs = " JOIN unnest(?::varchar[], ?::varchar[]) AS p(msg_key, order_dest)"
+          + " ON h.msg_key = p.msg_key AND h.order_dest = p.order_dest";
+      this.tryLockHeadsSql = "SELECT h.msg_key, h.order_dest FROM " + headTable + " h" + pairs
+          + " FOR UPDATE OF h SKIP LOCKED";
+      this.advanceHeadsSql = "UPDATE " + headTable + " h SET head_seq = (SELECT MIN(x.seq) FROM "
+          + table + " x WHERE x.msg_key = h.msg_key AND x.order_dest = h.order_dest"
+          + " AND x.state = " + UNSENT + " AND x.msg_key IS NOT NULL)"
+          + " FROM unnest(?::varchar[], ?::varchar[]) AS p(msg_key, order_dest)"
+          + " WHERE h.msg_key = p.msg_key AND h.order_dest = p.order_dest";
+      // The claim has leased the row to us; parameters: seq, owner.
+      this.deleteUndecodableSql = "DELETE FROM " + table + " WHERE seq = ? AND state = " + UNSENT
+          + " AND lease_owner = ?";
+    }
+
+    @Override
+    boolean insertHead(Connection tx, KeyRef ref) throws SQLException {
+      return runInsertHead(tx, ref);
+    }
+
+    @Override
+    Claimed claim(DataSource dataSource, String what, String owner, int max, int maxRun,
+        long leaseNanos, UndecodableSink sink) {
+      Claimed heads = claimHeads(dataSource, what, owner, max, leaseNanos, sink);
+      List<OutboxRecord> leased = heads.records();
+      if (maxRun <= 1 || leased.size() >= max || leased.isEmpty()) {
+        return heads;
+      }
+      long untilNanos = Instants.toNanos("lease end", leased.get(0).leaseExpiresAt());
+      long nowNanos = untilNanos - leaseNanos;
+      List<OutboxRecord> runs;
+      try {
+        runs = Jdbc.inTransaction(dataSource, what + ": key runs", c -> leaseRuns(c, owner,
+            leased, max - leased.size(), maxRun, nowNanos, untilNanos));
+      } catch (JdbcStorageException e) {
+        // The heads are leased and go out; the runs are claimed by a later claim.
+        LOG.log(System.Logger.Level.DEBUG, "could not lease key runs: " + e);
+        return heads;
+      }
+      if (runs.isEmpty()) {
+        return heads;
+      }
+      List<OutboxRecord> all = new ArrayList<>(leased.size() + runs.size());
+      all.addAll(leased);
+      all.addAll(runs);
+      all.sort(BY_SEQUENCE);
+      return new Claimed(all, heads.deadLettered());
+    }
+
+    private Claimed claimHeads(DataSource dataSource, String what, String owner, int max,
+        long leaseNanos, UndecodableSink sink) {
+      Read read = Jdbc.autoCommit(dataSource, what, c -> {
+        try (PreparedStatement ps = c.prepareStatement(claimSql)) {
+          int i = clock.bind(ps, 1);
+          ps.setString(i, owner);
+          ps.setLong(i + 1, leaseNanos);
+          ps.setInt(i + 2, max);
+          ps.setInt(i + 3, max);
+          ps.setInt(i + 4, max);
+          return readClaimed(ps, max, owner, null);
+        }
+      });
+      // UPDATE ... RETURNING promises no order: oldest first, as specified.
+      List<OutboxRecord> claimed = read.records();
+      claimed.sort(BY_SEQUENCE);
+      if (read.undecodable().isEmpty()) {
+        return new Claimed(claimed, List.of());
+      }
+      List<DeadLetter> moved;
+      try {
+        moved = Jdbc.inTransaction(dataSource, what + ": dead-lettering undecodable rows",
+            c -> deadLetterRows(c, deleteUndecodableSql, (ps, row) -> {
+              ps.setLong(1, row.sequence());
+              ps.setString(2, owner);
+            }, read.undecodable(), sink));
+      } catch (JdbcStorageException e) {
+        // The decodable rows are leased and go out; the bad ones keep their lease and are tried
+        // again when it expires.
+        LOG.log(System.Logger.Level.WARNING, "could not dead-letter " + read.undecodable().size()
+            + " undecodable outbox rows; they are tried again when their lease expires", e);
+        moved = List.of();
+      }
+      return new Claimed(claimed, moved);
+    }
+
+    @Override
+    int markSent(DataSource dataSource, String what, String owner, Long[] seqs) {
+      return Jdbc.inTransaction(dataSource, what, c -> {
+        int changed = 0;
+        TreeSet<KeyRef> refs = new TreeSet<>();
+        try (PreparedStatement ps = c.prepareStatement(markSentSql)) {
+          int i = clock.bind(ps, 1);
+          ps.setArray(i, c.createArrayOf("bigint", seqs));
+          ps.setString(i + 1, owner);
+          try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+              changed++;
+              String key = rs.getString(1);
+              if (key != null) {
+                refs.add(new KeyRef(key, rs.getString(2)));
+              }
+            }
+          }
+        }
+        if (!refs.isEmpty()) {
+          advanceHeadsSet(c, refs);
+        }
+        return changed;
+      });
+    }
+
+    @Override
+    void advanceHeads(Connection c, Collection<KeyRef> refs) throws SQLException {
+      if (!refs.isEmpty()) {
+        advanceHeadsSet(c, new TreeSet<>(refs));
+      }
+    }
+
+    /** The set-based {@link #advanceHeads}: two statements whatever the number of keys. */
+    private void advanceHeadsSet(Connection c, TreeSet<KeyRef> refs) throws SQLException {
+      List<String> keys = new ArrayList<>(refs.size());
+      List<String> scopes = new ArrayList<>(refs.size());
+      try (PreparedStatement ps = c.prepareStatement(tryLockHeadsSql)) {
+        bindPairs(c, ps, refs);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            keys.add(rs.getString(1));
+            scopes.add(rs.getString(2));
+          }
+        }
+      }
+      if (keys.isEmpty()) {
+        return;
+      }
+      try (PreparedStatement ps = c.prepareStatement(advanceHeadsSql)) {
+        ps.setArray(1, c.createArrayOf("varchar", keys.toArray()));
+        ps.setArray(2, c.createArrayOf("varchar", scopes.toArray()));
+        ps.executeUpdate();
+      }
+    }
+
+    private static void bindPairs(Connection c, PreparedStatement ps, Collection<KeyRef> refs)
+        throws SQLException {
+      String[] keys = new String[refs.size()];
+      String[] scopes = new String[refs.size()];
+      int i = 0;
+      for (KeyRef r : refs) {
+        keys[i] = r.key();
+        scopes[i++] = r.orderDest();
+      }
+      ps.setArray(1, c.createArrayOf("varchar", keys));
+      ps.setArray(2, c.createArrayOf("varchar", scopes));
+    }
+  }
+
+  /**
+   * H2: a claim is one transaction of locking SELECTs (the unkeyed rows, then the keys' heads)
+   * and a batch of conditional one-row lease updates; a markSent is one transaction of a batch of
+   * one-row updates and the moves of the heads of their keys.
+   */
+  static final class H2 extends OutboxStatements {
+    private final String unkeyedRangeSql;
+    private final String unkeyedSql;
+    private final String headsSql;
+    private final String headRowSql;
+    private final String leaseSql;
+    private final String markSentSql;
+    private final String deleteUndecodableSql;
+
+    H2(String table, String headTable, DatabaseClock clock) {
+      super(table, headTable, clock, "INSERT INTO " + headTable
+          + " (msg_key, order_dest, head_seq) VALUES (?, ?, NULL)");
+      // H2 claims in steps inside one transaction. A one-statement claim (UPDATE ... FETCH
+      // FIRST n ROWS ONLY) handed rows out twice in the concurrency tests: H2 let the statement
+      // lease rows as its snapshot showed them, although another relay had leased and marked
+      // them sent after that snapshot. So SELECT ... FOR UPDATE SKIP LOCKED takes the locks,
+      // and then a conditional UPDATE per locked row, from a snapshot taken after the locks,
+      // keeps only rows that still qualify and were not rescheduled meanwhile (attempts
+      // unchanged). "now" is the database clock's, read once at the start of the transaction.
+      // Unkeyed candidates: outbox_order's range (NULL, '', 0) in seq order. Parameters: now,
+      // now, max.
+      //
+      // H2 2.4 locks EVERY row that matches a SELECT ... FOR UPDATE, before FETCH FIRST cuts the
+      // result (measured: FETCH FIRST 100 over a 10 000-row backlog locked all 10 000, and the
+      // claim's commit then rewrote every one of them: a claim cost O(unkeyed backlog), 80% of
+      // the relay's time). So the unkeyed claim first finds the oldest max candidates without
+      // locks, then locks only the claimable rows of that seq range. Parameters: now, now, max.
+      String unkeyed = " FROM " + table + " o WHERE o.msg_key IS NULL AND o.order_dest = ''"
+          + " AND o.state = " + UNSENT + " AND ";
+      this.unkeyedRangeSql = "SELECT o.seq" + unkeyed + ready("o", "?")
+          + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY";
+      // Parameters: from, to, now, now.
+      this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.seq BETWEEN ? AND ? AND "
+          + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
+      // Keyed candidates: heads in head_seq order, a page at a time, below a bound (the newest
+      // unkeyed candidate when there are max of them). Parameters: after, below, page.
+      this.headsSql = "SELECT msg_key, order_dest, head_seq FROM " + headTable
+          + " WHERE head_seq > ? AND head_seq < ? ORDER BY head_seq FETCH FIRST ? ROWS ONLY";
+      // A key's lowest unsent row (one probe of outbox_order), if ready. Parameters: key,
+      // scope, now, now.
+      this.headRowSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o WHERE o.seq ="
+          + " (SELECT MIN(x.seq) FROM " + table + " x WHERE x.msg_key = ? AND x.order_dest = ?"
+          + " AND x.state = " + UNSENT + ") AND " + ready("o", "?") + " FOR UPDATE SKIP LOCKED";
+      String stillClaimable = " WHERE seq = ? AND attempts = ? AND state = " + UNSENT
+          + " AND ready_at <= ? AND (lease_until IS NULL OR lease_until <= ?)";
+      // Parameters: owner, until, seq, attempts read, now, now.
+      this.leaseSql = "UPDATE " + table + " SET lease_owner = ?, lease_until = ?"
+          + stillClaimable;
+      // The same re-check for an undecodable row; parameters: seq, attempts read, now, now.
+      this.deleteUndecodableSql = "DELETE FROM " + table + stillClaimable;
+      // A JDBC batch of one-row updates: H2 evaluates seq = ANY(?) by a linear search of the
+      // array for every row it updates, quadratic in the batch size.
+      this.markSentSql = markSentPrefix(table, "?") + "seq = ? AND state = " + UNSENT
+          + " AND lease_owner = ?";
+    }
+
+    @Override
+    boolean insertHead(Connection tx, KeyRef ref) throws SQLException {
+      try {
+        return runInsertHead(tx, ref);
+      } catch (SQLException e) {
+        if (Dialect.UNIQUE_VIOLATION.equals(e.getSQLState())) {
+          // Another append created it; H2 keeps the transaction usable after a failed statement.
+          return false;
+        }
+        throw e;
+      }
+    }
+
+    @Override
+    Claimed claim(DataSource dataSource, String what, String owner, int max, int maxRun,
+        long leaseNanos, UndecodableSink sink) {
+      return Jdbc.inTransaction(dataSource, what, c -> {
+        long nowNanos = Instants.toNanos("database now", clock.now(c, Dialect.H2));
+        long untilNanos = Math.addExact(nowNanos, leaseNanos);
+        Instant until = Instants.fromNanos(untilNanos);
+        List<OutboxRecord> candidates = new ArrayList<>();
+        List<Undecodable> undecodable = new ArrayList<>(0);
+        long from = -1;
+        long to = -1;
+        try (PreparedStatement ps = c.prepareStatement(unkeyedRangeSql)) {
+          ps.setLong(1, nowNanos);
+          ps.setLong(2, nowNanos);
+          ps.setInt(3, max);
+          try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+              to = rs.getLong(1);
+              if (from == -1) {
+                from = to;
+              }
+            }
+          }
+        }
+        if (from != -1) {
+          try (PreparedStatement ps = c.prepareStatement(unkeyedSql)) {
+            ps.setLong(1, from);
+            ps.setLong(2, to);
+            ps.setLong(3, nowNanos);
+            ps.setLong(4, nowNanos);
+            Read read = readClaimed(ps, max, owner, until);
+            candidates.addAll(read.records());
+            undecodable.addAll(read.undecodable());
+          }
+        }
+        int unkeyed = candidates.size() + undecodable.size();
+        long below = unkeyed >= max ? maxSeq(candidates, undecodable) : Long.MAX_VALUE;
+        readHeads(c, max, owner, until, nowNanos, below, candidates, undecodable);
+        candidates.sort(Comparator.comparingLong(OutboxRecord::sequence));
+        if (candidates.size() > max) {
+          candidates = new ArrayList<>(candidates.subList(0, max));
+        }
+        List<DeadLetter> moved = undecodable.isEmpty() ? List.of()
+            : deadLetterRows(c, deleteUndecodableSql, (ps, row) -> {
+              ps.setLong(1, row.sequence());
+              ps.setInt(2, row.attempts());
+              ps.setLong(3, nowNanos);
+              ps.setLong(4, nowNanos);
+            }, undecodable, sink);
+        if (candidates.isEmpty()) {
+          return new Claimed(candidates, moved);
+        }
+        try (PreparedStatement ps = c.prepareStatement(leaseSql)) {
+          for (OutboxRecord r : candidates) {
+            ps.setString(1, owner);
+            ps.setLong(2, untilNanos);
+            ps.setLong(3, r.sequence());
+            ps.setInt(4, r.attempts());
+            ps.setLong(5, nowNanos);
+            ps.setLong(6, nowNanos);
+            ps.addBatch();
+          }
+          int[] counts = ps.executeBatch();
+          List<OutboxRecord> leased = new ArrayList<>(candidates.size());
+          for (int i = 0; i < counts.length; i++) {
+            if (counts[i] == 1 || counts[i] == Statement.SUCCESS_NO_INFO) {
+              leased.add(candidates.get(i));
+            }
+          }
+          List<OutboxRecord> runs = leaseRuns(c, owner, leased, max - leased.size(), maxRun,
+              nowNanos, untilNanos);
+          if (!runs.isEmpty()) {
+            leased.addAll(runs);
+            leased.sort(Comparator.comparingLong(OutboxRecord::sequence));
+          }
+          return new Claimed(leased, moved);
+        }
+      });
+    }
+
+    private static long maxSeq(List<OutboxRecord> rows, List<Undecodable> bad) {
+      long m = 0;
+      for (OutboxRecord r : rows) {
+        m = Math.max(m, r.sequence());
+      }
+      for (Undecodable u : bad) {
+        m = Math.max(m, u.sequence());
+      }
+      return m;
+    }
+
+    /**
+     * Adds up to {@code max} keyed candidates: the lowest unsent row of each head, oldest heads
+     * first, where that row is ready and not locked by another claim. Reads heads a page at a
+     * time and stops once it has {@code max}; a head's value is a lower bound of its key's
+     * lowest unsent row, so heads at or past {@code below} cannot give an older row.
+     */
+    private void readHeads(Connection c, int max, String owner, Instant until, long nowNanos,
+        long below, List<OutboxRecord> candidates, List<Undecodable> undecodable)
+        throws SQLException {
+      int found = 0;
+      int page = Math.min(Math.max(2 * max, 16), 1_024);
+      long after = 0;
+      try (PreparedStatement heads = c.prepareStatement(headsSql);
+          PreparedStatement row = c.prepareStatement(headRowSql)) {
+        while (found < max) {
+          List<KeyRef> refs = new ArrayList<>(page);
+          heads.setLong(1, after);
+          heads.setLong(2, below);
+          heads.setInt(3, page);
+          try (ResultSet rs = heads.executeQuery()) {
+            while (rs.next()) {
+              refs.add(new KeyRef(rs.getString(1), rs.getString(2)));
+              after = rs.getLong(3);
+            }
+          }
+          for (KeyRef ref : refs) {
+            row.setString(1, ref.key());
+            row.setString(2, ref.orderDest());
+            row.setLong(3, nowNanos);
+            row.setLong(4, nowNanos);
+            Read read = readClaimed(row, 1, owner, until);
+            candidates.addAll(read.records());
+            undecodable.addAll(read.undecodable());
+            found += read.records().size() + read.undecodable().size();
+            if (found >= max) {
+              return;
+            }
+          }
+          if (refs.size() < page) {
+            return;
+          }
+        }
+      }
+    }
+
+    @Override
+    int markSent(DataSource dataSource, String what, String owner, Long[] seqs) {
+      return Jdbc.inTransaction(dataSource, what, c -> {
+        long nowNanos = Instants.toNanos("database now", clock.now(c, Dialect.H2));
+        List<KeyRef> refs = keysOf(c, seqs);
+        int changed;
+        try (PreparedStatement ps = c.prepareStatement(markSentSql)) {
+          for (Long seq : seqs) {
+            ps.setLong(1, nowNanos);
+            ps.setLong(2, seq);
+            ps.setString(3, owner);
+            ps.addBatch();
+          }
+          changed = Jdbc.rowsChanged(ps.executeBatch());
+        }
+        advanceHeads(c, refs);
+        return changed;
+      });
+    }
+  }
+}

@@ -1,8 +1,0 @@
-package io.relaykit.storage.h2;
-
-/** The relay tests on H2 in memory: claims by SELECT ... FOR UPDATE SKIP LOCKED + lease updates. */
-class H2OutboxRelayTest extends JdbcOutboxRelayTest {
-  H2OutboxRelayTest() {
-    super(TestDatabase.Kind.H2_MEMORY);
-  }
-}

@@ -1,8 +1,0 @@
-package io.relaykit.storage.h2;
-
-/** The relay tests on PostgreSQL: claims by one UPDATE ... WHERE seq IN (... SKIP LOCKED). */
-class PostgresOutboxRelayTest extends JdbcOutboxRelayTest {
-  PostgresOutboxRelayTest() {
-    super(TestDatabase.Kind.POSTGRESQL);
-  }
-}

@@ -1,0 +1,43 @@
+package io.relaykit.storage.jdbc;
+
+import io.relaykit.message.Message;
+import io.relaykit.outbox.OutboxStore;
+import io.relaykit.tck.OutboxStoreContract;
+import io.relaykit.trace.TracePropagation;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+
+/** OutboxStoreContract on an H2 file database. */
+class H2FileOutboxStoreTest extends OutboxStoreContract {
+  private static final String PREFIX = TestDatabase.newPrefix();
+  private final TestDatabase db = TestDatabase.shared(TestDatabase.Kind.H2_FILE);
+
+  private JdbcStorage storage;
+  private JdbcOutboxStore store;
+
+  @Override
+  protected OutboxStore createStore() {
+    storage = db.emptied(PREFIX, Duration.ofDays(7), clock());
+    store = storage.outboxStore();
+    return store;
+  }
+
+  @Override
+  protected OutboxStore createStore(TracePropagation propagation) {
+    createStore();
+    store = store.withTracePropagation(propagation);
+    return store;
+  }
+
+  @Override
+  protected void appendCommitted(String destination, Message message) {
+    try (Connection c = storage.dataSource().getConnection()) {
+      c.setAutoCommit(false);
+      store.append(c, destination, message);
+      c.commit();
+    } catch (SQLException e) {
+      throw new AssertionError(e);
+    }
+  }
+}

@@ -1,0 +1,17 @@
+package io.relaykit.storage.jdbc;
+
+import io.relaykit.ordering.VersionGuard;
+import io.relaykit.tck.VersionGuardContract;
+import java.time.Duration;
+import java.time.InstantSource;
+
+/** VersionGuardContract on an H2 file database. */
+class H2FileVersionGuardTest extends VersionGuardContract {
+  private static final String PREFIX = TestDatabase.newPrefix();
+  private final TestDatabase db = TestDatabase.shared(TestDatabase.Kind.H2_FILE);
+
+  @Override
+  protected VersionGuard createGuard() {
+    return db.emptied(PREFIX, Duration.ofDays(7), InstantSource.system()).versionGuard();
+  }
+}

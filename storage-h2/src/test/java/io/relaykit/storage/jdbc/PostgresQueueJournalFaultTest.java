@@ -1,0 +1,16 @@
+package io.relaykit.storage.jdbc;
+
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.UUID;
+
+/** The fault-injection kit on PostgreSQL. */
+class PostgresQueueJournalFaultTest extends io.relaykit.tck.QueueJournalFaultContract {
+  private final JdbcStorage storage = TestDatabase.shared(TestDatabase.Kind.POSTGRESQL)
+      .storage(TestDatabase.newPrefix(), Duration.ofDays(7), InstantSource.system());
+
+  @Override
+  protected Backend backend() {
+    return new JdbcBackend(storage, "faults-" + UUID.randomUUID());
+  }
+}

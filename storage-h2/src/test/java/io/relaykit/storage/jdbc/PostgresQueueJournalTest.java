@@ -1,0 +1,26 @@
+package io.relaykit.storage.jdbc;
+
+import io.relaykit.queue.QueueJournal;
+import io.relaykit.tck.QueueJournalContract;
+import java.time.Duration;
+import java.time.InstantSource;
+import java.util.UUID;
+
+/** QueueJournalContract on PostgreSQL. */
+class PostgresQueueJournalTest extends QueueJournalContract {
+  private static final String PREFIX = TestDatabase.newPrefix();
+  private final JdbcStorage storage = TestDatabase.shared(TestDatabase.Kind.POSTGRESQL)
+      .storage(PREFIX, Duration.ofDays(7), InstantSource.system());
+  private String name;
+
+  @Override
+  protected QueueJournal openJournal() {
+    name = "journal-" + UUID.randomUUID();
+    return storage.queueJournal(name, Duration.ofMillis(20));
+  }
+
+  @Override
+  protected QueueJournal reopenJournal() {
+    return storage.queueJournal(name, Duration.ofMillis(20));
+  }
+}
