@@ -1,6 +1,9 @@
 package io.relaykit.transport.rabbitmq;
 
+import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.TopologyRecoveryException;
+import com.rabbitmq.client.impl.DefaultExceptionHandler;
 import com.rabbitmq.client.ConnectionFactory;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -8,6 +11,7 @@ import java.net.Socket;
 import java.net.URISyntaxException;
 import java.security.GeneralSecurityException;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.net.SocketFactory;
 import javax.net.ssl.SSLSocketFactory;
@@ -26,6 +30,47 @@ final class Connections {
   static Connection open(RabbitMqTransportConfig config, String role, boolean automaticRecovery)
       throws IOException {
     return open(factory(config, automaticRecovery), config, role);
+  }
+
+  /**
+   * Like {@link #open(RabbitMqTransportConfig, String, boolean)} with automatic recovery, counting
+   * in {@code recoveryFailures} every channel or consumer that amqp-client could not recover (each
+   * is logged at WARNING, naming the connection).
+   */
+  static Connection openRecovering(RabbitMqTransportConfig config, String role,
+      AtomicLong recoveryFailures) throws IOException {
+    ConnectionFactory factory = factory(config, true);
+    factory.setExceptionHandler(new RecoveryFailures(config.connectionName() + "-" + role,
+        recoveryFailures));
+    return open(factory, config, role);
+  }
+
+  /** Counts and logs what automatic recovery could not restore; the rest as amqp-client does. */
+  private static final class RecoveryFailures extends DefaultExceptionHandler {
+    private static final System.Logger LOG = System.getLogger(Connections.class.getName());
+    private final String name;
+    private final AtomicLong failures;
+
+    RecoveryFailures(String name, AtomicLong failures) {
+      this.name = name;
+      this.failures = failures;
+    }
+
+    @Override
+    public void handleChannelRecoveryException(Channel ch, Throwable exception) {
+      failures.incrementAndGet();
+      LOG.log(System.Logger.Level.WARNING, "connection " + name + " could not recover channel "
+          + ch.getChannelNumber() + " (recovered at the next connection loss): " + exception);
+    }
+
+    @Override
+    public void handleTopologyRecoveryException(Connection conn, Channel ch,
+        TopologyRecoveryException exception) {
+      failures.incrementAndGet();
+      LOG.log(System.Logger.Level.WARNING, "connection " + name + " could not recover "
+          + (exception.getRecordedEntity() == null ? "its topology"
+          : exception.getRecordedEntity()) + ": " + exception.getMessage());
+    }
   }
 
   /** A publishing connection and the socket under it, which only {@link #forceClose} touches. */

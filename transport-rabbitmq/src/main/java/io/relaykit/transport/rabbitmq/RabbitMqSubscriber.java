@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A {@link Subscriber} on RabbitMQ quorum queues with manual acknowledgements: a message is acked
@@ -65,10 +66,13 @@ public final class RabbitMqSubscriber implements Subscriber {
   private final ScheduledExecutorService sampler;
   private final List<RabbitMqSubscription> subscriptions = new CopyOnWriteArrayList<>();
   private volatile boolean closed;
+  /** Channels and consumers the client's automatic recovery could not restore. */
+  private final AtomicLong recoveryFailures;
 
   private RabbitMqSubscriber(RabbitMqTransportConfig config, LifecycleListener listener,
       MetricsListener metrics, InstantSource clock, Connection connection,
-      RabbitMqPublisher mover) {
+      RabbitMqPublisher mover, AtomicLong recoveryFailures) {
+    this.recoveryFailures = recoveryFailures;
     this.config = config;
     this.topology = RabbitMqTopology.of(config);
     this.listener = listener;
@@ -152,13 +156,15 @@ public final class RabbitMqSubscriber implements Subscriber {
     RabbitMqPublisher mover = RabbitMqPublisher.create(config, LifecycleListener.noop(), clock,
         "subscriber-mover");
     Connection connection;
+    AtomicLong recoveryFailures = new AtomicLong();
     try {
-      connection = Connections.open(config, "subscriber", true);
+      connection = Connections.openRecovering(config, "subscriber", recoveryFailures);
     } catch (IOException e) {
       mover.close();
       throw new UncheckedIOException(e.getMessage(), e);
     }
-    return new RabbitMqSubscriber(config, listener, metrics, clock, connection, mover);
+    return new RabbitMqSubscriber(config, listener, metrics, clock, connection, mover,
+        recoveryFailures);
   }
 
   /**
@@ -239,6 +245,14 @@ public final class RabbitMqSubscriber implements Subscriber {
     } catch (IOException | ShutdownSignalException e) {
       LOG.log(System.Logger.Level.DEBUG, "closing the subscriber connection failed", e);
     }
+  }
+
+  /**
+   * Channels and consumers that automatic recovery could not restore since the start (each is
+   * logged at WARNING); for tests and diagnostics.
+   */
+  long recoveryFailures() {
+    return recoveryFailures.get();
   }
 
   /** The broker-side name of the consuming connection. */

@@ -76,6 +76,8 @@ final class RabbitMqSubscription implements Subscription {
   private final Duration metricsInterval;
   private final KeyedExecutor workers;
   private final AtomicInteger inFlight = new AtomicInteger();
+  private final AtomicLong received = new AtomicLong();
+  private final AtomicLong staleDropped = new AtomicLong();
   private final Object drained = new Object();
   private final AtomicBoolean closing = new AtomicBoolean();
   private volatile boolean running;
@@ -213,6 +215,7 @@ final class RabbitMqSubscription implements Subscription {
 
   /** Runs on the connection's dispatch thread: decode, then hand off; never blocks. */
   private void received(Envelope envelope, AMQP.BasicProperties props, byte[] body) {
+    received.incrementAndGet();
     long tag = envelope.getDeliveryTag();
     inFlight.incrementAndGet();
     if (closing.get()) {
@@ -569,6 +572,16 @@ final class RabbitMqSubscription implements Subscription {
   @Override
   public boolean isRunning() {
     return running && channel != null && channel.isOpen();
+  }
+
+  /** Deliveries received since the start, redeliveries included; for tests. */
+  long received() {
+    return received.get();
+  }
+
+  /** Deliveries of lost channels dropped before their handler ran; for tests. */
+  long staleDropped() {
+    return staleDropped.get();
   }
 
   /** Deliveries received and not yet settled; for tests. */
