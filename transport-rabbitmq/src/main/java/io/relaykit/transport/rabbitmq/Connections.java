@@ -4,6 +4,11 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.TopologyRecoveryException;
 import com.rabbitmq.client.impl.DefaultExceptionHandler;
+import com.rabbitmq.client.impl.recovery.RecordedBinding;
+import com.rabbitmq.client.impl.recovery.RecordedConsumer;
+import com.rabbitmq.client.impl.recovery.RecordedExchange;
+import com.rabbitmq.client.impl.recovery.RecordedQueue;
+import com.rabbitmq.client.impl.recovery.TopologyRecoveryFilter;
 import com.rabbitmq.client.ConnectionFactory;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -112,6 +117,29 @@ final class Connections {
     return new Opened(c, socket.get());
   }
 
+  /** Recovers consumers, never the (durable, explicitly declared) exchanges, queues, bindings. */
+  static final TopologyRecoveryFilter CONSUMERS_ONLY = new TopologyRecoveryFilter() {
+    @Override
+    public boolean filterExchange(RecordedExchange recordedExchange) {
+      return false;
+    }
+
+    @Override
+    public boolean filterQueue(RecordedQueue recordedQueue) {
+      return false;
+    }
+
+    @Override
+    public boolean filterBinding(RecordedBinding recordedBinding) {
+      return false;
+    }
+
+    @Override
+    public boolean filterConsumer(RecordedConsumer recordedConsumer) {
+      return true;
+    }
+  };
+
   private static ConnectionFactory factory(RabbitMqTransportConfig config,
       boolean automaticRecovery) {
     ConnectionFactory factory = new ConnectionFactory();
@@ -122,6 +150,10 @@ final class Connections {
     }
     factory.setAutomaticRecoveryEnabled(automaticRecovery);
     factory.setTopologyRecoveryEnabled(automaticRecovery);
+    // Consumers only: relaykit declares its exchanges, queues and bindings (all durable) on
+    // short-lived channels it closes at once, and amqp-client would redeclare them on those
+    // closed channels after every connection loss, failing each with "channel is already closed".
+    factory.setTopologyRecoveryFilter(CONSUMERS_ONLY);
     factory.setNetworkRecoveryInterval(config.recoveryInterval().toMillis());
     factory.setConnectionTimeout(10_000);
     return factory;
