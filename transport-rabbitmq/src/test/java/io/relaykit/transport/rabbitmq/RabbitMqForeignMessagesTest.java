@@ -349,6 +349,60 @@ class RabbitMqForeignMessagesTest {
     }
   }
 
+  @Test
+  @DisplayName("a CloudEvent and a plain message without message id that RabbitMQ itself"
+      + " dead-lettered (x-delivery-limit) are listed with the id and key the handler sees, and"
+      + " replay keeps both")
+  void brokerDeadLetteredKeepsIdentity() throws Exception {
+    InboundMapping mapping = InboundMapping.foreign().cloudEvents(true).build();
+    Map<String, Delivery> other = new ConcurrentHashMap<>();
+    subscriber.subscribe(SubscriptionSpec.builder(destination, "g2").inbound(mapping).build(),
+        d -> other.put(body(d), d));
+    dlq = RabbitMqDeadLetterStore.create(config, destination, "g", mapping,
+        io.relaykit.monitor.LifecycleListener.noop(), java.time.InstantSource.system());
+    try {
+      AMQP.BasicProperties ce = binary("/a", "7").builder().timestamp(Date.from(STAMP)).build();
+      publishPlain("rk-1", ce, "ce");
+      publishPlain("rk-2", props(null, null), "plain");
+      Await.until(WAIT, "both seen by the other group", () -> other.size() == 2);
+      String queue = topology.queues(destination, "g").queue();
+      try (Connection c = TestBroker.connect(config); Channel ch = c.createChannel()) {
+        // A consumer that crashes on every delivery: back to the queue until the broker gives up.
+        ch.basicQos(2);
+        ch.basicConsume(queue, false, (tag, d) -> ch.basicNack(d.getEnvelope().getDeliveryTag(),
+            false, true), tag -> { });
+        Await.until(Duration.ofSeconds(60), "the broker dead-lettered both",
+            () -> dlq.count(DeadLetterQuery.all()) == 2);
+      }
+      // Read twice: the first read rewrites what the broker dead-lettered (an entry id added).
+      assertThat(dlq.list(DeadLetterQuery.all())).hasSize(2);
+      for (DeadLetter d : dlq.list(DeadLetterQuery.all())) {
+        Message seen = other.get(d.message().payloadUtf8()).message();
+        assertThat(d.messageId()).as(d.message().payloadUtf8()).isEqualTo(seen.id());
+        assertThat(d.message().id()).isEqualTo(seen.id());
+        assertThat(d.message().key()).isEqualTo(seen.key());
+        assertThat(d.message().traceId()).isEqualTo(seen.traceId());
+        assertThat(d.reason()).contains("delivery_limit");
+      }
+      assertThat(other.get("ce").message().id()).isEqualTo(CloudEvents.identity("/a", "7"));
+      assertThat(other.get("ce").message().key()).contains("rk-1");
+      assertThat(other.get("plain").message().key()).contains("rk-2");
+
+      Map<String, Delivery> replayed = new ConcurrentHashMap<>();
+      subscriber.subscribe(spec(mapping), d -> replayed.put(body(d), d));
+      for (DeadLetter d : dlq.list(DeadLetterQuery.all())) {
+        assertThat(dlq.replay(d.id())).isPresent();
+      }
+      Await.until(WAIT, "both replayed", () -> replayed.size() == 2);
+      for (String body : List.of("ce", "plain")) {
+        assertThat(replayed.get(body).message().id()).isEqualTo(other.get(body).message().id());
+        assertThat(replayed.get(body).message().key()).isEqualTo(other.get(body).message().key());
+      }
+    } finally {
+      topology.delete(admin, destination, "g2", false);
+    }
+  }
+
   private static AMQP.BasicProperties binary(String source, String id) {
     Map<String, Object> h = new HashMap<>();
     h.put("cloudEvents_specversion", "1.0");

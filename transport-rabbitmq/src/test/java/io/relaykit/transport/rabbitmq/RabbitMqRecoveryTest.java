@@ -202,6 +202,47 @@ class RabbitMqRecoveryTest {
   }
 
   @Test
+  @DisplayName("a handler that fails while its channel is lost makes no retry copy: the"
+      + " redelivery alone goes on with the same attempt, so the retry chain runs once")
+  void failureOfLostDeliveryMakesNoCopy() {
+    subscriber = RabbitMqSubscriber.create(viaProxy(), events::add, MetricsListener.noop(),
+        InstantSource.system());
+    Queue<Integer> attempts = new ConcurrentLinkedQueue<>();
+    RabbitMqSubscription s = (RabbitMqSubscription) subscriber.subscribe(
+        SubscriptionSpec.builder(destination, "g").ordering(OrderingMode.PARTITION)
+            .concurrency(1).maxInFlight(PREFETCH).handlerTimeout(Duration.ofSeconds(60))
+            .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+                .backoff(Backoff.fixed(Duration.ofMillis(200))).build()).build(), d -> {
+          boolean first = attempts.isEmpty();
+          attempts.add(d.attempt());
+          if (first) {
+            release.await();
+          }
+          if (d.attempt() == 1) {
+            throw new IllegalStateException("attempt 1 fails");
+          }
+        });
+    publish(1);
+    Await.until(WAIT, "the first run", () -> attempts.size() == 1);
+    long accepted = proxy.acceptedConnections();
+    proxy.cutConnections();
+    Await.until(WAIT, "a new connection", () -> proxy.acceptedConnections() > accepted);
+    Await.until(WAIT, "the redelivery", () -> s.received() >= 2);
+    release.countDown();
+    Await.until(WAIT, "attempt 2 succeeded", () -> attempts.contains(2)
+        && s.inFlight() == 0);
+    Await.holds(Duration.ofSeconds(1), "no further runs", () -> attempts.size() == 3);
+    assertThat(attempts).containsExactly(1, 1, 2);
+    assertThat(events.stream().filter(e -> e.stage() == LifecycleEvent.Stage.RETRIED).count())
+        .isEqualTo(1);
+    assertThat(events.stream().filter(e -> e.stage() == LifecycleEvent.Stage.ACKED).count())
+        .isEqualTo(1);
+    for (String q : topology.queues(destination, "g").allQueues()) {
+      assertThat(TestBroker.depth(admin, q)).as(q).isZero();
+    }
+  }
+
+  @Test
   @DisplayName("a connection loss is recovered without topology recovery errors (the queues are"
       + " declared on channels closed since), and consuming resumes")
   void recoversWithoutTopologyErrors() {
@@ -219,5 +260,40 @@ class RabbitMqRecoveryTest {
         .join();
     Await.until(WAIT, "the message published after the loss", () -> seen.contains("after"));
     assertThat(subscriber.recoveryFailures()).isZero();
+  }
+
+  @Test
+  @DisplayName("the broker's port refusing connections after a cut, then a second cut right after"
+      + " it heals: the consumer comes back, every message is handled once, nothing is"
+      + " dead-lettered and recovery restored every channel and consumer")
+  void refuseThenCutRecovers() {
+    subscriber = RabbitMqSubscriber.create(viaProxy());
+    Map<String, Long> seen = new java.util.concurrent.ConcurrentHashMap<>();
+    RabbitMqSubscription s = (RabbitMqSubscription) subscriber.subscribe(
+        SubscriptionSpec.builder(destination, "g").concurrency(2).maxInFlight(PREFETCH).build(),
+        d -> seen.merge(d.message().id(), 1L, Long::sum));
+    publish(2);
+    Await.until(WAIT, "the first messages", () -> seen.size() == 2);
+    proxy.refuseConnections();
+    proxy.cutConnections();
+    Await.until(WAIT, "the consumer down", () -> !s.isRunning());
+    Await.elapsed(Duration.ofMillis(1_000)); // several refused reconnects (200 ms apart)
+    assertThat(s.isRunning()).isFalse();
+    long accepted = proxy.acceptedConnections();
+    proxy.heal();
+    Await.until(WAIT, "a new connection", () -> proxy.acceptedConnections() > accepted);
+    proxy.cutConnections();
+    Await.until(WAIT, "the consumer back", s::isRunning);
+    List<CompletableFuture<?>> fs = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      fs.add(publisher.publish(destination, Message.builder().id("after-" + i).type("t")
+          .payload("x").build()));
+    }
+    CompletableFuture.allOf(fs.toArray(CompletableFuture[]::new)).join();
+    Await.until(WAIT, "everything published after the faults", () -> seen.size() == 22);
+    assertThat(seen.values()).containsOnly(1L);
+    assertThat(subscriber.recoveryFailures()).isZero();
+    assertThat(TestBroker.depth(admin, topology.queues(destination, "g").deadLetterQueue()))
+        .isZero();
   }
 }
