@@ -5,8 +5,11 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.Recoverable;
+import com.rabbitmq.client.RecoveryListener;
 import com.rabbitmq.client.ShutdownSignalException;
 import com.rabbitmq.client.impl.recovery.AutorecoveringChannel;
+import com.rabbitmq.client.impl.recovery.AutorecoveringConnection;
 import com.rabbitmq.client.impl.recovery.RecoveryAwareChannelN;
 import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.CloudEvents;
@@ -82,6 +85,7 @@ final class RabbitMqSubscription implements Subscription {
   private final AtomicInteger inFlight = new AtomicInteger();
   private final AtomicLong received = new AtomicLong();
   private final AtomicLong staleDropped = new AtomicLong();
+  private final AtomicLong channelReopens = new AtomicLong();
   /** Deliveries received and not started: swept when their channel is lost. */
   private final Set<Ctx> unstarted = ConcurrentHashMap.newKeySet();
   /** Deliveries waiting for room in {@link #workers}, in arrival order; guarded by itself. */
@@ -139,7 +143,36 @@ final class RabbitMqSubscription implements Subscription {
     // Per-consumer prefetch (global=false): what quorum queues support.
     channel.basicQos(prefetch);
     // A connection loss (the old channel shut down) drops what it had handed over and not started.
-    channel.addShutdownListener(cause -> dropStale());
+    channel.addShutdownListener(cause -> {
+      dropStale();
+      if (!cause.isHardError() && !cause.isInitiatedByApplication() && !closing.get()) {
+        // The broker closed this channel alone (a channel-level error): amqp-client recovers
+        // channels only with their connection, so without this the consumer would stay gone
+        // until the next connection loss.
+        LOG.log(System.Logger.Level.WARNING, "the broker closed the consumer channel of "
+            + queues.queue() + " (" + cause.getMessage() + "); reopening it in " + requeueDelay);
+        reopenLater();
+      }
+    });
+    if (connection instanceof AutorecoveringConnection recovering) {
+      // A connection recovery that could not restore this channel (the connection was cut again
+      // while it ran, a channel.open timed out) leaves it closed on a live connection.
+      recovering.addRecoveryListener(new RecoveryListener() {
+        @Override
+        public void handleRecovery(Recoverable recoverable) {
+          if (!closing.get() && !channel.isOpen()) {
+            LOG.log(System.Logger.Level.WARNING, "the connection of " + queues.queue()
+                + " recovered without its consumer channel; reopening it in " + requeueDelay);
+            reopenLater();
+          }
+        }
+
+        @Override
+        public void handleRecoveryStarted(Recoverable recoverable) {
+          // nothing to do before the recovery
+        }
+      });
+    }
     running = true;
     consumerTag = channel.basicConsume(queues.queue(), false, new DefaultConsumer(channel) {
       @Override
@@ -352,6 +385,45 @@ final class RabbitMqSubscription implements Subscription {
     } catch (RejectedExecutionException closing) {
       // the subscriber is closing: close() settles what waits
     }
+  }
+
+  private void reopenLater() {
+    try {
+      timeouts.schedule(() -> onOwnThread("reopen", this::reopen), requeueDelay.toNanos(),
+          TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException closed) {
+      // the subscriber is closing: nothing to reopen
+    }
+  }
+
+  /**
+   * Reopens the consumer's channel, its QoS and its consumer after the broker closed the channel
+   * alone; tried again every recovery interval while the connection stays up and the channel
+   * closed (a connection loss meanwhile hands the job to amqp-client's recovery).
+   */
+  private void reopen() {
+    Connection c = connection;
+    if (closing.get() || channel.isOpen() || !c.isOpen()) {
+      return;
+    }
+    if (c instanceof AutorecoveringConnection recovering
+        && channel instanceof AutorecoveringChannel ch) {
+      channelReopens.incrementAndGet();
+      recovering.recoverChannelAndTopology(ch); // failures: logged and counted by the handler
+      if (!channel.isOpen()) {
+        reopenLater();
+      }
+    }
+  }
+
+  /** Consumer channels reopened after the broker closed them alone; for tests and diagnostics. */
+  long channelReopens() {
+    return channelReopens.get();
+  }
+
+  /** The consumer's channel; for tests that make the broker close it. */
+  Channel channel() {
+    return channel;
   }
 
   /**
