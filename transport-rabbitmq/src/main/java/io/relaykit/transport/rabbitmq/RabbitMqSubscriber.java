@@ -41,8 +41,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * within one subscriber and only until a retry: a retried message comes back after later ones, and
  * competing consumers of one group each see part of a key's messages.
  *
- * <p>Costs one connection (consumers, recovered automatically after a connection loss; deliveries
- * in flight at the loss are redelivered) and one publisher connection for retries and dead
+ * <p><b>Connection loss.</b> amqp-client reconnects and restores each subscription's channel,
+ * prefetch and consumer (never the queues: relaykit declares them, durable, itself). The broker
+ * redelivers every delivery that was unacked at the loss; relaykit drops those of them that had
+ * not started (still queued for a worker), so only the redelivery runs, and discards the result
+ * of one whose handler was running (no ack, ACKED event, retry or dead-letter copy: its
+ * redelivery runs it again, at-least-once). A consumer channel that a recovery could not restore,
+ * or that the broker closed alone, is reopened every recovery interval while the connection is
+ * up. A full worker queue leaves deliveries waiting, unacked, under the prefetch: nothing is
+ * requeued in a loop, and broker delivery counts never stand in for relaykit's attempts.
+ *
+ * <p>Costs one connection (consumers, recovered automatically after a connection loss) and one publisher connection for retries and dead
  * letters, a handler-timeout thread and a metrics sampling thread (plus, per sampled
  * subscription, one channel and one passive queue declare per {@code metricsInterval}).
  * Thread-safe.
