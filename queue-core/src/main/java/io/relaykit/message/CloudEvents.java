@@ -1,6 +1,7 @@
 package io.relaykit.message;
 
 import io.relaykit.internal.Checks;
+import io.relaykit.internal.LengthPrefixed;
 
 /**
  * CloudEvents 1.0 binary content mode on publish: adds the event's attributes to a message as
@@ -31,7 +32,30 @@ public final class CloudEvents {
   /** The header that carries {@code datacontenttype} on both transports. */
   public static final String CONTENT_TYPE = "content-type";
 
+  /** The start of every message id {@link #identity} makes. */
+  public static final String ID_PREFIX = "ce:";
+
   private CloudEvents() {}
+
+  /**
+   * The relaykit message id of the CloudEvent {@code (source, id)}: CloudEvents 1.0 identifies an
+   * event by both, so two sources may use one id for two events. The parts are length-prefixed
+   * ({@code ce:<length>:<source><length>:<id>}, lengths in chars), so no choice of source or id
+   * can produce another pair's message id: {@code identity("a", "1")} is {@code "ce:1:a1:1"}. This
+   * is the id a subscription reading CloudEvents ({@link InboundMapping.Builder#cloudEvents}) gives
+   * the event, in binary and structured mode alike: the id the handler, retries, dead letters and
+   * idempotency keys see. Use it to find an event's dead letter.
+   *
+   * @param source the event's {@code source}; not blank
+   * @param id the event's {@code id}; not blank
+   * @return the message id
+   * @throws IllegalArgumentException if either is null or blank
+   */
+  public static String identity(String source, String id) {
+    Checks.requireNonBlank("source", source);
+    Checks.requireNonBlank("id", id);
+    return ID_PREFIX + LengthPrefixed.encode(source, id);
+  }
 
   /**
    * The message with Kafka binary-mode headers ({@code ce_*}) added.

@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.regex.Pattern;
 
 /**
  * How a subscription turns what arrives on a transport into a {@link Message}: relaykit's own
@@ -30,7 +31,8 @@ import java.util.concurrent.atomic.LongAdder;
  * <p><b>Foreign mapping</b> (a record without {@value MessageHeaders#ID}):
  *
  * <ul>
- *   <li>id: the value of {@link Builder#idHeader}, else the CloudEvents {@code id}, else the
+ *   <li>id: the value of {@link Builder#idHeader}, else the CloudEvents identity ({@code source}
+ *       and {@code id}, see below), else the
  *       transport's stable position ({@link Inbound#position}: {@code topic-partition@offset} on
  *       Kafka; on RabbitMQ the message-id property, else {@code destination@sha256:...} of the
  *       message's timestamp, headers and body, which is the same on every redelivery of the same
@@ -55,14 +57,28 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p><b>CloudEvents binary mode</b> (when {@link Builder#cloudEvents} is on and {@link
  * Inbound#cloudEventsPrefix} names the transport's prefix: {@code ce_} on Kafka, {@code
- * cloudEvents_} on AMQP 0-9-1): a record carrying {@code <prefix>specversion} maps {@code id},
- * {@code type} and {@code time} as above; {@code source}, {@code subject} and every other attribute
- * stay as user headers under their prefixed names, and datacontenttype is the transport's
- * content-type. A malformed CloudEvents attribute (a {@code time} that is not RFC 3339, a blank
- * {@code id}, a {@code specversion} other than 1.x) never fails the message: it is ignored (the
- * next rule applies) and counted: in {@link #ignoredAttributes()} and, per record, in {@link
- * Decoded#ignoredAttributes()}, which the transports report as {@link MetricsListener#ignored}
- * with {@link #reportIgnored} (with malformed trace headers).
+ * cloudEvents_} on AMQP 0-9-1): a record carrying {@code <prefix>specversion} maps {@code type}
+ * and {@code time} as above, and its identity, {@code source} and {@code id} together (CloudEvents
+ * 1.0 identifies an event by both), to the message id {@link CloudEvents#identity} makes ({@code
+ * ce:<length>:<source><length>:<id>}): two sources' events with one id are two messages to the
+ * handler, to idempotency keys and to the dead-letter stores, and no source can forge another's
+ * ids. {@code source}, {@code subject} and every other attribute stay as user headers under their
+ * prefixed names, and datacontenttype is the transport's content-type. A malformed CloudEvents
+ * attribute (a {@code time} that is not RFC 3339, a blank or over-long {@code id} or {@code
+ * source}, an {@code id} without a {@code source} or the reverse, a {@code specversion} other
+ * than 1.x) never fails the message: it is ignored (the next rule applies) and counted: in {@link
+ * #ignoredAttributes()} and, per record, in {@link Decoded#ignoredAttributes()}, which the
+ * transports report as {@link MetricsListener#ignored} with {@link #reportIgnored} (with
+ * malformed trace headers).
+ *
+ * <p><b>CloudEvents structured mode</b> (the same switch; content-type {@code
+ * application/cloudevents+json}, parameters allowed: the {@code content-type} header on Kafka,
+ * the content-type property on AMQP): the body is one JSON object; its string attributes are read
+ * as binary mode's headers (same identity, same rules), {@code datacontenttype} becomes the
+ * content-type, and the payload is {@code data_base64} decoded, else a string {@code data}'s
+ * UTF-8 bytes, else {@code data}'s JSON text. A body that is not such an object (not UTF-8, bad
+ * JSON, a duplicate member, both {@code data} and {@code data_base64}) or that has no data is
+ * undecodable and dead-lettered with a reason saying where.
  *
  * <p><b>Bad input</b> is undecodable and dead-lettered with a reason naming the header: a named
  * id, type or key header whose value is blank, longer than {@value #MAX_MAPPED_CHARS} characters,
@@ -83,6 +99,9 @@ public final class InboundMapping {
    * JMS-compatible form; its AMQP 1.0 application-properties form does not apply to 0-9-1).
    */
   public static final String AMQP_CLOUDEVENTS_PREFIX = "cloudEvents_";
+
+  /** A CloudEvents attribute name (the spec's: lower-case letters and digits, at most 20). */
+  private static final Pattern ATTRIBUTE_NAME = Pattern.compile("[a-z0-9]{1,20}");
 
   private static final InboundMapping RELAYKIT_ONLY =
       new InboundMapping(false, null, null, null, false);
@@ -331,13 +350,45 @@ public final class InboundMapping {
     Instant ceTime = null;
     int[] ignoredHere = {0};
     String prefix = in.cloudEventsPrefix();
+    if (cloudEvents && prefix != null
+        && CloudEventsJson.isStructured(wire.get(CloudEvents.CONTENT_TYPE))) {
+      // Structured mode: the attributes come out of the body and read as binary mode's headers.
+      CloudEventsJson.Event event = CloudEventsJson.parse(body);
+      Map<String, String> merged = new LinkedHashMap<>(wire);
+      merged.remove(CloudEvents.CONTENT_TYPE);
+      for (Map.Entry<String, String> a : event.attributes().entrySet()) {
+        if (a.getKey().equals("datacontenttype")) {
+          merged.put(CloudEvents.CONTENT_TYPE, a.getValue());
+        } else if (ATTRIBUTE_NAME.matcher(a.getKey()).matches()) {
+          merged.put(prefix + a.getKey(), a.getValue());
+        } else {
+          ignored.increment(); // not a CloudEvents attribute name: never a header
+          ignoredHere[0]++;
+        }
+      }
+      merged.putIfAbsent(prefix + "specversion", "");
+      wire = merged;
+      body = event.data();
+      if (body.length == 0) {
+        throw new MalformedMessageException("structured CloudEvent without data: a message needs"
+            + " a payload");
+      }
+    }
     if (cloudEvents && prefix != null && wire.containsKey(prefix + "specversion")) {
       String version = wire.get(prefix + "specversion");
       if (version == null || !version.startsWith("1.")) {
         ignored.increment();
         ignoredHere[0]++;
       } else {
-        ceId = attribute(wire, prefix + "id", ignoredHere);
+        // CloudEvents 1.0 identity is (source, id): an id without its source is no identity.
+        String source = attribute(wire, prefix + "source", ignoredHere);
+        String id = attribute(wire, prefix + "id", ignoredHere);
+        if (id != null && source != null) {
+          ceId = CloudEvents.identity(source, id);
+        } else if (id != null || source != null) {
+          ignored.increment();
+          ignoredHere[0]++;
+        }
         ceType = attribute(wire, prefix + "type", ignoredHere);
         String time = attribute(wire, prefix + "time", ignoredHere);
         if (time != null) {
@@ -378,10 +429,10 @@ public final class InboundMapping {
     return new Decoded(message, MessageHeaders.toWire(message), true, ignoredHere[0]);
   }
 
-  /** A CloudEvents attribute's value, or null (and counted) when blank. */
+  /** A CloudEvents attribute's value, or null (and counted) when blank or too long. */
   private String attribute(Map<String, String> wire, String name, int[] ignoredHere) {
     String v = wire.get(name);
-    if (v != null && v.isBlank()) {
+    if (v != null && (v.isBlank() || v.length() > MAX_MAPPED_CHARS)) {
       ignored.increment();
       ignoredHere[0]++;
       return null;

@@ -7,6 +7,7 @@ import io.relaykit.monitor.MetricsListener;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.DisplayName;
@@ -189,7 +190,8 @@ class InboundMappingTest {
           "ce_id", "1234-1234-1234", "ce_time", "2018-04-05T03:56:24Z",
           "content-type", "application/avro");
       Message m = mapping.decode(wire, BODY, kafka("mykey", Set.of())).message();
-      assertThat(m.id()).isEqualTo("1234-1234-1234");
+      assertThat(m.id()).isEqualTo(io.relaykit.message.CloudEvents.identity(
+          "/mycontext/subcontext", "1234-1234-1234")).isEqualTo("ce:21:/mycontext/subcontext14:1234-1234-1234");
       assertThat(m.type()).isEqualTo("com.example.someevent");
       assertThat(m.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
       assertThat(m.key()).contains("mykey");
@@ -208,10 +210,103 @@ class InboundMappingTest {
           "cloudEvents_subject", "sub");
       Message m = mapping.decode(wire, BODY, new InboundMapping.Inbound("q", "q@sha256:ab", null,
           null, RECEIVED, Set.of(), InboundMapping.AMQP_CLOUDEVENTS_PREFIX)).message();
-      assertThat(m.id()).isEqualTo("1234-1234-1234");
+      assertThat(m.id()).isEqualTo(io.relaykit.message.CloudEvents.identity(
+          "/mycontext/subcontext", "1234-1234-1234"));
       assertThat(m.type()).isEqualTo("com.example.someevent");
       assertThat(m.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
       assertThat(m.headers()).containsEntry("cloudEvents_subject", "sub");
+    }
+
+    @Test
+    @DisplayName("identity is (source, id): two sources with one id are two messages, and no"
+        + " source can forge another's id (length-prefixed parts)")
+    void identityIsSourceAndId() {
+      Message a = mapping.decode(headers("ce_specversion", "1.0", "ce_source", "/a",
+          "ce_id", "1"), BODY, kafka(null, Set.of())).message();
+      Message b = mapping.decode(headers("ce_specversion", "1.0", "ce_source", "/b",
+          "ce_id", "1"), BODY, kafka(null, Set.of())).message();
+      assertThat(a.id()).isNotEqualTo(b.id()).isEqualTo("ce:2:/a1:1");
+      assertThat(a.traceId()).isNotEqualTo(b.traceId());
+      // A source that ends like another's source plus id: still another identity.
+      assertThat(io.relaykit.message.CloudEvents.identity("/a1:1", "x"))
+          .isNotEqualTo(io.relaykit.message.CloudEvents.identity("/a", "1:1x"))
+          .isNotEqualTo(io.relaykit.message.CloudEvents.identity("/a1", ":1x"));
+      assertThatThrownBy(() -> io.relaykit.message.CloudEvents.identity(" ", "1"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("source");
+    }
+
+    @Test
+    @DisplayName("an id without its source (or the reverse, or either over-long) is no identity:"
+        + " ignored and counted, the position decides")
+    void idWithoutSourceIgnored() {
+      Message m = mapping.decode(headers("ce_specversion", "1.0", "ce_id", "1"), BODY,
+          kafka(null, Set.of())).message();
+      assertThat(m.id()).isEqualTo("orders-3@42");
+      assertThat(mapping.ignoredAttributes()).isEqualTo(1);
+      Message n = mapping.decode(headers("ce_specversion", "1.0", "ce_id", "1",
+          "ce_source", "s".repeat(InboundMapping.MAX_MAPPED_CHARS + 1)), BODY,
+          kafka(null, Set.of())).message();
+      assertThat(n.id()).isEqualTo("orders-3@42");
+      assertThat(mapping.ignoredAttributes()).isEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("structured mode (application/cloudevents+json) reads the same identity, type,"
+        + " time and attributes as binary mode; the payload is data")
+    void structuredMode() {
+      String json = "{\"specversion\":\"1.0\",\"type\":\"com.example.someevent\","
+          + "\"source\":\"/mycontext/subcontext\",\"id\":\"1234-1234-1234\","
+          + "\"time\":\"2018-04-05T03:56:24Z\",\"subject\":\"sub\","
+          + "\"datacontenttype\":\"application/json\",\"n\":3,"
+          + "\"data\":{\"a\":[1,\"}\",{\"b\":null}]}}";
+      InboundMapping.Decoded d = mapping.decode(
+          headers("content-type", "application/cloudevents+json; charset=UTF-8"),
+          json.getBytes(java.nio.charset.StandardCharsets.UTF_8), kafka("k", Set.of()));
+      Message m = d.message();
+      Message binary = mapping.decode(headers("ce_specversion", "1.0",
+          "ce_source", "/mycontext/subcontext", "ce_id", "1234-1234-1234"), BODY,
+          kafka(null, Set.of())).message();
+      assertThat(m.id()).isEqualTo(binary.id());
+      assertThat(m.type()).isEqualTo("com.example.someevent");
+      assertThat(m.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
+      assertThat(new String(m.payload(), java.nio.charset.StandardCharsets.UTF_8))
+          .isEqualTo("{\"a\":[1,\"}\",{\"b\":null}]}");
+      assertThat(m.headers()).containsEntry("ce_subject", "sub")
+          .containsEntry("ce_source", "/mycontext/subcontext")
+          .containsEntry("content-type", "application/json");
+      assertThat(d.ignoredAttributes()).isZero();
+
+      Message amqp = mapping.decode(headers("content-type", "application/cloudevents+json"),
+          ("{\"specversion\":\"1.0\",\"type\":\"t\",\"source\":\"/b\",\"id\":\"1\","
+              + "\"data_base64\":\"AAEC\"}").getBytes(java.nio.charset.StandardCharsets.UTF_8),
+          new InboundMapping.Inbound("q", "q@sha256:ab", null, null, RECEIVED, Set.of(),
+              InboundMapping.AMQP_CLOUDEVENTS_PREFIX)).message();
+      assertThat(amqp.id()).isEqualTo(io.relaykit.message.CloudEvents.identity("/b", "1"));
+      assertThat(amqp.payload()).containsExactly(0, 1, 2);
+      assertThat(amqp.headers()).containsEntry("cloudEvents_source", "/b");
+    }
+
+    @Test
+    @DisplayName("a structured body that is not one CloudEvents JSON object is undecodable, with"
+        + " where it went wrong; deep nesting is no stack overflow")
+    void structuredModeBadInput() {
+      Map<String, String> ct = headers("content-type", "application/cloudevents+json");
+      for (String bad : List.of("", "[]", "{\"id\":\"1\"", "{\"id\":\"1\",\"id\":\"2\"}",
+          "{\"data\":1,\"data_base64\":\"AA==\"}", "{\"data_base64\":\"%%\"}",
+          "{\"source\":\"/a\",\"id\":\"1\"}", "{\"data\":tru}", "{\"data\":1} x",
+          "{\"data\":" + "[".repeat(100_000) + "}")) {
+        assertThatThrownBy(() -> mapping.decode(ct,
+            bad.getBytes(java.nio.charset.StandardCharsets.UTF_8), kafka(null, Set.of())))
+            .as(bad.length() > 40 ? bad.substring(0, 40) : bad)
+            .isInstanceOf(MalformedMessageException.class);
+      }
+      assertThatThrownBy(() -> mapping.decode(ct, new byte[] {'{', (byte) 0xff, '}'},
+          kafka(null, Set.of()))).isInstanceOf(MalformedMessageException.class)
+          .hasMessageContaining("UTF-8");
+      // Without cloudEvents(true) the same body is an opaque foreign payload.
+      Message plain = InboundMapping.standard().decode(ct, "[]".getBytes(
+          java.nio.charset.StandardCharsets.UTF_8), kafka(null, Set.of())).message();
+      assertThat(plain.id()).isEqualTo("orders-3@42");
     }
 
     @Test
@@ -243,6 +338,7 @@ class InboundMappingTest {
           "ce_type", "", "ce_time", "yesterday", "traceparent", "01-zz", "tracestate", "a=1"),
           BODY, kafka(null, Set.of()));
       InboundMapping.Decoded good = mapping.decode(headers("ce_specversion", "1.0", "ce_id", "x",
+          "ce_source", "/s",
           "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
           "tracestate", "k=v,k=w"), BODY, kafka(null, Set.of()));
 

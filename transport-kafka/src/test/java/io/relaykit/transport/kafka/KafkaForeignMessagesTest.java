@@ -234,13 +234,15 @@ class KafkaForeignMessagesTest {
     clients.subscriber().subscribe(SubscriptionSpec.builder(in, in + "-g").inbound(mapping)
         .build(), handled::add);
     Await.until(WAIT, "both consumed", () -> handled.size() == 2);
-    Message first = handled.stream().filter(d -> d.message().id().equals("1234-1234-1234"))
+    Message first = handled.stream().filter(d -> d.message().id().equals(
+        CloudEvents.identity("/mycontext/subcontext", "1234-1234-1234")))
         .findFirst().orElseThrow().message();
     assertThat(first.type()).isEqualTo("com.example.someevent");
     assertThat(first.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
     assertThat(first.headers()).containsEntry("content-type", "application/avro")
         .containsEntry("ce_source", "/mycontext/subcontext");
-    Message second = handled.stream().filter(d -> d.message().id().equals("e-2"))
+    Message second = handled.stream().filter(d -> d.message().id().equals(
+        CloudEvents.identity("/s", "e-2")))
         .findFirst().orElseThrow().message();
     assertThat(second.createdAt()).as("bad ce_time ignored: the record timestamp")
         .isEqualTo(Instant.ofEpochMilli(STAMP));
@@ -253,10 +255,11 @@ class KafkaForeignMessagesTest {
   void malformedAttributesCounted() throws Exception {
     String topic = newTopic("foreign-ignored", 1);
     sendPlain(List.of(
-        plain(topic, "k", "one", "ce_specversion", "1.0", "ce_id", "ce-bad", "ce_time", "noon",
+        plain(topic, "k", "one", "ce_specversion", "1.0", "ce_id", "ce-bad", "ce_source", "/s",
+            "ce_time", "noon",
             "traceparent", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
         plain(topic, "k", "two", "ce_specversion", "2.0", "ce_id", "ce-future"),
-        plain(topic, "k", "three", "ce_specversion", "1.0", "ce_id", "ce-fine",
+        plain(topic, "k", "three", "ce_specversion", "1.0", "ce_id", "ce-fine", "ce_source", "/s",
             "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
             "tracestate", "=novalue")));
     Map<String, Long> ignored = new ConcurrentHashMap<>();
@@ -274,7 +277,8 @@ class KafkaForeignMessagesTest {
     Await.until(WAIT, "all three consumed", () -> handled.size() == 3);
 
     assertThat(handled).extracting(d -> d.message().id())
-        .containsExactly("ce-bad", topic + "-0@1", "ce-fine");
+        .containsExactly(CloudEvents.identity("/s", "ce-bad"), topic + "-0@1",
+            CloudEvents.identity("/s", "ce-fine"));
     Map<String, Long> expected = Map.of(
         topic + " " + MetricsListener.IGNORED_CLOUDEVENTS_ATTRIBUTE, 2L,
         topic + " " + MetricsListener.IGNORED_TRACEPARENT, 1L,

@@ -186,6 +186,32 @@ final class AmqpHeaders {
         ? null : routingKey;
   }
 
+  /**
+   * The key a foreign message had before RabbitMQ dead-lettered it: the first routing key of its
+   * oldest x-death record when it came through an exchange other than the default one (as {@link
+   * #foreignKey}); null when absent or not of the expected shape (a header from the wire is bad
+   * input: never an exception).
+   */
+  static String deadLetteredKey(AMQP.BasicProperties props) {
+    Map<String, Object> h = props.getHeaders();
+    Object deaths = h == null ? null : h.get("x-death");
+    if (!(deaths instanceof java.util.List<?> list) || list.isEmpty()) {
+      return null;
+    }
+    Object oldest = list.get(list.size() - 1);
+    if (!(oldest instanceof Map<?, ?> death)) {
+      return null;
+    }
+    Object exchange = death.get("exchange");
+    Object keys = death.get("routing-keys");
+    if (exchange == null || string(exchange).isEmpty() || !(keys instanceof java.util.List<?> ks)
+        || ks.isEmpty() || ks.get(0) == null) {
+      return null;
+    }
+    String key = string(ks.get(0));
+    return key.isBlank() || key.length() > 1024 ? null : key;
+  }
+
   /** A header value as text; AMQP long strings are UTF-8 bytes. */
   static String string(Object v) {
     return v instanceof LongString

@@ -1,6 +1,14 @@
 package io.relaykit.transport.rabbitmq;
 
+import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.TopologyRecoveryException;
+import com.rabbitmq.client.impl.DefaultExceptionHandler;
+import com.rabbitmq.client.impl.recovery.RecordedBinding;
+import com.rabbitmq.client.impl.recovery.RecordedConsumer;
+import com.rabbitmq.client.impl.recovery.RecordedExchange;
+import com.rabbitmq.client.impl.recovery.RecordedQueue;
+import com.rabbitmq.client.impl.recovery.TopologyRecoveryFilter;
 import com.rabbitmq.client.ConnectionFactory;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -8,6 +16,7 @@ import java.net.Socket;
 import java.net.URISyntaxException;
 import java.security.GeneralSecurityException;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.net.SocketFactory;
 import javax.net.ssl.SSLSocketFactory;
@@ -26,6 +35,47 @@ final class Connections {
   static Connection open(RabbitMqTransportConfig config, String role, boolean automaticRecovery)
       throws IOException {
     return open(factory(config, automaticRecovery), config, role);
+  }
+
+  /**
+   * Like {@link #open(RabbitMqTransportConfig, String, boolean)} with automatic recovery, counting
+   * in {@code recoveryFailures} every channel or consumer that amqp-client could not recover (each
+   * is logged at WARNING, naming the connection).
+   */
+  static Connection openRecovering(RabbitMqTransportConfig config, String role,
+      AtomicLong recoveryFailures) throws IOException {
+    ConnectionFactory factory = factory(config, true);
+    factory.setExceptionHandler(new RecoveryFailures(config.connectionName() + "-" + role,
+        recoveryFailures));
+    return open(factory, config, role);
+  }
+
+  /** Counts and logs what automatic recovery could not restore; the rest as amqp-client does. */
+  private static final class RecoveryFailures extends DefaultExceptionHandler {
+    private static final System.Logger LOG = System.getLogger(Connections.class.getName());
+    private final String name;
+    private final AtomicLong failures;
+
+    RecoveryFailures(String name, AtomicLong failures) {
+      this.name = name;
+      this.failures = failures;
+    }
+
+    @Override
+    public void handleChannelRecoveryException(Channel ch, Throwable exception) {
+      failures.incrementAndGet();
+      LOG.log(System.Logger.Level.WARNING, "connection " + name + " could not recover channel "
+          + ch.getChannelNumber() + " (recovered at the next connection loss): " + exception);
+    }
+
+    @Override
+    public void handleTopologyRecoveryException(Connection conn, Channel ch,
+        TopologyRecoveryException exception) {
+      failures.incrementAndGet();
+      LOG.log(System.Logger.Level.WARNING, "connection " + name + " could not recover "
+          + (exception.getRecordedEntity() == null ? "its topology"
+          : exception.getRecordedEntity()) + ": " + exception.getMessage());
+    }
   }
 
   /** A publishing connection and the socket under it, which only {@link #forceClose} touches. */
@@ -67,6 +117,29 @@ final class Connections {
     return new Opened(c, socket.get());
   }
 
+  /** Recovers consumers, never the (durable, explicitly declared) exchanges, queues, bindings. */
+  static final TopologyRecoveryFilter CONSUMERS_ONLY = new TopologyRecoveryFilter() {
+    @Override
+    public boolean filterExchange(RecordedExchange recordedExchange) {
+      return false;
+    }
+
+    @Override
+    public boolean filterQueue(RecordedQueue recordedQueue) {
+      return false;
+    }
+
+    @Override
+    public boolean filterBinding(RecordedBinding recordedBinding) {
+      return false;
+    }
+
+    @Override
+    public boolean filterConsumer(RecordedConsumer recordedConsumer) {
+      return true;
+    }
+  };
+
   private static ConnectionFactory factory(RabbitMqTransportConfig config,
       boolean automaticRecovery) {
     ConnectionFactory factory = new ConnectionFactory();
@@ -77,6 +150,10 @@ final class Connections {
     }
     factory.setAutomaticRecoveryEnabled(automaticRecovery);
     factory.setTopologyRecoveryEnabled(automaticRecovery);
+    // Consumers only: relaykit declares its exchanges, queues and bindings (all durable) on
+    // short-lived channels it closes at once, and amqp-client would redeclare them on those
+    // closed channels after every connection loss, failing each with "channel is already closed".
+    factory.setTopologyRecoveryFilter(CONSUMERS_ONLY);
     factory.setNetworkRecoveryInterval(config.recoveryInterval().toMillis());
     factory.setConnectionTimeout(10_000);
     return factory;

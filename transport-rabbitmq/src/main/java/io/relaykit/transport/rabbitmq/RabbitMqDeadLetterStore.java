@@ -8,6 +8,8 @@ import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterHeaders;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.message.CloudEvents;
+import io.relaykit.message.InboundMapping;
 import io.relaykit.message.MalformedMessageException;
 import io.relaykit.message.Message;
 import io.relaykit.message.MessageHeaders;
@@ -71,16 +73,19 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
   private final RabbitMqPublisher publisher;
   private final LifecycleListener listener;
   private final InstantSource clock;
+  /** The group subscription's mapping: reads what the broker dead-lettered without an envelope. */
+  private final InboundMapping inbound;
 
   private RabbitMqDeadLetterStore(String destination, RabbitMqTopology.GroupQueues queues,
       Connection connection, RabbitMqPublisher publisher, LifecycleListener listener,
-      InstantSource clock) {
+      InstantSource clock, InboundMapping inbound) {
     this.destination = destination;
     this.queues = queues;
     this.connection = connection;
     this.publisher = publisher;
     this.listener = listener;
     this.clock = clock;
+    this.inbound = inbound;
   }
 
   /**
@@ -111,8 +116,31 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
    */
   public static RabbitMqDeadLetterStore create(RabbitMqTransportConfig config, String destination,
       String group, LifecycleListener listener, InstantSource clock) {
-    if (config == null || listener == null || clock == null) {
-      throw new IllegalArgumentException("config, listener and clock must not be null");
+    return create(config, destination, group, InboundMapping.standard(), listener, clock);
+  }
+
+  /**
+   * Like {@link #create(RabbitMqTransportConfig, String, String, LifecycleListener,
+   * InstantSource)}, reading a message that RabbitMQ itself dead-lettered (its {@code
+   * x-delivery-limit} reached: a consumer that crashed on it again and again) and that carries no
+   * relaykit envelope with {@code inbound}, the mapping of the group's subscription, so that the
+   * dead letter lists the id and key the handler saw (a CloudEvent's {@code (source, id)}
+   * identity, a named id header's value, the content hash of a plain message without a message
+   * id). The other constructors use {@link InboundMapping#standard()}, the subscriptions' default.
+   *
+   * @param config the broker and topology settings
+   * @param destination the destination the group consumes
+   * @param group the subscriber group whose dead letters this view reads
+   * @param inbound the group subscription's inbound mapping
+   * @param listener receives the REPLAYED events
+   * @param clock dates the events
+   * @return the view, connected
+   * @throws IllegalArgumentException if an argument is null
+   */
+  public static RabbitMqDeadLetterStore create(RabbitMqTransportConfig config, String destination,
+      String group, InboundMapping inbound, LifecycleListener listener, InstantSource clock) {
+    if (config == null || listener == null || clock == null || inbound == null) {
+      throw new IllegalArgumentException("config, inbound, listener and clock must not be null");
     }
     RabbitMqTopology topology = RabbitMqTopology.of(config);
     RabbitMqTopology.GroupQueues queues = topology.queues(destination, group);
@@ -140,7 +168,7 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
       throw e;
     }
     return new RabbitMqDeadLetterStore(destination, queues, connection, publisher, listener,
-        clock);
+        clock, inbound);
   }
 
   /**
@@ -405,15 +433,50 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
 
   /** Decodes a dead-letter queue message; lenient, since undecodable messages end up here too. */
   private DeadLetter decode(GetResponse r, Map<String, String> wire) {
-    Message message;
-    try {
-      message = MessageHeaders.fromWire(wire, wire.get(AmqpHeaders.KEY), r.getBody());
-    } catch (MalformedMessageException | IllegalArgumentException e) {
-      message = lenientMessage(wire, r);
+    Message message = null;
+    if (!wire.containsKey(MessageHeaders.ID)) {
+      message = foreign(r);
+    }
+    if (message == null) {
+      try {
+        message = MessageHeaders.fromWire(wire, wire.get(AmqpHeaders.KEY), r.getBody());
+      } catch (MalformedMessageException | IllegalArgumentException e) {
+        message = lenientMessage(wire, r);
+      }
     }
     Instant published = r.getProps().getTimestamp() != null
         ? r.getProps().getTimestamp().toInstant() : Instant.EPOCH;
     return DeadLetterHeaders.fromWire(message, wire, destination, published);
+  }
+
+  /**
+   * A message without relaykit's envelope (RabbitMQ dead-lettered it before any relaykit copy),
+   * read exactly as the subscription read it: the same headers, content type, position and key
+   * (the routing key it was published with, from the broker's x-death record), through the
+   * group's mapping; null when the mapping refuses it (the lenient reading takes over).
+   */
+  private Message foreign(GetResponse r) {
+    if (!inbound.acceptsForeign()) {
+      return null;
+    }
+    com.rabbitmq.client.AMQP.BasicProperties props = r.getProps();
+    Set<String> invalid = new HashSet<>();
+    Map<String, String> wire = AmqpHeaders.stringsLenient(props, invalid);
+    if (wire.containsKey(MessageHeaders.ID)) {
+      return null;
+    }
+    if (props.getContentType() != null && !props.getContentType().isBlank()) {
+      wire.putIfAbsent(CloudEvents.CONTENT_TYPE, props.getContentType());
+    }
+    try {
+      return inbound.decode(wire, r.getBody(), new InboundMapping.Inbound(destination,
+          AmqpHeaders.stablePosition(destination, props, wire, r.getBody()),
+          AmqpHeaders.deadLetteredKey(props), props.getTimestamp() == null ? null
+          : props.getTimestamp().toInstant(), clock.instant(), invalid,
+          InboundMapping.AMQP_CLOUDEVENTS_PREFIX)).message();
+    } catch (MalformedMessageException | IllegalArgumentException e) {
+      return null;
+    }
   }
 
   private static Message lenientMessage(Map<String, String> wire, GetResponse r) {
@@ -501,6 +564,12 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
     /** The headers of the copy that replaces this entry: the same, with an entry id for sure. */
     Map<String, String> copyHeaders() {
       Map<String, String> h = new LinkedHashMap<>(raw);
+      if (!raw.containsKey(MessageHeaders.ID)) {
+        // What RabbitMQ dead-lettered without an envelope: the copy carries the one it was read
+        // with (id, key, type, trace), since the broker's x-death record does not survive it.
+        h.putAll(MessageHeaders.toWire(deadLetter.message()));
+        deadLetter.message().key().ifPresent(k -> h.put(AmqpHeaders.KEY, k));
+      }
       h.putIfAbsent(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
       h.putIfAbsent(MessageHeaders.ID, deadLetter.messageId());
       return h;

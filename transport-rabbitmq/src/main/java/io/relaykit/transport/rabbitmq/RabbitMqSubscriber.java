@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A {@link Subscriber} on RabbitMQ quorum queues with manual acknowledgements: a message is acked
@@ -40,8 +41,17 @@ import java.util.concurrent.ScheduledExecutorService;
  * within one subscriber and only until a retry: a retried message comes back after later ones, and
  * competing consumers of one group each see part of a key's messages.
  *
- * <p>Costs one connection (consumers, recovered automatically after a connection loss; deliveries
- * in flight at the loss are redelivered) and one publisher connection for retries and dead
+ * <p><b>Connection loss.</b> amqp-client reconnects and restores each subscription's channel,
+ * prefetch and consumer (never the queues: relaykit declares them, durable, itself). The broker
+ * redelivers every delivery that was unacked at the loss; relaykit drops those of them that had
+ * not started (still queued for a worker), so only the redelivery runs, and discards the result
+ * of one whose handler was running (no ack, ACKED event, retry or dead-letter copy: its
+ * redelivery runs it again, at-least-once). A consumer channel that a recovery could not restore,
+ * or that the broker closed alone, is reopened every recovery interval while the connection is
+ * up. A full worker queue leaves deliveries waiting, unacked, under the prefetch: nothing is
+ * requeued in a loop, and broker delivery counts never stand in for relaykit's attempts.
+ *
+ * <p>Costs one connection (consumers, recovered automatically after a connection loss) and one publisher connection for retries and dead
  * letters, a handler-timeout thread and a metrics sampling thread (plus, per sampled
  * subscription, one channel and one passive queue declare per {@code metricsInterval}).
  * Thread-safe.
@@ -65,10 +75,13 @@ public final class RabbitMqSubscriber implements Subscriber {
   private final ScheduledExecutorService sampler;
   private final List<RabbitMqSubscription> subscriptions = new CopyOnWriteArrayList<>();
   private volatile boolean closed;
+  /** Channels and consumers the client's automatic recovery could not restore. */
+  private final AtomicLong recoveryFailures;
 
   private RabbitMqSubscriber(RabbitMqTransportConfig config, LifecycleListener listener,
       MetricsListener metrics, InstantSource clock, Connection connection,
-      RabbitMqPublisher mover) {
+      RabbitMqPublisher mover, AtomicLong recoveryFailures) {
+    this.recoveryFailures = recoveryFailures;
     this.config = config;
     this.topology = RabbitMqTopology.of(config);
     this.listener = listener;
@@ -152,13 +165,15 @@ public final class RabbitMqSubscriber implements Subscriber {
     RabbitMqPublisher mover = RabbitMqPublisher.create(config, LifecycleListener.noop(), clock,
         "subscriber-mover");
     Connection connection;
+    AtomicLong recoveryFailures = new AtomicLong();
     try {
-      connection = Connections.open(config, "subscriber", true);
+      connection = Connections.openRecovering(config, "subscriber", recoveryFailures);
     } catch (IOException e) {
       mover.close();
       throw new UncheckedIOException(e.getMessage(), e);
     }
-    return new RabbitMqSubscriber(config, listener, metrics, clock, connection, mover);
+    return new RabbitMqSubscriber(config, listener, metrics, clock, connection, mover,
+        recoveryFailures);
   }
 
   /**
@@ -239,6 +254,14 @@ public final class RabbitMqSubscriber implements Subscriber {
     } catch (IOException | ShutdownSignalException e) {
       LOG.log(System.Logger.Level.DEBUG, "closing the subscriber connection failed", e);
     }
+  }
+
+  /**
+   * Channels and consumers that automatic recovery could not restore since the start (each is
+   * logged at WARNING); for tests and diagnostics.
+   */
+  long recoveryFailures() {
+    return recoveryFailures.get();
   }
 
   /** The broker-side name of the consuming connection. */

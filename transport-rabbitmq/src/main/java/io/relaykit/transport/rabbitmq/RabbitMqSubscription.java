@@ -5,7 +5,12 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.Recoverable;
+import com.rabbitmq.client.RecoveryListener;
 import com.rabbitmq.client.ShutdownSignalException;
+import com.rabbitmq.client.impl.recovery.AutorecoveringChannel;
+import com.rabbitmq.client.impl.recovery.AutorecoveringConnection;
+import com.rabbitmq.client.impl.recovery.RecoveryAwareChannelN;
 import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.CloudEvents;
 import io.relaykit.message.Delivery;
@@ -25,12 +30,14 @@ import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.ArrayDeque;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -76,6 +83,13 @@ final class RabbitMqSubscription implements Subscription {
   private final Duration metricsInterval;
   private final KeyedExecutor workers;
   private final AtomicInteger inFlight = new AtomicInteger();
+  private final AtomicLong received = new AtomicLong();
+  private final AtomicLong staleDropped = new AtomicLong();
+  private final AtomicLong channelReopens = new AtomicLong();
+  /** Deliveries received and not started: swept when their channel is lost. */
+  private final Set<Ctx> unstarted = ConcurrentHashMap.newKeySet();
+  /** Deliveries waiting for room in {@link #workers}, in arrival order; guarded by itself. */
+  private final ArrayDeque<Ctx> waiting = new ArrayDeque<>();
   private final Object drained = new Object();
   private final AtomicBoolean closing = new AtomicBoolean();
   private volatile boolean running;
@@ -128,6 +142,37 @@ final class RabbitMqSubscription implements Subscription {
     }
     // Per-consumer prefetch (global=false): what quorum queues support.
     channel.basicQos(prefetch);
+    // A connection loss (the old channel shut down) drops what it had handed over and not started.
+    channel.addShutdownListener(cause -> {
+      dropStale();
+      if (!cause.isHardError() && !cause.isInitiatedByApplication() && !closing.get()) {
+        // The broker closed this channel alone (a channel-level error): amqp-client recovers
+        // channels only with their connection, so without this the consumer would stay gone
+        // until the next connection loss.
+        LOG.log(System.Logger.Level.WARNING, "the broker closed the consumer channel of "
+            + queues.queue() + " (" + cause.getMessage() + "); reopening it in " + requeueDelay);
+        reopenLater();
+      }
+    });
+    if (connection instanceof AutorecoveringConnection recovering) {
+      // A connection recovery that could not restore this channel (the connection was cut again
+      // while it ran, a channel.open timed out) leaves it closed on a live connection.
+      recovering.addRecoveryListener(new RecoveryListener() {
+        @Override
+        public void handleRecovery(Recoverable recoverable) {
+          if (!closing.get() && !channel.isOpen()) {
+            LOG.log(System.Logger.Level.WARNING, "the connection of " + queues.queue()
+                + " recovered without its consumer channel; reopening it in " + requeueDelay);
+            reopenLater();
+          }
+        }
+
+        @Override
+        public void handleRecoveryStarted(Recoverable recoverable) {
+          // nothing to do before the recovery
+        }
+      });
+    }
     running = true;
     consumerTag = channel.basicConsume(queues.queue(), false, new DefaultConsumer(channel) {
       @Override
@@ -213,8 +258,15 @@ final class RabbitMqSubscription implements Subscription {
 
   /** Runs on the connection's dispatch thread: decode, then hand off; never blocks. */
   private void received(Envelope envelope, AMQP.BasicProperties props, byte[] body) {
+    received.incrementAndGet();
     long tag = envelope.getDeliveryTag();
     inFlight.incrementAndGet();
+    if (isStale(tag)) {
+      // Dispatched after its channel was lost: not ours to settle, the broker redelivers it.
+      staleDropped.incrementAndGet();
+      done();
+      return;
+    }
     if (closing.get()) {
       // Arrived after close() began (its cancel is on the way): back to the queue.
       nack(tag);
@@ -260,18 +312,157 @@ final class RabbitMqSubscription implements Subscription {
       done();
       return;
     }
-    boolean accepted;
+    unstarted.add(ctx);
+    synchronized (waiting) {
+      waiting.addLast(ctx);
+    }
+    pump();
+  }
+
+  /**
+   * Hands waiting deliveries to the workers in arrival order while they have room. A full
+   * executor (lanes still holding deliveries of a lost channel, or a slow handler) leaves them
+   * waiting here, unacked: the broker sends at most {@code prefetch} unacked deliveries per
+   * channel, so the wait itself pushes back and nothing is nacked into a redelivery loop. Called
+   * on every arrival and after every task; a pump that found no room tries again shortly, since
+   * the task that frees the room may still be on its way out.
+   */
+  private void pump() {
+    boolean blocked = false;
+    synchronized (waiting) {
+      Ctx head;
+      while ((head = waiting.peekFirst()) != null) {
+        if (head.settled.get()) {
+          waiting.pollFirst(); // dropped meanwhile (its channel was lost)
+          continue;
+        }
+        boolean accepted;
+        try {
+          Ctx c = head;
+          accepted = workers.trySubmit(orderKey(c.message), () -> {
+            try {
+              run(c);
+            } finally {
+              pumpSoon();
+            }
+          });
+        } catch (RejectedExecutionException closing) {
+          // Closing: back to the queue for the next consumer.
+          waiting.pollFirst();
+          unstarted.remove(head);
+          if (head.settled.compareAndSet(false, true)) {
+            nack(head.tag);
+            done();
+          }
+          continue;
+        }
+        if (!accepted) {
+          blocked = true;
+          break;
+        }
+        waiting.pollFirst();
+      }
+    }
+    if (blocked) {
+      pumpLater();
+    }
+  }
+
+  /** Pumps from a task that is about to return (its slot frees right after). */
+  private void pumpSoon() {
+    boolean any;
+    synchronized (waiting) {
+      any = !waiting.isEmpty();
+    }
+    if (any) {
+      pumpLater();
+    }
+  }
+
+  private void pumpLater() {
     try {
-      accepted = workers.trySubmit(orderKey(ctx.message), () -> run(ctx));
-    } catch (RejectedExecutionException e) {
-      accepted = false;
+      timeouts.schedule(this::pump, 5, TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException closing) {
+      // the subscriber is closing: close() settles what waits
     }
-    if (!accepted) {
-      // Closing (or over the bound after a recovery): let the broker redeliver it.
-      ctx.settled.set(true);
-      nack(tag);
-      done();
+  }
+
+  private void reopenLater() {
+    try {
+      timeouts.schedule(() -> onOwnThread("reopen", this::reopen), requeueDelay.toNanos(),
+          TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException closed) {
+      // the subscriber is closing: nothing to reopen
     }
+  }
+
+  /**
+   * Reopens the consumer's channel, its QoS and its consumer after the broker closed the channel
+   * alone; tried again every recovery interval while the connection stays up and the channel
+   * closed (a connection loss meanwhile hands the job to amqp-client's recovery).
+   */
+  private void reopen() {
+    Connection c = connection;
+    if (closing.get() || channel.isOpen() || !c.isOpen()) {
+      return;
+    }
+    if (c instanceof AutorecoveringConnection recovering
+        && channel instanceof AutorecoveringChannel ch) {
+      channelReopens.incrementAndGet();
+      recovering.recoverChannelAndTopology(ch); // failures: logged and counted by the handler
+      if (!channel.isOpen()) {
+        reopenLater();
+      }
+    }
+  }
+
+  /** Consumer channels reopened after the broker closed them alone; for tests and diagnostics. */
+  long channelReopens() {
+    return channelReopens.get();
+  }
+
+  /** The consumer's channel; for tests that make the broker close it. */
+  Channel channel() {
+    return channel;
+  }
+
+  /**
+   * Whether {@code tag} belongs to a channel that is gone: the consumer's channel is closed (lost,
+   * not yet recovered), or it was recovered since the delivery arrived. amqp-client numbers the
+   * tags of a recovered channel above every tag of the channel it replaces (and drops acks of
+   * older tags), so a tag at or below the current channel's offset belongs to a lost one.
+   */
+  private boolean isStale(long tag) {
+    Channel c = channel;
+    if (c instanceof AutorecoveringChannel recovering) {
+      Channel current = recovering.getDelegate();
+      if (current instanceof RecoveryAwareChannelN aware) {
+        return !aware.isOpen() || tag <= aware.getActiveDeliveryTagOffset();
+      }
+    }
+    return c == null || !c.isOpen();
+  }
+
+  /**
+   * On a channel's shutdown: drops every delivery of a lost channel that has not started (queued
+   * for a lane or waiting for room), at once, so it never runs, never counts as in flight, and its
+   * redelivery is the only copy that runs. A running one finishes; its result is discarded.
+   */
+  private void dropStale() {
+    int dropped = 0;
+    for (Ctx c : unstarted) {
+      if (isStale(c.tag) && c.settled.compareAndSet(false, true)) {
+        unstarted.remove(c);
+        staleDropped.incrementAndGet();
+        dropped++;
+        done();
+      }
+    }
+    if (dropped > 0) {
+      LOG.log(System.Logger.Level.DEBUG, "dropped " + dropped + " deliveries of a lost channel of "
+          + queues.queue() + " before they ran (the broker redelivers them)");
+    }
+    pump();
   }
 
   /** The KeyedExecutor key: the message key, one key for the whole queue, or none. */
@@ -287,7 +478,15 @@ final class RabbitMqSubscription implements Subscription {
   }
 
   private void run(Ctx ctx) {
+    unstarted.remove(ctx);
     if (ctx.settled.get()) {
+      return; // dropped: its channel was lost before it started
+    }
+    if (isStale(ctx.tag)) {
+      if (ctx.settled.compareAndSet(false, true)) {
+        staleDropped.incrementAndGet();
+        done();
+      }
       return;
     }
     ctx.worker = Thread.currentThread();
@@ -350,6 +549,14 @@ final class RabbitMqSubscription implements Subscription {
    */
   private void settleClaimed(Ctx ctx, Throwable failure) {
     if (abandoned) {
+      done();
+      return;
+    }
+    if (isStale(ctx.tag)) {
+      // Its channel was lost while the handler ran: the broker redelivers it (at-least-once), an
+      // ack would be dropped, and a retry or dead-letter copy would run beside the redelivery.
+      LOG.log(System.Logger.Level.DEBUG, "the channel of " + queues.queue() + " was lost while "
+          + ctx.message.id() + " ran; its redelivery settles it");
       done();
       return;
     }
@@ -569,6 +776,16 @@ final class RabbitMqSubscription implements Subscription {
   @Override
   public boolean isRunning() {
     return running && channel != null && channel.isOpen();
+  }
+
+  /** Deliveries received since the start, redeliveries included; for tests. */
+  long received() {
+    return received.get();
+  }
+
+  /** Deliveries of lost channels dropped before their handler ran; for tests. */
+  long staleDropped() {
+    return staleDropped.get();
   }
 
   /** Deliveries received and not yet settled; for tests. */

@@ -221,7 +221,7 @@ class RabbitMqForeignMessagesTest {
     subscriber.subscribe(spec(mapping), handled::add);
     Await.until(WAIT, "the plain CloudEvent consumed", () -> handled.size() == 1);
     Message m = handled.get(0).message();
-    assertThat(m.id()).isEqualTo("ce-9");
+    assertThat(m.id()).isEqualTo(CloudEvents.identity("/mycontext", "ce-9"));
     assertThat(m.type()).isEqualTo("com.example.someevent");
     assertThat(m.createdAt()).isEqualTo(Instant.parse("2018-04-05T03:56:24Z"));
     assertThat(m.headers()).as("datacontenttype from the AMQP content-type property")
@@ -248,6 +248,7 @@ class RabbitMqForeignMessagesTest {
     Map<String, Object> bad = new HashMap<>();
     bad.put("cloudEvents_specversion", "1.0");
     bad.put("cloudEvents_id", "ce-bad");
+    bad.put("cloudEvents_source", "/s");
     bad.put("cloudEvents_type", " ");
     bad.put("cloudEvents_time", "yesterday");
     bad.put("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01");
@@ -259,15 +260,155 @@ class RabbitMqForeignMessagesTest {
     Map<String, Object> fine = new HashMap<>();
     fine.put("cloudEvents_specversion", "1.0");
     fine.put("cloudEvents_id", "ce-fine");
+    fine.put("cloudEvents_source", "/s");
     fine.put("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
     publishPlain("k", props(null, fine), "three");
 
     Await.until(WAIT, "all three consumed", () -> handled.size() == 3);
 
     assertThat(handled).extracting(d -> d.message().id())
-        .containsExactlyInAnyOrder("ce-bad", "m-old", "ce-fine");
+        .containsExactlyInAnyOrder(CloudEvents.identity("/s", "ce-bad"), "m-old",
+            CloudEvents.identity("/s", "ce-fine"));
     assertThat(ignored).containsOnly(
         Map.entry(destination + " " + MetricsListener.IGNORED_CLOUDEVENTS_ATTRIBUTE, 3L),
         Map.entry(destination + " " + MetricsListener.IGNORED_TRACEPARENT, 1L));
+  }
+
+  @Test
+  @DisplayName("CloudEvents in binary and structured mode, two sources with one id, and a plain"
+      + " message without a message id: one identity per event in the handler, its retry, the"
+      + " dead-letter list, find and replay; exactly once or dead-lettered per (id, group)")
+  void cloudEventsIdentityEveryView() throws Exception {
+    InboundMapping mapping = InboundMapping.foreign().cloudEvents(true).build();
+    Map<String, List<Delivery>> calls = new ConcurrentHashMap<>();
+    Map<String, List<String>> succeeded = new ConcurrentHashMap<>();
+    AtomicBoolean poisoned = new AtomicBoolean(true);
+    subscriber.subscribe(spec(mapping), d -> {
+      calls.computeIfAbsent(d.message().id(), k -> new CopyOnWriteArrayList<>()).add(d);
+      String body = body(d);
+      if (body.equals("b1") && poisoned.get()) {
+        throw new IllegalStateException("always fails");
+      }
+      if (body.equals("a1") && d.attempt() == 1) {
+        throw new IllegalStateException("first attempt fails");
+      }
+      succeeded.computeIfAbsent("g", k -> new CopyOnWriteArrayList<>()).add(d.message().id());
+    });
+    subscriber.subscribe(SubscriptionSpec.builder(destination, "g2").inbound(mapping).build(),
+        d -> succeeded.computeIfAbsent("g2", k -> new CopyOnWriteArrayList<>())
+            .add(d.message().id()));
+    dlq = RabbitMqDeadLetterStore.create(config, destination, "g");
+    try {
+      publishPlain("k", binary("/a", "1"), "a1");
+      publishPlain("k", binary("/b", "1"), "b1");
+      publishPlain("k", new AMQP.BasicProperties.Builder()
+          .contentType("application/cloudevents+json").build(),
+          "{\"specversion\":\"1.0\",\"id\":\"2\",\"source\":\"/a\",\"type\":\"t\","
+          + "\"data\":\"s-a2\"}");
+      publishPlain("k", new AMQP.BasicProperties.Builder()
+          .contentType("application/cloudevents+json; charset=utf-8").build(),
+          "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"/c\",\"type\":\"t\","
+          + "\"data\":\"s-c1\"}");
+      publishPlain("k", props(null, null), "plain");
+
+      Await.until(WAIT, "b1 dead-lettered", () -> dlq.count(DeadLetterQuery.all()) == 1);
+      Await.until(WAIT, "the rest handled in both groups", () ->
+          succeeded.getOrDefault("g", List.of()).size() == 4
+          && succeeded.getOrDefault("g2", List.of()).size() == 5);
+      String a1 = CloudEvents.identity("/a", "1");
+      String b1 = CloudEvents.identity("/b", "1");
+      String a2 = CloudEvents.identity("/a", "2");
+      String c1 = CloudEvents.identity("/c", "1");
+      assertThat(calls.keySet()).hasSize(5).contains(a1, b1, a2, c1);
+      assertThat(calls.get(a1)).extracting(Delivery::attempt).containsExactly(1, 2);
+      assertThat(calls.get(b1)).extracting(Delivery::attempt).containsExactly(1, 2, 3);
+      assertThat(calls.get(a2).get(0).message().payloadUtf8()).isEqualTo("s-a2");
+      for (List<Delivery> ds : calls.values()) {
+        assertThat(ds).extracting(d -> d.message().traceId())
+            .containsOnly(ds.get(0).message().traceId());
+      }
+      Await.holds(Duration.ofMillis(500), "nothing more", () ->
+          succeeded.get("g").size() == 4 && succeeded.get("g2").size() == 5);
+      // exactly once or dead-lettered, per (id, group)
+      assertThat(succeeded.get("g")).doesNotHaveDuplicates().doesNotContain(b1)
+          .hasSize(4).contains(a1, a2, c1);
+      assertThat(succeeded.get("g2")).doesNotHaveDuplicates()
+          .containsExactlyInAnyOrderElementsOf(calls.keySet());
+      DeadLetter dead = dlq.list(DeadLetterQuery.all()).get(0);
+      assertThat(dead.messageId()).isEqualTo(b1);
+      assertThat(dead.message().id()).isEqualTo(b1);
+      assertThat(dlq.find(dead.id())).map(DeadLetter::messageId).contains(b1);
+
+      poisoned.set(false);
+      assertThat(dlq.replay(dead.id())).isPresent();
+      Await.until(WAIT, "the replayed b1 handled", () -> succeeded.get("g").contains(b1));
+      assertThat(calls.get(b1).get(calls.get(b1).size() - 1).attempt()).isEqualTo(1);
+      assertThat(succeeded.get("g")).doesNotHaveDuplicates().hasSize(5);
+    } finally {
+      topology.delete(admin, destination, "g2", false);
+    }
+  }
+
+  @Test
+  @DisplayName("a CloudEvent and a plain message without message id that RabbitMQ itself"
+      + " dead-lettered (x-delivery-limit) are listed with the id and key the handler sees, and"
+      + " replay keeps both")
+  void brokerDeadLetteredKeepsIdentity() throws Exception {
+    InboundMapping mapping = InboundMapping.foreign().cloudEvents(true).build();
+    Map<String, Delivery> other = new ConcurrentHashMap<>();
+    subscriber.subscribe(SubscriptionSpec.builder(destination, "g2").inbound(mapping).build(),
+        d -> other.put(body(d), d));
+    dlq = RabbitMqDeadLetterStore.create(config, destination, "g", mapping,
+        io.relaykit.monitor.LifecycleListener.noop(), java.time.InstantSource.system());
+    try {
+      AMQP.BasicProperties ce = binary("/a", "7").builder().timestamp(Date.from(STAMP)).build();
+      publishPlain("rk-1", ce, "ce");
+      publishPlain("rk-2", props(null, null), "plain");
+      Await.until(WAIT, "both seen by the other group", () -> other.size() == 2);
+      String queue = topology.queues(destination, "g").queue();
+      try (Connection c = TestBroker.connect(config); Channel ch = c.createChannel()) {
+        // A consumer that crashes on every delivery: back to the queue until the broker gives up.
+        ch.basicQos(2);
+        ch.basicConsume(queue, false, (tag, d) -> ch.basicNack(d.getEnvelope().getDeliveryTag(),
+            false, true), tag -> { });
+        Await.until(Duration.ofSeconds(60), "the broker dead-lettered both",
+            () -> dlq.count(DeadLetterQuery.all()) == 2);
+      }
+      // Read twice: the first read rewrites what the broker dead-lettered (an entry id added).
+      assertThat(dlq.list(DeadLetterQuery.all())).hasSize(2);
+      for (DeadLetter d : dlq.list(DeadLetterQuery.all())) {
+        Message seen = other.get(d.message().payloadUtf8()).message();
+        assertThat(d.messageId()).as(d.message().payloadUtf8()).isEqualTo(seen.id());
+        assertThat(d.message().id()).isEqualTo(seen.id());
+        assertThat(d.message().key()).isEqualTo(seen.key());
+        assertThat(d.message().traceId()).isEqualTo(seen.traceId());
+        assertThat(d.reason()).contains("delivery_limit");
+      }
+      assertThat(other.get("ce").message().id()).isEqualTo(CloudEvents.identity("/a", "7"));
+      assertThat(other.get("ce").message().key()).contains("rk-1");
+      assertThat(other.get("plain").message().key()).contains("rk-2");
+
+      Map<String, Delivery> replayed = new ConcurrentHashMap<>();
+      subscriber.subscribe(spec(mapping), d -> replayed.put(body(d), d));
+      for (DeadLetter d : dlq.list(DeadLetterQuery.all())) {
+        assertThat(dlq.replay(d.id())).isPresent();
+      }
+      Await.until(WAIT, "both replayed", () -> replayed.size() == 2);
+      for (String body : List.of("ce", "plain")) {
+        assertThat(replayed.get(body).message().id()).isEqualTo(other.get(body).message().id());
+        assertThat(replayed.get(body).message().key()).isEqualTo(other.get(body).message().key());
+      }
+    } finally {
+      topology.delete(admin, destination, "g2", false);
+    }
+  }
+
+  private static AMQP.BasicProperties binary(String source, String id) {
+    Map<String, Object> h = new HashMap<>();
+    h.put("cloudEvents_specversion", "1.0");
+    h.put("cloudEvents_id", id);
+    h.put("cloudEvents_source", source);
+    h.put("cloudEvents_type", "t");
+    return new AMQP.BasicProperties.Builder().headers(h).build();
   }
 }
