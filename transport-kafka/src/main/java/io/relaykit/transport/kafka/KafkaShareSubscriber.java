@@ -120,8 +120,9 @@ public final class KafkaShareSubscriber implements Subscriber {
    * reader.
    *
    * @throws IllegalArgumentException if the spec or handler is null, the ordering is PARTITION,
-   *     the topic is not a legal name or does not exist, or the group makes an illegal retry or
-   *     dead-letter topic name
+   *     the topic is not a legal name or does not exist, the group makes an illegal retry or
+   *     dead-letter topic name, or the group's {@code share.renew.acknowledge.enable} is false
+   *     (the broker would refuse the renewals of long handlers)
    * @throws IllegalStateException if the brokers cannot be reached to check the topics or to read
    *     and set the group's configuration
    */
@@ -179,11 +180,22 @@ public final class KafkaShareSubscriber implements Subscriber {
           .get(timeout, TimeUnit.MILLISECONDS);
       Config described = admin.describeConfigs(List.of(resource)).all()
           .get(timeout, TimeUnit.MILLISECONDS).get(resource);
+      ConfigEntry renew = described == null ? null
+          : described.get("share.renew.acknowledge.enable");
+      if (renew != null && renew.value() != null && "false".equalsIgnoreCase(renew.value().trim())) {
+        throw new RenewRefused("share group " + group + " has"
+            + " share.renew.acknowledge.enable=false: the broker refuses RENEW, so a handler"
+            + " running past its acquisition lock would lose the record to another member; set it"
+            + " to true (kafka-configs.sh --alter --entity-type groups --entity-name " + group
+            + " --add-config share.renew.acknowledge.enable=true)");
+      }
       ConfigEntry limit = described == null ? null : described.get("share.delivery.count.limit");
       if (limit == null || limit.value() == null) {
         return 5;
       }
       return Integer.parseInt(limit.value().trim());
+    } catch (RenewRefused e) {
+      throw new IllegalArgumentException(e.getMessage());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while configuring share group " + group, e);
@@ -191,6 +203,15 @@ public final class KafkaShareSubscriber implements Subscriber {
       throw new IllegalStateException("could not set share.auto.offset.reset="
           + config.shareAutoOffsetReset() + " or read share.delivery.count.limit of share group "
           + group + " on " + config.bootstrapServers() + ": " + e, e);
+    }
+  }
+
+  /** A group whose configuration refuses RENEW; turned into an IllegalArgumentException. */
+  private static final class RenewRefused extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    RenewRefused(String message) {
+      super(message, null, false, false);
     }
   }
 
