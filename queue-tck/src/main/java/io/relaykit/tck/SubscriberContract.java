@@ -1177,7 +1177,8 @@ public abstract class SubscriberContract {
       publishRaw(destination, "k", good.payload(),
           io.relaykit.message.MessageHeaders.toWire(good));
 
-      Await.until(timeout(), "the good message delivered", () -> recorder.ids().contains(good.id()));
+      Await.until(timeout(), "the good message delivered",
+          () -> recorder.ids().contains(good.id()));
       assertThat(awaitDeadLetter(destination, bad1.id(), timeout()).reason())
           .contains(io.relaykit.message.MessageHeaders.ATTEMPT);
       assertThat(awaitDeadLetter(destination, bad2.id(), timeout()).reason())

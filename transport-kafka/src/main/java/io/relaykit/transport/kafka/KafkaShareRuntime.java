@@ -113,6 +113,9 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   private final KafkaConsumerRuntime retryReader;
   private final KafkaShareConsumer<String, byte[]> consumer;
   private final KafkaPublisher router;
+  /** Reads the group's lag for the meters ({@link #sampleIfDue}); asynchronous calls only. */
+  private final org.apache.kafka.clients.admin.Admin admin;
+  private final AtomicBoolean lagAsked = new AtomicBoolean();
   private final CopyHandOff handOff;
   private final KeyedExecutor workers;
   private final ScheduledThreadPoolExecutor timers;
@@ -172,6 +175,8 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
         new org.apache.kafka.common.serialization.StringDeserializer(),
         new org.apache.kafka.common.serialization.ByteArrayDeserializer());
     this.router = KafkaPublisher.createRouter(config);
+    this.admin = org.apache.kafka.clients.admin.Admin.create(
+        KafkaSubscriber.adminProperties(config));
     String name = "relaykit-share-" + topic + "-" + spec.group();
     this.workers = KeyedExecutor.builder()
         .threads(spec.concurrency())
@@ -264,12 +269,14 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
 
   /**
    * Records one poll acquires at most ({@code max.poll.records} with {@code
-   * share.acquire.mode=record_limit}): half of {@code maxInFlight}, at least 1. A poll for new
-   * records is made only with that many slots free, so a member acquires no record it cannot
-   * start; a poll that must bring renewed records back is the one exception (see {@link #turn}).
+   * share.acquire.mode=record_limit}, which the configuration cannot change): {@code
+   * maxInFlight}. A poll for new records is made only when every record of the last poll is
+   * acknowledged, so with all {@code maxInFlight} slots free: a member acquires no record it
+   * cannot start. A poll that must bring renewed records back is the one exception (see {@link
+   * #turn}): the records it acquires wait, renewed like the rest.
    */
   static int maxPollRecords(SubscriptionSpec spec) {
-    return Math.max(1, spec.maxInFlight() / 2);
+    return spec.maxInFlight();
   }
 
   void start() {
@@ -331,9 +338,10 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     renewIfDue();
     if (allAcknowledged()) {
       // Everything held now is renewing (acknowledged records leave held). Running, a poll asks
-      // for new records only with maxPollRecords slots free; renewed records must come back
-      // through a poll whatever the room, so that poll alone may acquire beyond it (those wait in
-      // toStart, renewed like the rest). Closing, only renewed records are polled for.
+      // for new records only with maxPollRecords (= maxInFlight) slots free, so when nothing is
+      // held; renewed records must come back through a poll whatever the room, so that poll alone
+      // may acquire beyond it (those wait in toStart, renewed like the rest). Closing, only
+      // renewed records are polled for.
       boolean renewing = held.values().stream().anyMatch(i -> i.renewing);
       boolean room = held.size() + maxPollRecords <= spec.maxInFlight();
       if ((state == State.RUNNING && room) || renewing) {
@@ -865,7 +873,63 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     Duration age = Duration.ofNanos(now - oldest);
     MetricsListener.safely(metrics, m -> m.inFlight(topic, spec.group(), inFlight));
     MetricsListener.safely(metrics, m -> m.oldestInFlightAge(topic, spec.group(), age));
+    sampleLag();
   }
+
+  /**
+   * Asks the broker for the group's lag ({@code Admin.listShareGroupOffsets}) without waiting:
+   * one request at a time; the answer is reported on the admin client's thread as {@link
+   * MetricsListener#consumerLag} and {@link MetricsListener#partitionLag}, for the partitions
+   * whose lag the broker reports. A failed request reports nothing (logged at debug) and the next
+   * interval asks again.
+   */
+  private void sampleLag() {
+    if (!lagAsked.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      admin.listShareGroupOffsets(Map.of(spec.group(),
+          new org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec()))
+          .partitionsToOffsetInfo(spec.group()).whenComplete((byPartition, error) -> {
+            lagAsked.set(false);
+            if (error != null || byPartition == null) {
+              LOG.log(System.Logger.Level.DEBUG, "lag of share group " + spec.group()
+                  + " not read: " + error);
+              return;
+            }
+            long total = 0;
+            boolean any = false;
+            for (var e : byPartition.entrySet()) {
+              if (!e.getKey().topic().equals(topic) || e.getValue() == null
+                  || e.getValue().lag().isEmpty()) {
+                continue;
+              }
+              long lag = e.getValue().lag().get();
+              int partition = e.getKey().partition();
+              total += lag;
+              any = true;
+              MetricsListener.safely(metrics,
+                  m -> m.partitionLag(topic, spec.group(), partition, lag));
+            }
+            if (any) {
+              long sum = total;
+              lastLag = sum;
+              MetricsListener.safely(metrics, m -> m.consumerLag(topic, spec.group(), sum));
+            }
+          });
+    } catch (RuntimeException e) {
+      lagAsked.set(false);
+      LOG.log(System.Logger.Level.DEBUG, "lag of share group " + spec.group() + " not asked: "
+          + e);
+    }
+  }
+
+  /** The lag the broker last reported for this group's topic, or -1 (tests). */
+  long lag() {
+    return lastLag;
+  }
+
+  private volatile long lastLag = -1;
 
   private void event(LifecycleEvent.Stage stage, Message message, String detail) {
     if (listener == KafkaTransportConfig.NO_LISTENER) {
@@ -989,6 +1053,11 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
       timers.shutdownNow();
       copies.shutdownNow();
       router.close();
+      try {
+        admin.close(Duration.ZERO); // only sampling requests are outstanding
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.DEBUG, "closing the lag reader of " + topic + ": " + e);
+      }
       boolean readerDrained = retryReader.close(Duration.ofNanos(Math.max(0,
           end - System.nanoTime())));
       state = State.CLOSED;

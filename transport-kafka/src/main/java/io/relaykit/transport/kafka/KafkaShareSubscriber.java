@@ -29,8 +29,8 @@ import org.apache.kafka.common.config.ConfigResource;
  * <p>Each subscription is one {@code KafkaShareConsumer} (explicit acknowledgement) in share group
  * {@code spec.group()}, owned by one poll thread that does every acknowledge and commit, and
  * {@code spec.concurrency()} workers fed through a bounded queue; at most {@code
- * spec.maxInFlight()} records are acquired at once ({@code max.poll.records}, {@code
- * share.acquire.mode=record_limit} unless overridden). Outcomes:
+ * spec.maxInFlight()} records are acquired at once ({@code max.poll.records} and {@code
+ * share.acquire.mode=record_limit}, which the configuration refuses to change). Outcomes:
  *
  * <ul>
  *   <li>success: ACCEPT.
@@ -64,7 +64,21 @@ import org.apache.kafka.common.config.ConfigResource;
  * <p>Long handlers: a record still running at a third of its acquisition lock is renewed (RENEW) on
  * every turn, up to {@code spec.handlerTimeout()}, after which it is a retryable failure as in
  * consumer-group mode. A renewal the broker refuses (the lock was lost) makes the late result
- * count as {@code dropped(topic, "share-lock-lost")}; the broker redelivers the record.
+ * count as {@code dropped(topic, "share-lock-lost")}, whether the handler succeeds or fails, and
+ * whether the result came before or after the renewal was refused; the broker redelivers the
+ * record. A group whose {@code share.renew.acknowledge.enable} is false is refused at subscribe.
+ *
+ * <p>Closing: no poll for new records once a close began (only renewed records are polled back, to
+ * acknowledge them). Records acquired and not begun are RELEASEd, unless they are on their last
+ * delivery ({@code deliveryCount >= share.delivery.count.limit}): those, and records whose handler
+ * still runs at the close deadline on their last delivery, are dead-lettered with a reason saying
+ * so and then ACCEPTed, since a RELEASE would let the broker archive them unhandled.
+ *
+ * <p>Meters (to the spec's or the config's {@link io.relaykit.monitor.MetricsListener}): in-flight
+ * records and the oldest one's age every commit interval; the group's lag as the broker reports it
+ * ({@code Admin.listShareGroupOffsets}, asked without waiting); acknowledgements the broker
+ * confirmed by type ({@code shareAcknowledged}: accept, release, reject), renewals ({@code
+ * shareRenewed}) and lost locks ({@code shareLockLost}).
  *
  * <p>Ordering: UNORDERED, and KEY inside one member (one record per key at a time, in the order the
  * member received them). Other members may run records of the same key at the same time, and a
@@ -182,7 +196,8 @@ public final class KafkaShareSubscriber implements Subscriber {
           .get(timeout, TimeUnit.MILLISECONDS).get(resource);
       ConfigEntry renew = described == null ? null
           : described.get("share.renew.acknowledge.enable");
-      if (renew != null && renew.value() != null && "false".equalsIgnoreCase(renew.value().trim())) {
+      if (renew != null && renew.value() != null
+          && "false".equalsIgnoreCase(renew.value().trim())) {
         throw new RenewRefused("share group " + group + " has"
             + " share.renew.acknowledge.enable=false: the broker refuses RENEW, so a handler"
             + " running past its acquisition lock would lose the record to another member; set it"

@@ -340,6 +340,71 @@ class KafkaRecordLifeTest {
   }
 
   @Nested
+  @DisplayName("share group meters")
+  class ShareMeters {
+
+    @Test
+    @DisplayName("in-flight and oldest age while handlers run, the lag the broker reports,"
+        + " renewals of long handlers, and acknowledgements by type")
+    void reported() throws Exception {
+      String topic = newTopic("share-meters", 1);
+      String group = topic + "-g";
+      setGroupConfig(group, "share.record.lock.duration.ms", "1000");
+      List<ProducerRecord<String, byte[]>> records = new ArrayList<>();
+      for (int i = 0; i < 6; i++) {
+        records.add(relaykit(topic, KafkaTestSupport.message("k" + i, i)));
+      }
+      send(records);
+      AtomicLong maxInFlight = new AtomicLong();
+      AtomicLong maxAgeMs = new AtomicLong();
+      AtomicLong maxLag = new AtomicLong(-1);
+      AtomicLong renewals = new AtomicLong();
+      Map<String, AtomicLong> acks = new ConcurrentHashMap<>();
+      MetricsListener meters = new MetricsListener() {
+        @Override
+        public void inFlight(String destination, String g, long count) {
+          maxInFlight.accumulateAndGet(count, Math::max);
+        }
+
+        @Override
+        public void oldestInFlightAge(String destination, String g, Duration age) {
+          maxAgeMs.accumulateAndGet(age.toMillis(), Math::max);
+        }
+
+        @Override
+        public void consumerLag(String destination, String g, long lag) {
+          maxLag.accumulateAndGet(lag, Math::max);
+        }
+
+        @Override
+        public void shareRenewed(String destination, String g, long count) {
+          renewals.addAndGet(count);
+        }
+
+        @Override
+        public void shareAcknowledged(String destination, String g, String type, long count) {
+          acks.computeIfAbsent(type, k -> new AtomicLong()).addAndGet(count);
+        }
+      };
+      CountDownLatch letGo = new CountDownLatch(1);
+      try (KafkaShareSubscriber subscriber = KafkaShareSubscriber.create(shareConfig().build())) {
+        KafkaShareSubscription s = subscriber.subscribe(SubscriptionSpec.builder(topic, group)
+            .concurrency(2).maxInFlight(2).metrics(meters).retryPolicy(quick(3))
+            .handlerTimeout(Duration.ofMinutes(1)).build(), d -> letGo.await(60, TimeUnit.SECONDS));
+        Await.until(WAIT, "in-flight, an age past a lock period, and a renewal reported",
+            () -> maxInFlight.get() >= 1 && maxAgeMs.get() >= 1000 && renewals.get() >= 1);
+        Await.until(WAIT, "the broker's lag reported", () -> maxLag.get() > 0);
+        assertThat(((KafkaShareRuntime) s).renewed()).isGreaterThanOrEqualTo(renewals.get());
+        letGo.countDown();
+        Await.until(WAIT, "six ACCEPTs counted", () -> acks.containsKey("accept")
+            && acks.get("accept").get() == 6);
+        assertThat(s.accepted()).isEqualTo(6);
+        assertThat(acks.keySet()).containsExactly("accept");
+      }
+    }
+  }
+
+  @Nested
   @DisplayName("size limit and timers")
   class Bounds {
 
