@@ -310,6 +310,38 @@ class KafkaRecordLifeTest {
     }
 
     @Test
+    @DisplayName("a missing source topic is refused at subscribe, on consumer and share groups,"
+        + " naming the topic")
+    void missingTopicIsRefused() {
+      String topic = KafkaTestBroker.uniqueTopic("never-created");
+      org.assertj.core.api.Assertions.assertThatThrownBy(() -> clients.subscriber().subscribe(
+          SubscriptionSpec.builder(topic, topic + "-g").build(), d -> { }))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(topic)
+          .hasMessageContaining("does not exist");
+      try (KafkaShareSubscriber subscriber = KafkaShareSubscriber.create(shareConfig().build())) {
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> subscriber.subscribe(
+            SubscriptionSpec.builder(topic, topic + "-g").build(), d -> { }))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(topic);
+      }
+    }
+
+    @Test
+    @DisplayName("a share group whose share.renew.acknowledge.enable is false is refused at"
+        + " subscribe, naming the setting and the group")
+    void renewDisabledIsRefused() throws Exception {
+      String topic = newTopic("share-no-renew", 1);
+      String group = topic + "-g";
+      setGroupConfig(group, "share.renew.acknowledge.enable", "false");
+      try (KafkaShareSubscriber subscriber = KafkaShareSubscriber.create(shareConfig().build())) {
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> subscriber.subscribe(
+            SubscriptionSpec.builder(topic, group).build(), d -> { }))
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("share.renew.acknowledge.enable")
+            .hasMessageContaining(group);
+      }
+    }
+
+    @Test
     @DisplayName("a record whose lock is lost while its handler runs, and whose handler then"
         + " fails, is settled: counted share-lock-lost once, inFlight drops, close is quick")
     void lockLostThenHandlerFails() throws Exception {
