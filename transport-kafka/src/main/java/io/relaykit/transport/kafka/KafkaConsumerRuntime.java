@@ -844,6 +844,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
     }
     lagReported.addAll(byPartition.keySet());
+    if (retryOnly) {
+      // A share subscription's retry reader: its owner reports lag, in-flight and oldest age for
+      // both together (the same destination and group), so the gauges do not flip between them.
+      MetricsListener.safely(metrics, m -> m.backlog(topic, spec.group(), snapshot));
+      return;
+    }
     // One call each: a listener that throws on one still gets the others.
     MetricsListener.safely(metrics, m -> m.consumerLag(topic, spec.group(), sample.totalLag()));
     byPartition.forEach((p, l) -> MetricsListener.safely(metrics,

@@ -148,7 +148,6 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   /** Poll thread: test requests to run there ({@link #loseLocks}). */
   private final java.util.concurrent.ConcurrentLinkedQueue<Runnable> pollTasks =
       new java.util.concurrent.ConcurrentLinkedQueue<>();
-  private volatile int heldSize;
 
   private volatile State state = State.RUNNING;
   private volatile Throwable failure;
@@ -322,7 +321,6 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     while ((task = pollTasks.poll()) != null) {
       task.run();
     }
-    heldSize = held.size();
     applyOutcomes(0);
     if (state != State.RUNNING) {
       while (!toStart.isEmpty()) {
@@ -857,7 +855,8 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
 
   /**
    * Every commit interval (poll thread): in-flight records, the oldest one's age, and the lag the
-   * broker reports for the group.
+   * broker last reported for the group, each together with the retry reader's (which reports none
+   * of them itself: one destination and group, one gauge each).
    */
   private void sampleIfDue() {
     long now = System.nanoTime();
@@ -869,19 +868,24 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     for (Item i : byWork.values()) {
       oldest = Math.min(oldest, i.acquiredAt);
     }
-    int inFlight = byWork.size();
-    Duration age = Duration.ofNanos(now - oldest);
+    ConsumerBacklog retries = retryReader.backlog();
+    long inFlight = byWork.size() + retries.inFlight();
+    Duration own = Duration.ofNanos(now - oldest);
+    Duration age = own.compareTo(retries.oldestInFlightAge()) >= 0 ? own
+        : retries.oldestInFlightAge();
+    long lag = Math.max(0, lastLag) + retries.totalLag();
     MetricsListener.safely(metrics, m -> m.inFlight(topic, spec.group(), inFlight));
     MetricsListener.safely(metrics, m -> m.oldestInFlightAge(topic, spec.group(), age));
+    MetricsListener.safely(metrics, m -> m.consumerLag(topic, spec.group(), lag));
     sampleLag();
   }
 
   /**
    * Asks the broker for the group's lag ({@code Admin.listShareGroupOffsets}) without waiting:
    * one request at a time; the answer is reported on the admin client's thread as {@link
-   * MetricsListener#consumerLag} and {@link MetricsListener#partitionLag}, for the partitions
-   * whose lag the broker reports. A failed request reports nothing (logged at debug) and the next
-   * interval asks again.
+   * MetricsListener#partitionLag}, for the partitions whose lag the broker reports, and kept for
+   * the next {@link MetricsListener#consumerLag} report. A failed request reports nothing (logged
+   * at debug) and the next interval asks again.
    */
   private void sampleLag() {
     if (!lagAsked.compareAndSet(false, true)) {
@@ -912,9 +916,7 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
                   m -> m.partitionLag(topic, spec.group(), partition, lag));
             }
             if (any) {
-              long sum = total;
-              lastLag = sum;
-              MetricsListener.safely(metrics, m -> m.consumerLag(topic, spec.group(), sum));
+              lastLag = total;
             }
           });
     } catch (RuntimeException e) {
@@ -1070,19 +1072,22 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   /**
    * Tests: on the poll thread's next turn, every held record's lock is lost, exactly as when the
    * broker refuses its RENEW (the commit callback's path).
+   *
+   * @return completes with the number of locks lost, once they are
    */
-  void loseLocks() {
+  java.util.concurrent.CompletableFuture<Integer> loseLocks() {
+    java.util.concurrent.CompletableFuture<Integer> done =
+        new java.util.concurrent.CompletableFuture<>();
     pollTasks.add(() -> {
+      int n = 0;
       for (Item i : new java.util.ArrayList<>(held.values())) {
         held.remove(i.position);
         lost(i);
+        n++;
       }
+      done.complete(n);
     });
-  }
-
-  /** Records the poll thread held at its last turn (tests). */
-  int held() {
-    return heldSize;
+    return done;
   }
 
   @Override

@@ -359,8 +359,9 @@ class KafkaRecordLifeTest {
               throw new IllegalStateException("fails after its lock was lost");
             });
         assertThat(running.await(60, TimeUnit.SECONDS)).isTrue();
-        ((KafkaShareRuntime) s).loseLocks();
-        Await.until(WAIT, "the loss is applied", () -> ((KafkaShareRuntime) s).held() == 0);
+        assertThat(((KafkaShareRuntime) s).loseLocks().get(30, TimeUnit.SECONDS))
+            .as("locks lost").isEqualTo(1);
+        assertThat(((KafkaShareRuntime) s).locksLost()).isEqualTo(1);
         letGo.countDown();
         Await.until(WAIT, "the failed record settled", () -> s.inFlight() == 0);
         assertThat(drops.of("share-lock-lost")).isEqualTo(1);
