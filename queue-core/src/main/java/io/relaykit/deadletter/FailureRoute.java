@@ -144,6 +144,31 @@ public final class FailureRoute {
   }
 
   /**
+   * The route of a delivery given up without a failure of its handler (a share group closing on
+   * the record's last delivery before it ran): to dead letters for {@code reason}, at the
+   * delivery's attempt, its first failure time (now, if it has none) and no exception.
+   *
+   * @param delivery the delivery given up
+   * @param reason why; not blank, cut to {@link #MAX_REASON_BYTES}
+   * @param now the time of giving up
+   * @return a dead-letter route
+   * @throws NullPointerException if an argument is null
+   * @throws IllegalArgumentException if {@code reason} is blank
+   */
+  public static FailureRoute givenUp(Delivery delivery, String reason, Instant now) {
+    Objects.requireNonNull(delivery, "delivery");
+    Objects.requireNonNull(reason, "reason");
+    Objects.requireNonNull(now, "now");
+    if (reason.isBlank()) {
+      throw new IllegalArgumentException("reason must not be blank");
+    }
+    Instant first = delivery.firstFailureAt() != null ? delivery.firstFailureAt() : now;
+    return new FailureRoute(Outcome.DEAD_LETTER, delivery.attempt(), null,
+        Texts.truncateUtf8(reason, MAX_REASON_BYTES), delivery.source(), first,
+        now.isBefore(first) ? first : now, null, null);
+  }
+
+  /**
    * This failure sent to dead letters for {@code reason} instead (a retry copy the broker refused):
    * the same attempt, times and exception.
    *

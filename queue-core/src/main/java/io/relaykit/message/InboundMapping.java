@@ -429,6 +429,34 @@ public final class InboundMapping {
     return new Decoded(message, MessageHeaders.toWire(message), true, ignoredHere[0]);
   }
 
+  /**
+   * The key {@link #decode} gives a record, read from its headers alone, for a transport that
+   * orders records before it decodes them: ordering, the handler and the record's retry and
+   * dead-letter copies then all see one key. A relaykit record (one with {@value
+   * MessageHeaders#ID}) and a foreign record without {@link Builder#keyHeader} keep {@code
+   * transportKey}; a foreign record takes the key header's value when it is present. A value that
+   * {@link #decode} refuses (blank, too long) gives {@code transportKey}: such a record is
+   * dead-lettered as undecodable, so the key it waited under does not matter.
+   *
+   * <p>Costs nothing beyond one header look-up when a key header is named, none otherwise.
+   *
+   * @param header the value of a header by name, or null when absent
+   * @param transportKey the transport's key, or null
+   * @return the key to order by, or null for none
+   * @throws IllegalArgumentException if {@code header} is null
+   */
+  public String keyOf(java.util.function.UnaryOperator<String> header, String transportKey) {
+    Checks.requireNonNull("header", header);
+    if (!foreign || keyHeader == null || header.apply(MessageHeaders.ID) != null) {
+      return transportKey;
+    }
+    String v = header.apply(keyHeader);
+    if (v == null || v.isBlank() || v.length() > MAX_MAPPED_CHARS) {
+      return transportKey == null || transportKey.isBlank() ? null : transportKey;
+    }
+    return v;
+  }
+
   /** A CloudEvents attribute's value, or null (and counted) when blank or too long. */
   private String attribute(Map<String, String> wire, String name, int[] ignoredHere) {
     String v = wire.get(name);

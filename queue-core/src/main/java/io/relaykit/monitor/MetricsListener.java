@@ -217,6 +217,39 @@ public interface MetricsListener {
   default void consumerFailed(String destination, String group, Throwable cause) {}
 
   /**
+   * A share group's acknowledgements the broker confirmed, by type: {@code accept} (handled, or
+   * its retry or dead-letter copy written), {@code release} (given back for redelivery) or
+   * {@code reject} (neither a dead letter nor its reference entry could be written).
+   *
+   * @param destination the topic
+   * @param group the share group
+   * @param type {@code accept}, {@code release} or {@code reject}
+   * @param count how many, {@code >= 1}
+   */
+  default void shareAcknowledged(String destination, String group, String type, long count) {}
+
+  /**
+   * Acquisition locks of a share group's records that the broker renewed (a handler running past
+   * a third of its lock).
+   *
+   * @param destination the topic
+   * @param group the share group
+   * @param count how many, {@code >= 1}
+   */
+  default void shareRenewed(String destination, String group, long count) {}
+
+  /**
+   * Acquisition locks of a share group's records this member lost (a renewal refused, or a
+   * renewed record no poll returned): the broker delivers the record again, and a late result of
+   * its handler is dropped (counted as {@link #dropped} {@code share-lock-lost}).
+   *
+   * @param destination the topic
+   * @param group the share group
+   * @param count how many, {@code >= 1}
+   */
+  default void shareLockLost(String destination, String group, long count) {}
+
+  /**
    * A listener that ignores everything.
    *
    * @return one shared listener whose every method does nothing; runtimes may recognise it and

@@ -50,6 +50,27 @@ class FailureRouteTest {
   class Decide {
 
     @Test
+    @DisplayName("givenUp: a dead letter at the delivery's attempt and first failure, for the"
+        + " reason given, with no exception; a blank reason is refused")
+    void givenUp() {
+      FailureRoute r = FailureRoute.givenUp(attempt(3, T0), "closed on its last delivery",
+          T0.plusSeconds(5));
+
+      assertThat(r.isRetry()).isFalse();
+      assertThat(r.attempt()).isEqualTo(3);
+      assertThat(r.reason()).isEqualTo("closed on its last delivery");
+      assertThat(r.firstFailureAt()).isEqualTo(T0);
+      assertThat(r.lastFailureAt()).isEqualTo(T0.plusSeconds(5));
+      assertThat(r.exceptionClass()).isNull();
+      assertThat(r.deadLetter(MESSAGE, "billing").attempts()).isEqualTo(3);
+      FailureRoute first = FailureRoute.givenUp(Delivery.first(MESSAGE, "orders"), "x", T0);
+      assertThat(first.firstFailureAt()).isEqualTo(T0);
+      org.assertj.core.api.Assertions.assertThatThrownBy(
+          () -> FailureRoute.givenUp(attempt(1, null), " ", T0))
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
     @DisplayName("a first failure under the attempt limit retries after the policy's delay, its"
         + " first and last failure now")
     void firstFailureRetries() {

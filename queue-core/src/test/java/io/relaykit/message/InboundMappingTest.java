@@ -78,6 +78,33 @@ class InboundMappingTest {
   @DisplayName("foreign mapping")
   class Foreign {
     @Test
+    @DisplayName("keyOf gives the key decode gives: the key header's value for a foreign record,"
+        + " the transport's key for a relaykit record, without a key header, or for a value"
+        + " decode refuses")
+    void keyOfMatchesDecode() {
+      InboundMapping mapped = InboundMapping.foreign().keyHeader("order-id").build();
+      Map<String, String> foreign = headers("order-id", "o-1");
+      assertThat(mapped.keyOf(foreign::get, "raw")).isEqualTo("o-1")
+          .isEqualTo(mapped.decode(foreign, BODY, kafka("raw", Set.of())).message().key()
+              .orElseThrow());
+      assertThat(mapped.keyOf(headers()::get, "raw")).isEqualTo("raw");
+      assertThat(mapped.keyOf(headers()::get, " ")).isNull();
+      Map<String, String> relaykit = MessageHeaders.toWire(Message.builder().type("t")
+          .payload("p").build());
+      relaykit.put("order-id", "o-1");
+      assertThat(mapped.keyOf(relaykit::get, "raw")).isEqualTo("raw")
+          .isEqualTo(mapped.decode(relaykit, BODY, kafka("raw", Set.of())).message().key()
+              .orElseThrow());
+      assertThat(InboundMapping.foreign().build().keyOf(foreign::get, "raw")).isEqualTo("raw");
+      assertThat(InboundMapping.relaykitOnly().keyOf(foreign::get, "raw")).isEqualTo("raw");
+      assertThat(mapped.keyOf(headers("order-id", " ")::get, "raw")).isEqualTo("raw");
+      assertThat(mapped.keyOf(headers("order-id", "x".repeat(InboundMapping.MAX_MAPPED_CHARS
+          + 1))::get, "raw")).isEqualTo("raw");
+      assertThatThrownBy(() -> mapped.keyOf(null, "raw"))
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
     @DisplayName("no named headers: id is the position, type the destination, key and time the record's")
     void fallbacks() {
       InboundMapping.Decoded d = InboundMapping.foreign().build()

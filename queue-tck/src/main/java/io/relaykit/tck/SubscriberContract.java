@@ -201,6 +201,31 @@ public abstract class SubscriberContract {
   protected void afterFirstFailure(String destination, SubscriptionSpec spec) {
   }
 
+  /**
+   * Whether this kit subclass can write a record as it stands on the wire ({@link #publishRaw}):
+   * the cases on bad relaykit headers and on foreign messages with a mapped key run only then.
+   *
+   * @return false by default
+   */
+  protected boolean writesRawRecords() {
+    return false;
+  }
+
+  /**
+   * Writes one record to {@code destination} exactly as given, bypassing relaykit's publisher (a
+   * plain producer, another framework, a tampered copy). Called only when {@link
+   * #writesRawRecords()}.
+   *
+   * @param destination where to write
+   * @param transportKey the transport's key (Kafka record key, AMQP routing key), or null
+   * @param body the body
+   * @param headers the headers, in order
+   */
+  protected void publishRaw(String destination, String transportKey, byte[] body,
+      Map<String, String> headers) {
+    throw new UnsupportedOperationException("writesRawRecords() is false");
+  }
+
   @BeforeEach
   void createFresh() {
     subscriber = createSubscriber();
@@ -1121,6 +1146,86 @@ public abstract class SubscriberContract {
       Recorder next = new Recorder();
       subscribe(spec(destination, "g").build(), next);
       Await.until(timeout(), "redelivery to the next member", () -> next.ids().contains(m.id()));
+    }
+  }
+
+  @Nested
+  @DisplayName("what arrives on the wire")
+  class Wire {
+
+    @Test
+    @DisplayName("a relaykit message whose attempt header is not a number, or whose first failure"
+        + " time is not an instant, is dead-lettered naming the header; the next message of its"
+        + " key is delivered")
+    void malformedAttemptHeaders() {
+      assumeTrue(writesRawRecords(), "this kit subclass cannot write raw records");
+      String destination = newDestination();
+      Recorder recorder = new Recorder(d -> { });
+      subscribe(spec(destination, "g").ordering(OrderingMode.KEY).build(), recorder);
+      Message bad1 = Message.builder().type("t").key("k").payload("bad-attempt").build();
+      Message bad2 = Message.builder().type("t").key("k").payload("bad-first").build();
+      Message good = Message.builder().type("t").key("k").payload("good").build();
+      Map<String, String> w1 = new java.util.LinkedHashMap<>(
+          io.relaykit.message.MessageHeaders.toWire(bad1));
+      w1.put(io.relaykit.message.MessageHeaders.ATTEMPT, "two");
+      Map<String, String> w2 = new java.util.LinkedHashMap<>(
+          io.relaykit.message.MessageHeaders.toWire(bad2));
+      w2.put(io.relaykit.message.MessageHeaders.ATTEMPT, "1");
+      w2.put(io.relaykit.message.MessageHeaders.FIRST_FAILURE_AT, "yesterday");
+      publishRaw(destination, "k", bad1.payload(), w1);
+      publishRaw(destination, "k", bad2.payload(), w2);
+      publishRaw(destination, "k", good.payload(),
+          io.relaykit.message.MessageHeaders.toWire(good));
+
+      Await.until(timeout(), "the good message delivered",
+          () -> recorder.ids().contains(good.id()));
+      assertThat(awaitDeadLetter(destination, bad1.id(), timeout()).reason())
+          .contains(io.relaykit.message.MessageHeaders.ATTEMPT);
+      assertThat(awaitDeadLetter(destination, bad2.id(), timeout()).reason())
+          .contains(io.relaykit.message.MessageHeaders.FIRST_FAILURE_AT);
+      assertThat(recorder.ids()).containsExactly(good.id());
+    }
+
+    @Test
+    @DisplayName("KEY: foreign messages of one key mapped from keyHeader run one at a time, in"
+        + " order, whatever their transport keys; the handler sees the mapped key")
+    void keyOrderByMappedKey() {
+      assumeTrue(writesRawRecords(), "this kit subclass cannot write raw records");
+      String destination = newDestination();
+      Map<String, AtomicInteger> active = new ConcurrentHashMap<>();
+      AtomicBoolean overlap = new AtomicBoolean();
+      List<String> seen = new CopyOnWriteArrayList<>();
+      Recorder recorder = new Recorder(d -> {
+        String key = d.message().key().orElseThrow();
+        AtomicInteger a = active.computeIfAbsent(key, k -> new AtomicInteger());
+        if (a.incrementAndGet() > 1) {
+          overlap.set(true);
+        }
+        seen.add(key + "/" + d.message().payloadUtf8());
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(20);
+        while (System.nanoTime() - end < 0) {
+          Thread.onSpinWait(); // long enough for another worker to start the next one
+        }
+        a.decrementAndGet();
+      });
+      subscribe(spec(destination, "g").ordering(OrderingMode.KEY).concurrency(8)
+          .inbound(io.relaykit.message.InboundMapping.foreign().keyHeader("order-id").build())
+          .build(), recorder);
+      Map<String, List<String>> published = new ConcurrentHashMap<>();
+      for (int i = 0; i < 24; i++) {
+        String key = "order-" + (i % 3);
+        publishRaw(destination, "raw-" + i, Integer.toString(i).getBytes(StandardCharsets.UTF_8),
+            Map.of("order-id", key));
+        published.computeIfAbsent(key, k -> new ArrayList<>()).add(key + "/" + i);
+      }
+
+      Await.until(timeout(), "24 deliveries", () -> seen.size() == 24);
+
+      assertThat(overlap).as("two messages of one mapped key ran at once").isFalse();
+      for (Map.Entry<String, List<String>> e : published.entrySet()) {
+        assertThat(seen.stream().filter(x -> x.startsWith(e.getKey() + "/")).toList())
+            .as("order of %s", e.getKey()).containsExactlyElementsOf(e.getValue());
+      }
     }
   }
 

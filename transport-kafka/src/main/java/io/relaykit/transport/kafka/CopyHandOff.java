@@ -36,7 +36,9 @@ import org.apache.kafka.clients.producer.RecordMetadata;
  * TransactionalCopies}: "confirmed" then means written inside the open transaction, which the
  * poll thread commits together with the offsets that pass the records.
  *
- * <p>Callbacks run on the producer's I/O thread or the timer: they do not block. Thread-safe.
+ * <p>Callbacks run on the producer's I/O thread or the copies' own executor (never the handler
+ * watchdog's timer: a send blocked on metadata must not delay another handler's timeout): they do
+ * not block. Thread-safe.
  */
 final class CopyHandOff {
 
@@ -67,6 +69,13 @@ final class CopyHandOff {
     default void dropped(Work w) {
       finish(w);
     }
+
+    /**
+     * No copy of {@code w} is written because it is no longer {@link #current} (revoked, its share
+     * lock lost, or closing): the owner settles whatever it still counts for it. Nothing by
+     * default: a consumer group's revoke already dropped the record's tracking.
+     */
+    default void abandoned(Work w) {}
   }
 
   /** Sends one copy of {@code w}'s record; the future completes on the broker's confirm. */
@@ -119,12 +128,13 @@ final class CopyHandOff {
   void retry(Work w, Map<String, String> wire, Message message, FailureRoute route,
       String sourcePosition, Object key) {
     if (!owner.current(w)) {
+      owner.abandoned(w);
       return; // revoked meanwhile (its holds went with it): the current owner redoes it
     }
     Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
     ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic,
-        retryPartition(w, sourcePosition), w.record().key(), w.record().value(),
+        retryPartition(w, sourcePosition), copyKey(w, message), w.record().value(),
         KafkaRecords.toHeaders(headers));
     sendDurably(w, copy, message.id(), md -> {
       if (listener != KafkaTransportConfig.NO_LISTENER) {
@@ -160,9 +170,26 @@ final class CopyHandOff {
    * the headers it arrived with, after counting it as dropped {@code malformed}.
    */
   void deadLetterUndecodable(Work w, KafkaRecords.Read read, Instant now) {
+    deadLetterUndecodable(w, read.wire(), read.malformed(), now);
+  }
+
+  /**
+   * Dead-letters a record that a step before its handler refused ({@code failure}: a relaykit
+   * failure header that is not a number or an instant, a blank source), with the headers it
+   * arrived with, after counting it as dropped {@code malformed}: the reason names the failure.
+   */
+  void deadLetterUndecodable(Work w, Map<String, String> wire, Throwable failure, Instant now) {
     MetricsListener.safely(metrics, m -> m.dropped(topic, "malformed", 1));
-    deadLetter(w, read.wire(), null, FailureRoute.undecodable(topic, read.malformed(), now),
-        w.position());
+    deadLetter(w, wire, null, FailureRoute.undecodable(topic, failure, now), w.position());
+  }
+
+  /**
+   * The key of {@code w}'s copies: the decoded message's key (for a foreign record, the key mapped
+   * from its key header), so that the retry's handler, its ordering and the dead-letter store see
+   * the key the first attempt saw; the record's own key when it could not be decoded.
+   */
+  private static String copyKey(Work w, Message message) {
+    return message != null ? message.key().orElse(null) : w.record().key();
   }
 
   /**
@@ -175,16 +202,40 @@ final class CopyHandOff {
   void deadLetter(Work w, Map<String, String> wire, Message message, FailureRoute route,
       String sourcePosition) {
     if (!owner.current(w)) {
+      owner.abandoned(w);
       return;
     }
     Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
     headers.put(MessageHeaders.GROUP, group);
     ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
-        w.record().key(), w.record().value(), KafkaRecords.toHeaders(headers));
+        copyKey(w, message), w.record().value(), KafkaRecords.toHeaders(headers));
     String id = message != null ? message.id() : "dlt:" + sourcePosition;
     sendDurably(w, copy, id, md -> deadLettered(w, id, message, route),
         rejected -> deadLetterReference(w, wire, message, route, sourcePosition, id, rejected));
+  }
+
+  /**
+   * Sends {@code w}'s dead-letter copy once, outside the record's life cycle: no ownership check,
+   * no resend, no {@link Owner} callback, DEAD_LETTERED emitted on the confirm. For a share member
+   * that gives a record up while it closes, on the poll thread that then acknowledges it.
+   *
+   * @param message the decoded message; null for an undecodable record
+   * @return completes on the broker's confirm, or exceptionally
+   */
+  CompletableFuture<RecordMetadata> deadLetterOnce(Work w, Map<String, String> wire,
+      Message message, FailureRoute route) {
+    Map<String, String> headers = route.headers(wire);
+    headers.put(MessageHeaders.SOURCE_POSITION, w.position());
+    headers.put(MessageHeaders.GROUP, group);
+    ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
+        copyKey(w, message), w.record().value(), KafkaRecords.toHeaders(headers));
+    String id = message != null ? message.id() : "dlt:" + w.position();
+    return router.send(w, copy, id).thenApply(md -> {
+      LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
+          id, message != null ? message.traceId() : null, topic, clock.instant(), route.reason()));
+      return md;
+    });
   }
 
   /**
@@ -217,7 +268,7 @@ final class CopyHandOff {
         + "; the original record is at " + sourcePosition)
         .getBytes(java.nio.charset.StandardCharsets.UTF_8);
     ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
-        w.record().key(), body, KafkaRecords.toHeaders(headers));
+        copyKey(w, message), body, KafkaRecords.toHeaders(headers));
     LOG.log(System.Logger.Level.WARNING, "dead-letter topic " + deadLetterTopic + " refused " + w
         + " (" + refused.getMessage() + "); writing a reference entry instead");
     sendDurably(w, copy, id, md -> deadLettered(w, id, message, ref), again -> {
@@ -259,6 +310,7 @@ final class CopyHandOff {
         return;
       }
       if (!owner.current(w)) {
+        owner.abandoned(w);
         return; // not committed: the current owner redoes it
       }
       if (!owner.resendAfter(w, cause)) {

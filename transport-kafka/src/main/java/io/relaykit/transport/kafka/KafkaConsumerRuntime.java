@@ -126,7 +126,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final KeyParking parking = new KeyParking();
   private final KeyedExecutor workers;
   private final ScheduledThreadPoolExecutor timers;
+  /** Runs the copies' sends apart from the watchdog's timer: a blocked send delays no timeout. */
+  private final ScheduledThreadPoolExecutor copies;
   private final HandlerWatchdog watchdog;
+  /** Whether KEY ordering reads a mapped key header ({@link InboundMapping#keyOf}). */
+  private final boolean mapsKey;
   private final CopyHandOff handOff;
   private final Thread pollThread;
   private final int maxPollRecords;
@@ -224,11 +228,18 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       return t;
     });
     timers.setRemoveOnCancelPolicy(true);
+    this.copies = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread t = new Thread(r, name + "-copies");
+      t.setDaemon(true);
+      return t;
+    });
+    copies.setRemoveOnCancelPolicy(true);
+    this.mapsKey = spec.inbound().acceptsForeign() && spec.inbound().keyHeader().isPresent();
     this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
     CopyHandOff.Sender sender = txn != null
         ? (w, copy, what) -> txn.send(w, copy, what, () -> current(w) && state != State.FAILED)
         : (w, copy, what) -> router.send(copy, what);
-    this.handOff = new CopyHandOff(sender, timers, config, metrics, topic, spec.group(),
+    this.handOff = new CopyHandOff(sender, copies, config, metrics, topic, spec.group(),
         retryTopic, retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
           @Override
           public boolean current(Work w) {
@@ -620,7 +631,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     try {
       return Instant.parse(due);
     } catch (DateTimeParseException e) {
-      return null; // the worker dead-letters it with the reason
+      return null; // the worker dead-letters it as undecodable, naming the header
     }
   }
 
@@ -629,7 +640,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       case UNORDERED:
         return null;
       case KEY:
-        return r.key(); // a keyless record has nothing to be ordered with: it runs unordered
+        // The key the handler sees (mapped from a key header for a foreign record); a keyless
+        // record has nothing to be ordered with: it runs unordered. Retry copies carry that key.
+        return mapsKey
+            ? spec.inbound().keyOf(name -> KafkaRecords.header(r.headers(), name), r.key())
+            : r.key();
       case PARTITION:
         if (fromRetry) {
           String source = KafkaRecords.fromHeaders(r.headers())
@@ -829,6 +844,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
     }
     lagReported.addAll(byPartition.keySet());
+    if (retryOnly) {
+      // A share subscription's retry reader: its owner reports lag, in-flight and oldest age for
+      // both together (the same destination and group), so the gauges do not flip between them.
+      MetricsListener.safely(metrics, m -> m.backlog(topic, spec.group(), snapshot));
+      return;
+    }
     // One call each: a listener that throws on one still gets the others.
     MetricsListener.safely(metrics, m -> m.consumerLag(topic, spec.group(), sample.totalLag()));
     byPartition.forEach((p, l) -> MetricsListener.safely(metrics,
@@ -910,7 +931,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       if (w.gateKey() != null && !w.fromRetryTopic() && parking.parkIfHeld(w)) {
         return; // its key went into retry (or is draining its released records) meanwhile
       }
-      process(w);
+      processGuarded(w);
     });
   }
 
@@ -923,7 +944,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     submitTask(key, () -> {
       Work next;
       while ((next = parking.nextReleased(key)) != null) {
-        process(next);
+        processGuarded(next);
       }
     });
   }
@@ -953,6 +974,21 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     return tracker.isCurrent(w.ticket()) && state != State.CLOSED;
   }
 
+  /**
+   * {@link #process}, and whatever it throws outside the handler ends in a dead letter naming it:
+   * an unfinished record would hold its partition's commit and an in-flight slot for good.
+   */
+  private void processGuarded(Work w) {
+    try {
+      process(w);
+    } catch (RuntimeException | Error e) {
+      LOG.log(System.Logger.Level.ERROR, "unexpected failure processing " + w + " of " + topic
+          + "; dead-lettering it", e);
+      handOff.deadLetterUndecodable(w, KafkaRecords.fromHeaders(w.record().headers()), e,
+          clock.instant());
+    }
+  }
+
   private void process(Work w) {
     if (!current(w)) {
       return; // revoked: the partition's current owner re-reads it
@@ -968,11 +1004,25 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     Map<String, String> wire = decoded.wire();
     String source = topic;
     String sourcePosition = w.position();
-    if (w.fromRetryTopic()) {
-      source = wire.getOrDefault(MessageHeaders.SOURCE, topic);
-      sourcePosition = wire.getOrDefault(MessageHeaders.SOURCE_POSITION, w.position());
+    Delivery delivery;
+    try {
+      if (w.fromRetryTopic()) {
+        source = wire.getOrDefault(MessageHeaders.SOURCE, topic);
+        sourcePosition = wire.getOrDefault(MessageHeaders.SOURCE_POSITION, w.position());
+        String due = wire.get(MessageHeaders.RETRY_AT);
+        if (due != null && retryDue(w.record()) == null) {
+          throw new io.relaykit.message.MalformedMessageException("header "
+              + MessageHeaders.RETRY_AT + " is not an instant: "
+              + io.relaykit.internal.Texts.truncateUtf8(due, 64));
+        }
+      }
+      delivery = FailureRoute.delivery(decoded.message(), source, wire);
+    } catch (RuntimeException e) {
+      // A relaykit failure header that is not a number or an instant, a blank source: the
+      // decoded record cannot make a delivery, so it is undecodable, with the reason.
+      handOff.deadLetterUndecodable(w, wire, e, now);
+      return;
     }
-    Delivery delivery = FailureRoute.delivery(decoded.message(), source, wire);
     if (delivery.attempt() == 1) {
       decoded.reportIgnored(metrics, topic);
     }
@@ -999,8 +1049,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       String sourcePosition) {
     // On a timeout the failure is decided on the timer thread, and watchdog.end waits for that:
     // the key is parked (onFailure) before this worker lets the key's next record run. The retry
-    // or dead-letter send then runs as a separate timer task, so a producer blocked on a missing
-    // topic's metadata holds the timer, not this worker.
+    // or dead-letter send then runs on the copies' executor, so a producer blocked on a missing
+    // topic's metadata holds neither this worker nor the timer that times out other handlers.
     // The watchdog settles a call exactly once: a timed-out call's duration is reported by its
     // expiry, and its late return (end() false) reports nothing.
     long started = System.nanoTime();
@@ -1038,7 +1088,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   /** Sends a timed-out record's retry or dead-letter copy once the watchdog has let go of it. */
   private void afterTimeout(Runnable send) {
     try {
-      timers.execute(send);
+      copies.execute(send); // not on the watchdog's timer: a blocked send delays no timeout
     } catch (RejectedExecutionException e) {
       send.run(); // closing: the ownership checks in the send skip what is no longer ours
     }
@@ -1174,6 +1224,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         Thread.currentThread().interrupt();
       }
       timers.shutdownNow();
+      copies.shutdownNow();
       if (router != null) {
         router.close();
       } else {

@@ -44,16 +44,29 @@ import org.apache.kafka.common.serialization.StringSerializer;
 public final class KafkaPublisher implements Publisher {
 
   private static final AtomicInteger CLIENT_IDS = new AtomicInteger();
+  /**
+   * How much larger than {@link KafkaTransportConfig#maxRecordBytes()} a retry or dead-letter copy
+   * may be: its failure headers ({@link io.relaykit.deadletter.FailureRoute#MAX_HEADER_BYTES}, the
+   * source's name) and the transport's own (source position, group, reference), so that a record
+   * that was accepted is never refused as a copy only because of what relaykit added.
+   */
+  static final int COPY_HEADROOM = io.relaykit.deadletter.FailureRoute.MAX_HEADER_BYTES + 4096;
+  /** What the producer's and the broker's framing add to a record, beyond its payload bytes. */
+  static final int FRAMING_BYTES = 4096;
 
   private final Producer<String, byte[]> producer;
   private final KafkaTransportConfig config;
   private final InstantSource clock;
   private final LifecycleListener listener;
   private final AtomicBoolean closed = new AtomicBoolean();
+  /** The largest record this publisher sends: maxRecordBytes, plus the headroom for copies. */
+  private final long maxBytes;
 
-  private KafkaPublisher(Producer<String, byte[]> producer, KafkaTransportConfig config) {
+  private KafkaPublisher(Producer<String, byte[]> producer, KafkaTransportConfig config,
+      long maxBytes) {
     this.producer = producer;
     this.config = config;
+    this.maxBytes = maxBytes;
     this.clock = config.clock();
     this.listener = config.listener();
   }
@@ -74,7 +87,7 @@ public final class KafkaPublisher implements Publisher {
     return new KafkaPublisher(
         new KafkaProducer<>(producerProperties(config, "publisher"), new StringSerializer(),
             new ByteArraySerializer()),
-        config);
+        config, config.maxRecordBytes());
   }
 
   /** The consumer runtime's own producer for retry and dead-letter copies. */
@@ -82,7 +95,7 @@ public final class KafkaPublisher implements Publisher {
     return new KafkaPublisher(
         new KafkaProducer<>(producerProperties(config, "router"), new StringSerializer(),
             new ByteArraySerializer()),
-        config);
+        config, copyLimit(config));
   }
 
   /**
@@ -95,7 +108,7 @@ public final class KafkaPublisher implements Publisher {
     Map<String, Object> props = producerProperties(config, "tx-router");
     props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
     return new KafkaPublisher(new KafkaProducer<>(props, new StringSerializer(),
-        new ByteArraySerializer()), config);
+        new ByteArraySerializer()), config, copyLimit(config));
   }
 
   /** The producer itself, for transaction control (transactional routers only). */
@@ -110,9 +123,15 @@ public final class KafkaPublisher implements Publisher {
     }
   }
 
+  /** The largest retry or dead-letter copy: maxRecordBytes plus {@link #COPY_HEADROOM}. */
+  static long copyLimit(KafkaTransportConfig config) {
+    return (long) config.maxRecordBytes() + COPY_HEADROOM;
+  }
+
   /** The producer settings this transport uses: the user's extras under the protected ones. */
   static Map<String, Object> producerProperties(KafkaTransportConfig config, String role) {
     Map<String, Object> props = new HashMap<>();
+    long limit = "publisher".equals(role) ? config.maxRecordBytes() : copyLimit(config);
     long timeoutMs = config.publishTimeout().toMillis();
     long lingerMs = Math.min(5, Math.max(0, timeoutMs / 4));
     props.put(ProducerConfig.LINGER_MS_CONFIG, Long.toString(lingerMs));
@@ -122,7 +141,7 @@ public final class KafkaPublisher implements Publisher {
     props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, Long.toString(timeoutMs));
     // Our own size check runs first with a clear message; the producer's framing adds a little.
     props.put(ProducerConfig.MAX_REQUEST_SIZE_CONFIG,
-        Long.toString(Math.min(Integer.MAX_VALUE, config.maxRecordBytes() + 4096L)));
+        Long.toString(Math.min(Integer.MAX_VALUE, limit + FRAMING_BYTES)));
     props.putAll(config.producerProperties());
     props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, config.bootstrapServers());
     props.put(ProducerConfig.CLIENT_ID_CONFIG,
@@ -217,10 +236,12 @@ public final class KafkaPublisher implements Publisher {
       return;
     }
     int size = KafkaRecords.payloadBytes(record.key(), record.value(), record.headers());
-    if (size > config.maxRecordBytes()) {
+    if (size > maxBytes) {
       done.accept(null, new MessageRejectedException("message " + what
           + " is " + size + " bytes (key, payload and headers), over the limit of "
-          + config.maxRecordBytes() + " bytes (maxRecordBytes) for topic " + record.topic()));
+          + maxBytes + " bytes (maxRecordBytes" + (maxBytes > config.maxRecordBytes()
+          ? " plus " + COPY_HEADROOM + " for a copy's failure headers" : "") + ") for topic "
+          + record.topic()));
       return;
     }
     try {

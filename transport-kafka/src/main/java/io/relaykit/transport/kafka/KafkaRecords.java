@@ -37,6 +37,12 @@ final class KafkaRecords {
     return wire;
   }
 
+  /** The last value of header {@code name} as UTF-8, or null when absent or null. */
+  static String header(Headers headers, String name) {
+    Header h = headers.lastHeader(name);
+    return h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8);
+  }
+
   /**
    * As {@link #fromHeaders(Headers)}, but a value that is not valid UTF-8 is left out and its name
    * added to {@code invalid}, so a foreign record's binary header is reported rather than turned

@@ -83,6 +83,15 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     final AtomicBoolean settled = new AtomicBoolean();
     /** Given up: the lock was lost, or the subscription closed. */
     volatile boolean stale;
+    /**
+     * Taken by exactly one of: the worker that begins its handler, or a close that gives the
+     * record back before it began ({@link #giveBack}).
+     */
+    final AtomicBoolean claimed = new AtomicBoolean();
+    /** Poll thread: given back by a close on its last delivery; its dead letter is under way. */
+    boolean givenUp;
+    /** When it was first acquired ({@code System.nanoTime}), for the oldest in-flight age. */
+    final long acquiredAt = System.nanoTime();
 
     Item(ConsumerRecord<String, byte[]> record, String position, int deliveryCount, Object key) {
       this.record = record;
@@ -104,10 +113,19 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   private final KafkaConsumerRuntime retryReader;
   private final KafkaShareConsumer<String, byte[]> consumer;
   private final KafkaPublisher router;
+  /** Reads the group's lag for the meters ({@link #sampleIfDue}); asynchronous calls only. */
+  private final org.apache.kafka.clients.admin.Admin admin;
+  private final AtomicBoolean lagAsked = new AtomicBoolean();
   private final CopyHandOff handOff;
   private final KeyedExecutor workers;
   private final ScheduledThreadPoolExecutor timers;
+  /** Runs the copies' sends apart from the watchdog's timer: a blocked send delays no timeout. */
+  private final ScheduledThreadPoolExecutor copies;
   private final HandlerWatchdog watchdog;
+  /** Records one poll may acquire: {@code max.poll.records}; see {@link #maxPollRecords}. */
+  private final int maxPollRecords;
+  /** Whether KEY ordering reads a mapped key header ({@link InboundMapping#keyOf}). */
+  private final boolean mapsKey;
   private final Thread pollThread;
   private final Runnable onClosed;
   private final LinkedBlockingQueue<Outcome> outcomes = new LinkedBlockingQueue<>();
@@ -116,6 +134,9 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   private final AtomicInteger running = new AtomicInteger();
   private final AtomicLong accepted = new AtomicLong();
   private final AtomicLong released = new AtomicLong();
+  private final AtomicLong rejected = new AtomicLong();
+  private final AtomicLong renewed = new AtomicLong();
+  private final AtomicLong locksLost = new AtomicLong();
   private final Object idle = new Object();
 
   // Poll thread only.
@@ -124,6 +145,9 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   /** Positions acknowledged and not yet confirmed by the commit callback, with their type. */
   private final Map<String, AcknowledgeType> sent = new HashMap<>();
   private long lockMs = 30_000;
+  /** Poll thread: test requests to run there ({@link #loseLocks}). */
+  private final java.util.concurrent.ConcurrentLinkedQueue<Runnable> pollTasks =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
 
   private volatile State state = State.RUNNING;
   private volatile Throwable failure;
@@ -143,10 +167,15 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     this.deliveryCountLimit = deliveryCountLimit;
     this.retryReader = retryReader;
     this.onClosed = onClosed;
+    this.maxPollRecords = maxPollRecords(spec);
+    this.mapsKey = spec.ordering() == OrderingMode.KEY && spec.inbound().acceptsForeign()
+        && spec.inbound().keyHeader().isPresent();
     this.consumer = new KafkaShareConsumer<>(consumerProperties(config, spec),
         new org.apache.kafka.common.serialization.StringDeserializer(),
         new org.apache.kafka.common.serialization.ByteArrayDeserializer());
     this.router = KafkaPublisher.createRouter(config);
+    this.admin = org.apache.kafka.clients.admin.Admin.create(
+        KafkaSubscriber.adminProperties(config));
     String name = "relaykit-share-" + topic + "-" + spec.group();
     this.workers = KeyedExecutor.builder()
         .threads(spec.concurrency())
@@ -165,9 +194,15 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
       return t;
     });
     timers.setRemoveOnCancelPolicy(true);
+    this.copies = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread t = new Thread(r, name + "-copies");
+      t.setDaemon(true);
+      return t;
+    });
+    copies.setRemoveOnCancelPolicy(true);
     this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
     CopyHandOff.Sender sender = senders.apply((w, copy, what) -> router.send(copy, what));
-    this.handOff = new CopyHandOff(sender, timers, config, metrics, topic, spec.group(),
+    this.handOff = new CopyHandOff(sender, copies, config, metrics, topic, spec.group(),
         retryTopic, retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
           @Override
           public boolean current(Work w) {
@@ -204,6 +239,13 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
           public void dropped(Work w) {
             settle(w, AcknowledgeType.REJECT);
           }
+
+          @Override
+          public void abandoned(Work w) {
+            // Its lock was lost (or the subscription closed) before a copy was written: settled
+            // here, counted share-lock-lost, so that inFlight() drops and a close need not wait.
+            settle(w, AcknowledgeType.RELEASE);
+          }
         });
     this.pollThread = new Thread(this::pollLoop, name + "-poll");
     pollThread.setDaemon(true);
@@ -219,9 +261,21 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     props.put("client.id", config.clientIdPrefix() + "-share-" + spec.group() + "-"
         + Long.toHexString(System.nanoTime()));
     props.put("share.acknowledgement.mode", "explicit");
-    props.put("max.poll.records", Integer.toString(spec.maxInFlight()));
+    props.put("max.poll.records", Integer.toString(maxPollRecords(spec)));
     props.put("max.poll.interval.ms", Long.toString(config.maxPollInterval().toMillis()));
     return props;
+  }
+
+  /**
+   * Records one poll acquires at most ({@code max.poll.records} with {@code
+   * share.acquire.mode=record_limit}, which the configuration cannot change): {@code
+   * maxInFlight}. A poll for new records is made only when every record of the last poll is
+   * acknowledged, so with all {@code maxInFlight} slots free: a member acquires no record it
+   * cannot start. A poll that must bring renewed records back is the one exception (see {@link
+   * #turn}): the records it acquires wait, renewed like the rest.
+   */
+  static int maxPollRecords(SubscriptionSpec spec) {
+    return spec.maxInFlight();
   }
 
   void start() {
@@ -263,21 +317,32 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   }
 
   private void turn() {
+    Runnable task;
+    while ((task = pollTasks.poll()) != null) {
+      task.run();
+    }
     applyOutcomes(0);
     if (state != State.RUNNING) {
       while (!toStart.isEmpty()) {
-        acknowledge(toStart.poll(), AcknowledgeType.RELEASE); // draining: not started, give back
+        giveBack(toStart.poll()); // draining: it will not start
       }
     }
     startWork();
+    sampleIfDue();
     if (state == State.DRAINING && held.isEmpty()) {
       state = State.STOPPING;
       return;
     }
     renewIfDue();
     if (allAcknowledged()) {
+      // Everything held now is renewing (acknowledged records leave held). Running, a poll asks
+      // for new records only with maxPollRecords (= maxInFlight) slots free, so when nothing is
+      // held; renewed records must come back through a poll whatever the room, so that poll alone
+      // may acquire beyond it (those wait in toStart, renewed like the rest). Closing, only
+      // renewed records are polled for.
       boolean renewing = held.values().stream().anyMatch(i -> i.renewing);
-      if (state == State.RUNNING || renewing) {
+      boolean room = held.size() + maxPollRecords <= spec.maxInFlight();
+      if ((state == State.RUNNING && room) || renewing) {
         Duration wait = held.isEmpty() ? config.pollTimeout() : Duration.ofMillis(5);
         accept(consumer.poll(wait));
         return;
@@ -318,13 +383,13 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
       }
       int deliveries = r.deliveryCount().map(Short::intValue).orElse(1);
       Item item = new Item(r, position, deliveries,
-          spec.ordering() == OrderingMode.KEY ? r.key() : null);
+          spec.ordering() == OrderingMode.KEY ? orderingKey(r) : null);
       item.lockedAt = now;
       held.put(position, item);
+      byWork.put(item.work, item);
       if (state != State.RUNNING) {
-        acknowledge(item, AcknowledgeType.RELEASE);
+        giveBack(item); // acquired by a poll for renewed records while closing
       } else {
-        byWork.put(item.work, item);
         toStart.add(item);
       }
     }
@@ -351,7 +416,7 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
       // before trySubmit even returns here.
       item.started = true;
       running.incrementAndGet();
-      if (!workers.trySubmit(item.work.gateKey(), () -> process(item))) {
+      if (!workers.trySubmit(item.work.gateKey(), () -> processGuarded(item))) {
         item.started = false;
         running.decrementAndGet();
         return; // the bounded queue is full: the rest start as workers finish
@@ -433,6 +498,16 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
         if (error == null) {
           if (type == AcknowledgeType.ACCEPT) {
             accepted.incrementAndGet();
+          } else if (type == AcknowledgeType.REJECT) {
+            rejected.incrementAndGet();
+          } else if (type == AcknowledgeType.RENEW) {
+            renewed.incrementAndGet();
+            MetricsListener.safely(metrics, m -> m.shareRenewed(topic, spec.group(), 1));
+          }
+          if (type != null && type != AcknowledgeType.RENEW) {
+            String name = type.name().toLowerCase(java.util.Locale.ROOT);
+            MetricsListener.safely(metrics,
+                m -> m.shareAcknowledged(topic, spec.group(), name, 1));
           }
           continue;
         }
@@ -453,6 +528,13 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
 
   private void lost(Item i) {
     i.stale = true;
+    locksLost.incrementAndGet();
+    MetricsListener.safely(metrics, m -> m.shareLockLost(topic, spec.group(), 1));
+    if (i.deferred != null) {
+      // Its result came while the renewal was out and waited for a poll that will not return the
+      // record: that result is dropped, and counted as one.
+      MetricsListener.safely(metrics, m -> m.dropped(topic, "share-lock-lost", 1));
+    }
     // A handler still running keeps the item until it settles (settle drops it then, counted as
     // share-lock-lost), so a close still waits for that handler. Not started, or already settled:
     // nothing more comes for it.
@@ -467,10 +549,19 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   private void finishAll() {
     try {
       applyOutcomes(0);
-      if (allAcknowledged()) {
-        accept(consumer.poll(Duration.ZERO)); // brings renewed records back to release them
+      if (allAcknowledged() && held.values().stream().anyMatch(i -> i.renewing)) {
+        // Brings renewed records back so that they can be acknowledged; a record this poll newly
+        // acquires is given back by accept (dead-lettered on its last delivery).
+        accept(consumer.poll(Duration.ZERO));
       }
       applyOutcomes(0);
+      long end = System.nanoTime() + config.closeTimeout().toNanos();
+      // Given back while draining: their dead letters' confirms come as outcomes (then ACCEPT).
+      while (held.values().stream().anyMatch(i -> i.givenUp && !i.acknowledged)
+          && System.nanoTime() - end < 0) {
+        applyOutcomes(20);
+      }
+      deadLetterLastDeliveries(end);
       for (Item i : new java.util.ArrayList<>(held.values())) {
         if (!i.renewing && !i.acknowledged) {
           i.stale = true;
@@ -528,7 +619,9 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     } else {
       outcomes.add(new Outcome(i, type)); // stale from here on: applyOutcomes counts it
     }
-    finishedOne();
+    if (i.started) {
+      finishedOne();
+    }
   }
 
   /** One started item ended (settled or given up): wakes a close waiting for the drain. */
@@ -540,8 +633,26 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     }
   }
 
+  /**
+   * {@link #process}, and whatever a step before the handler throws ends in a dead letter naming
+   * it: a record that is never settled would hold its slot and its lock for good.
+   */
+  private void processGuarded(Item item) {
+    try {
+      process(item);
+    } catch (RuntimeException | Error e) {
+      LOG.log(System.Logger.Level.ERROR, "unexpected failure processing " + item.position
+          + " in share group " + spec.group() + "; dead-lettering it", e);
+      handOff.deadLetterUndecodable(item.work, KafkaRecords.fromHeaders(
+          item.work.record().headers()), e, config.clock().instant());
+    }
+  }
+
   private void process(Item item) {
     Work w = item.work;
+    if (!item.claimed.compareAndSet(false, true)) {
+      return; // given back by a close before it began; giveBack settled it
+    }
     if (item.stale || state == State.CLOSED) {
       if (item.settled.compareAndSet(false, true)) {
         byWork.remove(w);
@@ -558,10 +669,13 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     }
     InboundMapping.Decoded decoded = read.decoded();
     Map<String, String> wire = decoded.wire();
-    Delivery d = FailureRoute.delivery(decoded.message(), topic, wire);
-    // The broker's redeliveries of this record count as attempts: attempt header + count - 1.
-    Delivery delivery = item.deliveryCount <= 1 ? d : new Delivery(d.message(), d.source(),
-        d.attempt() + item.deliveryCount - 1, d.firstFailureAt());
+    Delivery delivery;
+    try {
+      delivery = delivery(item, decoded);
+    } catch (RuntimeException e) { // a relaykit failure header that is not a number or instant
+      handOff.deadLetterUndecodable(w, wire, e, now);
+      return;
+    }
     if (delivery.attempt() == 1) {
       decoded.reportIgnored(metrics, topic);
     }
@@ -602,6 +716,223 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     }
   }
 
+  /**
+   * The delivery of {@code item}: its failure headers read ({@link FailureRoute#delivery}), and
+   * the broker's redeliveries of the record counted as attempts (attempt header + count - 1).
+   *
+   * @throws io.relaykit.message.MalformedMessageException if a failure header is malformed
+   */
+  private Delivery delivery(Item item, InboundMapping.Decoded decoded) {
+    Delivery d = FailureRoute.delivery(decoded.message(), topic, decoded.wire());
+    return item.deliveryCount <= 1 ? d : new Delivery(d.message(), d.source(),
+        Math.addExact(d.attempt(), item.deliveryCount - 1), d.firstFailureAt());
+  }
+
+  /**
+   * Gives back a record that will not run (the member is closing), unless its handler began (it
+   * settles itself): on its last delivery ({@code deliveryCount >= share.delivery.count.limit})
+   * it is dead-lettered, since a RELEASE would let the broker archive it unhandled; before that,
+   * RELEASEd for another member. Poll thread.
+   */
+  private void giveBack(Item item) {
+    if (!item.claimed.compareAndSet(false, true)) {
+      return;
+    }
+    if (item.deliveryCount < deliveryCountLimit) {
+      item.stale = true;
+      if (item.settled.compareAndSet(false, true) && item.started) {
+        finishedOne(); // queued for a worker: counted in running
+      }
+      acknowledge(item, AcknowledgeType.RELEASE);
+      return;
+    }
+    if (!item.started) {
+      item.started = true; // counted in running until its dead letter is confirmed
+      running.incrementAndGet();
+    }
+    item.givenUp = true;
+    Work w = item.work;
+    Instant now = config.clock().instant();
+    try {
+      KafkaRecords.Read read = KafkaRecords.read(w.record(), spec.inbound(), topic,
+          w.position(), now);
+      if (read.malformed() != null) {
+        handOff.deadLetterUndecodable(w, read, now);
+        return;
+      }
+      Delivery d;
+      try {
+        d = delivery(item, read.decoded());
+      } catch (RuntimeException e) {
+        handOff.deadLetterUndecodable(w, read.decoded().wire(), e, now);
+        return;
+      }
+      handOff.deadLetter(w, read.decoded().wire(), d.message(), FailureRoute.givenUp(d,
+          "not run: the share member closed during the record's last delivery ("
+          + item.deliveryCount + " of share.delivery.count.limit " + deliveryCountLimit + ")",
+          now), w.position());
+    } catch (RuntimeException e) {
+      handOff.deadLetterUndecodable(w, KafkaRecords.fromHeaders(w.record().headers()), e, now);
+    }
+  }
+
+  /**
+   * Closing, after the drain: every record held on its last delivery that has no outcome (never
+   * began, or its handler still runs past the close deadline) is dead-lettered and then accepted,
+   * not released: a RELEASE would let the broker archive it unhandled and untraced. Its handler's
+   * own late result no longer counts. A copy the broker does not confirm by {@code end} leaves the
+   * record to the release that follows (logged). Poll thread.
+   */
+  private void deadLetterLastDeliveries(long end) {
+    Map<Item, java.util.concurrent.CompletableFuture<RecordMetadata>> sending = new HashMap<>();
+    for (Item i : new java.util.ArrayList<>(held.values())) {
+      if (i.renewing || i.acknowledged || i.givenUp || i.deliveryCount < deliveryCountLimit) {
+        continue;
+      }
+      boolean neverBegan = i.claimed.compareAndSet(false, true);
+      if (!neverBegan && !i.settled.compareAndSet(false, true)) {
+        continue; // its handler settled just now: its outcome is applied below or released
+      }
+      if (neverBegan) {
+        i.settled.set(true);
+      }
+      i.stale = true; // whatever its handler still does writes nothing and counts nothing
+      if (i.started) {
+        finishedOne();
+      }
+      Instant now = config.clock().instant();
+      Work w = i.work;
+      String reason = neverBegan
+          ? "not run: the share member closed during the record's last delivery ("
+              + i.deliveryCount + " of share.delivery.count.limit " + deliveryCountLimit + ")"
+          : "the share member closed while the record's last delivery (" + i.deliveryCount
+              + " of share.delivery.count.limit " + deliveryCountLimit + ") still ran";
+      try {
+        KafkaRecords.Read read = KafkaRecords.read(w.record(), spec.inbound(), topic,
+            w.position(), now);
+        if (read.malformed() != null) {
+          sending.put(i, handOff.deadLetterOnce(w, read.wire(), null,
+              FailureRoute.undecodable(topic, read.malformed(), now)));
+          continue;
+        }
+        Delivery d;
+        try {
+          d = delivery(i, read.decoded());
+        } catch (RuntimeException e) {
+          sending.put(i, handOff.deadLetterOnce(w, read.decoded().wire(), null,
+              FailureRoute.undecodable(topic, e, now)));
+          continue;
+        }
+        sending.put(i, handOff.deadLetterOnce(w, read.decoded().wire(), d.message(),
+            FailureRoute.givenUp(d, reason, now)));
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.ERROR, "could not dead-letter " + i.position + " of share"
+            + " group " + spec.group() + " on its last delivery; it is released", e);
+      }
+    }
+    sending.forEach((i, f) -> {
+      try {
+        f.get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+        acknowledge(i, AcknowledgeType.ACCEPT);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } catch (java.util.concurrent.ExecutionException
+          | java.util.concurrent.TimeoutException e) {
+        LOG.log(System.Logger.Level.ERROR, "dead letter of " + i.position + " (last delivery)"
+            + " in share group " + spec.group() + " not confirmed (" + e + "); it is released"
+            + " and the broker may archive it");
+      }
+    });
+  }
+
+  /** The key a KEY-ordered record waits under: the key its handler sees. */
+  private Object orderingKey(ConsumerRecord<String, byte[]> r) {
+    return mapsKey ? spec.inbound().keyOf(name -> KafkaRecords.header(r.headers(), name), r.key())
+        : r.key();
+  }
+
+  private long nextSample = System.nanoTime();
+
+  /**
+   * Every commit interval (poll thread): in-flight records, the oldest one's age, and the lag the
+   * broker last reported for the group, each together with the retry reader's (which reports none
+   * of them itself: one destination and group, one gauge each).
+   */
+  private void sampleIfDue() {
+    long now = System.nanoTime();
+    if (now - nextSample < 0) {
+      return;
+    }
+    nextSample = now + config.commitInterval().toNanos();
+    long oldest = now;
+    for (Item i : byWork.values()) {
+      oldest = Math.min(oldest, i.acquiredAt);
+    }
+    ConsumerBacklog retries = retryReader.backlog();
+    long inFlight = byWork.size() + retries.inFlight();
+    Duration own = Duration.ofNanos(now - oldest);
+    Duration age = own.compareTo(retries.oldestInFlightAge()) >= 0 ? own
+        : retries.oldestInFlightAge();
+    long lag = Math.max(0, lastLag) + retries.totalLag();
+    MetricsListener.safely(metrics, m -> m.inFlight(topic, spec.group(), inFlight));
+    MetricsListener.safely(metrics, m -> m.oldestInFlightAge(topic, spec.group(), age));
+    MetricsListener.safely(metrics, m -> m.consumerLag(topic, spec.group(), lag));
+    sampleLag();
+  }
+
+  /**
+   * Asks the broker for the group's lag ({@code Admin.listShareGroupOffsets}) without waiting:
+   * one request at a time; the answer is reported on the admin client's thread as {@link
+   * MetricsListener#partitionLag}, for the partitions whose lag the broker reports, and kept for
+   * the next {@link MetricsListener#consumerLag} report. A failed request reports nothing (logged
+   * at debug) and the next interval asks again.
+   */
+  private void sampleLag() {
+    if (!lagAsked.compareAndSet(false, true)) {
+      return;
+    }
+    try {
+      admin.listShareGroupOffsets(Map.of(spec.group(),
+          new org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec()))
+          .partitionsToOffsetInfo(spec.group()).whenComplete((byPartition, error) -> {
+            lagAsked.set(false);
+            if (error != null || byPartition == null) {
+              LOG.log(System.Logger.Level.DEBUG, "lag of share group " + spec.group()
+                  + " not read: " + error);
+              return;
+            }
+            long total = 0;
+            boolean any = false;
+            for (var e : byPartition.entrySet()) {
+              if (!e.getKey().topic().equals(topic) || e.getValue() == null
+                  || e.getValue().lag().isEmpty()) {
+                continue;
+              }
+              long lag = e.getValue().lag().get();
+              int partition = e.getKey().partition();
+              total += lag;
+              any = true;
+              MetricsListener.safely(metrics,
+                  m -> m.partitionLag(topic, spec.group(), partition, lag));
+            }
+            if (any) {
+              lastLag = total;
+            }
+          });
+    } catch (RuntimeException e) {
+      lagAsked.set(false);
+      LOG.log(System.Logger.Level.DEBUG, "lag of share group " + spec.group() + " not asked: "
+          + e);
+    }
+  }
+
+  /** The lag the broker last reported for this group's topic, or -1 (tests). */
+  long lag() {
+    return lastLag;
+  }
+
+  private volatile long lastLag = -1;
+
   private void event(LifecycleEvent.Stage stage, Message message, String detail) {
     if (listener == KafkaTransportConfig.NO_LISTENER) {
       return; // nobody listens: spare the two events per record
@@ -619,7 +950,7 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
         : () -> handOff.deadLetter(w, wire, delivery.message(), route, w.position());
     if (onTimer) {
       try {
-        timers.execute(send);
+        copies.execute(send); // not on the watchdog's timer: a blocked send delays no timeout
       } catch (java.util.concurrent.RejectedExecutionException e) {
         send.run();
       }
@@ -648,6 +979,21 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
   @Override
   public long released() {
     return released.get();
+  }
+
+  /** REJECT acknowledgements the broker confirmed (tests). */
+  long rejected() {
+    return rejected.get();
+  }
+
+  /** RENEW acknowledgements the broker confirmed (tests). */
+  long renewed() {
+    return renewed.get();
+  }
+
+  /** Locks this member lost (tests). */
+  long locksLost() {
+    return locksLost.get();
   }
 
   @Override
@@ -707,7 +1053,13 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
         Thread.currentThread().interrupt();
       }
       timers.shutdownNow();
+      copies.shutdownNow();
       router.close();
+      try {
+        admin.close(Duration.ZERO); // only sampling requests are outstanding
+      } catch (RuntimeException e) {
+        LOG.log(System.Logger.Level.DEBUG, "closing the lag reader of " + topic + ": " + e);
+      }
       boolean readerDrained = retryReader.close(Duration.ofNanos(Math.max(0,
           end - System.nanoTime())));
       state = State.CLOSED;
@@ -715,6 +1067,27 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     }
     onClosed.run();
     return drainedAtClose;
+  }
+
+  /**
+   * Tests: on the poll thread's next turn, every held record's lock is lost, exactly as when the
+   * broker refuses its RENEW (the commit callback's path).
+   *
+   * @return completes with the number of locks lost, once they are
+   */
+  java.util.concurrent.CompletableFuture<Integer> loseLocks() {
+    java.util.concurrent.CompletableFuture<Integer> done =
+        new java.util.concurrent.CompletableFuture<>();
+    pollTasks.add(() -> {
+      int n = 0;
+      for (Item i : new java.util.ArrayList<>(held.values())) {
+        held.remove(i.position);
+        lost(i);
+        n++;
+      }
+      done.complete(n);
+    });
+    return done;
   }
 
   @Override

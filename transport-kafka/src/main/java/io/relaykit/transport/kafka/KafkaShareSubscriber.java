@@ -29,8 +29,8 @@ import org.apache.kafka.common.config.ConfigResource;
  * <p>Each subscription is one {@code KafkaShareConsumer} (explicit acknowledgement) in share group
  * {@code spec.group()}, owned by one poll thread that does every acknowledge and commit, and
  * {@code spec.concurrency()} workers fed through a bounded queue; at most {@code
- * spec.maxInFlight()} records are acquired at once ({@code max.poll.records}, {@code
- * share.acquire.mode=record_limit} unless overridden). Outcomes:
+ * spec.maxInFlight()} records are acquired at once ({@code max.poll.records} and {@code
+ * share.acquire.mode=record_limit}, which the configuration refuses to change). Outcomes:
  *
  * <ul>
  *   <li>success: ACCEPT.
@@ -64,7 +64,21 @@ import org.apache.kafka.common.config.ConfigResource;
  * <p>Long handlers: a record still running at a third of its acquisition lock is renewed (RENEW) on
  * every turn, up to {@code spec.handlerTimeout()}, after which it is a retryable failure as in
  * consumer-group mode. A renewal the broker refuses (the lock was lost) makes the late result
- * count as {@code dropped(topic, "share-lock-lost")}; the broker redelivers the record.
+ * count as {@code dropped(topic, "share-lock-lost")}, whether the handler succeeds or fails, and
+ * whether the result came before or after the renewal was refused; the broker redelivers the
+ * record. A group whose {@code share.renew.acknowledge.enable} is false is refused at subscribe.
+ *
+ * <p>Closing: no poll for new records once a close began (only renewed records are polled back, to
+ * acknowledge them). Records acquired and not begun are RELEASEd, unless they are on their last
+ * delivery ({@code deliveryCount >= share.delivery.count.limit}): those, and records whose handler
+ * still runs at the close deadline on their last delivery, are dead-lettered with a reason saying
+ * so and then ACCEPTed, since a RELEASE would let the broker archive them unhandled.
+ *
+ * <p>Meters (to the spec's or the config's {@link io.relaykit.monitor.MetricsListener}): in-flight
+ * records and the oldest one's age every commit interval; the group's lag as the broker reports it
+ * ({@code Admin.listShareGroupOffsets}, asked without waiting); acknowledgements the broker
+ * confirmed by type ({@code shareAcknowledged}: accept, release, reject), renewals ({@code
+ * shareRenewed}) and lost locks ({@code shareLockLost}).
  *
  * <p>Ordering: UNORDERED, and KEY inside one member (one record per key at a time, in the order the
  * member received them). Other members may run records of the same key at the same time, and a
@@ -120,8 +134,9 @@ public final class KafkaShareSubscriber implements Subscriber {
    * reader.
    *
    * @throws IllegalArgumentException if the spec or handler is null, the ordering is PARTITION,
-   *     the topic is not a legal name or does not exist, or the group makes an illegal retry or
-   *     dead-letter topic name
+   *     the topic is not a legal name or does not exist, the group makes an illegal retry or
+   *     dead-letter topic name, or the group's {@code share.renew.acknowledge.enable} is false
+   *     (the broker would refuse the renewals of long handlers)
    * @throws IllegalStateException if the brokers cannot be reached to check the topics or to read
    *     and set the group's configuration
    */
@@ -179,11 +194,23 @@ public final class KafkaShareSubscriber implements Subscriber {
           .get(timeout, TimeUnit.MILLISECONDS);
       Config described = admin.describeConfigs(List.of(resource)).all()
           .get(timeout, TimeUnit.MILLISECONDS).get(resource);
+      ConfigEntry renew = described == null ? null
+          : described.get("share.renew.acknowledge.enable");
+      if (renew != null && renew.value() != null
+          && "false".equalsIgnoreCase(renew.value().trim())) {
+        throw new RenewRefused("share group " + group + " has"
+            + " share.renew.acknowledge.enable=false: the broker refuses RENEW, so a handler"
+            + " running past its acquisition lock would lose the record to another member; set it"
+            + " to true (kafka-configs.sh --alter --entity-type groups --entity-name " + group
+            + " --add-config share.renew.acknowledge.enable=true)");
+      }
       ConfigEntry limit = described == null ? null : described.get("share.delivery.count.limit");
       if (limit == null || limit.value() == null) {
         return 5;
       }
       return Integer.parseInt(limit.value().trim());
+    } catch (RenewRefused e) {
+      throw new IllegalArgumentException(e.getMessage());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while configuring share group " + group, e);
@@ -191,6 +218,15 @@ public final class KafkaShareSubscriber implements Subscriber {
       throw new IllegalStateException("could not set share.auto.offset.reset="
           + config.shareAutoOffsetReset() + " or read share.delivery.count.limit of share group "
           + group + " on " + config.bootstrapServers() + ": " + e, e);
+    }
+  }
+
+  /** A group whose configuration refuses RENEW; turned into an IllegalArgumentException. */
+  private static final class RenewRefused extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    RenewRefused(String message) {
+      super(message, null, false, false);
     }
   }
 

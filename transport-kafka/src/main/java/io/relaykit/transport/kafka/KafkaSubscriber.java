@@ -199,7 +199,10 @@ public final class KafkaSubscriber implements Subscriber {
           .get(config.publishTimeout().toMillis(), TimeUnit.MILLISECONDS);
       for (String name : derived) {
         if (!existing.contains(name)) {
-          missing.add(new NewTopic(name, Optional.of(partitions), Optional.empty()));
+          // Copies carry failure headers beside the original: room for them on the topic too.
+          missing.add(new NewTopic(name, Optional.of(partitions), Optional.empty())
+              .configs(Map.of("max.message.bytes", Long.toString(
+                  KafkaPublisher.copyLimit(config) + KafkaPublisher.FRAMING_BYTES))));
         }
       }
       int retryPartitions = partitions;

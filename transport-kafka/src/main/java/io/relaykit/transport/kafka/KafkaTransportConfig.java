@@ -595,8 +595,8 @@ public final class KafkaTransportConfig {
     }
 
     /**
-     * An extra setting of the share consumer ({@code fetch.max.wait.ms}, security, {@code
-     * share.acquire.mode}). The settings a share consumer refuses ({@code auto.offset.reset},
+     * An extra setting of the share consumer ({@code fetch.max.wait.ms}, security; {@code
+     * share.acquire.mode} only as {@code record_limit}, which the transport sets). The settings a share consumer refuses ({@code auto.offset.reset},
      * {@code enable.auto.commit}, {@code group.instance.id}, {@code isolation.level}, {@code
      * partition.assignment.strategy}, {@code interceptor.classes}, {@code session.timeout.ms},
      * {@code heartbeat.interval.ms}, {@code group.protocol}, {@code group.remote.assignor}) and
@@ -917,6 +917,14 @@ public final class KafkaTransportConfig {
               + " Kafka's share consumer (share groups have no offsets, assignment strategy or"
               + " consumer session settings; group-level settings are share.* group configs);"
               + " remove it");
+        }
+        if ("share.acquire.mode".equals(key)
+            && !"record_limit".equalsIgnoreCase(String.valueOf(shareConsumer.get(key)).strip())) {
+          throw new IllegalArgumentException("shareConsumerProperty share.acquire.mode="
+              + quote(shareConsumer.get(key)) + " is refused: the share runtime acquires no more"
+              + " records than it has free slots, which only record_limit guarantees (with"
+              + " batch_optimized a poll may acquire more, and a close would give back records"
+              + " whose delivery count it used up); remove it or set record_limit");
         }
         if (SHARE_PROTECTED.contains(key)) {
           throw new IllegalArgumentException("shareConsumerProperty " + key + " is set by the"

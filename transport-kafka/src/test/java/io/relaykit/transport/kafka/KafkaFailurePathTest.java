@@ -260,12 +260,16 @@ class KafkaFailurePathTest {
 
   @org.junit.jupiter.params.ParameterizedTest(name = "hand-off {0}")
   @org.junit.jupiter.params.provider.EnumSource(KafkaTransportConfig.HandOff.class)
-  @DisplayName("a record whose dead-letter copy no longer fits maxRecordBytes (failure headers of a"
-      + " long exception) is dead-lettered as a reference entry, committed, and replayable")
+  @DisplayName("a record whose copy no longer fits maxRecordBytes plus the copies' headroom (a"
+      + " record a plain producer wrote over the limit, with the failure headers of a long"
+      + " exception) is dead-lettered as a reference entry, committed, and replayable")
   void oversizedDeadLetterBecomesAReferenceEntry(KafkaTransportConfig.HandOff handOff) {
     String topic = newTopic("bigdlt", 1);
     String group = topic + "-g";
-    Message big = Message.builder().type("test").key("k").payload("x".repeat(2500)).build();
+    // Over this consumer's maxRecordBytes (3000) by more than the copies' headroom once the
+    // failure headers are added; a record just under the limit is retried instead
+    // (KafkaRecordLifeTest.Bounds#nearLimitRecordIsRetried).
+    Message big = Message.builder().type("test").key("k").payload("x".repeat(10_000)).build();
     publishAll(topic, List.of(big));
 
     java.util.concurrent.atomic.AtomicBoolean failing =
@@ -300,7 +304,7 @@ class KafkaFailurePathTest {
     assertThat(dlt.replay(entry.id())).isPresent();
     Await.until(WAIT, "the original handled again from the replay",
         () -> payloadSizes.size() == 2);
-    assertThat(payloadSizes).containsExactly(2500, 2500);
+    assertThat(payloadSizes).containsExactly(10_000, 10_000);
     // The refusals were relaykit's own size check, before the producer: a transactional hand-off
     // was not aborted (and the record rewound and run again and again) for them.
     assertThat(dlt.count(io.relaykit.deadletter.DeadLetterQuery.all())).isZero();

@@ -165,6 +165,14 @@ class KafkaShareGroupTest {
     assertThat(KafkaShareRuntime.consumerProperties(ok, spec("t", "g").build()))
         .containsEntry("share.acknowledgement.mode", "explicit")
         .containsEntry("fetch.max.wait.ms", "50")
-        .containsEntry("max.poll.records", "8");
+        .containsEntry("max.poll.records", "8")
+        .containsEntry("share.acquire.mode", "record_limit");
+    assertThatThrownBy(() -> KafkaTestSupport.config()
+        .shareConsumerProperty("share.acquire.mode", "batch_optimized").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("share.acquire.mode");
+    assertThat(KafkaTestSupport.config().shareConsumerProperty("share.acquire.mode",
+        "record_limit").build().shareConsumerProperties())
+        .containsEntry("share.acquire.mode", "record_limit");
   }
 }

@@ -110,4 +110,20 @@ class KafkaShareSubscriberTest extends SubscriberContract {
           Optional::isPresent).orElseThrow();
     }
   }
+
+  @Override
+  protected boolean writesRawRecords() {
+    return true;
+  }
+
+  @Override
+  protected void publishRaw(String destination, String transportKey, byte[] body,
+      java.util.Map<String, String> headers) {
+    try {
+      KafkaRecordLifeTest.send(java.util.List.of(new org.apache.kafka.clients.producer
+          .ProducerRecord<>(destination, 0, transportKey, body, KafkaRecords.toHeaders(headers))));
+    } catch (Exception e) {
+      throw new AssertionError("raw send to " + destination + " failed", e);
+    }
+  }
 }

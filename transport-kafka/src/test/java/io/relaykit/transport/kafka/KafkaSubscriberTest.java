@@ -49,6 +49,22 @@ class KafkaSubscriberTest extends SubscriberContract {
   }
 
   @Override
+  protected boolean writesRawRecords() {
+    return true;
+  }
+
+  @Override
+  protected void publishRaw(String destination, String transportKey, byte[] body,
+      java.util.Map<String, String> headers) {
+    try {
+      KafkaRecordLifeTest.send(java.util.List.of(new org.apache.kafka.clients.producer
+          .ProducerRecord<>(destination, 0, transportKey, body, KafkaRecords.toHeaders(headers))));
+    } catch (Exception e) {
+      throw new AssertionError("raw send to " + destination + " failed", e);
+    }
+  }
+
+  @Override
   protected void afterFirstFailure(String destination, SubscriptionSpec spec) {
     // The retry copy is confirmed when the source is committed past the message.
     Await.until(Duration.ofSeconds(30), "source committed past the failed message", () ->

@@ -73,6 +73,24 @@ class RabbitMqSubscriberContractTest extends SubscriberContract {
     return found.get();
   }
 
+  @Override
+  protected boolean writesRawRecords() {
+    return true;
+  }
+
+  @Override
+  protected void publishRaw(String destination, String transportKey, byte[] body,
+      java.util.Map<String, String> headers) {
+    try (Connection c = TestBroker.connect(config); var ch = c.createChannel()) {
+      java.util.Map<String, Object> amqp = new java.util.LinkedHashMap<>(headers);
+      ch.basicPublish(topology.exchange(destination), transportKey == null ? "" : transportKey,
+          new com.rabbitmq.client.AMQP.BasicProperties.Builder().headers(amqp).deliveryMode(2)
+              .build(), body);
+    } catch (IOException | java.util.concurrent.TimeoutException e) {
+      throw new AssertionError("raw publish to " + destination + " failed", e);
+    }
+  }
+
   @AfterEach
   void deleteQueues() throws IOException {
     try (Connection admin = TestBroker.connect(config)) {
