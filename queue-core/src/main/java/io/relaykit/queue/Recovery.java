@@ -356,6 +356,45 @@ final class Recovery {
   }
 
   /**
+   * The offset of the first complete record (a frame whose length, inverted length and CRC32C all
+   * match, inside the file) starting at or after {@code from}, or -1 when there is none. Every
+   * byte offset is tried, so a damaged length cannot hide what follows it. O(bytes) for the frame
+   * headers, plus one checksum per candidate whose two length fields agree (a random pair agrees
+   * with odds of 2^-32). Runs only when the newest segment holds a record that fails its checks.
+   */
+  private long completeRecordAfter(FileChannel ch, long from, long size) throws IOException {
+    if (from >= size - SegmentFormat.FRAME_HEADER) {
+      return -1;
+    }
+    int window = 1 << 20;
+    ByteBuffer buf = ByteBuffer.allocate(window + SegmentFormat.FRAME_HEADER);
+    for (long base = from; base + SegmentFormat.FRAME_HEADER <= size; base += window) {
+      buf.clear();
+      buf.limit((int) Math.min(buf.capacity(), size - base));
+      SegmentFormat.readFully(ch, buf, base);
+      int limit = buf.limit() - SegmentFormat.FRAME_HEADER;
+      for (int i = 0; i <= limit && i < window; i++) {
+        int length = buf.getInt(i);
+        if (length <= 0 || length != ~buf.getInt(i + 4)) {
+          continue;
+        }
+        long at = base + i;
+        if (at + SegmentFormat.FRAME_HEADER + length > size) {
+          continue;
+        }
+        ByteBuffer record = ByteBuffer.allocate(length);
+        SegmentFormat.readFully(ch, record, at + SegmentFormat.FRAME_HEADER);
+        crc.reset();
+        crc.update(record.flip());
+        if ((int) crc.getValue() == buf.getInt(i + 8)) {
+          return at;
+        }
+      }
+    }
+    return -1;
+  }
+
+  /**
    * The record at {@code pos}, spanning at most to {@code extentEnd}, fails its checks: decides
    * whether that is the end of the records or corruption, and returns where the records end.
    *
@@ -380,6 +419,15 @@ final class Recovery {
     if (SegmentFormat.allZero(ch, pos, size)) {
       // The preallocated tail (or nothing was ever written here): the records end at pos.
       return pos;
+    }
+    long valid = completeRecordAfter(ch, corruptWhat == null || extentEnd > pos
+        + SegmentFormat.FRAME_HEADER ? extentEnd : pos + 1, size);
+    if (valid >= 0) {
+      // A torn tail is only what follows the last record that was ever complete: a complete
+      // record after this one was written (and maybe fsynced) after it, so this one is damaged.
+      throw SegmentFormat.corrupt(path, pos, (corruptWhat != null ? corruptWhat : what)
+          + ", followed by a complete record at offset " + valid + ": the file is damaged, not"
+          + " torn by a crash; nothing was deleted");
     }
     if (!SegmentFormat.allZero(ch, Math.min(extentEnd, size), size)
         && !SegmentFormat.hasZeroSector(ch, pos, extentEnd, size)) {
