@@ -24,7 +24,8 @@ import javax.crypto.AEADBadTagException;
  *
  * <p>What is an error (a {@link JournalException} naming the file, and nothing is deleted): any
  * header or record that fails its checksum or authentication, except a torn tail of the newest
- * segment (a torn write leaves zeros where its bytes did not arrive; a complete record of up to
+ * segment (a torn write leaves zeros where its bytes did not arrive, and no complete record follows
+ * it: a damaged record followed by a complete one is corruption; a complete record of up to
  * 4 KiB whose checksum matches with one bit flipped, even the newest one, is a flipped bit and an
  * error naming the file and offset; a larger one followed only by zeros is taken for torn); a segment missing between a base or segment and the one that names it as its
  * predecessor, or before the oldest one; a sealed segment or base without its trailer, or with
@@ -362,7 +363,9 @@ final class Recovery {
    * headers, plus one checksum per candidate whose two length fields agree (a random pair agrees
    * with odds of 2^-32). Runs only when the newest segment holds a record that fails its checks.
    */
-  private long completeRecordAfter(FileChannel ch, long from, long size) throws IOException {
+  private static long completeRecordAfter(FileChannel ch, long from, long size)
+      throws IOException {
+    CRC32C crc = new CRC32C();
     if (from >= size - SegmentFormat.FRAME_HEADER) {
       return -1;
     }
@@ -404,8 +407,10 @@ final class Recovery {
    * either everything after the record's extent is zero (a write cut short, followed by the
    * preallocated tail, or by the end of the file), or the extent holds a whole zero-filled sector
    * (the machine stopped after a later part of an unsynced write reached the disk but not this
-   * one). Then the record and everything after it are cut off with a warning: none of it was
-   * synced, since a sync writes all of it. Anything else is corruption: a {@link JournalException}
+   * one), and no complete record follows anywhere after it (one that does was written after this
+   * record and may have been fsynced: this one is damaged, not torn). Then the record and
+   * everything after it are cut off with a warning: none of it was synced, since a sync writes all
+   * of it. Anything else is corruption: a {@link JournalException}
    * naming the file and offset ({@code corruptWhat}, or {@code what} in a sealed segment).
    */
   private static long endOfRecords(Path path, FileChannel ch, long pos, long extentEnd, long size,

@@ -120,6 +120,11 @@ public final class ReportQueue {
   private static final Comparator<Entry> BY_DUE =
       Comparator.<Entry, Instant>comparing(e -> e.event.nextAttemptAt())
           .thenComparingLong(e -> e.seq);
+  /** By the monotonic reading at which a waiting retry is due in this process, then by age. */
+  private static final Comparator<Entry> BY_DUE_NANOS = (a, b) -> {
+    long d = a.dueNanos - b.dueNanos;
+    return d < 0 ? -1 : d > 0 ? 1 : Long.compare(a.seq, b.seq);
+  };
   private static final Comparator<Entry> BY_EXPIRY =
       Comparator.<Entry, Instant>comparing(e -> e.event.expiresAt()).thenComparingLong(e -> e.seq);
 
@@ -154,6 +159,11 @@ public final class ReportQueue {
     String deadReason;
     /** What a dead letter costs against the dead letters' byte bound: payload plus reason bytes. */
     long deadCost;
+    /**
+     * A waiting retry: the monotonic reading at which it is due in this process, whatever the
+     * wall clock says (its wait, measured when it started waiting).
+     */
+    long dueNanos;
 
     Entry(String id) {
       this.id = id;
@@ -228,7 +238,7 @@ public final class ReportQueue {
     }
   }
 
-  private final InstantSource clock;
+  private final TimeSource clock;
   private final QueueJournal journal;
   private final int capacity;
   private final long maxBytes;
@@ -253,6 +263,8 @@ public final class ReportQueue {
   private final EntryList inflight = new EntryList();
   private final EntryList dead = new EntryList();
   private final TreeSet<Entry> delayed = new TreeSet<>(BY_DUE);
+  /** The same retries as {@code delayed}, by when their wait ends on the monotonic reading. */
+  private final TreeSet<Entry> delayedMono = new TreeSet<>(BY_DUE_NANOS);
   private final TreeSet<Entry> expiring = new TreeSet<>(BY_EXPIRY);
   /** Pending plus in-flight events. */
   private int live;
@@ -274,7 +286,7 @@ public final class ReportQueue {
   private volatile Runnable batchReadySignal = () -> { };
 
   private ReportQueue(Builder b) {
-    this.clock = b.clock;
+    this.clock = TimeSource.of(b.clock);
     this.journal = b.journal != null ? b.journal : NoJournal.INSTANCE;
     this.capacity = b.capacity;
     this.maxBytes = b.maxBytes;
@@ -491,8 +503,9 @@ public final class ReportQueue {
   }
 
   /**
-   * The pending events to evict so that {@code incoming} fits, per the drop policy, oldest first
-   * in eviction order; null when the policy cannot make room. Changes nothing: the evictions happen
+   * The pending events to evict so that {@code incoming} fits, per the drop policy, in eviction
+   * order: the lowest priority first, oldest first within it (CRITICAL events only once no LOW or
+   * NORMAL event is pending); null when the policy cannot make room. Changes nothing: the evictions happen
    * in {@link #evict} once the journal recorded them.
    */
   private List<Entry> victimsFor(ReportEvent incoming, int size) {
@@ -523,17 +536,13 @@ public final class ReportQueue {
     long liveAfter = live;
     long bytesAfter = bytes;
     while (!(liveAfter < capacity && bytesAfter + size <= maxBytes)) {
+      // Both policies take the oldest event of the lowest lane that still has one; they differ
+      // in which lanes may give (above) and so in whether the new event may be refused.
       Entry victim = null;
       for (LaneCursor c : cursors) {
-        Entry candidate = c.peek();
-        if (candidate == null) {
-          continue;
-        }
-        if (victim == null || (dropPolicy == DropPolicy.DROP_OLDEST && candidate.seq < victim.seq)) {
-          victim = candidate;
-        }
-        if (dropPolicy == DropPolicy.DROP_LOWEST_PRIORITY) {
-          break; // the lowest lane that still has an event
+        victim = c.peek();
+        if (victim != null) {
+          break;
         }
       }
       if (victim == null) {
@@ -1334,6 +1343,13 @@ public final class ReportQueue {
       }
       if (earliest == null && !delayed.isEmpty()) {
         earliest = delayed.first().event.nextAttemptAt();
+        // Its wait may end sooner on the monotonic reading (the wall clock was set back).
+        Instant now = clock.instant();
+        Instant byWait = plusSaturating(now,
+            Duration.ofNanos(Math.max(0, delayedMono.first().dueNanos - clock.nanoTime())));
+        if (byWait.isBefore(earliest)) {
+          earliest = byWait;
+        }
       }
       return Optional.ofNullable(earliest);
     } finally {
@@ -1362,6 +1378,15 @@ public final class ReportQueue {
         }
         ready++;
       }
+      long nanos = clock.nanoTime();
+      for (Entry e : delayedMono) {
+        if (nanos - e.dueNanos < 0) {
+          break;
+        }
+        if (e.event.nextAttemptAt().isAfter(at)) {
+          ready++; // due by its wait, not yet by the wall clock: not counted above
+        }
+      }
       return ready;
     } finally {
       lock.unlock();
@@ -1385,6 +1410,11 @@ public final class ReportQueue {
     journal.flush();
   }
 
+  /** The time source, for a dispatcher built without one of its own. */
+  TimeSource timeSource() {
+    return clock;
+  }
+
   /**
    * Installs a callback run (outside the lock, on the enqueuing thread) whenever an enqueue leaves
    * a full batch ready; a {@link ReportDispatcher} uses it to wake up. Must be fast.
@@ -1403,7 +1433,9 @@ public final class ReportQueue {
     lane.bytes += e.bytes;
     if (e.event.nextAttemptAt().isAfter(now)) {
       e.state = State.WAITING;
+      e.dueNanos = clock.nanoTime() + nanosUntil(now, e.event.nextAttemptAt());
       delayed.add(e);
+      delayedMono.add(e);
       lane.waiting.add(e);
     } else {
       e.state = State.DUE;
@@ -1428,6 +1460,7 @@ public final class ReportQueue {
       }
       case WAITING -> {
         delayed.remove(e);
+        delayedMono.remove(e);
         lane.waiting.remove(e);
       }
       default -> throw new IllegalStateException("not pending: " + e.id + " " + e.state);
@@ -1439,14 +1472,37 @@ public final class ReportQueue {
     }
   }
 
+  /**
+   * Makes the waiting retries due whose time came at {@code at} on the wall clock, or whose wait
+   * has passed on the monotonic reading: a wall clock stepped back never holds a retry longer
+   * than its backoff.
+   */
   private void promoteDue(Instant at) {
     while (!delayed.isEmpty() && !delayed.first().event.nextAttemptAt().isAfter(at)) {
-      Entry e = delayed.pollFirst();
-      Lane lane = lanes[e.event.priority().ordinal()];
-      lane.waiting.remove(e);
-      e.state = State.DUE;
-      lane.due.add(e);
-      readyCount++;
+      promote(delayed.first());
+    }
+    long nanos = clock.nanoTime();
+    while (!delayedMono.isEmpty() && nanos - delayedMono.first().dueNanos >= 0) {
+      promote(delayedMono.first());
+    }
+  }
+
+  private void promote(Entry e) {
+    delayed.remove(e);
+    delayedMono.remove(e);
+    Lane lane = lanes[e.event.priority().ordinal()];
+    lane.waiting.remove(e);
+    e.state = State.DUE;
+    lane.due.add(e);
+    readyCount++;
+  }
+
+  /** Nanoseconds from {@code now} to {@code at} on the wall clock, saturated; 0 if past. */
+  private static long nanosUntil(Instant now, Instant at) {
+    try {
+      return Math.max(0, Duration.between(now, at).toNanos());
+    } catch (ArithmeticException e) {
+      return at.isAfter(now) ? Long.MAX_VALUE / 4 : 0;
     }
   }
 
@@ -1658,7 +1714,11 @@ public final class ReportQueue {
     }
 
     /**
-     * The time source for enqueue times, retries, expiry and the dedupe window. Default: system.
+     * The time source: its wall clock stamps enqueue times, retry and expiry instants and the
+     * dedupe window's first-seen times (what is stored or shown); a waiting retry is also due once
+     * its backoff has passed on the monotonic reading ({@link TimeSource#nanoTime()}; {@link
+     * System#nanoTime()} for a plain {@link InstantSource}), so a wall clock set back never holds
+     * retries longer than their backoff. Default: {@link TimeSource#system()}.
      *
      * @param clock the clock; checked (not null) by {@link #build()}
      * @return this builder

@@ -92,7 +92,12 @@ class FileJournalTest extends QueueJournalContract {
 
   /** What a new unencrypted journal with default settings loads from {@code directory}. */
   private JournalState reload(Path directory) {
-    return open(directory, null).load();
+    FileJournal journal = open(directory, null);
+    try {
+      return journal.load();
+    } finally {
+      journal.crash(); // releases the directory's lock, writing nothing
+    }
   }
 
   /** A new directory holding one segment file, {@code name}, with {@code bytes}. */
