@@ -1048,7 +1048,9 @@ public final class ReportQueue {
 
   /**
    * Loads the journal into this queue: pending events come back with their attempts and retry
-   * times, events that were in flight are pending and ready now (at-least-once; the event id lets
+   * times (a waiting retry waits at most its backoff of elapsed time from now, so a wall clock
+   * set back while the queue was down cannot hold it longer; a longer {@code Retry-After} floor is
+   * not kept across a restart), events that were in flight are pending and ready now (at-least-once; the event id lets
    * the server drop the repeat), dead letters and the dedupe window come back too. Pending events
    * keep the journal's append order as their age. Events that expired meanwhile are discarded and
    * counted (if the journal cannot record such an expiry, the event stays pending and is expired
@@ -1090,7 +1092,7 @@ public final class ReportQueue {
         bytes += e.bytes;
         Lane lane = lanes[event.priority().ordinal()];
         if (event.nextAttemptAt().isAfter(now)) {
-          requeue(e, now);
+          requeue(e, now, restoredWaitCap(event));
         } else {
           // Restored in seq order before anything else: appending keeps the list sorted.
           lane.count++;
@@ -1428,12 +1430,34 @@ public final class ReportQueue {
 
   /** Puts a rescheduled (or restored, not yet due) entry back among the pending. */
   private void requeue(Entry e, Instant now) {
+    requeue(e, now, Long.MAX_VALUE);
+  }
+
+  /**
+   * The longest a restored retry waits in elapsed time: its backoff for the attempts it made. Its
+   * stored retry time is a wall-clock instant, which a clock set back while the queue was down
+   * would push out by as much; so after a restart a retry waits at most its backoff (a {@code
+   * Retry-After} floor longer than that is not kept across a restart). O(1).
+   */
+  private long restoredWaitCap(QueuedEvent event) {
+    if (event.attempts() < 1) {
+      return 0; // never failed: it waits for nothing
+    }
+    try {
+      return backoff.delay(event.attempts()).toNanos();
+    } catch (ArithmeticException e) {
+      return Long.MAX_VALUE;
+    }
+  }
+
+  private void requeue(Entry e, Instant now, long maxWaitNanos) {
     Lane lane = lanes[e.event.priority().ordinal()];
     lane.count++;
     lane.bytes += e.bytes;
     if (e.event.nextAttemptAt().isAfter(now)) {
       e.state = State.WAITING;
-      e.dueNanos = clock.nanoTime() + nanosUntil(now, e.event.nextAttemptAt());
+      e.dueNanos = clock.nanoTime()
+          + Math.min(maxWaitNanos, nanosUntil(now, e.event.nextAttemptAt()));
       delayed.add(e);
       delayedMono.add(e);
       lane.waiting.add(e);
