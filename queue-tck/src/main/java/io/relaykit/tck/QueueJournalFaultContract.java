@@ -95,6 +95,10 @@ public abstract class QueueJournalFaultContract {
     // Found a gap in the kit's model: an append whose outcome was unknown, recorded, then expired
     // on restore leaves its id seen, so a producer's retry is rightly a DUPLICATE.
     6221341L,
+    // Found with the wall-clock step kind on a ReportQueue that timed waits by the wall clock
+    // only: an event restored after the clock stepped back three days waited three days for its
+    // stored time (shrinks to: enqueue e1 LOW, clock_step PT-72H, reopen, drain -> drained 0).
+    6221298L,
   };
 
   private static final long BASE_SEED = 0x5eed_f1L;
