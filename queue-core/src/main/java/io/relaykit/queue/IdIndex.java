@@ -291,6 +291,29 @@ final class IdIndex<V> {
     return remaining;
   }
 
+  /**
+   * The refs of the window's oldest ids that a trim would take next, oldest first, without
+   * changing anything: while more than {@code overCount} have been taken, or the id was first
+   * seen at least the window's age before {@code second}/{@code nano}; at most {@code out.length}.
+   * Returns how many were written. O(returned + holes passed).
+   */
+  int trimCandidates(int[] out, int overCount, long second, int nano, long windowSecond,
+      int windowNano) {
+    int n = 0;
+    for (long at = head; at != tail && n < out.length; at++) {
+      int slot = (int) at & ringMask;
+      int ref = ringRefs[slot];
+      if (ref == 0) {
+        continue;
+      }
+      if (n >= overCount && !olderThan(slot, second, nano, windowSecond, windowNano)) {
+        break;
+      }
+      out[n++] = ref;
+    }
+    return n;
+  }
+
   /** The ref of the window's oldest id (past any holes), or 0 when the window is empty. */
   int headRef() {
     skipHoles();

@@ -128,6 +128,14 @@ public final class ReportQueue {
   private static final Comparator<Entry> BY_EXPIRY =
       Comparator.<Entry, Instant>comparing(e -> e.event.expiresAt()).thenComparingLong(e -> e.seq);
 
+  /**
+   * The most ids one operation lets go from the dedupe window, and the most expired events one
+   * drain or enqueue discards: the work any one call does under the lock, whatever the window's
+   * or the queue's size (a wall clock stepped forward past the window's age would otherwise age
+   * out the whole window in one call). What is left goes with the next calls.
+   */
+  static final int HOUSEKEEPING_BATCH = 64;
+
   private static final Priority[] HIGHEST_FIRST = {Priority.CRITICAL, Priority.NORMAL, Priority.LOW};
 
   private enum State {
@@ -258,6 +266,8 @@ public final class ReportQueue {
   private final String name;
 
   private final ReentrantLock lock = new ReentrantLock();
+  /** Scratch for trimSeen (lock held). */
+  private final int[] trimRefs = new int[HOUSEKEEPING_BATCH];
   private final IdIndex<Entry> index;
   private final Lane[] lanes = new Lane[Priority.values().length];
   private final EntryList inflight = new EntryList();
@@ -639,7 +649,10 @@ public final class ReportQueue {
    * them: highest priority first, oldest first within a priority. Events whose retry time has not
    * come stay behind without blocking others; expired events are discarded, counted and reported,
    * never returned. Draining itself writes nothing to the journal; discarding an expired event
-   * does, first.
+   * does, first. One call discards at most 64 expired events (and lets
+   * at most as many ids go from the dedupe window), so its work under the lock is bounded
+   * whatever the queue's size; while more expired events are left, it returns an empty batch and
+   * the next call goes on.
    *
    * @param at the time readiness and expiry are judged at
    * @return the drained events, at most {@link #batchSize()}; empty when none is ready
@@ -657,6 +670,11 @@ public final class ReportQueue {
         expireDue(at);
       } catch (JournalException e) {
         throw failure("drainBatch (expiring events)", e, null);
+      }
+      if (!expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
+        // More expired events than one call discards: none may be sent, so this drain returns
+        // nothing and the next one goes on discarding.
+        return new ArrayList<>(0);
       }
       promoteDue(at);
       List<QueuedEvent> batch = new ArrayList<>(Math.min(batchSize, readyCount));
@@ -1536,7 +1554,8 @@ public final class ReportQueue {
    * @throws JournalException when the journal cannot record one; the ones before stay expired
    */
   private void expireDue(Instant at) {
-    while (!expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
+    int budget = HOUSEKEEPING_BATCH;
+    while (budget-- > 0 && !expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
       Entry e = expiring.first();
       try {
         recordLeaving(e, Removal.EXPIRED);
@@ -1603,18 +1622,48 @@ public final class ReportQueue {
   }
 
   /**
-   * Trims the dedupe window to its count and age; amortized O(1), allocation-free. Best effort:
-   * when the journal cannot record that an id left the window, the id stays in it (remembered a
-   * little longer, which dedupe can afford) and trimming stops until the next call.
+   * Trims the dedupe window to its count and age, at most 64 ids per
+   * call, with one journal change for all the ids it forgets (their events already left); the
+   * rest go with the next calls. Best effort: when the journal cannot record the forgets, the ids
+   * stay in the window (remembered a little longer, which dedupe can afford) until the next call.
    */
   private void trimSeen(Instant now) {
-    long second = now.getEpochSecond();
-    int nano = now.getNano();
-    while (index.windowSize() > dedupeMaxIds
-        || index.headOlderThan(second, nano, windowSeconds, windowNanos)) {
-      if (!trimHead()) {
+    int[] refs = trimRefs;
+    int n = index.trimCandidates(refs, index.windowSize() - dedupeMaxIds, now.getEpochSecond(),
+        now.getNano(), windowSeconds, windowNanos);
+    if (n == 0) {
+      return;
+    }
+    // One journal change forgets every id that leaves with nothing held (its event left).
+    List<Change> forgets = null;
+    for (int i = 0; i < n; i++) {
+      if (index.value(refs[i]) == null) {
+        if (forgets == null) {
+          forgets = new ArrayList<>(n - i);
+        }
+        forgets.add(new Change.Forget(index.key(refs[i])));
+      }
+    }
+    if (forgets != null) {
+      try {
+        if (forgets.size() == 1) {
+          journal.forget(((Change.Forget) forgets.get(0)).eventId());
+        } else {
+          journal.recordAtomically(forgets);
+        }
+      } catch (RuntimeException e) {
+        if (lastForgetFailure == null) {
+          LOG.log(System.Logger.Level.WARNING, name + ": the journal could not forget "
+              + forgets.size() + " id(s) that left the dedupe window; they stay remembered until"
+              + " a forget succeeds", e);
+        }
+        lastForgetFailure = e.toString();
         return;
       }
+      lastForgetFailure = null;
+    }
+    for (int i = 0; i < n; i++) {
+      index.trimHead();
     }
   }
 
