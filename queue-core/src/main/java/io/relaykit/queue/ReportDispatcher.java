@@ -26,7 +26,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * maxInFlightBatches} batches in flight. Each step costs one queue drain plus one ack or nack per
  * outcome group; an idle dispatcher wakes at most every {@code pollInterval}.
  *
- * <p>Timing decisions use the injected clock, and {@link #runOnce()} performs one decision step on
+ * <p>Timing decisions use the injected {@link TimeSource}: every duration (the flush interval, the
+ * send timeout, the pauses after failures) is measured on its monotonic reading, so a wall-clock
+ * step back or forward neither holds a batch nor gives a send up early; wall-clock instants are
+ * only the queue's retry and expiry times. {@link #runOnce()} performs one decision step on
  * the caller's thread, so tests drive the dispatcher deterministically with a fake clock and a
  * direct send executor; {@link #start()} runs the same step in a background loop. Drops, expiries,
  * retries and dead letters are reported by the queue's {@link io.relaykit.monitor.LifecycleListener}
@@ -38,7 +41,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>A sender that throws anything (a runtime exception, a checked exception thrown sneakily,
  *       an {@link Error}) gets every event of the batch retried, as a failed attempt; a {@link
  *       VirtualMachineError} is rethrown after that.
- *   <li>A send that has not answered {@code sendTimeout} after it started (by the injected clock)
+ *   <li>A send that has not answered {@code sendTimeout} after it started (elapsed time, by the time source's monotonic reading)
  *       is given up: its events are retried as a failed attempt, and its slot is free for another
  *       batch. Each drain carries a token; the answer of a send that was given up, when it comes,
  *       is ignored and counted ({@link #lateResults()}), so it can never ack or nack events that
@@ -52,7 +55,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       counting an attempt.
  *   <li>A drain that throws (the queue's journal cannot record that an expired event left) sends
  *       nothing and changes nothing; it is counted ({@link #drainFailures()}) and logged, and
- *       neither the loop nor {@link #runOnce()} drains again before a pause on the injected clock
+ *       neither the loop nor {@link #runOnce()} drains again before a pause (elapsed time on the time source)
  *       that doubles with each consecutive failure (1 s, 2 s, 4 s, ... up to a minute), so a
  *       failing journal never makes the dispatcher spin. The first drain that succeeds ends the
  *       pause. {@link #flush()} tries once whatever the pause and throws the failure; {@link
@@ -713,7 +716,7 @@ public final class ReportDispatcher implements AutoCloseable {
      * nor a hung send's timeout; retry times are the queue's wall-clock instants. Default: the
      * queue's time source.
      *
-     * @param clock the clock; checked (not null) by {@link #build()}
+     * @param clock the clock; checked (not null) by {@link #build()} when set
      * @return this builder
      */
     public Builder clock(InstantSource clock) {
@@ -757,7 +760,7 @@ public final class ReportDispatcher implements AutoCloseable {
     }
 
     /**
-     * How long a send may go unanswered, by the clock, before it is given up: its events are
+     * How long a send may go unanswered, in elapsed time, before it is given up: its events are
      * retried (a failed attempt) and its answer, if it comes, is ignored. Default 60 s.
      *
      * @param sendTimeout the timeout; checked (positive) by {@link #build()}

@@ -1768,7 +1768,7 @@ public final class ReportQueue {
     private InstantSource clock = InstantSource.system();
     private QueueJournal journal;
     private int capacity = 100;
-    private long maxBytes = Long.MAX_VALUE;
+    private long maxBytes = 64L * 1024 * 1024;
     private int batchSize = 20;
     private int maxAttempts = 5;
     private Backoff backoff = Backoff.exponential(Duration.ofSeconds(1));
@@ -1826,7 +1826,9 @@ public final class ReportQueue {
     }
 
     /**
-     * Most UTF-8 payload bytes of pending plus in-flight events. Default unlimited.
+     * Most UTF-8 payload bytes of pending plus in-flight events. Default 64 MiB, so that what the
+     * journal holds for them is bounded by default in bytes as well as in events (an event larger
+     * than the bound on its own is {@code TOO_LARGE}); {@code Long.MAX_VALUE} for no bound.
      *
      * @param maxBytes the bound; checked ({@code >= 1}) by {@link #build()}
      * @return this builder

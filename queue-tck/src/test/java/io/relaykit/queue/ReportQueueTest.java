@@ -1174,6 +1174,10 @@ class ReportQueueTest {
         assertThat(queue.enqueue(normal("e" + i)).accepted()).isTrue();
       }
       assertThat(queue.enqueue(normal("e100")).reason()).isEqualTo(Reason.QUEUE_FULL);
+      ReportQueue bytes = ReportQueue.builder().clock(clock).build();
+      assertThat(bytes.enqueue(new ReportEvent("huge", "n", "x".repeat(64 * 1024 * 1024 + 1)))
+          .reason()).as("payload bytes are bounded by default (64 MiB)")
+          .isEqualTo(Reason.TOO_LARGE);
       List<QueuedEvent> batch = queue.drainBatch();
       assertThat(batch).hasSize(20);
       queue.nack(List.of(batch.get(0).eventId()), true);
