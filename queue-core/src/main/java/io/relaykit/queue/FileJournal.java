@@ -3,15 +3,17 @@ package io.relaykit.queue;
 import io.relaykit.internal.Checks;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.LongSupplier;
 import javax.crypto.SecretKey;
 
 /**
@@ -57,7 +59,10 @@ import javax.crypto.SecretKey;
  * crash at the end of the newest segment (cut short, or with zeros where part of it never reached
  * the disk: only zeros after it, or a whole zero-filled 512-byte sector inside it) is cut off with
  * a warning, with everything after it, keeping every complete record before it: nothing after it
- * was synced, since a sync covers every byte written before it. A complete record (up to 4 KiB)
+ * was synced, since a sync covers every byte written before it. A torn tail is only what follows
+ * the last complete record: a damaged record followed anywhere by a complete one (a frame whose
+ * lengths and checksum match) is corruption, whatever zeros it holds, because the later record
+ * may have been fsynced; it is reported, and nothing is cut. A complete record (up to 4 KiB)
  * whose checksum matches with one bit flipped is not torn but corrupt, even the newest one: an
  * error naming the file and offset, never cut silently. Anything else that fails its
  * checks is a {@link JournalException} naming the file and, for a record, the byte offset; the
@@ -108,7 +113,17 @@ import javax.crypto.SecretKey;
  * (a compaction) and deletes the format-1 files. Format 1 has no header checksum, trailers or
  * bound records, so until that rewrite its files are checked as before.
  *
- * <p>One process per directory: the journal takes no file lock.
+ * <h2>One journal per directory</h2>
+ * An open journal holds an operating-system lock on the file {@code .lock} in its directory until
+ * it is closed (or its process dies, which releases it). A second {@code FileJournal} on the same
+ * directory, in another process or in this one, fails to open with a {@link JournalException}
+ * naming the directory, and touches nothing.
+ *
+ * <h2>Opening on a full disk</h2>
+ * Opening writes nothing new when the newest segment is sealed (a roll failed on a full disk
+ * before the crash): the journal opens, loads, and its queue drains; the next change creates the
+ * next segment, and until there is room for it each change is refused ({@code NOT_RECORDED}),
+ * as while running.
  */
 public final class FileJournal implements QueueJournal {
 
@@ -138,7 +153,9 @@ public final class FileJournal implements QueueJournal {
   private final double compactionGarbageRatio;
   private final SecretKey key;
   private final FileIo io;
-  private final LongSupplier nanoClock;
+  private final TimeSource clock;
+  /** The directory's lock file and its lock, held from open to close. */
+  private final FileChannel lockChannel;
 
   // Guarded by writeLock.
   private final ReentrantLock writeLock = new ReentrantLock();
@@ -177,13 +194,13 @@ public final class FileJournal implements QueueJournal {
     this.compactionGarbageRatio = b.compactionGarbageRatio;
     this.key = b.key;
     this.io = b.io;
-    this.nanoClock = b.nanoClock;
+    this.clock = b.clock;
     RecordCipher cipher = key == null ? null : new RecordCipher(key, RANDOM);
     this.overhead = SegmentFormat.FRAME_HEADER + (key == null ? 0 : RecordCipher.OVERHEAD);
     Recovery recovery = new Recovery(dir, io, cipher == null ? null : cipher.copy());
     this.commit = new GroupCommit(dir, this::drainForSync);
+    this.lockChannel = lockDirectory(dir);
     try {
-      Files.createDirectories(dir);
       recovery.run();
       byte[] journalId = recovery.journalId != null ? recovery.journalId : newJournalId();
       this.state = recovery.state;
@@ -193,12 +210,14 @@ public final class FileJournal implements QueueJournal {
           recovery.activeChannel == null ? 0 : recovery.activeChannel.size());
       this.compactor = new Compactor(dir, io, cipher == null ? null : cipher.copy(), journalId);
       this.liveBytes = liveSize(state);
-      writer.ensureActive();
+      startSegmentIfRoom();
     } catch (IOException e) {
       closeQuietly(recovery.activeChannel);
+      closeQuietly(lockChannel);
       throw new JournalException("cannot open journal in " + dir + ": " + e, e);
     } catch (RuntimeException e) {
       closeQuietly(recovery.activeChannel);
+      closeQuietly(lockChannel);
       throw e;
     }
     commit.recovered(writer.appended());
@@ -694,7 +713,7 @@ public final class FileJournal implements QueueJournal {
       }
       return;
     }
-    long now = nanoClock.getAsLong();
+    long now = clock.nanoTime();
     if (!compactDue || (backoffNanos > 0 && now - nextCompactionNanos < 0)) {
       return;
     }
@@ -767,6 +786,60 @@ public final class FileJournal implements QueueJournal {
       writeLock.unlock();
     }
     commit.stop();
+    closeQuietly(lockChannel);
+  }
+
+  /**
+   * At open, starts the active segment when there is none, if it can: after a roll failed on a
+   * full disk the newest segment is sealed, and the journal must still open, load and let its
+   * queue drain. A segment that cannot be created is left to the next change, which tries again
+   * (and is refused, NOT_RECORDED, while there is no room), as while running.
+   */
+  private void startSegmentIfRoom() {
+    try {
+      writer.ensureActive();
+    } catch (JournalException e) {
+      LOG.log(System.Logger.Level.WARNING, "journal " + dir + ": cannot start a new segment at"
+          + " open (" + e.getMessage() + "); opening without one: what was recovered loads and"
+          + " drains, and the next change tries again", e);
+    }
+  }
+
+  /** The name of the lock file every open journal holds locked in its directory. */
+  static final String LOCK_FILE = ".lock";
+
+  /**
+   * Creates {@code dir} if needed and locks its {@link #LOCK_FILE} for this journal's lifetime
+   * (Java cannot lock a directory). The lock is the operating system's: a process that dies
+   * releases it, so a crash never leaves the directory locked.
+   *
+   * @throws JournalException naming the directory when another journal holds it, in this process
+   *     or another, or when the lock file cannot be created or locked
+   */
+  private static FileChannel lockDirectory(Path dir) {
+    Path lockPath = dir.resolve(LOCK_FILE);
+    FileChannel ch = null;
+    try {
+      Files.createDirectories(dir);
+      ch = FileChannel.open(lockPath, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+      FileLock lock = ch.tryLock();
+      if (lock == null) {
+        throw new JournalException("journal directory " + dir + " is in use by another process"
+            + " (it holds " + lockPath + " locked): one open FileJournal per directory");
+      }
+      return ch;
+    } catch (OverlappingFileLockException e) {
+      closeQuietly(ch);
+      throw new JournalException("journal directory " + dir + " is already open in this process"
+          + ": one open FileJournal per directory; close the other one first", e);
+    } catch (IOException e) {
+      closeQuietly(ch);
+      throw new JournalException("cannot lock journal directory " + dir + " (" + lockPath + "): "
+          + e, e);
+    } catch (RuntimeException e) {
+      closeQuietly(ch);
+      throw e;
+    }
   }
 
   static byte[] newJournalId() {
@@ -795,7 +868,7 @@ public final class FileJournal implements QueueJournal {
     private double compactionGarbageRatio = 0.5;
     private SecretKey key;
     private FileIo io = FileIo.SYSTEM;
-    private LongSupplier nanoClock = System::nanoTime;
+    private TimeSource clock = TimeSource.system();
 
     private Builder(Path dir) {
       this.dir = dir;
@@ -868,9 +941,16 @@ public final class FileJournal implements QueueJournal {
       return this;
     }
 
-    /** The monotonic clock of compaction backoff, in nanoseconds. For tests. */
-    Builder nanoClock(LongSupplier nanoClock) {
-      this.nanoClock = Checks.requireNonNull("nanoClock", nanoClock);
+    /**
+     * The time source; the journal measures durations (the backoff of a failing compaction) on
+     * its monotonic reading, so a wall-clock step never changes them. Default {@link
+     * TimeSource#system()}.
+     *
+     * @param clock the time source; checked (not null) by {@link #build()}
+     * @return this builder
+     */
+    public Builder clock(TimeSource clock) {
+      this.clock = clock;
       return this;
     }
 
@@ -889,6 +969,7 @@ public final class FileJournal implements QueueJournal {
      */
     public FileJournal build() {
       Checks.requireNonNull("dir", dir);
+      Checks.requireNonNull("clock", clock);
       Checks.requirePositive("commitInterval", commitInterval);
       Checks.requirePositive("commitRecords", commitRecords);
       if (segmentBytes < 1024) {

@@ -1,5 +1,6 @@
 package io.relaykit.queue;
 
+import java.security.SecureRandom;
 import java.util.Arrays;
 
 /**
@@ -18,6 +19,13 @@ import java.util.Arrays;
  * walks the slot arrays in order too. {@link #prefetch} loads the slots an enqueue will touch
  * early, so that its random accesses overlap and happen outside the queue's lock.
  *
+ * <p>Hashing: ids come from outside (clients, servers, anyone who can send an event), so the
+ * table does not use {@link String#hashCode()}, for which colliding ids are easy to make (every
+ * string of "Aa" and "BB" blocks of one length has the same hash code), and a run of n colliding
+ * ids would make each lookup O(n) under the queue's lock. Each index hashes ids with SipHash-1-3
+ * under its own random 128-bit key instead: without the key, ids cannot be chosen to collide.
+ * That costs one pass over the id's characters per lookup (about 10 ns for a 36-character UUID).
+ *
  * <p>Costs: {@link #find}, {@link #add}, {@link #release}, {@link #drop} and {@link #trimHead} are
  * O(1) expected; the arrays double when full (amortized O(1)). Memory: about 40 bytes per known id
  * beyond the id string, plus 16 to 32 per window slot (the ring is a power of two, and a full ring
@@ -31,6 +39,11 @@ final class IdIndex<V> {
   private static final int MIN_TABLE = 16;
   private static final int MAX_TABLE = 1 << 30;
   private static final int INITIAL_REFS = 256;
+  private static final SecureRandom KEYS = new SecureRandom();
+
+  /** This index's SipHash key. */
+  private final long k0;
+  private final long k1;
 
   // Hash table: slot = (hash << 32) | ref, 0 when empty (refs start at 1).
   private long[] table;
@@ -62,6 +75,13 @@ final class IdIndex<V> {
    * and double as needed (a copy, amortized O(1)).
    */
   IdIndex(int expectedIds) {
+    this(expectedIds, KEYS.nextLong(), KEYS.nextLong());
+  }
+
+  /** An index whose hash key is ({@code k0}, {@code k1}): for tests that place ids by hand. */
+  IdIndex(int expectedIds, long k0, long k1) {
+    this.k0 = k0;
+    this.k1 = k1;
     int slots = MIN_TABLE;
     while (slots < MAX_TABLE && slots / 2 < expectedIds) {
       slots <<= 1;
@@ -79,10 +99,47 @@ final class IdIndex<V> {
     ringMask = INITIAL_REFS - 1;
   }
 
-  /** Spreads a hash code so that keys whose hash codes differ in a few bits land far apart. */
-  static int mix(int hashCode) {
-    int h = hashCode * 0x9E3779B9;
-    return h ^ (h >>> 16);
+  /**
+   * The table hash of {@code key}: SipHash-1-3 under this index's key, over the id's UTF-16 code
+   * units (four to a 64-bit word), folded to 32 bits.
+   */
+  int hash(String key) {
+    long v0 = k0 ^ 0x736f6d6570736575L;
+    long v1 = k1 ^ 0x646f72616e646f6dL;
+    long v2 = k0 ^ 0x6c7967656e657261L;
+    long v3 = k1 ^ 0x7465646279746573L;
+    int n = key.length();
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+      long m = key.charAt(i) | (long) key.charAt(i + 1) << 16 | (long) key.charAt(i + 2) << 32
+          | (long) key.charAt(i + 3) << 48;
+      v3 ^= m;
+      // one SipRound
+      v0 += v1; v1 = Long.rotateLeft(v1, 13); v1 ^= v0; v0 = Long.rotateLeft(v0, 32);
+      v2 += v3; v3 = Long.rotateLeft(v3, 16); v3 ^= v2;
+      v0 += v3; v3 = Long.rotateLeft(v3, 21); v3 ^= v0;
+      v2 += v1; v1 = Long.rotateLeft(v1, 17); v1 ^= v2; v2 = Long.rotateLeft(v2, 32);
+      v0 ^= m;
+    }
+    long last = (long) (n & 0xff) << 56;
+    for (int shift = 0; i < n; i++, shift += 16) {
+      last |= (long) key.charAt(i) << shift;
+    }
+    v3 ^= last;
+    v0 += v1; v1 = Long.rotateLeft(v1, 13); v1 ^= v0; v0 = Long.rotateLeft(v0, 32);
+    v2 += v3; v3 = Long.rotateLeft(v3, 16); v3 ^= v2;
+    v0 += v3; v3 = Long.rotateLeft(v3, 21); v3 ^= v0;
+    v2 += v1; v1 = Long.rotateLeft(v1, 17); v1 ^= v2; v2 = Long.rotateLeft(v2, 32);
+    v0 ^= last;
+    v2 ^= 0xff;
+    for (int r = 0; r < 3; r++) {
+      v0 += v1; v1 = Long.rotateLeft(v1, 13); v1 ^= v0; v0 = Long.rotateLeft(v0, 32);
+      v2 += v3; v3 = Long.rotateLeft(v3, 16); v3 ^= v2;
+      v0 += v3; v3 = Long.rotateLeft(v3, 21); v3 ^= v0;
+      v2 += v1; v1 = Long.rotateLeft(v1, 17); v1 ^= v2; v2 = Long.rotateLeft(v2, 32);
+    }
+    long h = v0 ^ v1 ^ v2 ^ v3;
+    return (int) (h ^ (h >>> 32));
   }
 
   /** Known ids. */
@@ -97,7 +154,7 @@ final class IdIndex<V> {
 
   /** The ref of {@code key}, or 0 when it is not known. */
   int find(String key) {
-    int h = mix(key.hashCode());
+    int h = hash(key);
     long[] t = table;
     int m = tableMask;
     for (int i = h & m; ; i = (i + 1) & m) {
@@ -137,7 +194,7 @@ final class IdIndex<V> {
    */
   int add(String key, V value, long second, int nano) {
     int ref = allocateRef();
-    int h = mix(key.hashCode());
+    int h = hash(key);
     keys[ref] = key;
     hashes[ref] = h;
     values[ref] = value;
@@ -234,6 +291,29 @@ final class IdIndex<V> {
     return remaining;
   }
 
+  /**
+   * The refs of the window's oldest ids that a trim would take next, oldest first, without
+   * changing anything: while more than {@code overCount} have been taken, or the id was first
+   * seen at least the window's age before {@code second}/{@code nano}; at most {@code out.length}.
+   * Returns how many were written. O(returned + holes passed).
+   */
+  int trimCandidates(int[] out, int overCount, long second, int nano, long windowSecond,
+      int windowNano) {
+    int n = 0;
+    for (long at = head; at != tail && n < out.length; at++) {
+      int slot = (int) at & ringMask;
+      int ref = ringRefs[slot];
+      if (ref == 0) {
+        continue;
+      }
+      if (n >= overCount && !olderThan(slot, second, nano, windowSecond, windowNano)) {
+        break;
+      }
+      out[n++] = ref;
+    }
+    return n;
+  }
+
   /** The ref of the window's oldest id (past any holes), or 0 when the window is empty. */
   int headRef() {
     skipHoles();
@@ -273,7 +353,7 @@ final class IdIndex<V> {
   long prefetch(String key, boolean trimming) {
     long[] t = table;
     int m = t.length - 1;
-    long loaded = t[mix(key.hashCode()) & m];
+    long loaded = t[hash(key) & m];
     if (trimming) {
       int[] refs = ringRefs;
       int ref = refs[(int) head & (refs.length - 1)];
@@ -411,6 +491,19 @@ final class IdIndex<V> {
     ringSeconds = seconds;
     ringNanos = nanos;
     ringMask = m;
+  }
+
+  /** The longest run of occupied table slots: the worst probe length. For tests. */
+  int longestRun() {
+    int longest = 0;
+    int run = 0;
+    for (int pass = 0; pass < 2; pass++) { // twice round, for a run that wraps
+      for (long slot : table) {
+        run = slot == 0 ? 0 : run + 1;
+        longest = Math.max(longest, Math.min(run, table.length));
+      }
+    }
+    return longest;
   }
 
   /** Table slots, for tests. */

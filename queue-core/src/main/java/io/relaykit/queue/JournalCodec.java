@@ -28,8 +28,14 @@ final class JournalCodec {
   private byte[] buf = new byte[256];
   private int len;
 
+  /** A buffer grown past this for one large record is dropped at the next reset. */
+  static final int RETAINED_BUFFER = 64 * 1024;
+
   JournalCodec reset(byte type) {
     len = 0;
+    if (buf.length > RETAINED_BUFFER) {
+      buf = new byte[256]; // memory comes back after a burst of large records
+    }
     ensure(1);
     buf[len++] = type;
     return this;

@@ -4,15 +4,17 @@ package io.relaykit.queue;
  * How much an event or message matters when there is not room or time for everything.
  *
  * <p>Order is significant: a later constant ranks higher. {@link #CRITICAL} events (payments,
- * verification codes) are drained first, evicted last, and made durable before {@code enqueue}
- * returns; {@link #NORMAL} and {@link #LOW} may be group-committed.
+ * verification codes) are drained first, evicted last (by every {@link DropPolicy}: only when no
+ * LOW or NORMAL event is pending), and made durable before {@code enqueue} returns; {@link
+ * #NORMAL} and {@link #LOW} may be group-committed.
  */
 public enum Priority {
-  /** Dropped and evicted first; group-committed. */
+  /** Evicted first (the oldest LOW event before any other); group-committed. */
   LOW,
   /** The default; group-committed. */
   NORMAL,
-  /** Drained first, evicted last, durable before {@code enqueue} returns. */
+  /** Drained first, evicted last (only when nothing else is pending), durable before {@code
+   * enqueue} returns. */
   CRITICAL;
 
   /**

@@ -24,7 +24,8 @@ import javax.crypto.AEADBadTagException;
  *
  * <p>What is an error (a {@link JournalException} naming the file, and nothing is deleted): any
  * header or record that fails its checksum or authentication, except a torn tail of the newest
- * segment (a torn write leaves zeros where its bytes did not arrive; a complete record of up to
+ * segment (a torn write leaves zeros where its bytes did not arrive, and no complete record follows
+ * it: a damaged record followed by a complete one is corruption; a complete record of up to
  * 4 KiB whose checksum matches with one bit flipped, even the newest one, is a flipped bit and an
  * error naming the file and offset; a larger one followed only by zeros is taken for torn); a segment missing between a base or segment and the one that names it as its
  * predecessor, or before the oldest one; a sealed segment or base without its trailer, or with
@@ -356,6 +357,47 @@ final class Recovery {
   }
 
   /**
+   * The offset of the first complete record (a frame whose length, inverted length and CRC32C all
+   * match, inside the file) starting at or after {@code from}, or -1 when there is none. Every
+   * byte offset is tried, so a damaged length cannot hide what follows it. O(bytes) for the frame
+   * headers, plus one checksum per candidate whose two length fields agree (a random pair agrees
+   * with odds of 2^-32). Runs only when the newest segment holds a record that fails its checks.
+   */
+  private static long completeRecordAfter(FileChannel ch, long from, long size)
+      throws IOException {
+    CRC32C crc = new CRC32C();
+    if (from >= size - SegmentFormat.FRAME_HEADER) {
+      return -1;
+    }
+    int window = 1 << 20;
+    ByteBuffer buf = ByteBuffer.allocate(window + SegmentFormat.FRAME_HEADER);
+    for (long base = from; base + SegmentFormat.FRAME_HEADER <= size; base += window) {
+      buf.clear();
+      buf.limit((int) Math.min(buf.capacity(), size - base));
+      SegmentFormat.readFully(ch, buf, base);
+      int limit = buf.limit() - SegmentFormat.FRAME_HEADER;
+      for (int i = 0; i <= limit && i < window; i++) {
+        int length = buf.getInt(i);
+        if (length <= 0 || length != ~buf.getInt(i + 4)) {
+          continue;
+        }
+        long at = base + i;
+        if (at + SegmentFormat.FRAME_HEADER + length > size) {
+          continue;
+        }
+        ByteBuffer record = ByteBuffer.allocate(length);
+        SegmentFormat.readFully(ch, record, at + SegmentFormat.FRAME_HEADER);
+        crc.reset();
+        crc.update(record.flip());
+        if ((int) crc.getValue() == buf.getInt(i + 8)) {
+          return at;
+        }
+      }
+    }
+    return -1;
+  }
+
+  /**
    * The record at {@code pos}, spanning at most to {@code extentEnd}, fails its checks: decides
    * whether that is the end of the records or corruption, and returns where the records end.
    *
@@ -365,8 +407,10 @@ final class Recovery {
    * either everything after the record's extent is zero (a write cut short, followed by the
    * preallocated tail, or by the end of the file), or the extent holds a whole zero-filled sector
    * (the machine stopped after a later part of an unsynced write reached the disk but not this
-   * one). Then the record and everything after it are cut off with a warning: none of it was
-   * synced, since a sync writes all of it. Anything else is corruption: a {@link JournalException}
+   * one), and no complete record follows anywhere after it (one that does was written after this
+   * record and may have been fsynced: this one is damaged, not torn). Then the record and
+   * everything after it are cut off with a warning: none of it was synced, since a sync writes all
+   * of it. Anything else is corruption: a {@link JournalException}
    * naming the file and offset ({@code corruptWhat}, or {@code what} in a sealed segment).
    */
   private static long endOfRecords(Path path, FileChannel ch, long pos, long extentEnd, long size,
@@ -380,6 +424,15 @@ final class Recovery {
     if (SegmentFormat.allZero(ch, pos, size)) {
       // The preallocated tail (or nothing was ever written here): the records end at pos.
       return pos;
+    }
+    long valid = completeRecordAfter(ch, corruptWhat == null || extentEnd > pos
+        + SegmentFormat.FRAME_HEADER ? extentEnd : pos + 1, size);
+    if (valid >= 0) {
+      // A torn tail is only what follows the last record that was ever complete: a complete
+      // record after this one was written (and maybe fsynced) after it, so this one is damaged.
+      throw SegmentFormat.corrupt(path, pos, (corruptWhat != null ? corruptWhat : what)
+          + ", followed by a complete record at offset " + valid + ": the file is damaged, not"
+          + " torn by a crash; nothing was deleted");
     }
     if (!SegmentFormat.allZero(ch, Math.min(extentEnd, size), size)
         && !SegmentFormat.hasZeroSector(ch, pos, extentEnd, size)) {

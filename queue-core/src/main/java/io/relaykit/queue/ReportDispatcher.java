@@ -26,7 +26,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * maxInFlightBatches} batches in flight. Each step costs one queue drain plus one ack or nack per
  * outcome group; an idle dispatcher wakes at most every {@code pollInterval}.
  *
- * <p>Timing decisions use the injected clock, and {@link #runOnce()} performs one decision step on
+ * <p>Timing decisions use the injected {@link TimeSource}: every duration (the flush interval, the
+ * send timeout, the pauses after failures) is measured on its monotonic reading, so a wall-clock
+ * step back or forward neither holds a batch nor gives a send up early; wall-clock instants are
+ * only the queue's retry and expiry times. {@link #runOnce()} performs one decision step on
  * the caller's thread, so tests drive the dispatcher deterministically with a fake clock and a
  * direct send executor; {@link #start()} runs the same step in a background loop. Drops, expiries,
  * retries and dead letters are reported by the queue's {@link io.relaykit.monitor.LifecycleListener}
@@ -38,7 +41,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>A sender that throws anything (a runtime exception, a checked exception thrown sneakily,
  *       an {@link Error}) gets every event of the batch retried, as a failed attempt; a {@link
  *       VirtualMachineError} is rethrown after that.
- *   <li>A send that has not answered {@code sendTimeout} after it started (by the injected clock)
+ *   <li>A send that has not answered {@code sendTimeout} after it started (elapsed time, by the time source's monotonic reading)
  *       is given up: its events are retried as a failed attempt, and its slot is free for another
  *       batch. Each drain carries a token; the answer of a send that was given up, when it comes,
  *       is ignored and counted ({@link #lateResults()}), so it can never ack or nack events that
@@ -52,7 +55,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       counting an attempt.
  *   <li>A drain that throws (the queue's journal cannot record that an expired event left) sends
  *       nothing and changes nothing; it is counted ({@link #drainFailures()}) and logged, and
- *       neither the loop nor {@link #runOnce()} drains again before a pause on the injected clock
+ *       neither the loop nor {@link #runOnce()} drains again before a pause (elapsed time on the time source)
  *       that doubles with each consecutive failure (1 s, 2 s, 4 s, ... up to a minute), so a
  *       failing journal never makes the dispatcher spin. The first drain that succeeds ends the
  *       pause. {@link #flush()} tries once whatever the pause and throws the failure; {@link
@@ -78,20 +81,21 @@ public final class ReportDispatcher implements AutoCloseable {
   private static final class InFlight {
     final long token;
     final List<QueuedEvent> batch;
-    final Instant deadline;
+    /** When the send is given up, on the monotonic reading. */
+    final long deadlineNanos;
     /** Set, under the dispatcher's lock, by whichever settles it: the answer or the timeout. */
     boolean claimed;
 
-    InFlight(long token, List<QueuedEvent> batch, Instant deadline) {
+    InFlight(long token, List<QueuedEvent> batch, long deadlineNanos) {
       this.token = token;
       this.batch = batch;
-      this.deadline = deadline;
+      this.deadlineNanos = deadlineNanos;
     }
   }
 
   private final ReportQueue queue;
   private final BatchSender sender;
-  private final InstantSource clock;
+  private final TimeSource clock;
   private final Duration flushInterval;
   private final int maxInFlightBatches;
   private final Duration pollInterval;
@@ -104,7 +108,8 @@ public final class ReportDispatcher implements AutoCloseable {
   /** Batches the dispatcher waits for (settling ones included), by token. */
   private final Map<Long, InFlight> inFlight = new LinkedHashMap<>();
   private long nextToken;
-  private Instant lastSendAt;
+  /** The monotonic reading at the last send (or at build). */
+  private long lastSendNanos;
   private boolean wakeUp;
   private boolean stopping;
   private boolean closed;
@@ -115,15 +120,16 @@ public final class ReportDispatcher implements AutoCloseable {
   private int consecutiveUnrecorded;
   private long drainFailures;
   private int consecutiveDrainFailures;
-  /** No drain by the loop or runOnce before this instant; null unless the last drain failed. */
-  private Instant drainPausedUntil;
+  /** Whether the last drain failed: no drain by the loop or runOnce before pausedUntilNanos. */
+  private boolean drainPaused;
+  private long pausedUntilNanos;
   /** Why the last drain failed; null unless it did. */
   private RuntimeException lastDrainFailure;
 
   private ReportDispatcher(Builder b) {
     this.queue = b.queue;
     this.sender = b.sender;
-    this.clock = b.clock;
+    this.clock = TimeSource.of(b.clock);
     this.flushInterval = b.flushInterval;
     this.maxInFlightBatches = b.maxInFlightBatches;
     this.pollInterval = b.pollInterval;
@@ -140,7 +146,7 @@ public final class ReportDispatcher implements AutoCloseable {
           30, TimeUnit.SECONDS, new SynchronousQueue<>(), daemonThreads(name));
       this.sendExecutor = ownedExecutor;
     }
-    this.lastSendAt = clock.instant();
+    this.lastSendNanos = clock.nanoTime();
   }
 
   /**
@@ -323,10 +329,11 @@ public final class ReportDispatcher implements AutoCloseable {
           break;
         }
         Instant now = clock.instant();
-        if (!force && drainPausedUntil != null && now.isBefore(drainPausedUntil)) {
+        long nowNanos = clock.nanoTime();
+        if (!force && drainPaused && nowNanos - pausedUntilNanos < 0) {
           break;
         }
-        if (!force && !due(now)) {
+        if (!force && !due(now, nowNanos)) {
           break;
         }
         List<QueuedEvent> batch;
@@ -336,21 +343,22 @@ public final class ReportDispatcher implements AutoCloseable {
           drainFailures++;
           consecutiveDrainFailures++;
           Duration pause = unrecordedPause(consecutiveDrainFailures);
-          drainPausedUntil = plusSaturating(now, pause);
+          drainPaused = true;
+          pausedUntilNanos = nowNanos + pause.toNanos();
           lastDrainFailure = e;
           LOG.log(System.Logger.Level.ERROR, "dispatcher " + name + ": drain failed ("
               + consecutiveDrainFailures + " in a row); the next is tried in " + pause, e);
           break;
         }
         consecutiveDrainFailures = 0;
-        drainPausedUntil = null;
+        drainPaused = false;
         lastDrainFailure = null;
         if (batch.isEmpty()) {
           break;
         }
-        sending = new InFlight(++nextToken, batch, plusSaturating(now, sendTimeout));
+        sending = new InFlight(++nextToken, batch, nowNanos + saturatedNanos(sendTimeout));
         inFlight.put(sending.token, sending);
-        lastSendAt = now;
+        lastSendNanos = nowNanos;
       }
       try {
         sendExecutor.execute(() -> sendAndSettle(sending));
@@ -378,9 +386,9 @@ public final class ReportDispatcher implements AutoCloseable {
       if (inFlight.isEmpty()) {
         return;
       }
-      Instant now = clock.instant();
+      long now = clock.nanoTime();
       for (InFlight f : inFlight.values()) {
-        if (!f.claimed && !now.isBefore(f.deadline)) {
+        if (!f.claimed && now - f.deadlineNanos >= 0) {
           f.claimed = true;
           if (expired == null) {
             expired = new ArrayList<>(1);
@@ -409,12 +417,13 @@ public final class ReportDispatcher implements AutoCloseable {
     }
   }
 
-  private boolean due(Instant now) {
+  private boolean due(Instant now, long nowNanos) {
     int readyCount = queue.readyCount(now);
     if (readyCount == 0) {
       return false;
     }
-    return readyCount >= queue.batchSize() || !now.isBefore(lastSendAt.plus(flushInterval));
+    return readyCount >= queue.batchSize()
+        || nowNanos - lastSendNanos >= saturatedNanos(flushInterval);
   }
 
   /** Sends everything ready until nothing is ready and nothing is in flight, or the deadline. */
@@ -608,27 +617,38 @@ public final class ReportDispatcher implements AutoCloseable {
     long cap = pollInterval.toMillis();
     Optional<Instant> nextReady = queue.nextReadyAt();
     Instant now = clock.instant();
-    Instant dueAt = null;
+    long nowNanos = clock.nanoTime();
+    // Nanoseconds from now until something is due; Long.MAX_VALUE for nothing.
+    long wait = Long.MAX_VALUE;
     synchronized (this) {
       for (InFlight f : inFlight.values()) {
-        if (!f.claimed && (dueAt == null || f.deadline.isBefore(dueAt))) {
-          dueAt = f.deadline;
+        if (!f.claimed) {
+          wait = Math.min(wait, f.deadlineNanos - nowNanos);
         }
       }
       if (nextReady.isPresent() && inFlight.size() < maxInFlightBatches) {
-        Instant flushAt = lastSendAt.plus(flushInterval);
-        Instant sendAt = nextReady.get().isAfter(flushAt) ? nextReady.get() : flushAt;
-        if (drainPausedUntil != null && drainPausedUntil.isAfter(sendAt)) {
-          sendAt = drainPausedUntil;
+        long untilReady = nanosUntil(now, nextReady.get());
+        long untilFlush = lastSendNanos + saturatedNanos(flushInterval) - nowNanos;
+        long send = Math.max(untilReady, untilFlush);
+        if (drainPaused) {
+          send = Math.max(send, pausedUntilNanos - nowNanos);
         }
-        dueAt = dueAt == null || sendAt.isBefore(dueAt) ? sendAt : dueAt;
+        wait = Math.min(wait, send);
       }
     }
-    if (dueAt == null) {
+    if (wait == Long.MAX_VALUE) {
       return Math.max(1, cap);
     }
-    long millis = Duration.between(now, dueAt).toMillis();
-    return Math.max(1, Math.min(cap, millis));
+    return Math.max(1, Math.min(cap, TimeUnit.NANOSECONDS.toMillis(wait)));
+  }
+
+  /** Nanoseconds from {@code now} to {@code at} on the wall clock, saturated; negative if past. */
+  private static long nanosUntil(Instant now, Instant at) {
+    try {
+      return Duration.between(now, at).toNanos();
+    } catch (ArithmeticException e) {
+      return at.isAfter(now) ? Long.MAX_VALUE / 2 : Long.MIN_VALUE / 2;
+    }
   }
 
   private static Instant plusSaturating(Instant t, Duration d) {
@@ -675,7 +695,8 @@ public final class ReportDispatcher implements AutoCloseable {
   public static final class Builder {
     private final ReportQueue queue;
     private final BatchSender sender;
-    private InstantSource clock = InstantSource.system();
+    private InstantSource clock;
+    private boolean clockSet;
     private Duration flushInterval = Duration.ofSeconds(5);
     private int maxInFlightBatches = 1;
     private Duration pollInterval = Duration.ofMillis(200);
@@ -689,13 +710,18 @@ public final class ReportDispatcher implements AutoCloseable {
     }
 
     /**
-     * The time source for the flush interval and retry times; use the queue's. Default system.
+     * The time source. Durations (the flush interval, send timeouts, pauses after failures) are
+     * measured on its monotonic reading ({@link TimeSource#nanoTime()}; {@link System#nanoTime()}
+     * for a plain {@link InstantSource}), so a wall-clock step neither holds back a partial batch
+     * nor a hung send's timeout; retry times are the queue's wall-clock instants. Default: the
+     * queue's time source.
      *
-     * @param clock the clock; checked (not null) by {@link #build()}
+     * @param clock the clock; checked (not null) by {@link #build()} when set
      * @return this builder
      */
     public Builder clock(InstantSource clock) {
       this.clock = clock;
+      this.clockSet = true;
       return this;
     }
 
@@ -734,7 +760,7 @@ public final class ReportDispatcher implements AutoCloseable {
     }
 
     /**
-     * How long a send may go unanswered, by the clock, before it is given up: its events are
+     * How long a send may go unanswered, in elapsed time, before it is given up: its events are
      * retried (a failed attempt) and its answer, if it comes, is ignored. Default 60 s.
      *
      * @param sendTimeout the timeout; checked (positive) by {@link #build()}
@@ -779,12 +805,16 @@ public final class ReportDispatcher implements AutoCloseable {
     public ReportDispatcher build() {
       Checks.requireNonNull("queue", queue);
       Checks.requireNonNull("sender", sender);
-      Checks.requireNonNull("clock", clock);
       Checks.requirePositive("flushInterval", flushInterval);
       Checks.requirePositive("maxInFlightBatches", maxInFlightBatches);
       Checks.requirePositive("pollInterval", pollInterval);
       Checks.requirePositive("sendTimeout", sendTimeout);
       Checks.requireNonBlank("name", name);
+      if (clockSet) {
+        Checks.requireNonNull("clock", clock);
+      } else {
+        clock = queue.timeSource();
+      }
       return new ReportDispatcher(this);
     }
   }

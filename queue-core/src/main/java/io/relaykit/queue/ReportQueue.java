@@ -120,8 +120,21 @@ public final class ReportQueue {
   private static final Comparator<Entry> BY_DUE =
       Comparator.<Entry, Instant>comparing(e -> e.event.nextAttemptAt())
           .thenComparingLong(e -> e.seq);
+  /** By the monotonic reading at which a waiting retry is due in this process, then by age. */
+  private static final Comparator<Entry> BY_DUE_NANOS = (a, b) -> {
+    long d = a.dueNanos - b.dueNanos;
+    return d < 0 ? -1 : d > 0 ? 1 : Long.compare(a.seq, b.seq);
+  };
   private static final Comparator<Entry> BY_EXPIRY =
       Comparator.<Entry, Instant>comparing(e -> e.event.expiresAt()).thenComparingLong(e -> e.seq);
+
+  /**
+   * The most ids one operation lets go from the dedupe window, and the most expired events one
+   * drain or enqueue discards: the work any one call does under the lock, whatever the window's
+   * or the queue's size (a wall clock stepped forward past the window's age would otherwise age
+   * out the whole window in one call). What is left goes with the next calls.
+   */
+  static final int HOUSEKEEPING_BATCH = 64;
 
   private static final Priority[] HIGHEST_FIRST = {Priority.CRITICAL, Priority.NORMAL, Priority.LOW};
 
@@ -154,6 +167,11 @@ public final class ReportQueue {
     String deadReason;
     /** What a dead letter costs against the dead letters' byte bound: payload plus reason bytes. */
     long deadCost;
+    /**
+     * A waiting retry: the monotonic reading at which it is due in this process, whatever the
+     * wall clock says (its wait, measured when it started waiting).
+     */
+    long dueNanos;
 
     Entry(String id) {
       this.id = id;
@@ -228,7 +246,7 @@ public final class ReportQueue {
     }
   }
 
-  private final InstantSource clock;
+  private final TimeSource clock;
   private final QueueJournal journal;
   private final int capacity;
   private final long maxBytes;
@@ -248,11 +266,15 @@ public final class ReportQueue {
   private final String name;
 
   private final ReentrantLock lock = new ReentrantLock();
+  /** Scratch for trimSeen (lock held). */
+  private final int[] trimRefs = new int[HOUSEKEEPING_BATCH];
   private final IdIndex<Entry> index;
   private final Lane[] lanes = new Lane[Priority.values().length];
   private final EntryList inflight = new EntryList();
   private final EntryList dead = new EntryList();
   private final TreeSet<Entry> delayed = new TreeSet<>(BY_DUE);
+  /** The same retries as {@code delayed}, by when their wait ends on the monotonic reading. */
+  private final TreeSet<Entry> delayedMono = new TreeSet<>(BY_DUE_NANOS);
   private final TreeSet<Entry> expiring = new TreeSet<>(BY_EXPIRY);
   /** Pending plus in-flight events. */
   private int live;
@@ -274,7 +296,7 @@ public final class ReportQueue {
   private volatile Runnable batchReadySignal = () -> { };
 
   private ReportQueue(Builder b) {
-    this.clock = b.clock;
+    this.clock = TimeSource.of(b.clock);
     this.journal = b.journal != null ? b.journal : NoJournal.INSTANCE;
     this.capacity = b.capacity;
     this.maxBytes = b.maxBytes;
@@ -491,8 +513,9 @@ public final class ReportQueue {
   }
 
   /**
-   * The pending events to evict so that {@code incoming} fits, per the drop policy, oldest first
-   * in eviction order; null when the policy cannot make room. Changes nothing: the evictions happen
+   * The pending events to evict so that {@code incoming} fits, per the drop policy, in eviction
+   * order: the lowest priority first, oldest first within it (CRITICAL events only once no LOW or
+   * NORMAL event is pending); null when the policy cannot make room. Changes nothing: the evictions happen
    * in {@link #evict} once the journal recorded them.
    */
   private List<Entry> victimsFor(ReportEvent incoming, int size) {
@@ -523,17 +546,13 @@ public final class ReportQueue {
     long liveAfter = live;
     long bytesAfter = bytes;
     while (!(liveAfter < capacity && bytesAfter + size <= maxBytes)) {
+      // Both policies take the oldest event of the lowest lane that still has one; they differ
+      // in which lanes may give (above) and so in whether the new event may be refused.
       Entry victim = null;
       for (LaneCursor c : cursors) {
-        Entry candidate = c.peek();
-        if (candidate == null) {
-          continue;
-        }
-        if (victim == null || (dropPolicy == DropPolicy.DROP_OLDEST && candidate.seq < victim.seq)) {
-          victim = candidate;
-        }
-        if (dropPolicy == DropPolicy.DROP_LOWEST_PRIORITY) {
-          break; // the lowest lane that still has an event
+        victim = c.peek();
+        if (victim != null) {
+          break;
         }
       }
       if (victim == null) {
@@ -630,7 +649,10 @@ public final class ReportQueue {
    * them: highest priority first, oldest first within a priority. Events whose retry time has not
    * come stay behind without blocking others; expired events are discarded, counted and reported,
    * never returned. Draining itself writes nothing to the journal; discarding an expired event
-   * does, first.
+   * does, first. One call discards at most 64 expired events (and lets
+   * at most as many ids go from the dedupe window), so its work under the lock is bounded
+   * whatever the queue's size; while more expired events are left, it returns an empty batch and
+   * the next call goes on.
    *
    * @param at the time readiness and expiry are judged at
    * @return the drained events, at most {@link #batchSize()}; empty when none is ready
@@ -648,6 +670,11 @@ public final class ReportQueue {
         expireDue(at);
       } catch (JournalException e) {
         throw failure("drainBatch (expiring events)", e, null);
+      }
+      if (!expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
+        // More expired events than one call discards: none may be sent, so this drain returns
+        // nothing and the next one goes on discarding.
+        return new ArrayList<>(0);
       }
       promoteDue(at);
       List<QueuedEvent> batch = new ArrayList<>(Math.min(batchSize, readyCount));
@@ -1039,7 +1066,9 @@ public final class ReportQueue {
 
   /**
    * Loads the journal into this queue: pending events come back with their attempts and retry
-   * times, events that were in flight are pending and ready now (at-least-once; the event id lets
+   * times (a waiting retry waits at most its backoff of elapsed time from now, so a wall clock
+   * set back while the queue was down cannot hold it longer; a longer {@code Retry-After} floor is
+   * not kept across a restart), events that were in flight are pending and ready now (at-least-once; the event id lets
    * the server drop the repeat), dead letters and the dedupe window come back too. Pending events
    * keep the journal's append order as their age. Events that expired meanwhile are discarded and
    * counted (if the journal cannot record such an expiry, the event stays pending and is expired
@@ -1081,7 +1110,7 @@ public final class ReportQueue {
         bytes += e.bytes;
         Lane lane = lanes[event.priority().ordinal()];
         if (event.nextAttemptAt().isAfter(now)) {
-          requeue(e, now);
+          requeue(e, now, restoredWaitCap(event));
         } else {
           // Restored in seq order before anything else: appending keeps the list sorted.
           lane.count++;
@@ -1334,6 +1363,13 @@ public final class ReportQueue {
       }
       if (earliest == null && !delayed.isEmpty()) {
         earliest = delayed.first().event.nextAttemptAt();
+        // Its wait may end sooner on the monotonic reading (the wall clock was set back).
+        Instant now = clock.instant();
+        Instant byWait = plusSaturating(now,
+            Duration.ofNanos(Math.max(0, delayedMono.first().dueNanos - clock.nanoTime())));
+        if (byWait.isBefore(earliest)) {
+          earliest = byWait;
+        }
       }
       return Optional.ofNullable(earliest);
     } finally {
@@ -1362,6 +1398,15 @@ public final class ReportQueue {
         }
         ready++;
       }
+      long nanos = clock.nanoTime();
+      for (Entry e : delayedMono) {
+        if (nanos - e.dueNanos < 0) {
+          break;
+        }
+        if (e.event.nextAttemptAt().isAfter(at)) {
+          ready++; // due by its wait, not yet by the wall clock: not counted above
+        }
+      }
       return ready;
     } finally {
       lock.unlock();
@@ -1385,6 +1430,11 @@ public final class ReportQueue {
     journal.flush();
   }
 
+  /** The time source, for a dispatcher built without one of its own. */
+  TimeSource timeSource() {
+    return clock;
+  }
+
   /**
    * Installs a callback run (outside the lock, on the enqueuing thread) whenever an enqueue leaves
    * a full batch ready; a {@link ReportDispatcher} uses it to wake up. Must be fast.
@@ -1398,12 +1448,36 @@ public final class ReportQueue {
 
   /** Puts a rescheduled (or restored, not yet due) entry back among the pending. */
   private void requeue(Entry e, Instant now) {
+    requeue(e, now, Long.MAX_VALUE);
+  }
+
+  /**
+   * The longest a restored retry waits in elapsed time: its backoff for the attempts it made. Its
+   * stored retry time is a wall-clock instant, which a clock set back while the queue was down
+   * would push out by as much; so after a restart a retry waits at most its backoff (a {@code
+   * Retry-After} floor longer than that is not kept across a restart). O(1).
+   */
+  private long restoredWaitCap(QueuedEvent event) {
+    if (event.attempts() < 1) {
+      return 0; // never failed: it waits for nothing
+    }
+    try {
+      return backoff.delay(event.attempts()).toNanos();
+    } catch (ArithmeticException e) {
+      return Long.MAX_VALUE;
+    }
+  }
+
+  private void requeue(Entry e, Instant now, long maxWaitNanos) {
     Lane lane = lanes[e.event.priority().ordinal()];
     lane.count++;
     lane.bytes += e.bytes;
     if (e.event.nextAttemptAt().isAfter(now)) {
       e.state = State.WAITING;
+      e.dueNanos = clock.nanoTime()
+          + Math.min(maxWaitNanos, nanosUntil(now, e.event.nextAttemptAt()));
       delayed.add(e);
+      delayedMono.add(e);
       lane.waiting.add(e);
     } else {
       e.state = State.DUE;
@@ -1428,6 +1502,7 @@ public final class ReportQueue {
       }
       case WAITING -> {
         delayed.remove(e);
+        delayedMono.remove(e);
         lane.waiting.remove(e);
       }
       default -> throw new IllegalStateException("not pending: " + e.id + " " + e.state);
@@ -1439,14 +1514,37 @@ public final class ReportQueue {
     }
   }
 
+  /**
+   * Makes the waiting retries due whose time came at {@code at} on the wall clock, or whose wait
+   * has passed on the monotonic reading: a wall clock stepped back never holds a retry longer
+   * than its backoff.
+   */
   private void promoteDue(Instant at) {
     while (!delayed.isEmpty() && !delayed.first().event.nextAttemptAt().isAfter(at)) {
-      Entry e = delayed.pollFirst();
-      Lane lane = lanes[e.event.priority().ordinal()];
-      lane.waiting.remove(e);
-      e.state = State.DUE;
-      lane.due.add(e);
-      readyCount++;
+      promote(delayed.first());
+    }
+    long nanos = clock.nanoTime();
+    while (!delayedMono.isEmpty() && nanos - delayedMono.first().dueNanos >= 0) {
+      promote(delayedMono.first());
+    }
+  }
+
+  private void promote(Entry e) {
+    delayed.remove(e);
+    delayedMono.remove(e);
+    Lane lane = lanes[e.event.priority().ordinal()];
+    lane.waiting.remove(e);
+    e.state = State.DUE;
+    lane.due.add(e);
+    readyCount++;
+  }
+
+  /** Nanoseconds from {@code now} to {@code at} on the wall clock, saturated; 0 if past. */
+  private static long nanosUntil(Instant now, Instant at) {
+    try {
+      return Math.max(0, Duration.between(now, at).toNanos());
+    } catch (ArithmeticException e) {
+      return at.isAfter(now) ? Long.MAX_VALUE / 4 : 0;
     }
   }
 
@@ -1456,7 +1554,8 @@ public final class ReportQueue {
    * @throws JournalException when the journal cannot record one; the ones before stay expired
    */
   private void expireDue(Instant at) {
-    while (!expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
+    int budget = HOUSEKEEPING_BATCH;
+    while (budget-- > 0 && !expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
       Entry e = expiring.first();
       try {
         recordLeaving(e, Removal.EXPIRED);
@@ -1523,18 +1622,48 @@ public final class ReportQueue {
   }
 
   /**
-   * Trims the dedupe window to its count and age; amortized O(1), allocation-free. Best effort:
-   * when the journal cannot record that an id left the window, the id stays in it (remembered a
-   * little longer, which dedupe can afford) and trimming stops until the next call.
+   * Trims the dedupe window to its count and age, at most 64 ids per
+   * call, with one journal change for all the ids it forgets (their events already left); the
+   * rest go with the next calls. Best effort: when the journal cannot record the forgets, the ids
+   * stay in the window (remembered a little longer, which dedupe can afford) until the next call.
    */
   private void trimSeen(Instant now) {
-    long second = now.getEpochSecond();
-    int nano = now.getNano();
-    while (index.windowSize() > dedupeMaxIds
-        || index.headOlderThan(second, nano, windowSeconds, windowNanos)) {
-      if (!trimHead()) {
+    int[] refs = trimRefs;
+    int n = index.trimCandidates(refs, index.windowSize() - dedupeMaxIds, now.getEpochSecond(),
+        now.getNano(), windowSeconds, windowNanos);
+    if (n == 0) {
+      return;
+    }
+    // One journal change forgets every id that leaves with nothing held (its event left).
+    List<Change> forgets = null;
+    for (int i = 0; i < n; i++) {
+      if (index.value(refs[i]) == null) {
+        if (forgets == null) {
+          forgets = new ArrayList<>(n - i);
+        }
+        forgets.add(new Change.Forget(index.key(refs[i])));
+      }
+    }
+    if (forgets != null) {
+      try {
+        if (forgets.size() == 1) {
+          journal.forget(((Change.Forget) forgets.get(0)).eventId());
+        } else {
+          journal.recordAtomically(forgets);
+        }
+      } catch (RuntimeException e) {
+        if (lastForgetFailure == null) {
+          LOG.log(System.Logger.Level.WARNING, name + ": the journal could not forget "
+              + forgets.size() + " id(s) that left the dedupe window; they stay remembered until"
+              + " a forget succeeds", e);
+        }
+        lastForgetFailure = e.toString();
         return;
       }
+      lastForgetFailure = null;
+    }
+    for (int i = 0; i < n; i++) {
+      index.trimHead();
     }
   }
 
@@ -1639,7 +1768,7 @@ public final class ReportQueue {
     private InstantSource clock = InstantSource.system();
     private QueueJournal journal;
     private int capacity = 100;
-    private long maxBytes = Long.MAX_VALUE;
+    private long maxBytes = 64L * 1024 * 1024;
     private int batchSize = 20;
     private int maxAttempts = 5;
     private Backoff backoff = Backoff.exponential(Duration.ofSeconds(1));
@@ -1658,7 +1787,11 @@ public final class ReportQueue {
     }
 
     /**
-     * The time source for enqueue times, retries, expiry and the dedupe window. Default: system.
+     * The time source: its wall clock stamps enqueue times, retry and expiry instants and the
+     * dedupe window's first-seen times (what is stored or shown); a waiting retry is also due once
+     * its backoff has passed on the monotonic reading ({@link TimeSource#nanoTime()}; {@link
+     * System#nanoTime()} for a plain {@link InstantSource}), so a wall clock set back never holds
+     * retries longer than their backoff. Default: {@link TimeSource#system()}.
      *
      * @param clock the clock; checked (not null) by {@link #build()}
      * @return this builder
@@ -1693,7 +1826,9 @@ public final class ReportQueue {
     }
 
     /**
-     * Most UTF-8 payload bytes of pending plus in-flight events. Default unlimited.
+     * Most UTF-8 payload bytes of pending plus in-flight events. Default 64 MiB, so that what the
+     * journal holds for them is bounded by default in bytes as well as in events (an event larger
+     * than the bound on its own is {@code TOO_LARGE}); {@code Long.MAX_VALUE} for no bound.
      *
      * @param maxBytes the bound; checked ({@code >= 1}) by {@link #build()}
      * @return this builder

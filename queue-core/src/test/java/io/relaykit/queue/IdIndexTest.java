@@ -18,7 +18,7 @@ class IdIndexTest {
     List<String> keys = new ArrayList<>();
     for (int i = 0; keys.size() < n; i++) {
       StringBuilder b = new StringBuilder(prefix);
-      for (int bit = 0; bit < 8; bit++) {
+      for (int bit = 0; bit < 12; bit++) {
         b.append((i >> bit & 1) == 0 ? "Aa" : "BB");
       }
       keys.add(b.toString());
@@ -85,26 +85,45 @@ class IdIndexTest {
     assertThat(index.headOlderThan(99, 0, 1, 0)).as("clock stepped back").isFalse();
   }
 
-  /** A prefix whose colliding keys all have their home at {@code slot} of a table this size. */
-  private static String homedAt(int slot, int slots) {
-    for (int p = 0; ; p++) {
-      String candidate = "k" + p;
-      if ((IdIndex.mix(colliding(candidate, 1).get(0).hashCode()) & (slots - 1)) == slot) {
-        return candidate;
+  /** {@code n} ids whose home is {@code slot} of {@code index}'s table. */
+  private static List<String> homedAt(IdIndex<String> index, int slot, int n) {
+    int slots = index.tableSlots();
+    List<String> keys = new ArrayList<>();
+    for (int p = 0; keys.size() < n; p++) {
+      String candidate = "k" + slot + "-" + p;
+      if ((index.hash(candidate) & (slots - 1)) == slot) {
+        keys.add(candidate);
       }
     }
+    return keys;
+  }
+
+  @Test
+  @DisplayName("ids chosen to share one String.hashCode do not collide in the table: 4096 of them leave no long probe run")
+  void hashFloodingResisted() {
+    IdIndex<String> index = new IdIndex<>(8192);
+    List<String> keys = colliding("flood", 4096);
+    assertThat(keys.stream().map(String::hashCode).distinct()).as("one hash code").hasSize(1);
+    Map<String, Integer> refs = new HashMap<>();
+    for (String k : keys) {
+      refs.put(k, index.add(k, k, 0, 0));
+    }
+    assertThat(index.longestRun()).as("longest probe run").isLessThan(64);
+    refs.forEach((k, ref) -> assertThat(index.find(k)).isEqualTo(ref));
+    assertThat(new IdIndex<String>(8).hash("same"))
+        .as("each index has its own key").isNotEqualTo(new IdIndex<String>(8).hash("same"));
   }
 
   @Test
   @DisplayName("removing from a run of colliding ids that wraps around the table end keeps every id findable")
   void wrappingRun() {
-    IdIndex<String> index = new IdIndex<>(8);
+    IdIndex<String> index = new IdIndex<>(8, 1, 2);
     int slots = index.tableSlots();
     // One id homed at the second-to-last slot, three at the last (the run wraps to 0 and 1), two
     // homed at 0 (pushed to 2 and 3).
-    List<String> keys = new ArrayList<>(colliding(homedAt(slots - 2, slots), 1));
-    keys.addAll(colliding(homedAt(slots - 1, slots), 3));
-    keys.addAll(colliding(homedAt(0, slots), 2));
+    List<String> keys = new ArrayList<>(homedAt(index, slots - 2, 1));
+    keys.addAll(homedAt(index, slots - 1, 3));
+    keys.addAll(homedAt(index, 0, 2));
     Map<String, Integer> refs = new HashMap<>();
     for (String k : keys) {
       refs.put(k, index.add(k, k, 0, 0));

@@ -894,6 +894,37 @@ public abstract class QueueJournalContract {
     }
 
     @Test
+    @DisplayName("ids chosen to share one String.hashCode, and a payload of 64 KiB of U+0000, come back exactly, each id once, in order, after removals among them")
+    void collidingIdsAndNulPayload() throws Exception {
+      List<String> ids = new ArrayList<>();
+      for (int i = 0; i < 512; i++) {
+        StringBuilder b = new StringBuilder("c-");
+        for (int bit = 0; bit < 9; bit++) {
+          b.append((i >> bit & 1) == 0 ? "Aa" : "BB"); // every id has the same hashCode
+        }
+        ids.add(b.toString());
+      }
+      String nul = "\u0000".repeat(64 * 1024);
+      QueueJournal journal = fresh();
+      Model model = new Model();
+      for (int i = 0; i < ids.size(); i++) {
+        QueuedEvent e = new QueuedEvent(ids.get(i), "n", i == 7 ? nul : "p" + i,
+            i % 3 == 0 ? Priority.CRITICAL : Priority.NORMAL, T0.plusMillis(i), 0, T0, null);
+        journal.append(e);
+        model.append(e);
+      }
+      for (int i = 0; i < ids.size(); i += 5) {
+        journal.remove(ids.get(i), Removal.ACKED);
+        model.remove(ids.get(i), Removal.ACKED);
+      }
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).containsExactlyElementsOf(model.pending.values());
+      assertThat(state.seen().keySet()).containsExactlyElementsOf(ids);
+      assertThat(state.pending()).filteredOn(e -> e.eventId().equals(ids.get(7)))
+          .extracting(QueuedEvent::payload).containsExactly(nul);
+    }
+
+    @Test
     @DisplayName("a large payload comes back byte for byte")
     void largePayload() throws Exception {
       StringBuilder sb = new StringBuilder(1 << 20);

@@ -32,7 +32,8 @@ import org.junit.jupiter.api.Test;
  * The fault-injection kit every {@link QueueJournal} backend runs: a {@link ReportQueue} on the
  * backend, wrapped in a {@link FaultyJournal}, is driven through random sequences of enqueue,
  * drain, ack, nack, replay, purge, flush, crash (a new queue on the same storage, the old journal
- * abandoned unflushed) and clean close/reopen, with one fault injected at a random call site of
+ * abandoned unflushed), clean close/reopen and wall-clock steps (back or forward by minutes, hours
+ * or days, the monotonic reading unmoved: nothing may stall, be lost or repeat), with one fault injected at a random call site of
  * about a third of the operations (before the write, after it with an unknown outcome, or as a
  * full journal). A simple model checks every step:
  * <ul>
@@ -94,6 +95,10 @@ public abstract class QueueJournalFaultContract {
     // Found a gap in the kit's model: an append whose outcome was unknown, recorded, then expired
     // on restore leaves its id seen, so a producer's retry is rightly a DUPLICATE.
     6221341L,
+    // Found with the wall-clock step kind on a ReportQueue that timed waits by the wall clock
+    // only: an event restored after the clock stepped back three days waited three days for its
+    // stored time (shrinks to: enqueue e1 LOW, clock_step PT-72H, reopen, drain -> drained 0).
+    6221298L,
   };
 
   private static final long BASE_SEED = 0x5eed_f1L;
@@ -293,7 +298,12 @@ public abstract class QueueJournalFaultContract {
     PURGE(Call.REMOVE, Call.RECORD_ATOMICALLY),
     FLUSH(Call.FLUSH),
     CRASH(Call.LOAD),
-    REOPEN(Call.LOAD);
+    REOPEN(Call.LOAD),
+    /**
+     * The wall clock steps back or forward (minutes to days; the monotonic reading does not
+     * move): no journal call, and nothing may stall, be lost or come back twice because of it.
+     */
+    CLOCK_STEP;
 
     final List<Call> calls;
 
@@ -319,8 +329,16 @@ public abstract class QueueJournalFaultContract {
       this(kind, id, null, null, null, null);
     }
 
+    /** A wall-clock step of {@code step} (either sign), carried in {@code ttl}. */
+    static Op clockStep(Duration step) {
+      return new Op(Kind.CLOCK_STEP, null, null, null, null, step);
+    }
+
     @Override
     public String toString() {
+      if (kind == Kind.CLOCK_STEP) {
+        return "clock_step " + ttl;
+      }
       return kind.name().toLowerCase(java.util.Locale.ROOT) + (id == null ? "" : " " + id)
           + (priority == null ? "" : " " + priority)
           + (ttl == null ? "" : " ttl " + ttl.toMillis() + "ms")
@@ -439,16 +457,25 @@ public abstract class QueueJournalFaultContract {
   /** Generates {@link #steps()} operations from {@code seed}, consulting the model as it goes. */
   private final class Generator {
     private final SplittableRandom random;
+    /**
+     * Draws the wall-clock steps, apart from {@code random} so that the other operations a seed
+     * draws stay what they were before steps were added.
+     */
+    private final SplittableRandom steps;
     /** The run's drop policy, the seed's first draw. */
     final DropPolicy policy;
     private int nextId;
 
     Generator(long seed) {
       this.random = new SplittableRandom(seed);
+      this.steps = new SplittableRandom(seed ^ 0xC10C_57E9_5EEDL);
       this.policy = random.nextBoolean() ? DropPolicy.DROP_LOWEST_PRIORITY : DropPolicy.DROP_OLDEST;
     }
 
     Op next(Model model) {
+      if (steps.nextInt(12) == 0) {
+        return Op.clockStep(wallStep(steps));
+      }
       int roll = random.nextInt(100);
       Kind kind;
       if (roll < 28) {
@@ -509,6 +536,17 @@ public abstract class QueueJournalFaultContract {
       return new Op(kind, id, priority, call, fault, ttl);
     }
 
+    /** Back or forward, by minutes, hours or days. */
+    private static Duration wallStep(SplittableRandom r) {
+      Duration unit = switch (r.nextInt(3)) {
+        case 0 -> Duration.ofMinutes(1);
+        case 1 -> Duration.ofHours(1);
+        default -> Duration.ofDays(1);
+      };
+      Duration step = unit.multipliedBy(1 + r.nextInt(5));
+      return r.nextBoolean() ? step.negated() : step;
+    }
+
     private String pick(List<String> from, String otherwise) {
       return from.isEmpty() ? otherwise : from.get(random.nextInt(from.size()));
     }
@@ -551,7 +589,9 @@ public abstract class QueueJournalFaultContract {
     Run run = new Run(backend(), policy);
     int step = 0;
     try {
-      int count = generator == null ? ops.size() : steps();
+      // About one generated operation in twelve is a wall-clock step: a tenth more operations
+      // keep the others as many as before.
+      int count = generator == null ? ops.size() : steps() + steps() / 10;
       for (; step < count; step++) {
         if (generator != null) {
           ops.add(generator.next(run.model));
@@ -811,6 +851,11 @@ public abstract class QueueJournalFaultContract {
           }
           case CRASH -> restart(true, op);
           case REOPEN -> restart(false, op);
+          case CLOCK_STEP -> {
+            clock.stepWall(op.ttl());
+            model.now = clock.instant();
+            yield null;
+          }
         };
       } finally {
         if (op.kind() != Kind.CRASH && op.kind() != Kind.REOPEN) {
@@ -874,6 +919,12 @@ public abstract class QueueJournalFaultContract {
           for (String victim : result.droppedIds()) {
             if (model.at(victim) != Mem.PENDING) {
               return "evicted " + victim + ", which was " + model.at(victim);
+            }
+            Priority lowest = model.ids(Mem.PENDING).stream().map(model::offeredPriority)
+                .min(java.util.Comparator.naturalOrder()).orElseThrow();
+            if (model.offeredPriority(victim) != lowest) {
+              return "evicted " + victim + " (" + model.offeredPriority(victim) + ") while a "
+                  + lowest + " event was pending: the lowest priority goes first";
             }
             model.set(victim, Mem.ABSENT);
             model.failedOffers.add(victim);

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.relaykit.queue.FaultyFileIo.Op;
 import io.relaykit.queue.QueueJournal.Removal;
 import io.relaykit.tck.Await;
+import io.relaykit.tck.FakeClock;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -20,7 +21,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import javax.crypto.SecretKey;
 import javax.crypto.spec.SecretKeySpec;
@@ -75,7 +75,11 @@ class FileJournalFaultTest {
     }
     FileJournal j = b.build();
     journals.add(j);
-    return j.load();
+    try {
+      return j.load();
+    } finally {
+      j.crash(); // releases the directory's lock, writing nothing
+    }
   }
 
   static QueuedEvent event(String id, Priority priority) {
@@ -139,6 +143,52 @@ class FileJournalFaultTest {
 
       assertThat(ids(reload(d, null).pending())).containsExactlyElementsOf(accepted)
           .doesNotContain(refused, stillRefused);
+    }
+  }
+
+  @Nested
+  @DisplayName("opening after a segment roll failed on a full disk")
+  class OpenAfterFailedRoll {
+
+    @Test
+    @DisplayName("succeeds while the disk is still full: every durable event loads, and a queue restores and drains them; a change is refused (NOT_RECORDED) until space is freed, then the next change creates the next segment")
+    void opensWithoutRoom() throws IOException {
+      Path d = newDir();
+      FaultyFileIo io = new FaultyFileIo();
+      FileJournal journal = loaded(FileJournal.builder(d).segmentBytes(4096)
+          .commitInterval(Duration.ofHours(1)).fileIo(io));
+      io.newFilesFull(true);
+      List<String> accepted = new ArrayList<>();
+      for (int i = 0; i < 200; i++) {
+        try {
+          journal.append(event("a" + i, Priority.CRITICAL));
+          accepted.add("a" + i);
+        } catch (JournalException e) {
+          break;
+        }
+      }
+      assertThat(accepted).as("the roll failed after some durable events").hasSizeGreaterThan(10);
+      journal.crash();
+
+      FileJournal reopened = FileJournal.builder(d).segmentBytes(4096).fileIo(io).build();
+      journals.add(reopened);
+      ReportQueue queue = ReportQueue.builder().journal(reopened).capacity(1000).batchSize(1000)
+          .build();
+      assertThat(queue.restore()).isEqualTo(accepted.size());
+      assertThat(ids(queue.drainBatch())).containsExactlyElementsOf(accepted);
+      assertThat(segments(d)).as("nothing new on a full disk").hasSize(1);
+      assertThatThrownBy(() -> queue.ack(List.of(accepted.get(0))))
+          .isInstanceOfSatisfying(JournalException.class, e ->
+              assertThat(e.outcome()).isEqualTo(JournalException.Outcome.NOT_RECORDED))
+          .hasMessageContaining("No space left on device");
+      assertThat(queue.inflightIds()).hasSize(accepted.size());
+
+      io.newFilesFull(false);
+      assertThat(queue.ack(accepted.subList(0, 5))).isEqualTo(5);
+      assertThat(segments(d)).as("the next change created the next segment").hasSize(2);
+      reopened.close();
+      assertThat(ids(reload(d, null).pending()))
+          .containsExactlyElementsOf(accepted.subList(5, accepted.size()));
     }
   }
 
@@ -431,10 +481,10 @@ class FileJournalFaultTest {
     void backoff() throws IOException {
       Path d = newDir();
       FaultyFileIo io = new FaultyFileIo().failAlways(Op.MOVE, true);
-      AtomicLong nanos = new AtomicLong();
+      FakeClock clock = new FakeClock();
       InMemoryJournal model = new InMemoryJournal();
       FileJournal j = loaded(FileJournal.builder(d).segmentBytes(1024).fileIo(io)
-          .nanoClock(nanos::get).commitInterval(Duration.ofMillis(2)).compactionMinBytes(1));
+          .clock(clock).commitInterval(Duration.ofMillis(2)).compactionMinBytes(1));
       for (int i = 0; i < 100; i++) {
         QueuedEvent e = event("e" + i, Priority.NORMAL);
         j.append(e);
@@ -444,15 +494,18 @@ class FileJournalFaultTest {
       }
       Await.until(Duration.ofSeconds(10), "a compaction fails", () -> io.failures(Op.MOVE) >= 1);
       assertAttemptsFor(j, io, 1);
-      nanos.addAndGet(TimeUnit.SECONDS.toNanos(1));
+      clock.stepWall(Duration.ofDays(2));
+      assertAttemptsFor(j, io, 1); // a wall-clock step forward is no elapsed time
+      clock.stepWall(Duration.ofDays(-4));
+      clock.advanceMonotonic(Duration.ofSeconds(1));
       Await.until(Duration.ofSeconds(10), "retried after 1 s", () -> io.failures(Op.MOVE) >= 2);
       assertAttemptsFor(j, io, 2);
-      nanos.addAndGet(TimeUnit.SECONDS.toNanos(1));
+      clock.advanceMonotonic(Duration.ofSeconds(1));
       assertAttemptsFor(j, io, 2);
-      nanos.addAndGet(TimeUnit.SECONDS.toNanos(1));
+      clock.advanceMonotonic(Duration.ofSeconds(1));
       Await.until(Duration.ofSeconds(10), "retried after 2 s more", () -> io.failures(Op.MOVE) >= 3);
       io.failAlways(Op.MOVE, false);
-      nanos.addAndGet(TimeUnit.MINUTES.toNanos(10));
+      clock.advanceMonotonic(Duration.ofMinutes(10));
       Await.until(Duration.ofSeconds(10), "a compaction succeeds", () -> j.compactions() >= 1);
       assertThat(files(d)).noneMatch(name -> name.endsWith(".tmp"));
       j.close();

@@ -92,7 +92,12 @@ class FileJournalTest extends QueueJournalContract {
 
   /** What a new unencrypted journal with default settings loads from {@code directory}. */
   private JournalState reload(Path directory) {
-    return open(directory, null).load();
+    FileJournal journal = open(directory, null);
+    try {
+      return journal.load();
+    } finally {
+      journal.crash(); // releases the directory's lock, writing nothing
+    }
   }
 
   /** A new directory holding one segment file, {@code name}, with {@code bytes}. */
@@ -762,9 +767,9 @@ class FileJournalTest extends QueueJournalContract {
     }
 
     @Test
-    @DisplayName("an unsynced write whose later part reached the disk before an earlier sector is torn: what follows the zero sector is dropped, not resurrected")
-    void zeroSectorInsideRecord() throws IOException {
-      Crashed c = crashAfter(critical("a", 50), critical("b", 2000), critical("c", 40));
+    @DisplayName("an unsynced last record whose later part reached the disk before an earlier sector is torn: it is cut at its start, the records before it survive")
+    void zeroSectorInsideLastRecord() throws IOException {
+      Crashed c = crashAfter(critical("a", 50), critical("b", 2000));
       int start = (int) c.ends()[1];
       int sector = (start / 512 + 1) * 512;
       assertThat(sector + 512).isLessThan((int) c.ends()[2]);
@@ -776,6 +781,44 @@ class FileJournalTest extends QueueJournalContract {
       assertThat(reload(d)).isEqualTo(c.states().get(1));
       assertThat(Files.size(segment)).as("cut at the torn record").isEqualTo(start);
       assertThat(recoverAndAppend(bytes, c.name())).isEqualTo(c.states().get(1));
+    }
+
+    @Test
+    @DisplayName("a record with a zero-filled sector followed by complete records is corruption naming the file and offset, not a torn tail: nothing is cut")
+    void zeroSectorBeforeCompleteRecords() throws IOException {
+      Crashed c = crashAfter(critical("a", 50), critical("b", 2000), critical("c", 40));
+      int start = (int) c.ends()[1];
+      int sector = (start / 512 + 1) * 512;
+      byte[] bytes = c.bytes().clone();
+      java.util.Arrays.fill(bytes, sector, sector + 512, (byte) 0);
+
+      Path d = dirWith(c.name(), bytes);
+      Path segment = d.resolve(c.name());
+      assertThatThrownBy(() -> reload(d)).isInstanceOf(JournalException.class)
+          .hasMessageContaining(c.name())
+          .hasMessageContaining("at offset " + start)
+          .hasMessageContaining("complete record at offset " + c.ends()[2]);
+      assertThat(Files.readAllBytes(segment)).as("nothing deleted").isEqualTo(bytes);
+    }
+
+    @Test
+    @DisplayName("one flipped bit in a large record holding 1 KiB of U+0000, with fsynced records after it, is corruption: the file is not cut and every record stays")
+    void flippedBitInNulPayloadKeepsLaterRecords() throws IOException {
+      String payload = "x".repeat(3000) + "\u0000".repeat(1024) + "y".repeat(500);
+      QueuedEvent big = new QueuedEvent("w", "page.viewed", payload, Priority.LOW, T0, 0, T0,
+          null);
+      Crashed c = crashAfter(critical("a", 50), big, critical("p1", 900), critical("p2", 900),
+          critical("p3", 900), critical("p4", 900), critical("p5", 900), critical("p6", 900));
+      byte[] bytes = c.bytes().clone();
+      bytes[(int) c.ends()[1] + 100] ^= 0x10;
+
+      Path d = dirWith(c.name(), bytes);
+      Path segment = d.resolve(c.name());
+      assertThatThrownBy(() -> reload(d)).isInstanceOf(JournalException.class)
+          .hasMessageContaining(c.name())
+          .hasMessageContaining("at offset " + c.ends()[1]);
+      assertThat(Files.readAllBytes(segment)).as("nothing deleted: the six critical events stay")
+          .isEqualTo(bytes);
     }
 
     @Test

@@ -292,7 +292,7 @@ class ReportQueueTest {
     }
 
     @Test
-    @DisplayName("DROP_OLDEST evicts the oldest pending event whatever its priority")
+    @DisplayName("DROP_OLDEST evicts the oldest event of the lowest priority that has one: a new LOW event takes a NORMAL one, not an older CRITICAL one")
     void dropOldest() {
       ReportQueue queue = builder().capacity(2).dropPolicy(DropPolicy.DROP_OLDEST).build();
       queue.enqueue(event("critical-old", Priority.CRITICAL));
@@ -300,8 +300,34 @@ class ReportQueueTest {
       queue.enqueue(event("normal", Priority.NORMAL));
       EnqueueResult result = queue.enqueue(event("low-new", Priority.LOW));
       assertThat(result.accepted()).isTrue();
-      assertThat(result.droppedId()).contains("critical-old");
-      assertThat(queue.pendingIds()).containsExactly("normal", "low-new");
+      assertThat(result.droppedId()).contains("normal");
+      assertThat(queue.pendingIds()).containsExactly("critical-old", "low-new");
+    }
+
+    @Test
+    @DisplayName("DROP_OLDEST never evicts a fsynced CRITICAL event while a LOW one is pending: a new LOW event takes the oldest LOW one")
+    void dropOldestKeepsCritical() {
+      ReportQueue queue = builder().capacity(3).dropPolicy(DropPolicy.DROP_OLDEST).build();
+      queue.enqueue(event("payment", Priority.CRITICAL));
+      queue.enqueue(event("view-1", Priority.LOW));
+      queue.enqueue(event("view-2", Priority.LOW));
+      assertThat(queue.enqueue(event("view-3", Priority.LOW)).droppedIds())
+          .containsExactly("view-1");
+      assertThat(queue.pendingIds()).containsExactly("payment", "view-2", "view-3");
+      assertThat(journal.reopen().load().pending()).extracting(QueuedEvent::eventId)
+          .containsExactly("payment", "view-2", "view-3");
+    }
+
+    @Test
+    @DisplayName("DROP_OLDEST evicts a CRITICAL event only when every pending event is CRITICAL, and then the oldest")
+    void dropOldestCriticalLast() {
+      ReportQueue queue = builder().capacity(2).dropPolicy(DropPolicy.DROP_OLDEST).build();
+      queue.enqueue(event("c1", Priority.CRITICAL));
+      queue.enqueue(event("c2", Priority.CRITICAL));
+      assertThat(queue.enqueue(event("l1", Priority.LOW)).droppedIds()).containsExactly("c1");
+      assertThat(queue.enqueue(event("c3", Priority.CRITICAL)).droppedIds())
+          .containsExactly("l1");
+      assertThat(queue.pendingIds()).containsExactly("c2", "c3");
     }
 
     @Test
@@ -888,6 +914,7 @@ class ReportQueueTest {
         everyStepRecoverable(first, () -> {
           // Flush, then crash: group-committed changes are durable once flushed.
           opened.get(opened.size() - 1).flush();
+          opened.get(opened.size() - 1).crash(); // a crashed process holds no lock
           FileJournal next = FileJournal.builder(dir).build();
           opened.add(next);
           return next;
@@ -1147,6 +1174,10 @@ class ReportQueueTest {
         assertThat(queue.enqueue(normal("e" + i)).accepted()).isTrue();
       }
       assertThat(queue.enqueue(normal("e100")).reason()).isEqualTo(Reason.QUEUE_FULL);
+      ReportQueue bytes = ReportQueue.builder().clock(clock).build();
+      assertThat(bytes.enqueue(new ReportEvent("huge", "n", "x".repeat(64 * 1024 * 1024 + 1)))
+          .reason()).as("payload bytes are bounded by default (64 MiB)")
+          .isEqualTo(Reason.TOO_LARGE);
       List<QueuedEvent> batch = queue.drainBatch();
       assertThat(batch).hasSize(20);
       queue.nack(List.of(batch.get(0).eventId()), true);
@@ -1224,7 +1255,7 @@ class ReportQueueTest {
     }
 
     @Test
-    @DisplayName("DROP_OLDEST evicts the oldest pending event across lanes even when it is a waiting retry")
+    @DisplayName("DROP_OLDEST evicts the oldest event of the lowest non-empty lane even when it is a waiting retry")
     void dropOldestWaitingRetry() {
       ReportQueue queue = builder().capacity(3).dropPolicy(DropPolicy.DROP_OLDEST).build();
       queue.enqueue(normal("n1"));
@@ -1249,7 +1280,7 @@ class ReportQueueTest {
     }
 
     @Test
-    @DisplayName("DROP_OLDEST takes the next oldest of each lane in turn, ready or due")
+    @DisplayName("DROP_OLDEST empties the lowest lane oldest first before it takes from the next")
     void dropOldestInTurn() {
       ReportQueue queue = builder().capacity(4).dropPolicy(DropPolicy.DROP_OLDEST)
           .maxBytes(8).build();
@@ -1258,7 +1289,7 @@ class ReportQueueTest {
       queue.enqueue(new ReportEvent("l2", "n", "33", Priority.LOW, null));
       queue.enqueue(new ReportEvent("c2", "n", "44", Priority.CRITICAL, null));
       EnqueueResult r = queue.enqueue(new ReportEvent("n1", "n", "555555", Priority.NORMAL, null));
-      assertThat(r.droppedIds()).containsExactly("l1", "c1", "l2");
+      assertThat(r.droppedIds()).containsExactly("l1", "l2", "c1");
       assertThat(queue.pendingIds()).containsExactly("c2", "n1");
       assertThat(queue.readyCount(clock.instant())).isEqualTo(2);
       assertThat(queue.stats().bytes()).isEqualTo(8);

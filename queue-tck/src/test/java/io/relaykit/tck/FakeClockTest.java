@@ -30,4 +30,22 @@ class FakeClockTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("must not be negative");
   }
+
+  @Test
+  @DisplayName("the wall clock steps back and forward on its own; the monotonic reading moves only forward, with elapsed time or alone")
+  void wallAndMonotonicApart() {
+    FakeClock clock = new FakeClock();
+    long start = clock.nanoTime();
+    assertThat(clock.stepWall(Duration.ofHours(-1))).isEqualTo(FakeClock.EPOCH.minusSeconds(3600));
+    assertThat(clock.nanoTime()).as("a wall step is not elapsed time").isEqualTo(start);
+    clock.advance(Duration.ofSeconds(2));
+    assertThat(clock.instant()).isEqualTo(FakeClock.EPOCH.minusSeconds(3598));
+    assertThat(clock.nanoTime() - start).isEqualTo(2_000_000_000L);
+    clock.stepWall(Duration.ofDays(3));
+    assertThat(clock.nanoTime() - start).isEqualTo(2_000_000_000L);
+    assertThat(clock.advanceMonotonic(Duration.ofMillis(5)) - start).isEqualTo(2_005_000_000L);
+    assertThat(clock.instant()).isEqualTo(FakeClock.EPOCH.minusSeconds(3598).plus(Duration.ofDays(3)));
+    assertThatThrownBy(() -> clock.advanceMonotonic(Duration.ofNanos(-1)))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("never goes back");
+  }
 }
