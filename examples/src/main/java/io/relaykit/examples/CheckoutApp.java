@@ -293,8 +293,6 @@ final class CheckoutApp implements AutoCloseable {
         .confirmTimeout(options.lease().dividedBy(2))
         .build();
     relay.start();
-    // The operator CLI (./relaykit stats, dlq) reads this to open the same database.
-    store.record(options.dataDir());
     this.sampler = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "demo-status-history");
       t.setDaemon(true);
@@ -341,8 +339,17 @@ final class CheckoutApp implements AutoCloseable {
       effective.put(KAFKA_BOOTSTRAP, local.bootstrap());
     }
     try {
-      return new CheckoutApp(options, DemoStore.of(options), effective, true, local, tracing,
-          tuning);
+      CheckoutApp app = new CheckoutApp(options, DemoStore.of(options), effective, true, local,
+          tracing, tuning);
+      try {
+        // The operator CLI (./relaykit stats, dlq) reads this to open the same database.
+        app.store.record(options.dataDir());
+      } catch (RuntimeException e) {
+        local = null; // closed by app.close()
+        app.close();
+        throw e;
+      }
+      return app;
     } catch (IOException | SQLException | RuntimeException | Error e) {
       if (local != null) {
         local.close();
