@@ -19,6 +19,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIf;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Events;
@@ -194,8 +195,7 @@ class RelayKitExtensionTest {
     RelayKitExtension idle = RelayKitExtension.inMemory();
     assertThatThrownBy(idle::kit).isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("only during a test");
-    Events events = EngineTestKit.engine("junit-jupiter")
-        .selectors(selectClass(MemoryDataSource.class)).execute().testEvents();
+    Events events = fixtures(MemoryDataSource.class);
     events.assertStatistics(s -> s.started(1).failed(1));
     assertThat(events.failed().stream().map(e -> e.getPayload(
         org.junit.platform.engine.TestExecutionResult.class).orElseThrow().getThrowable()
@@ -208,14 +208,32 @@ class RelayKitExtensionTest {
   @Test
   @DisplayName("a static extension still gives each test its own relaykit; it is closed after")
   void staticRegistration() {
-    Events events = EngineTestKit.engine("junit-jupiter")
-        .selectors(selectClass(StaticShared.class)).execute().testEvents();
+    Events events = fixtures(StaticShared.class);
     events.assertStatistics(s -> s.started(2).succeeded(2));
     assertThat(StaticShared.seen).hasSize(2).doesNotHaveDuplicates();
     assertThatThrownBy(StaticShared.relaykit::kit).isInstanceOf(IllegalStateException.class);
   }
 
-  /** Run by {@link #misuse()} through the test kit only (surefire skips nested classes). */
+  private static volatile boolean runningFixtures;
+
+  /** Whether a fixture class runs now: only inside {@link #fixtures}, never on its own. */
+  static boolean runningFixtures() {
+    return runningFixtures;
+  }
+
+  /** Runs a fixture class through JUnit's test kit. */
+  private static Events fixtures(Class<?> fixture) {
+    runningFixtures = true;
+    try {
+      return EngineTestKit.engine("junit-jupiter").selectors(selectClass(fixture)).execute()
+          .testEvents();
+    } finally {
+      runningFixtures = false;
+    }
+  }
+
+  /** Run by {@link #misuse()} through the test kit only. */
+  @EnabledIf("io.relaykit.test.RelayKitExtensionTest#runningFixtures")
   static class MemoryDataSource {
     @RegisterExtension
     final RelayKitExtension relaykit = RelayKitExtension.inMemory();
@@ -227,6 +245,7 @@ class RelayKitExtensionTest {
   }
 
   /** Run by {@link #staticRegistration()} through the test kit only. */
+  @EnabledIf("io.relaykit.test.RelayKitExtensionTest#runningFixtures")
   static class StaticShared {
     @RegisterExtension
     static final RelayKitExtension relaykit = RelayKitExtension.inMemory();
