@@ -73,17 +73,29 @@ public final class RelayKitExtension implements BeforeEachCallback, AfterEachCal
     this.pollInterval = b.pollInterval;
   }
 
-  /** In-memory storage, a running relay, the clock at {@link FakeClock#EPOCH}. */
+  /**
+   * In-memory storage, a running relay, the clock at {@link FakeClock#EPOCH}.
+   *
+   * @return the extension
+   */
   public static RelayKitExtension inMemory() {
     return builder().build();
   }
 
-  /** H2 storage (a private in-memory database per test), a running relay. */
+  /**
+   * H2 storage (a private in-memory database per test), a running relay.
+   *
+   * @return the extension
+   */
   public static RelayKitExtension h2() {
     return builder().storage(TestStorage.H2).build();
   }
 
-  /** A builder: in-memory storage, a running relay, the clock at {@link FakeClock#EPOCH}. */
+  /**
+   * A builder: in-memory storage, a running relay, the clock at {@link FakeClock#EPOCH}.
+   *
+   * @return the builder
+   */
   public static Builder builder() {
     return new Builder();
   }
@@ -98,22 +110,38 @@ public final class RelayKitExtension implements BeforeEachCallback, AfterEachCal
     return current().kit;
   }
 
-  /** The outbox (appends go here; the relay drains it). */
+  /**
+   * The outbox (appends go here; the relay drains it).
+   *
+   * @return the outbox
+   */
   public OutboxStore outbox() {
     return current().kit.outbox();
   }
 
-  /** The idempotency store, for {@code IdempotentHandler}s under test. */
+  /**
+   * The idempotency store, for {@code IdempotentHandler}s under test.
+   *
+   * @return the idempotency store
+   */
   public IdempotencyStore idempotencyStore() {
     return current().idempotency;
   }
 
-  /** The dead-letter store. */
+  /**
+   * The dead-letter store.
+   *
+   * @return the dead-letter store
+   */
   public DeadLetterStore deadLetterStore() {
     return current().kit.deadLetterStore();
   }
 
-  /** The clock; {@code clock().advance(d)} moves relaykit's time. */
+  /**
+   * The clock; {@code clock().advance(d)} moves relaykit's time.
+   *
+   * @return the clock
+   */
   public FakeClock clock() {
     return current().kit.clock();
   }
@@ -354,7 +382,11 @@ public final class RelayKitExtension implements BeforeEachCallback, AfterEachCal
       return this;
     }
 
-    /** The extension. */
+    /**
+     * The extension.
+     *
+     * @return the extension
+     */
     public RelayKitExtension build() {
       return new RelayKitExtension(this);
     }

@@ -127,17 +127,29 @@ public final class TestRelayKit {
     };
   }
 
-  /** The controllable clock of the transport, the stores and the relay. */
+  /**
+   * The controllable clock of the transport, the stores and the relay.
+   *
+   * @return the controllable clock of the transport, the stores and the relay
+   */
   public FakeClock clock() {
     return clock;
   }
 
-  /** The transport underneath (not recorded: prefer {@link #publisher()} and {@link #subscriber()}). */
+  /**
+   * The transport underneath (not recorded: prefer {@link #publisher()} and {@link #subscriber()}).
+   *
+   * @return the in-process transport
+   */
   public InProcessTransport transport() {
     return transport;
   }
 
-  /** The publisher to use: the transport's, recording what it publishes. Closing it does nothing. */
+  /**
+   * The publisher to use: the transport's, recording what it publishes. Closing it does nothing.
+   *
+   * @return the recording publisher
+   */
   public Publisher publisher() {
     return publisher;
   }
@@ -145,17 +157,27 @@ public final class TestRelayKit {
   /**
    * The subscriber to use: the transport's, recording what each group handled and failing
    * deliveries on {@link #failNext}. Closing it does nothing (the transport's owner closes it).
+   *
+   * @return the recording subscriber
    */
   public Subscriber subscriber() {
     return subscriber;
   }
 
-  /** The outbox the relay drains. */
+  /**
+   * The outbox the relay drains.
+   *
+   * @return the outbox the relay drains
+   */
   public OutboxStore outbox() {
     return outbox;
   }
 
-  /** The dead-letter store of the transport and the relay. */
+  /**
+   * The dead-letter store of the transport and the relay.
+   *
+   * @return the dead-letter store of the transport and the relay
+   */
   public DeadLetterStore deadLetterStore() {
     return deadLetters;
   }
@@ -303,7 +325,11 @@ public final class TestRelayKit {
     }
   }
 
-  /** The outbox's numbers now (by {@link #clock()}). */
+  /**
+   * The outbox's numbers now (by {@link #clock()}).
+   *
+   * @return the outbox's numbers now (by {@link #clock()})
+   */
   public OutboxStats backlog() {
     return outbox.stats(clock.instant());
   }
