@@ -80,7 +80,13 @@ class LayeringTest {
   }
 
   @Test
-  @DisplayName("main code outside queue-tck uses no JUnit, AssertJ or TCK class")
+  @DisplayName("only applications depend on relaykit-test")
+  void onlyApplicationsDependOnTestSupport() {
+    RULES.onlyApplicationsDependOnTestSupport().check(classes);
+  }
+
+  @Test
+  @DisplayName("main code outside queue-tck and relaykit-test uses no JUnit, AssertJ or TCK class")
   void testLibrariesStayOutOfMainCode() {
     RULES.testLibrariesStayOutOfMainCode().check(classes);
   }

@@ -50,6 +50,20 @@ class QuickStartReadmeTest {
   }
 
   @Test
+  @DisplayName("docs/testing.md's plain-Java example is OutboxWithRelayKitTest's tag::test[] region,"
+      + " word for word")
+  void testingDocIsTheCompiledTest() throws Exception {
+    Path test = MODULE_DIR.resolve(
+        "src/it/plain-java-quickstart/src/test/java/quickstart/OutboxWithRelayKitTest.java");
+    Map<String, String> blocks = readmeBlocks(Files.readString(
+        MODULE_DIR.getParent().resolve("docs/testing.md"), StandardCharsets.UTF_8));
+    Map<String, String> regions = regions(Files.readString(test, StandardCharsets.UTF_8));
+    assertThat(regions).containsKey("test");
+    assertThat(blocks.get("test")).as("docs/testing.md block quickstart:test vs " + test)
+        .isEqualTo(regions.get("test"));
+  }
+
+  @Test
   @DisplayName("a block that differs from its region by one character is caught")
   void aChangedBlockIsCaught() {
     String readme = "<!-- quickstart:a -->\n```java\nint x = 1;\n```\n";

@@ -25,6 +25,12 @@ final class RelayKitModules {
      * framework, so it may depend on every adapter; only applications depend on it.
      */
     INTEGRATION,
+    /**
+     * relaykit-test: test support for applications. It may use everything but the applications
+     * (core, support, adapters, the Spring integration, JUnit and the TCK); only applications and
+     * tests use it.
+     */
+    TEST_SUPPORT,
     /** examples, benchmarks, chaos: may use everything; nothing uses them. */
     APPLICATION
   }
@@ -46,6 +52,7 @@ final class RelayKitModules {
       new Module("metrics-micrometer", Role.ADAPTER, List.of("metrics.micrometer")),
       new Module("tracing-opentelemetry", Role.ADAPTER, List.of("opentelemetry")),
       new Module("spring-boot-starter", Role.INTEGRATION, List.of("spring")),
+      new Module("relaykit-test", Role.TEST_SUPPORT, List.of("test")),
       new Module("examples", Role.APPLICATION, List.of("examples")),
       new Module("benchmarks", Role.APPLICATION, List.of("bench")),
       new Module("relaykit-chaos", Role.APPLICATION, List.of("chaos")));

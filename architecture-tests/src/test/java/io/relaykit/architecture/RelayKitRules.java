@@ -165,8 +165,8 @@ final class RelayKitRules {
    */
   ArchRule onlyApplicationsDependOnIntegrations() {
     String[] integrations = modules.patterns(Role.INTEGRATION);
-    String[] mayUse = Stream.concat(Stream.of(integrations),
-        Stream.of(modules.patterns(Role.APPLICATION))).toArray(String[]::new);
+    String[] mayUse = Stream.of(integrations, modules.patterns(Role.TEST_SUPPORT),
+        modules.patterns(Role.APPLICATION)).flatMap(Stream::of).toArray(String[]::new);
     return noClasses().that().resideInAPackage(base + "..").and().resideOutsideOfPackages(mayUse)
         .should().dependOnClassesThat().resideInAnyPackage(integrations)
         .allowEmptyShould(true)
@@ -174,12 +174,28 @@ final class RelayKitRules {
   }
 
   /**
-   * Test code stays out of production code: only queue-tck (whose kits are JUnit suites) and the
-   * applications may use JUnit, AssertJ or the TCK.
+   * Test support (relaykit-test) is used by applications and tests only: no core, support,
+   * adapter or integration class depends on it.
+   */
+  ArchRule onlyApplicationsDependOnTestSupport() {
+    String[] support = modules.patterns(Role.TEST_SUPPORT);
+    String[] mayUse = Stream.concat(Stream.of(support),
+        Stream.of(modules.patterns(Role.APPLICATION))).toArray(String[]::new);
+    return noClasses().that().resideInAPackage(base + "..").and().resideOutsideOfPackages(mayUse)
+        .should().dependOnClassesThat().resideInAnyPackage(support)
+        .allowEmptyShould(true)
+        .as("only applications depend on the test support (relaykit-test)");
+  }
+
+  /**
+   * Test code stays out of production code: only queue-tck (whose kits are JUnit suites), the
+   * test support for applications (relaykit-test) and the applications may use JUnit, AssertJ or
+   * the TCK.
    */
   ArchRule testLibrariesStayOutOfMainCode() {
-    String[] mayUse = Stream.concat(Stream.of(base + ".tck.."),
-        Stream.of(modules.patterns(Role.APPLICATION))).toArray(String[]::new);
+    String[] mayUse = Stream.of(new String[] {base + ".tck.."},
+        modules.patterns(Role.TEST_SUPPORT), modules.patterns(Role.APPLICATION))
+        .flatMap(Stream::of).toArray(String[]::new);
     return noClasses().that().resideInAPackage(base + "..").and().resideOutsideOfPackages(mayUse)
         .should().dependOnClassesThat().resideInAnyPackage(
             "org.junit..", "org.assertj..", "org.opentest4j..", base + ".tck..")
@@ -251,6 +267,7 @@ final class RelayKitRules {
     rules.add(adaptersUseGuiceOnlyInTheirModule());
     rules.add(nothingDependsOnApplications());
     rules.add(onlyApplicationsDependOnIntegrations());
+    rules.add(onlyApplicationsDependOnTestSupport());
     rules.add(testLibrariesStayOutOfMainCode());
     rules.add(internalPackagesStayInTheirModule());
     rules.add(noCyclesBetweenTopLevelPackages());

@@ -117,6 +117,18 @@ class RulesCatchViolationsTest {
     assertThat(v).anyMatch(l -> l.contains(fixture("storage.jdbc.H2UsesTestCode"))
         && l.contains(fixture("tck.KitFixture")));
     assertThat(v).allMatch(l -> l.contains(fixture("storage.jdbc.H2UsesTestCode")));
+    assertThat(v).as("test support for applications may use JUnit and the TCK")
+        .noneMatch(l -> l.contains(fixture("test.HarnessFixture")));
+  }
+
+  @Test
+  @DisplayName("the test-support rule reports an adapter using relaykit-test, not relaykit-test")
+  void onlyApplicationsDependOnTestSupport() {
+    List<String> v = violations(RULES.onlyApplicationsDependOnTestSupport());
+
+    assertThat(v).anyMatch(l -> l.contains(fixture("storage.jdbc.H2UsesTestSupport"))
+        && l.contains(fixture("test.HarnessFixture")));
+    assertThat(v).allMatch(l -> l.contains(fixture("storage.jdbc.H2UsesTestSupport")));
   }
 
   @Test

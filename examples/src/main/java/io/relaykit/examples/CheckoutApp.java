@@ -97,6 +97,8 @@ final class CheckoutApp implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(CheckoutApp.class.getName());
 
   final DemoOptions options;
+  /** The database this app reads and writes, and where that choice came from. */
+  final DemoStore store;
   final JdbcStorage storage;
   final Orders orders;
   final LifecycleLog lifecycle = new LifecycleLog(10_000);
@@ -161,10 +163,11 @@ final class CheckoutApp implements AutoCloseable {
     }
   }
 
-  private CheckoutApp(DemoOptions options, Map<String, String> settings, boolean consume,
-      LocalKafkaBroker localKafka, DemoTracing tracing, Tuning tuning)
+  private CheckoutApp(DemoOptions options, DemoStore store, Map<String, String> settings,
+      boolean consume, LocalKafkaBroker localKafka, DemoTracing tracing, Tuning tuning)
       throws IOException, SQLException {
     this.options = options;
+    this.store = store;
     this.samplePeriod = tuning.samplePeriod();
     this.localKafka = localKafka;
     this.tracing = tracing;
@@ -188,7 +191,7 @@ final class CheckoutApp implements AutoCloseable {
     // queue-guice, chosen by configuration: relaykit.transport picks the transport, and the
     // JDBC stores replace the in-memory defaults so dead letters and dedupe rows are durable.
     this.clock = InstantSource.system();
-    this.storage = JdbcStorage.open(storageConfig(options, listener), clock);
+    this.storage = JdbcStorage.open(storageConfig(options, store, listener), clock);
     // Appends capture the caller's span (the SERVER span of POST /orders) into the message.
     JdbcOutboxStore outbox = storage.outboxStore().withTracePropagation(tracing.propagation());
     RelayKitConfig config = relayKitConfig(options, settings);
@@ -213,6 +216,7 @@ final class CheckoutApp implements AutoCloseable {
         () -> counts.get(LifecycleEvent.Stage.DEAD_LETTERED).get());
 
     if (!consume) {
+      // The operator CLI: it reads the store and records nothing.
       this.redis = null;
       this.deliveries = null;
       this.publisher = null;
@@ -335,7 +339,17 @@ final class CheckoutApp implements AutoCloseable {
       effective.put(KAFKA_BOOTSTRAP, local.bootstrap());
     }
     try {
-      return new CheckoutApp(options, effective, true, local, tracing, tuning);
+      CheckoutApp app = new CheckoutApp(options, DemoStore.of(options), effective, true, local,
+          tracing, tuning);
+      try {
+        // The operator CLI (./relaykit stats, dlq) reads this to open the same database.
+        app.store.record(options.dataDir());
+      } catch (RuntimeException e) {
+        local = null; // closed by app.close()
+        app.close();
+        throw e;
+      }
+      return app;
     } catch (IOException | SQLException | RuntimeException | Error e) {
       if (local != null) {
         local.close();
@@ -344,10 +358,19 @@ final class CheckoutApp implements AutoCloseable {
     }
   }
 
-  /** Storage only, for the operator CLI: no relay, no consumers. */
+  /** Storage only, the store {@code options} name: no relay, no consumers. */
   static CheckoutApp storageOnly(DemoOptions options) throws IOException, SQLException {
-    checkServices(options, Map.of(), false);
-    return new CheckoutApp(options, Map.of(), false, null, DemoTracing.off(), Tuning.DEFAULTS);
+    return storageOnly(options, DemoStore.of(options));
+  }
+
+  /** Storage only, for the operator CLI: {@code store}'s database, no relay, no consumers. */
+  static CheckoutApp storageOnly(DemoOptions options, DemoStore store)
+      throws IOException, SQLException {
+    if (store.storage().equals("postgres")) {
+      ServiceCheck.postgres(store.url(), "--url");
+    }
+    return new CheckoutApp(options, store, Map.of(), false, null, DemoTracing.off(),
+        Tuning.DEFAULTS);
   }
 
   /**
@@ -569,21 +592,16 @@ final class CheckoutApp implements AutoCloseable {
     }
   }
 
-  /** The storage of {@code options}; its outbox reports to {@code listener} (ENQUEUED, ...). */
-  static JdbcStorageConfig storageConfig(DemoOptions options, LifecycleListener listener)
-      throws IOException {
-    JdbcStorageConfig.Builder b = JdbcStorageConfig.builder().lease(options.lease())
-        .listener(listener);
+  /** The storage of {@code store}; its outbox reports to {@code listener} (ENQUEUED, ...). */
+  static JdbcStorageConfig storageConfig(DemoOptions options, DemoStore store,
+      LifecycleListener listener) throws IOException {
     // --storage redis keeps orders, outbox and dead letters in the H2 file database too: Redis
     // only fronts the idempotency store.
-    if (options.storage().equals("postgres")) {
-      return b.jdbcUrl(postgresUrl()).build();
+    if (store.url().startsWith("jdbc:h2:file:")) {
+      Files.createDirectories(options.dataDir());
     }
-    Files.createDirectories(options.dataDir());
-    // AUTO_SERVER lets the operator CLI open the same file while the demo runs.
-    String url = "jdbc:h2:file:" + options.dataDir().toAbsolutePath().resolve("relaykit")
-        + ";AUTO_SERVER=TRUE";
-    return b.jdbcUrl(url).build();
+    return JdbcStorageConfig.builder().lease(options.lease()).listener(listener)
+        .jdbcUrl(store.url()).build();
   }
 
   private void consume(Orders.Effect effect, Delivery delivery) throws Exception {

@@ -8,20 +8,28 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The operator CLI over the demo's data folder: {@code ./relaykit stats}, {@code ./relaykit dlq
- * list}, {@code ./relaykit dlq replay ID}, {@code ./relaykit dlq purge}, each with {@code --data DIR}
- * (default {@code ./data}) and {@code --storage h2|postgres}.
+ * The operator CLI over the demo's store: {@code ./relaykit stats}, {@code ./relaykit dlq list},
+ * {@code ./relaykit dlq replay ID}, {@code ./relaykit dlq purge}, each with {@code --data DIR}
+ * (default {@code ./data}), {@code --storage h2|postgres|redis} and {@code --url JDBC-URL}.
+ *
+ * <p>Which database it reads: {@code --url} (or {@code --storage}) when given; otherwise the store
+ * the demo recorded at start in {@code DIR/relaykit-store.properties} (so it reads PostgreSQL when
+ * the demo runs on PostgreSQL); otherwise the H2 file under {@code DIR}. The first line of its
+ * output names that store (password masked) and where the choice came from.
  *
  * <p>It opens the storage only (no relay, no consumers). The H2 URL uses {@code AUTO_SERVER=TRUE},
  * so it works while the demo runs; a replayed dead letter goes back into the outbox and the running
- * demo's relay publishes it. Exit codes: 0 done, 1 nothing to act on (no such dead letter), 2 bad
- * usage.
+ * demo's relay publishes it. Exit codes: 0 done, 1 nothing to act on (no such dead letter) or the
+ * store did not open, 2 bad usage.
  */
 public final class DemoCli {
-  static final String USAGE = "usage: relaykit stats [--data DIR] [--storage h2|postgres]\n"
-      + "       relaykit dlq list [--limit N] [--data DIR] [--storage h2|postgres]\n"
-      + "       relaykit dlq replay ID [--data DIR] [--storage h2|postgres]\n"
-      + "       relaykit dlq purge [--data DIR] [--storage h2|postgres]";
+  static final String USAGE = "usage: relaykit stats [STORE]\n"
+      + "       relaykit dlq list [--limit N] [STORE]\n"
+      + "       relaykit dlq replay ID [STORE]\n"
+      + "       relaykit dlq purge [STORE]\n"
+      + "STORE: [--data DIR] [--storage h2|postgres|redis] [--url JDBC-URL]; without --storage and"
+      + " --url,\nthe store the demo recorded in DIR/" + DemoStore.FILE + ", else the H2 file in"
+      + " DIR (default ./data)";
 
   private DemoCli() {}
 
@@ -35,6 +43,8 @@ public final class DemoCli {
   static int run(String[] args, PrintStream out, PrintStream err) {
     List<String> words = new ArrayList<>();
     List<String> options = new ArrayList<>();
+    String storage = null;
+    String url = null;
     int limit = 100;
     try {
       for (int i = 0; i < args.length; i++) {
@@ -43,10 +53,19 @@ public final class DemoCli {
             throw new IllegalArgumentException("--limit needs a value");
           }
           limit = positive("--limit", args[++i]);
+        } else if (args[i].equals("--storage") || args[i].equals("--url")) {
+          if (i + 1 >= args.length) {
+            throw new IllegalArgumentException(args[i] + " needs a value");
+          }
+          if (args[i].equals("--storage")) {
+            storage = args[++i];
+          } else {
+            url = args[++i];
+          }
         } else if (args[i].startsWith("--")) {
-          if (!args[i].equals("--data") && !args[i].equals("--storage")) {
+          if (!args[i].equals("--data")) {
             throw new IllegalArgumentException("unknown option " + args[i]
-                + "; known: --data, --storage, --limit");
+                + "; known: --data, --storage, --url, --limit");
           }
           options.add(args[i]);
           if (i + 1 < args.length) {
@@ -56,9 +75,13 @@ public final class DemoCli {
           words.add(args[i]);
         }
       }
-      DemoOptions demo = DemoOptions.parse(options.toArray(String[]::new));
+      DemoOptions data = DemoOptions.parse(options.toArray(String[]::new));
       Command command = Command.of(words);
-      try (CheckoutApp app = CheckoutApp.storageOnly(demo)) {
+      DemoStore store = DemoStore.resolve(data.dataDir(), storage, url);
+      DemoOptions demo = new DemoOptions(data.host(), data.port(), data.dataDir(), store.storage(),
+          data.transport(), data.failRate(), data.poisonSku(), data.lease(), data.namespace());
+      out.println(store.describe());
+      try (CheckoutApp app = CheckoutApp.storageOnly(demo, store)) {
         return command.run(app, limit, out, err);
       }
     } catch (IllegalArgumentException e) {

@@ -49,6 +49,10 @@ class DemoCliTest {
 
       Run stats = cli("stats", "--data", dir);
       assertThat(stats.code()).isZero();
+      assertThat(stats.out().lines().findFirst().orElseThrow()).as("the store, first")
+          .isEqualTo("store: h2 jdbc:h2:file:" + data.toAbsolutePath().resolve("relaykit")
+              + ";AUTO_SERVER=TRUE (recorded by the demo in " + data.resolve(DemoStore.FILE)
+              + ")");
       assertThat(stats.out()).containsPattern("orders\\s+2\n").containsPattern(
           "dead letters\\s+2\n").contains("verdict");
 
@@ -57,7 +61,8 @@ class DemoCliTest {
       assertThat(list.out()).contains(smsDeadLetter + "\torders.sms\tattempts=1")
           .contains(DeadLetter.idOf(orderId + ":coupon", "orders.coupon", "coupon")
               + "\torders.coupon").contains("SKU BAD is poison");
-      assertThat(cli("dlq", "list", "--limit", "1", "--data", dir).out().lines()).hasSize(1);
+      assertThat(cli("dlq", "list", "--limit", "1", "--data", dir).out().lines())
+          .as("the store's line and one dead letter").hasSize(2);
     }
 
     // Replay with the demo stopped, so no relay re-creates the dead letter between the two.
@@ -92,9 +97,43 @@ class DemoCliTest {
     Run badOption = cli("stats", "--port", "1");
     assertThat(badOption.code()).isEqualTo(2);
     assertThat(badOption.err()).contains("unknown option --port");
+    Run badUrl = cli("stats", "--url", "jdbc:mysql://127.0.0.1/x?password=secret");
+    assertThat(badUrl.code()).isEqualTo(2);
+    assertThat(badUrl.err()).contains("--url must be a jdbc:h2: or jdbc:postgresql: URL")
+        .contains("password=***").doesNotContain("secret");
+    Run mismatch = cli("stats", "--storage", "postgres", "--url", "jdbc:h2:mem:x");
+    assertThat(mismatch.code()).isEqualTo(2);
+    assertThat(mismatch.err()).contains("--storage postgres does not match --url jdbc:h2:mem:x");
+    Run badStorage = cli("stats", "--storage", "mongo");
+    assertThat(badStorage.code()).isEqualTo(2);
+    assertThat(badStorage.err()).contains("--storage must be one of [h2, postgres, redis], was"
+        + " 'mongo'");
+    assertThat(cli("stats", "--url").err()).contains("--url needs a value");
     Run badLimit = cli("dlq", "list", "--limit", "0", "--data", dir);
     assertThat(badLimit.code()).isEqualTo(2);
     assertThat(badLimit.err()).contains("--limit must be a positive whole number, was '0'");
     assertThat(cli().err()).contains("unknown command ''");
+  }
+
+  @Test
+  @DisplayName("without a recorded store the CLI reads the H2 file under --data and says so")
+  void defaultStore() {
+    Run stats = cli("stats", "--data", data.toString());
+    assertThat(stats.code()).as(stats.err()).isZero();
+    assertThat(stats.out().lines().findFirst().orElseThrow()).startsWith("store: h2 jdbc:h2:file:")
+        .endsWith("(default: no demo recorded a store in " + data + ")");
+    assertThat(stats.out()).containsPattern("dead letters\\s+0\n");
+  }
+
+  @Test
+  @DisplayName("a recorded file that is not a store is refused with its path, never guessed")
+  void unreadableRecord() throws Exception {
+    java.nio.file.Files.writeString(data.resolve(DemoStore.FILE), "storage=oracle\nurl=x\n");
+    Run stats = cli("stats", "--data", data.toString());
+    assertThat(stats.code()).isEqualTo(2);
+    assertThat(stats.err()).contains(data.resolve(DemoStore.FILE).toString())
+        .contains("does not name a storage and a JDBC URL");
+    assertThat(cli("stats", "--data", data.toString(), "--storage", "h2").code())
+        .as("--storage overrides the record").isZero();
   }
 }
