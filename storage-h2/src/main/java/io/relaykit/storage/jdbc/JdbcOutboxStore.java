@@ -167,7 +167,7 @@ public final class JdbcOutboxStore implements OutboxStore {
     this.databaseClock = databaseClock;
     this.dialect = dialect;
     this.listener = listener;
-    this.deadLetters = new JdbcDeadLetterStore(dataSource, dialect, tables);
+    this.deadLetters = new JdbcDeadLetterStore(dataSource, dialect, tables, databaseClock);
     String t = tables.outbox;
     this.insertSql = "INSERT INTO " + t + " (destination, message_id, msg_key, headers, payload,"
         + " created_at, order_dest, state, ready_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, "
