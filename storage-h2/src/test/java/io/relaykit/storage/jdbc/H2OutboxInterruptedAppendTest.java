@@ -28,7 +28,7 @@ class H2OutboxInterruptedAppendTest {
 
   private static Message message(int i) {
     return Message.builder().type("order.paid").key(i % 2 == 0 ? "k-" + (i % 5) : null)
-        .payload("x".repeat(2_000) + i).build();
+        .payload("x".repeat(20_000) + i).build();
   }
 
   @Test
@@ -36,15 +36,16 @@ class H2OutboxInterruptedAppendTest {
       + " other threads append, claim and mark sent afterwards, and every committed row is there")
   void interruptedAppenderClosesNothing() throws Exception {
     JdbcStorageConfig config = JdbcStorageConfig.builder()
-        .jdbcUrl("jdbc:h2:file:" + tempDir.resolve("outbox").toAbsolutePath())
+        .jdbcUrl("jdbc:h2:file:" + tempDir.resolve("outbox").toAbsolutePath() + ";CACHE_SIZE=64")
         .tablePrefix("intr_").build();
     try (JdbcStorage storage = JdbcStorage.open(config, InstantSource.system())) {
       JdbcOutboxStore outbox = storage.outboxStore();
       AtomicInteger committed = new AtomicInteger();
       Thread caller = new Thread(() -> {
         for (int i = 0; i < 100; i++) {
-          Thread.currentThread().interrupt();
           try (Connection c = storage.dataSource().getConnection()) {
+            // Interrupted after taking its connection: the interrupt lands in H2's file I/O.
+            Thread.currentThread().interrupt();
             outbox.append(c, "orders", message(i));
             committed.incrementAndGet();
           } catch (Exception e) {
