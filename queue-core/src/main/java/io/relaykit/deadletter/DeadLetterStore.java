@@ -1,5 +1,6 @@
 package io.relaykit.deadletter;
 
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -16,6 +17,12 @@ import java.util.Optional;
  *   <li>{@link #remove} hands a dead letter out at most once, even under concurrent callers: that
  *       is what makes {@link DeadLetterReplayer replay} idempotent.
  *   <li>Listing is ordered by last failure time, then id; see {@link DeadLetterQuery}.
+ *   <li>Replay marks ({@link #marksReplays()}): {@link #beginReplay} marks a dead letter with the
+ *       replay's token for a lease (on the store's clock) without removing it; {@link
+ *       #finishReplay} removes it only while it still carries that token, {@link #abandonReplay}
+ *       clears the mark. {@link #add} of the same id replaces the entry and drops its mark, so a
+ *       message dead-lettered again while its replay runs is never removed by that replay. Each is
+ *       one atomic step and safe to repeat with the same token after a lost reply.
  *   <li>Blank ids throw {@link IllegalArgumentException}.
  *   <li>Retention: {@link #purgeFailedBefore} (age) and {@link #trimTo} (count) remove the oldest
  *       dead letters in bounded steps; {@link io.relaykit.outbox.OutboxRelay} applies both on its
@@ -114,5 +121,63 @@ public interface DeadLetterStore {
   default long trimTo(long keep, int max) {
     throw new UnsupportedOperationException(getClass().getName()
         + " cannot trim dead letters to a count");
+  }
+
+  /**
+   * Whether this store keeps replay marks ({@link #beginReplay}, {@link #finishReplay}, {@link
+   * #abandonReplay}), so {@link DeadLetterReplayer} can keep a dead letter until its resend is
+   * confirmed. A store without them (a broker queue) answers false, and the replayer takes the
+   * dead letter out with {@link #remove} before resending, as documented there.
+   *
+   * @return true if the replay-mark methods work; false by default
+   */
+  default boolean marksReplays() {
+    return false;
+  }
+
+  /**
+   * Marks the dead letter {@code id} as being replayed under {@code token} until {@code lease}
+   * from now on the store's clock, and returns it; it stays listed, found and counted. Succeeds
+   * when it is unmarked, when its mark's lease ran out (a replay that crashed or lost its reply is
+   * taken over), or when it already carries {@code token} (a repeat after a lost reply, which
+   * renews the lease).
+   *
+   * @param id the dead letter's id; not blank
+   * @param token the replay's token; not blank, at most 64 characters
+   * @param lease how long other replays keep off; positive
+   * @return the dead letter, now marked; empty if there is none
+   * @throws ReplayInProgressException if another token's mark is still live; nothing changes
+   * @throws UnsupportedOperationException if the store does not {@linkplain #marksReplays mark}
+   */
+  default Optional<DeadLetter> beginReplay(String id, String token, Duration lease) {
+    throw new UnsupportedOperationException(getClass().getName() + " keeps no replay marks");
+  }
+
+  /**
+   * Removes the dead letter {@code id} if it still carries {@code token}'s mark (a replay whose
+   * resend was confirmed).
+   *
+   * @param id the dead letter's id; not blank
+   * @param token the token {@link #beginReplay} marked it with; not blank
+   * @return true if it was removed; false if it is gone, unmarked, replaced by a newer dead letter
+   *     of the same id, or marked by another replay (repeating a call whose reply was lost answers
+   *     false: the first call removed it)
+   * @throws UnsupportedOperationException if the store does not {@linkplain #marksReplays mark}
+   */
+  default boolean finishReplay(String id, String token) {
+    throw new UnsupportedOperationException(getClass().getName() + " keeps no replay marks");
+  }
+
+  /**
+   * Clears {@code token}'s mark on the dead letter {@code id} (its resend failed), so the next
+   * replay may start at once; the dead letter is unchanged otherwise.
+   *
+   * @param id the dead letter's id; not blank
+   * @param token the token {@link #beginReplay} marked it with; not blank
+   * @return true if the mark was cleared; false if the dead letter is gone or not marked by it
+   * @throws UnsupportedOperationException if the store does not {@linkplain #marksReplays mark}
+   */
+  default boolean abandonReplay(String id, String token) {
+    throw new UnsupportedOperationException(getClass().getName() + " keeps no replay marks");
   }
 }

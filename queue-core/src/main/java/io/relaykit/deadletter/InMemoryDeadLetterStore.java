@@ -1,7 +1,9 @@
 package io.relaykit.deadletter;
 
 import io.relaykit.internal.Checks;
+import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -13,15 +15,33 @@ import java.util.TreeSet;
 
 /**
  * The embedded {@link DeadLetterStore}: dead letters in memory, ordered by last failure time, then
- * id. Supports every operation. Lost with the process: use a durable store in production.
+ * id. Supports every operation, replay marks included (their leases on the clock it was given).
+ * Lost with the process: use a durable store in production.
  *
  * <p>Thread-safe (one lock). {@link #add}, {@link #find} and {@link #remove} are O(log n);
  * {@link #list}, {@link #count} and {@link #purge} scan in order, O(n) in the worst case.
  */
 public final class InMemoryDeadLetterStore implements DeadLetterStore {
 
-  /** An empty store. */
-  public InMemoryDeadLetterStore() {}
+  /** An empty store; replay-mark leases on the system clock. */
+  public InMemoryDeadLetterStore() {
+    this(InstantSource.system());
+  }
+
+  /**
+   * An empty store whose replay-mark leases run on {@code clock}.
+   *
+   * @param clock the clock replay marks lapse on
+   * @throws IllegalArgumentException if {@code clock} is null
+   */
+  public InMemoryDeadLetterStore(InstantSource clock) {
+    this.clock = Checks.requireNonNull("clock", clock);
+  }
+
+  private record Mark(String token, Instant until) {}
+
+  private final InstantSource clock;
+  private final Map<String, Mark> marks = new HashMap<>();
 
   private static final Comparator<DeadLetter> ORDER =
       Comparator.comparing(DeadLetter::lastFailureAt).thenComparing(DeadLetter::id);
@@ -33,6 +53,7 @@ public final class InMemoryDeadLetterStore implements DeadLetterStore {
   public synchronized void add(DeadLetter deadLetter) {
     Checks.requireNonNull("deadLetter", deadLetter);
     DeadLetter previous = byId.put(deadLetter.id(), deadLetter);
+    marks.remove(deadLetter.id());
     if (previous != null) {
       ordered.remove(previous);
     }
@@ -84,6 +105,7 @@ public final class InMemoryDeadLetterStore implements DeadLetterStore {
     DeadLetter d = byId.remove(id);
     if (d != null) {
       ordered.remove(d);
+      marks.remove(id);
     }
     return Optional.ofNullable(d);
   }
@@ -97,6 +119,7 @@ public final class InMemoryDeadLetterStore implements DeadLetterStore {
       if (query.matches(d)) {
         it.remove();
         byId.remove(d.id());
+        marks.remove(d.id());
         n++;
       }
     }
@@ -110,7 +133,9 @@ public final class InMemoryDeadLetterStore implements DeadLetterStore {
     Checks.requirePositive("max", max);
     long n = 0;
     while (n < max && !ordered.isEmpty() && ordered.first().lastFailureAt().isBefore(failedBefore)) {
-      byId.remove(ordered.pollFirst().id());
+      String gone = ordered.pollFirst().id();
+      byId.remove(gone);
+      marks.remove(gone);
       n++;
     }
     return n;
@@ -125,9 +150,53 @@ public final class InMemoryDeadLetterStore implements DeadLetterStore {
     Checks.requirePositive("max", max);
     long n = 0;
     while (n < max && ordered.size() > keep) {
-      byId.remove(ordered.pollFirst().id());
+      String gone = ordered.pollFirst().id();
+      byId.remove(gone);
+      marks.remove(gone);
       n++;
     }
     return n;
+  }
+
+  @Override
+  public boolean marksReplays() {
+    return true;
+  }
+
+  @Override
+  public synchronized Optional<DeadLetter> beginReplay(String id, String token, Duration lease) {
+    Checks.requireNonBlank("id", id);
+    Checks.requireNonBlank("token", token);
+    Checks.requirePositive("lease", lease);
+    DeadLetter d = byId.get(id);
+    if (d == null) {
+      return Optional.empty();
+    }
+    Instant now = clock.instant();
+    Mark m = marks.get(id);
+    if (m != null && !m.token().equals(token) && now.isBefore(m.until())) {
+      throw new ReplayInProgressException(id, m.until());
+    }
+    marks.put(id, new Mark(token, now.plus(lease)));
+    return Optional.of(d);
+  }
+
+  @Override
+  public synchronized boolean finishReplay(String id, String token) {
+    Checks.requireNonBlank("id", id);
+    Checks.requireNonBlank("token", token);
+    Mark m = marks.get(id);
+    if (m == null || !m.token().equals(token)) {
+      return false;
+    }
+    return remove(id).isPresent();
+  }
+
+  @Override
+  public synchronized boolean abandonReplay(String id, String token) {
+    Checks.requireNonBlank("id", id);
+    Checks.requireNonBlank("token", token);
+    Mark m = marks.get(id);
+    return m != null && m.token().equals(token) && marks.remove(id) != null;
   }
 }

@@ -39,6 +39,17 @@ import java.util.function.Function;
  * the store (see {@link IdempotencyStore}, "What a takeover means"). A renewal that fails because
  * the store is unreachable is logged and tried again at the next beat.
  *
+ * <h2>When complete fails</h2>
+ * The effect has run when {@code complete} is called, so a failed complete is tried again: up to
+ * {@link Builder#completeRetries} more times (default {@value #DEFAULT_COMPLETE_RETRIES}), pausing
+ * by its back-off (default {@link #DEFAULT_COMPLETE_BACKOFF}: 200 ms doubling to 2 s, about 6 s in
+ * all), each with the same claim, so a claim taken over meanwhile is never completed. A complete
+ * that committed but whose reply was lost is recognised: the repeat answers false and the key reads
+ * DONE. If every attempt fails, the delivery is still acknowledged (handle returns normally; the
+ * effect ran, and a redelivery would run it a second time once the lease lapsed) and an ERROR is
+ * logged; the key stays claimed until its lease lapses, and a copy of the message that arrives
+ * after that (a republish, a replay) runs the effect again.
+ *
  * <p>A business key the function cannot produce (null or blank) is a {@link
  * MalformedMessageException} (permanent: dead-lettered). If another consumer took the key over
  * while the handler ran, {@code complete} reports it: the work is acknowledged, since it did run
@@ -110,6 +121,13 @@ public final class IdempotentHandler implements MessageHandler {
   public static final Backoff DEFAULT_IN_PROGRESS_BACKOFF =
       Backoff.exponential(Duration.ofMillis(100)).withMax(Duration.ofSeconds(1));
 
+  /** Default retries of a failed complete: 5, so six attempts in all. */
+  public static final int DEFAULT_COMPLETE_RETRIES = 5;
+
+  /** Default pause between complete attempts: 200 ms, doubling, at most 2 s. */
+  public static final Backoff DEFAULT_COMPLETE_BACKOFF =
+      Backoff.exponential(Duration.ofMillis(200)).withMax(Duration.ofSeconds(2));
+
   private final IdempotencyStore store;
   private final Function<Message, String> businessKey;
   private final Duration lease;
@@ -119,6 +137,8 @@ public final class IdempotentHandler implements MessageHandler {
   private final Pause pause;
   private final Duration heartbeatEvery;
   private final Scheduler heartbeatScheduler;
+  private final int completeRetries;
+  private final Backoff completeBackoff;
 
   /**
    * A handler with the default IN_PROGRESS retries ({@link #DEFAULT_IN_PROGRESS_RETRIES}, {@link
@@ -146,6 +166,8 @@ public final class IdempotentHandler implements MessageHandler {
     this.pause = b.pause;
     this.heartbeatEvery = b.heartbeatEvery;
     this.heartbeatScheduler = b.heartbeatScheduler;
+    this.completeRetries = b.completeRetries;
+    this.completeBackoff = b.completeBackoff;
   }
 
   /**
@@ -189,10 +211,57 @@ public final class IdempotentHandler implements MessageHandler {
       throw failure;
     }
     heartbeat.stop();
-    if (!store.complete(claim)) {
-      LOG.log(System.Logger.Level.WARNING, "business key {0} was taken over by another consumer"
-          + " while message {1} was handled (its lease had lapsed); its effect may be duplicated",
-          key, delivery.message().id());
+    completeAfterEffect(claim, delivery.message().id());
+  }
+
+  /**
+   * Completes the claim after the effect ran, trying again on failure (same claim, so fenced by its
+   * token) up to {@code completeRetries} times with the back-off. An attempt that throws may still
+   * have committed (a lost reply): the repeat then answers false, and the key's status DONE tells
+   * that it did. Never throws: the effect ran, and failing the delivery would only make a
+   * redelivery run it again once the lease lapses.
+   */
+  private void completeAfterEffect(Claim claim, String messageId) {
+    RuntimeException failure = null;
+    for (int attempt = 0; ; attempt++) {
+      try {
+        boolean completed = store.complete(claim);
+        if (completed || (failure != null && isDone(claim.key()))) {
+          return;
+        }
+        LOG.log(System.Logger.Level.WARNING, "business key {0} was taken over by another"
+            + " consumer while message {1} was handled (its lease had lapsed); its effect may be"
+            + " duplicated", claim.key(), messageId);
+        return;
+      } catch (RuntimeException e) {
+        if (failure == null) {
+          failure = e;
+        } else {
+          failure.addSuppressed(e);
+        }
+      }
+      if (attempt >= completeRetries) {
+        break;
+      }
+      try {
+        pause.pause(completeBackoff.delay(attempt + 1));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    LOG.log(System.Logger.Level.ERROR, "the effect of message " + messageId + " ran, but"
+        + " business key " + claim.key() + " could not be completed after " + (completeRetries + 1)
+        + " attempts; the delivery is acknowledged, and the key stays claimed until its lease"
+        + " lapses at " + claim.leaseExpiresAt() + ": a copy of the message arriving after that"
+        + " runs the effect again", failure);
+  }
+
+  private boolean isDone(String key) {
+    try {
+      return store.status(key).orElse(null) == Claim.Status.DONE;
+    } catch (RuntimeException e) {
+      return false;
     }
   }
 
@@ -294,6 +363,8 @@ public final class IdempotentHandler implements MessageHandler {
     private final Function<Message, String> businessKey;
     private final Duration lease;
     private final MessageHandler delegate;
+    private int completeRetries = DEFAULT_COMPLETE_RETRIES;
+    private Backoff completeBackoff = DEFAULT_COMPLETE_BACKOFF;
     private int inProgressRetries = DEFAULT_IN_PROGRESS_RETRIES;
     private Backoff inProgressBackoff = DEFAULT_IN_PROGRESS_BACKOFF;
     private Pause pause = Pause.sleep();
@@ -324,6 +395,26 @@ public final class IdempotentHandler implements MessageHandler {
       }
       this.inProgressRetries = retries;
       this.inProgressBackoff = Checks.requireNonNull("backoff", backoff);
+      return this;
+    }
+
+    /**
+     * How often a complete that threw is tried again after the effect ran, and the pause before
+     * retry n ({@code backoff.delay(n)}); the pauses use the builder's {@link #pause}. Zero
+     * retries gives up after the first failure.
+     *
+     * @param retries attempts after the first; 0 to 100
+     * @param backoff the pauses between them
+     * @return this builder
+     * @throws IllegalArgumentException if {@code retries} is negative or above 100, or {@code
+     *     backoff} is null
+     */
+    public Builder completeRetries(int retries, Backoff backoff) {
+      if (retries < 0 || retries > 100) {
+        throw new IllegalArgumentException("completeRetries must be in 0..100, was " + retries);
+      }
+      this.completeRetries = retries;
+      this.completeBackoff = Checks.requireNonNull("backoff", backoff);
       return this;
     }
 

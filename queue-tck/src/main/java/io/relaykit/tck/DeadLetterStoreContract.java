@@ -6,7 +6,12 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
+import io.relaykit.deadletter.DeadLetterReplayer;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.ReplayInProgressException;
+import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.tck.LostReply.LostReplyException;
+import java.util.concurrent.CopyOnWriteArrayList;
 import io.relaykit.message.Message;
 import io.relaykit.queue.Priority;
 import java.time.Duration;
@@ -30,6 +35,14 @@ import org.junit.jupiter.api.Test;
  * A store that cannot do an operation says so with {@link #supportsRemoveById()}, {@link
  * #supportsFilters()} or {@link #supportsPurge()} returning false; the kit then checks that the
  * operation throws {@link UnsupportedOperationException} with a reason, instead of skipping it.
+ * {@link #supportsReplayMarks()} likewise for replay marks.
+ *
+ * <h2>Lost replies</h2>
+ * {@link LostReplies} drops the reply of every write in turn ({@link LostReply}: the write runs on
+ * the real store, the caller sees an exception) and checks by what the store holds that the
+ * outcome is the documented one. For a store without removal, purge, retention or marks the cases
+ * of those operations do not apply (the operation cannot write) and are reported as skipped by
+ * that capability, which the capability cases check.
  *
  * <p>Every test gets a fresh store that must start empty (the kit counts what it holds). Times
  * are whole milliseconds, so stores that keep millisecond or microsecond precision round-trip
@@ -92,6 +105,18 @@ public abstract class DeadLetterStoreContract {
    *     throws {@link UnsupportedOperationException}
    */
   protected boolean supportsPurge() {
+    return true;
+  }
+
+  /**
+   * Whether the store keeps replay marks ({@link DeadLetterStore#marksReplays()}), so a replay
+   * keeps the dead letter until its resend is confirmed.
+   *
+   * @return true (the default) to run the replay-mark cases; false to check instead that {@code
+   *     marksReplays()} is false and {@code beginReplay} throws {@link
+   *     UnsupportedOperationException} (a replay then takes the dead letter out with {@code remove})
+   */
+  protected boolean supportsReplayMarks() {
     return true;
   }
 
@@ -501,6 +526,253 @@ public abstract class DeadLetterStoreContract {
             .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
       }
       assertThat(store.count(DeadLetterQuery.all())).isEqualTo(4);
+    }
+  }
+
+  @Nested
+  @DisplayName("replay marks: the dead letter stays until its resend is confirmed")
+  class ReplayMarks {
+
+    @Test
+    @DisplayName("a marked dead letter is still found, listed and counted; finishing with its"
+        + " token removes it, once")
+    void markThenFinish() {
+      assumeTrue(supportsReplayMarks(), "store keeps no marks: checked in unsupported()");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+
+      assertThat(store.beginReplay(d.id(), "t-1", Duration.ofMinutes(1))).contains(d);
+      assertThat(store.find(d.id())).contains(d);
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+
+      assertThat(store.finishReplay(d.id(), "t-2")).isFalse();
+      assertThat(store.finishReplay(d.id(), "t-1")).isTrue();
+      assertThat(store.finishReplay(d.id(), "t-1")).isFalse();
+      assertThat(store.find(d.id())).isEmpty();
+    }
+
+    @Test
+    @DisplayName("another token's live mark refuses a second replay; the same token renews it;"
+        + " abandoning frees it")
+    void exclusive() {
+      assumeTrue(supportsReplayMarks(), "store keeps no marks: checked in unsupported()");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      store.beginReplay(d.id(), "t-1", Duration.ofMinutes(1));
+
+      assertThatThrownBy(() -> store.beginReplay(d.id(), "t-2", Duration.ofMinutes(1)))
+          .isInstanceOf(ReplayInProgressException.class).hasMessageContaining(d.id());
+      assertThat(store.beginReplay(d.id(), "t-1", Duration.ofMinutes(1))).contains(d);
+      assertThat(store.abandonReplay(d.id(), "t-2")).isFalse();
+      assertThat(store.abandonReplay(d.id(), "t-1")).isTrue();
+      assertThat(store.beginReplay(d.id(), "t-2", Duration.ofMinutes(1))).contains(d);
+      assertThat(store.find(d.id())).contains(d);
+    }
+
+    @Test
+    @DisplayName("a dead letter stored again while marked drops the mark: the old replay cannot"
+        + " remove the newer one")
+    void addDropsMark() {
+      assumeTrue(supportsReplayMarks(), "store keeps no marks: checked in unsupported()");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      store.beginReplay(d.id(), "t-1", Duration.ofMinutes(1));
+      DeadLetter again = new DeadLetter(d.message(), d.source(), d.group(), "failed again",
+          d.exceptionClass(), d.exceptionMessage(), 2, d.firstFailureAt(),
+          d.lastFailureAt().plusSeconds(60));
+      store.add(again);
+
+      assertThat(store.finishReplay(d.id(), "t-1")).isFalse();
+      assertThat(store.find(d.id())).contains(again);
+      assertThat(store.beginReplay(d.id(), "t-2", Duration.ofMinutes(1))).contains(again);
+    }
+
+    @Test
+    @DisplayName("marking an absent id answers empty and stores nothing")
+    void absent() {
+      assumeTrue(supportsReplayMarks(), "store keeps no marks: checked in unsupported()");
+      assertThat(store.beginReplay(id(), "t-1", Duration.ofMinutes(1))).isEmpty();
+      assertThat(store.count(DeadLetterQuery.all())).isZero();
+    }
+
+    @Test
+    @DisplayName("a store without replay marks says so and refuses beginReplay with"
+        + " UnsupportedOperationException, keeping the entry")
+    void unsupported() {
+      assumeTrue(!supportsReplayMarks(), "store keeps marks: checked by the other cases");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+
+      assertThat(store.marksReplays()).isFalse();
+      assertThatThrownBy(() -> store.beginReplay(d.id(), "t-1", Duration.ofMinutes(1)))
+          .isInstanceOf(UnsupportedOperationException.class).hasMessageMatching(".+");
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("lost replies: every write committed, its reply dropped")
+  class LostReplies {
+
+    private LostReply<DeadLetterStore> seam() {
+      return LostReply.over(DeadLetterStore.class, store);
+    }
+
+    private void dropAndCall(LostReply<DeadLetterStore> seam, String method,
+        Runnable call) {
+      seam.dropNextReplyOf(method);
+      assertThatThrownBy(call::run).isInstanceOf(LostReplyException.class);
+      assertThat(seam.dropped()).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("add: unknown and safe to retry; the repeat leaves one entry")
+    void add() {
+      LostReply<DeadLetterStore> seam = seam();
+      DeadLetter d = deadLetter(id(), 1);
+
+      dropAndCall(seam, "add", () -> seam.store().add(d));
+      seam.store().add(d);
+
+      assertThat(store.find(d.id())).contains(d);
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("remove: done, and the dead letter was only in the lost reply (the repeat answers"
+        + " empty): why replay marks instead of removing")
+    void remove() {
+      assumeTrue(supportsRemoveById(), "remove does not apply: the store cannot remove by id");
+      LostReply<DeadLetterStore> seam = seam();
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+
+      dropAndCall(seam, "remove", () -> seam.store().remove(d.id()));
+
+      assertThat(seam.store().remove(d.id())).isEmpty();
+      assertThat(store.find(d.id())).isEmpty();
+    }
+
+    @Test
+    @DisplayName("beginReplay: unknown and safe to retry with the same token; others stay off")
+    void beginReplay() {
+      assumeTrue(supportsReplayMarks(), "marks do not apply: the store keeps none");
+      LostReply<DeadLetterStore> seam = seam();
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+
+      dropAndCall(seam, "beginReplay",
+          () -> seam.store().beginReplay(d.id(), "t-1", Duration.ofMinutes(1)));
+
+      assertThatThrownBy(() -> store.beginReplay(d.id(), "t-2", Duration.ofMinutes(1)))
+          .isInstanceOf(ReplayInProgressException.class);
+      assertThat(seam.store().beginReplay(d.id(), "t-1", Duration.ofMinutes(1))).contains(d);
+    }
+
+    @Test
+    @DisplayName("finishReplay: done; the repeat answers false and the entry is gone")
+    void finishReplay() {
+      assumeTrue(supportsReplayMarks(), "marks do not apply: the store keeps none");
+      LostReply<DeadLetterStore> seam = seam();
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      store.beginReplay(d.id(), "t-1", Duration.ofMinutes(1));
+
+      dropAndCall(seam, "finishReplay", () -> seam.store().finishReplay(d.id(), "t-1"));
+
+      assertThat(seam.store().finishReplay(d.id(), "t-1")).isFalse();
+      assertThat(store.find(d.id())).isEmpty();
+    }
+
+    @Test
+    @DisplayName("abandonReplay: done; the repeat answers false and another replay may start")
+    void abandonReplay() {
+      assumeTrue(supportsReplayMarks(), "marks do not apply: the store keeps none");
+      LostReply<DeadLetterStore> seam = seam();
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      store.beginReplay(d.id(), "t-1", Duration.ofMinutes(1));
+
+      dropAndCall(seam, "abandonReplay", () -> seam.store().abandonReplay(d.id(), "t-1"));
+
+      assertThat(seam.store().abandonReplay(d.id(), "t-1")).isFalse();
+      assertThat(store.beginReplay(d.id(), "t-2", Duration.ofMinutes(1))).contains(d);
+    }
+
+    @Test
+    @DisplayName("purge, purgeFailedBefore, trimTo: unknown and safe to retry; the repeat removes"
+        + " nothing more")
+    void retention() {
+      LostReply<DeadLetterStore> seam = seam();
+      DeadLetter old = deadLetter(id(), 1);
+      DeadLetter mid = deadLetter(id(), 2);
+      DeadLetter young = deadLetter(id(), 3);
+      DeadLetter newest = deadLetter(id(), 4);
+      for (DeadLetter d : List.of(old, mid, young, newest)) {
+        store.add(d);
+      }
+      if (supportsRetention()) {
+        dropAndCall(seam, "purgeFailedBefore",
+            () -> seam.store().purgeFailedBefore(T0.plusSeconds(90), 10));
+        assertThat(seam.store().purgeFailedBefore(T0.plusSeconds(90), 10)).isZero();
+        assertThat(store.find(old.id())).isEmpty();
+        LostReply<DeadLetterStore> again = seam();
+        dropAndCall(again, "trimTo", () -> again.store().trimTo(2, 10));
+        assertThat(again.store().trimTo(2, 10)).isZero();
+        assertThat(ids(store.list(DeadLetterQuery.all())))
+            .containsExactly(young.messageId(), newest.messageId());
+      }
+      if (supportsPurge()) {
+        LostReply<DeadLetterStore> third = seam();
+        dropAndCall(third, "purge", () -> third.store().purge(DeadLetterQuery.all()));
+        assertThat(third.store().purge(DeadLetterQuery.all())).isZero();
+        assertThat(store.count(DeadLetterQuery.all())).isZero();
+      }
+    }
+
+    @Test
+    @DisplayName("a replay whose every store call loses its first reply resends once and removes"
+        + " the dead letter (a store with marks)")
+    void replayThroughLostReplies() {
+      assumeTrue(supportsReplayMarks(), "marks do not apply: the store keeps none");
+      for (String method : List.of("beginReplay", "finishReplay")) {
+        LostReply<DeadLetterStore> seam = seam();
+        DeadLetter d = deadLetter(id(), 1);
+        store.add(d);
+        List<DeadLetter> resent = new CopyOnWriteArrayList<>();
+        DeadLetterReplayer replayer = new DeadLetterReplayer(seam.store(), x -> {
+          assertThat(store.find(x.id())).as("kept while resending").contains(d);
+          resent.add(x);
+        }, LifecycleListener.noop(), () -> T0);
+
+        seam.dropNextReplyOf(method);
+        assertThat(replayer.replay(d.id())).as(method).contains(d);
+
+        assertThat(seam.dropped()).isEqualTo(1);
+        assertThat(resent).as(method).containsExactly(d);
+        assertThat(store.find(d.id())).as(method).isEmpty();
+      }
+    }
+
+    @Test
+    @DisplayName("a failed resend whose unmarking loses its reply keeps the dead letter, unmarked:"
+        + " the next replay may start at once")
+    void failedResendLostUnmark() {
+      assumeTrue(supportsReplayMarks(), "marks do not apply: the store keeps none");
+      LostReply<DeadLetterStore> seam = seam();
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      DeadLetterReplayer failing = new DeadLetterReplayer(seam.store(), x -> {
+        throw new java.io.IOException("broker down");
+      }, LifecycleListener.noop(), () -> T0);
+
+      seam.dropNextReplyOf("abandonReplay");
+      assertThatThrownBy(() -> failing.replay(d.id()))
+          .isInstanceOf(DeadLetterReplayer.ReplayException.class);
+
+      assertThat(seam.dropped()).isEqualTo(1);
+      assertThat(store.find(d.id())).contains(d);
+      assertThat(store.beginReplay(d.id(), "next", Duration.ofMinutes(1))).contains(d);
     }
   }
 

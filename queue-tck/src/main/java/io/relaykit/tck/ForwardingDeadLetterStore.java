@@ -73,4 +73,24 @@ public class ForwardingDeadLetterStore implements DeadLetterStore {
   public long trimTo(long keep, int max) {
     return delegate.trimTo(keep, max);
   }
+
+  @Override
+  public boolean marksReplays() {
+    return delegate.marksReplays();
+  }
+
+  @Override
+  public Optional<DeadLetter> beginReplay(String id, String token, java.time.Duration lease) {
+    return delegate.beginReplay(id, token, lease);
+  }
+
+  @Override
+  public boolean finishReplay(String id, String token) {
+    return delegate.finishReplay(id, token);
+  }
+
+  @Override
+  public boolean abandonReplay(String id, String token) {
+    return delegate.abandonReplay(id, token);
+  }
 }

@@ -652,4 +652,88 @@ public abstract class IdempotencyStoreContract {
       assertThat(store.status(key("a"))).isEmpty();
     }
   }
+
+  @Nested
+  @DisplayName("lost replies: every write committed, its reply dropped")
+  class LostReplies {
+
+    private LostReply<IdempotencyStore> seam() {
+      return LostReply.over(IdempotencyStore.class, store);
+    }
+
+    private void dropAndCall(LostReply<IdempotencyStore> seam, String method, Runnable call) {
+      seam.dropNextReplyOf(method);
+      assertThatThrownBy(call::run).isInstanceOf(LostReply.LostReplyException.class);
+      assertThat(seam.dropped()).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("claim: not done for the caller (it holds no token); the key reads IN_PROGRESS"
+        + " until the lease lapses, then a repeat claims it: safe to retry after the lease")
+    void claim() {
+      LostReply<IdempotencyStore> seam = seam();
+      String k = key("lost-claim");
+
+      dropAndCall(seam, "claim", () -> seam.store().claim(k, lease()));
+
+      assertThat(seam.store().claim(k, lease()).status()).isEqualTo(Claim.Status.IN_PROGRESS);
+      advance(lease().plusSeconds(1));
+      assertThat(seam.store().claim(k, lease()).isClaimed()).isTrue();
+    }
+
+    @Test
+    @DisplayName("complete: done; the repeat answers false and status reads DONE, which is how"
+        + " the caller tells (IdempotentHandler does)")
+    void complete() {
+      LostReply<IdempotencyStore> seam = seam();
+      String k = key("lost-complete");
+      Claim c = store.claim(k, lease());
+
+      dropAndCall(seam, "complete", () -> seam.store().complete(c));
+
+      assertThat(seam.store().complete(c)).isFalse();
+      assertThat(store.status(k)).contains(Claim.Status.DONE);
+      assertThat(store.claim(k, lease()).status()).isEqualTo(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("release: done; the repeat answers false and the key is free for the retry")
+    void release() {
+      LostReply<IdempotencyStore> seam = seam();
+      String k = key("lost-release");
+      Claim c = store.claim(k, lease());
+
+      dropAndCall(seam, "release", () -> seam.store().release(c));
+
+      assertThat(seam.store().release(c)).isFalse();
+      assertThat(store.status(k)).isEmpty();
+      assertThat(store.claim(k, lease()).isClaimed()).isTrue();
+    }
+
+    @Test
+    @DisplayName("renew: unknown and safe to retry; the repeat renews again and the claim still"
+        + " completes")
+    void renew() {
+      LostReply<IdempotencyStore> seam = seam();
+      String k = key("lost-renew");
+      Claim c = store.claim(k, lease());
+
+      dropAndCall(seam, "renew", () -> seam.store().renew(c, lease()));
+
+      assertThat(seam.store().renew(c, lease())).isTrue();
+      assertThat(store.complete(c)).isTrue();
+    }
+
+    @Test
+    @DisplayName("markDone: unknown and safe to retry; the key reads DONE")
+    void markDone() {
+      LostReply<IdempotencyStore> seam = seam();
+      String k = key("lost-mark");
+
+      dropAndCall(seam, "markDone", () -> seam.store().markDone(k));
+
+      assertThat(seam.store().markDone(k)).isTrue();
+      assertThat(store.status(k)).contains(Claim.Status.DONE);
+    }
+  }
 }

@@ -109,6 +109,30 @@ public abstract class OutboxStoreContract {
     return Duration.ofSeconds(30);
   }
 
+  /**
+   * Whether appends accept a caller's unique request id that makes them safe to retry ({@link
+   * #appendWithRequestId}).
+   *
+   * @return false by default; true to run the request-id cases
+   */
+  protected boolean supportsRequestIds() {
+    return false;
+  }
+
+  /**
+   * Appends {@code message} committed, under the caller's {@code requestId} (the JDBC store's
+   * {@code append(Connection, String, Message, String)} in an auto-commit connection).
+   *
+   * @param destination where the row is to be published
+   * @param message the message to append
+   * @param requestId the caller's unique id for this append
+   * @return the row's sequence: the new one, or the existing row's for a repeat
+   * @throws UnsupportedOperationException by default, for a store without request ids
+   */
+  protected long appendWithRequestId(String destination, Message message, String requestId) {
+    throw new UnsupportedOperationException(getClass().getName() + " has no request ids");
+  }
+
   @BeforeEach
   void createFreshStore() {
     store = createStore();
@@ -991,6 +1015,186 @@ public abstract class OutboxStoreContract {
       assertThat(rows.get(0).message().id()).isEqualTo(m.id());
       assertThat(rows.get(0).message().headers()).doesNotContainKey("traceparent");
       assertThat(rows.get(0).message().traceId()).isEqualTo(m.traceId());
+    }
+  }
+
+  @Nested
+  @DisplayName("lost replies: every write committed, its reply dropped")
+  class LostReplies {
+
+    private LostReply<OutboxStore> seam() {
+      return LostReply.over(OutboxStore.class, store);
+    }
+
+    private void dropAndCall(LostReply<OutboxStore> seam, String method, Runnable call) {
+      seam.dropNextReplyOf(method);
+      assertThatThrownBy(call::run).isInstanceOf(LostReply.LostReplyException.class);
+      assertThat(seam.dropped()).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("claim: not done for the caller (it knows no rows); they come back to any relay"
+        + " when the lease runs out: safe to retry after the lease, nothing lost")
+    void claimLost() {
+      LostReply<OutboxStore> seam = seam();
+      Message m = append(null);
+
+      dropAndCall(seam, "claim", () -> seam.store().claim("relay-a", 10, lease(), now()));
+
+      assertThat(seam.store().claim("relay-a", 10, lease(), now())).isEmpty();
+      advance(lease().plusMillis(1));
+      assertThat(messageIds(claim("relay-b", 10))).containsExactly(m.id());
+    }
+
+    @Test
+    @DisplayName("markSent: done; the repeat answers 0 and the row is sent, never handed out again")
+    void markSent() {
+      LostReply<OutboxStore> seam = seam();
+      append("k");
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      dropAndCall(seam, "markSent",
+          () -> seam.store().markSent("relay-a", List.of(r.sequence()), now()));
+
+      assertThat(seam.store().markSent("relay-a", List.of(r.sequence()), now())).isZero();
+      assertThat(store.stats(now()).unsent()).isZero();
+      advance(lease().plusMillis(1));
+      assertThat(claim("relay-b", 10)).isEmpty();
+    }
+
+    @Test
+    @DisplayName("reschedule: done; the repeat answers false and the row waits for its time, then"
+        + " is claimed once")
+    void reschedule() {
+      LostReply<OutboxStore> seam = seam();
+      Message m = append("k");
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      dropAndCall(seam, "reschedule", () -> seam.store().reschedule("relay-a", r.sequence(), 1,
+          now(), now().plusSeconds(5), "boom"));
+
+      assertThat(seam.store().reschedule("relay-a", r.sequence(), 1, now(), now().plusSeconds(5),
+          "boom")).isFalse();
+      assertThat(claim("relay-b", 10)).isEmpty();
+      advance(Duration.ofSeconds(6));
+      assertThat(messageIds(claim("relay-b", 10))).containsExactly(m.id());
+    }
+
+    @Test
+    @DisplayName("release: done; the repeat releases nothing and the row is claimable once")
+    void release() {
+      LostReply<OutboxStore> seam = seam();
+      Message m = append("k");
+      OutboxRecord r = only(store.claim("relay-a", 10, 2, lease(), now()));
+      try {
+        store.release("relay-a", List.of());
+      } catch (UnsupportedOperationException e) {
+        return; // a store without runs has no release: nothing to lose
+      }
+
+      dropAndCall(seam, "release", () -> seam.store().release("relay-a", List.of(r.sequence())));
+
+      assertThat(seam.store().release("relay-a", List.of(r.sequence()))).isZero();
+      assertThat(messageIds(claim("relay-b", 10))).containsExactly(m.id());
+    }
+
+    @Test
+    @DisplayName("renewLease: unknown and safe to retry; the repeat renews the same rows")
+    void renewLease() {
+      LostReply<OutboxStore> seam = seam();
+      append("k");
+      OutboxRecord r = only(claim("relay-a", 10));
+
+      dropAndCall(seam, "renewLease",
+          () -> seam.store().renewLease("relay-a", List.of(r.sequence()), lease(), now()));
+
+      assertThat(seam.store().renewLease("relay-a", List.of(r.sequence()), lease(), now()))
+          .containsExactly(r.sequence());
+    }
+
+    @Test
+    @DisplayName("markDead and moveToDeadLetters: done; the repeat answers false, the row is gone"
+        + " and its dead letter stored once")
+    void dead() {
+      io.relaykit.deadletter.InMemoryDeadLetterStore dls =
+          new io.relaykit.deadletter.InMemoryDeadLetterStore();
+      LostReply<OutboxStore> seam = seam();
+      append("k1");
+      append("k2");
+      List<OutboxRecord> rs = claim("relay-a", 10);
+      OutboxRecord first = rs.get(0);
+      OutboxRecord second = rs.get(1);
+      io.relaykit.deadletter.DeadLetter d = io.relaykit.deadletter.DeadLetter.of(
+          second.message(), second.destination(), "gave up", null, 1, now(), now());
+
+      dropAndCall(seam, "markDead", () -> seam.store().markDead("relay-a", first.sequence()));
+      assertThat(seam.store().markDead("relay-a", first.sequence())).isFalse();
+      LostReply<OutboxStore> again = seam();
+      dropAndCall(again, "moveToDeadLetters",
+          () -> again.store().moveToDeadLetters("relay-a", second.sequence(), d, dls));
+      assertThat(again.store().moveToDeadLetters("relay-a", second.sequence(), d, dls)).isFalse();
+
+      assertThat(dls.find(d.id())).contains(d);
+      assertThat(dls.count(io.relaykit.deadletter.DeadLetterQuery.all())).isEqualTo(1);
+      assertThat(store.stats(now()).unsent()).isZero();
+      advance(lease().plusMillis(1));
+      assertThat(claim("relay-b", 10)).isEmpty();
+    }
+
+    @Test
+    @DisplayName("purgeSent and purgeSentOlderThan: unknown and safe to retry; the repeat deletes"
+        + " nothing more, unsent rows stay")
+    void purge() {
+      LostReply<OutboxStore> seam = seam();
+      append(null);
+      OutboxRecord r = only(claim("relay-a", 10));
+      store.markSent("relay-a", List.of(r.sequence()), now());
+      Message kept = append(null);
+      advance(Duration.ofHours(2));
+
+      dropAndCall(seam, "purgeSentOlderThan",
+          () -> seam.store().purgeSentOlderThan(Duration.ofHours(1), 10, now()));
+      assertThat(seam.store().purgeSentOlderThan(Duration.ofHours(1), 10, now())).isZero();
+      LostReply<OutboxStore> again = seam();
+      dropAndCall(again, "purgeSent", () -> again.store().purgeSent(now()));
+      assertThat(again.store().purgeSent(now())).isZero();
+
+      assertThat(store.stats(now()).sent()).isZero();
+      assertThat(messageIds(claim("relay-b", 10))).containsExactly(kept.id());
+    }
+
+    @Test
+    @DisplayName("append with a request id: a repeat after a lost reply returns the first row's"
+        + " sequence and writes nothing; the same id with another payload is refused")
+    void appendWithRequestIdCase() {
+      if (!supportsRequestIds()) {
+        assertThatThrownBy(() -> appendWithRequestId(destination, appendable("x"), "r-1"))
+            .isInstanceOf(UnsupportedOperationException.class);
+        return;
+      }
+      String id = "req-" + UUID.randomUUID();
+      Message m = appendable("{\"n\":1}");
+      long first = appendWithRequestId(destination, m, id);
+      // The caller saw an error (its reply was lost) and retries, with a rebuilt message.
+      Message rebuilt = Message.builder().type(m.type()).key(m.key().orElse(null))
+          .payload(m.payload()).build();
+
+      assertThat(appendWithRequestId(destination, rebuilt, id)).isEqualTo(first);
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+      assertThatThrownBy(() -> appendWithRequestId(destination, appendable("{\"n\":2}"), id))
+          .isInstanceOf(IllegalStateException.class).hasMessageContaining(id);
+      assertThat(store.stats(now()).unsent()).isEqualTo(1);
+      OutboxRecord r = only(claim("relay-a", 10));
+      assertThat(r.message().id()).isEqualTo(m.id());
+      store.markSent("relay-a", List.of(r.sequence()), now());
+      assertThat(appendWithRequestId(destination, rebuilt, id))
+          .as("a sent row still dedupes until retention purges it").isEqualTo(first);
+      assertThat(store.stats(now()).unsent()).isZero();
+    }
+
+    private Message appendable(String payload) {
+      return Message.builder().id("ob-" + UUID.randomUUID()).type("order.paid").key("k-req")
+          .payload(payload).createdAt(FakeClock.EPOCH.minusSeconds(60)).build();
     }
   }
 }

@@ -237,4 +237,61 @@ public abstract class VersionGuardContract {
       assertThat(guard.current(entity("a"))).isEmpty();
     }
   }
+
+  @Nested
+  @DisplayName("lost replies and the window between advance and the update")
+  class LostReplies {
+
+    @Test
+    @DisplayName("advance whose reply is lost: done; the repeat answers stale, and current() shows"
+        + " the version stored, so the caller can tell")
+    void advanceLost() {
+      LostReply<VersionGuard> seam = LostReply.over(VersionGuard.class, guard);
+      String e = entity("lost");
+      seam.dropNextReplyOf("advance");
+
+      assertThatThrownBy(() -> seam.store().advance(e, 5))
+          .isInstanceOf(LostReply.LostReplyException.class);
+
+      assertThat(seam.dropped()).isEqualTo(1);
+      assertThat(seam.store().advance(e, 5)).isFalse();
+      assertThat(guard.current(e)).hasValue(5);
+    }
+
+    @Test
+    @DisplayName("applyIfNewer: an update that fails leaves the version as it was, so the"
+        + " redelivery applies it")
+    void applyIfNewerFailedEffect() {
+      String e = entity("effect");
+      guard.advance(e, 1);
+      java.util.List<Long> applied = new java.util.ArrayList<>();
+
+      assertThatThrownBy(() -> guard.applyIfNewer(e, 2, () -> {
+        throw new IllegalStateException("update failed");
+      })).hasMessage("update failed");
+      assertThat(guard.current(e)).hasValue(1);
+
+      assertThat(guard.applyIfNewer(e, 2, () -> applied.add(2L))).isTrue();
+      assertThat(guard.applyIfNewer(e, 2, () -> applied.add(2L))).isFalse();
+      assertThat(guard.applyIfNewer(e, 1, () -> applied.add(1L))).isFalse();
+      assertThat(applied).containsExactly(2L);
+      assertThat(guard.current(e)).hasValue(2);
+    }
+
+    @Test
+    @DisplayName("applyIfNewer: the advance after the effect losing its reply is repeated; the"
+        + " effect runs once and the version is stored (unknown and safe to retry)")
+    void applyIfNewerLostAdvance() {
+      LostReply<VersionGuard> seam = LostReply.over(VersionGuard.class, guard);
+      String e = entity("after");
+      java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+      seam.dropNextReplyOf("advance");
+
+      assertThat(seam.store().applyIfNewer(e, 3, runs::incrementAndGet)).isTrue();
+
+      assertThat(seam.dropped()).isEqualTo(1);
+      assertThat(runs).hasValue(1);
+      assertThat(guard.current(e)).hasValue(3);
+    }
+  }
 }

@@ -61,15 +61,22 @@ class DeadLetterReplayerTest {
   }
 
   @Test
-  @DisplayName("8 operators replaying the same id at once resend it once")
+  @DisplayName("8 operators replaying the same id at once resend it once; the others find it gone"
+      + " or in progress")
   void concurrentReplaysResendOnce() {
     DeadLetter d = dead();
     DeadLetterReplayer replayer = new DeadLetterReplayer(store, resent::add, log, clock);
 
-    List<Optional<DeadLetter>> results =
-        Race.run(8, Duration.ofSeconds(30), i -> replayer.replay(d.id()));
+    List<Optional<DeadLetter>> results = Race.run(8, Duration.ofSeconds(30), i -> {
+      try {
+        return replayer.replay(d.id());
+      } catch (ReplayInProgressException e) {
+        return Optional.empty();
+      }
+    });
 
     assertThat(results).filteredOn(Optional::isPresent).hasSize(1);
+    assertThat(store.find(d.id())).isEmpty();
     assertThat(resent).containsExactly(d);
   }
 
@@ -101,5 +108,111 @@ class DeadLetterReplayerTest {
 
     assertThatThrownBy(() -> replayer.replay(" "))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("id");
+  }
+
+  /** A store whose next call of one method completes and then throws, as after a lost reply. */
+  private DeadLetterStore losingReplyOf(String method) {
+    return io.relaykit.tck.LostReply.over(DeadLetterStore.class, store).dropNextReplyOf(method)
+        .store();
+  }
+
+  @Test
+  @DisplayName("the dead letter is in the store while it is resent, so a crash during the resend"
+      + " loses nothing")
+  void keptDuringResend() {
+    DeadLetter d = dead();
+    List<Optional<DeadLetter>> seen = new CopyOnWriteArrayList<>();
+    DeadLetterReplayer replayer = new DeadLetterReplayer(store, x -> {
+      seen.add(store.find(x.id()));
+      resent.add(x);
+    }, log, clock);
+
+    assertThat(replayer.replay(d.id())).contains(d);
+
+    assertThat(seen).containsExactly(Optional.of(d));
+    assertThat(store.find(d.id())).isEmpty();
+  }
+
+  @Test
+  @DisplayName("a lost reply on the first store write of a replay neither loses the dead letter"
+      + " nor keeps it from being resent")
+  void lostReplyOnTakeLosesNothing() {
+    DeadLetter d = dead();
+    DeadLetterStore losing = losingReplyOf(store.marksReplays() ? "beginReplay" : "remove");
+    DeadLetterReplayer replayer = new DeadLetterReplayer(losing, resent::add, log, clock);
+
+    Optional<DeadLetter> first;
+    try {
+      first = replayer.replay(d.id());
+    } catch (RuntimeException e) {
+      first = Optional.empty(); // the operator retries
+    }
+    if (first.isEmpty()) {
+      replayer.replay(d.id());
+    }
+
+    assertThat(resent).containsExactly(d);
+    assertThat(store.find(d.id())).isEmpty();
+  }
+
+  @Test
+  @DisplayName("a lost reply on the removal after the resend: the replay succeeds, resent once,"
+      + " the dead letter gone")
+  void lostReplyOnFinish() {
+    DeadLetter d = dead();
+    DeadLetterReplayer replayer = new DeadLetterReplayer(losingReplyOf("finishReplay"),
+        resent::add, log, clock);
+
+    assertThat(replayer.replay(d.id())).contains(d);
+
+    assertThat(resent).containsExactly(d);
+    assertThat(store.find(d.id())).isEmpty();
+  }
+
+  @Test
+  @DisplayName("a removal that keeps failing after a confirmed resend: ReplayException saying it was"
+      + " resent; the dead letter stays, marked, and is replayed again once the mark lapses")
+  void finishKeepsFailing() {
+    FakeClock storeClock = new FakeClock();
+    InMemoryDeadLetterStore marked = new InMemoryDeadLetterStore(storeClock);
+    DeadLetter d = dead();
+    marked.add(d);
+    DeadLetterStore broken = new io.relaykit.tck.ForwardingDeadLetterStore(marked) {
+      @Override
+      public boolean finishReplay(String id, String token) {
+        throw new IllegalStateException("store down");
+      }
+    };
+    DeadLetterReplayer replayer = new DeadLetterReplayer(broken, resent::add, log, clock,
+        Duration.ofSeconds(30));
+
+    assertThatThrownBy(() -> replayer.replay(d.id()))
+        .isInstanceOf(DeadLetterReplayer.ReplayException.class)
+        .hasMessageContaining("was resent");
+    assertThat(marked.find(d.id())).contains(d);
+    assertThatThrownBy(() -> new DeadLetterReplayer(marked, resent::add, log, clock)
+        .replay(d.id())).isInstanceOf(ReplayInProgressException.class);
+
+    storeClock.advance(Duration.ofSeconds(31));
+    assertThat(new DeadLetterReplayer(marked, resent::add, log, clock).replay(d.id()))
+        .contains(d);
+    assertThat(resent).containsExactly(d, d);
+    assertThat(marked.find(d.id())).isEmpty();
+  }
+
+  @Test
+  @DisplayName("a message dead-lettered again during its replay is not removed by that replay")
+  void deadLetteredAgainDuringReplay() {
+    DeadLetter d = dead();
+    DeadLetter again = DeadLetter.of(d.message(), "orders", "failed again", null, 1,
+        clock.instant(), clock.instant().plusSeconds(5));
+    DeadLetterReplayer replayer = new DeadLetterReplayer(store, x -> {
+      resent.add(x);
+      store.add(again);
+    }, log, clock);
+
+    assertThat(replayer.replay(d.id())).contains(d);
+
+    assertThat(store.find(d.id())).contains(again);
   }
 }

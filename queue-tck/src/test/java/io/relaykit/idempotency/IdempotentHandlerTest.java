@@ -434,4 +434,82 @@ class IdempotentHandlerTest {
           null)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("delegate");
     }
   }
+
+  @Nested
+  @DisplayName("a complete that fails after the effect ran")
+  class CompleteFails {
+
+    private final io.relaykit.tck.SwitchableIdempotencyStore switchable =
+        new io.relaykit.tck.SwitchableIdempotencyStore(store, "test");
+    private final List<Duration> pauses = new java.util.ArrayList<>();
+
+    private IdempotentHandler handlerDownFor(Duration outage) {
+      return IdempotentHandler.builder(switchable, IdempotentHandlerTest::businessKey,
+          Duration.ofMinutes(1), d -> {
+            runs.incrementAndGet();
+            switchable.down(true);
+          }).pause(d -> {
+            pauses.add(d);
+            clock.advance(d);
+            if (pauses.stream().reduce(Duration.ZERO, Duration::plus).compareTo(outage) >= 0) {
+              switchable.down(false);
+            }
+          }).build();
+    }
+
+    @Test
+    @DisplayName("the store unreachable for 2 s: complete is retried with back-off, the key ends"
+        + " DONE, and a redelivery after the lease does not run the effect again")
+    void retriedThroughOutage() throws Exception {
+      handlerDownFor(Duration.ofSeconds(2)).handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+      assertThat(pauses).first().isEqualTo(Duration.ofMillis(200));
+      clock.advance(Duration.ofMinutes(2));
+      handler(d -> runs.incrementAndGet()).handle(Delivery.first(order("o-1"), "orders"));
+      assertThat(runs).hasValue(1);
+    }
+
+    @Test
+    @DisplayName("a complete that committed but lost its reply: the repeat answers false, the key"
+        + " reads DONE, and no takeover is reported")
+    void lostReply() throws Exception {
+      io.relaykit.tck.LostReply<IdempotencyStore> seam = io.relaykit.tck.LostReply
+          .over(IdempotencyStore.class, store).dropNextReplyOf("complete");
+      IdempotentHandler h = IdempotentHandler.builder(seam.store(),
+          IdempotentHandlerTest::businessKey, Duration.ofMinutes(1), d -> runs.incrementAndGet())
+          .pause(pauses::add).build();
+
+      h.handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(seam.dropped()).isEqualTo(1);
+      assertThat(pauses).hasSize(1);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+    }
+
+    @Test
+    @DisplayName("a store down past every retry: the delivery is still acknowledged (the effect"
+        + " ran), after 6 attempts; the key stays claimed until its lease lapses")
+    void givesUp() throws Exception {
+      handlerDownFor(Duration.ofDays(1)).handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(runs).hasValue(1);
+      assertThat(pauses).hasSize(IdempotentHandler.DEFAULT_COMPLETE_RETRIES);
+      switchable.down(false);
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.CLAIMED);
+    }
+
+    @Test
+    @DisplayName("completeRetries rejects a negative count, one above 100 and a null back-off")
+    void builderChecks() {
+      IdempotentHandler.Builder b = IdempotentHandler.builder(store,
+          IdempotentHandlerTest::businessKey, Duration.ofMinutes(1), d -> { });
+      assertThatThrownBy(() -> b.completeRetries(-1, IdempotentHandler.DEFAULT_COMPLETE_BACKOFF))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("completeRetries");
+      assertThatThrownBy(() -> b.completeRetries(101, IdempotentHandler.DEFAULT_COMPLETE_BACKOFF))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("completeRetries");
+      assertThatThrownBy(() -> b.completeRetries(1, null))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("backoff");
+    }
+  }
 }

@@ -21,7 +21,8 @@ import org.springframework.util.ClassUtils;
  * How the dead-letter endpoint replays, chosen from the application's beans, first match wins:
  * <ol>
  *   <li>the application's own {@link ReplayTarget} bean, through core's {@link
- *       DeadLetterReplayer} (resend failed: the dead letter is put back);
+ *       DeadLetterReplayer}: on a store with replay marks (JDBC, Redis, in-memory) the dead letter
+ *       stays until the resend is confirmed, so a lost reply or a crash loses nothing;
  *   <li>JDBC storage: {@link JdbcDeadLetterStore#replayToOutbox}, the delete and the outbox row in
  *       one transaction;
  *   <li>the in-memory outbox: {@link DeadLetterReplayer} appending to it;

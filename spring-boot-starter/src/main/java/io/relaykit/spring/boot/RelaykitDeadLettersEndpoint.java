@@ -154,7 +154,8 @@ public class RelaykitDeadLettersEndpoint {
    * @param id the dead letter's id, as listed; not blank
    * @return 200 with {@code replayed} (the id), {@code messageId} and {@code destination}; 400 for
    *     a blank id; 404 when there is none; 503 when the store or the outbox fails (the dead
-   *     letter stays where it was); 422 when its message cannot go back into the outbox
+   *     letter stays where it was); 409 while another replay of it is under way; 422 when its
+   *     message cannot go back into the outbox
    */
   @WriteOperation
   public WebEndpointResponse<Map<String, Object>> replay(@Nullable String id) {
@@ -165,6 +166,8 @@ public class RelaykitDeadLettersEndpoint {
     Optional<DeadLetter> replayed;
     try {
       replayed = replay.replay(id);
+    } catch (io.relaykit.deadletter.ReplayInProgressException e) {
+      return error(409, e.getMessage());
     } catch (IllegalArgumentException e) {
       return error(422, "dead letter " + id + " cannot go back into the outbox: "
           + e.getMessage());

@@ -3,6 +3,7 @@ package io.relaykit.storage.jdbc;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.ReplayInProgressException;
 import io.relaykit.internal.Texts;
 import io.relaykit.message.Message;
 import java.nio.charset.StandardCharsets;
@@ -11,6 +12,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Types;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -30,7 +32,8 @@ import javax.sql.DataSource;
  * IllegalArgumentException} naming the field, before anything is written;
  * {@link #remove} a DELETE whose update count decides who got the row (at most one caller), and
  * {@link #replayToOutbox} moves a dead letter back into the outbox in one transaction, so replaying
- * it twice publishes it once. Listing uses the {@code (last_failure_at, id)} index; filters other
+ * it twice publishes it once. Replay marks ({@link #beginReplay}) are two columns of the row; their
+ * leases run on the storage's {@link DatabaseClock}, so hosts never compare their own clocks. Listing uses the {@code (last_failure_at, id)} index; filters other
  * than the time range are evaluated on the rows in that order. A row whose stored envelope no longer
  * decodes is still listed and found, with a stand-in message (type {@code relaykit.undecodable},
  * the raw envelope and the decode error as headers), so one corrupt row never hides the others.
@@ -58,14 +61,18 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
   private final DataSource dataSource;
   private final Dialect dialect;
   private final Tables tables;
+  private final DatabaseClock databaseClock;
   private final String upsertSql;
 
-  JdbcDeadLetterStore(DataSource dataSource, Dialect dialect, Tables tables) {
+  JdbcDeadLetterStore(DataSource dataSource, Dialect dialect, Tables tables,
+      DatabaseClock databaseClock) {
     this.dataSource = dataSource;
     this.dialect = dialect;
     this.tables = tables;
-    this.upsertSql = dialect.upsert(tables.deadLetter, List.of(COLUMNS.split(",\\s*")),
-        List.of("id"));
+    this.databaseClock = databaseClock;
+    // The replay mark is part of the upsert, so a dead letter stored again drops an old mark.
+    this.upsertSql = dialect.upsert(tables.deadLetter,
+        List.of((COLUMNS + ", replay_token, replay_until").split(",\\s*")), List.of("id"));
   }
 
   @Override
@@ -123,6 +130,8 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
       ps.setBytes(12, m.payload());
       ps.setString(13, m.id());
       setNullable(ps, 14, d.group());
+      ps.setNull(15, Types.VARCHAR);
+      ps.setNull(16, Types.BIGINT);
       ps.executeUpdate();
     }
   }
@@ -293,6 +302,89 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
       }
       return taken;
     });
+  }
+
+  @Override
+  public boolean marksReplays() {
+    return true;
+  }
+
+  /** One transaction: a locking SELECT, the database clock's now, and an UPDATE of the mark. */
+  @Override
+  public Optional<DeadLetter> beginReplay(String id, String token, Duration lease) {
+    requireId(id);
+    requireToken(token);
+    if (lease == null || lease.isNegative() || lease.isZero()) {
+      throw new IllegalArgumentException("lease must be positive, was " + lease);
+    }
+    long leaseNanos = lease.toNanos();
+    String t = tables.deadLetter;
+    return Jdbc.inTransaction(dataSource, "dead letter beginReplay in " + t, c -> {
+      Optional<DeadLetter> found = select(c, id, true);
+      if (found.isEmpty()) {
+        return found;
+      }
+      String holder;
+      long until;
+      try (PreparedStatement ps = c.prepareStatement(
+          "SELECT replay_token, replay_until FROM " + t + " WHERE id = ?")) {
+        ps.setString(1, id);
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          holder = rs.getString(1);
+          until = rs.getLong(2);
+        }
+      }
+      long now = Instants.toNanos("now", databaseClock.now(c, dialect));
+      if (holder != null && !holder.equals(token) && until > now) {
+        throw new ReplayInProgressException(id, Instants.fromNanos(until));
+      }
+      try (PreparedStatement ps = c.prepareStatement(
+          "UPDATE " + t + " SET replay_token = ?, replay_until = ? WHERE id = ?")) {
+        ps.setString(1, token);
+        ps.setLong(2, now + leaseNanos);
+        ps.setString(3, id);
+        ps.executeUpdate();
+      }
+      return found;
+    });
+  }
+
+  /** One DELETE fenced by the token. */
+  @Override
+  public boolean finishReplay(String id, String token) {
+    requireId(id);
+    requireToken(token);
+    return Jdbc.autoCommit(dataSource, "dead letter finishReplay in " + tables.deadLetter, c -> {
+      try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + tables.deadLetter
+          + " WHERE id = ? AND replay_token = ?")) {
+        ps.setString(1, id);
+        ps.setString(2, token);
+        return ps.executeUpdate() == 1;
+      }
+    });
+  }
+
+  /** One UPDATE fenced by the token. */
+  @Override
+  public boolean abandonReplay(String id, String token) {
+    requireId(id);
+    requireToken(token);
+    return Jdbc.autoCommit(dataSource, "dead letter abandonReplay in " + tables.deadLetter, c -> {
+      try (PreparedStatement ps = c.prepareStatement("UPDATE " + tables.deadLetter
+          + " SET replay_token = NULL, replay_until = NULL WHERE id = ? AND replay_token = ?")) {
+        ps.setString(1, id);
+        ps.setString(2, token);
+        return ps.executeUpdate() == 1;
+      }
+    });
+  }
+
+  private static void requireToken(String token) {
+    if (token == null || token.isBlank() || token.length() > 64) {
+      throw new IllegalArgumentException("token must be non-blank and at most 64 characters, was "
+          + (token == null ? "null" : "'" + Texts.truncateChars(token, 80) + "'"));
+    }
   }
 
   private Optional<DeadLetter> select(Connection c, String id, boolean forUpdate)

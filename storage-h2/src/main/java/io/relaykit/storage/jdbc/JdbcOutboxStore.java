@@ -30,6 +30,7 @@ import java.util.Collection;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
@@ -166,7 +167,7 @@ public final class JdbcOutboxStore implements OutboxStore {
     this.databaseClock = databaseClock;
     this.dialect = dialect;
     this.listener = listener;
-    this.deadLetters = new JdbcDeadLetterStore(dataSource, dialect, tables);
+    this.deadLetters = new JdbcDeadLetterStore(dataSource, dialect, tables, databaseClock);
     String t = tables.outbox;
     this.insertSql = "INSERT INTO " + t + " (destination, message_id, msg_key, headers, payload,"
         + " created_at, order_dest, state, ready_at, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, "
@@ -240,6 +241,138 @@ public final class JdbcOutboxStore implements OutboxStore {
     });
     enqueued(destination, stamped, "outbox seq " + seq + ", in the caller's transaction");
     return seq;
+  }
+
+  /**
+   * {@link #append(Connection, String, Message)}, made safe to retry by a unique id the caller
+   * chooses ({@code requestId}): an append whose outcome the caller did not learn (an auto-commit
+   * append whose commit reply was lost, a timeout) is repeated with the same id, and the repeat
+   * returns the original row's sequence and writes nothing. The same id with another message
+   * (another destination, type, key or payload; the message id, headers and creation time are not
+   * compared, so a message rebuilt for the retry is recognised) is refused with an {@link
+   * IllegalStateException} naming the id; nothing is written then.
+   *
+   * <p><b>Dedupe window</b>: an id is remembered for as long as its row exists: while it is unsent,
+   * and once sent until retention purges it ({@link JdbcStorageConfig#retention()}), or until it
+   * leaves for dead letters. A retry after that writes a new row. Ids are unique across the whole
+   * outbox table (every destination): include the destination or business in the id if two
+   * producers may choose the same one.
+   *
+   * <p>Concurrent appends with one id (two retries at once) write one row: the second waits on the
+   * unique index for the first's transaction; when it commits the second returns its sequence, when
+   * it rolls back the second writes the row. Cost: one indexed SELECT before the usual append.
+   *
+   * @param tx the caller's connection; an auto-commit one gets a transaction of its own
+   * @param destination where a relay publishes the message
+   * @param message the message to send once the transaction commits
+   * @param requestId the caller's unique id for this append; not blank, at most 255 characters
+   * @return the row's sequence number: the new row's, or the existing row's for a repeat
+   * @throws IllegalArgumentException as {@link #append(Connection, String, Message)}, or a blank or
+   *     too long {@code requestId}; nothing is written then
+   * @throws IllegalStateException if a row with {@code requestId} holds another message; nothing is
+   *     written then
+   * @throws OutboxFullException as {@link #append(Connection, String, Message)}
+   * @throws SQLException from the caller's connection; the caller decides about its transaction
+   */
+  public long append(Connection tx, String destination, Message message, String requestId)
+      throws SQLException {
+    requireConnection(tx);
+    validate(destination, message);
+    if (requestId == null || requestId.isBlank() || requestId.length() > MAX_ID_LENGTH) {
+      throw new IllegalArgumentException("requestId must be non-blank and at most "
+          + MAX_ID_LENGTH + " characters, was " + (requestId == null ? "null"
+          : requestId.length() + " characters ('" + Texts.truncateChars(requestId, 32) + "')"));
+    }
+    String digest = requestDigest(destination, message);
+    OptionalLong existing = existingRequest(tx, requestId, digest);
+    if (existing.isPresent()) {
+      return existing.getAsLong();
+    }
+    Message stamped = traceCapture.stamp(message);
+    admit(tx, 1);
+    OutboxStatements.KeyRef ref = stamped.key().isEmpty() ? null : scopeKey(destination, stamped);
+    long seq = inCallersTransaction(tx, () -> {
+      long head = ref == null ? -1 : statements.lockHead(tx, ref);
+      OptionalLong inserted = insertRequest(tx, destination, stamped, requestId, digest);
+      if (inserted.isEmpty()) {
+        // A concurrent append with this id committed first: return its row.
+        return existingRequest(tx, requestId, digest).orElseThrow(() -> new SQLException(
+            "outbox request id " + requestId + " is held by another append that has not"
+            + " committed yet; try again"));
+      }
+      if (head == 0) {
+        statements.setHead(tx, ref, inserted.getAsLong());
+      }
+      return -1 - inserted.getAsLong();
+    });
+    if (seq >= 0) {
+      return seq;
+    }
+    long s = -1 - seq;
+    enqueued(destination, stamped, "outbox seq " + s + ", in the caller's transaction");
+    return s;
+  }
+
+  /** The sequence of the row {@code requestId} names, after checking it holds the same message. */
+  private OptionalLong existingRequest(Connection tx, String requestId, String digest)
+      throws SQLException {
+    try (PreparedStatement ps = tx.prepareStatement("SELECT seq, request_digest FROM "
+        + tables.outbox + " WHERE request_id = ?")) {
+      ps.setString(1, requestId);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return OptionalLong.empty();
+        }
+        long seq = rs.getLong(1);
+        if (!digest.equals(rs.getString(2))) {
+          throw new IllegalStateException("outbox request id '" + requestId + "' was already"
+              + " used for another message (row " + seq + "): a request id names one message;"
+              + " nothing was written");
+        }
+        return OptionalLong.of(seq);
+      }
+    }
+  }
+
+  /** Inserts the row with its request id; empty if a row with that id is there. */
+  private OptionalLong insertRequest(Connection tx, String destination, Message message,
+      String requestId, String digest) throws SQLException {
+    String sql = "INSERT INTO " + tables.outbox + " (destination, message_id, msg_key, headers,"
+        + " payload, created_at, order_dest, state, ready_at, attempts, request_id,"
+        + " request_digest) VALUES (?, ?, ?, ?, ?, ?, ?, " + UNSENT + ", 0, 0, ?, ?)"
+        + (dialect == Dialect.POSTGRESQL
+            ? " ON CONFLICT (request_id) WHERE request_id IS NOT NULL DO NOTHING" : "");
+    try (PreparedStatement ps = tx.prepareStatement(sql, Statement.RETURN_GENERATED_KEYS)) {
+      bind(ps, destination, message);
+      ps.setString(8, requestId);
+      ps.setString(9, digest);
+      if (Dialect.executeIgnoringDuplicate(ps) == 0) {
+        return OptionalLong.empty();
+      }
+      try (ResultSet keys = ps.getGeneratedKeys()) {
+        if (!keys.next()) {
+          throw new SQLException("the database returned no sequence for the outbox row");
+        }
+        return OptionalLong.of(keys.getLong(1));
+      }
+    }
+  }
+
+  /** SHA-256, hex, of what makes two appends the same message: destination, type, key, payload. */
+  static String requestDigest(String destination, Message m) {
+    try {
+      java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
+      for (String part : new String[] {destination, m.type(), m.key().orElse("")}) {
+        byte[] b = part.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        md.update(java.nio.ByteBuffer.allocate(4).putInt(b.length).array());
+        md.update(b);
+      }
+      md.update(m.key().isPresent() ? (byte) 1 : (byte) 0);
+      md.update(m.payload());
+      return java.util.HexFormat.of().formatHex(md.digest());
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is missing from this JDK", e);
+    }
   }
 
   /** The order scope key of a keyed message appended for {@code destination}. */

@@ -356,7 +356,7 @@ public final class JdbcStorage implements AutoCloseable {
    * @return a new dead-letter store on this storage's connections; cheap (no database access)
    */
   public JdbcDeadLetterStore deadLetterStore() {
-    return new JdbcDeadLetterStore(dataSource, dialect, tables);
+    return new JdbcDeadLetterStore(dataSource, dialect, tables, databaseClock);
   }
 
   /**

@@ -14,7 +14,13 @@ import javax.sql.DataSource;
  * ... WHERE version < ?} (atomic on its row: the database, not this JVM, serializes concurrent
  * advances), falling back to an insert that ignores duplicates for a new entity and one more
  * conditional update if another caller inserted first. One to three single-row statements; works
- * the same across processes. Thread-safe.
+ * the same across processes.
+ *
+ * <p><b>Use {@link #advance(Connection, String, long)} when the update is in this database</b>:
+ * the version and the update then commit in one transaction, so a failed update or a lost commit
+ * reply leaves neither, and the redelivery applies it. The plain {@link #advance(String, long)}
+ * commits the version on its own before the caller applies the update: see {@link VersionGuard}
+ * for that window and for {@link VersionGuard#applyIfNewer}. Thread-safe.
  */
 public final class JdbcVersionGuard implements VersionGuard {
 
@@ -41,20 +47,52 @@ public final class JdbcVersionGuard implements VersionGuard {
       throw new IllegalArgumentException("version must be >= 0, was " + version
           + " (entity id " + entityId + ")");
     }
-    return Jdbc.autoCommit(dataSource, "version guard advance on " + tables.versionGuard, c -> {
-      if (update(c, entityId, version)) {
+    return Jdbc.autoCommit(dataSource, "version guard advance on " + tables.versionGuard,
+        c -> advanceIn(c, entityId, version));
+  }
+
+  /**
+   * {@link #advance(String, long)} in the caller's transaction on {@code tx}: apply the update
+   * through the same connection when this returns true, and the version commits with it (or rolls
+   * back with it). Does not commit, close or change {@code tx}. The entity's row stays locked until
+   * the transaction ends, so concurrent updates of one entity take turns and a stale one that
+   * waited is answered false once the first commits. On PostgreSQL a new entity inserted by two
+   * transactions at once is resolved by {@code ON CONFLICT}; on H2 the second insert fails only
+   * its statement. An auto-commit {@code tx} records the version at once, as the plain form does.
+   *
+   * @param tx the caller's connection, in its transaction
+   * @param entityId the entity; not blank, at most 512 characters
+   * @param version the update's version, {@code >= 0}
+   * @return true: apply the update in this transaction; false: it is stale, drop it
+   * @throws IllegalArgumentException if {@code tx} is null, {@code entityId} blank or too long, or
+   *     {@code version} negative
+   * @throws SQLException from the caller's connection; the caller decides about its transaction
+   */
+  public boolean advance(Connection tx, String entityId, long version) throws SQLException {
+    if (tx == null) {
+      throw new IllegalArgumentException("tx must not be null");
+    }
+    requireEntityId(entityId);
+    if (version < 0) {
+      throw new IllegalArgumentException("version must be >= 0, was " + version
+          + " (entity id " + entityId + ")");
+    }
+    return advanceIn(tx, entityId, version);
+  }
+
+  private boolean advanceIn(Connection c, String entityId, long version) throws SQLException {
+    if (update(c, entityId, version)) {
+      return true;
+    }
+    try (PreparedStatement ps = c.prepareStatement(insertSql)) {
+      ps.setString(1, entityId);
+      ps.setLong(2, version);
+      if (Dialect.executeIgnoringDuplicate(ps) == 1) {
         return true;
       }
-      try (PreparedStatement ps = c.prepareStatement(insertSql)) {
-        ps.setString(1, entityId);
-        ps.setLong(2, version);
-        if (Dialect.executeIgnoringDuplicate(ps) == 1) {
-          return true;
-        }
-      }
-      // Someone inserted the entity between our update and insert: compare against theirs.
-      return update(c, entityId, version);
-    });
+    }
+    // Someone inserted the entity between our update and insert: compare against theirs.
+    return update(c, entityId, version);
   }
 
   private boolean update(Connection c, String entityId, long version) throws SQLException {

@@ -40,4 +40,19 @@ class H2FileOutboxStoreTest extends OutboxStoreContract {
       throw new AssertionError(e);
     }
   }
+
+  @Override
+  protected boolean supportsRequestIds() {
+    return true;
+  }
+
+  @Override
+  protected long appendWithRequestId(String destination, Message message, String requestId) {
+    try (Connection c = storage.dataSource().getConnection()) {
+      c.setAutoCommit(true);
+      return store.append(c, destination, message, requestId);
+    } catch (SQLException e) {
+      throw new AssertionError(e);
+    }
+  }
 }

@@ -9,10 +9,12 @@ import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.ReplayInProgressException;
 import io.relaykit.internal.LengthPrefixed;
 import io.relaykit.internal.Utf8;
 import io.relaykit.message.Message;
 import io.relaykit.queue.Priority;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -38,7 +40,9 @@ import java.util.concurrent.TimeoutException;
  * filter scans the time range in pipelined chunks, O(range). All keys of one store share one hash
  * tag (one Redis Cluster slot per store name), so the scripts stay valid on a cluster; the store as
  * a whole is therefore bounded by one node. Dead letters do not expire: they wait for an operator.
- * Unreachable Redis raises {@link RedisStorageException}. Thread-safe.
+ * Replay marks ({@link #beginReplay}) are two fields of the hash, their lease on Redis's clock;
+ * {@link #add} rewrites the hash and so drops a mark. Unreachable Redis raises {@link
+ * RedisStorageException}. Thread-safe.
  */
 public final class RedisDeadLetterStore implements DeadLetterStore {
 
@@ -74,6 +78,49 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
       redis.call('DEL', KEYS[1])
       redis.call('ZREM', KEYS[2], idx)
       return all
+      """);
+
+  /**
+   * KEYS: entry. ARGV: token, lease in ms. Marks the entry on Redis's clock (TIME); answers the
+   * entry's fields, {} when absent, or {'busy', until ms} when another token's mark is live.
+   */
+  private static final Script BEGIN_REPLAY = new Script("""
+      if redis.call('EXISTS', KEYS[1]) == 0 then
+        return {}
+      end
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      local holder = redis.call('HGET', KEYS[1], 'replay')
+      if holder and holder ~= ARGV[1] then
+        local untilMs = tonumber(redis.call('HGET', KEYS[1], 'replayUntil'))
+        if untilMs and untilMs > now then
+          return {'busy', tostring(untilMs)}
+        end
+      end
+      redis.call('HSET', KEYS[1], 'replay', ARGV[1], 'replayUntil', tostring(now + tonumber(ARGV[2])))
+      return redis.call('HGETALL', KEYS[1])
+      """);
+
+  /** KEYS: entry, index. ARGV: token. Removes the entry only while it carries the token. */
+  private static final Script FINISH_REPLAY = new Script("""
+      if redis.call('HGET', KEYS[1], 'replay') ~= ARGV[1] then
+        return 0
+      end
+      local idx = redis.call('HGET', KEYS[1], 'idx')
+      redis.call('DEL', KEYS[1])
+      if idx then
+        redis.call('ZREM', KEYS[2], idx)
+      end
+      return 1
+      """);
+
+  /** KEYS: entry. ARGV: token. Clears the mark only while the entry carries the token. */
+  private static final Script ABANDON_REPLAY = new Script("""
+      if redis.call('HGET', KEYS[1], 'replay') ~= ARGV[1] then
+        return 0
+      end
+      redis.call('HDEL', KEYS[1], 'replay', 'replayUntil')
+      return 1
       """);
 
   private static final String EXPECTED = "a relaykit dead letter (a hash)";
@@ -221,6 +268,76 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
       h.put((String) flat.get(i), (String) flat.get(i + 1));
     }
     return Optional.of(decode(entryKey, h));
+  }
+
+  @Override
+  public boolean marksReplays() {
+    return true;
+  }
+
+  /** One script; the mark's lease runs on Redis's clock ({@code TIME}). */
+  @Override
+  public Optional<DeadLetter> beginReplay(String id, String token, Duration lease) {
+    Keys.requireKey("id", id, MAX_ID_LENGTH);
+    requireToken(token);
+    if (lease == null || lease.isNegative() || lease.isZero()) {
+      throw new IllegalArgumentException("lease must be positive, was " + lease);
+    }
+    String entryKey = entryKey(id);
+    List<Object> flat;
+    try {
+      flat = BEGIN_REPLAY.run(redis.sync(), ScriptOutputType.MULTI, new String[] {entryKey},
+          token, Long.toString(Math.max(1, lease.toMillis())));
+    } catch (RedisException e) {
+      throw failure("mark for replay", entryKey, e);
+    }
+    if (flat == null || flat.isEmpty()) {
+      return Optional.empty();
+    }
+    if ("busy".equals(flat.get(0)) && flat.size() == 2) {
+      throw new ReplayInProgressException(id,
+          Instant.ofEpochMilli(Long.parseLong((String) flat.get(1))));
+    }
+    Map<String, String> h = new HashMap<>();
+    for (int i = 0; i + 1 < flat.size(); i += 2) {
+      h.put((String) flat.get(i), (String) flat.get(i + 1));
+    }
+    return Optional.of(decode(entryKey, h));
+  }
+
+  @Override
+  public boolean finishReplay(String id, String token) {
+    Keys.requireKey("id", id, MAX_ID_LENGTH);
+    requireToken(token);
+    String entryKey = entryKey(id);
+    try {
+      Long r = FINISH_REPLAY.run(redis.sync(), ScriptOutputType.INTEGER,
+          new String[] {entryKey, indexKey}, token);
+      return r != null && r == 1L;
+    } catch (RedisException e) {
+      throw failure("remove replayed", entryKey, e);
+    }
+  }
+
+  @Override
+  public boolean abandonReplay(String id, String token) {
+    Keys.requireKey("id", id, MAX_ID_LENGTH);
+    requireToken(token);
+    String entryKey = entryKey(id);
+    try {
+      Long r = ABANDON_REPLAY.run(redis.sync(), ScriptOutputType.INTEGER,
+          new String[] {entryKey}, token);
+      return r != null && r == 1L;
+    } catch (RedisException e) {
+      throw failure("unmark replay of", entryKey, e);
+    }
+  }
+
+  private static void requireToken(String token) {
+    if (token == null || token.isBlank() || token.length() > 64) {
+      throw new IllegalArgumentException("token must be non-blank and at most 64 characters, was "
+          + (token == null ? "null" : token.length() + " characters"));
+    }
   }
 
   @Override

@@ -18,6 +18,15 @@ import java.util.OptionalLong;
  * ambiguous {@code <prefix>ver:{<entityId>}} is read as the floor while the new key is absent (when
  * both share a slot), so an upgrade lets no stale update through.
  *
+ * <p><b>The window between advance and the update.</b> {@link #advance} records the version in
+ * Redis before the caller applies the update, and Redis cannot share the caller's transaction. If
+ * the update then fails, the process dies, or the script ran but its reply was lost, the
+ * redelivery is answered "stale" and the update is never applied. Where that matters use {@link
+ * VersionGuard#applyIfNewer} (check, apply, then advance), whose race is stated there: two updates
+ * of one entity at once may both apply, so run one entity's updates one at a time (key-ordered
+ * consumers). Or keep the version in the database that holds the state (the JDBC guard's {@code
+ * advance(Connection, ...)}).
+ *
  * <p>Version keys have no expiry on purpose: a forgotten version would let a stale update through.
  * Each costs one small string; delete an entity's key when the entity is gone. Unreachable Redis
  * raises {@link RedisStorageException}; a key holding something else raises {@link
