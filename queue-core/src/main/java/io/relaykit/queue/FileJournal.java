@@ -159,15 +159,22 @@ public final class FileJournal implements QueueJournal {
   private final Compactor compactor;
   /** Guarded by compactionLock. */
   private long compactions;
-  /** Used by the flusher only. */
-  private long backoffNanos;
-  private long nextCompactionNanos;
+  /** Used by the I/O thread only. */
   private boolean commitFailing;
 
+  /** The I/O thread: the only thread that writes or forces the active segment. */
   private final Thread flusher;
+  private final CompactionThread compaction;
   private final Object flusherMonitor = new Object();
-  private boolean flushSoon;
   private long flusherRounds;
+  /** Guarded by writeLock: the largest record a producer waits to fit (-1: none). */
+  private int ioWanted = -1;
+  /** Guarded by writeLock: rounds of requested I/O the I/O thread completed. */
+  private long ioRounds;
+  /** Guarded by writeLock: why the last round of requested I/O failed, or null. */
+  private JournalException ioError;
+  private final java.util.concurrent.locks.Condition ioDone = writeLock.newCondition();
+  private volatile boolean orderlyStop;
 
   private FileJournal(Builder b) {
     this.dir = b.dir;
@@ -202,18 +209,20 @@ public final class FileJournal implements QueueJournal {
       throw e;
     }
     commit.recovered(writer.appended());
+    this.compaction = new CompactionThread();
+    this.flusher = new Thread(this::ioLoop, "relaykit-file-journal-io");
+    flusher.setDaemon(true);
+    flusher.start();
+    compaction.thread.start();
     if (recovery.legacy) {
       try {
-        compactNow();
+        compaction.runAndWait();
       } catch (RuntimeException e) {
         stop(false);
         throw new JournalException("cannot rewrite the format-1 journal in " + dir
             + " in the current format: " + e.getMessage(), e);
       }
     }
-    this.flusher = new Thread(this::flushLoop, "relaykit-file-journal-flusher");
-    flusher.setDaemon(true);
-    flusher.start();
   }
 
   /**
@@ -248,10 +257,20 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
+  /**
+   * Waits until the change of {@code ticket} is fsynced by the journal's I/O thread.
+   *
+   * <p>An interrupt of the waiting thread ends the wait at once: this throws a {@link
+   * JournalException} with {@link JournalException.Outcome#UNKNOWN} and leaves the thread's
+   * interrupt flag set. The change stays recorded: the journal's own thread makes it durable with
+   * its next sync (within one commit interval), and the journal keeps working for every other
+   * thread. Only a process crash before that sync loses it. The caller's thread never touches the
+   * journal's files, so its interrupt cannot close them.
+   */
   @Override
   public void awaitDurable(long ticket) {
     if (ticket >= 0) {
-      commit.syncUpTo(ticket, true);
+      commit.awaitDurable(ticket, true);
     }
   }
 
@@ -386,7 +405,7 @@ public final class FileJournal implements QueueJournal {
     } finally {
       writeLock.unlock();
     }
-    commit.syncUpTo(target, false);
+    commit.awaitDurable(target, false);
   }
 
   /**
@@ -416,7 +435,7 @@ public final class FileJournal implements QueueJournal {
     }
     try {
       commit.checkNotFailed();
-      commit.syncUpTo(target, false);
+      commit.awaitDurable(target, false);
     } finally {
       stop(true);
     }
@@ -424,13 +443,16 @@ public final class FileJournal implements QueueJournal {
 
   /**
    * Rewrites the live state into a new base now and deletes the files it supersedes, whatever the
-   * garbage ratio. For operators and tests; the flusher compacts on its own when needed.
+   * garbage ratio. For operators and tests; the journal compacts on its own when needed. The
+   * compaction runs on the journal's compaction thread; this waits for it.
    *
-   * @throws JournalException when the base cannot be written or installed (nothing changes)
+   * @throws JournalException when the base cannot be written or installed (nothing changes), or
+   *     the caller was interrupted while it waited (the compaction goes on; the interrupt flag
+   *     stays set)
    */
   public void compact() {
     ensureOpen();
-    compactNow();
+    compaction.runAndWait();
   }
 
   /**
@@ -523,22 +545,64 @@ public final class FileJournal implements QueueJournal {
     }
     try {
       ensureWritable();
-      writer.append(body.array(), body.length());
+      int framed = writer.framedLength(body.length());
+      if (writer.needsIo(framed)) {
+        // Copied: the codec's array is reused by whoever takes writeLock while this one waits.
+        byte[] copy = java.util.Arrays.copyOf(body.array(), body.length());
+        awaitIoFor(framed);
+        writer.append(copy, copy.length);
+      } else {
+        writer.append(body.array(), body.length());
+      }
     } catch (JournalException e) {
       throw new JournalException(e.getMessage(), e.getCause() != null ? e.getCause() : e,
           JournalException.Outcome.NOT_RECORDED);
     }
-    if (++unsyncedRecords >= commitRecords) {
+    if (++unsyncedRecords >= commitRecords || writer.drainDue()) {
       unsyncedRecords = 0;
-      wakeFlusher();
+      commit.wake();
     }
   }
 
-  /** GroupCommit.Source: under writeLock, writes the buffer and names what to force. */
+  /**
+   * Waits (writeLock held, released while waiting) until the I/O thread did the roll, segment
+   * start or buffer write a record of {@code framed} bytes needs. Throws (nothing recorded) when
+   * that failed, the journal closes or fails, or this thread is interrupted (flag kept set).
+   */
+  private void awaitIoFor(int framed) {
+    while (writer.needsIo(framed)) {
+      long round = ioRounds;
+      ioWanted = Math.max(ioWanted, framed);
+      commit.wake();
+      while (ioRounds == round) {
+        if (closing || closed) {
+          throw new JournalException("journal " + dir + " is closed (or closing): the change"
+              + " was refused, nothing recorded", null, JournalException.Outcome.NOT_RECORDED);
+        }
+        commit.checkNotFailed();
+        try {
+          ioDone.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new JournalException("interrupted while waiting for journal " + dir + " to"
+              + " start a segment or write its buffer: the change was refused, nothing recorded",
+              e, JournalException.Outcome.NOT_RECORDED);
+        }
+      }
+      if (ioError != null) {
+        throw ioError;
+      }
+    }
+  }
+
+  /**
+   * GroupCommit.Source, on the I/O thread: under writeLock, writes the buffer and names what to
+   * force.
+   */
   private GroupCommit.Pending drainForSync() {
     writeLock.lock();
     try {
-      ensureWritable();
+      commit.checkNotFailed();
       writer.drain();
       unsyncedRecords = 0;
       return new GroupCommit.Pending(writer.channel(), writer.path(), writer.appended());
@@ -631,57 +695,88 @@ public final class FileJournal implements QueueJournal {
   // ---------------------------------------------------------------------------------------------
   // Flusher and compaction
 
-  private void wakeFlusher() {
-    synchronized (flusherMonitor) {
-      flushSoon = true;
-      flusherMonitor.notifyAll();
-    }
-  }
-
-  private void flushLoop() {
+  /*
+   * The I/O thread: the only thread that writes, forces, truncates or rolls the active segment.
+   * Each round it does the rolls and buffer writes producers asked for (ioWanted), syncs when a
+   * caller waits for durability, a producer woke it (commitRecords waiting, or a full buffer) or
+   * the commit interval elapsed, and asks the compaction thread for a compaction when one is due.
+   * A compaction never runs on this thread, so group commits keep their interval while one runs.
+   */
+  private void ioLoop() {
     long intervalNanos = commitInterval.toNanos();
+    long nextCommit = System.nanoTime() + intervalNanos;
     while (!closed) {
-      synchronized (flusherMonitor) {
-        if (!flushSoon) {
-          try {
-            flusherMonitor.wait(Math.max(1, intervalNanos / 1_000_000),
-                (int) (intervalNanos % 1_000_000));
-          } catch (InterruptedException e) {
-            return;
-          }
-        }
-        flushSoon = false;
-      }
+      boolean wanted = commit.awaitWork(nextCommit - System.nanoTime());
       if (closed) {
-        return;
+        break;
+      }
+      runRequestedIo();
+      long now = System.nanoTime();
+      boolean intervalDue = now - nextCommit >= 0;
+      if (intervalDue) {
+        nextCommit = now + intervalNanos;
       }
       if (commit.failure() == null) {
-        flushRound();
+        syncRound(wanted);
+        maybeRequestCompaction();
       }
       synchronized (flusherMonitor) {
         flusherRounds++;
       }
     }
-  }
-
-  /** One flusher round: sync what is waiting, then compact if due and not backing off. */
-  private void flushRound() {
-    long target;
-    boolean compactDue;
+    if (orderlyStop && commit.failure() == null) {
+      // A close whose own wait ended early (an interrupted closer) still gets its final sync.
+      syncRound(false);
+    }
     writeLock.lock();
     try {
-      if (closed) {
+      // Wakes producers waiting for a roll: the journal is closed.
+      ioRounds++;
+      ioDone.signalAll();
+      writer.close(orderlyStop && commit.failure() == null);
+    } finally {
+      writeLock.unlock();
+    }
+  }
+
+  /** The rolls, segment starts and buffer writes producers wait for (I/O thread). */
+  private void runRequestedIo() {
+    writeLock.lock();
+    try {
+      if (ioWanted < 0) {
         return;
       }
+      ioError = null;
+      try {
+        if (commit.failure() == null) {
+          writer.prepare(ioWanted);
+        }
+      } catch (JournalException e) {
+        ioError = new JournalException(e.getMessage(), e.getCause() != null ? e.getCause() : e,
+            JournalException.Outcome.NOT_RECORDED);
+      } catch (RuntimeException e) {
+        ioError = new JournalException("journal " + dir + ": " + e, e,
+            JournalException.Outcome.NOT_RECORDED);
+      }
+      ioWanted = -1;
+      ioRounds++;
+      ioDone.signalAll();
+    } finally {
+      writeLock.unlock();
+    }
+  }
+
+  /** One sync of everything written so far, logged when it fails and when it works again. */
+  private void syncRound(boolean wanted) {
+    long target;
+    writeLock.lock();
+    try {
       target = writer.appended();
-      long files = writer.filesBytes();
-      compactDue = writer.activeSeq() >= 0 && files > compactionMinBytes
-          && writer.sealedBytes() - liveBytes > compactionGarbageRatio * files;
     } finally {
       writeLock.unlock();
     }
     try {
-      commit.syncUpTo(target, false);
+      commit.syncUpTo(target, wanted && commit.criticalWaiting());
       if (commitFailing) {
         commitFailing = false;
         LOG.log(System.Logger.Level.INFO, "journal " + dir + ": background commits work again");
@@ -692,24 +787,132 @@ public final class FileJournal implements QueueJournal {
         LOG.log(System.Logger.Level.ERROR, "journal " + dir + ": background commit failed;"
             + " retrying every commit interval, logged again once it works", e);
       }
-      return;
     }
-    long now = nanoClock.getAsLong();
-    if (!compactDue || (backoffNanos > 0 && now - nextCompactionNanos < 0)) {
-      return;
-    }
+  }
+
+  /** Asks the compaction thread for a compaction when garbage outweighs the live state. */
+  private void maybeRequestCompaction() {
+    boolean due;
+    writeLock.lock();
     try {
-      compactNow();
-      backoffNanos = 0;
-    } catch (RuntimeException e) {
-      if (closed) {
-        return;
+      long files = writer.filesBytes();
+      due = !closed && writer.activeSeq() >= 0 && files > compactionMinBytes
+          && writer.sealedBytes() - liveBytes > compactionGarbageRatio * files;
+    } finally {
+      writeLock.unlock();
+    }
+    if (due) {
+      compaction.requestAuto();
+    }
+  }
+
+  /**
+   * The compaction thread: runs compactions the I/O thread found due (with backoff after a
+   * failure) and those {@link #compact()} asks for, while group commits go on.
+   */
+  private final class CompactionThread {
+    private final Thread thread;
+    private boolean autoRequested;
+    private java.util.concurrent.CompletableFuture<Void> asked;
+    private long backoffNanos;
+    private long nextCompactionNanos;
+
+    CompactionThread() {
+      thread = new Thread(this::loop, "relaykit-file-journal-compactor");
+      thread.setDaemon(true);
+    }
+
+    synchronized void requestAuto() {
+      if (!autoRequested) {
+        autoRequested = true;
+        notifyAll();
       }
-      backoffNanos = backoffNanos == 0 ? BACKOFF_MIN_NANOS
-          : Math.min(BACKOFF_MAX_NANOS, backoffNanos * 2);
-      nextCompactionNanos = now + backoffNanos;
-      LOG.log(System.Logger.Level.ERROR, "journal " + dir + ": compaction failed; next try in "
-          + Duration.ofNanos(backoffNanos), e);
+    }
+
+    void runAndWait() {
+      java.util.concurrent.CompletableFuture<Void> done;
+      synchronized (this) {
+        if (asked == null) {
+          asked = new java.util.concurrent.CompletableFuture<>();
+          notifyAll();
+        }
+        done = asked;
+      }
+      try {
+        done.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new JournalException("interrupted while waiting for a compaction of journal " + dir
+            + "; it goes on on the journal's compaction thread", e,
+            JournalException.Outcome.UNKNOWN);
+      } catch (java.util.concurrent.ExecutionException e) {
+        Throwable c = e.getCause();
+        if (c instanceof RuntimeException r) {
+          throw r;
+        }
+        throw new JournalException("compaction of journal " + dir + " failed: " + c, c);
+      }
+    }
+
+    private void loop() {
+      while (!closed) {
+        java.util.concurrent.CompletableFuture<Void> job;
+        synchronized (this) {
+          while (!closed && asked == null && !autoRequested) {
+            try {
+              wait();
+            } catch (InterruptedException e) {
+              // The journal's own thread: an interrupt must not stop compactions; keep going.
+              Thread.interrupted();
+            }
+          }
+          job = asked;
+          asked = null;
+          if (job == null) {
+            autoRequested = false;
+          }
+        }
+        if (closed) {
+          if (job != null) {
+            job.completeExceptionally(new IllegalStateException("journal " + dir + " is closed"));
+          }
+          return;
+        }
+        if (job != null) {
+          try {
+            compactNow();
+            job.complete(null);
+          } catch (RuntimeException e) {
+            job.completeExceptionally(e);
+          }
+          continue;
+        }
+        long now = nanoClock.getAsLong();
+        if (backoffNanos > 0 && now - nextCompactionNanos < 0) {
+          continue;
+        }
+        try {
+          compactNow();
+          backoffNanos = 0;
+        } catch (RuntimeException e) {
+          if (closed) {
+            return;
+          }
+          backoffNanos = backoffNanos == 0 ? BACKOFF_MIN_NANOS
+              : Math.min(BACKOFF_MAX_NANOS, backoffNanos * 2);
+          nextCompactionNanos = now + backoffNanos;
+          LOG.log(System.Logger.Level.ERROR, "journal " + dir + ": compaction failed; next try"
+              + " in " + Duration.ofNanos(backoffNanos), e);
+        }
+      }
+    }
+
+    synchronized void stop() {
+      notifyAll();
+      if (asked != null) {
+        asked.completeExceptionally(new IllegalStateException("journal " + dir + " is closed"));
+        asked = null;
+      }
     }
   }
 
@@ -738,7 +941,7 @@ public final class FileJournal implements QueueJournal {
       } finally {
         writeLock.unlock();
       }
-      commit.syncUpTo(target, false);
+      commit.awaitDurable(target, false);
       Compactor.Installed installed = compactor.install(snapshot, seq, offset);
       writeLock.lock();
       try {
@@ -751,20 +954,36 @@ public final class FileJournal implements QueueJournal {
   }
 
   private void stop(boolean orderly) {
+    orderlyStop = orderly;
     closed = true;
-    wakeFlusher();
-    if (flusher != null && flusher != Thread.currentThread()) {
+    if (compaction != null) {
+      compaction.stop();
+    }
+    commit.wake();
+    boolean ioStopped = flusher == null || !flusher.isAlive();
+    if (flusher != null && flusher != Thread.currentThread() && !ioStopped) {
       try {
         flusher.join(orderly ? 10_000 : 1_000);
+        ioStopped = !flusher.isAlive();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
     }
-    writeLock.lock();
-    try {
-      writer.close(orderly && commit.failure() == null);
-    } finally {
-      writeLock.unlock();
+    if (compaction != null && compaction.thread != Thread.currentThread()) {
+      try {
+        compaction.thread.join(orderly ? 10_000 : 1_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (ioStopped) {
+      // The I/O thread never started (the constructor failed): close what it would have.
+      writeLock.lock();
+      try {
+        writer.close(orderly && commit.failure() == null);
+      } finally {
+        writeLock.unlock();
+      }
     }
     commit.stop();
   }
