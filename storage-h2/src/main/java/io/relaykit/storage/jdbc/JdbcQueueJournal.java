@@ -21,7 +21,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
@@ -124,6 +127,14 @@ public final class JdbcQueueJournal implements QueueJournal {
   private final Set<String> dead = new HashSet<>();
   private long nextSeq = 1;
   private boolean loaded;
+  /** Guarded by lock: the read of load() on the journal's thread, and whether load() returned. */
+  private Future<JournalState> loading;
+  private boolean loadReturned;
+  /** Guarded by lock: the commit round the journal's thread runs next, or null. */
+  private CompletableFuture<Void> next;
+  /** Guarded by lock: the journal's thread is shut down; no round runs any more. */
+  private boolean closedForGood;
+  private final long backpressureNanos;
   private volatile boolean closed;
   /** Set by {@link #crash()}: nothing is written any more. Guarded by lock. */
   private boolean crashed;
@@ -156,6 +167,7 @@ public final class JdbcQueueJournal implements QueueJournal {
     this.name = name;
     this.maxBufferedStatements = maxBufferedStatements;
     this.maxBufferedBytes = maxBufferedBytes;
+    this.backpressureNanos = Math.max(TimeUnit.SECONDS.toNanos(10), 4 * commitInterval.toNanos());
     this.markSql = "SELECT seq FROM " + table + " WHERE journal = ? AND event_id = '"
         + MARK_ID + "' AND kind = " + COMMIT_MARK + " FOR UPDATE";
     this.moveMarkSql = "UPDATE " + table + " SET seq = ? WHERE journal = ? AND event_id = '"
@@ -189,13 +201,51 @@ public final class JdbcQueueJournal implements QueueJournal {
     flusher.scheduleWithFixedDelay(this::backgroundFlush, nanos, nanos, TimeUnit.NANOSECONDS);
   }
 
+  /**
+   * Reads the journal's rows, on the journal's own thread (the caller waits). An interrupt of the
+   * caller ends the wait at once with a {@link JournalException} and leaves its interrupt flag set;
+   * the read goes on, and the next call of {@code load()} returns its result.
+   */
   @Override
   public JournalState load() {
+    Future<JournalState> reading;
     synchronized (lock) {
       ensureOpen();
-      if (loaded) {
+      if (loadReturned) {
         throw new IllegalStateException("journal " + name + " is already loaded");
       }
+      if (loading == null) {
+        loading = flusher.submit(this::readState);
+      }
+      reading = loading;
+    }
+    try {
+      JournalState state = reading.get();
+      synchronized (lock) {
+        loadReturned = true;
+      }
+      return state;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new JournalException("interrupted while journal " + name + " was loading; it goes on"
+          + " on the journal's thread, call load() again for its result", e,
+          JournalException.Outcome.NOT_RECORDED);
+    } catch (ExecutionException e) {
+      synchronized (lock) {
+        loading = null;
+      }
+      Throwable c = e.getCause();
+      if (c instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new JournalException("could not load journal " + name + " from " + table + ": " + c,
+          c);
+    }
+  }
+
+  /** On the journal's thread: reads every row of this journal. */
+  private JournalState readState() {
+    synchronized (lock) {
       try (Connection c = dataSource.getConnection();
           PreparedStatement mark = c.prepareStatement(insertMarkSql);
           PreparedStatement ps = c.prepareStatement("SELECT * FROM " + table
@@ -472,18 +522,89 @@ public final class JdbcQueueJournal implements QueueJournal {
     }
   }
 
+  /**
+   * Waits until the change of {@code ticket} is committed by the journal's own thread: the
+   * caller's thread never touches the database for it, so its interrupt cannot close an H2 file
+   * database. An interrupt ends the wait at once: this throws a {@link JournalException} with
+   * {@link JournalException.Outcome#UNKNOWN} and leaves the interrupt flag set; the change stays
+   * buffered and the journal's thread commits it with its next transaction (within one commit
+   * interval), unless the process stops first.
+   */
   @Override
   public void awaitDurable(long ticket) {
-    if (ticket <= durable) {
-      return;
-    }
-    flushLock.lock();
-    try {
-      if (ticket > durable) {
-        writeBuffered();
+    while (ticket > durable) {
+      CompletableFuture<Void> round = nextRound();
+      try {
+        round.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new JournalException("interrupted while waiting for journal " + name + " to"
+            + " commit: the change stays buffered and the journal's own thread commits it with"
+            + " its next transaction, unless the process stops first", e,
+            JournalException.Outcome.UNKNOWN);
+      } catch (ExecutionException e) {
+        Throwable c = e.getCause();
+        if (c instanceof JournalException je) {
+          throw new JournalException(je.getMessage(), je, je.outcome());
+        }
+        throw new JournalException("journal " + name + " could not commit: " + c, c,
+            JournalException.Outcome.UNKNOWN);
       }
-    } finally {
-      flushLock.unlock();
+    }
+  }
+
+  /**
+   * The commit round the journal's thread runs next: every change buffered before this call is
+   * in it. Callers waiting at once share it (one transaction).
+   */
+  private CompletableFuture<Void> nextRound() {
+    synchronized (lock) {
+      if (crashed || closedForGood) {
+        return CompletableFuture.failedFuture(new JournalException("journal " + name
+            + " is closed: the change's commit is unknown", null,
+            JournalException.Outcome.UNKNOWN));
+      }
+      if (next == null) {
+        next = new CompletableFuture<>();
+        try {
+          flusher.execute(this::runRound);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+          CompletableFuture<Void> refused = next;
+          next = null;
+          refused.completeExceptionally(new JournalException("journal " + name
+              + " is closed: the change's commit is unknown", e,
+              JournalException.Outcome.UNKNOWN));
+          return refused;
+        }
+      }
+      return next;
+    }
+  }
+
+  /** On the journal's thread: one transaction, completing the round waiters share. */
+  private void runRound() {
+    CompletableFuture<Void> round;
+    synchronized (lock) {
+      round = next;
+      next = null;
+    }
+    try {
+      flushLock.lock();
+      try {
+        writeBuffered();
+      } finally {
+        flushLock.unlock();
+      }
+      if (round != null) {
+        round.complete(null);
+      }
+    } catch (RuntimeException e) {
+      if (round != null) {
+        round.completeExceptionally(e);
+      } else {
+        LOG.log(System.Logger.Level.WARNING, "journal " + name + " group commit failed;"
+            + " retrying: " + e.getMessage());
+      }
     }
   }
 
@@ -507,18 +628,17 @@ public final class JdbcQueueJournal implements QueueJournal {
       closed = true;
       upTo = recorded;
     }
-    // shutdown, not shutdownNow: interrupting a thread inside an H2 file write closes the file
-    // channel (ClosedByInterruptException) and with it the whole database.
-    flusher.shutdown();
     try {
-      if (!flusher.awaitTermination(30, TimeUnit.SECONDS)) {
-        LOG.log(System.Logger.Level.WARNING, "journal " + name
-            + " group commit still running after 30 s at close");
+      // The final commit runs on the journal's thread like every other.
+      awaitDurable(upTo);
+    } finally {
+      synchronized (lock) {
+        closedForGood = true;
       }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      // shutdown, not shutdownNow: interrupting a thread inside an H2 file write closes the file
+      // channel (ClosedByInterruptException) and with it the whole database.
+      flusher.shutdown();
     }
-    awaitDurable(upTo);
   }
 
   /**
@@ -549,6 +669,11 @@ public final class JdbcQueueJournal implements QueueJournal {
       // Kept in the buffer and retried at the next interval, flush or critical append.
       LOG.log(System.Logger.Level.WARNING, "journal " + name + " group commit failed; retrying: "
           + e.getMessage());
+    } finally {
+      synchronized (lock) {
+        // Appenders waiting for room see the new buffer size (or that the database is down).
+        lock.notifyAll();
+      }
     }
   }
 
@@ -594,7 +719,10 @@ public final class JdbcQueueJournal implements QueueJournal {
         resetAutoCommitQuietly(c);
       }
     } catch (SQLException | RuntimeException e) {
-      down = e.toString();
+      synchronized (lock) {
+        down = e.toString();
+        lock.notifyAll();
+      }
       if (e instanceof JournalException je) {
         throw je;
       }
@@ -612,8 +740,9 @@ public final class JdbcQueueJournal implements QueueJournal {
       }
       buffer = new ArrayList<>(buffer.subList((int) done, buffer.size()));
       durable = committed;
+      down = null;
+      lock.notifyAll();
     }
-    down = null;
   }
 
   private long readMark(Connection c) throws SQLException {
@@ -654,25 +783,56 @@ public final class JdbcQueueJournal implements QueueJournal {
   }
 
   /**
-   * Refuses a change that the buffer has no room for, or a critical append while the database is
-   * down. Call with {@link #lock} held, before anything is buffered.
+   * Makes room for a change, or refuses it. Call with {@link #lock} held, before anything is
+   * buffered. While the database answers, a full buffer is backpressure: the caller waits
+   * (releasing the lock) for the journal's thread to commit, at most {@code max(10 s, 4 commit
+   * intervals)}; while the last transaction failed (the database is down), or when that wait ends
+   * without room, the change is refused with a {@link JournalFullException}. A critical append
+   * is refused at once while the database is down.
+   *
+   * @throws JournalException with {@code NOT_RECORDED} when the caller is interrupted while it
+   *     waits (its interrupt flag stays set), or the journal closes meanwhile
    */
   private void ensureRoom(boolean appends, boolean critical, int statements, long payloadBytes) {
-    if (critical && down != null) {
-      throw new JournalException("journal " + name + " refuses a critical change at once: the "
-          + "database is unreachable (the last transaction failed: " + down + "); nothing was "
-          + "recorded", null, JournalException.Outcome.NOT_RECORDED);
-    }
-    long statementBound = appends ? maxBufferedStatements
-        : maxBufferedStatements + maxBufferedStatements / 4L;
-    long byteBound = appends ? maxBufferedBytes : maxBufferedBytes + maxBufferedBytes / 4;
-    if (buffer.size() + (long) statements > statementBound
-        || bufferedBytes + payloadBytes > byteBound) {
-      throw new JournalFullException("journal " + name + " holds " + buffer.size()
-          + " uncommitted statements (" + bufferedBytes + " payload bytes), its bound is "
-          + maxBufferedStatements + " (" + maxBufferedBytes + " bytes)"
-          + (down == null ? "" : "; the database is unreachable: " + down)
-          + "; nothing was recorded");
+    long deadline = System.nanoTime() + backpressureNanos;
+    while (true) {
+      if (critical && down != null) {
+        throw new JournalException("journal " + name + " refuses a critical change at once: the "
+            + "database is unreachable (the last transaction failed: " + down + "); nothing was "
+            + "recorded", null, JournalException.Outcome.NOT_RECORDED);
+      }
+      long statementBound = appends ? maxBufferedStatements
+          : maxBufferedStatements + maxBufferedStatements / 4L;
+      long byteBound = appends ? maxBufferedBytes : maxBufferedBytes + maxBufferedBytes / 4;
+      boolean full = buffer.size() + (long) statements > statementBound
+          || bufferedBytes + payloadBytes > byteBound;
+      if (!full) {
+        return;
+      }
+      long left = deadline - System.nanoTime();
+      if (down != null || left <= 0 || buffer.isEmpty()) {
+        throw new JournalFullException("journal " + name + " holds " + buffer.size()
+            + " uncommitted statements (" + bufferedBytes + " payload bytes), its bound is "
+            + maxBufferedStatements + " (" + maxBufferedBytes + " bytes)"
+            + (down == null ? "; the database did not commit them within "
+                + TimeUnit.NANOSECONDS.toMillis(backpressureNanos) + " ms"
+                : "; the database is unreachable: " + down)
+            + "; nothing was recorded");
+      }
+      try {
+        flusher.execute(this::backgroundFlush);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        throw new JournalException("journal " + name + " is closed; nothing was recorded", e,
+            JournalException.Outcome.NOT_RECORDED);
+      }
+      try {
+        TimeUnit.NANOSECONDS.timedWait(lock, Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new JournalException("interrupted while journal " + name + " waited for room in"
+            + " its buffer; nothing was recorded", e, JournalException.Outcome.NOT_RECORDED);
+      }
+      ensureWritable();
     }
   }
 
