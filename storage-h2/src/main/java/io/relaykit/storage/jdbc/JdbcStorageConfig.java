@@ -18,7 +18,11 @@ import java.util.Optional;
  * (commits reach the file before the commit returns, so a killed process loses none), {@code
  * LOCK_TIMEOUT=10000} (H2's default of 1 s fails relays' row updates under contention) and, for
  * in-memory databases, {@code DB_CLOSE_DELAY=-1} (the database lives as long as the JVM, not as
- * long as one connection).
+ * long as one connection). A file URL without a file-system prefix gets H2's {@code retry:} file
+ * system ({@code jdbc:h2:file:/data/db} becomes {@code jdbc:h2:retry:/data/db}): without it, one
+ * application thread interrupted during a write (a cancelled future, {@code shutdownNow}, a
+ * request timeout) closes the database for every store until the process restarts. Give your own
+ * {@code DataSource} the same prefix when you open {@link JdbcStorage} on it.
  *
  * <table>
  *   <caption>Fields and defaults</caption>
@@ -169,15 +173,16 @@ public final class JdbcStorageConfig {
   /**
    * The URL relaykit connects with: H2 URLs gain the crash-safe settings described above.
    *
-   * @return {@link #jdbcUrl()} for PostgreSQL; for H2, {@link #jdbcUrl()} plus each of {@code
-   *     WRITE_DELAY=0}, {@code LOCK_TIMEOUT=10000} and (in-memory only) {@code DB_CLOSE_DELAY=-1}
-   *     that it does not set itself
+   * @return {@link #jdbcUrl()} for PostgreSQL; for H2, {@link #jdbcUrl()} (a file URL with the
+   *     {@code retry:} file system) plus each of {@code WRITE_DELAY=0}, {@code
+   *     LOCK_TIMEOUT=10000} and (in-memory only) {@code DB_CLOSE_DELAY=-1} that it does not set
+   *     itself
    */
   public String effectiveJdbcUrl() {
     if (dialect != Dialect.H2) {
       return jdbcUrl;
     }
-    String url = jdbcUrl;
+    String url = retryOnInterrupt(jdbcUrl);
     String upper = url.toUpperCase(Locale.ROOT);
     if (!upper.contains(";WRITE_DELAY=")) {
       url += ";WRITE_DELAY=0";
@@ -189,6 +194,32 @@ public final class JdbcStorageConfig {
       url += ";DB_CLOSE_DELAY=-1";
     }
     return url;
+  }
+
+  /**
+   * An H2 file URL with H2's {@code retry:} file system, unless the URL names a file system or a
+   * server itself: a {@code FileChannel} closes itself when the thread doing I/O on it is
+   * interrupted, and H2 then closes the whole database ("The database has been closed"), for
+   * every connection, until the process restarts. {@code retry:} reopens the file and repeats the
+   * operation instead, so one caller's interrupt fails at most that caller's statement.
+   */
+  static String retryOnInterrupt(String url) {
+    String head = "jdbc:h2:";
+    if (!url.regionMatches(true, 0, head, 0, head.length())) {
+      return url;
+    }
+    String rest = url.substring(head.length());
+    if (rest.regionMatches(true, 0, "file:", 0, 5)) {
+      rest = rest.substring(5);
+    }
+    // mem:, tcp:, ssl:, retry:, async:, nio:, split:, zip: ... name a database kind or a file
+    // system; a one-letter prefix is a Windows drive.
+    java.util.regex.Matcher named = java.util.regex.Pattern.compile("^[A-Za-z]{2,}:")
+        .matcher(rest);
+    if (named.find()) {
+      return url;
+    }
+    return head + "retry:" + rest;
   }
 
   /**

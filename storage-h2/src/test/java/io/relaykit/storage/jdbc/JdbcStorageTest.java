@@ -135,12 +135,20 @@ class JdbcStorageTest {
     }
 
     @Test
-    @DisplayName("H2 URLs gain WRITE_DELAY=0 and LOCK_TIMEOUT unless they set them; PostgreSQL URLs are kept")
+    @DisplayName("H2 URLs gain WRITE_DELAY=0 and LOCK_TIMEOUT unless they set them, file URLs the retry: file system; PostgreSQL URLs are kept")
     void effectiveUrl() {
       assertThat(JdbcStorageConfig.builder().jdbcUrl("jdbc:h2:file:/tmp/q").build()
-          .effectiveJdbcUrl()).isEqualTo("jdbc:h2:file:/tmp/q;WRITE_DELAY=0;LOCK_TIMEOUT=10000");
+          .effectiveJdbcUrl()).isEqualTo("jdbc:h2:retry:/tmp/q;WRITE_DELAY=0;LOCK_TIMEOUT=10000");
       assertThat(JdbcStorageConfig.builder().jdbcUrl("jdbc:h2:file:/tmp/q;write_delay=100;lock_timeout=5").build()
-          .effectiveJdbcUrl()).isEqualTo("jdbc:h2:file:/tmp/q;write_delay=100;lock_timeout=5");
+          .effectiveJdbcUrl()).isEqualTo("jdbc:h2:retry:/tmp/q;write_delay=100;lock_timeout=5");
+      assertThat(JdbcStorageConfig.builder().jdbcUrl("jdbc:h2:./data/q").build()
+          .effectiveJdbcUrl()).startsWith("jdbc:h2:retry:./data/q;");
+      assertThat(JdbcStorageConfig.builder().jdbcUrl("jdbc:h2:C:/data/q").build()
+          .effectiveJdbcUrl()).startsWith("jdbc:h2:retry:C:/data/q;");
+      assertThat(JdbcStorageConfig.builder().jdbcUrl("jdbc:h2:async:/tmp/q").build()
+          .effectiveJdbcUrl()).startsWith("jdbc:h2:async:/tmp/q;");
+      assertThat(JdbcStorageConfig.builder().jdbcUrl("jdbc:h2:tcp://localhost/q").build()
+          .effectiveJdbcUrl()).startsWith("jdbc:h2:tcp://localhost/q;");
       JdbcStorageConfig pg = JdbcStorageConfig.builder()
           .jdbcUrl("jdbc:postgresql://127.0.0.1:5432/postgres").password("secret").build();
       assertThat(pg.dialect()).isEqualTo(Dialect.POSTGRESQL);
