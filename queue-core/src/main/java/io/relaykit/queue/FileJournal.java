@@ -507,6 +507,18 @@ public final class FileJournal implements QueueJournal {
     return commit.syncs();
   }
 
+  /** Whether every change recorded so far is durable (fsynced). For tests. */
+  boolean allDurable() {
+    long appended;
+    writeLock.lock();
+    try {
+      appended = writer.appended();
+    } finally {
+      writeLock.unlock();
+    }
+    return commit.durable() >= appended;
+  }
+
   /** How many compactions completed. For tests. */
   long compactions() {
     synchronized (compactionLock) {

@@ -165,6 +165,16 @@ final class GroupCommit {
     return syncs;
   }
 
+  /** The position known to be fsynced. */
+  long durable() {
+    lock.lock();
+    try {
+      return durable;
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /** Wakes every waiter and closes the retired channels: the journal is closing. */
   void stop() {
     List<FileChannel> toClose;
