@@ -21,13 +21,26 @@ import javax.crypto.SecretKey;
  *
  * <h2>Durability</h2>
  * A {@link Priority#CRITICAL} append is fsynced before it returns; concurrent critical appenders
- * share fsyncs (the first waiter syncs everything written so far, the others wait for it; when
- * more were waiting at once in the previous round than now, it first gives them up to half a
- * recent fsync, at most 1 ms, so that N producers share one fsync instead of alternating in two
- * halves). Other changes are group-committed by a background flusher thread: at the latest every
- * {@code commitInterval}, sooner once {@code commitRecords} changes are waiting, and at {@link
- * #flush()} and {@link #close()}. A process crash loses at most the changes of one commit
- * interval that no critical append or flush covered.
+ * share fsyncs (one sync covers everything written before it; when more were waiting at once in
+ * the previous round than now, the sync first gives them up to half a recent fsync, at most 1 ms,
+ * so that N producers share one fsync instead of alternating in two halves). Other changes are
+ * group-committed: at the latest every {@code commitInterval}, sooner once {@code commitRecords}
+ * changes are waiting, and at {@link #flush()} and {@link #close()}. A process crash loses at
+ * most the changes of one commit interval that no critical append or flush covered, also while a
+ * compaction runs.
+ *
+ * <h2>Threads</h2>
+ * The journal owns its I/O. Callers' threads only encode changes into a buffer; the journal's I/O
+ * thread does every write, fsync, segment roll and cut of the active segment, and hands callers
+ * a completion to wait for; compactions run on the journal's compaction thread, so group commits
+ * keep their interval while one runs. A {@code FileChannel} closes itself when a thread doing I/O
+ * on it is interrupted, so no caller's interrupt can reach the journal's files. An interrupted
+ * caller's wait ends at once with a {@link JournalException}, its interrupt flag left set: from
+ * {@link #awaitDurable} (a critical append) or {@link #flush()} with {@link
+ * JournalException.Outcome#UNKNOWN}: the change is recorded, the I/O thread makes it durable with
+ * its next sync, within one commit interval, and only a process crash before that sync loses it;
+ * from a change that waited for a segment roll or a full buffer with {@link
+ * JournalException.Outcome#NOT_RECORDED}. The journal goes on working for every other thread.
  *
  * <h2>When the disk fails</h2>
  * What a caller sees, and what remains:
@@ -82,8 +95,8 @@ import javax.crypto.SecretKey;
  *
  * <h2>Compaction</h2>
  * When most of the sealed files are garbage (the files are larger than {@code compactionMinBytes}
- * and a compaction would free more than {@code compactionGarbageRatio} of them), the flusher
- * writes the live state as a base file that stands for everything before the current point of the
+ * and a compaction would free more than {@code compactionGarbageRatio} of them), the compaction
+ * thread writes the live state as a base file that stands for everything before the current point of the
  * active segment, and deletes the sealed segments and the older base. The active segment is not
  * cut: its garbage goes with the next compaction after it is sealed, so the directory holds at
  * most about the live state over {@code 1 - compactionGarbageRatio}, plus one segment. Writers
@@ -117,13 +130,15 @@ public final class FileJournal implements QueueJournal {
    * SegmentWriter (the active segment: framing, buffer, preallocation, rolls), GroupCommit
    * (durable positions, shared fsyncs, fail-closed), Recovery (replay, chain and torn-tail rules),
    * Compactor (base files), RecordCipher (AES-GCM with the record's position as associated data).
-   * This class owns the locks, the replayed state and its exact live size, and the flusher.
+   * This class owns the locks, the replayed state and its exact live size, the I/O thread (the
+   * only thread that writes or forces the active segment) and the compaction thread.
    *
    * Locks: writeLock guards the writer, the state and the counters below. The writer calls into
-   * GroupCommit (advance, retire, fail) under writeLock, so the order is writeLock, then
-   * GroupCommit's lock; a sync leader releases GroupCommit's lock before Source.drain takes
-   * writeLock. compactionLock serializes compactions and is held without writeLock for all of a
-   * compaction's I/O.
+   * GroupCommit (advance, retire, fail, wake) under writeLock, so the order is writeLock, then
+   * GroupCommit's lock; the I/O thread releases GroupCommit's lock before Source.drain takes
+   * writeLock. A producer that needs a roll waits on ioDone (writeLock released meanwhile).
+   * compactionLock serializes compactions and is held without writeLock for all of a
+   * compaction's I/O; the compaction thread waits for the I/O thread (a sync), never the reverse.
    */
 
   private static final System.Logger LOG = System.getLogger(FileJournal.class.getName());
@@ -489,7 +504,7 @@ public final class FileJournal implements QueueJournal {
   // For tests
 
   /**
-   * Stops the flusher and closes the files without writing what is buffered: what a process crash
+   * Stops the journal's threads and closes the files without writing what is buffered: what a process crash
    * leaves behind. For crash tests.
    */
   void crash() {
@@ -536,7 +551,7 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
-  /** How many rounds the flusher thread completed. For tests. */
+  /** How many rounds the I/O thread completed. For tests. */
   long flusherRounds() {
     synchronized (flusherMonitor) {
       return flusherRounds;

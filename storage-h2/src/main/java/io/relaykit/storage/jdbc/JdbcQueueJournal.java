@@ -34,9 +34,22 @@ import javax.sql.DataSource;
  * A {@link QueueJournal} in a database table: each change becomes one or two single-row
  * statements (insert, update or delete of the event's pending, dead or seen row), never a rewrite
  * of the whole state. Changes are buffered and group-committed in one transaction every {@code
- * commitInterval} by a daemon thread, or sooner when 10 000 statements are waiting; a {@link
- * Priority#CRITICAL} append commits everything buffered before it returns, and concurrent critical
- * appends share that commit. {@link #recordAtomically} buffers its list under one lock, so one
+ * commitInterval} by the journal's own daemon thread, or sooner when 10 000 statements are
+ * waiting; a {@link Priority#CRITICAL} append waits until that thread committed everything
+ * buffered before it, and concurrent critical appends share that commit.
+ *
+ * <h2>Threads</h2>
+ * Callers' threads never run the journal's SQL: {@link #load()}, every commit and the final commit
+ * of {@link #close()} run on the journal's thread, and callers wait for it. An interrupted caller's
+ * wait ends at once ({@link JournalException}, its interrupt flag left set): a critical append or
+ * flush then has an unknown outcome ({@link JournalException.Outcome#UNKNOWN}), its change stays
+ * buffered and is committed by the journal's next transaction (within one commit interval) unless
+ * the process stops first; an interrupt never reaches the database's files. That matters on H2: a
+ * {@code FileChannel} closes itself when the thread doing I/O on it is interrupted, and H2 then
+ * closes the whole database, for every store, until the process restarts. For the other stores
+ * on an H2 file database (which run on callers' threads), {@link JdbcStorageConfig} gives file URLs
+ * H2's {@code retry:} file system, which reopens the file instead; give your own {@code
+ * DataSource} the same ({@code jdbc:h2:retry:/path/db}). {@link #recordAtomically} buffers its list under one lock, so one
  * transaction writes it. Several journals share one table, told apart by name.
  *
  * <h2>Failures</h2>
@@ -48,11 +61,14 @@ import javax.sql.DataSource;
  *       buffered, and the next transaction first reads the mark under a row lock (so it waits for
  *       a commit still in progress) and skips the statements the database already has. Nothing is
  *       written twice and nothing is lost.
- *   <li><b>While the database is down</b> the buffer is bounded ({@code maxBufferedStatements},
- *       {@code maxBufferedBytes} of payload): past the bound an append throws {@link
- *       JournalFullException} (the queue answers {@code JOURNAL_FULL} for a normal event); other
- *       changes may use a quarter more, so that in-flight events can still be acked, and then
- *       throw it too. A {@code CRITICAL} append fails fast: while the last commit failed, it is
+ *   <li><b>At the bound</b> ({@code maxBufferedStatements}, {@code maxBufferedBytes} of payload;
+ *       other changes than appends may use a quarter more, so that in-flight events can still be
+ *       acked): while the database answers, the bound is backpressure: the caller waits for the
+ *       journal's thread to commit (at most 10 s, or 4 commit intervals if longer), and its
+ *       change is recorded then. <b>While the database is down</b> (the last transaction
+ *       failed), or when that wait ends without room, the change is refused with a {@link
+ *       JournalFullException}, nothing recorded (the queue answers {@code JOURNAL_FULL} for a
+ *       normal event). A {@code CRITICAL} append fails fast: while the last commit failed, it is
  *       refused at once ({@link JournalException}, nothing recorded) instead of waiting for the
  *       pool's connection timeout; the flusher probes the database every interval and clears that
  *       state with its first successful transaction.
