@@ -737,15 +737,19 @@ public final class FileJournal implements QueueJournal {
       if (closed) {
         break;
       }
-      runRequestedIo();
       long now = System.nanoTime();
-      boolean intervalDue = now - nextCommit >= 0;
-      if (intervalDue) {
+      if (now - nextCommit >= 0) {
         nextCommit = now + intervalNanos;
       }
-      if (commit.failure() == null) {
-        syncRound(wanted);
-        maybeRequestCompaction();
+      try {
+        runRequestedIo();
+        if (commit.failure() == null) {
+          syncRound(wanted);
+          maybeRequestCompaction();
+        }
+      } catch (RuntimeException e) {
+        // Never let the thread that every waiter depends on die; the next round tries again.
+        LOG.log(System.Logger.Level.ERROR, "journal " + dir + ": I/O round failed", e);
       }
       synchronized (flusherMonitor) {
         flusherRounds++;

@@ -271,7 +271,8 @@ final class GroupCommit {
   boolean awaitWork(long nanos) {
     lock.lock();
     try {
-      while (!stopped && !woken && requested <= durable && nanos > 0) {
+      // After a failure nothing can be synced: waiters are woken by fail(), not served here.
+      while (!stopped && !woken && (requested <= durable || failure != null) && nanos > 0) {
         try {
           nanos = work.awaitNanos(nanos);
         } catch (InterruptedException e) {
@@ -280,7 +281,7 @@ final class GroupCommit {
         }
       }
       woken = false;
-      return requested > durable;
+      return requested > durable && failure == null;
     } finally {
       lock.unlock();
     }
@@ -340,6 +341,9 @@ final class GroupCommit {
         try {
           syncError = e;
           failedRound = round;
+          // The waiters of this round fail with it; the next interval (or a new waiter) retries,
+          // so the I/O thread does not spin on a full disk.
+          requested = durable;
         } finally {
           lock.unlock();
         }
