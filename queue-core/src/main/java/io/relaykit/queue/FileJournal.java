@@ -993,19 +993,11 @@ public final class FileJournal implements QueueJournal {
     commit.wake();
     boolean ioStopped = flusher == null || !flusher.isAlive();
     if (flusher != null && flusher != Thread.currentThread() && !ioStopped) {
-      try {
-        flusher.join(orderly ? 10_000 : 1_000);
-        ioStopped = !flusher.isAlive();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
+      joinUninterruptibly(flusher, orderly ? 10_000 : 1_000);
+      ioStopped = !flusher.isAlive();
     }
     if (compaction != null && compaction.thread != Thread.currentThread()) {
-      try {
-        compaction.thread.join(orderly ? 10_000 : 1_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
+      joinUninterruptibly(compaction.thread, orderly ? 10_000 : 1_000);
     }
     if (ioStopped) {
       // The I/O thread never started (the constructor failed): close what it would have.
@@ -1017,6 +1009,29 @@ public final class FileJournal implements QueueJournal {
       }
     }
     commit.stop();
+  }
+
+  /**
+   * Waits up to {@code millis} for {@code t} to end, through interrupts (a closer's interrupt must
+   * not let it return while the journal's threads still write), keeping the interrupt flag.
+   */
+  private static void joinUninterruptibly(Thread t, long millis) {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+    boolean interrupted = false;
+    while (t.isAlive()) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        break;
+      }
+      try {
+        TimeUnit.NANOSECONDS.timedJoin(t, left);
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   static byte[] newJournalId() {

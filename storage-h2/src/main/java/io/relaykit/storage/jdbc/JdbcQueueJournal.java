@@ -551,6 +551,10 @@ public final class JdbcQueueJournal implements QueueJournal {
     while (ticket > durable) {
       CompletableFuture<Void> round = nextRound();
       try {
+        if (Thread.interrupted()) {
+          // Ends at once, even when the round happens to be done already (get() would not look).
+          throw new InterruptedException();
+        }
         round.get();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -699,6 +703,25 @@ public final class JdbcQueueJournal implements QueueJournal {
    * held.
    */
   private void writeBuffered() {
+    long goal;
+    synchronized (lock) {
+      goal = recorded;
+    }
+    // Transactions of at most FLUSH_EARLY statements: appenders waiting at the bound get room
+    // after each, not after the whole buffer.
+    do {
+      writeTransaction();
+    } while (durable < goal && !crashedNow());
+  }
+
+  private boolean crashedNow() {
+    synchronized (lock) {
+      return crashed;
+    }
+  }
+
+  /** One transaction of the oldest buffered statements (at most {@link #FLUSH_EARLY}). */
+  private void writeTransaction() {
     List<Statement> batch;
     long from;
     long upTo;
@@ -706,9 +729,10 @@ public final class JdbcQueueJournal implements QueueJournal {
       if (crashed || (buffer.isEmpty() && down == null)) {
         return;
       }
-      batch = new ArrayList<>(buffer);
+      int n = Math.min(buffer.size(), FLUSH_EARLY);
+      batch = new ArrayList<>(buffer.subList(0, n));
       from = durable;
-      upTo = recorded;
+      upTo = durable + n;
     }
     long committed;
     try (Connection c = dataSource.getConnection()) {
