@@ -33,9 +33,9 @@ import javax.sql.DataSource;
 /**
  * A {@link QueueJournal} in a database table: each change becomes one or two single-row
  * statements (insert, update or delete of the event's pending, dead or seen row), never a rewrite
- * of the whole state. Changes are buffered and group-committed in one transaction every {@code
- * commitInterval} by the journal's own daemon thread, or sooner when 10 000 statements are
- * waiting; a {@link Priority#CRITICAL} append waits until that thread committed everything
+ * of the whole state. Changes are buffered and group-committed every {@code commitInterval} by the
+ * journal's own daemon thread (in transactions of at most 10 000 statements), or sooner when
+ * 10 000 statements are waiting; a {@link Priority#CRITICAL} append waits until that thread committed everything
  * buffered before it, and concurrent critical appends share that commit.
  *
  * <h2>Threads</h2>
