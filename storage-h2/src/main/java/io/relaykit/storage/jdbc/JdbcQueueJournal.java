@@ -107,7 +107,11 @@ public final class JdbcQueueJournal implements QueueJournal {
   private static final Null NULL_BYTES = new Null(Types.VARBINARY);
 
   /** One buffered statement, its parameters, and the payload bytes it holds. */
-  private record Statement(String sql, Object[] params, long bytes) {}
+  /**
+   * One buffered statement, its parameters, and the payload bytes it holds; {@code continues}: the
+   * next statement belongs to the same change (or atomic list), so no transaction ends here.
+   */
+  private record Statement(String sql, Object[] params, long bytes, boolean continues) {}
 
   private final DataSource dataSource;
   private final String table;
@@ -342,7 +346,9 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(true, event.priority() == Priority.CRITICAL, 2, a.payload().length);
+      int start = buffer.size();
       recordAppend(a);
+      oneTransaction(start);
       return event.priority() == Priority.CRITICAL ? recorded : 0L;
     }
   }
@@ -378,6 +384,7 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(appends, critical, 3 * checked.size(), payloadBytes);
+      int start = buffer.size();
       for (Object c : checked) {
         if (c instanceof Appended a) {
           recordAppend(a);
@@ -391,6 +398,7 @@ public final class JdbcQueueJournal implements QueueJournal {
           recordForget(f.eventId());
         }
       }
+      oneTransaction(start);
       return critical ? recorded : 0L;
     }
   }
@@ -460,7 +468,9 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(false, false, 2, 0);
+      int start = buffer.size();
       recordRemove(eventId, removal);
+      oneTransaction(start);
     }
   }
 
@@ -488,7 +498,9 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(false, false, 2, 0);
+      int start = buffer.size();
       recordReschedule(eventId, attempts, nextAttemptAt);
+      oneTransaction(start);
     }
   }
 
@@ -506,7 +518,9 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(false, false, 2, 0);
+      int start = buffer.size();
       recordDeadLetter(eventId, attempts, reason);
+      oneTransaction(start);
     }
   }
 
@@ -528,7 +542,9 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(false, false, 2, 0);
+      int start = buffer.size();
       recordForget(eventId);
+      oneTransaction(start);
     }
   }
 
@@ -730,6 +746,9 @@ public final class JdbcQueueJournal implements QueueJournal {
         return;
       }
       int n = Math.min(buffer.size(), FLUSH_EARLY);
+      while (n < buffer.size() && buffer.get(n - 1).continues()) {
+        n++; // never split a change or an atomic list across transactions
+      }
       batch = new ArrayList<>(buffer.subList(0, n));
       from = durable;
       upTo = durable + n;
@@ -920,6 +939,19 @@ public final class JdbcQueueJournal implements QueueJournal {
     }
   }
 
+  /**
+   * Marks the statements buffered since {@code start} (one change, or an atomic list) as one unit:
+   * a transaction holds all of them or none. Call with {@link #lock} held.
+   */
+  private void oneTransaction(int start) {
+    for (int i = start; i < buffer.size() - 1; i++) {
+      Statement st = buffer.get(i);
+      if (!st.continues()) {
+        buffer.set(i, new Statement(st.sql(), st.params(), st.bytes(), true));
+      }
+    }
+  }
+
   private void add(String sql, Object... params) {
     long bytes = 0;
     for (Object p : params) {
@@ -927,7 +959,7 @@ public final class JdbcQueueJournal implements QueueJournal {
         bytes += b.length;
       }
     }
-    buffer.add(new Statement(sql, params, bytes));
+    buffer.add(new Statement(sql, params, bytes, false));
     bufferedBytes += bytes;
     recorded++;
     if (buffer.size() % FLUSH_EARLY == 0) {
