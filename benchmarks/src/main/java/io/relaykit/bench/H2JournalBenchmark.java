@@ -31,9 +31,11 @@ import org.openjdk.jmh.annotations.TearDown;
  * table of the same database, in the same run. Reported as appends (events) per second.
  *
  * <ul>
- *   <li>{@code GROUP_COMMIT}: NORMAL events, committed by the journal's flusher every 50 ms; the
- *       raw baseline adds both rows to a batch and executes and commits every {@value #RAW_GROUP}
- *       events.
+ *   <li>{@code GROUP_COMMIT}: NORMAL events, committed by the journal's thread every 50 ms (and
+ *       early every 10 000 statements); the raw baseline adds both rows to a batch and executes
+ *       and commits every {@value #RAW_GROUP} events. A producer faster than the database waits
+ *       at the journal's buffer bound for its commits (the journal's backpressure), as an
+ *       application's producer does, instead of being refused.
  *   <li>{@code SYNC}: CRITICAL events, committed before {@code append} returns; the raw baseline
  *       executes and commits each event's two-row batch.
  * </ul>

@@ -23,13 +23,26 @@ import javax.crypto.SecretKey;
  *
  * <h2>Durability</h2>
  * A {@link Priority#CRITICAL} append is fsynced before it returns; concurrent critical appenders
- * share fsyncs (the first waiter syncs everything written so far, the others wait for it; when
- * more were waiting at once in the previous round than now, it first gives them up to half a
- * recent fsync, at most 1 ms, so that N producers share one fsync instead of alternating in two
- * halves). Other changes are group-committed by a background flusher thread: at the latest every
- * {@code commitInterval}, sooner once {@code commitRecords} changes are waiting, and at {@link
- * #flush()} and {@link #close()}. A process crash loses at most the changes of one commit
- * interval that no critical append or flush covered.
+ * share fsyncs (one sync covers everything written before it; when more were waiting at once in
+ * the previous round than now, the sync first gives them up to half a recent fsync, at most 1 ms,
+ * so that N producers share one fsync instead of alternating in two halves). Other changes are
+ * group-committed: at the latest every {@code commitInterval}, sooner once {@code commitRecords}
+ * changes are waiting, and at {@link #flush()} and {@link #close()}. A process crash loses at
+ * most the changes of one commit interval that no critical append or flush covered, also while a
+ * compaction runs.
+ *
+ * <h2>Threads</h2>
+ * The journal owns its I/O. Callers' threads only encode changes into a buffer; the journal's I/O
+ * thread does every write, fsync, segment roll and cut of the active segment, and hands callers
+ * a completion to wait for; compactions run on the journal's compaction thread, so group commits
+ * keep their interval while one runs. A {@code FileChannel} closes itself when a thread doing I/O
+ * on it is interrupted, so no caller's interrupt can reach the journal's files. An interrupted
+ * caller's wait ends at once with a {@link JournalException}, its interrupt flag left set: from
+ * {@link #awaitDurable} (a critical append) or {@link #flush()} with {@link
+ * JournalException.Outcome#UNKNOWN}: the change is recorded, the I/O thread makes it durable with
+ * its next sync, within one commit interval, and only a process crash before that sync loses it;
+ * from a change that waited for a segment roll or a full buffer with {@link
+ * JournalException.Outcome#NOT_RECORDED}. The journal goes on working for every other thread.
  *
  * <h2>When the disk fails</h2>
  * What a caller sees, and what remains:
@@ -87,8 +100,8 @@ import javax.crypto.SecretKey;
  *
  * <h2>Compaction</h2>
  * When most of the sealed files are garbage (the files are larger than {@code compactionMinBytes}
- * and a compaction would free more than {@code compactionGarbageRatio} of them), the flusher
- * writes the live state as a base file that stands for everything before the current point of the
+ * and a compaction would free more than {@code compactionGarbageRatio} of them), the compaction
+ * thread writes the live state as a base file that stands for everything before the current point of the
  * active segment, and deletes the sealed segments and the older base. The active segment is not
  * cut: its garbage goes with the next compaction after it is sealed, so the directory holds at
  * most about the live state over {@code 1 - compactionGarbageRatio}, plus one segment. Writers
@@ -132,13 +145,15 @@ public final class FileJournal implements QueueJournal {
    * SegmentWriter (the active segment: framing, buffer, preallocation, rolls), GroupCommit
    * (durable positions, shared fsyncs, fail-closed), Recovery (replay, chain and torn-tail rules),
    * Compactor (base files), RecordCipher (AES-GCM with the record's position as associated data).
-   * This class owns the locks, the replayed state and its exact live size, and the flusher.
+   * This class owns the locks, the replayed state and its exact live size, the I/O thread (the
+   * only thread that writes or forces the active segment) and the compaction thread.
    *
    * Locks: writeLock guards the writer, the state and the counters below. The writer calls into
-   * GroupCommit (advance, retire, fail) under writeLock, so the order is writeLock, then
-   * GroupCommit's lock; a sync leader releases GroupCommit's lock before Source.drain takes
-   * writeLock. compactionLock serializes compactions and is held without writeLock for all of a
-   * compaction's I/O.
+   * GroupCommit (advance, retire, fail, wake) under writeLock, so the order is writeLock, then
+   * GroupCommit's lock; the I/O thread releases GroupCommit's lock before Source.drain takes
+   * writeLock. A producer that needs a roll waits on ioDone (writeLock released meanwhile).
+   * compactionLock serializes compactions and is held without writeLock for all of a
+   * compaction's I/O; the compaction thread waits for the I/O thread (a sync), never the reverse.
    */
 
   private static final System.Logger LOG = System.getLogger(FileJournal.class.getName());
@@ -176,15 +191,22 @@ public final class FileJournal implements QueueJournal {
   private final Compactor compactor;
   /** Guarded by compactionLock. */
   private long compactions;
-  /** Used by the flusher only. */
-  private long backoffNanos;
-  private long nextCompactionNanos;
+  /** Used by the I/O thread only. */
   private boolean commitFailing;
 
+  /** The I/O thread: the only thread that writes or forces the active segment. */
   private final Thread flusher;
+  private final CompactionThread compaction;
   private final Object flusherMonitor = new Object();
-  private boolean flushSoon;
   private long flusherRounds;
+  /** Guarded by writeLock: the largest record a producer waits to fit (-1: none). */
+  private int ioWanted = -1;
+  /** Guarded by writeLock: rounds of requested I/O the I/O thread completed. */
+  private long ioRounds;
+  /** Guarded by writeLock: why the last round of requested I/O failed, or null. */
+  private JournalException ioError;
+  private final java.util.concurrent.locks.Condition ioDone = writeLock.newCondition();
+  private volatile boolean orderlyStop;
 
   private FileJournal(Builder b) {
     this.dir = b.dir;
@@ -221,18 +243,20 @@ public final class FileJournal implements QueueJournal {
       throw e;
     }
     commit.recovered(writer.appended());
+    this.compaction = new CompactionThread();
+    this.flusher = new Thread(this::ioLoop, "relaykit-file-journal-io");
+    flusher.setDaemon(true);
+    flusher.start();
+    compaction.thread.start();
     if (recovery.legacy) {
       try {
-        compactNow();
+        compaction.runAndWait();
       } catch (RuntimeException e) {
         stop(false);
         throw new JournalException("cannot rewrite the format-1 journal in " + dir
             + " in the current format: " + e.getMessage(), e);
       }
     }
-    this.flusher = new Thread(this::flushLoop, "relaykit-file-journal-flusher");
-    flusher.setDaemon(true);
-    flusher.start();
   }
 
   /**
@@ -267,10 +291,20 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
+  /**
+   * Waits until the change of {@code ticket} is fsynced by the journal's I/O thread.
+   *
+   * <p>An interrupt of the waiting thread ends the wait at once: this throws a {@link
+   * JournalException} with {@link JournalException.Outcome#UNKNOWN} and leaves the thread's
+   * interrupt flag set. The change stays recorded: the journal's own thread makes it durable with
+   * its next sync (within one commit interval), and the journal keeps working for every other
+   * thread. Only a process crash before that sync loses it. The caller's thread never touches the
+   * journal's files, so its interrupt cannot close them.
+   */
   @Override
   public void awaitDurable(long ticket) {
     if (ticket >= 0) {
-      commit.syncUpTo(ticket, true);
+      commit.awaitDurable(ticket, true);
     }
   }
 
@@ -405,7 +439,7 @@ public final class FileJournal implements QueueJournal {
     } finally {
       writeLock.unlock();
     }
-    commit.syncUpTo(target, false);
+    commit.awaitDurable(target, false);
   }
 
   /**
@@ -435,7 +469,7 @@ public final class FileJournal implements QueueJournal {
     }
     try {
       commit.checkNotFailed();
-      commit.syncUpTo(target, false);
+      commit.awaitDurable(target, false);
     } finally {
       stop(true);
     }
@@ -443,13 +477,16 @@ public final class FileJournal implements QueueJournal {
 
   /**
    * Rewrites the live state into a new base now and deletes the files it supersedes, whatever the
-   * garbage ratio. For operators and tests; the flusher compacts on its own when needed.
+   * garbage ratio. For operators and tests; the journal compacts on its own when needed. The
+   * compaction runs on the journal's compaction thread; this waits for it.
    *
-   * @throws JournalException when the base cannot be written or installed (nothing changes)
+   * @throws JournalException when the base cannot be written or installed (nothing changes), or
+   *     the caller was interrupted while it waited (the compaction goes on; the interrupt flag
+   *     stays set)
    */
   public void compact() {
     ensureOpen();
-    compactNow();
+    compaction.runAndWait();
   }
 
   /**
@@ -486,7 +523,7 @@ public final class FileJournal implements QueueJournal {
   // For tests
 
   /**
-   * Stops the flusher and closes the files without writing what is buffered: what a process crash
+   * Stops the journal's threads and closes the files without writing what is buffered: what a process crash
    * leaves behind. For crash tests.
    */
   void crash() {
@@ -502,6 +539,18 @@ public final class FileJournal implements QueueJournal {
    */
   public long syncCount() {
     return commit.syncs();
+  }
+
+  /** Whether every change recorded so far is durable (fsynced). For tests. */
+  boolean allDurable() {
+    long appended;
+    writeLock.lock();
+    try {
+      appended = writer.appended();
+    } finally {
+      writeLock.unlock();
+    }
+    return commit.durable() >= appended;
   }
 
   /** How many compactions completed. For tests. */
@@ -521,7 +570,7 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
-  /** How many rounds the flusher thread completed. For tests. */
+  /** How many rounds the I/O thread completed. For tests. */
   long flusherRounds() {
     synchronized (flusherMonitor) {
       return flusherRounds;
@@ -542,22 +591,64 @@ public final class FileJournal implements QueueJournal {
     }
     try {
       ensureWritable();
-      writer.append(body.array(), body.length());
+      int framed = writer.framedLength(body.length());
+      if (writer.needsIo(framed)) {
+        // Copied: the codec's array is reused by whoever takes writeLock while this one waits.
+        byte[] copy = java.util.Arrays.copyOf(body.array(), body.length());
+        awaitIoFor(framed);
+        writer.append(copy, copy.length);
+      } else {
+        writer.append(body.array(), body.length());
+      }
     } catch (JournalException e) {
       throw new JournalException(e.getMessage(), e.getCause() != null ? e.getCause() : e,
           JournalException.Outcome.NOT_RECORDED);
     }
-    if (++unsyncedRecords >= commitRecords) {
+    if (++unsyncedRecords >= commitRecords || writer.drainDue()) {
       unsyncedRecords = 0;
-      wakeFlusher();
+      commit.wake();
     }
   }
 
-  /** GroupCommit.Source: under writeLock, writes the buffer and names what to force. */
+  /**
+   * Waits (writeLock held, released while waiting) until the I/O thread did the roll, segment
+   * start or buffer write a record of {@code framed} bytes needs. Throws (nothing recorded) when
+   * that failed, the journal closes or fails, or this thread is interrupted (flag kept set).
+   */
+  private void awaitIoFor(int framed) {
+    while (writer.needsIo(framed)) {
+      long round = ioRounds;
+      ioWanted = Math.max(ioWanted, framed);
+      commit.wake();
+      while (ioRounds == round) {
+        if (closing || closed) {
+          throw new JournalException("journal " + dir + " is closed (or closing): the change"
+              + " was refused, nothing recorded", null, JournalException.Outcome.NOT_RECORDED);
+        }
+        commit.checkNotFailed();
+        try {
+          ioDone.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new JournalException("interrupted while waiting for journal " + dir + " to"
+              + " start a segment or write its buffer: the change was refused, nothing recorded",
+              e, JournalException.Outcome.NOT_RECORDED);
+        }
+      }
+      if (ioError != null) {
+        throw ioError;
+      }
+    }
+  }
+
+  /**
+   * GroupCommit.Source, on the I/O thread: under writeLock, writes the buffer and names what to
+   * force.
+   */
   private GroupCommit.Pending drainForSync() {
     writeLock.lock();
     try {
-      ensureWritable();
+      commit.checkNotFailed();
       writer.drain();
       unsyncedRecords = 0;
       return new GroupCommit.Pending(writer.channel(), writer.path(), writer.appended());
@@ -650,57 +741,92 @@ public final class FileJournal implements QueueJournal {
   // ---------------------------------------------------------------------------------------------
   // Flusher and compaction
 
-  private void wakeFlusher() {
-    synchronized (flusherMonitor) {
-      flushSoon = true;
-      flusherMonitor.notifyAll();
-    }
-  }
-
-  private void flushLoop() {
+  /*
+   * The I/O thread: the only thread that writes, forces, truncates or rolls the active segment.
+   * Each round it does the rolls and buffer writes producers asked for (ioWanted), syncs when a
+   * caller waits for durability, a producer woke it (commitRecords waiting, or a full buffer) or
+   * the commit interval elapsed, and asks the compaction thread for a compaction when one is due.
+   * A compaction never runs on this thread, so group commits keep their interval while one runs.
+   */
+  private void ioLoop() {
     long intervalNanos = commitInterval.toNanos();
+    long nextCommit = System.nanoTime() + intervalNanos;
     while (!closed) {
-      synchronized (flusherMonitor) {
-        if (!flushSoon) {
-          try {
-            flusherMonitor.wait(Math.max(1, intervalNanos / 1_000_000),
-                (int) (intervalNanos % 1_000_000));
-          } catch (InterruptedException e) {
-            return;
-          }
-        }
-        flushSoon = false;
-      }
+      boolean wanted = commit.awaitWork(nextCommit - System.nanoTime());
       if (closed) {
-        return;
+        break;
       }
-      if (commit.failure() == null) {
-        flushRound();
+      long now = System.nanoTime();
+      if (now - nextCommit >= 0) {
+        nextCommit = now + intervalNanos;
+      }
+      try {
+        runRequestedIo();
+        if (commit.failure() == null) {
+          syncRound(wanted);
+          maybeRequestCompaction();
+        }
+      } catch (RuntimeException e) {
+        // Never let the thread that every waiter depends on die; the next round tries again.
+        LOG.log(System.Logger.Level.ERROR, "journal " + dir + ": I/O round failed", e);
       }
       synchronized (flusherMonitor) {
         flusherRounds++;
       }
     }
-  }
-
-  /** One flusher round: sync what is waiting, then compact if due and not backing off. */
-  private void flushRound() {
-    long target;
-    boolean compactDue;
+    if (orderlyStop && commit.failure() == null) {
+      // A close whose own wait ended early (an interrupted closer) still gets its final sync.
+      syncRound(false);
+    }
     writeLock.lock();
     try {
-      if (closed) {
+      // Wakes producers waiting for a roll: the journal is closed.
+      ioRounds++;
+      ioDone.signalAll();
+      writer.close(orderlyStop && commit.failure() == null);
+    } finally {
+      writeLock.unlock();
+    }
+  }
+
+  /** The rolls, segment starts and buffer writes producers wait for (I/O thread). */
+  private void runRequestedIo() {
+    writeLock.lock();
+    try {
+      if (ioWanted < 0) {
         return;
       }
+      ioError = null;
+      try {
+        if (commit.failure() == null) {
+          writer.prepare(ioWanted);
+        }
+      } catch (JournalException e) {
+        ioError = new JournalException(e.getMessage(), e.getCause() != null ? e.getCause() : e,
+            JournalException.Outcome.NOT_RECORDED);
+      } catch (RuntimeException e) {
+        ioError = new JournalException("journal " + dir + ": " + e, e,
+            JournalException.Outcome.NOT_RECORDED);
+      }
+      ioWanted = -1;
+      ioRounds++;
+      ioDone.signalAll();
+    } finally {
+      writeLock.unlock();
+    }
+  }
+
+  /** One sync of everything written so far, logged when it fails and when it works again. */
+  private void syncRound(boolean wanted) {
+    long target;
+    writeLock.lock();
+    try {
       target = writer.appended();
-      long files = writer.filesBytes();
-      compactDue = writer.activeSeq() >= 0 && files > compactionMinBytes
-          && writer.sealedBytes() - liveBytes > compactionGarbageRatio * files;
     } finally {
       writeLock.unlock();
     }
     try {
-      commit.syncUpTo(target, false);
+      commit.syncUpTo(target, wanted && commit.criticalWaiting());
       if (commitFailing) {
         commitFailing = false;
         LOG.log(System.Logger.Level.INFO, "journal " + dir + ": background commits work again");
@@ -711,24 +837,132 @@ public final class FileJournal implements QueueJournal {
         LOG.log(System.Logger.Level.ERROR, "journal " + dir + ": background commit failed;"
             + " retrying every commit interval, logged again once it works", e);
       }
-      return;
     }
-    long now = clock.nanoTime();
-    if (!compactDue || (backoffNanos > 0 && now - nextCompactionNanos < 0)) {
-      return;
-    }
+  }
+
+  /** Asks the compaction thread for a compaction when garbage outweighs the live state. */
+  private void maybeRequestCompaction() {
+    boolean due;
+    writeLock.lock();
     try {
-      compactNow();
-      backoffNanos = 0;
-    } catch (RuntimeException e) {
-      if (closed) {
-        return;
+      long files = writer.filesBytes();
+      due = !closed && writer.activeSeq() >= 0 && files > compactionMinBytes
+          && writer.sealedBytes() - liveBytes > compactionGarbageRatio * files;
+    } finally {
+      writeLock.unlock();
+    }
+    if (due) {
+      compaction.requestAuto();
+    }
+  }
+
+  /**
+   * The compaction thread: runs compactions the I/O thread found due (with backoff after a
+   * failure) and those {@link #compact()} asks for, while group commits go on.
+   */
+  private final class CompactionThread {
+    private final Thread thread;
+    private boolean autoRequested;
+    private java.util.concurrent.CompletableFuture<Void> asked;
+    private long backoffNanos;
+    private long nextCompactionNanos;
+
+    CompactionThread() {
+      thread = new Thread(this::loop, "relaykit-file-journal-compactor");
+      thread.setDaemon(true);
+    }
+
+    synchronized void requestAuto() {
+      if (!autoRequested) {
+        autoRequested = true;
+        notifyAll();
       }
-      backoffNanos = backoffNanos == 0 ? BACKOFF_MIN_NANOS
-          : Math.min(BACKOFF_MAX_NANOS, backoffNanos * 2);
-      nextCompactionNanos = now + backoffNanos;
-      LOG.log(System.Logger.Level.ERROR, "journal " + dir + ": compaction failed; next try in "
-          + Duration.ofNanos(backoffNanos), e);
+    }
+
+    void runAndWait() {
+      java.util.concurrent.CompletableFuture<Void> done;
+      synchronized (this) {
+        if (asked == null) {
+          asked = new java.util.concurrent.CompletableFuture<>();
+          notifyAll();
+        }
+        done = asked;
+      }
+      try {
+        done.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new JournalException("interrupted while waiting for a compaction of journal " + dir
+            + "; it goes on on the journal's compaction thread", e,
+            JournalException.Outcome.UNKNOWN);
+      } catch (java.util.concurrent.ExecutionException e) {
+        Throwable c = e.getCause();
+        if (c instanceof RuntimeException r) {
+          throw r;
+        }
+        throw new JournalException("compaction of journal " + dir + " failed: " + c, c);
+      }
+    }
+
+    private void loop() {
+      while (!closed) {
+        java.util.concurrent.CompletableFuture<Void> job;
+        synchronized (this) {
+          while (!closed && asked == null && !autoRequested) {
+            try {
+              wait();
+            } catch (InterruptedException e) {
+              // The journal's own thread: an interrupt must not stop compactions; keep going.
+              Thread.interrupted();
+            }
+          }
+          job = asked;
+          asked = null;
+          if (job == null) {
+            autoRequested = false;
+          }
+        }
+        if (closed) {
+          if (job != null) {
+            job.completeExceptionally(new IllegalStateException("journal " + dir + " is closed"));
+          }
+          return;
+        }
+        if (job != null) {
+          try {
+            compactNow();
+            job.complete(null);
+          } catch (RuntimeException e) {
+            job.completeExceptionally(e);
+          }
+          continue;
+        }
+        long now = clock.nanoTime();
+        if (backoffNanos > 0 && now - nextCompactionNanos < 0) {
+          continue;
+        }
+        try {
+          compactNow();
+          backoffNanos = 0;
+        } catch (RuntimeException e) {
+          if (closed) {
+            return;
+          }
+          backoffNanos = backoffNanos == 0 ? BACKOFF_MIN_NANOS
+              : Math.min(BACKOFF_MAX_NANOS, backoffNanos * 2);
+          nextCompactionNanos = now + backoffNanos;
+          LOG.log(System.Logger.Level.ERROR, "journal " + dir + ": compaction failed; next try"
+              + " in " + Duration.ofNanos(backoffNanos), e);
+        }
+      }
+    }
+
+    synchronized void stop() {
+      notifyAll();
+      if (asked != null) {
+        asked.completeExceptionally(new IllegalStateException("journal " + dir + " is closed"));
+        asked = null;
+      }
     }
   }
 
@@ -757,7 +991,7 @@ public final class FileJournal implements QueueJournal {
       } finally {
         writeLock.unlock();
       }
-      commit.syncUpTo(target, false);
+      commit.awaitDurable(target, false);
       Compactor.Installed installed = compactor.install(snapshot, seq, offset);
       writeLock.lock();
       try {
@@ -770,20 +1004,28 @@ public final class FileJournal implements QueueJournal {
   }
 
   private void stop(boolean orderly) {
+    orderlyStop = orderly;
     closed = true;
-    wakeFlusher();
-    if (flusher != null && flusher != Thread.currentThread()) {
-      try {
-        flusher.join(orderly ? 10_000 : 1_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
+    if (compaction != null) {
+      compaction.stop();
     }
-    writeLock.lock();
-    try {
-      writer.close(orderly && commit.failure() == null);
-    } finally {
-      writeLock.unlock();
+    commit.wake();
+    boolean ioStopped = flusher == null || !flusher.isAlive();
+    if (flusher != null && flusher != Thread.currentThread() && !ioStopped) {
+      joinUninterruptibly(flusher, orderly ? 10_000 : 1_000);
+      ioStopped = !flusher.isAlive();
+    }
+    if (compaction != null && compaction.thread != Thread.currentThread()) {
+      joinUninterruptibly(compaction.thread, orderly ? 10_000 : 1_000);
+    }
+    if (ioStopped) {
+      // The I/O thread never started (the constructor failed): close what it would have.
+      writeLock.lock();
+      try {
+        writer.close(orderly && commit.failure() == null);
+      } finally {
+        writeLock.unlock();
+      }
     }
     commit.stop();
     closeQuietly(lockChannel);
@@ -839,6 +1081,29 @@ public final class FileJournal implements QueueJournal {
     } catch (RuntimeException e) {
       closeQuietly(ch);
       throw e;
+    }
+  }
+
+  /**
+   * Waits up to {@code millis} for {@code t} to end, through interrupts (a closer's interrupt must
+   * not let it return while the journal's threads still write), keeping the interrupt flag.
+   */
+  private static void joinUninterruptibly(Thread t, long millis) {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+    boolean interrupted = false;
+    while (t.isAlive()) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        break;
+      }
+      try {
+        TimeUnit.NANOSECONDS.timedJoin(t, left);
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
     }
   }
 

@@ -15,9 +15,11 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>Positions: the journal counts every byte handed to it ({@code appended}); {@code durable} is
  * the count known to be fsynced. A critical append waits until {@code durable} reaches its
- * ticket. One thread at a time syncs (the leader): it drains the journal's buffer to the channel
+ * ticket. Only the journal's own I/O thread syncs: it drains the journal's buffer to the channel
  * under the journal's write lock ({@link Source#drain}) and calls {@code force} outside it, so
- * writers keep going during the fsync.
+ * writers keep going during the fsync. Callers wait for a position ({@link #awaitDurable}) and
+ * never touch a channel: a {@code FileChannel} closes itself when a thread doing I/O on it is
+ * interrupted, so an interrupted caller's wait ends, and nothing else.
  *
  * <p>Fail closed: after a {@code force} throws, the kernel may have dropped the dirty pages it
  * could not write (Linux reports a write-back error once), so a later {@code force} that succeeds
@@ -61,12 +63,15 @@ final class GroupCommit {
   private volatile JournalException failure;
   private volatile boolean stopped;
   private long durable;
-  private boolean syncing;
-  /** The leader is waiting for the previous round's critical appenders. */
-  private boolean gathering;
-  /** Numbers each gathering; the appender that completes one takes the lead and records it. */
-  private long gatherings;
-  private long takenOver;
+  /** Signalled when a caller wants a sync or wakes the I/O thread. */
+  private final Condition work = lock.newCondition();
+  /** The highest position a caller waits for. */
+  private long requested;
+  private boolean woken;
+  /** Numbers the syncs the I/O thread started; a waiter fails with a drain of a later one. */
+  private long syncRounds;
+  private long failedRound;
+  private JournalException syncError;
   /** Written under lock, read without it (a counter for tests and benchmarks). */
   private volatile long syncs;
   /** The targets of the critical appenders in syncUpTo, in waiterCount slots. */
@@ -128,6 +133,7 @@ final class GroupCommit {
       }
       syncDone.signalAll();
       arrived.signalAll();
+      work.signalAll();
       return failure;
     } finally {
       lock.unlock();
@@ -159,6 +165,16 @@ final class GroupCommit {
     return syncs;
   }
 
+  /** The position known to be fsynced. */
+  long durable() {
+    lock.lock();
+    try {
+      return durable;
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /** Wakes every waiter and closes the retired channels: the journal is closing. */
   void stop() {
     List<FileChannel> toClose;
@@ -169,6 +185,7 @@ final class GroupCommit {
       retired.clear();
       syncDone.signalAll();
       arrived.signalAll();
+      work.signalAll();
     } finally {
       lock.unlock();
     }
@@ -176,93 +193,53 @@ final class GroupCommit {
   }
 
   /**
-   * Returns once every byte up to {@code target} is fsynced. One thread at a time syncs (the
-   * leader: whoever finds no sync running); the others wait for it, and a leader covers every
-   * record written before it drains the buffer.
+   * Waits until every byte up to {@code target} is fsynced by the journal's I/O thread, which
+   * this call wakes: the caller's thread never touches a channel, so an interrupt cannot close
+   * one. {@code critical} callers (CRITICAL appenders, one record outstanding each) are counted,
+   * so that the I/O thread can gather them into one fsync ({@link #syncUpTo}).
    *
-   * <p>{@code critical} callers (CRITICAL appenders) are counted. A producer waiting for its own
-   * record has one record outstanding, so with N of them one sync can cover at most N records,
-   * and only if it starts after all N appended. When a sync ends, the producers it released need
-   * a few microseconds to append again; a leader that syncs at once covers only those that were
-   * already waiting, and the released ones wait a whole sync longer: the producers split into two
-   * groups that alternate, about N/2 records per sync. So a critical leader first waits until as
-   * many are waiting as were waiting at once in the previous round, or at most half a recent
-   * sync's duration (at most 1 ms), then syncs; the appender that completes the group syncs
-   * itself, at once, rather than waking the leader to do it. That wait is spent only when more
-   * producers were active in the previous round than are waiting now; a lone producer never
-   * waits.
-   *
-   * @throws JournalException when the journal failed or stopped before {@code target} was
-   *     durable, or this caller's own sync could not write or force
+   * @throws JournalException with {@link JournalException.Outcome#UNKNOWN} when the journal
+   *     failed or stopped before {@code target} was durable, a sync that covered this caller's
+   *     records could not write them (they stay buffered for the next sync), or the caller was
+   *     interrupted: the wait ends at once and the interrupt flag stays set
    */
-  void syncUpTo(long target, boolean critical) {
-    List<FileChannel> toClose = null;
+  void awaitDurable(long target, boolean critical) {
     lock.lock();
     try {
-      boolean registered = critical && durable < target;
-      boolean lead = false;
+      if (durable >= target) {
+        return;
+      }
+      boolean registered = critical;
+      long seen = syncRounds;
       if (registered) {
         addWaiter(target);
         pending++;
         roundPeak = Math.max(roundPeak, pending);
-        if (gathering && pending >= expected) {
-          // This appender completes the group: it syncs now, already running, instead of waking
-          // the gathering leader to do it; that one waits for this sync like the others.
-          gathering = false;
-          takenOver = gatherings;
-          lead = true;
+        if (pending >= expected) {
           arrived.signal();
         }
       }
+      requested = Math.max(requested, target);
+      work.signal();
       try {
         while (durable < target) {
           checkNotFailed();
           if (stopped) {
             throw new JournalException("journal " + dir + " closed before the change was"
-                + " durable");
+                + " durable", null, JournalException.Outcome.UNKNOWN);
           }
-          if (!lead) {
-            if (syncing) {
-              awaitSync();
-              continue;
-            }
-            syncing = true;
-            if (critical && !gather()) {
-              continue;
-            }
+          if (failedRound > seen) {
+            throw new JournalException(syncError.getMessage(), syncError,
+                JournalException.Outcome.UNKNOWN);
           }
-          lead = false;
-          if (critical) {
-            expected = roundPeak;
-            roundPeak = 0;
-          }
-          Pending p = null;
-          long forced = -1;
-          lock.unlock();
           try {
-            p = source.drain();
-            long start = System.nanoTime();
-            if (p.channel() != null) {
-              p.channel().force(false);
-            }
-            forced = System.nanoTime() - start;
-          } catch (IOException e) {
-            throw fail(p.segment(), e);
-          } finally {
-            lock.lock();
-            syncing = false;
-            if (forced >= 0) {
-              // Only a force that returned makes anything durable.
-              syncs++;
-              forceNanos += (forced - forceNanos) / 8;
-              advanceDurable(p.covered());
-            }
-            if (!retired.isEmpty()) {
-              toClose = toClose == null ? new ArrayList<>() : toClose;
-              toClose.addAll(retired);
-              retired.clear();
-            }
-            syncDone.signalAll();
+            syncDone.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new JournalException("interrupted while waiting for journal " + dir + " to"
+                + " sync: the change is recorded, and the journal's own thread makes it durable"
+                + " with its next sync unless the process stops first", e,
+                JournalException.Outcome.UNKNOWN);
           }
         }
       } finally {
@@ -272,41 +249,141 @@ final class GroupCommit {
       }
     } finally {
       lock.unlock();
+    }
+  }
+
+  /** Wakes the I/O thread for a round now (records are waiting, or a roll is wanted). */
+  void wake() {
+    lock.lock();
+    try {
+      woken = true;
+      work.signal();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * The I/O thread waits here for work: a caller waiting for durability, a {@link #wake}, the
+   * end of {@code nanos}, or a stop. Returns whether a caller waits for a sync. Interrupts of
+   * the I/O thread are ignored here (nobody should send one): the channels stay usable.
+   */
+  boolean awaitWork(long nanos) {
+    lock.lock();
+    try {
+      // After a failure nothing can be synced: waiters are woken by fail(), not served here.
+      while (!stopped && !woken && (requested <= durable || failure != null) && nanos > 0) {
+        try {
+          nanos = work.awaitNanos(nanos);
+        } catch (InterruptedException e) {
+          // The journal's own thread: an interrupt must not close its channels; keep working.
+          Thread.interrupted();
+        }
+      }
+      woken = false;
+      return requested > durable && failure == null;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Whether critical appenders wait for a sync (a sync should gather them). */
+  boolean criticalWaiting() {
+    lock.lock();
+    try {
+      return pending > 0;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Syncs every byte up to {@code target}, and everything written before the drain: called by
+   * the journal's I/O thread only (the only thread that writes or forces the active segment).
+   * When critical appenders wait ({@code critical}), it first waits until as many are waiting as
+   * were waiting at once in the previous round, or at most half a recent sync's duration (at
+   * most 1 ms): a producer waiting for its own record has one record outstanding, so with N of
+   * them one sync covers at most N records, and only if it starts after all N appended; syncing
+   * at once would split them into two alternating halves. A lone producer never waits.
+   *
+   * @throws JournalException when the journal failed, or the drain or force failed (a failed
+   *     force fails the journal closed; a failed drain keeps the buffer, and the callers waiting
+   *     for this round see the error)
+   */
+  void syncUpTo(long target, boolean critical) {
+    List<FileChannel> toClose = null;
+    lock.lock();
+    try {
+      if (durable >= target) {
+        return;
+      }
+      checkNotFailed();
+      if (critical) {
+        gather();
+        expected = roundPeak;
+        roundPeak = 0;
+      }
+      long round = ++syncRounds;
+      Pending p = null;
+      long forced = -1;
+      lock.unlock();
+      try {
+        p = source.drain();
+        long start = System.nanoTime();
+        if (p.channel() != null) {
+          p.channel().force(false);
+        }
+        forced = System.nanoTime() - start;
+      } catch (IOException e) {
+        throw fail(p.segment(), e);
+      } catch (JournalException e) {
+        lock.lock();
+        try {
+          syncError = e;
+          failedRound = round;
+          // The waiters of this round fail with it; the next interval (or a new waiter) retries,
+          // so the I/O thread does not spin on a full disk.
+          requested = durable;
+        } finally {
+          lock.unlock();
+        }
+        throw e;
+      } finally {
+        lock.lock();
+        if (forced >= 0) {
+          // Only a force that returned makes anything durable.
+          syncs++;
+          forceNanos += (forced - forceNanos) / 8;
+          advanceDurable(p.covered());
+        }
+        if (!retired.isEmpty()) {
+          toClose = new ArrayList<>(retired);
+          retired.clear();
+        }
+        syncDone.signalAll();
+      }
+    } finally {
+      lock.unlock();
       if (toClose != null) {
         toClose.forEach(FileJournal::closeQuietly);
       }
     }
   }
 
-  /**
-   * The leader waits briefly for the critical appenders of the previous round (lock held).
-   * Returns whether it still leads: false when the appender that completed the group took over.
-   * Never throws: an interrupt ends the wait.
-   */
-  private boolean gather() {
+  /** The I/O thread waits briefly for the critical appenders of the previous round (lock held). */
+  private void gather() {
     if (pending >= expected) {
-      return true;
+      return;
     }
     long left = Math.min(forceNanos / 2, MAX_GATHER_NANOS);
-    long mine = ++gatherings;
-    gathering = true;
-    try {
-      while (takenOver != mine && pending < expected && left > 0 && !stopped
-          && failure == null) {
-        try {
-          left = arrived.awaitNanos(left);
-        } catch (InterruptedException e) {
-          // Sync now instead (unless taken over); the caller sees its interrupt flag.
-          Thread.currentThread().interrupt();
-          break;
-        }
-      }
-    } finally {
-      if (takenOver != mine) {
-        gathering = false;
+    while (pending < expected && left > 0 && !stopped && failure == null) {
+      try {
+        left = arrived.awaitNanos(left);
+      } catch (InterruptedException e) {
+        Thread.interrupted();
+        return;
       }
     }
-    return takenOver != mine;
   }
 
   /**
@@ -342,15 +419,6 @@ final class GroupCommit {
         waiterTargets[i] = waiterTargets[--waiterCount];
         return;
       }
-    }
-  }
-
-  private void awaitSync() {
-    try {
-      syncDone.await();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new JournalException("interrupted while waiting for journal " + dir + " to sync");
     }
   }
 }

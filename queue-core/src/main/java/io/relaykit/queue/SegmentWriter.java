@@ -2,6 +2,7 @@ package io.relaykit.queue;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -11,11 +12,12 @@ import java.util.zip.CRC32C;
 /**
  * The active segment of a {@link FileJournal}: frames (and with a key seals) each record into a
  * write buffer, writes the buffer to the segment file, seals a full segment with its trailer and
- * starts the next. Not thread-safe: the journal calls it under its write lock.
+ * starts the next. Not thread-safe: the journal calls it under its write lock. Only the journal's
+ * I/O thread calls the methods that write, force or truncate ({@link #prepare}, {@link #drain},
+ * {@link #close}); {@link #append} only fills the buffer.
  *
- * <p>Failure rules. {@link #append} either frames the record into the buffer or throws having
- * changed nothing: the roll or buffer write that must happen first runs before the record is
- * added. A buffer write that fails (a full disk) keeps the buffer for the next try. Creating a
+ * <p>Failure rules. {@link #prepare} runs the roll or buffer write a record needs before {@link
+ * #append} frames it; when it throws, the record is refused and nothing changed. A buffer write that fails (a full disk) keeps the buffer for the next try. Creating a
  * segment that fails deletes what it created and leaves the journal without an active segment
  * (the previous one is sealed and fsynced); the next append tries again. A failed fsync or a
  * failed write inside an allocated segment fails the journal closed ({@link GroupCommit#fail}).
@@ -33,6 +35,8 @@ import java.util.zip.CRC32C;
 final class SegmentWriter {
   private static final System.Logger LOG = System.getLogger(FileJournal.class.getName());
   static final int WRITE_BUFFER = 256 * 1024;
+  /** Past this, an append waits for the I/O thread to write the buffer (backpressure). */
+  static final int MAX_BUFFER = 4 * WRITE_BUFFER;
   private static final int PREALLOCATE_MIN = 64 * 1024;
   private static final int PREALLOCATE_MAX = 1024 * 1024;
   private static final byte[] ZEROS = new byte[64 * 1024];
@@ -139,23 +143,56 @@ final class SegmentWriter {
     sealedBytes += base - freed;
   }
 
+  /** The framed length on disk of a record whose body is {@code length} bytes. */
+  int framedLength(int length) {
+    return SegmentFormat.FRAME_HEADER + length + (cipher != null ? RecordCipher.OVERHEAD : 0);
+  }
+
   /**
-   * Frames {@code body[0, length)} (sealed with its position when encrypted) into the buffer,
-   * first sealing a full segment or starting a missing one; returns the framed length.
-   *
-   * @throws JournalException having changed nothing, when a roll or buffer write fails
+   * Whether a record of {@code framed} bytes needs I/O before {@link #append} can take it: a
+   * segment to start, a full one to seal, or a full buffer to write. The journal's I/O thread
+   * does that ({@link #prepare}); callers' threads never touch the channel.
    */
-  int append(byte[] body, int length) {
-    int framed = SegmentFormat.FRAME_HEADER + length
-        + (cipher != null ? RecordCipher.OVERHEAD : 0);
+  boolean needsIo(int framed) {
+    return channel == null || rollDue(framed)
+        || (buffered > 0 && buffered + framed > MAX_BUFFER);
+  }
+
+  private boolean rollDue(int framed) {
+    return segmentSize + framed + trailerLength > segmentBytes && segmentSize > headerLength;
+  }
+
+  /** Whether the buffer holds enough for the I/O thread to write it now. */
+  boolean drainDue() {
+    return buffered >= WRITE_BUFFER;
+  }
+
+  /**
+   * On the journal's I/O thread: the roll, segment start or buffer write a record of {@code
+   * framed} bytes needs before {@link #append} can take it.
+   *
+   * @throws JournalException when it fails; what {@link #append} would then refuse
+   */
+  void prepare(int framed) {
     if (channel == null) {
       startNext();
-    } else if (segmentSize + framed + trailerLength > segmentBytes
-        && segmentSize > headerLength) {
+    } else if (rollDue(framed)) {
       roll();
     }
     if (buffered > 0 && buffered + framed > WRITE_BUFFER) {
       drain();
+    }
+  }
+
+  /**
+   * Frames {@code body[0, length)} (sealed with its position when encrypted) into the buffer;
+   * returns the framed length. No I/O: the caller made sure {@link #needsIo} is false.
+   */
+  int append(byte[] body, int length) {
+    int framed = framedLength(length);
+    if (needsIo(framed)) {
+      throw new IllegalStateException("journal segment " + path + " needs I/O before this"
+          + " record: prepare it on the journal's I/O thread");
     }
     byte[] record = body;
     int recordLength = length;
@@ -190,12 +227,16 @@ final class SegmentWriter {
         preallocate(end);
       }
       SegmentFormat.writeFully(channel, ByteBuffer.wrap(buffer, 0, buffered), writePos);
+    } catch (ClosedChannelException e) {
+      // Not a full disk: the channel is gone (closed by an interrupt of the thread writing it),
+      // so buffered records could never be written; fail closed instead of accepting more.
+      throw commit.fail(path, e);
     } catch (IOException e) {
       throw new JournalException("cannot write to journal segment " + path + ": " + e, e);
     }
     writePos = end;
     buffered = 0;
-    if (buffer.length > WRITE_BUFFER * 4) {
+    if (buffer.length > MAX_BUFFER * 2) {
       buffer = new byte[8192];
     }
   }

@@ -74,6 +74,9 @@ public final class FaultyJournal implements QueueJournal {
   private final Map<Call, Fault> always = new EnumMap<>(Call.class);
   private Predicate<QueuedEvent> refused = e -> false;
   private long injected;
+  /** Per call, the number of the call that is made on an interrupted thread. */
+  private final Map<Call, Long> interruptOn = new EnumMap<>(Call.class);
+  private long interruptsSwallowed;
   private volatile JournalState lastLoad;
 
   /**
@@ -163,6 +166,51 @@ public final class FaultyJournal implements QueueJournal {
   }
 
   /**
+   * Makes the next call of {@code call} run on an interrupted thread, once: the wrapper sets the
+   * calling thread's interrupt flag, calls the wrapped journal (whose first blocking point, a
+   * sync, a roll, a commit, a lock or a connection, sees it) and then clears the flag, as a caller
+   * that handles its interrupt would, so that the rest of the caller's operation runs as usual.
+   * A wrapped journal that cleared the flag itself (swallowed the interrupt) is counted in {@link
+   * #interruptsSwallowed()}. Counts as an injected fault when the call is made.
+   *
+   * @param call the kind of call
+   * @return this wrapper, for chaining
+   * @throws IllegalArgumentException if {@code call} is null
+   */
+  public synchronized FaultyJournal interruptNext(Call call) {
+    if (call == null) {
+      throw new IllegalArgumentException("call must not be null");
+    }
+    interruptOn.put(call, calls(call) + 1);
+    return this;
+  }
+
+  /**
+   * How many calls made on an interrupted thread returned or threw with the thread's interrupt
+   * flag cleared: a journal must leave it set.
+   *
+   * @return the count
+   */
+  public synchronized long interruptsSwallowed() {
+    return interruptsSwallowed;
+  }
+
+  /** Whether this call (the count's latest) is to run interrupted; consumes the arming. */
+  private synchronized boolean interruptNow(Call call) {
+    Long at = interruptOn.get(call);
+    if (at != null && at == calls(call)) {
+      interruptOn.remove(call);
+      injected++;
+      return true;
+    }
+    return false;
+  }
+
+  private synchronized void swallowed() {
+    interruptsSwallowed++;
+  }
+
+  /**
    * Disarms every fault and refusal. Call counts go on.
    *
    * @return this wrapper, for chaining
@@ -170,6 +218,7 @@ public final class FaultyJournal implements QueueJournal {
   public synchronized FaultyJournal heal() {
     armed.clear();
     always.clear();
+    interruptOn.clear();
     refused = e -> false;
     return this;
   }
@@ -235,10 +284,23 @@ public final class FaultyJournal implements QueueJournal {
   /** Runs {@code write} against the wrapped journal, failing as armed for {@code call}. */
   private <T> T call(Call call, java.util.function.Supplier<T> write) {
     Fault fault = arrive(call);
+    boolean interrupt = interruptNow(call);
     if (fault != null && fault != Fault.AFTER_WRITE) {
       throw before(call, fault);
     }
-    T result = write.get();
+    T result;
+    if (interrupt) {
+      Thread.currentThread().interrupt();
+      try {
+        result = write.get();
+      } finally {
+        if (!Thread.interrupted()) {
+          swallowed();
+        }
+      }
+    } else {
+      result = write.get();
+    }
     if (fault == Fault.AFTER_WRITE) {
       throw after(call);
     }

@@ -149,6 +149,25 @@ public abstract class QueueJournalFaultContract {
     }
 
     /**
+     * Abandons {@code journal} as {@link #crash} does, but in the middle of a compaction: starts
+     * one, holds it at a step chosen by {@code point} (any value; the backend maps it onto its
+     * compaction's steps), waits until every change recorded before this call is durable (group
+     * commits go on while a compaction runs, so that takes about one commit interval), then
+     * abandons the journal, the compaction never to write again. The kit then expects every
+     * change recorded before this call after the restart.
+     *
+     * @param journal the instance to abandon, as {@link #open()} returned it (unwrapped)
+     * @param point where in the compaction to crash
+     * @return false for a backend that does not compact (the default): the kit then calls {@link
+     *     #crash} instead and expects what a crash keeps
+     * @throws Exception if abandoning fails, or the changes do not become durable while the
+     *     compaction is held; the run fails with it
+     */
+    default boolean crashDuringCompaction(QueueJournal journal, int point) throws Exception {
+      return false;
+    }
+
+    /**
      * Removes the storage after the run. The default does nothing.
      *
      * @throws Exception if the storage cannot be removed; the run fails with it
@@ -274,6 +293,95 @@ public abstract class QueueJournalFaultContract {
         + "call site").isEmpty();
   }
 
+  /**
+   * Seeds of {@link #randomOperationsWithInterruptsAndCompactionCrashes} that once failed: each
+   * runs first, every time, on every backend.
+   */
+  protected static final long[] OWN_IO_REGRESSION_SEEDS = {};
+
+  /**
+   * The random run of the callers' and background tasks' fault kinds: a third of {@link
+   * #defaultTries()} in CI (interrupted and compaction-crashed histories cost more per try), or
+   * {@code relaykit.faults.tries} when set.
+   */
+  @Test
+  @DisplayName("random operations with interrupted callers and crashes during compactions keep every promise of the queue and journal")
+  void randomOperationsWithInterruptsAndCompactionCrashes() throws Exception {
+    Set<String> fired = new HashSet<>();
+    for (long seed : OWN_IO_REGRESSION_SEEDS) {
+      checkOwnIo(seed, fired);
+    }
+    long[] replay = replaySeeds();
+    if (replay != null) {
+      for (long seed : replay) {
+        checkOwnIo(seed, fired);
+      }
+      return;
+    }
+    long base = baseSeed();
+    int tries = Integer.getInteger("relaykit.faults.tries", defaultTries() / 3);
+    for (int i = 0; i < tries; i++) {
+      checkOwnIo(base + i, fired);
+    }
+  }
+
+  @Test
+  @DisplayName("an interrupt of the caller at each call site of each operation, one at a time, fires and breaks no promise")
+  void everyCallSiteInterrupted() throws Exception {
+    List<String> neverFired = new ArrayList<>();
+    for (Kind kind : Kind.values()) {
+      if (kind == Kind.CRASH || kind == Kind.REOPEN) {
+        continue;
+      }
+      for (Call call : kind.calls) {
+        List<Op> ops = new ArrayList<>(scenarioBefore(kind, call));
+        int targetStep = ops.size();
+        Op t = target(kind, call, Fault.BEFORE_WRITE);
+        ops.add(new Op(t.kind(), t.id(), t.priority(), call, null, t.ttl(), Extra.INTERRUPT, 0));
+        ops.add(new Op(Kind.DRAIN));
+        ops.add(new Op(Kind.CRASH));
+        ops.add(new Op(Kind.REOPEN));
+        String failure = run(ops, DropPolicy.DROP_LOWEST_PRIORITY);
+        if (failure != null) {
+          throw new AssertionError(kind + " interrupted at " + call + " broke a promise: "
+              + failure + "\n  operations: " + ops);
+        }
+        if (!firedSteps.contains(targetStep)) {
+          neverFired.add(kind + " interrupted at " + call);
+        }
+      }
+    }
+    assertThat(neverFired).as("armed interrupts that never fired").isEmpty();
+  }
+
+  /** As {@link #check}, with interrupts and crashes during compactions added to the run. */
+  private void checkOwnIo(long seed, Set<String> fired) throws Exception {
+    List<Op> ops = new ArrayList<>();
+    Generator generator = new Generator(seed, true);
+    String failure = run(ops, generator, generator.policy);
+    for (int step : firedSteps) {
+      fired.add(ops.get(step).kind() + "/" + ops.get(step).call());
+    }
+    if (failure == null) {
+      return;
+    }
+    List<Op> shrunk = shrink(ops, generator.policy);
+    String shrunkFailure = run(shrunk, generator.policy);
+    throw new AssertionError("seed " + seed + " (" + generator.policy + ", interrupts and"
+        + " compaction crashes) broke a promise: " + failure + "\n  shortest failing operations"
+        + " found (" + shrunk.size() + " of " + ops.size() + "): " + shrunk
+        + (shrunkFailure == null ? "" : "\n  which fail with: " + shrunkFailure)
+        + "\n  replay it with -Drelaykit.faults.replay=" + seed + " -Dtest='<the test>#"
+        + "randomOperationsWithInterruptsAndCompactionCrashes'; keep the seed in"
+        + " QueueJournalFaultContract.OWN_IO_REGRESSION_SEEDS once fixed");
+  }
+
+  /**
+   * The fault kinds of callers' threads and background tasks: an interrupt of the calling thread
+   * at a journal call (instead of a {@link Fault}), and a crash while a compaction runs.
+   */
+  enum Extra { INTERRUPT, CRASH_IN_COMPACTION }
+
   private static List<DropPolicy> policiesFor(Kind kind) {
     return kind == Kind.ENQUEUE || kind == Kind.RETRY_ENQUEUE
         ? List.of(DropPolicy.DROP_LOWEST_PRIORITY, DropPolicy.DROP_OLDEST)
@@ -316,7 +424,12 @@ public abstract class QueueJournalFaultContract {
    * One concrete operation: replayable, so a failing list can be shrunk. {@code ttl}: an enqueued
    * event expires this long after its first offer (null: never).
    */
-  record Op(Kind kind, String id, Priority priority, Call call, Fault fault, Duration ttl) {
+  record Op(Kind kind, String id, Priority priority, Call call, Fault fault, Duration ttl,
+      Extra extra, int point) {
+    Op(Kind kind, String id, Priority priority, Call call, Fault fault, Duration ttl) {
+      this(kind, id, priority, call, fault, ttl, null, 0);
+    }
+
     Op(Kind kind, String id, Priority priority, Call call, Fault fault) {
       this(kind, id, priority, call, fault, null);
     }
@@ -342,7 +455,9 @@ public abstract class QueueJournalFaultContract {
       return kind.name().toLowerCase(java.util.Locale.ROOT) + (id == null ? "" : " " + id)
           + (priority == null ? "" : " " + priority)
           + (ttl == null ? "" : " ttl " + ttl.toMillis() + "ms")
-          + (call == null ? "" : " [" + fault + " at " + call + "]");
+          + (extra == Extra.CRASH_IN_COMPACTION ? " [in a compaction, point " + point + "]"
+              : extra == Extra.INTERRUPT ? " [interrupt at " + call + "]"
+              : call == null ? "" : " [" + fault + " at " + call + "]");
     }
   }
 
@@ -466,13 +581,49 @@ public abstract class QueueJournalFaultContract {
     final DropPolicy policy;
     private int nextId;
 
+    /** Draws the interrupts and compaction crashes, apart from the main draws. */
+    private final SplittableRandom ownIo;
+
     Generator(long seed) {
+      this(seed, false);
+    }
+
+    /**
+     * With {@code ownIo}, a second generator (so the main draws, and what each seed of the
+     * classic run generates, stay as they were) turns some faults into interrupts of the caller,
+     * adds interrupts to some operations without one, and turns half the crashes into crashes
+     * during a compaction.
+     */
+    Generator(long seed, boolean ownIo) {
       this.random = new SplittableRandom(seed);
       this.steps = new SplittableRandom(seed ^ 0xC10C_57E9_5EEDL);
       this.policy = random.nextBoolean() ? DropPolicy.DROP_LOWEST_PRIORITY : DropPolicy.DROP_OLDEST;
+      this.ownIo = ownIo ? new SplittableRandom(seed ^ 0x0e1_0a5cL) : null;
     }
 
     Op next(Model model) {
+      Op op = nextClassic(model);
+      if (ownIo == null) {
+        return op;
+      }
+      if (op.kind() == Kind.CRASH) {
+        return ownIo.nextBoolean() ? new Op(Kind.CRASH, null, null, null, null, null,
+            Extra.CRASH_IN_COMPACTION, ownIo.nextInt(1 << 16)) : op;
+      }
+      if (op.kind() == Kind.REOPEN || op.kind() == Kind.CLOCK_STEP) {
+        return op;
+      }
+      int roll = ownIo.nextInt(4);
+      if (op.call() != null && roll < 2 || op.call() == null && roll == 0) {
+        Call call = op.call() != null ? op.call()
+            : op.kind().calls.get(ownIo.nextInt(op.kind().calls.size()));
+        return new Op(op.kind(), op.id(), op.priority(), call, null, op.ttl(), Extra.INTERRUPT,
+            0);
+      }
+      return op;
+    }
+
+    private Op nextClassic(Model model) {
       if (steps.nextInt(12) == 0) {
         return Op.clockStep(wallStep(steps));
       }
@@ -794,7 +945,10 @@ public abstract class QueueJournalFaultContract {
       model.now = clock.instant();
       fired = false;
       long injectedBefore = journal.injected();
-      if (op.call() != null && op.kind() != Kind.CRASH && op.kind() != Kind.REOPEN) {
+      long swallowedBefore = journal.interruptsSwallowed();
+      if (op.extra() == Extra.INTERRUPT) {
+        journal.interruptNext(op.call());
+      } else if (op.call() != null && op.kind() != Kind.CRASH && op.kind() != Kind.REOPEN) {
         journal.failNext(op.call(), op.fault());
       }
       Map<String, Mem> before = new LinkedHashMap<>(model.memory);
@@ -865,6 +1019,13 @@ public abstract class QueueJournalFaultContract {
       }
       if (failure == null && op.kind() != Kind.CRASH && op.kind() != Kind.REOPEN) {
         failure = compareMemory(op, before);
+      }
+      if (failure == null && journal.interruptsSwallowed() > swallowedBefore) {
+        failure = "the journal cleared the caller's interrupt flag";
+      }
+      if (failure == null && Thread.currentThread().isInterrupted()) {
+        Thread.interrupted();
+        failure = "the caller's thread is left interrupted by something other than the kit";
       }
       return failure;
     }
@@ -1051,14 +1212,21 @@ public abstract class QueueJournalFaultContract {
     /** Crash (abandon the journal) or clean close, then a new queue on the same storage. */
     private String restart(boolean crash, Op op) throws Exception {
       journal.heal();
-      if (crash) {
+      if (crash && op.extra() == Extra.CRASH_IN_COMPACTION) {
+        if (backend.crashDuringCompaction(journal.delegate(), op.point())) {
+          // Group commits went on during the compaction: everything recorded before it is kept.
+          model.durablePoint();
+        } else {
+          backend.crash(journal.delegate());
+        }
+      } else if (crash) {
         backend.crash(journal.delegate());
       } else {
         journal.close();
         model.durablePoint();
       }
       journal = new FaultyJournal(backend.open());
-      if (op.call() != null) {
+      if (op.call() != null && op.fault() != null) {
         journal.failNext(op.call(), op.fault());
       }
       Call loadFault = null;

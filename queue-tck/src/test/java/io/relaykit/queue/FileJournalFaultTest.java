@@ -538,7 +538,9 @@ class FileJournalFaultTest {
       j.flush();
       Set<Path> existing = new HashSet<>(segments(d));
       Thread[] compactor = new Thread[1];
-      io.blockWhen(c -> c.thread() == compactor[0] && (c.op() == Op.DELETE || c.op() == Op.MOVE
+      // compact() hands the compaction to the journal's compaction thread and waits for it.
+      io.blockWhen(c -> c.thread().getName().equals("relaykit-file-journal-compactor")
+          && (c.op() == Op.DELETE || c.op() == Op.MOVE
           || c.op() == Op.SYNC_DIRECTORY || !existing.contains(c.path())));
       CompletableFuture<Void> compaction = new CompletableFuture<>();
       compactor[0] = new Thread(() -> {
@@ -572,12 +574,12 @@ class FileJournalFaultTest {
     }
 
     @Test
-    @DisplayName("a compaction the flusher started, stuck writing its base, stalls neither critical appends nor flush")
+    @DisplayName("a compaction the journal started, stuck writing its base, stalls neither critical appends nor flush")
     void flusherCompactionDoesNotStallGroupCommit() throws Exception {
       Path d = newDir();
       FaultyFileIo io = new FaultyFileIo();
-      // Writes of the compaction's base (its .base.tmp file) block while the flusher does them.
-      io.blockWhen(c -> c.thread().getName().equals("relaykit-file-journal-flusher")
+      // Writes of the compaction's base (its .base.tmp file) block on the compaction thread.
+      io.blockWhen(c -> c.thread().getName().equals("relaykit-file-journal-compactor")
           && c.path() != null && c.path().getFileName().toString().contains(SegmentFormat.BASE)
           && (c.op() == Op.WRITE || c.op() == Op.FORCE || c.op() == Op.CREATE));
       InMemoryJournal model = new InMemoryJournal();
@@ -594,7 +596,7 @@ class FileJournalFaultTest {
             model.remove("g" + n, Removal.ACKED);
           }
         }
-        Await.until(Duration.ofSeconds(10), "the flusher's compaction is stuck writing its base"
+        Await.until(Duration.ofSeconds(10), "the compaction is stuck writing its base"
             + " (after " + n + " appends)", () -> io.blockedCalls() > 0);
         CompletableFuture<Void> producer = CompletableFuture.runAsync(() -> {
           for (int i = 0; i < 20; i++) {
@@ -627,11 +629,16 @@ class FileJournalFaultTest {
           .commitInterval(Duration.ofHours(1)).commitRecords(Integer.MAX_VALUE));
       j.append(event("before", Priority.NORMAL));
       Thread[] closer = new Thread[1];
-      // The close's final sync blocks in its fsync until the racing appends were made.
-      io.blockWhen(c -> c.thread() == closer[0] && c.op() == Op.FORCE);
+      java.util.concurrent.atomic.AtomicBoolean closing =
+          new java.util.concurrent.atomic.AtomicBoolean();
+      // The close's final sync (on the journal's I/O thread: the interval is an hour, so nothing
+      // else forces) blocks in its fsync until the racing appends were made.
+      io.blockWhen(c -> closing.get() && c.op() == Op.FORCE
+          && c.thread().getName().equals("relaykit-file-journal-io"));
       CompletableFuture<Void> closed = new CompletableFuture<>();
       closer[0] = new Thread(() -> {
         try {
+          closing.set(true);
           j.close();
           closed.complete(null);
         } catch (Throwable e) {

@@ -21,7 +21,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
@@ -30,10 +33,23 @@ import javax.sql.DataSource;
 /**
  * A {@link QueueJournal} in a database table: each change becomes one or two single-row
  * statements (insert, update or delete of the event's pending, dead or seen row), never a rewrite
- * of the whole state. Changes are buffered and group-committed in one transaction every {@code
- * commitInterval} by a daemon thread, or sooner when 10 000 statements are waiting; a {@link
- * Priority#CRITICAL} append commits everything buffered before it returns, and concurrent critical
- * appends share that commit. {@link #recordAtomically} buffers its list under one lock, so one
+ * of the whole state. Changes are buffered and group-committed every {@code commitInterval} by the
+ * journal's own daemon thread (in transactions of at most 10 000 statements), or sooner when
+ * 10 000 statements are waiting; a {@link Priority#CRITICAL} append waits until that thread committed everything
+ * buffered before it, and concurrent critical appends share that commit.
+ *
+ * <h2>Threads</h2>
+ * Callers' threads never run the journal's SQL: {@link #load()}, every commit and the final commit
+ * of {@link #close()} run on the journal's thread, and callers wait for it. An interrupted caller's
+ * wait ends at once ({@link JournalException}, its interrupt flag left set): a critical append or
+ * flush then has an unknown outcome ({@link JournalException.Outcome#UNKNOWN}), its change stays
+ * buffered and is committed by the journal's next transaction (within one commit interval) unless
+ * the process stops first; an interrupt never reaches the database's files. That matters on H2: a
+ * {@code FileChannel} closes itself when the thread doing I/O on it is interrupted, and H2 then
+ * closes the whole database, for every store, until the process restarts. For the other stores
+ * on an H2 file database (which run on callers' threads), {@link JdbcStorageConfig} gives file URLs
+ * H2's {@code retry:} file system, which reopens the file instead; give your own {@code
+ * DataSource} the same ({@code jdbc:h2:retry:/path/db}). {@link #recordAtomically} buffers its list under one lock, so one
  * transaction writes it. Several journals share one table, told apart by name.
  *
  * <h2>Failures</h2>
@@ -45,11 +61,14 @@ import javax.sql.DataSource;
  *       buffered, and the next transaction first reads the mark under a row lock (so it waits for
  *       a commit still in progress) and skips the statements the database already has. Nothing is
  *       written twice and nothing is lost.
- *   <li><b>While the database is down</b> the buffer is bounded ({@code maxBufferedStatements},
- *       {@code maxBufferedBytes} of payload): past the bound an append throws {@link
- *       JournalFullException} (the queue answers {@code JOURNAL_FULL} for a normal event); other
- *       changes may use a quarter more, so that in-flight events can still be acked, and then
- *       throw it too. A {@code CRITICAL} append fails fast: while the last commit failed, it is
+ *   <li><b>At the bound</b> ({@code maxBufferedStatements}, {@code maxBufferedBytes} of payload;
+ *       other changes than appends may use a quarter more, so that in-flight events can still be
+ *       acked): while the database answers, the bound is backpressure: the caller waits for the
+ *       journal's thread to commit (at most 10 s, or 4 commit intervals if longer), and its
+ *       change is recorded then. <b>While the database is down</b> (the last transaction
+ *       failed), or when that wait ends without room, the change is refused with a {@link
+ *       JournalFullException}, nothing recorded (the queue answers {@code JOURNAL_FULL} for a
+ *       normal event). A {@code CRITICAL} append fails fast: while the last commit failed, it is
  *       refused at once ({@link JournalException}, nothing recorded) instead of waiting for the
  *       pool's connection timeout; the flusher probes the database every interval and clears that
  *       state with its first successful transaction.
@@ -88,7 +107,11 @@ public final class JdbcQueueJournal implements QueueJournal {
   private static final Null NULL_BYTES = new Null(Types.VARBINARY);
 
   /** One buffered statement, its parameters, and the payload bytes it holds. */
-  private record Statement(String sql, Object[] params, long bytes) {}
+  /**
+   * One buffered statement, its parameters, and the payload bytes it holds; {@code continues}: the
+   * next statement belongs to the same change (or atomic list), so no transaction ends here.
+   */
+  private record Statement(String sql, Object[] params, long bytes, boolean continues) {}
 
   private final DataSource dataSource;
   private final String table;
@@ -124,6 +147,14 @@ public final class JdbcQueueJournal implements QueueJournal {
   private final Set<String> dead = new HashSet<>();
   private long nextSeq = 1;
   private boolean loaded;
+  /** Guarded by lock: the read of load() on the journal's thread, and whether load() returned. */
+  private Future<JournalState> loading;
+  private boolean loadReturned;
+  /** Guarded by lock: the commit round the journal's thread runs next, or null. */
+  private CompletableFuture<Void> next;
+  /** Guarded by lock: the journal's thread is shut down; no round runs any more. */
+  private boolean closedForGood;
+  private final long backpressureNanos;
   private volatile boolean closed;
   /** Set by {@link #crash()}: nothing is written any more. Guarded by lock. */
   private boolean crashed;
@@ -156,6 +187,7 @@ public final class JdbcQueueJournal implements QueueJournal {
     this.name = name;
     this.maxBufferedStatements = maxBufferedStatements;
     this.maxBufferedBytes = maxBufferedBytes;
+    this.backpressureNanos = Math.max(TimeUnit.SECONDS.toNanos(10), 4 * commitInterval.toNanos());
     this.markSql = "SELECT seq FROM " + table + " WHERE journal = ? AND event_id = '"
         + MARK_ID + "' AND kind = " + COMMIT_MARK + " FOR UPDATE";
     this.moveMarkSql = "UPDATE " + table + " SET seq = ? WHERE journal = ? AND event_id = '"
@@ -189,13 +221,51 @@ public final class JdbcQueueJournal implements QueueJournal {
     flusher.scheduleWithFixedDelay(this::backgroundFlush, nanos, nanos, TimeUnit.NANOSECONDS);
   }
 
+  /**
+   * Reads the journal's rows, on the journal's own thread (the caller waits). An interrupt of the
+   * caller ends the wait at once with a {@link JournalException} and leaves its interrupt flag set;
+   * the read goes on, and the next call of {@code load()} returns its result.
+   */
   @Override
   public JournalState load() {
+    Future<JournalState> reading;
     synchronized (lock) {
       ensureOpen();
-      if (loaded) {
+      if (loadReturned) {
         throw new IllegalStateException("journal " + name + " is already loaded");
       }
+      if (loading == null) {
+        loading = flusher.submit(this::readState);
+      }
+      reading = loading;
+    }
+    try {
+      JournalState state = reading.get();
+      synchronized (lock) {
+        loadReturned = true;
+      }
+      return state;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new JournalException("interrupted while journal " + name + " was loading; it goes on"
+          + " on the journal's thread, call load() again for its result", e,
+          JournalException.Outcome.NOT_RECORDED);
+    } catch (ExecutionException e) {
+      synchronized (lock) {
+        loading = null;
+      }
+      Throwable c = e.getCause();
+      if (c instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new JournalException("could not load journal " + name + " from " + table + ": " + c,
+          c);
+    }
+  }
+
+  /** On the journal's thread: reads every row of this journal. */
+  private JournalState readState() {
+    synchronized (lock) {
       try (Connection c = dataSource.getConnection();
           PreparedStatement mark = c.prepareStatement(insertMarkSql);
           PreparedStatement ps = c.prepareStatement("SELECT * FROM " + table
@@ -276,7 +346,9 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(true, event.priority() == Priority.CRITICAL, 2, a.payload().length);
+      int start = buffer.size();
       recordAppend(a);
+      oneTransaction(start);
       return event.priority() == Priority.CRITICAL ? recorded : 0L;
     }
   }
@@ -312,6 +384,7 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(appends, critical, 3 * checked.size(), payloadBytes);
+      int start = buffer.size();
       for (Object c : checked) {
         if (c instanceof Appended a) {
           recordAppend(a);
@@ -325,6 +398,7 @@ public final class JdbcQueueJournal implements QueueJournal {
           recordForget(f.eventId());
         }
       }
+      oneTransaction(start);
       return critical ? recorded : 0L;
     }
   }
@@ -394,7 +468,9 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(false, false, 2, 0);
+      int start = buffer.size();
       recordRemove(eventId, removal);
+      oneTransaction(start);
     }
   }
 
@@ -422,7 +498,9 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(false, false, 2, 0);
+      int start = buffer.size();
       recordReschedule(eventId, attempts, nextAttemptAt);
+      oneTransaction(start);
     }
   }
 
@@ -440,7 +518,9 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(false, false, 2, 0);
+      int start = buffer.size();
       recordDeadLetter(eventId, attempts, reason);
+      oneTransaction(start);
     }
   }
 
@@ -462,7 +542,9 @@ public final class JdbcQueueJournal implements QueueJournal {
     synchronized (lock) {
       ensureWritable();
       ensureRoom(false, false, 2, 0);
+      int start = buffer.size();
       recordForget(eventId);
+      oneTransaction(start);
     }
   }
 
@@ -472,18 +554,93 @@ public final class JdbcQueueJournal implements QueueJournal {
     }
   }
 
+  /**
+   * Waits until the change of {@code ticket} is committed by the journal's own thread: the
+   * caller's thread never touches the database for it, so its interrupt cannot close an H2 file
+   * database. An interrupt ends the wait at once: this throws a {@link JournalException} with
+   * {@link JournalException.Outcome#UNKNOWN} and leaves the interrupt flag set; the change stays
+   * buffered and the journal's thread commits it with its next transaction (within one commit
+   * interval), unless the process stops first.
+   */
   @Override
   public void awaitDurable(long ticket) {
-    if (ticket <= durable) {
-      return;
-    }
-    flushLock.lock();
-    try {
-      if (ticket > durable) {
-        writeBuffered();
+    while (ticket > durable) {
+      CompletableFuture<Void> round = nextRound();
+      try {
+        if (Thread.interrupted()) {
+          // Ends at once, even when the round happens to be done already (get() would not look).
+          throw new InterruptedException();
+        }
+        round.get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new JournalException("interrupted while waiting for journal " + name + " to"
+            + " commit: the change stays buffered and the journal's own thread commits it with"
+            + " its next transaction, unless the process stops first", e,
+            JournalException.Outcome.UNKNOWN);
+      } catch (ExecutionException e) {
+        Throwable c = e.getCause();
+        if (c instanceof JournalException je) {
+          throw new JournalException(je.getMessage(), je, je.outcome());
+        }
+        throw new JournalException("journal " + name + " could not commit: " + c, c,
+            JournalException.Outcome.UNKNOWN);
       }
-    } finally {
-      flushLock.unlock();
+    }
+  }
+
+  /**
+   * The commit round the journal's thread runs next: every change buffered before this call is
+   * in it. Callers waiting at once share it (one transaction).
+   */
+  private CompletableFuture<Void> nextRound() {
+    synchronized (lock) {
+      if (crashed || closedForGood) {
+        return CompletableFuture.failedFuture(new JournalException("journal " + name
+            + " is closed: the change's commit is unknown", null,
+            JournalException.Outcome.UNKNOWN));
+      }
+      if (next == null) {
+        next = new CompletableFuture<>();
+        try {
+          flusher.execute(this::runRound);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+          CompletableFuture<Void> refused = next;
+          next = null;
+          refused.completeExceptionally(new JournalException("journal " + name
+              + " is closed: the change's commit is unknown", e,
+              JournalException.Outcome.UNKNOWN));
+          return refused;
+        }
+      }
+      return next;
+    }
+  }
+
+  /** On the journal's thread: one transaction, completing the round waiters share. */
+  private void runRound() {
+    CompletableFuture<Void> round;
+    synchronized (lock) {
+      round = next;
+      next = null;
+    }
+    try {
+      flushLock.lock();
+      try {
+        writeBuffered();
+      } finally {
+        flushLock.unlock();
+      }
+      if (round != null) {
+        round.complete(null);
+      }
+    } catch (RuntimeException e) {
+      if (round != null) {
+        round.completeExceptionally(e);
+      } else {
+        LOG.log(System.Logger.Level.WARNING, "journal " + name + " group commit failed;"
+            + " retrying: " + e.getMessage());
+      }
     }
   }
 
@@ -507,18 +664,17 @@ public final class JdbcQueueJournal implements QueueJournal {
       closed = true;
       upTo = recorded;
     }
-    // shutdown, not shutdownNow: interrupting a thread inside an H2 file write closes the file
-    // channel (ClosedByInterruptException) and with it the whole database.
-    flusher.shutdown();
     try {
-      if (!flusher.awaitTermination(30, TimeUnit.SECONDS)) {
-        LOG.log(System.Logger.Level.WARNING, "journal " + name
-            + " group commit still running after 30 s at close");
+      // The final commit runs on the journal's thread like every other.
+      awaitDurable(upTo);
+    } finally {
+      synchronized (lock) {
+        closedForGood = true;
       }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      // shutdown, not shutdownNow: interrupting a thread inside an H2 file write closes the file
+      // channel (ClosedByInterruptException) and with it the whole database.
+      flusher.shutdown();
     }
-    awaitDurable(upTo);
   }
 
   /**
@@ -549,6 +705,11 @@ public final class JdbcQueueJournal implements QueueJournal {
       // Kept in the buffer and retried at the next interval, flush or critical append.
       LOG.log(System.Logger.Level.WARNING, "journal " + name + " group commit failed; retrying: "
           + e.getMessage());
+    } finally {
+      synchronized (lock) {
+        // Appenders waiting for room see the new buffer size (or that the database is down).
+        lock.notifyAll();
+      }
     }
   }
 
@@ -558,6 +719,25 @@ public final class JdbcQueueJournal implements QueueJournal {
    * held.
    */
   private void writeBuffered() {
+    long goal;
+    synchronized (lock) {
+      goal = recorded;
+    }
+    // Transactions of at most FLUSH_EARLY statements: appenders waiting at the bound get room
+    // after each, not after the whole buffer.
+    do {
+      writeTransaction();
+    } while (durable < goal && !crashedNow());
+  }
+
+  private boolean crashedNow() {
+    synchronized (lock) {
+      return crashed;
+    }
+  }
+
+  /** One transaction of the oldest buffered statements (at most {@link #FLUSH_EARLY}). */
+  private void writeTransaction() {
     List<Statement> batch;
     long from;
     long upTo;
@@ -565,9 +745,13 @@ public final class JdbcQueueJournal implements QueueJournal {
       if (crashed || (buffer.isEmpty() && down == null)) {
         return;
       }
-      batch = new ArrayList<>(buffer);
+      int n = Math.min(buffer.size(), FLUSH_EARLY);
+      while (n < buffer.size() && buffer.get(n - 1).continues()) {
+        n++; // never split a change or an atomic list across transactions
+      }
+      batch = new ArrayList<>(buffer.subList(0, n));
       from = durable;
-      upTo = recorded;
+      upTo = durable + n;
     }
     long committed;
     try (Connection c = dataSource.getConnection()) {
@@ -594,7 +778,10 @@ public final class JdbcQueueJournal implements QueueJournal {
         resetAutoCommitQuietly(c);
       }
     } catch (SQLException | RuntimeException e) {
-      down = e.toString();
+      synchronized (lock) {
+        down = e.toString();
+        lock.notifyAll();
+      }
       if (e instanceof JournalException je) {
         throw je;
       }
@@ -612,8 +799,9 @@ public final class JdbcQueueJournal implements QueueJournal {
       }
       buffer = new ArrayList<>(buffer.subList((int) done, buffer.size()));
       durable = committed;
+      down = null;
+      lock.notifyAll();
     }
-    down = null;
   }
 
   private long readMark(Connection c) throws SQLException {
@@ -654,25 +842,56 @@ public final class JdbcQueueJournal implements QueueJournal {
   }
 
   /**
-   * Refuses a change that the buffer has no room for, or a critical append while the database is
-   * down. Call with {@link #lock} held, before anything is buffered.
+   * Makes room for a change, or refuses it. Call with {@link #lock} held, before anything is
+   * buffered. While the database answers, a full buffer is backpressure: the caller waits
+   * (releasing the lock) for the journal's thread to commit, at most {@code max(10 s, 4 commit
+   * intervals)}; while the last transaction failed (the database is down), or when that wait ends
+   * without room, the change is refused with a {@link JournalFullException}. A critical append
+   * is refused at once while the database is down.
+   *
+   * @throws JournalException with {@code NOT_RECORDED} when the caller is interrupted while it
+   *     waits (its interrupt flag stays set), or the journal closes meanwhile
    */
   private void ensureRoom(boolean appends, boolean critical, int statements, long payloadBytes) {
-    if (critical && down != null) {
-      throw new JournalException("journal " + name + " refuses a critical change at once: the "
-          + "database is unreachable (the last transaction failed: " + down + "); nothing was "
-          + "recorded", null, JournalException.Outcome.NOT_RECORDED);
-    }
-    long statementBound = appends ? maxBufferedStatements
-        : maxBufferedStatements + maxBufferedStatements / 4L;
-    long byteBound = appends ? maxBufferedBytes : maxBufferedBytes + maxBufferedBytes / 4;
-    if (buffer.size() + (long) statements > statementBound
-        || bufferedBytes + payloadBytes > byteBound) {
-      throw new JournalFullException("journal " + name + " holds " + buffer.size()
-          + " uncommitted statements (" + bufferedBytes + " payload bytes), its bound is "
-          + maxBufferedStatements + " (" + maxBufferedBytes + " bytes)"
-          + (down == null ? "" : "; the database is unreachable: " + down)
-          + "; nothing was recorded");
+    long deadline = System.nanoTime() + backpressureNanos;
+    while (true) {
+      if (critical && down != null) {
+        throw new JournalException("journal " + name + " refuses a critical change at once: the "
+            + "database is unreachable (the last transaction failed: " + down + "); nothing was "
+            + "recorded", null, JournalException.Outcome.NOT_RECORDED);
+      }
+      long statementBound = appends ? maxBufferedStatements
+          : maxBufferedStatements + maxBufferedStatements / 4L;
+      long byteBound = appends ? maxBufferedBytes : maxBufferedBytes + maxBufferedBytes / 4;
+      boolean full = buffer.size() + (long) statements > statementBound
+          || bufferedBytes + payloadBytes > byteBound;
+      if (!full) {
+        return;
+      }
+      long left = deadline - System.nanoTime();
+      if (down != null || left <= 0 || buffer.isEmpty()) {
+        throw new JournalFullException("journal " + name + " holds " + buffer.size()
+            + " uncommitted statements (" + bufferedBytes + " payload bytes), its bound is "
+            + maxBufferedStatements + " (" + maxBufferedBytes + " bytes)"
+            + (down == null ? "; the database did not commit them within "
+                + TimeUnit.NANOSECONDS.toMillis(backpressureNanos) + " ms"
+                : "; the database is unreachable: " + down)
+            + "; nothing was recorded");
+      }
+      try {
+        flusher.execute(this::backgroundFlush);
+      } catch (java.util.concurrent.RejectedExecutionException e) {
+        throw new JournalException("journal " + name + " is closed; nothing was recorded", e,
+            JournalException.Outcome.NOT_RECORDED);
+      }
+      try {
+        TimeUnit.NANOSECONDS.timedWait(lock, Math.min(left, TimeUnit.MILLISECONDS.toNanos(100)));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new JournalException("interrupted while journal " + name + " waited for room in"
+            + " its buffer; nothing was recorded", e, JournalException.Outcome.NOT_RECORDED);
+      }
+      ensureWritable();
     }
   }
 
@@ -720,6 +939,19 @@ public final class JdbcQueueJournal implements QueueJournal {
     }
   }
 
+  /**
+   * Marks the statements buffered since {@code start} (one change, or an atomic list) as one unit:
+   * a transaction holds all of them or none. Call with {@link #lock} held.
+   */
+  private void oneTransaction(int start) {
+    for (int i = start; i < buffer.size() - 1; i++) {
+      Statement st = buffer.get(i);
+      if (!st.continues()) {
+        buffer.set(i, new Statement(st.sql(), st.params(), st.bytes(), true));
+      }
+    }
+  }
+
   private void add(String sql, Object... params) {
     long bytes = 0;
     for (Object p : params) {
@@ -727,7 +959,7 @@ public final class JdbcQueueJournal implements QueueJournal {
         bytes += b.length;
       }
     }
-    buffer.add(new Statement(sql, params, bytes));
+    buffer.add(new Statement(sql, params, bytes, false));
     bufferedBytes += bytes;
     recorded++;
     if (buffer.size() % FLUSH_EARLY == 0) {
