@@ -344,6 +344,11 @@ public final class JdbcOutboxStore implements OutboxStore {
     }
   }
 
+  /** The dialect's statements, for tests that read their plans. */
+  OutboxStatements statements() {
+    return statements;
+  }
+
   @Override
   public OutboxBound bound() {
     return bound;

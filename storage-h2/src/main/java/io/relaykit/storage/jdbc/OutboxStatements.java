@@ -368,6 +368,13 @@ abstract sealed class OutboxStatements {
   }
 
   /**
+   * The database's plans, with what each step read, of the statements that find a claim's
+   * candidates (EXPLAIN ANALYZE in {@code c}'s transaction: on PostgreSQL the claim itself runs,
+   * so roll it back). For tests that check how many rows a claim reads; not used in production.
+   */
+  abstract List<String> explainClaim(Connection c, int max, long leaseNanos) throws SQLException;
+
+  /**
    * Marks the rows {@code seqs} (ascending) that {@code owner} holds sent at the database clock's
    * now; the count changed.
    */
@@ -520,6 +527,21 @@ abstract sealed class OutboxStatements {
     }
 
     @Override
+    List<String> explainClaim(Connection c, int max, long leaseNanos) throws SQLException {
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN (ANALYZE, FORMAT JSON) "
+          + claimSql)) {
+        bindClaim(ps, "explain", leaseNanos, max);
+        try (ResultSet rs = ps.executeQuery()) {
+          StringBuilder plan = new StringBuilder();
+          while (rs.next()) {
+            plan.append(rs.getString(1));
+          }
+          return List.of(plan.toString());
+        }
+      }
+    }
+
+    @Override
     Claimed claim(DataSource dataSource, String what, String owner, int max, int maxRun,
         long leaseNanos, UndecodableSink sink) {
       Claimed heads = claimHeads(dataSource, what, owner, max, leaseNanos, sink);
@@ -548,16 +570,21 @@ abstract sealed class OutboxStatements {
       return new Claimed(all, heads.deadLettered());
     }
 
+    private void bindClaim(PreparedStatement ps, String owner, long leaseNanos, int max)
+        throws SQLException {
+      int i = clock.bind(ps, 1);
+      ps.setString(i, owner);
+      ps.setLong(i + 1, leaseNanos);
+      ps.setInt(i + 2, max);
+      ps.setInt(i + 3, max);
+      ps.setInt(i + 4, max);
+    }
+
     private Claimed claimHeads(DataSource dataSource, String what, String owner, int max,
         long leaseNanos, UndecodableSink sink) {
       Read read = Jdbc.autoCommit(dataSource, what, c -> {
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
-          int i = clock.bind(ps, 1);
-          ps.setString(i, owner);
-          ps.setLong(i + 1, leaseNanos);
-          ps.setInt(i + 2, max);
-          ps.setInt(i + 3, max);
-          ps.setInt(i + 4, max);
+          bindClaim(ps, owner, leaseNanos, max);
           return readClaimed(ps, max, owner, null);
         }
       });
@@ -806,6 +833,35 @@ abstract sealed class OutboxStatements {
           return new Claimed(leased, moved);
         }
       });
+    }
+
+    @Override
+    List<String> explainClaim(Connection c, int max, long leaseNanos) throws SQLException {
+      long nowNanos = Instants.toNanos("database now", clock.now(c, Dialect.H2));
+      List<String> plans = new ArrayList<>();
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + unkeyedRangeSql)) {
+        ps.setLong(1, nowNanos);
+        ps.setLong(2, nowNanos);
+        ps.setInt(3, max);
+        plans.add(plan(ps));
+      }
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + headsSql)) {
+        ps.setLong(1, 0);
+        ps.setLong(2, Long.MAX_VALUE);
+        ps.setInt(3, Math.min(Math.max(2 * max, 16), 1_024));
+        plans.add(plan(ps));
+      }
+      return plans;
+    }
+
+    private static String plan(PreparedStatement ps) throws SQLException {
+      try (ResultSet rs = ps.executeQuery()) {
+        StringBuilder plan = new StringBuilder();
+        while (rs.next()) {
+          plan.append(rs.getString(1));
+        }
+        return plan.toString();
+      }
     }
 
     private static long maxSeq(List<OutboxRecord> rows, List<Undecodable> bad) {
