@@ -631,8 +631,9 @@ public final class JdbcOutboxStore implements OutboxStore {
    * lock and before the commit, so no other relay can claim, send or take the row over
    * meanwhile; if that store throws, the transaction rolls back and the row stays held; if the
    * commit fails after it stored the dead letter, the row stays beside its dead letter and is
-   * tried again (a replay may then publish it twice). Cost: one DELETE and one upsert in one
-   * transaction.
+   * tried again (a replay may then publish it twice). The row's key head moves on to the key's
+   * next unsent row (or none) in the same transaction, as after {@link #markDead}. Cost: one
+   * DELETE, one upsert and, for a keyed row, the head's move, in one transaction.
    */
   @Override
   public boolean moveToDeadLetters(String owner, long sequence, DeadLetter deadLetter,
@@ -648,6 +649,7 @@ public final class JdbcOutboxStore implements OutboxStore {
       JdbcDeadLetterStore.validate(deadLetter);
     }
     return Jdbc.inTransaction(dataSource, "outbox moveToDeadLetters on " + tables.outbox, c -> {
+      List<OutboxStatements.KeyRef> refs = statements.keysOf(c, new Long[] {sequence});
       try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + tables.outbox
           + " WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?")) {
         ps.setLong(1, sequence);
@@ -661,6 +663,8 @@ public final class JdbcOutboxStore implements OutboxStore {
       } else {
         deadLetters.add(deadLetter);
       }
+      // The key's head moves on as after markDead, or claims walk it until the key's next row.
+      statements.advanceHeads(c, refs);
       return true;
     });
   }
@@ -781,7 +785,11 @@ public final class JdbcOutboxStore implements OutboxStore {
         return ps.executeUpdate();
       }
     });
-    // Heads of keys with nothing left to send, in the same bounded steps.
+    // Heads left pointing at rows that are no longer unsent (a head an append held while
+    // markSent ran, and the append rolled back) move on; then heads of keys with nothing left to
+    // send go, in the same bounded steps.
+    Jdbc.inTransaction(dataSource, "outbox repair of stale key heads on " + tables.outboxHead,
+        c -> statements.repairStaleHeads(c, max));
     Jdbc.inTransaction(dataSource, "outbox purge of idle key heads on " + tables.outboxHead,
         c -> statements.purgeIdleHeads(c, max));
     return purged;

@@ -97,6 +97,7 @@ abstract sealed class OutboxStatements {
   private final String keyOfSql;
   private final String idleHeadsSql;
   private final String deleteIdleHeadSql;
+  private final String staleHeadsSql;
   private final String runProbeSql;
   private final String runLockSql;
   private final String runLeaseSql;
@@ -123,6 +124,12 @@ abstract sealed class OutboxStatements {
     this.idleHeadsSql = "SELECT msg_key, order_dest FROM " + headTable
         + " WHERE head_seq IS NULL FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
     this.deleteIdleHeadSql = "DELETE FROM " + headTable + byKey + " AND head_seq IS NULL";
+    // Heads, oldest first, whose row is not unsent any more; without locks (see idleHeadsSql).
+    // Parameters: max.
+    this.staleHeadsSql = "SELECT h.msg_key, h.order_dest FROM " + headTable + " h"
+        + " WHERE h.head_seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM " + table + " o"
+        + " WHERE o.seq = h.head_seq AND o.state = " + UNSENT + ")"
+        + " ORDER BY h.head_seq FETCH FIRST ? ROWS ONLY";
     // Runs (see leaseRuns). Parameters: key, scope, after, n.
     this.runProbeSql = "SELECT seq, ready_at, lease_until FROM " + table + byKey
         + " AND state = " + UNSENT + " AND seq > ? ORDER BY seq FETCH FIRST ? ROWS ONLY";
@@ -240,6 +247,28 @@ abstract sealed class OutboxStatements {
       }
     }
     return refs;
+  }
+
+  /**
+   * Moves up to {@code max} stale heads (oldest first: the ones claims walk first) to their keys'
+   * lowest unsent row, or NULL when none is left, skipping heads an append holds. A head goes
+   * stale when {@link #advanceHeads} skipped it because an append held it, and that append
+   * rolled back: no later markSent of the key moves it then. Cost: an index scan of the heads in
+   * head_seq order with one primary-key probe each, until {@code max} stale ones are found.
+   * Returns how many it looked at.
+   */
+  int repairStaleHeads(Connection c, int max) throws SQLException {
+    List<KeyRef> stale = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(staleHeadsSql)) {
+      ps.setInt(1, max);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          stale.add(new KeyRef(rs.getString(1), rs.getString(2)));
+        }
+      }
+    }
+    advanceHeads(c, stale);
+    return stale.size();
   }
 
   /**
