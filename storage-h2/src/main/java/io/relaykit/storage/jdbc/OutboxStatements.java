@@ -512,13 +512,20 @@ abstract sealed class OutboxStatements {
       // leases exactly those rows and returns them. ANY(ARRAY(...)) makes each subquery an init
       // plan, run once, and the UPDATE a primary-key lookup. The database's now is read once, in
       // the CTE (clock_timestamp() is volatile); each (SELECT now FROM clock) is an init plan.
-      // Parameters: [now], owner, lease, max (unkeyed), max (keyed), max.
+      // Unkeyed rows come from two partial indexes (schema version 9): never rescheduled ones
+      // (ready_at = 0) in seq order, and rescheduled ones due by now in ready_at order, so rows
+      // backed off into the future are never read.
+      // Parameters: [now], owner, lease, max (fresh), max (due retries), max (keyed), max.
       String now = "(SELECT now FROM clock)";
       this.claimSql = "WITH clock AS (SELECT " + clock.nowNanos(Dialect.POSTGRESQL) + " AS now)"
           + " UPDATE " + table + " SET lease_owner = ?, lease_until = " + now + " + ?"
           + " WHERE seq = ANY(ARRAY(SELECT o.seq FROM " + table + " o WHERE o.seq = ANY(ARRAY("
           + "(SELECT u.seq FROM " + table + " u WHERE u.state = " + UNSENT
-          + " AND u.msg_key IS NULL AND " + ready("u", now) + " ORDER BY u.seq LIMIT ?)"
+          + " AND u.msg_key IS NULL AND u.ready_at = 0 AND " + ready("u", now)
+          + " ORDER BY u.seq LIMIT ?)"
+          + " UNION ALL (SELECT r.seq FROM " + table + " r WHERE r.state = " + UNSENT
+          + " AND r.msg_key IS NULL AND r.ready_at > 0 AND " + ready("r", now)
+          + " ORDER BY r.ready_at LIMIT ?)"
           + " UNION ALL (SELECT k.seq FROM " + headTable + " h CROSS JOIN LATERAL"
           + " (SELECT x.seq, x.ready_at, x.lease_until FROM " + table + " x"
           + " WHERE x.msg_key = h.msg_key AND x.order_dest = h.order_dest AND x.state = "
@@ -607,6 +614,7 @@ abstract sealed class OutboxStatements {
       ps.setInt(i + 2, max);
       ps.setInt(i + 3, max);
       ps.setInt(i + 4, max);
+      ps.setInt(i + 5, max);
     }
 
     private Claimed claimHeads(DataSource dataSource, String what, String owner, int max,
@@ -718,6 +726,8 @@ abstract sealed class OutboxStatements {
   static final class H2 extends OutboxStatements {
     private final String unkeyedRangeSql;
     private final String unkeyedSql;
+    private final String retryRangeSql;
+    private final String retrySql;
     private final String headsSql;
     private final String headRowSql;
     private final String leaseSql;
@@ -742,13 +752,24 @@ abstract sealed class OutboxStatements {
       // claim's commit then rewrote every one of them: a claim cost O(unkeyed backlog), 80% of
       // the relay's time). So the unkeyed claim first finds the oldest max candidates without
       // locks, then locks only the claimable rows of that seq range. Parameters: now, now, max.
+      //
+      // Rows never rescheduled (ready_at = 0) are one range of outbox_ready in seq order; rows
+      // rescheduled (ready_at > 0) a range by due time, read only up to now (schema version 9),
+      // so rows backed off into the future are never read.
       String unkeyed = " FROM " + table + " o WHERE o.msg_key IS NULL AND o.order_dest = ''"
           + " AND o.state = " + UNSENT + " AND ";
-      this.unkeyedRangeSql = "SELECT o.seq" + unkeyed + ready("o", "?")
+      this.unkeyedRangeSql = "SELECT o.seq" + unkeyed + "o.ready_at = 0 AND " + ready("o", "?")
           + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY";
       // Parameters: from, to, now, now.
-      this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.seq BETWEEN ? AND ? AND "
-          + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
+      this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.ready_at = 0 AND o.seq BETWEEN"
+          + " ? AND ? AND " + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
+      // Due retries, earliest first. Parameters: now, now, max.
+      this.retryRangeSql = "SELECT o.ready_at" + unkeyed + "o.ready_at > 0 AND "
+          + ready("o", "?") + " ORDER BY o.ready_at FETCH FIRST ? ROWS ONLY";
+      // Parameters: from, to, now, now.
+      this.retrySql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.ready_at > 0 AND o.ready_at"
+          + " BETWEEN ? AND ? AND " + ready("o", "?") + " ORDER BY o.ready_at"
+          + " FOR UPDATE SKIP LOCKED";
       // Keyed candidates: heads in head_seq order, a page at a time, below a bound (the newest
       // unkeyed candidate when there are max of them). Parameters: after, below, page.
       this.headsSql = "SELECT msg_key, order_dest, head_seq FROM " + headTable
@@ -819,6 +840,18 @@ abstract sealed class OutboxStatements {
             undecodable.addAll(read.undecodable());
           }
         }
+        long[] due = range(c, retryRangeSql, nowNanos, max);
+        if (due != null) {
+          try (PreparedStatement ps = c.prepareStatement(retrySql)) {
+            ps.setLong(1, due[0]);
+            ps.setLong(2, due[1]);
+            ps.setLong(3, nowNanos);
+            ps.setLong(4, nowNanos);
+            Read read = readClaimed(ps, max, owner, until);
+            candidates.addAll(read.records());
+            undecodable.addAll(read.undecodable());
+          }
+        }
         int unkeyed = candidates.size() + undecodable.size();
         long below = unkeyed >= max ? maxSeq(candidates, undecodable) : Long.MAX_VALUE;
         readHeads(c, max, owner, until, nowNanos, below, candidates, undecodable);
@@ -874,6 +907,12 @@ abstract sealed class OutboxStatements {
         ps.setInt(3, max);
         plans.add(plan(ps));
       }
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + retryRangeSql)) {
+        ps.setLong(1, nowNanos);
+        ps.setLong(2, nowNanos);
+        ps.setInt(3, max);
+        plans.add(plan(ps));
+      }
       try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + headsSql)) {
         ps.setLong(1, 0);
         ps.setLong(2, Long.MAX_VALUE);
@@ -891,6 +930,27 @@ abstract sealed class OutboxStatements {
         }
         return plan.toString();
       }
+    }
+
+    /** The first and last value of a range query's single column, or null when it is empty. */
+    private static long[] range(Connection c, String sql, long nowNanos, int max)
+        throws SQLException {
+      long[] range = null;
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        ps.setLong(1, nowNanos);
+        ps.setLong(2, nowNanos);
+        ps.setInt(3, max);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            long v = rs.getLong(1);
+            if (range == null) {
+              range = new long[] {v, v};
+            }
+            range[1] = v;
+          }
+        }
+      }
+      return range;
     }
 
     private static long maxSeq(List<OutboxRecord> rows, List<Undecodable> bad) {

@@ -46,7 +46,8 @@ final class Schema {
    * runs every listed version it has not applied, lowest first (see {@link #pending}).
    */
   static final List<String> SCRIPTS = List.of("V1__base.sql", "V2__dead_letter_identity.sql",
-      "V3__database_clock.sql", "V4__journal_instants.sql", "V7__outbox_key_order.sql");
+      "V3__database_clock.sql", "V4__journal_instants.sql", "V7__outbox_key_order.sql",
+      "V9__outbox_claim_readiness.sql");
 
   /** The newest schema version this build knows: the highest version in {@link #SCRIPTS}. */
   static final int CURRENT_VERSION = versionOf(SCRIPTS.get(SCRIPTS.size() - 1));
