@@ -906,6 +906,34 @@ public abstract class OutboxStoreContract {
     }
 
     @Test
+    @DisplayName("an open transaction keeps its room across recounts: with a bound of 2 and two"
+        + " transactions open, a third append is refused however often the count is refreshed")
+    void openTransactionsKeepTheirRoom() {
+      bounded = createStore(io.relaykit.outbox.OutboxBound.refuseAbove(2));
+      Optional<OpenTransaction> first = begin(bounded);
+      org.junit.jupiter.api.Assumptions.assumeTrue(first.isPresent(),
+          "appends of this store are not transactional");
+      OpenTransaction second = begin(bounded).orElseThrow();
+      try {
+        first.get().append(destination, message(null));
+        advance(Duration.ofSeconds(2));
+        second.append(destination, message("k"));
+        advance(Duration.ofSeconds(2));
+        assertThatThrownBy(() -> appendTo(bounded, message(null)))
+            .isInstanceOf(io.relaykit.outbox.OutboxFullException.class);
+        advance(Duration.ofSeconds(2));
+        assertThatThrownBy(() -> appendTo(bounded, message("other")))
+            .isInstanceOf(io.relaykit.outbox.OutboxFullException.class);
+        first.get().commit();
+        second.commit();
+      } finally {
+        first.get().rollback();
+        second.rollback();
+      }
+      assertThat(bounded.stats(now()).unsent()).isEqualTo(2);
+    }
+
+    @Test
     @DisplayName("rows sent give their room back: after the backlog was sent, appends take again")
     void sentRowsGiveRoomBack() {
       bounded = createStore(io.relaykit.outbox.OutboxBound.refuseAbove(2));
