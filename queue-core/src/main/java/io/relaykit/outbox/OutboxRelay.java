@@ -101,6 +101,13 @@ public final class OutboxRelay implements AutoCloseable {
    * one total over its whole {@link DeadLetterStore}, whatever the dead letters' sources.
    */
   public static final String DEAD_LETTERS_METRICS_NAME = "all";
+
+  /**
+   * The reason under which dead letters removed by the retention ({@link
+   * Builder#deadLetterRetention}) are reported to {@link MetricsListener#dropped}, with {@link
+   * #DEAD_LETTERS_METRICS_NAME} as the destination.
+   */
+  public static final String DEAD_LETTER_RETENTION_REASON = "dead-letter-retention";
   /** Sent rows deleted per purge statement, and statements per cycle. */
   static final int PURGE_STEP = 1_000;
   static final int PURGE_STEPS_PER_CYCLE = 10;
@@ -1014,6 +1021,11 @@ public final class OutboxRelay implements AutoCloseable {
           + " dead-letter retention (tried again in " + purgeInterval + "): " + e);
     }
     deadLettersPurgedTotal.addAndGet(removed);
+    if (removed > 0) {
+      long purged = removed;
+      MetricsListener.safely(metrics, m -> m.dropped(DEAD_LETTERS_METRICS_NAME,
+          DEAD_LETTER_RETENTION_REASON, purged));
+    }
     return behind;
   }
 

@@ -527,8 +527,16 @@ public abstract class OutboxRelayContract {
     void deadLetterRetention() {
       TestBroker broker = new TestBroker();
       broker.fail(m -> true);
+      java.util.Map<String, Long> dropped = new java.util.concurrent.ConcurrentHashMap<>();
+      io.relaykit.monitor.MetricsListener metrics = new io.relaykit.monitor.MetricsListener() {
+        @Override
+        public void dropped(String destination, String reason, long count) {
+          dropped.merge(destination + "/" + reason, count, Long::sum);
+        }
+      };
       OutboxRelay relay = built(relay("r", store, deadLetters, broker).batchSize(10)
-          .purgeInterval(Duration.ofMinutes(1)).deadLetterRetention(Duration.ofDays(2), 3));
+          .purgeInterval(Duration.ofMinutes(1)).deadLetterRetention(Duration.ofDays(2), 3)
+          .metrics(metrics));
       for (int i = 0; i < 5; i++) {
         append("k" + i, "old" + i);
       }
@@ -544,6 +552,9 @@ public abstract class OutboxRelayContract {
       assertThat(deadLetters.list(DeadLetterQuery.all())).extracting(d -> d.message().payloadUtf8())
           .containsExactly("new");
       assertThat(relay.counters().deadLettersPurged()).isEqualTo(5);
+      assertThat(dropped).as("dead letters purged by retention, reported as dropped")
+          .containsEntry(OutboxRelay.DEAD_LETTERS_METRICS_NAME + "/"
+              + OutboxRelay.DEAD_LETTER_RETENTION_REASON, 5L);
     }
   }
 

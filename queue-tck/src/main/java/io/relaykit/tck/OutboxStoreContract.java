@@ -133,6 +133,61 @@ public abstract class OutboxStoreContract {
     throw new UnsupportedOperationException(getClass().getName() + " has no request ids");
   }
 
+  /**
+   * A business transaction the kit appends through, open until {@link #commit} or {@link
+   * #rollback}; see {@link #begin}.
+   */
+  public interface OpenTransaction {
+    /**
+     * Appends {@code message} in this transaction, through the store {@link #begin} was given.
+     *
+     * @param destination where the row is to be published
+     * @param message the message
+     */
+    void append(String destination, Message message);
+
+    /** Commits the transaction and ends it. */
+    void commit();
+
+    /** Rolls the transaction back and ends it. */
+    void rollback();
+  }
+
+  /**
+   * A new, empty outbox as {@link #createStore()}, whose appends are checked against {@code
+   * bound}. The default throws: a store without it fails the "bounds" cases.
+   *
+   * @param bound the bound appends are checked against
+   * @return the new store
+   */
+  protected OutboxStore createStore(io.relaykit.outbox.OutboxBound bound) {
+    throw new UnsupportedOperationException(getClass().getName()
+        + " does not override createStore(OutboxBound)");
+  }
+
+  /**
+   * Opens a business transaction on {@code store} (one of this backend's, from a {@code
+   * createStore} method), or empty when appends of this backend are not transactional (the
+   * in-memory store: an append is visible at once and cannot roll back); the "bounds" cases then
+   * check appends made one after another from many threads.
+   *
+   * @param store the store appends go through
+   * @return the open transaction, or empty
+   */
+  protected Optional<OpenTransaction> begin(OutboxStore store) {
+    return Optional.empty();
+  }
+
+  /**
+   * The store's key-head rows that claims walk (keys whose head points at a row), or -1 when the
+   * store keeps no such rows; the "key heads" cases then check only what claims return.
+   *
+   * @return how many key heads a claim may walk right now
+   */
+  protected long walkableKeyHeads() {
+    return -1;
+  }
+
   @BeforeEach
   void createFreshStore() {
     store = createStore();
@@ -785,6 +840,194 @@ public abstract class OutboxStoreContract {
       assertThat(store.stats(now()).unsent()).isEqualTo(1);
       assertThat(store.purgeSent(late.plusMillis(1))).isEqualTo(1);
       assertThat(store.stats(now()).sent()).isZero();
+    }
+  }
+
+  @Nested
+  @DisplayName("bounds under concurrent transactions")
+  class BoundsUnderConcurrency {
+
+    private OutboxStore bounded;
+
+    private Message message(String key) {
+      return Message.builder().id("bd-" + UUID.randomUUID()).type("order.paid").key(key)
+          .payload("{}").createdAt(FakeClock.EPOCH).build();
+    }
+
+    /** Appends through a transaction held open until all threads appended; commits what took. */
+    private List<Boolean> appendConcurrently(int threads) {
+      java.util.concurrent.CyclicBarrier appended = new java.util.concurrent.CyclicBarrier(threads);
+      return Race.run(threads, Duration.ofSeconds(60), i -> {
+        Optional<OpenTransaction> tx = begin(bounded);
+        boolean took;
+        try {
+          if (tx.isPresent()) {
+            tx.get().append(destination, message(null));
+          } else {
+            appendTo(bounded, message(null));
+          }
+          took = true;
+        } catch (io.relaykit.outbox.OutboxFullException e) {
+          took = false;
+        }
+        try {
+          appended.await(60, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (Exception e) {
+          throw new AssertionError(e);
+        }
+        if (tx.isPresent()) {
+          if (took) {
+            tx.get().commit();
+          } else {
+            tx.get().rollback();
+          }
+        }
+        return took;
+      });
+    }
+
+    private void appendTo(OutboxStore s, Message m) {
+      Optional<OpenTransaction> tx = begin(s);
+      if (tx.isEmpty()) {
+        appendCommitted(destination, m);
+        return;
+      }
+      try {
+        tx.get().append(destination, m);
+      } catch (RuntimeException e) {
+        tx.get().rollback();
+        throw e;
+      }
+      tx.get().commit();
+    }
+
+    @Test
+    @DisplayName("7 transactions appending at once to a REFUSE bound of 3: exactly 3 commit, 4 are"
+        + " refused, and the backlog holds 3")
+    void concurrentTransactionsKeepTheBound() {
+      bounded = createStore(io.relaykit.outbox.OutboxBound.refuseAbove(3));
+      List<Boolean> took = appendConcurrently(7);
+      assertThat(took.stream().filter(t -> t).count()).as("appends that took: %s", took)
+          .isEqualTo(3);
+      assertThat(bounded.stats(now()).unsent()).isEqualTo(3);
+      assertThat(bounded.refusedAppends()).isEqualTo(4);
+    }
+
+    @Test
+    @DisplayName("a rolled-back append gives its room back: the next appends up to the bound take")
+    void rollbackGivesRoomBack() {
+      bounded = createStore(io.relaykit.outbox.OutboxBound.refuseAbove(2));
+      Optional<OpenTransaction> tx = begin(bounded);
+      org.junit.jupiter.api.Assumptions.assumeTrue(tx.isPresent(),
+          "appends of this store are not transactional");
+      tx.get().append(destination, message(null));
+      tx.get().rollback();
+      appendTo(bounded, message(null));
+      appendTo(bounded, message("k"));
+      assertThatThrownBy(() -> appendTo(bounded, message(null)))
+          .isInstanceOf(io.relaykit.outbox.OutboxFullException.class);
+      assertThat(bounded.stats(now()).unsent()).isEqualTo(2);
+    }
+
+    @Test
+    @DisplayName("an open transaction keeps its room across recounts: with a bound of 2 and two"
+        + " transactions open, a third append is refused however often the count is refreshed")
+    void openTransactionsKeepTheirRoom() {
+      bounded = createStore(io.relaykit.outbox.OutboxBound.refuseAbove(2));
+      Optional<OpenTransaction> first = begin(bounded);
+      org.junit.jupiter.api.Assumptions.assumeTrue(first.isPresent(),
+          "appends of this store are not transactional");
+      OpenTransaction second = begin(bounded).orElseThrow();
+      try {
+        first.get().append(destination, message(null));
+        advance(Duration.ofSeconds(2));
+        second.append(destination, message("k"));
+        advance(Duration.ofSeconds(2));
+        assertThatThrownBy(() -> appendTo(bounded, message(null)))
+            .isInstanceOf(io.relaykit.outbox.OutboxFullException.class);
+        advance(Duration.ofSeconds(2));
+        assertThatThrownBy(() -> appendTo(bounded, message("other")))
+            .isInstanceOf(io.relaykit.outbox.OutboxFullException.class);
+        first.get().commit();
+        second.commit();
+      } finally {
+        first.get().rollback();
+        second.rollback();
+      }
+      assertThat(bounded.stats(now()).unsent()).isEqualTo(2);
+    }
+
+    @Test
+    @DisplayName("rows sent give their room back: after the backlog was sent, appends take again")
+    void sentRowsGiveRoomBack() {
+      bounded = createStore(io.relaykit.outbox.OutboxBound.refuseAbove(2));
+      appendTo(bounded, message(null));
+      appendTo(bounded, message("k"));
+      assertThatThrownBy(() -> appendTo(bounded, message(null)))
+          .isInstanceOf(io.relaykit.outbox.OutboxFullException.class);
+      List<Long> seqs = new ArrayList<>();
+      for (OutboxRecord r : bounded.claim("r", 10, lease(), now())) {
+        seqs.add(r.sequence());
+      }
+      assertThat(bounded.markSent("r", seqs, now())).isEqualTo(2);
+      appendTo(bounded, message(null));
+      appendTo(bounded, message("k"));
+      assertThat(bounded.stats(now()).unsent()).isEqualTo(2);
+    }
+  }
+
+  @Nested
+  @DisplayName("key heads")
+  class KeyHeads {
+
+    @Test
+    @DisplayName("300 keys whose rows went to dead letters (moveToDeadLetters, markDead) leave no"
+        + " head for claims to walk; a live key's row is still claimed")
+    void deadLetteredKeysLeaveNoHeads() {
+      io.relaykit.deadletter.InMemoryDeadLetterStore dead =
+          new io.relaykit.deadletter.InMemoryDeadLetterStore();
+      for (int i = 0; i < 300; i++) {
+        append("dead-" + i);
+      }
+      List<OutboxRecord> got = claim("r", 300);
+      assertThat(got).hasSize(300);
+      for (OutboxRecord r : got) {
+        boolean moved = r.sequence() % 2 == 0
+            ? store.moveToDeadLetters("r", r.sequence(), io.relaykit.deadletter.DeadLetter.of(
+                r.message(), r.destination(), "gave up", null, 1, now(), now()), dead)
+            : store.markDead("r", r.sequence());
+        assertThat(moved).isTrue();
+      }
+      Message live = append("live");
+      if (walkableKeyHeads() >= 0) {
+        assertThat(walkableKeyHeads()).as("heads claims walk").isEqualTo(1);
+      }
+      assertThat(messageIds(claim("r", 10))).containsExactly(live.id());
+    }
+
+    @Test
+    @DisplayName("an append that held a key's head while its previous row was sent, then rolled"
+        + " back, leaves no head walked after the retention purge")
+    void rolledBackAppendLeavesNoHead() {
+      Optional<OpenTransaction> probe = begin(store);
+      org.junit.jupiter.api.Assumptions.assumeTrue(probe.isPresent(),
+          "appends of this store are not transactional");
+      probe.get().rollback();
+      append("k");
+      OutboxRecord first = only(claim("r", 10));
+      OpenTransaction tx = begin(store).orElseThrow();
+      tx.append(destination, Message.builder().type("order.paid").key("k").payload("{}")
+          .createdAt(FakeClock.EPOCH).build());
+      assertThat(store.markSent("r", List.of(first.sequence()), now())).isEqualTo(1);
+      tx.rollback();
+      advance(Duration.ofDays(8));
+      store.purgeSentOlderThan(Duration.ofDays(7), 100, now());
+      if (walkableKeyHeads() >= 0) {
+        assertThat(walkableKeyHeads()).as("heads claims walk").isZero();
+      }
+      assertThat(claim("r", 10)).isEmpty();
+      Message next = append("k");
+      assertThat(messageIds(claim("r", 10))).containsExactly(next.id());
     }
   }
 

@@ -28,6 +28,12 @@ class InMemoryOutboxStoreTest extends OutboxStoreContract {
   }
 
   @Override
+  protected OutboxStore createStore(OutboxBound bound) {
+    store = new InMemoryOutboxStore(clock(), bound);
+    return store;
+  }
+
+  @Override
   protected void appendCommitted(String destination, Message message) {
     store.append(destination, message);
   }

@@ -73,7 +73,9 @@ import org.springframework.web.util.pattern.PathPatternParser;
  *
  * <p>Keys are scoped to the authenticated user ({@code getUserPrincipal()}): the same key sent by
  * two users is two keys, so one never gets the other's answer or a 409/422 for the other's
- * request; requests without a principal share one key space.
+ * request; requests without a principal share one key space of their own. The stored key is
+ * {@link #scope}'s injective encoding, so no key sent without a principal (or by another user)
+ * can name a user's stored key, whatever ':' it holds.
  *
  * <p>Ordered at 0: after Spring Security's filter chain (-100), so a request that is not
  * authenticated does not consume a key.
@@ -252,23 +254,41 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
   }
 
   /**
-   * Longest prefix {@link #scoped} adds to a key: {@code u:}, 16 hex digits of the principal's
-   * SHA-256, {@code :}.
+   * Longest prefix {@link #scope} adds to a key: {@code u:}, 16 hex digits of the principal's
+   * SHA-256, {@code :}, the key's length (at most three digits: keys are at most {@link
+   * io.relaykit.idempotency.IdempotencyStore#MAX_KEY_LENGTH} characters), {@code :}.
    */
-  static final int SCOPE_LENGTH = 19;
+  static final int SCOPE_LENGTH = 23;
 
   /**
    * The client's key scoped to the authenticated user ({@link HttpServletRequest#getUserPrincipal},
    * which Spring Security sets): keys are unique per client (the draft), so two users sending the
-   * same key never share a claim or see each other's answer. Unauthenticated requests keep the
-   * bare key.
+   * same key never share a claim or see each other's answer.
    */
   private static String scoped(HttpServletRequest request, String key) {
     java.security.Principal p = request.getUserPrincipal();
-    if (p == null || p.getName() == null) {
-      return key;
+    return scope(p == null ? null : p.getName(), key);
+  }
+
+  /**
+   * The stored key of {@code key} sent by {@code user} (null: no principal): {@code
+   * u:<16 hex digits of SHA-256(user)>:<length of key>:<key>} for a user, {@code a:<length of
+   * key>:<key>} without one. Each scope kind has a prefix of its own and every part after it
+   * is of fixed length or length-prefixed, so the encoding is injective: no key sent in one
+   * scope, whatever ':' it holds, spells a key of another scope or of another user. Public so
+   * an operator can find a client's claim and answer (under the protocol's namespace).
+   *
+   * @param user the principal's name, or null for a request without one
+   * @param key the client's key, as {@link IdempotencyKeyProtocol#parseKey} returned it
+   * @return the key the claim and the answer are stored under (before the namespace)
+   * @throws NullPointerException if {@code key} is null
+   */
+  public static String scope(String user, String key) {
+    String counted = key.length() + ":" + key;
+    if (user == null) {
+      return "a:" + counted;
     }
-    return "u:" + io.relaykit.internal.Digests.sha256Hex(p.getName(), 8) + ":" + key;
+    return "u:" + io.relaykit.internal.Digests.sha256Hex(user, 8) + ":" + counted;
   }
 
   private void abandon(Proceed owned, Throwable cause) {

@@ -108,7 +108,7 @@ class IdempotencyFilterH2Test {
       assertThat(r.statusCode()).isEqualTo(413);
       assertThat(r.body()).contains("at most 1024 bytes");
       assertThat(api.runs(name)).isZero();
-      assertThat(store.status("http:" + k)).isEmpty();
+      assertThat(store.status("http:" + RelaykitIdempotencyFilter.scope(null, k))).isEmpty();
     }
 
     @Test
@@ -173,15 +173,15 @@ class IdempotencyFilterH2Test {
       String name = key();
       String k = key();
       send("/api/orders/" + name, k, "{\"a\":1}");
-      IdempotentAnswer kept = answers.find(k).orElseThrow();
+      IdempotentAnswer kept = answers.find(RelaykitIdempotencyFilter.scope(null, k)).orElseThrow();
       assertThat(kept.status()).isEqualTo(201);
       assertThat(kept.headers().keySet()).extracting(String::toLowerCase)
           .contains("location", "content-type").doesNotContain("set-cookie");
       assertThat(new String(kept.body(), StandardCharsets.UTF_8)).contains("\"run\":1");
       byte[] row = jdbc.queryForObject("SELECT answer FROM " + PREFIX
-          + "http_answers WHERE answer_key = ?", byte[].class, k);
+          + "http_answers WHERE answer_key = ?", byte[].class, RelaykitIdempotencyFilter.scope(null, k));
       assertThat(IdempotentAnswer.decode(row)).isEqualTo(kept);
-      assertThat(store.status("http:" + k)).contains(io.relaykit.idempotency.Claim.Status.DONE);
+      assertThat(store.status("http:" + RelaykitIdempotencyFilter.scope(null, k))).contains(io.relaykit.idempotency.Claim.Status.DONE);
     }
 
     @Test
@@ -205,8 +205,8 @@ class IdempotencyFilterH2Test {
       String k = key();
       HttpResponse<String> first = send("/api/flaky/" + name, k, "");
       assertThat(first.statusCode()).isEqualTo(500);
-      assertThat(store.status("http:" + k)).as("not stuck in progress").isEmpty();
-      assertThat(answers.find(k)).isEmpty();
+      assertThat(store.status("http:" + RelaykitIdempotencyFilter.scope(null, k))).as("not stuck in progress").isEmpty();
+      assertThat(answers.find(RelaykitIdempotencyFilter.scope(null, k))).isEmpty();
       HttpResponse<String> retry = send("/api/flaky/" + name, k, "");
       assertThat(retry.statusCode()).isEqualTo(200);
       assertThat(retry.body()).isEqualTo("done " + name);
@@ -223,8 +223,8 @@ class IdempotencyFilterH2Test {
       HttpResponse<String> first = send("/api/rejected/" + name, k, "");
       assertThat(first.statusCode()).isEqualTo(409);
       assertThat(first.body()).as("the error dispatch's body").contains("\"status\":409");
-      assertThat(answers.find(k)).as("no answer kept").isEmpty();
-      assertThat(store.status("http:" + k)).as("the key is released").isEmpty();
+      assertThat(answers.find(RelaykitIdempotencyFilter.scope(null, k))).as("no answer kept").isEmpty();
+      assertThat(store.status("http:" + RelaykitIdempotencyFilter.scope(null, k))).as("the key is released").isEmpty();
       HttpResponse<String> retry = send("/api/rejected/" + name, k, "");
       assertThat(retry.statusCode()).isEqualTo(409);
       assertThat(retry.body()).as("never a replayed empty body").contains("\"status\":409");
@@ -239,8 +239,8 @@ class IdempotencyFilterH2Test {
       HttpResponse<String> first = send("/api/send-error/" + name, k, "");
       assertThat(first.statusCode()).isEqualTo(422);
       assertThat(first.body()).contains("\"status\":422");
-      assertThat(answers.find(k)).isEmpty();
-      assertThat(store.status("http:" + k)).isEmpty();
+      assertThat(answers.find(RelaykitIdempotencyFilter.scope(null, k))).isEmpty();
+      assertThat(store.status("http:" + RelaykitIdempotencyFilter.scope(null, k))).isEmpty();
       HttpResponse<String> retry = send("/api/send-error/" + name, k, "");
       assertThat(retry.statusCode()).isEqualTo(422);
       assertThat(retry.body()).contains("\"status\":422");
@@ -256,7 +256,7 @@ class IdempotencyFilterH2Test {
       HttpResponse<String> first = send("/api/big/" + name, k, "");
       assertThat(first.statusCode()).isEqualTo(200);
       assertThat(first.body()).hasSize(4096);
-      IdempotentAnswer kept = answers.find(k).orElseThrow();
+      IdempotentAnswer kept = answers.find(RelaykitIdempotencyFilter.scope(null, k)).orElseThrow();
       assertThat(kept.bodyKept()).isFalse();
       assertThat(kept.bodyLength()).isEqualTo(4096);
       HttpResponse<String> again = send("/api/big/" + name, k, "");
@@ -279,7 +279,7 @@ class IdempotencyFilterH2Test {
         assertThat(f.get(30, TimeUnit.SECONDS).statusCode()).isIn(201, 409);
       }
       Await.until(Duration.ofSeconds(30), "the key is completed",
-          () -> answers.find(k).isPresent());
+          () -> answers.find(RelaykitIdempotencyFilter.scope(null, k)).isPresent());
       assertThat(send("/api/orders/" + name, k, "{}").statusCode()).isEqualTo(201);
       assertThat(api.runs(name)).isEqualTo(1);
     }

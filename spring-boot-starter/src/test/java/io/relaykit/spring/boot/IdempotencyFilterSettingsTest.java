@@ -80,11 +80,62 @@ class IdempotencyFilterSettingsTest {
     });
   }
 
+  @Test
+  @DisplayName("an anonymous key spelling a user's scoped key (u:<hash of alice>:<her key>) is a key of its own: it runs and never gets alice's answer")
+  void anonymousCannotForgeUserScope() {
+    web.run(ctx -> {
+      RelaykitIdempotencyFilter f = ctx.getBean(RelaykitIdempotencyFilter.class);
+      java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+      MockHttpServletResponse alice = call(f, "alice", "same-key", runs);
+      String hash = io.relaykit.internal.Digests.sha256Hex("alice", 8);
+      java.util.Set<String> forgeries = new java.util.LinkedHashSet<>(java.util.List.of(
+          "u:" + hash + ":same-key", "u:" + hash + ":8:same-key",
+          "u:" + hash + ":" + "same-key".length() + ":same-key",
+          RelaykitIdempotencyFilter.scope("alice", "same-key")));
+      for (String forged : forgeries) {
+        MockHttpServletResponse anonymous = call(f, null, forged, runs);
+        assertThat(anonymous.getStatus()).as(forged).isEqualTo(201);
+        assertThat(anonymous.getContentAsString()).as(forged).doesNotContain("for alice");
+      }
+      // A user whose name spells a scope does not reach alice's key either.
+      MockHttpServletResponse mallory = call(f, "alice:same-key", "same-key", runs);
+      assertThat(mallory.getContentAsString()).isEqualTo("order " + runs.get()
+          + " for alice:same-key");
+      assertThat(alice.getContentAsString()).isEqualTo("order 1 for alice");
+      assertThat(call(f, "alice", "same-key", runs).getContentAsString())
+          .isEqualTo("order 1 for alice");
+      assertThat(runs).hasValue(forgeries.size() + 2);
+    });
+  }
+
+  @Test
+  @DisplayName("scopes never collide: anonymous keys and user keys of any name and key are distinct stored keys")
+  void scopesAreInjective() {
+    java.util.Set<String> seen = new java.util.HashSet<>();
+    String[] names = {"a", "a:", ":a", "u", "alice", "alice:same-key", ""};
+    String[] keys = {"k", ":k", "k:", "u:1:k", "a:1:k", "1:k", "same-key"};
+    for (String key : keys) {
+      assertThat(seen.add(RelaykitIdempotencyFilter.scope(null, key))).as("anonymous " + key)
+          .isTrue();
+      for (String name : names) {
+        assertThat(seen.add(RelaykitIdempotencyFilter.scope(name, key)))
+            .as(name + " / " + key).isTrue();
+      }
+    }
+  }
+
   private static MockHttpServletResponse call(RelaykitIdempotencyFilter f, String user,
       java.util.concurrent.atomic.AtomicInteger runs) throws Exception {
+    return call(f, user, "same-key", runs);
+  }
+
+  private static MockHttpServletResponse call(RelaykitIdempotencyFilter f, String user,
+      String key, java.util.concurrent.atomic.AtomicInteger runs) throws Exception {
     MockHttpServletRequest req = new MockHttpServletRequest("POST", "/orders");
-    req.addHeader("Idempotency-Key", "same-key");
-    req.setUserPrincipal(() -> user);
+    req.addHeader("Idempotency-Key", key);
+    if (user != null) {
+      req.setUserPrincipal(() -> user);
+    }
     req.setContent("{\"sku\":\"a\"}".getBytes(StandardCharsets.UTF_8));
     MockHttpServletResponse res = new MockHttpServletResponse();
     f.doFilter(req, res, new MockFilterChain(new jakarta.servlet.http.HttpServlet() {
@@ -93,7 +144,8 @@ class IdempotencyFilterSettingsTest {
           jakarta.servlet.http.HttpServletResponse rs) throws java.io.IOException {
         rs.setStatus(201);
         rs.getOutputStream().write(("order " + runs.incrementAndGet() + " for "
-            + rq.getUserPrincipal().getName()).getBytes(StandardCharsets.UTF_8));
+            + (rq.getUserPrincipal() == null ? "anonymous" : rq.getUserPrincipal().getName()))
+            .getBytes(StandardCharsets.UTF_8));
       }
     }));
     return res;

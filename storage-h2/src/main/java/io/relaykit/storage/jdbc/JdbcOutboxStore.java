@@ -224,21 +224,30 @@ public final class JdbcOutboxStore implements OutboxStore {
     requireConnection(tx);
     validate(destination, message);
     Message stamped = traceCapture.stamp(message);
-    admit(tx, 1);
-    if (stamped.key().isEmpty()) {
-      long seq = insert(tx, destination, stamped);
-      enqueued(destination, stamped, "outbox seq " + seq + ", in the caller's transaction");
-      return seq;
-    }
-    OutboxStatements.KeyRef ref = scopeKey(destination, stamped);
-    long seq = inCallersTransaction(tx, () -> {
-      long head = statements.lockHead(tx, ref);
-      long s = insert(tx, destination, stamped);
-      if (head == 0) {
-        statements.setHead(tx, ref, s);
+    boolean autoCommit = tx.getAutoCommit();
+    Reservation reservation = admit(tx, 1);
+    long seq;
+    try {
+      if (stamped.key().isEmpty()) {
+        seq = insert(tx, destination, stamped);
+      } else {
+        OutboxStatements.KeyRef ref = scopeKey(destination, stamped);
+        seq = inCallersTransaction(tx, () -> {
+          long head = statements.lockHead(tx, ref);
+          long s = insert(tx, destination, stamped);
+          if (head == 0) {
+            statements.setHead(tx, ref, s);
+          }
+          return s;
+        });
       }
-      return s;
-    });
+      reserved(tx, reservation, autoCommit, seq);
+    } catch (SQLException | RuntimeException e) {
+      // Nothing this append wrote stays (auto-commit: rolled back; otherwise the caller's
+      // transaction cannot commit a failed append's row without knowing it) - see the Javadoc.
+      unreserve(reservation);
+      throw e;
+    }
     enqueued(destination, stamped, "outbox seq " + seq + ", in the caller's transaction");
     return seq;
   }
@@ -427,18 +436,43 @@ public final class JdbcOutboxStore implements OutboxStore {
   }
 
   /**
-   * Checks {@code rows} more rows against the bound: the unsent count is sampled through {@code
-   * tx} (one {@code COUNT} over the unsent rows, an index range scan) at most once per {@link
-   * #BOUND_SAMPLE_INTERVAL} on the storage's clock, plus what this store appended since; an append
-   * that would be refused is re-checked against a fresh count first, so rows sent since the
-   * sample never cause a refusal (a refused append costs one COUNT). Overshoot: appends by other store instances (other hosts) since
-   * the sample are not seen, and a rolled-back append still counts until the next sample.
+   * Checks {@code rows} more rows against the bound and, for REFUSE, reserves room for them.
+   *
+   * <p>ACCEPT: the unsent count is sampled through {@code tx} (one {@code COUNT} over the unsent
+   * rows, an index range scan) at most once per {@link #BOUND_SAMPLE_INTERVAL} on the storage's
+   * clock, plus what this store appended since.
+   *
+   * <p>REFUSE: an append runs in the caller's transaction, whose commit or rollback this store
+   * never sees, and a count through one connection cannot see other transactions' uncommitted
+   * rows. So every admitted append holds a {@link Reservation} of its rows, and the bound is
+   * checked against the committed unsent rows at the last recount plus every reservation not
+   * known to be in that count: transactions on one store instance never exceed the bound
+   * together. A recount (one {@code COUNT} through a connection of its own, so it sees committed
+   * rows only, one recount at a time) runs when the sample is older than {@link
+   * #BOUND_SAMPLE_INTERVAL}, when the append would come within the last tenth of the bound, and
+   * before any refusal; it first asks the database how each reserved append's transaction ended
+   * (PostgreSQL: {@code txid_status} of the transaction id the append read; H2: whether its row
+   * is committed, or still visible to a READ UNCOMMITTED read) and drops the reservations of
+   * committed (now counted) and rolled-back ones. Until that recount a rolled-back append's
+   * reservation still holds its room; a refusal always recounts first, so it never refuses for
+   * a rollback alone. Across store instances (other hosts), an instance sees the others' rows
+   * once they are committed and it recounts: the backlog can exceed the bound by the other
+   * instances' appends not yet committed at that moment, plus what they commit within one
+   * sample interval while this one is outside the last tenth. Costs: nothing per append while far
+   * from the bound; a recount borrows a second connection from the data source while the
+   * caller's is open (size the pool for it); on PostgreSQL one {@code SELECT txid_current()} per
+   * append through the caller's connection.
+   *
+   * @return the reservation to complete with {@link #reserved} after the insert, or null
    */
-  private void admit(Connection tx, int rows) throws SQLException {
+  private Reservation admit(Connection tx, int rows) throws SQLException {
     if (!bound.isBounded()) {
-      return;
+      return null;
     }
     Instant now = clock.instant();
+    if (bound.overBound() == OutboxBound.OverBound.REFUSE) {
+      return reserve(now, rows);
+    }
     boolean fresh = false;
     long estimate;
     synchronized (sample) {
@@ -446,8 +480,7 @@ public final class JdbcOutboxStore implements OutboxStore {
           || now.isBefore(sampledAt);
       estimate = stale ? -1 : sample[0] + sample[1];
     }
-    if (estimate < 0 || (bound.overBound() == OutboxBound.OverBound.REFUSE
-        && estimate + rows > bound.maxUnsent())) {
+    if (estimate < 0) {
       estimate = countUnsent(tx);
       fresh = true;
     }
@@ -457,16 +490,188 @@ public final class JdbcOutboxStore implements OutboxStore {
         sample[1] = 0;
         sampledAt = now;
       }
+      if (bound.admit(estimate + rows - 1, "outbox " + tables.outbox)) {
+        overBoundAppends.addAndGet(rows);
+      }
+      sample[1] += rows;
+    }
+    return null;
+  }
+
+  /** An admitted append under a REFUSE bound whose transaction's end is not known yet. */
+  private static final class Reservation {
+    final int rows;
+    /** The append's transaction id (PostgreSQL) or first row's sequence (H2); 0 until known. */
+    volatile long marker;
+    /** Set when the append committed on an auto-commit connection. */
+    volatile boolean committed;
+
+    Reservation(int rows) {
+      this.rows = rows;
+    }
+  }
+
+  /** Reservations not known to be in {@code sample[0]}; guarded by {@link #sample}. */
+  private final Set<Reservation> reservations = new HashSet<>();
+  /** Rows of {@link #reservations}; guarded by {@link #sample}. */
+  private long reservedRows;
+  /** One recount at a time, so an older count never replaces a newer one. */
+  private final Object recount = new Object();
+
+  private Reservation reserve(Instant now, int rows) throws SQLException {
+    long max = bound.maxUnsent();
+    Reservation r = new Reservation(rows);
+    synchronized (sample) {
+      boolean stale = sampledAt == null || !now.isBefore(sampledAt.plus(BOUND_SAMPLE_INTERVAL))
+          || now.isBefore(sampledAt);
+      if (!stale && sample[0] + reservedRows + rows <= max - max / 10) {
+        reservations.add(r);
+        reservedRows += rows;
+        return r;
+      }
+    }
+    recount(now);
+    synchronized (sample) {
+      long unsent = sample[0] + reservedRows;
       try {
-        if (bound.admit(estimate + rows - 1, "outbox " + tables.outbox)) {
-          overBoundAppends.addAndGet(rows);
-        }
+        bound.admit(unsent + rows - 1, "outbox " + tables.outbox);
       } catch (OutboxFullException e) {
         refusedAppends.addAndGet(rows);
         throw e;
       }
-      sample[1] += rows;
+      reservations.add(r);
+      reservedRows += rows;
+      return r;
     }
+  }
+
+  /** Records how the reservation's transaction is found again; on failure use {@link #unreserve}. */
+  private void reserved(Connection tx, Reservation r, boolean autoCommit, long firstSeq)
+      throws SQLException {
+    if (r == null) {
+      return;
+    }
+    if (autoCommit) {
+      r.committed = true;
+    } else if (dialect == Dialect.POSTGRESQL) {
+      try (Statement st = tx.createStatement();
+          ResultSet rs = st.executeQuery("SELECT txid_current()")) {
+        rs.next();
+        r.marker = rs.getLong(1);
+      }
+    } else {
+      r.marker = firstSeq;
+    }
+  }
+
+  /** Gives back the room of an append that wrote nothing. */
+  private void unreserve(Reservation r) {
+    if (r == null) {
+      return;
+    }
+    synchronized (sample) {
+      if (reservations.remove(r)) {
+        reservedRows -= r.rows;
+      }
+    }
+  }
+
+  /**
+   * Counts the committed unsent rows through a connection of its own, after finding which
+   * reserved appends ended (committed: now in the count; rolled back: gone), and drops those
+   * reservations.
+   */
+  private void recount(Instant now) throws SQLException {
+    synchronized (recount) {
+      List<Reservation> marked = new java.util.ArrayList<>();
+      synchronized (sample) {
+        for (Reservation r : reservations) {
+          if (r.committed || r.marker != 0) {
+            marked.add(r);
+          }
+        }
+      }
+      long unsent;
+      List<Reservation> ended;
+      try (Connection c = dataSource.getConnection()) {
+        c.setAutoCommit(true);
+        ended = ended(c, marked);
+        unsent = countUnsent(c);
+      }
+      synchronized (sample) {
+        for (Reservation r : ended) {
+          if (reservations.remove(r)) {
+            reservedRows -= r.rows;
+          }
+        }
+        sample[0] = unsent;
+        sample[1] = 0;
+        sampledAt = now;
+      }
+    }
+  }
+
+  /** The reservations among {@code marked} whose transactions ended (committed or rolled back). */
+  private List<Reservation> ended(Connection c, List<Reservation> marked) throws SQLException {
+    List<Reservation> ended = new java.util.ArrayList<>();
+    List<Reservation> open = new java.util.ArrayList<>();
+    for (Reservation r : marked) {
+      (r.committed ? ended : open).add(r);
+    }
+    if (open.isEmpty()) {
+      return ended;
+    }
+    if (dialect == Dialect.POSTGRESQL) {
+      Long[] xids = new Long[open.size()];
+      for (int i = 0; i < xids.length; i++) {
+        xids[i] = open.get(i).marker;
+      }
+      Set<Long> running = new HashSet<>();
+      try (PreparedStatement ps = c.prepareStatement("SELECT x FROM unnest(?::bigint[]) x"
+          + " WHERE txid_status(x) = 'in progress'")) {
+        ps.setArray(1, c.createArrayOf("bigint", xids));
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            running.add(rs.getLong(1));
+          }
+        }
+      }
+      for (Reservation r : open) {
+        if (!running.contains(r.marker)) {
+          ended.add(r);
+        }
+      }
+      return ended;
+    }
+    // H2: committed rows are visible here; rows of a transaction still open only to a dirty read.
+    String exists = "SELECT 1 FROM " + tables.outbox + " WHERE seq = ?";
+    List<Reservation> unseen = new java.util.ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(exists)) {
+      for (Reservation r : open) {
+        ps.setLong(1, r.marker);
+        try (ResultSet rs = ps.executeQuery()) {
+          (rs.next() ? ended : unseen).add(r);
+        }
+      }
+    }
+    if (unseen.isEmpty()) {
+      return ended;
+    }
+    int isolation = c.getTransactionIsolation();
+    c.setTransactionIsolation(Connection.TRANSACTION_READ_UNCOMMITTED);
+    try (PreparedStatement ps = c.prepareStatement(exists)) {
+      for (Reservation r : unseen) {
+        ps.setLong(1, r.marker);
+        try (ResultSet rs = ps.executeQuery()) {
+          if (!rs.next()) {
+            ended.add(r); // rolled back (or sent and purged since)
+          }
+        }
+      }
+    } finally {
+      c.setTransactionIsolation(isolation);
+    }
+    return ended;
   }
 
   private long countUnsent(Connection tx) throws SQLException {
@@ -475,6 +680,11 @@ public final class JdbcOutboxStore implements OutboxStore {
       rs.next();
       return rs.getLong(1);
     }
+  }
+
+  /** The dialect's statements, for tests that read their plans. */
+  OutboxStatements statements() {
+    return statements;
   }
 
   @Override
@@ -544,33 +754,49 @@ public final class JdbcOutboxStore implements OutboxStore {
     if (messages.isEmpty()) {
       return;
     }
-    admit(tx, messages.size());
-    inCallersTransaction(tx, () -> {
-      // Keys in one order (sorted), so two appendAll calls never wait for each other in a cycle.
-      List<OutboxStatements.KeyRef> idle = new java.util.ArrayList<>();
-      for (OutboxStatements.KeyRef ref : refs) {
-        if (statements.lockHead(tx, ref) == 0) {
-          idle.add(ref);
-        }
-      }
-      try (PreparedStatement ps = tx.prepareStatement(insertSql)) {
-        int pending = 0;
-        for (Message m : stamped) {
-          bind(ps, destination, m);
-          ps.addBatch();
-          if (++pending == 1_000) {
-            ps.executeBatch();
-            pending = 0;
+    boolean autoCommit = tx.getAutoCommit();
+    Reservation reservation = admit(tx, messages.size());
+    try {
+      long first = inCallersTransaction(tx, () -> {
+        // Keys in one order (sorted), so two appendAll calls never wait for each other in a
+        // cycle.
+        List<OutboxStatements.KeyRef> idle = new java.util.ArrayList<>();
+        for (OutboxStatements.KeyRef ref : refs) {
+          if (statements.lockHead(tx, ref) == 0) {
+            idle.add(ref);
           }
         }
-        if (pending > 0) {
-          ps.executeBatch();
+        // Under a REFUSE bound on H2 the first row's sequence finds the transaction again.
+        int from = reservation != null && dialect != Dialect.POSTGRESQL ? 1 : 0;
+        long firstSeq = from == 1 ? insert(tx, destination, stamped.get(0)) : 0;
+        try (PreparedStatement ps = tx.prepareStatement(insertSql)) {
+          int pending = 0;
+          for (Message m : stamped.subList(from, stamped.size())) {
+            bind(ps, destination, m);
+            ps.addBatch();
+            if (++pending == 1_000) {
+              ps.executeBatch();
+              pending = 0;
+            }
+          }
+          if (pending > 0) {
+            ps.executeBatch();
+          }
         }
+        // Their heads were empty and are locked: the key's lowest unsent row is one of these.
+        statements.advanceHeads(tx, idle);
+        if (reservation != null && !autoCommit) {
+          reserved(tx, reservation, false, firstSeq);
+        }
+        return firstSeq;
+      });
+      if (reservation != null && autoCommit) {
+        reserved(tx, reservation, true, first);
       }
-      // Their heads were empty and are locked: the key's lowest unsent row is one of these.
-      statements.advanceHeads(tx, idle);
-      return null;
-    });
+    } catch (SQLException | RuntimeException e) {
+      unreserve(reservation);
+      throw e;
+    }
     for (Message m : stamped) {
       enqueued(destination, m, "outbox batch, in the caller's transaction");
     }
@@ -759,8 +985,9 @@ public final class JdbcOutboxStore implements OutboxStore {
    * lock and before the commit, so no other relay can claim, send or take the row over
    * meanwhile; if that store throws, the transaction rolls back and the row stays held; if the
    * commit fails after it stored the dead letter, the row stays beside its dead letter and is
-   * tried again (a replay may then publish it twice). Cost: one DELETE and one upsert in one
-   * transaction.
+   * tried again (a replay may then publish it twice). The row's key head moves on to the key's
+   * next unsent row (or none) in the same transaction, as after {@link #markDead}. Cost: one
+   * DELETE, one upsert and, for a keyed row, the head's move, in one transaction.
    */
   @Override
   public boolean moveToDeadLetters(String owner, long sequence, DeadLetter deadLetter,
@@ -776,6 +1003,7 @@ public final class JdbcOutboxStore implements OutboxStore {
       JdbcDeadLetterStore.validate(deadLetter);
     }
     return Jdbc.inTransaction(dataSource, "outbox moveToDeadLetters on " + tables.outbox, c -> {
+      List<OutboxStatements.KeyRef> refs = statements.keysOf(c, new Long[] {sequence});
       try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + tables.outbox
           + " WHERE seq = ? AND state = " + UNSENT + " AND lease_owner = ?")) {
         ps.setLong(1, sequence);
@@ -789,6 +1017,8 @@ public final class JdbcOutboxStore implements OutboxStore {
       } else {
         deadLetters.add(deadLetter);
       }
+      // The key's head moves on as after markDead, or claims walk it until the key's next row.
+      statements.advanceHeads(c, refs);
       return true;
     });
   }
@@ -909,7 +1139,11 @@ public final class JdbcOutboxStore implements OutboxStore {
         return ps.executeUpdate();
       }
     });
-    // Heads of keys with nothing left to send, in the same bounded steps.
+    // Heads left pointing at rows that are no longer unsent (a head an append held while
+    // markSent ran, and the append rolled back) move on; then heads of keys with nothing left to
+    // send go, in the same bounded steps.
+    Jdbc.inTransaction(dataSource, "outbox repair of stale key heads on " + tables.outboxHead,
+        c -> statements.repairStaleHeads(c, max));
     Jdbc.inTransaction(dataSource, "outbox purge of idle key heads on " + tables.outboxHead,
         c -> statements.purgeIdleHeads(c, max));
     return purged;

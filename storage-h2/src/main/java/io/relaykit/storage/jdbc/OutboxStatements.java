@@ -97,6 +97,7 @@ abstract sealed class OutboxStatements {
   private final String keyOfSql;
   private final String idleHeadsSql;
   private final String deleteIdleHeadSql;
+  private final String staleHeadsSql;
   private final String runProbeSql;
   private final String runLockSql;
   private final String runLeaseSql;
@@ -123,6 +124,12 @@ abstract sealed class OutboxStatements {
     this.idleHeadsSql = "SELECT msg_key, order_dest FROM " + headTable
         + " WHERE head_seq IS NULL FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED";
     this.deleteIdleHeadSql = "DELETE FROM " + headTable + byKey + " AND head_seq IS NULL";
+    // Heads, oldest first, whose row is not unsent any more; without locks (see idleHeadsSql).
+    // Parameters: max.
+    this.staleHeadsSql = "SELECT h.msg_key, h.order_dest FROM " + headTable + " h"
+        + " WHERE h.head_seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM " + table + " o"
+        + " WHERE o.seq = h.head_seq AND o.state = " + UNSENT + ")"
+        + " ORDER BY h.head_seq FETCH FIRST ? ROWS ONLY";
     // Runs (see leaseRuns). Parameters: key, scope, after, n.
     this.runProbeSql = "SELECT seq, ready_at, lease_until FROM " + table + byKey
         + " AND state = " + UNSENT + " AND seq > ? ORDER BY seq FETCH FIRST ? ROWS ONLY";
@@ -240,6 +247,28 @@ abstract sealed class OutboxStatements {
       }
     }
     return refs;
+  }
+
+  /**
+   * Moves up to {@code max} stale heads (oldest first: the ones claims walk first) to their keys'
+   * lowest unsent row, or NULL when none is left, skipping heads an append holds. A head goes
+   * stale when {@link #advanceHeads} skipped it because an append held it, and that append
+   * rolled back: no later markSent of the key moves it then. Cost: an index scan of the heads in
+   * head_seq order with one primary-key probe each, until {@code max} stale ones are found.
+   * Returns how many it looked at.
+   */
+  int repairStaleHeads(Connection c, int max) throws SQLException {
+    List<KeyRef> stale = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(staleHeadsSql)) {
+      ps.setInt(1, max);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          stale.add(new KeyRef(rs.getString(1), rs.getString(2)));
+        }
+      }
+    }
+    advanceHeads(c, stale);
+    return stale.size();
   }
 
   /**
@@ -368,6 +397,13 @@ abstract sealed class OutboxStatements {
   }
 
   /**
+   * The database's plans, with what each step read, of the statements that find a claim's
+   * candidates (EXPLAIN ANALYZE in {@code c}'s transaction: on PostgreSQL the claim itself runs,
+   * so roll it back). For tests that check how many rows a claim reads; not used in production.
+   */
+  abstract List<String> explainClaim(Connection c, int max, long leaseNanos) throws SQLException;
+
+  /**
    * Marks the rows {@code seqs} (ascending) that {@code owner} holds sent at the database clock's
    * now; the count changed.
    */
@@ -476,13 +512,20 @@ abstract sealed class OutboxStatements {
       // leases exactly those rows and returns them. ANY(ARRAY(...)) makes each subquery an init
       // plan, run once, and the UPDATE a primary-key lookup. The database's now is read once, in
       // the CTE (clock_timestamp() is volatile); each (SELECT now FROM clock) is an init plan.
-      // Parameters: [now], owner, lease, max (unkeyed), max (keyed), max.
+      // Unkeyed rows come from two partial indexes (schema version 9): never rescheduled ones
+      // (ready_at = 0) in seq order, and rescheduled ones due by now in ready_at order, so rows
+      // backed off into the future are never read.
+      // Parameters: [now], owner, lease, max (fresh), max (due retries), max (keyed), max.
       String now = "(SELECT now FROM clock)";
       this.claimSql = "WITH clock AS (SELECT " + clock.nowNanos(Dialect.POSTGRESQL) + " AS now)"
           + " UPDATE " + table + " SET lease_owner = ?, lease_until = " + now + " + ?"
           + " WHERE seq = ANY(ARRAY(SELECT o.seq FROM " + table + " o WHERE o.seq = ANY(ARRAY("
           + "(SELECT u.seq FROM " + table + " u WHERE u.state = " + UNSENT
-          + " AND u.msg_key IS NULL AND " + ready("u", now) + " ORDER BY u.seq LIMIT ?)"
+          + " AND u.msg_key IS NULL AND u.ready_at = 0 AND " + ready("u", now)
+          + " ORDER BY u.seq LIMIT ?)"
+          + " UNION ALL (SELECT r.seq FROM " + table + " r WHERE r.state = " + UNSENT
+          + " AND r.msg_key IS NULL AND r.ready_at > 0 AND " + ready("r", now)
+          + " ORDER BY r.ready_at LIMIT ?)"
           + " UNION ALL (SELECT k.seq FROM " + headTable + " h CROSS JOIN LATERAL"
           + " (SELECT x.seq, x.ready_at, x.lease_until FROM " + table + " x"
           + " WHERE x.msg_key = h.msg_key AND x.order_dest = h.order_dest AND x.state = "
@@ -520,6 +563,21 @@ abstract sealed class OutboxStatements {
     }
 
     @Override
+    List<String> explainClaim(Connection c, int max, long leaseNanos) throws SQLException {
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN (ANALYZE, FORMAT JSON) "
+          + claimSql)) {
+        bindClaim(ps, "explain", leaseNanos, max);
+        try (ResultSet rs = ps.executeQuery()) {
+          StringBuilder plan = new StringBuilder();
+          while (rs.next()) {
+            plan.append(rs.getString(1));
+          }
+          return List.of(plan.toString());
+        }
+      }
+    }
+
+    @Override
     Claimed claim(DataSource dataSource, String what, String owner, int max, int maxRun,
         long leaseNanos, UndecodableSink sink) {
       Claimed heads = claimHeads(dataSource, what, owner, max, leaseNanos, sink);
@@ -548,16 +606,22 @@ abstract sealed class OutboxStatements {
       return new Claimed(all, heads.deadLettered());
     }
 
+    private void bindClaim(PreparedStatement ps, String owner, long leaseNanos, int max)
+        throws SQLException {
+      int i = clock.bind(ps, 1);
+      ps.setString(i, owner);
+      ps.setLong(i + 1, leaseNanos);
+      ps.setInt(i + 2, max);
+      ps.setInt(i + 3, max);
+      ps.setInt(i + 4, max);
+      ps.setInt(i + 5, max);
+    }
+
     private Claimed claimHeads(DataSource dataSource, String what, String owner, int max,
         long leaseNanos, UndecodableSink sink) {
       Read read = Jdbc.autoCommit(dataSource, what, c -> {
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
-          int i = clock.bind(ps, 1);
-          ps.setString(i, owner);
-          ps.setLong(i + 1, leaseNanos);
-          ps.setInt(i + 2, max);
-          ps.setInt(i + 3, max);
-          ps.setInt(i + 4, max);
+          bindClaim(ps, owner, leaseNanos, max);
           return readClaimed(ps, max, owner, null);
         }
       });
@@ -662,6 +726,8 @@ abstract sealed class OutboxStatements {
   static final class H2 extends OutboxStatements {
     private final String unkeyedRangeSql;
     private final String unkeyedSql;
+    private final String retryRangeSql;
+    private final String retrySql;
     private final String headsSql;
     private final String headRowSql;
     private final String leaseSql;
@@ -686,13 +752,24 @@ abstract sealed class OutboxStatements {
       // claim's commit then rewrote every one of them: a claim cost O(unkeyed backlog), 80% of
       // the relay's time). So the unkeyed claim first finds the oldest max candidates without
       // locks, then locks only the claimable rows of that seq range. Parameters: now, now, max.
+      //
+      // Rows never rescheduled (ready_at = 0) are one range of outbox_ready in seq order; rows
+      // rescheduled (ready_at > 0) a range by due time, read only up to now (schema version 9),
+      // so rows backed off into the future are never read.
       String unkeyed = " FROM " + table + " o WHERE o.msg_key IS NULL AND o.order_dest = ''"
           + " AND o.state = " + UNSENT + " AND ";
-      this.unkeyedRangeSql = "SELECT o.seq" + unkeyed + ready("o", "?")
+      this.unkeyedRangeSql = "SELECT o.seq" + unkeyed + "o.ready_at = 0 AND " + ready("o", "?")
           + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY";
       // Parameters: from, to, now, now.
-      this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.seq BETWEEN ? AND ? AND "
-          + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
+      this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.ready_at = 0 AND o.seq BETWEEN"
+          + " ? AND ? AND " + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
+      // Due retries, earliest first. Parameters: now, now, max.
+      this.retryRangeSql = "SELECT o.ready_at" + unkeyed + "o.ready_at > 0 AND "
+          + ready("o", "?") + " ORDER BY o.ready_at FETCH FIRST ? ROWS ONLY";
+      // Parameters: from, to, now, now.
+      this.retrySql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.ready_at > 0 AND o.ready_at"
+          + " BETWEEN ? AND ? AND " + ready("o", "?") + " ORDER BY o.ready_at"
+          + " FOR UPDATE SKIP LOCKED";
       // Keyed candidates: heads in head_seq order, a page at a time, below a bound (the newest
       // unkeyed candidate when there are max of them). Parameters: after, below, page.
       this.headsSql = "SELECT msg_key, order_dest, head_seq FROM " + headTable
@@ -763,6 +840,18 @@ abstract sealed class OutboxStatements {
             undecodable.addAll(read.undecodable());
           }
         }
+        long[] due = range(c, retryRangeSql, nowNanos, max);
+        if (due != null) {
+          try (PreparedStatement ps = c.prepareStatement(retrySql)) {
+            ps.setLong(1, due[0]);
+            ps.setLong(2, due[1]);
+            ps.setLong(3, nowNanos);
+            ps.setLong(4, nowNanos);
+            Read read = readClaimed(ps, max, owner, until);
+            candidates.addAll(read.records());
+            undecodable.addAll(read.undecodable());
+          }
+        }
         int unkeyed = candidates.size() + undecodable.size();
         long below = unkeyed >= max ? maxSeq(candidates, undecodable) : Long.MAX_VALUE;
         readHeads(c, max, owner, until, nowNanos, below, candidates, undecodable);
@@ -806,6 +895,62 @@ abstract sealed class OutboxStatements {
           return new Claimed(leased, moved);
         }
       });
+    }
+
+    @Override
+    List<String> explainClaim(Connection c, int max, long leaseNanos) throws SQLException {
+      long nowNanos = Instants.toNanos("database now", clock.now(c, Dialect.H2));
+      List<String> plans = new ArrayList<>();
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + unkeyedRangeSql)) {
+        ps.setLong(1, nowNanos);
+        ps.setLong(2, nowNanos);
+        ps.setInt(3, max);
+        plans.add(plan(ps));
+      }
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + retryRangeSql)) {
+        ps.setLong(1, nowNanos);
+        ps.setLong(2, nowNanos);
+        ps.setInt(3, max);
+        plans.add(plan(ps));
+      }
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + headsSql)) {
+        ps.setLong(1, 0);
+        ps.setLong(2, Long.MAX_VALUE);
+        ps.setInt(3, Math.min(Math.max(2 * max, 16), 1_024));
+        plans.add(plan(ps));
+      }
+      return plans;
+    }
+
+    private static String plan(PreparedStatement ps) throws SQLException {
+      try (ResultSet rs = ps.executeQuery()) {
+        StringBuilder plan = new StringBuilder();
+        while (rs.next()) {
+          plan.append(rs.getString(1));
+        }
+        return plan.toString();
+      }
+    }
+
+    /** The first and last value of a range query's single column, or null when it is empty. */
+    private static long[] range(Connection c, String sql, long nowNanos, int max)
+        throws SQLException {
+      long[] range = null;
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        ps.setLong(1, nowNanos);
+        ps.setLong(2, nowNanos);
+        ps.setInt(3, max);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            long v = rs.getLong(1);
+            if (range == null) {
+              range = new long[] {v, v};
+            }
+            range[1] = v;
+          }
+        }
+      }
+      return range;
     }
 
     private static long maxSeq(List<OutboxRecord> rows, List<Undecodable> bad) {

@@ -30,7 +30,8 @@ import javax.sql.DataSource;
  *       versions and the scripts that add them.
  *   <li>Otherwise the missing scripts run under a lock, and the version is read again under it, so
  *       two instances opening one fresh database at once both end at the same schema: PostgreSQL
- *       takes a transaction-scoped advisory lock on (schema, prefix) and runs every pending script in
+ *       takes a transaction-scoped advisory lock on (schema, prefix folded to lower case, as
+ *       PostgreSQL folds the unquoted table names) and runs every pending script in
  *       one transaction (PostgreSQL DDL is transactional: a failure leaves the old version
  *       complete). H2 serialises DDL itself and commits each DDL statement on its own, so its
  *       scripts are idempotent ({@code IF NOT EXISTS}, guarded updates, a MERGE of the version
@@ -47,7 +48,7 @@ final class Schema {
    */
   static final List<String> SCRIPTS = List.of("V1__base.sql", "V2__dead_letter_identity.sql",
       "V3__database_clock.sql", "V4__journal_instants.sql", "V7__outbox_key_order.sql",
-      "V8__request_ids_and_replay_marks.sql");
+      "V8__request_ids_and_replay_marks.sql", "V9__outbox_claim_readiness.sql");
 
   /** The newest schema version this build knows: the highest version in {@link #SCRIPTS}. */
   static final int CURRENT_VERSION = versionOf(SCRIPTS.get(SCRIPTS.size() - 1));
@@ -219,7 +220,9 @@ final class Schema {
       try (PreparedStatement lock = c.prepareStatement(
           "SELECT pg_advisory_xact_lock(?, hashtext(current_schema() || '.' || ?))")) {
         lock.setInt(1, ADVISORY_LOCK_SPACE);
-        lock.setString(2, tables.prefix);
+        // Unquoted names fold to lower case: "Rk_" and "rk_" name the same tables, so they must
+        // take the same lock.
+        lock.setString(2, tables.prefix.toLowerCase(Locale.ROOT));
         lock.execute();
       }
       // Another instance may have migrated while this one waited for the lock.

@@ -31,6 +31,24 @@ class H2FileOutboxStoreTest extends OutboxStoreContract {
   }
 
   @Override
+  protected OutboxStore createStore(io.relaykit.outbox.OutboxBound bound) {
+    createStore();
+    store = storage.outboxStore(bound);
+    return store;
+  }
+
+  @Override
+  protected java.util.Optional<OpenTransaction> begin(OutboxStore s) {
+    return java.util.Optional.of(JdbcTransactions.open(storage.dataSource(),
+        (JdbcOutboxStore) s));
+  }
+
+  @Override
+  protected long walkableKeyHeads() {
+    return JdbcTransactions.walkableHeads(storage.dataSource(), PREFIX);
+  }
+
+  @Override
   protected void appendCommitted(String destination, Message message) {
     try (Connection c = storage.dataSource().getConnection()) {
       c.setAutoCommit(false);

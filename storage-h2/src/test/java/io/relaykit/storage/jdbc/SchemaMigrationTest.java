@@ -188,19 +188,41 @@ class SchemaMigrationTest {
     }
   }
 
+  @ParameterizedTest
+  @EnumSource(TestDatabase.Kind.class)
+  @DisplayName("four instances opening one fresh schema at once, two of them spelling the prefix"
+      + " in upper case (the same tables: unquoted names fold), all succeed: the migration lock"
+      + " is taken on the folded prefix")
+  void concurrentFirstOpenPrefixCase(TestDatabase.Kind kind) throws Exception {
+    TestDatabase db = TestDatabase.shared(kind);
+    ExecutorService threads = Executors.newFixedThreadPool(4);
+    try {
+      openConcurrently(db, threads, true);
+    } finally {
+      threads.shutdownNow();
+    }
+  }
+
   private void openConcurrently(TestDatabase db, ExecutorService threads) throws Exception {
+    openConcurrently(db, threads, false);
+  }
+
+  private void openConcurrently(TestDatabase db, ExecutorService threads, boolean mixedCase)
+      throws Exception {
     for (int round = 0; round < 5; round++) {
       String prefix = TestDatabase.newPrefix();
       CyclicBarrier start = new CyclicBarrier(4);
       List<CompletableFuture<JdbcStorage>> opens = new ArrayList<>();
       for (int i = 0; i < 4; i++) {
+        String spelled = mixedCase && i % 2 == 1
+            ? prefix.toUpperCase(java.util.Locale.ROOT) : prefix;
         opens.add(CompletableFuture.supplyAsync(() -> {
           try {
             start.await(10, TimeUnit.SECONDS);
           } catch (Exception e) {
             throw new IllegalStateException(e);
           }
-          return open(db, prefix, true);
+          return open(db, spelled, true);
         }, threads));
       }
       for (CompletableFuture<JdbcStorage> f : opens) {

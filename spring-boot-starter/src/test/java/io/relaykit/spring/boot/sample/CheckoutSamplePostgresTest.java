@@ -251,7 +251,8 @@ class CheckoutSamplePostgresTest {
     assertThat(orders(key)).isZero();
     assertThat(count("SELECT COUNT(*) FROM rk_" + RUN + "_outbox WHERE convert_from(payload, 'UTF8') LIKE ?",
         "%" + sku + "%")).isZero();
-    assertThat(idempotency.status("http:" + key)).as("not stuck in progress").isEmpty();
+    assertThat(idempotency.status("http:"
+        + io.relaykit.spring.boot.RelaykitIdempotencyFilter.scope(null, key))).as("not stuck in progress").isEmpty();
     HttpResponse<String> retry = send(order(key, sku, 1));
     assertThat(retry.statusCode()).isEqualTo(201);
     String id = orderId(retry);
@@ -260,6 +261,7 @@ class CheckoutSamplePostgresTest {
     assertThat(orders(key)).isEqualTo(1);
     assertThat(shipments(id)).isEqualTo(1);
     assertThat(listener.runs.get(id)).as("the shipping effect ran once").hasValue(1);
-    assertThat(idempotency.status("http:" + key)).contains(Claim.Status.DONE);
+    assertThat(idempotency.status("http:"
+        + io.relaykit.spring.boot.RelaykitIdempotencyFilter.scope(null, key))).contains(Claim.Status.DONE);
   }
 }
