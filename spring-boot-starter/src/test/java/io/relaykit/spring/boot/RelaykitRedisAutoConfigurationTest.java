@@ -84,7 +84,7 @@ class RelaykitRedisAutoConfigurationTest {
     List<String> p = new ArrayList<>(List.of(
         "spring.datasource.url=jdbc:h2:mem:" + unique("h2") + ";DB_CLOSE_DELAY=-1",
         "relaykit.storage=h2",
-        "relaykit.h2.table-prefix=" + unique("rk") + "_",
+        "relaykit.jdbc.table-prefix=" + unique("rk") + "_",
         "relaykit.idempotency.fast-tier=redis",
         "relaykit.redis.key-prefix=" + prefix(),
         "relaykit.redis.command-timeout=10s",
@@ -154,7 +154,7 @@ class RelaykitRedisAutoConfigurationTest {
   void noFastTierNoRedis() {
     runner.withPropertyValues(
         "spring.datasource.url=jdbc:h2:mem:" + unique("h2") + ";DB_CLOSE_DELAY=-1",
-        "relaykit.storage=h2", "relaykit.h2.table-prefix=" + unique("rk") + "_",
+        "relaykit.storage=h2", "relaykit.jdbc.table-prefix=" + unique("rk") + "_",
         "relaykit.spring.relay.enabled=false").run(ctx -> {
           assertThat(ctx).hasNotFailed().doesNotHaveBean(RedisStorage.class)
               .doesNotHaveBean(TieredIdempotencyStore.class).hasSingleBean(IdempotencyStore.class);
@@ -170,7 +170,7 @@ class RelaykitRedisAutoConfigurationTest {
         .properties(
             "spring.datasource.url=jdbc:h2:mem:" + unique("h2") + ";DB_CLOSE_DELAY=-1",
             "relaykit.storage=h2",
-            "relaykit.h2.table-prefix=" + unique("rk") + "_",
+            "relaykit.jdbc.table-prefix=" + unique("rk") + "_",
             "relaykit.idempotency.fast-tier=redis",
             "relaykit.redis.uri=" + REDIS,
             "relaykit.redis.key-prefix=" + prefix,
