@@ -111,6 +111,7 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
    */
   public static RabbitMqDeadLetterStore create(RabbitMqTransportConfig config, String destination,
       String group, LifecycleListener listener, InstantSource clock) {
+    RabbitMqClientVersion.check();
     if (config == null || listener == null || clock == null) {
       throw new IllegalArgumentException("config, listener and clock must not be null");
     }
