@@ -1,20 +1,21 @@
 package io.relaykit.examples.bootapp;
 
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.context.ConfigurableApplicationContext;
+import javax.sql.DataSource;
+import org.springframework.beans.factory.DisposableBean;
+import org.springframework.boot.test.context.TestConfiguration;
+import org.springframework.context.annotation.Bean;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * PostgreSQL (127.0.0.1:5432, database postgres) under {@code relaykit.storage=postgres}, the
- * in-process transport; every table this class creates has its run's prefix and is dropped after.
+ * in-process transport; every table this class creates has its run's prefix and is dropped when
+ * the application stops.
  */
 class PostgresDeliveryTest extends AbstractDeliveryTest {
   static final String URL = "jdbc:postgresql://127.0.0.1:5432/postgres";
@@ -30,22 +31,28 @@ class PostgresDeliveryTest extends AbstractDeliveryTest {
     r.add("relaykit.transport", () -> "memory");
   }
 
-  /** Stops the application first (its relay polls these tables), then drops them. */
-  @AfterAll
-  static void dropTables(@Autowired ConfigurableApplicationContext context) throws Exception {
-    context.close();
-    try (Connection c = DriverManager.getConnection(URL, "postgres", "");
-        Statement st = c.createStatement()) {
-      List<String> tables = new ArrayList<>();
-      try (ResultSet rs = c.getMetaData().getTables(null, null, PREFIX + "%",
-          new String[] {"TABLE"})) {
-        while (rs.next()) {
-          tables.add(rs.getString("TABLE_NAME"));
+  /**
+   * Drops this run's tables when the context is destroyed: after the relay (a lifecycle bean)
+   * has stopped polling them, before the DataSource it depends on closes.
+   */
+  @TestConfiguration
+  static class DropTables {
+    @Bean
+    DisposableBean dropRunTables(DataSource dataSource) {
+      return () -> {
+        try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
+          List<String> tables = new ArrayList<>();
+          try (ResultSet rs = c.getMetaData().getTables(null, null, PREFIX + "%",
+              new String[] {"TABLE"})) {
+            while (rs.next()) {
+              tables.add(rs.getString("TABLE_NAME"));
+            }
+          }
+          for (String t : tables) {
+            st.execute("DROP TABLE IF EXISTS " + t + " CASCADE");
+          }
         }
-      }
-      for (String t : tables) {
-        st.execute("DROP TABLE IF EXISTS " + t + " CASCADE");
-      }
+      };
     }
   }
 }
