@@ -465,7 +465,7 @@ public final class Settings {
         if (NAME.matcher(lower).matches()) {
           return lower;
         }
-        throw invalid(key, value, "a backend name such as memory, h2, redis, kafka");
+        throw invalid(key, value, "a backend name such as memory, jdbc, redis, kafka");
       }
       default -> {
         return value;

@@ -277,7 +277,7 @@ class RelaykitRedisAutoConfigurationTest {
     runner.withPropertyValues("relaykit.storage=redis").run(ctx ->
         assertThat(ctx).getFailure().rootCause()
             .hasMessageContaining("relaykit.storage=redis is not wired")
-            .hasMessageContaining("relaykit.storage=h2")
+            .hasMessageContaining("relaykit.storage=jdbc")
             .hasMessageContaining("relaykit.idempotency.fast-tier=redis"));
   }
 
@@ -287,7 +287,7 @@ class RelaykitRedisAutoConfigurationTest {
     runner.withPropertyValues("relaykit.idempotency.fast-tier=redis").run(ctx ->
         assertThat(ctx).getFailure().rootCause()
             .hasMessageContaining("relaykit.storage=memory")
-            .hasMessageContaining("set relaykit.storage=h2"));
+            .hasMessageContaining("set relaykit.storage=jdbc"));
   }
 
   @Test
