@@ -44,7 +44,7 @@ final class RelayKitModules {
           "config")),
       new Module("queue-tck", Role.SUPPORT, List.of("tck")),
       new Module("queue-guice", Role.SUPPORT, List.of("guice")),
-      new Module("storage-h2", Role.ADAPTER, List.of("storage.jdbc")),
+      new Module("storage-h2", Role.ADAPTER, List.of("storage.jdbc", "storage.h2")),
       new Module("storage-redis", Role.ADAPTER, List.of("storage.redis")),
       new Module("transport-kafka", Role.ADAPTER, List.of("transport.kafka")),
       new Module("transport-rabbitmq", Role.ADAPTER, List.of("transport.rabbitmq")),

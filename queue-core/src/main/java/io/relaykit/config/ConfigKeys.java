@@ -1,6 +1,7 @@
 package io.relaykit.config;
 
 import java.util.List;
+import java.util.Map;
 
 /**
  * The settings one module understands, found through {@link java.util.ServiceLoader}: a module
@@ -36,4 +37,17 @@ public interface ConfigKeys {
    * @return the keys, each under one of {@link #namespaces()}
    */
   List<ConfigKey> keys();
+
+  /**
+   * Former names of this module's keys, still read for one release: each maps a deprecated key
+   * to the declared key that replaces it. {@link Settings} reads a value given under the old name
+   * (or its environment variable) as the new key, and logs one line naming both; when both are
+   * set, the new key wins. An old key must not itself be declared, and must lie under one of
+   * {@link #namespaces()}.
+   *
+   * @return old key to new key; empty by default
+   */
+  default Map<String, String> deprecatedKeys() {
+    return Map.of();
+  }
 }

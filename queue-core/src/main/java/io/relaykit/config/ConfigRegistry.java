@@ -27,6 +27,7 @@ public final class ConfigRegistry {
    * that is not on the class path gets an error that says which artifact to add.
    */
   private static final Map<String, String> ADAPTERS = Map.of(
+      "relaykit.jdbc", "relaykit-jdbc",
       "relaykit.h2", "relaykit-jdbc",
       "relaykit.redis", "relaykit-redis",
       "relaykit.kafka", "relaykit-kafka",
@@ -38,6 +39,10 @@ public final class ConfigRegistry {
   private final Map<String, String> byVariable;
   /** Namespace to the module that owns it. */
   private final Map<String, String> owners;
+  /** Deprecated key to the key replacing it. */
+  private final Map<String, String> deprecated;
+  /** Environment variable of a deprecated key to that key. */
+  private final Map<String, String> deprecatedByVariable;
 
   private ConfigRegistry(Collection<? extends ConfigKeys> providers) {
     Map<String, ConfigKey> k = new TreeMap<>();
@@ -69,6 +74,28 @@ public final class ConfigRegistry {
         k.put(key.name(), key);
       }
     }
+    Map<String, String> d = new TreeMap<>();
+    for (ConfigKeys p : all) {
+      Map<String, String> old = p.deprecatedKeys();
+      if (old == null) {
+        throw new IllegalStateException("config key provider " + p.getClass().getName()
+            + " returned null for its deprecated keys");
+      }
+      old.forEach((from, to) -> {
+        ConfigKey target = k.get(to);
+        if (target == null || target.isFamily() || k.containsKey(from)
+            || !p.namespaces().contains(ConfigKey.namespaceOf(from))) {
+          throw new IllegalStateException(p.module() + " declares " + from + " as a deprecated"
+              + " name of " + to + ": the new key must be declared, the old one not, and the"
+              + " old one must lie under " + p.namespaces());
+        }
+        d.put(from, to);
+      });
+    }
+    Map<String, String> dv = new TreeMap<>();
+    d.keySet().forEach(from -> dv.put(Settings.environmentName(from), from));
+    this.deprecated = Collections.unmodifiableMap(d);
+    this.deprecatedByVariable = Collections.unmodifiableMap(dv);
     Map<String, String> v = new TreeMap<>();
     k.values().stream().filter(key -> !key.isFamily())
         .forEach(key -> v.put(Settings.environmentName(key.name()), key.name()));
@@ -165,6 +192,31 @@ public final class ConfigRegistry {
   public List<ConfigKey> keys() {
     return List.copyOf(keys.values());
   }
+  /**
+   * The former names of declared keys, still read for one release; see {@link
+   * ConfigKeys#deprecatedKeys()}.
+   *
+   * @return deprecated key to the key that replaces it, sorted; unmodifiable
+   */
+  public Map<String, String> deprecatedKeys() {
+    return deprecated;
+  }
+
+  /**
+   * The key that replaces {@code key}, when {@code key} is a deprecated name.
+   *
+   * @param key a full key
+   * @return the replacing key, or empty when {@code key} is not deprecated
+   */
+  public Optional<String> replacementOf(String key) {
+    return Optional.ofNullable(deprecated.get(key));
+  }
+
+  /** The deprecated key whose environment variable is {@code variable}. */
+  Optional<String> deprecatedKeyOf(String variable) {
+    return Optional.ofNullable(deprecatedByVariable.get(variable));
+  }
+
 
   /**
    * Whether some module on the class path owns {@code namespace}.

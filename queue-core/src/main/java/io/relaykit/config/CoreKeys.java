@@ -13,7 +13,10 @@ import java.util.List;
  */
 public final class CoreKeys implements ConfigKeys {
 
-  /** The storage backend's name: {@code memory} (the default), {@code h2}, {@code redis}. */
+  /**
+   * The storage backend's name: {@code memory} (the default), {@code jdbc} (aliases {@code h2},
+   * {@code postgres}), {@code redis}.
+   */
   public static final String STORAGE = "relaykit.storage";
   /** The transport backend's name: {@code memory} (the default), {@code kafka}, ... */
   public static final String TRANSPORT = "relaykit.transport";

@@ -12,7 +12,9 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
 
@@ -27,6 +29,11 @@ import java.util.regex.Pattern;
  * one setting (relaxed names): upper-case the key and turn {@code .} and {@code -} into {@code _},
  * {@code relaykit.retry.max-attempts} ↔ {@code RELAYKIT_RETRY_MAX_ATTEMPTS}; an explicit key
  * spelled with dots where the declared key has dashes is read as the declared key.
+ *
+ * <p>A deprecated key ({@link ConfigKeys#deprecatedKeys()}, such as {@code relaykit.h2.url} for
+ * {@code relaykit.jdbc.url}) is read as the key replacing it, with one {@link
+ * System.Logger.Level#WARNING} line naming both (once per key and JVM, or each build to the
+ * {@linkplain Builder#warnings sink} you give); when both are set, the new key wins.
  *
  * <p>Every key must be declared in the {@link ConfigRegistry} (queue-core's keys and each {@link
  * ConfigKeys} provider on the class path). An undeclared {@code relaykit.*} key from an explicit
@@ -53,6 +60,11 @@ public final class Settings {
   private static final Pattern KEY = Pattern.compile("relaykit(\\.[a-z0-9][a-z0-9-]*)+");
   private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9-]*");
   private static final System.Logger LOG = System.getLogger(Settings.class.getName());
+  /**
+   * The deprecated keys already reported to the logger in this JVM, so each is logged once;
+   * bounded by the deprecated keys the registries declare.
+   */
+  private static final Set<String> DEPRECATIONS_LOGGED = ConcurrentHashMap.newKeySet();
 
   /**
    * Where a value came from: an explicit source (strict), a JVM system property (explicit, but a
@@ -309,7 +321,7 @@ public final class Settings {
 
   /**
    * The entries under {@code prefix}, with the prefix and its dot removed: {@code
-   * section("relaykit.h2")} maps {@code relaykit.h2.url} to {@code url}.
+   * section("relaykit.jdbc")} maps {@code relaykit.jdbc.url} to {@code url}.
    *
    * @param prefix a key prefix, with or without the trailing dot
    * @return the entries, sorted; unmodifiable
@@ -453,7 +465,7 @@ public final class Settings {
         if (NAME.matcher(lower).matches()) {
           return lower;
         }
-        throw invalid(key, value, "a backend name such as memory, h2, redis, kafka");
+        throw invalid(key, value, "a backend name such as memory, jdbc, redis, kafka");
       }
       default -> {
         return value;
@@ -640,6 +652,24 @@ public final class Settings {
       List<String> ignoredProperties = new ArrayList<>(malformedProperties);
       for (Map.Entry<String, Entry> e : entries.entrySet()) {
         Entry entry = e.getValue();
+        Optional<String> deprecatedKey = entry.source() == Source.ENVIRONMENT
+            ? reg.deprecatedKeyOf(e.getKey()) : Optional.of(entry.key())
+                .filter(k -> reg.replacementOf(k).isPresent());
+        if (deprecatedKey.isPresent()) {
+          String old = deprecatedKey.get();
+          String replacement = reg.replacementOf(old).orElseThrow();
+          String variable = environmentName(replacement);
+          String shown = entry.source() == Source.ENVIRONMENT ? e.getKey() : old;
+          String shownNew = entry.source() == Source.ENVIRONMENT ? variable : replacement;
+          if (entries.containsKey(variable)) {
+            deprecation(old, shown + " is deprecated and ignored: " + shownNew + " is set");
+          } else {
+            deprecation(old, shown + " is deprecated and read for one more release; use "
+                + shownNew);
+            resolved.put(variable, new Entry(replacement, entry.value(), entry.source()));
+          }
+          continue;
+        }
         if (entry.source() == Source.ENVIRONMENT) {
           Optional<String> key = reg.keyOf(e.getKey());
           if (key.isEmpty()) {
@@ -678,6 +708,18 @@ public final class Settings {
             + ignoredProperties);
       }
       return settings;
+    }
+
+    /**
+     * One line for a deprecated key: to the sink when one is given (each build), else to the
+     * logger once per key and JVM.
+     */
+    private void deprecation(String oldKey, String line) {
+      if (warnings != null) {
+        warnings.accept(line);
+      } else if (DEPRECATIONS_LOGGED.add(oldKey)) {
+        LOG.log(System.Logger.Level.WARNING, line);
+      }
     }
 
     private void warn(String line) {

@@ -3,11 +3,12 @@ package io.relaykit.guice;
 import com.google.inject.Key;
 import com.google.inject.Module;
 import io.relaykit.idempotency.IdempotencyStore;
+import java.util.List;
 import java.util.Optional;
 
 /**
- * A backend a deployment can choose by name: {@code relaykit.storage=h2} picks the storage
- * provider named {@code h2}. Adapters implement one per kind they serve and register it in {@code
+ * A backend a deployment can choose by name: {@code relaykit.storage=jdbc} picks the storage
+ * provider named {@code jdbc} (or one of its {@linkplain #aliases() aliases}, such as {@code h2}). Adapters implement one per kind they serve and register it in {@code
  * META-INF/services/io.relaykit.guice.BackendModuleProvider}; {@link Backends#discover()} finds
  * them with {@link java.util.ServiceLoader}.
  *
@@ -52,11 +53,22 @@ public interface BackendModuleProvider {
   Kind kind();
 
   /**
-   * The name configuration uses: lower-case letters, digits, dashes: {@code h2}, {@code redis}.
+   * The name configuration uses: lower-case letters, digits, dashes: {@code jdbc}, {@code redis}.
    *
    * @return the backend's name
    */
   String name();
+
+  /**
+   * Other names that choose this backend, of the same form as {@link #name()}: {@code h2} and
+   * {@code postgres} for {@code jdbc}. The module receives the configuration as given, so it can
+   * check the name against its settings.
+   *
+   * @return the aliases; none by default
+   */
+  default List<String> aliases() {
+    return List.of();
+  }
 
   /**
    * The Guice module that binds this backend, configured from {@code config}: the provider reads

@@ -85,10 +85,19 @@ public final class Backends {
         throw new IllegalStateException(p.getClass().getName() + " must have a kind and a name of"
             + " lower case letters, digits and dashes; has kind " + kind + ", name '" + name + "'");
       }
-      BackendModuleProvider previous = byKind.get(kind).putIfAbsent(name, p);
-      if (previous != null) {
-        throw new IllegalStateException("two " + label(kind) + " backends are named '" + name
-            + "': " + previous.getClass().getName() + " and " + p.getClass().getName());
+      List<String> names = new ArrayList<>();
+      names.add(name);
+      names.addAll(p.aliases() == null ? List.of() : p.aliases());
+      for (String n : names) {
+        if (n == null || !NAME.matcher(n).matches()) {
+          throw new IllegalStateException(p.getClass().getName() + " has an alias that is not"
+              + " lower case letters, digits and dashes: '" + n + "'");
+        }
+        BackendModuleProvider previous = byKind.get(kind).putIfAbsent(n, p);
+        if (previous != null) {
+          throw new IllegalStateException("two " + label(kind) + " backends are named '" + n
+              + "': " + previous.getClass().getName() + " and " + p.getClass().getName());
+        }
       }
     }
     Map<Kind, SortedMap<String, BackendModuleProvider>> frozen = new EnumMap<>(Kind.class);
@@ -97,7 +106,8 @@ public final class Backends {
   }
 
   /**
-   * The names known for {@code kind}, sorted; always includes {@value RelayKitConfig#MEMORY}.
+   * The names known for {@code kind}, aliases included, sorted; always includes {@value
+   * RelayKitConfig#MEMORY}.
    *
    * @param kind storage or transport
    * @return the names; unmodifiable
@@ -158,7 +168,8 @@ public final class Backends {
 
   private Module fastTier(RelayKitConfig config, String name) {
     String key = RelayKitConfig.IDEMPOTENCY_FAST_TIER;
-    if (name.equals(config.storage())) {
+    if (name.equals(config.storage()) || byKind.get(Kind.STORAGE).get(name) != null
+        && byKind.get(Kind.STORAGE).get(name) == byKind.get(Kind.STORAGE).get(config.storage())) {
       throw new IllegalArgumentException(key + " names the storage backend itself ('" + name
           + "', " + RelayKitConfig.STORAGE + "): the fast tier must be another backend, such as"
           + " redis in front of h2");

@@ -6,7 +6,7 @@ import java.time.Duration;
  * The lease and sent-row retention of the {@link io.relaykit.outbox.OutboxRelay} that {@link
  * RelayKitModule} binds. By default the lease is {@code relaykit.relay.lease} and the retention 7
  * days; a storage backend whose own settings say otherwise (the JDBC backend's {@code
- * relaykit.h2.lease} and {@code relaykit.h2.retention}) overrides this binding with {@link
+ * relaykit.jdbc.lease} and {@code relaykit.jdbc.retention}) overrides this binding with {@link
  * RelayKitModule#override}, so the relay keeps rows as long as the storage was configured to.
  *
  * @param lease how long the relay holds claimed rows (renewed while a batch is in flight)

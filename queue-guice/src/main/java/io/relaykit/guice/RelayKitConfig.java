@@ -307,7 +307,7 @@ public final class RelayKitConfig {
 
   /**
    * The storage backend whose idempotency store answers repeats in front of the storage backend's
-   * own ({@value #IDEMPOTENCY_FAST_TIER}), e.g. {@code redis} over {@code relaykit.storage=h2}:
+   * own ({@value #IDEMPOTENCY_FAST_TIER}), e.g. {@code redis} over {@code relaykit.storage=jdbc}:
    * Redis as the fast path, the database's unique key as the final guard. Empty for {@value
    * #NONE}, the default.
    *
@@ -387,7 +387,7 @@ public final class RelayKitConfig {
 
   /**
    * The entries under {@code prefix}, with the prefix and its dot removed: {@code
-   * section("relaykit.h2")} maps {@code relaykit.h2.url} to {@code url}.
+   * section("relaykit.jdbc")} maps {@code relaykit.jdbc.url} to {@code url}.
    *
    * @param prefix a key prefix, with or without the trailing dot
    * @return the entries, sorted; unmodifiable

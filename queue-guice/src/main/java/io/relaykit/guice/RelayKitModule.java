@@ -48,7 +48,7 @@ import java.util.Objects;
  *       relaykit.idempotency.fast-tier=<backend>} it is instead a {@link TieredIdempotencyStore}
  *       (also bound as such, for {@link TieredIdempotencyStore#fastTierInUse()}) of that backend's
  *       store in front of the storage backend's: the fast path first, the storage's store as the
- *       final guard, so {@code relaykit.storage=h2} with {@code fast-tier=redis} is Redis in front
+ *       final guard, so {@code relaykit.storage=jdbc} with {@code fast-tier=redis} is Redis in front
  *       of the database's unique key. Neither adapter knows the other: this module composes
  *       them;</li>
  *   <li>{@link VersionGuard}: {@link InMemoryVersionGuard};</li>

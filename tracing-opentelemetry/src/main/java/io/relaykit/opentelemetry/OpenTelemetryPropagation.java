@@ -78,10 +78,12 @@ public final class OpenTelemetryPropagation implements TracePropagation {
    * looked up on first use (so an SDK registered globally after relaykit started is still used).
    */
   public OpenTelemetryPropagation() {
+    checkApiVersion();
     this.openTelemetry = null;
   }
 
   private OpenTelemetryPropagation(OpenTelemetry openTelemetry) {
+    checkApiVersion();
     this.openTelemetry = openTelemetry;
     this.tracer = openTelemetry.getTracer(INSTRUMENTATION_NAME);
   }
@@ -96,6 +98,16 @@ public final class OpenTelemetryPropagation implements TracePropagation {
    */
   public static OpenTelemetryPropagation create(OpenTelemetry openTelemetry) {
     return new OpenTelemetryPropagation(Objects.requireNonNull(openTelemetry, "openTelemetry"));
+  }
+
+  /**
+   * The oldest opentelemetry-api relaykit-opentelemetry runs on: 1.55.0, what Spring Boot 4.0
+   * manages; an older one fails here with one line.
+   */
+  private static void checkApiVersion() {
+    io.relaykit.internal.ClientVersions.require("relaykit-opentelemetry", "opentelemetry-api",
+        io.relaykit.internal.ClientVersions.ofJar(OpenTelemetry.class).orElse(null), "1.55.0",
+        null);
   }
 
   private Tracer tracer() {

@@ -139,6 +139,10 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
    * @return a new builder
    */
   public static Builder builder() {
+    // micrometer-core 1.16.6 is what Spring Boot 4.0 manages, and the oldest relaykit-micrometer
+    // compiles and runs against; an older one fails here with one line.
+    io.relaykit.internal.ClientVersions.require("relaykit-micrometer", "micrometer-core",
+        io.relaykit.internal.ClientVersions.ofJar(Counter.class).orElse(null), "1.16.6", null);
     return new Builder();
   }
 

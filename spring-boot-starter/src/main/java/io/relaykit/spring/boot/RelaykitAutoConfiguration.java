@@ -1,5 +1,6 @@
 package io.relaykit.spring.boot;
 
+import io.relaykit.config.CoreKeys;
 import io.relaykit.config.IdempotencySettings;
 import io.relaykit.config.RelaySettings;
 import io.relaykit.config.RetrySettings;
@@ -44,6 +45,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 
@@ -58,7 +60,7 @@ import org.springframework.core.env.Environment;
  *       values the starter wires.
  *   <li>Storage: {@code relaykit.storage=h2} opens relaykit-jdbc's {@link JdbcStorage} on the
  *       application's {@link DataSource} (H2 or PostgreSQL, dialect from the connection's URL;
- *       tables created or migrated unless {@code relaykit.h2.migrate=false}); the DataSource is the
+ *       tables created or migrated unless {@code relaykit.jdbc.migrate=false}); the DataSource is the
  *       application's and is never closed by relaykit. Outbox, dead letters and idempotency keys
  *       are then the database's. Unset or {@code memory}: in-memory stores, as everywhere else in
  *       relaykit. {@code h2} without a DataSource bean fails the start with a message saying so.
@@ -229,10 +231,13 @@ public class RelaykitAutoConfiguration {
         RelaykitEnvironment.shutdownPhaseTimeout(env));
   }
 
-  /** The JDBC storage on the application's DataSource ({@code relaykit.storage=h2}). */
+  /**
+   * The JDBC storage on the application's DataSource ({@code relaykit.storage=jdbc}, or its
+   * aliases {@code h2} and {@code postgres}).
+   */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass({JdbcStorage.class, org.springframework.jdbc.datasource.DataSourceUtils.class})
-  @ConditionalOnProperty(name = "relaykit.storage", havingValue = "h2")
+  @Conditional(JdbcStorageSelected.class)
   static class JdbcStorageConfiguration {
 
     @Bean(destroyMethod = "close")
@@ -241,7 +246,7 @@ public class RelaykitAutoConfiguration {
         RelaykitMonitoring monitoring) {
       DataSource dataSource = dataSources.getIfUnique();
       if (dataSource == null) {
-        throw new IllegalStateException("relaykit.storage=h2 needs one DataSource bean"
+        throw new IllegalStateException("relaykit.storage=jdbc needs one DataSource bean"
             + " (spring.datasource.url, or your own DataSource); found "
             + dataSources.stream().count());
       }
@@ -405,31 +410,31 @@ public class RelaykitAutoConfiguration {
     }
   }
 
-  /** {@code relaykit.storage=h2} but relaykit-jdbc missing: fail the start naming the artifact. */
+  /** {@code relaykit.storage=jdbc} but relaykit-jdbc missing: fail the start naming the artifact. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnMissingClass("io.relaykit.storage.jdbc.JdbcStorage")
-  @ConditionalOnProperty(name = "relaykit.storage", havingValue = "h2")
+  @Conditional(JdbcStorageSelected.class)
   static class JdbcMissing {
     JdbcMissing() {
-      throw new IllegalStateException("relaykit.storage=h2 needs io.relaykit:relaykit-jdbc on the"
+      throw new IllegalStateException("relaykit.storage (jdbc, h2 or postgres) needs io.relaykit:relaykit-jdbc on the"
           + " class path");
     }
   }
 
-  /** {@code relaykit.storage=h2} but Spring JDBC missing: fail the start naming the artifact. */
+  /** {@code relaykit.storage=jdbc} but Spring JDBC missing: fail the start naming the artifact. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnMissingClass("org.springframework.jdbc.datasource.DataSourceUtils")
-  @ConditionalOnProperty(name = "relaykit.storage", havingValue = "h2")
+  @Conditional(JdbcStorageSelected.class)
   static class SpringJdbcMissing {
     SpringJdbcMissing() {
-      throw new IllegalStateException("relaykit.storage=h2 needs Spring JDBC on the class path"
+      throw new IllegalStateException("relaykit.storage (jdbc, h2 or postgres) needs Spring JDBC on the class path"
           + " (org.springframework.boot:spring-boot-starter-jdbc), for the DataSource and its"
           + " transactions");
     }
   }
 
   /**
-   * Opens relaykit-jdbc on {@code dataSource} with the {@code relaykit.h2.*} settings that apply
+   * Opens relaykit-jdbc on {@code dataSource} with the {@code relaykit.jdbc.*} settings that apply
    * to a DataSource the application owns (table prefix, retention, migrate, outbox bound and
    * order scope); the defaults are relaykit-jdbc's.
    *
@@ -458,6 +463,7 @@ public class RelaykitAutoConfiguration {
       throw new JdbcStorageException("relaykit cannot reach the application's DataSource to"
           + " detect its database: " + e.getMessage(), e);
     }
+    JdbcStorageConfig.checkStorageName(settings.getString(CoreKeys.STORAGE, null), url);
     String prefix = settings.getString(JdbcConfigKeys.TABLE_PREFIX,
         JdbcStorageConfig.DEFAULT_TABLE_PREFIX);
     return JdbcStorage.open(dataSource, Dialect.forUrl(url), prefix,

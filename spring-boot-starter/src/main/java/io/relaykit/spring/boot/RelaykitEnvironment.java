@@ -42,7 +42,8 @@ import org.springframework.core.env.StandardEnvironment;
  *
  * <p>{@code relaykit.storage=redis} is refused (Redis holds no outbox, and the outbox must commit
  * with the business rows), and so is {@code relaykit.idempotency.fast-tier=redis} on any storage
- * but {@code h2}: the database's unique key is the final guard behind Redis.
+ * but {@code jdbc} (or its aliases {@code h2}, {@code postgres}): the database's unique key is the
+ * final guard behind Redis.
  *
  * <p>As in core ({@link Settings.Builder#systemProperties}, {@link Settings.Builder#environment}),
  * an undeclared {@code relaykit.*} key that only JVM system properties or environment variables
@@ -54,8 +55,13 @@ final class RelaykitEnvironment {
 
   /** The transports the starter wires. */
   static final List<String> TRANSPORTS = List.of("memory", "kafka", "rabbitmq");
-  /** The storage backends the starter wires. */
-  static final List<String> STORAGES = List.of("memory", "h2");
+  /**
+   * The storage backends the starter wires: {@code jdbc} (the application's DataSource), with
+   * {@code h2} and {@code postgres} accepted as its aliases.
+   */
+  static final List<String> STORAGES = List.of("memory", "jdbc", "h2", "postgres");
+  /** The values of {@code relaykit.storage} that select the JDBC storage. */
+  static final List<String> JDBC_STORAGES = List.of("jdbc", "h2", "postgres");
   /** The idempotency fast tiers the starter wires ({@code none}: no fast tier). */
   static final List<String> FAST_TIERS = List.of(IdempotencySettings.NONE, "redis");
 
@@ -64,7 +70,7 @@ final class RelaykitEnvironment {
   /** Why {@code relaykit.storage=redis} fails the start, and what to set instead. */
   static final String REDIS_STORAGE_REFUSED = CoreKeys.STORAGE + "=redis is not wired by the"
       + " Spring Boot starter: the outbox must commit in the transaction of your business rows,"
-      + " and Redis holds no outbox; set " + CoreKeys.STORAGE + "=h2 (the application's"
+      + " and Redis holds no outbox; set " + CoreKeys.STORAGE + "=jdbc (the application's"
       + " DataSource, H2 or PostgreSQL) and " + CoreKeys.IDEMPOTENCY_FAST_TIER + "=redis for"
       + " Redis as the idempotency fast path in front of the database's unique key";
   /** relaykit-redis's key (RedisConfigKeys.URI), named here so the starter loads without it. */
@@ -90,7 +96,7 @@ final class RelaykitEnvironment {
    * @throws IllegalArgumentException naming the key of an invalid or undeclared value, a
    *     storage, transport or idempotency fast tier the starter does not wire (listing those it
    *     does; {@code relaykit.storage=redis} saying what to set instead), or {@code
-   *     relaykit.idempotency.fast-tier=redis} on a storage other than {@code h2}
+   *     relaykit.idempotency.fast-tier=redis} on a storage other than {@code jdbc}
    */
   static Settings settings(Environment env) {
     Binder binder = Binder.get(env);
@@ -106,11 +112,11 @@ final class RelaykitEnvironment {
       throw new IllegalArgumentException(CoreKeys.IDEMPOTENCY_FAST_TIER + "=" + fastTier
           + " is not wired by the Spring Boot starter; use one of " + FAST_TIERS);
     }
-    if (fastTier.equals("redis") && !storage.equals("h2")) {
+    if (fastTier.equals("redis") && !JDBC_STORAGES.contains(storage)) {
       throw new IllegalArgumentException(CoreKeys.IDEMPOTENCY_FAST_TIER + "=redis puts Redis in"
           + " front of the storage's idempotency store, which stays the final guard; with "
           + CoreKeys.STORAGE + "=" + storage + " that guard is this JVM's memory, so instances"
-          + " would not see each other's keys: set " + CoreKeys.STORAGE + "=h2 (the"
+          + " would not see each other's keys: set " + CoreKeys.STORAGE + "=jdbc (the"
           + " application's DataSource)");
     }
     if (fastTier.equals("redis") && !s.isSet(REDIS_URI)
@@ -185,7 +191,7 @@ final class RelaykitEnvironment {
     }
     ConfigRegistry registry = ConfigRegistry.discover();
     List<String> undeclared = values.keySet().stream()
-        .filter(k -> registry.find(k).isEmpty()).toList();
+        .filter(k -> registry.find(k).isEmpty() && registry.replacementOf(k).isEmpty()).toList();
     if (undeclared.isEmpty()) {
       return;
     }

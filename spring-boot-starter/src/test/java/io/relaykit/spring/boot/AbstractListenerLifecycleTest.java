@@ -40,7 +40,7 @@ abstract class AbstractListenerLifecycleTest {
     List<String> props = new ArrayList<>(List.of(
         "spring.datasource.url=jdbc:h2:mem:" + unique("h2") + ";DB_CLOSE_DELAY=-1",
         "relaykit.storage=h2",
-        "relaykit.h2.table-prefix=" + unique("rk") + "_",
+        "relaykit.jdbc.table-prefix=" + unique("rk") + "_",
         "relaykit.relay.poll-interval=50ms",
         "spring.lifecycle.timeout-per-shutdown-phase=20s",
         // The web server starts (listeners come after it), on a free loopback port.

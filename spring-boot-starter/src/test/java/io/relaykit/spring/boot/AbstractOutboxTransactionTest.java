@@ -26,7 +26,7 @@ abstract class AbstractOutboxTransactionTest {
   @Autowired TransactionalOutbox outbox;
   @Autowired JdbcTemplate jdbc;
   @Value("${test.orders-table}") String orders;
-  @Value("${relaykit.h2.table-prefix}") String prefix;
+  @Value("${relaykit.jdbc.table-prefix}") String prefix;
 
   @BeforeEach
   void table() {

@@ -51,10 +51,10 @@ final class ConfigurationMetadata {
    * ({@code spring.datasource.*}) replaces relaykit-jdbc's own connection pool.
    */
   static final Map<String, String> NOT_READ_BY_STARTER = Map.of(
-      "relaykit.h2.url", "spring.datasource.url",
-      "relaykit.h2.username", "spring.datasource.username",
-      "relaykit.h2.password", "spring.datasource.password",
-      "relaykit.h2.pool-size", "spring.datasource.hikari.maximum-pool-size");
+      "relaykit.jdbc.url", "spring.datasource.url",
+      "relaykit.jdbc.username", "spring.datasource.username",
+      "relaykit.jdbc.password", "spring.datasource.password",
+      "relaykit.jdbc.pool-size", "spring.datasource.hikari.maximum-pool-size");
 
   /** Keys the starter fills from Spring Boot's own connection settings when they are unset. */
   static final Map<String, String> SPRING_FALLBACKS = Map.of(
@@ -70,10 +70,12 @@ final class ConfigurationMetadata {
 
   private static final Map<String, String> STORAGE_HINTS = Map.of(
       "memory", "In-memory outbox, dead letters and idempotency keys; nothing survives a restart.",
-      "h2", "relaykit-jdbc on the application's DataSource (H2 or PostgreSQL).");
+      "jdbc", "relaykit-jdbc on the application's DataSource (H2, PostgreSQL).",
+      "h2", "Alias of jdbc. With a PostgreSQL DataSource it is deprecated: use postgres or jdbc.",
+      "postgres", "Alias of jdbc that also requires a PostgreSQL DataSource.");
   private static final Map<String, String> FAST_TIER_HINTS = Map.of(
       "none", "No fast tier: the storage's idempotency store alone.",
-      "redis", "relaykit-redis in front of the database's store (relaykit.storage=h2), which stays"
+      "redis", "relaykit-redis in front of the database's store (relaykit.storage=jdbc), which stays"
           + " the final guard; spring.data.redis.* is reused.");
   private static final Map<String, String> TRANSPORT_HINTS = Map.of(
       "memory", "One in-process transport; messages do not leave the JVM.",
@@ -113,6 +115,9 @@ final class ConfigurationMetadata {
         if (registry.find(ns).filter(k -> !k.isFamily()).isPresent()) {
           continue; // a namespace that is one key (relaykit.storage) is no group
         }
+        if (registry.keys().stream().noneMatch(k -> k.name().startsWith(ns + "."))) {
+          continue; // a former namespace (relaykit.h2) holds only deprecated names
+        }
         groups.putIfAbsent(ns, "Settings read by " + p.module() + ".");
       }
     }
@@ -128,7 +133,28 @@ final class ConfigurationMetadata {
     out.append("\n  ],\n  \"properties\": [");
     sep = "\n";
     List<ConfigKey> choices = new ArrayList<>();
-    for (ConfigKey k : registry.keys()) {
+    Map<String, Object> byName = new TreeMap<>();
+    registry.keys().forEach(k -> byName.put(k.name(), k));
+    byName.putAll(registry.deprecatedKeys());
+    for (Map.Entry<String, Object> named : byName.entrySet()) {
+      if (named.getValue() instanceof String replacement) {
+        ConfigKey k = registry.find(replacement).orElseThrow();
+        out.append(sep).append("    {\n");
+        field(out, "name", named.getKey(), true);
+        field(out, "type", javaType(k), true);
+        field(out, "description", "Deprecated: read as " + replacement + " for one more"
+            + " release.", true);
+        out.append("      \"deprecation\": {\n");
+        out.append("        \"level\": \"warning\",\n");
+        out.append("        \"reason\": ").append(quote("Renamed to " + replacement
+            + "; the old name is read for one more release and logs one line.")).append(",\n");
+        out.append("        \"replacement\": ").append(quote(replacement)).append('\n');
+        out.append("      }\n");
+        out.append("    }");
+        sep = ",\n";
+        continue;
+      }
+      ConfigKey k = (ConfigKey) named.getValue();
       if (k.type() == ConfigKey.Type.CHOICE) {
         choices.add(k);
       }

@@ -91,10 +91,11 @@ class ConfigurationMetadataTest {
       assertThat(properties.get(name).getDescription()).as("description of %s", name)
           .isNotBlank();
     }
-    assertThat(properties).hasSize(registry.keys().size());
+    assertThat(properties).hasSize(registry.keys().size() + registry.deprecatedKeys().size());
     java.util.Set<String> namespaces = properties.keySet().stream()
         .map(ConfigKey::namespaceOf).collect(Collectors.toCollection(java.util.TreeSet::new));
-    assertThat(namespaces).containsExactly("relaykit.h2", "relaykit.idempotency", "relaykit.kafka",
+    assertThat(namespaces).containsExactly("relaykit.h2", "relaykit.idempotency", "relaykit.jdbc",
+            "relaykit.kafka",
             "relaykit.rabbitmq", "relaykit.redis", "relaykit.relay", "relaykit.retry",
             "relaykit.spring",
             "relaykit.storage", "relaykit.transport");
@@ -115,17 +116,35 @@ class ConfigurationMetadataTest {
     assertThat(p.get("relaykit.kafka.producer").getType())
         .isEqualTo("java.util.Map<java.lang.String,java.lang.String>");
     // A default that refers to another key is said in words, never given as a value.
-    assertThat(p.get("relaykit.h2.lease").getDefaultValue()).isNull();
-    assertThat(p.get("relaykit.h2.lease").getDescription())
+    assertThat(p.get("relaykit.jdbc.lease").getDefaultValue()).isNull();
+    assertThat(p.get("relaykit.jdbc.lease").getDescription())
         .contains("Default: the value of relaykit.relay.lease.");
-    assertThat(p.get("relaykit.h2.url").getDescription()).contains("spring.datasource.url");
+    assertThat(p.get("relaykit.jdbc.url").getDescription()).contains("spring.datasource.url");
     assertThat(hints(p.get("relaykit.transport"))).containsExactly("memory", "kafka", "rabbitmq");
-    assertThat(hints(p.get("relaykit.storage"))).containsExactly("memory", "h2");
+    assertThat(hints(p.get("relaykit.storage")))
+        .containsExactly("memory", "jdbc", "h2", "postgres");
     assertThat(hints(p.get("relaykit.idempotency.fast-tier"))).containsExactly("none", "redis");
     assertThat(p.get("relaykit.redis.uri").getDescription()).contains("spring.data.redis.url");
     assertThat(p.get("relaykit.redis.journal").getDescription())
         .contains("Not read by the Spring Boot starter");
     assertThat(hints(p.get("relaykit.retry.jitter"))).containsExactly("none", "full", "equal");
+  }
+
+  @Test
+  @DisplayName("every former relaykit.h2.* key is listed as deprecated, naming its replacement")
+  void deprecatedKeysNameTheirReplacement() throws IOException {
+    Map<String, ConfigurationMetadataProperty> p = read().getAllProperties();
+    Map<String, String> deprecated = ConfigRegistry.discover().deprecatedKeys();
+
+    assertThat(deprecated).containsEntry("relaykit.h2.url", "relaykit.jdbc.url")
+        .containsEntry("relaykit.h2.table-prefix", "relaykit.jdbc.table-prefix");
+    deprecated.forEach((old, replacement) -> {
+      assertThat(p).as(old).containsKey(old);
+      assertThat(p.get(old).isDeprecated()).as("%s is deprecated", old).isTrue();
+      assertThat(p.get(old).getDeprecation().getReplacement()).as(old).isEqualTo(replacement);
+      assertThat(p.get(old).getType()).as(old).isEqualTo(p.get(replacement).getType());
+      assertThat(p.get(replacement).isDeprecated()).as(replacement).isFalse();
+    });
   }
 
   private static List<Object> hints(ConfigurationMetadataProperty property) {

@@ -15,10 +15,10 @@ class H2OutboxTransactionTest extends AbstractOutboxTransactionTest {
   @DynamicPropertySource
   static void props(DynamicPropertyRegistry r) {
     r.add("spring.datasource.url", () -> "jdbc:h2:mem:" + DB + ";DB_CLOSE_DELAY=-1");
-    r.add("relaykit.storage", () -> "h2");
+    r.add("relaykit.storage", () -> "jdbc");
     // The test claims the rows itself: no relay may take them first.
     r.add("relaykit.spring.relay.enabled", () -> "false");
-    r.add("relaykit.h2.table-prefix", () -> PREFIX);
+    r.add("relaykit.jdbc.table-prefix", () -> PREFIX);
     r.add("test.orders-table", () -> ORDERS);
   }
 }

@@ -40,7 +40,7 @@ class IdempotencyFilterH2Test {
   static void props(DynamicPropertyRegistry r) {
     r.add("spring.datasource.url", () -> "jdbc:h2:mem:" + DB + ";DB_CLOSE_DELAY=-1");
     r.add("relaykit.storage", () -> "h2");
-    r.add("relaykit.h2.table-prefix", () -> PREFIX);
+    r.add("relaykit.jdbc.table-prefix", () -> PREFIX);
     r.add("relaykit.spring.relay.enabled", () -> "false");
     r.add("relaykit.spring.idempotency.enabled", () -> "true");
     r.add("relaykit.spring.idempotency.paths", () -> "/api/**");

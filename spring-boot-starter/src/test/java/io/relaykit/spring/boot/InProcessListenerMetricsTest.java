@@ -40,7 +40,7 @@ class InProcessListenerMetricsTest extends AbstractListenerMetricsTest {
         .web(WebApplicationType.NONE).properties(
             "spring.datasource.url=jdbc:h2:mem:" + unique("h2") + ";DB_CLOSE_DELAY=-1",
             "relaykit.storage=h2",
-            "relaykit.h2.table-prefix=" + unique("rk") + "_",
+            "relaykit.jdbc.table-prefix=" + unique("rk") + "_",
             "relaykit.spring.relay.enabled=false",
             "test.destination=" + destination,
             "test.fail-destination=" + unique("fails"),

@@ -31,7 +31,7 @@ class JdbcIdempotentAnswerStoreTest {
 
     JdbcIdempotentAnswerStore store(Duration retention) {
       JdbcStorage storage = RelaykitAutoConfiguration.openOn(dataSource(), Settings.builder()
-          .values(Map.of("relaykit.h2.table-prefix", prefix)).build());
+          .values(Map.of("relaykit.jdbc.table-prefix", prefix)).build());
       return new JdbcIdempotentAnswerStore(storage.dataSource(), storage.dialect(),
           storage.tablePrefix(), retention);
     }

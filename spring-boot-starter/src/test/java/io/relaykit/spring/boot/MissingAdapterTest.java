@@ -27,7 +27,8 @@ class MissingAdapterTest {
     runner.withClassLoader(new FilteredClassLoader(JdbcStorage.class))
         .withPropertyValues("relaykit.storage=h2")
         .run(ctx -> assertThat(ctx).getFailure().rootCause()
-            .hasMessageContaining("relaykit.storage=h2 needs io.relaykit:relaykit-jdbc"));
+            .hasMessageContaining("relaykit.storage (jdbc, h2 or postgres) needs"
+                + " io.relaykit:relaykit-jdbc"));
   }
 
   @Test

@@ -31,10 +31,10 @@ class PostgresOutboxTransactionTest extends AbstractOutboxTransactionTest {
   static void props(DynamicPropertyRegistry r) {
     r.add("spring.datasource.url", () -> URL);
     r.add("spring.datasource.username", () -> "postgres");
-    r.add("relaykit.storage", () -> "h2");
+    r.add("relaykit.storage", () -> "postgres");
     // The test claims the rows itself: no relay may take them first.
     r.add("relaykit.spring.relay.enabled", () -> "false");
-    r.add("relaykit.h2.table-prefix", () -> PREFIX);
+    r.add("relaykit.jdbc.table-prefix", () -> PREFIX);
     r.add("test.orders-table", () -> ORDERS);
   }
 }

@@ -216,7 +216,7 @@ class RelaykitActuatorHttpTest {
   void replayToJdbcOutbox() throws Exception {
     ConfigurableApplicationContext ctx = start(
         "management.endpoints.web.exposure.include=relaykitdeadletters",
-        "relaykit.storage=h2", "relaykit.h2.table-prefix=" + unique("rk") + "_");
+        "relaykit.storage=h2", "relaykit.jdbc.table-prefix=" + unique("rk") + "_");
     DeadLetterStore deadLetters = ctx.getBean(DeadLetterStore.class);
     assertThat(deadLetters).isInstanceOf(JdbcDeadLetterStore.class);
     JdbcOutboxStore outbox = (JdbcOutboxStore) ctx.getBean(TransactionalOutbox.class).store();

@@ -54,11 +54,11 @@ class RelaykitAutoConfigurationTest {
   @org.junit.jupiter.api.DisplayName("an unknown relaykit.storage fails the start naming the"
       + " property, the value and the allowed values (not a missing bean)")
   void anUnknownStorageFailsTheStartNamingTheAllowedValues() {
-    runner.withPropertyValues("relaykit.storage=postgres").run(ctx ->
+    runner.withPropertyValues("relaykit.storage=cassandra").run(ctx ->
         assertThat(ctx).getFailure().rootCause()
             .isInstanceOf(IllegalArgumentException.class)
-            .hasMessageContaining("relaykit.storage=postgres")
-            .hasMessageContaining("[memory, h2]"));
+            .hasMessageContaining("relaykit.storage=cassandra")
+            .hasMessageContaining("[memory, jdbc, h2, postgres]"));
   }
 
   @Test
@@ -94,7 +94,8 @@ class RelaykitAutoConfigurationTest {
             RelaykitActuatorAutoConfiguration.class, RelaykitWebAutoConfiguration.class))
         .withPropertyValues("relaykit.storage=mongo", "relaykit.spring.idempotency.enabled=true")
         .run(ctx -> assertThat(ctx).getFailure().rootCause()
-            .hasMessageContaining("relaykit.storage=mongo").hasMessageContaining("[memory, h2]"));
+            .hasMessageContaining("relaykit.storage=mongo")
+            .hasMessageContaining("[memory, jdbc, h2, postgres]"));
   }
 
   @Test

@@ -84,7 +84,7 @@ class RelaykitRedisAutoConfigurationTest {
     List<String> p = new ArrayList<>(List.of(
         "spring.datasource.url=jdbc:h2:mem:" + unique("h2") + ";DB_CLOSE_DELAY=-1",
         "relaykit.storage=h2",
-        "relaykit.h2.table-prefix=" + unique("rk") + "_",
+        "relaykit.jdbc.table-prefix=" + unique("rk") + "_",
         "relaykit.idempotency.fast-tier=redis",
         "relaykit.redis.key-prefix=" + prefix(),
         "relaykit.redis.command-timeout=10s",
@@ -154,7 +154,7 @@ class RelaykitRedisAutoConfigurationTest {
   void noFastTierNoRedis() {
     runner.withPropertyValues(
         "spring.datasource.url=jdbc:h2:mem:" + unique("h2") + ";DB_CLOSE_DELAY=-1",
-        "relaykit.storage=h2", "relaykit.h2.table-prefix=" + unique("rk") + "_",
+        "relaykit.storage=h2", "relaykit.jdbc.table-prefix=" + unique("rk") + "_",
         "relaykit.spring.relay.enabled=false").run(ctx -> {
           assertThat(ctx).hasNotFailed().doesNotHaveBean(RedisStorage.class)
               .doesNotHaveBean(TieredIdempotencyStore.class).hasSingleBean(IdempotencyStore.class);
@@ -170,7 +170,7 @@ class RelaykitRedisAutoConfigurationTest {
         .properties(
             "spring.datasource.url=jdbc:h2:mem:" + unique("h2") + ";DB_CLOSE_DELAY=-1",
             "relaykit.storage=h2",
-            "relaykit.h2.table-prefix=" + unique("rk") + "_",
+            "relaykit.jdbc.table-prefix=" + unique("rk") + "_",
             "relaykit.idempotency.fast-tier=redis",
             "relaykit.redis.uri=" + REDIS,
             "relaykit.redis.key-prefix=" + prefix,
@@ -277,7 +277,7 @@ class RelaykitRedisAutoConfigurationTest {
     runner.withPropertyValues("relaykit.storage=redis").run(ctx ->
         assertThat(ctx).getFailure().rootCause()
             .hasMessageContaining("relaykit.storage=redis is not wired")
-            .hasMessageContaining("relaykit.storage=h2")
+            .hasMessageContaining("relaykit.storage=jdbc")
             .hasMessageContaining("relaykit.idempotency.fast-tier=redis"));
   }
 
@@ -287,7 +287,7 @@ class RelaykitRedisAutoConfigurationTest {
     runner.withPropertyValues("relaykit.idempotency.fast-tier=redis").run(ctx ->
         assertThat(ctx).getFailure().rootCause()
             .hasMessageContaining("relaykit.storage=memory")
-            .hasMessageContaining("set relaykit.storage=h2"));
+            .hasMessageContaining("set relaykit.storage=jdbc"));
   }
 
   @Test

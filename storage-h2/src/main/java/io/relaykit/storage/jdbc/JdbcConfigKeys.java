@@ -9,38 +9,47 @@ import static io.relaykit.config.ConfigKey.Type.STRING;
 import io.relaykit.config.ConfigKey;
 import io.relaykit.config.ConfigKeys;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
- * The {@code relaykit.h2.*} keys the JDBC storage (H2 and PostgreSQL) reads, registered with
+ * The {@code relaykit.jdbc.*} keys the JDBC storage (H2 and PostgreSQL) reads, registered with
  * {@link java.util.ServiceLoader} so {@link io.relaykit.config.Settings} knows them; see {@link
- * JdbcStorageConfig#from(io.relaykit.config.Settings)}.
+ * JdbcStorageConfig#from(io.relaykit.config.Settings)}. Their former names {@code relaykit.h2.*}
+ * are read for one more release as deprecated aliases ({@link #deprecatedKeys()}), each logging
+ * one line naming the old and the new key.
  */
 public final class JdbcConfigKeys implements ConfigKeys {
 
+  /** The namespace of these keys. */
+  public static final String NAMESPACE = "relaykit.jdbc";
+  /** The keys' former namespace, read for one more release. */
+  static final String DEPRECATED_NAMESPACE = "relaykit.h2";
+
   /** The JDBC URL; required. A {@code jdbc:postgresql:} URL selects PostgreSQL. */
-  public static final String URL = "relaykit.h2.url";
+  public static final String URL = "relaykit.jdbc.url";
   /** The database user. */
-  public static final String USERNAME = "relaykit.h2.username";
+  public static final String USERNAME = "relaykit.jdbc.username";
   /** The database password; secret. */
-  public static final String PASSWORD = "relaykit.h2.password";
+  public static final String PASSWORD = "relaykit.jdbc.password";
   /** Connections in the pool. */
-  public static final String POOL_SIZE = "relaykit.h2.pool-size";
+  public static final String POOL_SIZE = "relaykit.jdbc.pool-size";
   /** Prefix of every table and index. */
-  public static final String TABLE_PREFIX = "relaykit.h2.table-prefix";
+  public static final String TABLE_PREFIX = "relaykit.jdbc.table-prefix";
   /** How long a relay holds claimed rows; default {@code relaykit.relay.lease}. */
-  public static final String LEASE = "relaykit.h2.lease";
+  public static final String LEASE = "relaykit.jdbc.lease";
   /** How long sent rows and DONE keys are kept; default {@code relaykit.idempotency.retention}. */
-  public static final String RETENTION = "relaykit.h2.retention";
+  public static final String RETENTION = "relaykit.jdbc.retention";
   /** The name of the report queue's journal. */
-  public static final String JOURNAL_NAME = "relaykit.h2.journal-name";
+  public static final String JOURNAL_NAME = "relaykit.jdbc.journal-name";
   /** Whether opening creates or migrates the tables. */
-  public static final String MIGRATE = "relaykit.h2.migrate";
+  public static final String MIGRATE = "relaykit.jdbc.migrate";
   /** The most unsent outbox rows; unset: unbounded. */
-  public static final String OUTBOX_MAX_UNSENT = "relaykit.h2.outbox-max-unsent";
+  public static final String OUTBOX_MAX_UNSENT = "relaykit.jdbc.outbox-max-unsent";
   /** What an append over the bound does: refuse or accept. */
-  public static final String OUTBOX_OVER_BOUND = "relaykit.h2.outbox-over-bound";
+  public static final String OUTBOX_OVER_BOUND = "relaykit.jdbc.outbox-over-bound";
   /** What per-key order spans: key or key-per-destination. */
-  public static final String OUTBOX_ORDER_SCOPE = "relaykit.h2.outbox-order-scope";
+  public static final String OUTBOX_ORDER_SCOPE = "relaykit.jdbc.outbox-order-scope";
 
   /** For ServiceLoader. */
   public JdbcConfigKeys() {}
@@ -52,7 +61,21 @@ public final class JdbcConfigKeys implements ConfigKeys {
 
   @Override
   public List<String> namespaces() {
-    return List.of("relaykit.h2");
+    return List.of(NAMESPACE, DEPRECATED_NAMESPACE);
+  }
+
+  /**
+   * {@code relaykit.h2.<name>} for every {@code relaykit.jdbc.<name>}: the keys' former names.
+   *
+   * @return old key to new key
+   */
+  @Override
+  public Map<String, String> deprecatedKeys() {
+    Map<String, String> old = new TreeMap<>();
+    for (ConfigKey k : keys()) {
+      old.put(DEPRECATED_NAMESPACE + k.name().substring(NAMESPACE.length()), k.name());
+    }
+    return old;
   }
 
   @Override

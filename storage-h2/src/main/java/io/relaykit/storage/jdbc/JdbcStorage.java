@@ -67,6 +67,7 @@ public final class JdbcStorage implements AutoCloseable {
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }
+    JdbcClientVersions.checkPool();
     if (clock == null) {
       throw new IllegalArgumentException("clock must not be null");
     }
@@ -243,6 +244,7 @@ public final class JdbcStorage implements AutoCloseable {
     if (dialect == null) {
       throw new IllegalArgumentException("dialect must not be null");
     }
+    JdbcClientVersions.checkDriver(dialect);
     if (retention == null || retention.isZero() || retention.isNegative()) {
       throw new IllegalArgumentException("retention must be a positive duration, was "
           + retention);

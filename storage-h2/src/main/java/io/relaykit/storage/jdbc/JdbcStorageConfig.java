@@ -6,8 +6,10 @@ import io.relaykit.config.Settings;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.outbox.OutboxBound;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Where and how relaykit's JDBC storage keeps its tables. Immutable; {@link Builder#build()}
@@ -61,6 +63,18 @@ public final class JdbcStorageConfig {
    */
   public static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
 
+  /** The storage's name: {@code relaykit.storage=jdbc}. */
+  public static final String NAME = "jdbc";
+  /** An alias of {@link #NAME} meaning H2; with a PostgreSQL URL it is deprecated. */
+  public static final String H2 = "h2";
+  /** An alias of {@link #NAME} meaning PostgreSQL: refused with any other database's URL. */
+  public static final String POSTGRES = "postgres";
+  /** Every value of {@code relaykit.storage} that selects this storage. */
+  public static final List<String> NAMES = List.of(NAME, H2, POSTGRES);
+
+  private static final System.Logger LOG = System.getLogger(JdbcStorageConfig.class.getName());
+  private static final AtomicBoolean H2_WITH_POSTGRES_LOGGED = new AtomicBoolean();
+
   private final String jdbcUrl;
   private final String username;
   private final String password;
@@ -92,7 +106,7 @@ public final class JdbcStorageConfig {
   }
 
   /**
-   * A builder holding what the {@code relaykit.h2.*} keys of {@code settings} say (see {@link
+   * A builder holding what the {@code relaykit.jdbc.*} keys of {@code settings} say (see {@link
    * JdbcConfigKeys}), for code to add what settings cannot carry (a listener, a database clock).
    * The lease defaults to {@code relaykit.relay.lease} and the retention to {@code
    * relaykit.idempotency.retention}, as a deployment's other blocks use them.
@@ -127,7 +141,7 @@ public final class JdbcStorageConfig {
   }
 
   /**
-   * The config the {@code relaykit.h2.*} keys of {@code settings} describe; see {@link
+   * The config the {@code relaykit.jdbc.*} keys of {@code settings} describe; see {@link
    * #builderFrom(Settings)}.
    *
    * @param settings the deployment's settings
@@ -138,8 +152,51 @@ public final class JdbcStorageConfig {
     try {
       return builderFrom(settings).build();
     } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("invalid relaykit.h2 settings: " + e.getMessage(), e);
+      throw new IllegalArgumentException("invalid relaykit.jdbc settings: " + e.getMessage(), e);
     }
+  }
+
+  /**
+   * Checks the storage name a deployment chose ({@code relaykit.storage}) against the database its
+   * URL names: {@code postgres} needs a {@code jdbc:postgresql:} URL; {@code h2} with a PostgreSQL
+   * URL (the setting older releases documented) is accepted for one more release and logs one
+   * WARNING line per JVM naming {@code relaykit.storage=postgres} (or {@code jdbc}) instead; any
+   * other name is not checked.
+   *
+   * @param storage the value of {@code relaykit.storage} as configured; may be null
+   * @param jdbcUrl the database's JDBC URL; may be null
+   * @return the deprecation line when {@code h2} names a PostgreSQL URL, else null
+   * @throws IllegalArgumentException naming both the storage and the URL's database (never its
+   *     credentials) when {@code postgres} names a URL that is not PostgreSQL's
+   */
+  public static String checkStorageName(String storage, String jdbcUrl) {
+    String name = storage == null ? "" : storage.strip().toLowerCase(Locale.ROOT);
+    boolean postgresUrl = jdbcUrl != null
+        && jdbcUrl.strip().toLowerCase(Locale.ROOT).startsWith("jdbc:postgresql:");
+    if (name.equals(POSTGRES) && !postgresUrl) {
+      throw new IllegalArgumentException("relaykit.storage=postgres needs a PostgreSQL URL"
+          + " (jdbc:postgresql:...), but the database URL is " + scheme(jdbcUrl) + "; set"
+          + " relaykit.storage=jdbc to use that database, or point the URL at PostgreSQL");
+    }
+    if (name.equals(H2) && postgresUrl) {
+      String line = "relaykit.storage=h2 with a PostgreSQL URL is deprecated and accepted for one"
+          + " more release; set relaykit.storage=postgres (or jdbc)";
+      if (H2_WITH_POSTGRES_LOGGED.compareAndSet(false, true)) {
+        LOG.log(System.Logger.Level.WARNING, line);
+      }
+      return line;
+    }
+    return null;
+  }
+
+  /** The URL's scheme up to the database's kind ({@code jdbc:h2:...}), never its credentials. */
+  private static String scheme(String jdbcUrl) {
+    if (jdbcUrl == null) {
+      return "unset";
+    }
+    String[] parts = jdbcUrl.strip().split(":", 3);
+    return parts.length >= 2 ? parts[0] + ":" + parts[1] + ":..."
+        : "'" + parts[0].substring(0, Math.min(parts[0].length(), 20)) + "'";
   }
 
   /** This config with {@code listener} in place of its own (null for none). */

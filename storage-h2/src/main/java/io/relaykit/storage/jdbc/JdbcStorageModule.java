@@ -17,7 +17,7 @@ import java.util.List;
  * JdbcDeadLetterStore}, {@link JdbcVersionGuard}, {@link JdbcQueueJournal} — and {@link
  * JdbcStorage} itself, so the application can {@code append} in its own transactions and close the
  * pool when it stops. Needs an {@link InstantSource} binding (relaykit's {@code RelayKitModule}
- * provides one). Under {@code RelayKitModule}, choose it with {@code relaykit.storage=h2} (see
+ * provides one). Under {@code RelayKitModule}, choose it with {@code relaykit.storage=jdbc} (see
  * {@link JdbcStorageBackend}), which also binds relaykit's SPIs to these stores.
  *
  * <p>The outbox reports its lifecycle steps (ENQUEUED on append) to the injector's {@link

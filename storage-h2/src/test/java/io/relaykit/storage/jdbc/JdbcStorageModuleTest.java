@@ -38,18 +38,18 @@ import java.util.UUID;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
-/** relaykit.storage=h2 through RelayKitModule and the ServiceLoader registration. */
+/** relaykit.storage=jdbc through RelayKitModule and the ServiceLoader registration. */
 class JdbcStorageModuleTest {
 
   private static RelayKitConfig.Builder config() {
-    return RelayKitConfig.builder().storage("h2")
+    return RelayKitConfig.builder().storage("jdbc")
         .set(JdbcStorageBackend.URL, "jdbc:h2:mem:guice" + UUID.randomUUID().toString()
             .replace("-", ""))
         .set(JdbcStorageBackend.TABLE_PREFIX, "g_");
   }
 
   @Test
-  @DisplayName("relaykit.storage=h2 binds every storage SPI to one JDBC storage")
+  @DisplayName("relaykit.storage=jdbc binds every storage SPI to one JDBC storage")
   void bindsSpis() throws Exception {
     Injector injector = Guice.createInjector(new RelayKitModule(
         config().set(JdbcStorageBackend.POOL_SIZE, "2").build()));
@@ -133,8 +133,8 @@ class JdbcStorageModuleTest {
   }
 
   @Test
-  @DisplayName("the injected relay holds rows for relaykit.h2.lease and keeps sent rows for"
-      + " relaykit.h2.retention; without them, relaykit.relay.lease and the idempotency retention")
+  @DisplayName("the injected relay holds rows for relaykit.jdbc.lease and keeps sent rows for"
+      + " relaykit.jdbc.retention; without them, relaykit.relay.lease and the idempotency retention")
   void relayUsesStorageLeaseAndRetention() {
     Injector injector = Guice.createInjector(new RelayKitModule(config()
         .set(JdbcStorageBackend.LEASE, "PT12S").set(JdbcStorageBackend.RETENTION, "P2D").build()));
@@ -165,7 +165,7 @@ class JdbcStorageModuleTest {
   }
 
   @Test
-  @DisplayName("relaykit.h2.outbox-max-unsent with outbox-over-bound=refuse bounds the injected"
+  @DisplayName("relaykit.jdbc.outbox-max-unsent with outbox-over-bound=refuse bounds the injected"
       + " outbox: the append at the bound is refused")
   void outboxBoundFromSettings() throws Exception {
     Injector injector = Guice.createInjector(new RelayKitModule(config()
@@ -186,7 +186,7 @@ class JdbcStorageModuleTest {
   }
 
   @Test
-  @DisplayName("relaykit.h2.outbox-order-scope picks what per-key order spans for the injected"
+  @DisplayName("relaykit.jdbc.outbox-order-scope picks what per-key order spans for the injected"
       + " outbox; key unless set")
   void outboxOrderScopeFromSettings() throws Exception {
     for (String[] c : new String[][] {{null, "KEY"}, {"key", "KEY"},
@@ -208,14 +208,65 @@ class JdbcStorageModuleTest {
     assertThatThrownBy(() -> new RelayKitModule(config()
         .set(JdbcStorageBackend.OUTBOX_ORDER_SCOPE, "global").build()))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("relaykit.h2.outbox-order-scope").hasMessageContaining("'global'");
+        .hasMessageContaining("relaykit.jdbc.outbox-order-scope").hasMessageContaining("'global'");
   }
 
   @Test
-  @DisplayName("a missing or invalid relaykit.h2 setting fails naming the key and value")
+  @DisplayName("relaykit.storage=postgres with a PostgreSQL URL binds the JDBC storage on"
+      + " PostgreSQL")
+  void postgresByName() throws Exception {
+    String prefix = "pgname_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8)
+        + "_";
+    Injector injector = Guice.createInjector(new RelayKitModule(RelayKitConfig.builder()
+        .storage("postgres").set(JdbcStorageBackend.URL, TestDatabase.POSTGRES_DEFAULT_URL)
+        .set(JdbcStorageBackend.TABLE_PREFIX, prefix).set(JdbcStorageBackend.POOL_SIZE, "1")
+        .build()));
+    JdbcStorage storage = injector.getInstance(JdbcStorage.class);
+    try {
+      assertThat(storage.dialect()).isEqualTo(Dialect.POSTGRESQL);
+      assertThat(injector.getInstance(OutboxStore.class)).isInstanceOf(JdbcOutboxStore.class);
+    } finally {
+      injector.getInstance(JdbcQueueJournal.class).close();
+      try (Connection c = storage.dataSource().getConnection();
+          java.sql.Statement st = c.createStatement()) {
+        List<String> tables = new java.util.ArrayList<>();
+        try (java.sql.ResultSet rs = c.getMetaData().getTables(null, null, prefix + "%",
+            new String[] {"TABLE"})) {
+          while (rs.next()) {
+            tables.add(rs.getString("TABLE_NAME"));
+          }
+        }
+        for (String t : tables) {
+          st.execute("DROP TABLE IF EXISTS " + t + " CASCADE");
+        }
+      }
+      storage.close();
+    }
+  }
+
+  @Test
+  @DisplayName("relaykit.storage=postgres with another database's URL is refused naming both;"
+      + " h2 with a PostgreSQL URL is accepted with one deprecation line")
+  void storageNameAgainstUrl() {
+    assertThatThrownBy(() -> new RelayKitModule(config().storage("postgres").build()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("relaykit.storage=postgres").hasMessageContaining("jdbc:h2:")
+        .hasMessageNotContaining("guice");
+    assertThat(JdbcStorageConfig.checkStorageName("h2", "jdbc:postgresql://db/app"))
+        .isEqualTo("relaykit.storage=h2 with a PostgreSQL URL is deprecated and accepted for one"
+            + " more release; set relaykit.storage=postgres (or jdbc)");
+    assertThat(JdbcStorageConfig.checkStorageName("h2", "jdbc:h2:mem:x")).isNull();
+    assertThat(JdbcStorageConfig.checkStorageName("jdbc", "jdbc:postgresql://db/app")).isNull();
+    assertThat(JdbcStorageConfig.checkStorageName("postgres", "jdbc:postgresql://db/app")).isNull();
+    assertThat(Backends.discover().names(BackendModuleProvider.Kind.STORAGE))
+        .contains("jdbc", "h2", "postgres");
+  }
+
+  @Test
+  @DisplayName("a missing or invalid relaykit.jdbc setting fails naming the key and value")
   void invalidSettings() {
-    assertThatThrownBy(() -> new RelayKitModule(RelayKitConfig.builder().storage("h2").build()))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("relaykit.h2.url");
+    assertThatThrownBy(() -> new RelayKitModule(RelayKitConfig.builder().storage("jdbc").build()))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("relaykit.jdbc.url");
     assertThatThrownBy(() -> new RelayKitModule(config()
         .set(JdbcStorageBackend.URL, "jdbc:oracle:thin:@x").build()))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("jdbc:oracle:thin:@x");
@@ -223,11 +274,11 @@ class JdbcStorageModuleTest {
         .set(JdbcStorageBackend.OUTBOX_MAX_UNSENT, "10")
         .set(JdbcStorageBackend.OUTBOX_OVER_BOUND, "drop").build()))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("relaykit.h2.outbox-over-bound").hasMessageContaining("'drop'");
+        .hasMessageContaining("relaykit.jdbc.outbox-over-bound").hasMessageContaining("'drop'");
     assertThatThrownBy(() -> new RelayKitModule(config()
         .set(JdbcStorageBackend.OUTBOX_MAX_UNSENT, "0").build()))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("relaykit.h2.outbox-max-unsent");
+        .hasMessageContaining("relaykit.jdbc.outbox-max-unsent");
     assertThatThrownBy(() -> new RelayKitModule(config()
         .set(JdbcStorageBackend.TABLE_PREFIX, "no-dashes").build()))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no-dashes");

@@ -42,6 +42,11 @@ public final class RedisStorage implements AutoCloseable {
    * @throws IllegalArgumentException if {@code config} or {@code clock} is null
    */
   public static RedisStorage open(RedisStorageConfig config, InstantSource clock) {
+    // Lettuce 6.8.2 is what Spring Boot 4.0 manages, and the oldest relaykit-redis compiles and
+    // runs against; an older one fails here with one line.
+    io.relaykit.internal.ClientVersions.require("relaykit-redis", "lettuce-core",
+        io.relaykit.internal.ClientVersions.ofJar(io.lettuce.core.RedisClient.class).orElse(null),
+        "6.8.2", null);
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }

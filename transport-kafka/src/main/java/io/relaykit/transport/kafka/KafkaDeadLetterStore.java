@@ -107,6 +107,7 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
    * @throws IllegalArgumentException if the config is null or the topic name is illegal
    */
   public static KafkaDeadLetterStore create(KafkaTransportConfig config, String deadLetterTopic) {
+    KafkaClientVersion.check();
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }

@@ -79,8 +79,10 @@ public final class KafkaPublisher implements Publisher {
    * @param config the brokers and producer settings
    * @return a new publisher, owned by the caller
    * @throws IllegalArgumentException if {@code config} is null
+   * @throws io.relaykit.internal.ClientVersionException if kafka-clients is older than 4.1.2
    */
   public static KafkaPublisher create(KafkaTransportConfig config) {
+    KafkaClientVersion.check();
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }

@@ -115,6 +115,7 @@ public final class KafkaShareSubscriber implements Subscriber {
    * @param config the brokers, share consumer settings and retry and dead-letter topic naming
    * @return a new subscriber; it holds no resources until it subscribes
    * @throws IllegalArgumentException if {@code config} is null
+   * @throws io.relaykit.internal.ClientVersionException if kafka-clients is older than 4.2.0
    */
   public static KafkaShareSubscriber create(KafkaTransportConfig config) {
     return create(config, UnaryOperator.identity());
@@ -123,6 +124,7 @@ public final class KafkaShareSubscriber implements Subscriber {
   /** As above, with the copies' sender wrapped by {@code senders} (fault injection in tests). */
   static KafkaShareSubscriber create(KafkaTransportConfig config,
       UnaryOperator<CopyHandOff.Sender> senders) {
+    KafkaClientVersion.checkShareGroups();
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }

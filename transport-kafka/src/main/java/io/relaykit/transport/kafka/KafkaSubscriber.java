@@ -77,8 +77,10 @@ public final class KafkaSubscriber implements Subscriber {
    * @param config the brokers, consumer settings and retry and dead-letter topic naming
    * @return a new subscriber; it holds no resources until it subscribes
    * @throws IllegalArgumentException if {@code config} is null
+   * @throws io.relaykit.internal.ClientVersionException if kafka-clients is older than 4.1.2
    */
   public static KafkaSubscriber create(KafkaTransportConfig config) {
+    KafkaClientVersion.check();
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }

@@ -20,23 +20,92 @@ import org.apache.kafka.common.test.TestKitNodes;
  * themselves with {@link #uniqueTopic} names. Public (and shipped in the module's test jar) so the
  * benchmarks can run on the same broker setup.
  *
+ * <p>With the system property {@value #FORK_CLASSPATH} naming a file that holds a class path (the
+ * boot-versions test run, whose own class path has Spring Boot's older kafka-clients, which the
+ * Kafka 4.3 server cannot run on), the broker runs in a child JVM on that class path ({@link
+ * #main}) and this JVM only talks to it; the child stops when this JVM exits.
+ *
  * <p>A single node cannot host the internal topics with their default replication factor of 3: the
  * offsets, transaction and share-state topics get replication factor 1 and min ISR 1, or consumer
  * groups never receive anything.
  */
 public final class KafkaTestBroker {
 
+  /** System property: a file holding the class path to fork the broker on. */
+  public static final String FORK_CLASSPATH = "relaykit.test.kafka.brokerClasspath";
+
   private static KafkaClusterTestKit cluster;
+  private static String bootstrap;
+  private static Process forked;
   private static Admin admin;
 
   private KafkaTestBroker() {}
 
   /** The broker's bootstrap address, starting the broker if it is not running yet. */
   public static synchronized String bootstrapServers() {
-    if (cluster == null) {
-      start();
+    if (bootstrap == null) {
+      String classpathFile = System.getProperty(FORK_CLASSPATH);
+      if (classpathFile != null && !classpathFile.isBlank()) {
+        startForked(java.nio.file.Path.of(classpathFile));
+      } else {
+        start();
+        bootstrap = cluster.bootstrapServers();
+      }
     }
-    return cluster.bootstrapServers();
+    return bootstrap;
+  }
+
+  /**
+   * Runs the broker in this JVM, prints {@code bootstrap=HOST:PORT} once it is ready and stops it
+   * when standard input ends (the parent closed it or died).
+   *
+   * @param args none
+   * @throws Exception if the broker cannot start or standard input fails
+   */
+  public static void main(String[] args) throws Exception {
+    start();
+    System.out.println("bootstrap=" + cluster.bootstrapServers());
+    System.out.flush();
+    byte[] buffer = new byte[256];
+    while (System.in.read(buffer) >= 0) {
+      // Nothing is sent on the lifeline; only its end matters.
+    }
+    stop();
+    System.exit(0);
+  }
+
+  private static void startForked(java.nio.file.Path classpathFile) {
+    try {
+      // Where this class and the module's main classes come from, then the jars of the file.
+      StringBuilder classpath = new StringBuilder();
+      for (Class<?> c : new Class<?>[] {KafkaTestBroker.class, KafkaPublisher.class}) {
+        classpath.append(java.nio.file.Path.of(c.getProtectionDomain().getCodeSource()
+            .getLocation().toURI())).append(java.io.File.pathSeparator);
+      }
+      classpath.append(java.nio.file.Files.readString(classpathFile).strip());
+      java.nio.file.Path javaBin = java.nio.file.Path.of(System.getProperty("java.home"), "bin",
+          "java");
+      java.nio.file.Path err = java.nio.file.Files.createTempFile("kafka-test-broker", ".err");
+      Process p = new ProcessBuilder(javaBin.toString(), "-Xmx512m", "-cp", classpath.toString(),
+          KafkaTestBroker.class.getName())
+          .redirectError(err.toFile()).start();
+      forked = p;
+      Runtime.getRuntime().addShutdownHook(new Thread(KafkaTestBroker::stop,
+          "kafka-test-broker-stop"));
+      java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(
+          p.getInputStream(), java.nio.charset.StandardCharsets.UTF_8));
+      // Bounded by the child: it prints the line once ready, or exits (closing the stream).
+      for (String line = out.readLine(); line != null; line = out.readLine()) {
+        if (line.startsWith("bootstrap=")) {
+          bootstrap = line.substring("bootstrap=".length());
+          return;
+        }
+      }
+      throw new IllegalStateException("the forked Kafka test broker exited before it was ready: "
+          + java.nio.file.Files.readString(err));
+    } catch (java.io.IOException | java.net.URISyntaxException e) {
+      throw new IllegalStateException("could not fork the Kafka test broker", e);
+    }
   }
 
   /** A shared admin client on the broker; do not close it. */
@@ -140,12 +209,20 @@ public final class KafkaTestBroker {
       if (cluster != null) {
         cluster.close();
       }
+      if (forked != null) {
+        forked.getOutputStream().close();
+        if (!forked.waitFor(60, TimeUnit.SECONDS)) {
+          forked.destroyForcibly();
+        }
+      }
     } catch (Exception e) {
       // Only temp files are left behind by a broker that does not stop cleanly.
       System.err.println("kafka test broker did not stop cleanly: " + e);
     } finally {
       admin = null;
       cluster = null;
+      forked = null;
+      bootstrap = null;
     }
   }
 }

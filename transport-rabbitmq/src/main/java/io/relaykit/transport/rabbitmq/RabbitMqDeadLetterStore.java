@@ -139,6 +139,7 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
    */
   public static RabbitMqDeadLetterStore create(RabbitMqTransportConfig config, String destination,
       String group, InboundMapping inbound, LifecycleListener listener, InstantSource clock) {
+    RabbitMqClientVersion.check();
     if (config == null || listener == null || clock == null || inbound == null) {
       throw new IllegalArgumentException("config, inbound, listener and clock must not be null");
     }

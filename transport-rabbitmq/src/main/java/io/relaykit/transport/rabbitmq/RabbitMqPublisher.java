@@ -158,6 +158,7 @@ public final class RabbitMqPublisher implements Publisher {
    */
   public static RabbitMqPublisher create(RabbitMqTransportConfig config,
       LifecycleListener listener, InstantSource clock) {
+    RabbitMqClientVersion.check();
     return create(config, listener, clock, "publisher");
   }
 

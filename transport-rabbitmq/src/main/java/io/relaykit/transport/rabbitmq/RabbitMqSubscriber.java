@@ -148,6 +148,7 @@ public final class RabbitMqSubscriber implements Subscriber {
    */
   public static RabbitMqSubscriber create(RabbitMqTransportConfig config,
       LifecycleListener listener, MetricsListener metrics, InstantSource clock) {
+    RabbitMqClientVersion.check();
     if (metrics == null) {
       throw new IllegalArgumentException("metrics must not be null");
     }

@@ -67,6 +67,8 @@ class CheckoutSamplePostgresTest {
   static void props(DynamicPropertyRegistry r) {
     r.add("spring.datasource.url", () -> URL);
     r.add("spring.datasource.username", () -> "postgres");
+    // The settings older releases documented for PostgreSQL: storage h2 and a relaykit.h2.* key,
+    // both still accepted (each logs one deprecation line).
     r.add("relaykit.storage", () -> "h2");
     r.add("relaykit.h2.table-prefix", () -> "rk_" + RUN + "_");
     r.add("relaykit.relay.poll-interval", () -> "50ms");
