@@ -299,7 +299,9 @@ final class RabbitMqSubscription implements Subscription {
       if (delivery.attempt() == 1) {
         decoded.reportIgnored(metrics, spec.destination());
       }
-      ctx = new Ctx(tag, wire, body, delivery);
+      // The payload the handler sees (a structured CloudEvent's data, not the JSON around it) is
+      // what a retry or dead-letter copy carries: the copy has relaykit's envelope.
+      ctx = new Ctx(tag, wire, delivery.message().payload(), delivery);
     } catch (MalformedMessageException | IllegalArgumentException e) {
       deadLetterUndecodable(tag, props, body, e, now);
       return;
