@@ -303,6 +303,50 @@ class RabbitMqRecoveryTest {
   }
 
   @Test
+  @DisplayName("three connection losses under one slow handler: other keys' deliveries still run"
+      + " while it blocks (the lost channels' dropped deliveries do not fill the worker queue and"
+      + " stall the subscription), and the slow one runs again once, at-least-once")
+  void cutsUnderSlowHandlerDoNotStallOtherKeys() {
+    subscriber = RabbitMqSubscriber.create(viaProxy().toBuilder().prefetch(2).build(),
+        events::add, MetricsListener.noop(), InstantSource.system());
+    RabbitMqSubscription s = (RabbitMqSubscription) subscriber.subscribe(
+        SubscriptionSpec.builder(destination, "g").ordering(OrderingMode.KEY).concurrency(2)
+            .maxInFlight(2).handlerTimeout(Duration.ofSeconds(60)).build(), d -> {
+              String id = d.message().id();
+              boolean first = !calls.contains(id);
+              calls.add(id);
+              if (first && id.equals("a-0")) {
+                release.await();
+              }
+            });
+    publisher.publish(destination, Message.builder().id("a-0").type("t").key("a").payload("p")
+        .build()).join();
+    Await.until(WAIT, "a-0 running", () -> calls.size() == 1);
+    for (int cut = 1; cut <= 3; cut++) {
+      long before = s.received();
+      long accepted = proxy.acceptedConnections();
+      proxy.cutConnections();
+      Await.until(WAIT, "a new connection after cut " + cut,
+          () -> proxy.acceptedConnections() > accepted);
+      Await.until(WAIT, "a-0 redelivered after cut " + cut, () -> s.received() > before);
+    }
+    for (int i = 0; i < 6; i++) {
+      publisher.publish(destination, Message.builder().id("b-" + i).type("t").key("b" + i)
+          .payload("p").build()).join();
+    }
+    Await.until(WAIT, "other keys handled while a-0 still blocks",
+        () -> calls.stream().filter(c -> c.startsWith("b-")).count() == 6);
+    assertThat(calls).containsOnlyOnce("a-0");
+    release.countDown();
+    Await.until(WAIT, "a-0's redelivery handled", () -> counts().get("a-0") == 2);
+    Await.holds(Duration.ofSeconds(1), "no further runs", () -> calls.size() == 8);
+    Await.until(WAIT, "nothing in flight", () -> s.inFlight() == 0);
+    RabbitMqTopology.GroupQueues q = topology.queues(destination, "g");
+    assertThat(TestBroker.depth(admin, q.queue())).isZero();
+    assertThat(TestBroker.depth(admin, q.deadLetterQueue())).isZero();
+  }
+
+  @Test
   @DisplayName("the broker closing the consumer's channel alone (a channel-level error, here an"
       + " ack of an unknown tag) does not leave the subscription without a consumer: the channel"
       + " is reopened and consuming resumes")
