@@ -66,6 +66,11 @@ final class RabbitMqSubscription implements Subscription {
   private static final System.Logger LOG = System.getLogger(RabbitMqSubscription.class.getName());
   /** The least close(deadline) waits for the channel's close-ok after the drain. */
   private static final long CHANNEL_CLOSE_WAIT_MILLIS = 1_000;
+  /**
+   * Worker queue room for the no-op tasks of deliveries dropped with a lost channel while a slow
+   * handler holds their key's lane (a few bytes each: their payload is released at the drop).
+   */
+  private static final int DROPPED_SLACK = 1024;
 
   private final SubscriptionSpec spec;
   private final MessageHandler handler;
@@ -125,10 +130,13 @@ final class RabbitMqSubscription implements Subscription {
     this.sampler = sampler;
     this.metricsInterval = metricsInterval;
     // Prefetch bounds what the broker hands out; the slack covers deliveries of a channel lost
-    // and recovered while its old deliveries still run.
+    // and recovered while its old deliveries still run, and the tasks of deliveries dropped with
+    // their channel that stay queued (no-ops, their payload released) behind a slow handler of
+    // their key until it returns: without it, a few connection losses under one slow handler
+    // would fill the queue and stall every other key.
     this.workers = KeyedExecutor.builder()
         .threads(spec.concurrency())
-        .maxQueued(2 * prefetch)
+        .maxQueued(2 * prefetch + DROPPED_SLACK)
         .threadFactory(spec.handlerThreads().factory("relaykit-rabbitmq-" + queues.queue(),
             RabbitMqPublisher.daemon("relaykit-rabbitmq-" + queues.queue())))
         .build();
@@ -301,7 +309,8 @@ final class RabbitMqSubscription implements Subscription {
       }
       // The payload the handler sees (a structured CloudEvent's data, not the JSON around it) is
       // what a retry or dead-letter copy carries: the copy has relaykit's envelope.
-      ctx = new Ctx(tag, wire, delivery.message().payload(), delivery);
+      ctx = new Ctx(tag, wire, delivery.message().payload(), delivery,
+          orderKey(delivery.message()));
     } catch (MalformedMessageException | IllegalArgumentException e) {
       deadLetterUndecodable(tag, props, body, e, now);
       return;
@@ -341,7 +350,7 @@ final class RabbitMqSubscription implements Subscription {
         boolean accepted;
         try {
           Ctx c = head;
-          accepted = workers.trySubmit(orderKey(c.message), () -> {
+          accepted = workers.trySubmit(c.orderKey, () -> {
             try {
               run(c);
             } finally {
@@ -351,8 +360,7 @@ final class RabbitMqSubscription implements Subscription {
         } catch (RejectedExecutionException closing) {
           // Closing: back to the queue for the next consumer.
           waiting.pollFirst();
-          unstarted.remove(head);
-          if (head.settled.compareAndSet(false, true)) {
+          if (unstarted.remove(head) && head.settled.compareAndSet(false, true)) {
             nack(head.tag);
             done();
           }
@@ -453,8 +461,9 @@ final class RabbitMqSubscription implements Subscription {
   private void dropStale() {
     int dropped = 0;
     for (Ctx c : unstarted) {
-      if (isStale(c.tag) && c.settled.compareAndSet(false, true)) {
-        unstarted.remove(c);
+      // Whoever removes a delivery from unstarted decides its fate: this sweep or its run().
+      if (isStale(c.tag) && unstarted.remove(c) && c.settled.compareAndSet(false, true)) {
+        c.release();
         staleDropped.incrementAndGet();
         dropped++;
         done();
@@ -480,8 +489,7 @@ final class RabbitMqSubscription implements Subscription {
   }
 
   private void run(Ctx ctx) {
-    unstarted.remove(ctx);
-    if (ctx.settled.get()) {
+    if (!unstarted.remove(ctx) || ctx.settled.get()) {
       return; // dropped: its channel was lost before it started
     }
     if (isStale(ctx.tag)) {
@@ -798,23 +806,39 @@ final class RabbitMqSubscription implements Subscription {
   /** One delivery on its way through the handler. */
   private static final class Ctx {
     final long tag;
-    final Map<String, String> wire;
-    final byte[] body;
-    final Delivery delivery;
-    final Message message;
+    /** Null once dropped ({@link #release}), as are body, delivery and message. */
+    Map<String, String> wire;
+    byte[] body;
+    Delivery delivery;
+    Message message;
     final int attempt;
+    /** The KeyedExecutor key. */
+    final Object orderKey;
     final AtomicBoolean settled = new AtomicBoolean();
     volatile Thread worker;
     /** System.nanoTime() when the handler call began. */
     volatile long started;
 
-    Ctx(long tag, Map<String, String> wire, byte[] body, Delivery delivery) {
+    Ctx(long tag, Map<String, String> wire, byte[] body, Delivery delivery, Object orderKey) {
       this.tag = tag;
       this.wire = wire;
       this.body = body;
       this.delivery = delivery;
       this.message = delivery.message();
       this.attempt = delivery.attempt();
+      this.orderKey = orderKey;
+    }
+
+    /**
+     * Lets go of the payload of a delivery dropped before it started: its task may wait as a
+     * no-op behind a slow handler of its key. Only the one that removed it from unstarted calls
+     * this, and nothing reads these fields of a dropped delivery again.
+     */
+    void release() {
+      wire = null;
+      body = null;
+      delivery = null;
+      message = null;
     }
   }
 }
