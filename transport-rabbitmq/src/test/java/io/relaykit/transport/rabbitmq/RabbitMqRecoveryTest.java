@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.impl.recovery.AutorecoveringConnection;
 import io.relaykit.message.Message;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleEvent;
@@ -344,6 +345,37 @@ class RabbitMqRecoveryTest {
     RabbitMqTopology.GroupQueues q = topology.queues(destination, "g");
     assertThat(TestBroker.depth(admin, q.queue())).isZero();
     assertThat(TestBroker.depth(admin, q.deadLetterQueue())).isZero();
+  }
+
+  @Test
+  @DisplayName("subscribing and closing again and again keeps nothing of the closed"
+      + " subscriptions: the subscriber forgets them, and the connection's recovery listeners,"
+      + " channels and recorded consumers do not grow")
+  void closedSubscriptionsAreForgotten() throws Exception {
+    subscriber = RabbitMqSubscriber.create(viaProxy());
+    AutorecoveringConnection c = field(subscriber, RabbitMqSubscriber.class, "connection");
+    List<?> listeners = field(c, AutorecoveringConnection.class, "recoveryListeners");
+    Map<?, ?> channels = field(c, AutorecoveringConnection.class, "channels");
+    int listenersBefore = listeners.size();
+    int channelsBefore = channels.size();
+    for (int i = 0; i < 5; i++) {
+      io.relaykit.message.Subscription s = subscriber.subscribe(
+          SubscriptionSpec.builder(destination, "g").build(), d -> { });
+      assertThat(s.close(Duration.ofSeconds(5))).isTrue();
+    }
+    assertThat(listeners).hasSize(listenersBefore);
+    Await.until(WAIT, "the closed channels unregistered",
+        () -> channels.size() == channelsBefore);
+    assertThat(c.getRecordedConsumers()).isEmpty();
+    List<?> subscriptions = field(subscriber, RabbitMqSubscriber.class, "subscriptions");
+    assertThat(subscriptions).isEmpty();
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T> T field(Object o, Class<?> type, String name) throws Exception {
+    java.lang.reflect.Field f = type.getDeclaredField(name);
+    f.setAccessible(true);
+    return (T) f.get(o);
   }
 
   @Test
