@@ -107,6 +107,10 @@ final class RabbitMqSubscription implements Subscription {
   /** Sampling thread only: the channel of the passive declares; reopened after a failure. */
   private Channel sampleChannel;
   private volatile ScheduledFuture<?> sampling;
+  /** Registered on the connection while open; removed by close (else closed ones pile up). */
+  private RecoveryListener recoveryListener;
+  /** Run once at the end of close: the subscriber forgets this subscription. */
+  private volatile Runnable onClosed = () -> { };
   private final AtomicLong lagSampleFailures = new AtomicLong();
   /** Sampling thread only: failures since the last good sample, to log a streak once. */
   private long failureStreak;
@@ -165,7 +169,7 @@ final class RabbitMqSubscription implements Subscription {
     if (connection instanceof AutorecoveringConnection recovering) {
       // A connection recovery that could not restore this channel (the connection was cut again
       // while it ran, a channel.open timed out) leaves it closed on a live connection.
-      recovering.addRecoveryListener(new RecoveryListener() {
+      recoveryListener = new RecoveryListener() {
         @Override
         public void handleRecovery(Recoverable recoverable) {
           if (!closing.get() && !channel.isOpen()) {
@@ -179,7 +183,8 @@ final class RabbitMqSubscription implements Subscription {
         public void handleRecoveryStarted(Recoverable recoverable) {
           // nothing to do before the recovery
         }
-      });
+      };
+      recovering.addRecoveryListener(recoveryListener);
     }
     running = true;
     consumerTag = channel.basicConsume(queues.queue(), false, new DefaultConsumer(channel) {
@@ -759,6 +764,10 @@ final class RabbitMqSubscription implements Subscription {
       }
     }
     workers.shutdownNow();
+    if (connection instanceof AutorecoveringConnection recovering && recoveryListener != null) {
+      recovering.removeRecoveryListener(recoveryListener);
+    }
+    onClosed.run();
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
@@ -767,6 +776,11 @@ final class RabbitMqSubscription implements Subscription {
 
   private interface BrokerCall {
     void run() throws IOException, TimeoutException;
+  }
+
+  /** Sets what close runs at its end (once); called before the subscription is handed out. */
+  void onClosed(Runnable r) {
+    onClosed = r;
   }
 
   /** Runs {@code call} on a new daemon thread, logging its failure; returns the thread. */
