@@ -348,6 +348,59 @@ class RabbitMqRecoveryTest {
   }
 
   @Test
+  @DisplayName("a foreign CloudEvent with a malformed attribute that was queued when the"
+      + " connection dropped is counted as ignored once, not again at its redelivery")
+  void ignoredAttributesCountedOnceAcrossCut() throws Exception {
+    Map<String, Long> ignored = new java.util.concurrent.ConcurrentHashMap<>();
+    subscriber = RabbitMqSubscriber.create(viaProxy(), events::add, new MetricsListener() {
+      @Override
+      public void ignored(String where, String reason, long count) {
+        ignored.merge(reason, count, Long::sum);
+      }
+    }, InstantSource.system());
+    RabbitMqSubscription s = (RabbitMqSubscription) subscriber.subscribe(
+        SubscriptionSpec.builder(destination, "g").ordering(OrderingMode.PARTITION)
+            .concurrency(1).maxInFlight(PREFETCH).handlerTimeout(Duration.ofSeconds(60))
+            .inbound(io.relaykit.message.InboundMapping.foreign().cloudEvents(true).build())
+            .build(), d -> {
+              String body = d.message().payloadUtf8();
+              boolean first = !calls.contains(body);
+              calls.add(body);
+              if (first && body.equals("slow")) {
+                release.await();
+              }
+            });
+    Map<String, Object> bad = new java.util.HashMap<>();
+    bad.put("cloudEvents_specversion", "1.0");
+    bad.put("cloudEvents_source", "/s");
+    bad.put("cloudEvents_id", "1");
+    bad.put("cloudEvents_time", "yesterday");
+    try (Channel ch = admin.createChannel()) {
+      ch.confirmSelect();
+      ch.basicPublish(topology.exchange(destination), "k", true,
+          new com.rabbitmq.client.AMQP.BasicProperties.Builder().build(),
+          "slow".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      ch.basicPublish(topology.exchange(destination), "k", true,
+          new com.rabbitmq.client.AMQP.BasicProperties.Builder().headers(bad).build(),
+          "bad".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      ch.waitForConfirmsOrDie(10_000);
+    }
+    Await.until(WAIT, "slow running, bad queued", () -> calls.size() == 1 && s.received() == 2);
+    Await.until(WAIT, "bad's attribute counted", () -> ignored.values().stream()
+        .mapToLong(Long::longValue).sum() == 1);
+    long accepted = proxy.acceptedConnections();
+    proxy.cutConnections();
+    Await.until(WAIT, "a new connection", () -> proxy.acceptedConnections() > accepted);
+    Await.until(WAIT, "both redelivered", () -> s.received() >= 4);
+    release.countDown();
+    Await.until(WAIT, "both handled", () -> calls.contains("bad"));
+    Await.until(WAIT, "nothing in flight", () -> s.inFlight() == 0);
+    assertThat(calls).containsExactly("slow", "slow", "bad");
+    assertThat(ignored).containsExactly(
+        Map.entry(MetricsListener.IGNORED_CLOUDEVENTS_ATTRIBUTE, 1L));
+  }
+
+  @Test
   @DisplayName("subscribing and closing again and again keeps nothing of the closed"
       + " subscriptions: the subscriber forgets them, and the connection's recovery listeners,"
       + " channels and recorded consumers do not grow")
