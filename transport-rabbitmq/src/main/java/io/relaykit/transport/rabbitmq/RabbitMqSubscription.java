@@ -277,11 +277,13 @@ final class RabbitMqSubscription implements Subscription {
     if (isStale(tag)) {
       // Dispatched after its channel was lost: not ours to settle, the broker redelivers it.
       staleDropped.incrementAndGet();
+      countIgnoredOfFirst(envelope, props, body);
       done();
       return;
     }
     if (closing.get()) {
       // Arrived after close() began (its cancel is on the way): back to the queue.
+      countIgnoredOfFirst(envelope, props, body);
       nack(tag);
       done();
       return;
@@ -289,27 +291,12 @@ final class RabbitMqSubscription implements Subscription {
     Instant now = clock.instant();
     Ctx ctx;
     try {
-      InboundMapping inbound = spec.inbound();
-      Set<String> invalid = inbound.acceptsForeign() ? new HashSet<>() : Set.of();
-      Map<String, String> wire = inbound.acceptsForeign()
-          ? AmqpHeaders.stringsLenient(props, invalid) : AmqpHeaders.strings(props);
-      if (inbound.acceptsForeign() && !wire.containsKey(MessageHeaders.ID)
-          && props.getContentType() != null && !props.getContentType().isBlank()) {
-        // A foreign message's content type (CloudEvents' datacontenttype) as a header.
-        wire.putIfAbsent(CloudEvents.CONTENT_TYPE, props.getContentType());
-      }
-      InboundMapping.Decoded decoded = inbound.decode(wire, body, new InboundMapping.Inbound(
-          spec.destination(), AmqpHeaders.stablePosition(spec.destination(), props, wire, body),
-          wire.containsKey(MessageHeaders.ID) ? wire.get(AmqpHeaders.KEY)
-              : AmqpHeaders.foreignKey(envelope), props.getTimestamp() == null ? null
-              : props.getTimestamp().toInstant(), now, invalid,
-          InboundMapping.AMQP_CLOUDEVENTS_PREFIX));
-      wire = decoded.wire();
-      if (decoded.foreign()) {
-        decoded.message().key().ifPresent(k -> decoded.wire().put(AmqpHeaders.KEY, k));
-      }
+      InboundMapping.Decoded decoded = decode(envelope, props, body, now);
+      Map<String, String> wire = decoded.wire();
       Delivery delivery = FailureRoute.delivery(decoded.message(), spec.destination(), wire);
-      if (delivery.attempt() == 1) {
+      if (delivery.attempt() == 1 && !envelope.isRedeliver()) {
+        // Once per message and group queue: the broker's first delivery of it (a redelivery
+        // after a connection loss or a requeue was counted at that first one).
         decoded.reportIgnored(metrics, spec.destination());
       }
       // The payload the handler sees (a structured CloudEvent's data, not the JSON around it) is
@@ -333,6 +320,49 @@ final class RabbitMqSubscription implements Subscription {
       waiting.addLast(ctx);
     }
     pump();
+  }
+
+  /** The message of a delivery, read with the subscription's mapping. */
+  private InboundMapping.Decoded decode(Envelope envelope, AMQP.BasicProperties props,
+      byte[] body, Instant now) {
+    InboundMapping inbound = spec.inbound();
+    Set<String> invalid = inbound.acceptsForeign() ? new HashSet<>() : Set.of();
+    Map<String, String> wire = inbound.acceptsForeign()
+        ? AmqpHeaders.stringsLenient(props, invalid) : AmqpHeaders.strings(props);
+    if (inbound.acceptsForeign() && !wire.containsKey(MessageHeaders.ID)
+        && props.getContentType() != null && !props.getContentType().isBlank()) {
+      // A foreign message's content type (CloudEvents' datacontenttype) as a header.
+      wire.putIfAbsent(CloudEvents.CONTENT_TYPE, props.getContentType());
+    }
+    InboundMapping.Decoded decoded = inbound.decode(wire, body, new InboundMapping.Inbound(
+        spec.destination(), AmqpHeaders.stablePosition(spec.destination(), props, wire, body),
+        wire.containsKey(MessageHeaders.ID) ? wire.get(AmqpHeaders.KEY)
+            : AmqpHeaders.foreignKey(envelope), props.getTimestamp() == null ? null
+            : props.getTimestamp().toInstant(), now, invalid,
+        InboundMapping.AMQP_CLOUDEVENTS_PREFIX));
+    if (decoded.foreign()) {
+      decoded.message().key().ifPresent(k -> decoded.wire().put(AmqpHeaders.KEY, k));
+    }
+    return decoded;
+  }
+
+  /**
+   * Counts what the mapping ignores in the broker's first delivery of a message that is handed
+   * back unread (its channel lost, or closing): its redelivery is not counted again.
+   */
+  private void countIgnoredOfFirst(Envelope envelope, AMQP.BasicProperties props, byte[] body) {
+    if (envelope.isRedeliver()) {
+      return;
+    }
+    try {
+      InboundMapping.Decoded decoded = decode(envelope, props, body, clock.instant());
+      if (FailureRoute.delivery(decoded.message(), spec.destination(), decoded.wire())
+          .attempt() == 1) {
+        decoded.reportIgnored(metrics, spec.destination());
+      }
+    } catch (MalformedMessageException | IllegalArgumentException undecodable) {
+      // undecodable: its redelivery dead-letters it; nothing to count
+    }
   }
 
   /**
