@@ -123,42 +123,87 @@ final class CloudEventsJson {
     return new Event(attributes, data == null ? new byte[0] : data);
   }
 
-  /** Skips one non-string value (object, array, number, literal), nesting counted, not recursed. */
+  /**
+   * Skips one non-string value (object, array, number, literal) and checks its grammar: open
+   * containers are kept on an explicit stack, not recursed, so no nesting depth can overflow the
+   * stack.
+   */
   private void skipValue() {
-    int depth = 0;
-    do {
+    StringBuilder open = new StringBuilder(); // '{' or '[' per open container
+    while (true) {
+      // A value starts here.
       ws();
       char c = peek();
-      if (c == '"') {
+      if (c == '{' || c == '[') {
+        i++;
+        ws();
+        if (peek() == (c == '{' ? '}' : ']')) {
+          i++; // an empty container is a whole value
+        } else {
+          open.append(c);
+          if (c == '{') {
+            memberName();
+          }
+          continue;
+        }
+      } else if (c == '"') {
         string();
-      } else if (c == '{' || c == '[') {
-        depth++;
-        i++;
-      } else if (c == '}' || c == ']') {
-        if (depth == 0) {
-          throw bad("unexpected '" + c + "'");
-        }
-        depth--;
-        i++;
-      } else if (c == ',' || c == ':') {
-        if (depth == 0) {
-          throw bad("unexpected '" + c + "'");
-        }
-        i++;
       } else {
-        int start = i;
-        while (i < s.length() && "{}[],: \t\r\n\"".indexOf(s.charAt(i)) < 0) {
-          i++;
-        }
-        String literal = s.substring(start, i);
-        if (!literal.equals("true") && !literal.equals("false") && !literal.equals("null")
-            && !literal.matches("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?")) {
-          throw bad("not a JSON value: '" + truncated(literal) + "'");
-        }
+        literal();
       }
-    } while (depth > 0);
+      // A value ended: close containers, or go on to the next element.
+      while (true) {
+        if (open.length() == 0) {
+          return;
+        }
+        ws();
+        char top = open.charAt(open.length() - 1);
+        char close = top == '{' ? '}' : ']';
+        char n = next();
+        if (n == ',') {
+          if (top == '{') {
+            memberName();
+          }
+          break;
+        }
+        if (n != close) {
+          i--;
+          throw bad("expected ',' or '" + close + "'");
+        }
+        open.setLength(open.length() - 1);
+      }
+    }
   }
 
+  /** A member name and its colon, inside a skipped object. */
+  private void memberName() {
+    ws();
+    if (peek() != '"') {
+      throw bad("expected a member name");
+    }
+    string();
+    ws();
+    expect(':');
+  }
+
+  private void literal() {
+    int start = i;
+    while (i < s.length() && "{}[],: \t\r\n\"".indexOf(s.charAt(i)) < 0) {
+      i++;
+    }
+    String literal = s.substring(start, i);
+    if (!literal.equals("true") && !literal.equals("false") && !literal.equals("null")
+        && !literal.matches("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?")) {
+      i = start;
+      throw bad("not a JSON value: '" + truncated(literal) + "'");
+    }
+  }
+
+  /**
+   * A JSON string. An escaped surrogate must be half of a pair: a lone one is no Unicode text,
+   * and it would turn into '?' when the value is written to a transport header as UTF-8, so two
+   * events' ids would become one.
+   */
   private String string() {
     expect('"');
     StringBuilder sb = new StringBuilder();
@@ -177,15 +222,22 @@ final class CloudEventsJson {
           case 'r' -> sb.append('\r');
           case 't' -> sb.append('\t');
           case 'u' -> {
-            if (i + 4 > s.length()) {
-              throw bad("cut \\u escape");
+            char u = hex4();
+            if (Character.isHighSurrogate(u)) {
+              if (i + 2 > s.length() || s.charAt(i) != '\\' || s.charAt(i + 1) != 'u') {
+                throw bad("unpaired surrogate \\u" + Integer.toHexString(u));
+              }
+              i += 2;
+              char low = hex4();
+              if (!Character.isLowSurrogate(low)) {
+                throw bad("unpaired surrogate \\u" + Integer.toHexString(u));
+              }
+              sb.append(u).append(low);
+            } else if (Character.isLowSurrogate(u)) {
+              throw bad("unpaired surrogate \\u" + Integer.toHexString(u));
+            } else {
+              sb.append(u);
             }
-            try {
-              sb.append((char) Integer.parseInt(s, i, i + 4, 16));
-            } catch (NumberFormatException ex) {
-              throw bad("bad \\u escape");
-            }
-            i += 4;
           }
           default -> throw bad("bad escape '\\" + e + "'");
         }
@@ -195,6 +247,25 @@ final class CloudEventsJson {
         sb.append(c);
       }
     }
+  }
+
+  /** The four hex digits of a \\u escape (ASCII digits and letters only, no sign). */
+  private char hex4() {
+    if (i + 4 > s.length()) {
+      throw bad("cut \\u escape");
+    }
+    int v = 0;
+    for (int k = 0; k < 4; k++) {
+      char h = s.charAt(i + k);
+      int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+          : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      if (d < 0) {
+        throw bad("bad \\u escape");
+      }
+      v = v * 16 + d;
+    }
+    i += 4;
+    return (char) v;
   }
 
   private void ws() {

@@ -337,6 +337,40 @@ class InboundMappingTest {
     }
 
     @Test
+    @DisplayName("adversarial structured JSON: an unpaired surrogate (it would turn into '?' on"
+        + " the wire, so two events would share one id), a \\u escape that is not four hex"
+        + " digits, brackets that do not match and values without commas are undecodable")
+    void structuredModeAdversarial() {
+      Map<String, String> ct = headers("content-type", "application/cloudevents+json");
+      String head = "{\"specversion\":\"1.0\",\"source\":\"/a\",\"type\":\"t\",";
+      for (String bad : List.of(
+          head + "\"id\":\"\\ud800\",\"data\":\"x\"}",
+          head + "\"id\":\"\\udc00x\",\"data\":\"x\"}",
+          head + "\"id\":\"\\ud800\\u0041\",\"data\":\"x\"}",
+          head + "\"id\":\"1\",\"data\":\"\\udfff\"}",
+          head + "\"id\":\"\\u+041\",\"data\":\"x\"}",
+          head + "\"id\":\"\\u-041\",\"data\":\"x\"}",
+          head + "\"id\":\"1\",\"x\":[},\"data\":\"x\"}",
+          head + "\"id\":\"1\",\"x\":{],\"data\":\"x\"}",
+          head + "\"id\":\"1\",\"data\":[1 2]}",
+          head + "\"id\":\"1\",\"data\":{\"a\" 1}}",
+          head + "\"id\":\"1\",\"data\":{1:2}}",
+          head + "\"id\":\"1\",\"data\":[1,,2]}",
+          head + "\"id\":\"1\",\"data\":[1,]}",
+          head + "\"id\":\"1\",\"data\":{\"a\":}}")) {
+        assertThatThrownBy(() -> mapping.decode(ct, bad.getBytes(StandardCharsets.UTF_8),
+            kafka(null, Set.of()))).as(bad).isInstanceOf(MalformedMessageException.class);
+      }
+      // A surrogate pair is one character: fine, and the same id as the raw character.
+      Message pair = mapping.decode(ct, (head + "\"id\":\"\\ud83d\\ude00\",\"data\":"
+          + "{\"a\":[1,{\"b\":[]},\"]\"]}}").getBytes(StandardCharsets.UTF_8),
+          kafka(null, Set.of())).message();
+      assertThat(pair.id()).isEqualTo(io.relaykit.message.CloudEvents.identity("/a",
+          "\ud83d\ude00"));
+      assertThat(pair.payloadUtf8()).isEqualTo("{\"a\":[1,{\"b\":[]},\"]\"]}");
+    }
+
+    @Test
     @DisplayName("malformed attributes are ignored and counted, never failing the message")
     void malformedIgnored() {
       Message m = mapping.decode(headers("ce_specversion", "1.0", "ce_id", " ",

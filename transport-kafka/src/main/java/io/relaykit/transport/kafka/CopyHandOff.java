@@ -134,7 +134,7 @@ final class CopyHandOff {
     Map<String, String> headers = route.headers(wire);
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
     ProducerRecord<String, byte[]> copy = new ProducerRecord<>(retryTopic,
-        retryPartition(w, sourcePosition), copyKey(w, message), w.record().value(),
+        retryPartition(w, sourcePosition), copyKey(w, message), message.payload(),
         KafkaRecords.toHeaders(headers));
     sendDurably(w, copy, message.id(), md -> {
       if (listener != KafkaTransportConfig.NO_LISTENER) {
@@ -193,8 +193,10 @@ final class CopyHandOff {
   }
 
   /**
-   * Writes {@code w}'s dead-letter copy (original key, value and headers plus {@code route}'s
-   * failure headers, the source position and the group); on the broker's confirm, emits
+   * Writes {@code w}'s dead-letter copy (original key, the payload the handler saw: a structured
+   * CloudEvent's data, not the JSON event, and the original value of an undecodable record; the
+   * headers plus {@code route}'s failure headers, the source position and the group); on the
+   * broker's confirm, emits
    * DEAD_LETTERED and finishes the record. A copy refused for good becomes a reference entry.
    *
    * @param message the decoded message; null for an undecodable record
@@ -209,7 +211,8 @@ final class CopyHandOff {
     headers.put(MessageHeaders.SOURCE_POSITION, sourcePosition);
     headers.put(MessageHeaders.GROUP, group);
     ProducerRecord<String, byte[]> copy = new ProducerRecord<>(deadLetterTopic, null,
-        copyKey(w, message), w.record().value(), KafkaRecords.toHeaders(headers));
+        copyKey(w, message), message != null ? message.payload() : w.record().value(),
+        KafkaRecords.toHeaders(headers));
     String id = message != null ? message.id() : "dlt:" + sourcePosition;
     sendDurably(w, copy, id, md -> deadLettered(w, id, message, route),
         rejected -> deadLetterReference(w, wire, message, route, sourcePosition, id, rejected));

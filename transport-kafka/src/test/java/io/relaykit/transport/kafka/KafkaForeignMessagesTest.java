@@ -69,6 +69,59 @@ class KafkaForeignMessagesTest {
   }
 
   @Test
+  @DisplayName("a structured CloudEvent's retry copy, dead letter and replay carry its data, the"
+      + " payload the handler saw, not the JSON event around it")
+  void structuredCopiesCarryData() throws Exception {
+    String topic = newTopic("foreign-structured", 1);
+    String group = topic + "-g";
+    sendPlain(List.of(
+        plain(topic, "k1", structured("once", "s-once"), "content-type",
+            "application/cloudevents+json"),
+        plain(topic, "k2", structured("always", "s-always"), "content-type",
+            "application/cloudevents+json")));
+    AtomicBoolean poisoned = new AtomicBoolean(true);
+    List<Delivery> calls = new CopyOnWriteArrayList<>();
+    KafkaSubscription sub = clients.subscriber().subscribe(
+        SubscriptionSpec.builder(topic, group).concurrency(2).retryPolicy(quickRetries(3))
+            .inbound(InboundMapping.foreign().cloudEvents(true).build()).build(),
+        d -> {
+          calls.add(d);
+          String body = d.message().payloadUtf8();
+          if (body.equals("s-once") && d.attempt() == 1) {
+            throw new IllegalStateException("first attempt fails");
+          }
+          if (!body.equals("s-once") && poisoned.get()) {
+            throw new IllegalStateException("always fails");
+          }
+        });
+    KafkaDeadLetterStore dlt = clients.deadLetterStore(topic, group);
+    String once = io.relaykit.message.CloudEvents.identity("/s", "once");
+    String always = io.relaykit.message.CloudEvents.identity("/s", "always");
+    Await.until(WAIT, "s-always dead-lettered", () -> dlt.count(DeadLetterQuery.all()) == 1);
+    Await.until(WAIT, "s-once retried", () -> calls.stream()
+        .filter(d -> d.message().id().equals(once)).count() == 2);
+    assertThat(calls).filteredOn(d -> d.message().id().equals(once))
+        .extracting(d -> d.message().payloadUtf8()).containsOnly("s-once");
+    assertThat(calls).filteredOn(d -> d.message().id().equals(always))
+        .extracting(d -> d.message().payloadUtf8()).containsExactly("s-always", "s-always",
+            "s-always");
+    DeadLetter d = dlt.list(DeadLetterQuery.all()).get(0);
+    assertThat(d.messageId()).isEqualTo(always);
+    assertThat(d.message().payloadUtf8()).isEqualTo("s-always");
+    poisoned.set(false);
+    assertThat(dlt.replay(d.id())).isPresent();
+    Await.until(WAIT, "the replay handled", () -> calls.stream()
+        .filter(c -> c.message().id().equals(always)).count() == 4);
+    assertThat(calls.get(calls.size() - 1).message().payloadUtf8()).isEqualTo("s-always");
+    sub.close(Duration.ofSeconds(5));
+  }
+
+  private static String structured(String id, String data) {
+    return "{\"specversion\":\"1.0\",\"id\":\"" + id + "\",\"source\":\"/s\","
+        + "\"type\":\"t\",\"data\":\"" + data + "\"}";
+  }
+
+  @Test
   @DisplayName("mapped, retried until it succeeds, dead-lettered when it always fails, and the"
       + " dead letter replays and is consumed")
   void consumedRetriedDeadLetteredAndReplayed() throws Exception {

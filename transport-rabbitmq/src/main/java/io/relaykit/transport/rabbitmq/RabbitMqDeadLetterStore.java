@@ -384,7 +384,7 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
       if (!e.acked) {
         kept.add(e);
         copies.add(publisher.publishToQueue(queues.deadLetterQueue(), e.copyHeaders(),
-            e.body, e.deadLetter.messageId(), e.timestampMillis));
+            e.copyBody, e.deadLetter.messageId(), e.timestampMillis));
       }
     }
     for (CompletableFuture<?> f : copies) {
@@ -433,11 +433,8 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
   }
 
   /** Decodes a dead-letter queue message; lenient, since undecodable messages end up here too. */
-  private DeadLetter decode(GetResponse r, Map<String, String> wire) {
-    Message message = null;
-    if (!wire.containsKey(MessageHeaders.ID)) {
-      message = foreign(r);
-    }
+  private DeadLetter decode(GetResponse r, Map<String, String> wire, Message mapped) {
+    Message message = mapped;
     if (message == null) {
       try {
         message = MessageHeaders.fromWire(wire, wire.get(AmqpHeaders.KEY), r.getBody());
@@ -541,6 +538,8 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
     final long tag;
     final Map<String, String> raw;
     final byte[] body;
+    /** The body of the copy that replaces this entry: see {@link #copyHeaders()}. */
+    final byte[] copyBody;
     final long timestampMillis;
     final DeadLetter deadLetter;
     final String entryId;
@@ -553,7 +552,11 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
       this.body = r.getBody();
       this.timestampMillis = r.getProps().getTimestamp() != null
           ? r.getProps().getTimestamp().getTime() : clock.millis();
-      this.deadLetter = decode(r, raw);
+      Message mapped = raw.containsKey(MessageHeaders.ID) ? null : foreign(r);
+      this.deadLetter = decode(r, raw, mapped);
+      // The copy of what the group's mapping read carries the payload the handler saw (a
+      // structured CloudEvent's data, not the JSON event around it), since it gets an envelope.
+      this.copyBody = mapped == null ? body : mapped.payload();
       this.entryId = raw.get(AmqpHeaders.DEAD_ENTRY);
     }
 

@@ -226,6 +226,7 @@ public final class RabbitMqSubscriber implements Subscriber {
           + e.getMessage(), e instanceof IOException ? (IOException) e : new IOException(e));
     }
     subscriptions.add(s);
+    s.onClosed(() -> subscriptions.remove(s));
     return s;
   }
 

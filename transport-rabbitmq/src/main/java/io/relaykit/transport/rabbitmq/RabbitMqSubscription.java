@@ -66,6 +66,11 @@ final class RabbitMqSubscription implements Subscription {
   private static final System.Logger LOG = System.getLogger(RabbitMqSubscription.class.getName());
   /** The least close(deadline) waits for the channel's close-ok after the drain. */
   private static final long CHANNEL_CLOSE_WAIT_MILLIS = 1_000;
+  /**
+   * Worker queue room for the no-op tasks of deliveries dropped with a lost channel while a slow
+   * handler holds their key's lane (a few bytes each: their payload is released at the drop).
+   */
+  private static final int DROPPED_SLACK = 1024;
 
   private final SubscriptionSpec spec;
   private final MessageHandler handler;
@@ -102,6 +107,10 @@ final class RabbitMqSubscription implements Subscription {
   /** Sampling thread only: the channel of the passive declares; reopened after a failure. */
   private Channel sampleChannel;
   private volatile ScheduledFuture<?> sampling;
+  /** Registered on the connection while open; removed by close (else closed ones pile up). */
+  private RecoveryListener recoveryListener;
+  /** Run once at the end of close: the subscriber forgets this subscription. */
+  private volatile Runnable onClosed = () -> { };
   private final AtomicLong lagSampleFailures = new AtomicLong();
   /** Sampling thread only: failures since the last good sample, to log a streak once. */
   private long failureStreak;
@@ -125,10 +134,13 @@ final class RabbitMqSubscription implements Subscription {
     this.sampler = sampler;
     this.metricsInterval = metricsInterval;
     // Prefetch bounds what the broker hands out; the slack covers deliveries of a channel lost
-    // and recovered while its old deliveries still run.
+    // and recovered while its old deliveries still run, and the tasks of deliveries dropped with
+    // their channel that stay queued (no-ops, their payload released) behind a slow handler of
+    // their key until it returns: without it, a few connection losses under one slow handler
+    // would fill the queue and stall every other key.
     this.workers = KeyedExecutor.builder()
         .threads(spec.concurrency())
-        .maxQueued(2 * prefetch)
+        .maxQueued(2 * prefetch + DROPPED_SLACK)
         .threadFactory(spec.handlerThreads().factory("relaykit-rabbitmq-" + queues.queue(),
             RabbitMqPublisher.daemon("relaykit-rabbitmq-" + queues.queue())))
         .build();
@@ -157,7 +169,7 @@ final class RabbitMqSubscription implements Subscription {
     if (connection instanceof AutorecoveringConnection recovering) {
       // A connection recovery that could not restore this channel (the connection was cut again
       // while it ran, a channel.open timed out) leaves it closed on a live connection.
-      recovering.addRecoveryListener(new RecoveryListener() {
+      recoveryListener = new RecoveryListener() {
         @Override
         public void handleRecovery(Recoverable recoverable) {
           if (!closing.get() && !channel.isOpen()) {
@@ -171,7 +183,8 @@ final class RabbitMqSubscription implements Subscription {
         public void handleRecoveryStarted(Recoverable recoverable) {
           // nothing to do before the recovery
         }
-      });
+      };
+      recovering.addRecoveryListener(recoveryListener);
     }
     running = true;
     consumerTag = channel.basicConsume(queues.queue(), false, new DefaultConsumer(channel) {
@@ -264,11 +277,13 @@ final class RabbitMqSubscription implements Subscription {
     if (isStale(tag)) {
       // Dispatched after its channel was lost: not ours to settle, the broker redelivers it.
       staleDropped.incrementAndGet();
+      countIgnoredOfFirst(envelope, props, body);
       done();
       return;
     }
     if (closing.get()) {
       // Arrived after close() began (its cancel is on the way): back to the queue.
+      countIgnoredOfFirst(envelope, props, body);
       nack(tag);
       done();
       return;
@@ -276,30 +291,18 @@ final class RabbitMqSubscription implements Subscription {
     Instant now = clock.instant();
     Ctx ctx;
     try {
-      InboundMapping inbound = spec.inbound();
-      Set<String> invalid = inbound.acceptsForeign() ? new HashSet<>() : Set.of();
-      Map<String, String> wire = inbound.acceptsForeign()
-          ? AmqpHeaders.stringsLenient(props, invalid) : AmqpHeaders.strings(props);
-      if (inbound.acceptsForeign() && !wire.containsKey(MessageHeaders.ID)
-          && props.getContentType() != null && !props.getContentType().isBlank()) {
-        // A foreign message's content type (CloudEvents' datacontenttype) as a header.
-        wire.putIfAbsent(CloudEvents.CONTENT_TYPE, props.getContentType());
-      }
-      InboundMapping.Decoded decoded = inbound.decode(wire, body, new InboundMapping.Inbound(
-          spec.destination(), AmqpHeaders.stablePosition(spec.destination(), props, wire, body),
-          wire.containsKey(MessageHeaders.ID) ? wire.get(AmqpHeaders.KEY)
-              : AmqpHeaders.foreignKey(envelope), props.getTimestamp() == null ? null
-              : props.getTimestamp().toInstant(), now, invalid,
-          InboundMapping.AMQP_CLOUDEVENTS_PREFIX));
-      wire = decoded.wire();
-      if (decoded.foreign()) {
-        decoded.message().key().ifPresent(k -> decoded.wire().put(AmqpHeaders.KEY, k));
-      }
+      InboundMapping.Decoded decoded = decode(envelope, props, body, now);
+      Map<String, String> wire = decoded.wire();
       Delivery delivery = FailureRoute.delivery(decoded.message(), spec.destination(), wire);
-      if (delivery.attempt() == 1) {
+      if (delivery.attempt() == 1 && !envelope.isRedeliver()) {
+        // Once per message and group queue: the broker's first delivery of it (a redelivery
+        // after a connection loss or a requeue was counted at that first one).
         decoded.reportIgnored(metrics, spec.destination());
       }
-      ctx = new Ctx(tag, wire, body, delivery);
+      // The payload the handler sees (a structured CloudEvent's data, not the JSON around it) is
+      // what a retry or dead-letter copy carries: the copy has relaykit's envelope.
+      ctx = new Ctx(tag, wire, delivery.message().payload(), delivery,
+          orderKey(delivery.message()));
     } catch (MalformedMessageException | IllegalArgumentException e) {
       deadLetterUndecodable(tag, props, body, e, now);
       return;
@@ -317,6 +320,49 @@ final class RabbitMqSubscription implements Subscription {
       waiting.addLast(ctx);
     }
     pump();
+  }
+
+  /** The message of a delivery, read with the subscription's mapping. */
+  private InboundMapping.Decoded decode(Envelope envelope, AMQP.BasicProperties props,
+      byte[] body, Instant now) {
+    InboundMapping inbound = spec.inbound();
+    Set<String> invalid = inbound.acceptsForeign() ? new HashSet<>() : Set.of();
+    Map<String, String> wire = inbound.acceptsForeign()
+        ? AmqpHeaders.stringsLenient(props, invalid) : AmqpHeaders.strings(props);
+    if (inbound.acceptsForeign() && !wire.containsKey(MessageHeaders.ID)
+        && props.getContentType() != null && !props.getContentType().isBlank()) {
+      // A foreign message's content type (CloudEvents' datacontenttype) as a header.
+      wire.putIfAbsent(CloudEvents.CONTENT_TYPE, props.getContentType());
+    }
+    InboundMapping.Decoded decoded = inbound.decode(wire, body, new InboundMapping.Inbound(
+        spec.destination(), AmqpHeaders.stablePosition(spec.destination(), props, wire, body),
+        wire.containsKey(MessageHeaders.ID) ? wire.get(AmqpHeaders.KEY)
+            : AmqpHeaders.foreignKey(envelope), props.getTimestamp() == null ? null
+            : props.getTimestamp().toInstant(), now, invalid,
+        InboundMapping.AMQP_CLOUDEVENTS_PREFIX));
+    if (decoded.foreign()) {
+      decoded.message().key().ifPresent(k -> decoded.wire().put(AmqpHeaders.KEY, k));
+    }
+    return decoded;
+  }
+
+  /**
+   * Counts what the mapping ignores in the broker's first delivery of a message that is handed
+   * back unread (its channel lost, or closing): its redelivery is not counted again.
+   */
+  private void countIgnoredOfFirst(Envelope envelope, AMQP.BasicProperties props, byte[] body) {
+    if (envelope.isRedeliver()) {
+      return;
+    }
+    try {
+      InboundMapping.Decoded decoded = decode(envelope, props, body, clock.instant());
+      if (FailureRoute.delivery(decoded.message(), spec.destination(), decoded.wire())
+          .attempt() == 1) {
+        decoded.reportIgnored(metrics, spec.destination());
+      }
+    } catch (MalformedMessageException | IllegalArgumentException undecodable) {
+      // undecodable: its redelivery dead-letters it; nothing to count
+    }
   }
 
   /**
@@ -339,7 +385,7 @@ final class RabbitMqSubscription implements Subscription {
         boolean accepted;
         try {
           Ctx c = head;
-          accepted = workers.trySubmit(orderKey(c.message), () -> {
+          accepted = workers.trySubmit(c.orderKey, () -> {
             try {
               run(c);
             } finally {
@@ -349,8 +395,7 @@ final class RabbitMqSubscription implements Subscription {
         } catch (RejectedExecutionException closing) {
           // Closing: back to the queue for the next consumer.
           waiting.pollFirst();
-          unstarted.remove(head);
-          if (head.settled.compareAndSet(false, true)) {
+          if (unstarted.remove(head) && head.settled.compareAndSet(false, true)) {
             nack(head.tag);
             done();
           }
@@ -451,8 +496,9 @@ final class RabbitMqSubscription implements Subscription {
   private void dropStale() {
     int dropped = 0;
     for (Ctx c : unstarted) {
-      if (isStale(c.tag) && c.settled.compareAndSet(false, true)) {
-        unstarted.remove(c);
+      // Whoever removes a delivery from unstarted decides its fate: this sweep or its run().
+      if (isStale(c.tag) && unstarted.remove(c) && c.settled.compareAndSet(false, true)) {
+        c.release();
         staleDropped.incrementAndGet();
         dropped++;
         done();
@@ -478,8 +524,7 @@ final class RabbitMqSubscription implements Subscription {
   }
 
   private void run(Ctx ctx) {
-    unstarted.remove(ctx);
-    if (ctx.settled.get()) {
+    if (!unstarted.remove(ctx) || ctx.settled.get()) {
       return; // dropped: its channel was lost before it started
     }
     if (isStale(ctx.tag)) {
@@ -749,6 +794,10 @@ final class RabbitMqSubscription implements Subscription {
       }
     }
     workers.shutdownNow();
+    if (connection instanceof AutorecoveringConnection recovering && recoveryListener != null) {
+      recovering.removeRecoveryListener(recoveryListener);
+    }
+    onClosed.run();
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
@@ -757,6 +806,11 @@ final class RabbitMqSubscription implements Subscription {
 
   private interface BrokerCall {
     void run() throws IOException, TimeoutException;
+  }
+
+  /** Sets what close runs at its end (once); called before the subscription is handed out. */
+  void onClosed(Runnable r) {
+    onClosed = r;
   }
 
   /** Runs {@code call} on a new daemon thread, logging its failure; returns the thread. */
@@ -796,23 +850,39 @@ final class RabbitMqSubscription implements Subscription {
   /** One delivery on its way through the handler. */
   private static final class Ctx {
     final long tag;
-    final Map<String, String> wire;
-    final byte[] body;
-    final Delivery delivery;
-    final Message message;
+    /** Null once dropped ({@link #release}), as are body, delivery and message. */
+    Map<String, String> wire;
+    byte[] body;
+    Delivery delivery;
+    Message message;
     final int attempt;
+    /** The KeyedExecutor key. */
+    final Object orderKey;
     final AtomicBoolean settled = new AtomicBoolean();
     volatile Thread worker;
     /** System.nanoTime() when the handler call began. */
     volatile long started;
 
-    Ctx(long tag, Map<String, String> wire, byte[] body, Delivery delivery) {
+    Ctx(long tag, Map<String, String> wire, byte[] body, Delivery delivery, Object orderKey) {
       this.tag = tag;
       this.wire = wire;
       this.body = body;
       this.delivery = delivery;
       this.message = delivery.message();
       this.attempt = delivery.attempt();
+      this.orderKey = orderKey;
+    }
+
+    /**
+     * Lets go of the payload of a delivery dropped before it started: its task may wait as a
+     * no-op behind a slow handler of its key. Only the one that removed it from unstarted calls
+     * this, and nothing reads these fields of a dropped delivery again.
+     */
+    void release() {
+      wire = null;
+      body = null;
+      delivery = null;
+      message = null;
     }
   }
 }

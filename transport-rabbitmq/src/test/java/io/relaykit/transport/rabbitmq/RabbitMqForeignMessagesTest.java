@@ -403,6 +403,72 @@ class RabbitMqForeignMessagesTest {
     }
   }
 
+  @Test
+  @DisplayName("a structured CloudEvent's retry copy, dead letter (listed twice: the first read"
+      + " rewrites it) and replay carry its data, the payload the handler saw, not the JSON"
+      + " event around it; likewise for one RabbitMQ itself dead-lettered")
+  void structuredCopiesCarryData() throws Exception {
+    InboundMapping mapping = InboundMapping.foreign().cloudEvents(true).build();
+    Map<String, List<Delivery>> calls = new ConcurrentHashMap<>();
+    AtomicBoolean poisoned = new AtomicBoolean(true);
+    subscriber.subscribe(spec(mapping), d -> {
+      calls.computeIfAbsent(d.message().id(), k -> new CopyOnWriteArrayList<>()).add(d);
+      if (body(d).equals("s-once") && d.attempt() == 1) {
+        throw new IllegalStateException("first attempt fails");
+      }
+      if (body(d).startsWith("s-always") && poisoned.get()) {
+        throw new IllegalStateException("always fails");
+      }
+    });
+    dlq = RabbitMqDeadLetterStore.create(config, destination, "g", mapping,
+        io.relaykit.monitor.LifecycleListener.noop(), java.time.InstantSource.system());
+    AMQP.BasicProperties structured = new AMQP.BasicProperties.Builder()
+        .contentType("application/cloudevents+json").timestamp(Date.from(STAMP)).build();
+    publishPlain("k", structured, structured("/a", "once", "s-once"));
+    publishPlain("k", structured, structured("/a", "always", "s-always"));
+    String once = CloudEvents.identity("/a", "once");
+    String always = CloudEvents.identity("/a", "always");
+    Await.until(WAIT, "s-once retried", () -> calls.getOrDefault(once, List.of()).size() == 2);
+    Await.until(WAIT, "s-always dead-lettered", () -> dlq.count(DeadLetterQuery.all()) == 1);
+    assertThat(calls.get(once)).extracting(Delivery::attempt).containsExactly(1, 2);
+    assertThat(calls.get(once)).extracting(d -> body(d)).containsOnly("s-once");
+    assertThat(calls.get(always)).extracting(d -> body(d)).containsOnly("s-always");
+    for (int read = 0; read < 2; read++) {
+      DeadLetter dead = dlq.list(DeadLetterQuery.all()).get(0);
+      assertThat(dead.messageId()).isEqualTo(always);
+      assertThat(dead.message().payloadUtf8()).as("read " + read).isEqualTo("s-always");
+    }
+    poisoned.set(false);
+    DeadLetter dead = dlq.list(DeadLetterQuery.all()).get(0);
+    assertThat(dlq.replay(dead.id())).isPresent();
+    Await.until(WAIT, "the replay handled", () -> calls.get(always).size() == 4);
+    assertThat(calls.get(always).get(3).message().payloadUtf8()).isEqualTo("s-always");
+    assertThat(calls.get(always).get(3).message().id()).isEqualTo(always);
+
+    // One RabbitMQ dead-lettered itself (x-delivery-limit), read twice.
+    String queue = topology.queues(destination, "g").queue();
+    subscriber.close();
+    dlq.purge(DeadLetterQuery.all());
+    publishPlain("k", structured, structured("/b", "crash", "s-crash"));
+    try (Connection c = TestBroker.connect(config); Channel ch = c.createChannel()) {
+      ch.basicQos(1);
+      ch.basicConsume(queue, false, (tag, d) -> ch.basicNack(d.getEnvelope().getDeliveryTag(),
+          false, true), tag -> { });
+      Await.until(Duration.ofSeconds(60), "the broker dead-lettered it",
+          () -> dlq.count(DeadLetterQuery.all()) == 1);
+    }
+    for (int read = 0; read < 2; read++) {
+      DeadLetter crashed = dlq.list(DeadLetterQuery.all()).get(0);
+      assertThat(crashed.messageId()).isEqualTo(CloudEvents.identity("/b", "crash"));
+      assertThat(crashed.message().payloadUtf8()).as("read " + read).isEqualTo("s-crash");
+    }
+  }
+
+  private static String structured(String source, String id, String data) {
+    return "{\"specversion\":\"1.0\",\"id\":\"" + id + "\",\"source\":\"" + source
+        + "\",\"type\":\"t\",\"data\":\"" + data + "\"}";
+  }
+
   private static AMQP.BasicProperties binary(String source, String id) {
     Map<String, Object> h = new HashMap<>();
     h.put("cloudEvents_specversion", "1.0");

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.impl.recovery.AutorecoveringConnection;
 import io.relaykit.message.Message;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.monitor.LifecycleEvent;
@@ -300,6 +301,134 @@ class RabbitMqRecoveryTest {
     assertThat(s.channel().isOpen()).isTrue();
     assertThat(TestBroker.depth(admin, topology.queues(destination, "g").deadLetterQueue()))
         .isZero();
+  }
+
+  @Test
+  @DisplayName("three connection losses under one slow handler: other keys' deliveries still run"
+      + " while it blocks (the lost channels' dropped deliveries do not fill the worker queue and"
+      + " stall the subscription), and the slow one runs again once, at-least-once")
+  void cutsUnderSlowHandlerDoNotStallOtherKeys() {
+    subscriber = RabbitMqSubscriber.create(viaProxy().toBuilder().prefetch(2).build(),
+        events::add, MetricsListener.noop(), InstantSource.system());
+    RabbitMqSubscription s = (RabbitMqSubscription) subscriber.subscribe(
+        SubscriptionSpec.builder(destination, "g").ordering(OrderingMode.KEY).concurrency(2)
+            .maxInFlight(2).handlerTimeout(Duration.ofSeconds(60)).build(), d -> {
+              String id = d.message().id();
+              boolean first = !calls.contains(id);
+              calls.add(id);
+              if (first && id.equals("a-0")) {
+                release.await();
+              }
+            });
+    publisher.publish(destination, Message.builder().id("a-0").type("t").key("a").payload("p")
+        .build()).join();
+    Await.until(WAIT, "a-0 running", () -> calls.size() == 1);
+    for (int cut = 1; cut <= 3; cut++) {
+      long before = s.received();
+      long accepted = proxy.acceptedConnections();
+      proxy.cutConnections();
+      Await.until(WAIT, "a new connection after cut " + cut,
+          () -> proxy.acceptedConnections() > accepted);
+      Await.until(WAIT, "a-0 redelivered after cut " + cut, () -> s.received() > before);
+    }
+    for (int i = 0; i < 6; i++) {
+      publisher.publish(destination, Message.builder().id("b-" + i).type("t").key("b" + i)
+          .payload("p").build()).join();
+    }
+    Await.until(WAIT, "other keys handled while a-0 still blocks",
+        () -> calls.stream().filter(c -> c.startsWith("b-")).count() == 6);
+    assertThat(calls).containsOnlyOnce("a-0");
+    release.countDown();
+    Await.until(WAIT, "a-0's redelivery handled", () -> counts().get("a-0") == 2);
+    Await.holds(Duration.ofSeconds(1), "no further runs", () -> calls.size() == 8);
+    Await.until(WAIT, "nothing in flight", () -> s.inFlight() == 0);
+    RabbitMqTopology.GroupQueues q = topology.queues(destination, "g");
+    assertThat(TestBroker.depth(admin, q.queue())).isZero();
+    assertThat(TestBroker.depth(admin, q.deadLetterQueue())).isZero();
+  }
+
+  @Test
+  @DisplayName("a foreign CloudEvent with a malformed attribute that was queued when the"
+      + " connection dropped is counted as ignored once, not again at its redelivery")
+  void ignoredAttributesCountedOnceAcrossCut() throws Exception {
+    Map<String, Long> ignored = new java.util.concurrent.ConcurrentHashMap<>();
+    subscriber = RabbitMqSubscriber.create(viaProxy(), events::add, new MetricsListener() {
+      @Override
+      public void ignored(String where, String reason, long count) {
+        ignored.merge(reason, count, Long::sum);
+      }
+    }, InstantSource.system());
+    RabbitMqSubscription s = (RabbitMqSubscription) subscriber.subscribe(
+        SubscriptionSpec.builder(destination, "g").ordering(OrderingMode.PARTITION)
+            .concurrency(1).maxInFlight(PREFETCH).handlerTimeout(Duration.ofSeconds(60))
+            .inbound(io.relaykit.message.InboundMapping.foreign().cloudEvents(true).build())
+            .build(), d -> {
+              String body = d.message().payloadUtf8();
+              boolean first = !calls.contains(body);
+              calls.add(body);
+              if (first && body.equals("slow")) {
+                release.await();
+              }
+            });
+    Map<String, Object> bad = new java.util.HashMap<>();
+    bad.put("cloudEvents_specversion", "1.0");
+    bad.put("cloudEvents_source", "/s");
+    bad.put("cloudEvents_id", "1");
+    bad.put("cloudEvents_time", "yesterday");
+    try (Channel ch = admin.createChannel()) {
+      ch.confirmSelect();
+      ch.basicPublish(topology.exchange(destination), "k", true,
+          new com.rabbitmq.client.AMQP.BasicProperties.Builder().build(),
+          "slow".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      ch.basicPublish(topology.exchange(destination), "k", true,
+          new com.rabbitmq.client.AMQP.BasicProperties.Builder().headers(bad).build(),
+          "bad".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      ch.waitForConfirmsOrDie(10_000);
+    }
+    Await.until(WAIT, "slow running, bad queued", () -> calls.size() == 1 && s.received() == 2);
+    Await.until(WAIT, "bad's attribute counted", () -> ignored.values().stream()
+        .mapToLong(Long::longValue).sum() == 1);
+    long accepted = proxy.acceptedConnections();
+    proxy.cutConnections();
+    Await.until(WAIT, "a new connection", () -> proxy.acceptedConnections() > accepted);
+    Await.until(WAIT, "both redelivered", () -> s.received() >= 4);
+    release.countDown();
+    Await.until(WAIT, "both handled", () -> calls.contains("bad"));
+    Await.until(WAIT, "nothing in flight", () -> s.inFlight() == 0);
+    assertThat(calls).containsExactly("slow", "slow", "bad");
+    assertThat(ignored).containsExactly(
+        Map.entry(MetricsListener.IGNORED_CLOUDEVENTS_ATTRIBUTE, 1L));
+  }
+
+  @Test
+  @DisplayName("subscribing and closing again and again keeps nothing of the closed"
+      + " subscriptions: the subscriber forgets them, and the connection's recovery listeners,"
+      + " channels and recorded consumers do not grow")
+  void closedSubscriptionsAreForgotten() throws Exception {
+    subscriber = RabbitMqSubscriber.create(viaProxy());
+    AutorecoveringConnection c = field(subscriber, RabbitMqSubscriber.class, "connection");
+    List<?> listeners = field(c, AutorecoveringConnection.class, "recoveryListeners");
+    Map<?, ?> channels = field(c, AutorecoveringConnection.class, "channels");
+    int listenersBefore = listeners.size();
+    int channelsBefore = channels.size();
+    for (int i = 0; i < 5; i++) {
+      io.relaykit.message.Subscription s = subscriber.subscribe(
+          SubscriptionSpec.builder(destination, "g").build(), d -> { });
+      assertThat(s.close(Duration.ofSeconds(5))).isTrue();
+    }
+    assertThat(listeners).hasSize(listenersBefore);
+    Await.until(WAIT, "the closed channels unregistered",
+        () -> channels.size() == channelsBefore);
+    assertThat(c.getRecordedConsumers()).isEmpty();
+    List<?> subscriptions = field(subscriber, RabbitMqSubscriber.class, "subscriptions");
+    assertThat(subscriptions).isEmpty();
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T> T field(Object o, Class<?> type, String name) throws Exception {
+    java.lang.reflect.Field f = type.getDeclaredField(name);
+    f.setAccessible(true);
+    return (T) f.get(o);
   }
 
   @Test
