@@ -215,7 +215,9 @@ public final class FileJournal implements QueueJournal {
       closeQuietly(recovery.activeChannel);
       closeQuietly(lockChannel);
       throw new JournalException("cannot open journal in " + dir + ": " + e, e);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      // An Error too (out of memory reading a record): the lock must not outlive a failed open,
+      // or the directory could never be opened again in this process.
       closeQuietly(recovery.activeChannel);
       closeQuietly(lockChannel);
       throw e;
@@ -230,9 +232,16 @@ public final class FileJournal implements QueueJournal {
             + " in the current format: " + e.getMessage(), e);
       }
     }
-    this.flusher = new Thread(this::flushLoop, "relaykit-file-journal-flusher");
-    flusher.setDaemon(true);
-    flusher.start();
+    Thread flusherThread = new Thread(this::flushLoop, "relaykit-file-journal-flusher");
+    flusherThread.setDaemon(true);
+    try {
+      flusherThread.start();
+    } catch (RuntimeException | Error e) {
+      // No thread for the flusher (out of native threads): the open fails, releasing the lock.
+      stop(false);
+      throw e;
+    }
+    this.flusher = flusherThread;
   }
 
   /**
@@ -779,14 +788,17 @@ public final class FileJournal implements QueueJournal {
         Thread.currentThread().interrupt();
       }
     }
-    writeLock.lock();
     try {
-      writer.close(orderly && commit.failure() == null);
+      writeLock.lock();
+      try {
+        writer.close(orderly && commit.failure() == null);
+      } finally {
+        writeLock.unlock();
+      }
+      commit.stop();
     } finally {
-      writeLock.unlock();
+      closeQuietly(lockChannel); // whatever failed above, the directory is free again
     }
-    commit.stop();
-    closeQuietly(lockChannel);
   }
 
   /**
@@ -836,7 +848,7 @@ public final class FileJournal implements QueueJournal {
       closeQuietly(ch);
       throw new JournalException("cannot lock journal directory " + dir + " (" + lockPath + "): "
           + e, e);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       closeQuietly(ch);
       throw e;
     }

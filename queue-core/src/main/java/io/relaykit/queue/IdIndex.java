@@ -271,14 +271,16 @@ final class IdIndex<V> {
   }
 
   /**
-   * How many ids the window holds that were first seen less than {@code windowSecond}/{@code
-   * windowNano} before {@code second}/{@code nano}: the window after the age trim of {@link
-   * #headOlderThan} and {@link #trimHead}, counted without changing anything (not even skipping
-   * holes). O(ids and holes that trim would pass).
+   * How many ids the window holds, less those among its oldest {@code maxVisited} slots (ids and
+   * holes) that were first seen at least {@code windowSecond}/{@code windowNano} before {@code
+   * second}/{@code nano}: the window after one age trim of at most that many, counted without
+   * changing anything (not even skipping holes). O(maxVisited), whatever the window's size.
    */
-  int windowSizeAfterAgeTrim(long second, int nano, long windowSecond, int windowNano) {
+  int windowSizeAfterAgeTrim(long second, int nano, long windowSecond, int windowNano,
+      int maxVisited) {
     int remaining = windowSize;
-    for (long at = head; at != tail && remaining > 0; at++) {
+    int visited = 0;
+    for (long at = head; at != tail && remaining > 0 && visited < maxVisited; at++, visited++) {
       int slot = (int) at & ringMask;
       if (ringRefs[slot] == 0) {
         continue;

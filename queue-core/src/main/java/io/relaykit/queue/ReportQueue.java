@@ -714,41 +714,65 @@ public final class ReportQueue {
 
   /**
    * Acknowledges in-flight events: they leave the queue for good and their ids stay seen for the
-   * dedupe window. Ids that are not in flight are ignored, so a caller may retry an ack that threw:
-   * the ids acked before the failure are no longer in flight.
+   * dedupe window. Ids that are not in flight (or repeated) are ignored, so a caller may retry an
+   * ack that threw. All the acks of one call are one journal change (one round trip to a remote
+   * journal, whatever the number of ids): they are recorded together or not at all.
    *
    * @param eventIds the ids to acknowledge; not null
    * @return how many in-flight events were acknowledged
    * @throws IllegalArgumentException if {@code eventIds} is null
-   * @throws JournalException if the journal cannot record an ack: the ids before it are acked, it
-   *     and the ids after it are still in flight, exactly as before
+   * @throws JournalException if the journal cannot record the acks: none of them is acked, every
+   *     one is still in flight, exactly as before (after a lost reply the journal may have removed
+   *     them; a retried ack removes them again, which is harmless)
    */
   public int ack(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
     lock.lock();
     try {
-      Instant now = listening ? clock.instant() : null;
-      int acked = 0;
+      List<Entry> acking = new ArrayList<>();
       for (String id : eventIds) {
         Entry e = entry(id);
         if (e == null || e.state != State.INFLIGHT) {
           continue;
         }
-        try {
-          recordLeaving(e, Removal.ACKED);
-        } catch (RuntimeException x) {
-          throw failure("ack of " + id + " (" + acked + " acked before it)", x, null);
+        e.state = State.GONE; // marks a repeated id; restored below if the journal fails
+        acking.add(e);
+      }
+      if (acking.isEmpty()) {
+        return 0;
+      }
+      try {
+        if (acking.size() == 1) {
+          recordLeaving(acking.get(0), Removal.ACKED);
+        } else {
+          List<Change> changes = new ArrayList<>(acking.size() + 1);
+          for (Entry e : acking) {
+            changes.add(new Change.Remove(e.id, Removal.ACKED));
+            if (!index.inWindow(e.ref)) {
+              changes.add(new Change.Forget(e.id));
+            }
+          }
+          journal.recordAtomically(changes);
         }
+      } catch (RuntimeException x) {
+        for (Entry e : acking) {
+          e.state = State.INFLIGHT;
+        }
+        throw failure("ack of " + acking.get(0).id + (acking.size() == 1 ? ""
+            : " and " + (acking.size() - 1) + " more") + " (none acked, all still in flight)",
+            x, null);
+      }
+      Instant now = listening ? clock.instant() : null;
+      for (Entry e : acking) {
         inflight.unlink(e);
         live--;
         bytes -= e.bytes;
-        acked++;
         if (listening) {
-          emit(Stage.ACKED, id, now, "after " + (e.event.attempts() + 1) + " attempt(s)");
+          emit(Stage.ACKED, e.id, now, "after " + (e.event.attempts() + 1) + " attempt(s)");
         }
         leave(e);
       }
-      return acked;
+      return acking.size();
     } finally {
       lock.unlock();
     }
@@ -1187,8 +1211,10 @@ public final class ReportQueue {
    * journal (so it never fails for a failing journal). {@code seen} counts the ids the dedupe window
    * still holds at the clock's time, not those that left it by age (they are forgotten, and the
    * journal told, by the next enqueue or drain); it is one over the count bound while the journal
-   * cannot record a forget (the id is still remembered). O(1) plus the ids that left the window by
-   * age since that last change.
+   * cannot record a forget (the id is still remembered). O(1): it looks at no more than the 64
+   * oldest ids, as one enqueue or drain lets at most 64 go; when more than that left by age at
+   * once (a wall clock stepped forward), the rest still count until the next calls let them go
+   * (until then they are still remembered, and a duplicate of one is still refused).
    *
    * @return the counts at the clock's current time
    */
@@ -1197,7 +1223,7 @@ public final class ReportQueue {
     try {
       Instant now = clock.instant();
       int seen = index.windowSizeAfterAgeTrim(now.getEpochSecond(), now.getNano(), windowSeconds,
-          windowNanos);
+          windowNanos, HOUSEKEEPING_BATCH);
       return new QueueStats(live - inflight.size, inflight.size, seen, dead.size,
           dropped, expired, bytes, journalFull, deadDropped);
     } finally {
