@@ -68,6 +68,13 @@ import java.util.List;
  */
 public interface QueueJournal extends AutoCloseable {
 
+  /**
+   * The longest event id, in chars, that every journal records: ids are stored, and remembered for
+   * the dedupe window, outside the queue's byte bound ({@code maxBytes} counts payloads), so their
+   * length is bounded the same way by every backend.
+   */
+  int MAX_EVENT_ID_LENGTH = 512;
+
   /** Why an event left the queue. */
   enum Removal {
     /** Delivered and acknowledged; the id stays seen for the dedupe window. */
