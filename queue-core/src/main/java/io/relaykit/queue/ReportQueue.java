@@ -247,6 +247,8 @@ public final class ReportQueue {
   }
 
   private final TimeSource clock;
+  /** The dedupe window's length in nanoseconds (saturated): its elapsed-time bound. */
+  private final long windowTotalNanos;
   private final QueueJournal journal;
   private final int capacity;
   private final long maxBytes;
@@ -306,6 +308,13 @@ public final class ReportQueue {
     this.dropPolicy = b.dropPolicy;
     this.windowSeconds = b.dedupeWindow.getSeconds();
     this.windowNanos = b.dedupeWindow.getNano();
+    long total;
+    try {
+      total = b.dedupeWindow.toNanos();
+    } catch (ArithmeticException e) {
+      total = Long.MAX_VALUE / 4; // centuries: never reached
+    }
+    this.windowTotalNanos = total;
     this.dedupeMaxIds = b.dedupeMaxIds;
     this.maxDeadLetters = b.maxDeadLetters;
     this.maxDeadBytes = b.maxDeadBytes;
@@ -1119,8 +1128,10 @@ public final class ReportQueue {
       }
       used = true;
       Instant now = clock.instant();
+      index.monotonicNow(clock.nanoTime(), windowTotalNanos);
       for (Map.Entry<String, Instant> seen : state.seen().entrySet()) {
-        index.add(seen.getKey(), null, seen.getValue().getEpochSecond(), seen.getValue().getNano());
+        index.add(seen.getKey(), null, seen.getValue().getEpochSecond(), seen.getValue().getNano(),
+            restoredMono(seen.getValue(), now));
       }
       for (QueuedEvent event : state.pending()) {
         Entry e = restoredEntry(event);
@@ -1192,7 +1203,8 @@ public final class ReportQueue {
     }
     Entry e = new Entry(id);
     if (ref == 0) {
-      e.ref = index.add(id, e, event.enqueuedAt().getEpochSecond(), event.enqueuedAt().getNano());
+      e.ref = index.add(id, e, event.enqueuedAt().getEpochSecond(), event.enqueuedAt().getNano(),
+          restoredMono(event.enqueuedAt(), clock.instant()));
     } else {
       e.ref = ref;
       index.hold(ref, e);
@@ -1222,6 +1234,7 @@ public final class ReportQueue {
     lock.lock();
     try {
       Instant now = clock.instant();
+      index.monotonicNow(clock.nanoTime(), windowTotalNanos);
       int seen = index.windowSizeAfterAgeTrim(now.getEpochSecond(), now.getNano(), windowSeconds,
           windowNanos, HOUSEKEEPING_BATCH);
       return new QueueStats(live - inflight.size, inflight.size, seen, dead.size,
@@ -1653,7 +1666,18 @@ public final class ReportQueue {
    * rest go with the next calls. Best effort: when the journal cannot record the forgets, the ids
    * stay in the window (remembered a little longer, which dedupe can afford) until the next call.
    */
+  /**
+   * The monotonic reading at which a restored id counts as first seen: its wall-clock age at
+   * restore (never negative, at most the window) before now, since a reading of an earlier process
+   * does not survive the restart.
+   */
+  private long restoredMono(Instant seenAt, Instant now) {
+    long age = Math.min(windowTotalNanos, nanosUntil(seenAt, now));
+    return clock.nanoTime() - age;
+  }
+
   private void trimSeen(Instant now) {
+    index.monotonicNow(clock.nanoTime(), windowTotalNanos);
     int[] refs = trimRefs;
     int n = index.trimCandidates(refs, index.windowSize() - dedupeMaxIds, now.getEpochSecond(),
         now.getNano(), windowSeconds, windowNanos);

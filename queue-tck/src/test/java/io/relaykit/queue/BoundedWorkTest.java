@@ -97,7 +97,7 @@ class BoundedWorkTest {
   }
 
   @Test
-  @DisplayName("a wall clock stepped past the dedupe window's age lets at most 64 ids go per call, in one journal change, not the whole window in one enqueue")
+  @DisplayName("two idle days past the dedupe window's age let at most 64 ids go per call, in one journal change, not the whole window in one enqueue")
   void windowTrimIsBounded() {
     ReportQueue queue = ReportQueue.builder().clock(clock).journal(journal).capacity(2000)
         .batchSize(2000).dedupeWindow(Duration.ofHours(1), 100_000).build();
@@ -109,7 +109,7 @@ class BoundedWorkTest {
     queue.drainBatch();
     queue.ack(ids);
     assertThat(queue.stats().seen()).isEqualTo(1000);
-    clock.stepWall(Duration.ofDays(2));
+    clock.advance(Duration.ofDays(2)); // idle two days: the whole window ages at once
     journal.calls.clear();
 
     assertThat(queue.enqueue(new ReportEvent("new", "n", "p")).accepted()).isTrue();
@@ -179,7 +179,7 @@ class BoundedWorkTest {
   }
 
   @Test
-  @DisplayName("stats() after a wall step past the dedupe window walks at most 64 aged ids under the lock: the rest still count as seen (they are still remembered, a duplicate is still refused) until enqueues and drains let them go")
+  @DisplayName("stats() two idle days past the dedupe window walks at most 64 aged ids under the lock: the rest still count as seen (they are still remembered, a duplicate is still refused) until enqueues and drains let them go")
   void statsWalksBoundedWindow() {
     ReportQueue queue = ReportQueue.builder().clock(clock).journal(journal).capacity(2000)
         .batchSize(2000).dedupeWindow(Duration.ofHours(1), 100_000).build();
@@ -190,7 +190,7 @@ class BoundedWorkTest {
     }
     queue.drainBatch();
     queue.ack(ids);
-    clock.stepWall(Duration.ofDays(2));
+    clock.advance(Duration.ofDays(2));
 
     assertThat(queue.stats().seen()).as("1000 remembered, 64 visited and found aged")
         .isEqualTo(1000 - 64);
