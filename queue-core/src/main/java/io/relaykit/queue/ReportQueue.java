@@ -1934,7 +1934,10 @@ public final class ReportQueue {
 
     /**
      * How long and how many event ids stay seen for deduplication, whichever bound is hit first.
-     * Default 24 h, 100 000 ids.
+     * Default 24 h, 100 000 ids. The time bound is both wall-clock and elapsed time: an id leaves
+     * by age once both its wall-clock age and its elapsed time since first seen (its wall-clock
+     * age at restore, for an id restored from the journal) reach {@code window}, so a wall clock
+     * stepped forward never lets ids go early.
      *
      * @param window how long an id stays seen; checked (positive) by {@link #build()}
      * @param maxIds how many ids stay seen; checked ({@code >= 1}) by {@link #build()}
