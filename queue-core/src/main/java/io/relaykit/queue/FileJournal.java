@@ -237,7 +237,9 @@ public final class FileJournal implements QueueJournal {
       closeQuietly(recovery.activeChannel);
       closeQuietly(lockChannel);
       throw new JournalException("cannot open journal in " + dir + ": " + e, e);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      // An Error too (out of memory reading a record): the lock must not outlive a failed open,
+      // or the directory could never be opened again in this process.
       closeQuietly(recovery.activeChannel);
       closeQuietly(lockChannel);
       throw e;
@@ -246,8 +248,15 @@ public final class FileJournal implements QueueJournal {
     this.compaction = new CompactionThread();
     this.flusher = new Thread(this::ioLoop, "relaykit-file-journal-io");
     flusher.setDaemon(true);
-    flusher.start();
-    compaction.thread.start();
+    try {
+      flusher.start();
+      compaction.thread.start();
+    } catch (RuntimeException | Error e) {
+      // No thread for the journal's I/O (out of native threads): the open fails, releasing the
+      // directory's lock.
+      stop(false);
+      throw e;
+    }
     if (recovery.legacy) {
       try {
         compaction.runAndWait();
@@ -1006,29 +1015,32 @@ public final class FileJournal implements QueueJournal {
   private void stop(boolean orderly) {
     orderlyStop = orderly;
     closed = true;
-    if (compaction != null) {
-      compaction.stop();
-    }
-    commit.wake();
-    boolean ioStopped = flusher == null || !flusher.isAlive();
-    if (flusher != null && flusher != Thread.currentThread() && !ioStopped) {
-      joinUninterruptibly(flusher, orderly ? 10_000 : 1_000);
-      ioStopped = !flusher.isAlive();
-    }
-    if (compaction != null && compaction.thread != Thread.currentThread()) {
-      joinUninterruptibly(compaction.thread, orderly ? 10_000 : 1_000);
-    }
-    if (ioStopped) {
-      // The I/O thread never started (the constructor failed): close what it would have.
-      writeLock.lock();
-      try {
-        writer.close(orderly && commit.failure() == null);
-      } finally {
-        writeLock.unlock();
+    try {
+      if (compaction != null) {
+        compaction.stop();
       }
+      commit.wake();
+      boolean ioStopped = flusher == null || !flusher.isAlive();
+      if (flusher != null && flusher != Thread.currentThread() && !ioStopped) {
+        joinUninterruptibly(flusher, orderly ? 10_000 : 1_000);
+        ioStopped = !flusher.isAlive();
+      }
+      if (compaction != null && compaction.thread != Thread.currentThread()) {
+        joinUninterruptibly(compaction.thread, orderly ? 10_000 : 1_000);
+      }
+      if (ioStopped) {
+        // The I/O thread never started (the constructor failed): close what it would have.
+        writeLock.lock();
+        try {
+          writer.close(orderly && commit.failure() == null);
+        } finally {
+          writeLock.unlock();
+        }
+      }
+      commit.stop();
+    } finally {
+      closeQuietly(lockChannel); // whatever failed above, the directory is free again
     }
-    commit.stop();
-    closeQuietly(lockChannel);
   }
 
   /**
@@ -1078,7 +1090,7 @@ public final class FileJournal implements QueueJournal {
       closeQuietly(ch);
       throw new JournalException("cannot lock journal directory " + dir + " (" + lockPath + "): "
           + e, e);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       closeQuietly(ch);
       throw e;
     }

@@ -64,6 +64,12 @@ final class IdIndex<V> {
   private int[] ringRefs;
   private long[] ringSeconds;
   private int[] ringNanos;
+  // Monotonic reading (nanoTime) at first sight, per position: an id leaves the window by age only
+  // once both its wall-clock age and its elapsed time reach the window, so a wall clock stepped
+  // forward never lets ids go early (a duplicate is then still refused).
+  private long[] ringMono;
+  private long monoNow;
+  private long monoWindow;
   private int ringMask;
   private long head;
   private long tail;
@@ -96,6 +102,7 @@ final class IdIndex<V> {
     ringRefs = new int[INITIAL_REFS];
     ringSeconds = new long[INITIAL_REFS];
     ringNanos = new int[INITIAL_REFS];
+    ringMono = new long[INITIAL_REFS];
     ringMask = INITIAL_REFS - 1;
   }
 
@@ -193,6 +200,20 @@ final class IdIndex<V> {
    * and {@code nano}, holding {@code value} (null: only remembered). Returns its ref.
    */
   int add(String key, V value, long second, int nano) {
+    return add(key, value, second, nano, monoNow);
+  }
+
+  /**
+   * The monotonic reading ({@code nanoTime}) that the next age checks and adds use, and the
+   * window's length in nanoseconds (0: ages are judged on the wall clock alone).
+   */
+  void monotonicNow(long nanos, long windowNanos) {
+    monoNow = nanos;
+    monoWindow = windowNanos;
+  }
+
+  /** Like {@link #add(String, Object, long, int)}, first seen at monotonic reading {@code mono}. */
+  int add(String key, V value, long second, int nano, long mono) {
     int ref = allocateRef();
     int h = hash(key);
     keys[ref] = key;
@@ -214,6 +235,7 @@ final class IdIndex<V> {
     ringRefs[at] = ref;
     ringSeconds[at] = second;
     ringNanos[at] = nano;
+    ringMono[at] = mono;
     positions[ref] = tail++;
     windowSize++;
     return ref;
@@ -267,18 +289,21 @@ final class IdIndex<V> {
       nanos += 1_000_000_000;
       seconds--;
     }
-    return seconds > windowSecond || (seconds == windowSecond && nanos >= windowNano);
+    return (seconds > windowSecond || (seconds == windowSecond && nanos >= windowNano))
+        && (monoWindow == 0 || monoNow - ringMono[slot] >= monoWindow);
   }
 
   /**
-   * How many ids the window holds that were first seen less than {@code windowSecond}/{@code
-   * windowNano} before {@code second}/{@code nano}: the window after the age trim of {@link
-   * #headOlderThan} and {@link #trimHead}, counted without changing anything (not even skipping
-   * holes). O(ids and holes that trim would pass).
+   * How many ids the window holds, less those among its oldest {@code maxVisited} slots (ids and
+   * holes) that were first seen at least {@code windowSecond}/{@code windowNano} before {@code
+   * second}/{@code nano}: the window after one age trim of at most that many, counted without
+   * changing anything (not even skipping holes). O(maxVisited), whatever the window's size.
    */
-  int windowSizeAfterAgeTrim(long second, int nano, long windowSecond, int windowNano) {
+  int windowSizeAfterAgeTrim(long second, int nano, long windowSecond, int windowNano,
+      int maxVisited) {
     int remaining = windowSize;
-    for (long at = head; at != tail && remaining > 0; at++) {
+    int visited = 0;
+    for (long at = head; at != tail && remaining > 0 && visited < maxVisited; at++, visited++) {
       int slot = (int) at & ringMask;
       if (ringRefs[slot] == 0) {
         continue;
@@ -465,6 +490,7 @@ final class IdIndex<V> {
       ringRefs[at] = ref;
       ringSeconds[at] = ringSeconds[from];
       ringNanos[at] = ringNanos[from];
+      ringMono[at] = ringMono[from];
       positions[ref] = to;
       to++;
     }
@@ -479,6 +505,7 @@ final class IdIndex<V> {
     int[] refs = new int[n];
     long[] seconds = new long[n];
     int[] nanos = new int[n];
+    long[] mono = new long[n];
     int m = n - 1;
     for (long p = head; p < tail; p++) {
       int from = (int) p & ringMask;
@@ -486,10 +513,12 @@ final class IdIndex<V> {
       refs[to] = ringRefs[from];
       seconds[to] = ringSeconds[from];
       nanos[to] = ringNanos[from];
+      mono[to] = ringMono[from];
     }
     ringRefs = refs;
     ringSeconds = seconds;
     ringNanos = nanos;
+    ringMono = mono;
     ringMask = m;
   }
 

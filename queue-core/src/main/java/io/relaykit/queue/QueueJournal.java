@@ -49,7 +49,8 @@ import java.util.List;
  *
  * <h2>Bad input</h2>
  * Every method refuses, with an {@link IllegalArgumentException} naming the field and before
- * anything is recorded: a null argument, a blank event id, a blank dead reason, negative attempts,
+ * anything is recorded: a null argument, a blank event id, an event id longer than {@link
+ * #MAX_EVENT_ID_LENGTH} chars, a blank dead reason, negative attempts,
  * any id, name, payload or reason holding an unpaired surrogate, which has no UTF-8 form, and
  * any id, name or reason holding U+0000, which a PostgreSQL text column cannot hold ({@link
  * Utf8#requireStorable}; a payload is stored as bytes everywhere and may hold it): every backend
@@ -67,6 +68,13 @@ import java.util.List;
  * journal sees one change at a time per queue, in the queue's order.
  */
 public interface QueueJournal extends AutoCloseable {
+
+  /**
+   * The longest event id, in chars, that every journal records: ids are stored, and remembered for
+   * the dedupe window, outside the queue's byte bound ({@code maxBytes} counts payloads), so their
+   * length is bounded the same way by every backend.
+   */
+  int MAX_EVENT_ID_LENGTH = 512;
 
   /** Why an event left the queue. */
   enum Removal {
@@ -357,7 +365,21 @@ public interface QueueJournal extends AutoCloseable {
     if (eventId.isBlank()) {
       throw new IllegalArgumentException("eventId must not be blank, was '" + eventId + "'");
     }
+    requireIdLength(eventId);
     return Utf8.requireStorable("eventId", eventId);
+  }
+
+  /**
+   * Throws unless {@code eventId} has at most {@link #MAX_EVENT_ID_LENGTH} chars.
+   *
+   * @param eventId a non-null id
+   * @throws IllegalArgumentException naming {@code eventId} and the bound otherwise
+   */
+  static void requireIdLength(String eventId) {
+    if (eventId.length() > MAX_EVENT_ID_LENGTH) {
+      throw new IllegalArgumentException("eventId must be at most " + MAX_EVENT_ID_LENGTH
+          + " characters, was " + eventId.length() + " ('" + eventId.substring(0, 32) + "...')");
+    }
   }
 
   /**
@@ -390,6 +412,7 @@ public interface QueueJournal extends AutoCloseable {
     if (event == null) {
       throw new IllegalArgumentException("event must not be null");
     }
+    requireIdLength(event.eventId());
     Utf8.requireStorable("eventId", event.eventId());
     Utf8.requireStorable("name", event.name());
     Utf8.requireWellFormed("payload", event.payload()); // bytes in every backend: U+0000 is fine

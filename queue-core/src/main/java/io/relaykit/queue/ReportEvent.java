@@ -34,7 +34,8 @@ public record ReportEvent(
    * @param expiresAt the expiry, or null for never
    * @throws IllegalArgumentException naming the field when {@code eventId} or {@code name} is
    *     blank, {@code payload} is null or empty, {@code priority} is null, or the id, name or
-   *     payload holds an unpaired surrogate, or the id or name holds U+0000 (naming its index)
+   *     payload holds an unpaired surrogate, or the id or name holds U+0000 (naming its index),
+   *     or the id is longer than {@link QueueJournal#MAX_EVENT_ID_LENGTH} (512) chars
    */
   public ReportEvent {
     Checks.requireNonBlank("eventId", eventId);
@@ -44,6 +45,7 @@ public record ReportEvent(
       throw new IllegalArgumentException("payload must not be empty");
     }
     Checks.requireNonNull("priority", priority);
+    QueueJournal.requireIdLength(eventId);
     Utf8.requireStorable("eventId", eventId);
     Utf8.requireStorable("name", name);
     Utf8.requireWellFormed("payload", payload); // stored as bytes by every journal: NUL is fine

@@ -247,6 +247,8 @@ public final class ReportQueue {
   }
 
   private final TimeSource clock;
+  /** The dedupe window's length in nanoseconds (saturated): its elapsed-time bound. */
+  private final long windowTotalNanos;
   private final QueueJournal journal;
   private final int capacity;
   private final long maxBytes;
@@ -306,6 +308,13 @@ public final class ReportQueue {
     this.dropPolicy = b.dropPolicy;
     this.windowSeconds = b.dedupeWindow.getSeconds();
     this.windowNanos = b.dedupeWindow.getNano();
+    long total;
+    try {
+      total = b.dedupeWindow.toNanos();
+    } catch (ArithmeticException e) {
+      total = Long.MAX_VALUE / 4; // centuries: never reached
+    }
+    this.windowTotalNanos = total;
     this.dedupeMaxIds = b.dedupeMaxIds;
     this.maxDeadLetters = b.maxDeadLetters;
     this.maxDeadBytes = b.maxDeadBytes;
@@ -714,41 +723,65 @@ public final class ReportQueue {
 
   /**
    * Acknowledges in-flight events: they leave the queue for good and their ids stay seen for the
-   * dedupe window. Ids that are not in flight are ignored, so a caller may retry an ack that threw:
-   * the ids acked before the failure are no longer in flight.
+   * dedupe window. Ids that are not in flight (or repeated) are ignored, so a caller may retry an
+   * ack that threw. All the acks of one call are one journal change (one round trip to a remote
+   * journal, whatever the number of ids): they are recorded together or not at all.
    *
    * @param eventIds the ids to acknowledge; not null
    * @return how many in-flight events were acknowledged
    * @throws IllegalArgumentException if {@code eventIds} is null
-   * @throws JournalException if the journal cannot record an ack: the ids before it are acked, it
-   *     and the ids after it are still in flight, exactly as before
+   * @throws JournalException if the journal cannot record the acks: none of them is acked, every
+   *     one is still in flight, exactly as before (after a lost reply the journal may have removed
+   *     them; a retried ack removes them again, which is harmless)
    */
   public int ack(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
     lock.lock();
     try {
-      Instant now = listening ? clock.instant() : null;
-      int acked = 0;
+      List<Entry> acking = new ArrayList<>();
       for (String id : eventIds) {
         Entry e = entry(id);
         if (e == null || e.state != State.INFLIGHT) {
           continue;
         }
-        try {
-          recordLeaving(e, Removal.ACKED);
-        } catch (RuntimeException x) {
-          throw failure("ack of " + id + " (" + acked + " acked before it)", x, null);
+        e.state = State.GONE; // marks a repeated id; restored below if the journal fails
+        acking.add(e);
+      }
+      if (acking.isEmpty()) {
+        return 0;
+      }
+      try {
+        if (acking.size() == 1) {
+          recordLeaving(acking.get(0), Removal.ACKED);
+        } else {
+          List<Change> changes = new ArrayList<>(acking.size() + 1);
+          for (Entry e : acking) {
+            changes.add(new Change.Remove(e.id, Removal.ACKED));
+            if (!index.inWindow(e.ref)) {
+              changes.add(new Change.Forget(e.id));
+            }
+          }
+          journal.recordAtomically(changes);
         }
+      } catch (RuntimeException x) {
+        for (Entry e : acking) {
+          e.state = State.INFLIGHT;
+        }
+        throw failure("ack of " + acking.get(0).id + (acking.size() == 1 ? ""
+            : " and " + (acking.size() - 1) + " more") + " (none acked, all still in flight)",
+            x, null);
+      }
+      Instant now = listening ? clock.instant() : null;
+      for (Entry e : acking) {
         inflight.unlink(e);
         live--;
         bytes -= e.bytes;
-        acked++;
         if (listening) {
-          emit(Stage.ACKED, id, now, "after " + (e.event.attempts() + 1) + " attempt(s)");
+          emit(Stage.ACKED, e.id, now, "after " + (e.event.attempts() + 1) + " attempt(s)");
         }
         leave(e);
       }
-      return acked;
+      return acking.size();
     } finally {
       lock.unlock();
     }
@@ -1095,8 +1128,10 @@ public final class ReportQueue {
       }
       used = true;
       Instant now = clock.instant();
+      index.monotonicNow(clock.nanoTime(), windowTotalNanos);
       for (Map.Entry<String, Instant> seen : state.seen().entrySet()) {
-        index.add(seen.getKey(), null, seen.getValue().getEpochSecond(), seen.getValue().getNano());
+        index.add(seen.getKey(), null, seen.getValue().getEpochSecond(), seen.getValue().getNano(),
+            restoredMono(seen.getValue(), now));
       }
       for (QueuedEvent event : state.pending()) {
         Entry e = restoredEntry(event);
@@ -1168,7 +1203,8 @@ public final class ReportQueue {
     }
     Entry e = new Entry(id);
     if (ref == 0) {
-      e.ref = index.add(id, e, event.enqueuedAt().getEpochSecond(), event.enqueuedAt().getNano());
+      e.ref = index.add(id, e, event.enqueuedAt().getEpochSecond(), event.enqueuedAt().getNano(),
+          restoredMono(event.enqueuedAt(), clock.instant()));
     } else {
       e.ref = ref;
       index.hold(ref, e);
@@ -1187,8 +1223,10 @@ public final class ReportQueue {
    * journal (so it never fails for a failing journal). {@code seen} counts the ids the dedupe window
    * still holds at the clock's time, not those that left it by age (they are forgotten, and the
    * journal told, by the next enqueue or drain); it is one over the count bound while the journal
-   * cannot record a forget (the id is still remembered). O(1) plus the ids that left the window by
-   * age since that last change.
+   * cannot record a forget (the id is still remembered). O(1): it looks at no more than the 64
+   * oldest ids, as one enqueue or drain lets at most 64 go; when more than that left by age at
+   * once (a wall clock stepped forward), the rest still count until the next calls let them go
+   * (until then they are still remembered, and a duplicate of one is still refused).
    *
    * @return the counts at the clock's current time
    */
@@ -1196,8 +1234,9 @@ public final class ReportQueue {
     lock.lock();
     try {
       Instant now = clock.instant();
+      index.monotonicNow(clock.nanoTime(), windowTotalNanos);
       int seen = index.windowSizeAfterAgeTrim(now.getEpochSecond(), now.getNano(), windowSeconds,
-          windowNanos);
+          windowNanos, HOUSEKEEPING_BATCH);
       return new QueueStats(live - inflight.size, inflight.size, seen, dead.size,
           dropped, expired, bytes, journalFull, deadDropped);
     } finally {
@@ -1627,7 +1666,18 @@ public final class ReportQueue {
    * rest go with the next calls. Best effort: when the journal cannot record the forgets, the ids
    * stay in the window (remembered a little longer, which dedupe can afford) until the next call.
    */
+  /**
+   * The monotonic reading at which a restored id counts as first seen: its wall-clock age at
+   * restore (never negative, at most the window) before now, since a reading of an earlier process
+   * does not survive the restart.
+   */
+  private long restoredMono(Instant seenAt, Instant now) {
+    long age = Math.min(windowTotalNanos, nanosUntil(seenAt, now));
+    return clock.nanoTime() - age;
+  }
+
   private void trimSeen(Instant now) {
+    index.monotonicNow(clock.nanoTime(), windowTotalNanos);
     int[] refs = trimRefs;
     int n = index.trimCandidates(refs, index.windowSize() - dedupeMaxIds, now.getEpochSecond(),
         now.getNano(), windowSeconds, windowNanos);
@@ -1884,7 +1934,10 @@ public final class ReportQueue {
 
     /**
      * How long and how many event ids stay seen for deduplication, whichever bound is hit first.
-     * Default 24 h, 100 000 ids.
+     * Default 24 h, 100 000 ids. The time bound is both wall-clock and elapsed time: an id leaves
+     * by age once both its wall-clock age and its elapsed time since first seen (its wall-clock
+     * age at restore, for an id restored from the journal) reach {@code window}, so a wall clock
+     * stepped forward never lets ids go early.
      *
      * @param window how long an id stays seen; checked (positive) by {@link #build()}
      * @param maxIds how many ids stay seen; checked ({@code >= 1}) by {@link #build()}

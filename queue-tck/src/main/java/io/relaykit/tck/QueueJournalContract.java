@@ -925,6 +925,29 @@ public abstract class QueueJournalContract {
     }
 
     @Test
+    @DisplayName("an id of 512 characters round-trips on every backend; a longer one (a megabyte) is refused by every backend, naming eventId, and nothing is recorded: ids are outside the queue's byte bound, so their length must be bounded everywhere")
+    void hugeIdRefused() throws Exception {
+      String longest = "L".repeat(QueueJournal.MAX_EVENT_ID_LENGTH);
+      String huge = "H".repeat(1 << 20);
+      QueueJournal journal = fresh();
+      journal.append(event(longest));
+      List<ThrowingCallable> calls = List.of(
+          () -> journal.append(event(huge)),
+          () -> journal.append(event(longest + "x", Priority.CRITICAL, T0)),
+          () -> journal.recordAtomically(List.of(new Change.Forget(huge))),
+          () -> journal.remove(huge, Removal.ACKED),
+          () -> journal.reschedule(huge, 1, T0),
+          () -> journal.forget(huge));
+      for (ThrowingCallable call : calls) {
+        assertThatThrownBy(call).isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("eventId");
+      }
+      JournalState state = closeAndRestart(journal);
+      assertThat(state.pending()).extracting(QueuedEvent::eventId).containsExactly(longest);
+      assertThat(state.seen()).containsOnlyKeys(longest);
+    }
+
+    @Test
     @DisplayName("a large payload comes back byte for byte")
     void largePayload() throws Exception {
       StringBuilder sb = new StringBuilder(1 << 20);

@@ -97,7 +97,7 @@ class BoundedWorkTest {
   }
 
   @Test
-  @DisplayName("a wall clock stepped past the dedupe window's age lets at most 64 ids go per call, in one journal change, not the whole window in one enqueue")
+  @DisplayName("two idle days past the dedupe window's age let at most 64 ids go per call, in one journal change, not the whole window in one enqueue")
   void windowTrimIsBounded() {
     ReportQueue queue = ReportQueue.builder().clock(clock).journal(journal).capacity(2000)
         .batchSize(2000).dedupeWindow(Duration.ofHours(1), 100_000).build();
@@ -109,7 +109,7 @@ class BoundedWorkTest {
     queue.drainBatch();
     queue.ack(ids);
     assertThat(queue.stats().seen()).isEqualTo(1000);
-    clock.stepWall(Duration.ofDays(2));
+    clock.advance(Duration.ofDays(2)); // idle two days: the whole window ages at once
     journal.calls.clear();
 
     assertThat(queue.enqueue(new ReportEvent("new", "n", "p")).accepted()).isTrue();
@@ -152,5 +152,51 @@ class BoundedWorkTest {
     assertThat(drained).containsExactly("keep");
     assertThat(drains).isEqualTo(16);
     assertThat(queue.stats().expired()).isEqualTo(1000);
+  }
+
+  @Test
+  @DisplayName("an ack of 500 in-flight ids is one journal change, not one journal call per id (one Redis round trip or one SQL commit under the queue lock)")
+  void ackOfManyIdsIsOneJournalChange() {
+    ReportQueue queue = ReportQueue.builder().clock(clock).journal(journal).capacity(1000)
+        .batchSize(500).build();
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < 500; i++) {
+      ids.add("a-" + i);
+      queue.enqueue(new ReportEvent("a-" + i, "n", "p"));
+    }
+    assertThat(queue.drainBatch()).hasSize(500);
+    List<String> withRepeats = new ArrayList<>(ids);
+    withRepeats.add("a-0");
+    withRepeats.add("unknown");
+    journal.calls.clear();
+
+    assertThat(queue.ack(withRepeats)).isEqualTo(500);
+    assertThat(journal.total()).as("journal calls for one ack of 500 ids").isEqualTo(1);
+    assertThat(journal.delegate.load().pending()).isEmpty();
+    assertThat(queue.stats().inflight()).isZero();
+    assertThat(queue.stats().bytes()).isZero();
+    assertThat(queue.ack(ids)).as("acked once").isZero();
+  }
+
+  @Test
+  @DisplayName("stats() two idle days past the dedupe window walks at most 64 aged ids under the lock: the rest still count as seen (they are still remembered, a duplicate is still refused) until enqueues and drains let them go")
+  void statsWalksBoundedWindow() {
+    ReportQueue queue = ReportQueue.builder().clock(clock).journal(journal).capacity(2000)
+        .batchSize(2000).dedupeWindow(Duration.ofHours(1), 100_000).build();
+    List<String> ids = new ArrayList<>();
+    for (int i = 0; i < 1000; i++) {
+      ids.add("s-" + i);
+      queue.enqueue(new ReportEvent("s-" + i, "n", "p"));
+    }
+    queue.drainBatch();
+    queue.ack(ids);
+    clock.advance(Duration.ofDays(2));
+
+    assertThat(queue.stats().seen()).as("1000 remembered, 64 visited and found aged")
+        .isEqualTo(1000 - 64);
+    while (journal.delegate.load().seen().containsKey("s-999")) {
+      queue.drainBatch();
+    }
+    assertThat(queue.stats().seen()).isZero();
   }
 }

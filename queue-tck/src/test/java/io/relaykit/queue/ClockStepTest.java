@@ -134,5 +134,22 @@ class ClockStepTest {
       assertThat(calls).containsExactly(1, 1);
       assertThat(queue.stats().pending() + queue.stats().inflight()).isZero();
     }
+
+    @Test
+    @DisplayName("the dedupe window is elapsed time: a wall clock stepped forward two days does not forget an id acked a minute ago (its duplicate is still refused), and the window still ends after its length of elapsed time")
+    void dedupeWindowAfterStepForward() {
+      ReportQueue queue = ReportQueue.builder().clock(clock).capacity(100).batchSize(10)
+          .dedupeWindow(Duration.ofHours(1), 1000).build();
+      enqueue(queue, "a");
+      queue.ack(List.of(queue.drainBatch().get(0).eventId()));
+      clock.advance(Duration.ofMinutes(1));
+      clock.stepWall(Duration.ofDays(2));
+      assertThat(queue.enqueue(new ReportEvent("a", "n", "p")).reason())
+          .as("a duplicate one minute later").isEqualTo(EnqueueResult.Reason.DUPLICATE);
+      assertThat(queue.stats().seen()).isEqualTo(1);
+      clock.advance(Duration.ofMinutes(59));
+      assertThat(queue.enqueue(new ReportEvent("a", "n", "p")).accepted())
+          .as("an hour of elapsed time later the id left the window").isTrue();
+    }
   }
 }

@@ -88,4 +88,25 @@ class FileJournalLockTest {
       child.destroyForcibly();
     }
   }
+
+  @Test
+  @DisplayName("an open that fails with an Error (out of memory reading a record) releases the lock: the next open in this JVM succeeds and loads everything")
+  void lockReleasedWhenOpenFailsWithError() throws IOException {
+    dir = Files.createTempDirectory("relaykit-lock-");
+    try (FileJournal first = FileJournal.builder(dir).build()) {
+      first.append(event("a"));
+    }
+    FileIo failing = new FileIo() {
+      @Override
+      public java.nio.channels.FileChannel open(Path path, java.nio.file.OpenOption... options)
+          throws IOException {
+        throw new OutOfMemoryError("simulated: no heap for this segment");
+      }
+    };
+    assertThatThrownBy(() -> FileJournal.builder(dir).fileIo(failing).build())
+        .isInstanceOf(OutOfMemoryError.class);
+    try (FileJournal again = FileJournal.builder(dir).build()) {
+      assertThat(again.load().pending()).extracting(QueuedEvent::eventId).containsExactly("a");
+    }
+  }
 }

@@ -246,7 +246,7 @@ class ReportDispatcherFailureTest {
       ReportQueue queue = queue(2);
       ReportDispatcher dispatcher = direct(queue, recordingOk()).build();
       enqueue(queue, "a", "b");
-      journal.failAlways(Call.REMOVE, Fault.BEFORE_WRITE);
+      journal.failAlways(Call.RECORD_ATOMICALLY, Fault.BEFORE_WRITE); // one change for both acks
       dispatcher.runOnce();
       assertThat(queue.inflightIds()).as("not stuck in flight").isEmpty();
       assertThat(queue.pendingIds()).containsExactly("a", "b");

@@ -214,9 +214,9 @@ class ReportQueueFailureTest {
       queue.enqueue(normal("a"));
       queue.enqueue(normal("b"));
       queue.drainBatch();
-      journal.failNext(Call.REMOVE, Fault.BEFORE_WRITE);
+      journal.failNext(Call.RECORD_ATOMICALLY, Fault.BEFORE_WRITE);
       assertOutcome(catchFrom(() -> queue.ack(List.of("a", "b"))), Outcome.NOT_RECORDED,
-          "ack of a");
+          "ack of a", "none acked");
       assertThat(queue.inflightIds()).containsExactly("a", "b");
       assertThat(queue.stats().inflight()).isEqualTo(2);
       assertThat(queue.stats().pending()).isZero();
@@ -230,19 +230,37 @@ class ReportQueueFailureTest {
     }
 
     @Test
-    @DisplayName("an ack failing on the second id keeps the first acked and the rest in flight, in the journal too")
-    void ackPartly() {
+    @DisplayName("an ack of several ids is one journal change: when it fails none is acked and all stay in flight, in the journal too; a retry acks each once")
+    void ackAllOrNothing() {
       ReportQueue queue = builder().build();
       for (String id : List.of("a", "b", "c")) {
         queue.enqueue(normal(id));
       }
       queue.drainBatch();
-      journal.failOn(Call.REMOVE, journal.calls(Call.REMOVE) + 2, Fault.BEFORE_WRITE);
+      journal.failNext(Call.RECORD_ATOMICALLY, Fault.BEFORE_WRITE);
       assertOutcome(catchFrom(() -> queue.ack(List.of("a", "b", "c"))), Outcome.NOT_RECORDED,
-          "ack of b", "1 acked before it");
-      assertThat(queue.inflightIds()).containsExactly("b", "c");
-      assertThat(journaledPending()).containsExactly("b", "c");
-      assertThat(queue.ack(List.of("a", "b", "c"))).isEqualTo(2);
+          "ack of a and 2 more", "none acked");
+      assertThat(queue.inflightIds()).containsExactly("a", "b", "c");
+      assertThat(journaledPending()).containsExactly("a", "b", "c");
+      assertThat(queue.ack(List.of("a", "b", "c", "a"))).isEqualTo(3);
+      assertThat(journaledPending()).isEmpty();
+    }
+
+    @Test
+    @DisplayName("an ack of several ids whose reply is lost (the journal removed them) leaves them in flight; the retry acks each once and the journal ends empty")
+    void ackLostReply() {
+      ReportQueue queue = builder().build();
+      for (String id : List.of("a", "b")) {
+        queue.enqueue(normal(id));
+      }
+      queue.drainBatch();
+      journal.failNext(Call.RECORD_ATOMICALLY, Fault.AFTER_WRITE);
+      assertThatThrownBy(() -> queue.ack(List.of("a", "b"))).isInstanceOf(JournalException.class);
+      assertThat(queue.inflightIds()).containsExactly("a", "b");
+      assertThat(queue.ack(List.of("a", "b"))).isEqualTo(2);
+      assertThat(queue.stats().inflight()).isZero();
+      assertThat(queue.stats().bytes()).isZero();
+      assertThat(journaledPending()).isEmpty();
     }
 
     @Test

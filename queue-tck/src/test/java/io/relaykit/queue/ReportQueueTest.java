@@ -1056,6 +1056,19 @@ class ReportQueueTest {
   class BadInput {
 
     @Test
+    @DisplayName("an id longer than 512 characters (a megabyte) is refused naming eventId, whatever the journal: ids are persisted and remembered outside maxBytes")
+    void hugeIdRefused() {
+      String huge = "x".repeat(1 << 20);
+      assertThatThrownBy(() -> new ReportEvent(huge, "n", "p"))
+          .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("eventId")
+          .hasMessageContaining("512");
+      ReportQueue queue = ReportQueue.builder().build();
+      String longest = "y".repeat(512);
+      assertThat(queue.enqueue(new ReportEvent(longest, "n", "p")).accepted()).isTrue();
+      assertThat(queue.drainBatch()).extracting(QueuedEvent::eventId).containsExactly(longest);
+    }
+
+    @Test
     @DisplayName("blank ids and names, empty payloads and null priorities are refused naming the field")
     void invalidEvents() {
       assertThatThrownBy(() -> new ReportEvent(" ", "n", "p"))
