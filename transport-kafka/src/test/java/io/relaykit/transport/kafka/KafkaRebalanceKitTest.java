@@ -171,7 +171,8 @@ class KafkaRebalanceKitTest {
         Await.until(WAIT, "no key parked at member " + m.id, () -> m.subscription.parkedKeys() == 0
             && m.subscription.inFlight() == 0);
       }
-      assertThat(violations).as("KEY-mode violations inside a member (seed " + seed + ")")
+      assertThat(violations).as("KEY-mode violations inside a member, records handled twice"
+          + " (seed " + seed + ")")
           .isEmpty();
     } finally {
       for (Member m : members) {
@@ -273,7 +274,8 @@ class KafkaRebalanceKitTest {
       for (KafkaShareRuntime m : members) {
         Await.until(WAIT, "nothing in flight", () -> m.inFlight() == 0);
       }
-      assertThat(violations).as("two records of one mapped key at once in a member (seed "
+      assertThat(violations).as("two records of one mapped key at once in a member, or one"
+          + " record handled twice (seed "
           + seed + ")").isEmpty();
     } finally {
       for (int slot = 0; slot < 3; slot++) {
@@ -309,7 +311,9 @@ class KafkaRebalanceKitTest {
         if (d.attempt() == 1 && Math.floorMod(id.hashCode() ^ failSalt, 100) < 3) {
           throw new IllegalStateException("transient failure of " + id);
         }
-        succeeded.add(id);
+        if (!succeeded.add(id)) {
+          violations.add("member " + m.id + " handled " + id + " a second time");
+        }
       } finally {
         if (first) {
           m.running.get(key).decrementAndGet();
@@ -403,7 +407,9 @@ class KafkaRebalanceKitTest {
         if (d.attempt() == 1 && Math.floorMod(id.hashCode() ^ failSalt, 100) < 3) {
           throw new IllegalStateException("transient failure of " + seq);
         }
-        succeeded.add(id);
+        if (!succeeded.add(id)) {
+          violations.add("member " + m.id + " handled " + id + " (#" + seq + ") a second time");
+        }
       } finally {
         m.running.get(key).decrementAndGet();
       }
