@@ -647,8 +647,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
             : r.key();
       case PARTITION:
         if (fromRetry) {
-          String source = KafkaRecords.fromHeaders(r.headers())
-              .get(MessageHeaders.SOURCE_POSITION);
+          String source = sourcePositionOf(KafkaRecords.header(r.headers(),
+              MessageHeaders.SOURCE_POSITION), null);
           String partition = source == null ? null : KafkaRecords.partitionOf(source);
           return partition != null ? partition : r.topic() + "-" + r.partition();
         }
@@ -989,6 +989,16 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
   }
 
+  /**
+   * A retry record's {@code relaykit-source-position} when it names a position of this
+   * subscription's topic, else {@code fallback}: a position elsewhere (forged, or not a position)
+   * must not become the position a dead letter's reference entry replays from.
+   */
+  private String sourcePositionOf(String header, String fallback) {
+    var at = KafkaRecords.parsePosition(header);
+    return at != null && at.getKey().topic().equals(topic) ? header : fallback;
+  }
+
   private void process(Work w) {
     if (!current(w)) {
       return; // revoked: the partition's current owner re-reads it
@@ -1007,8 +1017,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     Delivery delivery;
     try {
       if (w.fromRetryTopic()) {
-        source = wire.getOrDefault(MessageHeaders.SOURCE, topic);
-        sourcePosition = wire.getOrDefault(MessageHeaders.SOURCE_POSITION, w.position());
+        // The retry topic is this topic's and group's own: its records are records of topic,
+        // whatever their relaykit-source says (a forged one would move the dead letter's source,
+        // id and replay target to another topic), and their source position is one of topic's,
+        // or the retry record's own.
+        sourcePosition = sourcePositionOf(wire.get(MessageHeaders.SOURCE_POSITION), w.position());
         String due = wire.get(MessageHeaders.RETRY_AT);
         if (due != null && retryDue(w.record()) == null) {
           throw new io.relaykit.message.MalformedMessageException("header "
