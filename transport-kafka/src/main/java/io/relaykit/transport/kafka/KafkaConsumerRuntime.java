@@ -171,17 +171,19 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
       Runnable onClosed) {
     this(spec, handler, config, retryTopic, retryPartitions, deadLetterTopic, rateLimiter,
-        onClosed, spec.group(), false);
+        onClosed, spec.group(), false, java.util.function.UnaryOperator.identity());
   }
 
   /**
    * As above, in consumer group {@code consumerGroup} (the copies still name {@code spec.group()}),
    * reading only the retry topic when {@code retryOnly}: the retry reader of a {@link
-   * KafkaShareSubscriber}, whose source records come through a share group.
+   * KafkaShareSubscriber}, whose source records come through a share group; the copies' sender
+   * wrapped by {@code senders} (fault injection in tests).
    */
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
       String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
-      Runnable onClosed, String consumerGroup, boolean retryOnly) {
+      Runnable onClosed, String consumerGroup, boolean retryOnly,
+      java.util.function.UnaryOperator<CopyHandOff.Sender> senders) {
     this.retryOnly = retryOnly;
     this.spec = spec;
     this.handler = handler;
@@ -236,9 +238,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     copies.setRemoveOnCancelPolicy(true);
     this.mapsKey = spec.inbound().acceptsForeign() && spec.inbound().keyHeader().isPresent();
     this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
-    CopyHandOff.Sender sender = txn != null
+    CopyHandOff.Sender sender = senders.apply(txn != null
         ? (w, copy, what) -> txn.send(w, copy, what, () -> current(w) && state != State.FAILED)
-        : (w, copy, what) -> router.send(copy, what);
+        : (w, copy, what) -> router.send(copy, what));
     this.handOff = new CopyHandOff(sender, copies, config, metrics, topic, spec.group(),
         retryTopic, retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
           @Override

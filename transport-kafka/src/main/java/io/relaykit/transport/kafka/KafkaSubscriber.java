@@ -61,9 +61,12 @@ public final class KafkaSubscriber implements Subscriber {
 
   private final KafkaTransportConfig config;
   private final Set<KafkaConsumerRuntime> running = ConcurrentHashMap.newKeySet();
+  private final java.util.function.UnaryOperator<CopyHandOff.Sender> senders;
 
-  private KafkaSubscriber(KafkaTransportConfig config) {
+  private KafkaSubscriber(KafkaTransportConfig config,
+      java.util.function.UnaryOperator<CopyHandOff.Sender> senders) {
     this.config = config;
+    this.senders = senders;
   }
 
   /** The settings every subscription of this subscriber runs on (what a module wired in). */
@@ -79,10 +82,16 @@ public final class KafkaSubscriber implements Subscriber {
    * @throws IllegalArgumentException if {@code config} is null
    */
   public static KafkaSubscriber create(KafkaTransportConfig config) {
+    return create(config, java.util.function.UnaryOperator.identity());
+  }
+
+  /** As above, with the copies' sender wrapped by {@code senders} (fault injection in tests). */
+  static KafkaSubscriber create(KafkaTransportConfig config,
+      java.util.function.UnaryOperator<CopyHandOff.Sender> senders) {
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }
-    return new KafkaSubscriber(config);
+    return new KafkaSubscriber(config, senders);
   }
 
   /**
@@ -157,7 +166,7 @@ public final class KafkaSubscriber implements Subscriber {
             if (member != null) {
               STATIC_MEMBERS.remove(member);
             }
-          });
+          }, spec.group(), false, senders);
       self[0] = runtime;
       running.add(runtime);
       runtime.start();

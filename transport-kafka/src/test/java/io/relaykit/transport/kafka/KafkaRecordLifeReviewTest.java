@@ -147,4 +147,153 @@ class KafkaRecordLifeReviewTest {
       assertThat(keys).containsOnly("o-1");
     }
   }
+
+  @Test
+  @DisplayName("consumer group: a retry send blocked after a timeout does not delay another"
+      + " handler's timeout (the copies executor, not the watchdog's timer, runs it)")
+  void blockedSendDoesNotDelayTimeoutsConsumerGroup() throws Exception {
+    String topic = newTopic("cg-timer", 1);
+    String group = topic + "-g";
+    CountDownLatch unblock = new CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicInteger sends = new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.atomic.AtomicInteger timedOut =
+        new java.util.concurrent.atomic.AtomicInteger();
+    io.relaykit.monitor.MetricsListener timeouts = new io.relaykit.monitor.MetricsListener() {
+      @Override
+      public void handlerTimedOut(String destination, String g, Duration duration) {
+        timedOut.incrementAndGet();
+      }
+    };
+    KafkaSubscriber subscriber = KafkaSubscriber.create(KafkaTestSupport.config()
+        .closeTimeout(Duration.ofSeconds(5)).build(), real -> (w, copy, what) -> {
+          if (sends.incrementAndGet() == 1) {
+            try { // the first copy's send blocks (a producer waiting for metadata)
+              unblock.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
+          return real.send(w, copy, what);
+        });
+    send(List.of(KafkaRecordLifeTest.relaykit(topic, KafkaTestSupport.message("a", 0)),
+        KafkaRecordLifeTest.relaykit(topic, KafkaTestSupport.message("b", 1))));
+    KafkaConsumerRuntime s = (KafkaConsumerRuntime) subscriber.subscribe(SubscriptionSpec
+        .builder(topic, group).concurrency(1).maxInFlight(4).metrics(timeouts).retryPolicy(quick(3))
+        .handlerTimeout(Duration.ofMillis(500)).build(), d -> {
+          if (d.attempt() == 1) {
+            new CountDownLatch(1).await(60, TimeUnit.SECONDS); // hangs until interrupted
+          }
+        });
+    try {
+      Await.until(WAIT, "the first handler timed out and its send blocks",
+          () -> timedOut.get() >= 1 && sends.get() == 1);
+      Await.until(Duration.ofSeconds(10), "the second handler timed out while the first send"
+          + " still blocks", () -> timedOut.get() == 2);
+      assertThat(unblock.getCount()).as("the first send still blocks").isEqualTo(1);
+      unblock.countDown();
+      Await.until(WAIT, "both retried and handled, nothing in flight",
+          () -> sends.get() == 2 && s.inFlight() == 0);
+    } finally {
+      unblock.countDown();
+      s.close(Duration.ofSeconds(5));
+    }
+  }
+
+  @Test
+  @DisplayName("a dead-lettered foreign record with a mapped key replays under its id and mapped"
+      + " key: the handler sees both again, and the entry is hidden")
+  void foreignRecordWithMappedKeyReplays() throws Exception {
+    String topic = newTopic("mapped-key-replay", 1);
+    String group = topic + "-g";
+    send(List.of(foreign(topic, "raw-a", "fails-until-replayed", "order-id", "o-9")));
+    java.util.concurrent.atomic.AtomicBoolean fail = new java.util.concurrent.atomic.AtomicBoolean(
+        true);
+    List<String> seen = new CopyOnWriteArrayList<>();
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group)
+        .ordering(OrderingMode.KEY).retryPolicy(quick(2))
+        .inbound(InboundMapping.foreign().keyHeader("order-id").build()).build(), d -> {
+          seen.add(d.message().id() + "|" + d.message().key().orElse(null) + "|" + d.attempt());
+          if (fail.get()) {
+            throw new IllegalStateException("fails");
+          }
+        });
+    KafkaDeadLetterStore dlt = clients.deadLetterStore(topic, group);
+    Await.until(WAIT, "dead-lettered", () -> dlt.count(DeadLetterQuery.all()) == 1);
+    DeadLetter dead = dlt.list(DeadLetterQuery.all()).get(0);
+    String id = dead.message().id();
+    assertThat(id).isEqualTo(topic + "-0@0");
+    fail.set(false);
+    assertThat(dlt.replay(dead.id())).isPresent();
+    Await.until(WAIT, "handled after the replay", () -> seen.size() == 3);
+    assertThat(seen).containsExactly(id + "|o-9|1", id + "|o-9|2", id + "|o-9|1");
+    assertThat(dlt.count(DeadLetterQuery.all())).isZero();
+  }
+
+  @Test
+  @DisplayName("share group: a record running in the retry reader is the subscription's one"
+      + " in-flight record in every in-flight report (one gauge, not one per runtime)")
+  void shareInFlightGaugeCoversTheRetryReaderOnce() throws Exception {
+    String topic = newTopic("share-gauge", 1);
+    String group = topic + "-g";
+    CountDownLatch retryRunning = new CountDownLatch(1);
+    CountDownLatch letGo = new CountDownLatch(1);
+    List<Long> reports = new CopyOnWriteArrayList<>();
+    io.relaykit.monitor.MetricsListener gauges = new io.relaykit.monitor.MetricsListener() {
+      @Override
+      public void inFlight(String destination, String g, long count) {
+        if (retryRunning.getCount() == 0 && letGo.getCount() == 1) {
+          reports.add(count);
+        }
+      }
+    };
+    send(List.of(KafkaRecordLifeTest.relaykit(topic, KafkaTestSupport.message("a", 0))));
+    try (KafkaShareSubscriber subscriber = KafkaShareSubscriber.create(
+        KafkaRecordLifeTest.shareConfig().commitInterval(Duration.ofMillis(100)).build())) {
+      KafkaShareSubscription s = subscriber.subscribe(SubscriptionSpec.builder(topic, group)
+          .metrics(gauges).retryPolicy(quick(3)).build(), d -> {
+            if (d.attempt() == 1) {
+              throw new IllegalStateException("to the retry reader");
+            }
+            retryRunning.countDown();
+            letGo.await(60, TimeUnit.SECONDS);
+          });
+      Await.until(WAIT, "six in-flight reports while the retry runs", () -> reports.size() >= 6);
+      letGo.countDown();
+      assertThat(reports).as("in-flight reports while only the retry reader holds a record")
+          .containsOnly(1L);
+      Await.until(WAIT, "nothing in flight", () -> s.inFlight() == 0);
+    } finally {
+      letGo.countDown();
+    }
+  }
+
+  @Test
+  @DisplayName("a foreign record just under maxRecordBytes whose id, type and key are mapped"
+      + " from long multi-byte headers is retried after a transient failure: its copy's envelope"
+      + " (the mapped id, type and key it now carries) fits the copies' headroom")
+  void nearLimitForeignRecordWithLongMappedHeadersIsRetried() throws Exception {
+    String topic = newTopic("near-limit-foreign", 1);
+    String group = topic + "-g";
+    int limit = 64 * 1024;
+    String longValue = "\u20ac".repeat(InboundMapping.MAX_MAPPED_CHARS); // 3 bytes each
+    ProducerRecord<String, byte[]> r = foreign(topic, "k", "", "m-id", longValue, "m-type",
+        longValue, "m-key", longValue);
+    int headers = KafkaRecords.payloadBytes("k", new byte[0], r.headers());
+    byte[] payload = new byte[limit - headers - 64];
+    java.util.Arrays.fill(payload, (byte) 'x');
+    send(List.of(new ProducerRecord<>(topic, 0, "k", payload, r.headers())));
+    List<Integer> attempts = new CopyOnWriteArrayList<>();
+    clients.subscriber(KafkaTestSupport.config().closeTimeout(Duration.ofSeconds(5))
+        .maxRecordBytes(limit)).subscribe(SubscriptionSpec.builder(topic, group)
+        .ordering(OrderingMode.KEY).retryPolicy(quick(3))
+        .inbound(InboundMapping.foreign().idHeader("m-id").typeHeader("m-type")
+            .keyHeader("m-key").build()).build(), d -> {
+              attempts.add(d.attempt());
+              if (d.attempt() == 1) {
+                throw new IllegalStateException("transient");
+              }
+            });
+    Await.until(WAIT, "retried", () -> attempts.contains(2));
+    assertThat(clients.deadLetterStore(topic, group).count(DeadLetterQuery.all())).isZero();
+  }
 }
