@@ -847,9 +847,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
     lagReported.addAll(byPartition.keySet());
     if (retryOnly) {
-      // A share subscription's retry reader: its owner reports lag, in-flight and oldest age for
-      // both together (the same destination and group), so the gauges do not flip between them.
-      MetricsListener.safely(metrics, m -> m.backlog(topic, spec.group(), snapshot));
+      // A share subscription's retry reader: its owner reports lag, in-flight, oldest age and
+      // the backlog snapshot for both together (the same destination and group), so the gauges
+      // do not flip between them and the snapshot is not the retry records' alone.
       return;
     }
     // One call each: a listener that throws on one still gets the others.
