@@ -171,17 +171,19 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
       Runnable onClosed) {
     this(spec, handler, config, retryTopic, retryPartitions, deadLetterTopic, rateLimiter,
-        onClosed, spec.group(), false);
+        onClosed, spec.group(), false, java.util.function.UnaryOperator.identity());
   }
 
   /**
    * As above, in consumer group {@code consumerGroup} (the copies still name {@code spec.group()}),
    * reading only the retry topic when {@code retryOnly}: the retry reader of a {@link
-   * KafkaShareSubscriber}, whose source records come through a share group.
+   * KafkaShareSubscriber}, whose source records come through a share group; the copies' sender
+   * wrapped by {@code senders} (fault injection in tests).
    */
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
       String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
-      Runnable onClosed, String consumerGroup, boolean retryOnly) {
+      Runnable onClosed, String consumerGroup, boolean retryOnly,
+      java.util.function.UnaryOperator<CopyHandOff.Sender> senders) {
     this.retryOnly = retryOnly;
     this.spec = spec;
     this.handler = handler;
@@ -236,9 +238,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     copies.setRemoveOnCancelPolicy(true);
     this.mapsKey = spec.inbound().acceptsForeign() && spec.inbound().keyHeader().isPresent();
     this.watchdog = new HandlerWatchdog(spec.handlerTimeout(), timers);
-    CopyHandOff.Sender sender = txn != null
+    CopyHandOff.Sender sender = senders.apply(txn != null
         ? (w, copy, what) -> txn.send(w, copy, what, () -> current(w) && state != State.FAILED)
-        : (w, copy, what) -> router.send(copy, what);
+        : (w, copy, what) -> router.send(copy, what));
     this.handOff = new CopyHandOff(sender, copies, config, metrics, topic, spec.group(),
         retryTopic, retryPartitions, deadLetterTopic, new CopyHandOff.Owner() {
           @Override
@@ -647,8 +649,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
             : r.key();
       case PARTITION:
         if (fromRetry) {
-          String source = KafkaRecords.fromHeaders(r.headers())
-              .get(MessageHeaders.SOURCE_POSITION);
+          String source = sourcePositionOf(KafkaRecords.header(r.headers(),
+              MessageHeaders.SOURCE_POSITION), null);
           String partition = source == null ? null : KafkaRecords.partitionOf(source);
           return partition != null ? partition : r.topic() + "-" + r.partition();
         }
@@ -845,9 +847,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
     lagReported.addAll(byPartition.keySet());
     if (retryOnly) {
-      // A share subscription's retry reader: its owner reports lag, in-flight and oldest age for
-      // both together (the same destination and group), so the gauges do not flip between them.
-      MetricsListener.safely(metrics, m -> m.backlog(topic, spec.group(), snapshot));
+      // A share subscription's retry reader: its owner reports lag, in-flight, oldest age and
+      // the backlog snapshot for both together (the same destination and group), so the gauges
+      // do not flip between them and the snapshot is not the retry records' alone.
       return;
     }
     // One call each: a listener that throws on one still gets the others.
@@ -989,6 +991,16 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
   }
 
+  /**
+   * A retry record's {@code relaykit-source-position} when it names a position of this
+   * subscription's topic, else {@code fallback}: a position elsewhere (forged, or not a position)
+   * must not become the position a dead letter's reference entry replays from.
+   */
+  private String sourcePositionOf(String header, String fallback) {
+    var at = KafkaRecords.parsePosition(header);
+    return at != null && at.getKey().topic().equals(topic) ? header : fallback;
+  }
+
   private void process(Work w) {
     if (!current(w)) {
       return; // revoked: the partition's current owner re-reads it
@@ -1007,8 +1019,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     Delivery delivery;
     try {
       if (w.fromRetryTopic()) {
-        source = wire.getOrDefault(MessageHeaders.SOURCE, topic);
-        sourcePosition = wire.getOrDefault(MessageHeaders.SOURCE_POSITION, w.position());
+        // The retry topic is this topic's and group's own: its records are records of topic,
+        // whatever their relaykit-source says (a forged one would move the dead letter's source,
+        // id and replay target to another topic), and their source position is one of topic's,
+        // or the retry record's own.
+        sourcePosition = sourcePositionOf(wire.get(MessageHeaders.SOURCE_POSITION), w.position());
         String due = wire.get(MessageHeaders.RETRY_AT);
         if (due != null && retryDue(w.record()) == null) {
           throw new io.relaykit.message.MalformedMessageException("header "

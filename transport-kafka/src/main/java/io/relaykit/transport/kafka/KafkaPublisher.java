@@ -45,12 +45,22 @@ public final class KafkaPublisher implements Publisher {
 
   private static final AtomicInteger CLIENT_IDS = new AtomicInteger();
   /**
+   * What a foreign record's copies carry beyond its own headers: the relaykit envelope of its
+   * decoded message, whose id, type and key may each be mapped from a header of up to {@link
+   * io.relaykit.message.InboundMapping#MAX_MAPPED_CHARS} characters (at most 3 UTF-8 bytes each),
+   * plus the fixed envelope fields (schema version, times, priority, trace id) and their names.
+   */
+  static final int FOREIGN_ENVELOPE_BYTES =
+      3 * 3 * io.relaykit.message.InboundMapping.MAX_MAPPED_CHARS + 1024;
+  /**
    * How much larger than {@link KafkaTransportConfig#maxRecordBytes()} a retry or dead-letter copy
    * may be: its failure headers ({@link io.relaykit.deadletter.FailureRoute#MAX_HEADER_BYTES}, the
-   * source's name) and the transport's own (source position, group, reference), so that a record
-   * that was accepted is never refused as a copy only because of what relaykit added.
+   * source's name), the transport's own (source position, group, reference) and, for a foreign
+   * record, its envelope ({@link #FOREIGN_ENVELOPE_BYTES}), so that a record that was accepted is
+   * never refused as a copy only because of what relaykit added.
    */
-  static final int COPY_HEADROOM = io.relaykit.deadletter.FailureRoute.MAX_HEADER_BYTES + 4096;
+  static final int COPY_HEADROOM = io.relaykit.deadletter.FailureRoute.MAX_HEADER_BYTES + 4096
+      + FOREIGN_ENVELOPE_BYTES;
   /** What the producer's and the broker's framing add to a record, beyond its payload bytes. */
   static final int FRAMING_BYTES = 4096;
 

@@ -37,10 +37,24 @@ final class KafkaRecords {
     return wire;
   }
 
-  /** The last value of header {@code name} as UTF-8, or null when absent or null. */
+  /**
+   * The last value of header {@code name} as UTF-8, or null when absent, null or not valid UTF-8:
+   * the value {@link #fromHeadersStrict} (and so {@link #read}) gives it, so that what orders a
+   * record before it is decoded reads the headers its decoder reads.
+   */
   static String header(Headers headers, String name) {
     Header h = headers.lastHeader(name);
-    return h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8);
+    if (h == null || h.value() == null) {
+      return null;
+    }
+    try {
+      return StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+          .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+          .decode(java.nio.ByteBuffer.wrap(h.value())).toString();
+    } catch (java.nio.charset.CharacterCodingException e) {
+      return null; // the decoder leaves it out too
+    }
   }
 
   /**

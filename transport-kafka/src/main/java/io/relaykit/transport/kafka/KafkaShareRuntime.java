@@ -162,6 +162,8 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     this.config = config;
     // Every per-subscription number goes to the spec's listener when it names one.
     this.metrics = spec.metricsOr(config.metrics());
+    this.backlogMonitor = new io.relaykit.monitor.BacklogMonitor(config.backlogMonitor(),
+        config.clock());
     this.listener = config.listener();
     this.topic = spec.destination();
     this.deliveryCountLimit = deliveryCountLimit;
@@ -612,10 +614,10 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
       return;
     }
     if (i.stale) { // its lock was lost, or the subscription closed, while its handler ran
-      byWork.remove(w);
       if (pollThreadDone.getCount() > 0) { // after a close, the close gave it back
         MetricsListener.safely(metrics, m -> m.dropped(topic, "share-lock-lost", 1));
       }
+      byWork.remove(w); // after the count: whoever sees inFlight() drop sees it counted
     } else {
       outcomes.add(new Outcome(i, type)); // stale from here on: applyOutcomes counts it
     }
@@ -877,8 +879,20 @@ final class KafkaShareRuntime implements KafkaShareSubscription {
     MetricsListener.safely(metrics, m -> m.inFlight(topic, spec.group(), inFlight));
     MetricsListener.safely(metrics, m -> m.oldestInFlightAge(topic, spec.group(), age));
     MetricsListener.safely(metrics, m -> m.consumerLag(topic, spec.group(), lag));
+    // The backlog trend over both too: the retry reader's snapshot saw its records alone.
+    try {
+      backlogMonitor.record(new ConsumerBacklog(topic, spec.group(), Map.of(topic, lag), inFlight,
+          age, config.clock().instant()).toSample());
+      io.relaykit.monitor.BacklogSnapshot snapshot = backlogMonitor.snapshot();
+      MetricsListener.safely(metrics, m -> m.backlog(topic, spec.group(), snapshot));
+    } catch (IllegalArgumentException e) {
+      // the clock stepped back: skip this sample rather than feed the monitor disorder
+    }
     sampleLag();
   }
+
+  /** The share subscription's backlog trend, fed with its and its retry reader's samples. */
+  private final io.relaykit.monitor.BacklogMonitor backlogMonitor;
 
   /**
    * Asks the broker for the group's lag ({@code Admin.listShareGroupOffsets}) without waiting:

@@ -163,7 +163,7 @@ public final class KafkaShareSubscriber implements Subscriber {
     int limit = prepareGroup(spec.group());
     KafkaConsumerRuntime reader = new KafkaConsumerRuntime(spec, handler, config, retryTopic,
         retryPartitions, deadLetterTopic, null, () -> { }, spec.group() + RETRY_READER_SUFFIX,
-        true);
+        true, senders);
     KafkaShareRuntime[] self = new KafkaShareRuntime[1];
     KafkaShareRuntime runtime;
     try {

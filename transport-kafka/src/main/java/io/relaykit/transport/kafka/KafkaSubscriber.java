@@ -61,9 +61,12 @@ public final class KafkaSubscriber implements Subscriber {
 
   private final KafkaTransportConfig config;
   private final Set<KafkaConsumerRuntime> running = ConcurrentHashMap.newKeySet();
+  private final java.util.function.UnaryOperator<CopyHandOff.Sender> senders;
 
-  private KafkaSubscriber(KafkaTransportConfig config) {
+  private KafkaSubscriber(KafkaTransportConfig config,
+      java.util.function.UnaryOperator<CopyHandOff.Sender> senders) {
     this.config = config;
+    this.senders = senders;
   }
 
   /** The settings every subscription of this subscriber runs on (what a module wired in). */
@@ -80,11 +83,17 @@ public final class KafkaSubscriber implements Subscriber {
    * @throws io.relaykit.internal.ClientVersionException if kafka-clients is older than 4.1.2
    */
   public static KafkaSubscriber create(KafkaTransportConfig config) {
+    return create(config, java.util.function.UnaryOperator.identity());
+  }
+
+  /** As above, with the copies' sender wrapped by {@code senders} (fault injection in tests). */
+  static KafkaSubscriber create(KafkaTransportConfig config,
+      java.util.function.UnaryOperator<CopyHandOff.Sender> senders) {
     KafkaClientVersion.check();
     if (config == null) {
       throw new IllegalArgumentException("config must not be null");
     }
-    return new KafkaSubscriber(config);
+    return new KafkaSubscriber(config, senders);
   }
 
   /**
@@ -159,7 +168,7 @@ public final class KafkaSubscriber implements Subscriber {
             if (member != null) {
               STATIC_MEMBERS.remove(member);
             }
-          });
+          }, spec.group(), false, senders);
       self[0] = runtime;
       running.add(runtime);
       runtime.start();

@@ -269,7 +269,8 @@ class KafkaFailurePathTest {
     // Over this consumer's maxRecordBytes (3000) by more than the copies' headroom once the
     // failure headers are added; a record just under the limit is retried instead
     // (KafkaRecordLifeTest.Bounds#nearLimitRecordIsRetried).
-    Message big = Message.builder().type("test").key("k").payload("x".repeat(10_000)).build();
+    Message big = Message.builder().type("test").key("k")
+        .payload("x".repeat(3000 + KafkaPublisher.COPY_HEADROOM)).build();
     publishAll(topic, List.of(big));
 
     java.util.concurrent.atomic.AtomicBoolean failing =
@@ -304,7 +305,7 @@ class KafkaFailurePathTest {
     assertThat(dlt.replay(entry.id())).isPresent();
     Await.until(WAIT, "the original handled again from the replay",
         () -> payloadSizes.size() == 2);
-    assertThat(payloadSizes).containsExactly(10_000, 10_000);
+    assertThat(payloadSizes).containsExactly(big.payload().length, big.payload().length);
     // The refusals were relaykit's own size check, before the producer: a transactional hand-off
     // was not aborted (and the record rewound and run again and again) for them.
     assertThat(dlt.count(io.relaykit.deadletter.DeadLetterQuery.all())).isZero();

@@ -52,6 +52,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 class KafkaRebalanceKitTest {
 
   static final int CI_RECORDS = 3000;
+  /** Second handlings of a record in the consumer-group runs (at-least-once after a revoke). */
+  private static final java.util.concurrent.atomic.AtomicLong REPEATS =
+      new java.util.concurrent.atomic.AtomicLong();
   private static final int KEYS = 40;
   private static final int PARTITIONS = 4;
   private static final long WORK_NANOS = 3_000_000;
@@ -171,6 +174,8 @@ class KafkaRebalanceKitTest {
         Await.until(WAIT, "no key parked at member " + m.id, () -> m.subscription.parkedKeys() == 0
             && m.subscription.inFlight() == 0);
       }
+      System.out.println("kit " + protocol + ": " + REPEATS.getAndSet(0) + " second handlings"
+          + " of " + all.size() + " records (at-least-once after revokes; seed " + seed + ")");
       assertThat(violations).as("KEY-mode violations inside a member (seed " + seed + ")")
           .isEmpty();
     } finally {
@@ -273,7 +278,8 @@ class KafkaRebalanceKitTest {
       for (KafkaShareRuntime m : members) {
         Await.until(WAIT, "nothing in flight", () -> m.inFlight() == 0);
       }
-      assertThat(violations).as("two records of one mapped key at once in a member (seed "
+      assertThat(violations).as("two records of one mapped key at once in a member, or one"
+          + " record handled twice (seed "
           + seed + ")").isEmpty();
     } finally {
       for (int slot = 0; slot < 3; slot++) {
@@ -309,7 +315,9 @@ class KafkaRebalanceKitTest {
         if (d.attempt() == 1 && Math.floorMod(id.hashCode() ^ failSalt, 100) < 3) {
           throw new IllegalStateException("transient failure of " + id);
         }
-        succeeded.add(id);
+        if (!succeeded.add(id)) {
+          violations.add("member " + m.id + " handled " + id + " a second time");
+        }
       } finally {
         if (first) {
           m.running.get(key).decrementAndGet();
@@ -403,7 +411,11 @@ class KafkaRebalanceKitTest {
         if (d.attempt() == 1 && Math.floorMod(id.hashCode() ^ failSalt, 100) < 3) {
           throw new IllegalStateException("transient failure of " + seq);
         }
-        succeeded.add(id);
+        if (!succeeded.add(id)) {
+          // At-least-once: a revoke gives the next owner every record past the committed
+          // watermark, finished or not (counted and reported, not asserted).
+          REPEATS.incrementAndGet();
+        }
       } finally {
         m.running.get(key).decrementAndGet();
       }
