@@ -57,7 +57,7 @@ class RelayKitMeterBinderTest {
           .containsExactly("relaykit.outbox.backlog", "relaykit.outbox.oldest.age",
               "relaykit.consumer.lag", "relaykit.consumer.in.flight",
               "relaykit.consumer.in.flight.oldest.age", "relaykit.consumer.failed",
-              "relaykit.dead.lettered", "relaykit.messages", "relaykit.messages.dropped", "relaykit.messages.ignored",
+              "relaykit.messages", "relaykit.dead.lettered", "relaykit.messages.dropped", "relaykit.messages.ignored",
               "relaykit.handler.duration", "relaykit.publish.confirm.duration",
               "relaykit.report.queue.depth", "relaykit.report.queue.bytes",
               "relaykit.report.queue.dropped", "relaykit.dead.letters",
