@@ -1,6 +1,7 @@
 package io.relaykit.inprocess;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterLog;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.deadletter.InMemoryDeadLetterStore;
@@ -514,6 +515,9 @@ public final class InProcessTransport implements Publisher, Subscriber {
         }
       } finally {
         lock.unlock();
+      }
+      if (failure == null) {
+        DeadLetterLog.shared().deadLettered(spec.metricsOr(metrics), deadLetter);
       }
     }
 

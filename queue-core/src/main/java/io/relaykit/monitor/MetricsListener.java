@@ -161,6 +161,16 @@ public interface MetricsListener {
   default void deadLetterDepth(String destination, long depth) {}
 
   /**
+   * One message of {@code destination} was dead-lettered by consumer {@code group}: an increment,
+   * reported once per dead letter stored (the dead-letter store, topic or queue confirmed it), by
+   * every transport through {@link io.relaykit.deadletter.DeadLetterLog}, which also logs it.
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group; null for none
+   */
+  default void deadLettered(String destination, String group) {}
+
+  /**
    * {@code count} messages of {@code destination} were discarded for {@code reason}.
    *
    * @param reason a short, low-cardinality label: {@code "capacity"}, {@code "expired"}, {@code
@@ -325,6 +335,11 @@ public interface MetricsListener {
       @Override
       public void deadLetterDepth(String destination, long depth) {
         copy.forEach(l -> safely(l, x -> x.deadLetterDepth(destination, depth)));
+      }
+
+      @Override
+      public void deadLettered(String destination, String group) {
+        copy.forEach(l -> safely(l, x -> x.deadLettered(destination, group)));
       }
 
       @Override

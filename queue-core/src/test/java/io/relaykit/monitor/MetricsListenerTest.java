@@ -51,6 +51,11 @@ class MetricsListenerTest {
     public void consumerFailed(String destination, String group, Throwable cause) {
       calls.add("failed " + destination + " " + group + " " + cause.getMessage());
     }
+
+    @Override
+    public void deadLettered(String destination, String group) {
+      calls.add("dead-lettered " + destination + " " + group);
+    }
   }
 
   /** Throws from every method. */
@@ -75,6 +80,7 @@ class MetricsListenerTest {
     l.backlog("orders", new BacklogSnapshot(BacklogVerdict.STALLED, null, 0, Duration.ZERO, 0,
         Duration.ZERO, 0));
     l.consumerFailed("orders", "billing", new IllegalStateException("no offset"));
+    l.deadLettered("orders", "billing");
   }
 
   @Test
@@ -93,7 +99,7 @@ class MetricsListenerTest {
     callEverything(all);
     List<String> expected = List.of("depth orders 5", "age orders PT3S", "lag orders billing 7",
         "dlq orders 2", "dropped orders expired 1", "backlog orders STALLED",
-        "failed orders billing no offset");
+        "failed orders billing no offset", "dead-lettered orders billing");
     assertThat(first.calls).isEqualTo(expected);
     assertThat(second.calls).isEqualTo(expected);
   }

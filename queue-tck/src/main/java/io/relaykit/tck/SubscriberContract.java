@@ -724,6 +724,48 @@ public abstract class SubscriberContract {
     }
 
     @Test
+    @DisplayName("a dead-lettering logs one WARN line (id, destination, group, attempts, reason;"
+        + " never the payload) and counts once for the destination and group")
+    void deadLetteringIsLoggedAndCounted() {
+      String destination = newDestination();
+      String marker = "payload-marker-" + UUID.randomUUID();
+      Map<String, Long> counted = new ConcurrentHashMap<>();
+      MetricsListener metrics = new MetricsListener() {
+        @Override
+        public void deadLettered(String where, String group) {
+          counted.merge(where + " " + group, 1L, Long::sum);
+        }
+      };
+      try (LogCapture logs = LogCapture.open()) {
+        Recorder recorder = new Recorder(d -> {
+          throw new PermanentFailureException("unknown product");
+        });
+        subscribe(spec(destination, "g").metrics(metrics).build(), recorder);
+        Message m = publish(destination, Message.builder().type("order.paid").key("k")
+            .payload("{\"card\":\"" + marker + "\"}").build());
+
+        DeadLetter d = awaitDeadLetter(destination, m.id(), timeout());
+        Await.until(timeout(), "the dead-letter line and count", () ->
+            logs.lines().stream().anyMatch(l -> l.contains("dead-lettered message " + m.id()))
+                && !counted.isEmpty());
+
+        // The group as the transport names it (a test may scope the group's name).
+        assertThat(counted).hasSize(1);
+        String group = counted.keySet().iterator().next().substring(destination.length() + 1);
+        if (d.group() != null) {
+          assertThat(group).isEqualTo(d.group());
+        }
+        assertThat(counted).containsExactly(Map.entry(destination + " " + group, 1L));
+        List<String> lines = logs.lines().stream()
+            .filter(l -> l.contains("dead-lettered message " + m.id())).toList();
+        assertThat(lines).singleElement().asString().contains(" WARNING ")
+            .contains(" of " + destination + " (group " + group + ") after 1 attempt: ")
+            .contains("unknown product");
+        logs.assertNeverContains(marker);
+      }
+    }
+
+    @Test
     @DisplayName("a handler that runs past its timeout counts as a retryable failure, is timed"
         + " once as timed out, and its late normal return is not timed again")
     void timeoutIsRetryable() {

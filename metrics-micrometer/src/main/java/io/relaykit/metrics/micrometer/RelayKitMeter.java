@@ -48,6 +48,8 @@ public enum RelayKitMeter {
   CONSUMER_FAILED("consumer.failed", "consumers stopped for good on an unrecoverable error"),
   /** Counter, tags destination, {@code stage}: lifecycle steps taken, one per message per step. */
   MESSAGES("messages", "lifecycle steps taken by messages"),
+  /** Counter, tags destination, group ({@code "none"} without one): messages dead-lettered. */
+  DEAD_LETTERED("dead.lettered", "messages dead-lettered"),
   /** Counter, tags destination, {@code reason}: messages discarded. */
   MESSAGES_DROPPED("messages.dropped", "messages discarded"),
   /** Counter, tags destination, {@code reason}: message parts ignored (no message lost). */

@@ -97,6 +97,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   private final Series<AtomicLong> inFlightAge =
       new Series<>(RelayKitMeter.CONSUMER_OLDEST_IN_FLIGHT_AGE);
   private final Series<Counter> failed = new Series<>(RelayKitMeter.CONSUMER_FAILED);
+  private final Series<Counter> deadLettered = new Series<>(RelayKitMeter.DEAD_LETTERED);
   private final Series<Counter[]> messages = new Series<>(RelayKitMeter.MESSAGES);
   private final Series<Counter> dropped = new Series<>(RelayKitMeter.MESSAGES_DROPPED);
   private final Series<Counter> ignored = new Series<>(RelayKitMeter.MESSAGES_IGNORED);
@@ -487,6 +488,21 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   @Override
   public void deadLetterDepth(String destination, long depth) {
     set(deadLetters, RelayKitMeter.DEAD_LETTERS, destination, depth);
+  }
+
+  /**
+   * {@inheritDoc} Counts in {@code relaykit.dead.lettered{destination, group}} ({@code group}
+   * {@code "none"} when null).
+   */
+  @Override
+  public void deadLettered(String destination, String group) {
+    Counter c = deadLettered.get(new Key(destination, group == null ? "none" : group, ""), k ->
+        Counter.builder(name(RelayKitMeter.DEAD_LETTERED)).tags(common)
+            .tags(DESTINATION, k.a, GROUP, k.b)
+            .description(RelayKitMeter.DEAD_LETTERED.description()).register(registry.get()));
+    if (c != null) {
+      c.increment();
+    }
   }
 
   /** {@inheritDoc} Adds to {@code relaykit.messages.dropped{destination, reason}}. */

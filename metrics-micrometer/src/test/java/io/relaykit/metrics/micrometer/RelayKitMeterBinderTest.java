@@ -57,7 +57,7 @@ class RelayKitMeterBinderTest {
           .containsExactly("relaykit.outbox.backlog", "relaykit.outbox.oldest.age",
               "relaykit.consumer.lag", "relaykit.consumer.in.flight",
               "relaykit.consumer.in.flight.oldest.age", "relaykit.consumer.failed",
-              "relaykit.messages", "relaykit.messages.dropped", "relaykit.messages.ignored",
+              "relaykit.messages", "relaykit.dead.lettered", "relaykit.messages.dropped", "relaykit.messages.ignored",
               "relaykit.handler.duration", "relaykit.publish.confirm.duration",
               "relaykit.report.queue.depth", "relaykit.report.queue.bytes",
               "relaykit.report.queue.dropped", "relaykit.dead.letters",
@@ -103,6 +103,7 @@ class RelayKitMeterBinderTest {
       binder.backlog("t", "g", new BacklogSnapshot(BacklogVerdict.HEALTHY, null, 0, Duration.ZERO,
           0, Duration.ZERO, 0));
       binder.consumerFailed("t", "g", new IllegalStateException("fenced"));
+      binder.deadLettered("t", "g");
       binder.on(event(Stage.ACKED, "t"));
       io.relaykit.queue.ReportQueue queue = io.relaykit.queue.ReportQueue.builder()
           .journal(new io.relaykit.queue.InMemoryJournal()).build();
@@ -149,6 +150,28 @@ class RelayKitMeterBinderTest {
       binder.bindTo(registry);
       assertThatThrownBy(() -> binder.bindTo(new SimpleMeterRegistry()))
           .isInstanceOf(IllegalStateException.class).hasMessageContaining("CompositeMeterRegistry");
+    }
+  }
+
+  @Nested
+  @DisplayName("dead letters")
+  class DeadLettered {
+
+    @Test
+    @DisplayName("each dead letter counts once per destination and group, none without a group")
+    void countsPerDestinationAndGroup() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      binder.deadLettered("orders", "billing");
+      binder.deadLettered("orders", "billing");
+      binder.deadLettered("orders", "audit");
+      binder.deadLettered("orders", null);
+
+      assertThat(registry.get("relaykit.dead.lettered").tags(DESTINATION, "orders", GROUP,
+          "billing").counter().count()).isEqualTo(2);
+      assertThat(registry.get("relaykit.dead.lettered").tags(DESTINATION, "orders", GROUP,
+          "audit").counter().count()).isEqualTo(1);
+      assertThat(registry.get("relaykit.dead.lettered").tags(DESTINATION, "orders", GROUP,
+          "none").counter().count()).isEqualTo(1);
     }
   }
 

@@ -1,5 +1,6 @@
 package io.relaykit.transport.kafka;
 
+import io.relaykit.deadletter.DeadLetterLog;
 import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.internal.Texts;
 import io.relaykit.message.Message;
@@ -237,6 +238,8 @@ final class CopyHandOff {
     return router.send(w, copy, id).thenApply(md -> {
       LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
           id, message != null ? message.traceId() : null, topic, clock.instant(), route.reason()));
+      DeadLetterLog.shared().deadLettered(metrics, id, topic, group, route.attempt(),
+          route.reason());
       return md;
     });
   }
@@ -286,6 +289,8 @@ final class CopyHandOff {
   private void deadLettered(Work w, String id, Message message, FailureRoute route) {
     LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
         id, message != null ? message.traceId() : null, topic, clock.instant(), route.reason()));
+    DeadLetterLog.shared().deadLettered(metrics, id, topic, group, route.attempt(),
+        route.reason());
     owner.finish(w);
   }
 

@@ -1,5 +1,6 @@
 package io.relaykit.transport.kafka;
 
+import static io.relaykit.config.ConfigKey.Type.BOOLEAN;
 import static io.relaykit.config.ConfigKey.Type.DURATION;
 import static io.relaykit.config.ConfigKey.Type.INTEGER;
 import static io.relaykit.config.ConfigKey.Type.STRING;
@@ -47,6 +48,14 @@ public final class KafkaConfigKeys implements ConfigKeys {
   public static final String GROUP_TYPE = PREFIX + "group-type";
   /** Where a new share group starts: {@code earliest} or {@code latest}. */
   public static final String SHARE_AUTO_OFFSET_RESET = PREFIX + "share-auto-offset-reset";
+  /** Whether a subscriber creates a missing source topic; see {@link KafkaTopics}. */
+  public static final String TOPICS_CREATE = PREFIX + "topics.create";
+  /** The partitions of a created source topic, the fewest expected of an existing one. */
+  public static final String TOPICS_PARTITIONS = PREFIX + "topics.partitions";
+  /** The replication factor of created source, retry and dead-letter topics. */
+  public static final String TOPICS_REPLICATION_FACTOR = PREFIX + "topics.replication-factor";
+  /** The retention of created source, retry and dead-letter topics. */
+  public static final String TOPICS_RETENTION = PREFIX + "topics.retention";
   /** The family of share consumer client settings. */
   public static final String SHARE_CONSUMER = PREFIX + "share-consumer";
   /** The family of producer client settings. */
@@ -89,6 +98,16 @@ public final class KafkaConfigKeys implements ConfigKeys {
             "consumer", "share"),
         ConfigKey.choice(SHARE_AUTO_OFFSET_RESET, "earliest", "where a new share group starts",
             "earliest", "latest"),
+        ConfigKey.of(TOPICS_CREATE, BOOLEAN, "false",
+            "whether a subscriber creates a missing source topic"),
+        ConfigKey.of(TOPICS_PARTITIONS, INTEGER, null,
+            "partitions of a created source topic (unset: the broker's num.partitions); an"
+            + " existing topic with fewer is reported, not changed"),
+        ConfigKey.of(TOPICS_REPLICATION_FACTOR, INTEGER, null,
+            "replication factor of created source, retry and dead-letter topics (unset: the"
+            + " broker's default)"),
+        ConfigKey.of(TOPICS_RETENTION, DURATION, null,
+            "retention of created source, retry and dead-letter topics (unset: the broker's)"),
         ConfigKey.family(SHARE_CONSUMER, "share consumer client settings, passed through"),
         ConfigKey.family(PRODUCER, "producer client settings, passed through"),
         ConfigKey.family(CONSUMER, "consumer client settings, passed through"));

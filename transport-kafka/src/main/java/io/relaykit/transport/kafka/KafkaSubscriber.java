@@ -58,6 +58,7 @@ public final class KafkaSubscriber implements Subscriber {
    * to topic: a second subscription with the same id in the same group would fence the first.
    */
   private static final Map<String, String> STATIC_MEMBERS = new ConcurrentHashMap<>();
+  private static final System.Logger LOG = System.getLogger(KafkaSubscriber.class.getName());
 
   private final KafkaTransportConfig config;
   private final Set<KafkaConsumerRuntime> running = ConcurrentHashMap.newKeySet();
@@ -182,28 +183,52 @@ public final class KafkaSubscriber implements Subscriber {
   }
 
   /**
-   * Checks the source topic and creates the missing retry and dead-letter topics.
+   * Checks the source topic (creating it when missing and the config's {@link KafkaTopics#create()}
+   * says so) and creates the missing retry and dead-letter topics, all with the config's {@link
+   * KafkaTopics} replication and retention. Idempotent: existing topics are never changed; a
+   * source with fewer partitions than {@link KafkaTopics#partitions()} is reported in a WARN line.
    *
    * @return the retry topic's partition count
-   * @throws IllegalArgumentException if the source is missing, or an existing retry topic has
-   *     fewer partitions than the source (retry copies go to the retry partition numbered like
-   *     their source partition, where the key's park lives)
+   * @throws IllegalArgumentException if the source is missing and may not be created (the message
+   *     names {@value KafkaConfigKeys#TOPICS_CREATE}), or an existing retry topic has fewer
+   *     partitions than the source (retry copies go to the retry partition numbered like their
+   *     source partition, where the key's park lives)
    */
   static int ensureTopics(KafkaTransportConfig config, String source, String retryTopic,
       String deadLetterTopic) {
     List<String> derived = List.of(retryTopic, deadLetterTopic);
+    KafkaTopics topics = config.topics();
     try (Admin admin = Admin.create(adminProperties(config))) {
       int partitions;
       try {
-        TopicDescription d = admin.describeTopics(List.of(source)).allTopicNames()
-            .get(config.publishTimeout().toMillis(), TimeUnit.MILLISECONDS).get(source);
-        partitions = d.partitions().size();
+        partitions = partitionsOf(admin, source, config.publishTimeout(), false);
       } catch (ExecutionException e) {
-        if (e.getCause() instanceof UnknownTopicOrPartitionException) {
-          throw new IllegalArgumentException("destination topic " + source + " does not exist;"
-              + " create it (with the partitions the consumers need) before subscribing", e);
+        if (!(e.getCause() instanceof UnknownTopicOrPartitionException)) {
+          throw e;
         }
-        throw e;
+        if (!topics.create()) {
+          throw new IllegalArgumentException("destination topic " + source + " does not exist;"
+              + " create it (with the partitions the consumers need) before subscribing, or set "
+              + KafkaConfigKeys.TOPICS_CREATE + "=true (with " + KafkaConfigKeys.TOPICS_PARTITIONS
+              + ") to have relaykit create it", e);
+        }
+        NewTopic created = new NewTopic(source, topics.partitions() == 0 ? Optional.empty()
+            : Optional.of(topics.partitions()), topics.replication())
+            .configs(topics.configs(Map.of()));
+        create(admin, List.of(created), config.publishTimeout());
+        partitions = partitionsOf(admin, source, config.publishTimeout(), true);
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        for (int p = 0; p < partitions; p++) {
+          latest.put(new TopicPartition(source, p), OffsetSpec.latest());
+        }
+        awaitLeaders(admin, latest, config.publishTimeout());
+      }
+      if (partitions < topics.partitions()) {
+        LOG.log(System.Logger.Level.WARNING, "topic " + source + " has " + partitions
+            + " partitions, fewer than the " + topics.partitions() + " of "
+            + KafkaConfigKeys.TOPICS_PARTITIONS + "; it is left as it is (kafka-topics.sh --alter"
+            + " --topic " + source + " --partitions " + topics.partitions() + " adds them, and"
+            + " moves keys to other partitions)");
       }
       List<NewTopic> missing = new ArrayList<>();
       Set<String> existing = admin.listTopics().names()
@@ -211,9 +236,9 @@ public final class KafkaSubscriber implements Subscriber {
       for (String name : derived) {
         if (!existing.contains(name)) {
           // Copies carry failure headers beside the original: room for them on the topic too.
-          missing.add(new NewTopic(name, Optional.of(partitions), Optional.empty())
-              .configs(Map.of("max.message.bytes", Long.toString(
-                  KafkaPublisher.copyLimit(config) + KafkaPublisher.FRAMING_BYTES))));
+          missing.add(new NewTopic(name, Optional.of(partitions), topics.replication())
+              .configs(topics.configs(Map.of("max.message.bytes", Long.toString(
+                  KafkaPublisher.copyLimit(config) + KafkaPublisher.FRAMING_BYTES)))));
         }
       }
       int retryPartitions = partitions;
@@ -232,17 +257,7 @@ public final class KafkaSubscriber implements Subscriber {
       if (missing.isEmpty()) {
         return retryPartitions;
       }
-      admin.createTopics(missing).values().forEach((name, f) -> {
-        try {
-          f.get(config.publishTimeout().toMillis(), TimeUnit.MILLISECONDS);
-        } catch (ExecutionException e) {
-          if (!(e.getCause() instanceof TopicExistsException)) {
-            throw new IllegalStateException("could not create topic " + name, e.getCause());
-          }
-        } catch (Exception e) {
-          throw new IllegalStateException("could not create topic " + name, e);
-        }
-      });
+      create(admin, missing, config.publishTimeout());
       // A produce racing a new partition's leader start gets NOT_LEADER_OR_FOLLOWER; wait until
       // every new partition answers.
       Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
@@ -261,6 +276,49 @@ public final class KafkaSubscriber implements Subscriber {
     } catch (Exception e) {
       throw new IllegalStateException("could not check or create the topics of " + source
           + " on " + config.bootstrapServers() + ": " + e, e);
+    }
+  }
+
+  /**
+   * Creates {@code topics}; one that exists by now (a twin subscriber created it first) is not an
+   * error, and is left as that twin made it.
+   */
+  private static void create(Admin admin, List<NewTopic> topics, Duration timeout) {
+    admin.createTopics(topics).values().forEach((name, f) -> {
+      try {
+        f.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      } catch (ExecutionException e) {
+        if (!(e.getCause() instanceof TopicExistsException)) {
+          throw new IllegalStateException("could not create topic " + name, e.getCause());
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while creating topic " + name, e);
+      } catch (Exception e) {
+        throw new IllegalStateException("could not create topic " + name, e);
+      }
+    });
+  }
+
+  /**
+   * The partition count of {@code topic}; when {@code justCreated}, an unknown topic (metadata
+   * not yet on the broker that answers) is asked again until {@code timeout}.
+   */
+  private static int partitionsOf(Admin admin, String topic, Duration timeout,
+      boolean justCreated) throws Exception {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (true) {
+      try {
+        TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames()
+            .get(timeout.toMillis(), TimeUnit.MILLISECONDS).get(topic);
+        return d.partitions().size();
+      } catch (ExecutionException e) {
+        if (!justCreated || !(e.getCause() instanceof UnknownTopicOrPartitionException)
+            || System.nanoTime() - deadline > 0) {
+          throw e;
+        }
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(50));
+      }
     }
   }
 

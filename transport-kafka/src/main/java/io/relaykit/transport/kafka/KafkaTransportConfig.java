@@ -115,6 +115,7 @@ public final class KafkaTransportConfig {
   private final GroupType groupType;
   private final Map<String, String> shareConsumerProperties;
   private final String shareAutoOffsetReset;
+  private final KafkaTopics topics;
 
   private KafkaTransportConfig(Builder b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -125,6 +126,7 @@ public final class KafkaTransportConfig {
     this.publishTimeout = b.publishTimeout;
     this.retryTopicSuffix = b.retryTopicSuffix;
     this.deadLetterTopicSuffix = b.deadLetterTopicSuffix;
+    this.topics = b.topics;
     this.commitInterval = b.commitInterval;
     this.pollTimeout = b.pollTimeout;
     this.maxPollInterval = b.maxPollInterval;
@@ -205,6 +207,7 @@ public final class KafkaTransportConfig {
         .groupType(settings.getEnum(KafkaConfigKeys.GROUP_TYPE, GroupType.class, d.groupType))
         .shareAutoOffsetReset(settings.getString(KafkaConfigKeys.SHARE_AUTO_OFFSET_RESET,
             d.shareAutoOffsetReset));
+    b.topics(KafkaTopics.from(settings));
     settings.section(KafkaConfigKeys.SHARE_CONSUMER)
         .forEach((k, v) -> b.shareConsumerProperty(k, v.strip()));
     settings.section(KafkaConfigKeys.PRODUCER).forEach((k, v) -> b.producerProperty(k, v.strip()));
@@ -246,6 +249,7 @@ public final class KafkaTransportConfig {
     b.publishTimeout = publishTimeout;
     b.retryTopicSuffix = retryTopicSuffix;
     b.deadLetterTopicSuffix = deadLetterTopicSuffix;
+    b.topics = topics;
     b.commitInterval = commitInterval;
     b.pollTimeout = pollTimeout;
     b.maxPollInterval = maxPollInterval;
@@ -391,6 +395,15 @@ public final class KafkaTransportConfig {
    */
   public String deadLetterTopicSuffix() {
     return deadLetterTopicSuffix;
+  }
+
+  /**
+   * How subscribers provision their topics.
+   *
+   * @return the provisioning; {@link KafkaTopics#defaults()} unless set
+   */
+  public KafkaTopics topics() {
+    return topics;
   }
 
   /**
@@ -550,6 +563,7 @@ public final class KafkaTransportConfig {
         + ", maxRecordBytes=" + maxRecordBytes + ", publishTimeout=" + publishTimeout
         + ", retryTopicSuffix=" + retryTopicSuffix
         + ", deadLetterTopicSuffix=" + deadLetterTopicSuffix
+        + ", topics=" + topics
         + ", commitInterval=" + commitInterval + ", pollTimeout=" + pollTimeout
         + ", maxPollInterval=" + maxPollInterval + ", closeTimeout=" + closeTimeout
         + ", handOff=" + handOff + (memberId == null ? "" : ", memberId=" + memberId) + "]";
@@ -565,6 +579,7 @@ public final class KafkaTransportConfig {
     private Duration publishTimeout = Duration.ofSeconds(30);
     private String retryTopicSuffix = ".retry";
     private String deadLetterTopicSuffix = ".dlt";
+    private KafkaTopics topics = KafkaTopics.defaults();
     private Duration commitInterval = Duration.ofSeconds(1);
     private Duration pollTimeout = Duration.ofMillis(100);
     private Duration maxPollInterval = Duration.ofMinutes(5);
@@ -745,6 +760,18 @@ public final class KafkaTransportConfig {
      * @param deadLetterTopicSuffix legal topic characters, not the retry suffix
      * @return this builder
      */
+    /**
+     * How subscribers provision their topics. Default {@link KafkaTopics#defaults()}: a missing
+     * source topic is refused.
+     *
+     * @param topics the provisioning; not null
+     * @return this builder
+     */
+    public Builder topics(KafkaTopics topics) {
+      this.topics = java.util.Objects.requireNonNull(topics, "topics");
+      return this;
+    }
+
     public Builder deadLetterTopicSuffix(String deadLetterTopicSuffix) {
       this.deadLetterTopicSuffix = deadLetterTopicSuffix;
       return this;

@@ -11,6 +11,7 @@ import com.rabbitmq.client.ShutdownSignalException;
 import com.rabbitmq.client.impl.recovery.AutorecoveringChannel;
 import com.rabbitmq.client.impl.recovery.AutorecoveringConnection;
 import com.rabbitmq.client.impl.recovery.RecoveryAwareChannelN;
+import io.relaykit.deadletter.DeadLetterLog;
 import io.relaykit.deadletter.FailureRoute;
 import io.relaykit.message.CloudEvents;
 import io.relaykit.message.Delivery;
@@ -631,7 +632,13 @@ final class RabbitMqSubscription implements Subscription {
       stage = LifecycleEvent.Stage.DEAD_LETTERED;
       detail = route.reason();
     }
-    moveThenAck(ctx.tag, target, headers, ctx.body, () -> event(stage, ctx.message, detail));
+    moveThenAck(ctx.tag, target, headers, ctx.body, () -> {
+      event(stage, ctx.message, detail);
+      if (!route.isRetry()) {
+        DeadLetterLog.shared().deadLettered(metrics, ctx.message.id(), spec.destination(),
+            spec.group(), route.attempt(), route.reason());
+      }
+    });
   }
 
   private void deadLetterUndecodable(long tag, AMQP.BasicProperties props, byte[] body,
@@ -656,9 +663,12 @@ final class RabbitMqSubscription implements Subscription {
     dead.put(AmqpHeaders.DEAD_ENTRY, UUID.randomUUID().toString());
     String trace = headers.get(MessageHeaders.TRACE_ID);
     String messageId = id;
-    moveThenAck(tag, queues.deadLetterQueue(), dead, body, () ->
-        LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
-            messageId, trace, spec.destination(), clock.instant(), where(reason))));
+    moveThenAck(tag, queues.deadLetterQueue(), dead, body, () -> {
+      LifecycleListener.safely(listener, new LifecycleEvent(LifecycleEvent.Stage.DEAD_LETTERED,
+          messageId, trace, spec.destination(), clock.instant(), where(reason)));
+      DeadLetterLog.shared().deadLettered(metrics, messageId, spec.destination(), spec.group(),
+          route.attempt(), reason);
+    });
   }
 
   /**
