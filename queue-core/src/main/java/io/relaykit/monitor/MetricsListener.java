@@ -348,6 +348,21 @@ public interface MetricsListener {
       }
 
       @Override
+      public void shareAcknowledged(String destination, String group, String type, long count) {
+        copy.forEach(l -> safely(l, x -> x.shareAcknowledged(destination, group, type, count)));
+      }
+
+      @Override
+      public void shareRenewed(String destination, String group, long count) {
+        copy.forEach(l -> safely(l, x -> x.shareRenewed(destination, group, count)));
+      }
+
+      @Override
+      public void shareLockLost(String destination, String group, long count) {
+        copy.forEach(l -> safely(l, x -> x.shareLockLost(destination, group, count)));
+      }
+
+      @Override
       public void ignored(String destination, String reason, long count) {
         copy.forEach(l -> safely(l, x -> x.ignored(destination, reason, count)));
       }

@@ -56,6 +56,21 @@ class MetricsListenerTest {
     public void deadLettered(String destination, String group) {
       calls.add("dead-lettered " + destination + " " + group);
     }
+
+    @Override
+    public void shareAcknowledged(String destination, String group, String type, long count) {
+      calls.add("share-ack " + destination + " " + group + " " + type + " " + count);
+    }
+
+    @Override
+    public void shareRenewed(String destination, String group, long count) {
+      calls.add("share-renewed " + destination + " " + group + " " + count);
+    }
+
+    @Override
+    public void shareLockLost(String destination, String group, long count) {
+      calls.add("share-lock-lost " + destination + " " + group + " " + count);
+    }
   }
 
   /** Throws from every method. */
@@ -81,6 +96,9 @@ class MetricsListenerTest {
         Duration.ZERO, 0));
     l.consumerFailed("orders", "billing", new IllegalStateException("no offset"));
     l.deadLettered("orders", "billing");
+    l.shareAcknowledged("orders", "billing", "accept", 3);
+    l.shareRenewed("orders", "billing", 2);
+    l.shareLockLost("orders", "billing", 1);
   }
 
   @Test
@@ -99,7 +117,9 @@ class MetricsListenerTest {
     callEverything(all);
     List<String> expected = List.of("depth orders 5", "age orders PT3S", "lag orders billing 7",
         "dlq orders 2", "dropped orders expired 1", "backlog orders STALLED",
-        "failed orders billing no offset", "dead-lettered orders billing");
+        "failed orders billing no offset", "dead-lettered orders billing",
+        "share-ack orders billing accept 3", "share-renewed orders billing 2",
+        "share-lock-lost orders billing 1");
     assertThat(first.calls).isEqualTo(expected);
     assertThat(second.calls).isEqualTo(expected);
   }
