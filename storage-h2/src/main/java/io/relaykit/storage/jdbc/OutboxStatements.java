@@ -913,6 +913,17 @@ abstract sealed class OutboxStatements {
         ps.setInt(3, max);
         plans.add(plan(ps));
       }
+      // The statement that locks the due retries the range found, as the claim runs it.
+      long[] due = range(c, retryRangeSql, nowNanos, max);
+      if (due != null) {
+        try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + retrySql)) {
+          ps.setLong(1, due[0]);
+          ps.setLong(2, due[1]);
+          ps.setLong(3, nowNanos);
+          ps.setLong(4, nowNanos);
+          plans.add(plan(ps));
+        }
+      }
       try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + headsSql)) {
         ps.setLong(1, 0);
         ps.setLong(2, Long.MAX_VALUE);
