@@ -272,7 +272,8 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
 
   /**
    * The stored key of {@code key} sent by {@code user} (null: no principal): {@code
-   * u:<16 hex digits of SHA-256(user)>:<length of key>:<key>} for a user, {@code a:<length of
+   * u:<16 hex digits of SHA-256 of the name's UTF-16 code units, big-endian>:<length of
+   * key>:<key>} for a user, {@code a:<length of
    * key>:<key>} without one. Each scope kind has a prefix of its own and every part after it
    * is of fixed length or length-prefixed, so the encoding is injective: no key sent in one
    * scope, whatever ':' it holds, spells a key of another scope or of another user. Public so
@@ -288,7 +289,16 @@ public final class RelaykitIdempotencyFilter extends OncePerRequestFilter implem
     if (user == null) {
       return "a:" + counted;
     }
-    return "u:" + io.relaykit.internal.Digests.sha256Hex(user, 8) + ":" + counted;
+    // The name's UTF-16 code units, two bytes each: a charset encoder replaces every unpaired
+    // surrogate ('?' in UTF-8, U+FFFD in UTF-16), so "bob\uD800" and "bob?" would share a scope.
+    byte[] name = new byte[2 * user.length()];
+    for (int i = 0; i < user.length(); i++) {
+      char c = user.charAt(i);
+      name[2 * i] = (byte) (c >>> 8);
+      name[2 * i + 1] = (byte) c;
+    }
+    return "u:" + io.relaykit.internal.Digests.hex(
+        io.relaykit.internal.Digests.sha256().digest(name), 8) + ":" + counted;
   }
 
   private void abandon(Proceed owned, Throwable cause) {

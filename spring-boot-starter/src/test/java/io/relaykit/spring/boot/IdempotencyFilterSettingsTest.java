@@ -124,6 +124,26 @@ class IdempotencyFilterSettingsTest {
     }
   }
 
+  @Test
+  @DisplayName("principal names that UTF-8 encodes alike (an unpaired surrogate becomes '?') are"
+      + " distinct scopes: a user named \"bob\\uD800\" never gets the answers of \"bob?\"")
+  void principalsEncodedAlikeAreDistinctScopes() {
+    assertThat(RelaykitIdempotencyFilter.scope("bob\uD800", "same-key"))
+        .isNotEqualTo(RelaykitIdempotencyFilter.scope("bob?", "same-key"));
+    assertThat(RelaykitIdempotencyFilter.scope("\uDC00x", "k"))
+        .isNotEqualTo(RelaykitIdempotencyFilter.scope("?x", "k"))
+        .isNotEqualTo(RelaykitIdempotencyFilter.scope("\uFFFDx", "k"));
+    web.run(ctx -> {
+      RelaykitIdempotencyFilter f = ctx.getBean(RelaykitIdempotencyFilter.class);
+      java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+      MockHttpServletResponse first = call(f, "bob?", runs);
+      MockHttpServletResponse second = call(f, "bob\uD800", runs);
+      assertThat(first.getStatus()).isEqualTo(201);
+      assertThat(second.getStatus()).isEqualTo(201);
+      assertThat(runs).as("each user's request ran, neither replayed the other's").hasValue(2);
+    });
+  }
+
   private static MockHttpServletResponse call(RelaykitIdempotencyFilter f, String user,
       java.util.concurrent.atomic.AtomicInteger runs) throws Exception {
     return call(f, user, "same-key", runs);

@@ -758,18 +758,28 @@ abstract sealed class OutboxStatements {
       // so rows backed off into the future are never read.
       String unkeyed = " FROM " + table + " o WHERE o.msg_key IS NULL AND o.order_dest = ''"
           + " AND o.state = " + UNSENT + " AND ";
+      // Both range statements order by every column of outbox_ready: H2 reads an index in its
+      // order, and stops after the batch, only when ORDER BY spells the index's columns from the
+      // first (the leading ones are constant here); ORDER BY seq alone made it read and sort
+      // every row of the range.
+      String indexOrder = " ORDER BY o.msg_key, o.order_dest, o.state, o.ready_at, o.seq";
       this.unkeyedRangeSql = "SELECT o.seq" + unkeyed + "o.ready_at = 0 AND " + ready("o", "?")
-          + " ORDER BY o.seq FETCH FIRST ? ROWS ONLY";
+          + indexOrder + " FETCH FIRST ? ROWS ONLY";
       // Parameters: from, to, now, now.
       this.unkeyedSql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.ready_at = 0 AND o.seq BETWEEN"
           + " ? AND ? AND " + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
-      // Due retries, earliest first. Parameters: now, now, max.
-      this.retryRangeSql = "SELECT o.ready_at" + unkeyed + "o.ready_at > 0 AND "
-          + ready("o", "?") + " ORDER BY o.ready_at FETCH FIRST ? ROWS ONLY";
-      // Parameters: from, to, now, now.
-      this.retrySql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.ready_at > 0 AND o.ready_at"
-          + " BETWEEN ? AND ? AND " + ready("o", "?") + " ORDER BY o.ready_at"
-          + " FOR UPDATE SKIP LOCKED";
+      // Due retries, earliest first (seq breaks ties: rows rescheduled at one instant share a
+      // ready_at, so a ready_at range would read and lock all of them). Parameters: now, now,
+      // max.
+      // BETWEEN 1 AND now, not "> 0 AND <= now": H2 kept only one bound of the two, and read
+      // every never-rescheduled row (ready_at = 0) too.
+      this.retryRangeSql = "SELECT o.seq" + unkeyed + "o.ready_at BETWEEN 1 AND ? AND"
+          + " (o.lease_until IS NULL OR o.lease_until <= ?)" + indexOrder
+          + " FETCH FIRST ? ROWS ONLY";
+      // Locks exactly the rows the range found that are still claimable: primary-key probes.
+      // Parameters: seqs (array), now, now.
+      this.retrySql = "SELECT " + CLAIM_COLUMNS + unkeyed + "o.seq = ANY(?) AND o.ready_at > 0"
+          + " AND " + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
       // Keyed candidates: heads in head_seq order, a page at a time, below a bound (the newest
       // unkeyed candidate when there are max of them). Parameters: after, below, page.
       this.headsSql = "SELECT msg_key, order_dest, head_seq FROM " + headTable
@@ -840,13 +850,12 @@ abstract sealed class OutboxStatements {
             undecodable.addAll(read.undecodable());
           }
         }
-        long[] due = range(c, retryRangeSql, nowNanos, max);
-        if (due != null) {
+        Long[] due = dueRetries(c, nowNanos, max);
+        if (due.length > 0) {
           try (PreparedStatement ps = c.prepareStatement(retrySql)) {
-            ps.setLong(1, due[0]);
-            ps.setLong(2, due[1]);
+            ps.setArray(1, c.createArrayOf("BIGINT", due));
+            ps.setLong(2, nowNanos);
             ps.setLong(3, nowNanos);
-            ps.setLong(4, nowNanos);
             Read read = readClaimed(ps, max, owner, until);
             candidates.addAll(read.records());
             undecodable.addAll(read.undecodable());
@@ -913,6 +922,16 @@ abstract sealed class OutboxStatements {
         ps.setInt(3, max);
         plans.add(plan(ps));
       }
+      // The statement that locks the due retries the range found, as the claim runs it.
+      Long[] due = dueRetries(c, nowNanos, max);
+      if (due.length > 0) {
+        try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + retrySql)) {
+          ps.setArray(1, c.createArrayOf("BIGINT", due));
+          ps.setLong(2, nowNanos);
+          ps.setLong(3, nowNanos);
+          plans.add(plan(ps));
+        }
+      }
       try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + headsSql)) {
         ps.setLong(1, 0);
         ps.setLong(2, Long.MAX_VALUE);
@@ -932,25 +951,20 @@ abstract sealed class OutboxStatements {
       }
     }
 
-    /** The first and last value of a range query's single column, or null when it is empty. */
-    private static long[] range(Connection c, String sql, long nowNanos, int max)
-        throws SQLException {
-      long[] range = null;
-      try (PreparedStatement ps = c.prepareStatement(sql)) {
+    /** The sequences of up to {@code max} due retries, earliest due first. */
+    private Long[] dueRetries(Connection c, long nowNanos, int max) throws SQLException {
+      List<Long> seqs = new ArrayList<>();
+      try (PreparedStatement ps = c.prepareStatement(retryRangeSql)) {
         ps.setLong(1, nowNanos);
         ps.setLong(2, nowNanos);
         ps.setInt(3, max);
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
-            long v = rs.getLong(1);
-            if (range == null) {
-              range = new long[] {v, v};
-            }
-            range[1] = v;
+            seqs.add(rs.getLong(1));
           }
         }
       }
-      return range;
+      return seqs.toArray(new Long[0]);
     }
 
     private static long maxSeq(List<OutboxRecord> rows, List<Undecodable> bad) {

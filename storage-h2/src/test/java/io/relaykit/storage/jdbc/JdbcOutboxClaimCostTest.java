@@ -159,6 +159,122 @@ class JdbcOutboxClaimCostTest {
 
   @ParameterizedTest(name = "{0}")
   @MethodSource("databases")
+  @DisplayName("3 000 unkeyed retries due at one instant (one reschedule time, as a fixed or coarse"
+      + " database clock gives them): a claim reads and locks O(batch) of them, not all")
+  void dueRetriesSharingADueTimeAreNotAllRead(TestDatabase db) throws SQLException {
+    String prefix = TestDatabase.newPrefix();
+    JdbcStorage storage = db.storage(prefix, Duration.ofDays(7), clock);
+    JdbcOutboxStore outbox = storage.outboxStore();
+    List<Message> backlog = new ArrayList<>();
+    for (int i = 0; i < BACKED_OFF; i++) {
+      backlog.add(message(null, "retry-" + i));
+    }
+    appendAll(storage, outbox, backlog);
+    try (Connection c = storage.dataSource().getConnection();
+        PreparedStatement ps = c.prepareStatement("UPDATE " + prefix + "outbox"
+            + " SET attempts = 1, ready_at = ?")) {
+      ps.setLong(1, Instants.toNanos("due", clock.instant().minus(Duration.ofSeconds(1))));
+      assertThat(ps.executeUpdate()).isEqualTo(BACKED_OFF);
+    }
+    if (db.dialect() == Dialect.POSTGRESQL) {
+      try (Connection c = storage.dataSource().getConnection();
+          java.sql.Statement st = c.createStatement()) {
+        st.execute("ANALYZE " + prefix + "outbox");
+      }
+    }
+
+    long read = claimRowsRead(db, storage, outbox);
+    assertThat(read).as("rows a claim reads among %d retries due at one instant; plans: %s",
+            BACKED_OFF, lastPlans)
+        // PostgreSQL's sum counts the batch once per plan node (about nine of them).
+        .isLessThanOrEqualTo(10L * BATCH);
+    List<OutboxRecord> got = outbox.claim("r", BATCH, LEASE, clock.instant());
+    assertThat(got).hasSize(BATCH);
+    assertThat(got).extracting(OutboxRecord::sequence).isSorted();
+    // The rest are claimable by the next relay: this claim did not keep them.
+    assertThat(outbox.claim("r2", BACKED_OFF, LEASE, clock.instant()))
+        .hasSize(BACKED_OFF - BATCH);
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  @DisplayName("3 000 unkeyed rows never rescheduled, all ready: a claim reads O(batch) of them,"
+      + " not the whole backlog")
+  void freshBacklogIsReadABatchAtATime(TestDatabase db) throws SQLException {
+    String prefix = TestDatabase.newPrefix();
+    JdbcStorage storage = db.storage(prefix, Duration.ofDays(7), clock);
+    JdbcOutboxStore outbox = storage.outboxStore();
+    List<Message> backlog = new ArrayList<>();
+    for (int i = 0; i < BACKED_OFF; i++) {
+      backlog.add(message(null, "now-" + i));
+    }
+    appendAll(storage, outbox, backlog);
+    if (db.dialect() == Dialect.POSTGRESQL) {
+      try (Connection c = storage.dataSource().getConnection();
+          java.sql.Statement st = c.createStatement()) {
+        st.execute("ANALYZE " + prefix + "outbox");
+      }
+    }
+
+    long read = claimRowsRead(db, storage, outbox);
+    assertThat(read).as("rows a claim reads of %d ready rows; plans: %s", BACKED_OFF, lastPlans)
+        // PostgreSQL's sum counts the batch once per plan node (about nine of them).
+        .isLessThanOrEqualTo(10L * BATCH);
+    List<OutboxRecord> got = outbox.claim("r", BATCH, LEASE, clock.instant());
+    assertThat(got).extracting(r -> r.message().payloadUtf8())
+        .containsExactlyElementsOf(backlog.subList(0, BATCH).stream()
+            .map(Message::payloadUtf8).toList());
+  }
+
+  /**
+   * A known limit, measured: a key's head is walked by every claim while its row is backed off
+   * into the future (the head table does not hold the row's due time), so a claim reads at least
+   * one row per such key. The README states it.
+   */
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  @DisplayName("500 keys whose rows are backed off an hour: every claim still walks their heads"
+      + " (a documented limit: the cost grows with the keys waiting for a retry)")
+  void keyedHeadsBackedOffAreWalkedByEveryClaim(TestDatabase db) throws SQLException {
+    int keys = 500;
+    String prefix = TestDatabase.newPrefix();
+    JdbcStorage storage = db.storage(prefix, Duration.ofDays(7), clock);
+    JdbcOutboxStore outbox = storage.outboxStore();
+    List<Message> backlog = new ArrayList<>();
+    for (int i = 0; i < keys; i++) {
+      backlog.add(message("k-" + i, "later-" + i));
+    }
+    appendAll(storage, outbox, backlog);
+    try (Connection c = storage.dataSource().getConnection();
+        PreparedStatement ps = c.prepareStatement("UPDATE " + prefix + "outbox"
+            + " SET attempts = 1, ready_at = ?")) {
+      ps.setLong(1, Instants.toNanos("due", clock.instant().plus(Duration.ofHours(1))));
+      assertThat(ps.executeUpdate()).isEqualTo(keys);
+    }
+    List<Message> ready = new ArrayList<>();
+    for (int i = 0; i < READY; i++) {
+      ready.add(message(null, "now-" + i));
+    }
+    appendAll(storage, outbox, ready);
+    if (db.dialect() == Dialect.POSTGRESQL) {
+      try (Connection c = storage.dataSource().getConnection();
+          java.sql.Statement st = c.createStatement()) {
+        st.execute("ANALYZE " + prefix + "outbox");
+        st.execute("ANALYZE " + prefix + "outbox_head");
+      }
+    }
+
+    long read = claimRowsRead(db, storage, outbox);
+    // H2's plans show the first page of heads (2 x batch); the claim reads every page.
+    long walked = db.dialect() == Dialect.POSTGRESQL ? keys : Math.min(keys, 2L * BATCH);
+    assertThat(read).as("plans: %s", lastPlans).isGreaterThanOrEqualTo(walked);
+    List<OutboxRecord> got = outbox.claim("r", BATCH, LEASE, clock.instant());
+    assertThat(got).extracting(r -> r.message().payloadUtf8())
+        .containsExactlyElementsOf(ready.stream().map(Message::payloadUtf8).toList());
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
   @DisplayName("two store instances (two hosts) with a REFUSE bound of 3: each keeps its own"
       + " transactions within the bound; together they overshoot by at most the other's"
       + " uncommitted appends, and once those commit both refuse")
