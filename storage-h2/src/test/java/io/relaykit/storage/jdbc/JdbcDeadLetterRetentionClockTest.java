@@ -36,13 +36,15 @@ class JdbcDeadLetterRetentionClockTest {
         InstantSource.system());
     var store = storage.deadLetterStore();
     Instant real = Instant.now();
-    store.add(failedAt("young", real.minus(Duration.ofDays(2))));
-    store.add(failedAt("old", real.minus(Duration.ofDays(8))));
+    DeadLetter young = failedAt("young", real.minus(Duration.ofDays(2)));
+    DeadLetter old = failedAt("old", real.minus(Duration.ofDays(8)));
+    store.add(young);
+    store.add(old);
 
     Instant hostAhead = real.plus(Duration.ofDays(10));
     assertThat(store.purgeFailedOlderThan(Duration.ofDays(7), 10, hostAhead)).isEqualTo(1);
-    assertThat(store.find("young")).isPresent();
-    assertThat(store.find("old")).isEmpty();
+    assertThat(store.find(young.id())).isPresent();
+    assertThat(store.find(old.id())).isEmpty();
 
     Instant hostBehind = real.minus(Duration.ofDays(30));
     store.add(failedAt("old-2", real.minus(Duration.ofDays(8))));
