@@ -124,6 +124,30 @@ public interface DeadLetterStore {
   }
 
   /**
+   * Removes at most {@code max} dead letters whose last failure is more than {@code maxAge} ago,
+   * oldest first, in one short step; call again while it returns {@code max}. This is what relays
+   * call for retention: a store with a clock of its own (the JDBC store's database clock) measures
+   * the age on it, so relays on hosts whose clocks disagree purge the same dead letters. The
+   * default measures it on {@code now}, the caller's clock ({@link #purgeFailedBefore}).
+   *
+   * @param maxAge how old a dead letter may get; not negative
+   * @param max the most to remove in this call, {@code >= 1}
+   * @param now the caller's time, used only by stores without a clock of their own; not null
+   * @return how many it removed
+   * @throws IllegalArgumentException on a null or negative age, a null {@code now}, or {@code max}
+   *     below 1
+   */
+  default long purgeFailedOlderThan(Duration maxAge, int max, Instant now) {
+    if (maxAge == null || maxAge.isNegative()) {
+      throw new IllegalArgumentException("maxAge must be a duration >= 0, was " + maxAge);
+    }
+    if (now == null) {
+      throw new IllegalArgumentException("now must not be null");
+    }
+    return purgeFailedBefore(now.minus(maxAge), max);
+  }
+
+  /**
    * Whether this store keeps replay marks ({@link #beginReplay}, {@link #finishReplay}, {@link
    * #abandonReplay}), so {@link DeadLetterReplayer} can keep a dead letter until its resend is
    * confirmed. A store without them (a broker queue) answers false, and the replayer takes the

@@ -988,7 +988,8 @@ public final class OutboxRelay implements AutoCloseable {
   }
 
   /**
-   * Applies the dead-letter retention (age on the relay's clock, then count), in the same bounded
+   * Applies the dead-letter retention (age on the store's clock where it has one, else the
+   * relay's, then count), in the same bounded
    * steps; returns whether it stopped at its bound with more to remove.
    */
   private boolean purgeDeadLetters(Instant now) {
@@ -1001,7 +1002,7 @@ public final class OutboxRelay implements AutoCloseable {
       int steps = 0;
       long n;
       do {
-        n = deadLetters.purgeFailedBefore(now.minus(deadLetterMaxAge), PURGE_STEP);
+        n = deadLetters.purgeFailedOlderThan(deadLetterMaxAge, PURGE_STEP, now);
         removed += n;
       } while (n >= PURGE_STEP && ++steps < PURGE_STEPS_PER_CYCLE);
       behind = n >= PURGE_STEP;

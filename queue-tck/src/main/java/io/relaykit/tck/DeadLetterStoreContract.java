@@ -588,6 +588,38 @@ public abstract class DeadLetterStoreContract {
     }
 
     @Test
+    @DisplayName("a mark whose lease lapsed while its replayer still resends is taken over; the"
+        + " first replayer's finish and abandon are fenced off by its token and change nothing;"
+        + " the new holder's finish removes it once")
+    void lapsedMarkIsFencedByToken() {
+      assumeTrue(supportsReplayMarks(), "store keeps no marks: checked in unsupported()");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      assertThat(store.beginReplay(d.id(), "slow", Duration.ofMillis(300))).contains(d);
+
+      // The store's own clock lets the lease lapse: a second replayer takes the mark over.
+      Await.until(Duration.ofSeconds(10), "the slow replay's lease lapses on the store's clock",
+          () -> {
+            try {
+              return store.beginReplay(d.id(), "fast", Duration.ofMinutes(1)).isPresent();
+            } catch (ReplayInProgressException e) {
+              return false;
+            }
+          });
+
+      assertThat(store.finishReplay(d.id(), "slow")).as("the slow replayer's finish").isFalse();
+      assertThat(store.abandonReplay(d.id(), "slow")).as("the slow replayer's abandon").isFalse();
+      assertThat(store.find(d.id())).contains(d);
+      assertThatThrownBy(() -> store.beginReplay(d.id(), "slow", Duration.ofMinutes(1)))
+          .as("the slow replayer's retried mark").isInstanceOf(ReplayInProgressException.class);
+      assertThatThrownBy(() -> store.beginReplay(d.id(), "third", Duration.ofMinutes(1)))
+          .isInstanceOf(ReplayInProgressException.class);
+      assertThat(store.finishReplay(d.id(), "fast")).isTrue();
+      assertThat(store.find(d.id())).isEmpty();
+      assertThat(store.count(DeadLetterQuery.all())).isZero();
+    }
+
+    @Test
     @DisplayName("marking an absent id answers empty and stores nothing")
     void absent() {
       assumeTrue(supportsReplayMarks(), "store keeps no marks: checked in unsupported()");

@@ -70,6 +70,11 @@ public class ForwardingDeadLetterStore implements DeadLetterStore {
   }
 
   @Override
+  public long purgeFailedOlderThan(java.time.Duration maxAge, int max, java.time.Instant now) {
+    return delegate.purgeFailedOlderThan(maxAge, max, now);
+  }
+
+  @Override
   public long trimTo(long keep, int max) {
     return delegate.trimTo(keep, max);
   }

@@ -507,6 +507,14 @@ public abstract class OutboxRelayContract {
           }
           return super.purgeFailedBefore(failedBefore, max);
         }
+
+        @Override
+        public long purgeFailedOlderThan(Duration maxAge, int max, Instant now) {
+          if (down.get()) {
+            throw new IllegalStateException("dead-letter store unreachable");
+          }
+          return super.purgeFailedOlderThan(maxAge, max, now);
+        }
       };
       OutboxRelay relay = built(relay("r", failingPurges, failingRetention, broker)
           .retention(Duration.ofHours(1)).purgeInterval(Duration.ofMinutes(1)));

@@ -500,6 +500,35 @@ class IdempotentHandlerTest {
     }
 
     @Test
+    @DisplayName("the lease lapses during the complete retries and another worker claims the key:"
+        + " the old holder's retried complete is fenced off by its token and leaves the new claim"
+        + " open; the new holder completes it")
+    void retryAfterTakeoverIsFenced() throws Exception {
+      Claim[] theirs = new Claim[1];
+      IdempotentHandler h = IdempotentHandler.builder(switchable,
+          IdempotentHandlerTest::businessKey, Duration.ofSeconds(1), d -> {
+            runs.incrementAndGet();
+            switchable.down(true);
+          }).pause(d -> {
+            pauses.add(d);
+            clock.advance(d.plusSeconds(1));
+            if (theirs[0] == null) {
+              // Back after the old lease lapsed: another worker claims the key first.
+              switchable.down(false);
+              theirs[0] = store.claim("o-1:sms", Duration.ofMinutes(1));
+            }
+          }).build();
+
+      h.handle(Delivery.first(order("o-1"), "orders"));
+
+      assertThat(theirs[0].isClaimed()).as("the other worker's claim").isTrue();
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.CLAIMED);
+      assertThat(store.complete(theirs[0])).isTrue();
+      assertThat(store.status("o-1:sms")).contains(Claim.Status.DONE);
+      assertThat(runs).hasValue(1);
+    }
+
+    @Test
     @DisplayName("completeRetries rejects a negative count, one above 100 and a null back-off")
     void builderChecks() {
       IdempotentHandler.Builder b = IdempotentHandler.builder(store,

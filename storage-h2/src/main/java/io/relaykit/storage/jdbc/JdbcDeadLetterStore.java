@@ -238,6 +238,38 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
   }
 
   /**
+   * One bounded DELETE whose cutoff is the storage's {@link DatabaseClock} minus {@code maxAge}:
+   * {@code now} is not used, so relays on hosts whose clocks disagree purge the same dead letters.
+   */
+  @Override
+  public long purgeFailedOlderThan(Duration maxAge, int max, Instant now) {
+    if (maxAge == null || maxAge.isNegative()) {
+      throw new IllegalArgumentException("maxAge must be a duration >= 0, was " + maxAge);
+    }
+    if (now == null) {
+      throw new IllegalArgumentException("now must not be null");
+    }
+    requireMax(max);
+    long ageNanos;
+    try {
+      ageNanos = maxAge.toNanos();
+    } catch (ArithmeticException e) {
+      return 0; // older than any stored instant can be
+    }
+    String t = tables.deadLetter;
+    String sql = "DELETE FROM " + t + " WHERE id IN (SELECT id FROM " + t
+        + " WHERE last_failure_at < ? ORDER BY last_failure_at, id FETCH FIRST ? ROWS ONLY)";
+    return Jdbc.autoCommit(dataSource, "dead letter purgeFailedOlderThan in " + t, c -> {
+      long cutoff = Instants.toNanos("now", databaseClock.now(c, dialect)) - ageNanos;
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        ps.setLong(1, cutoff);
+        ps.setInt(2, max);
+        return (long) ps.executeUpdate();
+      }
+    });
+  }
+
+  /**
    * Counts the rows and deletes the oldest beyond {@code keep}, at most {@code max}, in one
    * transaction: a COUNT (O(rows)) and one DELETE by the time index.
    */

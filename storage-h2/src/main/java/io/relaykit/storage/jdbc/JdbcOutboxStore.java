@@ -269,7 +269,10 @@ public final class JdbcOutboxStore implements OutboxStore {
    *
    * <p>Concurrent appends with one id (two retries at once) write one row: the second waits on the
    * unique index for the first's transaction; when it commits the second returns its sequence, when
-   * it rolls back the second writes the row. Cost: one indexed SELECT before the usual append.
+   * it rolls back the second writes the row. A first append whose transaction stays open through
+   * two of the database's lock waits (H2's {@code LOCK_TIMEOUT}, PostgreSQL's {@code lock_timeout}
+   * if set) gets the second an {@link IllegalStateException} naming the id, saying nothing was
+   * written and to repeat with the same id. Cost: one indexed SELECT before the usual append.
    *
    * @param tx the caller's connection; an auto-commit one gets a transaction of its own
    * @param destination where a relay publishes the message
@@ -278,7 +281,8 @@ public final class JdbcOutboxStore implements OutboxStore {
    * @return the row's sequence number: the new row's, or the existing row's for a repeat
    * @throws IllegalArgumentException as {@link #append(Connection, String, Message)}, or a blank or
    *     too long {@code requestId}; nothing is written then
-   * @throws IllegalStateException if a row with {@code requestId} holds another message; nothing is
+   * @throws IllegalStateException if a row with {@code requestId} holds another message, or a
+   *     concurrent append with that id stayed uncommitted through two lock waits; nothing is
    *     written then
    * @throws OutboxFullException as {@link #append(Connection, String, Message)}
    * @throws SQLException from the caller's connection; the caller decides about its transaction
@@ -293,33 +297,86 @@ public final class JdbcOutboxStore implements OutboxStore {
           : requestId.length() + " characters ('" + Texts.truncateChars(requestId, 32) + "')"));
     }
     String digest = requestDigest(destination, message);
-    OptionalLong existing = existingRequest(tx, requestId, digest);
-    if (existing.isPresent()) {
-      return existing.getAsLong();
-    }
     Message stamped = traceCapture.stamp(message);
-    admit(tx, 1);
     OutboxStatements.KeyRef ref = stamped.key().isEmpty() ? null : scopeKey(destination, stamped);
-    long seq = inCallersTransaction(tx, () -> {
-      long head = ref == null ? -1 : statements.lockHead(tx, ref);
-      OptionalLong inserted = insertRequest(tx, destination, stamped, requestId, digest);
-      if (inserted.isEmpty()) {
-        // A concurrent append with this id committed first: return its row.
-        return existingRequest(tx, requestId, digest).orElseThrow(() -> new SQLException(
-            "outbox request id " + requestId + " is held by another append that has not"
-            + " committed yet; try again"));
+    long seq = 0;
+    boolean ownTransaction = tx.getAutoCommit();
+    for (int round = 1; ; round++) {
+      OptionalLong existing = existingRequest(tx, requestId, digest);
+      if (existing.isPresent()) {
+        return existing.getAsLong();
       }
-      if (head == 0) {
-        statements.setHead(tx, ref, inserted.getAsLong());
+      admit(tx, 1);
+      try {
+        seq = inCallersTransaction(tx, () -> {
+          long head = ref == null ? -1 : statements.lockHead(tx, ref);
+          OptionalLong inserted = insertRequest(tx, destination, stamped, requestId, digest);
+          if (inserted.isEmpty()) {
+            // A concurrent append with this id committed first: return its row.
+            OptionalLong theirs = existingRequest(tx, requestId, digest);
+            if (theirs.isPresent()) {
+              return theirs.getAsLong();
+            }
+            throw new RequestIdUndecided();
+          }
+          if (head == 0) {
+            statements.setHead(tx, ref, inserted.getAsLong());
+          }
+          return -1 - inserted.getAsLong();
+        });
+        break;
+      } catch (SQLException | RequestIdUndecided e) {
+        // H2 answers an insert that met a twin's row, committed or rolled back while it waited,
+        // with "concurrent update" until its lock timeout; the twin's outcome is decided by then,
+        // so the next round finds its row or writes ours. PostgreSQL waits in ON CONFLICT.
+        boolean decidedNow = e instanceof RequestIdUndecided
+            || (dialect == Dialect.H2 && isH2ConcurrentUpdate(e))
+            || (ownTransaction && e instanceof SQLException sql
+                && "55P03".equals(sql.getSQLState()));
+        if (!decidedNow) {
+          throw (SQLException) e;
+        }
+        if (round >= REQUEST_ID_ROUNDS) {
+          throw new IllegalStateException("outbox request id '" + requestId + "': another"
+              + " append with this id holds it, still uncommitted after " + REQUEST_ID_ROUNDS
+              + " lock waits; this call wrote nothing: repeat it with the same id once that"
+              + " append's transaction ends", e);
+        }
       }
-      return -1 - inserted.getAsLong();
-    });
+    }
     if (seq >= 0) {
       return seq;
     }
     long s = -1 - seq;
     enqueued(destination, stamped, "outbox seq " + s + ", in the caller's transaction");
     return s;
+  }
+
+  /** Rounds of a request-id append that meets a twin still deciding (one lock wait each). */
+  private static final int REQUEST_ID_ROUNDS = 2;
+
+  /** A request-id append found neither its twin's row nor room for its own: the twin is open. */
+  private static final class RequestIdUndecided extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    RequestIdUndecided() {
+      super("a concurrent append with the same request id has not committed yet", null, false,
+          false);
+    }
+  }
+
+  /** H2's lock timeout or "concurrent update" (a row another transaction changed meanwhile). */
+  private static boolean isH2ConcurrentUpdate(Exception e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException sql
+          && (sql.getErrorCode() == 50200 || sql.getErrorCode() == 90131)) {
+        return true;
+      }
+      if (t.getMessage() != null && t.getMessage().contains("[90131-")) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The sequence of the row {@code requestId} names, after checking it holds the same message. */

@@ -357,6 +357,41 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     return removed;
   }
 
+  /** KEYS: the index (so the script runs on the store's node). Answers Redis's now in ms. */
+  private static final Script NOW_MS = new Script("""
+      local t = redis.call('TIME')
+      return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      """);
+
+  /**
+   * {@link #purgeFailedBefore} with the cutoff on Redis's clock ({@code TIME} on the store's node)
+   * minus {@code maxAge}; {@code now} is not used, so relays on hosts whose clocks disagree purge
+   * the same dead letters.
+   */
+  @Override
+  public long purgeFailedOlderThan(Duration maxAge, int max, Instant now) {
+    if (maxAge == null || maxAge.isNegative()) {
+      throw new IllegalArgumentException("maxAge must be a duration >= 0, was " + maxAge);
+    }
+    if (now == null) {
+      throw new IllegalArgumentException("now must not be null");
+    }
+    requireMax(max);
+    Long redisNow;
+    try {
+      redisNow = NOW_MS.run(redis.sync(), ScriptOutputType.INTEGER, new String[] {indexKey});
+    } catch (RedisException e) {
+      throw failure("read the clock for retention of", indexKey, e);
+    }
+    Instant cutoff;
+    try {
+      cutoff = Instant.ofEpochMilli(redisNow).minus(maxAge);
+    } catch (ArithmeticException | java.time.DateTimeException e) {
+      return 0; // older than any stored instant can be
+    }
+    return purgeFailedBefore(cutoff, max);
+  }
+
   /**
    * Removes at most {@code max} dead letters whose last failure is before {@code failedBefore}:
    * one ZRANGEBYLEX of the time index, then one removal script per entry (each atomic).
