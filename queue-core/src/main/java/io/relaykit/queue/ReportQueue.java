@@ -1105,7 +1105,8 @@ public final class ReportQueue {
    * the server drop the repeat), dead letters and the dedupe window come back too. Pending events
    * keep the journal's append order as their age. Events that expired meanwhile are discarded and
    * counted (if the journal cannot record such an expiry, the event stays pending and is expired
-   * at the next drain instead). Restored events are kept even beyond the capacity, and dead
+   * at the next drain instead); the journal is flushed once after such expiries, so a later crash
+   * cannot bring them back. Restored events are kept even beyond the capacity, and dead
    * letters beyond their bounds: a durable event is never dropped by a restart.
    *
    * @return the number of pending events after the restore
@@ -1129,6 +1130,7 @@ public final class ReportQueue {
       used = true;
       Instant now = clock.instant();
       index.monotonicNow(clock.nanoTime(), windowTotalNanos);
+      long expiredBefore = expired;
       for (Map.Entry<String, Instant> seen : state.seen().entrySet()) {
         index.add(seen.getKey(), null, seen.getValue().getEpochSecond(), seen.getValue().getNano(),
             restoredMono(seen.getValue(), now));
@@ -1170,6 +1172,16 @@ public final class ReportQueue {
         deadBytes += e.deadCost;
       }
       trimSeen(now);
+      if (expired != expiredBefore) {
+        // The expiries were counted (reported): make them durable, or a crash before the next
+        // group commit and a wall clock set back would bring the events back.
+        try {
+          journal.flush();
+        } catch (RuntimeException x) {
+          LOG.log(System.Logger.Level.WARNING, name + ": could not make the expiries of the"
+              + " restore durable; the journal commits them with its next commit", x);
+        }
+      }
       return live;
     } finally {
       lock.unlock();

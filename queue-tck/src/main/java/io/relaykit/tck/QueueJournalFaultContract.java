@@ -297,7 +297,14 @@ public abstract class QueueJournalFaultContract {
    * Seeds of {@link #randomOperationsWithInterruptsAndCompactionCrashes} that once failed: each
    * runs first, every time, on every backend.
    */
-  protected static final long[] OWN_IO_REGRESSION_SEEDS = {};
+  protected static final long[] OWN_IO_REGRESSION_SEEDS = {
+    // Found on FileJournal (about one replay in 40: it needs the crash before the next group
+    // commit): an event the restore expired came back after the next crash once the wall clock
+    // stepped back, because the restore's expiry was not durable (shrinks to: enqueue e1 CRITICAL
+    // ttl 30ms, crash, ..., clock_step PT-48H, crash -> e1 PENDING). RestoreExpiryDurableTest
+    // shows it every time.
+    987809L,
+  };
 
   /**
    * The random run of the callers' and background tasks' fault kinds: a third of {@link

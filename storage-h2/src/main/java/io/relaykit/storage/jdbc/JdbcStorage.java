@@ -85,7 +85,7 @@ public final class JdbcStorage implements AutoCloseable {
     hc.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     HikariDataSource pool;
     try {
-      pool = new HikariDataSource(hc);
+      pool = openPool(hc, config);
     } catch (RuntimeException e) {
       throw new JdbcStorageException("could not open " + config.dialect() + " database at "
           + config.jdbcUrl() + ": " + e.getMessage(), e);
@@ -101,6 +101,40 @@ public final class JdbcStorage implements AutoCloseable {
       pool.close();
       throw e;
     }
+  }
+
+  /**
+   * The pool on {@link JdbcStorageConfig#effectiveJdbcUrl()}; if H2 answers that the file database
+   * is already in use (90020) and the URL only differs from the one the application gave by the
+   * {@code retry:} file system, the application holds the database open in this JVM under its own
+   * URL (H2 keeps one database per URL name): the pool then uses that URL, so both reach the same
+   * database, and a warning says that an interrupted writer can close it.
+   */
+  private static HikariDataSource openPool(HikariConfig hc, JdbcStorageConfig config) {
+    try {
+      return new HikariDataSource(hc);
+    } catch (RuntimeException e) {
+      String plain = config.effectiveJdbcUrl(false);
+      if (plain.equals(hc.getJdbcUrl()) || !inUse(e)) {
+        throw e;
+      }
+      System.getLogger(JdbcStorage.class.getName()).log(System.Logger.Level.WARNING,
+          "H2 database " + config.jdbcUrl() + " is already open in this JVM under the URL as"
+          + " given; relaykit uses that URL too. An interrupted writer can then close the database"
+          + " for every connection: give your own connections the URL " + hc.getJdbcUrl()
+          + " (H2's retry: file system) to prevent it");
+      hc.setJdbcUrl(plain);
+      return new HikariDataSource(hc);
+    }
+  }
+
+  private static boolean inUse(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof SQLException s && s.getErrorCode() == 90020) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

@@ -236,10 +236,19 @@ public final class JdbcStorageConfig {
    *     itself
    */
   public String effectiveJdbcUrl() {
+    return effectiveJdbcUrl(true);
+  }
+
+  /**
+   * {@link #effectiveJdbcUrl()}, with or without the {@code retry:} file system: without it when
+   * the application already opened the same file database in this JVM with the URL it gave
+   * (H2 keeps one database per URL name, so the two names would be two databases on one file).
+   */
+  String effectiveJdbcUrl(boolean retry) {
     if (dialect != Dialect.H2) {
       return jdbcUrl;
     }
-    String url = retryOnInterrupt(jdbcUrl);
+    String url = retry ? retryOnInterrupt(jdbcUrl) : jdbcUrl;
     String upper = url.toUpperCase(Locale.ROOT);
     if (!upper.contains(";WRITE_DELAY=")) {
       url += ";WRITE_DELAY=0";
