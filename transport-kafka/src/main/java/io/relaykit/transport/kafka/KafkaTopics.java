@@ -24,13 +24,17 @@ import java.util.Map;
  * @param replicationFactor the replication factor of every created topic; {@code 0} for the
  *     broker's {@code default.replication.factor}
  * @param retention the {@code retention.ms} of every created topic; null for the broker's
- * @throws IllegalArgumentException if {@code partitions} or {@code replicationFactor} is negative,
- *     {@code replicationFactor} exceeds {@link Short#MAX_VALUE}, or {@code retention} is not
- *     positive
  */
 public record KafkaTopics(boolean create, int partitions, int replicationFactor,
     Duration retention) {
 
+  /**
+   * Checks the values.
+   *
+   * @throws IllegalArgumentException if {@code partitions} or {@code replicationFactor} is
+   *     negative, {@code replicationFactor} exceeds {@link Short#MAX_VALUE}, or {@code retention}
+   *     is not positive
+   */
   public KafkaTopics {
     if (partitions < 0) {
       throw new IllegalArgumentException("topics.partitions must be >= 0 (0: the broker's"

@@ -755,12 +755,6 @@ public final class KafkaTransportConfig {
     }
 
     /**
-     * Dead-letter topic suffix. Default {@code .dlt}.
-     *
-     * @param deadLetterTopicSuffix legal topic characters, not the retry suffix
-     * @return this builder
-     */
-    /**
      * How subscribers provision their topics. Default {@link KafkaTopics#defaults()}: a missing
      * source topic is refused.
      *
@@ -772,6 +766,12 @@ public final class KafkaTransportConfig {
       return this;
     }
 
+    /**
+     * Dead-letter topic suffix. Default {@code .dlt}.
+     *
+     * @param deadLetterTopicSuffix legal topic characters, not the retry suffix
+     * @return this builder
+     */
     public Builder deadLetterTopicSuffix(String deadLetterTopicSuffix) {
       this.deadLetterTopicSuffix = deadLetterTopicSuffix;
       return this;
