@@ -31,6 +31,10 @@ public record KafkaTopics(boolean create, int partitions, int replicationFactor,
   /**
    * Checks the values.
    *
+   * @param create whether a missing source topic is created
+   * @param partitions partitions of a created source topic; 0 for the broker's default
+   * @param replicationFactor replication factor of created topics; 0 for the broker's default
+   * @param retention retention of created topics; null for the broker's
    * @throws IllegalArgumentException if {@code partitions} or {@code replicationFactor} is
    *     negative, {@code replicationFactor} exceeds {@link Short#MAX_VALUE}, or {@code retention}
    *     is not positive
