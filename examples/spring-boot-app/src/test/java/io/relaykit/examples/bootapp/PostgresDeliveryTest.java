@@ -29,6 +29,8 @@ class PostgresDeliveryTest extends AbstractDeliveryTest {
     r.add("relaykit.jdbc.table-prefix", () -> PREFIX);
     r.add("app.orders-table", () -> PREFIX + "orders");
     r.add("relaykit.transport", () -> "memory");
+    // JpaOrders' table is not this test's: no Hibernate DDL in the shared public schema.
+    r.add("spring.jpa.hibernate.ddl-auto", () -> "none");
   }
 
   /**
