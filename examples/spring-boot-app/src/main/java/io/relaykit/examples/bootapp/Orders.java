@@ -2,6 +2,8 @@ package io.relaykit.examples.bootapp;
 
 import io.relaykit.message.Message;
 import io.relaykit.spring.boot.TransactionalOutbox;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -48,6 +50,25 @@ public class Orders {
     outbox.append(destination, Message.builder().id(id).type("order.placed").key(id)
         .payload("{\"orderId\":\"" + id + "\",\"sku\":\"" + sku + "\"}").build());
     return id;
+  }
+
+  /**
+   * Places several orders in one transaction: all of them and their messages commit, or none. A
+   * SKU the database refuses (longer than 64 characters) fails the whole batch, after the earlier
+   * orders' messages were appended, and none of them is delivered.
+   *
+   * @param skus the products, one order each
+   * @return the orders' ids, in the order of {@code skus}
+   * @throws org.springframework.dao.DataAccessException when the database refuses an order (the
+   *     transaction rolls back)
+   */
+  @Transactional
+  public List<String> placeAll(List<String> skus) {
+    List<String> ids = new ArrayList<>();
+    for (String sku : skus) {
+      ids.add(place(sku));
+    }
+    return ids;
   }
 
   /**

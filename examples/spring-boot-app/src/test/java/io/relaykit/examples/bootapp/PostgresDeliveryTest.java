@@ -9,6 +9,7 @@ import javax.sql.DataSource;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -17,6 +18,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * in-process transport; every table this class creates has its run's prefix and is dropped when
  * the application stops.
  */
+@Import(PostgresDeliveryTest.DropTables.class)
 class PostgresDeliveryTest extends AbstractDeliveryTest {
   static final String URL = "jdbc:postgresql://127.0.0.1:5432/postgres";
   static final String PREFIX = "bootapp_" + RUN + "_";
@@ -29,6 +31,8 @@ class PostgresDeliveryTest extends AbstractDeliveryTest {
     r.add("relaykit.jdbc.table-prefix", () -> PREFIX);
     r.add("app.orders-table", () -> PREFIX + "orders");
     r.add("relaykit.transport", () -> "memory");
+    // JpaOrders' table is not this test's: no Hibernate DDL in the shared public schema.
+    r.add("spring.jpa.hibernate.ddl-auto", () -> "none");
   }
 
   /**

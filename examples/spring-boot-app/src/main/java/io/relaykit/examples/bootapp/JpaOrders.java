@@ -1,0 +1,54 @@
+package io.relaykit.examples.bootapp;
+
+import io.relaykit.message.Message;
+import io.relaykit.spring.boot.TransactionalOutbox;
+import java.util.UUID;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.stereotype.Service;
+import org.springframework.transaction.annotation.Transactional;
+
+/**
+ * {@link Orders} written with Spring Data JPA (Hibernate): the saved {@link PlacedOrder} and its
+ * {@code order.placed} message commit together, or neither does.
+ *
+ * <p>Hibernate writes the entity when it flushes, at the latest at commit, after the append: the
+ * append runs on the transaction's own connection, so a row the database refuses at the flush
+ * rolls the message back with it.
+ */
+@Service
+public class JpaOrders {
+  private final PlacedOrders placed;
+  private final TransactionalOutbox outbox;
+  private final String destination;
+
+  /**
+   * The service.
+   *
+   * @param placed the repository
+   * @param outbox relaykit's outbox, joining the caller's transaction
+   * @param destination where order messages go
+   */
+  public JpaOrders(PlacedOrders placed, TransactionalOutbox outbox,
+      @Value("${app.destination:orders}") String destination) {
+    this.placed = placed;
+    this.outbox = outbox;
+    this.destination = destination;
+  }
+
+  /**
+   * Saves an order and appends its message in one transaction (the caller's, if it has one).
+   *
+   * @param sku the product
+   * @return the order's id, which is also its message's id
+   * @throws org.springframework.dao.DataAccessException when the database refuses the order or
+   *     the append (nothing of it is committed)
+   */
+  @Transactional
+  public String place(String sku) {
+    String id = UUID.randomUUID().toString();
+    placed.save(new PlacedOrder(id, sku));
+    outbox.append(destination, Message.builder().id(id).type("order.placed").key(id)
+        .payload("{\"orderId\":\"" + id + "\",\"sku\":\"" + sku + "\"}").build());
+    return id;
+  }
+}
