@@ -159,7 +159,9 @@ class RabbitMqOutageRecoveryTimeTest {
       baseline = Math.max(baseline, backlog());
       Await.elapsed(Duration.ofMillis(20));
     }
-    long floor = baseline;
+    // At least a quarter second of appends: the backlog of a healthy relay moves between 0 and a
+    // batch, and a poll must be able to catch it at or under the level.
+    long floor = Math.max(baseline, RATE_PER_SECOND / 4);
     long faultStart = System.nanoTime();
     if (mode.equals("refuse")) {
       proxy.refuseConnections();
