@@ -253,14 +253,32 @@ public final class Checker {
 
   /**
    * For each fault: the backlog's maximum in the {@link #BASELINE_MS} before it started, and the
-   * first sample at or after its end whose backlog is back at or under that level.
+   * first sample at or after its end whose backlog is back at or under that level. When no sample
+   * of those 5 s has a backlog (the instance was still down or not answering after an earlier
+   * fault), the baseline is the maximum over the {@link #BASELINE_MS} up to the last sample
+   * before the fault that has one: the level the system was last seen at, not 0, which a system
+   * under steady load only reaches once the load ends.
    */
   static List<Recovery> recoveries(List<Sample> samples, List<FaultWindow> faults) {
     List<Recovery> out = new ArrayList<>();
     for (FaultWindow f : faults) {
-      long baseline = 0;
+      long windowEnd = f.startMs();
+      boolean any = false;
       for (Sample s : samples) {
         if (s.atMs() < f.startMs() && s.atMs() >= f.startMs() - BASELINE_MS && s.backlog() >= 0) {
+          any = true;
+        }
+      }
+      if (!any) {
+        for (Sample s : samples) {
+          if (s.atMs() < f.startMs() && s.backlog() >= 0) {
+            windowEnd = s.atMs() + 1; // the last sample with a backlog, included
+          }
+        }
+      }
+      long baseline = 0;
+      for (Sample s : samples) {
+        if (s.atMs() < windowEnd && s.atMs() >= windowEnd - BASELINE_MS && s.backlog() >= 0) {
           baseline = Math.max(baseline, s.backlog());
         }
       }

@@ -225,4 +225,25 @@ class ChaosCheckerTest {
     Checker.Verdict v = b.check();
     assertThat(v.maxBacklog()).isEqualTo(120);
   }
+
+  @Test
+  @DisplayName("recovery: a fault whose 5 s before have no backlog sample (the instance still down"
+      + " after an earlier fault) is measured against the last level seen, not against 0")
+  void recoveryBaselineWithoutSamples() {
+    List<Sample> samples = new ArrayList<>();
+    long[] backlog = {50, 60, 55, -1, -1, -1, -1, -1, -1, -1, -1, 300, 120, 58, 40, 30};
+    for (int i = 0; i < backlog.length; i++) {
+      samples.add(new Sample(i * 1_000L, i, i, backlog[i], 10));
+    }
+    // Down from 2.5 s (a kill, restarted at 4 s), then a second kill at 9.5 s, restarted at 10.5 s:
+    // nothing answered between 3 s and 10 s.
+    List<Checker.Recovery> r = Checker.recoveries(samples,
+        List.of(new FaultWindow("kill", "0", "", 2_500, 4_000),
+            new FaultWindow("kill", "0", "", 9_500, 10_500)));
+    assertThat(r.get(0).baselineBacklog()).isEqualTo(60);
+    // The second one's 4.5..9.5 s hold no backlog: the 5 s up to the last one seen (2 s) count.
+    assertThat(r.get(1).baselineBacklog()).isEqualTo(60);
+    assertThat(r.get(1).recoveredAtMs()).isEqualTo(13_000);
+    assertThat(r.get(1).recoveryMs()).isEqualTo(3_500);
+  }
 }
