@@ -102,8 +102,8 @@ import javax.sql.DataSource;
  *
  * <p>Metrics: on H2 each claim reports to the {@link MetricsListener} the store was built with
  * ({@link JdbcStorageConfig.Builder#outboxMetrics}) how many key heads it examined and outbox rows
- * it read ({@link MetricsListener#outboxClaimWalked}, under the outbox table's name), after its
- * transaction ended (also when it failed part way: nothing is reported then). On PostgreSQL the
+ * it read ({@link MetricsListener#outboxClaimWalked}, under the outbox table's name), once its
+ * transaction committed; a claim that fails reports nothing. On PostgreSQL the
  * claim is one statement that does not count what it read, so nothing is reported; {@code EXPLAIN
  * (ANALYZE)} of the claim, or {@code pg_stat_statements}, shows it there.
  */
