@@ -171,6 +171,22 @@ public interface MetricsListener {
   default void deadLettered(String destination, String group) {}
 
   /**
+   * One claim of an outbox store: how much of the outbox it walked to find the rows it leased, so
+   * an operator sees claims whose cost grows with the backlog's shape (heads of keys that cannot
+   * send, rows read and passed over) rather than with the batch. Reported once per claim that
+   * reached the database, on the claiming thread, after the claim's transaction ended, by the
+   * stores that can count it (the JDBC outbox on H2; a store that cannot tell reports nothing).
+   *
+   * @param store the store's name (the JDBC outbox's table name): a few per application, safe as
+   *     a metric tag
+   * @param heads key heads the claim examined (each is one probe of its key's lowest unsent row),
+   *     {@code >= 0}
+   * @param rows outbox rows the claim read as candidates (unkeyed rows, due retries, heads' rows
+   *     and key runs' rows), leased or passed over, {@code >= 0}
+   */
+  default void outboxClaimWalked(String store, long heads, long rows) {}
+
+  /**
    * {@code count} messages of {@code destination} were discarded for {@code reason}.
    *
    * @param reason a short, low-cardinality label: {@code "capacity"}, {@code "expired"}, {@code
@@ -340,6 +356,11 @@ public interface MetricsListener {
       @Override
       public void deadLettered(String destination, String group) {
         copy.forEach(l -> safely(l, x -> x.deadLettered(destination, group)));
+      }
+
+      @Override
+      public void outboxClaimWalked(String store, long heads, long rows) {
+        copy.forEach(l -> safely(l, x -> x.outboxClaimWalked(store, heads, rows)));
       }
 
       @Override

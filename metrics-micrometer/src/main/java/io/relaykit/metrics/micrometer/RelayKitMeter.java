@@ -9,7 +9,7 @@ package io.relaykit.metrics.micrometer;
  * RelayKitMeterBinder.Builder#messagingSystem}), {@value #DESTINATION_TAG}, {@value #GROUP_TAG},
  * {@value #PARTITION_TAG} (rendered by Prometheus as {@code messaging_destination_name} and so
  * on). The relaykit-specific tags keep relaykit names: {@code stage}, {@code reason}, {@code
- * outcome}, {@code queue}, {@code meter}. Durations are timers in seconds. The names and tag keys
+ * outcome}, {@code queue}, {@code store}, {@code meter}. Durations are timers in seconds. The names and tag keys
  * are stable: a change is a breaking change, listed in the CHANGELOG.
  *
  * <p>The two timers keep relaykit names by default rather than OpenTelemetry's {@code
@@ -35,6 +35,13 @@ public enum RelayKitMeter {
   OUTBOX_BACKLOG("outbox.backlog", "messages waiting to be sent"),
   /** TimeGauge, tag destination: how long the oldest waiting message has waited. */
   OUTBOX_OLDEST_AGE("outbox.oldest.age", "age of the oldest waiting message"),
+  /** DistributionSummary, tag {@code store} (the outbox store's name, its table on JDBC): key
+   *  heads one claim examined ({@link io.relaykit.monitor.MetricsListener#outboxClaimWalked}).
+   *  A mean well above the claimed batch means claims walk keys that cannot send. */
+  OUTBOX_CLAIM_HEADS_WALKED("outbox.claim.heads.walked", "key heads one outbox claim examined"),
+  /** DistributionSummary, tag {@code store}: outbox rows one claim read as candidates, leased or
+   *  passed over. */
+  OUTBOX_CLAIM_ROWS_WALKED("outbox.claim.rows.walked", "outbox rows one claim read"),
   /** Gauge, tags destination, group, partition: consumer lag in messages; partition {@code
    *  "all"} where the runtime knows no partitions (RabbitMQ, in-process). */
   CONSUMER_LAG("consumer.lag", "messages the consumer group trails the end of the partition"),
@@ -50,7 +57,9 @@ public enum RelayKitMeter {
   MESSAGES("messages", "lifecycle steps taken by messages"),
   /** Counter, tags destination, group ({@code "none"} without one): messages dead-lettered. */
   DEAD_LETTERED("dead.lettered", "messages dead-lettered"),
-  /** Counter, tags destination, {@code reason}: messages discarded. */
+  /** Counter, tags destination, {@code reason}: messages discarded. Dead letters the relay's
+   *  retention removed count here under destination {@code "all"}, reason {@code
+   *  "dead-letter-retention"}. */
   MESSAGES_DROPPED("messages.dropped", "messages discarded"),
   /** Counter, tags destination, {@code reason}: message parts ignored (no message lost). */
   MESSAGES_IGNORED("messages.ignored", "message parts ignored without failing the message"),

@@ -1,6 +1,7 @@
 package io.relaykit.metrics.micrometer;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
@@ -100,6 +101,10 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   private final Series<Counter> deadLettered = new Series<>(RelayKitMeter.DEAD_LETTERED);
   private final Series<Counter[]> messages = new Series<>(RelayKitMeter.MESSAGES);
   private final Series<Counter> dropped = new Series<>(RelayKitMeter.MESSAGES_DROPPED);
+  private final Series<DistributionSummary> headsWalked =
+      new Series<>(RelayKitMeter.OUTBOX_CLAIM_HEADS_WALKED);
+  private final Series<DistributionSummary> rowsWalked =
+      new Series<>(RelayKitMeter.OUTBOX_CLAIM_ROWS_WALKED);
   private final Series<Counter> ignored = new Series<>(RelayKitMeter.MESSAGES_IGNORED);
   private final Series<Timer> handler = new Series<>(RelayKitMeter.HANDLER_DURATION);
   private final Series<Timer> confirm = new Series<>(RelayKitMeter.PUBLISH_CONFIRM_DURATION);
@@ -502,6 +507,35 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
             .description(RelayKitMeter.DEAD_LETTERED.description()).register(registry.get()));
     if (c != null) {
       c.increment();
+    }
+  }
+
+  /**
+   * {@inheritDoc} Records {@code heads} in {@code relaykit.outbox.claim.heads.walked{store}} and
+   * {@code rows} in {@code relaykit.outbox.claim.rows.walked{store}} (distribution summaries: count,
+   * total, max, and the binder's percentiles if set). Negative values are not recorded.
+   */
+  @Override
+  public void outboxClaimWalked(String store, long heads, long rows) {
+    summary(headsWalked, RelayKitMeter.OUTBOX_CLAIM_HEADS_WALKED, store, heads);
+    summary(rowsWalked, RelayKitMeter.OUTBOX_CLAIM_ROWS_WALKED, store, rows);
+  }
+
+  private void summary(Series<DistributionSummary> series, RelayKitMeter m, String store,
+      long value) {
+    if (value < 0) {
+      return;
+    }
+    DistributionSummary s = series.get(store, (d, r) -> {
+      DistributionSummary.Builder b = DistributionSummary.builder(name(m)).tags(common)
+          .tag("store", d).description(m.description());
+      if (percentiles.length > 0) {
+        b.publishPercentiles(percentiles);
+      }
+      return b.register(r);
+    });
+    if (s != null) {
+      s.record(value);
     }
   }
 

@@ -55,6 +55,7 @@ class RelayKitMeterBinderTest {
       RelayKitMeterBinder binder = RelayKitMeterBinder.builder().build();
       assertThat(List.of(RelayKitMeter.values()).stream().map(binder::name).toList())
           .containsExactly("relaykit.outbox.backlog", "relaykit.outbox.oldest.age",
+              "relaykit.outbox.claim.heads.walked", "relaykit.outbox.claim.rows.walked",
               "relaykit.consumer.lag", "relaykit.consumer.in.flight",
               "relaykit.consumer.in.flight.oldest.age", "relaykit.consumer.failed",
               "relaykit.messages", "relaykit.dead.lettered", "relaykit.messages.dropped", "relaykit.messages.ignored",
@@ -81,7 +82,8 @@ class RelayKitMeterBinderTest {
 
     @Test
     @DisplayName("every meter carries messaging.system, and tag keys are OpenTelemetry's messaging"
-        + " attribute names or relaykit's own (stage, reason, outcome, queue, meter), pinned here")
+        + " attribute names or relaykit's own (stage, reason, outcome, queue, store, meter), pinned"
+        + " here")
     void tagKeys() {
       assertThat(List.of(RelayKitMeter.SYSTEM_TAG, RelayKitMeter.DESTINATION_TAG,
           RelayKitMeter.GROUP_TAG, RelayKitMeter.PARTITION_TAG)).containsExactly(
@@ -90,6 +92,7 @@ class RelayKitMeterBinderTest {
       assertThat(binder.messagingSystem()).isEqualTo("kafka");
       binder.backlogDepth("outbox", 1);
       binder.oldestAge("outbox", Duration.ofSeconds(1));
+      binder.outboxClaimWalked("relaykit_outbox", 3, 5);
       binder.consumerLag("q", "g", 1);
       binder.partitionLag("t", "g", 3, 1);
       binder.inFlight("t", "g", 1);
@@ -117,7 +120,7 @@ class RelayKitMeterBinderTest {
             .isEqualTo("kafka");
         assertThat(m.getId().getTags()).extracting(io.micrometer.core.instrument.Tag::getKey)
             .as(m.getId().toString()).isSubsetOf("messaging.system", DESTINATION, GROUP,
-                PARTITION, "stage", "reason", "outcome", "queue", "meter");
+                PARTITION, "stage", "reason", "outcome", "queue", "store", "meter");
       });
       assertThat(registry.get("relaykit.consumer.lag").tags(DESTINATION, "t", GROUP, "g",
           PARTITION, "3").gauge().value()).isEqualTo(1);

@@ -8,6 +8,7 @@ import io.relaykit.message.MessageHeaders;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.outbox.OutboxBound;
 import io.relaykit.outbox.OutboxFullException;
 import io.relaykit.outbox.OutboxRecord;
@@ -98,6 +99,13 @@ import javax.sql.DataSource;
  * PUBLISHED shows what really went out). The listener runs on the caller's thread, inside its open
  * transaction: it must be fast and must not block. A claim reports {@link Stage#DEAD_LETTERED} for
  * each undecodable row it moved to dead letters.
+ *
+ * <p>Metrics: on H2 each claim reports to the {@link MetricsListener} the store was built with
+ * ({@link JdbcStorageConfig.Builder#outboxMetrics}) how many key heads it examined and outbox rows
+ * it read ({@link MetricsListener#outboxClaimWalked}, under the outbox table's name), once its
+ * transaction committed; a claim that fails reports nothing. On PostgreSQL the
+ * claim is one statement that does not count what it read, so nothing is reported; {@code EXPLAIN
+ * (ANALYZE)} of the claim, or {@code pg_stat_statements}, shows it there.
  */
 public final class JdbcOutboxStore implements OutboxStore {
 
@@ -133,6 +141,7 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final OutboxOrderScope scope;
   private final OutboxBound bound;
   private final TraceCapture traceCapture;
+  private final MetricsListener metrics;
   private final AtomicLong refusedAppends = new AtomicLong();
   private final AtomicLong overBoundAppends = new AtomicLong();
   /** The unsent-row count appends are checked against, sampled; guarded by itself. */
@@ -152,12 +161,21 @@ public final class JdbcOutboxStore implements OutboxStore {
       DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound,
       OutboxOrderScope scope) {
     this(dataSource, dialect, tables, clock, databaseClock, listener, bound, scope,
-        TraceCapture.discovered());
+        TraceCapture.discovered(), MetricsListener.noop());
+  }
+
+  JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
+      DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound,
+      OutboxOrderScope scope, MetricsListener metrics) {
+    this(dataSource, dialect, tables, clock, databaseClock, listener, bound, scope,
+        TraceCapture.discovered(), metrics);
   }
 
   private JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables,
       InstantSource clock, DatabaseClock databaseClock, LifecycleListener listener,
-      OutboxBound bound, OutboxOrderScope scope, TraceCapture traceCapture) {
+      OutboxBound bound, OutboxOrderScope scope, TraceCapture traceCapture,
+      MetricsListener metrics) {
+    this.metrics = metrics;
     this.traceCapture = traceCapture;
     this.bound = bound;
     this.scope = scope;
@@ -189,7 +207,7 @@ public final class JdbcOutboxStore implements OutboxStore {
       throw new IllegalArgumentException("propagation must not be null");
     }
     return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener, bound,
-        scope, TraceCapture.of(propagation));
+        scope, TraceCapture.of(propagation), metrics);
   }
 
   /**
@@ -243,9 +261,9 @@ public final class JdbcOutboxStore implements OutboxStore {
       }
       reserved(tx, reservation, autoCommit, seq);
     } catch (SQLException | RuntimeException e) {
-      // Nothing this append wrote stays (auto-commit: rolled back; otherwise the caller's
-      // transaction cannot commit a failed append's row without knowing it) - see the Javadoc.
-      unreserve(reservation);
+      // In the caller's transaction nothing this append wrote stays (it cannot commit a failed
+      // append's row without knowing it); on auto-commit the row may have committed.
+      failed(reservation, autoCommit);
       throw e;
     }
     enqueued(destination, stamped, "outbox seq " + seq + ", in the caller's transaction");
@@ -306,7 +324,7 @@ public final class JdbcOutboxStore implements OutboxStore {
       if (existing.isPresent()) {
         return existing.getAsLong();
       }
-      admit(tx, 1);
+      Reservation reservation = admit(tx, 1);
       try {
         seq = inCallersTransaction(tx, () -> {
           long head = ref == null ? -1 : statements.lockHead(tx, ref);
@@ -322,10 +340,20 @@ public final class JdbcOutboxStore implements OutboxStore {
           if (head == 0) {
             statements.setHead(tx, ref, inserted.getAsLong());
           }
-          return -1 - inserted.getAsLong();
+          long s = inserted.getAsLong();
+          if (reservation != null && !ownTransaction) {
+            reserved(tx, reservation, false, s);
+          }
+          return -1 - s;
         });
+        if (seq >= 0) {
+          unreserve(reservation); // a twin's row, already counted or reserved by its append
+        } else if (ownTransaction) {
+          reserved(tx, reservation, true, -1 - seq);
+        }
         break;
-      } catch (SQLException | RequestIdUndecided e) {
+      } catch (SQLException | RuntimeException e) {
+        failed(reservation, ownTransaction);
         // H2 answers an insert that met a twin's row, committed or rolled back while it waited,
         // with "concurrent update" until its lock timeout; the twin's outcome is decided by then,
         // so the next round finds its row or writes ours. PostgreSQL waits in ON CONFLICT.
@@ -334,7 +362,7 @@ public final class JdbcOutboxStore implements OutboxStore {
             || (ownTransaction && e instanceof SQLException sql
                 && "55P03".equals(sql.getSQLState()));
         if (!decidedNow) {
-          throw (SQLException) e;
+          throw e;
         }
         if (round >= REQUEST_ID_ROUNDS) {
           throw new IllegalStateException("outbox request id '" + requestId + "': another"
@@ -512,7 +540,13 @@ public final class JdbcOutboxStore implements OutboxStore {
    * is committed, or still visible to a READ UNCOMMITTED read) and drops the reservations of
    * committed (now counted) and rolled-back ones. Until that recount a rolled-back append's
    * reservation still holds its room; a refusal always recounts first, so it never refuses for
-   * a rollback alone. Across store instances (other hosts), an instance sees the others' rows
+   * a rollback alone. An append on an auto-commit connection that fails (a statement or its
+   * commit) may still have committed (the reply to its commit was lost, or the connection broke
+   * after the commit): it keeps its room, and the next append recounts first, which counts the row
+   * if it committed and gives the room back if not. The one window left: a commit the database is
+   * still running when that recount counts (a client that timed out before the server finished) is
+   * missed by it, so the backlog can exceed the bound by such commits until the next recount.
+   * Across store instances (other hosts), an instance sees the others' rows
    * once they are committed and it recounts: the backlog can exceed the bound by the other
    * instances' appends not yet committed at that moment, plus what they commit within one
    * sample interval while this one is outside the last tenth. Costs: nothing per append while far
@@ -618,6 +652,26 @@ public final class JdbcOutboxStore implements OutboxStore {
       }
     } else {
       r.marker = firstSeq;
+    }
+  }
+
+  /**
+   * After a failed append: in the caller's transaction nothing it wrote can commit, so its room
+   * is given back; on an auto-commit connection the commit may have happened with its reply lost,
+   * so the room stays taken until a recount, which the next append runs first (the recount counts
+   * the row if it committed and drops the reservation either way).
+   */
+  private void failed(Reservation r, boolean autoCommit) {
+    if (r == null) {
+      return;
+    }
+    if (!autoCommit) {
+      unreserve(r);
+      return;
+    }
+    r.committed = true;
+    synchronized (sample) {
+      sampledAt = null;
     }
   }
 
@@ -851,7 +905,7 @@ public final class JdbcOutboxStore implements OutboxStore {
         reserved(tx, reservation, true, first);
       }
     } catch (SQLException | RuntimeException e) {
-      unreserve(reservation);
+      failed(reservation, autoCommit);
       throw e;
     }
     for (Message m : stamped) {
@@ -894,6 +948,10 @@ public final class JdbcOutboxStore implements OutboxStore {
           deadLetters.add(c, d);
           return d;
         });
+    if (claimed.headsWalked() >= 0) {
+      MetricsListener.safely(metrics, m -> m.outboxClaimWalked(tables.outbox,
+          claimed.headsWalked(), claimed.rowsWalked()));
+    }
     for (DeadLetter d : claimed.deadLettered()) {
       LOG.log(System.Logger.Level.WARNING, "moved to dead letters: " + d.reason());
       LifecycleListener.safely(listener, new LifecycleEvent(Stage.DEAD_LETTERED, d.messageId(),

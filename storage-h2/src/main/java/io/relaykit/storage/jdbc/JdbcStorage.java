@@ -3,6 +3,7 @@ package io.relaykit.storage.jdbc;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.outbox.OutboxBound;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -36,6 +37,7 @@ public final class JdbcStorage implements AutoCloseable {
   private final LifecycleListener listener;
   private volatile OutboxBound outboxBound = OutboxBound.unbounded();
   private volatile OutboxOrderScope outboxOrderScope = OutboxOrderScope.KEY;
+  private volatile MetricsListener outboxMetrics = MetricsListener.noop();
 
   private JdbcStorage(DataSource dataSource, HikariDataSource ownedPool, Dialect dialect,
       Tables tables, Duration retention, InstantSource clock, DatabaseClock databaseClock,
@@ -96,6 +98,7 @@ public final class JdbcStorage implements AutoCloseable {
           config.listener().orElse(LifecycleListener.noop()), config.migrate());
       storage.outboxBound = config.outboxBound();
       storage.outboxOrderScope = config.outboxOrderScope();
+      storage.outboxMetrics = config.outboxMetrics();
       return storage;
     } catch (RuntimeException e) {
       pool.close();
@@ -383,7 +386,7 @@ public final class JdbcStorage implements AutoCloseable {
       throw new IllegalArgumentException("scope must not be null");
     }
     return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener,
-        bound, scope);
+        bound, scope, outboxMetrics);
   }
 
   /**

@@ -4,6 +4,7 @@ import io.relaykit.config.IdempotencySettings;
 import io.relaykit.config.RelaySettings;
 import io.relaykit.config.Settings;
 import io.relaykit.monitor.LifecycleListener;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.outbox.OutboxBound;
 import java.time.Duration;
 import java.util.List;
@@ -48,6 +49,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   <tr><td>listener</td><td>none</td><td>sees outbox steps: ENQUEUED on append, DEAD_LETTERED
  *       for an undecodable row; under Guice, {@link JdbcStorageModule} adds the injector's
  *       {@link LifecycleListener}</td></tr>
+ *   <tr><td>outboxMetrics</td><td>{@link MetricsListener#noop()}</td><td>sees what each outbox
+ *       claim walked: key heads examined and rows read (H2)</td></tr>
  * </table>
  */
 public final class JdbcStorageConfig {
@@ -87,6 +90,7 @@ public final class JdbcStorageConfig {
   private final DatabaseClock databaseClock;
   private final OutboxBound outboxBound;
   private final OutboxOrderScope outboxOrderScope;
+  private final MetricsListener outboxMetrics;
   private final Dialect dialect;
 
   private JdbcStorageConfig(Builder b, Dialect dialect) {
@@ -102,6 +106,7 @@ public final class JdbcStorageConfig {
     this.databaseClock = b.databaseClock;
     this.outboxBound = b.outboxBound;
     this.outboxOrderScope = b.outboxOrderScope;
+    this.outboxMetrics = b.outboxMetrics;
     this.dialect = dialect;
   }
 
@@ -204,7 +209,8 @@ public final class JdbcStorageConfig {
     Builder b = builder().jdbcUrl(jdbcUrl).username(username).password(password)
         .poolSize(poolSize).tablePrefix(tablePrefix).lease(lease).retention(retention)
         .listener(listener).migrate(migrate).databaseClock(databaseClock)
-        .outboxBound(outboxBound).outboxOrderScope(outboxOrderScope);
+        .outboxBound(outboxBound).outboxOrderScope(outboxOrderScope)
+        .outboxMetrics(outboxMetrics);
     return new JdbcStorageConfig(b, dialect);
   }
 
@@ -372,6 +378,16 @@ public final class JdbcStorageConfig {
   }
 
   /**
+   * Where the outbox stores of {@link JdbcStorage#outboxStore()} report each claim's walk ({@link
+   * MetricsListener#outboxClaimWalked}).
+   *
+   * @return the listener; {@link MetricsListener#noop()} unless one was set
+   */
+  public MetricsListener outboxMetrics() {
+    return outboxMetrics;
+  }
+
+  /**
    * The clock leases, takeovers and retention are decided on.
    *
    * @return the clock; {@link DatabaseClock#database()} unless one was set
@@ -421,8 +437,29 @@ public final class JdbcStorageConfig {
     private DatabaseClock databaseClock = DatabaseClock.database();
     private OutboxBound outboxBound = OutboxBound.unbounded();
     private OutboxOrderScope outboxOrderScope = OutboxOrderScope.KEY;
+    private MetricsListener outboxMetrics = MetricsListener.noop();
 
     private Builder() {}
+
+    /**
+     * Where the storage's outbox stores report how much each claim walked: key heads examined and
+     * rows read ({@link MetricsListener#outboxClaimWalked}, once per claim on the claiming thread,
+     * after its transaction; H2 only, see {@link JdbcOutboxStore}). Pass the same listener as the
+     * relay's, e.g. a Micrometer binder. Cost: one listener call per claim. What the listener
+     * throws is contained and never fails the claim.
+     *
+     * @param outboxMetrics the listener; {@link MetricsListener#noop()} (the default) for none
+     * @return this builder
+     * @throws IllegalArgumentException if {@code outboxMetrics} is null
+     */
+    public Builder outboxMetrics(MetricsListener outboxMetrics) {
+      if (outboxMetrics == null) {
+        throw new IllegalArgumentException("outboxMetrics must not be null:"
+            + " use MetricsListener.noop()");
+      }
+      this.outboxMetrics = outboxMetrics;
+      return this;
+    }
 
     /**
      * What per-key order spans (see {@link OutboxOrderScope}). Default {@link

@@ -60,7 +60,19 @@ abstract sealed class OutboxStatements {
    * What a claim did: the rows leased to the caller, oldest first, and the dead letters of the
    * undecodable rows it took out of the outbox.
    */
-  record Claimed(List<OutboxRecord> records, List<DeadLetter> deadLettered) {}
+  record Claimed(List<OutboxRecord> records, List<DeadLetter> deadLettered, long headsWalked,
+      long rowsWalked) {
+    /** A claim that does not count what it walked (PostgreSQL's one statement): -1, -1. */
+    Claimed(List<OutboxRecord> records, List<DeadLetter> deadLettered) {
+      this(records, deadLettered, -1, -1);
+    }
+  }
+
+  /** What one claim walked, counted as it goes. */
+  static final class Walk {
+    long heads;
+    long rows;
+  }
 
   /** Stores an undecodable row, already deleted in {@code c}'s transaction, as a dead letter. */
   @FunctionalInterface
@@ -315,6 +327,12 @@ abstract sealed class OutboxStatements {
    */
   final List<OutboxRecord> leaseRuns(Connection c, String owner, List<OutboxRecord> leased,
       int room, int maxRun, long nowNanos, long untilNanos) throws SQLException {
+    return leaseRuns(c, owner, leased, room, maxRun, nowNanos, untilNanos, new Walk());
+  }
+
+  /** As above, counting the rows its probes read in {@code walk}. */
+  final List<OutboxRecord> leaseRuns(Connection c, String owner, List<OutboxRecord> leased,
+      int room, int maxRun, long nowNanos, long untilNanos, Walk walk) throws SQLException {
     List<OutboxRecord> heads = new ArrayList<>();
     for (OutboxRecord r : leased) {
       if (r.message().key().isPresent()) {
@@ -352,6 +370,7 @@ abstract sealed class OutboxStatements {
         probe.setInt(4, share);
         try (ResultSet rs = probe.executeQuery()) {
           while (rs.next()) {
+            walk.rows++;
             long readyAt = rs.getLong(2);
             long leaseUntil = rs.getLong(3);
             boolean leasedNow = !rs.wasNull() && leaseUntil > nowNanos;
@@ -822,6 +841,7 @@ abstract sealed class OutboxStatements {
         long nowNanos = Instants.toNanos("database now", clock.now(c, Dialect.H2));
         long untilNanos = Math.addExact(nowNanos, leaseNanos);
         Instant until = Instants.fromNanos(untilNanos);
+        Walk walk = new Walk();
         List<OutboxRecord> candidates = new ArrayList<>();
         List<Undecodable> undecodable = new ArrayList<>(0);
         long from = -1;
@@ -832,6 +852,7 @@ abstract sealed class OutboxStatements {
           ps.setInt(3, max);
           try (ResultSet rs = ps.executeQuery()) {
             while (rs.next()) {
+              walk.rows++;
               to = rs.getLong(1);
               if (from == -1) {
                 from = to;
@@ -851,6 +872,7 @@ abstract sealed class OutboxStatements {
           }
         }
         Long[] due = dueRetries(c, nowNanos, max);
+        walk.rows += due.length;
         if (due.length > 0) {
           try (PreparedStatement ps = c.prepareStatement(retrySql)) {
             ps.setArray(1, c.createArrayOf("BIGINT", due));
@@ -863,7 +885,7 @@ abstract sealed class OutboxStatements {
         }
         int unkeyed = candidates.size() + undecodable.size();
         long below = unkeyed >= max ? maxSeq(candidates, undecodable) : Long.MAX_VALUE;
-        readHeads(c, max, owner, until, nowNanos, below, candidates, undecodable);
+        readHeads(c, max, owner, until, nowNanos, below, candidates, undecodable, walk);
         candidates.sort(Comparator.comparingLong(OutboxRecord::sequence));
         if (candidates.size() > max) {
           candidates = new ArrayList<>(candidates.subList(0, max));
@@ -876,7 +898,7 @@ abstract sealed class OutboxStatements {
               ps.setLong(4, nowNanos);
             }, undecodable, sink);
         if (candidates.isEmpty()) {
-          return new Claimed(candidates, moved);
+          return new Claimed(candidates, moved, walk.heads, walk.rows);
         }
         try (PreparedStatement ps = c.prepareStatement(leaseSql)) {
           for (OutboxRecord r : candidates) {
@@ -896,12 +918,12 @@ abstract sealed class OutboxStatements {
             }
           }
           List<OutboxRecord> runs = leaseRuns(c, owner, leased, max - leased.size(), maxRun,
-              nowNanos, untilNanos);
+              nowNanos, untilNanos, walk);
           if (!runs.isEmpty()) {
             leased.addAll(runs);
             leased.sort(Comparator.comparingLong(OutboxRecord::sequence));
           }
-          return new Claimed(leased, moved);
+          return new Claimed(leased, moved, walk.heads, walk.rows);
         }
       });
     }
@@ -985,7 +1007,7 @@ abstract sealed class OutboxStatements {
      * lowest unsent row, so heads at or past {@code below} cannot give an older row.
      */
     private void readHeads(Connection c, int max, String owner, Instant until, long nowNanos,
-        long below, List<OutboxRecord> candidates, List<Undecodable> undecodable)
+        long below, List<OutboxRecord> candidates, List<Undecodable> undecodable, Walk walk)
         throws SQLException {
       int found = 0;
       int page = Math.min(Math.max(2 * max, 16), 1_024);
@@ -1004,6 +1026,8 @@ abstract sealed class OutboxStatements {
             }
           }
           for (KeyRef ref : refs) {
+            walk.heads++;
+            walk.rows++; // the key's lowest unsent row, ready or not
             row.setString(1, ref.key());
             row.setString(2, ref.orderDest());
             row.setLong(3, nowNanos);
