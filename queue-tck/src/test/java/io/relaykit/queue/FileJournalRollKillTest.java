@@ -31,13 +31,15 @@ class FileJournalRollKillTest {
     Path dir = Files.createTempDirectory("relaykit-roll-kill-");
     SplittableRandom random = new SplittableRandom(System.nanoTime());
     List<String> confirmed = new ArrayList<>();
+    long lastSegment = 0;
     try {
       for (int round = 0; round < 3; round++) {
         int kill = 100 + random.nextInt(300);
         confirmed.addAll(runAndKill(dir, "r" + round, kill));
-        try (Stream<Path> files = Files.list(dir)) {
-          assertThat(files.count()).as("the directory holds the journal's files").isPositive();
-        }
+        long newest = newestSegment(dir);
+        assertThat(newest - lastSegment).as("segments rolled while the child wrote")
+            .isGreaterThanOrEqualTo(10);
+        lastSegment = newest;
         FileJournal journal = FileJournal.builder(dir).segmentBytes(1024).build();
         try {
           List<String> pending = journal.load().pending().stream().map(QueuedEvent::eventId)
@@ -57,6 +59,13 @@ class FileJournalRollKillTest {
       } catch (IOException ignored) {
         // best effort
       }
+    }
+  }
+
+  private static long newestSegment(Path dir) throws IOException {
+    try (Stream<Path> files = Files.list(dir)) {
+      return files.mapToLong(p -> SegmentFormat.seqOf(p.getFileName().toString(),
+          SegmentFormat.SEGMENT)).max().orElse(-1);
     }
   }
 
