@@ -36,7 +36,12 @@ import javax.crypto.SecretKey;
  * thread does every write, fsync, segment roll and cut of the active segment, and hands callers
  * a completion to wait for; compactions run on the journal's compaction thread, so group commits
  * keep their interval while one runs. A {@code FileChannel} closes itself when a thread doing I/O
- * on it is interrupted, so no caller's interrupt can reach the journal's files. An interrupted
+ * on it is interrupted, so no caller's interrupt can reach the journal's files, and the journal's
+ * own threads ignore {@link Thread#interrupt()} from other threads (code that interrupts every
+ * thread it finds cannot close the files or stop the commits; {@link #close()} stops them). Should
+ * a channel close all the same while the I/O thread writes or fsyncs it, the journal fails closed
+ * as after a failed fsync (see below); an interrupted compaction only fails and is retried. An
+ * interrupted
  * caller's wait ends at once with a {@link JournalException}, its interrupt flag left set: from
  * {@link #awaitDurable} (a critical append) or {@link #flush()} with {@link
  * JournalException.Outcome#UNKNOWN}: the change is recorded, the I/O thread makes it durable with
@@ -246,8 +251,7 @@ public final class FileJournal implements QueueJournal {
     }
     commit.recovered(writer.appended());
     this.compaction = new CompactionThread();
-    this.flusher = new Thread(this::ioLoop, "relaykit-file-journal-io");
-    flusher.setDaemon(true);
+    this.flusher = new OwnThread(this::ioLoop, "relaykit-file-journal-io");
     try {
       flusher.start();
       compaction.thread.start();
@@ -762,6 +766,9 @@ public final class FileJournal implements QueueJournal {
     long nextCommit = System.nanoTime() + intervalNanos;
     while (!closed) {
       boolean wanted = commit.awaitWork(nextCommit - System.nanoTime());
+      // An interrupt that reached this thread outside its I/O is dropped here, before it could
+      // close a channel at the next write (one during a write or fsync fails the journal closed).
+      Thread.interrupted();
       if (closed) {
         break;
       }
@@ -877,8 +884,7 @@ public final class FileJournal implements QueueJournal {
     private long nextCompactionNanos;
 
     CompactionThread() {
-      thread = new Thread(this::loop, "relaykit-file-journal-compactor");
-      thread.setDaemon(true);
+      thread = new OwnThread(this::loop, "relaykit-file-journal-compactor");
     }
 
     synchronized void requestAuto() {
@@ -937,6 +943,9 @@ public final class FileJournal implements QueueJournal {
           }
           return;
         }
+        // An interrupt of this thread fails at most the compaction it lands in (its channels
+        // close): the old files stay, and the next compaction starts with the flag cleared.
+        Thread.interrupted();
         if (job != null) {
           try {
             compactNow();
@@ -1056,6 +1065,39 @@ public final class FileJournal implements QueueJournal {
       LOG.log(System.Logger.Level.WARNING, "journal " + dir + ": cannot start a new segment at"
           + " open (" + e.getMessage() + "); opening without one: what was recovered loads and"
           + " drains, and the next change tries again", e);
+    }
+  }
+
+  /**
+   * A thread of the journal's own (daemon): {@link #interrupt()} from any other thread is ignored,
+   * because a {@code FileChannel} closes itself when the thread doing I/O on it is interrupted,
+   * and nobody but the journal stops its threads ({@link #close()} ends them with its own flags).
+   * So code that interrupts every thread it finds, or a pool's {@code shutdownNow} that somehow
+   * reached it, can neither close the journal's files nor stop its commits. The thread's own
+   * interrupts (a library restoring the flag) still set the flag; the journal clears it before
+   * every round of I/O.
+   */
+  static final class OwnThread extends Thread {
+    private static final java.util.concurrent.atomic.AtomicBoolean LOGGED =
+        new java.util.concurrent.atomic.AtomicBoolean();
+
+    OwnThread(Runnable body, String name) {
+      super(body, name);
+      setDaemon(true);
+    }
+
+    /** Ignored unless called by this thread itself (see the class comment). */
+    @Override
+    public void interrupt() {
+      if (Thread.currentThread() == this) {
+        super.interrupt();
+        return;
+      }
+      if (LOGGED.compareAndSet(false, true)) {
+        LOG.log(System.Logger.Level.WARNING, "thread " + Thread.currentThread().getName()
+            + " interrupted the journal's own thread " + getName() + "; ignored (the journal's"
+            + " threads stop when it is closed), and further interrupts are ignored silently");
+      }
     }
   }
 

@@ -1,6 +1,7 @@
 package io.relaykit.queue;
 
 import java.io.IOException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -121,10 +122,18 @@ final class GroupCommit {
    * segment} threw; returns the exception for the caller to throw.
    */
   JournalException fail(Path segment, IOException cause) {
-    JournalException f = new JournalException("journal " + dir + " failed: an fsync of "
-        + segment + " failed (" + cause + "), so changes recorded since the last good one may not"
-        + " be on disk; it refuses every change until it is closed and reopened (a reopen"
-        + " recovers what is durable)", cause);
+    String what = cause instanceof ClosedChannelException
+        // ClosedByInterruptException included: the JDK closes a FileChannel whose thread is
+        // interrupted during I/O, and reports the interrupt instead of any error of the fsync
+        // itself (a write-back error would be hidden), so nothing written since the last good
+        // fsync is known to be on disk.
+        ? "the journal's own I/O thread was interrupted (or its channel closed) while it wrote"
+            + " or fsynced " + segment + " (" + cause + "); the channel closed itself, and an"
+            + " interrupted fsync may hide a write-back error"
+        : "an fsync of " + segment + " failed (" + cause + ")";
+    JournalException f = new JournalException("journal " + dir + " failed: " + what + ", so"
+        + " changes recorded since the last good one may not be on disk; it refuses every change"
+        + " until it is closed and reopened (a reopen recovers what is durable)", cause);
     lock.lock();
     try {
       if (failure == null) {

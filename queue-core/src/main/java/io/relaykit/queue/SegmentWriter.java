@@ -295,6 +295,8 @@ final class SegmentWriter {
       if (end > allocatedEnd) {
         zeroFill(end);
       }
+    } catch (ClosedChannelException e) {
+      throw commit.fail(path, e);
     } catch (IOException e) {
       throw new JournalException("cannot seal journal segment " + path + ": " + e, e);
     }
@@ -337,6 +339,10 @@ final class SegmentWriter {
       ch.force(true);
       io.syncDirectory(dir);
     } catch (IOException e) {
+      // An interrupt of the I/O thread (ClosedByInterruptException) refuses only this change:
+      // the new file is deleted, and the flag is cleared so that the cleanup and the next
+      // change's start work.
+      Thread.interrupted();
       FileJournal.closeQuietly(ch);
       if (created) {
         try {

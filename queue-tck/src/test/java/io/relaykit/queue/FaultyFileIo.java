@@ -39,6 +39,7 @@ final class FaultyFileIo implements FileIo {
   private volatile Predicate<Call> blockWhen = c -> false;
   private volatile CountDownLatch release = new CountDownLatch(0);
   private final AtomicInteger blocked = new AtomicInteger();
+  private volatile boolean passInterrupts;
 
   /** One call, for {@link #blockWhen}. */
   record Call(Op op, Path path, Thread thread) {
@@ -51,6 +52,17 @@ final class FaultyFileIo implements FileIo {
   FaultyFileIo blockWhen(Predicate<Call> when) {
     release = new CountDownLatch(1);
     blockWhen = when;
+    return this;
+  }
+
+  /**
+   * While {@code on}, a blocked call whose thread is interrupted keeps waiting for {@link
+   * #release()} and then makes the real call with the interrupt flag set, as a thread
+   * interrupted during the real call would: the JDK's channel then closes itself and throws
+   * {@link java.nio.channels.ClosedByInterruptException}.
+   */
+  FaultyFileIo passInterrupts(boolean on) {
+    passInterrupts = on;
     return this;
   }
 
@@ -115,13 +127,23 @@ final class FaultyFileIo implements FileIo {
   private void check(Op op, Path path, boolean extending) throws IOException {
     if (blockWhen.test(new Call(op, path, Thread.currentThread()))) {
       blocked.incrementAndGet();
-      try {
-        if (!release.await(60, TimeUnit.SECONDS)) {
-          throw new IOException("blocked call never released (test bug): " + op + " " + path);
+      boolean interrupted = false;
+      while (true) {
+        try {
+          if (!release.await(60, TimeUnit.SECONDS)) {
+            throw new IOException("blocked call never released (test bug): " + op + " " + path);
+          }
+          break;
+        } catch (InterruptedException e) {
+          if (!passInterrupts) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while blocked", e);
+          }
+          interrupted = true;
         }
-      } catch (InterruptedException e) {
+      }
+      if (interrupted) {
         Thread.currentThread().interrupt();
-        throw new IOException("interrupted while blocked", e);
       }
     }
     count(op, path, extending);

@@ -49,7 +49,10 @@ import javax.sql.DataSource;
  * closes the whole database, for every store, until the process restarts. For the other stores
  * on an H2 file database (which run on callers' threads), {@link JdbcStorageConfig} gives file URLs
  * H2's {@code retry:} file system, which reopens the file instead; give your own {@code
- * DataSource} the same ({@code jdbc:h2:retry:/path/db}). {@link #recordAtomically} buffers its list under one lock, so one
+ * DataSource} the same ({@code jdbc:h2:retry:/path/db}). The journal's own commit thread ignores
+ * {@link Thread#interrupt()} from other threads while the journal runs (code that interrupts every
+ * thread it finds cannot close the database through it, whatever the URL); {@link #close()} stops
+ * it. {@link #recordAtomically} buffers its list under one lock, so one
  * transaction writes it. Several journals share one table, told apart by name.
  *
  * <h2>Failures</h2>
@@ -158,6 +161,38 @@ public final class JdbcQueueJournal implements QueueJournal {
   private volatile boolean closed;
   /** Set by {@link #crash()}: nothing is written any more. Guarded by lock. */
   private boolean crashed;
+  /** Set just before the commit thread's pool is shut down: from then on it may be interrupted. */
+  private volatile boolean stopping;
+
+  /**
+   * The journal's commit thread (daemon): {@link #interrupt()} from another thread is ignored
+   * until the journal stops it. On an H2 file database without the {@code retry:} file system (an
+   * application's own {@code DataSource}), a write interrupted on this thread would close the
+   * database for every connection; and nobody but the journal has a reason to stop this thread.
+   */
+  private final class CommitThread extends Thread {
+    CommitThread(Runnable body) {
+      super(body, "relaykit-journal-" + name);
+      setDaemon(true);
+    }
+
+    /** Ignored while the journal runs, unless called by this thread itself. */
+    @Override
+    public void interrupt() {
+      if (stopping || Thread.currentThread() == this) {
+        super.interrupt();
+        return;
+      }
+      if (!interruptLogged) {
+        interruptLogged = true;
+        LOG.log(System.Logger.Level.WARNING, "thread " + Thread.currentThread().getName()
+            + " interrupted the journal's commit thread " + getName() + "; ignored (it stops"
+            + " when the journal is closed), and further interrupts are ignored silently");
+      }
+    }
+  }
+
+  private volatile boolean interruptLogged;
 
   JdbcQueueJournal(DataSource dataSource, Dialect dialect, Tables tables, String name,
       Duration commitInterval) {
@@ -212,11 +247,7 @@ public final class JdbcQueueJournal implements QueueJournal {
         + " SELECT journal, event_id, " + DEAD + ", ?, name, payload, priority, enqueued_s,"
         + " enqueued_ns, ?, next_attempt_s, next_attempt_ns, expires_s, expires_ns, ? FROM " + table
         + " WHERE journal = ? AND event_id = ? AND kind = " + PENDING;
-    this.flusher = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "relaykit-journal-" + name);
-      t.setDaemon(true);
-      return t;
-    });
+    this.flusher = Executors.newSingleThreadScheduledExecutor(CommitThread::new);
     long nanos = commitInterval.toNanos();
     flusher.scheduleWithFixedDelay(this::backgroundFlush, nanos, nanos, TimeUnit.NANOSECONDS);
   }
@@ -673,6 +704,7 @@ public final class JdbcQueueJournal implements QueueJournal {
       }
       // shutdown, not shutdownNow: interrupting a thread inside an H2 file write closes the file
       // channel (ClosedByInterruptException) and with it the whole database.
+      stopping = true;
       flusher.shutdown();
     }
   }
@@ -688,6 +720,7 @@ public final class JdbcQueueJournal implements QueueJournal {
       buffer = new ArrayList<>();
       bufferedBytes = 0;
     }
+    stopping = true;
     flusher.shutdown();
     flushLock.lock(); // waits for a commit in progress, so nothing is written after this returns
     flushLock.unlock();
