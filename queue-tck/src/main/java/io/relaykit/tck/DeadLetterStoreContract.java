@@ -1059,6 +1059,30 @@ public abstract class DeadLetterStoreContract {
           .isInstanceOf(UnsupportedOperationException.class);
       assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
     }
+
+    @Test
+    @DisplayName("a store without ordered retention and without a clock of its own: age retention"
+        + " either is refused (no purge: the broker's retention applies) or is decided by the"
+        + " caller's now against the stamped last-failure time")
+    void ageRetentionWithoutStoreClock() {
+      assumeTrue(!supportsRetention(), "store has retention: checked by the other cases");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      Duration age = Duration.ofDays(7);
+      if (!supportsPurge()) {
+        assertThatThrownBy(() -> store.purgeFailedOlderThan(age, 10,
+            d.lastFailureAt().plus(age).plusSeconds(1)))
+            .isInstanceOf(UnsupportedOperationException.class);
+        assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+        return;
+      }
+      assertThat(store.purgeFailedOlderThan(age, 10, d.lastFailureAt().plus(age).minusSeconds(1)))
+          .as("the caller's clock says it is not old yet").isZero();
+      assertThat(store.find(d.id())).contains(d);
+      assertThat(store.purgeFailedOlderThan(age, 10, d.lastFailureAt().plus(age).plusSeconds(1)))
+          .as("the caller's clock says it is old").isEqualTo(1);
+      assertThat(store.find(d.id())).isEmpty();
+    }
   }
 
   @Nested
