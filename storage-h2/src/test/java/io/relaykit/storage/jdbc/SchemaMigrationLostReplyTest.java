@@ -87,7 +87,8 @@ class SchemaMigrationLostReplyTest {
   }
 
   @Test
-  @DisplayName("H2: the reply of each migration statement in turn is lost after it committed;"
+  @DisplayName("H2: the reply of each migration statement whose repeat could matter is lost in"
+      + " turn after it committed;"
       + " the same open retries or a later open finishes, and the schema and data converge")
   void h2EachStatement() throws SQLException {
     // A database of its own: metadata reads stay quick whatever other tests created.
@@ -101,14 +102,27 @@ class SchemaMigrationLostReplyTest {
 
   private void eachStatement(TestDatabase db) throws SQLException {
     List<String> reference = reference(db);
-    int statements = 0;
+    // The statements whose repeat could change something: data steps, version rows and DDL
+    // other than ADD COLUMN / CREATE ... IF NOT EXISTS; plus the first of each version. The
+    // others are no-ops when repeated by construction.
+    List<Integer> losing = new ArrayList<>();
+    int index = 0;
     for (int v : Schema.versions()) {
-      if (v > 1) {
-        statements += Schema.statements(Dialect.H2, v, new Tables("x_")).size();
+      if (v == 1) {
+        continue;
+      }
+      boolean first = true;
+      for (String sql : Schema.statements(Dialect.H2, v, new Tables("x_"))) {
+        index++;
+        String u = sql.toUpperCase(Locale.ROOT);
+        if (first || !u.contains("IF NOT EXISTS")) {
+          losing.add(index);
+        }
+        first = false;
       }
     }
-    assertThat(statements).isGreaterThan(10);
-    for (int lost = 1; lost <= statements; lost++) {
+    assertThat(losing).hasSizeGreaterThan(Schema.versions().size() - 1);
+    for (int lost : losing) {
       String prefix = TestDatabase.newPrefix();
       atVersion1WithDeadLetter(db, new Tables(prefix));
       LosingDataSource lossy = new LosingDataSource(db.dataSource(), lost);
