@@ -28,6 +28,11 @@ import java.util.function.Supplier;
  *       message was resent, and the dead letter stays, marked until the lease lapses; a replay after
  *       that resends it once more (at-least-once: the message keeps its id, so consumers that
  *       deduplicate drop the repeat).
+ *   <li>The resend succeeded but the mark had lapsed (the resend outlasted the lease on the
+ *       store's clock, and another replay took the dead letter over or finished it): {@link
+ *       ReplayMarkLapsedException}, "mark lapsed; another replay may also have sent it". This
+ *       replay checks its mark after the resend (one more store call, renewing the mark with its
+ *       token) and never reports success then; it leaves the other replay's mark alone.
  *   <li>A crash at any step leaves the dead letter in the store; at worst it is resent twice.
  * </ul>
  * A message dead-lettered again while its replay runs replaces the entry and its mark, so the
@@ -100,6 +105,8 @@ public final class DeadLetterReplayer {
    * @throws ReplayException if the resend failed (the dead letter is in the store), or the removal
    *     after a confirmed resend failed (the message was resent; the dead letter stays, marked)
    * @throws ReplayInProgressException if another replay of it is under way
+   * @throws ReplayMarkLapsedException if it was resent but this replay's mark had lapsed and
+   *     another replay took it over or finished it: another replay may also have sent it
    * @throws RuntimeException what the store throws when marking it: nothing was resent
    */
   public Optional<DeadLetter> replay(String id) {
@@ -135,7 +142,35 @@ public final class DeadLetterReplayer {
           e);
     }
     try {
+      // Confirm the mark is still this replay's before removing: renewing it with the same token
+      // fails if another replay holds it (its lease lapsed during the resend), and finds nothing
+      // if another replay finished it meanwhile. Either way this replay must not report success.
+      Optional<DeadLetter> held;
+      try {
+        held = retried("confirm the replay mark of dead letter " + id,
+            () -> store.beginReplay(id, token, replayLease));
+      } catch (ReplayInProgressException e) {
+        ReplayMarkLapsedException lapsed =
+            new ReplayMarkLapsedException(d, "another replay holds it now");
+        lapsed.addSuppressed(e);
+        throw lapsed;
+      }
+      if (held.isEmpty()) {
+        throw new ReplayMarkLapsedException(d, "it is no longer in the store: another replay"
+            + " finished it, or it was removed or purged");
+      }
+      if (!held.get().equals(d)) {
+        // Dead-lettered again while this replay resent the older one: the newer entry stays.
+        try {
+          store.abandonReplay(id, token);
+        } catch (RuntimeException r) {
+          // Its mark lapses with the lease; the newer dead letter stays either way.
+        }
+        return marked;
+      }
       retried("remove replayed dead letter " + id, () -> store.finishReplay(id, token));
+    } catch (ReplayMarkLapsedException e) {
+      throw e;
     } catch (RuntimeException e) {
       throw new ReplayException("dead letter " + id + " was resent, but could not be removed;"
           + " it stays in the store, marked for " + replayLease + ", and a replay after that"

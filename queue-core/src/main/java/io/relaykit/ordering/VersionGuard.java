@@ -69,8 +69,11 @@ public interface VersionGuard {
    * @return true if the effect ran; false if the update was stale and nothing ran
    * @throws IllegalArgumentException if {@code entityId} is blank, {@code version} negative or
    *     {@code effect} null
-   * @throws RuntimeException what the guard throws recording the version after the effect ran: the
-   *     update is applied, its version not recorded, so a redelivery applies it again
+   * @throws RuntimeException what the guard throws recording the version after the effect ran (the
+   *     second attempt's error): the update is applied; whether its version was recorded is
+   *     unknown, because an advance whose reply was lost did record it. Read {@link #current}: if
+   *     it shows the version, a redelivery is answered stale; if not, a redelivery applies the
+   *     update again
    */
   default boolean applyIfNewer(String entityId, long version, Runnable effect) {
     if (effect == null) {

@@ -9,6 +9,7 @@ import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterReplayer;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.ReplayInProgressException;
+import io.relaykit.deadletter.ReplayMarkLapsedException;
 import io.relaykit.monitor.LifecycleListener;
 import io.relaykit.tck.LostReply.LostReplyException;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -787,6 +788,81 @@ public abstract class DeadLetterStoreContract {
     }
 
     @Test
+    @DisplayName("a replayer whose mark lapsed and was taken over by a replay that resent and"
+        + " removed it does not report success: it says the mark lapsed and another replay may"
+        + " also have sent it")
+    void lapsedReplayerAfterTakeoverFinished() {
+      assumeTrue(supportsReplayMarks(), "marks do not apply: the store keeps none");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      List<String> resent = new CopyOnWriteArrayList<>();
+      DeadLetterReplayer fast = new DeadLetterReplayer(store, x -> resent.add("fast"),
+          LifecycleListener.noop(), () -> T0);
+      DeadLetterReplayer slow = new DeadLetterReplayer(store, x -> {
+        resent.add("slow");
+        // While this resend is slow, its lease lapses on the store's clock and another replay
+        // takes the mark over, resends and removes the dead letter.
+        Await.until(Duration.ofSeconds(10), "another replay takes the lapsed mark over", () -> {
+          try {
+            return fast.replay(d.id()).isPresent();
+          } catch (ReplayInProgressException e) {
+            return false;
+          }
+        });
+      }, LifecycleListener.noop(), () -> T0, Duration.ofMillis(300));
+
+      assertThatThrownBy(() -> slow.replay(d.id()))
+          .isInstanceOf(ReplayMarkLapsedException.class)
+          .hasMessageContaining(d.id()).hasMessageContaining("another replay may also have sent")
+          .satisfies(e -> assertThat(((ReplayMarkLapsedException) e).deadLetter()).isEqualTo(d));
+      assertThat(resent).containsExactly("slow", "fast");
+      assertThat(store.find(d.id())).isEmpty();
+    }
+
+    @Test
+    @DisplayName("a replayer whose mark lapsed and is now held by another replay does not report"
+        + " success and leaves the other replay's mark and the dead letter alone")
+    void lapsedReplayerWhileAnotherHoldsIt() {
+      assumeTrue(supportsReplayMarks(), "marks do not apply: the store keeps none");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      DeadLetterReplayer slow = new DeadLetterReplayer(store, x ->
+          Await.until(Duration.ofSeconds(10), "another replay takes the lapsed mark over", () -> {
+            try {
+              return store.beginReplay(d.id(), "other", Duration.ofMinutes(1)).isPresent();
+            } catch (ReplayInProgressException e) {
+              return false;
+            }
+          }), LifecycleListener.noop(), () -> T0, Duration.ofMillis(300));
+
+      assertThatThrownBy(() -> slow.replay(d.id()))
+          .isInstanceOf(ReplayMarkLapsedException.class).hasMessageContaining(d.id());
+      assertThat(store.find(d.id())).contains(d);
+      assertThatThrownBy(() -> store.beginReplay(d.id(), "third", Duration.ofMinutes(1)))
+          .as("the other replay's mark is intact").isInstanceOf(ReplayInProgressException.class);
+      assertThat(store.finishReplay(d.id(), "other")).isTrue();
+    }
+
+    @Test
+    @DisplayName("a dead letter stored again while its replay resends stays, and the replay of the"
+        + " older one reports success")
+    void newerDeadLetterDuringReplayStays() {
+      assumeTrue(supportsReplayMarks(), "marks do not apply: the store keeps none");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      DeadLetter again = new DeadLetter(d.message(), d.source(), d.group(), "failed again",
+          d.exceptionClass(), d.exceptionMessage(), 2, d.firstFailureAt(),
+          d.lastFailureAt().plusSeconds(60));
+      DeadLetterReplayer replayer = new DeadLetterReplayer(store, x -> store.add(again),
+          LifecycleListener.noop(), () -> T0);
+
+      assertThat(replayer.replay(d.id())).contains(d);
+      assertThat(store.find(d.id())).contains(again);
+      assertThat(store.beginReplay(d.id(), "next", Duration.ofMinutes(1))).as("left unmarked")
+          .contains(again);
+    }
+
+    @Test
     @DisplayName("a failed resend whose unmarking loses its reply keeps the dead letter, unmarked:"
         + " the next replay may start at once")
     void failedResendLostUnmark() {
@@ -982,6 +1058,30 @@ public abstract class DeadLetterStoreContract {
       assertThatThrownBy(() -> store.trimTo(0, 10))
           .isInstanceOf(UnsupportedOperationException.class);
       assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("a store without ordered retention and without a clock of its own: age retention"
+        + " either is refused (no purge: the broker's retention applies) or is decided by the"
+        + " caller's now against the stamped last-failure time")
+    void ageRetentionWithoutStoreClock() {
+      assumeTrue(!supportsRetention(), "store has retention: checked by the other cases");
+      DeadLetter d = deadLetter(id(), 1);
+      store.add(d);
+      Duration age = Duration.ofDays(7);
+      if (!supportsPurge()) {
+        assertThatThrownBy(() -> store.purgeFailedOlderThan(age, 10,
+            d.lastFailureAt().plus(age).plusSeconds(1)))
+            .isInstanceOf(UnsupportedOperationException.class);
+        assertThat(store.count(DeadLetterQuery.all())).isEqualTo(1);
+        return;
+      }
+      assertThat(store.purgeFailedOlderThan(age, 10, d.lastFailureAt().plus(age).minusSeconds(1)))
+          .as("the caller's clock says it is not old yet").isZero();
+      assertThat(store.find(d.id())).contains(d);
+      assertThat(store.purgeFailedOlderThan(age, 10, d.lastFailureAt().plus(age).plusSeconds(1)))
+          .as("the caller's clock says it is old").isEqualTo(1);
+      assertThat(store.find(d.id())).isEmpty();
     }
   }
 

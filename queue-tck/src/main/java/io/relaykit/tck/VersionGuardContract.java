@@ -85,6 +85,31 @@ public abstract class VersionGuardContract {
     }
 
     @Test
+    @DisplayName("entity ids differing only in case, leading or trailing spaces, a no-break space"
+        + " or a Unicode hyphen are distinct entities; 512 characters (also as 256 surrogate"
+        + " pairs) work")
+    void identityEdgeCases() {
+      String base = entity("Order-x");
+      java.util.List<String> ids = java.util.List.of(base,
+          base.toLowerCase(java.util.Locale.ROOT), base.toUpperCase(java.util.Locale.ROOT),
+          base + " ", base + "  ", " " + base, base + "\u00a0", base.replace("-", "\u2010"));
+      for (String id : ids) {
+        assertThat(guard.advance(id, 10)).as("'%s' first seen", id).isTrue();
+      }
+      for (String id : ids) {
+        assertThat(guard.advance(id, 5)).as("'%s' stale", id).isFalse();
+        assertThat(guard.current(id)).as("'%s'", id).hasValue(10);
+      }
+      String longest = (base + "k".repeat(512)).substring(0, 512);
+      assertThat(guard.advance(longest, 1)).isTrue();
+      assertThat(guard.advance(longest.substring(0, 511), 1)).isTrue();
+      assertThat(guard.current(longest)).hasValue(1);
+      String astral = "\uD83D\uDE00".repeat(200) + base;
+      assertThat(guard.advance(astral, 2)).isTrue();
+      assertThat(guard.current(astral)).hasValue(2);
+    }
+
+    @Test
     @DisplayName("version zero is a valid first version")
     void zeroIsValid() {
       assertThat(guard.advance(entity("a"), 0)).isTrue();
@@ -241,6 +266,38 @@ public abstract class VersionGuardContract {
   @Nested
   @DisplayName("lost replies and the window between advance and the update")
   class LostReplies {
+
+    @Test
+    @DisplayName("applyIfNewer: both advances after the effect commit and lose their replies; the"
+        + " caller gets the error, current() shows the version recorded, and the redelivery is"
+        + " stale: the effect ran once")
+    void applyIfNewerBothAdvancesLost() {
+      String e = entity("twice");
+      java.util.concurrent.atomic.AtomicInteger lose = new java.util.concurrent.atomic.AtomicInteger(2);
+      VersionGuard lossy = new VersionGuard() {
+        @Override
+        public boolean advance(String entityId, long version) {
+          boolean r = guard.advance(entityId, version);
+          if (lose.getAndDecrement() > 0) {
+            throw new LostReply.LostReplyException("advance");
+          }
+          return r;
+        }
+
+        @Override
+        public java.util.OptionalLong current(String entityId) {
+          return guard.current(entityId);
+        }
+      };
+      java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+
+      assertThatThrownBy(() -> lossy.applyIfNewer(e, 4, runs::incrementAndGet))
+          .isInstanceOf(LostReply.LostReplyException.class);
+      assertThat(guard.current(e)).as("recorded though the caller saw an error").hasValue(4);
+
+      assertThat(guard.applyIfNewer(e, 4, runs::incrementAndGet)).as("redelivery").isFalse();
+      assertThat(runs).hasValue(1);
+    }
 
     @Test
     @DisplayName("advance whose reply is lost: done; the repeat answers stale, and current() shows"

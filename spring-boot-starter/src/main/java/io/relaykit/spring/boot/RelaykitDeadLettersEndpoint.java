@@ -41,7 +41,9 @@ import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpoint;
  *       the dead letter back into the outbox (atomically on JDBC storage), from where the relay
  *       publishes it to its source again with its message id and trace id. 200 {@code
  *       {"replayed": id, ...}}; 404 when there is no such dead letter (already replayed or purged:
- *       replaying twice resends once). Replay resends: a dead letter of a consumer group goes back
+ *       replaying twice resends once); 409 while another replay of it is under way. 200 with
+ *       {@code "markLapsed": true} and a {@code warning} when the message was resent but the
+ *       replay's mark lapsed meanwhile: another replay may also have sent it. Replay resends: a dead letter of a consumer group goes back
  *       to its source topic or queue, so <em>every</em> group of that destination receives it
  *       again with the same message id. Only idempotent handlers ({@link
  *       RelaykitListener#idempotent()}, or a handler that deduplicates itself) make that safe; a
@@ -155,7 +157,10 @@ public class RelaykitDeadLettersEndpoint {
    * @return 200 with {@code replayed} (the id), {@code messageId} and {@code destination}; 400 for
    *     a blank id; 404 when there is none; 503 when the store or the outbox fails (the dead
    *     letter stays where it was); 409 while another replay of it is under way; 422 when its
-   *     message cannot go back into the outbox
+   *     message cannot go back into the outbox. A replay that resent the message but whose replay
+   *     mark had lapsed meanwhile (its resend outlasted the lease, and another replay took the
+   *     dead letter over) is 200 with {@code "markLapsed": true} and a {@code warning}: the mark
+   *     lapsed, and another replay may also have sent it
    */
   @WriteOperation
   public WebEndpointResponse<Map<String, Object>> replay(@Nullable String id) {
@@ -166,6 +171,14 @@ public class RelaykitDeadLettersEndpoint {
     Optional<DeadLetter> replayed;
     try {
       replayed = replay.replay(id);
+    } catch (io.relaykit.deadletter.ReplayMarkLapsedException e) {
+      Map<String, Object> body = new LinkedHashMap<>();
+      body.put("replayed", id);
+      body.put("messageId", e.deadLetter().messageId());
+      body.put("destination", e.deadLetter().source());
+      body.put("markLapsed", true);
+      body.put("warning", e.getMessage());
+      return new WebEndpointResponse<>(body, WebEndpointResponse.STATUS_OK);
     } catch (io.relaykit.deadletter.ReplayInProgressException e) {
       return error(409, e.getMessage());
     } catch (IllegalArgumentException e) {

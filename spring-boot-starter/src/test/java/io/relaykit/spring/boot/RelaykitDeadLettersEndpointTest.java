@@ -104,6 +104,36 @@ class RelaykitDeadLettersEndpointTest {
   }
 
   @Test
+  @DisplayName("a ReplayTarget replay whose mark lapsed and was taken over says so: 200 with"
+      + " markLapsed and a warning that another replay may also have sent it")
+  void lapsedMarkIsReported() {
+    InMemoryDeadLetterStore marks = new InMemoryDeadLetterStore(clock);
+    DeadLetter d = deadLetter("m1");
+    marks.add(d);
+    List<String> resent = new ArrayList<>();
+    RelaykitDeadLettersEndpoint.Replay[] other = new RelaykitDeadLettersEndpoint.Replay[1];
+    other[0] = DeadLetterReplays.choose(marks, new InMemoryOutboxStore(clock), null,
+        x -> resent.add("other"), Duration.ofSeconds(1), LifecycleListener.noop());
+    RelaykitDeadLettersEndpoint endpoint = new RelaykitDeadLettersEndpoint(marks,
+        DeadLetterReplays.choose(marks, new InMemoryOutboxStore(clock), null, x -> {
+          resent.add("slow");
+          // The resend outlasts the lease; another replay takes the dead letter over and ends it.
+          clock.advance(io.relaykit.deadletter.DeadLetterReplayer.DEFAULT_REPLAY_LEASE
+              .plusSeconds(1));
+          assertThat(other[0].replay(x.id())).contains(d);
+        }, Duration.ofSeconds(1), LifecycleListener.noop()), 100);
+
+    WebEndpointResponse<Map<String, Object>> r = endpoint.replay(d.id());
+
+    assertThat(r.getStatus()).isEqualTo(200);
+    assertThat(r.getBody()).containsEntry("markLapsed", true).containsEntry("messageId", "m1");
+    assertThat((String) r.getBody().get("warning"))
+        .contains("another replay may also have sent it");
+    assertThat(resent).containsExactly("slow", "other");
+    assertThat(marks.find(d.id())).isEmpty();
+  }
+
+  @Test
   @DisplayName("an outbox of the application's own: a confirmed publish, a failed one puts the"
       + " dead letter back")
   void publisherFallback() {

@@ -190,6 +190,9 @@ final class Schema {
       int current = currentVersion(c, tables);
       checkNotNewer(current, tables);
       List<Integer> pending = pending(appliedVersions(c, tables));
+      if (dialect == Dialect.H2) {
+        refuseIgnoredCase(c, tables, apply && !pending.isEmpty());
+      }
       if (!pending.isEmpty()) {
         if (!apply) {
           throw new SchemaVersionException("tables with prefix '" + tables.prefix + "' are at"
@@ -320,6 +323,50 @@ final class Schema {
     if (next <= max) {
       try (Statement s = c.createStatement()) {
         s.execute("ALTER TABLE " + tables.outbox + " ALTER COLUMN seq RESTART WITH " + (max + 1));
+      }
+    }
+  }
+
+  /**
+   * Refuses an H2 database whose relaykit text columns ignore case ({@code IGNORECASE=TRUE} when
+   * they were created: H2 then makes every {@code VARCHAR} a {@code VARCHAR_IGNORECASE}, and
+   * {@code ALTER} cannot turn it back). Such columns would make {@code "Order-1"} and {@code
+   * "order-1"} one entity version, one idempotency key, one dead letter and one request id. With
+   * {@code creating}, a database with {@code IGNORECASE} on is refused before any DDL runs.
+   */
+  static void refuseIgnoredCase(Connection c, Tables tables, boolean creating)
+      throws SQLException {
+    if (creating) {
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS"
+              + " WHERE SETTING_NAME = 'IGNORECASE'")) {
+        if (rs.next() && ("1".equals(rs.getString(1))
+            || "TRUE".equalsIgnoreCase(rs.getString(1)))) {
+          throw new SchemaVersionException("this H2 database has IGNORECASE=TRUE, so the tables"
+              + " with prefix '" + tables.prefix + "' would compare entity ids, idempotency keys,"
+              + " dead-letter ids and request ids without case ('Order-1' and 'order-1' would be"
+              + " one): open the database without IGNORECASE (or SET IGNORECASE FALSE) while"
+              + " relaykit creates or migrates its tables");
+        }
+      }
+    }
+    StringBuilder names = new StringBuilder();
+    for (String t : List.of(tables.schemaVersion, tables.outbox, tables.outboxHead,
+        tables.deadLetter, tables.idempotency, tables.versionGuard, tables.journal)) {
+      names.append(names.length() == 0 ? "'" : ", '").append(t.toLowerCase(Locale.ROOT))
+          .append('\'');
+    }
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT TABLE_NAME, COLUMN_NAME FROM"
+            + " INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = CURRENT_SCHEMA"
+            + " AND DATA_TYPE = 'VARCHAR_IGNORECASE' AND LOWER(TABLE_NAME) IN (" + names + ")"
+            + " ORDER BY TABLE_NAME, COLUMN_NAME")) {
+      if (rs.next()) {
+        throw new SchemaVersionException("relaykit's column " + rs.getString(1) + "."
+            + rs.getString(2) + " ignores case (VARCHAR_IGNORECASE: the tables were created"
+            + " while the H2 database had IGNORECASE=TRUE), so ids that differ only in case"
+            + " would be one; recreate relaykit's tables with prefix '" + tables.prefix
+            + "' with IGNORECASE off");
       }
     }
   }

@@ -49,7 +49,20 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * removal at-most-once. Use {@link #replay}, which resends and then appends a replay marker that
  * hides the entry; replaying an id a second time finds nothing and resends nothing. Two callers
  * replaying the same id at the same moment may both resend it (consumers deduplicate by message
- * id). Retention of the topic is the broker's: set {@code retention.ms} on the dead-letter topic.
+ * id).
+ *
+ * <p><b>Retention is the broker's.</b> Set {@code retention.ms} (or {@code retention.bytes}) on the
+ * dead-letter topic; this store removes nothing by age or count: {@link #purgeFailedBefore},
+ * {@link #purgeFailedOlderThan} and {@link #trimTo} throw {@link UnsupportedOperationException},
+ * so a relay's retention schedule cannot apply to it, and no caller's clock decides anything here.
+ * The broker deletes whole log segments once the newest record timestamp in a segment is older
+ * than {@code retention.ms} by the broker's clock. Which timestamp that is depends on the topic's
+ * {@code message.timestamp.type}: with Kafka's default {@code CreateTime} it is the time the
+ * dead-lettering consumer's host stamped on the copy (so a host clock far ahead keeps its dead
+ * letters longer, one far behind ages them out sooner); with {@code LogAppendTime} it is the
+ * broker's own, and only the broker's clock decides. Deletion is per segment, so a dead letter may
+ * outlive {@code retention.ms} by up to {@code segment.ms}. A dead letter past retention is gone:
+ * {@link #replay} says so.
  *
  * <p>Entries are deduplicated by message id: the topic belongs to one subscription (source topic
  * and group), so a dead letter written twice for one message (the default hand-off after a crash

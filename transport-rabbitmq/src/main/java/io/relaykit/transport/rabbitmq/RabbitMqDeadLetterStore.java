@@ -62,6 +62,22 @@ import java.util.concurrent.TimeoutException;
  * between leaves a twin, never a loss). Undecodable entries are listed with the envelope headers
  * they had, type {@code undecodable} when theirs is missing, and their original body (a single
  * zero byte stands in for an empty one). Thread-safe; one connection plus one publisher connection.
+ *
+ * <p><b>Retention.</b> The queue keeps dead letters until they are replayed or purged; relaykit
+ * declares no TTL on it. Two ways to age them out, on different clocks:
+ * <ul>
+ *   <li>the broker's: a policy with {@code message-ttl} on the dead-letter queue expires each
+ *       message that long after it entered the queue, by the broker's clock alone (no client clock
+ *       takes part; a copy put back by a browse starts a new period);
+ *   <li>a caller's: {@link #purgeFailedBefore} and {@link #purgeFailedOlderThan} (the interface's
+ *       defaults, a filtered {@link #purge}: one browse of the queue) remove the entries whose last
+ *       failure is before the cutoff. The last-failure time is the one the dead-lettering consumer
+ *       stamped on its host's clock; {@code purgeFailedOlderThan} computes the cutoff on the
+ *       caller's clock ({@code now} minus the age). The queue has no clock a client can read, so a
+ *       skew between those hosts moves the cutoff by the skew; prefer the broker's policy when the
+ *       hosts' clocks may disagree. {@link #trimTo} throws {@link UnsupportedOperationException}:
+ *       a queue has no ordered, bounded delete.
+ * </ul>
  */
 public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoCloseable {
 
