@@ -1733,19 +1733,38 @@ public final class ReportQueue {
   }
 
   /**
-   * Discards every pending event expired at {@code at}, each journaled first.
+   * Discards up to 64 pending events expired at {@code at}, journaled first as one change (one
+   * round trip to a remote journal, whatever the number).
    *
-   * @throws JournalException when the journal cannot record one; the ones before stay expired
+   * @throws JournalException when the journal cannot record it; nothing was discarded
    */
   private void expireDue(Instant at) {
-    int budget = HOUSEKEEPING_BATCH;
-    while (budget-- > 0 && !expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
-      Entry e = expiring.first();
-      try {
-        recordLeaving(e, Removal.EXPIRED);
-      } catch (RuntimeException x) {
-        throw failure("expiry of " + e.id, x, null);
+    if (expiring.isEmpty() || !expiring.first().event.isExpiredAt(at)) {
+      return;
+    }
+    List<Entry> due = new ArrayList<>();
+    for (Entry e : expiring) {
+      if (due.size() == HOUSEKEEPING_BATCH || !e.event.isExpiredAt(at)) {
+        break;
       }
+      due.add(e);
+    }
+    List<Change> changes = new ArrayList<>(due.size() + 1);
+    for (Entry e : due) {
+      changes.add(new Change.Remove(e.id, Removal.EXPIRED));
+    }
+    for (Entry e : due) {
+      if (!index.inWindow(e.ref)) {
+        changes.add(new Change.Forget(e.id));
+      }
+    }
+    try {
+      record(changes);
+    } catch (RuntimeException x) {
+      throw failure("expiry of " + due.get(0).id + (due.size() == 1 ? ""
+          : " and " + (due.size() - 1) + " more") + " (none expired)", x, null);
+    }
+    for (Entry e : due) {
       removePending(e);
       live--;
       bytes -= e.bytes;
