@@ -6,6 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.relaykit.monitor.LifecycleEvent;
 import io.relaykit.monitor.LifecycleEvent.Stage;
 import io.relaykit.tck.FakeClock;
+import io.relaykit.tck.FaultyJournal;
+import io.relaykit.tck.FaultyJournal.Call;
+import io.relaykit.tck.FaultyJournal.Fault;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -124,6 +127,25 @@ class ReportQueueMaxAgeTest {
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("dead letters");
     assertThatThrownBy(() -> builder().maxAge(null, Duration.ofDays(1)).build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxAge");
+  }
+
+  @Test
+  @DisplayName("when the journal cannot record a discard by age, the drain does not fail: nothing is discarded, the events are sent rather than held, and the next drain discards what is still over its age")
+  void journalFailureDuringDiscard() {
+    FaultyJournal faulty = new FaultyJournal(journal);
+    ReportQueue queue = builder().journal(faulty).build();
+    queue.enqueue(event("a"));
+    queue.enqueue(event("b"));
+    clock.advance(Duration.ofDays(8));
+    faulty.failNext(Call.RECORD_ATOMICALLY, Fault.BEFORE_WRITE);
+
+    assertThat(ids(queue.drainBatch())).containsExactly("a", "b");
+    assertThat(queue.stats().expired()).isZero();
+    queue.nack(List.of("a", "b"), true, Duration.ZERO, null);
+    clock.advance(Duration.ofSeconds(10)); // past the retry's backoff
+    assertThat(queue.drainBatch()).isEmpty();
+    assertThat(queue.stats().expired()).isEqualTo(2);
+    assertThat(journal.reopen().load().pending()).isEmpty();
   }
 
   @Test
