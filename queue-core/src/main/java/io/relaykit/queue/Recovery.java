@@ -356,21 +356,40 @@ final class Recovery {
     return false;
   }
 
+  /** What {@link #completeRecordAfter} found: a complete record, none, or out of budget. */
+  static final long SCAN_GAVE_UP = -2;
+
+  /**
+   * The checksum work {@link #completeRecordAfter} may spend beyond reading the scanned bytes once:
+   * this many times the scanned length, plus {@link #SCAN_SLACK} bytes.
+   */
+  static final int SCAN_BUDGET_FACTOR = 4;
+
+  /** The constant part of the scan's checksum budget (so small tails are always scanned fully). */
+  static final long SCAN_SLACK = 1 << 20;
+
   /**
    * The offset of the first complete record (a frame whose length, inverted length and CRC32C all
-   * match, inside the file) starting at or after {@code from}, or -1 when there is none. Every
-   * byte offset is tried, so a damaged length cannot hide what follows it. O(bytes) for the frame
-   * headers, plus one checksum per candidate whose two length fields agree (a random pair agrees
-   * with odds of 2^-32). Runs only when the newest segment holds a record that fails its checks.
+   * match, inside the file) starting at or after {@code from}, -1 when there is none, or {@link
+   * #SCAN_GAVE_UP} when the candidates' checksums would cost more than the budget. Every byte
+   * offset is tried, so a damaged length cannot hide what follows it. O(bytes) for the frame
+   * headers, plus one checksum per candidate whose two length fields agree: a random pair agrees
+   * with odds of 2^-32, but record contents (a crafted instant, say) can forge any number of
+   * candidates, each naming a length up to the end of the file, which would make the scan
+   * quadratic. So the bytes checksummed for candidates are capped at {@link #SCAN_BUDGET_FACTOR}
+   * times the scanned length plus {@link #SCAN_SLACK}: the scan reads at most about five times
+   * the bytes after {@code from}, and allocates one buffer of at most 1 MiB. Runs only when the
+   * newest segment holds a record that fails its checks.
    */
-  private static long completeRecordAfter(FileChannel ch, long from, long size)
-      throws IOException {
+  private long completeRecordAfter(FileChannel ch, long from, long size) throws IOException {
     CRC32C crc = new CRC32C();
     if (from >= size - SegmentFormat.FRAME_HEADER) {
       return -1;
     }
-    int window = 1 << 20;
+    long budget = SCAN_BUDGET_FACTOR * (size - from) + SCAN_SLACK;
+    int window = (int) Math.min(1 << 20, size - from);
     ByteBuffer buf = ByteBuffer.allocate(window + SegmentFormat.FRAME_HEADER);
+    ByteBuffer chunk = null;
     for (long base = from; base + SegmentFormat.FRAME_HEADER <= size; base += window) {
       buf.clear();
       buf.limit((int) Math.min(buf.capacity(), size - base));
@@ -385,10 +404,27 @@ final class Recovery {
         if (at + SegmentFormat.FRAME_HEADER + length > size) {
           continue;
         }
-        ByteBuffer record = ByteBuffer.allocate(length);
-        SegmentFormat.readFully(ch, record, at + SegmentFormat.FRAME_HEADER);
+        if (length > budget) {
+          scanWork += budget;
+          return SCAN_GAVE_UP;
+        }
+        budget -= length;
+        scanWork += length;
+        // The candidate's checksum, in chunks through one small buffer: a forged length never
+        // allocates its size.
+        if (chunk == null) {
+          chunk = ByteBuffer.allocate(64 * 1024);
+        }
         crc.reset();
-        crc.update(record.flip());
+        long p = at + SegmentFormat.FRAME_HEADER;
+        long end = p + length;
+        while (p < end) {
+          chunk.clear();
+          chunk.limit((int) Math.min(chunk.capacity(), end - p));
+          SegmentFormat.readFully(ch, chunk, p);
+          crc.update(chunk.flip());
+          p += chunk.limit();
+        }
         if ((int) crc.getValue() == buf.getInt(i + 8)) {
           return at;
         }
@@ -396,6 +432,12 @@ final class Recovery {
     }
     return -1;
   }
+
+  /**
+   * Bytes checksummed by {@link #completeRecordAfter} for frame candidates during this recovery:
+   * the scan's work beyond reading each byte once, for tests.
+   */
+  long scanWork;
 
   /**
    * The record at {@code pos}, spanning at most to {@code extentEnd}, fails its checks: decides
@@ -410,10 +452,12 @@ final class Recovery {
    * one), and no complete record follows anywhere after it (one that does was written after this
    * record and may have been fsynced: this one is damaged, not torn). Then the record and
    * everything after it are cut off with a warning: none of it was synced, since a sync writes all
-   * of it. Anything else is corruption: a {@link JournalException}
+   * of it. When the search for a later complete record runs out of its budget (crafted contents
+   * that look like many long record headers), nothing is cut: it is reported as corruption.
+   * Anything else is corruption: a {@link JournalException}
    * naming the file and offset ({@code corruptWhat}, or {@code what} in a sealed segment).
    */
-  private static long endOfRecords(Path path, FileChannel ch, long pos, long extentEnd, long size,
+  private long endOfRecords(Path path, FileChannel ch, long pos, long extentEnd, long size,
       boolean newest, String what, String corruptWhat) throws IOException {
     if (!newest) {
       if (corruptWhat != null && !SegmentFormat.allZero(ch, pos, size)) {
@@ -427,6 +471,14 @@ final class Recovery {
     }
     long valid = completeRecordAfter(ch, corruptWhat == null || extentEnd > pos
         + SegmentFormat.FRAME_HEADER ? extentEnd : pos + 1, size);
+    if (valid == SCAN_GAVE_UP) {
+      // Too many forged frame candidates to rule out a complete record after this one: deleting
+      // could lose fsynced records, so it is an error, and nothing is deleted.
+      throw SegmentFormat.corrupt(path, pos, (corruptWhat != null ? corruptWhat : what)
+          + ", followed by too many bytes that look like record headers to tell a write torn by"
+          + " a crash from a damaged record within the scan's budget (" + SCAN_BUDGET_FACTOR
+          + " times the bytes after it); nothing was deleted");
+    }
     if (valid >= 0) {
       // A torn tail is only what follows the last record that was ever complete: a complete
       // record after this one was written (and maybe fsynced) after it, so this one is damaged.

@@ -57,7 +57,7 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>Capacity counts pending and in-flight events (and their payload bytes); dead letters are held
  * apart, outside the capacity, until {@link #purgeDead purged}, within bounds of their own ({@link
- * Builder#deadLetters}). Lifecycle steps (ENQUEUED,
+ * Builder#deadLetters}). By default nothing is kept longer than 7 days ({@link Builder#maxAge}). Lifecycle steps (ENQUEUED,
  * DELIVERED, ACKED, RETRIED, DEAD_LETTERED, DROPPED, EXPIRED) go to the configured {@link
  * LifecycleListener}, under the queue's lock; their details are built only when a listener is set.
  */
@@ -103,9 +103,9 @@ public final class ReportQueue {
    * loses nothing in a crash half way: an enqueue and the evictions it causes (the new event
    * first); an ack, expiry or purge of an id that already left the dedupe window, and its forget;
    * a dead letter and the oldest dead letters it pushes out. A replay of a dead letter is a single
-   * append (the journal's replay rule). Operations over several ids make one change per id: on a
-   * failure the ids before it are done, it and the ids after it are untouched, so a retry with the
-   * same ids finishes the job (ack and the others ignore ids no longer in the state they expect).
+   * append (the journal's replay rule). ack, nack and purgeDead make one change for all their ids
+   * (all or none; a retry with the same ids finishes the job, as each ignores ids no longer in the
+   * state it expects); replayDead makes one change per id (the ids before a failure are done).
    * Housekeeping follows the same rule but does not fail the operation that triggers it: an id
    * whose forget fails stays in the dedupe window (remembered longer) and is retried at the next
    * trim; the window then holds at most one id over its bound before enqueues are refused. The
@@ -135,6 +135,9 @@ public final class ReportQueue {
    * out the whole window in one call). What is left goes with the next calls.
    */
   static final int HOUSEKEEPING_BATCH = 64;
+
+  /** The default most age of a pending event and of a dead letter ({@link Builder#maxAge}). */
+  static final Duration DEFAULT_MAX_AGE = Duration.ofDays(7);
 
   private static final Priority[] HIGHEST_FIRST = {Priority.CRITICAL, Priority.NORMAL, Priority.LOW};
 
@@ -172,6 +175,13 @@ public final class ReportQueue {
      * wall clock says (its wait, measured when it started waiting).
      */
     long dueNanos;
+    /**
+     * The monotonic reading from which the event's age counts against {@code maxAge} in this
+     * process: when it was accepted; for a restored event, its wall-clock age at restore (at most
+     * {@code maxAge}) before the restore; for a dead letter, when it died (restored: its last
+     * attempt's wall-clock age).
+     */
+    long bornNanos;
 
     Entry(String id) {
       this.id = id;
@@ -261,6 +271,10 @@ public final class ReportQueue {
   private final int dedupeMaxIds;
   private final int maxDeadLetters;
   private final long maxDeadBytes;
+  /** Most elapsed nanoseconds a pending event is kept; Long.MAX_VALUE for no bound. */
+  private final long maxAgeNanos;
+  /** Most elapsed nanoseconds a dead letter is kept; Long.MAX_VALUE for no bound. */
+  private final long maxDeadAgeNanos;
   private final LifecycleListener listener;
   private final boolean listening;
   private final MetricsListener metrics;
@@ -289,6 +303,8 @@ public final class ReportQueue {
   private long deadDropped;
   /** Payload plus reason bytes of the dead letters (their {@code deadCost}). */
   private long deadBytes;
+  /** Whether the last discard by age failed in the journal (logged once until one succeeds). */
+  private boolean ageFailing;
   /** Why the last forget of an id leaving the dedupe window failed; null once one succeeds. */
   private String lastForgetFailure;
   private boolean used;
@@ -318,6 +334,8 @@ public final class ReportQueue {
     this.dedupeMaxIds = b.dedupeMaxIds;
     this.maxDeadLetters = b.maxDeadLetters;
     this.maxDeadBytes = b.maxDeadBytes;
+    this.maxAgeNanos = b.maxAgeSet ? saturatedNanos(b.maxAge) : Long.MAX_VALUE;
+    this.maxDeadAgeNanos = b.maxAgeSet ? saturatedNanos(b.maxDeadAge) : Long.MAX_VALUE;
     this.listener = b.listener;
     this.listening = b.listenerSet;
     this.metrics = b.metrics;
@@ -427,6 +445,7 @@ public final class ReportQueue {
           throw failure("enqueue of " + id + " (expiring events to make room)", e,
               JournalException.Outcome.NOT_RECORDED);
         }
+        discardAged(now);
         if (!fits(size)) {
           victims = victimsFor(event, size);
           if (victims == null) {
@@ -478,6 +497,7 @@ public final class ReportQueue {
       e.seq = nextSeq++;
       e.bytes = size;
       e.ref = index.add(id, e, now.getEpochSecond(), now.getNano());
+      e.bornNanos = clock.nanoTime();
       live++;
       bytes += size;
       Lane lane = lanes[event.priority().ordinal()];
@@ -661,7 +681,9 @@ public final class ReportQueue {
    * does, first. One call discards at most 64 expired events (and lets
    * at most as many ids go from the dedupe window), so its work under the lock is bounded
    * whatever the queue's size; while more expired events are left, it returns an empty batch and
-   * the next call goes on.
+   * the next call goes on. Likewise it discards pending events and dead letters older than their
+   * max age ({@link Builder#maxAge}, elapsed time), at most 64 per call in one journal change,
+   * and returns an empty batch while more pending events over their age are left.
    *
    * @param at the time readiness and expiry are judged at
    * @return the drained events, at most {@link #batchSize()}; empty when none is ready
@@ -679,6 +701,11 @@ public final class ReportQueue {
         expireDue(at);
       } catch (JournalException e) {
         throw failure("drainBatch (expiring events)", e, null);
+      }
+      if (discardAged(at)) {
+        // More events over their max age than one call discards: they are not sent, so this
+        // drain returns nothing and the next one goes on discarding.
+        return new ArrayList<>(0);
       }
       if (!expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
         // More expired events than one call discards: none may be sent, so this drain returns
@@ -826,9 +853,10 @@ public final class ReportQueue {
    * @return how many were requeued, became dead letters, or expired
    * @throws IllegalArgumentException if {@code eventIds} or {@code minDelay} is null, or {@code
    *     minDelay} is negative
-   * @throws JournalException if the journal cannot record an outcome: the ids before it are
-   *     settled, it and the ids after it are still in flight, exactly as before, and a retry with
-   *     the same ids settles the rest
+   * @throws JournalException if the journal cannot record the outcomes: all the outcomes of one
+   *     call are one journal change (one round trip to a remote journal, whatever the number of
+   *     ids), so none is settled, every one is still in flight, exactly as before, and a retry
+   *     with the same ids settles them
    */
   public NackResult nack(
       Collection<String> eventIds, boolean retryable, Duration minDelay, String deadReason) {
@@ -842,119 +870,163 @@ public final class ReportQueue {
     lock.lock();
     try {
       Instant now = clock.instant();
-      int requeued = 0;
-      int died = 0;
-      int lapsed = 0;
+      List<Settle> settling = new ArrayList<>();
       for (String id : eventIds) {
         Entry e = entry(id);
         if (e == null || e.state != State.INFLIGHT) {
           continue;
         }
+        e.state = State.GONE; // marks a repeated id; restored below if the journal fails
         int attempts = e.event.attempts() + 1;
-        try {
-          if (e.event.isExpiredAt(now)) {
-            recordLeaving(e, Removal.EXPIRED);
-            inflight.unlink(e);
+        if (e.event.isExpiredAt(now)) {
+          settling.add(new Settle(e, Settle.LAPSED, attempts, null, null, 0));
+        } else if (!retryable || attempts >= maxAttempts) {
+          String reason = !retryable ? rejection
+              : "attempts exhausted (" + attempts + " of " + maxAttempts + ")";
+          long cost = deadCost(e.bytes, reason);
+          settling.add(new Settle(e, cost > maxDeadBytes ? Settle.TOO_LARGE : Settle.DIED,
+              attempts, reason, null, cost));
+        } else {
+          Duration delay = backoff.delay(attempts);
+          if (delay.compareTo(minDelay) < 0) {
+            delay = minDelay;
+          }
+          settling.add(new Settle(e, Settle.RETRY, attempts, null, plusSaturating(now, delay), 0));
+        }
+      }
+      if (settling.isEmpty()) {
+        return new NackResult(0, 0, 0);
+      }
+      // One journal change for the whole call: the outcomes first, then the dead letters they
+      // push out (oldest first, possibly ones that died in this call), then the forgets of ids
+      // that leave for good after leaving the dedupe window. A backend that records the list one
+      // change at a time and crashes half way keeps a prefix, which loses nothing: more dead
+      // letters than the bounds, or ids remembered longer.
+      List<Change> changes = new ArrayList<>(settling.size() + 1);
+      List<Entry> leaving = new ArrayList<>();
+      List<Entry> died = new ArrayList<>();
+      int deadAfter = dead.size;
+      long deadBytesAfter = deadBytes;
+      for (Settle s : settling) {
+        switch (s.kind) {
+          case Settle.LAPSED -> {
+            changes.add(new Change.Remove(s.e.id, Removal.EXPIRED));
+            leaving.add(s.e);
+          }
+          case Settle.TOO_LARGE -> {
+            changes.add(new Change.Remove(s.e.id, Removal.PURGED));
+            leaving.add(s.e);
+          }
+          case Settle.DIED -> {
+            changes.add(new Change.DeadLetter(s.e.id, s.attempts, s.reason));
+            died.add(s.e);
+            deadAfter++;
+            deadBytesAfter += s.cost;
+          }
+          default -> changes.add(new Change.Reschedule(s.e.id, s.attempts, s.next));
+        }
+      }
+      List<Entry> pushedOut = new ArrayList<>(0);
+      List<Long> pushedCosts = new ArrayList<>(0);
+      if (deadAfter > maxDeadLetters || deadBytesAfter > maxDeadBytes) {
+        Entry old = dead.head;
+        int fresh = 0;
+        int settleAt = 0;
+        while (deadAfter > maxDeadLetters || deadBytesAfter > maxDeadBytes) {
+          Entry victim;
+          long cost;
+          if (old != null) {
+            victim = old;
+            cost = old.deadCost;
+            old = old.next;
+          } else {
+            while (settling.get(settleAt).kind != Settle.DIED) {
+              settleAt++;
+            }
+            Settle s = settling.get(settleAt++);
+            victim = s.e;
+            cost = s.cost;
+            fresh++;
+          }
+          pushedOut.add(victim);
+          pushedCosts.add(cost);
+          changes.add(new Change.Remove(victim.id, Removal.PURGED));
+          deadAfter--;
+          deadBytesAfter -= cost;
+        }
+        leaving.addAll(pushedOut);
+      }
+      for (Entry e : leaving) {
+        if (!index.inWindow(e.ref)) {
+          changes.add(new Change.Forget(e.id));
+        }
+      }
+      try {
+        record(changes);
+      } catch (RuntimeException x) {
+        for (Settle s : settling) {
+          s.e.state = State.INFLIGHT;
+        }
+        throw failure("nack of " + settling.get(0).e.id + (settling.size() == 1 ? ""
+            : " and " + (settling.size() - 1) + " more") + " (none settled, all still in flight)",
+            x, null);
+      }
+      // Recorded: now the queue changes; nothing below calls the journal.
+      int requeued = 0;
+      int deadCount = 0;
+      int lapsed = 0;
+      for (Settle s : settling) {
+        Entry e = s.e;
+        inflight.unlink(e);
+        switch (s.kind) {
+          case Settle.LAPSED -> {
             live--;
             bytes -= e.bytes;
             countExpired(e, now, listening
-                ? "expired after " + attempts + " failed attempt(s)" : null);
+                ? "expired after " + s.attempts + " failed attempt(s)" : null);
             leave(e);
             lapsed++;
-          } else if (!retryable || attempts >= maxAttempts) {
-            String reason = !retryable ? rejection
-                : "attempts exhausted (" + attempts + " of " + maxAttempts + ")";
-            deadLetter(e, attempts, reason, now);
-            died++;
-          } else {
-            Duration delay = backoff.delay(attempts);
-            if (delay.compareTo(minDelay) < 0) {
-              delay = minDelay;
+          }
+          case Settle.TOO_LARGE -> {
+            live--;
+            bytes -= e.bytes;
+            deadDropped++;
+            meterDrop("dead-letter-overflow");
+            if (listening) {
+              emit(Stage.DROPPED, e.id, now, "not kept as a dead letter (" + s.reason + "): its "
+                  + s.cost + " bytes (payload and reason) exceed the dead letters' bound of "
+                  + maxDeadBytes);
             }
-            Instant next = plusSaturating(now, delay);
-            journal.reschedule(id, attempts, next);
-            inflight.unlink(e);
-            e.event = e.event.rescheduled(attempts, next);
+            leave(e);
+            deadCount++;
+          }
+          case Settle.DIED -> {
+            live--;
+            bytes -= e.bytes;
+            e.event = e.event.rescheduled(s.attempts, e.event.nextAttemptAt());
+            e.state = State.DEAD;
+            e.deadReason = s.reason;
+            e.deadCost = s.cost;
+            e.bornNanos = clock.nanoTime();
+            dead.addLast(e);
+            deadBytes += s.cost;
+            if (listening) {
+              emit(Stage.DEAD_LETTERED, e.id, now, s.reason);
+            }
+            deadCount++;
+          }
+          default -> {
+            e.event = e.event.rescheduled(s.attempts, s.next);
             requeue(e, now);
             requeued++;
             if (listening) {
-              emit(Stage.RETRIED, id, now, "attempt " + attempts + " failed; next at " + next);
+              emit(Stage.RETRIED, e.id, now, "attempt " + s.attempts + " failed; next at "
+                  + s.next);
             }
           }
-        } catch (RuntimeException x) {
-          throw failure("nack of " + id + " (" + (requeued + died + lapsed)
-              + " settled before it)", x, null);
         }
       }
-      return new NackResult(requeued, died, lapsed);
-    } finally {
-      lock.unlock();
-    }
-  }
-
-  /**
-   * Makes an in-flight entry a dead letter, pushing the oldest dead letters out when the bounds
-   * require it, as one journal change; then the in-memory state. Throws before changing anything
-   * when the journal fails.
-   */
-  private void deadLetter(Entry e, int attempts, String reason, Instant now) {
-    long cost = deadCost(e.bytes, reason);
-    if (cost > maxDeadBytes) {
-      // Too large to keep at all: it leaves as a purged dead letter would, counted as one.
-      recordLeaving(e, Removal.PURGED);
-      inflight.unlink(e);
-      live--;
-      bytes -= e.bytes;
-      deadDropped++;
-      meterDrop("dead-letter-overflow");
-      if (listening) {
-        emit(Stage.DROPPED, e.id, now, "not kept as a dead letter (" + reason + "): its "
-            + cost + " bytes (payload and reason) exceed the dead letters' bound of "
-            + maxDeadBytes);
-      }
-      leave(e);
-      return;
-    }
-    List<Entry> pushedOut = null;
-    int deadAfter = dead.size + 1;
-    long deadBytesAfter = deadBytes + cost;
-    for (Entry old = dead.head; old != null
-        && (deadAfter > maxDeadLetters || deadBytesAfter > maxDeadBytes); old = old.next) {
-      if (pushedOut == null) {
-        pushedOut = new ArrayList<>(1);
-      }
-      pushedOut.add(old);
-      deadAfter--;
-      deadBytesAfter -= old.deadCost;
-    }
-    if (pushedOut == null) {
-      journal.deadLetter(e.id, attempts, reason);
-    } else {
-      List<Change> changes = new ArrayList<>(2 * pushedOut.size() + 1);
-      changes.add(new Change.DeadLetter(e.id, attempts, reason));
-      for (Entry old : pushedOut) {
-        changes.add(new Change.Remove(old.id, Removal.PURGED));
-      }
-      for (Entry old : pushedOut) {
-        if (!index.inWindow(old.ref)) {
-          changes.add(new Change.Forget(old.id));
-        }
-      }
-      journal.recordAtomically(changes);
-    }
-    inflight.unlink(e);
-    live--;
-    bytes -= e.bytes;
-    e.event = e.event.rescheduled(attempts, e.event.nextAttemptAt());
-    e.state = State.DEAD;
-    e.deadReason = reason;
-    e.deadCost = cost;
-    dead.addLast(e);
-    deadBytes += cost;
-    if (listening) {
-      emit(Stage.DEAD_LETTERED, e.id, now, reason);
-    }
-    if (pushedOut != null) {
+      String by = died.isEmpty() ? null : died.get(died.size() - 1).id;
       for (Entry old : pushedOut) {
         dead.unlink(old);
         deadBytes -= old.deadCost;
@@ -963,45 +1035,101 @@ public final class ReportQueue {
         meterDrop("dead-letter-overflow");
         if (listening) {
           emit(Stage.DROPPED, old.id, now, "pushed out of the dead letters (bounds "
-              + maxDeadLetters + " events, " + maxDeadBytes + " bytes) by " + e.id);
+              + maxDeadLetters + " events, " + maxDeadBytes + " bytes) by " + by);
         }
         leave(old);
       }
+      return new NackResult(requeued, deadCount, lapsed);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** One in-flight event's outcome in a {@link #nack}, decided before anything is recorded. */
+  private record Settle(Entry e, int kind, int attempts, String reason, Instant next, long cost) {
+    static final int LAPSED = 0;
+    static final int TOO_LARGE = 1;
+    static final int DIED = 2;
+    static final int RETRY = 3;
+  }
+
+  /**
+   * Records {@code changes} as one journal change: the single call for a one-element list, else
+   * {@link QueueJournal#recordAtomically}.
+   */
+  private void record(List<Change> changes) {
+    if (changes.size() > 1) {
+      journal.recordAtomically(changes);
+      return;
+    }
+    Change c = changes.get(0);
+    if (c instanceof Change.Remove r) {
+      journal.remove(r.eventId(), r.removal());
+    } else if (c instanceof Change.Reschedule r) {
+      journal.reschedule(r.eventId(), r.attempts(), r.nextAttemptAt());
+    } else if (c instanceof Change.DeadLetter d) {
+      journal.deadLetter(d.eventId(), d.attempts(), d.reason());
+    } else if (c instanceof Change.Forget f) {
+      journal.forget(f.eventId());
+    } else {
+      journal.recordAtomically(changes);
     }
   }
 
   /**
    * Removes dead letters for good (an operator decided); their ids stay seen for the dedupe
-   * window. Ids that are not dead letters are ignored.
+   * window. Ids that are not dead letters are ignored. All the purges of one call are one journal
+   * change (one round trip to a remote journal, whatever the number of ids): recorded together
+   * or not at all.
    *
    * @param eventIds the dead letters' ids; not null
    * @return how many dead letters were removed
-   * @throws JournalException if the journal cannot record a purge: the ids before it are purged,
-   *     it and the ids after it are still dead letters
+   * @throws JournalException if the journal cannot record the purges: none is purged, every one
+   *     is still a dead letter, exactly as before, and a retry with the same ids purges them
    * @throws IllegalArgumentException if {@code eventIds} is null
    */
   public int purgeDead(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
     lock.lock();
     try {
-      int purged = 0;
+      List<Entry> purging = new ArrayList<>();
       for (String id : eventIds) {
         Entry e = entry(id);
         if (e == null || e.state != State.DEAD) {
           continue;
         }
-        try {
-          recordLeaving(e, Removal.PURGED);
-        } catch (RuntimeException x) {
-          throw failure("purgeDead of " + id + " (" + purged + " purged before it)", x, null);
+        e.state = State.GONE; // marks a repeated id; restored below if the journal fails
+        purging.add(e);
+      }
+      if (purging.isEmpty()) {
+        return 0;
+      }
+      List<Change> changes = new ArrayList<>(purging.size() + 1);
+      for (Entry e : purging) {
+        changes.add(new Change.Remove(e.id, Removal.PURGED));
+      }
+      for (Entry e : purging) {
+        if (!index.inWindow(e.ref)) {
+          changes.add(new Change.Forget(e.id));
         }
+      }
+      try {
+        record(changes);
+      } catch (RuntimeException x) {
+        for (Entry e : purging) {
+          e.state = State.DEAD;
+        }
+        throw failure("purgeDead of " + purging.get(0).id + (purging.size() == 1 ? ""
+            : " and " + (purging.size() - 1) + " more") + " (none purged, all still dead letters)",
+            x, null);
+      }
+      for (Entry e : purging) {
         dead.unlink(e);
         deadBytes -= e.deadCost;
         e.deadReason = null;
         leave(e);
-        purged++;
       }
-      return purged;
+      return purging.size();
     } finally {
       lock.unlock();
     }
@@ -1047,6 +1175,7 @@ public final class ReportQueue {
         bytes += e.bytes;
         e.event = back;
         e.seq = nextSeq++;
+        e.bornNanos = clock.nanoTime(); // a replayed dead letter's age starts again here
         requeue(e, now);
         replayed++;
         if (listening) {
@@ -1168,6 +1297,8 @@ public final class ReportQueue {
         e.state = State.DEAD;
         e.deadReason = state.deadReasons().getOrDefault(event.eventId(), "");
         e.deadCost = deadCost(e.bytes, e.deadReason);
+        e.bornNanos = clock.nanoTime() - Math.min(maxDeadAgeNanos,
+            nanosUntil(event.nextAttemptAt(), now));
         dead.addLast(e);
         deadBytes += e.deadCost;
       }
@@ -1224,6 +1355,8 @@ public final class ReportQueue {
     e.event = event;
     e.seq = nextSeq++;
     e.bytes = event.payloadBytes();
+    e.bornNanos = clock.nanoTime() - Math.min(maxAgeNanos,
+        nanosUntil(event.enqueuedAt(), clock.instant()));
     return e;
   }
 
@@ -1600,25 +1733,185 @@ public final class ReportQueue {
   }
 
   /**
-   * Discards every pending event expired at {@code at}, each journaled first.
+   * Discards up to 64 pending events expired at {@code at}, journaled first as one change (one
+   * round trip to a remote journal, whatever the number).
    *
-   * @throws JournalException when the journal cannot record one; the ones before stay expired
+   * @throws JournalException when the journal cannot record it; nothing was discarded
    */
   private void expireDue(Instant at) {
-    int budget = HOUSEKEEPING_BATCH;
-    while (budget-- > 0 && !expiring.isEmpty() && expiring.first().event.isExpiredAt(at)) {
-      Entry e = expiring.first();
-      try {
-        recordLeaving(e, Removal.EXPIRED);
-      } catch (RuntimeException x) {
-        throw failure("expiry of " + e.id, x, null);
+    if (expiring.isEmpty() || !expiring.first().event.isExpiredAt(at)) {
+      return;
+    }
+    List<Entry> due = new ArrayList<>();
+    for (Entry e : expiring) {
+      if (due.size() == HOUSEKEEPING_BATCH || !e.event.isExpiredAt(at)) {
+        break;
       }
+      due.add(e);
+    }
+    List<Change> changes = new ArrayList<>(due.size() + 1);
+    for (Entry e : due) {
+      changes.add(new Change.Remove(e.id, Removal.EXPIRED));
+    }
+    for (Entry e : due) {
+      if (!index.inWindow(e.ref)) {
+        changes.add(new Change.Forget(e.id));
+      }
+    }
+    try {
+      record(changes);
+    } catch (RuntimeException x) {
+      throw failure("expiry of " + due.get(0).id + (due.size() == 1 ? ""
+          : " and " + (due.size() - 1) + " more") + " (none expired)", x, null);
+    }
+    for (Entry e : due) {
       removePending(e);
       live--;
       bytes -= e.bytes;
       countExpired(e, at, listening
           ? "expired at " + e.event.expiresAt() + " before it was sent" : null);
       leave(e);
+    }
+  }
+
+  /**
+   * Discards, as one journal change, up to 64 of the oldest pending events older than {@code
+   * maxAge} and dead letters older than the dead letters' max age, by elapsed time on the
+   * monotonic reading (a wall clock stepped forward ages nothing). Counted as expired ({@code
+   * EXPIRED}) and as dead letters dropped ({@code DROPPED}). Best effort: when the journal cannot
+   * record the change, nothing changes and the next call tries again. O(1) per discarded event
+   * plus O(log r) for a retry; nothing when none is over its age. Returns whether pending events
+   * over their age are left for the next call (never while the journal fails: then they are
+   * sent rather than held).
+   */
+  private boolean discardAged(Instant now) {
+    if (maxAgeNanos == Long.MAX_VALUE && maxDeadAgeNanos == Long.MAX_VALUE) {
+      return false;
+    }
+    long nanos = clock.nanoTime();
+    List<Entry> pending = null;
+    LaneCursor[] cursors = null;
+    int budget = HOUSEKEEPING_BATCH;
+    boolean more = false;
+    if (maxAgeNanos != Long.MAX_VALUE && live - inflight.size > 0) {
+      cursors = new LaneCursor[lanes.length];
+      for (int i = 0; i < lanes.length; i++) {
+        cursors[i] = new LaneCursor(lanes[i]);
+      }
+      while (budget > 0) {
+        // The oldest pending event by arrival; fresh events arrive in their age order.
+        LaneCursor from = null;
+        Entry oldest = null;
+        for (LaneCursor c : cursors) {
+          Entry e = c.peek();
+          if (e != null && (oldest == null || e.seq < oldest.seq)) {
+            oldest = e;
+            from = c;
+          }
+        }
+        if (oldest == null || nanos - oldest.bornNanos < maxAgeNanos) {
+          break;
+        }
+        if (budget == 1) {
+          more = true;
+        }
+        from.next();
+        if (pending == null) {
+          pending = new ArrayList<>();
+        }
+        pending.add(oldest);
+        budget--;
+      }
+    }
+    List<Entry> deadAged = null;
+    if (maxDeadAgeNanos != Long.MAX_VALUE) {
+      for (Entry e = dead.head; e != null && budget > 0
+          && nanos - e.bornNanos >= maxDeadAgeNanos; e = e.next, budget--) {
+        if (deadAged == null) {
+          deadAged = new ArrayList<>();
+        }
+        deadAged.add(e);
+      }
+    }
+    if (pending == null && deadAged == null) {
+      return false;
+    }
+    List<Change> changes = new ArrayList<>();
+    List<Entry> all = new ArrayList<>();
+    if (pending != null) {
+      for (Entry e : pending) {
+        changes.add(new Change.Remove(e.id, Removal.EXPIRED));
+        all.add(e);
+      }
+    }
+    if (deadAged != null) {
+      for (Entry e : deadAged) {
+        changes.add(new Change.Remove(e.id, Removal.PURGED));
+        all.add(e);
+      }
+    }
+    for (Entry e : all) {
+      if (!index.inWindow(e.ref)) {
+        changes.add(new Change.Forget(e.id));
+      }
+    }
+    try {
+      record(changes);
+    } catch (RuntimeException x) {
+      if (!ageFailing) {
+        LOG.log(System.Logger.Level.WARNING, name + ": the journal could not record that "
+            + all.size() + " event(s) over their max age left; they stay until it can", x);
+      }
+      ageFailing = true;
+      return false;
+    }
+    ageFailing = false;
+    if (pending != null) {
+      for (Entry e : pending) {
+        removePending(e);
+        live--;
+        bytes -= e.bytes;
+        countExpired(e, now, listening ? "older than the queue's max age of "
+            + Duration.ofNanos(maxAgeNanos) + " (enqueued at " + e.event.enqueuedAt() + ")"
+            : null);
+        leave(e);
+      }
+    }
+    if (deadAged != null) {
+      for (Entry e : deadAged) {
+        dead.unlink(e);
+        deadBytes -= e.deadCost;
+        e.deadReason = null;
+        deadDropped++;
+        meterDrop("dead-letter-overflow");
+        if (listening) {
+          emit(Stage.DROPPED, e.id, now, "dead letter older than the dead letters' max age of "
+              + Duration.ofNanos(maxDeadAgeNanos));
+        }
+        leave(e);
+      }
+    }
+    return more && oldestPendingAged(nanos);
+  }
+
+  /** Whether the oldest pending event (by arrival) is over its max age at {@code nanos}. */
+  private boolean oldestPendingAged(long nanos) {
+    Entry oldest = null;
+    for (Lane lane : lanes) {
+      Entry e = lane.oldest();
+      if (e != null && (oldest == null || e.seq < oldest.seq)) {
+        oldest = e;
+      }
+    }
+    return oldest != null && nanos - oldest.bornNanos >= maxAgeNanos;
+  }
+
+  /** {@code d} in nanoseconds, saturated at {@code Long.MAX_VALUE / 4} (centuries). */
+  private static long saturatedNanos(Duration d) {
+    try {
+      return Math.min(d.toNanos(), Long.MAX_VALUE / 4);
+    } catch (ArithmeticException e) {
+      return Long.MAX_VALUE / 4;
     }
   }
 
@@ -1839,6 +2132,9 @@ public final class ReportQueue {
     private int dedupeMaxIds = 100_000;
     private int maxDeadLetters = 10_000;
     private long maxDeadBytes = 64L * 1024 * 1024;
+    private Duration maxAge = DEFAULT_MAX_AGE;
+    private Duration maxDeadAge = DEFAULT_MAX_AGE;
+    private boolean maxAgeSet = true;
     private LifecycleListener listener = LifecycleListener.noop();
     private boolean listenerSet;
     private MetricsListener metrics = MetricsListener.noop();
@@ -1978,6 +2274,46 @@ public final class ReportQueue {
     }
 
     /**
+     * The oldest a pending event and a dead letter may get before they are discarded, so that
+     * what the journal holds is bounded by age as well as by size by default. Default 7 days for
+     * both: an outage of a long weekend and more is bridged, while a report a week late is rarely
+     * worth sending, and an operator reviewing dead letters weekly still finds them. An event
+     * older than {@code pending} is discarded as expired (counted in {@link
+     * QueueStats#expired()} and as {@code "expired"} by the metrics listener, reported as {@code
+     * EXPIRED}); a dead letter older than {@code deadLetters} (counted from when it died) is
+     * discarded as dropped ({@link QueueStats#deadDropped()}, {@code "dead-letter-overflow"},
+     * {@code DROPPED}). In-flight events are not discarded by age. Ages are elapsed time on the
+     * monotonic reading, so a wall clock stepped forward discards nothing; an event restored
+     * after a restart starts with its wall-clock age at the restore (at most the bound), a dead
+     * letter with the wall-clock age of its last attempt, and a replayed dead letter starts again
+     * at zero (until a restart, which counts from its enqueue time). Drains (and an enqueue into
+     * a full queue) discard at most 64 per call, in one journal change; when the journal cannot
+     * record it, nothing is discarded and the next call tries again. Use {@link #noMaxAge()} to
+     * keep events for any age.
+     *
+     * @param pending the most age of a pending event; checked (positive) by {@link #build()}
+     * @param deadLetters the most age of a dead letter; checked (positive) by {@link #build()}
+     * @return this builder
+     */
+    public Builder maxAge(Duration pending, Duration deadLetters) {
+      this.maxAge = pending;
+      this.maxDeadAge = deadLetters;
+      this.maxAgeSet = true;
+      return this;
+    }
+
+    /**
+     * Keeps pending events and dead letters for any age (only the size bounds, {@link
+     * #capacity}, {@link #maxBytes} and {@link #deadLetters}, and an event's own expiry apply).
+     *
+     * @return this builder
+     */
+    public Builder noMaxAge() {
+      this.maxAgeSet = false;
+      return this;
+    }
+
+    /**
      * Receives every lifecycle step. Default: none.
      *
      * @param listener the listener; checked (not null) by {@link #build()}
@@ -2037,6 +2373,12 @@ public final class ReportQueue {
       Checks.requirePositive("dedupeMaxIds", dedupeMaxIds);
       Checks.requirePositive("maxDeadLetters", maxDeadLetters);
       Checks.requirePositive("maxDeadBytes", maxDeadBytes);
+      if (maxAgeSet) {
+        Checks.requirePositive("maxAge (pending events; noMaxAge() keeps events for any age)",
+            maxAge);
+        Checks.requirePositive("maxAge (dead letters; noMaxAge() keeps them for any age)",
+            maxDeadAge);
+      }
       Checks.requireNonNull("listener", listener);
       Checks.requireNonNull("metrics", metrics);
       Checks.requireNonBlank("name", name);

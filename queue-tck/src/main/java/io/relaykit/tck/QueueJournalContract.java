@@ -10,6 +10,10 @@ import io.relaykit.queue.QueueJournal;
 import io.relaykit.queue.QueueJournal.Change;
 import io.relaykit.queue.QueueJournal.Removal;
 import io.relaykit.queue.QueuedEvent;
+import io.relaykit.queue.ReportEvent;
+import io.relaykit.queue.ReportQueue;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -22,6 +26,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.AfterEach;
@@ -1044,6 +1049,77 @@ public abstract class QueueJournalContract {
       assertThat(state.deadReasons()).isEqualTo(model.reasons);
       assertThat(new ArrayList<>(state.seen().entrySet()))
           .containsExactlyElementsOf(new ArrayList<>(model.seen.entrySet()));
+    }
+  }
+
+  /**
+   * {@code journal} behind a proxy that counts the calls recording a change (append,
+   * appendDeferringSync, remove, reschedule, deadLetter, forget, recordAtomically) in {@code
+   * changes} and forwards every call.
+   */
+  private static QueueJournal counting(QueueJournal journal, AtomicInteger changes) {
+    return (QueueJournal) Proxy.newProxyInstance(QueueJournal.class.getClassLoader(),
+        new Class<?>[] {QueueJournal.class}, (proxy, method, args) -> {
+          switch (method.getName()) {
+            case "append", "appendDeferringSync", "remove", "reschedule", "deadLetter", "forget",
+                "recordAtomically" -> changes.incrementAndGet();
+            default -> { }
+          }
+          try {
+            return method.invoke(journal, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+        });
+  }
+
+  @Nested
+  @DisplayName("a report queue's calls over many ids")
+  class QueueBatches {
+
+    @Test
+    @DisplayName("a nack of 10 retryable ids, a nack of 20 dead ones pushing 15 out of 5-slot dead letters, and a purge of the 5 are one journal change each, and a restart loads what the queue holds")
+    void nackAndPurgeOfManyIdsAreOneChangeEach() throws Exception {
+      AtomicInteger changes = new AtomicInteger();
+      QueueJournal journal = counting(track(openJournal()), changes);
+      FakeClock clock = new FakeClock(T0);
+      ReportQueue queue = ReportQueue.builder().clock(clock).journal(journal).capacity(100)
+          .batchSize(100).maxAttempts(3).deadLetters(5, 1 << 20).build();
+      queue.restore();
+      List<String> retried = new ArrayList<>();
+      List<String> dying = new ArrayList<>();
+      for (int i = 0; i < 30; i++) {
+        String id = "nb-" + i;
+        (i < 10 ? retried : dying).add(id);
+        queue.enqueue(new ReportEvent(id, "test.event", "{\"i\":" + i + "}"));
+      }
+      assertThat(queue.drainBatch()).hasSize(30);
+
+      changes.set(0);
+      List<String> withRepeats = new ArrayList<>(retried);
+      withRepeats.add(retried.get(0));
+      withRepeats.add("unknown");
+      assertThat(queue.nack(withRepeats, true).requeued()).isEqualTo(10);
+      assertThat(changes.get()).as("journal changes for a nack of 10 ids").isEqualTo(1);
+
+      changes.set(0);
+      assertThat(queue.nack(dying, false).dead()).isEqualTo(20);
+      assertThat(changes.get()).as("journal changes for a nack of 20 ids").isEqualTo(1);
+      assertThat(queue.deadIds()).containsExactlyElementsOf(dying.subList(15, 20));
+      assertThat(queue.stats().deadDropped()).isEqualTo(15);
+
+      changes.set(0);
+      List<String> purging = new ArrayList<>(queue.deadIds());
+      purging.add("unknown");
+      assertThat(queue.purgeDead(purging)).isEqualTo(5);
+      assertThat(changes.get()).as("journal changes for a purge of 5 ids").isEqualTo(1);
+      assertThat(queue.purgeDead(purging)).as("purged once").isZero();
+
+      JournalState state = closeAndRestart(journal);
+      assertThat(ids(state.pending())).containsExactlyElementsOf(retried);
+      assertThat(state.pending()).allSatisfy(e -> assertThat(e.attempts()).isEqualTo(1));
+      assertThat(state.dead()).isEmpty();
+      assertThat(state.seen()).hasSize(30);
     }
   }
 

@@ -155,6 +155,28 @@ class BoundedWorkTest {
   }
 
   @Test
+  @DisplayName("the up to 64 expired events one drain discards are one journal change, not one journal call each (one Redis round trip or one SQL commit under the queue lock)")
+  void expiriesOfOneDrainAreOneJournalChange() {
+    ReportQueue queue = ReportQueue.builder().clock(clock).journal(journal).capacity(2000)
+        .batchSize(10).build();
+    for (int i = 0; i < 200; i++) {
+      queue.enqueue(new ReportEvent("exp-" + i, "n", "p", Priority.NORMAL,
+          clock.instant().plusSeconds(60)));
+    }
+    clock.advance(Duration.ofMinutes(2));
+    int drains = 0;
+    while (queue.stats().pending() > 0) {
+      journal.calls.clear();
+      assertThat(queue.drainBatch()).isEmpty();
+      assertThat(journal.total()).as("journal calls of one drain").isEqualTo(1);
+      drains++;
+    }
+    assertThat(drains).isEqualTo(4);
+    assertThat(queue.stats().expired()).isEqualTo(200);
+    assertThat(journal.delegate.load().pending()).isEmpty();
+  }
+
+  @Test
   @DisplayName("an ack of 500 in-flight ids is one journal change, not one journal call per id (one Redis round trip or one SQL commit under the queue lock)")
   void ackOfManyIdsIsOneJournalChange() {
     ReportQueue queue = ReportQueue.builder().clock(clock).journal(journal).capacity(1000)

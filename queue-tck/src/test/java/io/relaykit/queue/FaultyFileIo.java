@@ -29,6 +29,10 @@ final class FaultyFileIo implements FileIo {
   /** The kinds of call that can be made to fail. */
   enum Op { CREATE, WRITE, FORCE, TRUNCATE, DELETE, MOVE, SYNC_DIRECTORY }
 
+  /** Bytes read through every channel this opened: the work of a recovery, for tests. */
+  final java.util.concurrent.atomic.AtomicLong bytesRead =
+      new java.util.concurrent.atomic.AtomicLong();
+
   private final Map<Op, Integer> countdown = new EnumMap<>(Op.class);
   private final Map<Op, Boolean> always = new EnumMap<>(Op.class);
   private final Map<Op, Integer> calls = new EnumMap<>(Op.class);
@@ -221,12 +225,23 @@ final class FaultyFileIo implements FileIo {
 
     @Override
     public int read(ByteBuffer dst) throws IOException {
-      return ch.read(dst);
+      return counted(ch.read(dst));
+    }
+
+    private int counted(int n) {
+      if (n > 0) {
+        bytesRead.addAndGet(n);
+      }
+      return n;
     }
 
     @Override
     public long read(ByteBuffer[] dsts, int offset, int length) throws IOException {
-      return ch.read(dsts, offset, length);
+      long n = ch.read(dsts, offset, length);
+      if (n > 0) {
+        bytesRead.addAndGet(n);
+      }
+      return n;
     }
 
     @Override
@@ -289,7 +304,7 @@ final class FaultyFileIo implements FileIo {
 
     @Override
     public int read(ByteBuffer dst, long position) throws IOException {
-      return ch.read(dst, position);
+      return counted(ch.read(dst, position));
     }
 
     @Override
