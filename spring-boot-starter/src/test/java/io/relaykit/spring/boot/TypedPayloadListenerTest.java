@@ -20,10 +20,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
@@ -36,8 +37,10 @@ import tools.jackson.databind.json.JsonMapper;
  * Typed payloads through the starter on the in-process transport and H2: {@code
  * TransactionalOutbox.append(destination, key, object)} in, a {@link RelaykitListener} method
  * taking the payload type (beside the Message or Delivery) out, and payloads that cannot be
- * converted dead-lettered at once with a reason that describes, never quotes, the bytes.
+ * converted dead-lettered at once with a reason that describes, never quotes, the bytes. One
+ * context for the class (a context start is most of the cost); each test uses its own keys.
  */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TypedPayloadListenerTest {
 
   private static final Duration WAIT = Duration.ofSeconds(30);
@@ -89,7 +92,7 @@ class TypedPayloadListenerTest {
   private String destination;
   private String group;
 
-  @BeforeEach
+  @BeforeAll
   void start() {
     destination = unique("typed");
     group = unique("g");
@@ -103,7 +106,7 @@ class TypedPayloadListenerTest {
         "test.group=" + group).run();
   }
 
-  @AfterEach
+  @AfterAll
   void stop() {
     ctx.close();
   }
@@ -136,19 +139,20 @@ class TypedPayloadListenerTest {
   @DisplayName("typed appends reach typed listeners, each as the subtype its type header names")
   void sendTypedHandleTyped() {
     TypedInbox inbox = ctx.getBean(TypedInbox.class);
-    Message placed = append("o-1", new OrderPlaced("o-1", 1250));
-    append("o-1", new OrderCancelled("o-1", "changed my mind"));
+    String order = unique("o");
+    Message placed = append(order, new OrderPlaced(order, 1250));
+    append(order, new OrderCancelled(order, "changed my mind"));
 
     assertThat(placed.type()).isEqualTo(OrderPlaced.class.getName());
     assertThat(placed.headers()).containsEntry(CloudEvents.CONTENT_TYPE, "application/json");
-    Await.until(WAIT, "both events reach the supertype listener", () -> inbox.events.size() == 2);
-    assertThat(inbox.events).containsExactly(new OrderPlaced("o-1", 1250),
-        new OrderCancelled("o-1", "changed my mind"));
-    assertThat(inbox.typeOf).containsEntry("o-1/OrderPlaced", OrderPlaced.class.getName())
-        .containsEntry("o-1/OrderCancelled", OrderCancelled.class.getName());
+    Await.until(WAIT, "both events reach the supertype listener",
+        () -> inbox.events.stream().filter(e -> e.orderId().equals(order)).count() == 2);
+    assertThat(inbox.events.stream().filter(e -> e.orderId().equals(order)))
+        .containsExactly(new OrderPlaced(order, 1250), new OrderCancelled(order, "changed my mind"));
+    assertThat(inbox.typeOf).containsEntry(order + "/OrderPlaced", OrderPlaced.class.getName())
+        .containsEntry(order + "/OrderCancelled", OrderCancelled.class.getName());
     Await.until(WAIT, "the placed event reaches the concrete listener",
-        () -> !inbox.placed.isEmpty());
-    assertThat(inbox.placed).containsExactly(new OrderPlaced("o-1", 1250));
+        () -> inbox.placed.contains(new OrderPlaced(order, 1250)));
   }
 
   @Test
@@ -159,13 +163,14 @@ class TypedPayloadListenerTest {
     String poisonId = unique("poison");
     byte[] poison = ("{\"orderId\":\"" + SECRET + "\",\"cents\":\"" + SECRET + "\"")
         .getBytes(StandardCharsets.UTF_8);
-    appendRaw(Message.builder().id(poisonId).type(OrderPlaced.class.getName()).key("o-2")
+    String order = unique("o");
+    appendRaw(Message.builder().id(poisonId).type(OrderPlaced.class.getName()).key(order)
         .payload(poison).header(CloudEvents.CONTENT_TYPE, "application/json").build());
     String unknownId = unique("unknown");
-    appendRaw(Message.builder().id(unknownId).type("com.example.Refund").key("o-3")
+    appendRaw(Message.builder().id(unknownId).type("com.example.Refund").key(unique("o"))
         .payload("{\"orderId\":\"o-3\"}").header(CloudEvents.CONTENT_TYPE, "application/json")
         .build());
-    append("o-2", new OrderPlaced("o-2", 5));
+    append(order, new OrderPlaced(order, 5));
 
     DeadLetterStore deadLetters = ctx.getBean(DeadLetterStore.class);
     Await.until(WAIT, "the poison message is dead-lettered by the supertype listener's group",
@@ -189,7 +194,7 @@ class TypedPayloadListenerTest {
 
     // The key's next event is handled: the loop did not stop at the poison.
     Await.until(WAIT, "the next event of the key is handled",
-        () -> inbox.events.contains(new OrderPlaced("o-2", 5)));
+        () -> inbox.events.contains(new OrderPlaced(order, 5)));
   }
 
   @Test
