@@ -21,8 +21,11 @@ public class PayloadConversionException extends PermanentFailureException {
   /** The longest type header quoted in a reason; a longer one is cut. */
   static final int MAX_TYPE_CHARS = 200;
 
+  /** The binary name of the class the handler asked for. */
   private final String targetType;
+  /** The payload's length in bytes. */
   private final int payloadLength;
+  /** The payload's declared content type, or null. */
   private final String contentType;
 
   /**
