@@ -96,7 +96,8 @@ class TypedListenerSignatureTest {
         new CodecWithoutPayload(), "plain")).isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("takes no payload type");
     assertThatThrownBy(() -> registry(false).postProcessAfterInitialization(new Good(), "good"))
-        .isInstanceOf(IllegalStateException.class).hasMessageContaining("@RelaykitListener method good.")
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("@RelaykitListener method good.")
         .hasMessageContaining("no payload codec is configured");
   }
 }

@@ -148,7 +148,8 @@ class TypedPayloadListenerTest {
     Await.until(WAIT, "both events reach the supertype listener",
         () -> inbox.events.stream().filter(e -> e.orderId().equals(order)).count() == 2);
     assertThat(inbox.events.stream().filter(e -> e.orderId().equals(order)))
-        .containsExactly(new OrderPlaced(order, 1250), new OrderCancelled(order, "changed my mind"));
+        .containsExactly(new OrderPlaced(order, 1250),
+            new OrderCancelled(order, "changed my mind"));
     assertThat(inbox.typeOf).containsEntry(order + "/OrderPlaced", OrderPlaced.class.getName())
         .containsEntry(order + "/OrderCancelled", OrderCancelled.class.getName());
     Await.until(WAIT, "the placed event reaches the concrete listener",
