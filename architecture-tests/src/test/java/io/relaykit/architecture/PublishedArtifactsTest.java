@@ -58,6 +58,7 @@ class PublishedArtifactsTest {
         .containsExactlyInAnyOrder("relaykit-core", "relaykit-tck", "relaykit-guice",
             "relaykit-jdbc", "relaykit-redis", "relaykit-kafka", "relaykit-rabbitmq",
             "relaykit-poller", "relaykit-micrometer", "relaykit-opentelemetry",
+            "relaykit-codec-jackson",
             "relaykit-spring-boot-starter", "relaykit-test");
 
     Document bom = read(ROOT.resolve("bom").resolve("pom.xml"));

@@ -41,7 +41,7 @@ final class RelayKitModules {
   static final List<Module> ALL = List.of(
       new Module("queue-core", Role.CORE, List.of("queue", "retry", "message", "outbox",
           "idempotency", "ordering", "deadletter", "monitor", "inprocess", "internal", "trace",
-          "config")),
+          "config", "codec")),
       new Module("queue-tck", Role.SUPPORT, List.of("tck")),
       new Module("queue-guice", Role.SUPPORT, List.of("guice")),
       new Module("storage-h2", Role.ADAPTER, List.of("storage.jdbc", "storage.h2")),
@@ -51,6 +51,7 @@ final class RelayKitModules {
       new Module("frontend-poller", Role.ADAPTER, List.of("poller")),
       new Module("metrics-micrometer", Role.ADAPTER, List.of("metrics.micrometer")),
       new Module("tracing-opentelemetry", Role.ADAPTER, List.of("opentelemetry")),
+      new Module("codec-jackson", Role.ADAPTER, List.of("jackson")),
       new Module("spring-boot-starter", Role.INTEGRATION, List.of("spring")),
       new Module("relaykit-test", Role.TEST_SUPPORT, List.of("test")),
       new Module("examples", Role.APPLICATION, List.of("examples")),

@@ -1,5 +1,6 @@
 package io.relaykit.spring.boot;
 
+import io.relaykit.codec.Payloads;
 import io.relaykit.config.CoreKeys;
 import io.relaykit.config.IdempotencySettings;
 import io.relaykit.config.RelaySettings;
@@ -217,6 +218,8 @@ public class RelaykitAutoConfiguration {
    * @param subscriber the transport's subscriber, resolved at start
    * @param idempotency the idempotency store, resolved at start
    * @param settings the settings, resolved when a listener method is found
+   * @param payloads the codecs for listener methods that take a typed payload, resolved when
+   *     such a method is found
    * @param env the environment
    * @return the registry
    */
@@ -226,8 +229,8 @@ public class RelaykitAutoConfiguration {
       matchIfMissing = true)
   public static RelaykitListenerRegistry relaykitListenerRegistry(
       ObjectProvider<Subscriber> subscriber, ObjectProvider<IdempotencyStore> idempotency,
-      ObjectProvider<Settings> settings, Environment env) {
-    return new RelaykitListenerRegistry(subscriber, idempotency, settings,
+      ObjectProvider<Settings> settings, ObjectProvider<Payloads> payloads, Environment env) {
+    return new RelaykitListenerRegistry(subscriber, idempotency, settings, payloads,
         RelaykitEnvironment.shutdownPhaseTimeout(env));
   }
 
@@ -255,7 +258,8 @@ public class RelaykitAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    TransactionalOutbox relaykitOutbox(JdbcStorage storage, Settings settings) {
+    TransactionalOutbox relaykitOutbox(JdbcStorage storage, Settings settings,
+        ObjectProvider<Payloads> payloads) {
       OutboxOrderScope scope = settings.getEnum(JdbcConfigKeys.OUTBOX_ORDER_SCOPE,
           OutboxOrderScope.class, OutboxOrderScope.KEY);
       OutboxBound bound = OutboxBound.unbounded();
@@ -264,7 +268,8 @@ public class RelaykitAutoConfiguration {
             settings.getEnum(JdbcConfigKeys.OUTBOX_OVER_BOUND, OutboxBound.OverBound.class,
                 OutboxBound.OverBound.REFUSE));
       }
-      return TransactionalOutbox.jdbc(storage.outboxStore(bound, scope), storage.dataSource());
+      return TransactionalOutbox.jdbc(storage.outboxStore(bound, scope), storage.dataSource())
+          .withPayloads(payloads.getIfAvailable());
     }
 
     @Bean
@@ -293,8 +298,9 @@ public class RelaykitAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
-    TransactionalOutbox relaykitOutbox(InMemoryOutboxStore store) {
-      return TransactionalOutbox.inMemory(store);
+    TransactionalOutbox relaykitOutbox(InMemoryOutboxStore store,
+        ObjectProvider<Payloads> payloads) {
+      return TransactionalOutbox.inMemory(store).withPayloads(payloads.getIfAvailable());
     }
 
     @Bean

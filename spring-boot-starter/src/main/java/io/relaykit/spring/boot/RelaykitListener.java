@@ -8,8 +8,16 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
 /**
- * Marks a bean method as the handler of a relaykit subscription. The method takes one parameter,
- * an {@link io.relaykit.message.Message} or an {@link io.relaykit.message.Delivery}; returning
+ * Marks a bean method as the handler of a relaykit subscription. The method takes an {@link
+ * io.relaykit.message.Message}, a {@link io.relaykit.message.Delivery}, or a payload type (a class
+ * or record, decoded by the subscription's codec), or a payload type beside a Message or Delivery
+ * ({@code void on(OrderCreated e, Message m)}). A payload type may be a supertype: each message is
+ * decoded into the subtype its type names (see {@link io.relaykit.codec.PayloadTypes#resolve}),
+ * so one method can dispatch by type. A payload that cannot be decoded (bad bytes, another content
+ * type, an unknown type, too large) fails the delivery with a {@link
+ * io.relaykit.codec.PayloadConversionException}, a permanent failure: dead-lettered at once, with
+ * a reason that names the target type and the payload's length and content type, never its
+ * bytes. Returning
  * normally acknowledges the message, throwing means "not done" (retried by {@code
  * relaykit.retry.*}, or dead-lettered at once for a {@link
  * io.relaykit.retry.PermanentFailureException}), as for any {@link
@@ -121,4 +129,14 @@ public @interface RelaykitListener {
    * @return the lease; default 5m
    */
   String idempotencyLease() default "5m";
+
+  /**
+   * The codec of a method that takes a payload type, named by its content type ({@code
+   * application/json}); empty (the default) for the destination's codec, else the default codec
+   * of the {@link io.relaykit.codec.Payloads} bean (JSON on Jackson 3 when it is on the class
+   * path). A content type no codec has fails the start.
+   *
+   * @return the content type, or ""
+   */
+  String codec() default "";
 }

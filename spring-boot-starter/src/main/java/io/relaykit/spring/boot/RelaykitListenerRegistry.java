@@ -1,5 +1,7 @@
 package io.relaykit.spring.boot;
 
+import io.relaykit.codec.PayloadCodec;
+import io.relaykit.codec.Payloads;
 import io.relaykit.config.DurationFormat;
 import io.relaykit.config.RetrySettings;
 import io.relaykit.config.Settings;
@@ -13,6 +15,8 @@ import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
+import java.lang.reflect.ParameterizedType;
+import java.lang.reflect.Type;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -22,6 +26,7 @@ import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.BeanFactory;
@@ -91,6 +96,7 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
   private final ObjectProvider<Subscriber> subscriber;
   private final ObjectProvider<IdempotencyStore> idempotency;
   private final ObjectProvider<Settings> settings;
+  private final Supplier<Payloads> payloads;
   private final Duration drainDeadline;
   private final Duration stopDeadline;
   private final List<Endpoint> endpoints = new CopyOnWriteArrayList<>();
@@ -111,9 +117,35 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
   public RelaykitListenerRegistry(ObjectProvider<Subscriber> subscriber,
       ObjectProvider<IdempotencyStore> idempotency, ObjectProvider<Settings> settings,
       Duration shutdownPhaseTimeout) {
+    this(subscriber, idempotency, settings, () -> null, shutdownPhaseTimeout);
+  }
+
+  /**
+   * Creates the registry, with the codecs of listener methods that take a typed payload; nothing
+   * is resolved until {@link #start()}.
+   *
+   * @param subscriber the transport's subscriber
+   * @param idempotency the idempotency store, for {@link RelaykitListener#idempotent()}
+   * @param settings the relaykit settings (the retry policy of every subscription), resolved
+   *     when the first listener method is found
+   * @param payloads the codecs and type names, resolved when the first method taking a typed
+   *     payload is found; none (an empty provider) makes such a method fail the start
+   * @param shutdownPhaseTimeout {@code spring.lifecycle.timeout-per-shutdown-phase}
+   */
+  public RelaykitListenerRegistry(ObjectProvider<Subscriber> subscriber,
+      ObjectProvider<IdempotencyStore> idempotency, ObjectProvider<Settings> settings,
+      ObjectProvider<Payloads> payloads, Duration shutdownPhaseTimeout) {
+    this(subscriber, idempotency, settings,
+        Objects.requireNonNull(payloads, "payloads")::getIfAvailable, shutdownPhaseTimeout);
+  }
+
+  private RelaykitListenerRegistry(ObjectProvider<Subscriber> subscriber,
+      ObjectProvider<IdempotencyStore> idempotency, ObjectProvider<Settings> settings,
+      Supplier<Payloads> payloads, Duration shutdownPhaseTimeout) {
     this.subscriber = Objects.requireNonNull(subscriber, "subscriber");
     this.idempotency = Objects.requireNonNull(idempotency, "idempotency");
     this.settings = Objects.requireNonNull(settings, "settings");
+    this.payloads = payloads;
     Objects.requireNonNull(shutdownPhaseTimeout, "shutdownPhaseTimeout");
     if (shutdownPhaseTimeout.isNegative() || shutdownPhaseTimeout.isZero()) {
       throw new IllegalArgumentException("spring.lifecycle.timeout-per-shutdown-phase must be"
@@ -366,17 +398,12 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
 
   private Endpoint endpoint(Object bean, String beanName, Method method, RelaykitListener a) {
     String where = beanName + "." + method.getName();
-    Class<?>[] params = method.getParameterTypes();
-    if (params.length != 1 || (params[0] != Message.class && params[0] != Delivery.class)) {
-      throw new IllegalStateException("@RelaykitListener method " + where + " must take one"
-          + " parameter, a Message or a Delivery; has " + params.length);
-    }
+    Arguments arguments = arguments(method, where, a);
     Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
     invocable.setAccessible(true);
-    boolean wantsDelivery = params[0] == Delivery.class;
     MessageHandler invoke = d -> {
       try {
-        invocable.invoke(bean, wantsDelivery ? d : d.message());
+        invocable.invoke(bean, arguments.of(d));
       } catch (InvocationTargetException e) {
         Throwable cause = e.getCause();
         if (cause instanceof Exception ex) {
@@ -412,6 +439,80 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
     } catch (IllegalArgumentException | org.springframework.expression.ParseException e) {
       throw new IllegalStateException("@RelaykitListener method " + where + ": "
           + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * How a method's parameters are filled from a delivery: a Message, a Delivery, and at most one
+   * typed payload, decoded with the subscription's codec.
+   */
+  private Arguments arguments(Method method, String where, RelaykitListener a) {
+    Class<?>[] params = method.getParameterTypes();
+    Type[] generic = method.getGenericParameterTypes();
+    if (params.length < 1 || params.length > 2) {
+      throw new IllegalStateException("@RelaykitListener method " + where + " must take one"
+          + " parameter (a Message, a Delivery or a payload type) or two (a payload type and a"
+          + " Message or Delivery); has " + params.length);
+    }
+    int typed = -1;
+    for (int i = 0; i < params.length; i++) {
+      if (params[i] == Message.class || params[i] == Delivery.class) {
+        continue;
+      }
+      if (typed >= 0) {
+        throw new IllegalStateException("@RelaykitListener method " + where + " takes two"
+            + " payload types (" + params[typed].getName() + ", " + params[i].getName()
+            + "); it may take one, beside a Message or Delivery");
+      }
+      if (params[i].isPrimitive() || generic[i] instanceof ParameterizedType) {
+        throw new IllegalStateException("@RelaykitListener method " + where + ": payload type "
+            + generic[i].getTypeName() + " is not supported; take a class or record (wrap a"
+            + " collection in a record)");
+      }
+      typed = i;
+    }
+    if (typed >= 0 && params.length == 2 && params[0] == params[1]) {
+      throw new IllegalStateException("@RelaykitListener method " + where + " takes two "
+          + params[0].getSimpleName() + " parameters");
+    }
+    String codecName = resolve(a.codec());
+    if (typed < 0) {
+      if (!codecName.isBlank()) {
+        throw new IllegalStateException("@RelaykitListener method " + where + " names codec '"
+            + codecName + "' but takes no payload type");
+      }
+      return new Arguments(params, -1, null, null, null);
+    }
+    Payloads p = payloads.get();
+    if (p == null) {
+      throw new IllegalStateException("@RelaykitListener method " + where + " takes a "
+          + params[typed].getName() + " but no payload codec is configured: put Jackson 3"
+          + " (tools.jackson.core:jackson-databind) on the class path, or define a"
+          + " io.relaykit.codec.Payloads bean");
+    }
+    PayloadCodec codec;
+    try {
+      codec = codecName.isBlank() ? p.codecFor(resolve(a.destination())) : p.codec(codecName);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalStateException("@RelaykitListener method " + where + ": "
+          + e.getMessage(), e);
+    }
+    return new Arguments(params, typed, params[typed], p, codec);
+  }
+
+  /** Fills a listener method's parameters; a decode failure is a permanent failure. */
+  private record Arguments(Class<?>[] params, int typed, Class<?> type, Payloads payloads,
+      PayloadCodec codec) {
+    Object[] of(Delivery d) {
+      Object[] args = new Object[params.length];
+      for (int i = 0; i < params.length; i++) {
+        if (i == typed) {
+          args[i] = payloads.decode(d.message(), type, codec);
+        } else {
+          args[i] = params[i] == Delivery.class ? d : d.message();
+        }
+      }
+      return args;
     }
   }
 

@@ -1,5 +1,6 @@
 package io.relaykit.spring.boot;
 
+import io.relaykit.codec.Payloads;
 import io.relaykit.message.Message;
 import io.relaykit.outbox.InMemoryOutboxStore;
 import io.relaykit.outbox.OutboxBound;
@@ -45,12 +46,14 @@ public final class TransactionalOutbox {
   private final JdbcOutboxStore jdbc;
   private final DataSource dataSource;
   private final InMemoryOutboxStore memory;
+  private final Payloads payloads;
 
   private TransactionalOutbox(JdbcOutboxStore jdbc, DataSource dataSource,
-      InMemoryOutboxStore memory) {
+      InMemoryOutboxStore memory, Payloads payloads) {
     this.jdbc = jdbc;
     this.dataSource = dataSource;
     this.memory = memory;
+    this.payloads = payloads;
   }
 
   /**
@@ -63,7 +66,7 @@ public final class TransactionalOutbox {
    */
   public static TransactionalOutbox jdbc(JdbcOutboxStore store, DataSource dataSource) {
     return new TransactionalOutbox(Objects.requireNonNull(store, "store"),
-        Objects.requireNonNull(dataSource, "dataSource"), null);
+        Objects.requireNonNull(dataSource, "dataSource"), null, null);
   }
 
   /**
@@ -74,7 +77,56 @@ public final class TransactionalOutbox {
    * @throws NullPointerException if {@code store} is null
    */
   public static TransactionalOutbox inMemory(InMemoryOutboxStore store) {
-    return new TransactionalOutbox(null, null, Objects.requireNonNull(store, "store"));
+    return new TransactionalOutbox(null, null, Objects.requireNonNull(store, "store"), null);
+  }
+
+  /**
+   * This outbox, appending typed objects with {@code payloads} ({@link #append(String, String,
+   * Object)}); the starter sets its {@link Payloads} bean here.
+   *
+   * @param payloads the codecs and type names, or null for none (typed appends then fail)
+   * @return an outbox on the same store
+   */
+  public TransactionalOutbox withPayloads(Payloads payloads) {
+    return new TransactionalOutbox(jdbc, dataSource, memory, payloads);
+  }
+
+  /**
+   * The codecs and type names typed appends use.
+   *
+   * @return the payloads, or null if none is set (no codec on the class path)
+   */
+  public Payloads payloads() {
+    return payloads;
+  }
+
+  /**
+   * Writes {@code payload}, encoded by {@code destination}'s codec, for {@code destination} in
+   * the caller's Spring transaction: {@link Payloads#message} records the payload's type (the
+   * message's {@code type}) and the codec's content type (the {@code content-type} header), so a
+   * {@link RelaykitListener} method can take the object back. Guarantees, cost and failures are
+   * {@link #append(String, Message)}'s, plus one encode.
+   *
+   * @param destination where a relay publishes the message
+   * @param key the ordering key, or null for none
+   * @param payload the object; not null
+   * @return the appended message (its id and trace id identify it later)
+   * @throws IllegalStateException if no codec is configured (put Jackson 3, {@code
+   *     tools.jackson.core:jackson-databind}, on the class path, or define a {@link Payloads}
+   *     bean), or as {@link #append(String, Message)}; nothing is written
+   * @throws IllegalArgumentException if the codec cannot encode the payload, or as {@link
+   *     #append(String, Message)}; nothing is written
+   * @throws JdbcOutboxException if the database fails the INSERT
+   */
+  public Message append(String destination, String key, Object payload) {
+    if (payloads == null) {
+      throw new IllegalStateException("relaykit outbox: no payload codec for typed appends to '"
+          + destination + "': put Jackson 3 (tools.jackson.core:jackson-databind) on the class"
+          + " path, or define a io.relaykit.codec.Payloads bean; nothing was written");
+    }
+    Message message = payloads.message(destination, key, payload);
+    append(destination, message);
+    return message;
   }
 
   /**

@@ -66,6 +66,13 @@ class StarterDependenciesTest {
   }
 
   @Test
+  @DisplayName("typed payloads come with the starter: relaykit-codec-jackson (JSON on Jackson 3)"
+      + " is a regular compile dependency")
+  void payloadCodecIsRegular() {
+    assertThat(DEPENDENCIES).containsEntry("relaykit-codec-jackson", "compile");
+  }
+
+  @Test
   @DisplayName("transports, the Redis fast tier and Micrometer stay optional add-ons")
   void addOnsStayOptional() {
     for (String addOn : new String[] {"relaykit-kafka", "relaykit-rabbitmq", "relaykit-redis",
