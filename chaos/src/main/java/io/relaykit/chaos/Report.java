@@ -88,8 +88,8 @@ final class Report {
     for (Checker.Recovery r : v.recoveries()) {
       b.append("<tr><td>").append(String.format(Locale.ROOT, "%.1f s", r.startMs() / 1000.0))
           .append("</td><td>").append(esc(r.fault() + " " + r.target())).append("</td><td>")
-          .append(r.recoveryMs() == null ? "not recovered" : "recovered in " + r.recoveryMs()
-              + " ms").append("</td></tr>");
+          .append(r.unrecovered() ? "NOT recovered within " + r.recoveryMs() + " ms"
+              : "recovered in " + r.recoveryMs() + " ms").append("</td></tr>");
     }
     b.append("</table>\n<h2>Over time</h2>\n").append(svg(h.samples(), h.faults()));
     if (!v.examples().isEmpty()) {
