@@ -39,6 +39,9 @@ final class Report {
     Map<String, Object> json = new LinkedHashMap<>(meta);
     json.put("passed", v.passed() && meta.get("fatal") == null);
     json.put("verdict", v);
+    json.put("unrecoveredFaults", v.unrecoveredFaults());
+    json.put("recoveryMaxMs", v.recoveries().stream().mapToLong(Checker.Recovery::recoveryMs)
+        .max().orElse(0));
     json.put("faults", h.faults());
     json.put("samples", h.samples());
     JSON.writeValue(dir.resolve("report.json").toFile(), json);
