@@ -249,8 +249,9 @@ public record ChaosOptions(
           .format(java.time.Instant.now()));
     }
     return new ChaosOptions(storage, transport, idempotency, instances, orders, rate, failRate,
-        faults, kills, brokerKills, partitions, Duration.ofSeconds(partitionSeconds), modes, targets, seed,
-        report, Duration.ofSeconds(settle), Duration.ofSeconds(recoveryBound), repeat, poison, postgresUrl);
+        faults, kills, brokerKills, partitions, Duration.ofSeconds(partitionSeconds), modes,
+        targets, seed, report, Duration.ofSeconds(settle), Duration.ofSeconds(recoveryBound),
+        repeat, poison, postgresUrl);
   }
 
   private static List<String> list(String value) {

@@ -328,7 +328,8 @@ public final class ChaosRun implements AutoCloseable {
         v.failed(), v.failedNotPoison(), v.unacknowledgedOrders());
     out.printf(Locale.ROOT, "[chaos] lost %d, duplicate effects %d, order violations %d, key"
         + " violations %d, dead letters without FAILED %d, FAILED without dead letter %d,"
-        + " effects without dedupe row %d, faults not recovered within %d s %d%n", v.lost(), v.duplicateEffects(),
+        + " effects without dedupe row %d, faults not recovered within %d s %d%n", v.lost(),
+        v.duplicateEffects(),
         v.orderViolations(), v.keyViolations(), v.deadLettersWithoutFailedOrder(),
         v.failedOrdersWithoutDeadLetter(), v.effectsWithoutDedupeRow(),
         o.recoveryBound().toSeconds(), v.unrecoveredFaults());
