@@ -1,12 +1,14 @@
 package io.relaykit.transport.rabbitmq;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.MissedHeartbeatException;
 import com.rabbitmq.client.Recoverable;
 import com.rabbitmq.client.RecoveryListener;
 import com.rabbitmq.client.ShutdownSignalException;
+import io.relaykit.config.Settings;
 import io.relaykit.tck.Await;
 import io.relaykit.tck.FaultProxy;
 import java.net.URI;
@@ -34,6 +36,21 @@ class RabbitMqHeartbeatDetectionTest {
     }
     if (proxy != null) {
       proxy.close();
+    }
+  }
+
+  @Test
+  @DisplayName("relaykit.rabbitmq.heartbeat is read; less than a second, fractions and more than"
+      + " 65535 s are rejected naming the key")
+  void heartbeatKey() {
+    assertThat(RabbitMqTransportConfig.from(Settings.builder()
+        .set(RabbitMqConfigKeys.HEARTBEAT, "5s").build()).heartbeat())
+        .isEqualTo(Duration.ofSeconds(5));
+    for (String bad : new String[] {"0s", "500ms", "1500ms", "65536s"}) {
+      assertThatThrownBy(() -> RabbitMqTransportConfig.from(Settings.builder()
+          .set(RabbitMqConfigKeys.HEARTBEAT, bad).build()))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("relaykit.rabbitmq").hasMessageContaining("heartbeat");
     }
   }
 
