@@ -35,6 +35,7 @@ public record ChaosOptions(
     long seed,
     Path reportDir,
     Duration settle,
+    Duration recoveryBound,
     double repeatShare,
     double poisonShare,
     String postgresUrl) {
@@ -70,6 +71,10 @@ public record ChaosOptions(
       "  --report DIR                   report.json, report.html, client-log.jsonl",
       "                                 (default target/chaos/<time>)",
       "  --settle SECONDS               how long the backlog may take to drain (default 120)",
+      "  --recovery-bound SECONDS       the next fault waits until the previous one recovered",
+      "                                 (backlog back at its level before, deliveries flowing),",
+      "                                 at most this long from its start; a fault not recovered",
+      "                                 by then fails the run (default 60)",
       "  --repeat-share P               share of requests sent again with their key (0.1)",
       "  --poison-share P               share of orders for the poison SKU (0.05)",
       "  --postgres-url URL             server to use (default $RELAYKIT_POSTGRES_URL or",
@@ -119,6 +124,8 @@ public record ChaosOptions(
     }
     require(settle.toSeconds() >= 1 && settle.toSeconds() <= 3600,
         "--settle must be in 1..3600 seconds");
+    require(recoveryBound.toSeconds() >= 1 && recoveryBound.toSeconds() <= 3600,
+        "--recovery-bound must be in 1..3600 seconds");
     require(repeatShare >= 0 && repeatShare <= 1, "--repeat-share must be in [0, 1]");
     require(poisonShare >= 0 && poisonShare < 1, "--poison-share must be in [0, 1)");
     faults = Set.copyOf(faults);
@@ -187,6 +194,7 @@ public record ChaosOptions(
     long seed = 1;
     Path report = null;
     int settle = 120;
+    int recoveryBound = 60;
     double repeat = 0.1;
     double poison = 0.05;
     String env = System.getenv("RELAYKIT_POSTGRES_URL");
@@ -223,6 +231,7 @@ public record ChaosOptions(
         case "--seed" -> seed = longValue(name, value);
         case "--report" -> report = Path.of(value);
         case "--settle" -> settle = integer(name, value);
+        case "--recovery-bound" -> recoveryBound = integer(name, value);
         case "--repeat-share" -> repeat = number(name, value);
         case "--poison-share" -> poison = number(name, value);
         case "--postgres-url" -> postgresUrl = value;
@@ -240,8 +249,9 @@ public record ChaosOptions(
           .format(java.time.Instant.now()));
     }
     return new ChaosOptions(storage, transport, idempotency, instances, orders, rate, failRate,
-        faults, kills, brokerKills, partitions, Duration.ofSeconds(partitionSeconds), modes, targets, seed,
-        report, Duration.ofSeconds(settle), repeat, poison, postgresUrl);
+        faults, kills, brokerKills, partitions, Duration.ofSeconds(partitionSeconds), modes,
+        targets, seed, report, Duration.ofSeconds(settle), Duration.ofSeconds(recoveryBound),
+        repeat, poison, postgresUrl);
   }
 
   private static List<String> list(String value) {

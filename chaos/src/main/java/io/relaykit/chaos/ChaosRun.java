@@ -59,7 +59,7 @@ import java.util.stream.Stream;
  */
 public final class ChaosRun implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
-  /** The least time between the end of one fault and the start of the next. */
+  /** The least time between one fault's recovery (or its bound) and the start of the next. */
   static final Duration HEALTHY_GAP = Duration.ofSeconds(2);
   private static final Pattern PG_URL =
       Pattern.compile("jdbc:postgresql://([^/:?]+)(?::(\\d+))?/([^?]*)(\\?.*)?");
@@ -258,7 +258,7 @@ public final class ChaosRun implements AutoCloseable {
       d.kill();
     }
     History h = snapshot(driver);
-    Checker.Verdict v = Checker.check(h);
+    Checker.Verdict v = Checker.check(h, o.recoveryBound().toMillis());
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("runId", runId);
     meta.put("command", "./relaykit chaos " + String.join(" ", commandLine()));
@@ -288,7 +288,8 @@ public final class ChaosRun implements AutoCloseable {
     if (!o.partitionTargets().isEmpty()) {
       c.addAll(List.of("--partition-targets", String.join(",", o.partitionTargets())));
     }
-    c.addAll(List.of("--seed", Long.toString(o.seed())));
+    c.addAll(List.of("--recovery-bound", Long.toString(o.recoveryBound().toSeconds()), "--seed",
+        Long.toString(o.seed())));
     return c;
   }
 
@@ -310,6 +311,7 @@ public final class ChaosRun implements AutoCloseable {
     m.put("partitionTargets", o.partitionTargets());
     m.put("seed", o.seed());
     m.put("settleSeconds", o.settle().toSeconds());
+    m.put("recoveryBoundSeconds", o.recoveryBound().toSeconds());
     m.put("repeatShare", o.repeatShare());
     m.put("poisonShare", o.poisonShare());
     m.put("poisonSku", ChaosOptions.POISON_SKU);
@@ -326,15 +328,17 @@ public final class ChaosRun implements AutoCloseable {
         v.failed(), v.failedNotPoison(), v.unacknowledgedOrders());
     out.printf(Locale.ROOT, "[chaos] lost %d, duplicate effects %d, order violations %d, key"
         + " violations %d, dead letters without FAILED %d, FAILED without dead letter %d,"
-        + " effects without dedupe row %d%n", v.lost(), v.duplicateEffects(),
+        + " effects without dedupe row %d, faults not recovered within %d s %d%n", v.lost(),
+        v.duplicateEffects(),
         v.orderViolations(), v.keyViolations(), v.deadLettersWithoutFailedOrder(),
-        v.failedOrdersWithoutDeadLetter(), v.effectsWithoutDedupeRow());
+        v.failedOrdersWithoutDeadLetter(), v.effectsWithoutDedupeRow(),
+        o.recoveryBound().toSeconds(), v.unrecoveredFaults());
     out.printf(Locale.ROOT, "[chaos] max backlog %d, max oldest pending %d ms%n",
         v.maxBacklog(), v.maxOldestPendingMs());
     for (Checker.Recovery r : v.recoveries()) {
       out.printf(Locale.ROOT, "[chaos]   %s %s at %.1f s: %s%n", r.fault(), r.target(),
-          r.startMs() / 1000.0, r.recoveryMs() == null ? "backlog never back at its level"
-              : "recovered in " + r.recoveryMs() + " ms");
+          r.startMs() / 1000.0, r.unrecovered() ? "NOT recovered within " + r.recoveryMs()
+              + " ms" : "recovered in " + r.recoveryMs() + " ms");
     }
     v.examples().forEach((k, list) -> {
       if (!k.equals("failedNotPoison") || !list.isEmpty()) {
@@ -356,29 +360,32 @@ public final class ChaosRun implements AutoCloseable {
   }
 
   private void injectAll(List<FaultSchedule.Event> schedule, long loadStart) {
-    long notBefore = loadStart;
-    for (FaultSchedule.Event e : schedule) {
-      // The planned moment, but never sooner than HEALTHY_GAP after the previous fault ended:
-      // a restart takes seconds, and back-to-back kills would measure a system that is never up.
-      long at = Math.max(loadStart + e.atMs() * 1_000_000L, notBefore);
-      for (long left; (left = at - System.nanoTime()) > 0; ) {
-        LockSupport.parkNanos(left);
+    FaultPacer.Clock clock = new FaultPacer.Clock() {
+      @Override
+      public long nowMs() {
+        return (System.nanoTime() - loadStart) / 1_000_000;
       }
-      long start = (System.nanoTime() - t0) / 1_000_000;
-      String detail;
-      try {
-        detail = faults.get(e.fault()).inject(e);
-      } catch (Exception ex) {
-        fatal = e.fault() + " " + e.target() + " failed: " + ex;
-        windows.add(new FaultWindow(e.fault(), e.target(), "FAILED: " + ex, start,
-            (System.nanoTime() - t0) / 1_000_000));
-        return;
+
+      @Override
+      public void sleepUntilMs(long atMs) throws InterruptedException {
+        for (long left; (left = atMs - nowMs()) > 0; ) {
+          LockSupport.parkNanos(left * 1_000_000L);
+          if (Thread.interrupted()) {
+            throw new InterruptedException();
+          }
+        }
       }
-      long end = (System.nanoTime() - t0) / 1_000_000;
-      notBefore = System.nanoTime() + HEALTHY_GAP.toNanos();
-      windows.add(new FaultWindow(e.fault(), e.target(), detail, start, end));
-      out.printf(Locale.ROOT, "[chaos] %.1f s: %s (%d ms)%n", start / 1000.0, detail,
-          end - start);
+    };
+    FaultPacer pacer = new FaultPacer(o.recoveryBound().toMillis(), HEALTHY_GAP.toMillis(), 250,
+        clock, () -> {
+          synchronized (samples) {
+            return new ArrayList<>(samples);
+          }
+        }, line -> out.println("[chaos] " + line));
+    FaultPacer.Outcome outcome = pacer.run(schedule, e -> faults.get(e.fault()).inject(e),
+        windows::add);
+    if (outcome.fatal() != null) {
+      fatal = outcome.fatal();
     }
   }
 

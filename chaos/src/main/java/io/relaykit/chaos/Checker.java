@@ -44,9 +44,17 @@ public final class Checker {
 
   private Checker() {}
 
-  /** A fault's recovery: ms from its start until the backlog was back at its level before. */
+  /** How long a fault may take to recover unless the run says otherwise: 60 s from its start. */
+  static final long DEFAULT_RECOVERY_BOUND_MS = 60_000;
+
+  /**
+   * A fault's recovery: ms from its start until the backlog was back at its level before and
+   * deliveries were flowing (see {@link #recovery}). A fault that did not recover within the
+   * run's bound has {@code recoveredAtMs} null, {@code recoveryMs} equal to the bound and {@code
+   * unrecovered} true; it fails the verdict.
+   */
   public record Recovery(String fault, String target, long startMs, long endMs,
-      long baselineBacklog, Long recoveredAtMs, Long recoveryMs) {}
+      long baselineBacklog, Long recoveredAtMs, Long recoveryMs, boolean unrecovered) {}
 
   /** The checker's figures; {@link #passed()} is the verdict. */
   public record Verdict(
@@ -72,16 +80,29 @@ public final class Checker {
       List<Recovery> recoveries,
       Map<String, List<String>> examples) {
 
-    /** True when nothing was lost, nothing done twice and no promise broken. */
+    /** How many faults did not recover within the run's bound. */
+    public long unrecoveredFaults() {
+      return recoveries.stream().filter(Recovery::unrecovered).count();
+    }
+
+    /**
+     * True when nothing was lost, nothing done twice, no promise broken and every fault recovered
+     * within the run's bound.
+     */
     public boolean passed() {
       return lost == 0 && duplicateEffects == 0 && orderViolations == 0 && keyViolations == 0
           && deadLettersWithoutFailedOrder == 0 && failedOrdersWithoutDeadLetter == 0
-          && effectsWithoutDedupeRow == 0;
+          && effectsWithoutDedupeRow == 0 && unrecoveredFaults() == 0;
     }
   }
 
-  /** Checks {@code h}. */
+  /** Checks {@code h} with the default recovery bound (60 s). */
   public static Verdict check(History h) {
+    return check(h, DEFAULT_RECOVERY_BOUND_MS);
+  }
+
+  /** Checks {@code h}; a fault not recovered {@code recoveryBoundMs} after its start fails it. */
+  public static Verdict check(History h, long recoveryBoundMs) {
     Map<String, List<String>> examples = new LinkedHashMap<>();
 
     // What the client was told, per key.
@@ -248,51 +269,89 @@ public final class Checker {
         sentKeys.size() - idsByKey.size(), h.orders().size(), unacknowledged, terminal,
         success, failed, failedNotPoison, lost, duplicates, orderViolations, keyViolations,
         deadWithoutFailed, failedWithoutDead, withoutDedupe, h.outboxUnsent(), maxAge,
-        maxBacklog, recoveries(h.samples(), h.faults()), examples);
+        maxBacklog, recoveries(h.samples(), h.faults(), recoveryBoundMs), examples);
   }
 
   /**
-   * For each fault: the backlog's maximum in the {@link #BASELINE_MS} before it started, and the
-   * first sample at or after its end whose backlog is back at or under that level. When no sample
-   * of those 5 s has a backlog (the instance was still down or not answering after an earlier
-   * fault), the baseline is the maximum over the {@link #BASELINE_MS} up to the last sample
-   * before the fault that has one: the level the system was last seen at, not 0, which a system
-   * under steady load only reaches once the load ends.
+   * Each fault's {@link #recovery}, in order, with the default bound; each fault's baseline looks
+   * no further back than the moment the previous one recovered.
    */
   static List<Recovery> recoveries(List<Sample> samples, List<FaultWindow> faults) {
+    return recoveries(samples, faults, DEFAULT_RECOVERY_BOUND_MS);
+  }
+
+  /** As {@link #recoveries(List, List)} with the bound {@code boundMs}. */
+  static List<Recovery> recoveries(List<Sample> samples, List<FaultWindow> faults,
+      long boundMs) {
     List<Recovery> out = new ArrayList<>();
+    long previous = Long.MIN_VALUE;
     for (FaultWindow f : faults) {
-      long windowEnd = f.startMs();
-      boolean any = false;
-      for (Sample s : samples) {
-        if (s.atMs() < f.startMs() && s.atMs() >= f.startMs() - BASELINE_MS && s.backlog() >= 0) {
-          any = true;
-        }
-      }
-      if (!any) {
-        for (Sample s : samples) {
-          if (s.atMs() < f.startMs() && s.backlog() >= 0) {
-            windowEnd = s.atMs() + 1; // the last sample with a backlog, included
-          }
-        }
-      }
-      long baseline = 0;
-      for (Sample s : samples) {
-        if (s.atMs() < windowEnd && s.atMs() >= windowEnd - BASELINE_MS && s.backlog() >= 0) {
-          baseline = Math.max(baseline, s.backlog());
-        }
-      }
-      Long at = null;
-      for (Sample s : samples) {
-        if (s.atMs() >= f.endMs() && s.backlog() >= 0 && s.backlog() <= baseline) {
-          at = s.atMs();
-          break;
-        }
-      }
-      out.add(new Recovery(f.fault(), f.target(), f.startMs(), f.endMs(), baseline, at,
-          at == null ? null : at - f.startMs()));
+      Recovery r = recovery(samples, f, previous, boundMs);
+      out.add(r);
+      previous = r.unrecovered() ? f.startMs() + boundMs : r.recoveredAtMs();
     }
     return out;
+  }
+
+  /**
+   * One fault's recovery, the rule the fault scheduler also waits on before the next fault.
+   *
+   * <p>Baseline: the backlog's maximum over the {@link #BASELINE_MS} before the fault started, but
+   * not before {@code previousRecoveredAtMs} (the previous fault's recovery, so its own backlog
+   * does not raise this one's baseline). When no sample of that window has a backlog (the
+   * instance was still down or not answering), the window is the {@link #BASELINE_MS} up to the
+   * last sample before the fault that has one: the level the system was last seen at, not 0,
+   * which a system under steady load only reaches once the load ends.
+   *
+   * <p>Recovered: the first sample at or after the fault's end, and at most {@code boundMs} after
+   * its start, whose backlog is at or under the baseline while deliveries flow (the count of
+   * completed orders rose since the previous answered sample, or the backlog is 0). None: the
+   * fault is unrecovered and its recovery is the bound.
+   */
+  static Recovery recovery(List<Sample> samples, FaultWindow f, long previousRecoveredAtMs,
+      long boundMs) {
+    long windowEnd = f.startMs();
+    long floor = previousRecoveredAtMs < f.startMs() ? previousRecoveredAtMs : Long.MIN_VALUE;
+    boolean any = false;
+    for (Sample s : samples) {
+      if (s.atMs() < f.startMs() && s.atMs() >= Math.max(floor, f.startMs() - BASELINE_MS)
+          && s.backlog() >= 0) {
+        any = true;
+      }
+    }
+    if (!any) {
+      floor = Long.MIN_VALUE;
+      for (Sample s : samples) {
+        if (s.atMs() < f.startMs() && s.backlog() >= 0) {
+          windowEnd = s.atMs() + 1; // the last sample with a backlog, included
+        }
+      }
+    }
+    long baseline = 0;
+    for (Sample s : samples) {
+      if (s.atMs() < windowEnd && s.atMs() >= Math.max(floor, windowEnd - BASELINE_MS)
+          && s.backlog() >= 0) {
+        baseline = Math.max(baseline, s.backlog());
+      }
+    }
+    Long at = null;
+    long lastCompleted = -1;
+    for (Sample s : samples) {
+      if (s.atMs() > f.startMs() + boundMs) {
+        break;
+      }
+      boolean flowing = s.backlog() == 0 || (s.completed() >= 0 && lastCompleted >= 0
+          && s.completed() > lastCompleted);
+      if (s.atMs() >= f.endMs() && s.backlog() >= 0 && s.backlog() <= baseline && flowing) {
+        at = s.atMs();
+        break;
+      }
+      if (s.completed() >= 0) {
+        lastCompleted = s.completed();
+      }
+    }
+    return new Recovery(f.fault(), f.target(), f.startMs(), f.endMs(), baseline, at,
+        at == null ? boundMs : at - f.startMs(), at == null);
   }
 
   private static int rank(String status) {

@@ -4,7 +4,8 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * One kind of fault a chaos run injects ({@code kill}, {@code partition}, ...). The run calls
- * {@link #inject} at the scheduled moment, on the fault thread; it returns once the fault is over
+ * {@link #inject} at the scheduled moment (held back until the previous fault recovered, see
+ * {@link FaultPacer}), on the fault thread; it returns once the fault is over
  * and healed (a killed instance listens again, a proxy forwards again), and the run records the
  * window between the call and the return. A fault that cannot act (no instance up) returns at
  * once and says so in its detail.

@@ -7,8 +7,10 @@ import java.util.SplittableRandom;
 
 /**
  * The seeded fault schedule: the same options and seed give the same events (kind, moment,
- * target, mode, length). Events are spread over the middle of the load phase (10% to 85% of its
- * planned length), one per slot, so each fault's recovery can be measured before the next one.
+ * target, mode, length). Events are planned over the middle of the load phase (10% to 85% of its
+ * planned length), one per slot; {@link FaultPacer} holds each back until the previous fault
+ * recovered. Every partition mode asked for is drawn at least once when there are at least as many
+ * partitions as modes (the rest are drawn at random); with fewer partitions, distinct modes.
  */
 final class FaultSchedule {
 
@@ -56,6 +58,9 @@ final class FaultSchedule {
     long from = loadMs / 10;
     long span = Math.max(1, loadMs * 85 / 100 - from);
     long slot = kinds.isEmpty() ? span : span / kinds.size();
+    List<String> modes = modes(o.partitionModes(),
+        (int) kinds.stream().filter("partition"::equals).count(), random);
+    int nextMode = 0;
     List<Event> events = new ArrayList<>();
     for (int i = 0; i < kinds.size(); i++) {
       String kind = kinds.get(i);
@@ -66,7 +71,7 @@ final class FaultSchedule {
             random.nextInt(o.instances())), "", 0, pick));
         case "partition" -> {
           String target = targets.get(random.nextInt(targets.size()));
-          String mode = o.partitionModes().get(random.nextInt(o.partitionModes().size()));
+          String mode = modes.get(nextMode++);
           long length = mode.equals("cut") ? 0 : o.partitionLength().toMillis();
           events.add(new Event(at, kind, target, mode, length, pick));
         }
@@ -77,5 +82,29 @@ final class FaultSchedule {
     }
     events.sort(Comparator.comparingLong(Event::atMs));
     return events;
+  }
+
+  /**
+   * {@code n} partition modes in a seeded order: each of {@code asked} once (as far as {@code n}
+   * allows), the rest drawn at random from {@code asked}.
+   */
+  static List<String> modes(List<String> asked, int n, SplittableRandom random) {
+    List<String> deck = new ArrayList<>(asked);
+    shuffle(deck, random);
+    List<String> out = new ArrayList<>(deck.subList(0, Math.min(n, deck.size())));
+    while (out.size() < n) {
+      out.add(asked.get(random.nextInt(asked.size())));
+    }
+    shuffle(out, random);
+    return out;
+  }
+
+  private static void shuffle(List<String> list, SplittableRandom random) {
+    for (int i = list.size() - 1; i > 0; i--) {
+      int j = random.nextInt(i + 1);
+      String t = list.get(i);
+      list.set(i, list.get(j));
+      list.set(j, t);
+    }
   }
 }

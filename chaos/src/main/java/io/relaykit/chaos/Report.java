@@ -39,6 +39,9 @@ final class Report {
     Map<String, Object> json = new LinkedHashMap<>(meta);
     json.put("passed", v.passed() && meta.get("fatal") == null);
     json.put("verdict", v);
+    json.put("unrecoveredFaults", v.unrecoveredFaults());
+    json.put("recoveryMaxMs", v.recoveries().stream().mapToLong(Checker.Recovery::recoveryMs)
+        .max().orElse(0));
     json.put("faults", h.faults());
     json.put("samples", h.samples());
     JSON.writeValue(dir.resolve("report.json").toFile(), json);
@@ -88,8 +91,8 @@ final class Report {
     for (Checker.Recovery r : v.recoveries()) {
       b.append("<tr><td>").append(String.format(Locale.ROOT, "%.1f s", r.startMs() / 1000.0))
           .append("</td><td>").append(esc(r.fault() + " " + r.target())).append("</td><td>")
-          .append(r.recoveryMs() == null ? "not recovered" : "recovered in " + r.recoveryMs()
-              + " ms").append("</td></tr>");
+          .append(r.unrecovered() ? "NOT recovered within " + r.recoveryMs() + " ms"
+              : "recovered in " + r.recoveryMs() + " ms").append("</td></tr>");
     }
     b.append("</table>\n<h2>Over time</h2>\n").append(svg(h.samples(), h.faults()));
     if (!v.examples().isEmpty()) {

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 class ChaosCheckerTest {
 
   /** A history builder: orders o1..oN, each accepted, both effects done once, seen SUCCESS. */
-  private static final class Builder {
+  static final class Builder {
     final List<Request> requests = new ArrayList<>();
     final List<StatusSeen> statuses = new ArrayList<>();
     final List<DbOrder> orders = new ArrayList<>();
@@ -56,6 +56,10 @@ class ChaosCheckerTest {
 
     Checker.Verdict check() {
       return Checker.check(build());
+    }
+
+    Checker.Verdict check(long recoveryBoundMs) {
+      return Checker.check(build(), recoveryBoundMs);
     }
   }
 

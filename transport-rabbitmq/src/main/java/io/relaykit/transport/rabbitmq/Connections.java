@@ -156,6 +156,7 @@ final class Connections {
     factory.setTopologyRecoveryFilter(CONSUMERS_ONLY);
     factory.setNetworkRecoveryInterval(config.recoveryInterval().toMillis());
     factory.setConnectionTimeout(10_000);
+    factory.setRequestedHeartbeat((int) config.heartbeat().toSeconds());
     return factory;
   }
 

@@ -35,6 +35,8 @@ public final class RabbitMqConfigKeys implements ConfigKeys {
   public static final String DELAY_LEVELS = "relaykit.rabbitmq.delay-levels";
   /** The wait between reconnect attempts. */
   public static final String RECOVERY_INTERVAL = "relaykit.rabbitmq.recovery-interval";
+  /** The heartbeat timeout requested from the broker (whole seconds, default 10 s). */
+  public static final String HEARTBEAT = "relaykit.rabbitmq.heartbeat";
   /** How often a subscription samples its consumer lag and in-flight count. */
   public static final String METRICS_INTERVAL = "relaykit.rabbitmq.metrics-interval";
   /** A prefix of every queue and exchange name this transport declares. */
@@ -68,6 +70,8 @@ public final class RabbitMqConfigKeys implements ConfigKeys {
         ConfigKey.of(DELAY_LEVELS, DURATION_LIST, "1s,10s,1m,10m,1h",
             "the delayed-retry queues' delays"),
         ConfigKey.of(RECOVERY_INTERVAL, DURATION, "1s", "the wait between reconnect attempts"),
+        ConfigKey.of(HEARTBEAT, DURATION, "10s", "the heartbeat timeout requested from the"
+            + " broker, whole seconds; a silent path is noticed after about two periods"),
         ConfigKey.of(METRICS_INTERVAL, DURATION, "5s",
             "how often a subscription samples its consumer lag and in-flight count"),
         ConfigKey.of(NAME_PREFIX, STRING, "", "a prefix of every queue and exchange name"));

@@ -27,6 +27,8 @@ public final class RabbitMqTransportConfig {
   public static final String URI_ENV = "RELAYKIT_RABBITMQ_URI";
   /** The broker URI used when neither the builder nor {@value #URI_ENV} sets one. */
   public static final String DEFAULT_URI = "amqp://guest:guest@127.0.0.1:5672";
+  /** The heartbeat requested unless configured otherwise, in seconds. */
+  public static final int DEFAULT_HEARTBEAT_SECONDS = 10;
   /** RabbitMQ refuses messages above 512 MiB whatever its configuration says. */
   public static final int BROKER_HARD_LIMIT_BYTES = 512 * 1024 * 1024;
   /** Queue and exchange names are at most 255 bytes in AMQP 0-9-1. */
@@ -43,6 +45,7 @@ public final class RabbitMqTransportConfig {
   private final int maxMessageBytes;
   private final List<Duration> delayLevels;
   private final Duration recoveryInterval;
+  private final Duration heartbeat;
   private final Duration metricsInterval;
   private final String namePrefix;
 
@@ -56,6 +59,7 @@ public final class RabbitMqTransportConfig {
     this.maxMessageBytes = b.maxMessageBytes;
     this.delayLevels = List.copyOf(b.delayLevels);
     this.recoveryInterval = b.recoveryInterval;
+    this.heartbeat = b.heartbeat;
     this.metricsInterval = b.metricsInterval;
     this.namePrefix = b.namePrefix;
   }
@@ -89,6 +93,7 @@ public final class RabbitMqTransportConfig {
     b.closeTimeout(settings.getDuration(RabbitMqConfigKeys.CLOSE_TIMEOUT, b.closeTimeout));
     b.recoveryInterval(settings.getDuration(RabbitMqConfigKeys.RECOVERY_INTERVAL,
         b.recoveryInterval));
+    b.heartbeat(settings.getDuration(RabbitMqConfigKeys.HEARTBEAT, b.heartbeat));
     b.delayLevels(settings.getDurations(RabbitMqConfigKeys.DELAY_LEVELS, b.delayLevels));
     b.metricsInterval(settings.getDuration(RabbitMqConfigKeys.METRICS_INTERVAL,
         b.metricsInterval));
@@ -129,6 +134,7 @@ public final class RabbitMqTransportConfig {
         .maxMessageBytes(maxMessageBytes)
         .delayLevels(delayLevels)
         .recoveryInterval(recoveryInterval)
+        .heartbeat(heartbeat)
         .metricsInterval(metricsInterval)
         .namePrefix(namePrefix);
   }
@@ -216,6 +222,20 @@ public final class RabbitMqTransportConfig {
   }
 
   /**
+   * The heartbeat timeout each connection requests from the broker (the broker's own setting
+   * wins when it is lower). A path that silently stops carrying bytes (a dropped NAT entry, a
+   * blackholed route) is noticed by amqp-client after about two heartbeat periods without a
+   * frame, and the connection is then recovered (subscribers, the mover) or reopened (the
+   * publisher); the broker likewise closes the connection on its side and requeues what it had
+   * delivered unacknowledged.
+   *
+   * @return the requested heartbeat, whole seconds
+   */
+  public Duration heartbeat() {
+    return heartbeat;
+  }
+
+  /**
    * How often each subscription samples its consumer lag and in-flight count for its metrics
    * listener (one passive queue declare per sample, see {@link RabbitMqSubscriber}).
    *
@@ -240,7 +260,8 @@ public final class RabbitMqTransportConfig {
         + ", prefetch=" + prefetch + ", confirmWindow=" + confirmWindow
         + ", confirmTimeout=" + confirmTimeout + ", closeTimeout=" + closeTimeout
         + ", maxMessageBytes=" + maxMessageBytes + ", delayLevels=" + delayLevels
-        + ", recoveryInterval=" + recoveryInterval + ", metricsInterval=" + metricsInterval
+        + ", recoveryInterval=" + recoveryInterval + ", heartbeat=" + heartbeat
+        + ", metricsInterval=" + metricsInterval
         + ", namePrefix=" + namePrefix + "]";
   }
 
@@ -266,14 +287,15 @@ public final class RabbitMqTransportConfig {
         && maxMessageBytes == c.maxMessageBytes && uri.equals(c.uri)
         && connectionName.equals(c.connectionName) && confirmTimeout.equals(c.confirmTimeout)
         && closeTimeout.equals(c.closeTimeout) && delayLevels.equals(c.delayLevels)
-        && recoveryInterval.equals(c.recoveryInterval)
+        && recoveryInterval.equals(c.recoveryInterval) && heartbeat.equals(c.heartbeat)
         && metricsInterval.equals(c.metricsInterval) && namePrefix.equals(c.namePrefix);
   }
 
   @Override
   public int hashCode() {
     return Objects.hash(uri, connectionName, prefetch, confirmWindow, confirmTimeout,
-        closeTimeout, maxMessageBytes, delayLevels, recoveryInterval, metricsInterval, namePrefix);
+        closeTimeout, maxMessageBytes, delayLevels, recoveryInterval, heartbeat, metricsInterval,
+        namePrefix);
   }
 
   /** Builds a validated {@link RabbitMqTransportConfig}. */
@@ -288,6 +310,7 @@ public final class RabbitMqTransportConfig {
     private List<Duration> delayLevels = List.of(Duration.ofSeconds(1), Duration.ofSeconds(10),
         Duration.ofMinutes(1), Duration.ofMinutes(10), Duration.ofHours(1));
     private Duration recoveryInterval = Duration.ofSeconds(1);
+    private Duration heartbeat = Duration.ofSeconds(DEFAULT_HEARTBEAT_SECONDS);
     private Duration metricsInterval = Duration.ofSeconds(5);
     private String namePrefix = "";
 
@@ -410,6 +433,21 @@ public final class RabbitMqTransportConfig {
     }
 
     /**
+     * The heartbeat timeout to request from the broker, in whole seconds. Default 10 s, so a
+     * connection whose path silently stopped carrying bytes is noticed within about 20 to 25 s
+     * and recovered (amqp-client's own default, 60 s, took about two minutes). Each heartbeat
+     * costs one 8-byte frame per direction per half period on an idle connection. The broker's
+     * {@code heartbeat} setting caps it when lower.
+     *
+     * @param heartbeat 1 s to 65535 s, whole seconds
+     * @return this builder
+     */
+    public Builder heartbeat(Duration heartbeat) {
+      this.heartbeat = heartbeat;
+      return this;
+    }
+
+    /**
      * How often each subscription samples its consumer lag (the group queue's ready messages,
      * from one passive queue declare on a channel of its own) and its in-flight deliveries for
      * its metrics listener. Sampling runs on the subscriber's one sampling thread, never on a
@@ -474,6 +512,12 @@ public final class RabbitMqTransportConfig {
       positive("confirmTimeout", confirmTimeout);
       positive("closeTimeout", closeTimeout);
       positive("recoveryInterval", recoveryInterval);
+      if (heartbeat == null || heartbeat.compareTo(Duration.ofSeconds(1)) < 0
+          || heartbeat.compareTo(Duration.ofSeconds(65_535)) > 0
+          || !heartbeat.equals(Duration.ofSeconds(heartbeat.toSeconds()))) {
+        throw new IllegalArgumentException("heartbeat must be whole seconds in 1s..65535s, was "
+            + heartbeat);
+      }
       positive("metricsInterval", metricsInterval);
       if (metricsInterval.compareTo(Duration.ofMillis(10)) < 0) {
         throw new IllegalArgumentException("metricsInterval must be at least 10ms, was "
