@@ -9,7 +9,7 @@ package io.relaykit.metrics.micrometer;
  * RelayKitMeterBinder.Builder#messagingSystem}), {@value #DESTINATION_TAG}, {@value #GROUP_TAG},
  * {@value #PARTITION_TAG} (rendered by Prometheus as {@code messaging_destination_name} and so
  * on). The relaykit-specific tags keep relaykit names: {@code stage}, {@code reason}, {@code
- * outcome}, {@code queue}, {@code meter}. Durations are timers in seconds. The names and tag keys
+ * outcome}, {@code queue}, {@code meter}, {@code type}. Durations are timers in seconds. The names and tag keys
  * are stable: a change is a breaking change, listed in the CHANGELOG.
  *
  * <p>The two timers keep relaykit names by default rather than OpenTelemetry's {@code

@@ -166,6 +166,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private volatile boolean handingOver;
   /** The {@link System#nanoTime} by which {@link #close} wants the hand-over done. */
   private volatile long closeBy = Long.MAX_VALUE;
+  /** Tests: the poll thread ends as a killed process would, committing nothing more. */
+  private volatile boolean simulatedCrash;
 
   private volatile State state = State.RUNNING;
   private volatile ConsumerBacklog backlog;
@@ -190,6 +192,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final Map<TopicPartition, FinishedAbove> handedOver = new HashMap<>();
   /** Set while a commit names the records finished past the position ({@link #changedOffsets}). */
   private boolean withFinished;
+  /**
+   * Partitions handed over with nothing of theirs left running: every record of theirs that
+   * wrote a copy has finished, so the open hand-off transaction may commit with them.
+   */
+  private final Set<TopicPartition> drained = new HashSet<>();
 
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
       String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
@@ -379,15 +386,16 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     } finally {
       try {
         // Nothing more starts; the commit names what finished past each position, so the next
-        // owner runs only what this member did not finish.
-        // A retry record taken in just as close stopped waiting finishes first, within what is
-        // left of the close's deadline.
+        // owner runs only what this member did not finish. A retry record taken in just as close
+        // stopped waiting finishes first, within what is left of the close's deadline.
         Set<TopicPartition> all = new HashSet<>(owned);
         leaving.addAll(all);
-        long by = closeBy;
-        awaitHandOver(all, by == Long.MAX_VALUE ? config.closeTimeout().toNanos()
-            : Math.min(by - System.nanoTime(), config.closeTimeout().toNanos()));
-        commitHandOver(all);
+        if (!simulatedCrash) {
+          long by = closeBy;
+          awaitHandOver(all, by == Long.MAX_VALUE ? config.closeTimeout().toNanos()
+              : Math.min(by - System.nanoTime(), config.closeTimeout().toNanos()));
+          commitFinal(all);
+        }
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.WARNING, "final commit of " + topic + " failed: " + e, e);
       }
@@ -793,6 +801,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
       @Override
       public boolean passed(TopicPartition tp, long offset) {
+        if (withFinished && drained.contains(tp)) {
+          // A hand-over with nothing left running: the records that wrote copies all finished,
+          // and the commit names them finished past the position (the next owner passes over
+          // them), so committing their copies runs nothing twice.
+          return true;
+        }
         OptionalLong at = tracker.committable(tp);
         if (at.isEmpty() || at.getAsLong() > offset) {
           return true;
@@ -1018,6 +1032,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
           }
         }
       }
+      drained.addAll(partitions);
     } finally {
       handingOver = false;
     }
@@ -1052,6 +1067,37 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       commitSync(partitions);
     } finally {
       withFinished = false;
+      drained.clear();
+    }
+  }
+
+  /**
+   * The hand-over commit at the end of the poll loop. A group in the middle of a rebalance
+   * refuses it ({@code RebalanceInProgressException}, under the cooperative protocol): the
+   * rebalance is then completed by polls with every partition paused (records a poll returns
+   * are not taken in; a revoke on the way commits its own hand-over), and the commit tried again,
+   * up to the close timeout.
+   */
+  private void commitFinal(Set<TopicPartition> all) {
+    long end = System.nanoTime() + config.closeTimeout().toNanos();
+    while (true) {
+      try {
+        Set<TopicPartition> mine = new HashSet<>(all);
+        mine.retainAll(owned);
+        commitHandOver(mine);
+        return;
+      } catch (org.apache.kafka.common.errors.RebalanceInProgressException e) {
+        if (System.nanoTime() - end >= 0 || owned.isEmpty()) {
+          throw e;
+        }
+        consumer.pause(consumer.assignment());
+        try {
+          consumer.poll(config.pollTimeout());
+        } catch (WakeupException ignored) {
+          // close's wake-up, or a worker's: poll again
+        }
+        leaving.addAll(owned); // partitions assigned on the way are not started either
+      }
     }
   }
 
@@ -1485,6 +1531,16 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private synchronized void awaitClosed() {
     // close() holds this monitor while closing: reaching here means it finished.
+  }
+
+  /**
+   * Stops as a killed process would leave the group's offsets (tests): nothing is committed at
+   * the end, so the last periodic commit, which names no finished records past its position, is
+   * what the next owner starts from.
+   */
+  void crashForTest() {
+    simulatedCrash = true;
+    close(Duration.ZERO);
   }
 
   /** Keys parked now, and records waiting for them (tests). */

@@ -120,6 +120,39 @@ class KafkaGracefulHandOverTest {
     assertEachOnce(handled, all);
   }
 
+  @Test
+  @DisplayName("a close at a zero deadline with a record stuck in its handler: the next member"
+      + " runs that record again, and only it")
+  void closeAtZeroDeadlineRepeatsOnlyTheStuckRecord() throws Exception {
+    String topic = newTopic("handover-stuck", 1);
+    String group = topic + "-g";
+    List<Message> all = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      all.add(message("k" + (i % 7), i));
+    }
+    KafkaTestSupport.publishAll(topic, all);
+    java.util.concurrent.CountDownLatch never = new java.util.concurrent.CountDownLatch(1);
+    Set<String> firstRun = ConcurrentHashMap.newKeySet();
+    String stuck = all.get(12).id();
+    KafkaSubscription first = clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group)
+        .ordering(OrderingMode.UNORDERED).concurrency(4).maxInFlight(100)
+        .handlerTimeout(Duration.ofMinutes(2)).build(), d -> {
+          if (d.message().id().equals(stuck)) {
+            never.await();
+          }
+          firstRun.add(d.message().id());
+        });
+    Await.until(WAIT, "39 records finished, one stuck", () -> firstRun.size() == 39);
+    first.close(Duration.ZERO);
+    List<String> secondRun = new java.util.concurrent.CopyOnWriteArrayList<>();
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group)
+        .ordering(OrderingMode.UNORDERED).build(), d -> secondRun.add(d.message().id()));
+    Await.until(WAIT, "the stuck record run by the next member", () -> secondRun.contains(stuck));
+    Await.until(WAIT, "everything committed", () -> Long.valueOf(40).equals(
+        KafkaTestSupport.committedOffsets(group, topic).get(0)));
+    assertThat(secondRun).containsExactly(stuck);
+  }
+
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"range", "consumer"})
   @DisplayName("a member joins while keys are parked: the revoke hands over only what was not"
