@@ -289,6 +289,44 @@ public final class OffsetTracker<P> {
   }
 
   /**
+   * What a partition's commit position leaves out: the position, one past the highest offset
+   * tracked, and every incomplete offset. Every tracked offset between the position and the end
+   * that is not incomplete is complete; a runtime that hands a partition over can name those
+   * records, so the next owner need not run them again.
+   *
+   * @param committable the offset to commit ({@link OffsetTracker#committable})
+   * @param end one past the highest offset tracked
+   * @param incomplete the incomplete offsets, ascending (a copy)
+   */
+  public record Pending(long committable, long end, long[] incomplete) {}
+
+  /**
+   * The {@link Pending} state of {@code partition}. O(n) in its incomplete records: for rebalances
+   * and closes, not the hot path.
+   *
+   * @param partition the partition; not null
+   * @return empty if nothing was tracked for the partition since it was (re)assigned
+   */
+  public Optional<Pending> pending(P partition) {
+    requirePartition(partition);
+    PartitionState state = partitions.get(partition);
+    if (state == null) {
+      return Optional.empty();
+    }
+    synchronized (state) {
+      if (state.revoked) {
+        return Optional.empty();
+      }
+      long[] open = new long[state.incomplete.size()];
+      int i = 0;
+      for (Long o : state.incomplete.keySet()) {
+        open[i++] = o;
+      }
+      return Optional.of(new Pending(state.committable(), state.highest + 1, open));
+    }
+  }
+
+  /**
    * The number of incomplete records of {@code partition}; 0 if it has no state. O(1).
    *
    * @param partition the partition; not null

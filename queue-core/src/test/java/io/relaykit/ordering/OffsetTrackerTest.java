@@ -446,4 +446,27 @@ class OffsetTrackerTest {
     OptionalLong none = tracker.committable("p9");
     assertThat(none).isEmpty();
   }
+
+  @Test
+  @DisplayName("pending: the position, the end of what was tracked and the incomplete offsets;"
+      + " empty when untracked or revoked")
+  void pendingNamesWhatThePositionLeavesOut() {
+    assertThat(tracker.pending("p")).isEmpty();
+    var a = tracker.track("p", 10);
+    tracker.track("p", 11);
+    var b = tracker.track("p", 12);
+    var c = tracker.track("p", 14);
+    var d = tracker.track("p", 15);
+    tracker.complete(b);
+    tracker.complete(c);
+    OffsetTracker.Pending p = tracker.pending("p").orElseThrow();
+    assertThat(p.committable()).isEqualTo(10);
+    assertThat(p.end()).isEqualTo(16);
+    assertThat(p.incomplete()).containsExactly(10, 11, 15);
+    tracker.complete(a);
+    tracker.complete(d);
+    assertThat(tracker.pending("p").orElseThrow().incomplete()).containsExactly(11);
+    tracker.revoke("p");
+    assertThat(tracker.pending("p")).isEmpty();
+  }
 }

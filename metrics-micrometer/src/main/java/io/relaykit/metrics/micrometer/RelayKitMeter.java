@@ -9,7 +9,8 @@ package io.relaykit.metrics.micrometer;
  * RelayKitMeterBinder.Builder#messagingSystem}), {@value #DESTINATION_TAG}, {@value #GROUP_TAG},
  * {@value #PARTITION_TAG} (rendered by Prometheus as {@code messaging_destination_name} and so
  * on). The relaykit-specific tags keep relaykit names: {@code stage}, {@code reason}, {@code
- * outcome}, {@code queue}, {@code store}, {@code meter}. Durations are timers in seconds. The names and tag keys
+ * outcome}, {@code queue}, {@code store}, {@code meter}, {@code type}. Durations are timers in
+ * seconds. The names and tag keys
  * are stable: a change is a breaking change, listed in the CHANGELOG.
  *
  * <p>The two timers keep relaykit names by default rather than OpenTelemetry's {@code
@@ -82,6 +83,14 @@ public enum RelayKitMeter {
    *  as a number, see {@link RelayKitMeterBinder#verdictValue}. */
   BACKLOG_VERDICT("backlog.verdict",
       "backlog verdict: 0 healthy, 1 draining spike, 2 sustained growth, 3 stalled, 4 over bound"),
+  /** Counter, tags destination, group, {@code type}: a share group's acknowledgements the broker
+   *  confirmed, by {@code type}: {@code accept}, {@code release} or {@code reject}. */
+  SHARE_ACKNOWLEDGED("share.acknowledged", "share-group acknowledgements the broker confirmed"),
+  /** Counter, tags destination, group: a share group's acquisition locks the broker renewed. */
+  SHARE_RENEWED("share.renewed", "share-group acquisition locks renewed"),
+  /** Counter, tags destination, group: a share group's acquisition locks this member lost (the
+   *  broker delivers the record again). */
+  SHARE_LOCK_LOST("share.lock.lost", "share-group acquisition locks lost"),
   /** Counter, tag {@code meter}: series refused because their meter reached its cap. */
   METERS_OVERFLOW("meters.overflow", "tag combinations refused: a meter reached its cap, or the registry refused the series");
 

@@ -105,6 +105,9 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
       new Series<>(RelayKitMeter.OUTBOX_CLAIM_HEADS_WALKED);
   private final Series<DistributionSummary> rowsWalked =
       new Series<>(RelayKitMeter.OUTBOX_CLAIM_ROWS_WALKED);
+  private final Series<Counter> shareAcks = new Series<>(RelayKitMeter.SHARE_ACKNOWLEDGED);
+  private final Series<Counter> shareRenewed = new Series<>(RelayKitMeter.SHARE_RENEWED);
+  private final Series<Counter> shareLockLost = new Series<>(RelayKitMeter.SHARE_LOCK_LOST);
   private final Series<Counter> ignored = new Series<>(RelayKitMeter.MESSAGES_IGNORED);
   private final Series<Timer> handler = new Series<>(RelayKitMeter.HANDLER_DURATION);
   private final Series<Timer> confirm = new Series<>(RelayKitMeter.PUBLISH_CONFIRM_DURATION);
@@ -536,6 +539,47 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     });
     if (s != null) {
       s.record(value);
+    }
+  }
+
+  /**
+   * {@inheritDoc} Adds to {@code relaykit.share.acknowledged{destination, group, type}} (a type
+   * other than {@code accept}, {@code release} or {@code reject} counts as {@code unknown}, so
+   * the series stay bounded).
+   */
+  @Override
+  public void shareAcknowledged(String destination, String group, String type, long count) {
+    String t = "accept".equals(type) || "release".equals(type) || "reject".equals(type)
+        ? type : "unknown";
+    Counter c = shareAcks.get(new Key(destination, group, t), k ->
+        Counter.builder(name(RelayKitMeter.SHARE_ACKNOWLEDGED)).tags(common)
+            .tags(DESTINATION, k.a, GROUP, k.b, "type", k.c)
+            .description(RelayKitMeter.SHARE_ACKNOWLEDGED.description())
+            .register(registry.get()));
+    if (c != null && count > 0) {
+      c.increment(count);
+    }
+  }
+
+  /** {@inheritDoc} Adds to {@code relaykit.share.renewed{destination, group}}. */
+  @Override
+  public void shareRenewed(String destination, String group, long count) {
+    groupCount(shareRenewed, RelayKitMeter.SHARE_RENEWED, destination, group, count);
+  }
+
+  /** {@inheritDoc} Adds to {@code relaykit.share.lock.lost{destination, group}}. */
+  @Override
+  public void shareLockLost(String destination, String group, long count) {
+    groupCount(shareLockLost, RelayKitMeter.SHARE_LOCK_LOST, destination, group, count);
+  }
+
+  private void groupCount(Series<Counter> series, RelayKitMeter m, String destination,
+      String group, long n) {
+    Counter c = series.get(new Key(destination, group, ""), k -> Counter.builder(name(m))
+        .tags(common).tags(DESTINATION, k.a, GROUP, k.b).description(m.description())
+        .register(registry.get()));
+    if (c != null && n > 0) {
+      c.increment(n);
     }
   }
 

@@ -62,7 +62,8 @@ class RelayKitMeterBinderTest {
               "relaykit.handler.duration", "relaykit.publish.confirm.duration",
               "relaykit.report.queue.depth", "relaykit.report.queue.bytes",
               "relaykit.report.queue.dropped", "relaykit.dead.letters",
-              "relaykit.backlog.verdict", "relaykit.meters.overflow");
+              "relaykit.backlog.verdict", "relaykit.share.acknowledged", "relaykit.share.renewed",
+              "relaykit.share.lock.lost", "relaykit.meters.overflow");
     }
 
     @Test
@@ -107,6 +108,9 @@ class RelayKitMeterBinderTest {
           0, Duration.ZERO, 0));
       binder.consumerFailed("t", "g", new IllegalStateException("fenced"));
       binder.deadLettered("t", "g");
+      binder.shareAcknowledged("t", "g", "accept", 2);
+      binder.shareRenewed("t", "g", 1);
+      binder.shareLockLost("t", "g", 1);
       binder.on(event(Stage.ACKED, "t"));
       io.relaykit.queue.ReportQueue queue = io.relaykit.queue.ReportQueue.builder()
           .journal(new io.relaykit.queue.InMemoryJournal()).build();
@@ -120,7 +124,7 @@ class RelayKitMeterBinderTest {
             .isEqualTo("kafka");
         assertThat(m.getId().getTags()).extracting(io.micrometer.core.instrument.Tag::getKey)
             .as(m.getId().toString()).isSubsetOf("messaging.system", DESTINATION, GROUP,
-                PARTITION, "stage", "reason", "outcome", "queue", "store", "meter");
+                PARTITION, "stage", "reason", "outcome", "queue", "store", "meter", "type");
       });
       assertThat(registry.get("relaykit.consumer.lag").tags(DESTINATION, "t", GROUP, "g",
           PARTITION, "3").gauge().value()).isEqualTo(1);
@@ -153,6 +157,36 @@ class RelayKitMeterBinderTest {
       binder.bindTo(registry);
       assertThatThrownBy(() -> binder.bindTo(new SimpleMeterRegistry()))
           .isInstanceOf(IllegalStateException.class).hasMessageContaining("CompositeMeterRegistry");
+    }
+  }
+
+  @Nested
+  @DisplayName("share groups")
+  class ShareCounters {
+
+    @Test
+    @DisplayName("acknowledgements count by type (an unknown type under 'unknown'), renewals and"
+        + " lock losses per destination and group")
+    void countsByTypeAndGroup() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      binder.shareAcknowledged("orders", "billing", "accept", 3);
+      binder.shareAcknowledged("orders", "billing", "release", 1);
+      binder.shareAcknowledged("orders", "billing", "reject", 2);
+      binder.shareAcknowledged("orders", "billing", "forged-" + "x".repeat(100), 1);
+      binder.shareRenewed("orders", "billing", 2);
+      binder.shareRenewed("orders", "billing", 1);
+      binder.shareLockLost("orders", "billing", 1);
+
+      for (var e : java.util.Map.of("accept", 3.0, "release", 1.0, "reject", 2.0, "unknown", 1.0)
+          .entrySet()) {
+        assertThat(registry.get("relaykit.share.acknowledged").tags(DESTINATION, "orders", GROUP,
+            "billing", "type", e.getKey()).counter().count()).as(e.getKey())
+            .isEqualTo(e.getValue());
+      }
+      assertThat(registry.get("relaykit.share.renewed").tags(DESTINATION, "orders", GROUP,
+          "billing").counter().count()).isEqualTo(3);
+      assertThat(registry.get("relaykit.share.lock.lost").tags(DESTINATION, "orders", GROUP,
+          "billing").counter().count()).isEqualTo(1);
     }
   }
 

@@ -96,6 +96,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private static final System.Logger LOG = System.getLogger(KafkaConsumerRuntime.class.getName());
   /** The longest wait between poll turns that keep failing with retriable errors. */
   static final Duration MAX_ERROR_BACKOFF = Duration.ofSeconds(5);
+  /**
+   * How far past the retry policy's longest wait a {@code relaykit-retry-at} may lie (clocks of
+   * members apart) before it is bad input.
+   */
+  static final Duration RETRY_AT_MARGIN = Duration.ofMinutes(1);
   /** Records that may wait for parked keys, per unit of {@code maxInFlight}. */
   static final int PARKED_PER_IN_FLIGHT = 4;
 
@@ -134,6 +139,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final CopyHandOff handOff;
   private final Thread pollThread;
   private final int maxPollRecords;
+  /** The retry policy's longest wait: its backoff's delay for the last attempt, no jitter. */
+  private final Duration longestRetryWait;
   /**
    * The most records that may wait for parked keys before source intake stops: {@value
    * #PARKED_PER_IN_FLIGHT} times {@code maxInFlight}. They do not count against {@code
@@ -146,6 +153,21 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final CountDownLatch pollThreadDone = new CountDownLatch(1);
   /** Up while the poll thread polls with intake stopped for lack of room; see {@link #poll}. */
   private final AtomicBoolean wakeWhenRoom = new AtomicBoolean();
+
+  /**
+   * Partitions being handed over (a revoke, a close): a worker that reaches a record of theirs
+   * that has not started leaves it to the next owner (counted in {@link #leftOver}).
+   */
+  private final Set<TopicPartition> leaving = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  /** Of each leaving partition: its records a worker left to the next owner without starting. */
+  private final Map<TopicPartition, java.util.concurrent.atomic.AtomicInteger> leftOver =
+      new java.util.concurrent.ConcurrentHashMap<>();
+  /** Up while the poll thread waits for a hand-over: finishing records wake it. */
+  private volatile boolean handingOver;
+  /** The {@link System#nanoTime} by which {@link #close} wants the hand-over done. */
+  private volatile long closeBy = Long.MAX_VALUE;
+  /** Tests: the poll thread ends as a killed process would, committing nothing more. */
+  private volatile boolean simulatedCrash;
 
   private volatile State state = State.RUNNING;
   private volatile ConsumerBacklog backlog;
@@ -166,6 +188,15 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
    * until then.
    */
   private final Set<TopicPartition> toRewind = new HashSet<>();
+  /** Of each partition: what its previous owner finished past the committed offset. */
+  private final Map<TopicPartition, FinishedAbove> handedOver = new HashMap<>();
+  /** Set while a commit names the records finished past the position ({@link #changedOffsets}). */
+  private boolean withFinished;
+  /**
+   * Partitions handed over with nothing of theirs left running: every record of theirs that
+   * wrote a copy has finished, so the open hand-off transaction may commit with them.
+   */
+  private final Set<TopicPartition> drained = new HashSet<>();
 
   KafkaConsumerRuntime(SubscriptionSpec spec, MessageHandler handler, KafkaTransportConfig config,
       String retryTopic, int retryPartitions, String deadLetterTopic, RateLimiter rateLimiter,
@@ -199,6 +230,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     this.sourceReset = OffsetReset.parse(config.consumerProperties().get(OffsetReset.SETTING));
     this.onClosed = onClosed;
     this.maxPollRecords = Math.max(1, Math.min(500, spec.maxInFlight() / 2));
+    this.longestRetryWait = spec.retryPolicy().backoff().withJitter(io.relaykit.retry.Jitter.NONE)
+        .delay(Math.max(1, spec.retryPolicy().maxAttempts()));
     this.maxParked = (int) Math.min(Integer.MAX_VALUE / 2,
         (long) PARKED_PER_IN_FLIGHT * spec.maxInFlight());
     this.tracker = new OffsetTracker<>(clock);
@@ -352,7 +385,17 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
     } finally {
       try {
-        commitSync(new HashSet<>(owned));
+        // Nothing more starts; the commit names what finished past each position, so the next
+        // owner runs only what this member did not finish. A retry record taken in just as close
+        // stopped waiting finishes first, within what is left of the close's deadline.
+        Set<TopicPartition> all = new HashSet<>(owned);
+        leaving.addAll(all);
+        if (!simulatedCrash) {
+          long by = closeBy;
+          awaitHandOver(all, by == Long.MAX_VALUE ? config.closeTimeout().toNanos()
+              : Math.min(by - System.nanoTime(), config.closeTimeout().toNanos()));
+          commitFinal(all);
+        }
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.WARNING, "final commit of " + topic + " failed: " + e, e);
       }
@@ -601,13 +644,29 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         continue; // moved back to its committed offset before anything of it is taken in
       }
       boolean fromRetry = tp.topic().equals(retryTopic);
+      FinishedAbove done = handedOver.isEmpty() ? null : handedOver.get(tp);
       for (ConsumerRecord<String, byte[]> r : records.records(tp)) {
         if (state != State.RUNNING && !(fromRetry && state == State.DRAINING)) {
           consumer.seek(tp, r.offset()); // draining: leave it for the next owner
           break;
         }
+        if (done != null) {
+          if (done.finished(r.offset())) {
+            // Its previous owner finished it before handing the partition over: passed over,
+            // counted as finished so the commit position moves past it.
+            if (fromRetry) {
+              retryRead.put(tp, r.offset() + 1);
+            }
+            tracker.complete(tracker.track(tp, r.offset()));
+            continue;
+          }
+          if (r.offset() >= done.end()) {
+            handedOver.remove(tp);
+            done = null;
+          }
+        }
         if (fromRetry) {
-          Instant due = retryDue(r);
+          Instant due = retryDue(r, now);
           if (due != null && due.isAfter(now)) {
             consumer.seek(tp, r.offset());
             delayedUntil.put(tp, due);
@@ -625,16 +684,44 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     }
   }
 
-  private static Instant retryDue(ConsumerRecord<String, byte[]> r) {
+  /**
+   * A retry record's due time; null when it has none, or one that is bad input ({@link
+   * #badRetryAt}): the worker then dead-letters it as undecodable, naming the header.
+   */
+  private Instant retryDue(ConsumerRecord<String, byte[]> r, Instant now) {
     String due = KafkaRecords.fromHeaders(r.headers()).get(MessageHeaders.RETRY_AT);
-    if (due == null) {
+    if (due == null || badRetryAt(due, now) != null) {
       return null;
     }
+    return Instant.parse(due);
+  }
+
+  /**
+   * Why {@code due}, a retry record's {@code relaykit-retry-at}, is bad input, or null when it is
+   * not: not an instant, or later than now plus the longest wait the retry policy gives (its
+   * backoff's delay for the last attempt, without jitter) plus {@link #RETRY_AT_MARGIN} for clocks
+   * apart. Such a record (forged, or written by a clock far ahead) would stop its retry partition
+   * until then; it is dead-lettered with the reason instead.
+   */
+  private String badRetryAt(String due, Instant now) {
+    Instant at;
     try {
-      return Instant.parse(due);
+      at = Instant.parse(due);
     } catch (DateTimeParseException e) {
-      return null; // the worker dead-letters it as undecodable, naming the header
+      return "header " + MessageHeaders.RETRY_AT + " is not an instant: "
+          + io.relaykit.internal.Texts.truncateUtf8(due, 64);
     }
+    Instant latest;
+    try {
+      latest = now.plus(longestRetryWait).plus(RETRY_AT_MARGIN);
+    } catch (java.time.DateTimeException | ArithmeticException e) {
+      return null; // the policy's longest wait reaches past the end of time: nothing is too late
+    }
+    if (at.isAfter(latest)) {
+      return "header " + MessageHeaders.RETRY_AT + " " + due + " is later than the retry"
+          + " policy allows (" + longestRetryWait + " plus " + RETRY_AT_MARGIN + " from now)";
+    }
+    return null;
   }
 
   private Object gateKey(ConsumerRecord<String, byte[]> r, boolean fromRetry) {
@@ -714,6 +801,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
       @Override
       public boolean passed(TopicPartition tp, long offset) {
+        if (withFinished && drained.contains(tp)) {
+          // A hand-over with nothing left running: the records that wrote copies all finished,
+          // and the commit names them finished past the position (the next owner passes over
+          // them), so committing their copies runs nothing twice.
+          return true;
+        }
         OptionalLong at = tracker.committable(tp);
         if (at.isEmpty() || at.getAsLong() > offset) {
           return true;
@@ -803,6 +896,18 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       Collection<TopicPartition> partitions) {
     Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
     for (TopicPartition tp : partitions) {
+      if (withFinished) {
+        var pending = tracker.pending(tp);
+        if (pending.isPresent()) {
+          var p = pending.get();
+          FinishedAbove done = FinishedAbove.of(p.committable(), p.end(), p.incomplete(),
+              handedOver.get(tp));
+          if (done != null) {
+            offsets.put(tp, new OffsetAndMetadata(p.committable(), done.encode()));
+            continue;
+          }
+        }
+      }
       OptionalLong next = tracker.committable(tp);
       if (next.isPresent() && !Long.valueOf(next.getAsLong()).equals(committed.get(tp))) {
         offsets.put(tp, new OffsetAndMetadata(next.getAsLong()));
@@ -870,7 +975,13 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
       try {
-        commitSync(partitions);
+        Set<TopicPartition> mine = new HashSet<>(partitions);
+        mine.retainAll(owned);
+        if (!mine.isEmpty()) {
+          leaving.addAll(mine);
+          awaitHandOver(mine, config.closeTimeout().toNanos());
+        }
+        commitHandOver(partitions);
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.WARNING, "commit on revoke of " + partitions + " failed; "
             + "the next owner may repeat finished records: " + e, e);
@@ -891,6 +1002,135 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     @Override
     public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
       owned.addAll(partitions);
+      readHandedOver(partitions);
+    }
+  }
+
+  /**
+   * Waits, up to {@code waitNanos}, until every record of {@code partitions} taken in has
+   * finished or was left to the next owner without starting (queued in a lane, or waiting for a
+   * parked key): a graceful hand-over runs no record twice. Poll thread, inside the revoke.
+   */
+  private void awaitHandOver(Set<TopicPartition> partitions, long waitNanos) {
+    long end = System.nanoTime() + Math.max(0, waitNanos);
+    handingOver = true;
+    try {
+      synchronized (idle) {
+        while (runningIn(partitions) > 0) {
+          long left = end - System.nanoTime();
+          if (left <= 0) {
+            LOG.log(System.Logger.Level.WARNING, "records of " + partitions + " still running"
+                + " at their hand-over after " + Duration.ofNanos(Math.max(0, waitNanos))
+                + "; the next owner may run them again");
+            return;
+          }
+          try {
+            idle.wait(Math.max(1, Math.min(50, TimeUnit.NANOSECONDS.toMillis(left))));
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+          }
+        }
+      }
+      drained.addAll(partitions);
+    } finally {
+      handingOver = false;
+    }
+  }
+
+  /**
+   * Records of {@code partitions} that will still finish here: in flight, less those waiting for
+   * a parked key and those left over. Read in that order, a record moving between them is counted
+   * at most twice, never missed.
+   */
+  private long runningIn(Set<TopicPartition> partitions) {
+    long left = 0;
+    for (TopicPartition tp : partitions) {
+      var n = leftOver.get(tp);
+      left += n == null ? 0 : n.get();
+    }
+    long parked = parking.waiting(w -> partitions.contains(w.partition()));
+    long inFlight = 0;
+    for (TopicPartition tp : partitions) {
+      inFlight += tracker.inFlight(tp);
+    }
+    return inFlight - parked - left;
+  }
+
+  /**
+   * Commits {@code partitions} for a hand-over: the position, and in its metadata the records
+   * finished past it ({@link FinishedAbove}), which the next owner passes over.
+   */
+  private void commitHandOver(Collection<TopicPartition> partitions) {
+    withFinished = true;
+    try {
+      commitSync(partitions);
+    } finally {
+      withFinished = false;
+      drained.clear();
+    }
+  }
+
+  /**
+   * The hand-over commit at the end of the poll loop. A group in the middle of a rebalance
+   * refuses it ({@code RebalanceInProgressException}, under the cooperative protocol): the
+   * rebalance is then completed by polls with every partition paused (records a poll returns
+   * are not taken in; a revoke on the way commits its own hand-over), and the commit tried again,
+   * up to the close timeout.
+   */
+  private void commitFinal(Set<TopicPartition> all) {
+    long end = System.nanoTime() + config.closeTimeout().toNanos();
+    while (true) {
+      try {
+        Set<TopicPartition> mine = new HashSet<>(all);
+        mine.retainAll(owned);
+        commitHandOver(mine);
+        return;
+      } catch (org.apache.kafka.common.errors.RebalanceInProgressException e) {
+        if (System.nanoTime() - end >= 0 || owned.isEmpty()) {
+          throw e;
+        }
+        consumer.pause(consumer.assignment());
+        try {
+          consumer.poll(config.pollTimeout());
+        } catch (WakeupException ignored) {
+          // close's wake-up, or a worker's: poll again
+        }
+        leaving.addAll(owned); // partitions assigned on the way are not started either
+      }
+    }
+  }
+
+  /**
+   * Reads what the previous owners of {@code partitions} finished past their committed offsets.
+   * A failure to read costs only a second handling of those records (at least once), so it is
+   * logged and the assignment goes on.
+   */
+  private void readHandedOver(Collection<TopicPartition> partitions) {
+    if (partitions.isEmpty()) {
+      return;
+    }
+    Set<TopicPartition> parts = new HashSet<>(partitions);
+    Map<TopicPartition, OffsetAndMetadata> at;
+    try {
+      try {
+        at = consumer.committed(parts, config.closeTimeout());
+      } catch (WakeupException e) {
+        at = consumer.committed(parts, config.closeTimeout()); // see commitSync
+      }
+    } catch (RuntimeException e) {
+      LOG.log(System.Logger.Level.WARNING, "could not read the committed offsets of " + parts
+          + " at their assignment; records their previous owner finished past them may run"
+          + " again: " + e);
+      return;
+    }
+    for (TopicPartition tp : parts) {
+      handedOver.remove(tp);
+      OffsetAndMetadata o = at.get(tp);
+      FinishedAbove done = o == null ? null : FinishedAbove.decode(o.metadata(), o.offset());
+      if (done != null) {
+        handedOver.put(tp, done);
+      }
     }
   }
 
@@ -898,7 +1138,10 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     Set<TopicPartition> gone = new HashSet<>(partitions);
     owned.removeAll(gone);
     for (TopicPartition tp : gone) {
-      tracker.revoke(tp);
+      tracker.revoke(tp); // first: a worker that then sees it not leaving sees it not current
+      leaving.remove(tp);
+      leftOver.remove(tp);
+      handedOver.remove(tp);
       delayedUntil.remove(tp);
       committed.remove(tp);
       retryRead.remove(tp);
@@ -930,6 +1173,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       if (!current(w)) {
         return; // queued before a revoke: the partition's current owner (maybe us) re-read it
       }
+      if (leftToNextOwner(w)) {
+        return;
+      }
       if (w.gateKey() != null && !w.fromRetryTopic() && parking.parkIfHeld(w)) {
         return; // its key went into retry (or is draining its released records) meanwhile
       }
@@ -946,7 +1192,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     submitTask(key, () -> {
       Work next;
       while ((next = parking.nextReleased(key)) != null) {
-        processGuarded(next);
+        if (current(next) && !leftToNextOwner(next)) {
+          processGuarded(next);
+        }
       }
     });
   }
@@ -962,6 +1210,24 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     } catch (java.util.concurrent.RejectedExecutionException e) {
       // Shutting down: the record stays uncommitted and is redelivered to the next owner.
     }
+  }
+
+  /**
+   * Whether {@code w}, not started yet, is of a partition being handed over: then it is left to
+   * the next owner (counted, not finished, so the commit position stays below it).
+   */
+  private boolean leftToNextOwner(Work w) {
+    if (leaving.isEmpty() || !leaving.contains(w.partition())) {
+      return false;
+    }
+    leftOver.computeIfAbsent(w.partition(), p -> new java.util.concurrent.atomic.AtomicInteger())
+        .incrementAndGet();
+    if (handingOver) {
+      synchronized (idle) {
+        idle.notifyAll();
+      }
+    }
+    return true;
   }
 
   // ---------------------------------------------------------------- workers
@@ -1025,10 +1291,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         // or the retry record's own.
         sourcePosition = sourcePositionOf(wire.get(MessageHeaders.SOURCE_POSITION), w.position());
         String due = wire.get(MessageHeaders.RETRY_AT);
-        if (due != null && retryDue(w.record()) == null) {
-          throw new io.relaykit.message.MalformedMessageException("header "
-              + MessageHeaders.RETRY_AT + " is not an instant: "
-              + io.relaykit.internal.Texts.truncateUtf8(due, 64));
+        String bad = due == null ? null : badRetryAt(due, now);
+        if (bad != null) {
+          throw new io.relaykit.message.MalformedMessageException(bad);
         }
       }
       delivery = FailureRoute.delivery(decoded.message(), source, wire);
@@ -1156,7 +1421,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       parking.releaseRetry(w.gateKey(), new RetryHold(w.partition(), w.record().offset()),
           this::drain);
     }
-    if (state != State.RUNNING) {
+    if (state != State.RUNNING || handingOver) {
       synchronized (idle) {
         idle.notifyAll();
       }
@@ -1206,6 +1471,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         return Boolean.TRUE.equals(drainedAtClose);
       }
       long end = System.nanoTime() + deadline.toNanos();
+      closeBy = end;
       synchronized (idle) {
         // Records waiting for a parked key are not waited for: they wait for a retry that may be
         // due long after the deadline (they stay uncommitted and are redelivered).
@@ -1265,6 +1531,16 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   private synchronized void awaitClosed() {
     // close() holds this monitor while closing: reaching here means it finished.
+  }
+
+  /**
+   * Stops as a killed process would leave the group's offsets (tests): nothing is committed at
+   * the end, so the last periodic commit, which names no finished records past its position, is
+   * what the next owner starts from.
+   */
+  void crashForTest() {
+    simulatedCrash = true;
+    close(Duration.ZERO);
   }
 
   /** Keys parked now, and records waiting for them (tests). */

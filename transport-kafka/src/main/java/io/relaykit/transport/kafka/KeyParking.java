@@ -245,6 +245,19 @@ final class KeyParking {
     return next;
   }
 
+  /** Records waiting for a parked key that {@code which} matches. O(waiting records). */
+  synchronized int waiting(Predicate<Work> which) {
+    int n = 0;
+    for (Park park : parks.values()) {
+      for (Work w : park.waiting) {
+        if (which.test(w)) {
+          n++;
+        }
+      }
+    }
+    return n;
+  }
+
   /** Records waiting for a parked key. Lock-free. */
   int waiting() {
     return waitingCount;

@@ -1,0 +1,80 @@
+package io.relaykit.transport.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.stream.LongStream;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+
+/** The commit metadata naming records finished past the position: round trip, cut, bad input. */
+@DisplayName("FinishedAbove: records finished past a commit position, in commit metadata")
+class FinishedAboveTest {
+
+  @Test
+  @DisplayName("round trip: every offset between base and end that is not open was finished")
+  void roundTrip() {
+    FinishedAbove done = FinishedAbove.of(100, 110, new long[] {100, 103, 104, 109}, null);
+    FinishedAbove read = FinishedAbove.decode(done.encode(), 100);
+    assertThat(read).isNotNull();
+    assertThat(LongStream.range(95, 115).filter(read::finished).boxed())
+        .containsExactly(101L, 102L, 105L, 106L, 107L, 108L);
+  }
+
+  @Test
+  @DisplayName("nothing finished past the position: nothing to write")
+  void nothingFinished() {
+    assertThat(FinishedAbove.of(5, 8, new long[] {5, 6, 7}, null)).isNull();
+    assertThat(FinishedAbove.of(5, 5, new long[0], null)).isNull();
+  }
+
+  @Test
+  @DisplayName("what an earlier owner handed over past this member's reads is carried on")
+  void carriesEarlier() {
+    FinishedAbove earlier = FinishedAbove.of(0, 20, new long[] {0, 15}, null);
+    FinishedAbove merged = FinishedAbove.of(10, 12, new long[] {10}, earlier);
+    FinishedAbove read = FinishedAbove.decode(merged.encode(), 10);
+    assertThat(LongStream.range(0, 25).filter(read::finished).boxed())
+        .containsExactly(11L, 12L, 13L, 14L, 16L, 17L, 18L, 19L);
+  }
+
+  @Test
+  @DisplayName("a list too long for the metadata is cut, claiming nothing past the cut")
+  void cutClaimsNothingUnfinished() {
+    long[] open = LongStream.range(0, 5000).map(i -> i * 1000).toArray();
+    FinishedAbove done = FinishedAbove.of(0, 5_000_000, open, null);
+    String text = done.encode();
+    assertThat(text.length()).isLessThanOrEqualTo(FinishedAbove.MAX_CHARS);
+    FinishedAbove read = FinishedAbove.decode(text, 0);
+    assertThat(read).isNotNull();
+    assertThat(read.end()).isLessThan(5_000_000);
+    for (long o : open) {
+      assertThat(read.finished(o)).as("open %d", o).isFalse();
+    }
+    assertThat(read.finished(read.end())).isFalse();
+    assertThat(read.finished(1)).isTrue();
+  }
+
+  @Test
+  @DisplayName("bad input is ignored: another base, foreign text, garbage, absurd spans, steps"
+      + " back")
+  void badInputIgnored() {
+    String good = FinishedAbove.of(7, 9, new long[] {7}, null).encode();
+    assertThat(FinishedAbove.decode(good, 8)).as("another base").isNull();
+    assertThat(FinishedAbove.decode(null, 0)).isNull();
+    assertThat(FinishedAbove.decode("", 0)).isNull();
+    assertThat(FinishedAbove.decode("someone else's metadata", 0)).isNull();
+    assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "0:zzzzzzzzzzzzzzzzzzzz:", 0))
+        .as("overflow").isNull();
+    assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "0:" + Long.toString(
+        FinishedAbove.MAX_SPAN + 1, 36) + ":", 0)).as("absurd span").isNull();
+    assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "0:a:1,0", 0)).as("repeat").isNull();
+    assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "0:a:-1", 0)).as("step back")
+        .isNull();
+    assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "0:a:b", 0)).as("past end").isNull();
+    assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "5:3:", 5)).as("end before base")
+        .isNull();
+    assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "0:a", 0)).as("parts").isNull();
+    assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "0:a:1:2", 0)).as("parts").isNull();
+    assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "x".repeat(5000), 0)).isNull();
+  }
+}
