@@ -50,9 +50,9 @@ import javax.sql.DataSource;
  * on an H2 file database (which run on callers' threads), {@link JdbcStorageConfig} gives file URLs
  * H2's {@code retry:} file system, which reopens the file instead; give your own {@code
  * DataSource} the same ({@code jdbc:h2:retry:/path/db}). The journal's own commit thread ignores
- * {@link Thread#interrupt()} from other threads while the journal runs (code that interrupts every
- * thread it finds cannot close the database through it, whatever the URL); {@link #close()} stops
- * it. {@link #recordAtomically} buffers its list under one lock, so one
+ * {@link Thread#interrupt()} from other threads while the journal runs, and whenever it runs SQL
+ * (the final commit of a close included), so code that interrupts every thread it finds cannot
+ * close the database through it, whatever the URL; {@link #close()} stops it. {@link #recordAtomically} buffers its list under one lock, so one
  * transaction writes it. Several journals share one table, told apart by name.
  *
  * <h2>Failures</h2>
