@@ -583,6 +583,13 @@ public final class FileJournal implements QueueJournal {
     }
   }
 
+  /** How many times the compaction thread woke for work (a request or a stop). For tests. */
+  long compactionWakeups() {
+    synchronized (compaction) {
+      return compaction.wakeups;
+    }
+  }
+
   /** How many rounds the I/O thread completed. For tests. */
   long flusherRounds() {
     synchronized (flusherMonitor) {
@@ -880,14 +887,22 @@ public final class FileJournal implements QueueJournal {
     private final Thread thread;
     private boolean autoRequested;
     private java.util.concurrent.CompletableFuture<Void> asked;
+    /** Guarded by this (with nextCompactionNanos): the wait after a failed compaction, or 0. */
     private long backoffNanos;
     private long nextCompactionNanos;
+    /** Guarded by this: wakeups of the loop, for tests. */
+    private long wakeups;
 
     CompactionThread() {
       thread = new OwnThread(this::loop, "relaykit-file-journal-compactor");
     }
 
     synchronized void requestAuto() {
+      if (backoffNanos > 0 && clock.nanoTime() - nextCompactionNanos < 0) {
+        // Backing off after a failed compaction: the thread sleeps until a round after the
+        // backoff asks again (not woken by every I/O round for nothing).
+        return;
+      }
       if (!autoRequested) {
         autoRequested = true;
         notifyAll();
@@ -931,6 +946,7 @@ public final class FileJournal implements QueueJournal {
               Thread.interrupted();
             }
           }
+          wakeups++;
           job = asked;
           asked = null;
           if (job == null) {
@@ -961,14 +977,18 @@ public final class FileJournal implements QueueJournal {
         }
         try {
           compactNow();
-          backoffNanos = 0;
+          synchronized (this) {
+            backoffNanos = 0;
+          }
         } catch (RuntimeException e) {
           if (closed) {
             return;
           }
-          backoffNanos = backoffNanos == 0 ? BACKOFF_MIN_NANOS
-              : Math.min(BACKOFF_MAX_NANOS, backoffNanos * 2);
-          nextCompactionNanos = now + backoffNanos;
+          synchronized (this) {
+            backoffNanos = backoffNanos == 0 ? BACKOFF_MIN_NANOS
+                : Math.min(BACKOFF_MAX_NANOS, backoffNanos * 2);
+            nextCompactionNanos = now + backoffNanos;
+          }
           LOG.log(System.Logger.Level.ERROR, "journal " + dir + ": compaction failed; next try"
               + " in " + Duration.ofNanos(backoffNanos), e);
         }

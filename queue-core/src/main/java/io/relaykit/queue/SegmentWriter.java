@@ -341,17 +341,14 @@ final class SegmentWriter {
     } catch (IOException e) {
       // An interrupt of the I/O thread (ClosedByInterruptException) refuses only this change:
       // the new file is deleted, and the flag is cleared so that the cleanup and the next
-      // change's start work.
-      Thread.interrupted();
-      FileJournal.closeQuietly(ch);
-      if (created) {
-        try {
-          io.delete(p);
-          io.syncDirectory(dir);
-        } catch (IOException d) {
-          leftover = p;
-          LOG.log(System.Logger.Level.WARNING, "cannot delete the journal segment " + p
-              + " that could not be started; the next attempt replaces it", d);
+      // change's start work. On a caller's thread (the opener's, at open) the flag is set again
+      // after the cleanup: the caller's interrupt is its own, never swallowed.
+      boolean interrupted = Thread.interrupted();
+      try {
+        cleanUpFailedStart(ch, created, p);
+      } finally {
+        if (interrupted && !(Thread.currentThread() instanceof FileJournal.OwnThread)) {
+          Thread.currentThread().interrupt();
         }
       }
       throw new JournalException("cannot create journal segment " + p + ": " + e, e);
@@ -365,6 +362,21 @@ final class SegmentWriter {
     allocatedEnd = header.length;
     filesBytes += header.length;
     appended += header.length;
+  }
+
+  /** Closes and deletes a segment whose start failed; a file that stays is replaced next time. */
+  private void cleanUpFailedStart(FileChannel ch, boolean created, Path p) {
+    FileJournal.closeQuietly(ch);
+    if (created) {
+      try {
+        io.delete(p);
+        io.syncDirectory(dir);
+      } catch (IOException d) {
+        leftover = p;
+        LOG.log(System.Logger.Level.WARNING, "cannot delete the journal segment " + p
+            + " that could not be started; the next attempt replaces it", d);
+      }
+    }
   }
 
   /**

@@ -50,9 +50,9 @@ import javax.sql.DataSource;
  * on an H2 file database (which run on callers' threads), {@link JdbcStorageConfig} gives file URLs
  * H2's {@code retry:} file system, which reopens the file instead; give your own {@code
  * DataSource} the same ({@code jdbc:h2:retry:/path/db}). The journal's own commit thread ignores
- * {@link Thread#interrupt()} from other threads while the journal runs (code that interrupts every
- * thread it finds cannot close the database through it, whatever the URL); {@link #close()} stops
- * it. {@link #recordAtomically} buffers its list under one lock, so one
+ * {@link Thread#interrupt()} from other threads while the journal runs, and whenever it runs SQL
+ * (the final commit of a close included), so code that interrupts every thread it finds cannot
+ * close the database through it, whatever the URL; {@link #close()} stops it. {@link #recordAtomically} buffers its list under one lock, so one
  * transaction writes it. Several journals share one table, told apart by name.
  *
  * <h2>Failures</h2>
@@ -161,7 +161,10 @@ public final class JdbcQueueJournal implements QueueJournal {
   private volatile boolean closed;
   /** Set by {@link #crash()}: nothing is written any more. Guarded by lock. */
   private boolean crashed;
-  /** Set just before the commit thread's pool is shut down: from then on it may be interrupted. */
+  /**
+   * Set just before the commit thread's pool is shut down: from then on the pool may interrupt the
+   * thread while it waits for work (so that it ends), never while it uses the database.
+   */
   private volatile boolean stopping;
 
   /**
@@ -176,12 +179,28 @@ public final class JdbcQueueJournal implements QueueJournal {
       setDaemon(true);
     }
 
-    /** Ignored while the journal runs, unless called by this thread itself. */
+    /** Guards {@link #usingDatabase} and the interrupts let through. */
+    private final Object gate = new Object();
+    /** Whether this thread runs the journal's SQL now. Guarded by gate. */
+    private boolean usingDatabase;
+
+    /**
+     * Ignored unless called by this thread itself, or once the journal stops while the thread
+     * waits for work (the pool's shutdown wakes it so); never let through while the thread uses
+     * the database: a close's final commit, or a commit in progress when the journal crashes, runs
+     * after the journal began to stop.
+     */
     @Override
     public void interrupt() {
-      if (stopping || Thread.currentThread() == this) {
+      if (Thread.currentThread() == this) {
         super.interrupt();
         return;
+      }
+      synchronized (gate) {
+        if (stopping && !usingDatabase) {
+          super.interrupt();
+          return;
+        }
       }
       if (!interruptLogged) {
         interruptLogged = true;
@@ -193,6 +212,30 @@ public final class JdbcQueueJournal implements QueueJournal {
   }
 
   private volatile boolean interruptLogged;
+
+  /**
+   * Runs {@code work} (the journal's SQL) on the commit thread with outside interrupts shut out, and
+   * the interrupt flag cleared first: one let through before (while the journal stopped and the
+   * thread waited for work) must not reach the database's files.
+   */
+  private <T> T usingDatabase(java.util.function.Supplier<T> work) {
+    CommitThread own = Thread.currentThread() instanceof CommitThread t ? t : null;
+    if (own != null) {
+      synchronized (own.gate) {
+        own.usingDatabase = true;
+        Thread.interrupted();
+      }
+    }
+    try {
+      return work.get();
+    } finally {
+      if (own != null) {
+        synchronized (own.gate) {
+          own.usingDatabase = false;
+        }
+      }
+    }
+  }
 
   JdbcQueueJournal(DataSource dataSource, Dialect dialect, Tables tables, String name,
       Duration commitInterval) {
@@ -266,7 +309,7 @@ public final class JdbcQueueJournal implements QueueJournal {
         throw new IllegalStateException("journal " + name + " is already loaded");
       }
       if (loading == null) {
-        loading = flusher.submit(this::readState);
+        loading = flusher.submit(() -> usingDatabase(this::readState));
       }
       reading = loading;
     }
@@ -656,12 +699,7 @@ public final class JdbcQueueJournal implements QueueJournal {
       next = null;
     }
     try {
-      flushLock.lock();
-      try {
-        writeBuffered();
-      } finally {
-        flushLock.unlock();
-      }
+      usingDatabase(this::lockedWriteBuffered);
       if (round != null) {
         round.complete(null);
       }
@@ -728,12 +766,7 @@ public final class JdbcQueueJournal implements QueueJournal {
 
   private void backgroundFlush() {
     try {
-      flushLock.lock();
-      try {
-        writeBuffered();
-      } finally {
-        flushLock.unlock();
-      }
+      usingDatabase(this::lockedWriteBuffered);
     } catch (RuntimeException e) {
       // Kept in the buffer and retried at the next interval, flush or critical append.
       LOG.log(System.Logger.Level.WARNING, "journal " + name + " group commit failed; retrying: "
@@ -744,6 +777,17 @@ public final class JdbcQueueJournal implements QueueJournal {
         lock.notifyAll();
       }
     }
+  }
+
+  /** {@link #writeBuffered} under {@link #flushLock}; returns null. */
+  private Void lockedWriteBuffered() {
+    flushLock.lock();
+    try {
+      writeBuffered();
+    } finally {
+      flushLock.unlock();
+    }
+    return null;
   }
 
   /**
