@@ -1051,7 +1051,9 @@ public final class JdbcOutboxStore implements OutboxStore {
     // The retry delay, started on the database's clock: the caller's clock only says how long.
     long delayNanos = Math.max(0, Instants.toNanos("notBefore", notBefore) - failedNanos);
     String err = error == null ? null : Texts.prefixChars(error, MAX_ERROR_LENGTH);
-    return Jdbc.autoCommit(dataSource, "outbox reschedule on " + tables.outbox, c -> {
+    return Jdbc.inTransaction(dataSource, "outbox reschedule on " + tables.outbox, c -> {
+      List<OutboxStatements.KeyRef> refs = statements.keysOf(c, new Long[] {sequence});
+      boolean changed;
       try (PreparedStatement ps = c.prepareStatement("UPDATE " + tables.outbox
           + " SET attempts = ?, first_failure_at = COALESCE(first_failure_at, ?), ready_at = "
           + databaseClock.nowNanos(dialect) + " + ?,"
@@ -1068,8 +1070,15 @@ public final class JdbcOutboxStore implements OutboxStore {
         }
         ps.setLong(i + 2, sequence);
         ps.setString(i + 3, owner);
-        return ps.executeUpdate() == 1;
+        changed = ps.executeUpdate() == 1;
       }
+      if (changed) {
+        // The key's head takes the row's new due time if the row is its lowest unsent one, so
+        // claims pass the key over until then (skipped, never waited for, while an append holds
+        // the head: it then keeps an earlier due time and claims walk it as before).
+        statements.advanceHeads(c, refs);
+      }
+      return changed;
     });
   }
 
