@@ -236,7 +236,10 @@ public final class JdbcOutboxStore implements OutboxStore {
    *     larger than {@link #MAX_PAYLOAD_BYTES}; nothing is written then
    * @throws OutboxFullException if the store's {@link OutboxBound} (REFUSE) is reached: nothing
    *     is written, the caller's transaction is untouched
-   * @throws SQLException from the caller's connection; the caller decides about its transaction
+   * @throws SQLException from the caller's connection (the caller decides about its
+   *     transaction), or under a REFUSE bound from the recount's own connection, or when the thread
+   *     is interrupted while another append's recount runs (nothing is written then, and the
+   *     thread's interrupt status is kept)
    */
   public long append(Connection tx, String destination, Message message) throws SQLException {
     requireConnection(tx);
@@ -303,7 +306,10 @@ public final class JdbcOutboxStore implements OutboxStore {
    *     concurrent append with that id stayed uncommitted through two lock waits; nothing is
    *     written then
    * @throws OutboxFullException as {@link #append(Connection, String, Message)}
-   * @throws SQLException from the caller's connection; the caller decides about its transaction
+   * @throws SQLException from the caller's connection (the caller decides about its
+   *     transaction), or under a REFUSE bound from the recount's own connection, or when the thread
+   *     is interrupted while another append's recount runs (nothing is written then, and the
+   *     thread's interrupt status is kept)
    */
   public long append(Connection tx, String destination, Message message, String requestId)
       throws SQLException {
@@ -606,8 +612,12 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final Set<Reservation> reservations = new HashSet<>();
   /** Rows of {@link #reservations}; guarded by {@link #sample}. */
   private long reservedRows;
-  /** One recount at a time, so an older count never replaces a newer one. */
-  private final Object recount = new Object();
+  /**
+   * One recount at a time, so an older count never replaces a newer one; waited for
+   * interruptibly, so an append stuck behind another's recount answers an interrupt.
+   */
+  private final java.util.concurrent.locks.ReentrantLock recount =
+      new java.util.concurrent.locks.ReentrantLock();
 
   private Reservation reserve(Instant now, int rows) throws SQLException {
     long max = bound.maxUnsent();
@@ -693,7 +703,14 @@ public final class JdbcOutboxStore implements OutboxStore {
    * reservations.
    */
   private void recount(Instant now) throws SQLException {
-    synchronized (recount) {
+    try {
+      recount.lockInterruptibly();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new SQLException("interrupted while waiting for another append's recount of the"
+          + " bound of " + tables.outbox + "; nothing was written", "57014", e);
+    }
+    try {
       List<Reservation> marked = new java.util.ArrayList<>();
       synchronized (sample) {
         for (Reservation r : reservations) {
@@ -719,6 +736,8 @@ public final class JdbcOutboxStore implements OutboxStore {
         sample[1] = 0;
         sampledAt = now;
       }
+    } finally {
+      recount.unlock();
     }
   }
 
@@ -843,7 +862,10 @@ public final class JdbcOutboxStore implements OutboxStore {
    *     {@code tx} or {@code messages} is null; nothing is written then
    * @throws OutboxFullException if the bound (REFUSE) cannot take all the messages: none is
    *     written
-   * @throws SQLException from the caller's connection; the caller decides about its transaction
+   * @throws SQLException from the caller's connection (the caller decides about its
+   *     transaction), or under a REFUSE bound from the recount's own connection, or when the thread
+   *     is interrupted while another append's recount runs (nothing is written then, and the
+   *     thread's interrupt status is kept)
    */
   public void appendAll(Connection tx, String destination, List<Message> messages)
       throws SQLException {
