@@ -330,7 +330,19 @@ public final class JdbcOutboxStore implements OutboxStore {
       if (existing.isPresent()) {
         return existing.getAsLong();
       }
-      Reservation reservation = admit(tx, 1);
+      Reservation reservation;
+      try {
+        reservation = admit(tx, 1);
+      } catch (OutboxFullException full) {
+        // A twin still open (the first try of this retry) holds the id: its row needs no room
+        // of ours. Wait for it as the insert would, and answer its row if it commits.
+        OptionalLong twin = twinOfRefused(tx, destination, stamped, requestId, digest, full);
+        if (twin.isPresent()) {
+          refusedAppends.decrementAndGet();
+          return twin.getAsLong();
+        }
+        throw full;
+      }
       try {
         seq = inCallersTransaction(tx, () -> {
           long head = ref == null ? -1 : statements.lockHead(tx, ref);
@@ -384,6 +396,45 @@ public final class JdbcOutboxStore implements OutboxStore {
     long s = -1 - seq;
     enqueued(destination, stamped, "outbox seq " + s + ", in the caller's transaction");
     return s;
+  }
+
+  /**
+   * After the bound refused a request-id append: inserts its row under a savepoint (on an
+   * auto-commit connection in a transaction of its own), which waits, as any insert of the id
+   * does, for a twin append of the same id still open, and always rolls it back. Returns the
+   * twin's sequence if the twin committed meanwhile; empty when there is no twin (the refusal
+   * stands) or the probe failed (its error is added to {@code full}). Cost: one INSERT and its
+   * rollback, only when an append with a request id is refused.
+   */
+  private OptionalLong twinOfRefused(Connection tx, String destination, Message message,
+      String requestId, String digest, OutboxFullException full) throws SQLException {
+    boolean own = tx.getAutoCommit();
+    java.sql.Savepoint sp = null;
+    try {
+      if (own) {
+        tx.setAutoCommit(false);
+      } else {
+        sp = tx.setSavepoint();
+      }
+      if (insertRequest(tx, destination, message, requestId, digest).isPresent()) {
+        return OptionalLong.empty();
+      }
+      return existingRequest(tx, requestId, digest);
+    } catch (SQLException | RuntimeException e) {
+      full.addSuppressed(e);
+      return OptionalLong.empty();
+    } finally {
+      if (own) {
+        try {
+          tx.rollback();
+        } finally {
+          tx.setAutoCommit(true);
+        }
+      } else if (sp != null) {
+        tx.rollback(sp);
+        tx.releaseSavepoint(sp);
+      }
+    }
   }
 
   /** Rounds of a request-id append that meets a twin still deciding (one lock wait each). */

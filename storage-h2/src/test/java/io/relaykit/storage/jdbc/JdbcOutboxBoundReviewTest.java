@@ -190,4 +190,52 @@ class JdbcOutboxBoundReviewTest {
     assertThat(first.get(10, TimeUnit.SECONDS)).isPositive();
     assertThat(db.count("SELECT COUNT(*) FROM " + prefix + "outbox")).isEqualTo(1);
   }
+
+  /** Whether a session of {@code db} waits for a row lock. */
+  private static boolean someoneWaitsForALock(TestDatabase db, String prefix) {
+    if (db.dialect() == Dialect.POSTGRESQL) {
+      return db.count("SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+          + " AND query LIKE '%" + prefix + "%'") > 0;
+    }
+    // H2 waits for a unique-index twin inside the insert, without a BLOCKER_ID.
+    return db.count("SELECT COUNT(*) FROM INFORMATION_SCHEMA.SESSIONS"
+        + " WHERE SESSION_ID <> SESSION_ID() AND (BLOCKER_ID IS NOT NULL"
+        + " OR UPPER(EXECUTING_STATEMENT) LIKE 'INSERT INTO " + prefix.toUpperCase() + "OUTBOX%')")
+        > 0;
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  @DisplayName("REFUSE bound 2, one row and an open append with request id X: a twin with X (a"
+      + " retry whose first try is still open) is not refused as over the bound; it waits for"
+      + " the first and answers its row")
+  void requestIdTwinAtTheBoundAnswersTheFirstRow(TestDatabase db) throws Exception {
+    String prefix = TestDatabase.newPrefix();
+    JdbcStorage storage = db.storage(prefix, Duration.ofDays(7), clock);
+    JdbcOutboxStore outbox = storage.outboxStore(OutboxBound.refuseAbove(2));
+    appendOn(db.dataSource(), outbox, "existing");
+    Message m = message(null, "x");
+    try (Connection first = db.dataSource().getConnection()) {
+      first.setAutoCommit(false);
+      long seq = outbox.append(first, "orders", m, "req-x");
+      CompletableFuture<Long> twin = CompletableFuture.supplyAsync(() -> {
+        try (Connection c = db.dataSource().getConnection()) {
+          c.setAutoCommit(true);
+          return outbox.append(c, "orders", m, "req-x");
+        } catch (SQLException e) {
+          throw new IllegalStateException(e);
+        }
+      });
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (!twin.isDone() && !someoneWaitsForALock(db, prefix)
+          && System.nanoTime() < deadline) {
+        Thread.onSpinWait();
+      }
+      first.commit();
+      assertThat(twin.handle((v, e) -> e == null ? v : e).get(20, TimeUnit.SECONDS))
+          .as("the twin's answer").isEqualTo(seq);
+    }
+    assertThat(outbox.refusedAppends()).isZero();
+    assertThat(db.count("SELECT COUNT(*) FROM " + prefix + "outbox")).isEqualTo(2);
+  }
 }
