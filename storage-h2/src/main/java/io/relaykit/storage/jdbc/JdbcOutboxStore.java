@@ -293,7 +293,10 @@ public final class JdbcOutboxStore implements OutboxStore {
    * it rolls back the second writes the row. A first append whose transaction stays open through
    * two of the database's lock waits (H2's {@code LOCK_TIMEOUT}, PostgreSQL's {@code lock_timeout}
    * if set) gets the second an {@link IllegalStateException} naming the id, saying nothing was
-   * written and to repeat with the same id. Cost: one indexed SELECT before the usual append.
+   * written and to repeat with the same id. Under a REFUSE bound, a repeat that the bound would
+   * refuse while its first try is still open waits for that try in the same way (one INSERT under
+   * a savepoint, always rolled back) and returns its sequence if it committed; without such a twin
+   * the refusal stands. Cost: one indexed SELECT before the usual append.
    *
    * @param tx the caller's connection; an auto-commit one gets a transaction of its own
    * @param destination where a relay publishes the message
