@@ -259,7 +259,7 @@ public class RelaykitAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     TransactionalOutbox relaykitOutbox(JdbcStorage storage, Settings settings,
-        ObjectProvider<Payloads> payloads) {
+        ObjectProvider<Payloads> payloads, RelaykitMonitoring monitoring) {
       OutboxOrderScope scope = settings.getEnum(JdbcConfigKeys.OUTBOX_ORDER_SCOPE,
           OutboxOrderScope.class, OutboxOrderScope.KEY);
       OutboxBound bound = OutboxBound.unbounded();
@@ -268,8 +268,16 @@ public class RelaykitAutoConfiguration {
             settings.getEnum(JdbcConfigKeys.OUTBOX_OVER_BOUND, OutboxBound.OverBound.class,
                 OutboxBound.OverBound.REFUSE));
       }
-      return TransactionalOutbox.jdbc(storage.outboxStore(bound, scope), storage.dataSource())
-          .withPayloads(payloads.getIfAvailable());
+      // The application's metrics listeners (the Micrometer binder among them) see each claim's
+      // walk; resolved at the first claim, not here, so no listener bean is created early.
+      MetricsListener walks = new MetricsListener() {
+        @Override
+        public void outboxClaimWalked(String store, long heads, long rows) {
+          monitoring.metrics().outboxClaimWalked(store, heads, rows);
+        }
+      };
+      return TransactionalOutbox.jdbc(storage.outboxStore(bound, scope, walks),
+          storage.dataSource()).withPayloads(payloads.getIfAvailable());
     }
 
     @Bean

@@ -236,7 +236,10 @@ public final class JdbcOutboxStore implements OutboxStore {
    *     larger than {@link #MAX_PAYLOAD_BYTES}; nothing is written then
    * @throws OutboxFullException if the store's {@link OutboxBound} (REFUSE) is reached: nothing
    *     is written, the caller's transaction is untouched
-   * @throws SQLException from the caller's connection; the caller decides about its transaction
+   * @throws SQLException from the caller's connection (the caller decides about its
+   *     transaction), or under a REFUSE bound from the recount's own connection, or when the thread
+   *     is interrupted while another append's recount runs (nothing is written then, and the
+   *     thread's interrupt status is kept)
    */
   public long append(Connection tx, String destination, Message message) throws SQLException {
     requireConnection(tx);
@@ -290,7 +293,10 @@ public final class JdbcOutboxStore implements OutboxStore {
    * it rolls back the second writes the row. A first append whose transaction stays open through
    * two of the database's lock waits (H2's {@code LOCK_TIMEOUT}, PostgreSQL's {@code lock_timeout}
    * if set) gets the second an {@link IllegalStateException} naming the id, saying nothing was
-   * written and to repeat with the same id. Cost: one indexed SELECT before the usual append.
+   * written and to repeat with the same id. Under a REFUSE bound, a repeat that the bound would
+   * refuse while its first try is still open waits for that try in the same way (one INSERT under
+   * a savepoint, always rolled back) and returns its sequence if it committed; without such a twin
+   * the refusal stands. Cost: one indexed SELECT before the usual append.
    *
    * @param tx the caller's connection; an auto-commit one gets a transaction of its own
    * @param destination where a relay publishes the message
@@ -303,7 +309,10 @@ public final class JdbcOutboxStore implements OutboxStore {
    *     concurrent append with that id stayed uncommitted through two lock waits; nothing is
    *     written then
    * @throws OutboxFullException as {@link #append(Connection, String, Message)}
-   * @throws SQLException from the caller's connection; the caller decides about its transaction
+   * @throws SQLException from the caller's connection (the caller decides about its
+   *     transaction), or under a REFUSE bound from the recount's own connection, or when the thread
+   *     is interrupted while another append's recount runs (nothing is written then, and the
+   *     thread's interrupt status is kept)
    */
   public long append(Connection tx, String destination, Message message, String requestId)
       throws SQLException {
@@ -324,7 +333,19 @@ public final class JdbcOutboxStore implements OutboxStore {
       if (existing.isPresent()) {
         return existing.getAsLong();
       }
-      Reservation reservation = admit(tx, 1);
+      Reservation reservation;
+      try {
+        reservation = admit(tx, 1);
+      } catch (OutboxFullException full) {
+        // A twin still open (the first try of this retry) holds the id: its row needs no room
+        // of ours. Wait for it as the insert would, and answer its row if it commits.
+        OptionalLong twin = twinOfRefused(tx, destination, stamped, requestId, digest, full);
+        if (twin.isPresent()) {
+          refusedAppends.decrementAndGet();
+          return twin.getAsLong();
+        }
+        throw full;
+      }
       try {
         seq = inCallersTransaction(tx, () -> {
           long head = ref == null ? -1 : statements.lockHead(tx, ref);
@@ -378,6 +399,45 @@ public final class JdbcOutboxStore implements OutboxStore {
     long s = -1 - seq;
     enqueued(destination, stamped, "outbox seq " + s + ", in the caller's transaction");
     return s;
+  }
+
+  /**
+   * After the bound refused a request-id append: inserts its row under a savepoint (on an
+   * auto-commit connection in a transaction of its own), which waits, as any insert of the id
+   * does, for a twin append of the same id still open, and always rolls it back. Returns the
+   * twin's sequence if the twin committed meanwhile; empty when there is no twin (the refusal
+   * stands) or the probe failed (its error is added to {@code full}). Cost: one INSERT and its
+   * rollback, only when an append with a request id is refused.
+   */
+  private OptionalLong twinOfRefused(Connection tx, String destination, Message message,
+      String requestId, String digest, OutboxFullException full) throws SQLException {
+    boolean own = tx.getAutoCommit();
+    java.sql.Savepoint sp = null;
+    try {
+      if (own) {
+        tx.setAutoCommit(false);
+      } else {
+        sp = tx.setSavepoint();
+      }
+      if (insertRequest(tx, destination, message, requestId, digest).isPresent()) {
+        return OptionalLong.empty();
+      }
+      return existingRequest(tx, requestId, digest);
+    } catch (SQLException | RuntimeException e) {
+      full.addSuppressed(e);
+      return OptionalLong.empty();
+    } finally {
+      if (own) {
+        try {
+          tx.rollback();
+        } finally {
+          tx.setAutoCommit(true);
+        }
+      } else if (sp != null) {
+        tx.rollback(sp);
+        tx.releaseSavepoint(sp);
+      }
+    }
   }
 
   /** Rounds of a request-id append that meets a twin still deciding (one lock wait each). */
@@ -606,8 +666,12 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final Set<Reservation> reservations = new HashSet<>();
   /** Rows of {@link #reservations}; guarded by {@link #sample}. */
   private long reservedRows;
-  /** One recount at a time, so an older count never replaces a newer one. */
-  private final Object recount = new Object();
+  /**
+   * One recount at a time, so an older count never replaces a newer one; waited for
+   * interruptibly, so an append stuck behind another's recount answers an interrupt.
+   */
+  private final java.util.concurrent.locks.ReentrantLock recount =
+      new java.util.concurrent.locks.ReentrantLock();
 
   private Reservation reserve(Instant now, int rows) throws SQLException {
     long max = bound.maxUnsent();
@@ -693,7 +757,14 @@ public final class JdbcOutboxStore implements OutboxStore {
    * reservations.
    */
   private void recount(Instant now) throws SQLException {
-    synchronized (recount) {
+    try {
+      recount.lockInterruptibly();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new SQLException("interrupted while waiting for another append's recount of the"
+          + " bound of " + tables.outbox + "; nothing was written", "57014", e);
+    }
+    try {
       List<Reservation> marked = new java.util.ArrayList<>();
       synchronized (sample) {
         for (Reservation r : reservations) {
@@ -719,6 +790,8 @@ public final class JdbcOutboxStore implements OutboxStore {
         sample[1] = 0;
         sampledAt = now;
       }
+    } finally {
+      recount.unlock();
     }
   }
 
@@ -843,7 +916,10 @@ public final class JdbcOutboxStore implements OutboxStore {
    *     {@code tx} or {@code messages} is null; nothing is written then
    * @throws OutboxFullException if the bound (REFUSE) cannot take all the messages: none is
    *     written
-   * @throws SQLException from the caller's connection; the caller decides about its transaction
+   * @throws SQLException from the caller's connection (the caller decides about its
+   *     transaction), or under a REFUSE bound from the recount's own connection, or when the thread
+   *     is interrupted while another append's recount runs (nothing is written then, and the
+   *     thread's interrupt status is kept)
    */
   public void appendAll(Connection tx, String destination, List<Message> messages)
       throws SQLException {
@@ -1051,7 +1127,9 @@ public final class JdbcOutboxStore implements OutboxStore {
     // The retry delay, started on the database's clock: the caller's clock only says how long.
     long delayNanos = Math.max(0, Instants.toNanos("notBefore", notBefore) - failedNanos);
     String err = error == null ? null : Texts.prefixChars(error, MAX_ERROR_LENGTH);
-    return Jdbc.autoCommit(dataSource, "outbox reschedule on " + tables.outbox, c -> {
+    return Jdbc.inTransaction(dataSource, "outbox reschedule on " + tables.outbox, c -> {
+      List<OutboxStatements.KeyRef> refs = statements.keysOf(c, new Long[] {sequence});
+      boolean changed;
       try (PreparedStatement ps = c.prepareStatement("UPDATE " + tables.outbox
           + " SET attempts = ?, first_failure_at = COALESCE(first_failure_at, ?), ready_at = "
           + databaseClock.nowNanos(dialect) + " + ?,"
@@ -1068,8 +1146,15 @@ public final class JdbcOutboxStore implements OutboxStore {
         }
         ps.setLong(i + 2, sequence);
         ps.setString(i + 3, owner);
-        return ps.executeUpdate() == 1;
+        changed = ps.executeUpdate() == 1;
       }
+      if (changed) {
+        // The key's head takes the row's new due time if the row is its lowest unsent one, so
+        // claims pass the key over until then (skipped, never waited for, while an append holds
+        // the head: it then keeps an earlier due time and claims walk it as before).
+        statements.advanceHeads(c, refs);
+      }
+      return changed;
     });
   }
 

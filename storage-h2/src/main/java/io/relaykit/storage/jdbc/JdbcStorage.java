@@ -385,8 +385,36 @@ public final class JdbcStorage implements AutoCloseable {
     if (scope == null) {
       throw new IllegalArgumentException("scope must not be null");
     }
+    return outboxStore(bound, scope, outboxMetrics);
+  }
+
+  /**
+   * The outbox with appends checked against {@code bound}, ordered by {@code scope}, and each
+   * claim's walk reported to {@code metrics} ({@link MetricsListener#outboxClaimWalked}) instead
+   * of the config's {@link JdbcStorageConfig#outboxMetrics()}: for storage opened on your own
+   * DataSource, which has no config. A listener that throws is contained: the claim is not
+   * affected. Cost: none (no database access).
+   *
+   * @param bound the most unsent rows, and what an append over it does
+   * @param scope what per-key order spans for rows appended through the store
+   * @param metrics where each claim reports the key heads and rows it examined; {@link
+   *     MetricsListener#noop()} for nowhere
+   * @return a new outbox store on this storage's connections
+   * @throws IllegalArgumentException if an argument is null
+   */
+  public JdbcOutboxStore outboxStore(OutboxBound bound, OutboxOrderScope scope,
+      MetricsListener metrics) {
+    if (bound == null) {
+      throw new IllegalArgumentException("bound must not be null: use OutboxBound.unbounded()");
+    }
+    if (scope == null) {
+      throw new IllegalArgumentException("scope must not be null");
+    }
+    if (metrics == null) {
+      throw new IllegalArgumentException("metrics must not be null: use MetricsListener.noop()");
+    }
     return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener,
-        bound, scope, outboxMetrics);
+        bound, scope, metrics);
   }
 
   /**

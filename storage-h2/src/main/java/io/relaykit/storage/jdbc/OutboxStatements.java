@@ -121,14 +121,19 @@ abstract sealed class OutboxStatements {
     String byKey = " WHERE msg_key = ? AND order_dest = ?";
     this.lockHeadSql = "SELECT head_seq FROM " + headTable + byKey + " FOR UPDATE";
     this.insertHeadSql = insertHeadSql;
-    this.setHeadSql = "UPDATE " + headTable + " SET head_seq = ?" + byKey;
+    // The key had no unsent row: its new lowest row is due now (0 is never later than its due).
+    this.setHeadSql = "UPDATE " + headTable + " SET head_seq = ?, head_due = 0" + byKey;
     this.tryLockHeadSql = "SELECT head_seq FROM " + headTable + byKey
         + " FOR UPDATE SKIP LOCKED";
     // Run only while this transaction holds the head's lock, in a statement of its own: it then
     // sees every row an append of this key committed before the lock was taken.
-    this.advanceHeadSql = "UPDATE " + headTable + " SET head_seq = (SELECT MIN(x.seq) FROM "
-        + table + " x WHERE x.msg_key = ? AND x.order_dest = ? AND x.state = " + UNSENT
-        + ")" + byKey;
+    // head_due follows: the ready_at of the key's lowest unsent row (0 when there is none).
+    // Parameters: key, scope, key, scope, key, scope.
+    String lowest = "(SELECT MIN(x.seq) FROM " + table + " x WHERE x.msg_key = ? AND"
+        + " x.order_dest = ? AND x.state = " + UNSENT + ")";
+    this.advanceHeadSql = "UPDATE " + headTable + " SET head_seq = " + lowest
+        + ", head_due = COALESCE((SELECT d.ready_at FROM " + table + " d WHERE d.seq = "
+        + lowest + "), 0)" + byKey;
     this.keyOfSql = "SELECT msg_key, order_dest FROM " + table
         + " WHERE seq = ? AND msg_key IS NOT NULL";
     // No ORDER BY: H2 would then lock every idle head before FETCH FIRST cuts the sorted result
@@ -235,10 +240,10 @@ abstract sealed class OutboxStatements {
     }
     try (PreparedStatement ps = c.prepareStatement(advanceHeadSql)) {
       for (KeyRef ref : locked) {
-        ps.setString(1, ref.key());
-        ps.setString(2, ref.orderDest());
-        ps.setString(3, ref.key());
-        ps.setString(4, ref.orderDest());
+        for (int i = 0; i < 3; i++) {
+          ps.setString(2 * i + 1, ref.key());
+          ps.setString(2 * i + 2, ref.orderDest());
+        }
         ps.addBatch();
       }
       ps.executeBatch();
@@ -534,8 +539,15 @@ abstract sealed class OutboxStatements {
       // Unkeyed rows come from two partial indexes (schema version 9): never rescheduled ones
       // (ready_at = 0) in seq order, and rescheduled ones due by now in ready_at order, so rows
       // backed off into the future are never read.
-      // Parameters: [now], owner, lease, max (fresh), max (due retries), max (keyed), max.
+      // Keyed heads come from two partial indexes too (schema version 10): heads whose lowest
+      // row was never rescheduled (head_due = 0) in head_seq order, and heads of rescheduled rows
+      // due by now in due order, so keys backed off into the future are never read.
+      // Parameters: [now], owner, lease, max (fresh), max (due retries), max (fresh heads),
+      // max (due heads), max.
       String now = "(SELECT now FROM clock)";
+      String headRow = " (SELECT x.seq, x.ready_at, x.lease_until FROM " + table + " x"
+          + " WHERE x.msg_key = h.msg_key AND x.order_dest = h.order_dest AND x.state = "
+          + UNSENT + " AND x.msg_key IS NOT NULL ORDER BY x.seq LIMIT 1) k";
       this.claimSql = "WITH clock AS (SELECT " + clock.nowNanos(Dialect.POSTGRESQL) + " AS now)"
           + " UPDATE " + table + " SET lease_owner = ?, lease_until = " + now + " + ?"
           + " WHERE seq = ANY(ARRAY(SELECT o.seq FROM " + table + " o WHERE o.seq = ANY(ARRAY("
@@ -545,12 +557,12 @@ abstract sealed class OutboxStatements {
           + " UNION ALL (SELECT r.seq FROM " + table + " r WHERE r.state = " + UNSENT
           + " AND r.msg_key IS NULL AND r.ready_at > 0 AND " + ready("r", now)
           + " ORDER BY r.ready_at LIMIT ?)"
-          + " UNION ALL (SELECT k.seq FROM " + headTable + " h CROSS JOIN LATERAL"
-          + " (SELECT x.seq, x.ready_at, x.lease_until FROM " + table + " x"
-          + " WHERE x.msg_key = h.msg_key AND x.order_dest = h.order_dest AND x.state = "
-          + UNSENT + " AND x.msg_key IS NOT NULL ORDER BY x.seq LIMIT 1) k"
-          + " WHERE h.head_seq IS NOT NULL AND " + ready("k", now)
-          + " ORDER BY h.head_seq LIMIT ?)))"
+          + " UNION ALL (SELECT k.seq FROM " + headTable + " h CROSS JOIN LATERAL" + headRow
+          + " WHERE h.head_seq IS NOT NULL AND h.head_due = 0 AND " + ready("k", now)
+          + " ORDER BY h.head_seq LIMIT ?)"
+          + " UNION ALL (SELECT k.seq FROM " + headTable + " h CROSS JOIN LATERAL" + headRow
+          + " WHERE h.head_seq IS NOT NULL AND h.head_due > 0 AND h.head_due <= " + now
+          + " AND " + ready("k", now) + " ORDER BY h.head_due LIMIT ?)))"
           + " AND o.state = " + UNSENT + " AND " + ready("o", now)
           + " ORDER BY o.seq LIMIT ? FOR UPDATE OF o SKIP LOCKED))"
           + " RETURNING " + CLAIM_COLUMNS + ", lease_until";
@@ -566,9 +578,12 @@ abstract sealed class OutboxStatements {
           + " ON h.msg_key = p.msg_key AND h.order_dest = p.order_dest";
       this.tryLockHeadsSql = "SELECT h.msg_key, h.order_dest FROM " + headTable + " h" + pairs
           + " FOR UPDATE OF h SKIP LOCKED";
-      this.advanceHeadsSql = "UPDATE " + headTable + " h SET head_seq = (SELECT MIN(x.seq) FROM "
-          + table + " x WHERE x.msg_key = h.msg_key AND x.order_dest = h.order_dest"
-          + " AND x.state = " + UNSENT + " AND x.msg_key IS NOT NULL)"
+      String lowest = "(SELECT MIN(x.seq) FROM " + table + " x WHERE x.msg_key = h.msg_key"
+          + " AND x.order_dest = h.order_dest AND x.state = " + UNSENT
+          + " AND x.msg_key IS NOT NULL)";
+      this.advanceHeadsSql = "UPDATE " + headTable + " h SET head_seq = " + lowest
+          + ", head_due = COALESCE((SELECT d.ready_at FROM " + table + " d WHERE d.seq = "
+          + lowest + "), 0)"
           + " FROM unnest(?::varchar[], ?::varchar[]) AS p(msg_key, order_dest)"
           + " WHERE h.msg_key = p.msg_key AND h.order_dest = p.order_dest";
       // The claim has leased the row to us; parameters: seq, owner.
@@ -634,6 +649,7 @@ abstract sealed class OutboxStatements {
       ps.setInt(i + 3, max);
       ps.setInt(i + 4, max);
       ps.setInt(i + 5, max);
+      ps.setInt(i + 6, max);
     }
 
     private Claimed claimHeads(DataSource dataSource, String what, String owner, int max,
@@ -748,6 +764,7 @@ abstract sealed class OutboxStatements {
     private final String retryRangeSql;
     private final String retrySql;
     private final String headsSql;
+    private final String nextDueSql;
     private final String headRowSql;
     private final String leaseSql;
     private final String markSentSql;
@@ -801,8 +818,16 @@ abstract sealed class OutboxStatements {
           + " AND " + ready("o", "?") + " ORDER BY o.seq FOR UPDATE SKIP LOCKED";
       // Keyed candidates: heads in head_seq order, a page at a time, below a bound (the newest
       // unkeyed candidate when there are max of them). Parameters: after, below, page.
+      // Heads of one due time (0: due now) in head_seq order, through outbox_head_due (schema
+      // version 10). Parameters: due, after, below, page.
       this.headsSql = "SELECT msg_key, order_dest, head_seq FROM " + headTable
-          + " WHERE head_seq > ? AND head_seq < ? ORDER BY head_seq FETCH FIRST ? ROWS ONLY";
+          + " WHERE head_due = ? AND head_seq > ? AND head_seq < ?"
+          + " ORDER BY head_due, head_seq FETCH FIRST ? ROWS ONLY";
+      // The next due time of a rescheduled head, up to now: heads backed off into the future are
+      // never read. Parameters: after, now.
+      this.nextDueSql = "SELECT head_due FROM " + headTable + " WHERE head_due > ?"
+          + " AND head_due <= ? AND head_seq IS NOT NULL ORDER BY head_due, head_seq"
+          + " FETCH FIRST 1 ROWS ONLY";
       // A key's lowest unsent row (one probe of outbox_order), if ready. Parameters: key,
       // scope, now, now.
       this.headRowSql = "SELECT " + CLAIM_COLUMNS + " FROM " + table + " o WHERE o.seq ="
@@ -956,8 +981,14 @@ abstract sealed class OutboxStatements {
       }
       try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + headsSql)) {
         ps.setLong(1, 0);
-        ps.setLong(2, Long.MAX_VALUE);
-        ps.setInt(3, Math.min(Math.max(2 * max, 16), 1_024));
+        ps.setLong(2, 0);
+        ps.setLong(3, Long.MAX_VALUE);
+        ps.setInt(4, Math.min(Math.max(2 * max, 16), 1_024));
+        plans.add(plan(ps));
+      }
+      try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + nextDueSql)) {
+        ps.setLong(1, 0);
+        ps.setLong(2, nowNanos);
         plans.add(plan(ps));
       }
       return plans;
@@ -1009,40 +1040,70 @@ abstract sealed class OutboxStatements {
     private void readHeads(Connection c, int max, String owner, Instant until, long nowNanos,
         long below, List<OutboxRecord> candidates, List<Undecodable> undecodable, Walk walk)
         throws SQLException {
-      int found = 0;
+      int[] found = {0};
       int page = Math.min(Math.max(2 * max, 16), 1_024);
-      long after = 0;
       try (PreparedStatement heads = c.prepareStatement(headsSql);
+          PreparedStatement next = c.prepareStatement(nextDueSql);
           PreparedStatement row = c.prepareStatement(headRowSql)) {
-        while (found < max) {
-          List<KeyRef> refs = new ArrayList<>(page);
-          heads.setLong(1, after);
-          heads.setLong(2, below);
-          heads.setInt(3, page);
-          try (ResultSet rs = heads.executeQuery()) {
-            while (rs.next()) {
-              refs.add(new KeyRef(rs.getString(1), rs.getString(2)));
-              after = rs.getLong(3);
-            }
-          }
-          for (KeyRef ref : refs) {
-            walk.heads++;
-            walk.rows++; // the key's lowest unsent row, ready or not
-            row.setString(1, ref.key());
-            row.setString(2, ref.orderDest());
-            row.setLong(3, nowNanos);
-            row.setLong(4, nowNanos);
-            Read read = readClaimed(row, 1, owner, until);
-            candidates.addAll(read.records());
-            undecodable.addAll(read.undecodable());
-            found += read.records().size() + read.undecodable().size();
-            if (found >= max) {
+        // Heads due now (never rescheduled), oldest first, below the unkeyed batch's newest.
+        if (readDueGroup(heads, row, 0, below, page, max, owner, until, nowNanos, candidates,
+            undecodable, walk, found)) {
+          return;
+        }
+        // Then the heads of rescheduled rows that are due by now, one due time at a time.
+        long due = 0;
+        while (found[0] < max) {
+          next.setLong(1, due);
+          next.setLong(2, nowNanos);
+          try (ResultSet rs = next.executeQuery()) {
+            if (!rs.next()) {
               return;
             }
+            due = rs.getLong(1);
           }
-          if (refs.size() < page) {
+          if (readDueGroup(heads, row, due, Long.MAX_VALUE, page, max, owner, until, nowNanos,
+              candidates, undecodable, walk, found)) {
             return;
           }
+        }
+      }
+    }
+
+    /** Reads the heads of due time {@code due} a page at a time; true once max are found. */
+    private boolean readDueGroup(PreparedStatement heads, PreparedStatement row, long due,
+        long below, int page, int max, String owner, Instant until, long nowNanos,
+        List<OutboxRecord> candidates, List<Undecodable> undecodable, Walk walk, int[] found)
+        throws SQLException {
+      long after = 0;
+      while (true) {
+        List<KeyRef> refs = new ArrayList<>(page);
+        heads.setLong(1, due);
+        heads.setLong(2, after);
+        heads.setLong(3, below);
+        heads.setInt(4, page);
+        try (ResultSet rs = heads.executeQuery()) {
+          while (rs.next()) {
+            refs.add(new KeyRef(rs.getString(1), rs.getString(2)));
+            after = rs.getLong(3);
+          }
+        }
+        for (KeyRef ref : refs) {
+          walk.heads++;
+          walk.rows++; // the key's lowest unsent row, ready or not
+          row.setString(1, ref.key());
+          row.setString(2, ref.orderDest());
+          row.setLong(3, nowNanos);
+          row.setLong(4, nowNanos);
+          Read read = readClaimed(row, 1, owner, until);
+          candidates.addAll(read.records());
+          undecodable.addAll(read.undecodable());
+          found[0] += read.records().size() + read.undecodable().size();
+          if (found[0] >= max) {
+            return true;
+          }
+        }
+        if (refs.size() < page) {
+          return false;
         }
       }
     }

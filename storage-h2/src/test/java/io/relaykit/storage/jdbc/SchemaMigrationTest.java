@@ -175,6 +175,61 @@ class SchemaMigrationTest {
 
   @ParameterizedTest
   @EnumSource(TestDatabase.Kind.class)
+  @DisplayName("version 10 gives the heads of version 9 whose row is backed off their due time:"
+      + " claims pass those keys over, claim the ready key, and the backed-off key once due")
+  void headDueUpgrade(TestDatabase.Kind kind) throws SQLException {
+    TestDatabase db = TestDatabase.shared(kind);
+    String prefix = TestDatabase.newPrefix();
+    Tables tables = new Tables(prefix);
+    Message later = Message.builder().type("order.event").key("later").payload("l").build();
+    Message now = Message.builder().type("order.event").key("now").payload("n").build();
+    long hourAhead = Instants.toNanos("due", java.time.Instant.now().plus(Duration.ofHours(1)));
+    try (Connection c = db.connection(); Statement s = c.createStatement()) {
+      for (int version : Schema.versions()) {
+        if (version < 10) {
+          for (String sql : Schema.statements(db.dialect(), version, tables)) {
+            s.execute(sql);
+          }
+        }
+      }
+      try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + tables.outbox
+          + " (destination, message_id, msg_key, headers, payload, created_at, order_dest, state,"
+          + " ready_at, attempts) VALUES ('orders', ?, ?, ?, ?, 0, '', 0, ?, ?)")) {
+        for (Message m : List.of(later, now)) {
+          boolean backedOff = m == later;
+          ps.setString(1, m.id());
+          ps.setString(2, m.key().orElseThrow());
+          ps.setString(3, Envelopes.encode(m));
+          ps.setBytes(4, m.payload());
+          ps.setLong(5, backedOff ? hourAhead : 0);
+          ps.setInt(6, backedOff ? 1 : 0);
+          ps.executeUpdate();
+        }
+      }
+      s.execute("INSERT INTO " + tables.outboxHead + " (msg_key, order_dest, head_seq)"
+          + " SELECT msg_key, order_dest, MIN(seq) FROM " + tables.outbox
+          + " GROUP BY msg_key, order_dest");
+    }
+
+    JdbcStorage storage = open(db, prefix, true);
+    assertThat(db.count("SELECT COUNT(*) FROM " + tables.outboxHead + " WHERE head_due = "
+        + hourAhead + " AND msg_key = 'later'")).isEqualTo(1);
+    assertThat(db.count("SELECT COUNT(*) FROM " + tables.outboxHead + " WHERE head_due = 0"
+        + " AND msg_key = 'now'")).isEqualTo(1);
+    JdbcOutboxStore outbox = storage.outboxStore();
+    assertThat(outbox.claim("r", 10, Duration.ofSeconds(30), java.time.Instant.now()))
+        .extracting(r -> r.message().id()).containsExactly(now.id());
+    // Once due (the database's clock is real here: move the row's due time back instead).
+    try (Connection c = db.connection(); Statement s = c.createStatement()) {
+      s.execute("UPDATE " + tables.outbox + " SET ready_at = 1 WHERE msg_key = 'later'");
+      s.execute("UPDATE " + tables.outboxHead + " SET head_due = 1 WHERE msg_key = 'later'");
+    }
+    assertThat(outbox.claim("r", 10, Duration.ofSeconds(30), java.time.Instant.now()))
+        .extracting(r -> r.message().id()).containsExactly(later.id());
+  }
+
+  @ParameterizedTest
+  @EnumSource(TestDatabase.Kind.class)
   @DisplayName("four instances opening one fresh schema at once all succeed, five times over")
   void concurrentFirstOpen(TestDatabase.Kind kind) throws Exception {
     TestDatabase db = TestDatabase.shared(kind);
