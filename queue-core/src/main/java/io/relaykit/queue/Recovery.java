@@ -547,8 +547,9 @@ final class Recovery {
    * one), and no complete record follows anywhere after it (one that does was written after this
    * record and may have been fsynced: this one is damaged, not torn). Then the record and
    * everything after it are cut off with a warning: none of it was synced, since a sync writes all
-   * of it. When the search for a later complete record runs out of its budget (crafted contents
-   * that look like many long record headers), nothing is cut: it is reported as corruption.
+   * of it. When the search for a later complete record gives up (more than {@link
+   * #MAX_PENDING_CANDIDATES} overlapping byte runs that look like record headers wait at once),
+   * nothing is cut: it is reported as corruption.
    * Anything else is corruption: a {@link JournalException}
    * naming the file and offset ({@code corruptWhat}, or {@code what} in a sealed segment).
    */
