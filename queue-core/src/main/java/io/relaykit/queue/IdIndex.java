@@ -2,6 +2,7 @@ package io.relaykit.queue;
 
 import java.security.SecureRandom;
 import java.util.Arrays;
+import java.util.function.ObjIntConsumer;
 
 /**
  * Every event id a {@link ReportQueue} knows, and its dedupe window, laid out so that the hot path
@@ -31,6 +32,13 @@ import java.util.Arrays;
  * beyond the id string, plus 16 to 32 per window slot (the ring is a power of two, and a full ring
  * that is at least half holes left by dropped ids is compacted instead of grown, so it stays
  * within four times the window's size).
+ *
+ * <p>Memory comes back after a burst: once fewer than a quarter of the per-id slots (or an eighth
+ * of the table slots) are in use, the index is compacted: live ids get the lowest refs (the
+ * owner hears of each moved value through its {@code onMove} callback), and the arrays and the
+ * table are reallocated for twice the ids left (never below their initial sizes). A window ring
+ * less than a quarter used is halved the same way. Each compaction is O(capacity) once, paid for
+ * by the quarter of the capacity of removals since the last resize: amortized O(1).
  *
  * @param <V> the queue's per-event object
  */
@@ -71,6 +79,10 @@ final class IdIndex<V> {
   private long monoNow;
   private long monoWindow;
   private int ringMask;
+  /** The table's initial size: it never shrinks below it. */
+  private final int minTableSlots;
+  /** Told the new ref of each held value a compaction moves. */
+  private ObjIntConsumer<V> onMove = (v, ref) -> { };
   private long head;
   private long tail;
   private int windowSize;
@@ -94,6 +106,7 @@ final class IdIndex<V> {
     }
     table = new long[slots];
     tableMask = slots - 1;
+    minTableSlots = slots;
     keys = new String[INITIAL_REFS];
     hashes = new int[INITIAL_REFS];
     values = new Object[INITIAL_REFS];
@@ -104,6 +117,14 @@ final class IdIndex<V> {
     ringNanos = new int[INITIAL_REFS];
     ringMono = new long[INITIAL_REFS];
     ringMask = INITIAL_REFS - 1;
+  }
+
+  /**
+   * Sets what a compaction tells the owner when it moves a held value to a new ref (the owner keeps
+   * refs in its values); runs under the owner's lock, and must not call back into this index.
+   */
+  void onMove(ObjIntConsumer<V> listener) {
+    onMove = listener;
   }
 
   /**
@@ -360,6 +381,7 @@ final class IdIndex<V> {
     windowSize--;
     positions[ref] = -1;
     if (values[ref] != null) {
+      shrinkIfSparse();
       return null;
     }
     String key = keys[ref];
@@ -406,6 +428,81 @@ final class IdIndex<V> {
       freeRefs = Arrays.copyOf(freeRefs, freeCount * 2);
     }
     freeRefs[freeCount++] = ref;
+    shrinkIfSparse();
+  }
+
+  /**
+   * Gives memory back after a burst: compacts the refs and the table when under a quarter of the
+   * per-id slots or an eighth of the table slots are in use, and halves the ring (or more) when
+   * under a quarter of it spans the window. O(1) unless it resizes; then O(what it resizes), after
+   * at least a quarter of that many removals since the last resize.
+   */
+  private void shrinkIfSparse() {
+    if ((keys.length > INITIAL_REFS && size < keys.length / 4)
+        || (table.length > minTableSlots && size < table.length / 8)) {
+      compactRefs();
+    }
+    long span = tail - head;
+    if (ringRefs.length > INITIAL_REFS && span < ringRefs.length / 4) {
+      int n = INITIAL_REFS;
+      while (n < span * 2) {
+        n <<= 1;
+      }
+      if (n < ringRefs.length) {
+        resizeRing(n);
+      }
+    }
+  }
+
+  /** Renumbers the live ids 1..size and reallocates the per-id arrays and the table for them. */
+  private void compactRefs() {
+    int refSlots = INITIAL_REFS;
+    while (refSlots < 2 * (size + 1)) {
+      refSlots <<= 1;
+    }
+    int slots = minTableSlots;
+    while (slots < MAX_TABLE && slots / 4 < size) {
+      slots <<= 1;
+    }
+    String[] newKeys = new String[refSlots];
+    int[] newHashes = new int[refSlots];
+    Object[] newValues = new Object[refSlots];
+    long[] newPositions = new long[refSlots];
+    long[] t = new long[slots];
+    int m = slots - 1;
+    int next = 1;
+    for (int ref = 1; ref < nextRef; ref++) {
+      String key = keys[ref];
+      if (key == null) {
+        continue; // free
+      }
+      int to = next++;
+      newKeys[to] = key;
+      newHashes[to] = hashes[ref];
+      newValues[to] = values[ref];
+      long position = positions[ref];
+      newPositions[to] = position;
+      if (position >= 0) {
+        ringRefs[(int) position & ringMask] = to;
+      }
+      insert(t, m, hashes[ref], to);
+    }
+    keys = newKeys;
+    hashes = newHashes;
+    values = newValues;
+    positions = newPositions;
+    table = t;
+    tableMask = m;
+    nextRef = next;
+    freeRefs = new int[MIN_TABLE];
+    freeCount = 0;
+    for (int ref = 1; ref < next; ref++) {
+      if (newValues[ref] != null) {
+        @SuppressWarnings("unchecked")
+        V v = (V) newValues[ref];
+        onMove.accept(v, ref);
+      }
+    }
   }
 
   private int allocateRef() {
@@ -501,7 +598,10 @@ final class IdIndex<V> {
   }
 
   private void growRing() {
-    int n = ringRefs.length << 1;
+    resizeRing(ringRefs.length << 1);
+  }
+
+  private void resizeRing(int n) {
     int[] refs = new int[n];
     long[] seconds = new long[n];
     int[] nanos = new int[n];
@@ -538,6 +638,11 @@ final class IdIndex<V> {
   /** Table slots, for tests. */
   int tableSlots() {
     return table.length;
+  }
+
+  /** Per-id slots, for tests. */
+  int refSlots() {
+    return keys.length;
   }
 
   /** Window ring slots (including holes not yet trimmed), for tests. */

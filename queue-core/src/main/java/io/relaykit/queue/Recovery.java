@@ -360,77 +360,172 @@ final class Recovery {
   static final long SCAN_GAVE_UP = -2;
 
   /**
-   * The checksum work {@link #completeRecordAfter} may spend beyond reading the scanned bytes once:
-   * this many times the scanned length, plus {@link #SCAN_SLACK} bytes.
+   * How many frame candidates (a length and inverted length that agree) {@link
+   * #completeRecordAfter} keeps waiting for their end at once; past it the scan gives up (about
+   * 40 bytes each). A torn tail holds them only by chance (odds 2^-32 per offset) or by crafted
+   * record contents, each forged header costing the writer 8 bytes.
    */
-  static final int SCAN_BUDGET_FACTOR = 4;
+  static final int MAX_PENDING_CANDIDATES = 1 << 16;
 
-  /** The constant part of the scan's checksum budget (so small tails are always scanned fully). */
+  /** The scan reads each byte after the damage once: at most this many times the file. */
+  static final int SCAN_BUDGET_FACTOR = 1;
+
+  /** Slack in the scan's read bound (its one buffer). */
   static final long SCAN_SLACK = 1 << 20;
 
   /**
    * The offset of the first complete record (a frame whose length, inverted length and CRC32C all
    * match, inside the file) starting at or after {@code from}, -1 when there is none, or {@link
-   * #SCAN_GAVE_UP} when the candidates' checksums would cost more than the budget. Every byte
-   * offset is tried, so a damaged length cannot hide what follows it. O(bytes) for the frame
-   * headers, plus one checksum per candidate whose two length fields agree: a random pair agrees
-   * with odds of 2^-32, but record contents (a crafted instant, say) can forge any number of
-   * candidates, each naming a length up to the end of the file, which would make the scan
-   * quadratic. So the bytes checksummed for candidates are capped at {@link #SCAN_BUDGET_FACTOR}
-   * times the scanned length plus {@link #SCAN_SLACK}: the scan reads at most about five times
-   * the bytes after {@code from}, and allocates one buffer of at most 1 MiB. Runs only when the
-   * newest segment holds a record that fails its checks.
+   * #SCAN_GAVE_UP} when more than {@link #MAX_PENDING_CANDIDATES} candidates wait at once. Every
+   * byte offset is tried, so a damaged length cannot hide what follows it. One sequential read of
+   * the bytes after {@code from} through a 1 MiB buffer, whatever the number or lengths of the
+   * candidates: the scan keeps a running CRC32C of the bytes from {@code from}, and a candidate's
+   * checksum is derived when the scan reaches its end from the running value at its start and at
+   * its end (CRC32C is linear: crc(B) = crc(A B) xor crc(A) shifted by |B| bytes, O(log |B|)), so
+   * crafted contents that forge many long headers cost O(1) each, never a re-read. Runs only
+   * when the newest segment holds a record that fails its checks.
    */
   private long completeRecordAfter(FileChannel ch, long from, long size) throws IOException {
-    CRC32C crc = new CRC32C();
     if (from >= size - SegmentFormat.FRAME_HEADER) {
       return -1;
     }
-    long budget = SCAN_BUDGET_FACTOR * (size - from) + SCAN_SLACK;
+    CRC32C running = new CRC32C();
+    CRC32C header = new CRC32C();
+    // Candidates waiting for the scan to reach their end:
+    // {end, start, running CRC at start, CRC of the 12-byte header, expected body CRC}.
+    java.util.PriorityQueue<long[]> pending =
+        new java.util.PriorityQueue<>((x, y) -> Long.compare(x[0], y[0]));
+    long best = -1;
+    int earlier = 0; // waiting candidates that start before best
     int window = (int) Math.min(1 << 20, size - from);
     ByteBuffer buf = ByteBuffer.allocate(window + SegmentFormat.FRAME_HEADER);
-    ByteBuffer chunk = null;
-    for (long base = from; base + SegmentFormat.FRAME_HEADER <= size; base += window) {
+    byte[] arr = buf.array();
+    long crcPos = from; // the running CRC covers [from, crcPos)
+    for (long base = from; base < size; base += window) {
       buf.clear();
       buf.limit((int) Math.min(buf.capacity(), size - base));
       SegmentFormat.readFully(ch, buf, base);
       int limit = buf.limit() - SegmentFormat.FRAME_HEADER;
-      for (int i = 0; i <= limit && i < window; i++) {
+      for (int i = 0; i < window && base + i < size; i++) {
+        long at = base + i;
+        while (!pending.isEmpty() && pending.peek()[0] == at) {
+          running.update(arr, (int) (crcPos - base), (int) (at - crcPos));
+          crcPos = at;
+          long[] c = pending.poll();
+          if (matches(c, (int) running.getValue())) {
+            if (best < 0 || c[1] < best) {
+              best = c[1];
+              earlier = 0;
+              for (long[] w : pending) {
+                earlier += w[1] < best ? 1 : 0;
+              }
+            }
+          } else if (best >= 0 && c[1] < best) {
+            earlier--;
+          }
+        }
+        if (best >= 0) {
+          if (earlier == 0) {
+            return best; // no waiting candidate starts earlier
+          }
+          continue; // later candidates cannot start earlier than best
+        }
+        if (i > limit) {
+          continue;
+        }
         int length = buf.getInt(i);
         if (length <= 0 || length != ~buf.getInt(i + 4)) {
           continue;
         }
-        long at = base + i;
         if (at + SegmentFormat.FRAME_HEADER + length > size) {
           continue;
         }
-        if (length > budget) {
-          scanWork += budget;
+        if (pending.size() >= MAX_PENDING_CANDIDATES) {
           return SCAN_GAVE_UP;
         }
-        budget -= length;
-        scanWork += length;
-        // The candidate's checksum, in chunks through one small buffer: a forged length never
-        // allocates its size.
-        if (chunk == null) {
-          chunk = ByteBuffer.allocate(64 * 1024);
-        }
-        crc.reset();
-        long p = at + SegmentFormat.FRAME_HEADER;
-        long end = p + length;
-        while (p < end) {
-          chunk.clear();
-          chunk.limit((int) Math.min(chunk.capacity(), end - p));
-          SegmentFormat.readFully(ch, chunk, p);
-          crc.update(chunk.flip());
-          p += chunk.limit();
-        }
-        if ((int) crc.getValue() == buf.getInt(i + 8)) {
-          return at;
-        }
+        running.update(arr, (int) (crcPos - base), (int) (at - crcPos));
+        crcPos = at;
+        header.reset();
+        header.update(arr, i, SegmentFormat.FRAME_HEADER);
+        scanWork += SegmentFormat.FRAME_HEADER;
+        pending.add(new long[] {at + SegmentFormat.FRAME_HEADER + length, at,
+            running.getValue(), header.getValue(), buf.getInt(i + 8)});
+      }
+      long windowEnd = Math.min(base + window, size);
+      running.update(arr, (int) (crcPos - base), (int) (windowEnd - crcPos));
+      crcPos = windowEnd;
+    }
+    // Candidates ending at the end of the file.
+    while (!pending.isEmpty()) {
+      long[] c = pending.poll();
+      if (c[0] == size && matches(c, (int) running.getValue()) && (best < 0 || c[1] < best)) {
+        best = c[1];
       }
     }
-    return -1;
+    return best;
+  }
+
+  /**
+   * Whether candidate {@code c} ({end, start, running CRC at start, header CRC, expected}) has the
+   * body checksum it names, given the running CRC at its end: crc(header body) = crc(..end) xor
+   * shift(crc(..start), frame), and crc(body) = crc(header body) xor shift(crc(header), body).
+   */
+  private static boolean matches(long[] c, int runningAtEnd) {
+    long frame = c[0] - c[1];
+    int whole = runningAtEnd ^ shift((int) c[2], frame);
+    int body = whole ^ shift((int) c[3], frame - SegmentFormat.FRAME_HEADER);
+    return body == (int) c[4];
+  }
+
+  /** The reflected CRC32C polynomial. */
+  private static final int POLY = 0x82F63B78;
+
+  /** {@code a * b} modulo the CRC32C polynomial (reflected bit order, as zlib's multmodp). */
+  private static int multModP(int a, int b) {
+    int m = 1 << 31;
+    int p = 0;
+    while (true) {
+      if ((a & m) != 0) {
+        p ^= b;
+        if ((a & (m - 1)) == 0) {
+          break;
+        }
+      }
+      m >>>= 1;
+      b = (b & 1) != 0 ? (b >>> 1) ^ POLY : b >>> 1;
+    }
+    return p;
+  }
+
+  /** x^(2^k) modulo the polynomial, k = 0..31. */
+  private static final int[] X2N = new int[32];
+
+  static {
+    int p = 1 << 30; // x^1
+    X2N[0] = p;
+    for (int k = 1; k < 32; k++) {
+      p = multModP(p, p);
+      X2N[k] = p;
+    }
+  }
+
+  /**
+   * {@code crc} advanced over {@code bytes} zero bytes in the linear part of CRC32C: for the CRC of
+   * A and of A B (both finalized as {@link CRC32C} does), crc(B) = crc(A B) xor shift(crc(A),
+   * |B|). O(log bytes).
+   */
+  static int shift(int crc, long bytes) {
+    int p = 1 << 31; // x^0
+    long n = bytes;
+    int k = 3; // x^(8 n) = x^(2^3 n)
+    while (n != 0) {
+      if ((n & 1) != 0) {
+        p = multModP(X2N[k & 31], p);
+      }
+      n >>>= 1;
+      k++;
+    }
+    return multModP(p, crc);
   }
 
   /**
@@ -452,8 +547,9 @@ final class Recovery {
    * one), and no complete record follows anywhere after it (one that does was written after this
    * record and may have been fsynced: this one is damaged, not torn). Then the record and
    * everything after it are cut off with a warning: none of it was synced, since a sync writes all
-   * of it. When the search for a later complete record runs out of its budget (crafted contents
-   * that look like many long record headers), nothing is cut: it is reported as corruption.
+   * of it. When the search for a later complete record gives up (more than {@link
+   * #MAX_PENDING_CANDIDATES} overlapping byte runs that look like record headers wait at once),
+   * nothing is cut: it is reported as corruption.
    * Anything else is corruption: a {@link JournalException}
    * naming the file and offset ({@code corruptWhat}, or {@code what} in a sealed segment).
    */
@@ -475,9 +571,9 @@ final class Recovery {
       // Too many forged frame candidates to rule out a complete record after this one: deleting
       // could lose fsynced records, so it is an error, and nothing is deleted.
       throw SegmentFormat.corrupt(path, pos, (corruptWhat != null ? corruptWhat : what)
-          + ", followed by too many bytes that look like record headers to tell a write torn by"
-          + " a crash from a damaged record within the scan's budget (" + SCAN_BUDGET_FACTOR
-          + " times the bytes after it); nothing was deleted");
+          + ", followed by more than " + MAX_PENDING_CANDIDATES + " overlapping byte runs that"
+          + " look like record headers, too many to tell a write torn by a crash from a damaged"
+          + " record; nothing was deleted");
     }
     if (valid >= 0) {
       // A torn tail is only what follows the last record that was ever complete: a complete
@@ -488,7 +584,8 @@ final class Recovery {
     }
     if (!SegmentFormat.allZero(ch, Math.min(extentEnd, size), size)
         && !SegmentFormat.hasZeroSector(ch, pos, extentEnd, size)) {
-      throw SegmentFormat.corrupt(path, pos, corruptWhat != null ? corruptWhat : what);
+      throw SegmentFormat.corrupt(path, pos, (corruptWhat != null ? corruptWhat : what)
+          + "; nothing was deleted");
     }
     LOG.log(System.Logger.Level.WARNING, "journal segment {0}: {1} at offset {2} (a write torn"
         + " by a crash); dropping the {3} bytes from there, keeping every complete record before"

@@ -591,7 +591,11 @@ public final class ReportDispatcher implements AutoCloseable {
         }
       }
       try {
-        dispatch(false);
+        if (dispatch(false) == 0) {
+          // Idle: nothing drained, so the queue's max-age and dedupe-window housekeeping (which
+          // drains also do) runs here, bounded, so old dead letters go without traffic too.
+          queue.sweep();
+        }
       } catch (RuntimeException e) {
         LOG.log(System.Logger.Level.ERROR, "dispatcher " + name + ": dispatch step failed", e);
       }

@@ -344,6 +344,8 @@ public final class ReportQueue {
     // The id table is sized for the live events plus a full dedupe window, so the hot path never
     // rehashes it; capped so a huge configured bound does not cost memory up front.
     this.index = new IdIndex<>((int) Math.min((long) capacity + dedupeMaxIds, 1 << 18));
+    // A compaction after a burst renumbers refs; each entry keeps its own.
+    this.index.onMove((e, ref) -> e.ref = ref);
     for (int i = 0; i < lanes.length; i++) {
       lanes[i] = new Lane();
     }
@@ -763,6 +765,7 @@ public final class ReportQueue {
    */
   public int ack(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
+    eventIds = copyIds(eventIds);
     lock.lock();
     try {
       List<Entry> acking = new ArrayList<>();
@@ -867,6 +870,7 @@ public final class ReportQueue {
     }
     String rejection = deadReason == null || deadReason.isBlank() ? "rejected: not retryable"
         : wellFormed(deadReason);
+    eventIds = copyIds(eventIds);
     lock.lock();
     try {
       Instant now = clock.instant();
@@ -1090,6 +1094,7 @@ public final class ReportQueue {
    */
   public int purgeDead(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
+    eventIds = copyIds(eventIds);
     lock.lock();
     try {
       List<Entry> purging = new ArrayList<>();
@@ -1152,6 +1157,7 @@ public final class ReportQueue {
    */
   public int replayDead(Collection<String> eventIds) {
     Checks.requireNonNull("eventIds", eventIds);
+    eventIds = copyIds(eventIds);
     lock.lock();
     try {
       Instant now = clock.instant();
@@ -2102,6 +2108,46 @@ public final class ReportQueue {
       return t.plus(d);
     } catch (ArithmeticException | DateTimeException e) {
       return Instant.MAX;
+    }
+  }
+
+  /**
+   * The caller's ids, copied before the lock is taken: iterating a collection runs the caller's
+   * code, which may throw half way (a list changed by another thread) or be slow; under the lock,
+   * after some events were marked as settling, either would leave them stuck. O(ids), no lock.
+   */
+  private static List<String> copyIds(Collection<String> eventIds) {
+    return new ArrayList<>(eventIds);
+  }
+
+  /**
+   * Housekeeping for an idle queue (its dispatcher calls it when it has nothing to drain): lets up
+   * to 64 ids leave the dedupe window and discards up to 64 pending events and dead letters older
+   * than their max age, as {@link #drainBatch(Instant)} does, so that the age bound holds without
+   * traffic. Bounded work under the lock; a journal failure changes nothing and is logged (the
+   * next call tries again); never throws for it.
+   */
+  void sweep() {
+    lock.lock();
+    try {
+      Instant now = clock.instant();
+      trimSeen(now);
+      discardAged(now);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * The id index's capacity: table slots, per-id slots and window ring slots (for tests that check
+   * memory comes back after a burst).
+   */
+  int[] indexCapacity() {
+    lock.lock();
+    try {
+      return new int[] {index.tableSlots(), index.refSlots(), index.ringSlots()};
+    } finally {
+      lock.unlock();
     }
   }
 

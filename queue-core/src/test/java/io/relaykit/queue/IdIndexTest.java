@@ -171,7 +171,7 @@ class IdIndexTest {
           continue;
         }
         boolean inWindow = window.contains(key);
-        assertThat(index.release(refs.get(key))).isEqualTo(inWindow);
+        assertThat(index.release(ref(index, key))).isEqualTo(inWindow);
         held.remove(key);
         if (!inWindow) {
           refs.remove(key);
@@ -180,7 +180,8 @@ class IdIndexTest {
         if (!refs.containsKey(key)) {
           continue;
         }
-        index.drop(refs.remove(key));
+        index.drop(ref(index, key));
+        refs.remove(key);
         held.remove(key);
         window.remove(key);
       } else if (op < 9) {
@@ -196,7 +197,7 @@ class IdIndexTest {
           window.removeFirst();
           if (held.containsKey(head)) {
             assertThat(forgotten).isNull();
-            assertThat(index.inWindow(refs.get(head))).isFalse();
+            assertThat(index.inWindow(ref(index, head))).isFalse();
           } else {
             assertThat(forgotten).isEqualTo(head);
             refs.remove(head);
@@ -207,21 +208,45 @@ class IdIndexTest {
       assertThat(index.windowSize()).isEqualTo(window.size());
       if (step % 97 == 0) {
         for (String k : pool) {
-          Integer ref = refs.get(k);
-          assertThat(index.find(k)).as(k).isEqualTo(ref == null ? 0 : ref);
-          if (ref != null) {
+          int ref = index.find(k);
+          assertThat(ref != 0).as(k).isEqualTo(refs.containsKey(k));
+          if (ref != 0) {
             assertThat(index.value(ref)).isEqualTo(held.get(k));
             assertThat(index.key(ref)).isEqualTo(k);
           }
         }
         for (String k : window) {
-          assertThat(index.inWindow(refs.get(k))).isTrue();
+          assertThat(index.inWindow(ref(index, k))).isTrue();
         }
       }
     }
     assertThat(index.tableSlots()).as("grew").isGreaterThan(16);
     assertThat(index.ringSlots()).as("grew").isGreaterThan(256);
+    // Drain: everything released and trimmed; the model still agrees, and memory came back.
+    for (String k : new ArrayList<>(held.keySet())) {
+      boolean inWindow = window.contains(k);
+      assertThat(index.release(ref(index, k))).isEqualTo(inWindow);
+      if (!inWindow) {
+        refs.remove(k);
+      }
+    }
+    while (index.windowSize() > 0) {
+      assertThat(index.trimHead()).isEqualTo(window.removeFirst());
+    }
+    assertThat(index.size()).isZero();
+    assertThat(index.tableSlots()).as("shrank back").isEqualTo(16);
+    assertThat(index.ringSlots()).as("shrank back").isEqualTo(256);
+    assertThat(index.refSlots()).as("shrank back").isEqualTo(256);
   }
+
+  /** The current ref of a known {@code key} (compactions renumber refs). */
+  private static int ref(IdIndex<?> index, String key) {
+    int ref = index.find(key);
+    assertThat(ref).as("known: " + key).isNotZero();
+    return ref;
+  }
+
+
 
   @Test
   @DisplayName("holes left by dropped ids do not grow the ring: one remembered id, then a million evictions, keep it small")
@@ -243,5 +268,55 @@ class IdIndexTest {
     assertThat(index.headOlderThan(1_000_000, 999_999_999, 0, 0)).isFalse();
     assertThat(index.trimHead()).as("still held").isNull();
     assertThat(index.windowSize()).isZero();
+  }
+
+  @Test
+  @DisplayName("after a burst of 300 000 ids drained to none, table, per-id arrays and ring shrink back; held values hear their new refs")
+  void memoryReturnsAfterBurst() {
+    IdIndex<int[]> index = new IdIndex<>(1000);
+    index.onMove((v, ref) -> v[0] = ref);
+    int table0 = index.tableSlots();
+    int refs0 = index.refSlots();
+    int ring0 = index.ringSlots();
+    List<int[]> held = new ArrayList<>();
+    int n = 300_000;
+    for (int i = 0; i < n; i++) {
+      int[] v = new int[] {0, i};
+      v[0] = index.add("burst-" + i, v, i, 0);
+      held.add(v);
+    }
+    assertThat(index.tableSlots()).as("grew").isGreaterThanOrEqualTo(2 * n);
+    assertThat(index.refSlots()).isGreaterThan(n);
+    assertThat(index.ringSlots()).isGreaterThanOrEqualTo(n);
+    // The window lets every id go while its event is still held, then the events leave, oldest
+    // first, all but the last ten; refs held by the values follow every compaction.
+    while (index.windowSize() > 0) {
+      assertThat(index.trimHead()).isNull();
+    }
+    for (int i = 0; i < n - 10; i++) {
+      int[] v = held.get(i);
+      assertThat(index.key(v[0])).isEqualTo("burst-" + v[1]);
+      assertThat(index.release(v[0])).isFalse();
+    }
+    assertThat(index.size()).isEqualTo(10);
+    assertThat(index.tableSlots()).as("table back to its initial size").isEqualTo(table0);
+    assertThat(index.refSlots()).as("per-id arrays back").isEqualTo(refs0);
+    assertThat(index.ringSlots()).as("ring back").isEqualTo(ring0);
+    for (int i = n - 10; i < n; i++) {
+      int[] v = held.get(i);
+      assertThat(index.find("burst-" + i)).isEqualTo(v[0]);
+      assertThat(index.value(v[0])).isSameAs(v);
+    }
+    // Still fully usable: a second, smaller burst grows and shrinks again.
+    for (int i = 0; i < 5000; i++) {
+      index.add("again-" + i, null, n + i, 0);
+    }
+    while (index.trimHead() != null || index.windowSize() > 0) {
+      // trims the 5000 remembered ids
+    }
+    assertThat(index.size()).isEqualTo(10);
+    assertThat(index.refSlots()).isEqualTo(refs0);
+    assertThat(index.tableSlots()).isEqualTo(table0);
+    assertThat(index.ringSlots()).isEqualTo(ring0);
   }
 }
