@@ -44,9 +44,9 @@ import org.springframework.core.env.Environment;
  *       every pod would restart them all.
  *   <li>{@link RelaykitDeadLettersEndpoint} ({@code relaykitdeadletters}): list, replay and purge
  *       the dead letters of relaykit's store and of the listeners' Kafka dead-letter topics or
- *       RabbitMQ dead-letter queues. Available by default but, like every endpoint but health, exposed over HTTP only
- *       when {@code management.endpoints.web.exposure.include} names it, and guarded by Spring
- *       Security's rules when that is on the class path.
+ *       RabbitMQ dead-letter queues. Available by default but, like every endpoint but health,
+ *       exposed over HTTP only when {@code management.endpoints.web.exposure.include} names it,
+ *       and guarded by Spring Security's rules when that is on the class path.
  * </ul>
  *
  * <p>Every bean backs off when the application defines its own of the same type. A bad {@code
