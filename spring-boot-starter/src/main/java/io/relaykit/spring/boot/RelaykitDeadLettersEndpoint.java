@@ -299,7 +299,8 @@ public class RelaykitDeadLettersEndpoint {
    *     store}; 400 for a blank id or an unknown store; 404 when there is none; 503 when the store
    *     or the outbox fails (for relaykit's store the dead letter stays where it was; for a Kafka
    *     topic whose replay marker failed, it was resent and stays listed); 409 while another
-   *     replay of it is under way; 422 when its message cannot go back into the outbox. A replay
+   *     replay of it is under way; 422 when its message cannot go back into the outbox (or the
+   *     broker store refuses it as bad input). A replay
    *     that resent the message but whose replay mark had lapsed meanwhile (its resend outlasted
    *     the lease, and another replay took the dead letter over) is 200 with {@code "markLapsed":
    *     true} and a {@code warning}: the mark lapsed, and another replay may also have sent it
@@ -343,8 +344,8 @@ public class RelaykitDeadLettersEndpoint {
       } catch (io.relaykit.deadletter.ReplayInProgressException e) {
         return error(409, e.getMessage());
       } catch (IllegalArgumentException e) {
-        return error(422, "dead letter " + id + " cannot go back into the outbox: "
-            + e.getMessage());
+        return error(422, "dead letter " + id + (guarded ? " cannot be replayed through "
+            + s.name() : " cannot go back into the outbox") + ": " + e.getMessage());
       } catch (RuntimeException e) {
         if (!guarded) {
           return error(WebEndpointResponse.STATUS_SERVICE_UNAVAILABLE, "replay of dead letter "
