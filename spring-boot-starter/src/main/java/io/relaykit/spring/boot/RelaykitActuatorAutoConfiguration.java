@@ -10,6 +10,7 @@ import io.relaykit.monitor.BacklogVerdict;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Set;
+import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -41,10 +42,11 @@ import org.springframework.core.env.Environment;
  *       management.endpoint.health.group.readiness.include} (or {@code .exclude}) itself. It is
  *       never added to liveness: restarting a pod does not drain a backlog, and a backlog on
  *       every pod would restart them all.
- *   <li>{@link RelaykitDeadLettersEndpoint} ({@code relaykitdeadletters}): list and replay dead
- *       letters. Available by default but, like every endpoint but health, exposed over HTTP only
- *       when {@code management.endpoints.web.exposure.include} names it, and guarded by Spring
- *       Security's rules when that is on the class path.
+ *   <li>{@link RelaykitDeadLettersEndpoint} ({@code relaykitdeadletters}): list, replay and purge
+ *       the dead letters of relaykit's store and of the listeners' Kafka dead-letter topics or
+ *       RabbitMQ dead-letter queues. Available by default but, like every endpoint but health,
+ *       exposed over HTTP only when {@code management.endpoints.web.exposure.include} names it,
+ *       and guarded by Spring Security's rules when that is on the class path.
  * </ul>
  *
  * <p>Every bean backs off when the application defines its own of the same type. A bad {@code
@@ -115,18 +117,29 @@ public class RelaykitActuatorAutoConfiguration {
           + ".ConditionalOnAvailableEndpoint"})
   static class DeadLetterEndpointConfiguration {
 
+    /** The dead-letter topics or queues of the listeners, opened on first use. */
+    @Bean
+    @ConditionalOnAvailableEndpoint(RelaykitDeadLettersEndpoint.class)
+    BrokerDeadLetterStores relaykitBrokerDeadLetterStores(BeanFactory beans,
+        RelaykitMonitoring monitoring) {
+      return BrokerDeadLetterStores.of(beans, monitoring.lifecycle());
+    }
+
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnAvailableEndpoint(RelaykitDeadLettersEndpoint.class)
     RelaykitDeadLettersEndpoint relaykitDeadLettersEndpoint(DeadLetterStore deadLetters,
         TransactionalOutbox outbox, ObjectProvider<Publisher> publisher,
-        ObjectProvider<ReplayTarget> target, Settings settings, RelaykitMonitoring monitoring) {
+        ObjectProvider<ReplayTarget> target, Settings settings, RelaykitMonitoring monitoring,
+        ObjectProvider<BrokerDeadLetterStores> brokers) {
       Duration confirmTimeout = RelaySettings.confirmTimeoutFor(
           RelaySettings.from(settings).lease());
       RelaykitDeadLettersEndpoint.Replay replay = DeadLetterReplays.choose(deadLetters,
           outbox.store(), publisher.getIfUnique(), target.getIfUnique(), confirmTimeout,
           monitoring.lifecycle());
+      BrokerDeadLetterStores stores = brokers.getIfUnique();
       return new RelaykitDeadLettersEndpoint(deadLetters, replay,
+          stores == null ? java.util.List::of : stores::sources,
           settings.getInt(SpringConfigKeys.DEAD_LETTERS_MAX_LIMIT, 100));
     }
   }
