@@ -62,6 +62,8 @@ class ObservationOpenTelemetryTraceTest {
   }
 
   @Test
+  @org.junit.jupiter.api.DisplayName("append, publish and handler spans form one trace; the"
+      + " publish and the handler are children of the append, carried in the outbox row")
   void oneTraceFromAppendToHandler() {
     String destination = unique("orders");
     try (ConfigurableApplicationContext ctx = new SpringApplicationBuilder(MetricsApp.class,
@@ -75,7 +77,8 @@ class ObservationOpenTelemetryTraceTest {
             "test.group=" + unique("g")).run()) {
       TransactionalOutbox outbox = ctx.getBean(TransactionalOutbox.class);
       Message m = new TransactionTemplate(ctx.getBean(PlatformTransactionManager.class))
-          .execute(s -> outbox.append(destination, null, new ObservationInProcessTest.Payload("1")));
+          .execute(s -> outbox.append(destination, null,
+              new ObservationInProcessTest.Payload("1")));
       assertThat(ctx.getBean(OutboxRelay.class).runOnce().sent()).isEqualTo(1);
       Await.until(Duration.ofSeconds(30), "the handler's span is exported",
           () -> span("process " + destination) != null && span("publish " + destination) != null);
