@@ -89,6 +89,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   private final int maxSeries;
   private final double[] percentiles;
   private final boolean histogram;
+  private final boolean durations;
   private final AtomicReference<MeterRegistry> registry = new AtomicReference<>();
 
   private final Series<AtomicLong> backlog = new Series<>(RelayKitMeter.OUTBOX_BACKLOG);
@@ -139,6 +140,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     this.maxSeries = b.maxSeries;
     this.percentiles = b.percentiles.clone();
     this.histogram = b.histogram;
+    this.durations = b.durations;
   }
 
   /**
@@ -462,6 +464,9 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
 
   private void handlerTimer(String destination, String group, String outcome,
       Duration duration) {
+    if (!durations) {
+      return;
+    }
     Timer t = handler.get(new Key(destination, group, outcome),
         k -> timer(RelayKitMeter.HANDLER_DURATION,
             Tags.of(DESTINATION, k.a, GROUP, k.b, "outcome", k.c)));
@@ -473,6 +478,9 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   /** {@inheritDoc} Records in {@code relaykit.publish.confirm.duration{destination}}. */
   @Override
   public void publishConfirmDuration(String destination, Duration duration) {
+    if (!durations) {
+      return;
+    }
     Timer t = confirm.get(destination,
         (d, r) -> timer(RelayKitMeter.PUBLISH_CONFIRM_DURATION, Tags.of(DESTINATION, d)));
     if (t != null) {
@@ -768,6 +776,7 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
     private int maxSeries = 256;
     private double[] percentiles = new double[0];
     private boolean histogram;
+    private boolean durations = true;
 
     private Builder() {}
 
@@ -880,6 +889,21 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
      */
     public Builder percentileHistogram(boolean histogram) {
       this.histogram = histogram;
+      return this;
+    }
+
+    /**
+     * Whether the binder records the two timers, {@code relaykit.handler.duration} and {@code
+     * relaykit.publish.confirm.duration}; on by default. Turn it off when another instrumentation
+     * records the same operations under the same names (the Spring Boot starter's Micrometer
+     * Observations do): the durations the binder is then told are ignored, at no cost, and every
+     * other meter is unchanged.
+     *
+     * @param durations whether to record the timers
+     * @return this builder
+     */
+    public Builder recordDurations(boolean durations) {
+      this.durations = durations;
       return this;
     }
 

@@ -32,6 +32,7 @@ import io.relaykit.transport.kafka.KafkaTransportConfig;
 import io.relaykit.transport.rabbitmq.RabbitMqPublisher;
 import io.relaykit.transport.rabbitmq.RabbitMqSubscriber;
 import io.relaykit.transport.rabbitmq.RabbitMqTransportConfig;
+import io.relaykit.trace.TracePropagation;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -153,13 +154,16 @@ public class RelaykitAutoConfiguration {
    * @param settings the settings
    * @param monitoring the application's listeners (see {@link RelaykitMonitoring#relayLifecycle})
    * @param customizers applied to the builder last, in order
+   * @param tracing the application's {@link TracePropagation} bean (the starter's observations),
+   *     instead of the discovered one
    * @return the relay
    */
   @Bean(destroyMethod = "close")
   @ConditionalOnMissingBean
   public OutboxRelay relaykitOutboxRelay(TransactionalOutbox outbox, Publisher publisher,
       DeadLetterStore deadLetters, ObjectProvider<JdbcStorage> storage, Settings settings,
-      RelaykitMonitoring monitoring, ObjectProvider<RelaykitRelayCustomizer> customizers) {
+      RelaykitMonitoring monitoring, ObjectProvider<RelaykitRelayCustomizer> customizers,
+      ObjectProvider<TracePropagation> tracing) {
     RelaySettings relay = RelaySettings.from(settings);
     JdbcStorage jdbc = storage.getIfAvailable();
     Duration lease = jdbc == null ? relay.lease()
@@ -178,6 +182,10 @@ public class RelaykitAutoConfiguration {
     }
     if (monitoring.hasLifecycle()) {
       b.listener(monitoring.relayLifecycle(publisher));
+    }
+    TracePropagation propagation = tracing.getIfUnique();
+    if (propagation != null) {
+      b.tracePropagation(propagation);
     }
     customizers.orderedStream().forEach(c -> c.customize(b));
     return b.build();
@@ -220,6 +228,8 @@ public class RelaykitAutoConfiguration {
    * @param settings the settings, resolved when a listener method is found
    * @param payloads the codecs for listener methods that take a typed payload, resolved when
    *     such a method is found
+   * @param tracing the application's {@link TracePropagation} bean (the starter's observations),
+   *     around each handler call; none for no tracing
    * @param env the environment
    * @return the registry
    */
@@ -229,9 +239,10 @@ public class RelaykitAutoConfiguration {
       matchIfMissing = true)
   public static RelaykitListenerRegistry relaykitListenerRegistry(
       ObjectProvider<Subscriber> subscriber, ObjectProvider<IdempotencyStore> idempotency,
-      ObjectProvider<Settings> settings, ObjectProvider<Payloads> payloads, Environment env) {
+      ObjectProvider<Settings> settings, ObjectProvider<Payloads> payloads,
+      ObjectProvider<TracePropagation> tracing, Environment env) {
     return new RelaykitListenerRegistry(subscriber, idempotency, settings, payloads,
-        RelaykitEnvironment.shutdownPhaseTimeout(env));
+        RelaykitEnvironment.shutdownPhaseTimeout(env)).withTracing(tracing);
   }
 
   /**
@@ -259,7 +270,8 @@ public class RelaykitAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     TransactionalOutbox relaykitOutbox(JdbcStorage storage, Settings settings,
-        ObjectProvider<Payloads> payloads, RelaykitMonitoring monitoring) {
+        ObjectProvider<Payloads> payloads, ObjectProvider<TracePropagation> tracing,
+        RelaykitMonitoring monitoring) {
       OutboxOrderScope scope = settings.getEnum(JdbcConfigKeys.OUTBOX_ORDER_SCOPE,
           OutboxOrderScope.class, OutboxOrderScope.KEY);
       OutboxBound bound = OutboxBound.unbounded();
@@ -276,8 +288,11 @@ public class RelaykitAutoConfiguration {
           monitoring.metrics().outboxClaimWalked(store, heads, rows);
         }
       };
-      return TransactionalOutbox.jdbc(storage.outboxStore(bound, scope, walks),
-          storage.dataSource()).withPayloads(payloads.getIfAvailable());
+      TracePropagation propagation = tracing.getIfUnique();
+      io.relaykit.storage.jdbc.JdbcOutboxStore store = storage.outboxStore(bound, scope, walks);
+      return observed(TransactionalOutbox.jdbc(propagation == null ? store
+          : store.withTracePropagation(propagation), storage.dataSource())
+          .withPayloads(payloads.getIfAvailable()), propagation);
     }
 
     @Bean
@@ -307,8 +322,9 @@ public class RelaykitAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     TransactionalOutbox relaykitOutbox(InMemoryOutboxStore store,
-        ObjectProvider<Payloads> payloads) {
-      return TransactionalOutbox.inMemory(store).withPayloads(payloads.getIfAvailable());
+        ObjectProvider<Payloads> payloads, ObjectProvider<TracePropagation> tracing) {
+      return observed(TransactionalOutbox.inMemory(store).withPayloads(payloads.getIfAvailable()),
+          tracing.getIfUnique());
     }
 
     @Bean
@@ -485,5 +501,11 @@ public class RelaykitAutoConfiguration {
             IdempotencySettings.from(settings).retention()),
         InstantSource.system(), DatabaseClock.database(), listener,
         settings.getBoolean(JdbcConfigKeys.MIGRATE, true));
+  }
+
+  /** {@code outbox} observing its appends when {@code propagation} observes them. */
+  static TransactionalOutbox observed(TransactionalOutbox outbox, TracePropagation propagation) {
+    return propagation instanceof TransactionalOutbox.AppendObservation o
+        ? outbox.withObservation(o) : outbox;
   }
 }

@@ -291,4 +291,17 @@ final class RelaykitEnvironment {
   private static String encode(String s) {
     return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
   }
+
+  /**
+   * The OpenTelemetry {@code messaging.system} of a {@code relaykit.transport} value, as {@code
+   * Publisher.messagingSystem()} of that transport names it; another value (the starter refuses
+   * it at start) is passed on as it is.
+   */
+  static String messagingSystem(String transport) {
+    return switch (transport) {
+      case "memory" -> "relaykit-inprocess";
+      case "kafka", "rabbitmq" -> transport;
+      default -> transport.isBlank() ? "unknown" : transport;
+    };
+  }
 }

@@ -104,6 +104,7 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
   private volatile List<String> unfinishedAtLastStop = List.of();
   private volatile boolean started;
   private ConfigurableBeanFactory beanFactory;
+  private ObjectProvider<io.relaykit.trace.TracePropagation> tracing;
 
   /**
    * Creates the registry; nothing is resolved until {@link #start()}.
@@ -153,6 +154,23 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
     }
     this.drainDeadline = drainDeadline(shutdownPhaseTimeout);
     this.stopDeadline = stopDeadline(shutdownPhaseTimeout);
+  }
+
+  /**
+   * This registry, with each handler call inside a scope of the application's {@link
+   * io.relaykit.trace.TracePropagation} bean (the starter's observations), resolved at start.
+   */
+  RelaykitListenerRegistry withTracing(
+      ObjectProvider<io.relaykit.trace.TracePropagation> tracing) {
+    this.tracing = tracing;
+    return this;
+  }
+
+  /** The transport's subscriber, traced by the propagation bean if there is one. */
+  private Subscriber subscriber() {
+    Subscriber s = subscriber.getObject();
+    io.relaykit.trace.TracePropagation p = tracing == null ? null : tracing.getIfUnique();
+    return p == null ? s : io.relaykit.message.Tracing.subscriber(s, p);
   }
 
   /**
@@ -208,7 +226,7 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
       endpoints.addAll(made);
       return;
     }
-    Subscriber s = subscriber.getObject();
+    Subscriber s = subscriber();
     List<Running> opened = new ArrayList<>();
     try {
       for (Endpoint e : made) {
@@ -271,7 +289,7 @@ public final class RelaykitListenerRegistry implements DestructionAwareBeanPostP
     if (started) {
       return;
     }
-    Subscriber s = endpoints.isEmpty() ? null : subscriber.getObject();
+    Subscriber s = endpoints.isEmpty() ? null : subscriber();
     try {
       for (Endpoint e : endpoints) {
         running.add(new Running(s.subscribe(e.spec, e.handler()), e));

@@ -3,6 +3,7 @@ package io.relaykit.spring.boot;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.relaykit.config.CoreKeys;
 import io.relaykit.metrics.micrometer.RelayKitMeterBinder;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -51,13 +52,17 @@ public class RelaykitMicrometerAutoConfiguration {
    * {@code Publisher}: the transport reports to this binder, so it cannot be built first.
    *
    * @param environment where {@code relaykit.transport} is read
+   * @param observations the starter's observations, when the application has an {@code
+   *     ObservationRegistry}: they record the two timers instead of the binder
    * @return the binder
    */
   @Bean
   @ConditionalOnMissingBean
-  public RelayKitMeterBinder relaykitMeterBinder(Environment environment) {
+  public RelayKitMeterBinder relaykitMeterBinder(Environment environment,
+      ObjectProvider<RelaykitObservations> observations) {
     return RelayKitMeterBinder.builder()
         .messagingSystem(messagingSystem(environment.getProperty(CoreKeys.TRANSPORT, "memory")))
+        .recordDurations(observations.getIfAvailable() == null)
         .build();
   }
 
@@ -67,10 +72,6 @@ public class RelaykitMicrometerAutoConfiguration {
    * it at start) is passed on as it is.
    */
   static String messagingSystem(String transport) {
-    return switch (transport) {
-      case "memory" -> "relaykit-inprocess";
-      case "kafka", "rabbitmq" -> transport;
-      default -> transport.isBlank() ? "unknown" : transport;
-    };
+    return RelaykitEnvironment.messagingSystem(transport);
   }
 }

@@ -10,6 +10,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Instant;
 import java.util.Objects;
+import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronization;
@@ -47,13 +48,29 @@ public final class TransactionalOutbox {
   private final DataSource dataSource;
   private final InMemoryOutboxStore memory;
   private final Payloads payloads;
+  private final AppendObservation observation;
 
   private TransactionalOutbox(JdbcOutboxStore jdbc, DataSource dataSource,
-      InMemoryOutboxStore memory, Payloads payloads) {
+      InMemoryOutboxStore memory, Payloads payloads, AppendObservation observation) {
     this.jdbc = jdbc;
     this.dataSource = dataSource;
     this.memory = memory;
     this.payloads = payloads;
+    this.observation = observation;
+  }
+
+  /** An observation around each append: {@link RelaykitObservations}. */
+  interface AppendObservation {
+    /**
+     * Runs {@code append} with {@code message}, or with a copy carrying the observation's trace
+     * context, and returns what it ran it with.
+     */
+    Message observeAppend(String destination, Message message, Consumer<Message> append);
+  }
+
+  /** This outbox, observing each append with {@code observation} (null for none). */
+  TransactionalOutbox withObservation(AppendObservation observation) {
+    return new TransactionalOutbox(jdbc, dataSource, memory, payloads, observation);
   }
 
   /**
@@ -66,7 +83,7 @@ public final class TransactionalOutbox {
    */
   public static TransactionalOutbox jdbc(JdbcOutboxStore store, DataSource dataSource) {
     return new TransactionalOutbox(Objects.requireNonNull(store, "store"),
-        Objects.requireNonNull(dataSource, "dataSource"), null, null);
+        Objects.requireNonNull(dataSource, "dataSource"), null, null, null);
   }
 
   /**
@@ -77,7 +94,7 @@ public final class TransactionalOutbox {
    * @throws NullPointerException if {@code store} is null
    */
   public static TransactionalOutbox inMemory(InMemoryOutboxStore store) {
-    return new TransactionalOutbox(null, null, Objects.requireNonNull(store, "store"), null);
+    return new TransactionalOutbox(null, null, Objects.requireNonNull(store, "store"), null, null);
   }
 
   /**
@@ -88,7 +105,7 @@ public final class TransactionalOutbox {
    * @return an outbox on the same store
    */
   public TransactionalOutbox withPayloads(Payloads payloads) {
-    return new TransactionalOutbox(jdbc, dataSource, memory, payloads);
+    return new TransactionalOutbox(jdbc, dataSource, memory, payloads, observation);
   }
 
   /**
@@ -124,9 +141,7 @@ public final class TransactionalOutbox {
           + destination + "': put Jackson 3 (tools.jackson.core:jackson-databind) on the class"
           + " path, or define a io.relaykit.codec.Payloads bean; nothing was written");
     }
-    Message message = payloads.message(destination, key, payload);
-    append(destination, message);
-    return message;
+    return observed(destination, payloads.message(destination, key, payload));
   }
 
   /**
@@ -150,6 +165,20 @@ public final class TransactionalOutbox {
    * @throws JdbcOutboxException if the database fails the INSERT
    */
   public void append(String destination, Message message) {
+    observed(destination, message);
+  }
+
+  /** {@code message} appended, inside the append observation if there is one. */
+  private Message observed(String destination, Message message) {
+    if (observation == null) {
+      write(destination, message);
+      return message;
+    }
+    Objects.requireNonNull(message, "message must not be null");
+    return observation.observeAppend(destination, message, m -> write(destination, m));
+  }
+
+  private void write(String destination, Message message) {
     if (!TransactionSynchronizationManager.isActualTransactionActive()) {
       throw new IllegalStateException("relaykit outbox append to '" + destination
           + "' outside a Spring transaction: call it from a @Transactional method (or a"
