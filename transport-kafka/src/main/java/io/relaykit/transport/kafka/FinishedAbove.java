@@ -127,7 +127,7 @@ final class FinishedAbove {
           if (d < 0 || (i > 0 && d == 0)) {
             return null;
           }
-          prev += d;
+          prev = Math.addExact(prev, d); // a forged step must not wrap round below base
           if (prev >= end) {
             return null;
           }
