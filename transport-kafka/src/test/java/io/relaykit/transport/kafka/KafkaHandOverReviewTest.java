@@ -22,7 +22,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * An independent attack on the graceful hand-over: per-key order when a key is parked for its
  * retry at the moment its partition changes owner.
  */
-@DisplayName("Kafka hand-over review: per-key order of a parked key across a graceful close")
+@DisplayName("Kafka hand-over review: commit metadata as wire input, parked keys across a close")
 class KafkaHandOverReviewTest {
 
   private static final Duration WAIT = Duration.ofSeconds(60);
@@ -69,5 +69,81 @@ class KafkaHandOverReviewTest {
     Await.until(WAIT, "both handled", () -> succeeded.contains(first.id())
         && succeeded.contains(second.id()));
     assertThat(succeeded).as("k's records in order").containsExactly(first.id(), second.id());
+  }
+
+  private static void commitWithMetadata(String group, String topic, long offset,
+      String metadata) throws Exception {
+    KafkaTestBroker.admin().alterConsumerGroupOffsets(group, java.util.Map.of(
+        new org.apache.kafka.common.TopicPartition(topic, 0),
+        new org.apache.kafka.clients.consumer.OffsetAndMetadata(offset, metadata)))
+        .all().get(30, java.util.concurrent.TimeUnit.SECONDS);
+  }
+
+  private void assertEachOnce(java.util.Map<String, java.util.concurrent.atomic.AtomicInteger>
+      handled, List<Message> expected) {
+    Await.until(WAIT, "every record handled", () -> expected.stream()
+        .allMatch(m -> handled.containsKey(m.id())));
+    Await.until(WAIT, "everything committed", () -> Long.valueOf(20).equals(
+        KafkaTestSupport.committedOffsets(groupOf.get(), topicOf.get())
+            .get(0)));
+    handled.forEach((id, n) -> assertThat(n.get()).as("handlings of %s", id).isEqualTo(1));
+  }
+
+  private final java.util.concurrent.atomic.AtomicReference<String> groupOf =
+      new java.util.concurrent.atomic.AtomicReference<>();
+  private final java.util.concurrent.atomic.AtomicReference<String> topicOf =
+      new java.util.concurrent.atomic.AtomicReference<>();
+
+  private java.util.Map<String, java.util.concurrent.atomic.AtomicInteger> subscribe(String topic,
+      String group) throws Exception {
+    groupOf.set(group);
+    topicOf.set(topic);
+    java.util.Map<String, java.util.concurrent.atomic.AtomicInteger> handled =
+        new java.util.concurrent.ConcurrentHashMap<>();
+    clients.subscriber().subscribe(SubscriptionSpec.builder(topic, group)
+        .ordering(OrderingMode.UNORDERED).build(), d -> handled.computeIfAbsent(d.message().id(),
+            k -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet());
+    return handled;
+  }
+
+  @Test
+  @DisplayName("offsets committed by another tool, with metadata that is not relaykit's or names"
+      + " another base: every record past the offset runs")
+  void foreignMetadataSkipsNothing() throws Exception {
+    String topic = newTopic("review-foreign-meta", 1);
+    String group = topic + "-g";
+    List<Message> all = KafkaTestSupport.numberedMessages(20, i -> "k" + i);
+    KafkaTestSupport.publishAll(topic, all);
+    // another base than the committed offset (an older commit's), then a foreign checkpoint
+    commitWithMetadata(group, topic, 3, FinishedAbove.of(2, 15, new long[] {2}, null).encode());
+    var handled = subscribe(topic, group);
+    assertEachOnce(handled, all.subList(3, 20));
+    assertThat(handled).hasSize(17);
+  }
+
+  @Test
+  @DisplayName("a topic deleted and created again under the same name: metadata committed for the"
+      + " old one skips none of the new records")
+  void recreatedTopicSkipsNothing() throws Exception {
+    String topic = newTopic("review-recreated", 1);
+    String group = topic + "-g";
+    KafkaTestSupport.publishAll(topic, KafkaTestSupport.numberedMessages(20, i -> "old" + i));
+    // the old topic's hand-over: 5 open, 6..14 finished
+    commitWithMetadata(group, topic, 5, FinishedAbove.of(5, 15, new long[] {5}, null).encode());
+    KafkaTestBroker.admin().deleteTopics(List.of(topic)).all()
+        .get(30, java.util.concurrent.TimeUnit.SECONDS);
+    Await.until(WAIT, "the topic created again", () -> {
+      try {
+        KafkaTestBroker.createTopic(topic, 1);
+        return true;
+      } catch (IllegalStateException e) {
+        return false; // still being deleted
+      }
+    });
+    List<Message> fresh = KafkaTestSupport.numberedMessages(20, i -> "new" + i);
+    KafkaTestSupport.publishAll(topic, fresh);
+    var handled = subscribe(topic, group);
+    assertEachOnce(handled, fresh);
+    assertThat(handled).hasSize(20);
   }
 }
