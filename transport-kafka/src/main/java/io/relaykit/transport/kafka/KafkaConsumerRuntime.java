@@ -101,6 +101,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
    * members apart) before it is bad input.
    */
   static final Duration RETRY_AT_MARGIN = Duration.ofMinutes(1);
+  /**
+   * Tests: by group, a failure the read of committed offsets at assignment throws instead of
+   * reading ({@link #readHandedOver}). Empty outside tests.
+   */
+  static final Map<String, java.util.function.Supplier<RuntimeException>> HAND_OVER_READ_FAULTS =
+      new java.util.concurrent.ConcurrentHashMap<>();
   /** Records that may wait for parked keys, per unit of {@code maxInFlight}. */
   static final int PARKED_PER_IN_FLIGHT = 4;
 
@@ -1113,6 +1119,10 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     Set<TopicPartition> parts = new HashSet<>(partitions);
     Map<TopicPartition, OffsetAndMetadata> at;
     try {
+      var fault = HAND_OVER_READ_FAULTS.get(spec.group());
+      if (fault != null) {
+        throw fault.get();
+      }
       try {
         at = consumer.committed(parts, config.closeTimeout());
       } catch (WakeupException e) {

@@ -146,4 +146,42 @@ class KafkaHandOverReviewTest {
     assertEachOnce(handled, fresh);
     assertThat(handled).hasSize(20);
   }
+
+  @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"timeout", "auth"})
+  @DisplayName("the read of committed offsets at assignment fails: the records the previous owner"
+      + " named finished run again, nothing is skipped and nothing stalls")
+  void failedHandOverReadRunsAgain(String fault) throws Exception {
+    String topic = newTopic("review-read-fails-" + fault, 1);
+    String group = topic + "-g";
+    List<Message> all = KafkaTestSupport.numberedMessages(20, i -> "k" + i);
+    KafkaTestSupport.publishAll(topic, all);
+    // a previous owner's hand-over: 5 open, 6..14 finished
+    commitWithMetadata(group, topic, 5, FinishedAbove.of(5, 15, new long[] {5}, null).encode());
+    KafkaConsumerRuntime.HAND_OVER_READ_FAULTS.put(group, () -> fault.equals("timeout")
+        ? new org.apache.kafka.common.errors.TimeoutException("injected")
+        : new org.apache.kafka.common.errors.GroupAuthorizationException("injected"));
+    try {
+      var handled = subscribe(topic, group);
+      assertEachOnce(handled, all.subList(5, 20));
+      assertThat(handled).hasSize(15);
+    } finally {
+      KafkaConsumerRuntime.HAND_OVER_READ_FAULTS.remove(group);
+    }
+  }
+
+  @Test
+  @DisplayName("control: the same hand-over read without a fault passes over the finished records")
+  void handOverReadPassesOverFinished() throws Exception {
+    String topic = newTopic("review-read-ok", 1);
+    String group = topic + "-g";
+    List<Message> all = KafkaTestSupport.numberedMessages(20, i -> "k" + i);
+    KafkaTestSupport.publishAll(topic, all);
+    commitWithMetadata(group, topic, 5, FinishedAbove.of(5, 15, new long[] {5}, null).encode());
+    var handled = subscribe(topic, group);
+    List<Message> expected = new java.util.ArrayList<>(all.subList(15, 20));
+    expected.add(all.get(5));
+    assertEachOnce(handled, expected);
+    assertThat(handled).hasSize(6);
+  }
 }
