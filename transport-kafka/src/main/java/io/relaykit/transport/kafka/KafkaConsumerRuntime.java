@@ -1070,7 +1070,18 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private void commitHandOver(Collection<TopicPartition> partitions) {
     withFinished = true;
     try {
-      commitSync(partitions);
+      try {
+        commitSync(partitions);
+      } catch (org.apache.kafka.common.errors.OffsetMetadataTooLarge e) {
+        // a broker whose offset.metadata.max.bytes is below what the list took: commit the
+        // position alone (the records finished past it run again, at least once) rather than
+        // nothing (every record since the last interval commit would run again)
+        LOG.log(System.Logger.Level.WARNING, "the broker refused the hand-over metadata of "
+            + partitions + " as too large (offset.metadata.max.bytes); committing the position"
+            + " alone: records finished past it may run again: " + e);
+        withFinished = false;
+        commitSync(partitions);
+      }
     } finally {
       withFinished = false;
       drained.clear();
