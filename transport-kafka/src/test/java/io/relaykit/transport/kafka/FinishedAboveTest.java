@@ -118,9 +118,18 @@ class FinishedAboveTest {
       FinishedAbove read = FinishedAbove.decode(text, base);
       assertThat(read).as("round %d", round).isNotNull();
       assertThat(read.end()).isLessThanOrEqualTo(end);
-      for (long x = base; x < read.end() + 2; x++) {
-        if (opens.contains(x) || x >= end) {
-          assertThat(read.finished(x)).as("round %d offset %d is open", round, x).isFalse();
+      for (long x : open) {
+        if (read.finished(x)) {
+          assertThat(x).as("round %d: open offset read as finished", round).isNegative();
+        }
+      }
+      for (long x = end; x < end + 3; x++) {
+        assertThat(read.finished(x)).as("round %d offset %d past the end", round, x).isFalse();
+      }
+      for (long x = base; x < Math.min(read.end(), base + 2000); x++) {
+        if (!opens.contains(x) && !read.finished(x)) {
+          assertThat(x).as("round %d: finished offset %d before the cut lost", round, x)
+              .isNegative();
         }
       }
       // the cut lands on an open offset (never inside a finished run it could have claimed)
@@ -139,5 +148,17 @@ class FinishedAboveTest {
     assertThat(FinishedAbove.decode(text.toUpperCase(java.util.Locale.ROOT), 50)).isNull();
     assertThat(FinishedAbove.decode(text + "\u0000", 50)).isNull();
     assertThat(FinishedAbove.decode(text.replace(":", "::"), 50)).isNull();
+  }
+
+  @Test
+  @DisplayName("an earlier hand-over that does not join what this member tracked claims nothing"
+      + " in the gap between them")
+  void earlierPastAGapNotCarried() {
+    FinishedAbove earlier = FinishedAbove.of(100, 200, new long[] {100}, null);
+    FinishedAbove merged = FinishedAbove.of(0, 5, new long[] {0}, earlier);
+    FinishedAbove read = FinishedAbove.decode(merged.encode(), 0);
+    assertThat(read.finished(50)).as("never seen by either member").isFalse();
+    assertThat(read.finished(100)).isFalse();
+    assertThat(read.finished(3)).isTrue();
   }
 }
