@@ -50,7 +50,9 @@ final class FinishedAbove {
   static FinishedAbove of(long base, long end, long[] open, FinishedAbove earlier) {
     long to = end;
     long[] all = open;
-    if (earlier != null && earlier.end > end) {
+    // carried on only when it joins what this member tracked: offsets between this member's end
+    // and an earlier base were seen by nobody and are not claimed
+    if (earlier != null && earlier.end > end && earlier.base <= end) {
       to = earlier.end;
       long[] later = Arrays.stream(earlier.open).filter(o -> o >= end).toArray();
       all = Arrays.copyOf(open, open.length + later.length);
@@ -127,7 +129,7 @@ final class FinishedAbove {
           if (d < 0 || (i > 0 && d == 0)) {
             return null;
           }
-          prev += d;
+          prev = Math.addExact(prev, d); // a forged step must not wrap round below base
           if (prev >= end) {
             return null;
           }

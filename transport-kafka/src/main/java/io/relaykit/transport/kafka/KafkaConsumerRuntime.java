@@ -101,6 +101,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
    * members apart) before it is bad input.
    */
   static final Duration RETRY_AT_MARGIN = Duration.ofMinutes(1);
+  /**
+   * Tests: by group, a failure the read of committed offsets at assignment throws instead of
+   * reading ({@link #readHandedOver}). Empty outside tests.
+   */
+  static final Map<String, java.util.function.Supplier<RuntimeException>> HAND_OVER_READ_FAULTS =
+      new java.util.concurrent.ConcurrentHashMap<>();
   /** Records that may wait for parked keys, per unit of {@code maxInFlight}. */
   static final int PARKED_PER_IN_FLIGHT = 4;
 
@@ -1064,7 +1070,18 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private void commitHandOver(Collection<TopicPartition> partitions) {
     withFinished = true;
     try {
-      commitSync(partitions);
+      try {
+        commitSync(partitions);
+      } catch (org.apache.kafka.common.errors.OffsetMetadataTooLarge e) {
+        // a broker whose offset.metadata.max.bytes is below what the list took: commit the
+        // position alone (the records finished past it run again, at least once) rather than
+        // nothing (every record since the last interval commit would run again)
+        LOG.log(System.Logger.Level.WARNING, "the broker refused the hand-over metadata of "
+            + partitions + " as too large (offset.metadata.max.bytes); committing the position"
+            + " alone: records finished past it may run again: " + e);
+        withFinished = false;
+        commitSync(partitions);
+      }
     } finally {
       withFinished = false;
       drained.clear();
@@ -1113,6 +1130,10 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     Set<TopicPartition> parts = new HashSet<>(partitions);
     Map<TopicPartition, OffsetAndMetadata> at;
     try {
+      var fault = HAND_OVER_READ_FAULTS.get(spec.group());
+      if (fault != null) {
+        throw fault.get();
+      }
       try {
         at = consumer.committed(parts, config.closeTimeout());
       } catch (WakeupException e) {

@@ -77,4 +77,88 @@ class FinishedAboveTest {
     assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "0:a:1:2", 0)).as("parts").isNull();
     assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "x".repeat(5000), 0)).isNull();
   }
+
+  @Test
+  @DisplayName("a forged step that wraps round past Long.MAX_VALUE is refused: no open offset"
+      + " reads as finished")
+  void wrappedStepRefused() {
+    // open 1, then steps that wrap to Long.MIN_VALUE, -1 and 5: unsorted, so a binary search
+    // would miss the open offset 1 and report it finished (a record skipped, never handled)
+    String forged = FinishedAbove.PREFIX + "0:a:1," + Long.toString(Long.MAX_VALUE, 36) + ","
+        + Long.toString(Long.MAX_VALUE, 36) + ",6";
+    FinishedAbove read = FinishedAbove.decode(forged, 0);
+    if (read != null) {
+      assertThat(read.finished(1)).as("offset 1 is listed open").isFalse();
+    }
+    assertThat(read).isNull();
+  }
+
+  @Test
+  @DisplayName("the cut at every length near the limit claims no open offset, and keeps every"
+      + " entry it wrote")
+  void cutAtEveryBoundary() {
+    java.util.Random random = new java.util.Random(42);
+    for (int round = 0; round < 400; round++) {
+      long base = random.nextInt(1 << 20);
+      int n = 300 + random.nextInt(900);
+      long[] open = new long[n];
+      long o = base;
+      for (int i = 0; i < n; i++) {
+        open[i] = o;
+        o += 1 + random.nextInt(i % 7 == 0 ? 40_000 : 3);
+      }
+      long end = o + random.nextInt(5);
+      java.util.Set<Long> opens = new java.util.HashSet<>();
+      for (long x : open) {
+        opens.add(x);
+      }
+      FinishedAbove done = FinishedAbove.of(base, end, open, null);
+      String text = done.encode();
+      assertThat(text.length()).isLessThanOrEqualTo(FinishedAbove.MAX_CHARS);
+      FinishedAbove read = FinishedAbove.decode(text, base);
+      assertThat(read).as("round %d", round).isNotNull();
+      assertThat(read.end()).isLessThanOrEqualTo(end);
+      for (long x : open) {
+        if (read.finished(x)) {
+          assertThat(x).as("round %d: open offset read as finished", round).isNegative();
+        }
+      }
+      for (long x = end; x < end + 3; x++) {
+        assertThat(read.finished(x)).as("round %d offset %d past the end", round, x).isFalse();
+      }
+      for (long x = base; x < Math.min(read.end(), base + 2000); x++) {
+        if (!opens.contains(x) && !read.finished(x)) {
+          assertThat(x).as("round %d: finished offset %d before the cut lost", round, x)
+              .isNegative();
+        }
+      }
+      // the cut lands on an open offset (never inside a finished run it could have claimed)
+      assertThat(read.end() == end || opens.contains(read.end())).isTrue();
+    }
+  }
+
+  @Test
+  @DisplayName("another member's or generation's metadata naming another base, a base below or"
+      + " above the committed offset, is ignored")
+  void otherBaseIgnored() {
+    String text = FinishedAbove.of(50, 60, new long[] {50, 55}, null).encode();
+    for (long committed : new long[] {0, 49, 51, 60, 61, Long.MAX_VALUE}) {
+      assertThat(FinishedAbove.decode(text, committed)).as("committed %d", committed).isNull();
+    }
+    assertThat(FinishedAbove.decode(text.toUpperCase(java.util.Locale.ROOT), 50)).isNull();
+    assertThat(FinishedAbove.decode(text + "\u0000", 50)).isNull();
+    assertThat(FinishedAbove.decode(text.replace(":", "::"), 50)).isNull();
+  }
+
+  @Test
+  @DisplayName("an earlier hand-over that does not join what this member tracked claims nothing"
+      + " in the gap between them")
+  void earlierPastAGapNotCarried() {
+    FinishedAbove earlier = FinishedAbove.of(100, 200, new long[] {100}, null);
+    FinishedAbove merged = FinishedAbove.of(0, 5, new long[] {0}, earlier);
+    FinishedAbove read = FinishedAbove.decode(merged.encode(), 0);
+    assertThat(read.finished(50)).as("never seen by either member").isFalse();
+    assertThat(read.finished(100)).isFalse();
+    assertThat(read.finished(3)).isTrue();
+  }
 }
