@@ -232,7 +232,7 @@ final class Schema {
       checkNotNewer(currentVersion(c, tables), tables);
       run(c, Dialect.POSTGRESQL, tables, pending(appliedVersions(c, tables)));
       c.commit();
-    } catch (SQLException | RuntimeException e) {
+    } catch (SQLException | RuntimeException | Error e) {
       // The connection may be broken (that may be why the step failed): a failing rollback or
       // reset must not replace the error that says what went wrong.
       try {
