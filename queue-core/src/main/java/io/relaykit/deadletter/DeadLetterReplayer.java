@@ -32,7 +32,11 @@ import java.util.function.Supplier;
  *       store's clock, and another replay took the dead letter over or finished it): {@link
  *       ReplayMarkLapsedException}, "mark lapsed; another replay may also have sent it". This
  *       replay checks its mark after the resend (one more store call, renewing the mark with its
- *       token) and never reports success then; it leaves the other replay's mark alone.
+ *       token) and never reports success then; it leaves the other replay's mark alone. The check
+ *       sees only the mark as it is now: if the replay that took over has itself let its lease
+ *       lapse before its own check (it stalled, or crashed), this replay takes the mark back,
+ *       removes the dead letter and reports success, and the other replay's check reports the
+ *       lapse instead (a crashed one reports nothing: the crash case below).
  *   <li>A crash at any step leaves the dead letter in the store; at worst it is resent twice.
  * </ul>
  * A message dead-lettered again while its replay runs replaces the entry and its mark, so the
