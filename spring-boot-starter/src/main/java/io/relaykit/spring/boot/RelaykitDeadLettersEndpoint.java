@@ -52,7 +52,9 @@ import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpoint;
  *
  * <p>Bad input (blank id, a limit over the maximum, a negative offset, an unreadable time) is
  * 400 with an {@code error} message naming the parameter. A store or outbox that fails (database
- * down, outbox bound refusing the append) is 503 with the error; nothing changes then.
+ * down, outbox bound refusing the append) is 503 with the error; nothing changes then, except
+ * when a replay through the application's {@code ReplayTarget} resent the message and only the
+ * removal of the dead letter failed: that 503 carries {@code "resent": true}.
  *
  * <p>Exposure and security are Spring Boot's: the endpoint is not exposed over HTTP until {@code
  * management.endpoints.web.exposure.include} names it, and with Spring Security on the class path
@@ -156,7 +158,9 @@ public class RelaykitDeadLettersEndpoint {
    * @param id the dead letter's id, as listed; not blank
    * @return 200 with {@code replayed} (the id), {@code messageId} and {@code destination}; 400 for
    *     a blank id; 404 when there is none; 503 when the store or the outbox fails (the dead
-   *     letter stays where it was); 409 while another replay of it is under way; 422 when its
+   *     letter stays where it was; with {@code "resent": true} when the message was resent but
+   *     the dead letter could not be removed: it stays, and a replay after the mark's lease
+   *     resends it again); 409 while another replay of it is under way; 422 when its
    *     message cannot go back into the outbox. A replay that resent the message but whose replay
    *     mark had lapsed meanwhile (its resend outlasted the lease, and another replay took the
    *     dead letter over) is 200 with {@code "markLapsed": true} and a {@code warning}: the mark
@@ -181,6 +185,15 @@ public class RelaykitDeadLettersEndpoint {
       return new WebEndpointResponse<>(body, WebEndpointResponse.STATUS_OK);
     } catch (io.relaykit.deadletter.ReplayInProgressException e) {
       return error(409, e.getMessage());
+    } catch (io.relaykit.deadletter.DeadLetterReplayer.ReplayException e) {
+      if (!e.resent()) {
+        return error(WebEndpointResponse.STATUS_SERVICE_UNAVAILABLE, "replay of dead letter " + id
+            + " failed, it was left in place: " + e.getMessage());
+      }
+      WebEndpointResponse<Map<String, Object>> r =
+          error(WebEndpointResponse.STATUS_SERVICE_UNAVAILABLE, e.getMessage());
+      r.getBody().put("resent", true);
+      return r;
     } catch (IllegalArgumentException e) {
       return error(422, "dead letter " + id + " cannot go back into the outbox: "
           + e.getMessage());

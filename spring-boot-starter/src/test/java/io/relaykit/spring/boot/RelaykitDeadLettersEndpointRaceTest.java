@@ -60,4 +60,34 @@ class RelaykitDeadLettersEndpointRaceTest {
     assertThat(endpoint.replay(d.id()).getStatus()).isEqualTo(404);
     assertThat(resent).containsExactly(d);
   }
+
+  @Test
+  @DisplayName("resent through the target but the removal keeps failing: 503 that says the message"
+      + " was resent (\"resent\": true), not that the replay failed and changed nothing")
+  void resentButNotRemoved() {
+    Message m = Message.builder().id("m2").type("t").payload("{}").build();
+    DeadLetter d = new DeadLetter(m, "orders", null, "attempts exhausted", null, null, 5,
+        clock.instant(), clock.instant());
+    store.add(d);
+    List<DeadLetter> resent = new CopyOnWriteArrayList<>();
+    io.relaykit.tck.ForwardingDeadLetterStore failingFinish =
+        new io.relaykit.tck.ForwardingDeadLetterStore(store) {
+          @Override
+          public boolean finishReplay(String id, String token) {
+            throw new IllegalStateException("database unreachable");
+          }
+        };
+    RelaykitDeadLettersEndpoint endpoint = new RelaykitDeadLettersEndpoint(failingFinish,
+        DeadLetterReplays.choose(failingFinish, new InMemoryOutboxStore(clock), null, resent::add,
+            Duration.ofSeconds(1), LifecycleListener.noop()), 100);
+
+    WebEndpointResponse<Map<String, Object>> r = endpoint.replay(d.id());
+
+    assertThat(r.getStatus()).isEqualTo(503);
+    assertThat(r.getBody()).containsEntry("resent", true);
+    assertThat((String) r.getBody().get("error")).contains("was resent")
+        .doesNotContain("it was left in place");
+    assertThat(resent).containsExactly(d);
+    assertThat(store.find(d.id())).contains(d);
+  }
 }
