@@ -32,7 +32,11 @@ import java.util.function.Supplier;
  *       store's clock, and another replay took the dead letter over or finished it): {@link
  *       ReplayMarkLapsedException}, "mark lapsed; another replay may also have sent it". This
  *       replay checks its mark after the resend (one more store call, renewing the mark with its
- *       token) and never reports success then; it leaves the other replay's mark alone.
+ *       token) and never reports success then; it leaves the other replay's mark alone. The check
+ *       sees only the mark as it is now: if the replay that took over has itself let its lease
+ *       lapse before its own check (it stalled, or crashed), this replay takes the mark back,
+ *       removes the dead letter and reports success, and the other replay's check reports the
+ *       lapse instead (a crashed one reports nothing: the crash case below).
  *   <li>A crash at any step leaves the dead letter in the store; at worst it is resent twice.
  * </ul>
  * A message dead-lettered again while its replay runs replaces the entry and its mark, so the
@@ -174,7 +178,7 @@ public final class DeadLetterReplayer {
     } catch (RuntimeException e) {
       throw new ReplayException("dead letter " + id + " was resent, but could not be removed;"
           + " it stays in the store, marked for " + replayLease + ", and a replay after that"
-          + " resends it again", e);
+          + " resends it again", e, true);
     }
     return marked;
   }
@@ -224,6 +228,9 @@ public final class DeadLetterReplayer {
   public static final class ReplayException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** Whether the resend was confirmed before the failure. */
+    private final boolean resent;
+
     /**
      * A failed replay.
      *
@@ -231,7 +238,30 @@ public final class DeadLetterReplayer {
      * @param cause what the target threw
      */
     public ReplayException(String message, Throwable cause) {
+      this(message, cause, false);
+    }
+
+    /**
+     * A failed replay, saying whether the message was resent before it failed.
+     *
+     * @param message names the dead letter
+     * @param cause what the target or the store threw
+     * @param resent true if the resend was confirmed and only the removal failed
+     */
+    public ReplayException(String message, Throwable cause, boolean resent) {
       super(message, cause);
+      this.resent = resent;
+    }
+
+    /**
+     * Whether the message was resent: true when the resend was confirmed and only the removal
+     * of the dead letter failed (it stays in the store, marked until the lease lapses, and a
+     * replay after that resends it again); false when the resend failed and nothing was sent.
+     *
+     * @return whether the message went out
+     */
+    public boolean resent() {
+      return resent;
     }
   }
 }

@@ -48,7 +48,10 @@ import java.util.function.Function;
  * DONE. If every attempt fails, the delivery is still acknowledged (handle returns normally; the
  * effect ran, and a redelivery would run it a second time once the lease lapsed) and an ERROR is
  * logged; the key stays claimed until its lease lapses, and a copy of the message that arrives
- * after that (a republish, a replay) runs the effect again.
+ * after that (a republish, a replay) runs the effect again. An interrupt of the calling thread
+ * (already set when the effect returns, or arriving during a pause) stops the retries at once and
+ * ends the same way: acknowledged, the interrupt flag kept set for the caller, the key claimed
+ * until its lease lapses unless an attempt that threw had committed.
  *
  * <p>A business key the function cannot produce (null or blank) is a {@link
  * MalformedMessageException} (permanent: dead-lettered). If another consumer took the key over

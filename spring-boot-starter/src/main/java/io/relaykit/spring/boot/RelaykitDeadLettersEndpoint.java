@@ -88,7 +88,9 @@ import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpoint;
  * unknown store) is 400 with an {@code error} message naming the parameter. A store or outbox
  * that fails (database down, broker unreachable, outbox bound refusing the append) is 503 with
  * the error, and nothing changes then; a listing over several stores of which some fail is 200
- * with the others, {@code "incomplete": true}, and the failed stores' {@code error}.
+ * with the others, {@code "incomplete": true}, and the failed stores' {@code error}. A replay
+ * through the application's {@code ReplayTarget} that resent the message but could not remove
+ * the dead letter is 503 with {@code "resent": true}.
  *
  * <p>Exposure and security are Spring Boot's: the endpoint is not exposed over HTTP until {@code
  * management.endpoints.web.exposure.include} names it, and with Spring Security on the class path
@@ -297,8 +299,10 @@ public class RelaykitDeadLettersEndpoint {
    *     in each broker store
    * @return 200 with {@code replayed} (the id), {@code messageId}, {@code destination} and {@code
    *     store}; 400 for a blank id or an unknown store; 404 when there is none; 503 when the store
-   *     or the outbox fails (for relaykit's store the dead letter stays where it was; for a Kafka
-   *     topic whose replay marker failed, it was resent and stays listed); 409 while another
+   *     or the outbox fails (for relaykit's store the dead letter stays where it was, with {@code
+   *     "resent": true} when the message was resent but the dead letter could not be removed: it
+   *     stays, and a replay after the mark's lease resends it again; for a Kafka topic whose
+   *     replay marker failed, it was resent and stays listed); 409 while another
    *     replay of it is under way; 422 when its message cannot go back into the outbox (or the
    *     broker store refuses it as bad input). A replay
    *     that resent the message but whose replay mark had lapsed meanwhile (its resend outlasted
@@ -343,6 +347,20 @@ public class RelaykitDeadLettersEndpoint {
         return new WebEndpointResponse<>(body, WebEndpointResponse.STATUS_OK);
       } catch (io.relaykit.deadletter.ReplayInProgressException e) {
         return error(409, e.getMessage());
+      } catch (io.relaykit.deadletter.DeadLetterReplayer.ReplayException e) {
+        if (!guarded) {
+          WebEndpointResponse<Map<String, Object>> r = error(
+              WebEndpointResponse.STATUS_SERVICE_UNAVAILABLE, e.resent() ? e.getMessage()
+                  : "replay of dead letter " + id + " failed, it was left in place: "
+                      + e.getMessage());
+          if (e.resent()) {
+            r.getBody().put("resent", true);
+          }
+          return r;
+        }
+        failed = failed == null ? "replay of dead letter " + id + " through " + s.name()
+            + " failed: " + e.getMessage() : failed;
+        continue;
       } catch (IllegalArgumentException e) {
         return error(422, "dead letter " + id + (guarded ? " cannot be replayed through "
             + s.name() : " cannot go back into the outbox") + ": " + e.getMessage());

@@ -311,7 +311,11 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
    * same id twice (two operators, a retried call) appends it once; the second call returns empty.
    * The message keeps its id and trace id. Both stores must be on this database.
    *
-   * <p>Cost: one transaction of a locking SELECT, a DELETE and the outbox append.
+   * <p>A dead letter that another replay has marked ({@link #beginReplay}, as {@code
+   * DeadLetterReplayer} does) is left alone while that mark is live on the database's clock, so
+   * the two ways of replaying resend it once; a lapsed mark is taken over.
+   *
+   * <p>Cost: one transaction of two locking SELECTs, a DELETE and the outbox append.
    *
    * @param id the dead letter's id
    * @param outbox the outbox to append to (on this storage's database and connections)
@@ -320,6 +324,7 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
    *     dead letter cannot be appended (see {@link JdbcOutboxStore#append}); nothing changes then
    * @throws io.relaykit.outbox.OutboxFullException if the outbox's bound refuses the append;
    *     nothing changes then
+   * @throws ReplayInProgressException if another replay's mark on it is live; nothing changes
    * @throws JdbcStorageException if the database fails; the transaction rolls back
    */
   public Optional<DeadLetter> replayToOutbox(String id, JdbcOutboxStore outbox) {
@@ -328,12 +333,37 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
       throw new IllegalArgumentException("outbox must not be null");
     }
     return Jdbc.inTransaction(dataSource, "dead letter replay from " + tables.deadLetter, c -> {
+      refuseLiveMark(c, id);
       Optional<DeadLetter> taken = take(c, id);
       if (taken.isPresent()) {
         outbox.append(c, taken.get().source(), taken.get().message());
       }
       return taken;
     });
+  }
+
+  /**
+   * Throws {@link ReplayInProgressException} if another replay's mark on {@code id} is live on the
+   * database's clock; locks the row (FOR UPDATE) so the mark cannot appear before the caller's
+   * transaction ends.
+   */
+  private void refuseLiveMark(Connection c, String id) throws SQLException {
+    String holder;
+    long until;
+    try (PreparedStatement ps = c.prepareStatement("SELECT replay_token, replay_until FROM "
+        + tables.deadLetter + " WHERE id = ? FOR UPDATE")) {
+      ps.setString(1, id);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return;
+        }
+        holder = rs.getString(1);
+        until = rs.getLong(2);
+      }
+    }
+    if (holder != null && until > Instants.toNanos("now", databaseClock.now(c, dialect))) {
+      throw new ReplayInProgressException(id, Instants.fromNanos(until));
+    }
   }
 
   @Override

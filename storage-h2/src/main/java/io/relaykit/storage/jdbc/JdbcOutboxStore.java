@@ -564,20 +564,27 @@ public final class JdbcOutboxStore implements OutboxStore {
       return work.run();
     }
     tx.setAutoCommit(false);
+    T result;
     try {
-      T result = work.run();
+      result = work.run();
       tx.commit();
-      return result;
-    } catch (SQLException | RuntimeException e) {
+    } catch (SQLException | RuntimeException | Error e) {
+      // A broken connection fails the rollback and the reset too: the first error is the one
+      // that says what happened (a commit whose outcome is unknown, say), so it is thrown.
       try {
         tx.rollback();
-      } catch (SQLException r) {
+      } catch (SQLException | RuntimeException r) {
+        e.addSuppressed(r);
+      }
+      try {
+        tx.setAutoCommit(true);
+      } catch (SQLException | RuntimeException r) {
         e.addSuppressed(r);
       }
       throw e;
-    } finally {
-      tx.setAutoCommit(true);
     }
+    tx.setAutoCommit(true);
+    return result;
   }
 
   /**

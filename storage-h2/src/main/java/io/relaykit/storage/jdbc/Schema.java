@@ -233,12 +233,22 @@ final class Schema {
       checkNotNewer(currentVersion(c, tables), tables);
       run(c, Dialect.POSTGRESQL, tables, pending(appliedVersions(c, tables)));
       c.commit();
-    } catch (SQLException | RuntimeException e) {
-      c.rollback();
+    } catch (SQLException | RuntimeException | Error e) {
+      // The connection may be broken (that may be why the step failed): a failing rollback or
+      // reset must not replace the error that says what went wrong.
+      try {
+        c.rollback();
+      } catch (SQLException | RuntimeException r) {
+        e.addSuppressed(r);
+      }
+      try {
+        c.setAutoCommit(true);
+      } catch (SQLException | RuntimeException r) {
+        e.addSuppressed(r);
+      }
       throw e;
-    } finally {
-      c.setAutoCommit(true);
     }
+    c.setAutoCommit(true);
   }
 
   /**

@@ -18,7 +18,9 @@ final class Keys {
    * ({@code "{order-42}:sms"} gives {@code order-42}, so related ids share a slot), else the id
    * itself with any {@code '}'} left out. The tag never holds a {@code '}'}, so the first {@code
    * '}'} after {@code '{'} ends it: the key parses back to exactly one id, and Redis Cluster hashes
-   * exactly the tag. {@code space} must hold no braces.
+   * exactly the tag. An id made only of {@code '}'} characters gets the empty tag {@code {}},
+   * which Redis Cluster ignores: its key is hashed whole (still a key of its own). {@code space}
+   * must hold no braces.
    */
   static String exact(String prefix, String space, String id) {
     String tag = hashTag(id);
