@@ -11,6 +11,7 @@ import io.relaykit.storage.redis.RedisIdempotencyStore;
 import io.relaykit.storage.redis.RedisStorage;
 import io.relaykit.storage.redis.RedisStorageConfig;
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -33,10 +34,15 @@ import org.openjdk.jmh.annotations.Threads;
  * commands alike.
  *
  * <ul>
- *   <li>{@code claim}: a fresh key's claim, against raw {@code SET key token NX PX 30000}: one
- *       round trip each.
+ *   <li>{@code claim}: a fresh key's claim (one {@code EVALSHA} of a script that reads the
+ *       server's {@code TIME}, {@code GET}s the key and {@code SET}s it {@code PX}), against
+ *       {@code RAW_EVALSHA}: Lettuce running the same compare-and-set script by {@code EVALSHA}
+ *       (the baseline of the ratio); and {@code RAW_LETTUCE}: {@code SET key token NX PX 30000},
+ *       which decides nothing on the server's clock (informational). One round trip each.
  *   <li>{@code claimComplete}: claim, then complete (a compare-and-set script to DONE), against
- *       raw {@code SET NX PX} followed by {@code EVALSHA} of the same compare-and-set.
+ *       {@code RAW_EVALSHA}: {@code EVALSHA} of the same claim script, then of the same
+ *       compare-and-set; and {@code RAW_LETTUCE}: {@code SET NX PX} followed by {@code EVALSHA} of
+ *       the compare-and-set (informational).
  * </ul>
  * Keys live under a random run prefix and expire within a minute (lease 30 s, retention 60 s).
  */
@@ -47,12 +53,37 @@ import org.openjdk.jmh.annotations.Threads;
 public class RedisIdempotencyBenchmark {
 
   /** Who talks to Redis. */
-  public enum Impl { RELAYKIT, RAW_LETTUCE }
+  public enum Impl { RELAYKIT, RAW_EVALSHA, RAW_LETTUCE }
 
   private static final Duration LEASE = Duration.ofSeconds(30);
   private static final long RETENTION_MILLIS = 60_000;
+  private static final String LEASE_MILLIS = Long.toString(LEASE.toMillis());
+  private static final String RETENTION = Long.toString(RETENTION_MILLIS);
+  /**
+   * The store's claim as a plain script: server clock, compare, set with the lease end in the
+   * value. KEYS: the key. ARGV: token, lease ms, retention ms. {1, lease end} when claimed.
+   */
+  private static final String CLAIM = """
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      local v = redis.call('GET', KEYS[1])
+      if v == 'DONE' then
+        return {2, 0}
+      end
+      if v and string.len(v) > 33 and string.sub(v, 33, 33) == '.' then
+        local e = tonumber(string.sub(v, 34))
+        if e > now then
+          return {0, e}
+        end
+      end
+      local e = now + tonumber(ARGV[2])
+      redis.call('SET', KEYS[1], ARGV[1] .. '.' .. string.format('%.0f', e), 'PX',
+        tonumber(ARGV[2]) + tonumber(ARGV[3]))
+      return {1, e}
+      """;
   private static final String COMPLETE = """
-      if redis.call('GET', KEYS[1]) == ARGV[1] then
+      local v = redis.call('GET', KEYS[1])
+      if v and string.sub(v, 1, 33) == ARGV[1] .. '.' then
         redis.call('SET', KEYS[1], 'DONE', 'PX', ARGV[2])
         return 1
       end
@@ -69,6 +100,7 @@ public class RedisIdempotencyBenchmark {
   private RedisClient client;
   private StatefulRedisConnection<String, String> connection;
   private RedisCommands<String, String> raw;
+  private String claimSha;
   private String completeSha;
 
   @Setup(Level.Trial)
@@ -86,6 +118,7 @@ public class RedisIdempotencyBenchmark {
           + " start it with `redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379"
           + " --save \"\" --appendonly no`", e);
     }
+    claimSha = raw.scriptLoad(CLAIM);
     completeSha = raw.scriptLoad(COMPLETE);
     storage = RedisStorage.open(RedisStorageConfig.builder()
         .uri(uri)
@@ -108,10 +141,11 @@ public class RedisIdempotencyBenchmark {
   @Benchmark
   public Object claim() {
     String key = "order-" + sequence.getAndIncrement() + ":sms";
-    if (impl == Impl.RELAYKIT) {
-      return store.claim(key, LEASE);
-    }
-    return raw.set(rawKey(key), token(), SetArgs.Builder.nx().px(LEASE.toMillis()));
+    return switch (impl) {
+      case RELAYKIT -> store.claim(key, LEASE);
+      case RAW_EVALSHA -> rawClaim(rawKey(key), rawToken());
+      case RAW_LETTUCE -> raw.set(rawKey(key), token(), SetArgs.Builder.nx().px(LEASE.toMillis()));
+    };
   }
 
   @Benchmark
@@ -122,13 +156,29 @@ public class RedisIdempotencyBenchmark {
       return store.complete(claim);
     }
     String redisKey = rawKey(key);
-    String token = token();
-    if (!"OK".equals(raw.set(redisKey, token, SetArgs.Builder.nx().px(LEASE.toMillis())))) {
+    String token = rawToken();
+    if (impl == Impl.RAW_EVALSHA) {
+      rawClaim(redisKey, token);
+    } else if (!"OK".equals(raw.set(redisKey, token + "." + (System.currentTimeMillis()
+        + LEASE.toMillis()), SetArgs.Builder.nx().px(LEASE.toMillis())))) {
       throw new IllegalStateException("fresh key " + redisKey + " was taken");
     }
     Long done = raw.evalsha(completeSha, ScriptOutputType.INTEGER, new String[] {redisKey},
         token, Long.toString(RETENTION_MILLIS));
+    if (done != 1L) {
+      throw new IllegalStateException("claim of fresh key " + redisKey + " did not complete");
+    }
     return done;
+  }
+
+  /** The claim script by EVALSHA, as the store runs it; fails if the fresh key was not claimed. */
+  private Object rawClaim(String redisKey, String token) {
+    List<Object> r = raw.evalsha(claimSha, ScriptOutputType.MULTI, new String[] {redisKey},
+        token, LEASE_MILLIS, RETENTION);
+    if ((Long) r.get(0) != 1L) {
+      throw new IllegalStateException("fresh key " + redisKey + " was taken: " + r);
+    }
+    return r;
   }
 
   /** The same key shape as the store's: prefix, space, hash-tagged business key. */
@@ -138,7 +188,11 @@ public class RedisIdempotencyBenchmark {
 
   /** The same token shape as the store's: 32 hex digits, a dot, the lease expiry. */
   private static String token() {
-    return UUID.randomUUID().toString().replace("-", "") + "."
-        + (System.currentTimeMillis() + LEASE.toMillis());
+    return rawToken() + "." + (System.currentTimeMillis() + LEASE.toMillis());
+  }
+
+  /** A claim token as the store makes it: 32 hex digits (the scripts append the lease end). */
+  private static String rawToken() {
+    return UUID.randomUUID().toString().replace("-", "");
   }
 }

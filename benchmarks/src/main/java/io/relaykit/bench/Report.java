@@ -17,7 +17,15 @@ import java.util.Optional;
  * Turns a JMH JSON result file into the ratios of {@link Ratios}: a Markdown table (printed and
  * written beside the JSON as {@code latest.md}) and an SVG chart ({@code chart.svg}).
  *
- * <p>{@code java -cp benchmarks.jar io.relaykit.bench.Report results/latest.json}
+ * <p>{@code java -cp benchmarks.jar io.relaykit.bench.Report results/latest.json
+ * [--selected results/selected.txt]}
+ *
+ * <p>With {@code --selected} (the output of {@code java -jar benchmarks.jar -lp} with the run's own
+ * arguments: every benchmark the run selected, with its params), a benchmark and param combination
+ * the run selected but the JSON holds no result for threw (JMH goes on past a failing benchmark) or
+ * was never measured: the report prints the whole table, names each such combination, marks the
+ * ratios that needed it {@code FAILED}, and exits with status 1. A combination the run did not
+ * select (filtered out by the include patterns, {@code -e} or {@code -p}) is not a failure.
  */
 public final class Report {
 
@@ -33,9 +41,20 @@ public final class Report {
     }
   }
 
-  /** A computed ratio; {@code value} is empty when either side did not run. */
-  record Row(Ratio ratio, Optional<Double> value, Optional<Result> top, Optional<Result> bottom) {
+  /**
+   * A computed ratio; {@code value} is empty when either side did not run; {@code failed} when a
+   * side the run selected has no result.
+   */
+  record Row(Ratio ratio, Optional<Double> value, Optional<Result> top, Optional<Result> bottom,
+      boolean failed) {
+    Row(Ratio ratio, Optional<Double> value, Optional<Result> top, Optional<Result> bottom) {
+      this(ratio, value, top, bottom, false);
+    }
+
     String verdict() {
+      if (failed) {
+        return "FAILED (no result)";
+      }
       if (value.isEmpty()) {
         return "not run";
       }
@@ -48,20 +67,136 @@ public final class Report {
 
   private Report() {}
 
+  /**
+   * Prints the table and writes {@code latest.md} and {@code chart.svg} beside the JSON. Exits 1
+   * when {@code --selected} names a benchmark the JSON has no result for, 2 on bad usage.
+   *
+   * @param args the JMH JSON result file, optionally {@code --selected <file>}
+   * @throws IOException when a file cannot be read or written
+   */
   public static void main(String[] args) throws IOException {
-    if (args.length != 1) {
-      System.err.println("usage: Report <jmh-result.json>");
+    if (!(args.length == 1 || (args.length == 3 && args[1].equals("--selected")))) {
+      System.err.println("usage: Report <jmh-result.json> [--selected <jmh -lp output>]");
       System.exit(2);
     }
     Path json = Path.of(args[0]);
     List<Result> results = read(Files.readString(json));
-    List<Row> rows = compute(results, Ratios.all());
+    Map<String, Map<String, List<String>>> selected = args.length == 3
+        ? parseSelected(Files.readString(Path.of(args[2]))) : null;
+    List<Row> rows = compute(results, Ratios.all(), selected);
     String table = markdown(rows);
     System.out.println(table);
     Path dir = json.toAbsolutePath().getParent();
     Files.writeString(dir.resolve("latest.md"), table, StandardCharsets.UTF_8);
     Files.writeString(dir.resolve("chart.svg"), svg(rows), StandardCharsets.UTF_8);
     System.out.println("wrote " + dir.resolve("latest.md") + " and " + dir.resolve("chart.svg"));
+    if (selected != null) {
+      List<String> missing = missing(selected, results);
+      if (!missing.isEmpty()) {
+        System.err.println("FAILED: " + missing.size() + " benchmark(s) selected by this run threw"
+            + " or produced no result (see the JMH output above for the exception):");
+        for (String m : missing) {
+          System.err.println("  " + m);
+        }
+        System.exit(1);
+      }
+    }
+  }
+
+  /**
+   * Parses JMH's {@code -lp} output: each benchmark (shortened to {@code Class.method}, as in
+   * {@link #read}) with its params and the values the run will use, in order.
+   */
+  static Map<String, Map<String, List<String>>> parseSelected(String lpOutput) {
+    Map<String, Map<String, List<String>>> out = new java.util.LinkedHashMap<>();
+    Map<String, List<String>> current = null;
+    java.util.regex.Pattern param =
+        java.util.regex.Pattern.compile("^\\s+param \"([^\"]+)\" = \\{(.*)\\}\\s*$");
+    for (String line : lpOutput.split("\\R")) {
+      java.util.regex.Matcher m = param.matcher(line);
+      if (m.matches()) {
+        if (current == null) {
+          throw new IllegalArgumentException("a param before any benchmark: " + line);
+        }
+        List<String> values = new ArrayList<>();
+        for (String v : m.group(2).split(",")) {
+          values.add(v.trim());
+        }
+        current.put(m.group(1), values);
+      } else if (!line.isBlank() && !Character.isWhitespace(line.charAt(0))
+          && !line.startsWith("Benchmarks:") && line.indexOf('.') > 0 && !line.contains(" ")) {
+        current = new java.util.LinkedHashMap<>();
+        out.put(shortName(line.trim()), current);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Every benchmark and param combination in {@code selected} that no result has, as {@code
+   * Class.method} or {@code Class.method {k=v, ...}}, in the order JMH lists them.
+   */
+  static List<String> missing(Map<String, Map<String, List<String>>> selected,
+      List<Result> results) {
+    List<String> out = new ArrayList<>();
+    for (Map.Entry<String, Map<String, List<String>>> b : selected.entrySet()) {
+      for (Map<String, String> combo : combinations(b.getValue())) {
+        boolean found = false;
+        for (Result r : results) {
+          if (r.benchmark().equals(b.getKey())
+              && r.params().entrySet().containsAll(combo.entrySet())) {
+            found = true;
+            break;
+          }
+        }
+        if (!found) {
+          out.add(combo.isEmpty() ? b.getKey() : b.getKey() + " " + combo);
+        }
+      }
+    }
+    return out;
+  }
+
+  private static List<Map<String, String>> combinations(Map<String, List<String>> params) {
+    List<Map<String, String>> out = new ArrayList<>();
+    out.add(new java.util.LinkedHashMap<>());
+    for (Map.Entry<String, List<String>> p : params.entrySet()) {
+      List<Map<String, String>> next = new ArrayList<>();
+      for (Map<String, String> partial : out) {
+        for (String v : p.getValue()) {
+          Map<String, String> c = new java.util.LinkedHashMap<>(partial);
+          c.put(p.getKey(), v);
+          next.add(c);
+        }
+      }
+      out = next;
+    }
+    return out;
+  }
+
+  /** {@code Class.method} of a fully qualified benchmark name. */
+  private static String shortName(String full) {
+    int dot = full.lastIndexOf('.', full.lastIndexOf('.') - 1);
+    return dot < 0 ? full : full.substring(dot + 1);
+  }
+
+  /** Whether the run selected {@code select}: its benchmark, with each of its params' values. */
+  private static boolean isSelected(Map<String, Map<String, List<String>>> selected,
+      Ratio.Select select) {
+    if (select.fixedScore() != null) {
+      return false;
+    }
+    Map<String, List<String>> params = selected.get(select.benchmark());
+    if (params == null) {
+      return false;
+    }
+    for (Map.Entry<String, String> p : select.params().entrySet()) {
+      List<String> values = params.get(p.getKey());
+      if (values == null || !values.contains(p.getValue())) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** Reads JMH's JSON result format. */
@@ -77,9 +212,7 @@ public final class Report {
     }
     List<Result> out = new ArrayList<>();
     for (JsonNode r : root) {
-      String full = r.path("benchmark").asText();
-      int dot = full.lastIndexOf('.', full.lastIndexOf('.') - 1);
-      String benchmark = dot < 0 ? full : full.substring(dot + 1);
+      String benchmark = shortName(r.path("benchmark").asText());
       Map<String, String> params = new java.util.LinkedHashMap<>();
       JsonNode p = r.path("params");
       for (Map.Entry<String, JsonNode> e : p.properties()) {
@@ -98,6 +231,15 @@ public final class Report {
   }
 
   static List<Row> compute(List<Result> results, List<Ratio> ratios) {
+    return compute(results, ratios, null);
+  }
+
+  /**
+   * The ratios; with {@code selected} (null: unknown), a ratio one of whose sides the run selected
+   * but has no result is {@code failed}.
+   */
+  static List<Row> compute(List<Result> results, List<Ratio> ratios,
+      Map<String, Map<String, List<String>>> selected) {
     List<Row> rows = new ArrayList<>();
     for (Ratio ratio : ratios) {
       Optional<Result> top = find(results, ratio.numerator());
@@ -105,7 +247,10 @@ public final class Report {
       Optional<Double> value = top.isPresent() && bottom.isPresent() && bottom.get().score() > 0
           ? Optional.of(top.get().score() / bottom.get().score())
           : Optional.empty();
-      rows.add(new Row(ratio, value, top, bottom));
+      boolean failed = selected != null
+          && (top.isEmpty() && isSelected(selected, ratio.numerator())
+              || bottom.isEmpty() && isSelected(selected, ratio.denominator()));
+      rows.add(new Row(ratio, value, top, bottom, failed));
     }
     return rows;
   }
@@ -211,7 +356,8 @@ public final class Report {
             labelWidth + w + 6, y + 18, format(v)));
       } else {
         s.append("<text x=\"").append(labelWidth + 4).append("\" y=\"").append(y + 18)
-            .append("\" fill=\"#999\">not run</text>\n");
+            .append(row.failed() ? "\" fill=\"#e53935\">FAILED (no result)</text>\n"
+                : "\" fill=\"#999\">not run</text>\n");
       }
       if (row.ratio().target() != null) {
         double t = (Math.log10(row.ratio().target()) - minLog) / (maxLog - minLog) * chartWidth;

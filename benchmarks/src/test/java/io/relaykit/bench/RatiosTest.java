@@ -13,14 +13,14 @@ class RatiosTest {
   @DisplayName("a row selects relaykit and the baseline in one benchmark by their key=value params")
   void row() {
     Ratio r = Ratios.row("cycle", "ReportQueueBenchmark.cycle", "impl=RELAYKIT capacity=1000",
-        " impl=ARRAY_BLOCKING_QUEUE   capacity=1000 ", 0.5);
+        " impl=SEED_BASELINE   capacity=1000 ", 0.5);
 
     assertThat(r.name()).isEqualTo("cycle");
     assertThat(r.numerator().benchmark()).isEqualTo("ReportQueueBenchmark.cycle");
     assertThat(r.numerator().params()).isEqualTo(Map.of("impl", "RELAYKIT", "capacity", "1000"));
     assertThat(r.denominator().benchmark()).isEqualTo("ReportQueueBenchmark.cycle");
     assertThat(r.denominator().params())
-        .isEqualTo(Map.of("impl", "ARRAY_BLOCKING_QUEUE", "capacity", "1000"));
+        .isEqualTo(Map.of("impl", "SEED_BASELINE", "capacity", "1000"));
     assertThat(r.target()).isEqualTo(0.5);
     assertThat(Ratios.select("KafkaConsumerBenchmark.plainLoop", "").params()).isEmpty();
   }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
@@ -11,11 +12,11 @@ class ReportTest {
 
   private static final String JMH_JSON = "[\n"
       + "{\"benchmark\":\"io.relaykit.bench.ReportQueueBenchmark.cycle\",\"mode\":\"thrpt\","
-      + "\"params\":{\"impl\":\"RELAYKIT\",\"capacity\":\"1000\"},"
-      + "\"primaryMetric\":{\"score\":3000000.0,\"scoreError\":1000.0,\"scoreUnit\":\"ops/s\"}},\n"
+      + "\"params\":{\"impl\":\"RELAYKIT\",\"capacity\":\"100000\"},"
+      + "\"primaryMetric\":{\"score\":750000.0,\"scoreError\":1000.0,\"scoreUnit\":\"ops/s\"}},\n"
       + "{\"benchmark\":\"io.relaykit.bench.ReportQueueBenchmark.cycle\",\"mode\":\"thrpt\","
-      + "\"params\":{\"impl\":\"ARRAY_BLOCKING_QUEUE\",\"capacity\":\"1000\"},"
-      + "\"primaryMetric\":{\"score\":12000000.0,\"scoreError\":1000.0,\"scoreUnit\":\"ops/s\"}}\n"
+      + "\"params\":{\"impl\":\"RELAYKIT\",\"capacity\":\"1000\"},"
+      + "\"primaryMetric\":{\"score\":3000000.0,\"scoreError\":1000.0,\"scoreUnit\":\"ops/s\"}}\n"
       + "]";
 
   @Test
@@ -23,9 +24,10 @@ class ReportTest {
   void ratios() {
     List<Report.Row> rows = Report.compute(Report.read(JMH_JSON), Ratios.all());
 
-    Report.Row abq = rows.get(0);
-    assertThat(abq.value()).hasValue(0.25);
-    assertThat(abq.verdict()).isEqualTo("MISSED");
+    Report.Row flat = rows.get(0);
+    assertThat(flat.ratio().name()).contains("flat cost");
+    assertThat(flat.value()).hasValue(0.25);
+    assertThat(flat.verdict()).isEqualTo("MISSED");
     assertThat(rows.get(1).verdict()).isEqualTo("not run");
   }
 
@@ -36,8 +38,8 @@ class ReportTest {
     String md = Report.markdown(rows);
     String svg = Report.svg(rows);
 
-    assertThat(md).contains("| report queue cycle vs ArrayBlockingQueue, 1 000 pending | "
-        + "3,000,000 ops/s | 12,000,000 ops/s | 0.25× | ≥ 0.50× | MISSED |");
+    assertThat(md).contains("| report queue cycle at 100 000 vs at 1 000 pending (flat cost) | "
+        + "750,000 ops/s | 3,000,000 ops/s | 0.25× | ≥ 0.80× | MISSED |");
     assertThat(md.lines().count()).isEqualTo(2 + Ratios.all().size());
     assertThat(svg).startsWith("<svg").contains("0.25×").contains("not run");
   }
@@ -58,6 +60,70 @@ class ReportTest {
     assertThat(row.value()).hasValue(0.5);
     assertThat(row.verdict()).isEqualTo("MISSED");
     assertThat(Report.markdown(List.of(row))).contains("| 10,000 ops/s (goal) | 0.50× |");
+  }
+
+  /** JMH's {@code -lp} output for a run of the report queue and Redis benchmarks. */
+  private static final String SELECTED = "Benchmarks: \n"
+      + "io.relaykit.bench.RedisIdempotencyBenchmark.claim\n"
+      + "  param \"impl\" = {RELAYKIT, RAW_EVALSHA}\n"
+      + "io.relaykit.bench.ReportQueueBenchmark.cycle\n"
+      + "  param \"impl\" = {RELAYKIT}\n"
+      + "  param \"capacity\" = {1000, 100000}\n";
+
+  @Test
+  @DisplayName("JMH's -lp output gives each selected benchmark with its param values")
+  void parsesSelected() {
+    String lp = SELECTED + "io.relaykit.bench.KafkaConsumerBenchmark.plainLoop\n";
+    assertThat(Report.parseSelected(lp)).isEqualTo(Map.of(
+            "RedisIdempotencyBenchmark.claim", Map.of("impl", List.of("RELAYKIT", "RAW_EVALSHA")),
+            "ReportQueueBenchmark.cycle",
+            Map.of("impl", List.of("RELAYKIT"), "capacity", List.of("1000", "100000")),
+            "KafkaConsumerBenchmark.plainLoop", Map.of()));
+  }
+
+  @Test
+  @DisplayName("a selected combination without a result is named; one not selected is not")
+  void missingRows() {
+    Map<String, Map<String, List<String>>> selected = Report.parseSelected(SELECTED);
+    List<Report.Result> results = Report.read(JMH_JSON);
+
+    // Both report-queue combinations ran; neither Redis row did (they threw).
+    assertThat(Report.missing(selected, results)).containsExactly(
+        "RedisIdempotencyBenchmark.claim {impl=RELAYKIT}",
+        "RedisIdempotencyBenchmark.claim {impl=RAW_EVALSHA}");
+
+    List<Report.Row> rows = Report.compute(results, Ratios.all(), selected);
+    Report.Row redis = row(rows, "Redis idempotency claim vs raw EVALSHA");
+    assertThat(redis.verdict()).isEqualTo("FAILED (no result)");
+    // RAW_LETTUCE was filtered out by -p, but RELAYKIT was selected and threw: still failed.
+    assertThat(row(rows, "Redis idempotency claim vs raw SET NX PX").verdict())
+        .isEqualTo("FAILED (no result)");
+    // The seed design was not selected (-p impl=RELAYKIT): not run, not a failure.
+    assertThat(row(rows, "report queue cycle vs the seed design").verdict()).isEqualTo("not run");
+    assertThat(row(rows, "flat cost").verdict()).isEqualTo("MISSED");
+    assertThat(Report.markdown(rows)).contains("| FAILED (no result) |");
+    assertThat(Report.svg(rows)).contains("FAILED (no result)");
+  }
+
+  @Test
+  @DisplayName("a run whose every selected combination has a result misses nothing")
+  void nothingMissing() {
+    String selected = "Benchmarks: \n"
+        + "io.relaykit.bench.ReportQueueBenchmark.cycle\n"
+        + "  param \"impl\" = {RELAYKIT}\n"
+        + "  param \"capacity\" = {1000, 100000}\n";
+    List<Report.Result> results = Report.read(JMH_JSON);
+
+    assertThat(Report.missing(Report.parseSelected(selected), results)).isEmpty();
+    assertThat(Report.compute(results, Ratios.all(), Report.parseSelected(selected)))
+        .noneMatch(Report.Row::failed);
+    // Without the selection (older callers) nothing is judged failed.
+    assertThat(Report.compute(results, Ratios.all())).noneMatch(Report.Row::failed);
+  }
+
+  private static Report.Row row(List<Report.Row> rows, String nameContains) {
+    return rows.stream().filter(r -> r.ratio().name().contains(nameContains)).findFirst()
+        .orElseThrow(() -> new AssertionError("no ratio named like " + nameContains));
   }
 
   @Test
