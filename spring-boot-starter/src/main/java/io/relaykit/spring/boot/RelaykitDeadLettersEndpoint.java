@@ -312,18 +312,10 @@ public class RelaykitDeadLettersEndpoint {
   @WriteOperation
   public WebEndpointResponse<Map<String, Object>> replay(@Nullable String id,
       @Nullable String store) {
-    if (id == null || id.isBlank()) {
-      return error(WebEndpointResponse.STATUS_BAD_REQUEST,
-          "id must be a dead letter's id, as listed; was " + (id == null ? "missing" : "blank"));
-    }
-    List<DeadLetterSource> selected;
-    try {
-      selected = select(blankToNull(store));
-    } catch (IllegalArgumentException e) {
-      return error(WebEndpointResponse.STATUS_BAD_REQUEST, e.getMessage());
-    } catch (RuntimeException e) {
-      return error(WebEndpointResponse.STATUS_SERVICE_UNAVAILABLE,
-          "relaykit could not find its dead-letter stores: " + e.getMessage());
+    List<DeadLetterSource> selected = new ArrayList<>();
+    WebEndpointResponse<Map<String, Object>> refused = selectForWrite(id, store, selected);
+    if (refused != null) {
+      return refused;
     }
     String failed = null;
     for (DeadLetterSource s : selected) {
@@ -405,18 +397,10 @@ public class RelaykitDeadLettersEndpoint {
   @DeleteOperation
   public WebEndpointResponse<Map<String, Object>> purge(@Nullable String id,
       @Nullable String store) {
-    if (id == null || id.isBlank()) {
-      return error(WebEndpointResponse.STATUS_BAD_REQUEST,
-          "id must be a dead letter's id, as listed; was " + (id == null ? "missing" : "blank"));
-    }
-    List<DeadLetterSource> selected;
-    try {
-      selected = select(blankToNull(store));
-    } catch (IllegalArgumentException e) {
-      return error(WebEndpointResponse.STATUS_BAD_REQUEST, e.getMessage());
-    } catch (RuntimeException e) {
-      return error(WebEndpointResponse.STATUS_SERVICE_UNAVAILABLE,
-          "relaykit could not find its dead-letter stores: " + e.getMessage());
+    List<DeadLetterSource> selected = new ArrayList<>();
+    WebEndpointResponse<Map<String, Object>> refused = selectForWrite(id, store, selected);
+    if (refused != null) {
+      return refused;
     }
     String failed = null;
     for (DeadLetterSource s : selected) {
@@ -449,6 +433,27 @@ public class RelaykitDeadLettersEndpoint {
     }
     return error(WebEndpointResponse.STATUS_NOT_FOUND,
         "no dead letter " + id + " (already replayed or purged)");
+  }
+
+  /**
+   * The stores a replay or purge of {@code id} looks in, added to {@code into}; or the answer that
+   * refuses it: 400 for a blank id or an unknown store, 503 when the stores cannot be found.
+   */
+  private @Nullable WebEndpointResponse<Map<String, Object>> selectForWrite(@Nullable String id,
+      @Nullable String store, List<DeadLetterSource> into) {
+    if (id == null || id.isBlank()) {
+      return error(WebEndpointResponse.STATUS_BAD_REQUEST,
+          "id must be a dead letter's id, as listed; was " + (id == null ? "missing" : "blank"));
+    }
+    try {
+      into.addAll(select(blankToNull(store)));
+    } catch (IllegalArgumentException e) {
+      return error(WebEndpointResponse.STATUS_BAD_REQUEST, e.getMessage());
+    } catch (RuntimeException e) {
+      return error(WebEndpointResponse.STATUS_SERVICE_UNAVAILABLE,
+          "relaykit could not find its dead-letter stores: " + e.getMessage());
+    }
+    return null;
   }
 
   /** Every store, relaykit's first, or the one {@code store} names. */
