@@ -82,7 +82,7 @@ class ObservationTimeoutAndTagsTest {
     }
   }
 
-  /** Three listeners: one succeeds, one throws, one blocks past its 300ms handler timeout. */
+  /** Three listeners: one succeeds, one throws, one blocks past its 1s handler timeout. */
   @SpringBootConfiguration
   @EnableAutoConfiguration
   @Import(Handlers.class)
@@ -111,7 +111,7 @@ class ObservationTimeoutAndTagsTest {
     }
 
     @RelaykitListener(destination = "${test.slow}", group = "${test.group}",
-        handlerTimeout = "300ms")
+        handlerTimeout = "1s")
     void slow(Message m) throws InterruptedException {
       SLOW_CALLS.incrementAndGet();
       RELEASE.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
