@@ -177,6 +177,17 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   }
 
   /**
+   * Whether this binder records {@code relaykit.handler.duration} and {@code
+   * relaykit.publish.confirm.duration} ({@link Builder#recordDurations}); the Spring Boot starter
+   * checks it to warn about timers recorded twice.
+   *
+   * @return true unless built with {@code recordDurations(false)}
+   */
+  public boolean recordsDurations() {
+    return durations;
+  }
+
+  /**
    * The number {@code relaykit.backlog.verdict} shows for {@code v}, in order of severity: {@code
    * HEALTHY} 0, {@code DRAINING_SPIKE} 1, {@code SUSTAINED_GROWTH} 2, {@code STALLED} 3, {@code
    * OVER_BOUND} 4. Alert on {@code >= 2}. The numbers are stable; a new verdict gets a new one.

@@ -6,14 +6,19 @@ import io.micrometer.observation.transport.Kind;
 import io.micrometer.observation.transport.ReceiverContext;
 import io.micrometer.observation.transport.SenderContext;
 import io.relaykit.message.Message;
+import io.relaykit.monitor.MetricsListener;
 import io.relaykit.trace.SpanInfo;
 import io.relaykit.trace.TraceContext;
 import io.relaykit.trace.TracePropagation;
 import io.relaykit.trace.TraceScope;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
 /**
@@ -34,13 +39,19 @@ import java.util.function.Consumer;
  *   <li>{@value #HANDLE} (span {@code "process <destination>"}, kind consumer, child of the
  *       context the delivery carries, the append's): one per handler call, current on the
  *       handler's thread while it runs; a handler that throws marks it failed ({@code
- *       outcome="failure"} and the observation's error).
+ *       outcome="failure"} and the observation's error). A call that runs past its handler
+ *       timeout is stopped when the timeout fires ({@link #handlerTimedOut}), with {@code
+ *       outcome="timeout"} and a {@link TimeoutException} as its error, and recorded once: its
+ *       late return or throw records nothing more (it only closes the scope on the handler's
+ *       thread), as {@code RelayKitMeterBinder} recorded it.
  * </ul>
  *
  * <p>Low-cardinality key values (tags on the timers, attributes on the spans) are the binder's
  * tag keys: {@code messaging.system}, {@code messaging.destination.name}, and for {@value
- * #HANDLE} {@code messaging.consumer.group.name} and {@code outcome} ({@code success} or {@code
- * failure}). Micrometer's meter handler adds its own {@code error} tag. High-cardinality key
+ * #HANDLE} {@code messaging.consumer.group.name} and {@code outcome} ({@code success}, {@code
+ * failure} or {@code timeout}), with the binder's values. Micrometer's meter handler adds its own
+ * {@code error} tag ({@code none}, or the simple class name of the error: the handler's exception,
+ * {@code TimeoutException} for a timeout) and a {@code <name>.active} long task timer. High-cardinality key
  * values (spans only): {@code messaging.operation.type} ({@code create}, {@code send}, {@code
  * process}), {@code messaging.operation.name}, {@code messaging.message.id} and, on {@value
  * #HANDLE}, {@code relaykit.delivery.attempt}.
@@ -51,7 +62,7 @@ import java.util.function.Consumer;
  * at the append it propagates to the caller, as Micrometer's own instrumentations do.
  */
 public final class RelaykitObservations implements TracePropagation,
-    TransactionalOutbox.AppendObservation {
+    TransactionalOutbox.AppendObservation, MetricsListener {
 
   /** The observation (and timer) of an outbox append. */
   public static final String APPEND = "relaykit.append.duration";
@@ -71,6 +82,8 @@ public final class RelaykitObservations implements TracePropagation,
 
   private final ObservationRegistry registry;
   private final String system;
+  /** Handler calls under way, by destination and group, for {@link #handlerTimedOut}. */
+  private final Map<Key, Set<ObservedScope>> handling = new ConcurrentHashMap<>();
 
   /**
    * Observations on {@code registry}.
@@ -173,7 +186,7 @@ public final class RelaykitObservations implements TracePropagation,
         .highCardinalityKeyValue(OPERATION_NAME, "publish")
         .highCardinalityKeyValue(MESSAGE_ID, info.messageId())
         .start();
-    return new ObservedScope(observation, null, parent, false);
+    return new ObservedScope(observation, null, parent, false, null, 0);
   }
 
   /**
@@ -197,7 +210,51 @@ public final class RelaykitObservations implements TracePropagation,
         .highCardinalityKeyValue(MESSAGE_ID, info.messageId())
         .highCardinalityKeyValue(ATTEMPT, Integer.toString(info.attempt()))
         .start();
-    return new ObservedScope(observation, observation.openScope(), parent, true);
+    Key key = new Key(info.destination(), info.group());
+    ObservedScope scope =
+        new ObservedScope(observation, null, parent, true, key, System.nanoTime());
+    handling.computeIfAbsent(key, k -> ConcurrentHashMap.newKeySet()).add(scope);
+    try {
+      scope.scope = observation.openScope();
+    } catch (RuntimeException | Error e) {
+      scope.untrack();
+      throw e;
+    }
+    return scope;
+  }
+
+  /**
+   * A handler call of {@code group} on {@code destination} ran past its handler timeout (the
+   * transport reports it, on its timer thread): the call's {@value #HANDLE} observation is
+   * stopped now with {@code outcome="timeout"} and a {@link TimeoutException} as its error, and
+   * its late return records nothing. The transport names no call, so of the calls of that
+   * destination and group under way the one whose start is nearest {@code duration} ago is taken
+   * (calls of one subscription share a timeout: the oldest). A handler that returns at the very
+   * moment its timeout fires may already have been recorded as its return; then nothing is
+   * stopped. Cost: a look at the calls under way for that destination and group (at most the
+   * subscription's concurrency).
+   *
+   * @param destination the topic or queue consumed
+   * @param group the consumer group
+   * @param duration from the handler's start to the timeout firing
+   */
+  @Override
+  public void handlerTimedOut(String destination, String group, Duration duration) {
+    Set<ObservedScope> calls = handling.get(new Key(destination, group));
+    if (calls == null || duration == null) {
+      return;
+    }
+    long started = System.nanoTime() - duration.toNanos();
+    ObservedScope nearest = null;
+    for (ObservedScope c : calls) {
+      if (nearest == null
+          || Math.abs(c.started - started) < Math.abs(nearest.started - started)) {
+        nearest = c;
+      }
+    }
+    if (nearest != null) {
+      nearest.timedOut(duration);
+    }
   }
 
   private static ReceiverContext<Map<String, String>> receiver(Optional<TraceContext> parent,
@@ -220,20 +277,32 @@ public final class RelaykitObservations implements TracePropagation,
     return "RelaykitObservations(" + registry + ")";
   }
 
-  /** One observation; {@code scope} is the handler thread's, else null. */
-  private static final class ObservedScope implements TraceScope {
+  /** The destination and group of handler calls ({@code null} parts are kept as they are). */
+  private record Key(String destination, String group) {
+  }
+
+  /**
+   * One observation; {@code scope} is the handler thread's, else null. Stopped once: by {@link
+   * #close} or, for a handler call, by {@link #timedOut}, whichever comes first.
+   */
+  private final class ObservedScope implements TraceScope {
     private final Observation observation;
-    private final Observation.Scope scope;
     private final Optional<TraceContext> context;
     private final boolean outcome;
-    private volatile boolean failed;
+    private final Key key;
+    final long started;
+    private volatile Observation.Scope scope;
+    private boolean failed;
+    private boolean stopped;
 
     ObservedScope(Observation observation, Observation.Scope scope,
-        Optional<TraceContext> context, boolean outcome) {
+        Optional<TraceContext> context, boolean outcome, Key key, long started) {
       this.observation = observation;
       this.scope = scope;
       this.context = context;
       this.outcome = outcome;
+      this.key = key;
+      this.started = started;
     }
 
     @Override
@@ -242,22 +311,57 @@ public final class RelaykitObservations implements TracePropagation,
     }
 
     @Override
-    public void failed(Throwable error) {
-      failed = true;
-      observation.error(error);
+    public synchronized void failed(Throwable error) {
+      if (!stopped) {
+        failed = true;
+        observation.error(error);
+      }
+    }
+
+    /** Stops the observation as timed out, unless it was stopped; the scope stays open. */
+    void timedOut(Duration duration) {
+      synchronized (this) {
+        if (stopped) {
+          return;
+        }
+        stopped = true;
+        observation.lowCardinalityKeyValue(OUTCOME, "timeout");
+        observation.error(new TimeoutException("handler did not finish within its timeout ("
+            + duration + ")"));
+      }
+      untrack();
+      observation.stop();
     }
 
     @Override
     public void close() {
-      try {
-        if (outcome) {
+      boolean stop;
+      synchronized (this) {
+        stop = !stopped;
+        stopped = true;
+        if (stop && outcome) {
           observation.lowCardinalityKeyValue(OUTCOME, failed ? "failure" : "success");
         }
-        if (scope != null) {
-          scope.close();
+      }
+      try {
+        Observation.Scope s = scope;
+        if (s != null) {
+          s.close();
         }
       } finally {
-        observation.stop();
+        if (stop) {
+          untrack();
+          observation.stop();
+        }
+      }
+    }
+
+    void untrack() {
+      if (key != null) {
+        Set<ObservedScope> calls = handling.get(key);
+        if (calls != null) {
+          calls.remove(this);
+        }
       }
     }
   }
