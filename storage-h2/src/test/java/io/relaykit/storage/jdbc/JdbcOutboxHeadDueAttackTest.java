@@ -209,4 +209,79 @@ class JdbcOutboxHeadDueAttackTest {
       }
     }
   }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("databases")
+  @DisplayName("two instances migrating a populated version-9 schema with backed-off keys at once:"
+      + " both open, each head gets its row's due time, claims find every due key and no other")
+  void twoInstancesMigrateBackedOffKeysAtOnce(TestDatabase db) throws Exception {
+    String prefix = TestDatabase.newPrefix();
+    Tables tables = new Tables(prefix);
+    long nowNanos = Instants.toNanos("now", clock.instant());
+    long hourAhead = nowNanos + Duration.ofHours(1).toNanos();
+    int keys = 40;
+    try (Connection c = db.connection(); java.sql.Statement s = c.createStatement()) {
+      for (int version : Schema.versions()) {
+        if (version < 10) {
+          for (String sql : Schema.statements(db.dialect(), version, tables)) {
+            s.execute(sql);
+          }
+        }
+      }
+      try (java.sql.PreparedStatement ps = c.prepareStatement("INSERT INTO " + tables.outbox
+          + " (destination, message_id, msg_key, headers, payload, created_at, order_dest, state,"
+          + " ready_at, attempts) VALUES ('orders', ?, ?, ?, ?, 0, '', 0, ?, ?)")) {
+        for (int i = 0; i < keys; i++) {
+          // Even keys: the lowest row backed off an hour (a second row behind it, due now);
+          // odd keys: one row, backed off into the past (due).
+          for (int row = 0; row < (i % 2 == 0 ? 2 : 1); row++) {
+            Message m = message("k" + i, "p" + i + "-" + row);
+            ps.setString(1, m.id());
+            ps.setString(2, "k" + i);
+            ps.setString(3, Envelopes.encode(m));
+            ps.setBytes(4, m.payload());
+            ps.setLong(5, row > 0 ? 0 : i % 2 == 0 ? hourAhead : nowNanos - 1);
+            ps.setInt(6, row > 0 ? 0 : 1);
+            ps.executeUpdate();
+          }
+        }
+      }
+      s.execute("INSERT INTO " + tables.outboxHead + " (msg_key, order_dest, head_seq)"
+          + " SELECT msg_key, order_dest, MIN(seq) FROM " + tables.outbox
+          + " GROUP BY msg_key, order_dest");
+    }
+    java.util.concurrent.ExecutorService threads =
+        java.util.concurrent.Executors.newFixedThreadPool(2);
+    try {
+      java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(2);
+      List<java.util.concurrent.Future<JdbcStorage>> opens = new ArrayList<>();
+      for (int i = 0; i < 2; i++) {
+        opens.add(threads.submit(() -> {
+          start.await(10, java.util.concurrent.TimeUnit.SECONDS);
+          return db.storage(prefix, Duration.ofDays(7), clock);
+        }));
+      }
+      JdbcStorage storage = null;
+      for (java.util.concurrent.Future<JdbcStorage> f : opens) {
+        storage = f.get(60, java.util.concurrent.TimeUnit.SECONDS);
+      }
+      assertThat(db.count("SELECT COUNT(*) FROM " + tables.outboxHead + " WHERE head_due = "
+          + hourAhead)).isEqualTo(keys / 2);
+      JdbcOutboxStore outbox = storage.outboxStore(OutboxBound.unbounded(), OutboxOrderScope.KEY);
+      List<OutboxRecord> first = outbox.claim("r", 100, LEASE, clock.instant());
+      assertThat(first)
+          .extracting(r -> r.message().key().orElseThrow()).as("the odd keys, due")
+          .containsExactlyInAnyOrderElementsOf(java.util.stream.IntStream.range(0, keys)
+              .filter(i -> i % 2 == 1).mapToObj(i -> "k" + i).toList());
+      assertThat(outbox.markSent("r", first.stream().map(OutboxRecord::sequence).toList(),
+          clock.instant())).isEqualTo(keys / 2);
+      clock.advance(Duration.ofHours(1).plusSeconds(1));
+      List<OutboxRecord> due = outbox.claim("r2", 100, LEASE, clock.instant());
+      assertThat(due).extracting(r -> r.message().payloadUtf8()).as("each even key's lowest row")
+          .containsExactlyInAnyOrderElementsOf(java.util.stream.IntStream.range(0, keys)
+              .filter(i -> i % 2 == 0).mapToObj(i -> "p" + i + "-0").toList());
+    } finally {
+      threads.shutdownNow();
+    }
+  }
 }
