@@ -824,9 +824,11 @@ abstract sealed class OutboxStatements {
           + " WHERE head_due = ? AND head_seq > ? AND head_seq < ?"
           + " ORDER BY head_due, head_seq FETCH FIRST ? ROWS ONLY";
       // The next due time of a rescheduled head, up to now: heads backed off into the future are
-      // never read. Parameters: after, now.
+      // never read, nor heads at or above a bound (the claim's max-th oldest candidate so far).
+      // Parameters: after, now, below.
       this.nextDueSql = "SELECT head_due FROM " + headTable + " WHERE head_due > ?"
-          + " AND head_due <= ? AND head_seq IS NOT NULL ORDER BY head_due, head_seq"
+          + " AND head_due <= ? AND head_seq IS NOT NULL AND head_seq < ?"
+          + " ORDER BY head_due, head_seq"
           + " FETCH FIRST 1 ROWS ONLY";
       // A key's lowest unsent row (one probe of outbox_order), if ready. Parameters: key,
       // scope, now, now.
@@ -989,6 +991,7 @@ abstract sealed class OutboxStatements {
       try (PreparedStatement ps = c.prepareStatement("EXPLAIN ANALYZE " + nextDueSql)) {
         ps.setLong(1, 0);
         ps.setLong(2, nowNanos);
+        ps.setLong(3, Long.MAX_VALUE);
         plans.add(plan(ps));
       }
       return plans;
@@ -1046,27 +1049,52 @@ abstract sealed class OutboxStatements {
           PreparedStatement next = c.prepareStatement(nextDueSql);
           PreparedStatement row = c.prepareStatement(headRowSql)) {
         // Heads due now (never rescheduled), oldest first, below the unkeyed batch's newest.
-        if (readDueGroup(heads, row, 0, below, page, max, owner, until, nowNanos, candidates,
-            undecodable, walk, found)) {
-          return;
-        }
-        // Then the heads of rescheduled rows that are due by now, one due time at a time.
+        readDueGroup(heads, row, 0, below, page, max, owner, until, nowNanos, candidates,
+            undecodable, walk, found);
+        // Then the heads of rescheduled rows that are due by now, one due time at a time, up to
+        // max of their own: a key due again competes with fresh ones by sequence (the claim keeps
+        // the oldest max candidates), instead of waiting until fewer than max fresh heads are
+        // left. Heads at or above the max-th oldest candidate so far cannot make the cut.
+        long dueBelow = cutoff(candidates, undecodable, max);
+        found[0] = 0;
         long due = 0;
         while (found[0] < max) {
           next.setLong(1, due);
           next.setLong(2, nowNanos);
+          next.setLong(3, dueBelow);
           try (ResultSet rs = next.executeQuery()) {
             if (!rs.next()) {
               return;
             }
             due = rs.getLong(1);
           }
-          if (readDueGroup(heads, row, due, Long.MAX_VALUE, page, max, owner, until, nowNanos,
+          if (readDueGroup(heads, row, due, dueBelow, page, max, owner, until, nowNanos,
               candidates, undecodable, walk, found)) {
             return;
           }
         }
       }
+    }
+
+    /**
+     * The max-th lowest sequence among the candidates found so far (rows at or above it cannot
+     * be among the claim's oldest max), or Long.MAX_VALUE while fewer than max were found.
+     */
+    private static long cutoff(List<OutboxRecord> candidates, List<Undecodable> undecodable,
+        int max) {
+      if (candidates.size() + undecodable.size() < max) {
+        return Long.MAX_VALUE;
+      }
+      long[] seqs = new long[candidates.size() + undecodable.size()];
+      int i = 0;
+      for (OutboxRecord r : candidates) {
+        seqs[i++] = r.sequence();
+      }
+      for (Undecodable u : undecodable) {
+        seqs[i++] = u.sequence();
+      }
+      java.util.Arrays.sort(seqs);
+      return seqs[max - 1];
     }
 
     /** Reads the heads of due time {@code due} a page at a time; true once max are found. */
