@@ -13,7 +13,6 @@ import io.relaykit.tck.Await;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -44,8 +43,6 @@ class KafkaHandOverReviewTest {
    * before k's first one succeeds from its retry copy.
    */
   @Test
-  @Disabled("known defect: a graceful hand-over does not carry parked keys; the next owner runs"
-      + " the parked key's later record at once, ahead of the key's retry copy")
   @DisplayName("a key parked for its retry at a graceful close keeps its order at the next owner")
   void parkedKeyKeepsOrderAcrossClose() throws Exception {
     String topic = newTopic("review-park-order", 1);
