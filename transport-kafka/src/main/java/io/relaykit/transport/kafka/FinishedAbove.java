@@ -1,6 +1,10 @@
 package io.relaykit.transport.kafka;
 
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Base64;
+import java.util.List;
 
 /**
  * The records past a partition's committed offset that a member finished (handled, retried or
@@ -15,6 +19,13 @@ import java.util.Arrays;
  * offset.metadata.max.bytes} is 4096 by default): a longer list is cut, and {@code end} moves down
  * to the first open offset left out, so that nothing is claimed that was not finished.
  *
+ * <p>It may also name the keys parked for their retry at the hand-over ({@link Parked}): a fourth
+ * part, {@code <retry partition>.<retry offset>.<key>} per key (numbers in base 36, the key in
+ * base64url), comma-separated. The next owner keeps such a key's records back until it has seen
+ * that retry copy finish (or a bound passes), so the key's later records do not overtake its retry.
+ * Keys that do not fit in {@link #MAX_CHARS} are left out (they then keep order only as far as a
+ * crash would).
+ *
  * <p>Read from the wire, so bad input: a text that does not parse, names another base than the
  * committed offset, or claims an absurd span is ignored (the records then run again: at least
  * once, as after a crash).
@@ -27,14 +38,31 @@ final class FinishedAbove {
   /** The widest span read back: more than any member could have had in flight. */
   static final long MAX_SPAN = 10_000_000L;
 
+  /** A key parked at the hand-over behind its retry copy at {@code offset} of retry partition
+   * {@code retryPartition}. */
+  record Parked(int retryPartition, long offset, String key) {}
+
   private final long base;
   private final long end;
   private final long[] open;
+  private final List<Parked> parked;
 
-  private FinishedAbove(long base, long end, long[] open) {
+  private FinishedAbove(long base, long end, long[] open, List<Parked> parked) {
     this.base = base;
     this.end = end;
     this.open = open;
+    this.parked = parked;
+  }
+
+  /** The same, naming {@code keys} parked (a hand-over with no finished records: base = end). */
+  static FinishedAbove withParked(FinishedAbove done, long base, List<Parked> keys) {
+    return done == null ? new FinishedAbove(base, base, new long[0], List.copyOf(keys))
+        : new FinishedAbove(done.base, done.end, done.open, List.copyOf(keys));
+  }
+
+  /** The keys parked at the hand-over, as far as they fitted. */
+  List<Parked> parked() {
+    return parked;
   }
 
   /**
@@ -61,7 +89,7 @@ final class FinishedAbove {
     if (to <= base || all.length == to - base) {
       return null; // nothing finished past the commit position
     }
-    return new FinishedAbove(base, to, all);
+    return new FinishedAbove(base, to, all, List.of());
   }
 
   /** Whether {@code offset} was finished by the member that handed the partition over. */
@@ -94,7 +122,23 @@ final class FinishedAbove {
       list.append(d);
       prev = o;
     }
-    return sb.append(Long.toString(cut, 36)).append(':').append(list).toString();
+    sb.append(Long.toString(cut, 36)).append(':').append(list);
+    if (!parked.isEmpty()) {
+      StringBuilder keys = new StringBuilder();
+      for (Parked p : parked) {
+        String e = Integer.toString(p.retryPartition(), 36) + '.' + Long.toString(p.offset(), 36)
+            + '.' + Base64.getUrlEncoder().withoutPadding()
+                .encodeToString(p.key().getBytes(StandardCharsets.UTF_8));
+        if (sb.length() + keys.length() + e.length() + 2 > MAX_CHARS) {
+          continue; // left out: that key keeps order only as far as after a crash
+        }
+        keys.append(keys.length() > 0 ? "," : "").append(e);
+      }
+      if (keys.length() > 0) {
+        sb.append(':').append(keys);
+      }
+    }
+    return sb.toString();
   }
 
   /**
@@ -109,12 +153,14 @@ final class FinishedAbove {
     }
     try {
       String[] parts = metadata.substring(PREFIX.length()).split(":", -1);
-      if (parts.length != 3) {
+      if (parts.length != 3 && parts.length != 4) {
         return null;
       }
       long base = Long.parseLong(parts[0], 36);
       long end = Long.parseLong(parts[1], 36);
-      if (base != committed || end <= base || end - base > MAX_SPAN) {
+      List<Parked> keys = parts.length == 4 ? decodeParked(parts[3]) : List.of();
+      if (base != committed || end < base || (end == base && keys.isEmpty())
+          || end - base > MAX_SPAN) {
         return null;
       }
       long[] open;
@@ -136,14 +182,33 @@ final class FinishedAbove {
           open[i] = prev;
         }
       }
-      return new FinishedAbove(base, end, open);
-    } catch (NumberFormatException | ArithmeticException e) {
-      return null;
+      return new FinishedAbove(base, end, open, keys);
+    } catch (IllegalArgumentException | ArithmeticException e) {
+      return null; // NumberFormatException is one, and so is a bad base64 key
     }
+  }
+
+  private static List<Parked> decodeParked(String text) {
+    List<Parked> keys = new ArrayList<>();
+    for (String e : text.split(",", -1)) {
+      String[] f = e.split("\\.", -1);
+      if (f.length != 3) {
+        throw new IllegalArgumentException("not a parked key: " + e);
+      }
+      int partition = Integer.parseInt(f[0], 36);
+      long offset = Long.parseLong(f[1], 36);
+      if (partition < 0 || offset < 0) {
+        throw new IllegalArgumentException("not a parked key: " + e);
+      }
+      keys.add(new Parked(partition, offset,
+          new String(Base64.getUrlDecoder().decode(f[2]), StandardCharsets.UTF_8)));
+    }
+    return List.copyOf(keys);
   }
 
   @Override
   public String toString() {
-    return "FinishedAbove[" + base + ".." + end + ", open=" + open.length + "]";
+    return "FinishedAbove[" + base + ".." + end + ", open=" + open.length + ", parked="
+        + parked.size() + "]";
   }
 }

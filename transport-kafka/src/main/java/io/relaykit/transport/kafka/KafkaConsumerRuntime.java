@@ -127,6 +127,8 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final RateLimiter rateLimiter;
   private final String topic;
   private final String retryTopic;
+  /** The retry topic's partition count: a source partition's copies go to its number modulo. */
+  private final int retryPartitions;
   private final OffsetReset sourceReset;
   private final KafkaConsumer<String, byte[]> consumer;
   /** The copies' producer of the default hand-off; null with the transactional one. */
@@ -233,6 +235,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     this.rateLimiter = rateLimiter;
     this.topic = spec.destination();
     this.retryTopic = retryTopic;
+    this.retryPartitions = Math.max(1, retryPartitions);
     this.sourceReset = OffsetReset.parse(config.consumerProperties().get(OffsetReset.SETTING));
     this.onClosed = onClosed;
     this.maxPollRecords = Math.max(1, Math.min(500, spec.maxInFlight() / 2));
@@ -662,6 +665,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
             // counted as finished so the commit position moves past it.
             if (fromRetry) {
               retryRead.put(tp, r.offset() + 1);
+              Object key = spec.ordering() == io.relaykit.ordering.OrderingMode.UNORDERED ? null
+                  : gateKey(r, true);
+              if (key != null) { // a key handed over parked behind it goes on
+                parking.release(key, new RetryHold(tp, r.offset()), this::drain);
+              }
             }
             tracker.complete(tracker.track(tp, r.offset()));
             continue;
@@ -904,14 +912,23 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     for (TopicPartition tp : partitions) {
       if (withFinished) {
         var pending = tracker.pending(tp);
+        FinishedAbove done = null;
+        long base = -1;
         if (pending.isPresent()) {
           var p = pending.get();
-          FinishedAbove done = FinishedAbove.of(p.committable(), p.end(), p.incomplete(),
-              handedOver.get(tp));
-          if (done != null) {
-            offsets.put(tp, new OffsetAndMetadata(p.committable(), done.encode()));
-            continue;
-          }
+          base = p.committable();
+          done = FinishedAbove.of(p.committable(), p.end(), p.incomplete(), handedOver.get(tp));
+        } else {
+          OptionalLong next = tracker.committable(tp);
+          base = next.isPresent() ? next.getAsLong() : -1;
+        }
+        List<FinishedAbove.Parked> keys = base < 0 ? List.of() : parkedAt(tp);
+        if (!keys.isEmpty()) {
+          done = FinishedAbove.withParked(done, base, keys);
+        }
+        if (done != null) {
+          offsets.put(tp, new OffsetAndMetadata(base, done.encode()));
+          continue;
         }
       }
       OptionalLong next = tracker.committable(tp);
@@ -920,6 +937,76 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
     }
     return offsets;
+  }
+
+  /**
+   * The keys parked for their retry that a hand-over of source partition {@code tp} names for the
+   * next owner: those with a record of {@code tp} waiting, or held by a copy in the retry partition
+   * {@code tp}'s copies go to; each with its latest confirmed retry copy. A key whose copy is not
+   * confirmed yet is left out (its record is not finished either, and runs again).
+   */
+  private List<FinishedAbove.Parked> parkedAt(TopicPartition tp) {
+    if (retryOnly || spec.ordering() == io.relaykit.ordering.OrderingMode.UNORDERED
+        || !tp.topic().equals(topic)) {
+      return List.of();
+    }
+    int rp = Math.floorMod(tp.partition(), retryPartitions);
+    List<FinishedAbove.Parked> keys = new ArrayList<>();
+    parking.holdsOf(w -> !w.fromRetryTopic() && w.partition().equals(tp),
+        h -> h instanceof RetryHold rh && rh.partition().partition() == rp)
+        .forEach((key, holds) -> {
+          RetryHold last = null;
+          for (Object h : holds) {
+            if (!(h instanceof RetryHold rh)) {
+              return;
+            }
+            if (last == null || rh.offset() > last.offset()) {
+              last = rh;
+            }
+          }
+          if (key instanceof String k && last != null) {
+            keys.add(new FinishedAbove.Parked(last.partition().partition(), last.offset(), k));
+          }
+        });
+    return keys;
+  }
+
+  /**
+   * Parks the keys a previous owner handed over parked ({@link FinishedAbove#parked}) behind their
+   * retry copies, where this member reads that copy's retry partition and has not passed it: the
+   * key's records then wait for that copy to finish here, as they would have at the previous
+   * owner. Bounded: a hold is dropped when the copy finishes or is passed over, when its retry
+   * partition is revoked, and at the latest after the retry policy's longest wait plus {@link
+   * #RETRY_AT_MARGIN} (a copy gone to retention must not stall its key).
+   */
+  private void parkHandedOver(FinishedAbove done, Map<TopicPartition, OffsetAndMetadata> at) {
+    for (FinishedAbove.Parked p : done.parked()) {
+      TopicPartition rtp = new TopicPartition(retryTopic, p.retryPartition());
+      if (!owned.contains(rtp)) {
+        continue; // another member reads that copy: order as after a crash
+      }
+      OffsetAndMetadata read = at.get(rtp);
+      FinishedAbove rdone = handedOver.get(rtp);
+      if ((read != null && read.offset() > p.offset())
+          || (rdone != null && rdone.finished(p.offset()))
+          || retryRead.getOrDefault(rtp, -1L) > p.offset()) {
+        continue; // that copy finished already, or is in this member's hands
+      }
+      RetryHold hold = new RetryHold(rtp, p.offset());
+      parking.hold(p.key(), hold);
+      long bound;
+      try {
+        bound = longestRetryWait.plus(RETRY_AT_MARGIN).toMillis();
+      } catch (ArithmeticException e) {
+        bound = Long.MAX_VALUE / 4;
+      }
+      try {
+        timers.schedule(() -> parking.release(p.key(), hold, this::drain), bound,
+            TimeUnit.MILLISECONDS);
+      } catch (RejectedExecutionException e) {
+        parking.release(p.key(), hold, this::drain); // closing
+      }
+    }
   }
 
   private void sampleBacklog() {
@@ -1128,6 +1215,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       return;
     }
     Set<TopicPartition> parts = new HashSet<>(partitions);
+    Set<TopicPartition> asked = new HashSet<>(parts);
+    for (TopicPartition tp : owned) {
+      if (tp.topic().equals(retryTopic)) {
+        asked.add(tp); // where the copies of keys handed over parked are
+      }
+    }
     Map<TopicPartition, OffsetAndMetadata> at;
     try {
       var fault = HAND_OVER_READ_FAULTS.get(spec.group());
@@ -1135,9 +1228,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
         throw fault.get();
       }
       try {
-        at = consumer.committed(parts, config.closeTimeout());
+        at = consumer.committed(asked, config.closeTimeout());
       } catch (WakeupException e) {
-        at = consumer.committed(parts, config.closeTimeout()); // see commitSync
+        at = consumer.committed(asked, config.closeTimeout()); // see commitSync
       }
     } catch (RuntimeException e) {
       LOG.log(System.Logger.Level.WARNING, "could not read the committed offsets of " + parts
@@ -1151,6 +1244,13 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       FinishedAbove done = o == null ? null : FinishedAbove.decode(o.metadata(), o.offset());
       if (done != null) {
         handedOver.put(tp, done);
+      }
+    }
+    for (TopicPartition tp : parts) {
+      FinishedAbove done = handedOver.get(tp);
+      if (done != null && !done.parked().isEmpty() && tp.topic().equals(topic)
+          && spec.ordering() != io.relaykit.ordering.OrderingMode.UNORDERED) {
+        parkHandedOver(done, at);
       }
     }
   }

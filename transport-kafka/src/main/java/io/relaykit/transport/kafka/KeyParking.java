@@ -245,6 +245,25 @@ final class KeyParking {
     return next;
   }
 
+  /**
+   * The holds of every parked key that has a waiting record {@code waitingIn} matches or a hold
+   * {@code holdIn} matches, by key: what a hand-over names for the next owner. O(parked records).
+   */
+  synchronized Map<Object, List<Object>> holdsOf(Predicate<Work> waitingIn,
+      Predicate<Object> holdIn) {
+    Map<Object, List<Object>> out = new HashMap<>();
+    for (Map.Entry<Object, Park> e : parks.entrySet()) {
+      Park park = e.getValue();
+      if (park.holds.isEmpty()) {
+        continue; // draining: released already
+      }
+      if (park.holds.stream().anyMatch(holdIn) || park.waiting.stream().anyMatch(waitingIn)) {
+        out.put(e.getKey(), new ArrayList<>(park.holds));
+      }
+    }
+    return out;
+  }
+
   /** Records waiting for a parked key that {@code which} matches. O(waiting records). */
   synchronized int waiting(Predicate<Work> which) {
     int n = 0;

@@ -161,4 +161,40 @@ class FinishedAboveTest {
     assertThat(read.finished(100)).isFalse();
     assertThat(read.finished(3)).isTrue();
   }
+
+  @Test
+  @DisplayName("keys parked at the hand-over: round trip with any key text, written with nothing"
+      + " finished, left out past the size limit, bad entries ignored")
+  void parkedKeys() {
+    var keys = java.util.List.of(new FinishedAbove.Parked(0, 7, "k"),
+        new FinishedAbove.Parked(3, 123456, "a:b,c.d \u00e9"));
+    FinishedAbove only = FinishedAbove.withParked(null, 40, keys);
+    FinishedAbove read = FinishedAbove.decode(only.encode(), 40);
+    assertThat(read).isNotNull();
+    assertThat(read.parked()).containsExactlyElementsOf(keys);
+    assertThat(LongStream.range(30, 50).filter(read::finished)).isEmpty();
+    FinishedAbove both = FinishedAbove.withParked(
+        FinishedAbove.of(100, 110, new long[] {100, 109}, null), 100, keys);
+    FinishedAbove read2 = FinishedAbove.decode(both.encode(), 100);
+    assertThat(read2.parked()).containsExactlyElementsOf(keys);
+    assertThat(read2.finished(101)).isTrue();
+    assertThat(read2.finished(109)).isFalse();
+    var many = new java.util.ArrayList<FinishedAbove.Parked>();
+    for (int i = 0; i < 500; i++) {
+      many.add(new FinishedAbove.Parked(i, i, "key-" + "x".repeat(20) + i));
+    }
+    String text = FinishedAbove.withParked(null, 0, many).encode();
+    assertThat(text.length()).isLessThanOrEqualTo(FinishedAbove.MAX_CHARS);
+    FinishedAbove read3 = FinishedAbove.decode(text, 0);
+    assertThat(read3.parked()).isNotEmpty().hasSizeLessThan(500);
+    assertThat(many).containsAll(read3.parked());
+    String head = FinishedAbove.PREFIX + "5:5::";
+    assertThat(FinishedAbove.decode(FinishedAbove.PREFIX + "5:5:", 5)).as("no keys").isNull();
+    assertThat(FinishedAbove.decode(head + "0.1", 5)).as("fields").isNull();
+    assertThat(FinishedAbove.decode(head + "0.1.!!", 5)).as("not base64").isNull();
+    assertThat(FinishedAbove.decode(head + "-1.1.aw", 5)).as("negative").isNull();
+    assertThat(FinishedAbove.decode(head + "0.1.aw,", 5)).as("empty entry").isNull();
+    assertThat(FinishedAbove.decode(head + "0.1.aw", 5).parked())
+        .containsExactly(new FinishedAbove.Parked(0, 1, "k"));
+  }
 }
