@@ -30,7 +30,9 @@ import org.springframework.test.annotation.DirtiesContext;
  * as one WARN line and listed by {@code GET /actuator/relaykitdeadletters} from the store that
  * holds it ({@link #deadLetterStore()}).
  */
-@SpringBootTest(classes = BootApp.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@SpringBootTest(classes = BootApp.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+    // spring-boot-starter-opentelemetry (test scope) would push metrics to localhost:4318.
+    properties = "management.otlp.metrics.export.enabled=false")
 @DirtiesContext(classMode = DirtiesContext.ClassMode.AFTER_CLASS)
 @ExtendWith(OutputCaptureExtension.class)
 abstract class AbstractDeliveryTest {

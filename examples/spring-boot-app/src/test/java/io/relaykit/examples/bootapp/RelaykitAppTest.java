@@ -29,7 +29,9 @@ import org.springframework.transaction.support.TransactionTemplate;
  */
 @SpringBootTest(classes = BootApp.class, webEnvironment = SpringBootTest.WebEnvironment.NONE,
     properties = {"relaykit.retry.max-attempts=3", "relaykit.retry.initial-backoff=1ms",
-        "relaykit.retry.max-backoff=1ms"})
+        "relaykit.retry.max-backoff=1ms",
+        // spring-boot-starter-opentelemetry (test scope) would push metrics to localhost:4318.
+        "management.otlp.metrics.export.enabled=false"})
 @RelaykitTest
 @DirtiesContext(classMode = DirtiesContext.ClassMode.AFTER_CLASS)
 abstract class RelaykitAppTest {
