@@ -1,7 +1,9 @@
 package io.relaykit.examples.bootapp;
 
+import io.relaykit.codec.PayloadTypes;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.context.annotation.Bean;
 
 /**
  * The application: {@code spring.datasource.*} picks the database, {@code relaykit.storage=jdbc}
@@ -17,5 +19,16 @@ public class BootApp {
    */
   public static void main(String[] args) {
     SpringApplication.run(BootApp.class, args);
+  }
+
+  /**
+   * Stable names for the event types on the wire: {@link OrderPlaced} travels as {@code
+   * order.placed}, not as its class name, so the class may move or be renamed.
+   *
+   * @return the type names
+   */
+  @Bean
+  PayloadTypes payloadTypes() {
+    return new PayloadTypes().register("order.placed", OrderPlaced.class);
   }
 }

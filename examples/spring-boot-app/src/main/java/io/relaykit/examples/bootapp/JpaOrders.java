@@ -1,6 +1,5 @@
 package io.relaykit.examples.bootapp;
 
-import io.relaykit.message.Message;
 import io.relaykit.spring.boot.TransactionalOutbox;
 import java.util.UUID;
 import org.springframework.beans.factory.annotation.Value;
@@ -9,7 +8,7 @@ import org.springframework.transaction.annotation.Transactional;
 
 /**
  * {@link Orders} written with Spring Data JPA (Hibernate): the saved {@link PlacedOrder} and its
- * {@code order.placed} message commit together, or neither does.
+ * {@link OrderPlaced} event commit together, or neither does.
  *
  * <p>Hibernate writes the entity when it flushes, at the latest at commit, after the append: the
  * append runs on the transaction's own connection, so a row the database refuses at the flush
@@ -39,7 +38,7 @@ public class JpaOrders {
    * Saves an order and appends its message in one transaction (the caller's, if it has one).
    *
    * @param sku the product
-   * @return the order's id, which is also its message's id
+   * @return the order's id (the event's key and {@code orderId})
    * @throws org.springframework.dao.DataAccessException when the database refuses the order or
    *     the append (nothing of it is committed)
    */
@@ -47,8 +46,7 @@ public class JpaOrders {
   public String place(String sku) {
     String id = UUID.randomUUID().toString();
     placed.save(new PlacedOrder(id, sku));
-    outbox.append(destination, Message.builder().id(id).type("order.placed").key(id)
-        .payload("{\"orderId\":\"" + id + "\",\"sku\":\"" + sku + "\"}").build());
+    outbox.append(destination, id, new OrderPlaced(id, sku));
     return id;
   }
 }

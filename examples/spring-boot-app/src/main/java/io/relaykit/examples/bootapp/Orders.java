@@ -1,6 +1,5 @@
 package io.relaykit.examples.bootapp;
 
-import io.relaykit.message.Message;
 import io.relaykit.spring.boot.TransactionalOutbox;
 import java.util.ArrayList;
 import java.util.List;
@@ -10,7 +9,10 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
 
-/** Places orders: the order row and its {@code order.placed} message commit together. */
+/**
+ * Places orders: the order row and its {@link OrderPlaced} event (keyed by the order id, so the
+ * events of one order keep their order) commit together.
+ */
 @Service
 public class Orders {
   private final JdbcTemplate jdbc;
@@ -41,14 +43,13 @@ public class Orders {
    * Writes an order and appends its message in one transaction.
    *
    * @param sku the product
-   * @return the order's id, which is also its message's id
+   * @return the order's id (the event's key and {@code orderId})
    */
   @Transactional
   public String place(String sku) {
     String id = UUID.randomUUID().toString();
     jdbc.update("INSERT INTO " + table + " (id, sku) VALUES (?, ?)", id, sku);
-    outbox.append(destination, Message.builder().id(id).type("order.placed").key(id)
-        .payload("{\"orderId\":\"" + id + "\",\"sku\":\"" + sku + "\"}").build());
+    outbox.append(destination, id, new OrderPlaced(id, sku));
     return id;
   }
 

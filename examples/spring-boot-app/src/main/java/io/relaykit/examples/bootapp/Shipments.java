@@ -1,35 +1,48 @@
 package io.relaykit.examples.bootapp;
 
-import io.relaykit.message.Message;
+import io.relaykit.retry.PermanentFailureException;
 import io.relaykit.spring.boot.RelaykitListener;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.stereotype.Component;
 
-/** Receives order messages and counts each delivery by message id. */
+/**
+ * Receives {@link OrderPlaced} events and counts each delivery by order id. An order for a
+ * recalled product ({@link #RECALLED}) can never ship: its event fails with a {@link
+ * PermanentFailureException}, which relaykit dead-letters at once (no retries), logs as one WARN
+ * line and lists in the actuator endpoint {@code /actuator/relaykitdeadletters}.
+ */
 @Component
 public class Shipments {
+  /** Products that can no longer be shipped: SKUs with this prefix. */
+  public static final String RECALLED = "recalled-";
+
   private final Map<String, AtomicInteger> deliveries = new ConcurrentHashMap<>();
 
   /**
-   * Records one delivery.
+   * Ships one order.
    *
-   * @param m an order message
+   * @param order the event, decoded from the message's JSON
+   * @throws PermanentFailureException if the product is recalled (the event is dead-lettered)
    */
   @RelaykitListener(destination = "${app.destination:orders}", group = "${app.group:shipping}")
-  public void onOrder(Message m) {
-    deliveries.computeIfAbsent(m.id(), id -> new AtomicInteger()).incrementAndGet();
+  public void onOrder(OrderPlaced order) {
+    if (order.sku().startsWith(RECALLED)) {
+      throw new PermanentFailureException("order " + order.orderId() + ": product " + order.sku()
+          + " is recalled and cannot be shipped");
+    }
+    deliveries.computeIfAbsent(order.orderId(), id -> new AtomicInteger()).incrementAndGet();
   }
 
   /**
-   * How many times the message {@code id} was delivered.
+   * How many times the order {@code orderId} was delivered.
    *
-   * @param id a message id
+   * @param orderId an order id
    * @return the count, 0 when never
    */
-  public int deliveries(String id) {
-    AtomicInteger n = deliveries.get(id);
+  public int deliveries(String orderId) {
+    AtomicInteger n = deliveries.get(orderId);
     return n == null ? 0 : n.get();
   }
 }

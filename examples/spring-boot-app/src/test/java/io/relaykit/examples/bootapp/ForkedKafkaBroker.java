@@ -8,12 +8,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.NewTopic;
 
 /**
  * relaykit's Kafka 4.3 test broker in a JVM of its own ({@code
@@ -22,7 +17,6 @@ import org.apache.kafka.clients.admin.NewTopic;
  * exits (the child stops when its standard input, held here, ends).
  */
 final class ForkedKafkaBroker {
-  private static final java.util.Set<String> CREATED = new java.util.HashSet<>();
   private static Process process;
   private static String bootstrap;
 
@@ -34,28 +28,6 @@ final class ForkedKafkaBroker {
       start();
     }
     return bootstrap;
-  }
-
-  /**
-   * The broker's {@code host:port}, with {@code topic} created once (one partition), so a consumer
-   * can join before the first send.
-   */
-  static synchronized String bootstrapServers(String topic) {
-    String servers = bootstrapServers();
-    if (CREATED.add(topic)) {
-      createTopic(topic);
-    }
-    return servers;
-  }
-
-  private static void createTopic(String topic) {
-    try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
-        bootstrapServers()))) {
-      admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all()
-          .get(60, TimeUnit.SECONDS);
-    } catch (Exception e) {
-      throw new IllegalStateException("could not create topic " + topic + ": " + e, e);
-    }
   }
 
   private static void start() {

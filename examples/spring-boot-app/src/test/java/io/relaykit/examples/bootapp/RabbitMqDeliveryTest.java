@@ -3,7 +3,10 @@ package io.relaykit.examples.bootapp;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
-/** H2, RabbitMQ (127.0.0.1:5672, guest) through Boot's spring.rabbitmq.* settings. */
+/**
+ * H2, RabbitMQ (127.0.0.1:5672, guest) through Boot's spring.rabbitmq.* settings; the poison
+ * event's dead letter is listed from the group's dead-letter queue.
+ */
 class RabbitMqDeliveryTest extends AbstractDeliveryTest {
   @DynamicPropertySource
   static void props(DynamicPropertyRegistry r) {
@@ -16,5 +19,10 @@ class RabbitMqDeliveryTest extends AbstractDeliveryTest {
     r.add("spring.rabbitmq.password", () -> "guest");
     r.add("app.destination", () -> "bootapp-orders-" + RUN);
     r.add("app.group", () -> "bootapp-shipping-" + RUN);
+  }
+
+  @Override
+  String deadLetterStore() {
+    return "rabbitmq:";
   }
 }
