@@ -1,0 +1,67 @@
+package io.relaykit.transport.kafka;
+
+import static io.relaykit.transport.kafka.KafkaTestSupport.message;
+import static io.relaykit.transport.kafka.KafkaTestSupport.newTopic;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.relaykit.message.Message;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.ordering.OrderingMode;
+import io.relaykit.retry.Backoff;
+import io.relaykit.retry.RetryPolicy;
+import io.relaykit.tck.Await;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * An independent attack on the parked keys a hand-over names (the fourth part of the commit
+ * metadata): the metadata is wire input, and a forged or stale entry must not stall its key for
+ * the retry policy's longest wait plus a minute.
+ */
+@DisplayName("Kafka hand-over review: forged parked-key entries in the commit metadata")
+class KafkaParkedForgeryReviewTest {
+
+  /** Far less than the timer bound (3 s backoff + 1 min): a stall shows as a timeout. */
+  private static final Duration PROMPT = Duration.ofSeconds(20);
+
+  @RegisterExtension
+  final KafkaClients clients = new KafkaClients();
+
+  private static SubscriptionSpec spec(String topic, String group) {
+    return SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
+        .concurrency(2).maxInFlight(16)
+        .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+            .backoff(Backoff.fixed(Duration.ofSeconds(3))).build())
+        .build();
+  }
+
+  @Test
+  @DisplayName("an entry naming a retry copy beyond the retry partition's end (no such copy) does"
+      + " not hold its key: the key's record runs promptly")
+  void entryBeyondRetryLogEndDoesNotStallKey() throws Exception {
+    String topic = newTopic("review-forged-park", 1);
+    String group = topic + "-g";
+    Message m = message("k", 0);
+    Message other = message("j", 1);
+    KafkaTestSupport.publishAll(topic, List.of(m, other));
+    // a forged hand-over: nothing finished past 0, key k parked behind retry copy 0:1000
+    FinishedAbove forged = FinishedAbove.withParked(null, 0,
+        List.of(new FinishedAbove.Parked(0, 1000, "k")));
+    KafkaTestBroker.admin().alterConsumerGroupOffsets(group, java.util.Map.of(
+        new TopicPartition(topic, 0), new OffsetAndMetadata(0, forged.encode())))
+        .all().get(30, java.util.concurrent.TimeUnit.SECONDS);
+    List<String> handled = new CopyOnWriteArrayList<>();
+    clients.subscriber().subscribe(spec(topic, group), d -> handled.add(d.message().id()));
+    Await.until(Duration.ofSeconds(60), "the unnamed key's record handled",
+        () -> handled.contains(other.id()));
+    Await.until(PROMPT, "the forged key's record handled promptly",
+        () -> handled.contains(m.id()));
+    assertThat(handled).containsExactlyInAnyOrder(m.id(), other.id());
+  }
+}
