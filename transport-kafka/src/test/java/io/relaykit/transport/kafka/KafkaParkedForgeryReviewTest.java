@@ -64,4 +64,36 @@ class KafkaParkedForgeryReviewTest {
         () -> handled.contains(m.id()));
     assertThat(handled).containsExactlyInAnyOrder(m.id(), other.id());
   }
+
+  @Test
+  @DisplayName("an entry naming key k at a retry offset that holds another key's copy does not hold"
+      + " k until the timer: k's record runs promptly, the other key's copy still runs")
+  void entryNamingAnotherKeysCopyDoesNotStallKey() throws Exception {
+    String topic = newTopic("review-forged-mismatch", 1);
+    String group = topic + "-g";
+    Message j = message("j", 0);
+    KafkaTestSupport.publishAll(topic, List.of(j));
+    List<String> attempts = new CopyOnWriteArrayList<>();
+    KafkaSubscription a = clients.subscriber().subscribe(spec(topic, group), d -> {
+      attempts.add(d.message().id() + "#" + d.attempt());
+      throw new IllegalStateException("fails");
+    });
+    Await.until(Duration.ofSeconds(60), "j failed once (its copy at retry offset 0)",
+        () -> attempts.contains(j.id() + "#1"));
+    assertThat(a.close(Duration.ofSeconds(5))).isTrue();
+    long base = KafkaTestSupport.committedOffsets(group, topic).get(0);
+    // overwrite the hand-over: k (never parked) named behind j's copy at retry offset 0
+    FinishedAbove forged = FinishedAbove.withParked(null, base,
+        List.of(new FinishedAbove.Parked(0, 0, "k")));
+    KafkaTestBroker.admin().alterConsumerGroupOffsets(group, java.util.Map.of(
+        new TopicPartition(topic, 0), new OffsetAndMetadata(base, forged.encode())))
+        .all().get(30, java.util.concurrent.TimeUnit.SECONDS);
+    Message k = message("k", 1);
+    KafkaTestSupport.publishAll(topic, List.of(k));
+    List<String> handled = new CopyOnWriteArrayList<>();
+    clients.subscriber().subscribe(spec(topic, group), d -> handled.add(d.message().id()));
+    Await.until(Duration.ofSeconds(60), "j's copy handled", () -> handled.contains(j.id()));
+    Await.until(PROMPT, "k's record handled promptly", () -> handled.contains(k.id()));
+    assertThat(handled).containsExactlyInAnyOrder(j.id(), k.id());
+  }
 }
