@@ -96,4 +96,45 @@ class KafkaParkedForgeryReviewTest {
     Await.until(PROMPT, "k's record handled promptly", () -> handled.contains(k.id()));
     assertThat(handled).containsExactlyInAnyOrder(j.id(), k.id());
   }
+
+  @Test
+  @DisplayName("two graceful hand-overs in a row while k is parked behind its retry copy: the"
+      + " second owner hands the hold on, k's records keep their order at the third")
+  void holdSurvivesSecondHandOver() throws Exception {
+    String topic = newTopic("review-park-storm", 1);
+    String group = topic + "-g";
+    SubscriptionSpec slow = SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
+        .concurrency(2).maxInFlight(16)
+        .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+            .backoff(Backoff.fixed(Duration.ofSeconds(12))).build())
+        .build();
+    Message first = message("k", 0);
+    Message second = message("k", 1);
+    KafkaTestSupport.publishAll(topic, List.of(first, second));
+    List<String> succeeded = new CopyOnWriteArrayList<>();
+    List<String> attempts = new CopyOnWriteArrayList<>();
+    KafkaSubscription a = clients.subscriber().subscribe(slow, d -> {
+      attempts.add(d.message().id() + "#" + d.attempt());
+      if (d.message().id().equals(first.id()) && d.attempt() == 1) {
+        throw new IllegalStateException("fails once");
+      }
+      succeeded.add(d.message().id());
+    });
+    Await.until(Duration.ofSeconds(60), "k's first record failed once",
+        () -> attempts.contains(first.id() + "#1"));
+    assertThat(a.close(Duration.ofSeconds(5))).isTrue();
+    Message marker = message("m", 2);
+    KafkaTestSupport.publishAll(topic, List.of(marker));
+    KafkaSubscription b = clients.subscriber().subscribe(slow, d -> succeeded.add(d.message().id()));
+    Await.until(Duration.ofSeconds(60), "the second owner took the partition",
+        () -> succeeded.contains(marker.id()));
+    assertThat(b.close(Duration.ofSeconds(5))).isTrue();
+    Message third = message("k", 3);
+    KafkaTestSupport.publishAll(topic, List.of(third));
+    clients.subscriber().subscribe(slow, d -> succeeded.add(d.message().id()));
+    Await.until(Duration.ofSeconds(60), "k's three records handled",
+        () -> succeeded.containsAll(List.of(first.id(), second.id(), third.id())));
+    assertThat(succeeded.stream().filter(id -> !id.equals(marker.id())))
+        .as("k's records in order, each once").containsExactly(first.id(), second.id(), third.id());
+  }
 }
