@@ -137,4 +137,36 @@ class KafkaParkedForgeryReviewTest {
     assertThat(succeeded.stream().filter(id -> !id.equals(marker.id())))
         .as("k's records in order, each once").containsExactly(first.id(), second.id(), third.id());
   }
+
+  @Test
+  @DisplayName("k handed over parked behind a retry copy that is then dead-lettered at the next"
+      + " owner: k's next record runs right after the dead letter, not after the timer")
+  void holdReleasedWhenCopyDeadLettered() throws Exception {
+    String topic = newTopic("review-park-dlq", 1);
+    String group = topic + "-g";
+    SubscriptionSpec two = SubscriptionSpec.builder(topic, group).ordering(OrderingMode.KEY)
+        .concurrency(2).maxInFlight(16)
+        .retryPolicy(RetryPolicy.builder().maxAttempts(2)
+            .backoff(Backoff.fixed(Duration.ofSeconds(3))).build())
+        .build();
+    Message first = message("k", 0);
+    Message second = message("k", 1);
+    KafkaTestSupport.publishAll(topic, List.of(first, second));
+    List<String> log = new CopyOnWriteArrayList<>();
+    io.relaykit.message.MessageHandler poison = d -> {
+      log.add(d.message().id() + "#" + d.attempt());
+      if (d.message().id().equals(first.id())) {
+        throw new IllegalStateException("always fails");
+      }
+    };
+    KafkaSubscription a = clients.subscriber().subscribe(two, poison);
+    Await.until(Duration.ofSeconds(60), "k's first record failed once",
+        () -> log.contains(first.id() + "#1"));
+    assertThat(a.close(Duration.ofSeconds(5))).isTrue();
+    clients.subscriber().subscribe(two, poison);
+    Await.until(PROMPT, "k's second record handled promptly",
+        () -> log.stream().anyMatch(e -> e.startsWith(second.id())));
+    assertThat(log).as("the copy's last attempt before k's next record")
+        .containsSubsequence(first.id() + "#2", second.id() + "#1");
+  }
 }
