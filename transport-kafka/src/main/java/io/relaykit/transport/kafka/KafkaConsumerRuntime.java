@@ -1032,7 +1032,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
     }
     Map<TopicPartition, Long> ends = Map.of();
-    if (!named.isEmpty()) {
+    // Not with the transactional hand-off: there the end is the last stable offset, which can
+    // still lie below a copy whose transaction committed while its markers are being written.
+    if (!named.isEmpty() && txn == null) {
       try {
         ends = consumer.endOffsets(named, config.closeTimeout());
       } catch (RuntimeException e) {
