@@ -187,6 +187,12 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private final Map<TopicPartition, Long> committed = new HashMap<>();
   /** Of each retry partition: the offset after the last record taken in (or put back). */
   private final Map<TopicPartition, Long> retryRead = new HashMap<>();
+  /**
+   * Of each retry partition: the holds placed for keys a previous owner handed over parked, with
+   * their keys; each is released once this member reads past its copy or finds another key's copy
+   * at its offset (the entry was stale or forged). At most the entries one metadata text holds.
+   */
+  private final Map<TopicPartition, Map<RetryHold, Object>> handedHolds = new HashMap<>();
   /** Of each retry partition: the offset after the last copy this member wrote there. */
   private final Map<TopicPartition, Long> copiesEnd =
       new java.util.concurrent.ConcurrentHashMap<>();
@@ -659,6 +665,9 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
           consumer.seek(tp, r.offset()); // draining: leave it for the next owner
           break;
         }
+        if (fromRetry && !handedHolds.isEmpty()) {
+          passHandedHolds(tp, r);
+        }
         if (done != null) {
           if (done.finished(r.offset())) {
             // Its previous owner finished it before handing the partition over: passed over,
@@ -736,6 +745,41 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
           + " policy allows (" + longestRetryWait + " plus " + RETRY_AT_MARGIN + " from now)";
     }
     return null;
+  }
+
+  /**
+   * Releases the handed-over holds of retry partition {@code tp} that record {@code r} shows
+   * cannot be met by a copy this member will still read: those below its offset (passed), and one
+   * at its offset naming another key. A hold on {@code r} itself is left to {@code r}'s finish.
+   */
+  private void passHandedHolds(TopicPartition tp, ConsumerRecord<String, byte[]> r) {
+    Map<RetryHold, Object> holds = handedHolds.get(tp);
+    if (holds == null) {
+      return;
+    }
+    Object own = null;
+    boolean ownRead = false;
+    for (var it = holds.entrySet().iterator(); it.hasNext(); ) {
+      var e = it.next();
+      long at = e.getKey().offset();
+      if (at > r.offset()) {
+        continue;
+      }
+      it.remove();
+      if (at == r.offset()) {
+        if (!ownRead) {
+          own = gateKey(r, true);
+          ownRead = true;
+        }
+        if (e.getValue().equals(own)) {
+          continue; // its copy: released when it finishes
+        }
+      }
+      parking.release(e.getValue(), e.getKey(), this::drain);
+    }
+    if (holds.isEmpty()) {
+      handedHolds.remove(tp);
+    }
   }
 
   private Object gateKey(ConsumerRecord<String, byte[]> r, boolean fromRetry) {
@@ -980,10 +1024,32 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
    * #RETRY_AT_MARGIN} (a copy gone to retention must not stall its key).
    */
   private void parkHandedOver(FinishedAbove done, Map<TopicPartition, OffsetAndMetadata> at) {
+    Set<TopicPartition> named = new HashSet<>();
+    for (FinishedAbove.Parked p : done.parked()) {
+      TopicPartition rtp = new TopicPartition(retryTopic, p.retryPartition());
+      if (owned.contains(rtp)) {
+        named.add(rtp);
+      }
+    }
+    Map<TopicPartition, Long> ends = Map.of();
+    // Not with the transactional hand-off: there the end is the last stable offset, which can
+    // still lie below a copy whose transaction committed while its markers are being written.
+    if (!named.isEmpty() && txn == null) {
+      try {
+        ends = consumer.endOffsets(named, config.closeTimeout());
+      } catch (RuntimeException e) {
+        // unknown: the holds stay, bounded by the timer below
+        LOG.log(System.Logger.Level.DEBUG, "could not read the end of " + named + ": " + e);
+      }
+    }
     for (FinishedAbove.Parked p : done.parked()) {
       TopicPartition rtp = new TopicPartition(retryTopic, p.retryPartition());
       if (!owned.contains(rtp)) {
         continue; // another member reads that copy: order as after a crash
+      }
+      Long end = ends.get(rtp);
+      if (end != null && p.offset() >= end) {
+        continue; // no such copy (a confirmed copy is below the end): stale or forged
       }
       OffsetAndMetadata read = at.get(rtp);
       FinishedAbove rdone = handedOver.get(rtp);
@@ -994,6 +1060,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       }
       RetryHold hold = new RetryHold(rtp, p.offset());
       parking.hold(p.key(), hold);
+      handedHolds.computeIfAbsent(rtp, t -> new HashMap<>()).put(hold, p.key());
       long bound;
       try {
         bound = longestRetryWait.plus(RETRY_AT_MARGIN).toMillis();
@@ -1266,6 +1333,7 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
       delayedUntil.remove(tp);
       committed.remove(tp);
       retryRead.remove(tp);
+      handedHolds.remove(tp);
       copiesEnd.remove(tp);
       toRewind.remove(tp);
     }
