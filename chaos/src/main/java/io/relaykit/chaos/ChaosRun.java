@@ -538,7 +538,8 @@ public final class ChaosRun implements AutoCloseable {
     String url = o.storage().equals("postgres")
         ? o.postgresUrl() + (o.postgresUrl().contains("?") ? "&" : "?") + "currentSchema=" + schema
         : "jdbc:h2:file:" + scratch.resolve("data").resolve("relaykit").toAbsolutePath()
-            + ";AUTO_SERVER=TRUE";
+            // The demo's own options (FILE_LOCK=SOCKET: no wait on the lock the kill left).
+            + ";AUTO_SERVER=TRUE;FILE_LOCK=SOCKET";
     List<DbOrder> orders = new ArrayList<>();
     List<DbEffect> effects = new ArrayList<>();
     List<DbDeadLetter> dead = new ArrayList<>();
