@@ -80,6 +80,25 @@ public record ChaosOptions(
       "  --postgres-url URL             server to use (default $RELAYKIT_POSTGRES_URL or",
       "                                 " + DEFAULT_POSTGRES_URL + ")");
 
+  // The defaults, shared by parse and replayArgs.
+  private static final String D_STORAGE = "h2";
+  private static final String D_TRANSPORT = "memory";
+  private static final String D_IDEMPOTENCY = "db";
+  private static final int D_INSTANCES = 1;
+  private static final int D_ORDERS = 1000;
+  private static final double D_RATE = 50;
+  private static final double D_FAIL_RATE = 0.02;
+  private static final Set<String> D_FAULTS = Set.of("kill");
+  private static final int D_KILLS = 3;
+  private static final int D_BROKER_KILLS = 1;
+  private static final int D_PARTITIONS = 1;
+  private static final int D_PARTITION_SECONDS = 5;
+  private static final long D_SEED = 1;
+  private static final int D_SETTLE = 120;
+  private static final int D_RECOVERY_BOUND = 60;
+  private static final double D_REPEAT_SHARE = 0.1;
+  private static final double D_POISON_SHARE = 0.05;
+
   /** A bad command line; the message names the option and the value. */
   public static final class UsageException extends IllegalArgumentException {
     private static final long serialVersionUID = 1L;
@@ -176,27 +195,27 @@ public record ChaosOptions(
    * @throws UsageException naming an unknown option, a missing value or a bad value
    */
   public static ChaosOptions parse(String... args) {
-    String storage = "h2";
-    String transport = "memory";
-    String idempotency = "db";
-    int instances = 1;
-    int orders = 1000;
-    double rate = 50;
+    String storage = D_STORAGE;
+    String transport = D_TRANSPORT;
+    String idempotency = D_IDEMPOTENCY;
+    int instances = D_INSTANCES;
+    int orders = D_ORDERS;
+    double rate = D_RATE;
     Double duration = null;
-    double failRate = 0.02;
-    Set<String> faults = Set.of("kill");
-    int kills = 3;
-    int brokerKills = 1;
-    int partitions = 1;
-    int partitionSeconds = 5;
+    double failRate = D_FAIL_RATE;
+    Set<String> faults = D_FAULTS;
+    int kills = D_KILLS;
+    int brokerKills = D_BROKER_KILLS;
+    int partitions = D_PARTITIONS;
+    int partitionSeconds = D_PARTITION_SECONDS;
     List<String> modes = MODES;
     List<String> targets = List.of();
-    long seed = 1;
+    long seed = D_SEED;
     Path report = null;
-    int settle = 120;
-    int recoveryBound = 60;
-    double repeat = 0.1;
-    double poison = 0.05;
+    int settle = D_SETTLE;
+    int recoveryBound = D_RECOVERY_BOUND;
+    double repeat = D_REPEAT_SHARE;
+    double poison = D_POISON_SHARE;
     String env = System.getenv("RELAYKIT_POSTGRES_URL");
     String postgresUrl = env == null || env.isBlank() ? DEFAULT_POSTGRES_URL : env;
     for (int i = 0; i < args.length; i++) {
@@ -252,6 +271,87 @@ public record ChaosOptions(
         faults, kills, brokerKills, partitions, Duration.ofSeconds(partitionSeconds), modes,
         targets, seed, report, Duration.ofSeconds(settle), Duration.ofSeconds(recoveryBound),
         repeat, poison, postgresUrl);
+  }
+
+  /**
+   * The options that make this run, for the report's replay command: only those that differ from
+   * their default and that this run uses ({@code --kills} only with the kill fault, the partition
+   * options only with the partition fault, {@code --partition-seconds} with partitions or clock
+   * skews, {@code --broker-kills} only with broker kills). {@link #parse} of the result gives a run
+   * with the same schedule, load and checks. Left out: {@code --report} (where this run wrote) and
+   * {@code --postgres-url} (it comes from the environment and may carry a password).
+   *
+   * @return {@code --name value} pairs, in the order of {@link #USAGE}
+   */
+  List<String> replayArgs() {
+    List<String> c = new ArrayList<>();
+    if (!storage.equals(D_STORAGE)) {
+      c.addAll(List.of("--storage", storage));
+    }
+    if (!transport.equals(D_TRANSPORT)) {
+      c.addAll(List.of("--transport", transport));
+    }
+    if (!idempotency.equals(D_IDEMPOTENCY)) {
+      c.addAll(List.of("--idempotency", idempotency));
+    }
+    if (instances != D_INSTANCES) {
+      c.addAll(List.of("--instances", Integer.toString(instances)));
+    }
+    if (orders != D_ORDERS) {
+      c.addAll(List.of("--orders", Integer.toString(orders)));
+    }
+    if (rate != D_RATE) {
+      c.addAll(List.of("--rate", text(rate)));
+    }
+    if (failRate != D_FAIL_RATE) {
+      c.addAll(List.of("--fail-rate", text(failRate)));
+    }
+    if (!faults.equals(D_FAULTS)) {
+      c.addAll(List.of("--faults", faults.isEmpty() ? "none"
+          : String.join(",", faults.stream().sorted(
+              java.util.Comparator.comparingInt(FAULTS::indexOf)).toList())));
+    }
+    boolean partition = faults.contains("partition");
+    if (faults.contains("kill") && kills != D_KILLS) {
+      c.addAll(List.of("--kills", Integer.toString(kills)));
+    }
+    if (faults.contains("broker-kill") && brokerKills != D_BROKER_KILLS) {
+      c.addAll(List.of("--broker-kills", Integer.toString(brokerKills)));
+    }
+    if (partition && partitions != D_PARTITIONS) {
+      c.addAll(List.of("--partitions", Integer.toString(partitions)));
+    }
+    if ((partition || faults.contains("clock"))
+        && partitionLength.toSeconds() != D_PARTITION_SECONDS) {
+      c.addAll(List.of("--partition-seconds", Long.toString(partitionLength.toSeconds())));
+    }
+    if (partition && !partitionModes.equals(MODES)) {
+      c.addAll(List.of("--partition-modes", String.join(",", partitionModes)));
+    }
+    if (partition && !partitionTargets.isEmpty()) {
+      c.addAll(List.of("--partition-targets", String.join(",", partitionTargets)));
+    }
+    if (seed != D_SEED) {
+      c.addAll(List.of("--seed", Long.toString(seed)));
+    }
+    if (settle.toSeconds() != D_SETTLE) {
+      c.addAll(List.of("--settle", Long.toString(settle.toSeconds())));
+    }
+    if (recoveryBound.toSeconds() != D_RECOVERY_BOUND) {
+      c.addAll(List.of("--recovery-bound", Long.toString(recoveryBound.toSeconds())));
+    }
+    if (repeatShare != D_REPEAT_SHARE) {
+      c.addAll(List.of("--repeat-share", text(repeatShare)));
+    }
+    if (poisonShare != D_POISON_SHARE) {
+      c.addAll(List.of("--poison-share", text(poisonShare)));
+    }
+    return c;
+  }
+
+  /** {@code d} as the shortest text that parses back to it: {@code 80}, {@code 0.02}. */
+  private static String text(double d) {
+    return d == Math.rint(d) && Math.abs(d) < 1e15 ? Long.toString((long) d) : Double.toString(d);
   }
 
   private static List<String> list(String value) {

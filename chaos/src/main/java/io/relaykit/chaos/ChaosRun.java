@@ -261,7 +261,8 @@ public final class ChaosRun implements AutoCloseable {
     Checker.Verdict v = Checker.check(h, o.recoveryBound().toMillis());
     Map<String, Object> meta = new LinkedHashMap<>();
     meta.put("runId", runId);
-    meta.put("command", "./relaykit chaos " + String.join(" ", commandLine()));
+    // The command that replays this run: the options that differ from their defaults.
+    meta.put("command", replayCommand(o));
     meta.put("options", optionsMap());
     meta.put("settled", settled);
     meta.put("loadMs", loadEndMs);
@@ -275,22 +276,10 @@ public final class ChaosRun implements AutoCloseable {
     return new Result(code, v, o.reportDir(), fatal);
   }
 
-  private List<String> commandLine() {
-    List<String> c = new ArrayList<>(List.of("--storage", o.storage(), "--transport",
-        o.transport(), "--idempotency", o.idempotency(), "--instances",
-        Integer.toString(o.instances()), "--orders", Integer.toString(o.orders()), "--rate",
-        fmt(o.rate()), "--fail-rate", fmt(o.failRate()), "--faults",
-        o.faults().isEmpty() ? "none" : String.join(",", new java.util.TreeSet<>(o.faults())),
-        "--kills", Integer.toString(o.kills()), "--broker-kills",
-        Integer.toString(o.brokerKills()), "--partitions", Integer.toString(o.partitions()),
-        "--partition-seconds", Long.toString(o.partitionLength().toSeconds()),
-        "--partition-modes", String.join(",", o.partitionModes())));
-    if (!o.partitionTargets().isEmpty()) {
-      c.addAll(List.of("--partition-targets", String.join(",", o.partitionTargets())));
-    }
-    c.addAll(List.of("--recovery-bound", Long.toString(o.recoveryBound().toSeconds()), "--seed",
-        Long.toString(o.seed())));
-    return c;
+  /** {@code ./relaykit chaos} and the options that make {@code o}'s run (see replayArgs). */
+  static String replayCommand(ChaosOptions o) {
+    List<String> args = o.replayArgs();
+    return args.isEmpty() ? "./relaykit chaos" : "./relaykit chaos " + String.join(" ", args);
   }
 
   private Map<String, Object> optionsMap() {
@@ -316,10 +305,6 @@ public final class ChaosRun implements AutoCloseable {
     m.put("poisonShare", o.poisonShare());
     m.put("poisonSku", ChaosOptions.POISON_SKU);
     return m;
-  }
-
-  private static String fmt(double d) {
-    return d == Math.rint(d) ? Long.toString((long) d) : Double.toString(d);
   }
 
   private void print(Checker.Verdict v, boolean settled) {
@@ -349,6 +334,7 @@ public final class ChaosRun implements AutoCloseable {
       out.println("[chaos] the fault schedule stopped: " + fatal);
     }
     out.println("[chaos] report: " + o.reportDir().toAbsolutePath().resolve("report.html"));
+    out.println("[chaos] replay: " + replayCommand(o));
     out.println("[chaos] verdict: " + (v.passed() && fatal == null ? "PASS" : "FAIL")
         + (settled ? "" : " (the backlog did not drain within --settle)"));
   }
@@ -552,7 +538,8 @@ public final class ChaosRun implements AutoCloseable {
     String url = o.storage().equals("postgres")
         ? o.postgresUrl() + (o.postgresUrl().contains("?") ? "&" : "?") + "currentSchema=" + schema
         : "jdbc:h2:file:" + scratch.resolve("data").resolve("relaykit").toAbsolutePath()
-            + ";AUTO_SERVER=TRUE";
+            // The demo's own options (FILE_LOCK=SOCKET: no wait on the lock the kill left).
+            + ";AUTO_SERVER=TRUE;FILE_LOCK=SOCKET";
     List<DbOrder> orders = new ArrayList<>();
     List<DbEffect> effects = new ArrayList<>();
     List<DbDeadLetter> dead = new ArrayList<>();

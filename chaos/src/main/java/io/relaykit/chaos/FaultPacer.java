@@ -89,12 +89,12 @@ final class FaultPacer {
         } catch (InterruptedException ex) {
           throw ex;
         } catch (Exception ex) {
-          windows.accept(new FaultWindow(e.fault(), e.target(), "FAILED: " + ex, start,
-              clock.nowMs()));
+          windows.accept(new FaultWindow(e.fault(), e.target(), e.mode(), "FAILED: " + ex,
+              start, clock.nowMs()));
           return new Outcome(out, e.fault() + " " + e.target() + " failed: " + ex);
         }
         long end = clock.nowMs();
-        FaultWindow w = new FaultWindow(e.fault(), e.target(), detail, start, end);
+        FaultWindow w = new FaultWindow(e.fault(), e.target(), e.mode(), detail, start, end);
         windows.accept(w);
         Checker.Recovery r;
         while (true) {

@@ -72,9 +72,26 @@ public record History(
       long oldestPendingMs) {}
 
   /**
-   * One injected fault: its kind ({@code kill}, {@code partition}, ...), target, detail, and the
-   * window in ms since start (for a kill: from the kill until the instance listens again).
+   * One injected fault: its kind ({@code kill}, {@code partition}, ...), target, partition mode
+   * (empty for other kinds), detail, and the window in ms since start (for a kill: from the kill
+   * until the instance listens again).
    */
-  public record FaultWindow(String fault, String target, String detail, long startMs,
-      long endMs) {}
+  public record FaultWindow(String fault, String target, String mode, String detail,
+      long startMs, long endMs) {
+    /**
+     * What the fault was, in words: {@code kill of instance 0}, {@code partition (refuse) of
+     * rabbitmq}, {@code kill of the Kafka broker}, {@code clock skew of instance 1}; an unknown
+     * kind reads {@code KIND of TARGET}.
+     */
+    public String label() {
+      return switch (fault) {
+        case "kill" -> "kill of instance " + target;
+        case "partition" -> "partition" + (mode.isEmpty() ? "" : " (" + mode + ")") + " of "
+            + target;
+        case "broker-kill" -> "kill of the Kafka broker";
+        case "clock" -> "clock skew of instance " + target;
+        default -> target.isEmpty() ? fault : fault + " of " + target;
+      };
+    }
+  }
 }

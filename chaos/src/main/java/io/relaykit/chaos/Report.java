@@ -88,9 +88,14 @@ final class Report {
     row(b, "max backlog", v.maxBacklog());
     row(b, "max oldest pending (ms)", v.maxOldestPendingMs());
     b.append("</table>\n<h2>Faults</h2><table id=\"faults\">");
-    for (Checker.Recovery r : v.recoveries()) {
+    List<Checker.Recovery> recoveries = v.recoveries();
+    for (int i = 0; i < recoveries.size(); i++) {
+      Checker.Recovery r = recoveries.get(i);
+      // One recovery per fault window, in the same order.
+      String what = i < h.faults().size() ? h.faults().get(i).label()
+          : r.fault() + " " + r.target();
       b.append("<tr><td>").append(String.format(Locale.ROOT, "%.1f s", r.startMs() / 1000.0))
-          .append("</td><td>").append(esc(r.fault() + " " + r.target())).append("</td><td>")
+          .append("</td><td>").append(esc(what)).append("</td><td>")
           .append(r.unrecovered() ? "NOT recovered within " + r.recoveryMs() + " ms"
               : "recovered in " + r.recoveryMs() + " ms").append("</td></tr>");
     }
@@ -127,11 +132,11 @@ final class Report {
     TimeChart.Builder chart = TimeChart.builder("chart").width(WIDTH).left(LEFT)
         .timeRange(0, tMax).maxMarks(1_000);
     for (FaultWindow f : faults) {
-      chart.window(new TimeChart.Window("fault", f.fault().equals("kill") ? "#d62728"
-          : "#ff7f0e", f.startMs(), f.endMs(), f.fault(),
-          f.fault() + " " + f.target() + ": " + f.detail()));
+      chart.window(new TimeChart.Window("fault", f.fault().endsWith("kill") ? "#d62728"
+          : "#ff7f0e", f.startMs(), f.endMs(), f.label(), f.label() + ": " + f.detail()));
     }
-    // A negative reading means no instance answered that second: the line skips it.
+    // A negative reading means no instance answered that second: the line stops there and
+    // starts again at the next reading (a killed instance's gap stays a gap).
     return chart
         .panel("orders:", line(samples, Sample::accepted, "accepted", "#1f77b4"),
             line(samples, Sample::completed, "succeeded", "#2ca02c"))
@@ -144,7 +149,10 @@ final class Report {
   private static TimeChart.Line line(List<Sample> samples, ToLongFunction<Sample> f,
       String name, String color) {
     List<TimeChart.Point> points = new ArrayList<>(samples.size());
-    for (Sample s : samples) {
+    // Samples are recorded as their answers arrive, which is not always in time order.
+    List<Sample> inOrder = new ArrayList<>(samples);
+    inOrder.sort(java.util.Comparator.comparingLong(Sample::atMs));
+    for (Sample s : inOrder) {
       points.add(new TimeChart.Point(s.atMs(), f.applyAsLong(s)));
     }
     return new TimeChart.Line(name, color, name.equals("accepted") || name.equals("succeeded")

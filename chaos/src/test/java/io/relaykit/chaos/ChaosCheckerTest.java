@@ -216,8 +216,8 @@ class ChaosCheckerTest {
       samples.add(new Sample(i * 1_000L, i, i, backlog[i], 10));
     }
     List<Checker.Recovery> r = Checker.recoveries(samples,
-        List.of(new FaultWindow("partition", "db", "blackhole", 3_500, 6_500),
-            new FaultWindow("kill", "instance-0", "", 9_500, 9_800)));
+        List.of(new FaultWindow("partition", "db", "blackhole", "blackhole", 3_500, 6_500),
+            new FaultWindow("kill", "instance-0", "", "", 9_500, 9_800)));
     // Baseline over 0..3.5 s: max(4, 6, 5, 3) = 6; first sample >= 6.5 s with backlog <= 6: 9 s.
     assertThat(r.get(0).baselineBacklog()).isEqualTo(6);
     assertThat(r.get(0).recoveredAtMs()).isEqualTo(9_000);
@@ -242,8 +242,8 @@ class ChaosCheckerTest {
     // Down from 2.5 s (a kill, restarted at 4 s), then a second kill at 9.5 s, restarted at 10.5 s:
     // nothing answered between 3 s and 10 s.
     List<Checker.Recovery> r = Checker.recoveries(samples,
-        List.of(new FaultWindow("kill", "0", "", 2_500, 4_000),
-            new FaultWindow("kill", "0", "", 9_500, 10_500)));
+        List.of(new FaultWindow("kill", "0", "", "", 2_500, 4_000),
+            new FaultWindow("kill", "0", "", "", 9_500, 10_500)));
     assertThat(r.get(0).baselineBacklog()).isEqualTo(60);
     // The second one's 4.5..9.5 s hold no backlog: the 5 s up to the last one seen (2 s) count.
     assertThat(r.get(1).baselineBacklog()).isEqualTo(60);

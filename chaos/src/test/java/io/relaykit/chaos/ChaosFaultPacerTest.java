@@ -129,8 +129,8 @@ class ChaosFaultPacerTest {
       samples.add(new Sample(i * 1_000L, 0, completed[i], i < 3 ? 5 : 3, 0));
     }
     Checker.Recovery r = Checker.recovery(samples,
-        new FaultWindow("partition", "rabbitmq", "blackhole", 3_500, 4_000), Long.MIN_VALUE,
-        60_000);
+        new FaultWindow("partition", "rabbitmq", "blackhole", "blackhole", 3_500, 4_000),
+        Long.MIN_VALUE, 60_000);
     assertThat(r.baselineBacklog()).isEqualTo(5);
     assertThat(r.recoveredAtMs()).isEqualTo(9_000);
   }

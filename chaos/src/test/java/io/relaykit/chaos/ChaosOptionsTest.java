@@ -113,4 +113,86 @@ class ChaosOptionsTest {
         "--faults", "kill,partition", "--kills", "5", "--partitions", "2", "--seed", "43");
     assertThat(FaultSchedule.plan(b, 60_000)).isNotEqualTo(one);
   }
+
+  /** What makes a run: everything but where it reports and which PostgreSQL URL it was given. */
+  private static void assertSameRun(ChaosOptions replayed, ChaosOptions o) {
+    assertThat(replayed.storage()).isEqualTo(o.storage());
+    assertThat(replayed.transport()).isEqualTo(o.transport());
+    assertThat(replayed.idempotency()).isEqualTo(o.idempotency());
+    assertThat(replayed.instances()).isEqualTo(o.instances());
+    assertThat(replayed.orders()).isEqualTo(o.orders());
+    assertThat(replayed.rate()).isEqualTo(o.rate());
+    assertThat(replayed.failRate()).isEqualTo(o.failRate());
+    assertThat(replayed.faults()).isEqualTo(o.faults());
+    assertThat(replayed.seed()).isEqualTo(o.seed());
+    assertThat(replayed.settle()).isEqualTo(o.settle());
+    assertThat(replayed.recoveryBound()).isEqualTo(o.recoveryBound());
+    assertThat(replayed.repeatShare()).isEqualTo(o.repeatShare());
+    assertThat(replayed.poisonShare()).isEqualTo(o.poisonShare());
+    // The fault options act through the schedule: the same events at the same times.
+    long loadMs = (long) (o.orders() * 1000 / o.rate());
+    assertThat(FaultSchedule.plan(replayed, loadMs)).isEqualTo(FaultSchedule.plan(o, loadMs));
+    if (o.faults().contains("partition")) {
+      assertThat(replayed.effectiveTargets()).isEqualTo(o.effectiveTargets());
+      assertThat(replayed.partitionModes()).isEqualTo(o.partitionModes());
+      assertThat(replayed.partitionLength()).isEqualTo(o.partitionLength());
+    }
+    if (o.faults().contains("clock")) {
+      assertThat(replayed.partitionLength()).isEqualTo(o.partitionLength());
+    }
+  }
+
+  @Test
+  @DisplayName("the replay command lists only the options that differ from their default and"
+      + " that the run uses")
+  void replayListsWhatMatters() {
+    ChaosOptions readme = ChaosOptions.parse("--transport", "rabbitmq", "--orders", "5000",
+        "--rate", "80", "--faults", "kill,partition", "--kills", "5", "--partitions", "6",
+        "--partition-modes", "cut,refuse,blackhole", "--partition-seconds", "5", "--seed", "2",
+        "--report", report.toString());
+    assertThat(ChaosRun.replayCommand(readme)).isEqualTo("./relaykit chaos --transport rabbitmq"
+        + " --orders 5000 --rate 80 --faults kill,partition --kills 5 --partitions 6"
+        + " --partition-modes cut,refuse,blackhole --seed 2");
+    assertThat(ChaosRun.replayCommand(ChaosOptions.parse("--report", report.toString())))
+        .isEqualTo("./relaykit chaos");
+    // Partition options without the partition fault, kill counts without kills: left out.
+    assertThat(ChaosOptions.parse("--faults", "none", "--kills", "9", "--partitions", "4",
+        "--partition-modes", "cut", "--partition-targets", "rabbitmq", "--broker-kills", "2",
+        "--partition-seconds", "9").replayArgs()).containsExactly("--faults", "none");
+    // Options the old command line left out are there when they differ.
+    assertThat(ChaosOptions.parse("--settle", "30", "--repeat-share", "0.25", "--poison-share",
+        "0", "--fail-rate", "0", "--rate", "12.5").replayArgs()).containsExactly("--rate",
+        "12.5", "--fail-rate", "0", "--settle", "30", "--repeat-share", "0.25",
+        "--poison-share", "0");
+  }
+
+  @Test
+  @DisplayName("the replay command parses back to the same run")
+  void replayRoundTrips() {
+    List<String[]> runs = List.of(
+        new String[] {"--transport", "rabbitmq", "--orders", "5000", "--rate", "80", "--faults",
+            "kill,partition", "--kills", "5", "--partitions", "6", "--partition-modes",
+            "cut,refuse,blackhole", "--partition-seconds", "5", "--seed", "2"},
+        new String[] {},
+        new String[] {"--storage", "postgres", "--instances", "3", "--transport", "kafka",
+            "--faults", "partition,broker-kill,clock,kill", "--broker-kills", "2",
+            "--partition-modes", "latency,cut", "--partition-targets", "kafka",
+            "--partition-seconds", "7", "--recovery-bound", "20", "--duration", "33",
+            "--rate", "30", "--fail-rate", "0.1"},
+        new String[] {"--idempotency", "redis", "--faults", "clock", "--partition-seconds", "3",
+            "--seed", "-5", "--poison-share", "0.2", "--repeat-share", "0", "--settle", "10"},
+        new String[] {"--faults", "none", "--orders", "7", "--rate", "0.5"});
+    for (String[] args : runs) {
+      List<String> all = new java.util.ArrayList<>(List.of(args));
+      all.addAll(List.of("--report", report.toString()));
+      ChaosOptions o = ChaosOptions.parse(all.toArray(String[]::new));
+      String command = ChaosRun.replayCommand(o);
+      assertThat(command).startsWith("./relaykit chaos");
+      String[] words = command.substring("./relaykit chaos".length()).trim().split(" ");
+      ChaosOptions replayed = ChaosOptions.parse(command.equals("./relaykit chaos")
+          ? new String[0] : words);
+      assertSameRun(replayed, o);
+      assertThat(replayed.replayArgs()).as(command).isEqualTo(o.replayArgs());
+    }
+  }
 }

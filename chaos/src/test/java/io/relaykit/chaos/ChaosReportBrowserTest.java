@@ -66,8 +66,9 @@ class ChaosReportBrowserTest {
       }
     }
     List<FaultWindow> faults = List.of(
-        new FaultWindow("kill", "0", "kill -9 pid 1, restarted as pid 2", 15_000, 19_000),
-        new FaultWindow("partition", "db", "blackhole db for 5000 ms", 30_000, 35_000));
+        new FaultWindow("kill", "0", "", "kill -9 pid 1, restarted as pid 2", 15_000, 19_000),
+        new FaultWindow("partition", "db", "blackhole", "blackhole db for 5000 ms", 30_000,
+            35_000));
     return new History(requests, List.of(), orders, effects, List.of(), done, 0, samples,
         faults, "POISON");
   }

@@ -17,8 +17,9 @@ import java.util.Optional;
  * the demo runs on PostgreSQL); otherwise the H2 file under {@code DIR}. The first line of its
  * output names that store (password masked) and where the choice came from.
  *
- * <p>It opens the storage only (no relay, no consumers). The H2 URL uses {@code AUTO_SERVER=TRUE},
- * so it works while the demo runs; a replayed dead letter goes back into the outbox and the running
+ * <p>It opens the storage only (no relay, no consumers). The H2 URL uses {@code AUTO_SERVER=TRUE}
+ * (with {@code FILE_LOCK=SOCKET}, see {@link DemoStore#H2_OPTIONS}), so it works while the demo
+ * runs; a replayed dead letter goes back into the outbox and the running
  * demo's relay publishes it. Exit codes: 0 done, 1 nothing to act on (no such dead letter) or the
  * store did not open, 2 bad usage.
  */

@@ -33,6 +33,16 @@ record DemoStore(String storage, String url, String origin) {
   /** The file, under the data folder, in which a demo records its store. */
   static final String FILE = "relaykit-store.properties";
   private static final Pattern PASSWORD = Pattern.compile("(?i)(password=)[^&;]*");
+  /**
+   * The options of the demo's H2 URL. {@code AUTO_SERVER=TRUE}: the first process to open the
+   * file hosts it, and the operator CLI (or a second demo) opens it through that host while it
+   * runs. {@code FILE_LOCK=SOCKET}: the host proves it is alive by a listening socket named in
+   * {@code relaykit.lock.db}, so a start after a kill -9 sees the old port refuse and takes the
+   * lock at once; with H2's default for AUTO_SERVER ({@code FILE}) it sleeps two seconds to make
+   * sure no live holder rewrites the lock file. Either way the store file itself carries an OS
+   * lock, so two processes never open it embedded at once.
+   */
+  static final String H2_OPTIONS = ";AUTO_SERVER=TRUE;FILE_LOCK=SOCKET";
   /** Bound on the recorded file: two short lines; anything larger is not ours. */
   private static final long MAX_FILE_BYTES = 16 * 1024;
 
@@ -57,8 +67,7 @@ record DemoStore(String storage, String url, String origin) {
     if (storage.equals("postgres")) {
       return CheckoutApp.postgresUrl();
     }
-    // AUTO_SERVER lets the operator CLI open the same file while the demo runs.
-    return "jdbc:h2:file:" + dataDir.toAbsolutePath().resolve("relaykit") + ";AUTO_SERVER=TRUE";
+    return "jdbc:h2:file:" + dataDir.toAbsolutePath().resolve("relaykit") + H2_OPTIONS;
   }
 
   /**

@@ -20,8 +20,11 @@ import java.util.regex.Pattern;
  * range), {@code data-ymax} (the value at the top edge) and {@code data-x}, {@code data-y}, {@code
  * data-w}, {@code data-h} (its plot area in pixels), so a test can map a polyline's points back to
  * (time, value): {@code t = t0 + (px - x) / w * (t1 - t0)}, {@code v = ymax * (y + h - py) / h}.
- * Lines are {@code <polyline class="CLASS">}, windows {@code <rect class="CLASS">}, marks {@code
- * <line class="mark CLASS">} with their data attributes.
+ * A line is one {@code <polyline class="CLASS" data-run="K">} per run of consecutive readings
+ * (K from 0; one empty polyline when it has none): a point without a reading ends a run, so a
+ * stretch without readings (a killed instance) stays a gap instead of being bridged. Windows are
+ * {@code <rect class="CLASS">}, marks {@code <line class="mark CLASS">} with their data
+ * attributes.
  *
  * <p>Bounded: a line draws at most {@link Builder#maxPoints(int)} points (beyond that it keeps the
  * lowest and highest value of each time bucket, so a peak survives); at most {@value #MAX_PANELS}
@@ -53,7 +56,8 @@ public final class TimeChart {
    * @param cssClass its {@code class}: letters, digits, {@code _} and {@code -}
    * @param color its stroke, {@code #rgb[a]}, {@code #rrggbb[aa]} or a lower-case colour name
    * @param label its legend text; escaped
-   * @param points its points in time order; a negative value means "no reading" and is skipped
+   * @param points its points in time order; a negative (or NaN, or infinite) value means "no
+ *     reading": it is not drawn, and the line is not drawn across it
    */
   public record Line(String cssClass, String color, String label, List<Point> points) {
     /**
@@ -263,13 +267,15 @@ public final class TimeChart {
     for (int p = 0; p < panels.size(); p++) {
       Panel panel = panels.get(p);
       int top = gap + p * (panelHeight + gap);
-      List<List<Point>> drawn = new ArrayList<>();
+      List<List<List<Point>>> drawn = new ArrayList<>();
       double max = 1;
       for (Line l : panel.lines()) {
-        List<Point> pts = downsample(visible(l.points()), maxPoints);
-        drawn.add(pts);
-        for (Point pt : pts) {
-          max = Math.max(max, pt.v());
+        List<List<Point>> runs = downsampleRuns(runs(l.points()), maxPoints);
+        drawn.add(runs);
+        for (List<Point> run : runs) {
+          for (Point pt : run) {
+            max = Math.max(max, pt.v());
+          }
         }
       }
       b.append(String.format(Locale.ROOT, "<g class=\"panel\" data-t0=\"%d\" data-t1=\"%d\""
@@ -323,13 +329,19 @@ public final class TimeChart {
           .append("\" text-anchor=\"end\">0</text>\n");
       for (int i = 0; i < panel.lines().size(); i++) {
         Line l = panel.lines().get(i);
-        b.append("<polyline class=\"").append(l.cssClass()).append("\" fill=\"none\" stroke=\"")
-            .append(l.color()).append("\" stroke-width=\"1.5\" points=\"");
-        for (Point pt : drawn.get(i)) {
-          b.append(String.format(Locale.ROOT, "%.1f,%.1f ", x(pt.t()),
-              top + panelHeight - panelHeight * pt.v() / max));
+        List<List<Point>> runs = drawn.get(i);
+        // One polyline per run of readings: a gap stays a gap. A line without a reading still
+        // gets one, empty, so its class is always in the chart.
+        for (int r = 0; r < Math.max(1, runs.size()); r++) {
+          b.append("<polyline class=\"").append(l.cssClass()).append("\" data-run=\"")
+              .append(r).append("\" fill=\"none\" stroke=\"").append(l.color())
+              .append("\" stroke-width=\"1.5\" points=\"");
+          for (Point pt : runs.isEmpty() ? List.<Point>of() : runs.get(r)) {
+            b.append(String.format(Locale.ROOT, "%.1f,%.1f ", x(pt.t()),
+                top + panelHeight - panelHeight * pt.v() / max));
+          }
+          b.append("\"/>\n");
         }
-        b.append("\"/>\n");
       }
       b.append("</g>\n");
     }
@@ -347,12 +359,58 @@ public final class TimeChart {
     return left + plotWidth() * (double) (t - t0) / (t1 - t0);
   }
 
-  /** The points inside the time range with a reading (value not negative, not NaN). */
-  private List<Point> visible(List<Point> points) {
-    List<Point> out = new ArrayList<>(points.size());
+  /**
+   * The points inside the time range, cut into runs of consecutive readings: a point without a
+   * reading (negative, NaN or infinite value) ends a run, so no line is drawn across it. Points
+   * outside the range are left out without cutting a run.
+   */
+  List<List<Point>> runs(List<Point> points) {
+    List<List<Point>> out = new ArrayList<>();
+    List<Point> run = new ArrayList<>();
     for (Point p : points) {
-      if (p.t() >= t0 && p.t() <= t1 && p.v() >= 0 && !Double.isInfinite(p.v())) {
-        out.add(p);
+      if (p.t() < t0 || p.t() > t1) {
+        continue;
+      }
+      if (p.v() >= 0 && !Double.isInfinite(p.v())) {
+        run.add(p);
+      } else if (!run.isEmpty()) {
+        out.add(run);
+        run = new ArrayList<>();
+      }
+    }
+    if (!run.isEmpty()) {
+      out.add(run);
+    }
+    return out;
+  }
+
+  /**
+   * At most {@code max} points over all {@code runs}: each run gets a share of {@code max} in
+   * proportion to its length (rounded down) and is cut by {@link #downsample}; a run whose share
+   * is one point keeps its highest point, one whose share is none is left out (too short to see
+   * at that density).
+   */
+  static List<List<Point>> downsampleRuns(List<List<Point>> runs, int max) {
+    long n = 0;
+    for (List<Point> run : runs) {
+      n += run.size();
+    }
+    if (n <= max) {
+      return runs;
+    }
+    List<List<Point>> out = new ArrayList<>(runs.size());
+    for (List<Point> run : runs) {
+      int share = (int) (max * (long) run.size() / n);
+      if (share >= 2) {
+        out.add(downsample(run, share));
+      } else if (share == 1) {
+        Point hi = run.get(0);
+        for (Point p : run) {
+          if (p.v() > hi.v()) {
+            hi = p;
+          }
+        }
+        out.add(List.of(hi));
       }
     }
     return out;

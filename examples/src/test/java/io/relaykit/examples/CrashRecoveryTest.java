@@ -189,7 +189,7 @@ class CrashRecoveryTest {
     // What the database holds, read directly after one more kill -9.
     current.getAndSet(null).kill();
     try (Connection c = DriverManager.getConnection(
-        "jdbc:h2:file:" + data.toAbsolutePath().resolve("relaykit") + ";AUTO_SERVER=TRUE");
+        "jdbc:h2:file:" + data.toAbsolutePath().resolve("relaykit") + DemoStore.H2_OPTIONS);
         Statement s = c.createStatement()) {
       assertThat(longOf(s, "SELECT COUNT(*) FROM demo_orders")).isEqualTo(ORDERS);
       assertThat(longOf(s, "SELECT COUNT(DISTINCT idem_key) FROM demo_orders"))

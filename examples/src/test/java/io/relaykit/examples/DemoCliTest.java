@@ -51,7 +51,7 @@ class DemoCliTest {
       assertThat(stats.code()).isZero();
       assertThat(stats.out().lines().findFirst().orElseThrow()).as("the store, first")
           .isEqualTo("store: h2 jdbc:h2:file:" + data.toAbsolutePath().resolve("relaykit")
-              + ";AUTO_SERVER=TRUE (recorded by the demo in " + data.resolve(DemoStore.FILE)
+              + ";AUTO_SERVER=TRUE;FILE_LOCK=SOCKET (recorded by the demo in " + data.resolve(DemoStore.FILE)
               + ")");
       assertThat(stats.out()).containsPattern("orders\\s+2\n").containsPattern(
           "dead letters\\s+2\n").contains("verdict");

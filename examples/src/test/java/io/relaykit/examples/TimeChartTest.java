@@ -56,6 +56,17 @@ class TimeChartTest {
     return out;
   }
 
+  /** Every polyline of line {@code cls}, in order: its runs of readings, as pixel points. */
+  static List<List<double[]>> runs(Document d, String cls) {
+    return all(d, "polyline").stream().filter(e -> e.getAttribute("class").equals(cls))
+        .map(TimeChartTest::points).filter(p -> !p.isEmpty()).toList();
+  }
+
+  /** A pixel point's time on the default geometry (x 70, width 870) of a 0..20 000 range. */
+  private static long time(double[] p) {
+    return Math.round((p[0] - 70) / 870 * 20_000);
+  }
+
   private static List<Point> ramp(int n) {
     List<Point> out = new ArrayList<>();
     for (int i = 0; i < n; i++) {
@@ -125,8 +136,45 @@ class TimeChartTest {
           .panel("p", new Line("l", "red", "", List.of(new Point(0, 1), new Point(10, -1),
               new Point(20, 2), new Point(200, 50))))
           .build().svg());
-      assertThat(points(polyline(d, "l"))).hasSize(2);
+      assertThat(runs(d, "l")).extracting(List::size).containsExactly(1, 1);
       assertThat(all(d, "g").get(0).getAttribute("data-ymax")).isEqualTo("2");
+    }
+
+    @Test
+    @DisplayName("a stretch without readings stays a gap: no polyline crosses it")
+    void gapStaysGap() throws Exception {
+      List<Point> pts = new ArrayList<>();
+      for (int s = 0; s <= 20; s++) {
+        // Seconds 8 to 11 have no reading (the only instance was killed); NaN counts as none.
+        pts.add(new Point(s * 1_000L, s >= 8 && s <= 11 ? (s == 10 ? Double.NaN : -1) : 5 + s));
+      }
+      Document d = parse(TimeChart.builder("c").timeRange(0, 20_000)
+          .panel("p", new Line("l", "red", "", pts)).build().svg());
+      List<List<double[]>> runs = runs(d, "l");
+      assertThat(runs).hasSize(2);
+      assertThat(all(d, "polyline")).extracting(e -> e.getAttribute("data-run"))
+          .containsExactly("0", "1");
+      // Mapped back to time: the first run ends at 7 s, the second starts at 12 s.
+      assertThat(time(runs.get(0).get(runs.get(0).size() - 1))).isEqualTo(7_000);
+      assertThat(time(runs.get(1).get(0))).isEqualTo(12_000);
+      for (List<double[]> run : runs) {
+        for (double[] p : run) {
+          assertThat(time(p) <= 7_000 || time(p) >= 12_000).as("%s outside the gap", time(p))
+              .isTrue();
+        }
+      }
+      assertThat(runs.get(0)).hasSize(8);
+      assertThat(runs.get(1)).hasSize(9);
+    }
+
+    @Test
+    @DisplayName("a line that starts or ends without readings has no empty run around it")
+    void leadingAndTrailingGaps() throws Exception {
+      Document d = parse(TimeChart.builder("c").timeRange(0, 50)
+          .panel("p", new Line("l", "red", "", List.of(new Point(0, -1), new Point(10, 3),
+              new Point(20, 4), new Point(30, -1), new Point(40, -1))))
+          .build().svg());
+      assertThat(runs(d, "l")).extracting(List::size).containsExactly(2);
     }
 
     @Test
@@ -170,6 +218,54 @@ class TimeChartTest {
       for (int i = 1; i < drawn.size(); i++) {
         assertThat(drawn.get(i)[0]).isGreaterThanOrEqualTo(drawn.get(i - 1)[0]);
       }
+    }
+
+    @Test
+    @DisplayName("a long line with gaps is cut to maxPoints and keeps its gaps")
+    void downsampleKeepsGaps() throws Exception {
+      List<Point> pts = new ArrayList<>();
+      for (int i = 0; i < 10_000; i++) {
+        // No reading from 3 000 to 3 999 and from 8 000 to 8 499.
+        boolean none = (i >= 3_000 && i < 4_000) || (i >= 8_000 && i < 8_500);
+        pts.add(new Point(i, none ? -1 : i == 6_000 ? 900 : 100 + (i % 5)));
+      }
+      Document d = parse(TimeChart.builder("c").timeRange(0, 10_000).maxPoints(100)
+          .panel("p", new Line("l", "red", "", pts)).build().svg());
+      List<List<double[]>> runs = runs(d, "l");
+      assertThat(runs).hasSize(3);
+      assertThat(runs.stream().mapToInt(List::size).sum()).isLessThanOrEqualTo(100);
+      // No drawn point lies inside a gap (x of t: 70 + 870 * t / 10 000).
+      for (List<double[]> run : runs) {
+        for (double[] p : run) {
+          double t = (p[0] - 70) / 870 * 10_000;
+          assertThat(t).satisfiesAnyOf(v -> assertThat(v).isLessThan(3_000.5),
+              v -> assertThat(v).isBetween(3_999.5, 8_000.5),
+              v -> assertThat(v).isGreaterThan(8_499.5));
+        }
+      }
+      assertThat(runs.get(1)).anySatisfy(p -> assertThat(p[1]).isEqualTo(36.0));
+    }
+
+    @Test
+    @DisplayName("runs too short for their share of maxPoints keep their peak or are left out")
+    void downsampleRunsBounded() {
+      List<List<Point>> runs = new ArrayList<>();
+      for (int r = 0; r < 60; r++) {
+        runs.add(List.of(new Point(r * 3L, 1), new Point(r * 3L + 1, 2 + r)));
+      }
+      // 120 points over 100: each two-point run's share is one point, its peak.
+      List<List<Point>> out = TimeChart.downsampleRuns(runs, 100);
+      assertThat(out).hasSize(60).allSatisfy(run -> assertThat(run).hasSize(1));
+      assertThat(out.get(7)).containsExactly(new Point(22, 9));
+      // Under the bound nothing changes.
+      assertThat(TimeChart.downsampleRuns(runs.subList(0, 10), 100))
+          .isEqualTo(runs.subList(0, 10));
+      // 300 points over 100: a share of none leaves the run out; the total stays bounded.
+      List<List<Point>> many = new ArrayList<>(runs);
+      many.add(ramp(180));
+      List<List<Point>> cut = TimeChart.downsampleRuns(many, 100);
+      assertThat(cut.stream().mapToInt(List::size).sum()).isLessThanOrEqualTo(100);
+      assertThat(cut).hasSize(1);
     }
 
     @Test
