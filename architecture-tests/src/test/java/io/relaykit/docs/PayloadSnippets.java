@@ -4,10 +4,10 @@ package io.relaykit.docs;
 import io.relaykit.codec.PayloadCodec;
 import io.relaykit.codec.PayloadTypes;
 import io.relaykit.codec.Payloads;
-import io.relaykit.codec.TypedOutbox;
 import io.relaykit.jackson.JacksonJsonCodec;
 import io.relaykit.message.MessageHandler;
 import io.relaykit.outbox.InMemoryOutboxStore;
+import io.relaykit.outbox.TypedOutbox;
 import io.relaykit.storage.jdbc.JdbcOutboxStore;
 import java.sql.Connection;
 // end::plain-java[]

@@ -22,7 +22,10 @@ final class ReportQueueSnippets {
     BatchResult send(List<QueuedEvent> batch);
   }
 
-  static ReportDispatcher reportQueue(Path dir, Collector collector, String paymentId,
+  /** What the snippet built, so a test can close it. */
+  record Running(FileJournal journal, ReportQueue queue, ReportDispatcher dispatcher) {}
+
+  static Running reportQueue(Path dir, Collector collector, String paymentId,
       String json) {
     // tag::report-queue[]
     FileJournal journal = FileJournal.builder(dir).build();           // e.g. /var/lib/myapp/reports
@@ -38,6 +41,6 @@ final class ReportQueueSnippets {
 
     queue.enqueue(new ReportEvent(paymentId, "payment.captured", json, Priority.CRITICAL, null));
     // end::report-queue[]
-    return dispatcher;
+    return new Running(journal, queue, dispatcher);
   }
 }
