@@ -43,7 +43,7 @@ class DocSnippetsRunTest {
     }, "payment-1", "{\"cents\":1250}");
     try {
       Await.until(Duration.ofSeconds(30), "the dispatcher sends payment-1", () -> !sent.isEmpty());
-      assertThat(sent).extracting(e -> e.event().eventId()).containsExactly("payment-1");
+      assertThat(sent).extracting(QueuedEvent::eventId).containsExactly("payment-1");
     } finally {
       running.dispatcher().close(Duration.ofSeconds(5));
       running.journal().close();
