@@ -71,7 +71,7 @@ class DocSnippetsRunTest {
   @DisplayName("docs/configuration.md: settings come from relaykit.* properties")
   void settings() {
     Properties properties = new Properties();
-    properties.setProperty("relaykit.storage.jdbc.url", "jdbc:h2:mem:docs-settings");
+    properties.setProperty("relaykit.jdbc.url", "jdbc:h2:mem:docs-settings");
     properties.setProperty("relaykit.retry.max-attempts", "7");
     assertThat(ConfigurationSnippets.settings(properties)).isNotNull();
   }
