@@ -28,11 +28,48 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+// The imports each docs block shows (a repeated single-type import is allowed).
+// tag::outbox[]
+import io.relaykit.inprocess.InProcessTransport;
+import io.relaykit.message.Message;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.outbox.OutboxRelay;
+import io.relaykit.storage.jdbc.JdbcStorage;
+import io.relaykit.storage.jdbc.JdbcStorageConfig;
+import java.sql.Connection;
+import java.time.InstantSource;
+// end::outbox[]
+// tag::idempotency[]
+import io.relaykit.idempotency.IdempotencyStore;
+import io.relaykit.idempotency.IdempotentHandler;
+import io.relaykit.idempotency.TieredIdempotencyStore;
+import io.relaykit.message.MessageHandler;
+import io.relaykit.storage.redis.RedisStorage;
+import io.relaykit.storage.redis.RedisStorageConfig;
+import java.time.Duration;
+// end::idempotency[]
+// tag::kafka[]
+import io.relaykit.message.Message;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.transport.kafka.KafkaPublisher;
+import io.relaykit.transport.kafka.KafkaSubscriber;
+import io.relaykit.transport.kafka.KafkaTransportConfig;
+// end::kafka[]
+// tag::rabbitmq[]
+import io.relaykit.message.Message;
+import io.relaykit.message.Subscription;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.transport.rabbitmq.RabbitMqPublisher;
+import io.relaykit.transport.rabbitmq.RabbitMqSubscriber;
+import io.relaykit.transport.rabbitmq.RabbitMqTransportConfig;
+// end::rabbitmq[]
+
 /**
- * README's plain-Java quick start: every backend built with its own module's builders, with no
- * Guice anywhere on the class path. The regions between {@code tag::NAME[]} and {@code
- * end::NAME[]} are the README's code blocks, word for word (architecture-tests'
- * QuickStartReadmeTest compares them); the rest runs them and reports what arrived.
+ * The plain-Java blocks of docs/outbox.md, docs/idempotency.md and docs/consumers.md: every
+ * backend built with its own module's builders, with no Guice anywhere on the class path. The
+ * regions between {@code tag::NAME[]} and {@code end::NAME[]} (an import region, then the code)
+ * are those blocks, word for word (architecture-tests' DocSnippetsTest compares them); the rest
+ * runs them and reports what arrived.
  */
 public final class QuickStart {
 

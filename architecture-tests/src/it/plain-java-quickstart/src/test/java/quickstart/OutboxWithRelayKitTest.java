@@ -14,6 +14,22 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+// tag::test[]
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.relaykit.message.Message;
+import io.relaykit.message.SubscriptionSpec;
+import io.relaykit.test.RelayKitExtension;
+import io.relaykit.test.TestRelayKit;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+// end::test[]
 
 /**
  * The quick start's outbox, tested as an application would test it: with relaykit-test (docs/testing.md),

@@ -55,6 +55,11 @@ class QuickStartTest {
   }
 
   @Test
+  void helloOutboxDeliversTheOrderItCommitted() throws Exception {
+    HelloOutbox.main(new String[0]);   // throws when order-42 is not delivered within 10 s
+  }
+
+  @Test
   void outboxOnH2() throws Exception {
     Message m = new QuickStart().outbox("jdbc:h2:mem:orders-" + RUN, null, "relaykit_");
     assertEquals("order.placed", m.type());

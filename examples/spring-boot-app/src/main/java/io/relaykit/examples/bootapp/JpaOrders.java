@@ -5,6 +5,11 @@ import java.util.UUID;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.stereotype.Service;
 import org.springframework.transaction.annotation.Transactional;
+// tag::jpa-outbox[]
+import io.relaykit.spring.boot.TransactionalOutbox;
+import java.util.UUID;
+import org.springframework.transaction.annotation.Transactional;
+// end::jpa-outbox[]
 
 /**
  * {@link Orders} written with Spring Data JPA (Hibernate): the saved {@link PlacedOrder} and its
@@ -42,6 +47,7 @@ public class JpaOrders {
    * @throws org.springframework.dao.DataAccessException when the database refuses the order or
    *     the append (nothing of it is committed)
    */
+  // tag::jpa-outbox[]
   @Transactional
   public String place(String sku) {
     String id = UUID.randomUUID().toString();
@@ -49,4 +55,5 @@ public class JpaOrders {
     outbox.append(destination, id, new OrderPlaced(id, sku));
     return id;
   }
+  // end::jpa-outbox[]
 }

@@ -17,6 +17,21 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.dao.DataAccessException;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.transaction.support.TransactionTemplate;
+// tag::relaykit-test[]
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.relaykit.message.Message;
+import io.relaykit.test.TestRelayKit;
+import io.relaykit.test.spring.RelaykitTest;
+import java.time.Duration;
+import java.util.function.Predicate;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.test.annotation.DirtiesContext;
+import org.springframework.transaction.support.TransactionTemplate;
+// end::relaykit-test[]
 
 /**
  * The application's tests, written with relaykit's test support only ({@code @RelaykitTest} and
@@ -27,6 +42,7 @@ import org.springframework.transaction.support.TransactionTemplate;
  * {@link JpaOrders} (Spring Data JPA). The subclasses pick the database; the tests of a subclass
  * share one application context, closed after the class.
  */
+// tag::relaykit-test[]
 @SpringBootTest(classes = BootApp.class, webEnvironment = SpringBootTest.WebEnvironment.NONE,
     properties = {"relaykit.retry.max-attempts=3", "relaykit.retry.initial-backoff=1ms",
         "relaykit.retry.max-backoff=1ms",
@@ -74,6 +90,7 @@ abstract class RelaykitAppTest {
     assertThat(relaykit.deadLetters("shipping")).isEmpty();
     assertThat(shipments.deliveries(id)).isEqualTo(1);
   }
+  // end::relaykit-test[]
 
   @Test
   @DisplayName("a listener failing past relaykit.retry.max-attempts is a dead letter of its group")
