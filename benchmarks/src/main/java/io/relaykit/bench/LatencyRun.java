@@ -57,14 +57,21 @@ import org.HdrHistogram.Histogram;
  * the path with one message, sends on the clock, waits for every message to reach the handler and
  * takes the percentiles; then removes everything it made (tables, topology, child JVMs, files).
  *
- * <p>Senders: {@value #SENDERS} threads share the schedule (each takes the next due message, waits
- * for its due time, then appends and commits it in its own transaction on a pooled connection),
- * as request threads of an application would; one slow commit does not hold back the next due
- * message unless every sender is busy, and then the delay is charged to the messages it delays.
+ * <p>Senders: {@link #senders(int)} threads share the schedule (each takes the next due message,
+ * waits for its due time, then appends and commits it in its own transaction on a pooled
+ * connection), as request threads of an application would; one slow commit does not hold back the
+ * next due message unless every sender is busy, and then the delay is charged to the messages it
+ * delays (the report shows it apart as "due → commit").
  */
 final class LatencyRun implements AutoCloseable {
 
-  static final int SENDERS = 8;
+  /**
+   * Sender threads for {@code rate}: enough that each may take 10 ms per transaction (a commit that
+   * waits for the disk on a busy machine) and still keep up, 8 to 32.
+   */
+  static int senders(int rate) {
+    return Math.min(32, Math.max(8, (rate + 99) / 100));
+  }
   static final String GROUP = "latency";
   /** How long the path may take to deliver the priming message (group join, child JVMs). */
   private static final long READY_SECONDS = 120;
@@ -158,7 +165,7 @@ final class LatencyRun implements AutoCloseable {
     }
     LatencyBenchmark.log(log, String.format(java.util.Locale.ROOT,
         "set up and primed in %.1f s; sending %d messages (%d warm-up) at %d/s with %d senders",
-        (System.nanoTime() - t0) / 1e9, total, warmupCount, row.rate(), SENDERS));
+        (System.nanoTime() - t0) / 1e9, total, warmupCount, row.rate(), senders(row.rate())));
   }
 
   private void openStorage() throws IOException {
@@ -176,7 +183,7 @@ final class LatencyRun implements AutoCloseable {
         .jdbcUrl(jdbcUrl)
         .tablePrefix("lat_" + runId + "_")
         // The senders' connections, and the relay's when it runs here.
-        .poolSize(SENDERS + 4);
+        .poolSize(senders(row.rate()) + 4);
     try {
       storage = JdbcStorage.open(row.wake().storage(config).build(), InstantSource.system());
     } catch (RuntimeException e) {
@@ -292,7 +299,7 @@ final class LatencyRun implements AutoCloseable {
     AtomicBoolean stop = new AtomicBoolean();
     AtomicReference<Throwable> failure = new AtomicReference<>();
     List<Thread> senders = new ArrayList<>();
-    for (int s = 0; s < SENDERS; s++) {
+    for (int s = 0; s < senders(row.rate()); s++) {
       Thread t = new Thread(() -> send(next, stop, failure), "latency-sender-" + s);
       t.setDaemon(true);
       senders.add(t);
@@ -430,13 +437,15 @@ final class LatencyRun implements AutoCloseable {
     }
 
     @Override
-    public void close() throws Exception {
+    public void close() throws IOException {
       try {
         process.getOutputStream().close();
         if (!process.waitFor(30, TimeUnit.SECONDS)) {
           process.destroyForcibly();
-          process.waitFor(10, TimeUnit.SECONDS);
         }
+      } catch (InterruptedException e) {
+        process.destroyForcibly();
+        Thread.currentThread().interrupt();
       } finally {
         Files.deleteIfExists(stderr);
       }

@@ -407,7 +407,8 @@ public final class Report {
       md.append(" | ").append(row.result().map(r -> r.secondary().get("messages"))
               .map(v -> String.format(Locale.ROOT, "%,.0f", v)).orElse("—"))
           .append(" | ").append(row.target() == null ? "—"
-              : "p99 ≤ " + format(row.target().p99Millis()) + " ms")
+              : "p99 ≤ " + java.math.BigDecimal.valueOf(row.target().p99Millis())
+                  .stripTrailingZeros().toPlainString() + " ms")
           .append(" | ").append(row.verdict())
           .append(" |\n");
     }
