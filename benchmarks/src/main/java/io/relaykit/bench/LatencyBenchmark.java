@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.relaykit.outbox.OutboxRelay;
+import io.relaykit.storage.jdbc.JdbcOutboxStore;
+import io.relaykit.storage.jdbc.JdbcStorage;
 import io.relaykit.storage.jdbc.JdbcStorageConfig;
 import io.relaykit.transport.kafka.KafkaTestBroker;
 import java.io.IOException;
@@ -107,10 +109,10 @@ public final class LatencyBenchmark {
    * interval, 200 ms by default, when it does not).
    *
    * <p>A wake mechanism is compared with polling by adding a constant here that overrides the
-   * three hooks, and running {@code -p wake=POLL,<CONSTANT>}: {@link #storage} and {@link #relay}
-   * are applied in this JVM and in every child JVM that runs a relay (the constant's name is
-   * passed to the child), {@link #afterCommit} by each sender thread right after its commit
-   * returned, with this JVM's relay (null when the relays run in child JVMs).
+   * hooks it needs, and running {@code -p wake=POLL,<CONSTANT>}: {@link #storage}, {@link #outbox}
+   * and {@link #relay} are applied in this JVM and in every child JVM that runs a relay (the
+   * constant's name is passed to the child), {@link #afterCommit} by each sender thread right
+   * after its commit returned, with this JVM's relay (null when the relays run in child JVMs).
    */
   public enum Wake {
     /** No wake: the relay's own poll finds the row. */
@@ -119,6 +121,11 @@ public final class LatencyBenchmark {
     /** Configures the storage of senders and relays. */
     JdbcStorageConfig.Builder storage(JdbcStorageConfig.Builder builder) {
       return builder;
+    }
+
+    /** The outbox store the senders append to and the relays claim from. */
+    JdbcOutboxStore outbox(JdbcStorage storage) {
+      return storage.outboxStore();
     }
 
     /** Configures each relay. */

@@ -53,7 +53,7 @@ public final class LatencyRelayProcess {
         case H2_INPROCESS -> throw new IllegalArgumentException(
             "an in-process transport cannot be reached from another JVM");
       };
-      relay = wake.relay(OutboxRelay.builder(storage.outboxStore(), publisher,
+      relay = wake.relay(OutboxRelay.builder(wake.outbox(storage), publisher,
           storage.deadLetterStore())).build();
       relay.start();
     } catch (RuntimeException e) {

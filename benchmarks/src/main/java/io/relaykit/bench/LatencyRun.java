@@ -196,7 +196,7 @@ final class LatencyRun implements AutoCloseable {
     if (row.backend() != Backend.H2_INPROCESS) {
       closers.push(() -> dropTables(s));
     }
-    outbox = storage.outboxStore();
+    outbox = row.wake().outbox(storage);
   }
 
   /** The subscriber (closed at the end), and what relays need to publish to the destination. */
