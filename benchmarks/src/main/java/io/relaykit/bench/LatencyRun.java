@@ -187,9 +187,9 @@ final class LatencyRun implements AutoCloseable {
     try {
       storage = JdbcStorage.open(row.wake().storage(config).build(), InstantSource.system());
     } catch (RuntimeException e) {
-      throw new IllegalStateException((dir == null ? "PostgreSQL" : "H2") + " is not reachable at "
-          + jdbcUrl + " (" + e + "); start it with ./relaykit test's services, or set"
-          + " RELAYKIT_POSTGRES_URL", e);
+      throw new IllegalStateException(dir != null ? "could not open the H2 file at " + jdbcUrl
+          + " (" + e + ")" : "PostgreSQL is not reachable at " + jdbcUrl + " (" + e + "); start it"
+          + " with ./relaykit test's services, or set RELAYKIT_POSTGRES_URL", e);
     }
     JdbcStorage s = storage;
     closers.push(s::close);
