@@ -95,6 +95,23 @@ final class Ratios {
   }
 
   /**
+   * A ceiling on the p99 of {@link LatencyBenchmark} rows: every row whose benchmark is {@code
+   * select}'s and whose params include {@code select}'s is judged against it.
+   *
+   * @param name what the target says, for a person
+   * @param select the rows it applies to
+   * @param p99Millis the highest p99 that meets it
+   */
+  record LatencyTarget(String name, Ratio.Select select, double p99Millis) {}
+
+  /** Every latency target the README reports. */
+  static List<LatencyTarget> latencyTargets() {
+    return List.of(new LatencyTarget(
+        "p99 ≤ 25 ms at 2 000/s on PostgreSQL + Kafka with one relay",
+        select("LatencyBenchmark.postgresKafka", "rate=2000 relays=1"), 25.0));
+  }
+
+  /**
    * relaykit against a baseline in the same JMH benchmark: the two results differ only in their
    * params, each written as {@code key=value} pairs separated by spaces.
    */

@@ -14,17 +14,20 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * Turns a JMH JSON result file into the ratios of {@link Ratios}: a Markdown table (printed and
- * written beside the JSON as {@code latest.md}) and an SVG chart ({@code chart.svg}).
+ * Turns JMH JSON result files into the ratios of {@link Ratios}: a Markdown table (printed and
+ * written beside the first JSON file as {@code latest.md}) and an SVG chart ({@code chart.svg});
+ * and {@link LatencyBenchmark}'s results (written in the same format) into a latency table judged
+ * against {@link Ratios#latencyTargets()}.
  *
  * <p>{@code java -cp benchmarks.jar io.relaykit.bench.Report results/latest.json
- * [--selected results/selected.txt]}
+ * [results/latency.json] [--selected results/selected.txt]}
  *
- * <p>With {@code --selected} (the output of {@code java -jar benchmarks.jar -lp} with the run's own
- * arguments: every benchmark the run selected, with its params), a benchmark and param combination
- * the run selected but the JSON holds no result for threw (JMH goes on past a failing benchmark) or
- * was never measured: the report prints the whole table, names each such combination, marks the
- * ratios that needed it {@code FAILED}, and exits with status 1. A combination the run did not
+ * <p>With {@code --selected} (the output of {@code java -jar benchmarks.jar -lp} and of {@code
+ * LatencyBenchmark --list} with the run's own arguments: every benchmark the run selected, with its
+ * params), a benchmark and param combination the run selected but the JSON files hold no result
+ * for threw (JMH goes on past a failing benchmark) or was never measured: the report prints the
+ * whole table, names each such combination, marks the ratios and latency rows that needed it
+ * {@code FAILED}, and exits with status 1. A combination the run did not
  * select (filtered out by the include patterns, {@code -e} or {@code -p}) is not a failure.
  */
 public final class Report {
@@ -68,25 +71,43 @@ public final class Report {
   private Report() {}
 
   /**
-   * Prints the table and writes {@code latest.md} and {@code chart.svg} beside the JSON. Exits 1
-   * when {@code --selected} names a benchmark the JSON has no result for, 2 on bad usage.
+   * Prints the tables and writes {@code latest.md} and {@code chart.svg} beside the first JSON
+   * file. Exits 1 when {@code --selected} names a benchmark the JSON files have no result for, 2 on
+   * bad usage.
    *
-   * @param args the JMH JSON result file, optionally {@code --selected <file>}
+   * @param args one or more JSON result files (JMH's, and {@link LatencyBenchmark}'s), optionally
+   *     {@code --selected <file>}
    * @throws IOException when a file cannot be read or written
    */
   public static void main(String[] args) throws IOException {
-    if (!(args.length == 1 || (args.length == 3 && args[1].equals("--selected")))) {
-      System.err.println("usage: Report <jmh-result.json> [--selected <jmh -lp output>]");
+    List<Path> jsons = new ArrayList<>();
+    Path selectedFile = null;
+    for (int i = 0; i < args.length; i++) {
+      if (args[i].equals("--selected") && i + 1 < args.length && selectedFile == null) {
+        selectedFile = Path.of(args[++i]);
+      } else if (!args[i].startsWith("--")) {
+        jsons.add(Path.of(args[i]));
+      } else {
+        jsons.clear();
+        break;
+      }
+    }
+    if (jsons.isEmpty()) {
+      System.err.println("usage: Report <result.json> [<result.json> ...]"
+          + " [--selected <jmh -lp output>]");
       System.exit(2);
     }
-    Path json = Path.of(args[0]);
-    List<Result> results = read(Files.readString(json));
-    Map<String, Map<String, List<String>>> selected = args.length == 3
-        ? parseSelected(Files.readString(Path.of(args[2]))) : null;
+    List<Result> results = new ArrayList<>();
+    for (Path json : jsons) {
+      results.addAll(read(Files.readString(json)));
+    }
+    Map<String, Map<String, List<String>>> selected = selectedFile != null
+        ? parseSelected(Files.readString(selectedFile)) : null;
     List<Row> rows = compute(results, Ratios.all(), selected);
-    String table = markdown(rows);
+    String table = markdown(rows) + "\n"
+        + latencyMarkdown(latency(results, Ratios.latencyTargets(), selected));
     System.out.println(table);
-    Path dir = json.toAbsolutePath().getParent();
+    Path dir = jsons.get(0).toAbsolutePath().getParent();
     Files.writeString(dir.resolve("latest.md"), table, StandardCharsets.UTF_8);
     Files.writeString(dir.resolve("chart.svg"), svg(rows), StandardCharsets.UTF_8);
     System.out.println("wrote " + dir.resolve("latest.md") + " and " + dir.resolve("chart.svg"));
@@ -94,7 +115,7 @@ public final class Report {
       List<String> missing = missing(selected, results);
       if (!missing.isEmpty()) {
         System.err.println("FAILED: " + missing.size() + " benchmark(s) selected by this run threw"
-            + " or produced no result (see the JMH output above for the exception):");
+            + " or produced no result (see the benchmark output above for the exception):");
         for (String m : missing) {
           System.err.println("  " + m);
         }
@@ -284,6 +305,119 @@ public final class Report {
           .append(" |\n");
     }
     return md.toString();
+  }
+
+  /**
+   * One row of the latency table: a {@link LatencyBenchmark} row's result, or a selected one
+   * without a result ({@code failed}), or a target no row of the run applies to (not run).
+   */
+  record LatencyRow(String benchmark, Map<String, String> params, Optional<Result> result,
+      Ratios.LatencyTarget target, boolean failed) {
+
+    String verdict() {
+      if (failed) {
+        return "FAILED (no result)";
+      }
+      if (result.isEmpty()) {
+        return "not run";
+      }
+      if (target == null) {
+        return "—";
+      }
+      return result.get().score() <= target.p99Millis() ? "met" : "MISSED";
+    }
+  }
+
+  private static boolean isLatency(String benchmark) {
+    return benchmark.startsWith("LatencyBenchmark.");
+  }
+
+  /**
+   * The latency table: every latency result in the order of the files, then every selected
+   * combination without a result, then every target that no row applies to.
+   */
+  static List<LatencyRow> latency(List<Result> results, List<Ratios.LatencyTarget> targets,
+      Map<String, Map<String, List<String>>> selected) {
+    List<LatencyRow> rows = new ArrayList<>();
+    for (Result r : results) {
+      if (isLatency(r.benchmark())) {
+        rows.add(new LatencyRow(r.benchmark(), r.params(), Optional.of(r),
+            targetOf(targets, r.benchmark(), r.params()), false));
+      }
+    }
+    if (selected != null) {
+      for (Map.Entry<String, Map<String, List<String>>> b : selected.entrySet()) {
+        if (!isLatency(b.getKey())) {
+          continue;
+        }
+        for (Map<String, String> combo : combinations(b.getValue())) {
+          boolean found = false;
+          for (Result r : results) {
+            found |= r.benchmark().equals(b.getKey())
+                && r.params().entrySet().containsAll(combo.entrySet());
+          }
+          if (!found) {
+            rows.add(new LatencyRow(b.getKey(), combo, Optional.empty(),
+                targetOf(targets, b.getKey(), combo), true));
+          }
+        }
+      }
+    }
+    for (Ratios.LatencyTarget t : targets) {
+      boolean applied = false;
+      for (LatencyRow row : rows) {
+        applied |= row.target() == t;
+      }
+      if (!applied) {
+        rows.add(new LatencyRow(t.select().benchmark(), t.select().params(), Optional.empty(), t,
+            false));
+      }
+    }
+    return rows;
+  }
+
+  private static Ratios.LatencyTarget targetOf(List<Ratios.LatencyTarget> targets,
+      String benchmark, Map<String, String> params) {
+    for (Ratios.LatencyTarget t : targets) {
+      if (t.select().benchmark().equals(benchmark)
+          && params.entrySet().containsAll(t.select().params().entrySet())) {
+        return t;
+      }
+    }
+    return null;
+  }
+
+  static String latencyMarkdown(List<LatencyRow> rows) {
+    StringBuilder md = new StringBuilder();
+    md.append("| commit-to-handler latency, from the due time | rate | relays | wake | p50 | p99"
+        + " | p99.9 | max | due → commit p99 | messages | target | verdict |\n");
+    md.append("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n");
+    for (LatencyRow row : rows) {
+      LatencyBenchmark.Backend backend = LatencyBenchmark.Backend.ofBenchmark(row.benchmark());
+      Map<String, String> p = row.params();
+      md.append("| ").append(backend == null ? row.benchmark() : backend.label)
+          .append(" | ").append(p.containsKey("rate")
+              ? String.format(Locale.ROOT, "%,d/s", Long.parseLong(p.get("rate"))) : "—")
+          .append(" | ").append(p.getOrDefault("relays", "—"))
+          .append(" | ").append(p.getOrDefault("wake", "—"));
+      for (String metric : new String[] {"p50", "p99", "p99.9", "max", "commit p99"}) {
+        md.append(" | ").append(row.result().map(r -> r.secondary().get(metric))
+            .map(Report::millis).orElse("—"));
+      }
+      md.append(" | ").append(row.result().map(r -> r.secondary().get("messages"))
+              .map(v -> String.format(Locale.ROOT, "%,.0f", v)).orElse("—"))
+          .append(" | ").append(row.target() == null ? "—"
+              : "p99 ≤ " + java.math.BigDecimal.valueOf(row.target().p99Millis())
+                  .stripTrailingZeros().toPlainString() + " ms")
+          .append(" | ").append(row.verdict())
+          .append(" |\n");
+    }
+    return md.toString();
+  }
+
+  private static String millis(double ms) {
+    return (ms >= 100 ? String.format(Locale.ROOT, "%,.0f", ms)
+        : String.format(Locale.ROOT, "%.1f", ms)) + " ms";
   }
 
   /** The score, and records per fsync where the result counted the journal's fsyncs. */

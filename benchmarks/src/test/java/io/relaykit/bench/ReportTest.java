@@ -121,6 +121,47 @@ class ReportTest {
     assertThat(Report.compute(results, Ratios.all())).noneMatch(Report.Row::failed);
   }
 
+  private static String latencyResult(String method, String rate, String relays, double p99) {
+    return "{\"benchmark\":\"io.relaykit.bench.LatencyBenchmark." + method + "\","
+        + "\"params\":{\"rate\":\"" + rate + "\",\"relays\":\"" + relays
+        + "\",\"wake\":\"POLL\"},"
+        + "\"primaryMetric\":{\"score\":" + p99 + ",\"scoreUnit\":\"ms p99\"},"
+        + "\"secondaryMetrics\":{\"p50\":{\"score\":3.0},\"p99\":{\"score\":" + p99 + "},"
+        + "\"p99.9\":{\"score\":300.0},\"max\":{\"score\":400.0},"
+        + "\"commit p99\":{\"score\":1.5},\"messages\":{\"score\":60000}}}";
+  }
+
+  @Test
+  @DisplayName("the latency table judges the p99 target on its row only, and fails a selected row"
+      + " without a result")
+  void latencyTable() {
+    List<Report.Result> results = Report.read("[" + latencyResult("postgresKafka", "2000", "1", 212)
+        + "," + latencyResult("postgresKafka", "200", "1", 20) + "]");
+    String selected = "io.relaykit.bench.LatencyBenchmark.postgresKafka\n"
+        + "  param \"rate\" = {200, 2000}\n"
+        + "  param \"relays\" = {1, 3}\n"
+        + "  param \"wake\" = {POLL}\n";
+
+    List<Report.LatencyRow> rows =
+        Report.latency(results, Ratios.latencyTargets(), Report.parseSelected(selected));
+
+    assertThat(rows).extracting(Report.LatencyRow::verdict)
+        .containsExactly("MISSED", "—", "FAILED (no result)", "FAILED (no result)");
+    assertThat(Report.missing(Report.parseSelected(selected), results)).containsExactly(
+        "LatencyBenchmark.postgresKafka {rate=200, relays=3, wake=POLL}",
+        "LatencyBenchmark.postgresKafka {rate=2000, relays=3, wake=POLL}");
+    assertThat(Report.latencyMarkdown(rows)).contains("| PostgreSQL → Kafka | 2,000/s | 1 | POLL"
+        + " | 3.0 ms | 212 ms | 300 ms | 400 ms | 1.5 ms | 60,000 | p99 ≤ 25 ms | MISSED |");
+
+    List<Report.LatencyRow> fast = Report.latency(
+        Report.read("[" + latencyResult("postgresKafka", "2000", "1", 24.9) + "]"),
+        Ratios.latencyTargets(), null);
+    assertThat(fast).extracting(Report.LatencyRow::verdict).containsExactly("met");
+    // A run that did not select the target's row says so.
+    assertThat(Report.latency(List.of(), Ratios.latencyTargets(), null))
+        .extracting(Report.LatencyRow::verdict).containsExactly("not run");
+  }
+
   private static Report.Row row(List<Report.Row> rows, String nameContains) {
     return rows.stream().filter(r -> r.ratio().name().contains(nameContains)).findFirst()
         .orElseThrow(() -> new AssertionError("no ratio named like " + nameContains));
