@@ -38,6 +38,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
@@ -100,6 +101,11 @@ public final class ChaosRun implements AutoCloseable {
   }
 
   public static void main(String[] args) {
+    // The snapshot opens the demo's H2 file and may host it: H2's lock socket and AUTO_SERVER
+    // port on loopback only, as the demo's own launcher does (a JVM-wide property H2 reads once).
+    if (System.getProperty("h2.bindAddress") == null) {
+      System.setProperty("h2.bindAddress", "127.0.0.1");
+    }
     System.exit(run(args, System.out, System.err).exitCode());
   }
 
@@ -376,42 +382,23 @@ public final class ChaosRun implements AutoCloseable {
   }
 
   /**
-   * Once a second, asks an instance that is up for /metrics, without waiting for the answer: on a
-   * loaded machine an answer can take seconds, and the cadence must not stretch with it. Each
-   * sample carries the moment it was asked for; one without an answer within 5 s is -1.
+   * Once a second, asks an instance that is up for /metrics through a {@link MetricsSampler},
+   * without waiting for the answer: on a loaded machine an answer can take seconds, and the
+   * cadence must not stretch with it. A sample is stamped when its answer arrives; an instance
+   * has one request in flight; an ask unanswered within 5 s is a -1 sample.
    */
   private void sample(LoadDriver driver) {
+    MetricsSampler sampler = new MetricsSampler(driver::nowMs, driver::accepted, 5_000,
+        this::askMetrics, samples);
     long next = System.nanoTime();
     while (!Thread.currentThread().isInterrupted()) {
-      long at = driver.nowMs();
-      long accepted = driver.accepted();
-      DemoInstance d = null;
-      for (DemoInstance i : instances) {
-        if (i.up()) {
-          d = i;
-          break;
+      List<Integer> up = new ArrayList<>();
+      for (int i = 0; i < instances.size(); i++) {
+        if (instances.get(i).up()) {
+          up.add(i);
         }
       }
-      if (d == null) {
-        samples.add(new Sample(at, accepted, -1, -1, -1));
-      } else {
-        http.sendAsync(HttpRequest.newBuilder(d.base().resolve("/metrics"))
-                .timeout(Duration.ofSeconds(5)).GET().build(),
-            HttpResponse.BodyHandlers.ofString()).whenComplete((r, e) -> {
-              JsonNode m = null;
-              if (e == null && r.statusCode() == 200) {
-                try {
-                  m = JSON.readTree(r.body());
-                } catch (IOException bad) {
-                  m = null;
-                }
-              }
-              samples.add(new Sample(at, accepted,
-                  m == null ? -1 : m.path("ordersSucceeded").asLong(-1),
-                  m == null ? -1 : m.path("outboxBacklog").asLong(-1),
-                  m == null ? -1 : m.path("oldestPendingAgeMs").asLong(-1)));
-            });
-      }
+      sampler.tick(up);
       next += 1_000_000_000L;
       for (long left; (left = next - System.nanoTime()) > 0; ) {
         LockSupport.parkNanos(left);
@@ -420,6 +407,24 @@ public final class ChaosRun implements AutoCloseable {
         }
       }
     }
+  }
+
+  /** One GET /metrics to {@code instance}; anything but a 200 with JSON reads as no answer. */
+  private CompletableFuture<MetricsSampler.Reading> askMetrics(int instance) {
+    return http.sendAsync(HttpRequest.newBuilder(instances.get(instance).base()
+            .resolve("/metrics")).timeout(Duration.ofSeconds(5)).GET().build(),
+        HttpResponse.BodyHandlers.ofString()).thenApply(r -> {
+          if (r.statusCode() != 200) {
+            return MetricsSampler.Reading.NONE;
+          }
+          try {
+            JsonNode m = JSON.readTree(r.body());
+            return new MetricsSampler.Reading(m.path("ordersSucceeded").asLong(-1),
+                m.path("outboxBacklog").asLong(-1), m.path("oldestPendingAgeMs").asLong(-1));
+          } catch (IOException bad) {
+            return MetricsSampler.Reading.NONE;
+          }
+        });
   }
 
   private void awaitSample(long atMs) {

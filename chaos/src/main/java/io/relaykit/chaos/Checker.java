@@ -8,6 +8,7 @@ import io.relaykit.chaos.History.Request;
 import io.relaykit.chaos.History.Sample;
 import io.relaykit.chaos.History.StatusSeen;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -303,13 +304,24 @@ public final class Checker {
    * last sample before the fault that has one: the level the system was last seen at, not 0,
    * which a system under steady load only reaches once the load ends.
    *
-   * <p>Recovered: the first sample at or after the fault's end, and at most {@code boundMs} after
-   * its start, whose backlog is at or under the baseline while deliveries flow (the count of
-   * completed orders rose since the previous answered sample, or the backlog is 0). None: the
-   * fault is unrecovered and its recovery is the bound.
+   * <p>Recovered: the first sample asked for at or after the fault's end and answered at most
+   * {@code boundMs} after its start (samples are stamped when their answer arrives), whose backlog
+   * is at or under the baseline while deliveries flow: the backlog is 0, or its count of completed
+   * orders is above the highest count of every sample answered before it was asked (so above the
+   * highest count seen before the fault). None: the fault is unrecovered and its recovery is the
+   * bound.
+   *
+   * <p>So a reading taken during the fault but answered after it (its values may predate the
+   * stall) cannot fake a recovery, and a stale reading answered after a newer one (a lower count)
+   * cannot hide one: the bar is the highest count seen, not the last. The result for a moment
+   * depends only on samples answered before it, so the {@link FaultPacer}, which sees samples as
+   * they arrive, and the checker, which sees them all afterwards, agree. Costs O(n log n + n^2)
+   * in the samples in the worst case; a run has one sample a second.
    */
-  static Recovery recovery(List<Sample> samples, FaultWindow f, long previousRecoveredAtMs,
+  static Recovery recovery(List<Sample> unsorted, FaultWindow f, long previousRecoveredAtMs,
       long boundMs) {
+    List<Sample> samples = new ArrayList<>(unsorted);
+    samples.sort(Comparator.comparingLong(Sample::atMs));
     long windowEnd = f.startMs();
     long floor = previousRecoveredAtMs < f.startMs() ? previousRecoveredAtMs : Long.MIN_VALUE;
     boolean any = false;
@@ -335,23 +347,37 @@ public final class Checker {
       }
     }
     Long at = null;
-    long lastCompleted = -1;
     for (Sample s : samples) {
       if (s.atMs() > f.startMs() + boundMs) {
         break;
       }
-      boolean flowing = s.backlog() == 0 || (s.completed() >= 0 && lastCompleted >= 0
-          && s.completed() > lastCompleted);
-      if (s.atMs() >= f.endMs() && s.backlog() >= 0 && s.backlog() <= baseline && flowing) {
+      if (s.askedMs() < f.endMs() || s.backlog() < 0 || s.backlog() > baseline) {
+        continue;
+      }
+      if (s.backlog() == 0 || (s.completed() >= 0 && s.completed() > highestCompletedBefore(
+          samples, s.askedMs()))) {
         at = s.atMs();
         break;
-      }
-      if (s.completed() >= 0) {
-        lastCompleted = s.completed();
       }
     }
     return new Recovery(f.fault(), f.target(), f.startMs(), f.endMs(), baseline, at,
         at == null ? boundMs : at - f.startMs(), at == null);
+  }
+
+  /**
+   * The highest completed count among {@code sorted} (by answer time) answered before {@code
+   * atMs}; {@code Long.MAX_VALUE} when none has one, so a count with nothing to compare against
+   * never counts as flowing.
+   */
+  private static long highestCompletedBefore(List<Sample> sorted, long atMs) {
+    long highest = -1;
+    for (Sample s : sorted) {
+      if (s.atMs() >= atMs) {
+        break;
+      }
+      highest = Math.max(highest, s.completed());
+    }
+    return highest < 0 ? Long.MAX_VALUE : highest;
   }
 
   private static int rank(String status) {

@@ -57,7 +57,10 @@ final class FaultPacer {
    * @param gapMs the pause after a fault recovered before the next may start
    * @param pollMs how often to look at the samples while waiting for a recovery
    * @param clock the time source
-   * @param samples the metrics samples recorded so far (any order)
+   * @param samples the metrics samples recorded so far, stamped when their answers arrived on
+   *     {@code clock}'s scale (see {@link MetricsSampler}); the pacer judges a recovery on the
+   *     samples it has seen, by the rule the checker applies afterwards to all of them, and since
+   *     that rule looks only at samples answered before a moment, both find the same recovery
    * @param log where a line per fault goes
    */
   FaultPacer(long boundMs, long gapMs, long pollMs, Clock clock, Supplier<List<Sample>> samples,
@@ -113,7 +116,7 @@ final class FaultPacer {
         log.accept(String.format(java.util.Locale.ROOT, "%.1f s: %s (%d ms), %s", start / 1000.0,
             detail, end - start, r.unrecovered()
                 ? "NOT recovered within " + boundMs + " ms (backlog above " + r.baselineBacklog()
-                    + " or nothing delivered)"
+                    + " or completed orders not above the most seen before)"
                 : "recovered in " + r.recoveryMs() + " ms (backlog <= " + r.baselineBacklog()
                     + ")"));
       }

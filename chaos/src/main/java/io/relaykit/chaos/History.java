@@ -65,11 +65,19 @@ public record History(
   public record DbDeadLetter(String id, String messageId, String orderId, String group) {}
 
   /**
-   * A metrics sample: ms since start, orders accepted so far (client), orders completed (the
-   * demo's count), outbox backlog and oldest pending age; -1 when no instance answered.
+   * A metrics sample: when its answer arrived (ms since start, monotonic), orders accepted so far
+   * (client, read when the answer arrived), orders completed (the demo's whole-table count),
+   * outbox backlog and oldest pending age, -1 when no instance answered; and when it was asked
+   * for. The reading was taken somewhere between {@code askedMs} and {@code atMs}.
    */
   public record Sample(long atMs, long accepted, long completed, long backlog,
-      long oldestPendingMs) {}
+      long oldestPendingMs, long askedMs) {
+
+    /** A sample read at one instant: asked and answered at {@code atMs}. */
+    public Sample(long atMs, long accepted, long completed, long backlog, long oldestPendingMs) {
+      this(atMs, accepted, completed, backlog, oldestPendingMs, atMs);
+    }
+  }
 
   /**
    * One injected fault: its kind ({@code kill}, {@code partition}, ...), target, partition mode

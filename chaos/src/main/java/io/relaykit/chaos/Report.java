@@ -149,7 +149,7 @@ final class Report {
   private static TimeChart.Line line(List<Sample> samples, ToLongFunction<Sample> f,
       String name, String color) {
     List<TimeChart.Point> points = new ArrayList<>(samples.size());
-    // Samples are recorded as their answers arrive, which is not always in time order.
+    // A run's samples are in answer order already; a hand-built history may not be.
     List<Sample> inOrder = new ArrayList<>(samples);
     inOrder.sort(java.util.Comparator.comparingLong(Sample::atMs));
     for (Sample s : inOrder) {

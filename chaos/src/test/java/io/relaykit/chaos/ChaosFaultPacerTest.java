@@ -135,6 +135,77 @@ class ChaosFaultPacerTest {
     assertThat(r.recoveredAtMs()).isEqualTo(9_000);
   }
 
+  /** Four readings before a fault at 3.5 s: completed 1..4, backlog 5, each read at once. */
+  private static List<Sample> beforeFault() {
+    List<Sample> samples = new ArrayList<>();
+    for (int i = 0; i < 4; i++) {
+      samples.add(new Sample(i * 1_000L, 0, i + 1, 5, 0));
+    }
+    return samples;
+  }
+
+  @Test
+  @DisplayName("a stale reading, asked before the fault ended and answered after, fakes no"
+      + " recovery")
+  void staleReadingFakesNoRecovery() {
+    List<Sample> samples = beforeFault();
+    // Asked at 3.6 s, during the fault, answered at 8.5 s: a low backlog and a count above the
+    // one before, both read before deliveries stalled.
+    samples.add(new Sample(8_500, 0, 6, 1, 0, 3_600));
+    for (long t = 9_000; t <= 20_000; t += 1_000) {
+      samples.add(new Sample(t, 0, 6, 1, 0, t - 300)); // stalled: nothing completes
+    }
+    samples.add(new Sample(21_000, 0, 9, 1, 0, 20_700));
+    Checker.Recovery r = Checker.recovery(samples,
+        new FaultWindow("partition", "rabbitmq", "blackhole", "blackhole", 3_500, 8_000),
+        Long.MIN_VALUE, 60_000);
+    assertThat(r.baselineBacklog()).isEqualTo(5);
+    assertThat(r.recoveredAtMs()).isEqualTo(21_000);
+  }
+
+  /**
+   * After a fault at 3.5..4 s, readings from two instances whose answers cross: each low-backlog
+   * reading was taken before the high-backlog one answered just before it, so its count is
+   * lower than that one's.
+   */
+  private static List<Sample> crossedAnswers() {
+    List<Sample> samples = beforeFault();
+    for (int i = 0; i < 6; i++) {
+      long t = 5_000 + i * 2_000L;
+      samples.add(new Sample(t, 0, 14 + 2 * i, 9, 0, t - 200)); // fresh, backlog above 5
+      samples.add(new Sample(t + 1_000, 0, 11 + 2 * i, 3, 0, t - 500)); // asked before it
+    }
+    return samples;
+  }
+
+  @Test
+  @DisplayName("readings answered out of order (a count of 14, then 11) hide no recovery")
+  void crossedAnswersHideNoRecovery() {
+    Checker.Recovery r = Checker.recovery(crossedAnswers(),
+        new FaultWindow("kill", "0", "", "kill", 3_500, 4_000), Long.MIN_VALUE, 60_000);
+    assertThat(r.unrecovered()).isFalse();
+    // 6 s: backlog 3 <= 5, and 11 completed is above 4, the most seen before it was asked.
+    assertThat(r.recoveredAtMs()).isEqualTo(6_000);
+  }
+
+  @Test
+  @DisplayName("the pacer, seeing answers as they arrive, judges the recovery the checker finds"
+      + " afterwards")
+  void pacerAgreesWithCheckerOnCrossedAnswers() {
+    List<Sample> all = crossedAnswers();
+    SimClock clock = new SimClock(t -> 0);
+    FaultPacer pacer = new FaultPacer(20_000, 2_000, 250, clock,
+        () -> all.stream().filter(s -> s.atMs() <= clock.now).toList(), l -> { });
+    List<FaultWindow> windows = new ArrayList<>();
+    FaultPacer.Outcome out = pacer.run(List.of(event(3_500, "kill")), e -> {
+      clock.now += 500;
+      return e.fault();
+    }, windows::add);
+    assertThat(out.recoveries()).hasSize(1);
+    assertThat(out.recoveries().get(0).recoveredAtMs()).isEqualTo(6_000);
+    assertThat(Checker.recoveries(all, windows, 20_000)).isEqualTo(out.recoveries());
+  }
+
   @Test
   @DisplayName("each partition mode asked for is drawn at least once when the count allows")
   void everyModeDrawn() {

@@ -22,6 +22,8 @@ public final class CheckoutDemo {
   }
 
   public static void main(String[] args) throws Exception {
+    // Before anything loads H2: its lock socket and AUTO_SERVER port listen on loopback only.
+    DemoStore.bindH2ToLoopback();
     DemoOptions options;
     try {
       options = DemoOptions.parse(args);

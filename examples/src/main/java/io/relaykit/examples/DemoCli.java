@@ -35,6 +35,8 @@ public final class DemoCli {
   private DemoCli() {}
 
   public static void main(String[] args) {
+    // With the demo down the CLI hosts the H2 file itself: its sockets on loopback only.
+    DemoStore.bindH2ToLoopback();
     // The connection pool's INFO lines would bury the answer on the terminal.
     System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
     System.exit(run(args, System.out, System.err));

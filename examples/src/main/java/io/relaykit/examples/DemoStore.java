@@ -43,6 +43,23 @@ record DemoStore(String storage, String url, String origin) {
    * lock, so two processes never open it embedded at once.
    */
   static final String H2_OPTIONS = ";AUTO_SERVER=TRUE;FILE_LOCK=SOCKET";
+  /** H2's system property naming the address its server sockets bind to. */
+  static final String H2_BIND_ADDRESS = "h2.bindAddress";
+
+  /**
+   * Binds H2's own listening sockets in this JVM to 127.0.0.1: the lock socket of {@code
+   * FILE_LOCK=SOCKET} and AUTO_SERVER's TCP server, which H2 otherwise binds to every interface
+   * (and advertises by the host's address in the lock file). H2 has no per-database setting for
+   * this: it reads the system property {@code h2.bindAddress} once, when its classes load, for the
+   * whole JVM. So only the launchers' {@code main} methods call this, before anything opens H2;
+   * an explicit {@code -Dh2.bindAddress} wins; code that embeds the demo in another JVM sets
+   * nothing. Consequence: the demo's H2 file is shared with processes on this host only.
+   */
+  static void bindH2ToLoopback() {
+    if (System.getProperty(H2_BIND_ADDRESS) == null) {
+      System.setProperty(H2_BIND_ADDRESS, "127.0.0.1");
+    }
+  }
   /** Bound on the recorded file: two short lines; anything larger is not ours. */
   private static final long MAX_FILE_BYTES = 16 * 1024;
 
