@@ -82,7 +82,8 @@ import java.util.regex.Pattern;
  *
  * <p><b>Bad input</b> is undecodable and dead-lettered with a reason naming the header: a named
  * id, type or key header whose value is blank, longer than {@value #MAX_MAPPED_CHARS} characters,
- * or not valid UTF-8 (the transport reports those in {@link Inbound#invalidHeaders}); an empty
+ * or not valid UTF-8 (the transport reports those in {@link Inbound#invalidHeaders}); a {@value
+ * MessageHeaders#ID} header that is not valid UTF-8; an empty
  * body; no id at all. "Undecodable" keeps its meaning: a value relaykit (or a user decoder) cannot
  * make a message of, never a foreign record as such once the subscription accepts them.
  *
@@ -339,6 +340,10 @@ public final class InboundMapping {
   public Decoded decode(Map<String, String> wire, byte[] body, Inbound in) {
     Checks.requireNonNull("wire", wire);
     Checks.requireNonNull("in", in);
+    if (in.invalidHeaders().contains(MessageHeaders.ID)) {
+      // relaykit's envelope with an id that is not text: never a foreign record of derived id.
+      throw new MalformedMessageException("header " + MessageHeaders.ID + " is not valid UTF-8");
+    }
     if (!foreign || wire.containsKey(MessageHeaders.ID)) {
       return new Decoded(MessageHeaders.fromWire(wire, in.key(), body), wire, false);
     }
@@ -499,9 +504,15 @@ public final class InboundMapping {
     return null;
   }
 
-  /** 32 hex digits from SHA-256 of destination and id: stable across redeliveries. */
+  /**
+   * 32 hex digits from SHA-256 of destination and id: stable across redeliveries. The input is
+   * {@code destination \n id} when the destination has no newline (the first newline then ends
+   * it, so no id can forge another destination's), else {@code \n <length>: destination id},
+   * which no destination without a newline (never blank) can produce.
+   */
   static String traceIdOf(String destination, String id) {
-    return Digests.sha256Hex(destination + "\n" + id, 16);
+    return Digests.sha256Hex(destination.indexOf('\n') < 0 ? destination + "\n" + id
+        : "\n" + destination.length() + ":" + destination + id, 16);
   }
 
 

@@ -77,7 +77,8 @@ final class AmqpHeaders {
    * The string headers of a delivery, without the transport-private ones; user headers in the
    * order they were published.
    *
-   * @throws MalformedMessageException if a header is not a string or number
+   * @throws MalformedMessageException if a header is not a string, number or boolean, or a long
+   *     string that is not valid UTF-8
    */
   static Map<String, String> strings(AMQP.BasicProperties props) {
     Map<String, String> out = new LinkedHashMap<>();
@@ -100,9 +101,15 @@ final class AmqpHeaders {
         continue;
       }
       Object v = h.getValue();
-      if (v instanceof LongString || v instanceof String || v instanceof Number
-          || v instanceof Boolean) {
-        out.put(h.getKey(), string(v));
+      if (v instanceof LongString) {
+        String text = utf8(((LongString) v).getBytes());
+        if (text == null) {
+          // Read leniently, two different byte strings would become one text (U+FFFD).
+          throw new MalformedMessageException("header " + h.getKey() + " is not valid UTF-8");
+        }
+        out.put(h.getKey(), text);
+      } else if (v instanceof String || v instanceof Number || v instanceof Boolean) {
+        out.put(h.getKey(), String.valueOf(v));
       } else if (v == null) {
         throw new MalformedMessageException("header " + h.getKey() + " is null");
       } else {
@@ -131,13 +138,11 @@ final class AmqpHeaders {
       }
       Object v = h.getValue();
       if (v instanceof LongString) {
-        try {
-          out.put(h.getKey(), StandardCharsets.UTF_8.newDecoder()
-              .onMalformedInput(CodingErrorAction.REPORT)
-              .onUnmappableCharacter(CodingErrorAction.REPORT)
-              .decode(ByteBuffer.wrap(((LongString) v).getBytes())).toString());
-        } catch (CharacterCodingException e) {
+        String text = utf8(((LongString) v).getBytes());
+        if (text == null) {
           invalid.add(h.getKey());
+        } else {
+          out.put(h.getKey(), text);
         }
       } else if (v instanceof String || v instanceof Number || v instanceof Boolean) {
         out.put(h.getKey(), String.valueOf(v));
@@ -151,11 +156,28 @@ final class AmqpHeaders {
     return out;
   }
 
+  /** {@code bytes} as UTF-8 text, or null when they are not valid UTF-8. */
+  private static String utf8(byte[] bytes) {
+    try {
+      return StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(bytes)).toString();
+    } catch (CharacterCodingException e) {
+      return null;
+    }
+  }
+
   /**
    * A foreign message's position, the same on every redelivery: its message-id property if it has
    * one, else {@code destination@sha256:} and 32 hex digits of a SHA-256 over the timestamp, the
    * string headers (sorted; broker-added ones excluded, they change on redelivery) and the body,
-   * the same in every group. Delivery tags are per channel and redelivery, so they cannot serve.
+   * the same in every group. No choice of header names, values and body makes two different
+   * messages one digest input: headers whose names hold no '=', newline or NUL and whose values
+   * hold no newline or NUL are joined as {@code \nname=value}, then a NUL and the body; any other
+   * message's parts go in with their lengths first, behind a byte that form never starts with.
+   * Delivery tags are per channel and redelivery, so they
+   * cannot serve.
    */
   static String stablePosition(String destination, AMQP.BasicProperties props, Map<String, String> wire,
       byte[] body) {
@@ -163,16 +185,52 @@ final class AmqpHeaders {
       return props.getMessageId();
     }
     MessageDigest sha = Digests.sha256();
-    sha.update(String.valueOf(props.getTimestamp() == null ? "" : props.getTimestamp().getTime())
-        .getBytes(StandardCharsets.UTF_8));
-    for (Map.Entry<String, String> h : new TreeMap<>(wire).entrySet()) {
-      sha.update(("\n" + h.getKey() + "=" + h.getValue()).getBytes(StandardCharsets.UTF_8));
+    byte[] stamp = String.valueOf(props.getTimestamp() == null ? ""
+        : props.getTimestamp().getTime()).getBytes(StandardCharsets.UTF_8);
+    Map<String, String> sorted = new TreeMap<>(wire);
+    boolean delimited = true;
+    for (Map.Entry<String, String> h : sorted.entrySet()) {
+      delimited &= none(h.getKey(), "=\n\0") && none(h.getValue(), "\n\0");
     }
-    sha.update((byte) 0);
-    if (body != null) {
-      sha.update(body);
+    if (delimited) {
+      // Unambiguous without lengths when no name holds '=', newline or NUL and no value a newline
+      // or NUL; kept for these so that the ids of such messages stay what they were.
+      sha.update(stamp);
+      for (Map.Entry<String, String> h : sorted.entrySet()) {
+        sha.update(("\n" + h.getKey() + "=" + h.getValue()).getBytes(StandardCharsets.UTF_8));
+      }
+      sha.update((byte) 0);
+      if (body != null) {
+        sha.update(body);
+      }
+    } else {
+      // Length-prefixed, behind a first byte (0xFF) that the form above never starts with.
+      sha.update((byte) 0xFF);
+      part(sha, stamp);
+      part(sha, Integer.toString(sorted.size()).getBytes(StandardCharsets.UTF_8));
+      for (Map.Entry<String, String> h : sorted.entrySet()) {
+        part(sha, h.getKey().getBytes(StandardCharsets.UTF_8));
+        part(sha, h.getValue().getBytes(StandardCharsets.UTF_8));
+      }
+      part(sha, body == null ? new byte[0] : body);
     }
     return destination + "@sha256:" + Digests.hex(sha.digest(), 16);
+  }
+
+  /** Whether {@code s} holds none of the characters of {@code chars}. */
+  private static boolean none(String s, String chars) {
+    for (int i = 0; i < chars.length(); i++) {
+      if (s.indexOf(chars.charAt(i)) >= 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Adds {@code bytes} to {@code sha} behind their length (4 bytes, big-endian). */
+  private static void part(MessageDigest sha, byte[] bytes) {
+    sha.update(ByteBuffer.allocate(4).putInt(bytes.length).array());
+    sha.update(bytes);
   }
 
   /**
