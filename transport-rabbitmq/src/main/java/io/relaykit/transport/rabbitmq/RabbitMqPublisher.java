@@ -194,7 +194,10 @@ public final class RabbitMqPublisher implements Publisher {
   /**
    * Publishes {@code message} to the exchange of {@code destination}, declaring the exchange on
    * first use. Blocks while the confirm window is full (at most the confirm timeout); never
-   * writes to the socket itself. Fails at once while the broker blocks the connection.
+   * writes to the socket itself. Fails at once while the broker blocks the connection. A message
+   * whose id, type, key, or a header name or value holds an unpaired surrogate (no UTF-8 form:
+   * the wire would carry '?', and two such ids would arrive as one) fails at once with {@link
+   * MessageRejectedException} naming the header.
    *
    * @throws IllegalArgumentException if {@code destination} is not a valid destination name or
    *     {@code message} is null
@@ -220,6 +223,18 @@ public final class RabbitMqPublisher implements Publisher {
     }
     Map<String, String> wire = MessageHeaders.toWire(message);
     message.key().ifPresent(key -> wire.put(AmqpHeaders.KEY, key));
+    for (Map.Entry<String, String> h : wire.entrySet()) {
+      // amqp-client writes an unpaired surrogate as '?': two ids (keys, values) differing only
+      // there would reach every consumer as one.
+      int at = io.relaykit.internal.Utf8.firstUnpairedSurrogate(h.getKey());
+      int valueAt = io.relaykit.internal.Utf8.firstUnpairedSurrogate(h.getValue());
+      if (at >= 0 || valueAt >= 0) {
+        return CompletableFuture.failedFuture(new MessageRejectedException("header "
+            + h.getKey().replaceAll("\\p{Cs}", "?") + (at >= 0 ? " (its name)" : "")
+            + " holds an unpaired surrogate at index " + (at >= 0 ? at : valueAt)
+            + ": it has no UTF-8 form, and the broker would carry it as '?'"));
+      }
+    }
     long size = message.payloadSize() + AmqpHeaders.estimatedSize(wire);
     if (size > config.maxMessageBytes()) {
       return CompletableFuture.failedFuture(new MessageRejectedException("message "
