@@ -19,7 +19,8 @@ import java.util.TreeMap;
 /**
  * The AMQP side of {@link io.relaykit.message.MessageHeaders}: every relaykit header travels as an
  * AMQP string header, and the message id, type and creation time are mirrored into the standard
- * AMQP properties for tools that show them. Messages are always persistent.
+ * AMQP properties for tools that show them (an id or type longer than a short string's 255 UTF-8
+ * bytes is not mirrored). Messages are always persistent.
  */
 final class AmqpHeaders {
   /** The publish sequence number, so a returned (unroutable) message finds its pending publish. */
@@ -66,11 +67,45 @@ final class AmqpHeaders {
         .deliveryMode(PERSISTENT)
         .contentType(wire.getOrDefault(io.relaykit.message.CloudEvents.CONTENT_TYPE,
             "application/octet-stream"))
-        .messageId(messageId)
-        .type(type)
+        .messageId(shortString(messageId))
+        .type(shortString(type))
         .timestamp(new java.util.Date(createdAtMillis))
         .headers(headers)
         .build();
+  }
+
+  /** The most UTF-8 bytes of an AMQP 0-9-1 short string (a property, a routing key). */
+  static final int MAX_SHORT_STRING_BYTES = 255;
+
+  /**
+   * {@code s} if it fits a short-string property, else null: the message id and type are
+   * mirrored into the properties only for tools that show them (relaykit reads its headers), and
+   * a longer one would fail every write of the message (amqp-client refuses to encode it).
+   */
+  private static String shortString(String s) {
+    return s == null || utf8Length(s) <= MAX_SHORT_STRING_BYTES ? s : null;
+  }
+
+  /** The UTF-8 length of {@code s} (well-formed; an unpaired surrogate counts as '?'). */
+  static int utf8Length(String s) {
+    int n = 0;
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c < 0x80) {
+        n++;
+      } else if (c < 0x800) {
+        n += 2;
+      } else if (Character.isHighSurrogate(c) && i + 1 < s.length()
+          && Character.isLowSurrogate(s.charAt(i + 1))) {
+        n += 4;
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        n++;
+      } else {
+        n += 3;
+      }
+    }
+    return n;
   }
 
   /**

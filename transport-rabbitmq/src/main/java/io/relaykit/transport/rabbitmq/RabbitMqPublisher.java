@@ -197,7 +197,9 @@ public final class RabbitMqPublisher implements Publisher {
    * writes to the socket itself. Fails at once while the broker blocks the connection. A message
    * whose id, type, key, or a header name or value holds an unpaired surrogate (no UTF-8 form:
    * the wire would carry '?', and two such ids would arrive as one) fails at once with {@link
-   * MessageRejectedException} naming the header.
+   * MessageRejectedException} naming the header; so does one whose key (the routing key) is
+   * longer than 255 UTF-8 bytes. An id or type longer than that travels in the headers only (the
+   * message-id and type properties cannot hold it).
    *
    * @throws IllegalArgumentException if {@code destination} is not a valid destination name or
    *     {@code message} is null
@@ -234,6 +236,14 @@ public final class RabbitMqPublisher implements Publisher {
             + " holds an unpaired surrogate at index " + (at >= 0 ? at : valueAt)
             + ": it has no UTF-8 form, and the broker would carry it as '?'"));
       }
+    }
+    if (message.key().isPresent()
+        && AmqpHeaders.utf8Length(message.key().get()) > AmqpHeaders.MAX_SHORT_STRING_BYTES) {
+      // The routing key: amqp-client refuses to encode it, and every write would fail.
+      return CompletableFuture.failedFuture(new MessageRejectedException("message "
+          + message.id() + ": its key is " + AmqpHeaders.utf8Length(message.key().get())
+          + " UTF-8 bytes, more than the " + AmqpHeaders.MAX_SHORT_STRING_BYTES
+          + " of an AMQP routing key"));
     }
     long size = message.payloadSize() + AmqpHeaders.estimatedSize(wire);
     if (size > config.maxMessageBytes()) {
