@@ -197,8 +197,8 @@ public final class RabbitMqPublisher implements Publisher {
    * writes to the socket itself. Fails at once while the broker blocks the connection. A message
    * whose id, type, key, or a header name or value holds an unpaired surrogate (no UTF-8 form:
    * the wire would carry '?', and two such ids would arrive as one) fails at once with {@link
-   * MessageRejectedException} naming the header; so does one whose key (the routing key) is
-   * longer than 255 UTF-8 bytes. An id or type longer than that travels in the headers only (the
+   * MessageRejectedException} naming the header; so does one whose key (the routing key) or a
+   * header name is longer than 255 UTF-8 bytes. An id or type longer than that travels in the headers only (the
    * message-id and type properties cannot hold it).
    *
    * @throws IllegalArgumentException if {@code destination} is not a valid destination name or
@@ -230,6 +230,13 @@ public final class RabbitMqPublisher implements Publisher {
       // there would reach every consumer as one.
       int at = io.relaykit.internal.Utf8.firstUnpairedSurrogate(h.getKey());
       int valueAt = io.relaykit.internal.Utf8.firstUnpairedSurrogate(h.getValue());
+      if (AmqpHeaders.utf8Length(h.getKey()) > AmqpHeaders.MAX_SHORT_STRING_BYTES) {
+        // A header table's field names are short strings: amqp-client refuses to encode it.
+        return CompletableFuture.failedFuture(new MessageRejectedException("header "
+            + h.getKey().substring(0, 32) + "... has a name of "
+            + AmqpHeaders.utf8Length(h.getKey()) + " UTF-8 bytes, more than the "
+            + AmqpHeaders.MAX_SHORT_STRING_BYTES + " AMQP allows"));
+      }
       if (at >= 0 || valueAt >= 0) {
         return CompletableFuture.failedFuture(new MessageRejectedException("header "
             + h.getKey().replaceAll("\\p{Cs}", "?") + (at >= 0 ? " (its name)" : "")

@@ -79,8 +79,8 @@ class RabbitMqShortStringAttackTest {
   }
 
   @Test
-  @DisplayName("a key longer than 255 UTF-8 bytes (the routing key) is rejected at once,"
-      + " permanent, and the messages beside it are confirmed")
+  @DisplayName("a key (the routing key) or a header name longer than 255 UTF-8 bytes is rejected"
+      + " at once, permanent, and the messages beside it are confirmed")
   void longKeyRejected() throws Exception {
     String key = "\u00e9".repeat(128); // 128 chars, 256 bytes
     assertThatThrownBy(() -> publisher.publish(destination, Message.builder().id("k").type("t")
@@ -88,6 +88,10 @@ class RabbitMqShortStringAttackTest {
         .isInstanceOf(CompletionException.class).cause()
         .isInstanceOf(MessageRejectedException.class).hasMessageContaining("key")
         .hasMessageContaining("255");
+    assertThatThrownBy(() -> publisher.publish(destination, Message.builder().id("h").type("t")
+        .headers(Map.of("n".repeat(256), "v")).payload(new byte[] {1}).build()).join())
+        .isInstanceOf(CompletionException.class).cause()
+        .isInstanceOf(MessageRejectedException.class).hasMessageContaining("255");
     publisher.publish(destination, Message.builder().id("ok").type("t").key("k")
         .payload(new byte[] {2}).build()).get(10, TimeUnit.SECONDS);
     assertThat(TestBroker.drain(admin, queues.queue())).singleElement()
