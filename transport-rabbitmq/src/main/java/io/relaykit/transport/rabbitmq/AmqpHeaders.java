@@ -167,6 +167,11 @@ final class AmqpHeaders {
     if (raw == null) {
       return out;
     }
+    if (raw.containsKey(HEADER_ORDER) || isText(raw.get(MessageHeaders.ID))) {
+      // relaykit's own envelope: read strictly (a header of the wrong type is undecodable, as
+      // with a relaykit-only mapping, whatever the number of user headers), in its order.
+      return strings(props);
+    }
     for (Map.Entry<String, Object> h : raw.entrySet()) {
       if (h.getKey().equals(PUBLISH_SEQ) || isBrokerHeader(h.getKey())) {
         continue;
@@ -184,9 +189,6 @@ final class AmqpHeaders {
       } else {
         invalid.add(h.getKey());
       }
-    }
-    if (raw.containsKey(HEADER_ORDER)) {
-      return strings(props); // relaykit's own: keep its promised order
     }
     return out;
   }
@@ -297,12 +299,17 @@ final class AmqpHeaders {
     }
     Object exchange = death.get("exchange");
     Object keys = death.get("routing-keys");
-    if (exchange == null || string(exchange).isEmpty() || !(keys instanceof java.util.List<?> ks)
-        || ks.isEmpty() || ks.get(0) == null) {
+    if (!isText(exchange) || string(exchange).isEmpty() || !(keys instanceof java.util.List<?> ks)
+        || ks.isEmpty() || !isText(ks.get(0))) {
       return null;
     }
     String key = string(ks.get(0));
     return key.isBlank() || key.length() > 1024 ? null : key;
+  }
+
+  /** Whether {@code v} is an AMQP string (a long string or a decoded one). */
+  private static boolean isText(Object v) {
+    return v instanceof LongString || v instanceof String;
   }
 
   /** A header value as text; AMQP long strings are UTF-8 bytes. */

@@ -475,7 +475,12 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
     }
     com.rabbitmq.client.AMQP.BasicProperties props = r.getProps();
     Set<String> invalid = new HashSet<>();
-    Map<String, String> wire = AmqpHeaders.stringsLenient(props, invalid);
+    Map<String, String> wire;
+    try {
+      wire = AmqpHeaders.stringsLenient(props, invalid);
+    } catch (MalformedMessageException e) {
+      return null; // relaykit's envelope, broken: the lenient reading takes over
+    }
     if (wire.containsKey(MessageHeaders.ID)) {
       return null;
     }
@@ -506,7 +511,7 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
       com.rabbitmq.client.AMQP.BasicProperties props = r.getProps();
       id = props.getMessageId() != null && !props.getMessageId().isBlank()
           ? props.getMessageId() : "undecodable-" + AmqpHeaders.stablePosition(destination,
-              props, AmqpHeaders.stringsLenient(props, new HashSet<>()), r.getBody());
+              props, wire, r.getBody());
     }
     String type = wire.get(MessageHeaders.TYPE);
     Map<String, String> user = new LinkedHashMap<>();

@@ -65,6 +65,26 @@ class RabbitMqDeadLetterIdentityAttackTest {
     }
   }
 
+  @Test
+  @DisplayName("a dead letter with a forged header-order header and a table header but no"
+      + " relaykit id is listed, found and removed (it never makes the queue unreadable)")
+  void forgedEnvelopeListed() throws Exception {
+    dlq = RabbitMqDeadLetterStore.create(config, destination, "g");
+    try (Channel ch = admin.createChannel()) {
+      ch.confirmSelect();
+      ch.basicPublish("", queues.deadLetterQueue(), true, new AMQP.BasicProperties.Builder()
+          .headers(Map.of(AmqpHeaders.HEADER_ORDER, "a\nb", "a", Map.of("t", 1), "b", "x"))
+          .build(), "forged".getBytes(StandardCharsets.UTF_8));
+      ch.waitForConfirmsOrDie(10_000);
+    }
+    Map<String, String> ids = idsByBody();
+    assertThat(ids).containsOnlyKeys("forged");
+    assertThat(idsByBody()).isEqualTo(ids);
+    assertThat(dlq.find(ids.get("forged"))).isPresent();
+    assertThat(dlq.remove(ids.get("forged"))).isPresent();
+    assertThat(dlq.count(DeadLetterQuery.all())).isZero();
+  }
+
   private Map<String, String> idsByBody() {
     return dlq.list(DeadLetterQuery.all()).stream().collect(Collectors.toMap(
         d -> d.message().payloadUtf8(), DeadLetter::id));
