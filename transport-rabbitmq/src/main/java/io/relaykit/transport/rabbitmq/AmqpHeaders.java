@@ -318,11 +318,15 @@ final class AmqpHeaders {
         ? new String(((LongString) v).getBytes(), StandardCharsets.UTF_8) : String.valueOf(v);
   }
 
-  /** Headers the broker adds on redelivery and dead-lettering; not part of the message. */
+  /**
+   * Headers the broker adds on redelivery, dead-lettering, federation and shovelling (tables,
+   * arrays and timestamps among them); not part of the message.
+   */
   static boolean isBrokerHeader(String name) {
     return name.equals("x-delivery-count") || name.equals("x-death")
         || name.startsWith("x-first-death-") || name.startsWith("x-last-death-")
-        || name.equals("x-received-from");
+        || name.equals("x-received-from") || name.equals("x-shovelled")
+        || name.equals("x-shovelled-timestamp");
   }
 
   /** Estimated encoded size of headers: names, values and a few bytes of framing each. */

@@ -47,6 +47,21 @@ class AmqpHeadersWireAttackTest {
   }
 
   @Test
+  @DisplayName("a relaykit message a shovel or federation moved (broker headers that are tables,"
+      + " arrays, timestamps) still reads as its envelope")
+  void shovelledRelaykitMessageReads() {
+    Map<String, Object> h = new HashMap<>();
+    h.put(MessageHeaders.ID, "m-1");
+    h.put("x-shovelled", List.of(Map.of("shovel-name", "s")));
+    h.put("x-shovelled-timestamp", new Date(0));
+    h.put("x-received-from", List.of(Map.of("uri", "amqp://upstream")));
+    h.put("tenant", "acme");
+    assertThat(AmqpHeaders.stringsLenient(props(h), new HashSet<>()))
+        .containsOnlyKeys(MessageHeaders.ID, "tenant");
+    assertThat(AmqpHeaders.strings(props(h))).containsOnlyKeys(MessageHeaders.ID, "tenant");
+  }
+
+  @Test
   @DisplayName("x-death records of every odd shape give no key and never throw")
   void oddDeathShapes() {
     List<Object> shapes = new ArrayList<>(Arrays.asList(
