@@ -82,8 +82,7 @@ import java.util.regex.Pattern;
  *
  * <p><b>Bad input</b> is undecodable and dead-lettered with a reason naming the header: a named
  * id, type or key header whose value is blank, longer than {@value #MAX_MAPPED_CHARS} characters,
- * or not valid UTF-8 (the transport reports those in {@link Inbound#invalidHeaders}); a {@value
- * MessageHeaders#ID} header that is not valid UTF-8; an empty
+ * or not valid UTF-8 (the transport reports those in {@link Inbound#invalidHeaders}); an empty
  * body; no id at all. "Undecodable" keeps its meaning: a value relaykit (or a user decoder) cannot
  * make a message of, never a foreign record as such once the subscription accepts them.
  *
@@ -340,10 +339,6 @@ public final class InboundMapping {
   public Decoded decode(Map<String, String> wire, byte[] body, Inbound in) {
     Checks.requireNonNull("wire", wire);
     Checks.requireNonNull("in", in);
-    if (in.invalidHeaders().contains(MessageHeaders.ID)) {
-      // relaykit's envelope with an id that is not text: never a foreign record of derived id.
-      throw new MalformedMessageException("header " + MessageHeaders.ID + " is not valid UTF-8");
-    }
     if (!foreign || wire.containsKey(MessageHeaders.ID)) {
       return new Decoded(MessageHeaders.fromWire(wire, in.key(), body), wire, false);
     }

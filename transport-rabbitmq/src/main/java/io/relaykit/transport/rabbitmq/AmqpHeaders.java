@@ -167,7 +167,7 @@ final class AmqpHeaders {
     if (raw == null) {
       return out;
     }
-    if (raw.containsKey(HEADER_ORDER) || isText(raw.get(MessageHeaders.ID))) {
+    if (raw.containsKey(HEADER_ORDER) || isUtf8Text(raw.get(MessageHeaders.ID))) {
       // relaykit's own envelope: read strictly (a header of the wrong type is undecodable, as
       // with a relaykit-only mapping, whatever the number of user headers), in its order.
       return strings(props);
@@ -212,7 +212,8 @@ final class AmqpHeaders {
    * the same in every group. No choice of header names, values and body makes two different
    * messages one digest input: headers whose names hold no '=', newline or NUL and whose values
    * hold no newline or NUL are joined as {@code \nname=value}, then a NUL and the body; any other
-   * message's parts go in with their lengths first, behind a byte that form never starts with.
+   * message's parts go in with their lengths first, behind a byte that form never starts with,
+   * and so do the bytes of long-string headers that are not UTF-8 (left out of {@code wire}).
    * Delivery tags are per channel and redelivery, so they
    * cannot serve.
    */
@@ -225,7 +226,18 @@ final class AmqpHeaders {
     byte[] stamp = String.valueOf(props.getTimestamp() == null ? ""
         : props.getTimestamp().getTime()).getBytes(StandardCharsets.UTF_8);
     Map<String, String> sorted = new TreeMap<>(wire);
-    boolean delimited = true;
+    // Long strings that are not UTF-8 are left out of wire: their bytes count here, so two
+    // messages that differ only in one (a binary id header) never share a position.
+    Map<String, byte[]> binary = new TreeMap<>();
+    if (props.getHeaders() != null) {
+      props.getHeaders().forEach((k, v) -> {
+        if (v instanceof LongString && !k.equals(PUBLISH_SEQ) && !isBrokerHeader(k)
+            && !wire.containsKey(k) && utf8(((LongString) v).getBytes()) == null) {
+          binary.put(k, ((LongString) v).getBytes());
+        }
+      });
+    }
+    boolean delimited = binary.isEmpty();
     for (Map.Entry<String, String> h : sorted.entrySet()) {
       delimited &= none(h.getKey(), "=\n\0") && none(h.getValue(), "\n\0");
     }
@@ -248,6 +260,11 @@ final class AmqpHeaders {
       for (Map.Entry<String, String> h : sorted.entrySet()) {
         part(sha, h.getKey().getBytes(StandardCharsets.UTF_8));
         part(sha, h.getValue().getBytes(StandardCharsets.UTF_8));
+      }
+      part(sha, Integer.toString(binary.size()).getBytes(StandardCharsets.UTF_8));
+      for (Map.Entry<String, byte[]> h : binary.entrySet()) {
+        part(sha, h.getKey().getBytes(StandardCharsets.UTF_8));
+        part(sha, h.getValue());
       }
       part(sha, body == null ? new byte[0] : body);
     }
@@ -305,6 +322,12 @@ final class AmqpHeaders {
     }
     String key = string(ks.get(0));
     return key.isBlank() || key.length() > 1024 ? null : key;
+  }
+
+  /** Whether {@code v} is an AMQP string that is valid UTF-8: an envelope's id. */
+  private static boolean isUtf8Text(Object v) {
+    return v instanceof String
+        || v instanceof LongString && utf8(((LongString) v).getBytes()) != null;
   }
 
   /** Whether {@code v} is an AMQP string (a long string or a decoded one). */
