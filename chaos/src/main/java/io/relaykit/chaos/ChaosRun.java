@@ -238,7 +238,15 @@ public final class ChaosRun implements AutoCloseable {
     long loadEndMs = driver.nowMs();
     out.printf(Locale.ROOT, "[chaos] load done after %.1f s: %d of %d orders accepted%n",
         loadEndMs / 1000.0, driver.accepted(), o.orders());
-    faulter.join(Duration.ofMinutes(10).toMillis());
+    // Each fault may wait its recovery bound: give the schedule that, at least 10 minutes, then
+    // stop it, so no fault is injected while the run settles (the pacer reports the cut).
+    long scheduleMs = schedule.size() * (o.recoveryBound().toMillis() + HEALTHY_GAP.toMillis()
+        + o.partitionLength().toMillis() + 30_000L);
+    faulter.join(Math.max(Duration.ofMinutes(10).toMillis(), scheduleMs));
+    if (faulter.isAlive()) {
+      faulter.interrupt();
+      faulter.join(60_000);
+    }
     poller.interrupt();
     poller.join(15_000);
     for (FaultProxy p : proxies.values()) {

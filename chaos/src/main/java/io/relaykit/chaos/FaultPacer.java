@@ -12,7 +12,9 @@ import java.util.function.Supplier;
  * Injects a fault schedule one fault at a time: the next fault starts only once the previous one
  * has recovered by {@link Checker#recovery} (backlog back at its level before the fault and
  * deliveries flowing), or once the recovery bound has passed since its start, and never before
- * its planned moment nor sooner than {@code gapMs} after that. So each fault's recovery measures
+ * its planned moment nor sooner than {@code gapMs} after that. Interrupted, it stops at once and
+ * its outcome says how many faults it injected (the run interrupts a schedule that outlasts the
+ * time it gives it). So each fault's recovery measures
  * that fault alone. A fault that does not recover within the bound is recorded as unrecovered
  * (its recovery is the bound) and fails the run's verdict; the schedule goes on after it.
  *
@@ -80,6 +82,7 @@ final class FaultPacer {
   Outcome run(List<FaultSchedule.Event> schedule, Injector injector,
       Consumer<FaultWindow> windows) {
     List<Checker.Recovery> out = new ArrayList<>();
+    int injected = 0;
     long notBefore = 0;
     long previousRecovered = Long.MIN_VALUE;
     try {
@@ -96,6 +99,7 @@ final class FaultPacer {
               start, clock.nowMs()));
           return new Outcome(out, e.fault() + " " + e.target() + " failed: " + ex);
         }
+        injected++;
         long end = clock.nowMs();
         FaultWindow w = new FaultWindow(e.fault(), e.target(), e.mode(), detail, start, end);
         windows.accept(w);
@@ -122,6 +126,10 @@ final class FaultPacer {
       }
     } catch (InterruptedException stop) {
       Thread.currentThread().interrupt();
+      // Stopped from outside (the run's time for the schedule ran out, or Ctrl-C): the faults
+      // left out, and a recovery not waited for, must not pass as a complete schedule.
+      return new Outcome(out, "the schedule was stopped after injecting " + injected + " of "
+          + schedule.size() + " faults");
     }
     return new Outcome(out, null);
   }

@@ -499,9 +499,15 @@ public final class InboundMapping {
     return null;
   }
 
-  /** 32 hex digits from SHA-256 of destination and id: stable across redeliveries. */
+  /**
+   * 32 hex digits from SHA-256 of destination and id: stable across redeliveries. The input is
+   * {@code destination \n id} when the destination has no newline (the first newline then ends
+   * it, so no id can forge another destination's), else {@code \n <length>: destination id},
+   * which no destination without a newline (never blank) can produce.
+   */
   static String traceIdOf(String destination, String id) {
-    return Digests.sha256Hex(destination + "\n" + id, 16);
+    return Digests.sha256Hex(destination.indexOf('\n') < 0 ? destination + "\n" + id
+        : "\n" + destination.length() + ":" + destination + id, 16);
   }
 
 

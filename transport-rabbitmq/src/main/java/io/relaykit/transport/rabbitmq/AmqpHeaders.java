@@ -19,7 +19,8 @@ import java.util.TreeMap;
 /**
  * The AMQP side of {@link io.relaykit.message.MessageHeaders}: every relaykit header travels as an
  * AMQP string header, and the message id, type and creation time are mirrored into the standard
- * AMQP properties for tools that show them. Messages are always persistent.
+ * AMQP properties for tools that show them (an id or type longer than a short string's 255 UTF-8
+ * bytes is not mirrored). Messages are always persistent.
  */
 final class AmqpHeaders {
   /** The publish sequence number, so a returned (unroutable) message finds its pending publish. */
@@ -66,18 +67,53 @@ final class AmqpHeaders {
         .deliveryMode(PERSISTENT)
         .contentType(wire.getOrDefault(io.relaykit.message.CloudEvents.CONTENT_TYPE,
             "application/octet-stream"))
-        .messageId(messageId)
-        .type(type)
+        .messageId(shortString(messageId))
+        .type(shortString(type))
         .timestamp(new java.util.Date(createdAtMillis))
         .headers(headers)
         .build();
+  }
+
+  /** The most UTF-8 bytes of an AMQP 0-9-1 short string (a property, a routing key). */
+  static final int MAX_SHORT_STRING_BYTES = 255;
+
+  /**
+   * {@code s} if it fits a short-string property, else null: the message id and type are
+   * mirrored into the properties only for tools that show them (relaykit reads its headers), and
+   * a longer one would fail every write of the message (amqp-client refuses to encode it).
+   */
+  private static String shortString(String s) {
+    return s == null || utf8Length(s) <= MAX_SHORT_STRING_BYTES ? s : null;
+  }
+
+  /** The UTF-8 length of {@code s} (well-formed; an unpaired surrogate counts as '?'). */
+  static int utf8Length(String s) {
+    int n = 0;
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c < 0x80) {
+        n++;
+      } else if (c < 0x800) {
+        n += 2;
+      } else if (Character.isHighSurrogate(c) && i + 1 < s.length()
+          && Character.isLowSurrogate(s.charAt(i + 1))) {
+        n += 4;
+        i++;
+      } else if (Character.isSurrogate(c)) {
+        n++;
+      } else {
+        n += 3;
+      }
+    }
+    return n;
   }
 
   /**
    * The string headers of a delivery, without the transport-private ones; user headers in the
    * order they were published.
    *
-   * @throws MalformedMessageException if a header is not a string or number
+   * @throws MalformedMessageException if a header is not a string, number or boolean, or a long
+   *     string that is not valid UTF-8
    */
   static Map<String, String> strings(AMQP.BasicProperties props) {
     Map<String, String> out = new LinkedHashMap<>();
@@ -100,9 +136,15 @@ final class AmqpHeaders {
         continue;
       }
       Object v = h.getValue();
-      if (v instanceof LongString || v instanceof String || v instanceof Number
-          || v instanceof Boolean) {
-        out.put(h.getKey(), string(v));
+      if (v instanceof LongString) {
+        String text = utf8(((LongString) v).getBytes());
+        if (text == null) {
+          // Read leniently, two different byte strings would become one text (U+FFFD).
+          throw new MalformedMessageException("header " + h.getKey() + " is not valid UTF-8");
+        }
+        out.put(h.getKey(), text);
+      } else if (v instanceof String || v instanceof Number || v instanceof Boolean) {
+        out.put(h.getKey(), String.valueOf(v));
       } else if (v == null) {
         throw new MalformedMessageException("header " + h.getKey() + " is null");
       } else {
@@ -125,19 +167,22 @@ final class AmqpHeaders {
     if (raw == null) {
       return out;
     }
+    if (raw.containsKey(HEADER_ORDER) || isUtf8Text(raw.get(MessageHeaders.ID))) {
+      // relaykit's own envelope: read strictly (a header of the wrong type is undecodable, as
+      // with a relaykit-only mapping, whatever the number of user headers), in its order.
+      return strings(props);
+    }
     for (Map.Entry<String, Object> h : raw.entrySet()) {
       if (h.getKey().equals(PUBLISH_SEQ) || isBrokerHeader(h.getKey())) {
         continue;
       }
       Object v = h.getValue();
       if (v instanceof LongString) {
-        try {
-          out.put(h.getKey(), StandardCharsets.UTF_8.newDecoder()
-              .onMalformedInput(CodingErrorAction.REPORT)
-              .onUnmappableCharacter(CodingErrorAction.REPORT)
-              .decode(ByteBuffer.wrap(((LongString) v).getBytes())).toString());
-        } catch (CharacterCodingException e) {
+        String text = utf8(((LongString) v).getBytes());
+        if (text == null) {
           invalid.add(h.getKey());
+        } else {
+          out.put(h.getKey(), text);
         }
       } else if (v instanceof String || v instanceof Number || v instanceof Boolean) {
         out.put(h.getKey(), String.valueOf(v));
@@ -145,17 +190,32 @@ final class AmqpHeaders {
         invalid.add(h.getKey());
       }
     }
-    if (raw.containsKey(HEADER_ORDER)) {
-      return strings(props); // relaykit's own: keep its promised order
-    }
     return out;
+  }
+
+  /** {@code bytes} as UTF-8 text, or null when they are not valid UTF-8. */
+  private static String utf8(byte[] bytes) {
+    try {
+      return StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(bytes)).toString();
+    } catch (CharacterCodingException e) {
+      return null;
+    }
   }
 
   /**
    * A foreign message's position, the same on every redelivery: its message-id property if it has
    * one, else {@code destination@sha256:} and 32 hex digits of a SHA-256 over the timestamp, the
    * string headers (sorted; broker-added ones excluded, they change on redelivery) and the body,
-   * the same in every group. Delivery tags are per channel and redelivery, so they cannot serve.
+   * the same in every group. No choice of header names, values and body makes two different
+   * messages one digest input: headers whose names hold no '=', newline or NUL and whose values
+   * hold no newline or NUL are joined as {@code \nname=value}, then a NUL and the body; any other
+   * message's parts go in with their lengths first, behind a byte that form never starts with,
+   * and so do the bytes of long-string headers that are not UTF-8 (left out of {@code wire}).
+   * Delivery tags are per channel and redelivery, so they
+   * cannot serve.
    */
   static String stablePosition(String destination, AMQP.BasicProperties props, Map<String, String> wire,
       byte[] body) {
@@ -163,16 +223,68 @@ final class AmqpHeaders {
       return props.getMessageId();
     }
     MessageDigest sha = Digests.sha256();
-    sha.update(String.valueOf(props.getTimestamp() == null ? "" : props.getTimestamp().getTime())
-        .getBytes(StandardCharsets.UTF_8));
-    for (Map.Entry<String, String> h : new TreeMap<>(wire).entrySet()) {
-      sha.update(("\n" + h.getKey() + "=" + h.getValue()).getBytes(StandardCharsets.UTF_8));
+    byte[] stamp = String.valueOf(props.getTimestamp() == null ? ""
+        : props.getTimestamp().getTime()).getBytes(StandardCharsets.UTF_8);
+    Map<String, String> sorted = new TreeMap<>(wire);
+    // Long strings that are not UTF-8 are left out of wire: their bytes count here, so two
+    // messages that differ only in one (a binary id header) never share a position.
+    Map<String, byte[]> binary = new TreeMap<>();
+    if (props.getHeaders() != null) {
+      props.getHeaders().forEach((k, v) -> {
+        if (v instanceof LongString && !k.equals(PUBLISH_SEQ) && !isBrokerHeader(k)
+            && !wire.containsKey(k) && utf8(((LongString) v).getBytes()) == null) {
+          binary.put(k, ((LongString) v).getBytes());
+        }
+      });
     }
-    sha.update((byte) 0);
-    if (body != null) {
-      sha.update(body);
+    boolean delimited = binary.isEmpty();
+    for (Map.Entry<String, String> h : sorted.entrySet()) {
+      delimited &= none(h.getKey(), "=\n\0") && none(h.getValue(), "\n\0");
+    }
+    if (delimited) {
+      // Unambiguous without lengths when no name holds '=', newline or NUL and no value a newline
+      // or NUL; kept for these so that the ids of such messages stay what they were.
+      sha.update(stamp);
+      for (Map.Entry<String, String> h : sorted.entrySet()) {
+        sha.update(("\n" + h.getKey() + "=" + h.getValue()).getBytes(StandardCharsets.UTF_8));
+      }
+      sha.update((byte) 0);
+      if (body != null) {
+        sha.update(body);
+      }
+    } else {
+      // Length-prefixed, behind a first byte (0xFF) that the form above never starts with.
+      sha.update((byte) 0xFF);
+      part(sha, stamp);
+      part(sha, Integer.toString(sorted.size()).getBytes(StandardCharsets.UTF_8));
+      for (Map.Entry<String, String> h : sorted.entrySet()) {
+        part(sha, h.getKey().getBytes(StandardCharsets.UTF_8));
+        part(sha, h.getValue().getBytes(StandardCharsets.UTF_8));
+      }
+      part(sha, Integer.toString(binary.size()).getBytes(StandardCharsets.UTF_8));
+      for (Map.Entry<String, byte[]> h : binary.entrySet()) {
+        part(sha, h.getKey().getBytes(StandardCharsets.UTF_8));
+        part(sha, h.getValue());
+      }
+      part(sha, body == null ? new byte[0] : body);
     }
     return destination + "@sha256:" + Digests.hex(sha.digest(), 16);
+  }
+
+  /** Whether {@code s} holds none of the characters of {@code chars}. */
+  private static boolean none(String s, String chars) {
+    for (int i = 0; i < chars.length(); i++) {
+      if (s.indexOf(chars.charAt(i)) >= 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Adds {@code bytes} to {@code sha} behind their length (4 bytes, big-endian). */
+  private static void part(MessageDigest sha, byte[] bytes) {
+    sha.update(ByteBuffer.allocate(4).putInt(bytes.length).array());
+    sha.update(bytes);
   }
 
   /**
@@ -204,12 +316,23 @@ final class AmqpHeaders {
     }
     Object exchange = death.get("exchange");
     Object keys = death.get("routing-keys");
-    if (exchange == null || string(exchange).isEmpty() || !(keys instanceof java.util.List<?> ks)
-        || ks.isEmpty() || ks.get(0) == null) {
+    if (!isText(exchange) || string(exchange).isEmpty() || !(keys instanceof java.util.List<?> ks)
+        || ks.isEmpty() || !isText(ks.get(0))) {
       return null;
     }
     String key = string(ks.get(0));
     return key.isBlank() || key.length() > 1024 ? null : key;
+  }
+
+  /** Whether {@code v} is an AMQP string that is valid UTF-8: an envelope's id. */
+  private static boolean isUtf8Text(Object v) {
+    return v instanceof String
+        || v instanceof LongString && utf8(((LongString) v).getBytes()) != null;
+  }
+
+  /** Whether {@code v} is an AMQP string (a long string or a decoded one). */
+  private static boolean isText(Object v) {
+    return v instanceof LongString || v instanceof String;
   }
 
   /** A header value as text; AMQP long strings are UTF-8 bytes. */
@@ -218,11 +341,15 @@ final class AmqpHeaders {
         ? new String(((LongString) v).getBytes(), StandardCharsets.UTF_8) : String.valueOf(v);
   }
 
-  /** Headers the broker adds on redelivery and dead-lettering; not part of the message. */
+  /**
+   * Headers the broker adds on redelivery, dead-lettering, federation and shovelling (tables,
+   * arrays and timestamps among them); not part of the message.
+   */
   static boolean isBrokerHeader(String name) {
     return name.equals("x-delivery-count") || name.equals("x-death")
         || name.startsWith("x-first-death-") || name.startsWith("x-last-death-")
-        || name.equals("x-received-from");
+        || name.equals("x-received-from") || name.equals("x-shovelled")
+        || name.equals("x-shovelled-timestamp");
   }
 
   /** Estimated encoded size of headers: names, values and a few bytes of framing each. */

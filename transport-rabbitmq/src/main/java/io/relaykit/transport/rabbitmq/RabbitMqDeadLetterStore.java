@@ -475,7 +475,12 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
     }
     com.rabbitmq.client.AMQP.BasicProperties props = r.getProps();
     Set<String> invalid = new HashSet<>();
-    Map<String, String> wire = AmqpHeaders.stringsLenient(props, invalid);
+    Map<String, String> wire;
+    try {
+      wire = AmqpHeaders.stringsLenient(props, invalid);
+    } catch (MalformedMessageException e) {
+      return null; // relaykit's envelope, broken: the lenient reading takes over
+    }
     if (wire.containsKey(MessageHeaders.ID)) {
       return null;
     }
@@ -493,11 +498,20 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
     }
   }
 
-  private static Message lenientMessage(Map<String, String> wire, GetResponse r) {
+  /**
+   * A stand-in for a dead letter nobody can read. Its id is its relaykit id, else its message-id
+   * property, else {@code undecodable-} and its content digest ({@link
+   * AmqpHeaders#stablePosition}): the same in every read, so a remove or replay by an id listed
+   * earlier finds the same entry (a delivery tag, numbered per browse, would pass to another).
+   * Byte-identical messages without any id share one.
+   */
+  private Message lenientMessage(Map<String, String> wire, GetResponse r) {
     String id = wire.get(MessageHeaders.ID);
     if (id == null || id.isBlank()) {
-      id = r.getProps().getMessageId() != null && !r.getProps().getMessageId().isBlank()
-          ? r.getProps().getMessageId() : "undecodable-" + r.getEnvelope().getDeliveryTag();
+      com.rabbitmq.client.AMQP.BasicProperties props = r.getProps();
+      id = props.getMessageId() != null && !props.getMessageId().isBlank()
+          ? props.getMessageId() : "undecodable-" + AmqpHeaders.stablePosition(destination,
+              props, wire, r.getBody());
     }
     String type = wire.get(MessageHeaders.TYPE);
     Map<String, String> user = new LinkedHashMap<>();

@@ -194,7 +194,12 @@ public final class RabbitMqPublisher implements Publisher {
   /**
    * Publishes {@code message} to the exchange of {@code destination}, declaring the exchange on
    * first use. Blocks while the confirm window is full (at most the confirm timeout); never
-   * writes to the socket itself. Fails at once while the broker blocks the connection.
+   * writes to the socket itself. Fails at once while the broker blocks the connection. A message
+   * whose id, type, key, or a header name or value holds an unpaired surrogate (no UTF-8 form:
+   * the wire would carry '?', and two such ids would arrive as one) fails at once with {@link
+   * MessageRejectedException} naming the header; so does one whose key (the routing key) or a
+   * header name is longer than 255 UTF-8 bytes. An id or type longer than that travels in the headers only (the
+   * message-id and type properties cannot hold it).
    *
    * @throws IllegalArgumentException if {@code destination} is not a valid destination name or
    *     {@code message} is null
@@ -220,6 +225,33 @@ public final class RabbitMqPublisher implements Publisher {
     }
     Map<String, String> wire = MessageHeaders.toWire(message);
     message.key().ifPresent(key -> wire.put(AmqpHeaders.KEY, key));
+    for (Map.Entry<String, String> h : wire.entrySet()) {
+      // amqp-client writes an unpaired surrogate as '?': two ids (keys, values) differing only
+      // there would reach every consumer as one.
+      int at = io.relaykit.internal.Utf8.firstUnpairedSurrogate(h.getKey());
+      int valueAt = io.relaykit.internal.Utf8.firstUnpairedSurrogate(h.getValue());
+      if (AmqpHeaders.utf8Length(h.getKey()) > AmqpHeaders.MAX_SHORT_STRING_BYTES) {
+        // A header table's field names are short strings: amqp-client refuses to encode it.
+        return CompletableFuture.failedFuture(new MessageRejectedException("header "
+            + h.getKey().substring(0, 32) + "... has a name of "
+            + AmqpHeaders.utf8Length(h.getKey()) + " UTF-8 bytes, more than the "
+            + AmqpHeaders.MAX_SHORT_STRING_BYTES + " AMQP allows"));
+      }
+      if (at >= 0 || valueAt >= 0) {
+        return CompletableFuture.failedFuture(new MessageRejectedException("header "
+            + h.getKey().replaceAll("\\p{Cs}", "?") + (at >= 0 ? " (its name)" : "")
+            + " holds an unpaired surrogate at index " + (at >= 0 ? at : valueAt)
+            + ": it has no UTF-8 form, and the broker would carry it as '?'"));
+      }
+    }
+    if (message.key().isPresent()
+        && AmqpHeaders.utf8Length(message.key().get()) > AmqpHeaders.MAX_SHORT_STRING_BYTES) {
+      // The routing key: amqp-client refuses to encode it, and every write would fail.
+      return CompletableFuture.failedFuture(new MessageRejectedException("message "
+          + message.id() + ": its key is " + AmqpHeaders.utf8Length(message.key().get())
+          + " UTF-8 bytes, more than the " + AmqpHeaders.MAX_SHORT_STRING_BYTES
+          + " of an AMQP routing key"));
+    }
     long size = message.payloadSize() + AmqpHeaders.estimatedSize(wire);
     if (size > config.maxMessageBytes()) {
       return CompletableFuture.failedFuture(new MessageRejectedException("message "

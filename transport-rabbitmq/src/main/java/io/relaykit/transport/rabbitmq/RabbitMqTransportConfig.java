@@ -59,7 +59,7 @@ public final class RabbitMqTransportConfig {
     this.maxMessageBytes = b.maxMessageBytes;
     this.delayLevels = List.copyOf(b.delayLevels);
     this.recoveryInterval = b.recoveryInterval;
-    this.heartbeat = b.heartbeat;
+    this.heartbeat = b.resolvedHeartbeat;
     this.metricsInterval = b.metricsInterval;
     this.namePrefix = b.namePrefix;
   }
@@ -93,7 +93,11 @@ public final class RabbitMqTransportConfig {
     b.closeTimeout(settings.getDuration(RabbitMqConfigKeys.CLOSE_TIMEOUT, b.closeTimeout));
     b.recoveryInterval(settings.getDuration(RabbitMqConfigKeys.RECOVERY_INTERVAL,
         b.recoveryInterval));
-    b.heartbeat(settings.getDuration(RabbitMqConfigKeys.HEARTBEAT, b.heartbeat));
+    // Set only when the key is present: a heartbeat in the URI's query applies otherwise.
+    Duration heartbeat = settings.getDuration(RabbitMqConfigKeys.HEARTBEAT, null);
+    if (heartbeat != null) {
+      b.heartbeat(heartbeat);
+    }
     b.delayLevels(settings.getDurations(RabbitMqConfigKeys.DELAY_LEVELS, b.delayLevels));
     b.metricsInterval(settings.getDuration(RabbitMqConfigKeys.METRICS_INTERVAL,
         b.metricsInterval));
@@ -229,7 +233,8 @@ public final class RabbitMqTransportConfig {
    * publisher); the broker likewise closes the connection on its side and requeues what it had
    * delivered unacknowledged.
    *
-   * @return the requested heartbeat, whole seconds
+   * @return the requested heartbeat, whole seconds: the one set, else the URI's {@code heartbeat}
+   *     query parameter, else {@value #DEFAULT_HEARTBEAT_SECONDS} s
    */
   public Duration heartbeat() {
     return heartbeat;
@@ -311,10 +316,58 @@ public final class RabbitMqTransportConfig {
         Duration.ofMinutes(1), Duration.ofMinutes(10), Duration.ofHours(1));
     private Duration recoveryInterval = Duration.ofSeconds(1);
     private Duration heartbeat = Duration.ofSeconds(DEFAULT_HEARTBEAT_SECONDS);
+    /** Whether {@link #heartbeat(Duration)} was called (else the URI's may apply). */
+    private boolean heartbeatSet;
+    /** What {@link #build()} resolved: the set heartbeat, else the URI's, else the default. */
+    private Duration resolvedHeartbeat;
     private Duration metricsInterval = Duration.ofSeconds(5);
     private String namePrefix = "";
 
     private Builder() {}
+
+    /**
+     * The last {@code heartbeat} query parameter of {@code uri} (the one amqp-client applies), or
+     * null when there is none.
+     *
+     * @throws IllegalArgumentException if it is not a whole number of seconds in 1..65535 (0,
+     *     which turns heartbeats off, included)
+     */
+    private static Duration uriHeartbeat(String uri) {
+      String query;
+      try {
+        query = new URI(uri).getRawQuery();
+      } catch (URISyntaxException checkedBefore) {
+        return null;
+      }
+      if (query == null) {
+        return null;
+      }
+      String value = null;
+      for (String param : query.split("&")) {
+        int eq = param.indexOf('=');
+        String name = java.net.URLDecoder.decode(eq < 0 ? param : param.substring(0, eq),
+            java.nio.charset.StandardCharsets.UTF_8);
+        if (name.equals("heartbeat")) {
+          value = eq < 0 ? "" : java.net.URLDecoder.decode(param.substring(eq + 1),
+              java.nio.charset.StandardCharsets.UTF_8);
+        }
+      }
+      if (value == null) {
+        return null;
+      }
+      int seconds;
+      try {
+        seconds = Integer.parseInt(value.strip());
+      } catch (NumberFormatException e) {
+        seconds = -1;
+      }
+      if (seconds < 1 || seconds > 65_535) {
+        throw new IllegalArgumentException("the uri's heartbeat parameter must be whole seconds"
+            + " in 1..65535, was '" + (value.length() > 16 ? value.substring(0, 16) + "..." : value)
+            + "' in " + redact(uri));
+      }
+      return Duration.ofSeconds(seconds);
+    }
 
     private static String defaultUri() {
       String env = System.getenv(URI_ENV);
@@ -437,13 +490,16 @@ public final class RabbitMqTransportConfig {
      * connection whose path silently stopped carrying bytes is noticed within about 20 to 25 s
      * and recovered (amqp-client's own default, 60 s, took about two minutes). Each heartbeat
      * costs one 8-byte frame per direction per half period on an idle connection. The broker's
-     * {@code heartbeat} setting caps it when lower.
+     * {@code heartbeat} setting caps it when lower. A {@code heartbeat} query parameter of the URI
+     * (amqp-client reads it, in seconds) applies when this is not called; when both are given
+     * they must agree, else {@link #build()} fails naming both.
      *
      * @param heartbeat 1 s to 65535 s, whole seconds
      * @return this builder
      */
     public Builder heartbeat(Duration heartbeat) {
       this.heartbeat = heartbeat;
+      this.heartbeatSet = true;
       return this;
     }
 
@@ -478,7 +534,8 @@ public final class RabbitMqTransportConfig {
      *
      * @return the validated config
      * @throws IllegalArgumentException naming the field and value: a URI that is not {@code
-     *     amqp://} or {@code amqps://}, a blank connection name, a negative prefetch or one above
+     *     amqp://} or {@code amqps://}, a URI {@code heartbeat} parameter that is not 1..65535
+     *     seconds or disagrees with {@link #heartbeat(Duration)}, a blank connection name, a negative prefetch or one above
      *     65535, a confirm window below 1, a non-positive timeout or interval, a maximum message
      *     size below 1 KiB or above {@value #BROKER_HARD_LIMIT_BYTES}, no delay levels, a delay
      *     level that is not positive, a duplicate delay level or one above 24 days, or a name
@@ -500,6 +557,15 @@ public final class RabbitMqTransportConfig {
         throw new IllegalArgumentException("uri is not a valid URI: " + redact(uri) + " ("
             + e.getReason() + " at index " + e.getIndex() + ")");
       }
+      Duration fromUri = uriHeartbeat(uri);
+      if (fromUri != null) {
+        if (heartbeatSet && !fromUri.equals(heartbeat)) {
+          throw new IllegalArgumentException("heartbeat (" + heartbeat + ") and the uri's"
+              + " heartbeat parameter (" + fromUri.toSeconds() + " s) disagree: set one of them,"
+              + " uri " + redact(uri));
+        }
+      }
+      resolvedHeartbeat = fromUri != null ? fromUri : heartbeat;
       if (connectionName == null || connectionName.isBlank()) {
         throw new IllegalArgumentException("connectionName must not be blank");
       }
