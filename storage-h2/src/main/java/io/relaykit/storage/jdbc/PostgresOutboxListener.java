@@ -58,6 +58,7 @@ final class PostgresOutboxListener implements AutoCloseable {
   private final AtomicLong notifications = new AtomicLong();
   private final AtomicLong wakes = new AtomicLong();
   private final AtomicLong interrupts = new AtomicLong();
+  private final AtomicLong waits = new AtomicLong();
   private volatile boolean listening;
 
   PostgresOutboxListener(JdbcStorage.ListenerConnections connections, String channel,
@@ -183,6 +184,7 @@ final class PostgresOutboxListener implements AutoCloseable {
         wait = (int) Math.max(1, Math.min(WAIT_MS, left));
       }
       PGNotification[] received = pg.getNotifications(wait);
+      waits.incrementAndGet();
       if (Thread.interrupted()) {
         interrupts.incrementAndGet(); // only close() stops the listener
       }
@@ -238,6 +240,11 @@ final class PostgresOutboxListener implements AutoCloseable {
 
   long wakes() {
     return wakes.get();
+  }
+
+  /** Returns of getNotifications: how often the thread waited. */
+  long waits() {
+    return waits.get();
   }
 
   long interrupts() {
