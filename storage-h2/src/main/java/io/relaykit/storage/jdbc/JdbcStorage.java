@@ -242,6 +242,8 @@ public final class JdbcStorage implements AutoCloseable {
       storage.outboxBound = config.outboxBound();
       storage.outboxOrderScope = config.outboxOrderScope();
       storage.outboxMetrics = config.outboxMetrics();
+      storage.outboxNotifications(config.outboxNotifications());
+      storage.outboxWakeInterval(config.outboxWakeInterval());
       return storage;
     } catch (RuntimeException e) {
       pool.close();
