@@ -115,6 +115,45 @@ class OutboxWakeupTest {
   }
 
   @Test
+  @DisplayName("a wake during a claim that finds nothing makes the next claim start without the"
+      + " idle pause")
+  void wakeDuringCycle() throws Exception {
+    InMemoryOutboxStore inner = new InMemoryOutboxStore();
+    OutboxWakeup wakeup = OutboxWakeup.create();
+    CountDownLatch inClaim = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    AtomicInteger claims = new AtomicInteger();
+    OutboxStore slowFirstClaim = new DelegatingStore(inner, wakeup) {
+      @Override
+      public List<OutboxRecord> claim(String owner, int max, int maxRun, Duration lease,
+          Instant now) {
+        List<OutboxRecord> found = inner.claim(owner, max, maxRun, lease, now);
+        if (claims.incrementAndGet() == 1) {
+          inClaim.countDown();
+          try {
+            release.await(); // the commit below lands after this claim read the outbox
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+        }
+        return found;
+      }
+    };
+    try (OutboxRelay relay = OutboxRelay.builder(slowFirstClaim, publisher,
+        new InMemoryDeadLetterStore()).pollInterval(LONG_POLL).build()) {
+      relay.start();
+      assertThat(inClaim.await(5, TimeUnit.SECONDS)).isTrue();
+      inner.append("orders", message(null, "during"));
+      wakeup.wake(); // the relay is busy (not idle): only the flag is set
+      release.countDown();
+      Awaits.until(DEADLINE, "published by the next claim, not after 30 s",
+          () -> published.size() == 1);
+      assertThat(claims.get()).isGreaterThanOrEqualTo(2);
+      assertThat(relay.wokenClaims()).isEqualTo(1);
+    }
+  }
+
+  @Test
   @DisplayName("the wakeup tells its demand of the first and last subscriber, and is bounded")
   void demandAndBound() {
     List<String> events = new ArrayList<>();
