@@ -127,8 +127,8 @@ public final class JdbcStorage implements AutoCloseable {
    *
    * <p>Costs: in-JVM wakes touch no database. A NOTIFY is one more statement in at most one
    * append transaction per interval, and PostgreSQL serialises the commits of notifying
-   * transactions (that is why they are coalesced: with the default {@value
-   * #DEFAULT_WAKE_INTERVAL_MILLIS} ms at most 100 per second per storage). The idle listener sends
+   * transactions (that is why they are coalesced: with the default 10 ms at most 100 per second
+   * per storage). The idle listener sends
    * no statements. Guarantees and limits: wakes only shorten latency; the relays' poll stays the
    * safety net, so a lost wake (a NOTIFY whose transaction rolled back while the appends that
    * skipped theirs committed, a listener reconnecting, an append in your transaction without
@@ -146,8 +146,8 @@ public final class JdbcStorage implements AutoCloseable {
 
   /**
    * How often, at most, appends of this storage send a NOTIFY on PostgreSQL (see {@link
-   * #outboxWakeup()}); for appends after the call. Default {@value #DEFAULT_WAKE_INTERVAL_MILLIS}
-   * ms: a shorter interval wakes other processes sooner after a burst and serialises more commits.
+   * #outboxWakeup()}); for appends after the call. Default 10 ms: a shorter interval wakes
+   * other processes sooner after a burst and serialises more commits.
    * {@link Duration#ZERO} notifies in every append transaction.
    *
    * @param interval the interval, {@code >= 0}

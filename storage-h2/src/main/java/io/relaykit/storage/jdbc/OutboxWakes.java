@@ -9,7 +9,8 @@ import java.time.Duration;
  * the wakeup has subscribers (started relays). At most one listener per storage.
  */
 final class OutboxWakes implements OutboxWakeup.Demand {
-  static final Duration DEFAULT_INTERVAL = Duration.ofMillis(JdbcStorage.DEFAULT_WAKE_INTERVAL_MILLIS);
+  static final Duration DEFAULT_INTERVAL =
+      Duration.ofMillis(JdbcStorage.DEFAULT_WAKE_INTERVAL_MILLIS);
 
   private final Dialect dialect;
   private final String channel;
