@@ -243,7 +243,10 @@ public final class TransactionalOutbox {
    */
   private void wakeAfterCommit() {
     Object key = new WakeKey(jdbc);
-    if (TransactionSynchronizationManager.hasResource(key)) {
+    if (!TransactionSynchronizationManager.isSynchronizationActive()
+        || TransactionSynchronizationManager.hasResource(key)) {
+      // Without synchronization (a transaction manager set to SYNCHRONIZATION_NEVER) there is no
+      // afterCommit: the relays' poll finds the row.
       return;
     }
     TransactionSynchronizationManager.bindResource(key, Boolean.TRUE);
