@@ -91,6 +91,12 @@ import javax.sql.DataSource;
  * repair the row's envelope instead where the original matters. Cost: none while rows decode; one
  * DELETE and one upsert per undecodable row.
  *
+ * <p>Wakes: an append on an auto-commit connection wakes this JVM's relays of the storage once it
+ * committed, {@link #committed()} does after your own commit, and on PostgreSQL an append sends
+ * the storage's coalesced {@code pg_notify} inside its transaction for relays of other processes
+ * (see {@link JdbcStorage#outboxWakeup()} for costs and limits). A NOTIFY that fails fails the
+ * append like any of its statements; a wake that is lost costs at most the relays' poll interval.
+ *
  * <p>Lifecycle: the store reports to the {@link LifecycleListener} it was built with ({@link
  * JdbcStorageConfig#listener()}, under Guice the injector's). {@link #append} and {@link #appendAll}
  * report {@link Stage#ENQUEUED} (message id, trace id, the destination as {@code where}) once the
