@@ -253,6 +253,38 @@ class JdbcOutboxWakeTest {
     }
 
     @Test
+    @DisplayName("a silent link (blackholed, no reset): the NOTIFY is lost, the poll publishes the"
+        + " row, and closing the storage still ends the listener's thread at once")
+    void blackholedLink() throws Exception {
+      FaultProxy proxy = closing(FaultProxy.to("127.0.0.1", 5432));
+      String via = db.url.replaceFirst("//[^/]+/", "//127.0.0.1:" + proxy.port() + "/");
+      HikariDataSource pool = newPool(db);
+      JdbcStorage relaying = JdbcStorage.open(pool, Dialect.POSTGRESQL, prefix,
+          Duration.ofDays(7), InstantSource.system())
+          .outboxListenerConnections(() -> DriverManager.getConnection(via));
+      JdbcStorage appending = separateStorage(db, prefix).outboxWakeInterval(Duration.ZERO);
+      RecordingPublisher publisher = new RecordingPublisher();
+      OutboxRelay relay = OutboxRelay.builder(relaying.outboxStore(), publisher,
+          new InMemoryDeadLetterStore()).pollInterval(Duration.ofSeconds(2)).build();
+      relay.start();
+      PostgresOutboxListener listener = relaying.wakes().listener();
+      try {
+        Await.until(DEADLINE, "the listener listens", listener::listening);
+        proxy.blackhole();
+        try (Connection c = closing(newPool(db)).getConnection()) {
+          appending.outboxStore().append(c, DEST, message(null, "silent"));
+        }
+        Await.until(DEADLINE, "the poll published the row", () -> publisher.confirmedCount() == 1);
+        assertThat(listener.notifications()).isZero();
+      } finally {
+        relay.close(Duration.ofSeconds(5));
+        relaying.close();
+        pool.close();
+      }
+      assertThat(listener.alive()).isFalse();
+    }
+
+    @Test
     @DisplayName("an interrupt of the listener's thread neither stops it nor loses its wakes")
     void interruptIgnored() throws Exception {
       JdbcStorage relaying = separateStorage(db, prefix);
