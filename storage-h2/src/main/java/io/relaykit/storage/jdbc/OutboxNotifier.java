@@ -69,6 +69,9 @@ final class OutboxNotifier {
    * {@link #send}) in its transaction, or gives it back with {@link #giveBack} if it cannot.
    */
   boolean claim() {
+    if (intervalNanos == 0) {
+      return true; // every append notifies
+    }
     long now = nanoTime.getAsLong();
     long l = last.get();
     if (now - l < intervalNanos || !last.compareAndSet(l, now)) {

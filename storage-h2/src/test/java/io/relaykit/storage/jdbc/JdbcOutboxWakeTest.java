@@ -168,6 +168,9 @@ class JdbcOutboxWakeTest {
     assertThat(n.skipped()).isEqualTo(2);
     nanos.addAndGet(-60_000_000_000L); // a monotonic source never steps back; the sum still works
     assertThat(n.claim()).isFalse();
+    OutboxNotifier every = new OutboxNotifier("c_wake", Duration.ZERO, nanos::get);
+    assertThat(every.claim()).isTrue();
+    assertThat(every.claim()).isTrue();
   }
 
   @Nested
