@@ -36,6 +36,7 @@ import java.util.TreeSet;
  * which is right when every relay of the process reads one clock.
  */
 public final class InMemoryOutboxStore implements OutboxStore {
+  private final OutboxWakeup wakeup = OutboxWakeup.create();
 
   private static final Comparator<Row> BY_DUE =
       Comparator.comparing((Row r) -> r.dueAt).thenComparingLong(r -> r.sequence);
@@ -151,7 +152,18 @@ public final class InMemoryOutboxStore implements OutboxStore {
   public long append(String destination, Message message) {
     Checks.requireNonBlank("destination", destination);
     Checks.requireNonNull("message", message);
-    return insert(destination, traceCapture.stamp(message)); // outside the lock: user code
+    long seq = insert(destination, traceCapture.stamp(message)); // outside the lock: user code
+    wakeup.wake(); // the row is claimable now: no transaction to wait for
+    return seq;
+  }
+
+  /**
+   * Woken after every {@link #append}, which is visible to claims at once: this JVM's relays of
+   * the store claim it without waiting out their poll interval.
+   */
+  @Override
+  public java.util.Optional<OutboxWakeup> wakeup() {
+    return java.util.Optional.of(wakeup);
   }
 
   private synchronized long insert(String destination, Message message) {

@@ -81,8 +81,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>{@link #runOnce()} does one cycle on the caller's thread (deterministic tests, your own
  * scheduler); {@link #start()} runs cycles on a daemon thread, back to back while claims return
  * rows (a partial batch included: it may be one row per key of a larger keyed backlog), every
- * {@code pollInterval} after a claim found nothing, and with a capped backoff while the store
- * fails, until {@link #close(Duration)}. Claim-ahead (background loop only): while a full batch's
+ * {@code pollInterval} after a claim found nothing (or at once when a {@link OutboxWakeup} says
+ * rows committed: {@link Builder#wakeup}), and with a capped backoff while the store fails (wakes
+ * do not shorten it), until {@link #close(Duration)}. Claim-ahead (background loop only): while a full batch's
  * confirms are outstanding, the loop claims and publishes the next batch (at most one ahead, both
  * under renewed leases), so broker round trips overlap the claim; per-key order holds because the
  * store hands out no row of a key with an earlier unsent row, so the batch claimed ahead holds
@@ -154,6 +155,14 @@ public final class OutboxRelay implements AutoCloseable {
 
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition wake = lock.newCondition();
+  /** Null for a relay that only polls. */
+  private final OutboxWakeup wakeup;
+  private OutboxWakeup.Subscription wakeSubscription;
+  /** A wake arrived since the last claim began: the next idle pause is skipped. */
+  private final AtomicBoolean wakePending = new AtomicBoolean();
+  /** Set, under {@link #lock}, while the loop waits in an idle pause that a wake may end. */
+  private volatile boolean idle;
+  private final AtomicLong wokenClaims = new AtomicLong();
   private Thread worker;
   private volatile boolean running;
   private boolean closed;
@@ -193,6 +202,7 @@ public final class OutboxRelay implements AutoCloseable {
     this.lease = b.lease;
     this.confirmTimeout = b.confirmTimeout;
     this.pollInterval = b.pollInterval;
+    this.wakeup = b.wakeupSet ? b.wakeup : store.wakeup().orElse(null);
     this.errorBackoff = b.errorBackoff;
     this.retention = b.retention;
     this.purgeInterval = b.purgeInterval;
@@ -290,6 +300,10 @@ public final class OutboxRelay implements AutoCloseable {
    * null when the claim found nothing.
    */
   private Cycle claimAndPublish() {
+    // Cleared before the claim: a commit after this point wakes the next cycle.
+    if (wakePending.getAndSet(false)) {
+      wokenClaims.incrementAndGet();
+    }
     Instant now = clock.instant();
     sampleIfDue(now);
     int size = batchSize;
@@ -1056,6 +1070,9 @@ public final class OutboxRelay implements AutoCloseable {
             + (closed ? " is closed" : " is already started"));
       }
       running = true;
+      if (wakeup != null) {
+        wakeSubscription = wakeup.subscribe(this::onWake);
+      }
       worker = new Thread(this::loop, "relaykit-outbox-relay-" + owner);
       worker.setDaemon(true);
       worker.start();
@@ -1083,6 +1100,7 @@ public final class OutboxRelay implements AutoCloseable {
     Cycle current = null;
     while (running) {
       Duration pause;
+      boolean wakeable = false;
       try {
         Batch b;
         int claimSize = batchSize;
@@ -1127,6 +1145,7 @@ public final class OutboxRelay implements AutoCloseable {
         }
         failures = 0;
         pause = current != null ? Duration.ZERO : pauseAfter(b, claimSize, pollInterval);
+        wakeable = b.claimed() == 0;
       } catch (RuntimeException e) {
         current = finishQuietly(current);
         if (!running) {
@@ -1141,7 +1160,7 @@ public final class OutboxRelay implements AutoCloseable {
         throw e;
       }
       if (!pause.isZero()) {
-        pause(pause);
+        pause(pause, wakeable);
       }
     }
     // A batch claimed ahead was published: mark it before the loop ends.
@@ -1161,19 +1180,51 @@ public final class OutboxRelay implements AutoCloseable {
     return null;
   }
 
-  private void pause(Duration d) {
+  /**
+   * Waits {@code d}, or until close; an idle pause ({@code wakeable}) also ends at a wake. The
+   * loop sets {@link #idle} before it reads {@link #wakePending}, and {@link #onWake} sets the
+   * flag before it reads {@code idle} (both volatile), so a wake is either seen here or signalled.
+   */
+  private void pause(Duration d, boolean wakeable) {
     lock.lock();
     try {
+      if (wakeable) {
+        idle = true;
+      }
       long nanos = d.toNanos();
-      while (running && nanos > 0) {
+      while (running && nanos > 0 && !(wakeable && wakePending.get())) {
         nanos = wake.awaitNanos(nanos);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       running = false;
     } finally {
+      idle = false;
       lock.unlock();
     }
+  }
+
+  /** A wake: coalesced into one flag; the idle loop is signalled, a busy one sees the flag. */
+  private void onWake() {
+    if (wakePending.getAndSet(true) || !idle) {
+      return;
+    }
+    lock.lock();
+    try {
+      wake.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Cycles whose claim followed a wake ({@link OutboxWakeup}) rather than the poll or a busy
+   * loop: how often wakes ran a claim (many wakes between two claims count once).
+   *
+   * @return the count since the relay was built
+   */
+  public long wokenClaims() {
+    return wokenClaims.get();
   }
 
   /**
@@ -1193,6 +1244,10 @@ public final class OutboxRelay implements AutoCloseable {
     try {
       closed = true;
       running = false;
+      if (wakeSubscription != null) {
+        wakeSubscription.close();
+        wakeSubscription = null;
+      }
       wake.signalAll();
       t = worker;
       if (heartbeat != null) {
@@ -1272,6 +1327,8 @@ public final class OutboxRelay implements AutoCloseable {
     private boolean deadLetterDepth = true;
     private Duration metricsInterval = Duration.ofSeconds(10);
     private TracePropagation tracePropagation = TracePropagation.discovered();
+    private OutboxWakeup wakeup;
+    private boolean wakeupSet;
 
     private Builder(OutboxStore store, Publisher publisher, DeadLetterStore deadLetters) {
       this.store = Checks.requireNonNull("store", store);
@@ -1400,13 +1457,31 @@ public final class OutboxRelay implements AutoCloseable {
     }
 
     /**
-     * The background loop's pause when the outbox is idle. Default 200 ms.
+     * The background loop's pause when the outbox is idle. Default 200 ms. With a {@link
+     * #wakeup} (the store's by default) committed rows end the pause at once, so the interval is
+     * then the safety net for wakes that were lost or never sent (rows committed by other
+     * processes without a cross-process wake): it bounds their latency.
      *
      * @param pollInterval the pause; checked (positive) by {@link #build()}
      * @return this builder
      */
     public Builder pollInterval(Duration pollInterval) {
       this.pollInterval = pollInterval;
+      return this;
+    }
+
+    /**
+     * The signal that ends the background loop's idle pause at once ({@link OutboxWakeup}): the
+     * relay subscribes when started and unsubscribes when closed. Default the store's {@link
+     * OutboxStore#wakeup()}, so relays built on one store share the wakes of its appends; none for
+     * a store without one. {@code null} turns wakes off: the relay then polls only.
+     *
+     * @param wakeup the wakeup, or null for none
+     * @return this builder
+     */
+    public Builder wakeup(OutboxWakeup wakeup) {
+      this.wakeup = wakeup;
+      this.wakeupSet = true;
       return this;
     }
 

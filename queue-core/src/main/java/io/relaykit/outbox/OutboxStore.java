@@ -273,6 +273,35 @@ public interface OutboxStore {
   }
 
   /**
+   * The signal that wakes this JVM's relays when rows of this store commit ({@link OutboxWakeup}):
+   * a relay built on this store subscribes to it by default. Empty for a store that has none; its
+   * relays then find new rows by their poll alone.
+   *
+   * <p>The default, for stores written before this method, is empty.
+   *
+   * @return the store's wakeup, the same on every call; or empty
+   */
+  default java.util.Optional<OutboxWakeup> wakeup() {
+    return java.util.Optional.empty();
+  }
+
+  /**
+   * Says that the caller's transaction, which appended rows through this store, committed: wakes
+   * this JVM's relays of the store at once ({@link OutboxWakeup#wake()}), so they claim the rows
+   * now rather than after their poll interval. Call it after the commit returned, never before and
+   * never after a rollback (a wake then costs one claim that finds nothing, harmless but wasted).
+   * Not needed after an append on an auto-commit connection or after the Spring starter's
+   * appends: those wake by themselves. A missing call costs latency only, never a message: the
+   * relays' poll finds the rows within one poll interval.
+   *
+   * <p>Cost: no database access, never blocks, never throws. The default wakes {@link #wakeup()}
+   * if the store has one.
+   */
+  default void committed() {
+    wakeup().ifPresent(OutboxWakeup::wake);
+  }
+
+  /**
    * Rows whose append the {@link #bound()} refused (REFUSE); 0 for a store without a bound.
    *
    * @return the count since the store was created, {@code >= 0}

@@ -7,6 +7,8 @@
  * claims, publishes, waits for the broker's confirms, then marks rows sent, reschedules them with
  * backoff or moves them to dead letters; it renews leases while a batch is in flight, isolates a
  * row whose handling fails, and purges sent rows and dead letters in bounded steps. {@link
- * io.relaykit.outbox.OutboxBound} caps the unsent backlog. Publishing is at least once.
+ * io.relaykit.outbox.OutboxBound} caps the unsent backlog. {@link io.relaykit.outbox.OutboxWakeup}
+ * ends a relay's idle wait when rows commit (the poll stays the safety net). Publishing is at
+ * least once.
  */
 package io.relaykit.outbox;

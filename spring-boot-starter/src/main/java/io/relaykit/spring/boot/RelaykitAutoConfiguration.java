@@ -500,7 +500,10 @@ public class RelaykitAutoConfiguration {
         settings.getDuration(JdbcConfigKeys.RETENTION,
             IdempotencySettings.from(settings).retention()),
         InstantSource.system(), DatabaseClock.database(), listener,
-        settings.getBoolean(JdbcConfigKeys.MIGRATE, true));
+        settings.getBoolean(JdbcConfigKeys.MIGRATE, true))
+        .outboxNotifications(settings.getBoolean(JdbcConfigKeys.OUTBOX_NOTIFICATIONS, true))
+        .outboxWakeInterval(settings.getDuration(JdbcConfigKeys.OUTBOX_WAKE_INTERVAL,
+            JdbcStorage.DEFAULT_OUTBOX_WAKE_INTERVAL));
   }
 
   /** {@code outbox} observing its appends when {@code propagation} observes them. */

@@ -50,6 +50,10 @@ public final class JdbcConfigKeys implements ConfigKeys {
   public static final String OUTBOX_OVER_BOUND = "relaykit.jdbc.outbox-over-bound";
   /** What per-key order spans: key or key-per-destination. */
   public static final String OUTBOX_ORDER_SCOPE = "relaykit.jdbc.outbox-order-scope";
+  /** PostgreSQL: whether appends NOTIFY and a listener wakes relays of other processes. */
+  public static final String OUTBOX_NOTIFICATIONS = "relaykit.jdbc.outbox-notifications";
+  /** PostgreSQL: the shortest time between two NOTIFYs of one storage's appends. */
+  public static final String OUTBOX_WAKE_INTERVAL = "relaykit.jdbc.outbox-wake-interval";
 
   /** For ServiceLoader. */
   public JdbcConfigKeys() {}
@@ -101,6 +105,11 @@ public final class JdbcConfigKeys implements ConfigKeys {
         ConfigKey.choice(OUTBOX_OVER_BOUND, "refuse", "what an append at the bound does",
             "refuse", "accept"),
         ConfigKey.choice(OUTBOX_ORDER_SCOPE, "key", "what per-key order spans", "key",
-            "key-per-destination"));
+            "key-per-destination"),
+        ConfigKey.of(OUTBOX_NOTIFICATIONS, BOOLEAN, "true", "PostgreSQL: appends NOTIFY and a"
+            + " listener wakes relays of other processes at once; false leaves them to their"
+            + " poll"),
+        ConfigKey.of(OUTBOX_WAKE_INTERVAL, DURATION, "10ms", "PostgreSQL: at most one NOTIFY per"
+            + " interval per storage (the commits of notifying transactions are serialised)"));
   }
 }

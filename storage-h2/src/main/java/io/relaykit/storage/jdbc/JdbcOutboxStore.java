@@ -91,6 +91,12 @@ import javax.sql.DataSource;
  * repair the row's envelope instead where the original matters. Cost: none while rows decode; one
  * DELETE and one upsert per undecodable row.
  *
+ * <p>Wakes: an append on an auto-commit connection wakes this JVM's relays of the storage once it
+ * committed, {@link #committed()} does after your own commit, and on PostgreSQL an append sends
+ * the storage's coalesced {@code pg_notify} inside its transaction for relays of other processes
+ * (see {@link JdbcStorage#outboxWakeup()} for costs and limits). A NOTIFY that fails fails the
+ * append like any of its statements; a wake that is lost costs at most the relays' poll interval.
+ *
  * <p>Lifecycle: the store reports to the {@link LifecycleListener} it was built with ({@link
  * JdbcStorageConfig#listener()}, under Guice the injector's). {@link #append} and {@link #appendAll}
  * report {@link Stage#ENQUEUED} (message id, trace id, the destination as {@code where}) once the
@@ -142,6 +148,7 @@ public final class JdbcOutboxStore implements OutboxStore {
   private final OutboxBound bound;
   private final TraceCapture traceCapture;
   private final MetricsListener metrics;
+  private final OutboxWakes wakes;
   private final AtomicLong refusedAppends = new AtomicLong();
   private final AtomicLong overBoundAppends = new AtomicLong();
   /** The unsent-row count appends are checked against, sampled; guarded by itself. */
@@ -161,20 +168,28 @@ public final class JdbcOutboxStore implements OutboxStore {
       DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound,
       OutboxOrderScope scope) {
     this(dataSource, dialect, tables, clock, databaseClock, listener, bound, scope,
-        TraceCapture.discovered(), MetricsListener.noop());
+        MetricsListener.noop());
   }
 
   JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
       DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound,
       OutboxOrderScope scope, MetricsListener metrics) {
     this(dataSource, dialect, tables, clock, databaseClock, listener, bound, scope,
-        TraceCapture.discovered(), metrics);
+        TraceCapture.discovered(), metrics, new OutboxWakes(dialect, tables.outbox, null));
+  }
+
+  JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables, InstantSource clock,
+      DatabaseClock databaseClock, LifecycleListener listener, OutboxBound bound,
+      OutboxOrderScope scope, MetricsListener metrics, OutboxWakes wakes) {
+    this(dataSource, dialect, tables, clock, databaseClock, listener, bound, scope,
+        TraceCapture.discovered(), metrics, wakes);
   }
 
   private JdbcOutboxStore(DataSource dataSource, Dialect dialect, Tables tables,
       InstantSource clock, DatabaseClock databaseClock, LifecycleListener listener,
       OutboxBound bound, OutboxOrderScope scope, TraceCapture traceCapture,
-      MetricsListener metrics) {
+      MetricsListener metrics, OutboxWakes wakes) {
+    this.wakes = wakes;
     this.metrics = metrics;
     this.traceCapture = traceCapture;
     this.bound = bound;
@@ -207,7 +222,7 @@ public final class JdbcOutboxStore implements OutboxStore {
       throw new IllegalArgumentException("propagation must not be null");
     }
     return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener, bound,
-        scope, TraceCapture.of(propagation), metrics);
+        scope, TraceCapture.of(propagation), metrics, wakes);
   }
 
   /**
@@ -247,17 +262,22 @@ public final class JdbcOutboxStore implements OutboxStore {
     Message stamped = traceCapture.stamp(message);
     boolean autoCommit = tx.getAutoCommit();
     Reservation reservation = admit(tx, 1);
+    OutboxNotifier notifier = claimNotify();
     long seq;
     try {
-      if (stamped.key().isEmpty()) {
+      if (stamped.key().isEmpty() && notifier == null) {
         seq = insert(tx, destination, stamped);
       } else {
-        OutboxStatements.KeyRef ref = scopeKey(destination, stamped);
+        OutboxStatements.KeyRef ref = stamped.key().isEmpty() ? null
+            : scopeKey(destination, stamped);
         seq = inCallersTransaction(tx, () -> {
-          long head = statements.lockHead(tx, ref);
+          long head = ref == null ? -1 : statements.lockHead(tx, ref);
           long s = insert(tx, destination, stamped);
           if (head == 0) {
             statements.setHead(tx, ref, s);
+          }
+          if (notifier != null) {
+            notifier.send(tx);
           }
           return s;
         });
@@ -267,9 +287,13 @@ public final class JdbcOutboxStore implements OutboxStore {
       // In the caller's transaction nothing this append wrote stays (it cannot commit a failed
       // append's row without knowing it); on auto-commit the row may have committed.
       failed(reservation, autoCommit);
+      giveBack(notifier);
       throw e;
     }
     enqueued(destination, stamped, "outbox seq " + seq + ", in the caller's transaction");
+    if (autoCommit) {
+      wakes.wakeup().wake();
+    }
     return seq;
   }
 
@@ -328,6 +352,7 @@ public final class JdbcOutboxStore implements OutboxStore {
     OutboxStatements.KeyRef ref = stamped.key().isEmpty() ? null : scopeKey(destination, stamped);
     long seq = 0;
     boolean ownTransaction = tx.getAutoCommit();
+    OutboxNotifier notifier = claimNotify();
     for (int round = 1; ; round++) {
       OptionalLong existing = existingRequest(tx, requestId, digest);
       if (existing.isPresent()) {
@@ -361,6 +386,9 @@ public final class JdbcOutboxStore implements OutboxStore {
           if (head == 0) {
             statements.setHead(tx, ref, inserted.getAsLong());
           }
+          if (notifier != null) {
+            notifier.send(tx);
+          }
           long s = inserted.getAsLong();
           if (reservation != null && !ownTransaction) {
             reserved(tx, reservation, false, s);
@@ -375,6 +403,7 @@ public final class JdbcOutboxStore implements OutboxStore {
         break;
       } catch (SQLException | RuntimeException e) {
         failed(reservation, ownTransaction);
+        giveBack(notifier);
         // H2 answers an insert that met a twin's row, committed or rolled back while it waited,
         // with "concurrent update" until its lock timeout; the twin's outcome is decided by then,
         // so the next round finds its row or writes ours. PostgreSQL waits in ON CONFLICT.
@@ -394,10 +423,14 @@ public final class JdbcOutboxStore implements OutboxStore {
       }
     }
     if (seq >= 0) {
+      giveBack(notifier); // a twin's row: nothing new was written, nor notified
       return seq;
     }
     long s = -1 - seq;
     enqueued(destination, stamped, "outbox seq " + s + ", in the caller's transaction");
+    if (ownTransaction) {
+      wakes.wakeup().wake();
+    }
     return s;
   }
 
@@ -873,6 +906,46 @@ public final class JdbcOutboxStore implements OutboxStore {
     }
   }
 
+  /** This interval's NOTIFY for the caller to send, or null (H2, off, or already sent). */
+  private OutboxNotifier claimNotify() {
+    OutboxNotifier n = wakes.notifier();
+    return n != null && n.claim() ? n : null;
+  }
+
+  private static void giveBack(OutboxNotifier n) {
+    if (n != null) {
+      n.giveBack();
+    }
+  }
+
+  /**
+   * The wake this store's relays subscribe to: its {@link JdbcStorage}'s {@link
+   * JdbcStorage#outboxWakeup()}, shared by every store of that storage (see there for the
+   * cross-process wake on PostgreSQL, its costs and limits). Fired after an append on an
+   * auto-commit connection, and by {@link #committed()}.
+   */
+  @Override
+  public java.util.Optional<io.relaykit.outbox.OutboxWakeup> wakeup() {
+    return java.util.Optional.of(wakes.wakeup());
+  }
+
+  /**
+   * Call after your own transaction that appended through this store committed (not needed for
+   * auto-commit appends, which wake by themselves, nor under the Spring starter): wakes this
+   * JVM's relays of the storage at once. No database access; never blocks or throws. Without the
+   * call the rows are still published: on PostgreSQL the transaction's NOTIFY (if it sent the
+   * interval's) wakes the listeners, and otherwise the relays' poll finds them.
+   */
+  @Override
+  public void committed() {
+    wakes.wakeup().wake();
+  }
+
+  /** The wake signals of this store's storage, for tests. */
+  OutboxWakes wakes() {
+    return wakes;
+  }
+
   /** The dialect's statements, for tests that read their plans. */
   OutboxStatements statements() {
     return statements;
@@ -950,6 +1023,7 @@ public final class JdbcOutboxStore implements OutboxStore {
     }
     boolean autoCommit = tx.getAutoCommit();
     Reservation reservation = admit(tx, messages.size());
+    OutboxNotifier notifier = claimNotify();
     try {
       long first = inCallersTransaction(tx, () -> {
         // Keys in one order (sorted), so two appendAll calls never wait for each other in a
@@ -979,6 +1053,9 @@ public final class JdbcOutboxStore implements OutboxStore {
         }
         // Their heads were empty and are locked: the key's lowest unsent row is one of these.
         statements.advanceHeads(tx, idle);
+        if (notifier != null) {
+          notifier.send(tx);
+        }
         if (reservation != null && !autoCommit) {
           reserved(tx, reservation, false, firstSeq);
         }
@@ -989,10 +1066,14 @@ public final class JdbcOutboxStore implements OutboxStore {
       }
     } catch (SQLException | RuntimeException e) {
       failed(reservation, autoCommit);
+      giveBack(notifier);
       throw e;
     }
     for (Message m : stamped) {
       enqueued(destination, m, "outbox batch, in the caller's transaction");
+    }
+    if (autoCommit) {
+      wakes.wakeup().wake();
     }
   }
 

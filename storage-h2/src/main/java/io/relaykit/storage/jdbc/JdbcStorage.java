@@ -38,6 +38,8 @@ public final class JdbcStorage implements AutoCloseable {
   private volatile OutboxBound outboxBound = OutboxBound.unbounded();
   private volatile OutboxOrderScope outboxOrderScope = OutboxOrderScope.KEY;
   private volatile MetricsListener outboxMetrics = MetricsListener.noop();
+  /** The wake signals every outbox store of this storage shares: one per storage (and JVM). */
+  private final OutboxWakes wakes;
 
   private JdbcStorage(DataSource dataSource, HikariDataSource ownedPool, Dialect dialect,
       Tables tables, Duration retention, InstantSource clock, DatabaseClock databaseClock,
@@ -50,6 +52,147 @@ public final class JdbcStorage implements AutoCloseable {
     this.clock = clock;
     this.databaseClock = databaseClock;
     this.listener = listener;
+    this.wakes = new OutboxWakes(dialect, tables.outbox, hikariConnections(dataSource));
+  }
+
+  /**
+   * Opens the dedicated connection of the outbox listener (PostgreSQL's cross-process wake, see
+   * {@link #outboxWakeup()}): a new physical connection per call, never one of a pool, since the
+   * listener holds it for as long as it listens.
+   */
+  @FunctionalInterface
+  public interface ListenerConnections {
+    /**
+     * Opens a new connection to the outbox's database.
+     *
+     * @return a new connection, closed by the listener
+     * @throws SQLException if it cannot be opened (the listener retries with backoff)
+     */
+    Connection open() throws SQLException;
+  }
+
+  /** The default wake interval: at most one NOTIFY per this interval per storage. */
+  public static final Duration DEFAULT_OUTBOX_WAKE_INTERVAL = OutboxWakes.DEFAULT_INTERVAL;
+
+  /**
+   * Connections beside a HikariCP pool (the storage's own, or one the application opened it on)
+   * with the pool's URL, user, password and driver properties plus TCP keepalive; null when the
+   * data source is not a HikariCP pool with a JDBC URL.
+   */
+  private static ListenerConnections hikariConnections(DataSource dataSource) {
+    HikariDataSource h;
+    try {
+      if (dataSource instanceof HikariDataSource direct) {
+        h = direct;
+      } else if (dataSource.isWrapperFor(HikariDataSource.class)) {
+        h = dataSource.unwrap(HikariDataSource.class);
+      } else {
+        return null;
+      }
+    } catch (SQLException | RuntimeException e) {
+      return null;
+    }
+    String url = h.getJdbcUrl();
+    if (url == null || !url.startsWith("jdbc:postgresql:")) {
+      return null;
+    }
+    java.util.Properties props = new java.util.Properties();
+    props.putAll(h.getDataSourceProperties());
+    if (h.getUsername() != null) {
+      props.setProperty("user", h.getUsername());
+    }
+    if (h.getPassword() != null) {
+      props.setProperty("password", h.getPassword());
+    }
+    props.setProperty("tcpKeepAlive", "true");
+    props.setProperty("ApplicationName", "relaykit-outbox-listener");
+    return () -> java.sql.DriverManager.getConnection(url, props);
+  }
+
+  /**
+   * The signal that wakes this JVM's relays of this storage's outbox when appended rows commit
+   * (see {@link io.relaykit.outbox.OutboxWakeup}); every {@link #outboxStore()} of this storage
+   * returns it from {@link JdbcOutboxStore#wakeup()}, so relays built on any of them share it.
+   *
+   * <p>In this JVM: fired after an append on an auto-commit connection, by {@link
+   * JdbcOutboxStore#committed()} after your own commit, and by the Spring starter after the
+   * transaction commits. Across processes, on PostgreSQL (unless {@link
+   * #outboxNotifications(boolean)} turned it off): an append sends {@code pg_notify(channel, '')}
+   * inside its transaction at most once per {@link #outboxWakeInterval(Duration) wake interval}
+   * per storage, delivered only if that transaction commits; the channel is the outbox table's
+   * name in lower case plus {@code _wake}. While a relay of this storage is started, one listener
+   * thread per storage holds one dedicated connection ({@link ListenerConnections}: by default
+   * beside the HikariCP pool, with its settings) in {@code LISTEN} and wakes the relays on each
+   * notification. H2 has no NOTIFY: its relays across processes poll.
+   *
+   * <p>Costs: in-JVM wakes touch no database. A NOTIFY is one more statement in at most one
+   * append transaction per interval, and PostgreSQL serialises the commits of notifying
+   * transactions (that is why they are coalesced: with the default 10 ms at most 100 per second
+   * per storage). The idle listener sends
+   * no statements. Guarantees and limits: wakes only shorten latency; the relays' poll stays the
+   * safety net, so a lost wake (a NOTIFY whose transaction rolled back while the appends that
+   * skipped theirs committed, a listener reconnecting, an append in your transaction without
+   * {@link JdbcOutboxStore#committed()}) costs at most one poll interval. The listener wakes the
+   * relays again one interval after each notification, for appends that skipped their NOTIFY.
+   *
+   * @return this storage's wakeup; the same object on every call
+   */
+  public io.relaykit.outbox.OutboxWakeup outboxWakeup() {
+    return wakes.wakeup();
+  }
+
+  /** {@link #DEFAULT_OUTBOX_WAKE_INTERVAL} in milliseconds, for the Javadoc. */
+  static final long DEFAULT_WAKE_INTERVAL_MILLIS = 10;
+
+  /**
+   * How often, at most, appends of this storage send a NOTIFY on PostgreSQL (see {@link
+   * #outboxWakeup()}); for appends after the call. Default 10 ms: a shorter interval wakes
+   * other processes sooner after a burst and serialises more commits.
+   * {@link Duration#ZERO} notifies in every append transaction.
+   *
+   * @param interval the interval, {@code >= 0}
+   * @return this storage
+   * @throws IllegalArgumentException if {@code interval} is null or negative
+   */
+  public JdbcStorage outboxWakeInterval(Duration interval) {
+    wakes.interval(interval);
+    return this;
+  }
+
+  /**
+   * Turns the cross-process wake on PostgreSQL (NOTIFY in appends, LISTEN while a relay runs) on
+   * or off; on by default. Off, relays in other processes find rows by their poll. In-JVM wakes
+   * are not affected. Takes effect for later appends and the next relay start.
+   *
+   * @param enabled whether to notify and listen
+   * @return this storage
+   */
+  public JdbcStorage outboxNotifications(boolean enabled) {
+    wakes.enabled(enabled);
+    return this;
+  }
+
+  /**
+   * Where the outbox listener opens its dedicated connection (see {@link #outboxWakeup()}).
+   * Needed only when the storage was opened on a data source that is not a HikariCP pool with a
+   * JDBC URL (otherwise the pool's settings are used); without one, there is no listener and
+   * relays of other processes' rows poll. Takes effect at the next relay start.
+   *
+   * @param connections opens a new physical connection per call; not null
+   * @return this storage
+   * @throws IllegalArgumentException if {@code connections} is null
+   */
+  public JdbcStorage outboxListenerConnections(ListenerConnections connections) {
+    if (connections == null) {
+      throw new IllegalArgumentException("connections must not be null");
+    }
+    wakes.connections(connections);
+    return this;
+  }
+
+  /** The wake signals, for tests. */
+  OutboxWakes wakes() {
+    return wakes;
   }
 
   /**
@@ -99,6 +242,8 @@ public final class JdbcStorage implements AutoCloseable {
       storage.outboxBound = config.outboxBound();
       storage.outboxOrderScope = config.outboxOrderScope();
       storage.outboxMetrics = config.outboxMetrics();
+      storage.outboxNotifications(config.outboxNotifications());
+      storage.outboxWakeInterval(config.outboxWakeInterval());
       return storage;
     } catch (RuntimeException e) {
       pool.close();
@@ -414,7 +559,7 @@ public final class JdbcStorage implements AutoCloseable {
       throw new IllegalArgumentException("metrics must not be null: use MetricsListener.noop()");
     }
     return new JdbcOutboxStore(dataSource, dialect, tables, clock, databaseClock, listener,
-        bound, scope, metrics);
+        bound, scope, metrics, wakes);
   }
 
   /**
@@ -558,9 +703,13 @@ public final class JdbcStorage implements AutoCloseable {
     return dataSource;
   }
 
-  /** Closes the pool if this storage opened it; stores handed out must not be used after. */
+  /**
+   * Stops the outbox listener (waiting up to about 10 s for a LISTEN in progress), then closes the
+   * pool if this storage opened it; stores handed out must not be used after.
+   */
   @Override
   public void close() {
+    wakes.close();
     if (ownedPool != null) {
       ownedPool.close();
     }

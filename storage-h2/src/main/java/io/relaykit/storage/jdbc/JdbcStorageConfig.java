@@ -41,6 +41,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *       JdbcOutboxStore#append})</td></tr>
  *   <tr><td>outboxOrderScope</td><td>{@link OutboxOrderScope#KEY}</td><td>what per-key order
  *       spans: a key across all destinations, or a key per destination</td></tr>
+ *   <tr><td>outboxNotifications</td><td>true</td><td>PostgreSQL: appends NOTIFY and a listener
+ *       wakes relays of other processes (see {@link JdbcStorage#outboxWakeup()})</td></tr>
+ *   <tr><td>outboxWakeInterval</td><td>10 ms</td><td>at most one NOTIFY per interval per
+ *       storage</td></tr>
  *   <tr><td>databaseClock</td><td>{@link DatabaseClock#database()}</td><td>the clock leases,
  *       takeovers and retention are decided on</td></tr>
  *   <tr><td>migrate</td><td>true</td><td>create or migrate the tables when opening; false only
@@ -90,6 +94,8 @@ public final class JdbcStorageConfig {
   private final DatabaseClock databaseClock;
   private final OutboxBound outboxBound;
   private final OutboxOrderScope outboxOrderScope;
+  private final boolean outboxNotifications;
+  private final Duration outboxWakeInterval;
   private final MetricsListener outboxMetrics;
   private final Dialect dialect;
 
@@ -106,6 +112,8 @@ public final class JdbcStorageConfig {
     this.databaseClock = b.databaseClock;
     this.outboxBound = b.outboxBound;
     this.outboxOrderScope = b.outboxOrderScope;
+    this.outboxNotifications = b.outboxNotifications;
+    this.outboxWakeInterval = b.outboxWakeInterval;
     this.outboxMetrics = b.outboxMetrics;
     this.dialect = dialect;
   }
@@ -133,7 +141,10 @@ public final class JdbcStorageConfig {
             IdempotencySettings.from(settings).retention()))
         .migrate(settings.getBoolean(JdbcConfigKeys.MIGRATE, true))
         .outboxOrderScope(settings.getEnum(JdbcConfigKeys.OUTBOX_ORDER_SCOPE,
-            OutboxOrderScope.class, OutboxOrderScope.KEY));
+            OutboxOrderScope.class, OutboxOrderScope.KEY))
+        .outboxNotifications(settings.getBoolean(JdbcConfigKeys.OUTBOX_NOTIFICATIONS, true))
+        .outboxWakeInterval(settings.getDuration(JdbcConfigKeys.OUTBOX_WAKE_INTERVAL,
+            JdbcStorage.DEFAULT_OUTBOX_WAKE_INTERVAL));
     if (settings.isSet(JdbcConfigKeys.OUTBOX_MAX_UNSENT)) {
       b.outboxBound(new OutboxBound(settings.getLong(JdbcConfigKeys.OUTBOX_MAX_UNSENT, 1),
           settings.getEnum(JdbcConfigKeys.OUTBOX_OVER_BOUND, OutboxBound.OverBound.class,
@@ -210,7 +221,8 @@ public final class JdbcStorageConfig {
         .poolSize(poolSize).tablePrefix(tablePrefix).lease(lease).retention(retention)
         .listener(listener).migrate(migrate).databaseClock(databaseClock)
         .outboxBound(outboxBound).outboxOrderScope(outboxOrderScope)
-        .outboxMetrics(outboxMetrics);
+        .outboxMetrics(outboxMetrics).outboxNotifications(outboxNotifications)
+        .outboxWakeInterval(outboxWakeInterval);
     return new JdbcStorageConfig(b, dialect);
   }
 
@@ -378,6 +390,24 @@ public final class JdbcStorageConfig {
   }
 
   /**
+   * Whether appends NOTIFY and a listener wakes relays across processes (PostgreSQL only).
+   *
+   * @return true unless turned off
+   */
+  public boolean outboxNotifications() {
+    return outboxNotifications;
+  }
+
+  /**
+   * The shortest time between two NOTIFYs of the storage's appends.
+   *
+   * @return the interval, {@code >= 0}
+   */
+  public Duration outboxWakeInterval() {
+    return outboxWakeInterval;
+  }
+
+  /**
    * Where the outbox stores of {@link JdbcStorage#outboxStore()} report each claim's walk ({@link
    * MetricsListener#outboxClaimWalked}).
    *
@@ -438,8 +468,42 @@ public final class JdbcStorageConfig {
     private OutboxBound outboxBound = OutboxBound.unbounded();
     private OutboxOrderScope outboxOrderScope = OutboxOrderScope.KEY;
     private MetricsListener outboxMetrics = MetricsListener.noop();
+    private boolean outboxNotifications = true;
+    private Duration outboxWakeInterval = JdbcStorage.DEFAULT_OUTBOX_WAKE_INTERVAL;
 
     private Builder() {}
+
+    /**
+     * Whether, on PostgreSQL, appends send a coalesced NOTIFY and a listener thread wakes this
+     * JVM's relays on other processes' NOTIFYs (see {@link JdbcStorage#outboxWakeup()}). Default
+     * true; false leaves relays of other processes to their poll. No effect on H2.
+     *
+     * @param outboxNotifications whether to notify and listen
+     * @return this builder
+     */
+    public Builder outboxNotifications(boolean outboxNotifications) {
+      this.outboxNotifications = outboxNotifications;
+      return this;
+    }
+
+    /**
+     * The shortest time between two NOTIFYs of this storage's appends (PostgreSQL). Default 10 ms:
+     * PostgreSQL serialises the commits of notifying transactions, so at most 100 per second per
+     * storage notify; a shorter interval wakes other processes sooner after a burst and
+     * serialises more commits. Zero notifies in every append.
+     *
+     * @param outboxWakeInterval the interval, {@code >= 0}
+     * @return this builder
+     * @throws IllegalArgumentException if null or negative
+     */
+    public Builder outboxWakeInterval(Duration outboxWakeInterval) {
+      if (outboxWakeInterval == null || outboxWakeInterval.isNegative()) {
+        throw new IllegalArgumentException("outboxWakeInterval must be a duration >= 0, was "
+            + outboxWakeInterval);
+      }
+      this.outboxWakeInterval = outboxWakeInterval;
+      return this;
+    }
 
     /**
      * Where the storage's outbox stores report how much each claim walked: key heads examined and
