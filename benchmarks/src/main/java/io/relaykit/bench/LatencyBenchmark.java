@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.relaykit.outbox.OutboxRelay;
+import io.relaykit.outbox.OutboxStore;
 import io.relaykit.storage.jdbc.JdbcOutboxStore;
 import io.relaykit.storage.jdbc.JdbcStorage;
 import io.relaykit.storage.jdbc.JdbcStorageConfig;
@@ -104,19 +105,37 @@ public final class LatencyBenchmark {
   }
 
   /**
-   * How a relay learns that a transaction appended rows. {@link #POLL} is the only way today: the
-   * relay claims when its loop comes round (at once while it finds work, after its idle poll
-   * interval, 200 ms by default, when it does not).
+   * How a relay learns that a transaction appended rows: {@link #POLL}, the baseline, turns every
+   * wake off (the relay claims when its loop comes round: at once while it finds work, after its
+   * idle poll interval, 200 ms by default, when it does not); {@link #WAKE} is relaykit's default
+   * (the sender calls {@link OutboxStore#committed()} after its commit, which wakes relays of this
+   * JVM, and on PostgreSQL the appending transaction sends a coalesced NOTIFY that wakes relays of
+   * other processes).
    *
-   * <p>A wake mechanism is compared with polling by adding a constant here that overrides the
-   * hooks it needs, and running {@code -p wake=POLL,<CONSTANT>}: {@link #storage}, {@link #outbox}
-   * and {@link #relay} are applied in this JVM and in every child JVM that runs a relay (the
-   * constant's name is passed to the child), {@link #afterCommit} by each sender thread right
-   * after its commit returned, with this JVM's relay (null when the relays run in child JVMs).
+   * <p>{@link #storage}, {@link #outbox} and {@link #relay} are applied in this JVM and in every
+   * child JVM that runs a relay (the constant's name is passed to the child), {@link #afterCommit}
+   * by each sender thread right after its commit returned, with the senders' outbox store.
    */
   public enum Wake {
-    /** No wake: the relay's own poll finds the row. */
-    POLL;
+    /** No wake: the relay's own poll finds the row (NOTIFY off, no in-JVM wakeup). */
+    POLL {
+      @Override
+      JdbcStorageConfig.Builder storage(JdbcStorageConfig.Builder builder) {
+        return builder.outboxNotifications(false);
+      }
+
+      @Override
+      OutboxRelay.Builder relay(OutboxRelay.Builder builder) {
+        return builder.wakeup(null);
+      }
+    },
+    /** relaykit's defaults: an in-JVM wake after each commit, NOTIFY across processes. */
+    WAKE {
+      @Override
+      void afterCommit(OutboxStore outbox) {
+        outbox.committed();
+      }
+    };
 
     /** Configures the storage of senders and relays. */
     JdbcStorageConfig.Builder storage(JdbcStorageConfig.Builder builder) {
@@ -136,9 +155,9 @@ public final class LatencyBenchmark {
     /**
      * Called by a sender after its append's transaction committed.
      *
-     * @param relay the relay in this JVM; null when the relays run in child JVMs
+     * @param outbox the store the sender appended through
      */
-    void afterCommit(OutboxRelay relay) {
+    void afterCommit(OutboxStore outbox) {
       // Polling: nothing to signal.
     }
   }
@@ -286,6 +305,7 @@ public final class LatencyBenchmark {
     Collection<String> wakeValues = options.getParameter("wake").orElse(null);
     if (wakeValues == null) {
       wakes.add(Wake.POLL);
+      wakes.add(Wake.WAKE);
     } else {
       for (String w : wakeValues) {
         try {

@@ -346,7 +346,7 @@ final class LatencyRun implements AutoCloseable {
             .build());
         // Written before the senders are joined, read after: the join orders them.
         committed[i] = System.nanoTime();
-        row.wake().afterCommit(relay);
+        row.wake().afterCommit(outbox);
       } catch (Throwable e) {
         failure.compareAndSet(null, e);
         stop.set(true);

@@ -108,7 +108,7 @@ final class Ratios {
   static List<LatencyTarget> latencyTargets() {
     return List.of(new LatencyTarget(
         "p99 ≤ 25 ms at 2 000/s on PostgreSQL + Kafka with one relay",
-        select("LatencyBenchmark.postgresKafka", "rate=2000 relays=1"), 25.0));
+        select("LatencyBenchmark.postgresKafka", "rate=2000 relays=1 wake=WAKE"), 25.0));
   }
 
   /**

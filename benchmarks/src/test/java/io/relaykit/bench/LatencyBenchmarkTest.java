@@ -21,14 +21,17 @@ class LatencyBenchmarkTest {
   class Selection {
 
     @Test
-    @DisplayName("without args: every backend at 200 and 2 000/s, 3 relays only on PostgreSQL")
+    @DisplayName("without args: every backend at 200 and 2 000/s, 3 relays only on PostgreSQL, polling and woken")
     void defaults() {
       List<Row> rows = LatencyBenchmark.select();
 
-      assertThat(rows).hasSize(10).allMatch(r -> r.wake() == Wake.POLL);
+      assertThat(rows).hasSize(20);
+      assertThat(rows).filteredOn(r -> r.wake() == Wake.POLL).hasSize(10);
+      assertThat(rows).filteredOn(r -> r.wake() == Wake.WAKE).hasSize(10);
       assertThat(rows).filteredOn(r -> r.backend() == Backend.H2_INPROCESS)
           .extracting(Row::relays).containsOnly(1);
       assertThat(rows).filteredOn(r -> r.backend() == Backend.POSTGRES_KAFKA)
+          .filteredOn(r -> r.wake() == Wake.WAKE)
           .extracting(Row::rate, Row::relays)
           .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple(200, 1),
               org.assertj.core.groups.Tuple.tuple(200, 3),
@@ -42,12 +45,12 @@ class LatencyBenchmarkTest {
       assertThat(LatencyBenchmark.select("ReportQueueBenchmark")).isEmpty();
       assertThat(LatencyBenchmark.select("Latency", "-e", "postgres"))
           .extracting(Row::backend).containsOnly(Backend.H2_INPROCESS);
-      assertThat(LatencyBenchmark.select("postgresKafka", "-p", "rate=500", "-p", "relays=3"))
-          .containsExactly(new Row(Backend.POSTGRES_KAFKA, 500, 3, Wake.POLL));
+      assertThat(LatencyBenchmark.select("postgresKafka", "-p", "rate=500", "-p", "relays=3",
+          "-p", "wake=WAKE")).containsExactly(new Row(Backend.POSTGRES_KAFKA, 500, 3, Wake.WAKE));
       assertThat(LatencyBenchmark.select("-p", "relays=3"))
           .noneMatch(r -> r.backend() == Backend.H2_INPROCESS);
       // Other JMH options are accepted and ignored.
-      assertThat(LatencyBenchmark.select("-f", "1", "-wi", "2", "h2InProcess")).hasSize(2);
+      assertThat(LatencyBenchmark.select("-f", "1", "-wi", "2", "h2InProcess")).hasSize(4);
     }
 
     @Test
@@ -67,17 +70,17 @@ class LatencyBenchmarkTest {
 
       assertThat(Report.parseSelected(lp)).isEqualTo(Map.of(
           "LatencyBenchmark.h2InProcess",
-          Map.of("rate", List.of("200", "2000"), "relays", List.of("1"), "wake", List.of("POLL")),
+          Map.of("rate", List.of("200", "2000"), "relays", List.of("1"), "wake", List.of("POLL", "WAKE")),
           "LatencyBenchmark.postgresKafka",
           Map.of("rate", List.of("200", "2000"), "relays", List.of("1", "3"),
-              "wake", List.of("POLL"))));
+              "wake", List.of("POLL", "WAKE"))));
     }
   }
 
   @Test
   @DisplayName("H2 + in-process for two seconds gives every percentile, and the report reads them")
   void smoke() throws Exception {
-    Row row = new Row(Backend.H2_INPROCESS, 200, 1, Wake.POLL);
+    Row row = new Row(Backend.H2_INPROCESS, 200, 1, Wake.WAKE);
 
     LatencyBenchmark.Result r = LatencyRun.run(row, Duration.ofMillis(500), Duration.ofSeconds(2),
         null);
@@ -98,7 +101,7 @@ class LatencyBenchmarkTest {
       assertThat(result.secondary()).containsKeys("p50", "p99", "p99.9", "max", "messages");
     });
     assertThat(Report.latencyMarkdown(Report.latency(read, Ratios.latencyTargets(), null)))
-        .contains("| H2 file → in-process | 200/s | 1 | POLL |")
+        .contains("| H2 file → in-process | 200/s | 1 | WAKE |")
         .contains("| 400 | — | — |");
   }
 }

@@ -124,7 +124,7 @@ class ReportTest {
   private static String latencyResult(String method, String rate, String relays, double p99) {
     return "{\"benchmark\":\"io.relaykit.bench.LatencyBenchmark." + method + "\","
         + "\"params\":{\"rate\":\"" + rate + "\",\"relays\":\"" + relays
-        + "\",\"wake\":\"POLL\"},"
+        + "\",\"wake\":\"WAKE\"},"
         + "\"primaryMetric\":{\"score\":" + p99 + ",\"scoreUnit\":\"ms p99\"},"
         + "\"secondaryMetrics\":{\"p50\":{\"score\":3.0},\"p99\":{\"score\":" + p99 + "},"
         + "\"p99.9\":{\"score\":300.0},\"max\":{\"score\":400.0},"
@@ -140,7 +140,7 @@ class ReportTest {
     String selected = "io.relaykit.bench.LatencyBenchmark.postgresKafka\n"
         + "  param \"rate\" = {200, 2000}\n"
         + "  param \"relays\" = {1, 3}\n"
-        + "  param \"wake\" = {POLL}\n";
+        + "  param \"wake\" = {WAKE}\n";
 
     List<Report.LatencyRow> rows =
         Report.latency(results, Ratios.latencyTargets(), Report.parseSelected(selected));
@@ -148,9 +148,9 @@ class ReportTest {
     assertThat(rows).extracting(Report.LatencyRow::verdict)
         .containsExactly("MISSED", "—", "FAILED (no result)", "FAILED (no result)");
     assertThat(Report.missing(Report.parseSelected(selected), results)).containsExactly(
-        "LatencyBenchmark.postgresKafka {rate=200, relays=3, wake=POLL}",
-        "LatencyBenchmark.postgresKafka {rate=2000, relays=3, wake=POLL}");
-    assertThat(Report.latencyMarkdown(rows)).contains("| PostgreSQL → Kafka | 2,000/s | 1 | POLL"
+        "LatencyBenchmark.postgresKafka {rate=200, relays=3, wake=WAKE}",
+        "LatencyBenchmark.postgresKafka {rate=2000, relays=3, wake=WAKE}");
+    assertThat(Report.latencyMarkdown(rows)).contains("| PostgreSQL → Kafka | 2,000/s | 1 | WAKE"
         + " | 3.0 ms | 212 ms | 300 ms | 400 ms | 1.5 ms | 60,000 | p99 ≤ 25 ms | MISSED |");
 
     List<Report.LatencyRow> fast = Report.latency(
