@@ -4,7 +4,7 @@
 # to do with the bundle. The work tree is never changed: the release is built from a copy.
 #
 #   RELAYKIT_GPG_KEY=<key id, fingerprint or email> ./relaykit release [--version V] [--out DIR]
-#       [-- extra Maven arguments, e.g. -o]
+#       [-- extra Maven arguments]
 #
 # Exit status: 0 bundle written; 1 the build or signing failed; 2 bad usage or missing key.
 set -euo pipefail
@@ -20,7 +20,7 @@ usage: RELAYKIT_GPG_KEY=KEY ./relaykit release [--version V] [--out DIR] [-- MAV
 
   --version V   the version to release (default: the project's version without -SNAPSHOT)
   --out DIR     where to write (default: target/release); emptied first
-  -- ARGS       passed to Maven as they are (e.g. -o to build offline)
+  -- ARGS       passed to Maven as they are (not -o: Maven deploys nothing offline)
 
   RELAYKIT_GPG_KEY         the key that signs every file (key id, fingerprint or user id of a
                            secret key in the keyring; GNUPGHOME selects another keyring)
