@@ -19,7 +19,8 @@ usage() {
 usage: RELAYKIT_GPG_KEY=KEY ./relaykit release [--version V] [--out DIR] [-- MAVEN ARGS]
 
   --version V   the version to release (default: the project's version without -SNAPSHOT)
-  --out DIR     where to write (default: target/release); emptied first
+  --out DIR     where to write (default: target/release): an empty folder or one this
+                command wrote before, whose src, staging and bundle it replaces
   -- ARGS       passed to Maven as they are (not -o: Maven deploys nothing offline)
 
   RELAYKIT_GPG_KEY         the key that signs every file (key id, fingerprint or user id of a
@@ -32,7 +33,7 @@ each with .asc, .md5 and .sha1) and DIR/relaykit-<version>-bundle.zip, the file 
 USAGE
 }
 
-fail() { echo "relaykit release: $*" >&2; exit "${2:-1}"; }
+fail() { echo "relaykit release: $1" >&2; exit "${2:-1}"; }
 
 version=""
 out="$ROOT/target/release"
@@ -73,6 +74,11 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 case "$ROOT/" in "$out/"*) fail "--out must not contain the repository: $out" 2 ;; esac
+# Only a folder this command made (it leaves a marker there) or an empty one is emptied.
+if [ ! -e "$out/.relaykit-release" ] && [ -n "$(ls -A "$out")" ]; then
+  fail "--out $out is not empty and was not written by ./relaykit release" 2
+fi
+touch "$out/.relaykit-release"
 rm -rf "$out/src" "$out/staging" "$out"/relaykit-*-bundle.zip "$out/build.log"
 mkdir -p "$out/src" "$out/staging"
 
