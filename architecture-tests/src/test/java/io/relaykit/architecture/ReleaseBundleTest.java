@@ -51,7 +51,10 @@ import org.w3c.dom.NodeList;
  */
 class ReleaseBundleTest {
 
+  /** The release command's --out: emptied before each run. */
   private static final Path WORK = NestedBuild.WORK.resolve("release");
+  /** gpg's and the command's logs, beside it (the command empties only a folder it wrote). */
+  private static final Path LOGS = NestedBuild.WORK.resolve("release-logs");
   private static final Set<String> UNPUBLISHED = Set.of("examples", "relaykit-chaos",
       "benchmarks", "architecture-tests", "relaykit-example-spring-boot-app");
 
@@ -64,7 +67,7 @@ class ReleaseBundleTest {
     // A short path of its own: gpg-agent's socket path must stay under 108 bytes.
     gnupgHome = Files.createTempDirectory(Path.of("/tmp"), "relaykit-gpg",
         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-    assertThat(gpg(WORK.resolve("gpg-keygen.log"), "--batch", "--passphrase", "",
+    assertThat(gpg(LOGS.resolve("gpg-keygen.log"), "--batch", "--passphrase", "",
         "--quick-gen-key", "relaykit release test <release-test@relaykit.invalid>", "ed25519",
         "sign", "never"))
         .as("gpg --quick-gen-key (gpg is needed: apt-get install gnupg)").isZero();
@@ -73,7 +76,7 @@ class ReleaseBundleTest {
   @AfterAll
   static void dropKey() throws Exception {
     if (gnupgHome != null) {
-      run(List.of("gpgconf", "--kill", "gpg-agent"), WORK.resolve("gpgconf.log"));
+      run(List.of("gpgconf", "--kill", "gpg-agent"), LOGS.resolve("gpgconf.log"));
       NestedBuild.deleteTree(gnupgHome);
     }
   }
@@ -99,8 +102,8 @@ class ReleaseBundleTest {
     release.environment().put("RELAYKIT_MVN",
         Path.of(NestedBuild.mavenHome().orElseThrow(), "bin", "mvn").toString());
     release.environment().remove("MAVEN_ARGS");
-    Files.createDirectories(WORK);
-    Path log = WORK.getParent().resolve("release.log");
+    NestedBuild.deleteTree(WORK);
+    Path log = LOGS.resolve("release.log");
     long start = System.nanoTime();
     int exit = run(release, log, Duration.ofMinutes(40));
     System.out.printf("./relaykit release took %d s%n",
@@ -134,10 +137,10 @@ class ReleaseBundleTest {
           .isEqualTo(digest("MD5", artifact));
       assertThat(Files.readString(sidecar(artifact, ".sha1")).trim()).as("sha1 of %s", artifact)
           .isEqualTo(digest("SHA-1", artifact));
-      assertThat(gpg(WORK.resolve("gpg-verify.log"), "--batch", "--verify",
+      assertThat(gpg(LOGS.resolve("gpg-verify.log"), "--batch", "--verify",
           sidecar(artifact, ".asc").toString(), artifact.toString()))
           .as("gpg --verify %s.asc: %s", artifact,
-              Files.readString(WORK.resolve("gpg-verify.log"), StandardCharsets.UTF_8))
+              Files.readString(LOGS.resolve("gpg-verify.log"), StandardCharsets.UTF_8))
           .isZero();
     }
 
@@ -288,7 +291,7 @@ class ReleaseBundleTest {
 
   /** The fingerprint of the throwaway key, read from gpg's machine-readable listing. */
   private static String fingerprint() throws Exception {
-    Path listing = WORK.resolve("gpg-keys.txt");
+    Path listing = LOGS.resolve("gpg-keys.txt");
     assertThat(gpg(listing, "--batch", "--with-colons", "--list-secret-keys")).isZero();
     return Files.readAllLines(listing, StandardCharsets.UTF_8).stream()
         .filter(l -> l.startsWith("fpr:")).map(l -> l.split(":")[9]).findFirst()
