@@ -46,8 +46,8 @@ import org.w3c.dom.NodeList;
  * snapshot left, and a zip holding exactly the staging folder.
  *
  * <p>Cost: one build of the published modules with their javadoc, about 3 CI minutes: 172 s of CPU
- * time (user + system) measured for {@code ./relaykit release}; its wall time was 577 s and 760 s
- * on a 2-core machine shared with other builds (load average 20 and 25-45).
+ * time (user + system) measured for {@code ./relaykit release}; its wall time was 459 s, 577 s and 760 s
+ * on a 2-core machine shared with other builds (load average 10-20, 20 and 25-45).
  */
 class ReleaseBundleTest {
 
