@@ -46,8 +46,8 @@ import org.w3c.dom.NodeList;
  * snapshot left, and a zip holding exactly the staging folder.
  *
  * <p>Cost: one build of the published modules with their javadoc, about 3 CI minutes: 172 s of CPU
- * time (user + system) measured for {@code ./relaykit release}; its wall time was 459 s, 577 s and 760 s
- * on a 2-core machine shared with other builds (load average 10-20, 20 and 25-45).
+ * time (user + system) measured for {@code ./relaykit release}; its wall time was 459-760 s on a
+ * 2-core machine shared with other builds (load average 10-45).
  */
 class ReleaseBundleTest {
 
@@ -124,7 +124,8 @@ class ReleaseBundleTest {
       expected.put(library, files);
     }
     Map<String, Set<String>> staged = stagedFiles(group, version);
-    assertThat(staged.keySet()).as("artifacts in the bundle").doesNotContainAnyElementsOf(UNPUBLISHED);
+    assertThat(staged.keySet()).as("artifacts in the bundle")
+        .doesNotContainAnyElementsOf(UNPUBLISHED);
     assertThat(staged).as("files under io/relaykit/<artifact>/%s (V = %s)", version, version)
         .isEqualTo(expected);
 
@@ -224,11 +225,13 @@ class ReleaseBundleTest {
       assertThat(properties.getProperty("version")).as("version in %s's jar", library)
           .isEqualTo(version);
     }
-    try (JarFile jar = new JarFile(dir.resolve(library + "-" + version + "-sources.jar").toFile())) {
+    Path sources = dir.resolve(library + "-" + version + "-sources.jar");
+    try (JarFile jar = new JarFile(sources.toFile())) {
       assertThat(jar.stream().map(ZipEntry::getName)).as("sources jar of %s", library)
           .anyMatch(n -> n.endsWith(".java"));
     }
-    try (JarFile jar = new JarFile(dir.resolve(library + "-" + version + "-javadoc.jar").toFile())) {
+    Path javadoc = dir.resolve(library + "-" + version + "-javadoc.jar");
+    try (JarFile jar = new JarFile(javadoc.toFile())) {
       assertThat(jar.getEntry("index.html")).as("index.html in %s's javadoc jar", library)
           .isNotNull();
     }
