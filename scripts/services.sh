@@ -152,6 +152,16 @@ ensure_faketime() {
   }
 }
 
+# ensure_gpg: gpg, which ReleaseBundleTest (architecture-tests) runs to sign and verify the
+# release bundle with a throwaway key. Installs Debian's gnupg package only when gpg is missing.
+ensure_gpg() {
+  command -v gpg >/dev/null 2>&1 && command -v gpgconf >/dev/null 2>&1 && return 0
+  apt_install gnupg >/dev/null 2>&1 || {
+    svc_log "the release test needs gpg: apt-get install gnupg"
+    return 1
+  }
+}
+
 # ensure_services: every service the default test run needs. Overrides skip the local check.
 ensure_services() {
   local ok=0

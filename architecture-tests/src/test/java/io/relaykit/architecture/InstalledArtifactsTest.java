@@ -31,7 +31,7 @@ import org.junit.jupiter.api.Test;
  */
 class InstalledArtifactsTest {
 
-  private static final List<String> LIBRARIES = List.of("relaykit-core", "relaykit-tck",
+  static final List<String> LIBRARIES = List.of("relaykit-core", "relaykit-tck",
       "relaykit-guice", "relaykit-jdbc", "relaykit-redis", "relaykit-kafka", "relaykit-rabbitmq",
       "relaykit-poller", "relaykit-micrometer", "relaykit-opentelemetry", "relaykit-codec-jackson",
       "relaykit-spring-boot-starter", "relaykit-test");
