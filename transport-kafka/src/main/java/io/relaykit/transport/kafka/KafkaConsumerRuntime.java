@@ -66,9 +66,11 @@ import org.apache.kafka.common.errors.WakeupException;
  * <h2>Implementation notes</h2>
  *
  * <p>Poll thread: each turn it sets which partitions are paused (the source partitions when active
- * work, parked records left out, is near {@code maxInFlight}; the retry partitions only when active
- * work exceeds {@code maxInFlight} by a poll, so a retry that unparks a key is never starved; a
- * retry partition whose next record is not yet due until then), polls, tracks and submits every record, and every commit interval
+ * work, parked records left out, is near {@code maxInFlight}; the retry partitions with them, since
+ * active work finishes by itself and a fetch of the retry partitions alone would hold the source's
+ * next fetch at the broker, but not while only parked records stop the source, so a retry that
+ * unparks a key is never starved; a retry partition whose next record is not yet due until then),
+ * polls, tracks and submits every record, and every commit interval
  * commits the tracker's committable offsets asynchronously and samples the backlog. While intake
  * is stopped for lack of room, the worker whose completion makes room wakes the poll ({@link
  * KafkaConsumer#wakeup()}): intake resumes while the records still in flight keep the workers busy,
@@ -614,10 +616,14 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     boolean full = !hasRoom();
     boolean stopSource = state != State.RUNNING || full;
     // Retry partitions are read while draining too (a due retry unparks its key's records) and
-    // while the source is stopped, but then only when they hold something to read: the consumer
-    // keeps one fetch in flight per broker, so a fetch waiting on an empty retry partition would
-    // delay the source's fetch when it resumes by up to fetch.max.wait.ms.
-    boolean stopRetry = !hasRetryRoom();
+    // while the source is stopped for parked records, but then only when they hold something to
+    // read: the consumer keeps one fetch in flight per broker, and after returning a partition's
+    // records it sends the next fetch for that partition at once, so a fetch of the retry
+    // partitions alone would wait at the broker for fetch.max.wait.ms and hold back the source's
+    // fetch when it resumes. While the active records fill maxInFlight they finish by themselves,
+    // so the retry partitions wait with the source and are fetched with it.
+    boolean activeFull = active() + maxPollRecords > spec.maxInFlight();
+    boolean stopRetry = !hasRetryRoom() || (activeFull && state == State.RUNNING);
     Set<TopicPartition> wanted = new HashSet<>(delayedUntil.keySet());
     for (TopicPartition tp : assigned) {
       boolean stop = tp.topic().equals(retryTopic)
