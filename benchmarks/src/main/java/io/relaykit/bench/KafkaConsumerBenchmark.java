@@ -58,6 +58,12 @@ import org.openjdk.jmh.annotations.TearDown;
  * resumed only when a poll timed out would leave its workers idle here (it did: 0.6 of ideal at
  * 100 ms, hidden by the 20 ms this benchmark used to set).
  *
+ * <p>With {@code failingKeys=1} the topic also holds 100 records of one more key, spread evenly
+ * through it, each of which fails its first attempt and goes through the retry topic (with the
+ * default retry policy's delay); the invocation ends at the last of the same healthy records as
+ * without it, so the two results compare the healthy keys' throughput beside a failing key with
+ * their throughput alone.
+ *
  * <p>The ideal at concurrency c is c × 200/s (12 800/s at 64); the plain loop's ideal is 200/s.
  * At concurrency 1 and in the plain loop one invocation of {@value #RUNTIME_RECORDS} records would
  * take 50 s, so those cases consume only the first {@value #SERIAL_RECORDS} records of the topic:
@@ -75,6 +81,16 @@ public class KafkaConsumerBenchmark {
 
   /** A topic holding {@value #RUNTIME_RECORDS} confirmed records over {@value #KEYS} keys. */
   static String publishTopic() throws Exception {
+    return publishTopic(0);
+  }
+
+  /**
+   * As above, plus {@value #RUNTIME_RECORDS} / {@value #KEYS} records of each of {@code
+   * failingKeys} more keys ({@code key-100}, {@code key-101}...), one of each after every round of
+   * {@value #KEYS} healthy records: the healthy keys' records and their order are the same with
+   * and without failing keys.
+   */
+  static String publishTopic(int failingKeys) throws Exception {
     KafkaTransportConfig config = KafkaTransportConfig.builder()
         .bootstrapServers(KafkaTestBroker.bootstrapServers())
         .build();
@@ -87,6 +103,12 @@ public class KafkaConsumerBenchmark {
       for (int i = 0; i < RUNTIME_RECORDS; i++) {
         confirms.add(publisher.publish(topic, Message.builder().type("order.paid")
             .key("key-" + (i % KEYS)).payload(body).build()));
+        if (i % KEYS == KEYS - 1) {
+          for (int f = 0; f < failingKeys; f++) {
+            confirms.add(publisher.publish(topic, Message.builder().type("order.paid")
+                .key("key-" + (KEYS + f)).payload(body).build()));
+          }
+        }
       }
       CompletableFuture.allOf(confirms.toArray(new CompletableFuture<?>[0]))
           .get(WAIT_SECONDS, TimeUnit.SECONDS);
@@ -109,7 +131,11 @@ public class KafkaConsumerBenchmark {
     private final AtomicInteger completed = new AtomicInteger();
 
     void openTrial() throws Exception {
-      topic = publishTopic();
+      openTrial(0);
+    }
+
+    void openTrial(int failingKeys) throws Exception {
+      topic = publishTopic(failingKeys);
       subscriber = KafkaSubscriber.create(KafkaTransportConfig.builder()
           .bootstrapServers(KafkaTestBroker.bootstrapServers())
           .commitInterval(Duration.ofMillis(200))
@@ -121,14 +147,13 @@ public class KafkaConsumerBenchmark {
     }
 
     /**
-     * As above; records of the first {@code failingKeys} of the {@value #KEYS} keys fail their
-     * first attempt (after the handler's work) and go through the retry topic; the invocation ends
-     * at the last completion of a healthy key's record, so it measures the healthy keys'
-     * throughput beside a failing one.
+     * As above; records of the failing keys ({@link #publishTopic(int)}: every key past the
+     * {@value #KEYS} healthy ones) fail their first attempt (after the handler's work) and go
+     * through the retry topic; the invocation ends at the {@code limit}-th completion of a healthy
+     * key's record, so it measures the healthy keys' throughput beside the failing ones.
      */
-    void subscribe(OrderingMode mode, int concurrency, int all, int failingKeys)
+    void subscribe(OrderingMode mode, int concurrency, int limit, int failingKeys)
         throws Exception {
-      int limit = all - all / KEYS * failingKeys;
       records = limit;
       gate = new CountDownLatch(1);
       entered = new CountDownLatch(1);
@@ -142,7 +167,7 @@ public class KafkaConsumerBenchmark {
         myGate.await();
         LockSupport.parkNanos(HANDLER_NANOS);
         String key = delivery.message().key().orElse("");
-        if (Integer.parseInt(key.substring(key.indexOf('-') + 1)) < failingKeys) {
+        if (failingKeys > 0 && Integer.parseInt(key.substring(key.indexOf('-') + 1)) >= KEYS) {
           if (delivery.attempt() == 1) {
             throw new IllegalStateException("a failing key's first attempt");
           }
@@ -194,15 +219,16 @@ public class KafkaConsumerBenchmark {
     int concurrency;
 
     /**
-     * Keys of the {@value #KEYS} whose records fail their first attempt: 0, or 1 (1 % of keys,
-     * measured on the healthy keys' records).
+     * Keys beside the {@value #KEYS} healthy ones whose every record fails its first attempt and
+     * succeeds on its retry: 0, or 1 (1 % of the keys and of the records). Measured on the healthy
+     * keys' {@value #RUNTIME_RECORDS} records, the same work in both cases.
      */
     @Param({"0", "1"})
     int failingKeys;
 
     @Setup(Level.Trial)
     public void open() throws Exception {
-      openTrial();
+      openTrial(failingKeys);
     }
 
     @Setup(Level.Invocation)

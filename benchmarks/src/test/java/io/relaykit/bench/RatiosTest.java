@@ -47,6 +47,36 @@ class RatiosTest {
   }
 
   @Test
+  @DisplayName("the Kafka consumer rows take each side from the failing-keys case it names, in"
+      + " whatever order JMH wrote the results")
+  void consumerRowsSelectByFailingKeys() {
+    java.util.List<Report.Result> results = new java.util.ArrayList<>();
+    for (String mode : new String[] {"KEY", "UNORDERED"}) {
+      for (String failing : new String[] {"1", "0"}) { // the failing case first
+        results.add(new Report.Result("KafkaConsumerBenchmark.runtime", Map.of("mode", mode,
+            "concurrency", "64", "failingKeys", failing),
+            failing.equals("1") ? 9_000 : 10_000, 0, "ops/s"));
+      }
+    }
+    results.add(new Report.Result("KafkaConsumerBenchmark.plainLoop", Map.of(), 200, 0,
+        "ops/s"));
+
+    Map<String, Double> ratios = new java.util.HashMap<>();
+    for (Report.Row row : Report.compute(results, Ratios.all())) {
+      row.value().ifPresent(v -> ratios.put(row.ratio().name(), v));
+    }
+
+    assertThat(ratios).hasSize(4);
+    assertThat(ratios.get(
+        "Kafka consumer runtime, 5 ms handler, KEY @ 64 vs plain poll loop (ideal 64×)"))
+        .isEqualTo(50.0);
+    assertThat(ratios.get("Kafka consumer, KEY @ 64, healthy keys beside 1 % of keys failing"
+        + " transiently vs no failures")).isEqualTo(0.9);
+    assertThat(ratios.get("Kafka consumer, UNORDERED @ 64, healthy keys beside 1 % of keys"
+        + " failing transiently vs no failures")).isEqualTo(0.9);
+  }
+
+  @Test
   @DisplayName("every ratio has its own name")
   void namesAreUnique() {
     assertThat(Ratios.all()).extracting(Ratio::name).doesNotHaveDuplicates();

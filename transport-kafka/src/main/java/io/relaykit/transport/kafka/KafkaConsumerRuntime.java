@@ -66,9 +66,11 @@ import org.apache.kafka.common.errors.WakeupException;
  * <h2>Implementation notes</h2>
  *
  * <p>Poll thread: each turn it sets which partitions are paused (the source partitions when active
- * work, parked records left out, is near {@code maxInFlight}; the retry partitions only when active
- * work exceeds {@code maxInFlight} by a poll, so a retry that unparks a key is never starved; a
- * retry partition whose next record is not yet due until then), polls, tracks and submits every record, and every commit interval
+ * work, parked records left out, is near {@code maxInFlight}; the retry partitions with them for
+ * up to one poll timeout, since a fetch of the retry partitions alone would hold the source's next
+ * fetch at the broker, then on their own again, and never while only parked records stop the
+ * source, so a retry that unparks a key or that a handler waits for is never starved; a retry
+ * partition whose next record is not yet due until then), polls, tracks and submits every record, and every commit interval
  * commits the tracker's committable offsets asynchronously and samples the backlog. While intake
  * is stopped for lack of room, the worker whose completion makes room wakes the poll ({@link
  * KafkaConsumer#wakeup()}): intake resumes while the records still in flight keep the workers busy,
@@ -183,6 +185,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
   private volatile Throwable failure;
 
   // Poll thread only.
+  /**
+   * The {@link System#nanoTime} since which active work has filled {@code maxInFlight}; 0 while
+   * it does not.
+   */
+  private long activeFullSince;
   private final Map<TopicPartition, Instant> delayedUntil = new HashMap<>();
   private final Map<TopicPartition, Long> committed = new HashMap<>();
   /** Of each retry partition: the offset after the last record taken in (or put back). */
@@ -614,10 +621,24 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
     boolean full = !hasRoom();
     boolean stopSource = state != State.RUNNING || full;
     // Retry partitions are read while draining too (a due retry unparks its key's records) and
-    // while the source is stopped, but then only when they hold something to read: the consumer
-    // keeps one fetch in flight per broker, so a fetch waiting on an empty retry partition would
-    // delay the source's fetch when it resumes by up to fetch.max.wait.ms.
-    boolean stopRetry = !hasRetryRoom();
+    // while the source is stopped for parked records, but then only when they hold something to
+    // read: the consumer keeps one fetch in flight per broker, and after returning a partition's
+    // records it sends the next fetch for that partition at once, so a fetch of the retry
+    // partitions alone would wait at the broker for fetch.max.wait.ms and hold back the source's
+    // fetch when it resumes. While the active records fill maxInFlight the retry partitions wait
+    // with the source, for up to one poll timeout (active records usually make room sooner, and
+    // the retries are then fetched with the source), then they are read on their own again: a
+    // handler may be waiting for a retry, so retries must never wait for room.
+    boolean activeFull = active() + maxPollRecords > spec.maxInFlight() && state == State.RUNNING;
+    long nowNanos = System.nanoTime();
+    if (!activeFull) {
+      activeFullSince = 0;
+    } else if (activeFullSince == 0) {
+      activeFullSince = nowNanos | 1; // never 0 while set
+    }
+    boolean retryWaitsForRoom = activeFull
+        && nowNanos - activeFullSince < config.pollTimeout().toNanos();
+    boolean stopRetry = !hasRetryRoom() || retryWaitsForRoom;
     Set<TopicPartition> wanted = new HashSet<>(delayedUntil.keySet());
     for (TopicPartition tp : assigned) {
       boolean stop = tp.topic().equals(retryTopic)

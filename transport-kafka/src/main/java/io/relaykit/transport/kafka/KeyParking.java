@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
@@ -18,12 +19,16 @@ import java.util.function.Predicate;
  * its hand-off to the retry topic is confirmed, then the retry record's position, until that record
  * finishes (succeeds, is dead-lettered, or is handed to the retry topic again under a new hold).
  * Records that meet a parked key wait here, ordered by partition and offset, and are released in
- * that order when the last hold goes. Admission and release happen under one lock with the
- * submission to the keyed lanes, so a record released from here can never be overtaken by a later
- * record of its key.
+ * that order when the last hold goes. Admission of a parked key's record and release happen under
+ * one lock with the submission to the keyed lanes, so a record released from here can never be
+ * overtaken by a later record of its key.
  *
  * <p>Cost: O(log w) per parked record, w the records waiting on that key; memory is bounded by the
- * subscription's in-flight limit, since waiting records stay in flight.
+ * subscription's in-flight limit, since waiting records stay in flight. A record of a key that is
+ * not parked takes no lock, in {@link #admit} or {@link #parkIfHeld}, even while other keys are
+ * parked: a lock that every worker takes for every record queues all of them behind one holder
+ * that the scheduler has descheduled, and the healthy keys lose the throughput a failing key
+ * should never cost them.
  */
 final class KeyParking {
 
@@ -42,23 +47,35 @@ final class KeyParking {
     boolean draining;
   }
 
-  private final Map<Object, Park> parks = new HashMap<>();
+  /**
+   * The parked keys. Changed only under this object's lock, and so are the {@link Park}s in it;
+   * read without the lock only to ask whether a key is parked ({@link #admit}, {@link
+   * #parkIfHeld}), a question a concurrent map answers atomically.
+   */
+  private final Map<Object, Park> parks = new ConcurrentHashMap<>();
   /** Written under the lock; read without it by {@link #waiting} (the poll thread's room check). */
   private volatile int waitingCount;
-  /**
-   * {@code parks.size()}, written under the lock after every change (after the flush, on release),
-   * read without it by {@link #parkIfHeld}: a key is parked by the record of that key that runs
-   * before (its failure holds the key before its task ends), so the read sees that hold.
-   */
-  private volatile int parkedCount;
 
   /**
-   * Runs {@code submit} for {@code work} now if its key is not parked, else queues it. Both happen
-   * under this object's lock, so submissions keep the order of admissions and releases.
+   * Runs {@code submit} for {@code work} now if its key is not parked, else queues it. For a parked
+   * key both happen under this object's lock, so submissions keep the order of admissions and
+   * releases; a key that is not parked has no released record left to overtake (its park goes only
+   * once the last was taken), so its record is submitted without the lock. A key parked just after
+   * that check is parked by a record that runs before this one in the key's lane, where {@link
+   * #parkIfHeld} finds the park.
    *
    * @return true if submitted, false if parked
+   * @throws NullPointerException if {@code work} has no gate key
    */
-  synchronized boolean admit(Work work, Consumer<Work> submit) {
+  boolean admit(Work work, Consumer<Work> submit) {
+    if (!parks.containsKey(work.gateKey())) {
+      submit.accept(work);
+      return true;
+    }
+    return admitLocked(work, submit);
+  }
+
+  private synchronized boolean admitLocked(Work work, Consumer<Work> submit) {
     Park park = parks.get(work.gateKey());
     if (park != null) {
       park.waiting.add(work);
@@ -71,10 +88,14 @@ final class KeyParking {
 
   /**
    * Whether {@code work}'s key is parked; if so queues it (it was submitted before the park). Takes
-   * no lock while no key is parked, which is the common case.
+   * the lock only when the key is parked: a key is parked by the record of that key that runs
+   * before (its failure holds the key before its task ends, and the lane orders the two tasks), or
+   * by the poll thread at an assignment, so the lock-free read sees that hold.
+   *
+   * @throws NullPointerException if {@code work} has no gate key
    */
   boolean parkIfHeld(Work work) {
-    return parkedCount != 0 && parkIfHeldLocked(work);
+    return parks.containsKey(work.gateKey()) && parkIfHeldLocked(work);
   }
 
   private synchronized boolean parkIfHeldLocked(Work work) {
@@ -120,7 +141,6 @@ final class KeyParking {
   /** Parks {@code key} under {@code hold} (a failed work, or a retry record's position). */
   synchronized void hold(Object key, Object hold) {
     parks.computeIfAbsent(key, k -> new Park()).holds.add(hold);
-    parkedCount = parks.size();
   }
 
   /**
@@ -214,7 +234,6 @@ final class KeyParking {
   private void flush(Object key, Park park, Consumer<Object> drain) {
     if (park.waiting.isEmpty()) {
       parks.remove(key);
-      parkedCount = parks.size();
     } else if (!park.draining) {
       park.draining = true;
       drain.accept(key);
@@ -238,7 +257,6 @@ final class KeyParking {
     Work next = park.waiting.poll();
     if (next == null) {
       parks.remove(key);
-      parkedCount = parks.size();
       return null;
     }
     waitingCount--;

@@ -100,6 +100,51 @@ class KeyParkingTest {
   }
 
   @Test
+  @DisplayName("a record of a key that is not parked is admitted and passes the lane check without"
+      + " the lock, while another key is parked and the lock is held; the parked key's record"
+      + " still waits")
+  void unparkedKeyTakesNoLock() throws Exception {
+    Work failed = work("t", 0);
+    parking.hold("k", failed);
+    ConsumerRecord<String, byte[]> r = new ConsumerRecord<>("t", 0, 1, "other", new byte[0]);
+    Work other = new Work(r, tracker.track(new TopicPartition("t", 0), 1), false, "other");
+    Work later = work("t", 2);
+    java.util.concurrent.CountDownLatch locked = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch unlock = new java.util.concurrent.CountDownLatch(1);
+    Thread holder = new Thread(() -> {
+      synchronized (parking) {
+        locked.countDown();
+        try {
+          unlock.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+    });
+    holder.start();
+    java.util.concurrent.ExecutorService caller =
+        java.util.concurrent.Executors.newSingleThreadExecutor();
+    try {
+      assertThat(locked.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      var unparked = caller.submit(() -> List.of(parking.admit(other, submitted::add),
+          parking.parkIfHeld(other)));
+      assertThat(unparked.get(10, java.util.concurrent.TimeUnit.SECONDS))
+          .as("admitted, and not parked in the lane").containsExactly(true, false);
+      assertThat(submitted).containsExactly(other);
+
+      var parked = caller.submit(() -> parking.admit(later, submitted::add));
+      unlock.countDown();
+      assertThat(parked.get(10, java.util.concurrent.TimeUnit.SECONDS)).isFalse();
+      assertThat(submitted).containsExactly(other);
+      assertThat(parking.waiting()).isOne();
+    } finally {
+      unlock.countDown();
+      caller.shutdownNow();
+      holder.join(10_000);
+    }
+  }
+
+  @Test
   @DisplayName("a drained record that fails holds the key again: the drain stops, the rest wait for"
       + " the next release")
   void drainStopsWhenTheKeyIsHeldAgain() {
