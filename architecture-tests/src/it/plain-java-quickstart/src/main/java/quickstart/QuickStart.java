@@ -108,6 +108,7 @@ public final class QuickStart {
       storage.outboxStore().append(tx, "orders", Message.builder()
           .type("order.placed").key("order-42").payload("{\"id\":42}").build());
       tx.commit();                         // the message commits with your rows, or not at all
+      storage.outboxStore().committed();  // wakes this JVM's relays now, not at their next poll
     }
     OutboxRelay relay = OutboxRelay.builder(storage.outboxStore(), transport,
         storage.deadLetterStore()).build();
