@@ -600,8 +600,12 @@ abstract sealed class OutboxStatements {
           + " RETURNING " + CLAIM_COLUMNS + ", lease_until";
       // The whole batch in one statement (an index scan of the primary key for the array),
       // returning the scope keys whose heads move. Parameters: [now], seqs, owner.
+      // "state + 0": the same test, but not an index condition, so the plan stays a primary-key
+      // lookup per element. With a plain "state = 0" the planner could also read the unsent
+      // entries of outbox_claim (state, seq) for the batch: measured, that made this UPDATE about
+      // 3x slower than the same UPDATE without the state test, during a 10 000-row drain.
       this.markSentSql = markSentPrefix(table, clock.nowNanos(Dialect.POSTGRESQL))
-          + "seq = ANY(?) AND state = " + UNSENT + " AND lease_owner = ?"
+          + "seq = ANY(?) AND state + 0 = " + UNSENT + " AND lease_owner = ?"
           + " RETURNING msg_key, order_dest";
       // Locks the heads of those keys that no append holds (never waits); then, in a statement
       // of its own (a new snapshot, taken after the locks, so it sees every append of these keys
