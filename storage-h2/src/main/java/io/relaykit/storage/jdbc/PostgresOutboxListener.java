@@ -29,7 +29,9 @@ import org.postgresql.PGNotification;
  * {@value #BACKOFF_MAX_MS} ms, full jitter), logged at WARNING with the count; meanwhile relays
  * poll, so a lost NOTIFY costs at most their poll interval. An interrupt of the thread is counted
  * and ignored (only {@link #close} stops it). A silent link (no reset) is found by TCP keepalive
- * (set on the connection), not by queries. {@link #close} stops the thread within {@value
+ * (set on the connection), not by queries: with the OS's defaults (about 2 h on Linux) and never
+ * through a middlebox that keeps TCP alive; until then relays poll. Start and stop never run two
+ * threads: a thread still winding down after a stop is kept by the next start. {@link #close} stops the thread within {@value
  * #WAIT_MS} ms plus a LISTEN in progress (bounded by a {@value #NETWORK_TIMEOUT_MS} ms network
  * timeout).
  */
@@ -80,15 +82,16 @@ final class PostgresOutboxListener implements AutoCloseable {
       if (running) {
         return;
       }
-      running = true;
-      stopped.signalAll();
       if (thread != null && thread.isAlive()) {
-        return; // it sees running under the lock before it ends
+        running = true; // it sees running under the lock before it ends
+        stopped.signalAll();
+        return;
       }
       Thread t = new Thread(this::run, "relaykit-outbox-listener-" + channel);
       t.setDaemon(true);
-      thread = t;
-      t.start();
+      t.start(); // may throw (no thread): then nothing changed, and the next start tries again
+      thread = t; // it reads running under this lock, so it sees both set
+      running = true;
     } finally {
       lock.unlock();
     }
