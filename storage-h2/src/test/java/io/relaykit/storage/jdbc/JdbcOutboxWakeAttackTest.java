@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
@@ -82,6 +83,21 @@ class JdbcOutboxWakeAttackTest {
     assertThat(most).as("listener threads alive at once").isLessThanOrEqualTo(1);
     storage.close();
     assertThat(listenerThreads(channel)).isZero();
+  }
+
+  @Test
+  @DisplayName("a time source that steps back (an injected wall clock) does not stall NOTIFYs"
+      + " for the size of the step: the next append after the step notifies, then coalescing"
+      + " resumes from there")
+  void coalescingAfterSourceStepsBack() {
+    AtomicLong nanos = new AtomicLong(3_600_000_000_000L);
+    OutboxNotifier n = new OutboxNotifier("c_wake", Duration.ofMillis(10), nanos::get);
+    assertThat(n.claim()).isTrue();
+    nanos.addAndGet(-3_600_000_000_000L); // one hour back
+    assertThat(n.claim()).as("first append after the step").isTrue();
+    assertThat(n.claim()).as("same interval").isFalse();
+    nanos.addAndGet(10_000_000);
+    assertThat(n.claim()).as("one interval later").isTrue();
   }
 
   @Test
