@@ -86,6 +86,28 @@ class JdbcOutboxWakeAttackTest {
   }
 
   @Test
+  @DisplayName("closing the storage while its listener backs off between refused connects ends"
+      + " the thread before close returns")
+  void closeDuringReconnectBackoff() throws Exception {
+    FaultProxy proxy = closing(FaultProxy.to("127.0.0.1", 5432));
+    String via = db.url.replaceFirst("//[^/]+/", "//127.0.0.1:" + proxy.port() + "/");
+    proxy.refuseConnections();
+    JdbcStorage storage = JdbcStorage.open(closing(newPool(db.url)), Dialect.POSTGRESQL, prefix,
+        Duration.ofDays(7), InstantSource.system())
+        .outboxListenerConnections(() -> java.sql.DriverManager.getConnection(via));
+    String channel = storage.wakes().channel();
+    OutboxRelay relay = OutboxRelay.builder(storage.outboxStore(), new RecordingPublisher(),
+        new InMemoryDeadLetterStore()).pollInterval(LONG_POLL).build();
+    relay.start();
+    PostgresOutboxListener listener = storage.wakes().listener();
+    Await.until(Duration.ofSeconds(20), "four refused connects", () -> listener.failures() >= 4);
+    storage.close();
+    assertThat(listenerThreads(channel)).as("listener threads once close returned").isZero();
+    assertThat(listener.listening()).isFalse();
+    relay.close(Duration.ofSeconds(5));
+  }
+
+  @Test
   @DisplayName("a time source that steps back (an injected wall clock) does not stall NOTIFYs"
       + " for the size of the step: the next append after the step notifies, then coalescing"
       + " resumes from there")
