@@ -1058,9 +1058,12 @@ public final class OutboxRelay implements AutoCloseable {
   }
 
   /**
-   * Starts the background loop on a daemon thread.
+   * Starts the background loop on a daemon thread, subscribed to the {@link Builder#wakeup
+   * wakeup} if there is one.
    *
-   * @throws IllegalStateException if already started or closed
+   * @throws IllegalStateException if already started or closed, or if the wakeup already has
+   *     {@value OutboxWakeup#MAX_SUBSCRIBERS} subscribers (nothing started then: close relays no
+   *     longer used, or build this one with {@code wakeup(null)} to poll only, and start again)
    */
   public void start() {
     lock.lock();
@@ -1069,10 +1072,10 @@ public final class OutboxRelay implements AutoCloseable {
         throw new IllegalStateException("outbox relay " + owner
             + (closed ? " is closed" : " is already started"));
       }
-      running = true;
       if (wakeup != null) {
         wakeSubscription = wakeup.subscribe(this::onWake);
       }
+      running = true;
       worker = new Thread(this::loop, "relaykit-outbox-relay-" + owner);
       worker.setDaemon(true);
       worker.start();

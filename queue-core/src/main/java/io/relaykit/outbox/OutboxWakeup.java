@@ -111,6 +111,8 @@ public final class OutboxWakeup {
    * @return the subscription; close it to unsubscribe
    * @throws IllegalArgumentException if {@code onWake} is null
    * @throws IllegalStateException if {@value #MAX_SUBSCRIBERS} subscribers are subscribed
+   * @throws RuntimeException what the demand's {@link Demand#started()} threw for the first
+   *     subscriber (for example no thread for a listener); nothing is subscribed then
    */
   public Subscription subscribe(Runnable onWake) {
     Checks.requireNonNull("onWake", onWake);
@@ -122,7 +124,12 @@ public final class OutboxWakeup {
       }
       subscribers.add(entry);
       if (subscribers.size() == 1) {
-        demand.started();
+        try {
+          demand.started();
+        } catch (RuntimeException | Error e) {
+          subscribers.remove(entry); // no subscription to close: leave none behind
+          throw e;
+        }
       }
     }
     return new Subscription() {

@@ -239,7 +239,8 @@ public final class TransactionalOutbox {
   /**
    * Once per transaction: wakes the relays of this JVM ({@link JdbcOutboxStore#committed()})
    * after the commit, never after a rollback. The marker resource is keyed by this outbox's store,
-   * so one transaction appending many rows registers one synchronization.
+   * so one transaction appending many rows registers one synchronization; it is unbound while its
+   * transaction is suspended, so a REQUIRES_NEW transaction inside it wakes at its own commit.
    */
   private void wakeAfterCommit() {
     Object key = new WakeKey(jdbc);
@@ -254,6 +255,20 @@ public final class TransactionalOutbox {
       @Override
       public void afterCommit() {
         jdbc.committed();
+      }
+
+      // The marker is per transaction: a REQUIRES_NEW transaction inside this one suspends it,
+      // and must register its own wake rather than see this one's marker and skip it.
+      @Override
+      public void suspend() {
+        TransactionSynchronizationManager.unbindResourceIfPossible(key);
+      }
+
+      @Override
+      public void resume() {
+        if (!TransactionSynchronizationManager.hasResource(key)) {
+          TransactionSynchronizationManager.bindResource(key, Boolean.TRUE);
+        }
       }
 
       @Override

@@ -63,7 +63,11 @@ public final class JdbcStorage implements AutoCloseable {
   @FunctionalInterface
   public interface ListenerConnections {
     /**
-     * Opens a new connection to the outbox's database.
+     * Opens a new connection to the outbox's database. It must not block without bound: set a
+     * connect and a socket (or login) timeout (with pgjdbc {@code connectTimeout} and {@code
+     * socketTimeout}), since a server or link that accepts and then answers nothing holds the
+     * listener's thread in this call, and closing the storage waits for that thread for at most
+     * about 10 s and then leaves it behind.
      *
      * @return a new connection, closed by the listener
      * @throws SQLException if it cannot be opened (the listener retries with backoff)
@@ -76,10 +80,11 @@ public final class JdbcStorage implements AutoCloseable {
 
   /**
    * Connections beside a HikariCP pool (the storage's own, or one the application opened it on)
-   * with the pool's URL, user, password and driver properties plus TCP keepalive; null when the
+   * with the pool's URL, user, password and driver properties plus TCP keepalive and 10 s connect
+   * and socket timeouts (unless the pool's properties set them); null when the
    * data source is not a HikariCP pool with a JDBC URL.
    */
-  private static ListenerConnections hikariConnections(DataSource dataSource) {
+  static ListenerConnections hikariConnections(DataSource dataSource) {
     HikariDataSource h;
     try {
       if (dataSource instanceof HikariDataSource direct) {
@@ -105,6 +110,11 @@ public final class JdbcStorage implements AutoCloseable {
       props.setProperty("password", h.getPassword());
     }
     props.setProperty("tcpKeepAlive", "true");
+    // A link that accepts and answers nothing must not hold the listener's open forever: pgjdbc
+    // reads the login reply without a timeout unless one is set. The listener's own waits set
+    // their timeouts per call, so these bound only the open.
+    props.putIfAbsent("connectTimeout", "10");
+    props.putIfAbsent("socketTimeout", "10");
     props.setProperty("ApplicationName", "relaykit-outbox-listener");
     return () -> java.sql.DriverManager.getConnection(url, props);
   }

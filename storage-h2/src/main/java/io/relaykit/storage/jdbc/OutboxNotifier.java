@@ -13,7 +13,8 @@ import java.util.regex.Pattern;
  * transaction, at most once per wake interval per storage (so per JVM), since PostgreSQL
  * serialises the commits of transactions that notify. One notifier per {@link JdbcStorage},
  * shared by its outbox stores. The interval is measured on a monotonic source ({@link
- * System#nanoTime()} unless a test injects one).
+ * System#nanoTime()} unless a test injects one); a source that steps back starts a new interval
+ * at once rather than stalling NOTIFYs for the size of the step.
  */
 final class OutboxNotifier {
   /** A PostgreSQL identifier relaykit quotes safely: lower case, digits, underscores, 1..63. */
@@ -74,7 +75,10 @@ final class OutboxNotifier {
     }
     long now = nanoTime.getAsLong();
     long l = last.get();
-    if (now - l < intervalNanos || !last.compareAndSet(l, now)) {
+    long since = now - l;
+    // A source that stepped back (since < 0: never System.nanoTime, but an injected wall clock)
+    // counts as a new interval, so a step back of an hour does not stall NOTIFYs for an hour.
+    if ((since >= 0 && since < intervalNanos) || !last.compareAndSet(l, now)) {
       skipped.incrementAndGet();
       return false;
     }

@@ -29,7 +29,9 @@ import org.postgresql.PGNotification;
  * {@value #BACKOFF_MAX_MS} ms, full jitter), logged at WARNING with the count; meanwhile relays
  * poll, so a lost NOTIFY costs at most their poll interval. An interrupt of the thread is counted
  * and ignored (only {@link #close} stops it). A silent link (no reset) is found by TCP keepalive
- * (set on the connection), not by queries. {@link #close} stops the thread within {@value
+ * (set on the connection), not by queries: with the OS's defaults (about 2 h on Linux) and never
+ * through a middlebox that keeps TCP alive; until then relays poll. Start and stop never run two
+ * threads: a thread still winding down after a stop is kept by the next start. {@link #close} stops the thread within {@value
  * #WAIT_MS} ms plus a LISTEN in progress (bounded by a {@value #NETWORK_TIMEOUT_MS} ms network
  * timeout).
  */
@@ -49,9 +51,8 @@ final class PostgresOutboxListener implements AutoCloseable {
   private final Backoff backoff;
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition stopped = lock.newCondition();
-  /** Each start and stop begins a generation: a thread runs while its generation is current. */
-  private volatile long generation;
   private volatile boolean running;
+  /** The one thread, or null when none runs; guarded by lock. */
   private Thread thread;
   private final AtomicLong connects = new AtomicLong();
   private final AtomicLong failures = new AtomicLong();
@@ -71,18 +72,26 @@ final class PostgresOutboxListener implements AutoCloseable {
         .withMax(Duration.ofMillis(BACKOFF_MAX_MS)).withJitter(Jitter.FULL);
   }
 
-  /** Starts the thread; idempotent while running. */
+  /**
+   * Starts the thread; idempotent while running. A thread still winding down after {@link #stop}
+   * is kept and goes on listening, so start/stop cycles never run two threads (or connections).
+   */
   void start() {
     lock.lock();
     try {
       if (running) {
         return;
       }
+      if (thread != null && thread.isAlive()) {
+        running = true; // it sees running under the lock before it ends
+        stopped.signalAll();
+        return;
+      }
+      Thread t = new Thread(this::run, "relaykit-outbox-listener-" + channel);
+      t.setDaemon(true);
+      t.start(); // may throw (no thread): then nothing changed, and the next start tries again
+      thread = t; // it reads running under this lock, so it sees both set
       running = true;
-      long gen = ++generation;
-      thread = new Thread(() -> run(gen), "relaykit-outbox-listener-" + channel);
-      thread.setDaemon(true);
-      thread.start();
     } finally {
       lock.unlock();
     }
@@ -93,7 +102,6 @@ final class PostgresOutboxListener implements AutoCloseable {
     lock.lock();
     try {
       running = false;
-      generation++;
       stopped.signalAll();
     } finally {
       lock.unlock();
@@ -130,20 +138,32 @@ final class PostgresOutboxListener implements AutoCloseable {
     close(Duration.ofMillis(NETWORK_TIMEOUT_MS + WAIT_MS));
   }
 
-  private boolean live(long gen) {
-    return generation == gen;
+  /** Whether the thread goes on; false ends it (under the lock, so start sees it gone). */
+  private boolean goOn() {
+    lock.lock();
+    try {
+      if (running) {
+        return true;
+      }
+      if (thread == Thread.currentThread()) {
+        thread = null;
+      }
+      return false;
+    } finally {
+      lock.unlock();
+    }
   }
 
-  private void run(long gen) {
+  private void run() {
     int failed = 0;
-    while (live(gen)) {
+    while (goOn()) {
       try (Connection c = connections.open()) {
         listen(c);
         failed = 0;
-        receive(c.unwrap(PGConnection.class), gen);
+        receive(c.unwrap(PGConnection.class));
       } catch (SQLException | RuntimeException e) {
-        if (!live(gen)) {
-          break;
+        if (!running) {
+          continue;
         }
         failed++;
         failures.incrementAndGet();
@@ -153,8 +173,8 @@ final class PostgresOutboxListener implements AutoCloseable {
       } finally {
         listening = false;
       }
-      if (live(gen) && failed > 0) {
-        pause(backoff.delay(failed), gen);
+      if (running && failed > 0) {
+        pause(backoff.delay(failed));
       }
     }
   }
@@ -174,10 +194,10 @@ final class PostgresOutboxListener implements AutoCloseable {
     wake(); // rows committed while nobody listened
   }
 
-  private void receive(PGConnection pg, long gen) throws SQLException {
+  private void receive(PGConnection pg) throws SQLException {
     long trailingAt = 0;
     boolean trailing = false;
-    while (live(gen)) {
+    while (running) {
       int wait = WAIT_MS;
       if (trailing) {
         long left = TimeUnit.NANOSECONDS.toMillis(trailingAt - System.nanoTime());
@@ -206,11 +226,11 @@ final class PostgresOutboxListener implements AutoCloseable {
     wakeup.wake();
   }
 
-  private void pause(Duration d, long gen) {
+  private void pause(Duration d) {
     lock.lock();
     try {
       long nanos = d.toNanos();
-      while (live(gen) && nanos > 0) {
+      while (running && nanos > 0) {
         try {
           nanos = stopped.awaitNanos(nanos);
         } catch (InterruptedException e) {
