@@ -90,4 +90,55 @@ class KafkaRetryPauseAttackTest {
     assertThat(mostInFlight.get()).as("in flight, as the meter reports it")
         .isLessThanOrEqualTo(maxInFlight + maxInFlight / 2);
   }
+
+  @Test
+  @DisplayName("share group: the retry reader's slots held by retries whose handlers wait for a"
+      + " later record's retry, a copy the share member writes after the reader's last fetch:"
+      + " the reader still reads it (it has no source fetch to protect)")
+  void shareRetryReaderFullOfWaitingRetriesReadsALaterCopy() throws Exception {
+    String topic = newTopic("retrypause-share", 1);
+    String group = topic + "-g";
+    int waiting = 5;
+    CountDownLatch lastRetried = new CountDownLatch(1);
+    CountDownLatch allWaiting = new CountDownLatch(waiting);
+    List<Integer> handled = new CopyOnWriteArrayList<>();
+    try (KafkaShareSubscriber subscriber = KafkaShareSubscriber.create(
+        KafkaRecordLifeTest.shareConfig().build())) {
+      KafkaShareSubscription sub = subscriber.subscribe(SubscriptionSpec.builder(topic, group)
+          .concurrency(8).maxInFlight(8)
+          .retryPolicy(RetryPolicy.builder().maxAttempts(3)
+              .backoff(Backoff.fixed(Duration.ofMillis(200))).build())
+          .handlerTimeout(Duration.ofMinutes(2))
+          .build(),
+          d -> {
+            if (d.attempt() == 1) {
+              throw new IllegalStateException("first attempts fail");
+            }
+            if (seq(d) == waiting) {
+              lastRetried.countDown();
+            } else {
+              allWaiting.countDown();
+              if (!lastRetried.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                throw new AssertionError("the later record's retry never ran");
+              }
+            }
+            handled.add(seq(d));
+          });
+      try {
+        List<Message> first = new ArrayList<>();
+        for (int i = 0; i < waiting; i++) {
+          first.add(message("w" + i, i));
+        }
+        publishAll(topic, first);
+        assertThat(allWaiting.await(WAIT.toSeconds(), TimeUnit.SECONDS))
+            .as("the retries of the first records run and wait").isTrue();
+        publishAll(topic, List.of(message("x", waiting)));
+        Await.until(WAIT, "the later record's retry and the waiting retries handled",
+            () -> handled.size() == waiting + 1);
+      } finally {
+        lastRetried.countDown();
+        sub.close(Duration.ofSeconds(5));
+      }
+    }
+  }
 }
