@@ -607,8 +607,11 @@ final class KafkaConsumerRuntime implements KafkaSubscription {
 
   /**
    * Pauses the source partitions while source intake is stopped, the retry partitions while they
-   * have no room of their own, and a retry partition until its next record is due; resumes the
-   * rest.
+   * have no room of their own or, for up to one poll timeout (on {@link System#nanoTime}) from the
+   * turn active work came to fill {@code maxInFlight}, while it still does, and a retry partition
+   * until its next record is due; resumes the rest. The bound is per such stretch: where active
+   * work fills and empties again turn after turn, the retries are fetched whenever the source is,
+   * behind the source records the consumer has already buffered.
    *
    * @return true if source intake is stopped because in-flight work is full (and the runtime is
    *     running)

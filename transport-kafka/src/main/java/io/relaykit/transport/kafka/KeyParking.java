@@ -29,6 +29,14 @@ import java.util.function.Predicate;
  * parked: a lock that every worker takes for every record queues all of them behind one holder
  * that the scheduler has descheduled, and the healthy keys lose the throughput a failing key
  * should never cost them.
+ *
+ * <p>WARNING: that lock-free path keeps order only while a key is parked ({@link #hold}, {@link
+ * #holdIf}) by a task running in that key's lane, before the task ends (or by another thread the
+ * task waits for, as a handler timeout's expiry), or by the thread that calls {@link #admit}: then
+ * a record admitted just before the park is queued in the lane behind that task and meets the park
+ * in {@link #parkIfHeld}. A park placed from anywhere else (a free-running timer, a producer
+ * callback) could let such a record run beside or ahead of the parked ones. Releases may come from
+ * any thread.
  */
 final class KeyParking {
 
@@ -111,7 +119,9 @@ final class KeyParking {
   /**
    * Parks {@code key} under {@code hold} if {@code valid} still holds, checked under this object's
    * lock: a {@link #revoke} that runs after the check drops the hold, one that ran before makes the
-   * check fail (revokes mark their work stale before they take the lock).
+   * check fail (revokes mark their work stale before they take the lock). Only from a task in
+   * the key's lane, before it ends (a handler timeout's expiry counts: the lane's task waits for
+   * it), or the thread that calls {@link #admit} (see the class comment).
    *
    * @return whether the hold was placed
    */
@@ -138,7 +148,10 @@ final class KeyParking {
     return false;
   }
 
-  /** Parks {@code key} under {@code hold} (a failed work, or a retry record's position). */
+  /**
+   * Parks {@code key} under {@code hold} (a failed work, or a retry record's position). Only from
+   * a task in the key's lane or the thread that calls {@link #admit} (see the class comment).
+   */
   synchronized void hold(Object key, Object hold) {
     parks.computeIfAbsent(key, k -> new Park()).holds.add(hold);
   }
