@@ -155,4 +155,25 @@ class JdbcOutboxHeadMoveAttackTest {
     assertThat(s.outbox.markSent("b", List.of(r1), clock.instant())).isEqualTo(1);
     assertThat(head(s, "k")).isEqualTo(r2);
   }
+
+  @Test
+  @DisplayName("after a failed head move, a claim with key runs leases the key's rows from the"
+      + " next unsent one on, in order, and the unsent count is the rows not sent")
+  void failedHeadMoveThenKeyRun() {
+    Setup s = setup();
+    long r1 = append(s, "k", "1");
+    long r2 = append(s, "k", "2");
+    long r3 = append(s, "k", "3");
+    assertThat(seqs(s.outbox.claim("a", 10, 1, LEASE, clock.instant()))).containsExactly(r1);
+    s.hooks.onNextCommit(commit -> {
+      throw new SQLException("the head move's commit was refused (test)", "08006");
+    });
+    assertThat(s.outbox.markSent("a", List.of(r1), clock.instant())).isEqualTo(1);
+    assertThat(s.outbox.stats(clock.instant()).unsent()).isEqualTo(2);
+    assertThat(seqs(s.outbox.claim("b", 10, 10, LEASE, clock.instant())))
+        .containsExactly(r2, r3);
+    assertThat(s.outbox.markSent("b", List.of(r2, r3), clock.instant())).isEqualTo(2);
+    assertThat(head(s, "k")).as("no unsent row left").isZero();
+    assertThat(s.outbox.stats(clock.instant()).unsent()).isZero();
+  }
 }
