@@ -12,6 +12,9 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
@@ -68,8 +71,8 @@ class JdbcOutboxHeadMoveAttackTest {
   }
 
   private long head(Setup s, String key) {
-    return db.count("SELECT COALESCE(head_seq, 0) FROM " + s.prefix + "outbox_head WHERE msg_key = '"
-        + key + "'");
+    return db.count("SELECT COALESCE(head_seq, 0) FROM " + s.prefix + "outbox_head"
+        + " WHERE msg_key = '" + key + "'");
   }
 
   private static List<Long> seqs(List<OutboxRecord> rows) {
@@ -174,6 +177,64 @@ class JdbcOutboxHeadMoveAttackTest {
         .containsExactly(r2, r3);
     assertThat(s.outbox.markSent("b", List.of(r2, r3), clock.instant())).isEqualTo(2);
     assertThat(head(s, "k")).as("no unsent row left").isZero();
+    assertThat(s.outbox.stats(clock.instant()).unsent()).isZero();
+  }
+
+  @Test
+  @DisplayName("two relays at once, keyed rows, every other head move refused: no claim ever"
+      + " hands out a row while a lower row of its key (outside the same claim) is unsent, and"
+      + " every row is marked once")
+  void concurrentRelaysWithFailingHeadMovesKeepKeyOrder() throws Exception {
+    Setup s = setup();
+    String[] keys = {"a", "b", "c", "d"};
+    java.util.Random random = new java.util.Random(38);
+    for (int i = 0; i < 60; i++) {
+      append(s, keys[random.nextInt(keys.length)], "p" + i);
+    }
+    AtomicInteger marked = new AtomicInteger();
+    AtomicInteger refused = new AtomicInteger();
+    java.util.concurrent.ConcurrentLinkedQueue<String> violations =
+        new java.util.concurrent.ConcurrentLinkedQueue<>();
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try {
+      List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+      for (String owner : List.of("r1", "r2")) {
+        done.add(pool.submit(() -> {
+          long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+          while (marked.get() < 60 && System.nanoTime() < deadline) {
+            List<OutboxRecord> got = s.outbox.claim(owner, 5, 3, LEASE, clock.instant());
+            java.util.Set<Long> batch = new java.util.HashSet<>(seqs(got));
+            for (OutboxRecord r : got) {
+              String in = batch.stream().map(String::valueOf)
+                  .collect(java.util.stream.Collectors.joining(","));
+              long earlier = db.count("SELECT COUNT(*) FROM " + s.prefix + "outbox"
+                  + " WHERE msg_key = '" + r.message().key() + "' AND state = 0"
+                  + " AND seq < " + r.sequence() + " AND seq NOT IN (" + in + ")");
+              if (earlier != 0) {
+                violations.add(owner + " claimed " + r.sequence() + " of key "
+                    + r.message().key() + " with " + earlier + " lower rows unsent");
+              }
+            }
+            if (!got.isEmpty()) {
+              if (refused.incrementAndGet() % 2 == 0) {
+                s.hooks.onNextCommit(commit -> {
+                  throw new SQLException("head move refused (test)", "08006");
+                });
+              }
+              marked.addAndGet(s.outbox.markSent(owner, seqs(got), clock.instant()));
+            }
+          }
+          return null;
+        }));
+      }
+      for (java.util.concurrent.Future<?> f : done) {
+        f.get();
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertThat(violations).isEmpty();
+    assertThat(marked.get()).isEqualTo(60);
     assertThat(s.outbox.stats(clock.instant()).unsent()).isZero();
   }
 }
