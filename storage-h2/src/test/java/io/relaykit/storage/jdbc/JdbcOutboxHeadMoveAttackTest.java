@@ -208,11 +208,11 @@ class JdbcOutboxHeadMoveAttackTest {
               String in = batch.stream().map(String::valueOf)
                   .collect(java.util.stream.Collectors.joining(","));
               long earlier = db.count("SELECT COUNT(*) FROM " + s.prefix + "outbox"
-                  + " WHERE msg_key = '" + r.message().key() + "' AND state = 0"
+                  + " WHERE msg_key = '" + r.message().key().orElseThrow() + "' AND state = 0"
                   + " AND seq < " + r.sequence() + " AND seq NOT IN (" + in + ")");
               if (earlier != 0) {
                 violations.add(owner + " claimed " + r.sequence() + " of key "
-                    + r.message().key() + " with " + earlier + " lower rows unsent");
+                    + r.message().key().orElseThrow() + " with " + earlier + " lower rows unsent");
               }
             }
             if (!got.isEmpty()) {
