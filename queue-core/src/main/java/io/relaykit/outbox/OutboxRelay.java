@@ -534,7 +534,7 @@ public final class OutboxRelay implements AutoCloseable {
         }
       }
       Instant doneAt = clock.instant();
-      int[] marked = confirmed.isEmpty() ? new int[] {0, 0} : markSent(confirmed, doneAt);
+      int[] marked = confirmed.isEmpty() ? new int[] {0, 0, 0} : markSent(confirmed, doneAt);
       int sent = marked[0];
       failed += marked[1];
       for (int i = 0; i < toPublish.size(); i++) {
@@ -575,7 +575,8 @@ public final class OutboxRelay implements AutoCloseable {
         leaseLostTotal.addAndGet(lost);
         LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " lost the lease of "
             + lost + " rows before marking them (its renewals failed, or a publish outlasted the"
-            + " lease); another relay publishes them again");
+            + " lease); another relay publishes them again" + (marked[2] == 0 ? ""
+            : " (or a mark that threw had marked them: then they are sent and go out no more)"));
       }
       batchSize = nextBatchSize(batchSize, minBatch, maxBatch, claimed.size(),
           failedPublish.size(), failed + lost, confirmWait, slowConfirm);
@@ -589,13 +590,14 @@ public final class OutboxRelay implements AutoCloseable {
    * row's failure only (it keeps its lease and is published a second time when that expires).
    * After three row failures in a row the store is taken to be down and the rest count as failed.
    *
-   * @return rows marked, rows that failed
+   * @return rows marked, rows that failed, and 1 when a mark threw before one returned (its
+   *     reply may have been lost after it marked rows, which a repeat then counts as not marked)
    */
   private int[] markSent(List<Long> confirmed, Instant at) {
     RuntimeException last = null;
     for (int attempt = 1; attempt <= 3; attempt++) {
       try {
-        return new int[] {store.markSent(owner, confirmed, at), 0};
+        return new int[] {store.markSent(owner, confirmed, at), 0, last == null ? 0 : 1};
       } catch (RuntimeException e) {
         if (last != null) {
           e.addSuppressed(last);
@@ -626,7 +628,7 @@ public final class OutboxRelay implements AutoCloseable {
           + " confirmed rows sent; they are published again when their lease expires: " + last,
           last);
     }
-    return new int[] {sent, failed};
+    return new int[] {sent, failed, 1};
   }
 
   private CompletableFuture<PublishReceipt> publish(OutboxRecord r) {
@@ -853,7 +855,8 @@ public final class OutboxRelay implements AutoCloseable {
    *     threw) and were left for a later cycle
    * @param leaseRenewals renewals of in-flight batches' leases
    * @param renewalFailures renewals that failed (the store did not answer)
-   * @param leaseLost rows whose lease another relay took over before this one marked them
+   * @param leaseLost rows whose lease another relay took over before this one marked them (and
+   *     rows a mark whose reply was lost had marked, see {@link Batch#leaseLost})
    * @param purged sent rows purged
    * @param purgeFailures purge steps that failed (the next cycle tries again)
    * @param deadLettersPurged dead letters removed by the dead-letter retention
@@ -1294,7 +1297,10 @@ public final class OutboxRelay implements AutoCloseable {
    * @param sent rows confirmed by the broker and marked sent
    * @param retried rows that failed and were rescheduled
    * @param deadLettered rows moved to dead letters (out of attempts, permanent failure, expired)
-   * @param leaseLost rows whose lease another relay took over before this one could mark them
+   * @param leaseLost rows whose lease another relay took over before this one could mark them;
+   *     also rows a mark that threw had marked (its reply lost): a repeat finds them sent and
+   *     cannot tell them from rows another relay took, so they count here although they are sent
+   *     and go out no more
    * @param failed rows whose handling failed (their dead letter could not be stored, marking or
    *     rescheduling them threw): left for a later cycle, the rest of the batch unaffected
    *     ({@code claimed} minus the other five is the number of rows of key runs released

@@ -58,11 +58,13 @@ import javax.sql.DataSource;
  * relay at a time. It reads O(batch + heads skipped as leased or parked) index entries, never a
  * key's backlog or sent rows. On PostgreSQL it is one statement, {@code UPDATE ... WHERE seq =
  * ANY(ARRAY(SELECT ... FOR UPDATE SKIP LOCKED)) RETURNING ...}, and {@link #markSent} one
- * transaction of {@code UPDATE ... WHERE seq = ANY(?) RETURNING} plus two statements that move the
- * keys' heads. On H2 a claim is one transaction of locking SELECTs (unkeyed rows, then a bounded
- * walk of the heads) and a batch of conditional one-row lease updates (H2 row locks do not
- * re-check a row; see {@code OutboxStatements.H2}), and markSent one batch of one-row updates
- * plus the head moves. markSent, markDead and undecodable-row deletes move heads without ever
+ * auto-committed {@code UPDATE ... WHERE seq = ANY(?) RETURNING} then, for keyed rows, a second
+ * transaction of two statements that move the keys' heads. On H2 a claim is one transaction of
+ * locking SELECTs (unkeyed rows, then a bounded walk of the heads) and conditional lease updates,
+ * one range update per run of at least four consecutive rows with the same attempts and one-row
+ * updates for the rest (H2 row locks do not re-check a row; see {@code OutboxStatements.H2}), and
+ * markSent one transaction of one range update per run of consecutive sequences plus the head
+ * moves. markSent, markDead and undecodable-row deletes move heads without ever
  * waiting for an append ({@code SKIP LOCKED}): a head an append holds keeps its old value, a lower
  * bound that claims still handle correctly. Append is one INSERT (one batch for {@link
  * #appendAll}) plus, for a keyed row, one locking SELECT (and an INSERT and UPDATE of the head when
@@ -1168,6 +1170,18 @@ public final class JdbcOutboxStore implements OutboxStore {
     return UUID.nameUUIDFromBytes(id.getBytes(StandardCharsets.UTF_8)).toString().replace("-", "");
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Fenced by owner: a row another relay leased since, or one already sent, is not counted. On
+   * PostgreSQL the UPDATE commits on its own and the heads of keyed rows move afterwards in a
+   * second transaction. If the UPDATE throws, nothing is marked (the rows stay held and go out
+   * again after the lease); if its reply is lost, the rows are sent and a repeat counts 0. If the
+   * head move fails, or the process dies before it, the count is still returned (the failure is
+   * logged): the rows are sent and their heads stay on them, lower bounds with which the claims
+   * still find each key's next row, and never a later one; the key's next markSent or the purge's
+   * stale-head repair moves them on. On H2 the marks and head moves are one transaction.
+   */
   @Override
   public int markSent(String owner, Collection<Long> sequences, Instant now) {
     requireOwner(owner);
