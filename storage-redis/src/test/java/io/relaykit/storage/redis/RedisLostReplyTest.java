@@ -45,6 +45,27 @@ class RedisLostReplyTest {
     throughProxy = RedisStorage.open(base.toBuilder().uri("redis://127.0.0.1:" + proxy.port())
         .commandTimeout(Duration.ofSeconds(2)).build());
     direct = RedisStorage.open(base);
+    primeScripts();
+  }
+
+  /**
+   * Runs every script this class drops replies for once, directly, so the server has them cached.
+   * On a Redis that has never run a script (a fresh server, or after {@code SCRIPT FLUSH}), the
+   * first {@code EVALSHA} is answered NOSCRIPT; with that answer dropped the script is never sent in
+   * full, the write does not run, and the outcome these tests pin (the write ran) would not hold.
+   */
+  private void primeScripts() {
+    String id = "prime-" + UUID.randomUUID();
+    direct.versionGuard().advance(id, 1);
+    Claim c = direct.idempotencyStore().claim(id, Duration.ofMinutes(1));
+    direct.idempotencyStore().complete(c);
+    DeadLetterStore store = direct.deadLetterStore(id);
+    DeadLetter d = deadLetter();
+    store.add(d);
+    store.beginReplay(d.id(), "p-1", Duration.ofMinutes(1));
+    store.abandonReplay(d.id(), "p-1");
+    store.beginReplay(d.id(), "p-2", Duration.ofMinutes(1));
+    store.finishReplay(d.id(), "p-2");
   }
 
   @AfterEach
