@@ -105,7 +105,7 @@ class KafkaKeyOrderFailingKeysAttackTest {
             .backoff(Backoff.fixed(Duration.ofMillis(300))).build())
         .build();
     io.relaykit.message.MessageHandler slow = d -> {
-      Thread.sleep(2); // the handler's work: keeps records in flight across the rebalances
+      work(d.message().payload()); // the handler's work: keeps records in flight across rebalances
       order.handler().handle(d);
     };
     KafkaSubscription first = clients.subscriber(config).subscribe(spec, slow);
@@ -141,4 +141,19 @@ class KafkaKeyOrderFailingKeysAttackTest {
     assertThat(order.duplicates.get()).isZero();
   }
 
+  /**
+   * Real work for a handler instead of a sleep: 2 000 SHA-256 rounds over the payload (about a
+   * millisecond of CPU), so records stay in flight while members join and leave, with no wait on
+   * time.
+   */
+  private static void work(byte[] payload) throws Exception {
+    java.security.MessageDigest sha = java.security.MessageDigest.getInstance("SHA-256");
+    byte[] digest = payload;
+    for (int i = 0; i < 2_000; i++) {
+      digest = sha.digest(digest);
+    }
+    if (digest.length != 32) {
+      throw new IllegalStateException("SHA-256 gave " + digest.length + " bytes");
+    }
+  }
 }
