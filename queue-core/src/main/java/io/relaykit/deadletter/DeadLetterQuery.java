@@ -5,8 +5,15 @@ import java.time.Instant;
 
 /**
  * Which dead letters to list, count or purge, and which page. Every filter is optional (null
- * matches all); filters combine with AND. Results are ordered by last failure time, then id, so
- * paging with {@code offset}/{@code limit} is stable while no dead letters are added.
+ * matches all); filters combine with AND. Results are ordered by last failure time, then id
+ * (oldest first, or newest first with {@link #newestFirst()}).
+ *
+ * <p>Two ways to page: {@code offset}/{@code limit}, stable while no dead letters are added, which
+ * costs a store O(offset + limit) rows read; or keyset paging with {@link #withAfter}: the page
+ * starts strictly after a {@link Position} (the last dead letter of the previous page) in the
+ * query's order, which a store with an index on (last failure, id) serves reading about {@code
+ * limit} rows however deep the page, and which stays correct while dead letters are added or
+ * removed. {@code offset} applies after the position.
  *
  * @param messageId exact id of the message (its dead letters at every source and group)
  * @param reasonContains case-sensitive substring of the reason
@@ -17,6 +24,11 @@ import java.time.Instant;
  * @param failedBefore last failure before this instant
  * @param offset entries to skip, {@code >= 0}
  * @param limit page size, {@code 1..10_000}
+ * @param exceptionClass exact class name of the exception of the last failure ({@link
+ *     DeadLetter#exceptionClass()}); dead letters without one never match
+ * @param after keyset paging: only dead letters strictly after this position in the query's
+ *     order, or null to start at the first
+ * @param newestFirst order by last failure time, then id, descending instead of ascending
  */
 public record DeadLetterQuery(
     String messageId,
@@ -27,10 +39,78 @@ public record DeadLetterQuery(
     Instant failedFrom,
     Instant failedBefore,
     int offset,
-    int limit) {
+    int limit,
+    String exceptionClass,
+    Position after,
+    boolean newestFirst) {
 
   /** The largest page a store must serve in one call. */
   public static final int MAX_LIMIT = 10_000;
+
+  /**
+   * Where a page starts in keyset paging: a dead letter's last failure time and {@linkplain
+   * DeadLetter#id() id}.
+   *
+   * @param lastFailureAt the dead letter's last failure time; not null
+   * @param id the dead letter's id; not blank
+   */
+  public record Position(Instant lastFailureAt, String id) {
+    /**
+     * Checks both parts.
+     *
+     * @param lastFailureAt the last failure time; not null
+     * @param id the id; not blank
+     * @throws IllegalArgumentException if a part is missing
+     */
+    public Position {
+      Checks.requireNonNull("lastFailureAt", lastFailureAt);
+      Checks.requireNonBlank("id", id);
+    }
+
+    /**
+     * The position of {@code d}: the next page starts after it.
+     *
+     * @param d the last dead letter of a page; not null
+     * @return its position
+     * @throws IllegalArgumentException if {@code d} is null
+     */
+    public static Position of(DeadLetter d) {
+      Checks.requireNonNull("deadLetter", d);
+      return new Position(d.lastFailureAt(), d.id());
+    }
+
+    /**
+     * Compares {@code d} with this position in ascending order (last failure time, then id).
+     *
+     * @param d a dead letter; not null
+     * @return negative if {@code d} comes before this position, 0 if at it, positive if after
+     */
+    public int compareTo(DeadLetter d) {
+      int c = d.lastFailureAt().compareTo(lastFailureAt);
+      return c != 0 ? c : d.id().compareTo(id);
+    }
+  }
+
+  /**
+   * A query oldest first without exception-class filter or keyset position (the shape before
+   * those were added).
+   *
+   * @param messageId exact message id, or null
+   * @param reasonContains substring of the reason, or null
+   * @param type exact message type, or null
+   * @param source exact source, or null
+   * @param group exact consumer group, or null
+   * @param failedFrom inclusive lower bound of the last failure, or null
+   * @param failedBefore exclusive upper bound of the last failure, or null
+   * @param offset entries to skip, {@code >= 0}
+   * @param limit page size, {@code 1..MAX_LIMIT}
+   * @throws IllegalArgumentException as the canonical constructor
+   */
+  public DeadLetterQuery(String messageId, String reasonContains, String type, String source,
+      String group, Instant failedFrom, Instant failedBefore, int offset, int limit) {
+    this(messageId, reasonContains, type, source, group, failedFrom, failedBefore, offset, limit,
+        null, null, false);
+  }
 
   /**
    * Checks the paging and the time range.
@@ -44,6 +124,9 @@ public record DeadLetterQuery(
    * @param failedBefore exclusive upper bound of the last failure, or null
    * @param offset entries to skip, {@code >= 0}
    * @param limit page size, {@code 1..MAX_LIMIT}
+   * @param exceptionClass exact exception class name of the last failure, or null
+   * @param after keyset position the page starts after, or null
+   * @param newestFirst descending order instead of ascending
    * @throws IllegalArgumentException if {@code offset} is negative, {@code limit} is out of range,
    *     or {@code failedBefore} is not after {@code failedFrom}
    */
@@ -66,7 +149,8 @@ public record DeadLetterQuery(
    * @return a query without filters for offset 0, limit 100
    */
   public static DeadLetterQuery all() {
-    return new DeadLetterQuery(null, null, null, null, null, null, null, 0, 100);
+    return new DeadLetterQuery(null, null, null, null, null, null, null, 0, 100, null, null,
+        false);
   }
 
   /**
@@ -77,7 +161,7 @@ public record DeadLetterQuery(
    */
   public DeadLetterQuery withMessageId(String messageId) {
     return new DeadLetterQuery(messageId, reasonContains, type, source, group, failedFrom,
-        failedBefore, offset, limit);
+        failedBefore, offset, limit, exceptionClass, after, newestFirst);
   }
 
   /**
@@ -88,7 +172,7 @@ public record DeadLetterQuery(
    */
   public DeadLetterQuery withReasonContains(String reasonContains) {
     return new DeadLetterQuery(messageId, reasonContains, type, source, group, failedFrom,
-        failedBefore, offset, limit);
+        failedBefore, offset, limit, exceptionClass, after, newestFirst);
   }
 
   /**
@@ -99,7 +183,7 @@ public record DeadLetterQuery(
    */
   public DeadLetterQuery withType(String type) {
     return new DeadLetterQuery(messageId, reasonContains, type, source, group, failedFrom,
-        failedBefore, offset, limit);
+        failedBefore, offset, limit, exceptionClass, after, newestFirst);
   }
 
   /**
@@ -110,7 +194,7 @@ public record DeadLetterQuery(
    */
   public DeadLetterQuery withSource(String source) {
     return new DeadLetterQuery(messageId, reasonContains, type, source, group, failedFrom,
-        failedBefore, offset, limit);
+        failedBefore, offset, limit, exceptionClass, after, newestFirst);
   }
 
   /**
@@ -121,7 +205,7 @@ public record DeadLetterQuery(
    */
   public DeadLetterQuery withGroup(String group) {
     return new DeadLetterQuery(messageId, reasonContains, type, source, group, failedFrom,
-        failedBefore, offset, limit);
+        failedBefore, offset, limit, exceptionClass, after, newestFirst);
   }
 
   /**
@@ -134,7 +218,7 @@ public record DeadLetterQuery(
    */
   public DeadLetterQuery withFailedBetween(Instant from, Instant before) {
     return new DeadLetterQuery(messageId, reasonContains, type, source, group, from, before,
-        offset, limit);
+        offset, limit, exceptionClass, after, newestFirst);
   }
 
   /**
@@ -147,21 +231,70 @@ public record DeadLetterQuery(
    */
   public DeadLetterQuery withPage(int offset, int limit) {
     return new DeadLetterQuery(messageId, reasonContains, type, source, group, failedFrom,
-        failedBefore, offset, limit);
+        failedBefore, offset, limit, exceptionClass, after, newestFirst);
+  }
+
+  /**
+   * Only the dead letters whose last failure's exception class is {@code exceptionClass}.
+   *
+   * @param exceptionClass the exact class name, or null to drop the filter
+   * @return a copy of this query with the filter replaced
+   */
+  public DeadLetterQuery withExceptionClass(String exceptionClass) {
+    return new DeadLetterQuery(messageId, reasonContains, type, source, group, failedFrom,
+        failedBefore, offset, limit, exceptionClass, after, newestFirst);
+  }
+
+  /**
+   * Keyset paging: the page starts strictly after {@code after} in this query's order.
+   *
+   * @param after the last dead letter's position on the previous page, or null for the first page
+   * @return a copy of this query with the position replaced
+   */
+  public DeadLetterQuery withAfter(Position after) {
+    return new DeadLetterQuery(messageId, reasonContains, type, source, group, failedFrom,
+        failedBefore, offset, limit, exceptionClass, after, newestFirst);
+  }
+
+  /**
+   * The order: newest first (last failure time, then id, descending) or oldest first.
+   *
+   * @param newestFirst true for descending order
+   * @return a copy of this query with the order replaced
+   */
+  public DeadLetterQuery withNewestFirst(boolean newestFirst) {
+    return new DeadLetterQuery(messageId, reasonContains, type, source, group, failedFrom,
+        failedBefore, offset, limit, exceptionClass, after, newestFirst);
   }
 
   /**
    * Whether the query filters on anything but time (and paging).
    *
-   * @return true if a message id, reason, type, source or group filter is set
+   * @return true if a message id, reason, type, source, group or exception class filter is set
    */
   public boolean hasContentFilter() {
     return messageId != null || reasonContains != null || type != null || source != null
-        || group != null;
+        || group != null || exceptionClass != null;
   }
 
   /**
-   * Whether {@code d} passes every filter (paging aside).
+   * Whether {@code d} lies strictly after {@link #after()} in this query's order (true when no
+   * position is set). Stores that page in memory use it; a database store puts it in its WHERE.
+   *
+   * @param d the dead letter to test; not null
+   * @return true if {@code d} belongs on a page that starts after the position
+   */
+  public boolean isAfterPosition(DeadLetter d) {
+    if (after == null) {
+      return true;
+    }
+    int c = after.compareTo(d);
+    return newestFirst ? c < 0 : c > 0;
+  }
+
+  /**
+   * Whether {@code d} passes every filter (paging, including the keyset position, aside: see
+   * {@link #isAfterPosition}).
    *
    * @param d the dead letter to test; not null
    * @return true if every set filter matches; O(filters), a reason filter O(reason length)
@@ -174,6 +307,7 @@ public record DeadLetterQuery(
         && (type == null || type.equals(d.message().type()))
         && (source == null || source.equals(d.source()))
         && (group == null || group.equals(d.group()))
+        && (exceptionClass == null || exceptionClass.equals(d.exceptionClass()))
         && (failedFrom == null || !d.lastFailureAt().isBefore(failedFrom))
         && (failedBefore == null || d.lastFailureAt().isBefore(failedBefore));
   }

@@ -71,8 +71,8 @@ public final class InMemoryDeadLetterStore implements DeadLetterStore {
     Checks.requireNonNull("query", query);
     List<DeadLetter> page = new ArrayList<>(Math.min(query.limit(), 64));
     int skipped = 0;
-    for (DeadLetter d : ordered) {
-      if (!query.matches(d)) {
+    for (DeadLetter d : query.newestFirst() ? ordered.descendingSet() : ordered) {
+      if (!query.isAfterPosition(d) || !query.matches(d)) {
         continue;
       }
       if (skipped < query.offset()) {
