@@ -2,8 +2,13 @@ package io.relaykit.deadletter;
 
 import java.time.Duration;
 import java.time.Instant;
+import java.util.AbstractMap;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 
 /**
  * Where messages that gave up are kept, to be inspected, replayed or purged.
@@ -63,6 +68,54 @@ public interface DeadLetterStore {
    * @return the count
    */
   long count(DeadLetterQuery query);
+
+  /**
+   * Dead letters per (source, group): how many, and their oldest and newest last failure, ordered
+   * by source, then group (no group first); at most {@code maxRows} rows, so a caller that asks
+   * for one more than it shows knows whether there are more.
+   *
+   * <p>The default pages through {@link #list} by keyset position, reading every dead letter once
+   * (O(n) reads, O(rows) memory); the database and Redis stores override it with one aggregate
+   * read on their indexes.
+   *
+   * @param maxRows the most rows to return, {@code 1..}{@link DeadLetterQuery#MAX_LIMIT}
+   * @return the rows; empty when the store holds no dead letter
+   * @throws IllegalArgumentException if {@code maxRows} is out of range
+   */
+  default List<DeadLetterCount> countBySource(int maxRows) {
+    if (maxRows < 1 || maxRows > DeadLetterQuery.MAX_LIMIT) {
+      throw new IllegalArgumentException(
+          "maxRows must be in 1.." + DeadLetterQuery.MAX_LIMIT + ", was " + maxRows);
+    }
+    Comparator<String> groups = Comparator.nullsFirst(Comparator.naturalOrder());
+    Comparator<Map.Entry<String, String>> order =
+        Map.Entry.<String, String>comparingByKey().thenComparing(Map.Entry.comparingByValue(groups));
+    TreeMap<Map.Entry<String, String>, DeadLetterCount> counts = new TreeMap<>(order);
+    DeadLetterQuery page = DeadLetterQuery.all().withPage(0, 1_000);
+    while (true) {
+      List<DeadLetter> batch = list(page);
+      for (DeadLetter d : batch) {
+        Instant at = d.lastFailureAt();
+        counts.merge(new AbstractMap.SimpleImmutableEntry<>(d.source(), d.group()),
+            new DeadLetterCount(d.source(), d.group(), 1, at, at),
+            (a, b) -> new DeadLetterCount(a.source(), a.group(), a.count() + 1,
+                a.oldestFailureAt().isBefore(at) ? a.oldestFailureAt() : at,
+                a.newestFailureAt().isAfter(at) ? a.newestFailureAt() : at));
+      }
+      if (batch.size() < page.limit()) {
+        break;
+      }
+      page = page.withAfter(DeadLetterQuery.Position.of(batch.get(batch.size() - 1)));
+    }
+    List<DeadLetterCount> rows = new ArrayList<>(Math.min(counts.size(), maxRows));
+    for (DeadLetterCount c : counts.values()) {
+      if (rows.size() == maxRows) {
+        break;
+      }
+      rows.add(c);
+    }
+    return rows;
+  }
 
   /**
    * Removes and returns the dead letter with this id; empty if absent or already removed.
