@@ -35,10 +35,11 @@ import javax.sql.DataSource;
  * {@link #remove} a DELETE whose update count decides who got the row (at most one caller), and
  * {@link #replayToOutbox} moves a dead letter back into the outbox in one transaction, so replaying
  * it twice publishes it once. Replay marks ({@link #beginReplay}) are two columns of the row; their
- * leases run on the storage's {@link DatabaseClock}, so hosts never compare their own clocks. Listing reads one index in order (see {@link #list} for which, and
- * what a page costs), so a filtered page reads about one page of rows; every other index costs
- * each {@link #add} and removal one more index entry to write (seven beside the primary key). A row whose stored envelope no longer
- * decodes is still listed and found, with a stand-in message (type {@code relaykit.undecodable},
+ * leases run on the storage's {@link DatabaseClock}, so hosts never compare their own clocks.
+ * Listing reads one index in order (see {@link #list} for which, and what a page costs), so a
+ * filtered page reads about one page of rows; the price is seven indexes beside the primary key,
+ * each one more entry for every {@link #add} and removal to write. A row whose stored envelope no
+ * longer decodes is still listed and found, with a stand-in message (type {@code relaykit.undecodable},
  * the raw envelope and the decode error as headers), so one corrupt row never hides the others.
  * Thread-safe.
  */
