@@ -60,6 +60,9 @@ final class Ratios {
         row("outbox claim, PostgreSQL, 10 ready rows beside 100 000 backed off vs 10 alone",
             "OutboxClaimBenchmark.claim", "database=POSTGRESQL backedOff=100000",
             "database=POSTGRESQL backedOff=0", 0.5),
+        row("dead-letter page of 50 by exception class, newest first, 1 900 matches deep in"
+            + " 10 000, H2: keyset position vs offset", "DeadLetterPageBenchmark.page",
+            "paging=KEYSET", "paging=OFFSET", NO_TARGET),
         row("outbox relay vs hand-written SKIP LOCKED loop, PostgreSQL, 10 000 keyless rows",
             "PostgresSkipLockedBenchmark.drain", "impl=RELAYKIT", "impl=HAND_WRITTEN", 0.7),
         row("outbox relay defaults + start() vs gruelbox flush, H2, 10 000 rows one tx each",

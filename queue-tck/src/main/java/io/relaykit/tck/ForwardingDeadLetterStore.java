@@ -55,6 +55,11 @@ public class ForwardingDeadLetterStore implements DeadLetterStore {
   }
 
   @Override
+  public java.util.List<io.relaykit.deadletter.DeadLetterCount> countBySource(int maxRows) {
+    return delegate.countBySource(maxRows);
+  }
+
+  @Override
   public Optional<DeadLetter> remove(String id) {
     return delegate.remove(id);
   }

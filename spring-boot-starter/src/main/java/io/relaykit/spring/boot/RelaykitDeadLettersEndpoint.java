@@ -46,13 +46,14 @@ import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpoint;
  *
  * <ul>
  *   <li>{@code GET /actuator/relaykitdeadletters?messageId=&source=&group=&type=&reason=
- *       &failedFrom=&failedBefore=&store=&offset=&limit=}: one page of the dead letters of every
- *       store (or of the one {@code store} names), ordered by last failure then id (then store),
+ *       &failedFrom=&failedBefore=&exceptionClass=&newestFirst=&store=&offset=&limit=}: one page
+ *       of the dead letters of every store (or of the one {@code store} names), ordered by last
+ *       failure then id (then store), newest first with {@code newestFirst=true},
  *       with {@code total} (how many match, paging aside) and {@code stores}: per store its
  *       {@code total}, whether it can {@code purge}, who decides its {@code retention} when that
  *       is not relaykit, and the {@code error} when it could not be read. Every filter is optional
  *       and they combine with AND ({@link DeadLetterQuery}); {@code reason} is a case-sensitive
- *       substring, times are ISO-8601 instants. {@code limit} defaults to 20 and is at most
+ *       substring, {@code exceptionClass} an exact class name, times are ISO-8601 instants. {@code limit} defaults to 20 and is at most
  *       {@code relaykit.spring.dead-letters.max-limit} (100); over several stores {@code
  *       offset + limit} is at most {@value #MAX_MERGED} (each store is read up to there and the
  *       pages merged). Entries carry no payload (its size only) and no headers; the reason and
@@ -189,6 +190,32 @@ public class RelaykitDeadLettersEndpoint {
    *     rabbitmq:<queue>}, as listed), or null for all
    * @param offset entries to skip, {@code >= 0}; default 0
    * @param limit page size, {@code 1..max-limit}; default 20
+   * @return as the full listing
+   */
+  public WebEndpointResponse<Map<String, Object>> list(@Nullable String messageId,
+      @Nullable String source, @Nullable String group, @Nullable String type,
+      @Nullable String reason, @Nullable String failedFrom, @Nullable String failedBefore,
+      @Nullable String store, @Nullable Integer offset, @Nullable Integer limit) {
+    return list(messageId, source, group, type, reason, failedFrom, failedBefore, null, null,
+        store, offset, limit);
+  }
+
+  /**
+   * One page of dead letters, over every store or the one {@code store} names.
+   *
+   * @param messageId exact message id, or null
+   * @param source exact source (outbox destination, topic or queue), or null
+   * @param group exact consumer group, or null
+   * @param type exact message type, or null
+   * @param reason substring of the reason, or null
+   * @param failedFrom ISO-8601 instant, inclusive lower bound of the last failure, or null
+   * @param failedBefore ISO-8601 instant, exclusive upper bound of the last failure, or null
+   * @param exceptionClass exact class name of the last failure's exception, or null
+   * @param newestFirst true to order by last failure, then id, descending; default false
+   * @param store the one store to list ({@code relaykit}, {@code kafka:<topic>}, {@code
+   *     rabbitmq:<queue>}, as listed), or null for all
+   * @param offset entries to skip, {@code >= 0}; default 0
+   * @param limit page size, {@code 1..max-limit}; default 20
    * @return 200 with {@code total}, {@code offset}, {@code limit}, {@code deadLetters} and {@code
    *     stores}; 400 naming a bad parameter; 503 when every store listed fails
    */
@@ -196,7 +223,8 @@ public class RelaykitDeadLettersEndpoint {
   public WebEndpointResponse<Map<String, Object>> list(@Nullable String messageId,
       @Nullable String source, @Nullable String group, @Nullable String type,
       @Nullable String reason, @Nullable String failedFrom, @Nullable String failedBefore,
-      @Nullable String store, @Nullable Integer offset, @Nullable Integer limit) {
+      @Nullable String exceptionClass, @Nullable Boolean newestFirst, @Nullable String store,
+      @Nullable Integer offset, @Nullable Integer limit) {
     int page = limit == null ? Math.min(DEFAULT_LIMIT, maxLimit) : limit;
     int skip = offset == null ? 0 : offset;
     if (page < 1 || page > maxLimit) {
@@ -210,7 +238,9 @@ public class RelaykitDeadLettersEndpoint {
     try {
       query = new DeadLetterQuery(blankToNull(messageId), blankToNull(reason), blankToNull(type),
           blankToNull(source), blankToNull(group), instant("failedFrom", failedFrom),
-          instant("failedBefore", failedBefore), skip, page);
+          instant("failedBefore", failedBefore), skip, page)
+          .withExceptionClass(blankToNull(exceptionClass))
+          .withNewestFirst(Boolean.TRUE.equals(newestFirst));
     } catch (IllegalArgumentException e) {
       return error(WebEndpointResponse.STATUS_BAD_REQUEST, e.getMessage());
     }
@@ -260,8 +290,9 @@ public class RelaykitDeadLettersEndpoint {
     }
     List<Listed> pageOf = found;
     if (selected.size() > 1) {
-      found.sort(Comparator.comparing((Listed l) -> l.deadLetter.lastFailureAt())
-          .thenComparing(l -> l.deadLetter.id()).thenComparing(l -> l.store));
+      Comparator<Listed> order = Comparator.comparing((Listed l) -> l.deadLetter.lastFailureAt())
+          .thenComparing(l -> l.deadLetter.id()).thenComparing(l -> l.store);
+      found.sort(query.newestFirst() ? order.reversed() : order);
       pageOf = found.subList(Math.min(skip, found.size()), Math.min(skip + page, found.size()));
     }
     List<Map<String, Object>> entries = new ArrayList<>(pageOf.size());

@@ -185,4 +185,41 @@ class RelaykitDeadLettersEndpointTest {
     assertThat(r.getStatus()).isEqualTo(400);
     assertThat((String) r.getBody().get("error")).contains("failedBefore");
   }
+
+  @Test
+  @DisplayName("exceptionClass filters by exact class name and newestFirst=true lists newest"
+      + " first")
+  void exceptionClassAndNewestFirst() {
+    Message m1 = Message.builder().id("m1").type("t").payload("{}").build();
+    Message m2 = Message.builder().id("m2").type("t").payload("{}").build();
+    Message m3 = Message.builder().id("m3").type("t").payload("{}").build();
+    Instant t = clock.instant();
+    store.add(new DeadLetter(m1, "orders", null, "r", "java.io.IOException", "x", 5, t, t));
+    store.add(new DeadLetter(m2, "orders", null, "r", "java.lang.IllegalStateException", "x", 5,
+        t.plusSeconds(1), t.plusSeconds(1)));
+    store.add(new DeadLetter(m3, "orders", null, "r", "java.io.IOException", "x", 5,
+        t.plusSeconds(2), t.plusSeconds(2)));
+    RelaykitDeadLettersEndpoint endpoint = endpoint(id -> null);
+
+    assertThat(messageIds(endpoint.list(null, null, null, null, null, null, null,
+        "java.io.IOException", true, null, null, null))).containsExactly("m3", "m1");
+    assertThat(endpoint.list(null, null, null, null, null, null, null, "java.io.IOException",
+        true, null, null, null).getBody()).containsEntry("total", 2L);
+    assertThat(messageIds(endpoint.list(null, null, null, null, null, null, null, "java.io",
+        null, null, null, null))).isEmpty();
+    assertThat(messageIds(endpoint.list(null, null, null, null, null, null, null, " ", false,
+        null, null, null))).containsExactly("m1", "m2", "m3");
+    assertThat(messageIds(endpoint.list(null, null, null, null, null, null, null, null, true,
+        null, 1, 1))).containsExactly("m2");
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<String> messageIds(WebEndpointResponse<Map<String, Object>> r) {
+    assertThat(r.getStatus()).isEqualTo(200);
+    List<String> out = new ArrayList<>();
+    for (Map<String, Object> d : (List<Map<String, Object>>) r.getBody().get("deadLetters")) {
+      out.add((String) d.get("messageId"));
+    }
+    return out;
+  }
 }
