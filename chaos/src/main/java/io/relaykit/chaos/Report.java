@@ -6,7 +6,7 @@ import io.relaykit.chaos.History.FaultWindow;
 import io.relaykit.chaos.History.Request;
 import io.relaykit.chaos.History.Sample;
 import io.relaykit.chaos.History.StatusSeen;
-import io.relaykit.examples.TimeChart;
+import io.relaykit.console.TimeChart;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -122,7 +122,7 @@ final class Report {
 
   /**
    * Three panels over one time axis (0 to the last sample): orders, backlog, oldest pending age;
-   * fault windows shaded in each. Drawn by the demo's {@link TimeChart}, the status page's chart.
+   * fault windows shaded in each. Drawn by {@link TimeChart}, as the console and the status page draw.
    */
   static String svg(List<Sample> samples, List<FaultWindow> faults) {
     long tMax = 1;

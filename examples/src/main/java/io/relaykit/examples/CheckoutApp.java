@@ -1,5 +1,6 @@
 package io.relaykit.examples;
 
+import io.relaykit.console.ConsoleHistory;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.google.inject.Guice;
 import com.google.inject.Injector;
@@ -129,9 +130,9 @@ final class CheckoutApp implements AutoCloseable {
    */
   final RelayKitMeterBinder meters;
   /** The status page's samples; sampled every {@link #samplePeriod} while the pipeline runs. */
-  final StatusHistory history;
+  final ConsoleHistory history;
   final Duration samplePeriod;
-  /** Runs {@link StatusHistory#tick()}; null without a relay. */
+  /** Runs {@link ConsoleHistory#tick()}; null without a relay. */
   private final ScheduledExecutorService sampler;
 
   /**
@@ -211,9 +212,10 @@ final class CheckoutApp implements AutoCloseable {
         storage.idempotencyStore(), storage.deadLetterStore(), clock);
     orders.createTables();
     this.backlog = new BacklogMonitor(tuning.backlog(), clock);
-    this.history = new StatusHistory(StatusHistory.DEFAULT_CAPACITY, clock, backlog,
-        now -> storage.outboxStore().stats(now),
-        () -> counts.get(LifecycleEvent.Stage.DEAD_LETTERED).get());
+    // Ten minutes at the demo's one sample a second.
+    this.history = ConsoleHistory.builder().capacity(600).clock(clock)
+        .backlog(now -> storage.outboxStore().stats(now), backlog)
+        .deadLetterTotal(() -> counts.get(LifecycleEvent.Stage.DEAD_LETTERED).get()).build();
 
     if (!consume) {
       // The operator CLI: it reads the store and records nothing.

@@ -346,7 +346,7 @@ class DemoServerTest {
       assertThat(a.status()).isEqualTo(200);
       JsonNode h = a.json();
       assertThat(h.get("periodMs").asLong()).isEqualTo(1_000);
-      assertThat(h.get("capacity").asInt()).isEqualTo(StatusHistory.DEFAULT_CAPACITY);
+      assertThat(h.get("capacity").asInt()).isEqualTo(600);
       assertThat(h.get("failedReads").asLong()).isZero();
       JsonNode first = h.get("samples").get(0);
       assertThat(first.get("backlog").asLong()).isNotNegative();
@@ -361,10 +361,10 @@ class DemoServerTest {
       DemoHttp.Answer svg = http.get("/api/history.svg");
       assertThat(svg.status()).isEqualTo(200);
       assertThat(svg.header("Content-Type")).startsWith("image/svg+xml");
-      org.w3c.dom.Document d = TimeChartTest.parse(svg.raw().body());
+      org.w3c.dom.Document d = io.relaykit.testsupport.ChartSvg.parse(svg.raw().body());
       assertThat(d.getDocumentElement().getAttribute("id")).isEqualTo("history-svg");
-      assertThat(TimeChartTest.points(TimeChartTest.polyline(d, "backlog"))).isNotEmpty();
-      assertThat(TimeChartTest.all(d, "line")).extracting(e -> e.getAttribute("class"))
+      assertThat(io.relaykit.testsupport.ChartSvg.points(io.relaykit.testsupport.ChartSvg.polyline(d, "backlog"))).isNotEmpty();
+      assertThat(io.relaykit.testsupport.ChartSvg.all(d, "line")).extracting(e -> e.getAttribute("class"))
           .contains("mark verdict");
       assertThat(http.post("/api/history", null, "").status()).isEqualTo(405);
     }

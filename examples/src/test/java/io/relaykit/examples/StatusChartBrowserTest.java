@@ -1,5 +1,6 @@
 package io.relaykit.examples;
 
+import io.relaykit.testsupport.HeadlessChromium;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;

@@ -1,5 +1,6 @@
 package io.relaykit.poller;
 
+import io.relaykit.testsupport.HeadlessChromium;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.relaykit.tck.Await;
@@ -42,7 +43,7 @@ class BrowserPollerTest {
 
   @BeforeAll
   static void startBrowser() {
-    chromium = new HeadlessChromium(profile);
+    chromium = new HeadlessChromium(profile, "chromedriver.log");
     browser = chromium.driver();
   }
 

@@ -276,6 +276,17 @@ public interface MetricsListener {
   default void shareLockLost(String destination, String group, long count) {}
 
   /**
+   * An operator ran an action in the console (relaykit-console): an event, once per action run
+   * (a repeated request for the same action is not counted again), on the request's thread.
+   *
+   * @param action {@code replay-one}, {@code replay-set}, {@code purge-one} or {@code purge-set}:
+   *     a closed set, safe as a metric tag
+   * @param outcome {@code ok} when it did all it was asked, {@code failed} otherwise
+   * @param count dead letters it replayed or purged, {@code >= 0}
+   */
+  default void consoleAction(String action, String outcome, long count) {}
+
+  /**
    * A listener that ignores everything.
    *
    * @return one shared listener whose every method does nothing; runtimes may recognise it and
@@ -401,6 +412,11 @@ public interface MetricsListener {
       @Override
       public void consumerFailed(String destination, String group, Throwable cause) {
         copy.forEach(l -> safely(l, x -> x.consumerFailed(destination, group, cause)));
+      }
+
+      @Override
+      public void consoleAction(String action, String outcome, long count) {
+        copy.forEach(l -> safely(l, x -> x.consoleAction(action, outcome, count)));
       }
     };
   }

@@ -1,4 +1,4 @@
-package io.relaykit.examples;
+package io.relaykit.console;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -14,7 +14,7 @@ import java.util.regex.Pattern;
  * A small time chart as plain SVG text: panels stacked over one time axis, each with one or more
  * lines; shaded windows (a fault, a kill) and point marks (a verdict change) drawn across every
  * panel. No script, no library, no external resource: the SVG works offline, inline in a page or
- * in a file. The demo's status page and the chaos report both draw with it.
+ * in a file. The operator console, the demo's status page and the chaos report draw with it.
  *
  * <p>Every panel is a {@code <g class="panel">} carrying {@code data-t0}, {@code data-t1} (the time
  * range), {@code data-ymax} (the value at the top edge) and {@code data-x}, {@code data-y}, {@code

@@ -1,65 +1,42 @@
-package io.relaykit.examples;
+package io.relaykit.console;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.relaykit.examples.TimeChart.Line;
-import io.relaykit.examples.TimeChart.Mark;
-import io.relaykit.examples.TimeChart.Point;
-import io.relaykit.examples.TimeChart.Window;
-import java.io.ByteArrayInputStream;
-import java.nio.charset.StandardCharsets;
+import io.relaykit.console.TimeChart.Line;
+import io.relaykit.console.TimeChart.Mark;
+import io.relaykit.console.TimeChart.Point;
+import io.relaykit.console.TimeChart.Window;
+import io.relaykit.testsupport.ChartSvg;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import javax.xml.parsers.DocumentBuilderFactory;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
-import org.w3c.dom.NodeList;
 
 class TimeChartTest {
 
-  /** Parses the SVG as XML: it must be well-formed, and the tests read it through the DOM. */
   static Document parse(String svg) throws Exception {
-    DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
-    f.setFeature("http://apache.org/xml/features/disallow-doctype-decl", true);
-    return f.newDocumentBuilder().parse(new ByteArrayInputStream(
-        svg.getBytes(StandardCharsets.UTF_8)));
+    return ChartSvg.parse(svg);
   }
 
   static List<Element> all(Document d, String tag) {
-    NodeList nodes = d.getElementsByTagName(tag);
-    List<Element> out = new ArrayList<>();
-    for (int i = 0; i < nodes.getLength(); i++) {
-      out.add((Element) nodes.item(i));
-    }
-    return out;
+    return ChartSvg.all(d, tag);
   }
 
   static Element polyline(Document d, String cls) {
-    return all(d, "polyline").stream().filter(e -> e.getAttribute("class").equals(cls))
-        .findFirst().orElseThrow();
+    return ChartSvg.polyline(d, cls);
   }
 
   static List<double[]> points(Element polyline) {
-    List<double[]> out = new ArrayList<>();
-    for (String pair : polyline.getAttribute("points").trim().split("\\s+")) {
-      if (pair.isEmpty()) {
-        continue;
-      }
-      String[] xy = pair.split(",");
-      out.add(new double[] {Double.parseDouble(xy[0]), Double.parseDouble(xy[1])});
-    }
-    return out;
+    return ChartSvg.points(polyline);
   }
 
-  /** Every polyline of line {@code cls}, in order: its runs of readings, as pixel points. */
   static List<List<double[]>> runs(Document d, String cls) {
-    return all(d, "polyline").stream().filter(e -> e.getAttribute("class").equals(cls))
-        .map(TimeChartTest::points).filter(p -> !p.isEmpty()).toList();
+    return ChartSvg.runs(d, cls);
   }
 
   /** A pixel point's time on the default geometry (x 70, width 870) of a 0..20 000 range. */

@@ -1,6 +1,4 @@
-package io.relaykit.examples;
-
-import static org.assertj.core.api.Assertions.fail;
+package io.relaykit.testsupport;
 
 import java.io.File;
 import java.nio.file.Files;
@@ -11,11 +9,11 @@ import org.openqa.selenium.chrome.ChromeOptions;
 
 /**
  * Debian's headless Chromium driven by its chromedriver through Selenium, with a throw-away
- * profile and a 1100×1300 window, for the demo's page tests. Fails (never skips) when Chromium is
- * missing: {@code ./relaykit test} installs it. Cost: one browser process, about a second to
- * start. (frontend-poller's tests have the same helper in their own package.)
+ * profile, for page tests (the demo's status page, the browser poller, the operator console).
+ * Fails (never skips) when Chromium is missing: {@code ./relaykit test} installs it. Cost: one
+ * browser process, about a second to start; share one per test class.
  */
-final class HeadlessChromium implements AutoCloseable {
+public final class HeadlessChromium implements AutoCloseable {
   private static final Path CHROMIUM = Path.of("/usr/bin/chromium");
   private static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
 
@@ -23,14 +21,29 @@ final class HeadlessChromium implements AutoCloseable {
   private final ChromeDriver driver;
 
   /**
+   * A browser with a 1100×1300 window.
+   *
    * @param profile an empty folder for the browser's profile
    * @param log the chromedriver log file's name under {@code target/}
    */
-  HeadlessChromium(Path profile, String log) {
+  public HeadlessChromium(Path profile, String log) {
+    this(profile, log, 1100, 1300);
+  }
+
+  /**
+   * A browser with a window of the given size.
+   *
+   * @param profile an empty folder for the browser's profile
+   * @param log the chromedriver log file's name under {@code target/}
+   * @param width the window's width in pixels
+   * @param height the window's height in pixels
+   * @throws AssertionError when Chromium or chromedriver is not installed
+   */
+  public HeadlessChromium(Path profile, String log, int width, int height) {
     if (!Files.isExecutable(CHROMIUM) || !Files.isExecutable(CHROMEDRIVER)) {
-      fail("the browser test needs " + CHROMIUM + " and " + CHROMEDRIVER + "; install them with"
-          + " `apt-get install -y --no-install-recommends chromium chromium-driver`"
-          + " (./relaykit test does it for you)");
+      throw new AssertionError("the browser test needs " + CHROMIUM + " and " + CHROMEDRIVER
+          + "; install them with `apt-get install -y --no-install-recommends chromium"
+          + " chromium-driver` (./relaykit test does it for you)");
     }
     service = new ChromeDriverService.Builder()
         .usingDriverExecutable(CHROMEDRIVER.toFile())
@@ -41,7 +54,7 @@ final class HeadlessChromium implements AutoCloseable {
     options.setBinary(CHROMIUM.toFile());
     options.addArguments("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--disable-dev-shm-usage", "--window-size=1100,1300",
+        "--disable-sync", "--disable-dev-shm-usage", "--window-size=" + width + "," + height,
         "--user-data-dir=" + profile.toAbsolutePath());
     ChromeDriver started;
     try {
@@ -53,7 +66,8 @@ final class HeadlessChromium implements AutoCloseable {
     driver = started;
   }
 
-  ChromeDriver driver() {
+  /** {@return the driver} */
+  public ChromeDriver driver() {
     return driver;
   }
 
