@@ -1,7 +1,12 @@
 package io.relaykit.spring.boot;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterCount;
+import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.BiFunction;
@@ -68,6 +73,16 @@ final class DeadLetterSource implements AutoCloseable {
     return store;
   }
 
+  /**
+   * This source's store as a {@link DeadLetterStore} that opens it on each call's first use (and
+   * again after an open that failed): what the operator console reads, so a broker that is down
+   * when the console is built costs a failed page, not a failed start. Every call, the default
+   * methods included, goes to the opened store as it is.
+   */
+  DeadLetterStore opensOnUse() {
+    return new OpensOnUse();
+  }
+
   Optional<DeadLetter> replay(String id) {
     return replay.apply(store(), id);
   }
@@ -92,5 +107,83 @@ final class DeadLetterSource implements AutoCloseable {
       }
     }
     store = null;
+  }
+
+  /** Forwards every call to {@link #store()}. */
+  private final class OpensOnUse implements DeadLetterStore {
+    @Override
+    public void add(DeadLetter deadLetter) {
+      store().add(deadLetter);
+    }
+
+    @Override
+    public Optional<DeadLetter> find(String id) {
+      return store().find(id);
+    }
+
+    @Override
+    public List<DeadLetter> list(DeadLetterQuery query) {
+      return store().list(query);
+    }
+
+    @Override
+    public long count(DeadLetterQuery query) {
+      return store().count(query);
+    }
+
+    @Override
+    public List<DeadLetterCount> countBySource(int maxRows) {
+      return store().countBySource(maxRows);
+    }
+
+    @Override
+    public Optional<DeadLetter> remove(String id) {
+      return store().remove(id);
+    }
+
+    @Override
+    public long purge(DeadLetterQuery query) {
+      return store().purge(query);
+    }
+
+    @Override
+    public long purgeFailedBefore(Instant failedBefore, int max) {
+      return store().purgeFailedBefore(failedBefore, max);
+    }
+
+    @Override
+    public long trimTo(long keep, int max) {
+      return store().trimTo(keep, max);
+    }
+
+    @Override
+    public long purgeFailedOlderThan(Duration maxAge, int max, Instant now) {
+      return store().purgeFailedOlderThan(maxAge, max, now);
+    }
+
+    @Override
+    public boolean marksReplays() {
+      return store().marksReplays();
+    }
+
+    @Override
+    public Optional<DeadLetter> beginReplay(String id, String token, Duration lease) {
+      return store().beginReplay(id, token, lease);
+    }
+
+    @Override
+    public boolean finishReplay(String id, String token) {
+      return store().finishReplay(id, token);
+    }
+
+    @Override
+    public boolean abandonReplay(String id, String token) {
+      return store().abandonReplay(id, token);
+    }
+
+    @Override
+    public String toString() {
+      return "DeadLetterStore[" + name + ", opened on use]";
+    }
   }
 }

@@ -1,8 +1,20 @@
 package io.relaykit.spring.boot;
 
+import io.relaykit.config.CoreKeys;
 import io.relaykit.config.Settings;
+import io.relaykit.console.Console;
+import io.relaykit.console.ConsoleDeadLetterSource;
+import io.relaykit.console.ConsoleHistory;
+import io.relaykit.monitor.SubscriptionGauges;
+import io.relaykit.monitor.SubscriptionStatusSource;
+import io.relaykit.outbox.OutboxStore;
+import java.time.InstantSource;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
@@ -10,6 +22,9 @@ import org.springframework.boot.autoconfigure.condition.NoneNestedConditions;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Lazy;
+import org.springframework.core.Ordered;
+import org.springframework.web.servlet.handler.SimpleUrlHandlerMapping;
 
 /**
  * relaykit's operator console in a Spring MVC servlet application, when {@code
@@ -53,6 +68,125 @@ public class RelaykitConsoleAutoConfiguration {
   @Bean
   RelaykitConsoleSettings relaykitConsoleSettings(Settings settings) {
     return RelaykitConsoleSettings.from(settings);
+  }
+
+  /** The console, its history sampler and its handler, in a servlet application with Security. */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+  @ConditionalOnClass(name = {SECURITY_CLASS, "org.springframework.web.servlet.DispatcherServlet",
+      "io.relaykit.console.Console"})
+  static class ServletConsole {
+
+    /**
+     * Lag and in-flight of this application's consumers, reported to it as a metrics listener
+     * (the transport's subscriptions and the listeners' report to every such bean).
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    SubscriptionGauges relaykitSubscriptionGauges(Settings settings) {
+      return SubscriptionGauges.builder().kind(subscriptionKind(settings)).build();
+    }
+
+    /**
+     * The console over the application's stores, built on first use: at the history sampler's
+     * start, after every listener has been registered (their broker dead-letter stores are
+     * known then).
+     */
+    @Bean
+    @Lazy
+    @ConditionalOnMissingBean
+    Console relaykitConsole(RelaykitConsoleSettings console, DeadLetterSources deadLetters,
+        TransactionalOutbox outbox, Settings settings, RelaykitMonitoring monitoring,
+        ObjectProvider<SubscriptionStatusSource> subscriptions,
+        ObjectProvider<InstantSource> clock) {
+      OutboxStore store = outbox.store();
+      Console.Builder b = Console.builder()
+          .readOnly(console.readOnly())
+          .readOnlyHint("this console is read-only: set " + SpringConfigKeys.CONSOLE_READ_ONLY
+              + "=false to allow replay and purge")
+          .payloadView(console.showPayloads() ? console.payloadMaxBytes() : 0)
+          .history(console.historySamples(), console.sampleInterval())
+          .clock(clock.getIfUnique(InstantSource::system))
+          .metrics(monitoring.metrics())
+          .backlog(store::stats)
+          .backlogMonitor(RelaykitActuatorAutoConfiguration.monitorConfig(settings));
+      for (DeadLetterSource s : deadLetters.all()) {
+        b.deadLetters(consoleSource(s));
+      }
+      subscriptions.orderedStream().forEach(b::subscriptions);
+      return b.build();
+    }
+
+    /** Samples the console's history with the context. */
+    @Bean
+    RelaykitConsoleSampler relaykitConsoleSampler(ObjectProvider<Console> console,
+        RelaykitConsoleSettings settings) {
+      return new RelaykitConsoleSampler(() -> {
+        ConsoleHistory history = console.getObject().history();
+        return history::tick;
+      }, settings.sampleInterval());
+    }
+
+    /**
+     * Maps the console's path and everything under it to the console, ahead of the
+     * application's controllers and static resources.
+     */
+    @Bean
+    SimpleUrlHandlerMapping relaykitConsoleHandlerMapping(ObjectProvider<Console> console,
+        RelaykitConsoleSettings settings) {
+      RelaykitConsoleHandler handler = new RelaykitConsoleHandler(console::getObject,
+          settings.path());
+      Map<String, Object> urls = new LinkedHashMap<>();
+      urls.put(settings.path(), handler);
+      urls.put(settings.path() + "/**", handler);
+      return new SimpleUrlHandlerMapping(urls, Ordered.HIGHEST_PRECEDENCE + 100);
+    }
+
+    /**
+     * The console's view of one dead-letter store: the same store (opened on use), replay and
+     * purge refusal the dead-letter endpoint uses.
+     */
+    static ConsoleDeadLetterSource consoleSource(DeadLetterSource s) {
+      String note = null;
+      if (s.retention() != null) {
+        note = "Reads its whole topic for each page and count. Retention is "
+            + s.retention() + "; a replay hides the entry.";
+        if (note.length() > 500) {
+          note = note.substring(0, 497) + "...";
+        }
+      }
+      return new ConsoleDeadLetterSource(consoleName(s.name()), s.opensOnUse(), s::replay,
+          s.purgeRefusal() == null, note);
+    }
+
+    /**
+     * A store's name as the console accepts it (letters, digits and {@code . _ : -}, at most 100):
+     * as it is when it fits, else its fitting characters cut short and a hash of the whole name
+     * (should two names still meet, building the console fails naming the store).
+     */
+    static String consoleName(String name) {
+      if (name.matches("[A-Za-z0-9._:-]{1,100}")) {
+        return name;
+      }
+      String safe = name.replaceAll("[^A-Za-z0-9._:-]", "_");
+      String hash = Integer.toHexString(name.hashCode()) + Integer.toHexString(name.length());
+      return safe.substring(0, Math.min(safe.length(), 100 - hash.length() - 1)) + "-" + hash;
+    }
+
+    /** The kind of the subscriptions of the application's transport. */
+    static String subscriptionKind(Settings settings) {
+      String transport = settings.getName(CoreKeys.TRANSPORT, "memory");
+      return switch (transport) {
+        case "kafka" -> "share".equalsIgnoreCase(settings.isSet(KAFKA_GROUP_TYPE)
+            ? settings.getString(KAFKA_GROUP_TYPE, "consumer").strip() : "consumer")
+            ? "kafka-share-group" : "kafka-group";
+        case "rabbitmq" -> "rabbitmq-queue";
+        default -> "in-process";
+      };
+    }
+
+    /** relaykit-kafka's key, named here so the starter loads without it. */
+    static final String KAFKA_GROUP_TYPE = "relaykit.kafka.group-type";
   }
 
   /** Spring Security missing: fail the start naming the property. */

@@ -5,12 +5,14 @@ import java.util.Objects;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.springframework.context.SmartLifecycle;
 
 /**
- * Samples the operator console's history with the context: one daemon thread named {@value
- * #THREAD_NAME}, started by {@link #start()}, that runs the sample task at once and then every
- * interval (a fixed delay after the end of the previous run, so a slow read never queues runs).
+ * Samples the operator console's history with the context: {@link #start()} asks for the sample
+ * task (building the console, so a console that cannot be built fails the context's start), then
+ * one daemon thread named {@value #THREAD_NAME} runs it at once and then every interval (a fixed
+ * delay after the end of the previous run, so a slow read never queues runs).
  *
  * <p>A run that throws is counted ({@link #failedRuns()}) and logged once per failure streak; the
  * next run goes on. {@link #stop()} lets the run under way finish, waiting at most {@link
@@ -29,7 +31,7 @@ final class RelaykitConsoleSampler implements SmartLifecycle {
   private static final System.Logger LOG = System.getLogger(RelaykitConsoleSampler.class
       .getName());
 
-  private final Runnable task;
+  private final Supplier<? extends Runnable> task;
   private final Duration interval;
   private final AtomicLong runs = new AtomicLong();
   private final AtomicLong failedRuns = new AtomicLong();
@@ -39,12 +41,12 @@ final class RelaykitConsoleSampler implements SmartLifecycle {
   /**
    * A sampler, not started.
    *
-   * @param task one sample; may throw
+   * @param task gives the sample task at start (a run of it may throw)
    * @param interval the delay between the end of one run and the start of the next; positive
    * @throws NullPointerException if an argument is null
    * @throws IllegalArgumentException if {@code interval} is not positive
    */
-  RelaykitConsoleSampler(Runnable task, Duration interval) {
+  RelaykitConsoleSampler(Supplier<? extends Runnable> task, Duration interval) {
     this.task = Objects.requireNonNull(task, "task");
     this.interval = Objects.requireNonNull(interval, "interval");
     if (interval.isZero() || interval.isNegative()) {
@@ -57,6 +59,7 @@ final class RelaykitConsoleSampler implements SmartLifecycle {
     if (executor != null) {
       return;
     }
+    Runnable run = Objects.requireNonNull(task.get(), "sample task");
     ScheduledThreadPoolExecutor e = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, THREAD_NAME);
       t.setDaemon(true);
@@ -65,14 +68,14 @@ final class RelaykitConsoleSampler implements SmartLifecycle {
     e.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
     e.setContinueExistingPeriodicTasksAfterShutdownPolicy(false);
     e.setRemoveOnCancelPolicy(true);
-    e.scheduleWithFixedDelay(this::runOnce, 0, interval.toMillis(), TimeUnit.MILLISECONDS);
+    e.scheduleWithFixedDelay(() -> runOnce(run), 0, interval.toMillis(), TimeUnit.MILLISECONDS);
     executor = e;
   }
 
   /** One run; never throws, so the schedule goes on. */
-  private void runOnce() {
+  private void runOnce(Runnable run) {
     try {
-      task.run();
+      run.run();
       runs.incrementAndGet();
       synchronized (this) {
         failing = false;

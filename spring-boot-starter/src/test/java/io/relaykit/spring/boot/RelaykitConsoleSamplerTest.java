@@ -23,7 +23,7 @@ class RelaykitConsoleSamplerTest {
   void runsOnANamedDaemonThread() throws Exception {
     CountDownLatch three = new CountDownLatch(3);
     AtomicReference<Thread> thread = new AtomicReference<>();
-    RelaykitConsoleSampler s = new RelaykitConsoleSampler(() -> {
+    RelaykitConsoleSampler s = new RelaykitConsoleSampler(() -> () -> {
       thread.set(Thread.currentThread());
       three.countDown();
     }, Duration.ofMillis(5));
@@ -49,7 +49,7 @@ class RelaykitConsoleSamplerTest {
   void failureDoesNotEndTheSchedule() throws Exception {
     AtomicInteger calls = new AtomicInteger();
     CountDownLatch recovered = new CountDownLatch(1);
-    RelaykitConsoleSampler s = new RelaykitConsoleSampler(() -> {
+    RelaykitConsoleSampler s = new RelaykitConsoleSampler(() -> () -> {
       if (calls.incrementAndGet() <= 2) {
         throw new IllegalStateException("database down");
       }
@@ -73,7 +73,7 @@ class RelaykitConsoleSamplerTest {
     AtomicBoolean interrupted = new AtomicBoolean();
     AtomicBoolean finished = new AtomicBoolean();
     AtomicInteger calls = new AtomicInteger();
-    RelaykitConsoleSampler s = new RelaykitConsoleSampler(() -> {
+    RelaykitConsoleSampler s = new RelaykitConsoleSampler(() -> () -> {
       calls.incrementAndGet();
       entered.countDown();
       try {
@@ -110,7 +110,7 @@ class RelaykitConsoleSamplerTest {
   @Test
   @DisplayName("stop before start, and twice, does nothing")
   void stopIsIdempotent() {
-    RelaykitConsoleSampler s = new RelaykitConsoleSampler(() -> { }, Duration.ofSeconds(1));
+    RelaykitConsoleSampler s = new RelaykitConsoleSampler(() -> () -> { }, Duration.ofSeconds(1));
     s.stop();
     s.start();
     s.stop();
@@ -121,7 +121,7 @@ class RelaykitConsoleSamplerTest {
   @Test
   @DisplayName("an interval that is not positive is refused")
   void badInterval() {
-    assertThatThrownBy(() -> new RelaykitConsoleSampler(() -> { }, Duration.ZERO))
+    assertThatThrownBy(() -> new RelaykitConsoleSampler(() -> () -> { }, Duration.ZERO))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("interval");
   }
 }
