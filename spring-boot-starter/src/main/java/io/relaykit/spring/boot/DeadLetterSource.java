@@ -4,11 +4,14 @@ import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterCount;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.deadletter.ReplayInProgressException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
 import java.util.function.Supplier;
 
@@ -25,6 +28,8 @@ final class DeadLetterSource implements AutoCloseable {
   private final String purgeRefusal;
   private final String retention;
   private final boolean owned;
+  /** Ids being replayed through an owned store now; at most one per calling thread. */
+  private final Set<String> replaying = ConcurrentHashMap.newKeySet();
   private DeadLetterStore store;
 
   private DeadLetterSource(String name, Supplier<? extends DeadLetterStore> opener,
@@ -83,8 +88,28 @@ final class DeadLetterSource implements AutoCloseable {
     return new OpensOnUse();
   }
 
+  /**
+   * Replays one dead letter through this source's store. For a store this source opened (a Kafka
+   * topic, a RabbitMQ queue: no replay marks), one replay of an id at a time in this application,
+   * whichever caller asks (the endpoint, the console): a second one meanwhile is refused.
+   *
+   * @param id the dead letter's id
+   * @return the replayed dead letter, or empty when there is none
+   * @throws ReplayInProgressException while another replay of {@code id} through this source
+   *     runs in this application (nothing is resent)
+   */
   Optional<DeadLetter> replay(String id) {
-    return replay.apply(store(), id);
+    if (!owned) {
+      return replay.apply(store(), id);
+    }
+    if (!replaying.add(id)) {
+      throw new ReplayInProgressException(id, null);
+    }
+    try {
+      return replay.apply(store(), id);
+    } finally {
+      replaying.remove(id);
+    }
   }
 
   /** Why this store refuses a purge; null when it removes single dead letters. */

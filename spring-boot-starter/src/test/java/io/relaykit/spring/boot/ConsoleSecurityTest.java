@@ -67,9 +67,13 @@ class ConsoleSecurityTest {
         "relaykit.console.enabled=true"));
     all.addAll(List.of(properties));
     // The test resources' application.properties excludes Security for every other test; a
-    // command-line argument outranks it.
+    // command-line argument outranks it (JPA stays out: this application has no entities).
     return new SpringApplicationBuilder(ConsoleApp.class).properties(all.toArray(String[]::new))
-        .run("--spring.autoconfigure.exclude=");
+        .run("--spring.autoconfigure.exclude="
+            + "org.springframework.boot.hibernate.autoconfigure.HibernateJpaAutoConfiguration,"
+            + "org.springframework.boot.hibernate.autoconfigure.metrics"
+            + ".HibernateMetricsAutoConfiguration,"
+            + "org.springframework.boot.data.jpa.autoconfigure.DataJpaRepositoriesAutoConfiguration");
   }
 
   @BeforeAll
