@@ -9,8 +9,11 @@ import java.util.Optional;
 
 /**
  * The operator CLI over the demo's store: {@code ./relaykit stats}, {@code ./relaykit dlq list},
- * {@code ./relaykit dlq replay ID}, {@code ./relaykit dlq purge}, each with {@code --data DIR}
- * (default {@code ./data}), {@code --storage h2|postgres|redis} and {@code --url JDBC-URL}.
+ * {@code ./relaykit dlq replay ID}, {@code ./relaykit dlq purge}, {@code ./relaykit console}, each
+ * with {@code --data DIR} (default {@code ./data}), {@code --storage h2|postgres|redis} and {@code
+ * --url JDBC-URL}; {@code console} also takes {@code --transport memory|kafka|rabbitmq}, {@code
+ * --port N} (default 8081, 0: any), {@code --bind ADDR} (default 127.0.0.1) and {@code
+ * --allow-actions} (see {@link DemoConsole}).
  *
  * <p>Which database it reads: {@code --url} (or {@code --storage}) when given; otherwise the store
  * the demo recorded at start in {@code DIR/relaykit-store.properties} (so it reads PostgreSQL when
@@ -28,6 +31,8 @@ public final class DemoCli {
       + "       relaykit dlq list [--limit N] [STORE]\n"
       + "       relaykit dlq replay ID [STORE]\n"
       + "       relaykit dlq purge [STORE]\n"
+      + "       relaykit console [--transport memory|kafka|rabbitmq] [--port N] [--bind ADDR]"
+      + " [--allow-actions] [STORE]\n"
       + "STORE: [--data DIR] [--storage h2|postgres|redis] [--url JDBC-URL]; without --storage and"
       + " --url,\nthe store the demo recorded in DIR/" + DemoStore.FILE + ", else the H2 file in"
       + " DIR (default ./data)";
@@ -49,6 +54,7 @@ public final class DemoCli {
     String storage = null;
     String url = null;
     int limit = 100;
+    ConsoleOptions console = new ConsoleOptions();
     try {
       for (int i = 0; i < args.length; i++) {
         if (args[i].equals("--limit")) {
@@ -56,6 +62,8 @@ public final class DemoCli {
             throw new IllegalArgumentException("--limit needs a value");
           }
           limit = positive("--limit", args[++i]);
+        } else if (console.accepts(args, i)) {
+          i += console.take(args, i);
         } else if (args[i].equals("--storage") || args[i].equals("--url")) {
           if (i + 1 >= args.length) {
             throw new IllegalArgumentException(args[i] + " needs a value");
@@ -68,7 +76,8 @@ public final class DemoCli {
         } else if (args[i].startsWith("--")) {
           if (!args[i].equals("--data")) {
             throw new IllegalArgumentException("unknown option " + args[i]
-                + "; known: --data, --storage, --url, --limit");
+                + "; known: --data, --storage, --url, --limit, and for console --transport,"
+                + " --port, --bind, --allow-actions");
           }
           options.add(args[i]);
           if (i + 1 < args.length) {
@@ -80,11 +89,19 @@ public final class DemoCli {
       }
       DemoOptions data = DemoOptions.parse(options.toArray(String[]::new));
       Command command = Command.of(words);
+      if (!command.name().equals("console") && console.given()) {
+        throw new IllegalArgumentException("--transport, --port, --bind and --allow-actions are"
+            + " options of relaykit console only");
+      }
       DemoStore store = DemoStore.resolve(data.dataDir(), storage, url);
       DemoOptions demo = new DemoOptions(data.host(), data.port(), data.dataDir(), store.storage(),
-          data.transport(), data.failRate(), data.poisonSku(), data.lease(), data.namespace());
+          console.transport == null ? data.transport() : console.transport, data.failRate(),
+          data.poisonSku(), data.lease(), data.namespace());
       out.println(store.describe());
       try (CheckoutApp app = CheckoutApp.storageOnly(demo, store)) {
+        if (command.name().equals("console")) {
+          return serveConsole(app, demo, console, out);
+        }
         return command.run(app, limit, out, err);
       }
     } catch (IllegalArgumentException e) {
@@ -96,6 +113,80 @@ public final class DemoCli {
       return 1;
     } catch (Exception e) {
       err.println("relaykit: " + e);
+      return 1;
+    }
+  }
+
+  /** Serves the console until the process is stopped (Ctrl-C). */
+  private static int serveConsole(CheckoutApp app, DemoOptions demo, ConsoleOptions options,
+      PrintStream out) throws Exception {
+    java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
+    try (DemoConsole console = DemoConsole.start(app, demo, options.bind, options.port,
+        options.allowActions)) {
+      Runtime.getRuntime().addShutdownHook(new Thread(stopped::countDown,
+          "relaykit-console-stop"));
+      out.println("relaykit console " + (options.allowActions ? "(actions allowed)"
+          : "(read-only; --allow-actions to replay and purge)") + " on " + console.url());
+      out.println("open that URL (it carries the access token); Ctrl-C stops the console");
+      out.flush();
+      stopped.await();
+    }
+    return 0;
+  }
+
+  /** The options of {@code relaykit console}. */
+  static final class ConsoleOptions {
+    String transport;
+    int port = 8081;
+    java.net.InetAddress bind = java.net.InetAddress.getLoopbackAddress();
+    boolean allowActions;
+    private boolean given;
+
+    boolean given() {
+      return given;
+    }
+
+    boolean accepts(String[] args, int i) {
+      return List.of("--transport", "--port", "--bind", "--allow-actions").contains(args[i]);
+    }
+
+    /** Reads the option at {@code i}; answers how many more words it took. */
+    int take(String[] args, int i) {
+      given = true;
+      if (args[i].equals("--allow-actions")) {
+        allowActions = true;
+        return 0;
+      }
+      if (i + 1 >= args.length) {
+        throw new IllegalArgumentException(args[i] + " needs a value");
+      }
+      String v = args[i + 1];
+      switch (args[i]) {
+        case "--transport" -> {
+          if (!DemoOptions.TRANSPORTS.contains(v)) {
+            throw new IllegalArgumentException("--transport must be one of "
+                + DemoOptions.TRANSPORTS + ", was '" + v + "'");
+          }
+          transport = v;
+        }
+        case "--port" -> {
+          try {
+            port = Integer.parseInt(v);
+          } catch (NumberFormatException e) {
+            port = -1;
+          }
+          if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("--port must be in 0..65535, was '" + v + "'");
+          }
+        }
+        default -> {
+          try {
+            bind = java.net.InetAddress.getByName(v);
+          } catch (java.net.UnknownHostException e) {
+            throw new IllegalArgumentException("--bind: unknown address '" + v + "'");
+          }
+        }
+      }
       return 1;
     }
   }
@@ -117,6 +208,9 @@ public final class DemoCli {
     static Command of(List<String> words) {
       if (words.equals(List.of("stats"))) {
         return new Command("stats", null);
+      }
+      if (words.equals(List.of("console"))) {
+        return new Command("console", null);
       }
       if (words.equals(List.of("dlq", "list"))) {
         return new Command("list", null);

@@ -530,6 +530,311 @@ public abstract class DeadLetterStoreContract {
     }
   }
 
+  /**
+   * A dead letter whose last failure is {@code seconds} after {@link #T0}, with the given source,
+   * group and exception class (null for none): the raw material of the paging cases.
+   */
+  private static DeadLetter failedAt(String id, String source, String group,
+      String exceptionClass, long seconds) {
+    DeadLetter base = deadLetter(id, seconds % 3 == 0 ? "order.paid" : "order.shipped", source,
+        "attempts exhausted: " + (exceptionClass == null ? "no exception" : exceptionClass), 0);
+    return new DeadLetter(base.message(), source, group, base.reason(), exceptionClass,
+        exceptionClass == null ? null : "failed", 5, T0.plusSeconds(seconds - 1),
+        T0.plusSeconds(seconds));
+  }
+
+  private static final Comparator<DeadLetter> OLDEST_FIRST =
+      Comparator.comparing(DeadLetter::lastFailureAt).thenComparing(DeadLetter::id);
+
+  /** What a store must answer for {@code q}, computed over {@code all} in plain Java. */
+  private static List<DeadLetter> model(java.util.Collection<DeadLetter> all, DeadLetterQuery q) {
+    return all.stream()
+        .filter(q::matches)
+        .filter(q::isAfterPosition)
+        .sorted(q.newestFirst() ? OLDEST_FIRST.reversed() : OLDEST_FIRST)
+        .skip(q.offset())
+        .limit(q.limit())
+        .toList();
+  }
+
+  /**
+   * 24 dead letters over 12 seconds (two per second, so ties on time are ordered by id), three
+   * sources, two groups and none, three exception classes and none.
+   */
+  private Map<String, DeadLetter> fillForPaging() {
+    Map<String, DeadLetter> all = new LinkedHashMap<>();
+    String[] sources = {"orders", "payments", "audit"};
+    String[] groups = {null, "billing", "shipping"};
+    String[] exceptions = {"java.io.IOException", "java.util.concurrent.TimeoutException",
+        "java.io.IOException", null};
+    for (int i = 0; i < 24; i++) {
+      DeadLetter d = failedAt(String.format("k-%02d", (i * 7) % 24), sources[i % 3],
+          groups[(i / 3) % 3], exceptions[i % 4], 1 + i / 2);
+      store.add(d);
+      all.put(d.id(), d);
+    }
+    return all;
+  }
+
+  /** Pages through {@code q} by keyset position; at most 100 pages. */
+  private List<DeadLetter> keysetWalk(DeadLetterQuery q) {
+    List<DeadLetter> out = new ArrayList<>();
+    DeadLetterQuery page = q;
+    for (int n = 0; n < 100; n++) {
+      List<DeadLetter> got = store.list(page);
+      out.addAll(got);
+      if (got.size() < page.limit()) {
+        return out;
+      }
+      page = page.withAfter(DeadLetterQuery.Position.of(got.get(got.size() - 1)));
+    }
+    throw new AssertionError("keyset paging of " + q + " did not end after 100 pages");
+  }
+
+  @Nested
+  @DisplayName("exception class, newest first and keyset paging")
+  class Paging {
+
+    @Test
+    @DisplayName("filter by exact exception class: a prefix, another case or a LIKE wildcard"
+        + " matches nothing, and dead letters without an exception never match")
+    void byExceptionClass() {
+      assumeTrue(supportsFilters(), "store declares it cannot filter: checked in Filters");
+      Map<String, DeadLetter> all = fillForPaging();
+      DeadLetterQuery io = DeadLetterQuery.all().withExceptionClass("java.io.IOException");
+
+      assertThat(store.list(io)).containsExactlyElementsOf(model(all.values(), io));
+      assertThat(store.list(io)).hasSize(12);
+      assertThat(store.count(io)).isEqualTo(12);
+      for (String none : new String[] {"java.io", "java.io.ioexception", "java.io.%", "java_io_IOException", "%", "_"}) {
+        assertThat(store.count(DeadLetterQuery.all().withExceptionClass(none))).as(none).isZero();
+      }
+      DeadLetterQuery timeouts = DeadLetterQuery.all()
+          .withExceptionClass("java.util.concurrent.TimeoutException").withSource("orders");
+      assertThat(store.list(timeouts)).containsExactlyElementsOf(model(all.values(), timeouts));
+      assertThat(store.count(timeouts)).isEqualTo(model(all.values(), timeouts.withPage(0, 100))
+          .size());
+    }
+
+    @Test
+    @DisplayName("newest first lists by last failure time, then id, descending; with filters and"
+        + " offset too")
+    void newestFirst() {
+      Map<String, DeadLetter> all = fillForPaging();
+      DeadLetterQuery q = DeadLetterQuery.all().withNewestFirst(true);
+
+      List<DeadLetter> got = store.list(q);
+
+      assertThat(got).containsExactlyElementsOf(model(all.values(), q));
+      assertThat(got).isSortedAccordingTo(OLDEST_FIRST.reversed());
+      assertThat(store.list(q.withPage(5, 4))).containsExactlyElementsOf(
+          model(all.values(), q.withPage(5, 4)));
+      if (supportsFilters()) {
+        DeadLetterQuery f = q.withSource("payments").withPage(1, 3);
+        assertThat(store.list(f)).containsExactlyElementsOf(model(all.values(), f));
+      }
+    }
+
+    @Test
+    @DisplayName("keyset pages of 5 walk the whole set once, oldest first and newest first: no"
+        + " repeat, no miss")
+    void keysetWholeSet() {
+      Map<String, DeadLetter> all = fillForPaging();
+      for (boolean newest : new boolean[] {false, true}) {
+        DeadLetterQuery q = DeadLetterQuery.all().withNewestFirst(newest).withPage(0, 5);
+
+        List<DeadLetter> walked = keysetWalk(q);
+
+        assertThat(walked).as("newestFirst=%s", newest).containsExactlyElementsOf(
+            model(all.values(), q.withPage(0, 100)));
+      }
+    }
+
+    @Test
+    @DisplayName("keyset paging with filters and an offset: each page is the model's, and the"
+        + " walk covers every match once")
+    void keysetWithFilters() {
+      assumeTrue(supportsFilters(), "store declares it cannot filter: checked in Filters");
+      Map<String, DeadLetter> all = fillForPaging();
+      List<DeadLetterQuery> queries = List.of(
+          DeadLetterQuery.all().withSource("orders"),
+          DeadLetterQuery.all().withGroup("billing").withNewestFirst(true),
+          DeadLetterQuery.all().withExceptionClass("java.io.IOException").withType("order.paid"),
+          DeadLetterQuery.all().withSource("payments").withGroup("shipping")
+              .withExceptionClass("java.util.concurrent.TimeoutException"),
+          DeadLetterQuery.all().withReasonContains("IOException").withNewestFirst(true),
+          DeadLetterQuery.all().withFailedBetween(T0.plusSeconds(3), T0.plusSeconds(10))
+              .withNewestFirst(true));
+      for (DeadLetterQuery base : queries) {
+        DeadLetterQuery q = base.withPage(0, 2);
+        assertThat(keysetWalk(q)).as("%s", base)
+            .containsExactlyElementsOf(model(all.values(), base.withPage(0, 100)));
+        List<DeadLetter> first = store.list(q);
+        if (!first.isEmpty()) {
+          DeadLetterQuery next = q.withAfter(DeadLetterQuery.Position.of(first.get(0)))
+              .withPage(1, 3);
+          assertThat(store.list(next)).as("after the first, offset 1: %s", base)
+              .containsExactlyElementsOf(model(all.values(), next));
+        }
+      }
+    }
+
+    @Test
+    @DisplayName("keyset paging stays exact while dead letters are added and removed between"
+        + " pages: those behind the position never show, those ahead do, removed ones do not")
+    void keysetStableUnderChanges() {
+      Map<String, DeadLetter> all = fillForPaging();
+      for (boolean newest : new boolean[] {false, true}) {
+        DeadLetterQuery q = DeadLetterQuery.all().withNewestFirst(newest).withPage(0, 4);
+        List<DeadLetter> walked = new ArrayList<>();
+        DeadLetterQuery page = q;
+        int round = 0;
+        while (true) {
+          List<DeadLetter> got = store.list(page);
+          assertThat(got).as("page %d, newestFirst=%s", round, newest)
+              .containsExactlyElementsOf(model(all.values(), page));
+          walked.addAll(got);
+          if (got.size() < page.limit()) {
+            break;
+          }
+          DeadLetter last = got.get(got.size() - 1);
+          // One behind the position (at its very time, ordered before it), one ahead, one
+          // removed ahead, and the position's own dead letter removed.
+          String tag = (newest ? "n" : "o") + round;
+          long at = last.lastFailureAt().getEpochSecond() - T0.getEpochSecond();
+          DeadLetter behind = failedAt(newest ? "zz-" + tag : "aa-" + tag, "orders", null,
+              null, at);
+          store.add(behind);
+          all.put(behind.id(), behind);
+          String aheadId = null;
+          if (!newest || at >= 2) {
+            DeadLetter ahead = failedAt("mid-" + tag, "orders", null, null,
+                newest ? at - 1 : at + 2);
+            store.add(ahead);
+            all.put(ahead.id(), ahead);
+            aheadId = ahead.id();
+          }
+          if (supportsRemoveById()) {
+            List<DeadLetter> rest = model(all.values(), page.withAfter(
+                DeadLetterQuery.Position.of(last)).withPage(0, 100));
+            if (!rest.isEmpty()) {
+              DeadLetter gone = rest.get(rest.size() / 2);
+              if (!gone.id().equals(aheadId)) {
+                assertThat(store.remove(gone.id())).contains(gone);
+                all.remove(gone.id());
+              }
+            }
+            assertThat(store.remove(last.id())).contains(last);
+            all.remove(last.id());
+          }
+          page = page.withAfter(DeadLetterQuery.Position.of(last));
+          round++;
+          assertThat(round).as("pages").isLessThan(100);
+        }
+        assertThat(walked).as("no dead letter twice").doesNotHaveDuplicates();
+        assertThat(walked).isSortedAccordingTo(newest ? OLDEST_FIRST.reversed() : OLDEST_FIRST);
+        if (supportsRemoveById()) {
+          // Everything still there when its page was read, and nothing behind the positions.
+          for (DeadLetter d : all.values()) {
+            if (d.messageId().startsWith("mid-")) {
+              assertThat(walked).as("added ahead of the position: %s", d.id()).contains(d);
+            }
+          }
+        }
+        String behindPrefix = newest ? "zz-n" : "aa-o";
+        for (DeadLetter d : walked) {
+          assertThat(d.messageId()).as("added behind a position").doesNotStartWith(behindPrefix);
+        }
+      }
+    }
+
+    @Test
+    @DisplayName("a position that matches no dead letter pages from where it would sort, and odd"
+        + " characters in it or in a filter (quotes, SQL, LIKE wildcards, an unpaired surrogate)"
+        + " are compared as data, never run")
+    void oddPositionsAndValues() {
+      Map<String, DeadLetter> all = fillForPaging();
+      for (String odd : new String[] {"k-05'", "k-05\"; DROP TABLE dead_letter; --",
+          "' OR '1'='1", "k-0%", "k-0_", "\\", "k-05\uD800", "\uDC00x", "k-05\u0000"}) {
+        for (boolean newest : new boolean[] {false, true}) {
+          // At a time with dead letters (ties ordered by id), and at a time with none.
+          for (Instant at : List.of(T0.plusSeconds(3), T0.plusSeconds(3).plusMillis(500))) {
+            DeadLetterQuery q = DeadLetterQuery.all().withNewestFirst(newest).withPage(0, 100)
+                .withAfter(new DeadLetterQuery.Position(at, odd));
+            List<DeadLetter> got = store.list(q);
+            List<DeadLetter> expected = model(all.values(), q);
+            if (odd.chars().allMatch(ch -> ch > 0 && ch < 0x80)) {
+              assertThat(got).as("after (%s, %s), newestFirst=%s", at, odd, newest)
+                  .containsExactlyElementsOf(expected);
+            } else {
+              // Stores may order non-ASCII ids by code point or by UTF-16 unit; both put every
+              // dead letter of another time on the same side of the position.
+              assertThat(got).as("after (%s, %s), newestFirst=%s", at, odd, newest)
+                  .doesNotHaveDuplicates()
+                  .containsAll(expected.stream()
+                      .filter(d -> !d.lastFailureAt().equals(at)).toList())
+                  .allMatch(d -> all.containsKey(d.id()));
+            }
+          }
+        }
+        if (supportsFilters()) {
+          assertThat(store.list(DeadLetterQuery.all().withExceptionClass(odd))).as(odd).isEmpty();
+          assertThat(store.count(DeadLetterQuery.all().withSource(odd).withGroup(odd)))
+              .as(odd).isZero();
+        }
+      }
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(24);
+    }
+  }
+
+  @Nested
+  @DisplayName("counts per source and group")
+  class CountBySource {
+
+    @Test
+    @DisplayName("one row per (source, group), by source then group (no group first), with the"
+        + " count and the span of last failures")
+    void rows() {
+      Map<String, DeadLetter> all = fillForPaging();
+      java.util.TreeMap<String, List<DeadLetter>> bySource = new java.util.TreeMap<>();
+      for (DeadLetter d : all.values()) {
+        bySource.computeIfAbsent(d.source() + "\u0000"
+            + (d.group() == null ? "" : "\u0001" + d.group()), k -> new ArrayList<>()).add(d);
+      }
+      List<io.relaykit.deadletter.DeadLetterCount> expected = new ArrayList<>();
+      for (List<DeadLetter> ds : bySource.values()) {
+        DeadLetter first = ds.get(0);
+        expected.add(new io.relaykit.deadletter.DeadLetterCount(first.source(), first.group(),
+            ds.size(),
+            ds.stream().map(DeadLetter::lastFailureAt).min(Comparator.naturalOrder()).orElseThrow(),
+            ds.stream().map(DeadLetter::lastFailureAt).max(Comparator.naturalOrder())
+                .orElseThrow()));
+      }
+
+      assertThat(store.countBySource(100)).containsExactlyElementsOf(expected);
+      assertThat(store.countBySource(4)).containsExactlyElementsOf(expected.subList(0, 4));
+      assertThat(store.countBySource(1)).containsExactly(expected.get(0));
+      assertThat(expected.get(0).group()).as("audit, no group first").isNull();
+    }
+
+    @Test
+    @DisplayName("an empty store has no rows; a replaced dead letter counts once; maxRows out of"
+        + " range is refused naming it")
+    void edges() {
+      assertThat(store.countBySource(10)).isEmpty();
+      DeadLetter d = failedAt("c-1", "orders", "billing", null, 5);
+      store.add(d);
+      store.add(failedAt("c-1", "orders", "billing", null, 9));
+
+      assertThat(store.countBySource(10)).containsExactly(new io.relaykit.deadletter.DeadLetterCount(
+          "orders", "billing", 1, T0.plusSeconds(9), T0.plusSeconds(9)));
+      for (int bad : new int[] {0, -1, DeadLetterQuery.MAX_LIMIT + 1}) {
+        assertThatThrownBy(() -> store.countBySource(bad))
+            .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxRows");
+      }
+    }
+  }
+
   @Nested
   @DisplayName("replay marks: the dead letter stays until its resend is confirmed")
   class ReplayMarks {

@@ -1,6 +1,7 @@
 package io.relaykit.storage.jdbc;
 
 import io.relaykit.deadletter.DeadLetter;
+import io.relaykit.deadletter.DeadLetterCount;
 import io.relaykit.deadletter.DeadLetterQuery;
 import io.relaykit.deadletter.DeadLetterStore;
 import io.relaykit.deadletter.ReplayInProgressException;
@@ -11,6 +12,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
 import java.time.Instant;
@@ -33,8 +35,9 @@ import javax.sql.DataSource;
  * {@link #remove} a DELETE whose update count decides who got the row (at most one caller), and
  * {@link #replayToOutbox} moves a dead letter back into the outbox in one transaction, so replaying
  * it twice publishes it once. Replay marks ({@link #beginReplay}) are two columns of the row; their
- * leases run on the storage's {@link DatabaseClock}, so hosts never compare their own clocks. Listing uses the {@code (last_failure_at, id)} index; filters other
- * than the time range are evaluated on the rows in that order. A row whose stored envelope no longer
+ * leases run on the storage's {@link DatabaseClock}, so hosts never compare their own clocks. Listing reads one index in order (see {@link #list} for which, and
+ * what a page costs), so a filtered page reads about one page of rows; every other index costs
+ * each {@link #add} and removal one more index entry to write (seven beside the primary key). A row whose stored envelope no longer
  * decodes is still listed and found, with a stand-in message (type {@code relaykit.undecodable},
  * the raw envelope and the decode error as headers), so one corrupt row never hides the others.
  * Thread-safe.
@@ -143,15 +146,36 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
         c -> select(c, id, false));
   }
 
+  /**
+   * One SELECT. The page is read in order from one index, so it reads about {@code offset +
+   * limit} rows however many dead letters the table holds and however deep a keyset position
+   * ({@link DeadLetterQuery#withAfter}) lies: the index of the message id, of source and group
+   * together, of the exception class, of the source, of the group or of the type (the first of
+   * these the query filters on), else the time index. Each holds its column, then (last failure,
+   * id), and is read forward or backward ({@link DeadLetterQuery#newestFirst}). The other filters
+   * are checked on the rows read, so a page filtered by two columns reads about {@code limit}
+   * divided by the share of the first column's rows that pass the second. A reason filter
+   * ({@link DeadLetterQuery#reasonContains}) cannot use an index: the rows of the selected range
+   * are read until the page fills, all of them when fewer match. Paging by {@code offset} reads
+   * the skipped rows too: page deep with a keyset position instead.
+   *
+   * <p>Ties in last failure time are ordered by id as the database compares text: H2 by UTF-16
+   * unit, as Java; PostgreSQL by its collation (with {@code C}, by code point, which differs
+   * from Java's order only between supplementary characters and U+E000..U+FFFF). Listing and
+   * keyset positions use the same comparison, so keyset paging never repeats or misses a dead
+   * letter whatever the collation. PostgreSQL text cannot hold U+0000: a filter value holding one
+   * matches nothing, and a position id is compared up to it.
+   */
   @Override
   public List<DeadLetter> list(DeadLetterQuery query) {
     requireQuery(query);
-    List<Object> args = new ArrayList<>();
-    String sql = "SELECT " + COLUMNS + " FROM " + tables.deadLetter + where(query, args)
-        + " ORDER BY last_failure_at, id OFFSET ? ROWS FETCH FIRST ? ROWS ONLY";
-    args.add(query.offset());
-    args.add(query.limit());
-    return Jdbc.autoCommit(dataSource, "dead letter list from " + tables.deadLetter, c -> {
+    if (matchesNothing(query)) {
+      return List.of();
+    }
+    String sql = listSql(query);
+    List<Object> args = listArgs(query);
+    String what = "dead letter list from " + tables.deadLetter;
+    Jdbc.SqlWork<List<DeadLetter>> read = c -> {
       try (PreparedStatement ps = c.prepareStatement(sql)) {
         bind(ps, args);
         List<DeadLetter> out = new ArrayList<>();
@@ -162,14 +186,197 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
         }
         return out;
       }
+    };
+    if (dialect != Dialect.POSTGRESQL) {
+      return Jdbc.autoCommit(dataSource, what, read);
+    }
+    return Jdbc.inTransaction(dataSource, what, c -> {
+      steerPlanner(c);
+      return read.run(c);
     });
+  }
+
+  /**
+   * PostgreSQL prices a random heap fetch at four sequential ones by default, so with rows of a
+   * few hundred bytes it would rather walk the time index (whose heap order matches) and drop the
+   * rows other filters reject than read the filter's own index: hundreds of rows for a page of
+   * 50 from a table of thousands. Priced as a sequential fetch, as for cached or solid-state
+   * storage, it reads the filter's index. Only for the listing's own transaction.
+   */
+  private static void steerPlanner(Connection c) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute("SET LOCAL random_page_cost = 1");
+    }
+  }
+
+  /**
+   * The executed plan of {@link #list}'s statement for {@code query} in {@code c}'s transaction,
+   * with the same planner setting: for tests that count the rows a page reads.
+   */
+  String explainList(Connection c, DeadLetterQuery query) throws SQLException {
+    String explain;
+    if (dialect == Dialect.POSTGRESQL) {
+      steerPlanner(c);
+      explain = "EXPLAIN (ANALYZE, FORMAT JSON) ";
+    } else {
+      explain = "EXPLAIN ANALYZE ";
+    }
+    try (PreparedStatement ps = c.prepareStatement(explain + listSql(query))) {
+      bind(ps, listArgs(query));
+      StringBuilder plan = new StringBuilder();
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          plan.append(rs.getString(1)).append('\n');
+        }
+      }
+      return plan.toString();
+    }
+  }
+
+  /** The SELECT {@link #list} runs for {@code query}; its parameters are {@link #listArgs}. */
+  String listSql(DeadLetterQuery query) {
+    Driver driver = Driver.of(query);
+    String dir = query.newestFirst() ? " DESC" : "";
+    StringBuilder order = new StringBuilder(" ORDER BY ");
+    // H2 reads an index in order, and stops after the page, only when ORDER BY spells the index's
+    // columns from the first (the leading ones are constant here) and the index is the one it
+    // uses; PostgreSQL needs neither but is not hurt.
+    for (String column : driver.columns) {
+      order.append(column).append(dir).append(", ");
+    }
+    order.append("last_failure_at").append(dir).append(", id").append(dir);
+    String from = tables.deadLetter + (dialect == Dialect.H2
+        ? " USE INDEX (" + tables.prefix + driver.index + ")" : "");
+    return "SELECT " + COLUMNS + " FROM " + from + where(query, new ArrayList<>(), true) + order
+        + " OFFSET ? ROWS FETCH FIRST ? ROWS ONLY";
+  }
+
+  /** The parameters of {@link #listSql}. */
+  List<Object> listArgs(DeadLetterQuery query) {
+    List<Object> args = new ArrayList<>();
+    where(query, args, true);
+    args.add(query.offset());
+    args.add(query.limit());
+    return args;
+  }
+
+  /**
+   * The index a page is read from: the first filter of the query that has one, in this order
+   * (message id and source with group are the most selective in practice). The time index when
+   * no such filter is set.
+   */
+  private enum Driver {
+    MESSAGE("dead_letter_message", "message_id"),
+    SOURCE_GROUP("dead_letter_source_group", "source", "consumer_group"),
+    EXCEPTION("dead_letter_exception", "exception_class"),
+    SOURCE("dead_letter_source", "source"),
+    GROUP("dead_letter_group", "consumer_group"),
+    TYPE("dead_letter_type", "msg_type"),
+    TIME("dead_letter_time");
+
+    final String index;
+    final List<String> columns;
+
+    Driver(String index, String... columns) {
+      this.index = index;
+      this.columns = List.of(columns);
+    }
+
+    static Driver of(DeadLetterQuery q) {
+      if (q.messageId() != null) {
+        return MESSAGE;
+      }
+      if (q.source() != null && q.group() != null) {
+        return SOURCE_GROUP;
+      }
+      if (q.exceptionClass() != null) {
+        return EXCEPTION;
+      }
+      if (q.source() != null) {
+        return SOURCE;
+      }
+      if (q.group() != null) {
+        return GROUP;
+      }
+      if (q.type() != null) {
+        return TYPE;
+      }
+      return TIME;
+    }
+  }
+
+  /** The value {@code q} filters {@code column} by (a column of a {@link Driver}). */
+  private static String filterValue(DeadLetterQuery q, String column) {
+    return switch (column) {
+      case "message_id" -> q.messageId();
+      case "source" -> q.source();
+      case "consumer_group" -> q.group();
+      case "exception_class" -> q.exceptionClass();
+      case "msg_type" -> q.type();
+      default -> throw new IllegalArgumentException("not a filter column: " + column);
+    };
+  }
+
+  /**
+   * Whether no row can match: on PostgreSQL, whose text cannot hold U+0000, a filter value that
+   * holds one.
+   */
+  private boolean matchesNothing(DeadLetterQuery q) {
+    if (dialect != Dialect.POSTGRESQL) {
+      return false;
+    }
+    for (String v : new String[] {q.messageId(), q.reasonContains(), q.type(), q.source(),
+        q.group(), q.exceptionClass()}) {
+      if (v != null && v.indexOf('\u0000') >= 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * One {@code GROUP BY source, consumer_group} statement: on PostgreSQL an index-only read of
+   * {@code dead_letter_source_group}, on H2 a read of it; either way O(dead letters) index
+   * entries and O(maxRows) rows returned, ordered by source, then group (no group first) as the
+   * database compares text (see {@link #list}).
+   */
+  @Override
+  public List<DeadLetterCount> countBySource(int maxRows) {
+    if (maxRows < 1 || maxRows > DeadLetterQuery.MAX_LIMIT) {
+      throw new IllegalArgumentException(
+          "maxRows must be in 1.." + DeadLetterQuery.MAX_LIMIT + ", was " + maxRows);
+    }
+    String sql = countBySourceSql();
+    return Jdbc.autoCommit(dataSource, "dead letter countBySource in " + tables.deadLetter, c -> {
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        ps.setInt(1, maxRows);
+        List<DeadLetterCount> out = new ArrayList<>();
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            out.add(new DeadLetterCount(rs.getString(1), rs.getString(2), rs.getLong(3),
+                Instants.fromNanos(rs.getLong(4)), Instants.fromNanos(rs.getLong(5))));
+          }
+        }
+        return out;
+      }
+    });
+  }
+
+  /** The statement of {@link #countBySource}; its one parameter is maxRows. */
+  String countBySourceSql() {
+    return "SELECT source, consumer_group, COUNT(*), MIN(last_failure_at), MAX(last_failure_at)"
+        + " FROM " + tables.deadLetter + " GROUP BY source, consumer_group"
+        + " ORDER BY source, consumer_group NULLS FIRST FETCH FIRST ? ROWS ONLY";
   }
 
   @Override
   public long count(DeadLetterQuery query) {
     requireQuery(query);
+    if (matchesNothing(query)) {
+      return 0;
+    }
     List<Object> args = new ArrayList<>();
-    String sql = "SELECT COUNT(*) FROM " + tables.deadLetter + where(query, args);
+    String sql = "SELECT COUNT(*) FROM " + tables.deadLetter + where(query, args, false);
     return Jdbc.autoCommit(dataSource, "dead letter count in " + tables.deadLetter, c -> {
       try (PreparedStatement ps = c.prepareStatement(sql)) {
         bind(ps, args);
@@ -204,8 +411,11 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
   @Override
   public long purge(DeadLetterQuery query) {
     requireQuery(query);
+    if (matchesNothing(query)) {
+      return 0;
+    }
     List<Object> args = new ArrayList<>();
-    String sql = "DELETE FROM " + tables.deadLetter + where(query, args);
+    String sql = "DELETE FROM " + tables.deadLetter + where(query, args, false);
     return Jdbc.autoCommit(dataSource, "dead letter purge in " + tables.deadLetter, c -> {
       try (PreparedStatement ps = c.prepareStatement(sql)) {
         bind(ps, args);
@@ -509,8 +719,16 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
         .build();
   }
 
-  private static String where(DeadLetterQuery q, List<Object> args) {
+  /**
+   * The WHERE clause of {@code q}'s filters, and with {@code withPosition} its keyset position;
+   * values go to {@code args}, never into the text.
+   */
+  private String where(DeadLetterQuery q, List<Object> args, boolean withPosition) {
     List<String> conditions = new ArrayList<>();
+    if (q.exceptionClass() != null) {
+      conditions.add("exception_class = ?");
+      args.add(q.exceptionClass());
+    }
     if (q.messageId() != null) {
       conditions.add("message_id = ?");
       args.add(q.messageId());
@@ -539,6 +757,44 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
     if (q.failedBefore() != null) {
       conditions.add("last_failure_at < ?");
       args.add(Instants.toNanos("failedBefore", q.failedBefore()));
+    }
+    DeadLetterQuery.Position after = q.after();
+    if (withPosition && after != null) {
+      // Spelled out rather than as a row comparison, so both databases read the index range from
+      // the position's time on.
+      long at = Instants.toNanos("after.lastFailureAt", after.lastFailureAt());
+      String id = after.id();
+      int nul = id.indexOf('\u0000');
+      boolean cut = dialect == Dialect.POSTGRESQL && nul >= 0;
+      if (cut) {
+        // PostgreSQL text cannot hold U+0000, so no stored id does: an id after "x\0..." is an
+        // id after "x", and one before it is one before "x" or "x" itself.
+        id = id.substring(0, nul);
+      }
+      String bound = q.newestFirst() ? (cut ? "<=" : "<") : ">";
+      String time = q.newestFirst() ? "<" : ">";
+      Driver driver = Driver.of(q);
+      if (dialect == Dialect.POSTGRESQL) {
+        // A row comparison over the driving index's columns (the leading ones equal to the
+        // filter's values) is one index condition to PostgreSQL, which then prices that index's
+        // range right.
+        List<String> columns = new ArrayList<>(driver.columns);
+        columns.add("last_failure_at");
+        columns.add("id");
+        conditions.add("(" + String.join(", ", columns) + ") " + bound + " ("
+            + "?, ".repeat(columns.size() - 1) + "?)");
+        for (String column : driver.columns) {
+          args.add(filterValue(q, column));
+        }
+        args.add(at);
+        args.add(id);
+      } else {
+        conditions.add("last_failure_at " + time + "= ? AND (last_failure_at " + time
+            + " ? OR id " + bound + " ?)");
+        args.add(at);
+        args.add(at);
+        args.add(id);
+      }
     }
     return conditions.isEmpty() ? "" : " WHERE " + String.join(" AND ", conditions);
   }

@@ -49,7 +49,7 @@ final class Schema {
   static final List<String> SCRIPTS = List.of("V1__base.sql", "V2__dead_letter_identity.sql",
       "V3__database_clock.sql", "V4__journal_instants.sql", "V7__outbox_key_order.sql",
       "V8__request_ids_and_replay_marks.sql", "V9__outbox_claim_readiness.sql",
-      "V10__outbox_head_due.sql");
+      "V10__outbox_head_due.sql", "V11__dead_letter_filters.sql");
 
   /** The newest schema version this build knows: the highest version in {@link #SCRIPTS}. */
   static final int CURRENT_VERSION = versionOf(SCRIPTS.get(SCRIPTS.size() - 1));

@@ -36,8 +36,14 @@ import java.util.concurrent.TimeoutException;
  * one message at two sources or for two groups are two hashes.
  *
  * <p>Cost: add, find and remove are one round trip. Listing and counting with only a time filter
- * read just the selected range ({@code ZRANGEBYLEX}, O(log n + page)); a reason, type or source
- * filter scans the time range in pipelined chunks, O(range). All keys of one store share one hash
+ * read just the selected range ({@code ZRANGEBYLEX}, or {@code ZREVRANGEBYLEX} newest first,
+ * O(log n + page)), starting at a keyset position ({@link DeadLetterQuery#withAfter}) however deep
+ * it lies. A message id, reason, type, source, group or exception-class filter has no index of
+ * its own: the page scans the time range from the position in pipelined chunks of 500 and stops
+ * when the page is full, so it reads about the page divided by the share of dead letters that
+ * match (all of the range when fewer than a page match), holding one chunk in memory; a filtered
+ * count scans the whole range. {@link #countBySource} reads every dead letter once, in pages of
+ * 1 000 (O(n) reads, memory O(rows)). All keys of one store share one hash
  * tag (one Redis Cluster slot per store name), so the scripts stay valid on a cluster; the store as
  * a whole is therefore bounded by one node. Dead letters do not expire: they wait for an operator.
  * Replay marks ({@link #beginReplay}) are two fields of the hash, their lease on Redis's clock;
@@ -243,7 +249,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
       }
     }
     long[] n = {0};
-    scan(query, d -> {
+    scan(query.withAfter(null).withNewestFirst(false), d -> {
       n[0]++;
       return true;
     });
@@ -344,7 +350,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
   public long purge(DeadLetterQuery query) {
     requireQuery(query);
     List<String> ids = new ArrayList<>();
-    scan(query.withPage(0, DeadLetterQuery.MAX_LIMIT), d -> {
+    scan(query.withPage(0, DeadLetterQuery.MAX_LIMIT).withAfter(null).withNewestFirst(false), d -> {
       ids.add(d.id());
       return true;
     });
@@ -493,6 +499,7 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     }
   }
 
+  /** The time range of {@code q}'s filters, without its keyset position. */
   private static Range<String> lexRange(DeadLetterQuery q) {
     Range.Boundary<String> lower = q.failedFrom() == null
         ? Range.Boundary.unbounded() : Range.Boundary.including(timeKey(q.failedFrom()));
@@ -501,9 +508,39 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
     return Range.from(lower, upper);
   }
 
+  /**
+   * The index range a page of {@code q} reads: its time range, narrowed to what lies strictly
+   * after its keyset position in its order. Index members are the fixed-width time, then the id,
+   * compared as bytes: the position's member bounds the range exactly (an id with an unpaired
+   * surrogate is compared as Lettuce encodes it, with '?' in its place).
+   */
+  private static Range<String> pageRange(DeadLetterQuery q) {
+    Range<String> range = lexRange(q);
+    DeadLetterQuery.Position after = q.after();
+    if (after == null) {
+      return range;
+    }
+    String member = indexMember(after.lastFailureAt(), after.id());
+    if (q.newestFirst()) {
+      Range.Boundary<String> upper = range.getUpper();
+      if (upper.isUnbounded() || upper.getValue().compareTo(member) > 0) {
+        upper = Range.Boundary.excluding(member);
+      }
+      return Range.from(range.getLower(), upper);
+    }
+    Range.Boundary<String> lower = range.getLower();
+    if (lower.isUnbounded() || lower.getValue().compareTo(member) <= 0) {
+      lower = Range.Boundary.excluding(member);
+    }
+    return Range.from(lower, range.getUpper());
+  }
+
   private List<String> range(DeadLetterQuery q, long offset, long count) {
     try {
-      return redis.sync().zrangebylex(indexKey, lexRange(q), Limit.create(offset, count));
+      Range<String> r = pageRange(q);
+      return q.newestFirst()
+          ? redis.sync().zrevrangebylex(indexKey, r, Limit.create(offset, count))
+          : redis.sync().zrangebylex(indexKey, r, Limit.create(offset, count));
     } catch (RedisException e) {
       throw failure("list", indexKey, e);
     }
@@ -513,11 +550,13 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
   private void scan(DeadLetterQuery q, java.util.function.Predicate<DeadLetter> visitor) {
     // Resume after the last member seen rather than by offset, so removals behind the cursor do
     // not make the scan skip entries.
-    Range<String> range = lexRange(q);
+    Range<String> range = pageRange(q);
     while (true) {
       List<String> members;
       try {
-        members = redis.sync().zrangebylex(indexKey, range, Limit.create(0, CHUNK));
+        members = q.newestFirst()
+            ? redis.sync().zrevrangebylex(indexKey, range, Limit.create(0, CHUNK))
+            : redis.sync().zrangebylex(indexKey, range, Limit.create(0, CHUNK));
       } catch (RedisException e) {
         throw failure("list", indexKey, e);
       }
@@ -529,8 +568,10 @@ public final class RedisDeadLetterStore implements DeadLetterStore {
       if (members.size() < CHUNK) {
         return;
       }
-      range = Range.from(Range.Boundary.excluding(members.get(members.size() - 1)),
-          range.getUpper());
+      String last = members.get(members.size() - 1);
+      range = q.newestFirst()
+          ? Range.from(range.getLower(), Range.Boundary.excluding(last))
+          : Range.from(Range.Boundary.excluding(last), range.getUpper());
     }
   }
 

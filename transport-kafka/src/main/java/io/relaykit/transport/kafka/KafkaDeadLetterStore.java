@@ -71,7 +71,10 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * isolation.level=read_committed}: copies of aborted hand-off transactions are never shown.
  *
  * <p>Cost: every read scans the topic from its beginning, O(records in the topic); meant for
- * operators and tests, not a hot path. Thread-safe.
+ * operators and tests, not a hot path. Filters, the order ({@link DeadLetterQuery#newestFirst})
+ * and keyset positions ({@link DeadLetterQuery#withAfter}) are applied in memory after that scan,
+ * so a keyset page deep in the topic costs as much as the first, and {@link #countBySource} is
+ * one scan too: O(records) reads and O(dead letters) memory per call. Thread-safe.
  */
 public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseable {
 
@@ -191,7 +194,23 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
     if (query == null) {
       throw new IllegalArgumentException("query must not be null");
     }
-    return matching(query).stream().skip(query.offset()).limit(query.limit()).toList();
+    return matching(query).stream().filter(query::isAfterPosition).skip(query.offset())
+        .limit(query.limit()).toList();
+  }
+
+  /** One scan of the topic, tallied in memory: O(records) reads, O(dead letters) memory. */
+  @Override
+  public List<io.relaykit.deadletter.DeadLetterCount> countBySource(int maxRows) {
+    if (maxRows < 1 || maxRows > DeadLetterQuery.MAX_LIMIT) {
+      throw new IllegalArgumentException(
+          "maxRows must be in 1.." + DeadLetterQuery.MAX_LIMIT + ", was " + maxRows);
+    }
+    io.relaykit.deadletter.InMemoryDeadLetterStore tally =
+        new io.relaykit.deadletter.InMemoryDeadLetterStore();
+    for (Entry e : scan().values()) {
+      tally.add(e.deadLetter);
+    }
+    return tally.countBySource(maxRows);
   }
 
   @Override
@@ -305,11 +324,14 @@ public final class KafkaDeadLetterStore implements DeadLetterStore, AutoCloseabl
         + " is gone (past the topic's retention?); it cannot be replayed");
   }
 
+  private static final Comparator<DeadLetter> ORDER =
+      Comparator.comparing(DeadLetter::lastFailureAt).thenComparing(DeadLetter::id);
+
   private List<DeadLetter> matching(DeadLetterQuery query) {
     return scan().values().stream()
         .map(e -> e.deadLetter)
         .filter(query::matches)
-        .sorted(Comparator.comparing(DeadLetter::lastFailureAt).thenComparing(DeadLetter::id))
+        .sorted(query.newestFirst() ? ORDER.reversed() : ORDER)
         .toList();
   }
 

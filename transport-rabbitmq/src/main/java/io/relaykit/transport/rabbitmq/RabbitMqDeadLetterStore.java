@@ -50,6 +50,9 @@ import java.util.concurrent.TimeoutException;
  * (the copies already made are twins of them: they share the transport's entry id and the next
  * browse keeps one of each). Costs O(depth) round trips and O(depth) confirmed publishes per call:
  * fine for an operator looking at hundreds or a few thousand dead letters, not for a hot path.
+ * Filters, the order ({@link DeadLetterQuery#newestFirst}) and keyset positions ({@link
+ * DeadLetterQuery#withAfter}) are applied in memory to the whole browse, so a keyset page deep
+ * in the queue costs the same as the first: O(depth); {@link #countBySource} is one browse too.
  * While a browse runs, the messages it holds are invisible to other browsers, so a concurrent
  * {@link #find} may miss an entry that another caller is looking at; {@link #remove} still hands
  * an entry out at most once (only one channel can hold, and ack, a message).
@@ -227,9 +230,32 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
     requireQuery(query);
     return browse(entries -> {
       List<DeadLetter> matching = matching(entries, query);
+      if (query.after() != null) {
+        matching = matching.stream().filter(query::isAfterPosition).toList();
+      }
       int from = Math.min(query.offset(), matching.size());
       int to = (int) Math.min((long) from + query.limit(), matching.size());
       return new ArrayList<>(matching.subList(from, to));
+    });
+  }
+
+  /**
+   * One browse of the queue, tallied in memory (the newest entry of each id, as listing shows):
+   * O(depth) round trips, O(depth) memory.
+   */
+  @Override
+  public List<io.relaykit.deadletter.DeadLetterCount> countBySource(int maxRows) {
+    if (maxRows < 1 || maxRows > DeadLetterQuery.MAX_LIMIT) {
+      throw new IllegalArgumentException(
+          "maxRows must be in 1.." + DeadLetterQuery.MAX_LIMIT + ", was " + maxRows);
+    }
+    return browse(entries -> {
+      io.relaykit.deadletter.InMemoryDeadLetterStore tally =
+          new io.relaykit.deadletter.InMemoryDeadLetterStore();
+      for (DeadLetter d : matching(entries, DeadLetterQuery.all())) {
+        tally.add(d);
+      }
+      return tally.countBySource(maxRows);
     });
   }
 
@@ -334,7 +360,9 @@ public final class RabbitMqDeadLetterStore implements DeadLetterStore, AutoClose
         out.add(e.deadLetter);
       }
     }
-    out.sort(Comparator.comparing(DeadLetter::lastFailureAt).thenComparing(DeadLetter::id));
+    Comparator<DeadLetter> order =
+        Comparator.comparing(DeadLetter::lastFailureAt).thenComparing(DeadLetter::id);
+    out.sort(query.newestFirst() ? order.reversed() : order);
     return out;
   }
 
