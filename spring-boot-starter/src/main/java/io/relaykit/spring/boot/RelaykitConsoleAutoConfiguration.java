@@ -8,11 +8,19 @@ import io.relaykit.console.ConsoleHistory;
 import io.relaykit.monitor.SubscriptionGauges;
 import io.relaykit.monitor.SubscriptionStatusSource;
 import io.relaykit.outbox.OutboxStore;
+import io.relaykit.transport.kafka.KafkaSubscriptionStatus;
+import io.relaykit.transport.kafka.KafkaTransportConfig;
+import io.relaykit.transport.rabbitmq.RabbitMqQueueStatus;
+import io.relaykit.transport.rabbitmq.RabbitMqTransportConfig;
 import java.time.InstantSource;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
@@ -187,6 +195,79 @@ public class RelaykitConsoleAutoConfiguration {
 
     /** relaykit-kafka's key, named here so the starter loads without it. */
     static final String KAFKA_GROUP_TYPE = "relaykit.kafka.group-type";
+  }
+
+  /**
+   * The lag of the listeners' Kafka groups as the brokers see it (every instance's consumers, not
+   * only this one's), read with an Admin client when the page asks; built with the console.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "io.relaykit.transport.kafka.KafkaSubscriptionStatus")
+  @ConditionalOnBean(type = "io.relaykit.transport.kafka.KafkaTransportConfig")
+  static class KafkaStatus {
+
+    /** The listeners' groups; none (not every group of the cluster) without listeners. */
+    @Bean
+    @Lazy
+    @ConditionalOnMissingBean(name = "relaykitKafkaSubscriptionStatus")
+    SubscriptionStatusSource relaykitKafkaSubscriptionStatus(KafkaTransportConfig config,
+        ObjectProvider<RelaykitListenerRegistry> registry) {
+      Set<String> groups = new TreeSet<>();
+      RelaykitListenerRegistry r = registry.getIfUnique();
+      if (r != null) {
+        r.specs().forEach(spec -> groups.add(spec.group()));
+      }
+      if (groups.isEmpty()) {
+        return List::of;
+      }
+      KafkaSubscriptionStatus.Builder b = KafkaSubscriptionStatus.builder(config);
+      if (config.groupType() == KafkaTransportConfig.GroupType.SHARE) {
+        b.shareGroups(groups).consumerGroups(List.of());
+      } else {
+        b.consumerGroups(groups).shareGroups(List.of());
+      }
+      return b.build();
+    }
+  }
+
+  /**
+   * The depth of the listeners' RabbitMQ queues as the broker sees it, read when the page asks;
+   * built with the console, when the application has listeners.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @ConditionalOnClass(name = "io.relaykit.transport.rabbitmq.RabbitMqQueueStatus")
+  @ConditionalOnBean(type = "io.relaykit.transport.rabbitmq.RabbitMqTransportConfig")
+  static class RabbitMqStatus {
+
+    @Bean
+    @Lazy
+    @ConditionalOnMissingBean(name = "relaykitRabbitMqQueueStatus")
+    SubscriptionStatusSource relaykitRabbitMqQueueStatus(RabbitMqTransportConfig config,
+        ObjectProvider<RelaykitListenerRegistry> registry) {
+      RelaykitListenerRegistry r = registry.getIfUnique();
+      List<io.relaykit.message.SubscriptionSpec> specs = r == null ? List.of() : r.specs();
+      if (specs.isEmpty()) {
+        return List::of; // no listener queue to read
+      }
+      RabbitMqQueueStatus.Builder b = RabbitMqQueueStatus.builder(config);
+      specs.forEach(spec -> b.subscription(spec.destination(), spec.group()));
+      return new ClosingStatus(b.maxQueues(Math.max(specs.size(),
+          RabbitMqQueueStatus.DEFAULT_MAX_QUEUES)).build());
+    }
+
+    /** A RabbitMQ reader closed with the context. */
+    record ClosingStatus(RabbitMqQueueStatus status) implements SubscriptionStatusSource,
+        AutoCloseable {
+      @Override
+      public List<io.relaykit.monitor.SubscriptionStatus> read() throws Exception {
+        return status.read();
+      }
+
+      @Override
+      public void close() {
+        status.close();
+      }
+    }
   }
 
   /** Spring Security missing: fail the start naming the property. */

@@ -5,22 +5,22 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.springframework.boot.SpringBootConfiguration;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
-import org.springframework.context.annotation.Bean;
-import org.springframework.security.config.Customizer;
-import org.springframework.security.config.annotation.web.builders.HttpSecurity;
 import org.springframework.security.core.userdetails.User;
 import org.springframework.security.core.userdetails.UserDetailsService;
 import org.springframework.security.provisioning.InMemoryUserDetailsManager;
+// tag::console-security[]
+import org.springframework.context.annotation.Bean;
+import org.springframework.security.config.Customizer;
+import org.springframework.security.config.annotation.web.builders.HttpSecurity;
 import org.springframework.security.web.SecurityFilterChain;
+// end::console-security[]
 
 /**
  * An application with the starter, the operator console and Spring Security, securing the
  * console the way docs/spring-boot.md shows: role {@code OPERATOR} for the console's path, form
  * login for browsers and HTTP Basic for scripts, Spring Security's CSRF protection left on. Users:
- * {@code operator} (OPERATOR) and {@code viewer} (no role). With {@code test.console-open=true}
- * the chain lets everyone through instead (a misconfigured application). Records the console's
- * action metrics in {@link #actions}.
+ * {@code operator} (OPERATOR) and {@code viewer} (no role). Records the console's action metrics
+ * in {@link #actions}.
  */
 @SpringBootConfiguration
 @EnableAutoConfiguration
@@ -32,8 +32,8 @@ public class ConsoleApp {
   /** Every consoleAction reported: "action outcome count". */
   final List<String> actions = new CopyOnWriteArrayList<>();
 
+  // tag::console-security[]
   @Bean
-  @ConditionalOnProperty(name = "test.console-open", havingValue = "false", matchIfMissing = true)
   SecurityFilterChain consoleSecurity(HttpSecurity http) throws Exception {
     http.authorizeHttpRequests(a -> a
             .requestMatchers("/relaykit/console", "/relaykit/console/**").hasRole("OPERATOR")
@@ -41,15 +41,9 @@ public class ConsoleApp {
             .anyRequest().authenticated())
         .formLogin(Customizer.withDefaults())
         .httpBasic(Customizer.withDefaults());
-    return http.build();
+    return http.build(); // CSRF protection stays on: the console's forms carry the token
   }
-
-  @Bean
-  @ConditionalOnProperty(name = "test.console-open", havingValue = "true")
-  SecurityFilterChain openSecurity(HttpSecurity http) throws Exception {
-    http.authorizeHttpRequests(a -> a.anyRequest().permitAll());
-    return http.build();
-  }
+  // end::console-security[]
 
   @Bean
   UserDetailsService users() {

@@ -29,11 +29,8 @@ import java.util.concurrent.Future;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DisplayName;
-import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.builder.SpringApplicationBuilder;
@@ -195,30 +192,6 @@ class ConsoleSecurityTest {
       assertThat(t.isDaemon()).isTrue();
     });
     assertThat(ctx.getBean(Console.class).history().since()).isNotNull();
-  }
-
-  @Nested
-  @DisplayName("with a SecurityFilterChain that lets everyone through")
-  class OpenChain {
-    private ConfigurableApplicationContext open;
-
-    @BeforeEach
-    void start() {
-      open = ConsoleSecurityTest.start("test.console-open=true");
-    }
-
-    @AfterEach
-    void stop() {
-      open.close();
-    }
-
-    @Test
-    @DisplayName("the console itself refuses an anonymous request with 403 and says why")
-    void consoleRefusesAnonymous() throws Exception {
-      HttpResponse<String> r = send(get(open, ROOT + "/dead-letters"), null);
-      assertThat(r.statusCode()).isEqualTo(403);
-      assertThat(r.body()).contains("Sign-in required").doesNotContain("dead-letter-groups");
-    }
   }
 
   // ------------------------------------------------------------------ helpers

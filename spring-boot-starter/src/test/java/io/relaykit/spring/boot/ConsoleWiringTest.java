@@ -20,6 +20,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
+import org.springframework.mock.web.MockHttpServletRequest;
+import org.springframework.mock.web.MockHttpServletResponse;
 
 /** How the starter hands its stores to the console: names, notes, opening on use, one replay. */
 @DisplayName("The console's view of the application's stores")
@@ -139,5 +141,23 @@ class ConsoleWiringTest {
     assertThat(resends).hasValue(1);
     assertThat(source.replay("dl-1")).as("free again once the first ended").isEmpty();
     assertThat(resends).hasValue(2);
+  }
+
+  @Test
+  @DisplayName("a request that reaches the console without a signed-in user (the application's"
+      + " chain lets everyone through) is refused with 403 and never reaches the console")
+  void anonymousIsRefusedByTheConsoleItself() throws Exception {
+    AtomicInteger built = new AtomicInteger();
+    RelaykitConsoleHandler handler = new RelaykitConsoleHandler(() -> {
+      built.incrementAndGet();
+      throw new AssertionError("the console must not be asked");
+    }, "/relaykit/console");
+    MockHttpServletRequest request = new MockHttpServletRequest("GET",
+        "/relaykit/console/dead-letters");
+    MockHttpServletResponse response = new MockHttpServletResponse();
+    handler.handleRequest(request, response);
+    assertThat(response.getStatus()).isEqualTo(403);
+    assertThat(response.getContentAsString()).contains("Sign-in required");
+    assertThat(built).hasValue(0);
   }
 }
