@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
  * NestedBuild#installedReactor} installs a fresh copy of the reactor ({@code -DskipTests}, javadoc
  * and sources jars as in the default build) into an empty repository under target/, and this
  * test requires exactly the published artifacts there: relaykit-parent and relaykit-bom (poms),
- * and the thirteen libraries, each with its pom, jar, {@code -sources} jar and {@code -javadoc}
+ * and the fourteen libraries, each with its pom, jar, {@code -sources} jar and {@code -javadoc}
  * jar, plus relaykit-kafka's {@code tests} jar (the in-JVM KRaft broker fixture, which the
  * benchmarks and the invoker's quick-start project use, and which users may use to test against a
  * real broker). Nothing else was installed: every other file in the repository was read through the
@@ -34,7 +34,7 @@ class InstalledArtifactsTest {
   static final List<String> LIBRARIES = List.of("relaykit-core", "relaykit-tck",
       "relaykit-guice", "relaykit-jdbc", "relaykit-redis", "relaykit-kafka", "relaykit-rabbitmq",
       "relaykit-poller", "relaykit-micrometer", "relaykit-opentelemetry", "relaykit-codec-jackson",
-      "relaykit-spring-boot-starter", "relaykit-test");
+      "relaykit-spring-boot-starter", "relaykit-test", "relaykit-console");
 
   @Test
   @DisplayName("mvn install puts only the published artifacts, each with sources and javadoc jars")

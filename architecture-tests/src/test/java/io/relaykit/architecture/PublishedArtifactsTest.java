@@ -59,7 +59,7 @@ class PublishedArtifactsTest {
             "relaykit-jdbc", "relaykit-redis", "relaykit-kafka", "relaykit-rabbitmq",
             "relaykit-poller", "relaykit-micrometer", "relaykit-opentelemetry",
             "relaykit-codec-jackson",
-            "relaykit-spring-boot-starter", "relaykit-test");
+            "relaykit-spring-boot-starter", "relaykit-test", "relaykit-console");
 
     Document bom = read(ROOT.resolve("bom").resolve("pom.xml"));
     Element managed = child(child(bom.getDocumentElement(), "dependencyManagement").orElseThrow(),

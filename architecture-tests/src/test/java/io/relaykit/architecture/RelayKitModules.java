@@ -52,8 +52,10 @@ final class RelayKitModules {
       new Module("metrics-micrometer", Role.ADAPTER, List.of("metrics.micrometer")),
       new Module("tracing-opentelemetry", Role.ADAPTER, List.of("opentelemetry")),
       new Module("codec-jackson", Role.ADAPTER, List.of("jackson")),
+      new Module("console", Role.ADAPTER, List.of("console")),
       new Module("spring-boot-starter", Role.INTEGRATION, List.of("spring")),
       new Module("relaykit-test", Role.TEST_SUPPORT, List.of("test")),
+      new Module("relaykit-test-support", Role.TEST_SUPPORT, List.of("testsupport")),
       new Module("examples", Role.APPLICATION, List.of("examples")),
       new Module("benchmarks", Role.APPLICATION, List.of("bench")),
       new Module("relaykit-chaos", Role.APPLICATION, List.of("chaos")));

@@ -40,7 +40,7 @@ import org.w3c.dom.NodeList;
  * built at the release version from a copy of the work tree, {@code -DskipTests}, deployed into
  * the staging folder, nothing installed into the local repository), and every file of the bundle
  * checked: exactly the published artifacts (relaykit-parent and relaykit-bom as poms; the
- * thirteen libraries with pom, jar, sources and javadoc; relaykit-kafka's tests jar), none of the
+ * fourteen libraries with pom, jar, sources and javadoc; relaykit-kafka's tests jar), none of the
  * unpublished modules, each file with an .md5 and .sha1 that match and an .asc that gpg verifies
  * with the key, flattened poms with the metadata Central requires and no {@code ${...}} or
  * snapshot left, and a zip holding exactly the staging folder.
@@ -56,7 +56,8 @@ class ReleaseBundleTest {
   /** gpg's and the command's logs, beside it (the command empties only a folder it wrote). */
   private static final Path LOGS = NestedBuild.WORK.resolve("release-logs");
   private static final Set<String> UNPUBLISHED = Set.of("examples", "relaykit-chaos",
-      "benchmarks", "architecture-tests", "relaykit-example-spring-boot-app");
+      "benchmarks", "architecture-tests", "relaykit-example-spring-boot-app",
+      "relaykit-test-support");
 
   private static Path gnupgHome;
 

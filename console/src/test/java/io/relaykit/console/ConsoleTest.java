@@ -449,6 +449,103 @@ class ConsoleTest {
     }
 
     @Test
+    @DisplayName("an interrupt during a set stops it at the next dead letter, saying how many it"
+        + " replayed; the rest stay")
+    void interruptStopsASet() {
+      for (int i = 0; i < 10; i++) {
+        add("m" + i, "orders", null, "failed", Map.of());
+      }
+      AtomicInteger calls = new AtomicInteger();
+      DeadLetterReplayer replayer = new DeadLetterReplayer(store, d -> {
+        resent.computeIfAbsent(d.messageId(), k -> new AtomicInteger()).incrementAndGet();
+        if (calls.incrementAndGet() == 3) {
+          Thread.currentThread().interrupt();
+        }
+      }, LifecycleListener.noop(), clock);
+      Console c = Console.builder().clock(clock).readOnly(false).deadLetters(
+          new ConsoleDeadLetterSource("relaykit", store, replayer::replay, true, null)).build();
+      String id = actionId(c.handle(get("/confirm", "kind", "replay-set", "store", "relaykit")));
+      try {
+        c.handle(post(id));
+      } finally {
+        Thread.interrupted();
+      }
+      assertThat(c.handle(get("/action", "id", id)).body())
+          .contains("stopped after replayed 3: interrupted");
+      assertThat(resent).hasSize(3);
+      assertThat(store.count(DeadLetterQuery.all())).isEqualTo(7);
+    }
+
+    @Test
+    @DisplayName("a twin request interrupted while it waits for the first run answers 503 and"
+        + " runs nothing")
+    void interruptedTwinWait() throws Exception {
+      DeadLetter d = add("m1", "orders", null, "failed", Map.of());
+      CountDownLatch inReplay = new CountDownLatch(1);
+      CountDownLatch release = new CountDownLatch(1);
+      AtomicInteger effects = new AtomicInteger();
+      ConsoleDeadLetterSource slow = new ConsoleDeadLetterSource("relaykit", store, x -> {
+        effects.incrementAndGet();
+        inReplay.countDown();
+        try {
+          release.await(60, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        return store.remove(x);
+      }, true, null);
+      Console c = Console.builder().clock(clock).readOnly(false).deadLetters(slow).build();
+      String id = actionId(c.handle(get("/dead-letter", "store", "relaykit", "id", d.id())));
+      ExecutorService pool = Executors.newSingleThreadExecutor();
+      Future<ConsoleResponse> first = pool.submit(() -> c.handle(post(id)));
+      assertThat(inReplay.await(60, TimeUnit.SECONDS)).isTrue();
+      Thread.currentThread().interrupt();
+      ConsoleResponse twin;
+      try {
+        twin = c.handle(post(id));
+      } finally {
+        Thread.interrupted();
+      }
+      assertThat(twin.status()).isEqualTo(503);
+      assertThat(twin.body()).contains("interrupted while waiting for action");
+      release.countDown();
+      assertThat(first.get(60, TimeUnit.SECONDS).status()).isEqualTo(303);
+      pool.shutdown();
+      assertThat(effects).hasValue(1);
+    }
+
+    @Test
+    @DisplayName("a restart forgets the history and every action id: an old form is refused, never"
+        + " run")
+    void restartForgets() {
+      DeadLetter d = add("m1", "orders", null, "failed", Map.of());
+      Console before = console().readOnly(false)
+          .backlog(now -> new OutboxStats(1, Duration.ZERO, 0)).build();
+      assertThat(before.history().tick()).isTrue();
+      String id = actionId(before.handle(get("/dead-letter", "store", "relaykit", "id",
+          d.id())));
+      before.close();
+      clock.advance(Duration.ofMinutes(5));
+      Console after = console().readOnly(false).build();
+      assertThat(after.history().samples()).isEmpty();
+      assertThat(after.history().since()).isEqualTo(clock.instant());
+      assertThat(after.handle(post(id)).status()).isEqualTo(409);
+      assertThat(store.find(d.id())).isPresent();
+      assertThat(resent).isEmpty();
+    }
+
+    @Test
+    @DisplayName("a clock stepped back leaves a gap in the history, never an exception")
+    void clockStepsBack() {
+      Console c = console().backlog(now -> new OutboxStats(1, Duration.ZERO, 0)).build();
+      assertThat(c.history().tick()).isTrue();
+      clock.stepWall(Duration.ofMinutes(-10));
+      assertThat(c.history().tick()).isFalse();
+      assertThat(c.history().failedReads()).isEqualTo(1);
+      assertThat(c.handle(get("/")).status()).isEqualTo(200);
+    }
+
+    @Test
     @DisplayName("close stops sampling; pages are still answered from the history so far")
     void close() {
       Console c = console().backlog(now -> new OutboxStats(1, Duration.ZERO, 0)).build();

@@ -96,7 +96,16 @@ class DemoCliTest {
     assertThat(noId.err()).contains("dlq replay needs the dead letter's ID");
     Run badOption = cli("stats", "--port", "1");
     assertThat(badOption.code()).isEqualTo(2);
-    assertThat(badOption.err()).contains("unknown option --port");
+    assertThat(badOption.err()).contains("--port, --bind and --allow-actions are options of"
+        + " relaykit console only");
+    assertThat(cli("stats", "--verbose").err()).contains("unknown option --verbose");
+    Run badPort = cli("console", "--port", "http", "--data", dir);
+    assertThat(badPort.code()).isEqualTo(2);
+    assertThat(badPort.err()).contains("--port must be in 0..65535, was 'http'");
+    Run badTransport = cli("console", "--transport", "sqs", "--data", dir);
+    assertThat(badTransport.code()).isEqualTo(2);
+    assertThat(badTransport.err()).contains("--transport must be one of [memory, kafka,"
+        + " rabbitmq], was 'sqs'");
     Run badUrl = cli("stats", "--url", "jdbc:mysql://127.0.0.1/x?password=secret");
     assertThat(badUrl.code()).isEqualTo(2);
     assertThat(badUrl.err()).contains("--url must be a jdbc:h2: or jdbc:postgresql: URL")

@@ -91,6 +91,13 @@ public enum RelayKitMeter {
   /** Counter, tags destination, group: a share group's acquisition locks this member lost (the
    *  broker delivers the record again). */
   SHARE_LOCK_LOST("share.lock.lost", "share-group acquisition locks lost"),
+  /** Counter, tags {@code action} ({@code replay-one}, {@code replay-set}, {@code purge-one},
+   *  {@code purge-set}), {@code outcome} ({@code ok}, {@code failed}): operator console actions
+   *  run, one per action (a repeated request for the same action is not counted again). */
+  CONSOLE_ACTIONS("console.actions", "operator console actions run"),
+  /** Counter, tag {@code action}: dead letters the operator console's actions replayed or
+   *  purged. */
+  CONSOLE_DEAD_LETTERS("console.dead.letters", "dead letters replayed or purged from the console"),
   /** Counter, tag {@code meter}: series refused because their meter reached its cap. */
   METERS_OVERFLOW("meters.overflow", "tag combinations refused: a meter reached its cap, or the registry refused the series");
 

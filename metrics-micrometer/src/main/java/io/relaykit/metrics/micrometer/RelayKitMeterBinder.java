@@ -110,6 +110,9 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   private final Series<Counter> shareRenewed = new Series<>(RelayKitMeter.SHARE_RENEWED);
   private final Series<Counter> shareLockLost = new Series<>(RelayKitMeter.SHARE_LOCK_LOST);
   private final Series<Counter> ignored = new Series<>(RelayKitMeter.MESSAGES_IGNORED);
+  private final Series<Counter> consoleActions = new Series<>(RelayKitMeter.CONSOLE_ACTIONS);
+  private final Series<Counter> consoleDeadLetters =
+      new Series<>(RelayKitMeter.CONSOLE_DEAD_LETTERS);
   private final Series<Timer> handler = new Series<>(RelayKitMeter.HANDLER_DURATION);
   private final Series<Timer> confirm = new Series<>(RelayKitMeter.PUBLISH_CONFIRM_DURATION);
   private final Series<AtomicLong> deadLetters = new Series<>(RelayKitMeter.DEAD_LETTERS);
@@ -606,6 +609,29 @@ public final class RelayKitMeterBinder implements MeterBinder, MetricsListener, 
   @Override
   public void dropped(String destination, String reason, long count) {
     count(dropped, RelayKitMeter.MESSAGES_DROPPED, destination, reason, count);
+  }
+
+  /**
+   * {@inheritDoc} Adds one to {@code relaykit.console.actions{action, outcome}} and {@code count}
+   * to {@code relaykit.console.dead.letters{action}}.
+   */
+  @Override
+  public void consoleAction(String action, String outcome, long count) {
+    String a = action == null || action.isBlank() ? "unknown"
+        : action.length() > MAX_REASON ? action.substring(0, MAX_REASON) : action;
+    String o = "ok".equals(outcome) ? "ok" : "failed";
+    Counter c = consoleActions.get(new Key(a, o, ""), k -> Counter.builder(
+        name(RelayKitMeter.CONSOLE_ACTIONS)).tags(common).tags("action", k.a, "outcome", k.b)
+        .description(RelayKitMeter.CONSOLE_ACTIONS.description()).register(registry.get()));
+    if (c != null) {
+      c.increment();
+    }
+    Counter n = consoleDeadLetters.get(new Key(a, "", ""), k -> Counter.builder(
+        name(RelayKitMeter.CONSOLE_DEAD_LETTERS)).tags(common).tags("action", k.a)
+        .description(RelayKitMeter.CONSOLE_DEAD_LETTERS.description()).register(registry.get()));
+    if (n != null && count > 0) {
+      n.increment(count);
+    }
   }
 
   /** {@inheritDoc} Adds to {@code relaykit.messages.ignored{destination, reason}}. */

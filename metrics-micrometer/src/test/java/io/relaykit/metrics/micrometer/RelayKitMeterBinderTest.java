@@ -63,7 +63,8 @@ class RelayKitMeterBinderTest {
               "relaykit.report.queue.depth", "relaykit.report.queue.bytes",
               "relaykit.report.queue.dropped", "relaykit.dead.letters",
               "relaykit.backlog.verdict", "relaykit.share.acknowledged", "relaykit.share.renewed",
-              "relaykit.share.lock.lost", "relaykit.meters.overflow");
+              "relaykit.share.lock.lost", "relaykit.console.actions",
+              "relaykit.console.dead.letters", "relaykit.meters.overflow");
     }
 
     @Test
@@ -111,6 +112,7 @@ class RelayKitMeterBinderTest {
       binder.shareAcknowledged("t", "g", "accept", 2);
       binder.shareRenewed("t", "g", 1);
       binder.shareLockLost("t", "g", 1);
+      binder.consoleAction("replay-one", "ok", 1);
       binder.on(event(Stage.ACKED, "t"));
       io.relaykit.queue.ReportQueue queue = io.relaykit.queue.ReportQueue.builder()
           .journal(new io.relaykit.queue.InMemoryJournal()).build();
@@ -124,7 +126,8 @@ class RelayKitMeterBinderTest {
             .isEqualTo("kafka");
         assertThat(m.getId().getTags()).extracting(io.micrometer.core.instrument.Tag::getKey)
             .as(m.getId().toString()).isSubsetOf("messaging.system", DESTINATION, GROUP,
-                PARTITION, "stage", "reason", "outcome", "queue", "store", "meter", "type");
+                PARTITION, "stage", "reason", "outcome", "queue", "store", "meter", "type",
+                "action");
       });
       assertThat(registry.get("relaykit.consumer.lag").tags(DESTINATION, "t", GROUP, "g",
           PARTITION, "3").gauge().value()).isEqualTo(1);
@@ -187,6 +190,28 @@ class RelayKitMeterBinderTest {
           "billing").counter().count()).isEqualTo(3);
       assertThat(registry.get("relaykit.share.lock.lost").tags(DESTINATION, "orders", GROUP,
           "billing").counter().count()).isEqualTo(1);
+    }
+  }
+
+  @Nested
+  @DisplayName("console actions")
+  class ConsoleActions {
+
+    @Test
+    @DisplayName("each action counts once by action and outcome, and its dead letters by action")
+    void countsActionsAndDeadLetters() {
+      RelayKitMeterBinder binder = bound(RelayKitMeterBinder.builder());
+      binder.consoleAction("replay-set", "ok", 100);
+      binder.consoleAction("replay-set", "failed", 3);
+      binder.consoleAction("purge-one", "ok", 1);
+      assertThat(registry.get("relaykit.console.actions").tags("action", "replay-set", "outcome",
+          "ok").counter().count()).isEqualTo(1);
+      assertThat(registry.get("relaykit.console.actions").tags("action", "replay-set", "outcome",
+          "failed").counter().count()).isEqualTo(1);
+      assertThat(registry.get("relaykit.console.dead.letters").tags("action", "replay-set")
+          .counter().count()).isEqualTo(103);
+      assertThat(registry.get("relaykit.console.dead.letters").tags("action", "purge-one")
+          .counter().count()).isEqualTo(1);
     }
   }
 
