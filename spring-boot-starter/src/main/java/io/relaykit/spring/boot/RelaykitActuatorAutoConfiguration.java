@@ -14,11 +14,14 @@ import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.actuate.autoconfigure.endpoint.condition.ConditionalOnAvailableEndpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.AnyNestedCondition;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
 import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.Order;
@@ -109,6 +112,54 @@ public class RelaykitActuatorAutoConfiguration {
         .getBoolean(SpringConfigKeys.HEALTH_READINESS, true));
   }
 
+  /**
+   * The application's dead-letter stores, shared by the dead-letter endpoint and the operator
+   * console: present when either is.
+   */
+  @Configuration(proxyBeanMethods = false)
+  @Conditional(DeadLetterSourcesNeeded.class)
+  static class DeadLetterSourcesConfiguration {
+
+    /** The dead-letter topics or queues of the listeners, opened on first use. */
+    @Bean
+    BrokerDeadLetterStores relaykitBrokerDeadLetterStores(BeanFactory beans,
+        RelaykitMonitoring monitoring) {
+      return BrokerDeadLetterStores.of(beans, monitoring.lifecycle());
+    }
+
+    /** relaykit's store with its replay, then the broker stores. */
+    @Bean
+    DeadLetterSources relaykitDeadLetterSources(DeadLetterStore deadLetters,
+        TransactionalOutbox outbox, ObjectProvider<Publisher> publisher,
+        ObjectProvider<ReplayTarget> target, Settings settings, RelaykitMonitoring monitoring,
+        BrokerDeadLetterStores brokers) {
+      Duration confirmTimeout = RelaySettings.confirmTimeoutFor(
+          RelaySettings.from(settings).lease());
+      RelaykitDeadLettersEndpoint.Replay replay = DeadLetterReplays.choose(deadLetters,
+          outbox.store(), publisher.getIfUnique(), target.getIfUnique(), confirmTimeout,
+          monitoring.lifecycle());
+      return new DeadLetterSources(deadLetters, replay, brokers::sources);
+    }
+  }
+
+  /** The dead-letter endpoint is available, or the operator console is enabled. */
+  static final class DeadLetterSourcesNeeded extends AnyNestedCondition {
+
+    DeadLetterSourcesNeeded() {
+      super(ConfigurationPhase.REGISTER_BEAN);
+    }
+
+    @ConditionalOnClass(name = {
+        "org.springframework.boot.actuate.endpoint.web.annotation.WebEndpoint",
+        "org.springframework.boot.actuate.autoconfigure.endpoint.condition"
+            + ".ConditionalOnAvailableEndpoint"})
+    @ConditionalOnAvailableEndpoint(RelaykitDeadLettersEndpoint.class)
+    static final class EndpointAvailable {}
+
+    @ConditionalOnProperty(name = SpringConfigKeys.CONSOLE_ENABLED, havingValue = "true")
+    static final class ConsoleEnabled {}
+  }
+
   /** The dead-letter endpoint, where Actuator's endpoint support is present. */
   @Configuration(proxyBeanMethods = false)
   @ConditionalOnClass(name = {
@@ -117,29 +168,12 @@ public class RelaykitActuatorAutoConfiguration {
           + ".ConditionalOnAvailableEndpoint"})
   static class DeadLetterEndpointConfiguration {
 
-    /** The dead-letter topics or queues of the listeners, opened on first use. */
-    @Bean
-    @ConditionalOnAvailableEndpoint(RelaykitDeadLettersEndpoint.class)
-    BrokerDeadLetterStores relaykitBrokerDeadLetterStores(BeanFactory beans,
-        RelaykitMonitoring monitoring) {
-      return BrokerDeadLetterStores.of(beans, monitoring.lifecycle());
-    }
-
     @Bean
     @ConditionalOnMissingBean
     @ConditionalOnAvailableEndpoint(RelaykitDeadLettersEndpoint.class)
-    RelaykitDeadLettersEndpoint relaykitDeadLettersEndpoint(DeadLetterStore deadLetters,
-        TransactionalOutbox outbox, ObjectProvider<Publisher> publisher,
-        ObjectProvider<ReplayTarget> target, Settings settings, RelaykitMonitoring monitoring,
-        ObjectProvider<BrokerDeadLetterStores> brokers) {
-      Duration confirmTimeout = RelaySettings.confirmTimeoutFor(
-          RelaySettings.from(settings).lease());
-      RelaykitDeadLettersEndpoint.Replay replay = DeadLetterReplays.choose(deadLetters,
-          outbox.store(), publisher.getIfUnique(), target.getIfUnique(), confirmTimeout,
-          monitoring.lifecycle());
-      BrokerDeadLetterStores stores = brokers.getIfUnique();
-      return new RelaykitDeadLettersEndpoint(deadLetters, replay,
-          stores == null ? java.util.List::of : stores::sources,
+    RelaykitDeadLettersEndpoint relaykitDeadLettersEndpoint(DeadLetterSources sources,
+        Settings settings) {
+      return new RelaykitDeadLettersEndpoint(sources,
           settings.getInt(SpringConfigKeys.DEAD_LETTERS_MAX_LIMIT, 100));
     }
   }

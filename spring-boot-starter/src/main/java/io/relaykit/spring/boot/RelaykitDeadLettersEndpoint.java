@@ -113,8 +113,8 @@ public class RelaykitDeadLettersEndpoint {
   /** The longest reason or exception message listed; longer ones are cut. */
   static final int MAX_TEXT = 1000;
 
+  private final DeadLetterSources sources;
   private final DeadLetterSource relaykit;
-  private final Supplier<List<DeadLetterSource>> brokers;
   private final int maxLimit;
   /** Broker replays under way in this application: store name and id. */
   private final Set<List<String>> replaying = ConcurrentHashMap.newKeySet();
@@ -144,8 +144,20 @@ public class RelaykitDeadLettersEndpoint {
    */
   RelaykitDeadLettersEndpoint(DeadLetterStore store, Replay replay,
       Supplier<List<DeadLetterSource>> brokers, int maxLimit) {
-    this.relaykit = DeadLetterSource.shared(RELAYKIT_STORE, store, replay);
-    this.brokers = Objects.requireNonNull(brokers, "brokers");
+    this(new DeadLetterSources(store, replay, brokers), maxLimit);
+  }
+
+  /**
+   * An endpoint over the application's dead-letter stores.
+   *
+   * @param sources the stores, relaykit's first (shared with the operator console)
+   * @param maxLimit the largest page; {@code 1..DeadLetterQuery.MAX_LIMIT}
+   * @throws NullPointerException if {@code sources} is null
+   * @throws IllegalArgumentException if {@code maxLimit} is out of range
+   */
+  RelaykitDeadLettersEndpoint(DeadLetterSources sources, int maxLimit) {
+    this.sources = Objects.requireNonNull(sources, "sources");
+    this.relaykit = sources.relaykit();
     if (maxLimit < 1 || maxLimit > DeadLetterQuery.MAX_LIMIT) {
       throw new IllegalArgumentException(SpringConfigKeys.DEAD_LETTERS_MAX_LIMIT + " must be in 1.."
           + DeadLetterQuery.MAX_LIMIT + ", was " + maxLimit);
@@ -489,20 +501,7 @@ public class RelaykitDeadLettersEndpoint {
 
   /** Every store, relaykit's first, or the one {@code store} names. */
   private List<DeadLetterSource> select(String store) {
-    List<DeadLetterSource> all = new ArrayList<>();
-    all.add(relaykit);
-    all.addAll(brokers.get());
-    if (store == null) {
-      return all;
-    }
-    List<String> names = new ArrayList<>();
-    for (DeadLetterSource s : all) {
-      if (s.name().equals(store)) {
-        return List.of(s);
-      }
-      names.add(s.name());
-    }
-    throw new IllegalArgumentException("store must be one of " + names + ", was '" + store + "'");
+    return sources.select(store);
   }
 
   /** The first {@code n} dead letters {@code query}'s filters select, read page by page. */

@@ -10,9 +10,10 @@ import io.relaykit.config.ConfigKeys;
 import java.util.List;
 
 /**
- * The {@code relaykit.spring.*} keys only the Spring Boot starter reads, registered with {@link
- * java.util.ServiceLoader} so {@link io.relaykit.config.Settings} knows them (a typo under {@code
- * relaykit.spring} fails the start with the nearest key).
+ * The {@code relaykit.spring.*} and {@code relaykit.console.*} keys only the Spring Boot starter
+ * reads, registered with {@link java.util.ServiceLoader} so {@link io.relaykit.config.Settings}
+ * knows them (a typo under {@code relaykit.spring} or {@code relaykit.console} fails the start
+ * with the nearest key).
  */
 public final class SpringConfigKeys implements ConfigKeys {
 
@@ -62,6 +63,21 @@ public final class SpringConfigKeys implements ConfigKeys {
   /** The most answers the in-memory answer store keeps. */
   public static final String IDEMPOTENCY_MAX_ANSWERS = "relaykit.spring.idempotency.max-answers";
 
+  /** Whether the operator console is served; default false. */
+  public static final String CONSOLE_ENABLED = "relaykit.console.enabled";
+  /** The path the operator console is served under; default {@value #CONSOLE_DEFAULT_PATH}. */
+  public static final String CONSOLE_PATH = "relaykit.console.path";
+  /** The console's path when {@link #CONSOLE_PATH} is not set. */
+  public static final String CONSOLE_DEFAULT_PATH = "/relaykit/console";
+  /** Whether the console shows dead letters' payloads (escaped, cut); default false. */
+  public static final String CONSOLE_SHOW_PAYLOADS = "relaykit.console.show-payloads";
+  /** The most bytes of a payload the console shows; default 16384. */
+  public static final String CONSOLE_PAYLOAD_MAX_BYTES = "relaykit.console.payload-max-bytes";
+  /** Whether the console refuses every action (replay, purge); default false. */
+  public static final String CONSOLE_READ_ONLY = "relaykit.console.read-only";
+  /** How often the console samples the backlog, lag and dead letters for its history. */
+  public static final String CONSOLE_SAMPLE_INTERVAL = "relaykit.console.sample-interval";
+
   /** For ServiceLoader. */
   public SpringConfigKeys() {}
 
@@ -72,7 +88,7 @@ public final class SpringConfigKeys implements ConfigKeys {
 
   @Override
   public List<String> namespaces() {
-    return List.of("relaykit.spring");
+    return List.of("relaykit.spring", "relaykit.console");
   }
 
   @Override
@@ -124,6 +140,22 @@ public final class SpringConfigKeys implements ConfigKeys {
             "the largest answer kept for replay, in bytes (larger: sent once, kept without its"
                 + " body; a repeat gets 410)"),
         ConfigKey.of(IDEMPOTENCY_MAX_ANSWERS, INTEGER, "100000",
-            "the most answers the in-memory answer store keeps (relaykit.storage=memory)"));
+            "the most answers the in-memory answer store keeps (relaykit.storage=memory)"),
+        ConfigKey.of(CONSOLE_ENABLED, BOOLEAN, "false",
+            "whether the operator console is served (a Spring MVC servlet application with"
+                + " Spring Security, which must protect the console's path)"),
+        ConfigKey.of(CONSOLE_PATH, STRING, CONSOLE_DEFAULT_PATH,
+            "the path the operator console is served under (segments of letters, digits, '.',"
+                + " '_', '~' and '-'; not the root)"),
+        ConfigKey.of(CONSOLE_SHOW_PAYLOADS, BOOLEAN, "false",
+            "whether the console shows dead letters' payloads (escaped, cut at"
+                + " relaykit.console.payload-max-bytes)"),
+        ConfigKey.of(CONSOLE_PAYLOAD_MAX_BYTES, INTEGER, "16384",
+            "the most bytes of a payload the console shows (1..1000000)"),
+        ConfigKey.of(CONSOLE_READ_ONLY, BOOLEAN, "false",
+            "whether the console refuses every action (replay, purge) and only shows"),
+        ConfigKey.of(CONSOLE_SAMPLE_INTERVAL, DURATION, "10s",
+            "how often the console samples the outbox backlog, lag and dead letters for its"
+                + " hour of history (1s..5m)"));
   }
 }

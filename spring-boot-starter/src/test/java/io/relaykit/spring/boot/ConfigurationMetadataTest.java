@@ -94,7 +94,7 @@ class ConfigurationMetadataTest {
     assertThat(properties).hasSize(registry.keys().size() + registry.deprecatedKeys().size());
     java.util.Set<String> namespaces = properties.keySet().stream()
         .map(ConfigKey::namespaceOf).collect(Collectors.toCollection(java.util.TreeSet::new));
-    assertThat(namespaces).containsExactly("relaykit.h2", "relaykit.idempotency", "relaykit.jdbc",
+    assertThat(namespaces).containsExactly("relaykit.console", "relaykit.h2", "relaykit.idempotency", "relaykit.jdbc",
             "relaykit.kafka",
             "relaykit.rabbitmq", "relaykit.redis", "relaykit.relay", "relaykit.retry",
             "relaykit.spring",

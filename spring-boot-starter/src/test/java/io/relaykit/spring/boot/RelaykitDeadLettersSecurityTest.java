@@ -71,6 +71,15 @@ class RelaykitDeadLettersSecurityTest {
   }
 
   @Test
+  @DisplayName("the operator console is off by default: no console bean, its path is 404")
+  void consoleOffByDefault() throws Exception {
+    assertThat(ctx.getBeansOfType(io.relaykit.console.Console.class)).isEmpty();
+    HttpResponse<String> r = send(get("/relaykit/console/"),
+        basic("operator", SecuredActuatorApp.OPERATOR_PASSWORD));
+    assertThat(r.statusCode()).isEqualTo(404);
+  }
+
+  @Test
   @DisplayName("a replay without credentials is 401 and the dead letter stays")
   void unauthenticatedReplayIsRefused() throws Exception {
     DeadLetter d = seed();

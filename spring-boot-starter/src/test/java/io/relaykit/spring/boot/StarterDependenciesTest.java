@@ -73,10 +73,11 @@ class StarterDependenciesTest {
   }
 
   @Test
-  @DisplayName("transports, the Redis fast tier and Micrometer stay optional add-ons")
+  @DisplayName("transports, the Redis fast tier, Micrometer and Spring Security (for the console)"
+      + " stay optional add-ons")
   void addOnsStayOptional() {
     for (String addOn : new String[] {"relaykit-kafka", "relaykit-rabbitmq", "relaykit-redis",
-        "relaykit-micrometer"}) {
+        "relaykit-micrometer", "spring-security-web"}) {
       assertThat(DEPENDENCIES).containsEntry(addOn, "compile/optional");
     }
   }
