@@ -30,7 +30,9 @@ class KafkaDeadLettersEndpointTest extends AbstractBrokerDeadLettersEndpointTest
         "relaykit.kafka.commit-interval=100ms",
         "relaykit.kafka.poll-timeout=50ms",
         "relaykit.kafka.publish-timeout=20s",
-        "relaykit.kafka.close-timeout=5s");
+        "relaykit.kafka.close-timeout=5s",
+        // A closing consumer waits for its fetch in flight: at most 100 ms, not Kafka's 500.
+        "relaykit.kafka.consumer.fetch.max.wait.ms=100");
   }
 
   @Override

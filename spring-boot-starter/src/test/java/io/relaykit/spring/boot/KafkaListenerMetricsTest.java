@@ -35,7 +35,9 @@ class KafkaListenerMetricsTest extends AbstractListenerMetricsTest {
         "relaykit.kafka.commit-interval=100ms",
         "relaykit.kafka.poll-timeout=50ms",
         "relaykit.kafka.publish-timeout=20s",
-        "relaykit.kafka.close-timeout=5s");
+        "relaykit.kafka.close-timeout=5s",
+        // A closing consumer waits for its fetch in flight: at most 100 ms, not Kafka's 500.
+        "relaykit.kafka.consumer.fetch.max.wait.ms=100");
   }
 
   /** One lag gauge per partition of the group, each back to 0 once the record is committed. */

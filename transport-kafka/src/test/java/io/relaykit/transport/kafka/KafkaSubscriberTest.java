@@ -19,8 +19,12 @@ import org.junit.jupiter.api.DisplayName;
 @DisplayName("KafkaSubscriber keeps the Subscriber contract")
 class KafkaSubscriberTest extends SubscriberContract {
 
+  // A member joining mid-run is noticed within a heartbeat (see KafkaClients#subscriber).
   private final KafkaTransportConfig config = KafkaTestSupport.config()
-      .closeTimeout(Duration.ofSeconds(5)).build();
+      .closeTimeout(Duration.ofSeconds(5))
+      .consumerProperty("heartbeat.interval.ms",
+          Integer.toString(KafkaClients.CLASSIC_HEARTBEAT_MS))
+      .build();
 
   @Override
   protected Subscriber createSubscriber() {

@@ -17,14 +17,25 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 final class KafkaTestSupport {
   private KafkaTestSupport() {}
 
-  /** A config on the shared test broker with quick commits. */
+  /**
+   * A config on the shared test broker with quick commits and a {@value #FETCH_MAX_WAIT_MS} ms
+   * {@code fetch.max.wait.ms} (consumers and share consumers): closing a consumer waits for its
+   * fetch in flight, which the broker holds up to that long when there is nothing to read (Kafka's
+   * 500 ms made every subscription close and every dead-letter read take about half a second).
+   * Records that arrive end the wait at once either way; a test that needs the default sets it.
+   */
   static KafkaTransportConfig.Builder config() {
     return KafkaTransportConfig.builder()
         .bootstrapServers(KafkaTestBroker.bootstrapServers())
         .commitInterval(Duration.ofMillis(200))
         .pollTimeout(Duration.ofMillis(50))
-        .publishTimeout(Duration.ofSeconds(20));
+        .publishTimeout(Duration.ofSeconds(20))
+        .consumerProperty("fetch.max.wait.ms", Integer.toString(FETCH_MAX_WAIT_MS))
+        .shareConsumerProperty("fetch.max.wait.ms", Integer.toString(FETCH_MAX_WAIT_MS));
   }
+
+  /** The {@code fetch.max.wait.ms} of the test consumers (see {@link #config()}). */
+  static final int FETCH_MAX_WAIT_MS = 100;
 
   /**
    * Reads {@code topic} from the beginning, without a group, until at least {@code expected}
@@ -118,7 +129,8 @@ final class KafkaTestSupport {
     return new KafkaConsumer<>(Map.of(
         ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, KafkaTestBroker.bootstrapServers(),
         ConsumerConfig.CLIENT_ID_CONFIG, "test-reader-" + UUID.randomUUID(),
-        ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false"),
+        ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false",
+        ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, Integer.toString(FETCH_MAX_WAIT_MS)),
         new StringDeserializer(), new ByteArrayDeserializer());
   }
 }
