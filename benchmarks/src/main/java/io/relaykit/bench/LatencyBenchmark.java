@@ -56,11 +56,15 @@ import org.openjdk.jmh.runner.options.CommandLineOptions;
  * The handler always runs in this JVM.
  *
  * <p>Usage: {@code java -cp benchmarks.jar io.relaykit.bench.LatencyBenchmark [--seconds S]
- * [--warmup S] [--json FILE] [--list] [-- JMH args]}. The JMH args select rows as JMH would:
+ * [--warmup S] [--json FILE] [--list] [--profile] [-- JMH args]}. The JMH args select rows as JMH
+ * would:
  * include regexps matched against the full name, {@code -e} excludes, and {@code -p
  * rate=200,500}, {@code -p relays=1}, {@code -p wake=POLL} replace a param's values (a relay count
  * other than 1 does not apply to H2). Every other JMH option is accepted and ignored. {@code
- * --list} prints the selection in the format of JMH's {@code -lp}. Exit status 0 when every
+ * --list} prints the selection in the format of JMH's {@code -lp}; {@code --profile} prints, after
+ * each row with one relay, where its time went ({@link LatencyProfile}: claim, publish, confirm,
+ * markSent and handler stages; the wrapping costs a little, so profiled figures are not the ones
+ * to record). Exit status 0 when every
  * selected row produced a result, 1 when one threw (the run goes on to the next row), 2 on bad
  * usage.
  */
@@ -220,6 +224,7 @@ public final class LatencyBenchmark {
     double warmup = 5;
     Path json = null;
     boolean list = false;
+    boolean profile = false;
     int i = 0;
     try {
       for (; i < args.length && !args[i].equals("--"); i++) {
@@ -228,13 +233,14 @@ public final class LatencyBenchmark {
           case "--warmup" -> warmup = Double.parseDouble(args[++i]);
           case "--json" -> json = Path.of(args[++i]);
           case "--list" -> list = true;
+          case "--profile" -> profile = true;
           default -> throw new IllegalArgumentException("unknown option " + args[i]);
         }
       }
     } catch (RuntimeException e) {
       System.err.println("LatencyBenchmark: " + e.getMessage()
           + "\nusage: LatencyBenchmark [--seconds S] [--warmup S] [--json FILE] [--list]"
-          + " [-- JMH args]");
+          + " [--profile] [-- JMH args]");
       System.exit(2);
       return;
     }
@@ -258,7 +264,7 @@ public final class LatencyBenchmark {
       System.out.println("# latency: " + row + ", " + warmup + " s warm-up + " + seconds + " s");
       try {
         Result r = LatencyRun.run(row, Duration.ofMillis(Math.round(warmup * 1000)),
-            Duration.ofMillis(Math.round(seconds * 1000)), System.out);
+            Duration.ofMillis(Math.round(seconds * 1000)), profile, System.out);
         System.out.println("  " + summary(r));
         results.add(r);
       } catch (Exception | AssertionError e) {

@@ -11,6 +11,7 @@ import io.relaykit.message.Subscriber;
 import io.relaykit.message.Subscription;
 import io.relaykit.message.SubscriptionSpec;
 import io.relaykit.outbox.OutboxRelay;
+import io.relaykit.outbox.OutboxStore;
 import io.relaykit.storage.jdbc.JdbcOutboxStore;
 import io.relaykit.storage.jdbc.JdbcStorage;
 import io.relaykit.storage.jdbc.JdbcStorageConfig;
@@ -102,8 +103,11 @@ final class LatencyRun implements AutoCloseable {
   private JdbcOutboxStore outbox;
   private OutboxRelay relay;
   private InProcessTransport inProcess;
+  /** Null unless profiling a row whose relay runs in this JVM. */
+  private final LatencyProfile profile;
 
-  private LatencyRun(Row row, Duration warmup, Duration measure, PrintStream log) {
+  private LatencyRun(Row row, Duration warmup, Duration measure, boolean profile,
+      PrintStream log) {
     this.row = row;
     this.log = log;
     this.warmupCount = (int) Math.round(row.rate() * warmup.toNanos() / 1e9);
@@ -116,6 +120,16 @@ final class LatencyRun implements AutoCloseable {
     this.due = new long[total];
     this.committed = new long[total];
     this.handled = new AtomicLongArray(total);
+    this.profile = profile && row.relays() == 1 ? new LatencyProfile(total, this::indexOf) : null;
+    if (profile && this.profile == null) {
+      LatencyBenchmark.log(log, "--profile times a relay in this JVM only; not profiling " + row);
+    }
+  }
+
+  /** A message id's index in the schedule; -1 for the probe or another run's message. */
+  private int indexOf(String id) {
+    return id.startsWith(idPrefix)
+        ? Integer.parseInt(id, idPrefix.length(), id.length(), 10) : -1;
   }
 
   /**
@@ -127,7 +141,16 @@ final class LatencyRun implements AutoCloseable {
    */
   static Result run(Row row, Duration warmup, Duration measure, PrintStream log)
       throws Exception {
-    try (LatencyRun run = new LatencyRun(row, warmup, measure, log)) {
+    return run(row, warmup, measure, false, log);
+  }
+
+  /**
+   * {@link #run(Row, Duration, Duration, PrintStream)}, and with {@code profile} (a row with one
+   * relay) the {@link LatencyProfile} stage table printed to {@code log}.
+   */
+  static Result run(Row row, Duration warmup, Duration measure, boolean profile,
+      PrintStream log) throws Exception {
+    try (LatencyRun run = new LatencyRun(row, warmup, measure, profile, log)) {
       run.open();
       return run.measure();
     }
@@ -142,8 +165,13 @@ final class LatencyRun implements AutoCloseable {
     closers.push(subscription);
     if (row.relays() == 1) {
       Publisher publisher = relayPublisher();
-      relay = row.wake().relay(OutboxRelay.builder(outbox, publisher, storage.deadLetterStore()))
-          .build();
+      OutboxStore relayStore = outbox;
+      if (profile != null) {
+        publisher = profile.publisher(publisher);
+        relayStore = profile.store(outbox);
+      }
+      relay = row.wake().relay(OutboxRelay.builder(relayStore, publisher,
+          storage.deadLetterStore())).build();
       closers.push(relay);
       relay.start();
     } else {
@@ -324,6 +352,9 @@ final class LatencyRun implements AutoCloseable {
     for (int i = warmupCount; i < total; i++) {
       latency.recordValue(Math.max(0, handled.get(i) - due[i]));
       commit.recordValue(Math.max(0, committed[i] - due[i]));
+    }
+    if (profile != null && log != null) {
+      profile.print(log, warmupCount, due, committed, handled);
     }
     return new Result(row, total - warmupCount, ms(latency.getValueAtPercentile(50)),
         ms(latency.getValueAtPercentile(99)), ms(latency.getValueAtPercentile(99.9)),

@@ -83,11 +83,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * rows (a partial batch included: it may be one row per key of a larger keyed backlog), every
  * {@code pollInterval} after a claim found nothing (or at once when a {@link OutboxWakeup} says
  * rows committed: {@link Builder#wakeup}), and with a capped backoff while the store fails (wakes
- * do not shorten it), until {@link #close(Duration)}. Claim-ahead (background loop only): while a full batch's
- * confirms are outstanding, the loop claims and publishes the next batch (at most one ahead, both
- * under renewed leases), so broker round trips overlap the claim; per-key order holds because the
- * store hands out no row of a key with an earlier unsent row, so the batch claimed ahead holds
- * none of the keys in flight, and a failed confirm reschedules its row, which keeps its key parked
+ * do not shorten it), until {@link #close(Duration)}. Publish window (background loop only): up
+ * to {@value #MAX_BATCHES_IN_FLIGHT} published batches await their confirms at once (all under
+ * renewed leases, with at most two claims' worth of rows between them and the next claim), each
+ * finished oldest first as its confirms arrive. The loop claims the next batch while the last
+ * claim came back full (a backlog: one full batch ahead, so broker round trips overlap the claim)
+ * or when a wake says rows committed, so rows committed while a batch waits for its confirms go
+ * out at once rather than after that batch's confirms and markSent (without wakes it waits for
+ * the oldest batch, as a polling relay does). Per-key order holds because the store hands out no
+ * row of a key with an earlier unsent row, so a batch claimed while others are in flight holds
+ * none of their keys, and a failed confirm reschedules its row, which keeps its key parked
  * for later claims too. Cost per cycle: one claim, one publish per row, one
  * markSent, one store call per failed row, one renewal per third of the lease a batch is in
  * flight, and, once per purge interval, up to {@value #PURGE_STEPS_PER_CYCLE} purge statements of
@@ -116,6 +121,11 @@ public final class OutboxRelay implements AutoCloseable {
   public static final int DEFAULT_MIN_BATCH = 10;
   /** The adaptive batch size's default starting size. */
   public static final int DEFAULT_INITIAL_BATCH = 100;
+  /**
+   * Batches the background loop keeps published and awaiting their confirms at once (with at
+   * most two claims' worth of rows between them).
+   */
+  static final int MAX_BATCHES_IN_FLIGHT = 4;
   /** The adaptive batch size's default upper bound. */
   public static final int DEFAULT_MAX_BATCH = 1_000;
   /** Rows of one key a claim may take by default ({@link Builder#keyRun}). */
@@ -337,7 +347,8 @@ public final class OutboxRelay implements AutoCloseable {
   /**
    * One claimed batch: published by {@link #publishAll}, its leases renewed from then on, and
    * finished (confirms awaited, rows marked, rescheduled or dead-lettered) by {@link #finish}.
-   * The background loop may claim and publish the next batch between the two (claim-ahead).
+   * The background loop may claim and publish further batches between the two (the publish
+   * window).
    */
   private final class Cycle {
     private final List<OutboxRecord> claimed;
@@ -351,6 +362,8 @@ public final class OutboxRelay implements AutoCloseable {
     private int[] runPublished;
     private final List<Long> released = new ArrayList<>();
     private InFlight flight;
+    /** All confirms of the first round; made by the loop's first wait on this batch. */
+    private CompletableFuture<Void> allConfirmed;
     private long publishedAtNanos;
     private Instant publishedAt;
     private int dead;
@@ -366,6 +379,36 @@ public final class OutboxRelay implements AutoCloseable {
 
     boolean full() {
       return claimed.size() >= size;
+    }
+
+    int rows() {
+      return claimed.size();
+    }
+
+    boolean hasRuns() {
+      return !runs.isEmpty();
+    }
+
+    /** When this batch's confirm timeout ends, on {@link System#nanoTime()}. */
+    long confirmDeadlineNanos() {
+      return publishedAtNanos + confirmTimeout.toNanos();
+    }
+
+    /** Whether {@link #finish} would not wait: no run left to publish, every confirm in. */
+    boolean settled() {
+      return runs.isEmpty() && !confirmsPending();
+    }
+
+    /**
+     * Completes when every confirm published so far is in; {@code onDone} runs then (once per
+     * batch, on the thread that completed the last confirm).
+     */
+    CompletableFuture<Void> confirmed(Runnable onDone) {
+      if (allConfirmed == null) {
+        allConfirmed = CompletableFuture.allOf(published().toArray(new CompletableFuture<?>[0]));
+        allConfirmed.whenComplete((r, e) -> onDone.run());
+      }
+      return allConfirmed;
     }
 
     void publishAll() {
@@ -1101,64 +1144,72 @@ public final class OutboxRelay implements AutoCloseable {
     return progress ? Duration.ZERO : pollInterval;
   }
 
+  /**
+   * The background loop: a window of published batches ({@link #MAX_BATCHES_IN_FLIGHT} at most,
+   * and at most {@code 2 × batchSize} rows with the next claim), each finished (confirms awaited,
+   * rows marked) oldest first. The loop claims while the last claim came back full, a batch just
+   * finished with progress, or a wake says rows committed (so with wakes, rows committed while a
+   * batch waits for its confirms are claimed and published at once instead of after that batch's
+   * confirms and markSent); otherwise it waits for the oldest batch's confirms or a wake, and with
+   * nothing in flight for the poll interval.
+   */
   private void loop() {
     int failures = 0;
-    Cycle current = null;
+    java.util.ArrayDeque<Cycle> flight = new java.util.ArrayDeque<>();
+    LoopState state = new LoopState();
     while (running) {
-      Duration pause;
+      Duration pause = Duration.ZERO;
       boolean wakeable = false;
       try {
-        Batch b;
-        int claimSize = batchSize;
-        Cycle ahead = null;
-        RuntimeException aheadFailure = null;
-        if (current == null) {
-          current = claimAndPublish();
+        // Finish, oldest first, every batch whose confirms are all in (a quick mark each).
+        while (!flight.isEmpty() && flight.peekFirst().settled()) {
+          finishOldest(flight, state);
         }
-        if (current == null) {
-          b = new Batch(0, 0, 0, 0, 0, 0);
-        } else {
-          // Claim-ahead: while a full batch's confirms are outstanding, claim and publish the
-          // next one (at most one ahead). Per-key order holds: the store hands out a key's rows
-          // only when every earlier row of the key is sent, and this batch's rows are unsent
-          // until it finishes, so the next batch holds none of its keys; a failed confirm here
-          // reschedules the row, which parks its key for the next claims as well.
-          if (running && current.full() && current.confirmsPending()) {
-            try {
-              ahead = claimAndPublish();
-            } catch (RuntimeException e) {
-              aheadFailure = e; // this batch finishes first; then the loop backs off
-            }
+        boolean emptyClaim = false;
+        boolean room = room(flight);
+        if (running && !state.stalled && (state.claimable || wakePending.get()) && room) {
+          Cycle c = claimAndPublish();
+          if (c != null) {
+            flight.addLast(c);
+            state.claimable = c.full();
+          } else {
+            state.claimable = false;
+            emptyClaim = true;
           }
-          Cycle done = current;
-          current = null;
-          claimSize = done.size;
-          try {
-            b = done.finish();
-          } catch (RuntimeException | Error e) {
-            finishQuietly(ahead);
-            throw e;
+        } else if (!flight.isEmpty()) {
+          Cycle head = flight.peekFirst();
+          // Else wait for the oldest batch's confirms or a wake. A stalled loop or a full window
+          // finishes the oldest batch first; so does a batch with key runs (it publishes a run's
+          // next rows as confirms arrive, on this thread) and one whose confirm timeout ran out
+          // (a missing confirm counts as failed).
+          if (state.stalled || !room || head.hasRuns() || !awaitConfirmsOrWake(head)) {
+            finishOldest(flight, state);
           }
         }
         purgeIfDue(clock.instant());
-        current = ahead;
-        if (aheadFailure != null) {
-          throw aheadFailure;
-        }
         if (failures > 0) {
           LOG.log(System.Logger.Level.INFO, "outbox relay " + owner + " resumed after "
               + failures + " failed cycles");
         }
         failures = 0;
-        pause = current != null ? Duration.ZERO : pauseAfter(b, claimSize, pollInterval);
-        wakeable = b.claimed() == 0;
+        if (flight.isEmpty()) {
+          if (state.stalled) {
+            // A batch without progress (every row rescheduled: the publisher is failing) waits
+            // the poll interval, wakes or not, so a retry delay near zero cannot spin the loop.
+            pause = pollInterval;
+          } else if (emptyClaim && !wakePending.get()) {
+            pause = pollInterval;
+            wakeable = true;
+          }
+        }
       } catch (RuntimeException e) {
-        current = finishQuietly(current);
+        finishAllQuietly(flight);
         if (!running) {
           break;
         }
         failures++;
         pause = errorBackoff.delay(failures);
+        wakeable = false;
         LOG.log(System.Logger.Level.WARNING, "outbox relay " + owner + " cycle failed ("
             + failures + " in a row), retrying in " + pause + ": " + e, e);
       } catch (Error e) {
@@ -1167,10 +1218,91 @@ public final class OutboxRelay implements AutoCloseable {
       }
       if (!pause.isZero()) {
         pause(pause, wakeable);
+        state.claimable = true;
+        state.stalled = false;
       }
     }
-    // A batch claimed ahead was published: mark it before the loop ends.
-    finishQuietly(current);
+    // Batches in flight were published: mark them before the loop ends.
+    finishAllQuietly(flight);
+  }
+
+  /**
+   * What the background loop knows between iterations: {@code claimable}, a claim is due without
+   * a wake (the last claim came back full, a batch just finished with progress, or a pause
+   * ended); {@code stalled}, a batch finished without progress, so the loop claims nothing more
+   * until it has paused.
+   */
+  private static final class LoopState {
+    boolean claimable = true;
+    boolean stalled;
+  }
+
+  /** Finishes the oldest batch in flight and records in {@code state} whether it progressed. */
+  private void finishOldest(java.util.ArrayDeque<Cycle> flight, LoopState state) {
+    Cycle done = flight.pollFirst();
+    Batch b = done.finish();
+    if (pauseAfter(b, done.size, pollInterval).isZero()) {
+      state.claimable = true;
+    } else {
+      state.stalled = true;
+    }
+  }
+
+  /**
+   * Whether the window takes one more batch: fewer than {@link #MAX_BATCHES_IN_FLIGHT} in flight,
+   * and the rows in flight plus the next claim at most two claims' worth.
+   */
+  private boolean room(java.util.ArrayDeque<Cycle> flight) {
+    if (flight.size() >= MAX_BATCHES_IN_FLIGHT) {
+      return false;
+    }
+    int rows = 0;
+    for (Cycle c : flight) {
+      rows += c.rows();
+    }
+    return rows <= batchSize;
+  }
+
+  /**
+   * Waits until every confirm of {@code head} is in, a wake arrives or the relay closes; false
+   * when {@code head}'s confirm timeout ran out first.
+   */
+  private boolean awaitConfirmsOrWake(Cycle head) {
+    long nanos = head.confirmDeadlineNanos() - System.nanoTime();
+    if (nanos <= 0) {
+      return false;
+    }
+    CompletableFuture<Void> confirmed = head.confirmed(this::signal);
+    lock.lock();
+    try {
+      idle = true;
+      while (running && nanos > 0 && !confirmed.isDone() && !wakePending.get()) {
+        nanos = wake.awaitNanos(nanos);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      running = false;
+    } finally {
+      idle = false;
+      lock.unlock();
+    }
+    return nanos > 0 || confirmed.isDone();
+  }
+
+  /** Wakes the loop from {@link #awaitConfirmsOrWake}: called when a batch's confirms are in. */
+  private void signal() {
+    lock.lock();
+    try {
+      wake.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void finishAllQuietly(java.util.ArrayDeque<Cycle> flight) {
+    while (!flight.isEmpty()) {
+      finishQuietly(flight.pollFirst());
+    }
   }
 
   private Cycle finishQuietly(Cycle c) {
