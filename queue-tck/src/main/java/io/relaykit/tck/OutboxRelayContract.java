@@ -717,6 +717,37 @@ public abstract class OutboxRelayContract {
     }
 
     @Test
+    @DisplayName("publish window: rows committed while a batch waits for its confirm are claimed"
+        + " and published on a wake before that confirm arrives; a key in flight stays out until"
+        + " its row is confirmed, and every batch is marked sent once confirmed")
+    void wakeClaimsWhileEarlierBatchAwaitsConfirm() {
+      append("k", "k1");
+      TestBroker broker = new TestBroker();
+      broker.hold(m -> true);
+      io.relaykit.outbox.OutboxWakeup wakeup = io.relaykit.outbox.OutboxWakeup.create();
+      // A poll interval no test waits out: whatever goes out after the first claim was woken.
+      OutboxRelay relay = built(relay("r", store, deadLetters, broker).batchSize(10)
+          .pollInterval(Duration.ofMinutes(10)).wakeup(wakeup));
+      relay.start();
+      Await.until(Duration.ofSeconds(10), "k1 published, its confirm held",
+          () -> broker.heldCount() == 1);
+      append(null, "u1");
+      append("k", "k2");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "u1 published while k1's confirm is held",
+          () -> broker.payloads().contains("u1"));
+      assertThat(broker.heldCount()).isEqualTo(2);
+      assertThat(broker.payloads()).doesNotContain("k2");
+      assertThat(store.stats(clock.instant()).unsent()).isEqualTo(3);
+      broker.hold(m -> false);
+      broker.release(true);
+      Await.until(Duration.ofSeconds(20), "everything sent",
+          () -> store.stats(clock.instant()).unsent() == 0);
+      assertThat(broker.payloads()).containsExactly("k1", "u1", "k2");
+      assertThat(relay.wokenClaims()).isPositive();
+    }
+
+    @Test
     @DisplayName("key runs: a claim takes a run of a key's consecutive rows and publishes them in"
         + " order, each after the previous one's confirm; the run stops at its first failure, the"
         + " rest is released unpublished and goes out, in order, after the failed row's retry")
