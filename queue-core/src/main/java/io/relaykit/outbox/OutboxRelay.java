@@ -83,14 +83,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * rows (a partial batch included: it may be one row per key of a larger keyed backlog), every
  * {@code pollInterval} after a claim found nothing (or at once when a {@link OutboxWakeup} says
  * rows committed: {@link Builder#wakeup}), and with a capped backoff while the store fails (wakes
- * do not shorten it), until {@link #close(Duration)}. Publish window (background loop only): up
- * to {@value #MAX_BATCHES_IN_FLIGHT} published batches await their confirms at once (all under
- * renewed leases, with at most two claims' worth of rows between them and the next claim), each
- * finished oldest first as its confirms arrive. The loop claims the next batch while the last
- * claim came back full (a backlog: one full batch ahead, so broker round trips overlap the claim)
- * or when a wake says rows committed, so rows committed while a batch waits for its confirms go
- * out at once rather than after that batch's confirms and markSent (without wakes it waits for
- * the oldest batch, as a polling relay does). Per-key order holds because the store hands out no
+ * do not shorten it), until {@link #close(Duration)}. Claim-ahead (background loop only): up to
+ * {@value #MAX_BATCHES_IN_FLIGHT} published batches await their confirms at once (one ahead of
+ * the oldest, both under renewed leases, at most two claims' worth of rows), finished oldest
+ * first as their confirms arrive. The loop claims the next batch while the last claim came back
+ * full (a backlog: broker round trips overlap the claim) or when a wake says rows committed, so
+ * rows committed while a batch waits for its confirms are claimed and published then, not after
+ * that batch's confirms and markSent (without wakes it waits for the oldest batch, as a polling
+ * relay does). Per-key order holds because the store hands out no
  * row of a key with an earlier unsent row, so a batch claimed while others are in flight holds
  * none of their keys, and a failed confirm reschedules its row, which keeps its key parked
  * for later claims too. Cost per cycle: one claim, one publish per row, one
@@ -123,9 +123,11 @@ public final class OutboxRelay implements AutoCloseable {
   public static final int DEFAULT_INITIAL_BATCH = 100;
   /**
    * Batches the background loop keeps published and awaiting their confirms at once (with at
-   * most two claims' worth of rows between them).
+   * most two claims' worth of rows between them): one ahead of the oldest. More would claim more
+   * often for fewer rows each (more statements per row) for little gain once the claim overlaps
+   * the confirms.
    */
-  static final int MAX_BATCHES_IN_FLIGHT = 4;
+  static final int MAX_BATCHES_IN_FLIGHT = 2;
   /** The adaptive batch size's default upper bound. */
   public static final int DEFAULT_MAX_BATCH = 1_000;
   /** Rows of one key a claim may take by default ({@link Builder#keyRun}). */
@@ -347,8 +349,7 @@ public final class OutboxRelay implements AutoCloseable {
   /**
    * One claimed batch: published by {@link #publishAll}, its leases renewed from then on, and
    * finished (confirms awaited, rows marked, rescheduled or dead-lettered) by {@link #finish}.
-   * The background loop may claim and publish further batches between the two (the publish
-   * window).
+   * The background loop may claim and publish the next batch between the two (claim-ahead).
    */
   private final class Cycle {
     private final List<OutboxRecord> claimed;
@@ -1145,8 +1146,8 @@ public final class OutboxRelay implements AutoCloseable {
   }
 
   /**
-   * The background loop: a window of published batches ({@link #MAX_BATCHES_IN_FLIGHT} at most,
-   * and at most {@code 2 × batchSize} rows with the next claim), each finished (confirms awaited,
+   * The background loop: published batches ({@link #MAX_BATCHES_IN_FLIGHT} at most, and at most
+   * {@code 2 × batchSize} rows with the next claim), each finished (confirms awaited,
    * rows marked) oldest first. The loop claims while the last claim came back full, a batch just
    * finished with progress, or a wake says rows committed (so with wakes, rows committed while a
    * batch waits for its confirms are claimed and published at once instead of after that batch's
