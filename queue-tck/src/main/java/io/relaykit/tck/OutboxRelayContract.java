@@ -1212,6 +1212,41 @@ public abstract class OutboxRelayContract {
     }
 
     @Test
+    @DisplayName("renewals fail while a batch waits in the window and another relay takes its row"
+        + " over and sends it: the stale relay's late confirm marks nothing, and the key's next row"
+        + " goes out once, after the taker's confirm")
+    void staleWindowBatchIsFenced() {
+      append("a", "a1");
+      WindowBroker broker = new WindowBroker();
+      AtomicBoolean first = new AtomicBoolean(true);
+      broker.hold = m -> m.payloadUtf8().equals("a1") && first.getAndSet(false);
+      CutOffStore cutOff = new CutOffStore(store);
+      cutOff.cut.set(true);
+      OutboxRelay stale = built(windowRelay(cutOff, broker));
+      stale.start();
+      Await.until(Duration.ofSeconds(10), "a1 held", () -> broker.pendingCount() == 1);
+      append(null, "u1");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "u1 sent while a1 waits",
+          () -> store.stats(clock.instant()).sent() == 1);
+      clock.advance(LEASE.plusSeconds(1));
+      Await.until(Duration.ofSeconds(10), "a renewal failed",
+          () -> stale.counters().renewalFailures() >= 1);
+      OutboxRelay taker = built(relay("taker", store, deadLetters, broker));
+      assertThat(taker.runOnce().sent()).as("a1 taken over").isEqualTo(1);
+      append("a", "a2");
+      broker.confirm("a1"); // the stale relay's confirm, late
+      Await.until(Duration.ofSeconds(10), "the stale relay gave a1 up as taken over",
+          () -> stale.counters().leaseLost() >= 1);
+      Await.until(Duration.ofSeconds(20), "a2 sent", () -> unsent() == 0);
+      assertThat(broker.count("pub:a1")).isEqualTo(2);
+      assertThat(broker.count("pub:a2")).isEqualTo(1);
+      assertKeyOrder(broker.log(), List.of("a1", "a2"), Set.of());
+      assertThat(store.stats(clock.instant()).sent()).isEqualTo(3);
+      assertThat(deadLetterCount()).isZero();
+    }
+
+    @Test
     @DisplayName("a clock step past the lease while a batch waits (renewals working): every row"
         + " goes out once, in key order")
     void clockStepForwardPastTheLease() {
