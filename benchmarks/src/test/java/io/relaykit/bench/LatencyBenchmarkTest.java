@@ -78,12 +78,22 @@ class LatencyBenchmarkTest {
   }
 
   @Test
-  @DisplayName("H2 + in-process for two seconds gives every percentile, and the report reads them")
+  @DisplayName("H2 + in-process for two seconds gives every percentile, the report reads them,"
+      + " and the profile splits the time into stages")
   void smoke() throws Exception {
     Row row = new Row(Backend.H2_INPROCESS, 200, 1, Wake.WAKE);
+    java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
 
     LatencyBenchmark.Result r = LatencyRun.run(row, Duration.ofMillis(500), Duration.ofSeconds(2),
-        null);
+        true, new java.io.PrintStream(log, true, java.nio.charset.StandardCharsets.UTF_8));
+
+    String profile = log.toString(java.nio.charset.StandardCharsets.UTF_8);
+    assertThat(profile).contains("commit → claim start", "claim statement",
+        "publish → broker confirm", "publish → handler", "confirm → markSent returned",
+        "due → handler (total)");
+    // Every measured message was claimed, so the relay made at least one claim with rows.
+    assertThat(profile).containsPattern("claims [1-9][0-9]* \\(")
+        .containsPattern("rows per claim p50 [1-9]");
 
     // Every measured message reached the handler; no speed is asserted.
     assertThat(r.messages()).isEqualTo(400);
