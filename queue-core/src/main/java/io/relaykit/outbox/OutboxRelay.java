@@ -292,7 +292,7 @@ public final class OutboxRelay implements AutoCloseable {
    *     claimed, or the rows claimed keep their lease and are taken over when it expires
    */
   public Batch runOnce() {
-    Cycle cycle = claimAndPublish();
+    Cycle cycle = claimAndPublish(List.of());
     Batch batch = cycle == null ? new Batch(0, 0, 0, 0, 0, 0) : cycle.finish();
     purgeIfDue(clock.instant());
     return batch;
@@ -309,9 +309,14 @@ public final class OutboxRelay implements AutoCloseable {
 
   /**
    * Claims a batch at the current size and publishes its rows (dead-lettering the expired ones);
-   * null when the claim found nothing.
+   * null when the claim found nothing new. Rows of {@code window}, this relay's batches still in
+   * flight, may come back when their lease ran out while they waited for confirms (renewals
+   * failing, the clock stepping past the lease): the owner is the same, so the store hands them
+   * out again. They stay their older batch's, which the new lease now covers: the claim drops
+   * them, and releases unpublished the later rows of their keys it brought (a run), which must
+   * not overtake them.
    */
-  private Cycle claimAndPublish() {
+  private Cycle claimAndPublish(java.util.Collection<Cycle> window) {
     // Cleared before the claim: a commit after this point wakes the next cycle.
     if (wakePending.getAndSet(false)) {
       wokenClaims.incrementAndGet();
@@ -324,7 +329,31 @@ public final class OutboxRelay implements AutoCloseable {
     if (claimed.isEmpty()) {
       return null;
     }
-    Cycle cycle = new Cycle(claimed, size, now);
+    Set<String> parked = new HashSet<>();
+    if (!window.isEmpty()) {
+      Set<Long> inFlight = new HashSet<>();
+      for (Cycle c : window) {
+        c.addSequences(inFlight);
+      }
+      List<OutboxRecord> fresh = new ArrayList<>(claimed.size());
+      for (OutboxRecord r : claimed) {
+        if (inFlight.contains(r.sequence())) {
+          r.message().key().ifPresent(parked::add);
+        } else {
+          fresh.add(r);
+        }
+      }
+      if (fresh.size() < claimed.size()) {
+        LOG.log(System.Logger.Level.DEBUG, "outbox relay " + owner + " claimed "
+            + (claimed.size() - fresh.size()) + " of its own rows in flight again (their lease ran"
+            + " out while they waited for confirms); they stay with their batch");
+      }
+      claimed = fresh;
+      if (claimed.isEmpty()) {
+        return null;
+      }
+    }
+    Cycle cycle = new Cycle(claimed, size, now, parked);
     cycle.publishAll();
     return cycle;
   }
@@ -355,6 +384,8 @@ public final class OutboxRelay implements AutoCloseable {
     private final List<OutboxRecord> claimed;
     private final int size;
     private final Instant now;
+    /** Keys with an earlier row in an older batch in flight: their rows here are released. */
+    private final Set<String> parked;
     private final List<OutboxRecord> toPublish;
     private final List<CompletableFuture<PublishReceipt>> confirms;
     /** Per key with more than one row here (a run): the indexes into toPublish, in order. */
@@ -370,10 +401,11 @@ public final class OutboxRelay implements AutoCloseable {
     private int dead;
     private int failed;
 
-    Cycle(List<OutboxRecord> claimed, int size, Instant now) {
+    Cycle(List<OutboxRecord> claimed, int size, Instant now, Set<String> parked) {
       this.claimed = claimed;
       this.size = size;
       this.now = now;
+      this.parked = parked;
       this.toPublish = new ArrayList<>(claimed.size());
       this.confirms = new ArrayList<>(claimed.size());
     }
@@ -395,9 +427,20 @@ public final class OutboxRelay implements AutoCloseable {
       return publishedAtNanos + confirmTimeout.toNanos();
     }
 
-    /** Whether {@link #finish} would not wait: no run left to publish, every confirm in. */
-    boolean settled() {
-      return runs.isEmpty() && !confirmsPending();
+    void addSequences(Set<Long> into) {
+      for (OutboxRecord r : claimed) {
+        into.add(r.sequence());
+      }
+    }
+
+    /**
+     * Whether the loop finishes this batch before it claims again: every confirm published so far
+     * is in (a key run then publishes its next rows), or the confirm timeout ran out (a missing
+     * confirm counts as failed). So wakes, however many, never hold a batch past either.
+     */
+    boolean due() {
+      return !confirmsPending()
+          || System.nanoTime() - publishedAtNanos >= confirmTimeout.toNanos();
     }
 
     /**
@@ -415,7 +458,7 @@ public final class OutboxRelay implements AutoCloseable {
     void publishAll() {
       // A key whose expired row could not be dead-lettered keeps its later rows of this claim
       // unpublished (released at the end): they must not overtake it.
-      Set<String> stopped = new HashSet<>();
+      Set<String> stopped = new HashSet<>(parked);
       for (OutboxRecord r : claimed) {
         String key = r.message().key().orElse(null);
         if (key != null && stopped.contains(key)) {
@@ -1162,14 +1205,15 @@ public final class OutboxRelay implements AutoCloseable {
       Duration pause = Duration.ZERO;
       boolean wakeable = false;
       try {
-        // Finish, oldest first, every batch whose confirms are all in (a quick mark each).
-        while (!flight.isEmpty() && flight.peekFirst().settled()) {
+        // Finish, oldest first, every batch that is due: its confirms are in (a quick mark each;
+        // a key run publishes its next rows) or its confirm timeout ran out.
+        while (!flight.isEmpty() && flight.peekFirst().due()) {
           finishOldest(flight, state);
         }
         boolean emptyClaim = false;
         boolean room = room(flight);
         if (running && !state.stalled && (state.claimable || wakePending.get()) && room) {
-          Cycle c = claimAndPublish();
+          Cycle c = claimAndPublish(flight);
           if (c != null) {
             flight.addLast(c);
             state.claimable = c.full();
@@ -1215,6 +1259,15 @@ public final class OutboxRelay implements AutoCloseable {
             + failures + " in a row), retrying in " + pause + ": " + e, e);
       } catch (Error e) {
         LOG.log(System.Logger.Level.ERROR, "outbox relay " + owner + " stopped: " + e, e);
+        // Batches in flight were published: finish them, which also stops their renewals, so
+        // what is not marked goes to another relay once the lease ends, not renewed forever.
+        while (!flight.isEmpty()) {
+          try {
+            finishQuietly(flight.pollFirst());
+          } catch (Error again) {
+            e.addSuppressed(again);
+          }
+        }
         throw e;
       }
       if (!pause.isZero()) {

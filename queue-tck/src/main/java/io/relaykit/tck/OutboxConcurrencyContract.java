@@ -39,7 +39,8 @@ import org.junit.jupiter.api.Test;
  * independently (from an hour slow to 8 days fast) share one store whose leases are decided on
  * the store's clock, while a seeded driver moves that clock (leases expire mid-publish), appends
  * more rows, makes the broker fail (transiently, permanently), confirm late or block inside the
- * publish call (so the heartbeat must keep the lease), and kills relays
+ * publish call (so the heartbeat must keep the lease), wakes the relays as a commit does (so they
+ * claim while earlier batches await their confirms), and kills relays
  * (a killed relay's store calls and publishes fail from then on, as for a dead process) and
  * starts new ones. At the end it checks:
  *
@@ -215,6 +216,12 @@ public abstract class OutboxConcurrencyContract {
         super(store);
         this.owner = owner;
         this.node = node;
+      }
+
+      /** The real store's wakeup, so relays subscribe and are woken as on the store itself. */
+      @Override
+      public java.util.Optional<io.relaykit.outbox.OutboxWakeup> wakeup() {
+        return store.wakeup();
       }
 
       private void alive() {
@@ -514,6 +521,10 @@ public abstract class OutboxConcurrencyContract {
             victim.relay.close(Duration.ofMillis(1));
             kills++;
             startNode();
+          } else if (action < 97) {
+            // A commit's wake: relays claim at once, also while earlier batches await confirms
+            // (the started relay's publish window).
+            store.committed();
           }
           // Pace by progress: give the relays a moment (bounded) to act on the new state.
           long before = events.get();
@@ -582,6 +593,8 @@ public abstract class OutboxConcurrencyContract {
 
     private void check() {
       assertThat(problems).as("problems seen while running").isEmpty();
+      assertThat(nodes.stream().mapToLong(n -> n.relay.wokenClaims()).sum())
+          .as("claims that followed a wake (the run exercised woken claims)").isPositive();
       OutboxStats stats = store.stats(storeClock.instant());
       long dead = deadLetters.count(DeadLetterQuery.all());
       assertThat(stats.unsent()).as("unsent rows at the end").isZero();

@@ -865,4 +865,747 @@ public abstract class OutboxRelayContract {
       assertThat(broker.payloads()).containsExactly("k1", "k2", "k3");
     }
   }
+
+  /**
+   * A broker for the publish window's cases: each publish gets its own confirm, recorded with its
+   * outcome in one event log ({@code pub:x}, {@code ok:x}, {@code fail:x}, in the order the relay
+   * could see them: an outcome is logged before the relay can learn it); {@link #hold} selects the
+   * publishes whose confirms wait for {@link #confirm} or {@link #reject}, {@link #bug} the
+   * publishes that throw an {@link Error}.
+   */
+  private static final class WindowBroker implements Publisher {
+    final List<String> events = java.util.Collections.synchronizedList(new ArrayList<>());
+    private final List<Map.Entry<String, CompletableFuture<PublishReceipt>>> pending =
+        new ArrayList<>();
+    volatile Predicate<Message> hold = m -> false;
+    volatile Predicate<Message> bug = m -> false;
+    final AtomicBoolean threw = new AtomicBoolean();
+
+    @Override
+    public CompletableFuture<PublishReceipt> publish(String destination, Message message) {
+      String p = message.payloadUtf8();
+      if (bug.test(message)) {
+        threw.set(true);
+        throw new BrokerBug("publisher bug while publishing " + p);
+      }
+      events.add("pub:" + p);
+      if (hold.test(message)) {
+        CompletableFuture<PublishReceipt> f = new CompletableFuture<>();
+        synchronized (pending) {
+          pending.add(Map.entry(p, f));
+          pending.notifyAll();
+        }
+        return f;
+      }
+      events.add("ok:" + p);
+      return CompletableFuture.completedFuture(new PublishReceipt(message.id(), destination, "p"));
+    }
+
+    /** Confirms the oldest held publish of {@code payload}. */
+    void confirm(String payload) {
+      take(payload, null);
+    }
+
+    /** Fails the oldest held publish of {@code payload} with {@code e}. */
+    void reject(String payload, RuntimeException e) {
+      take(payload, e);
+    }
+
+    /** Confirms every held publish. */
+    void confirmAll() {
+      List<Map.Entry<String, CompletableFuture<PublishReceipt>>> all;
+      synchronized (pending) {
+        all = new ArrayList<>(pending);
+        pending.clear();
+      }
+      for (Map.Entry<String, CompletableFuture<PublishReceipt>> e : all) {
+        events.add("ok:" + e.getKey());
+        e.getValue().complete(new PublishReceipt(e.getKey(), "d", "late"));
+      }
+    }
+
+    /**
+     * Completes one held publish, picked by {@code random}, with success, waiting up to 100 ms
+     * for one; false if none came.
+     */
+    boolean confirmOne(java.util.SplittableRandom random) throws InterruptedException {
+      Map.Entry<String, CompletableFuture<PublishReceipt>> e;
+      synchronized (pending) {
+        if (pending.isEmpty()) {
+          pending.wait(100);
+        }
+        if (pending.isEmpty()) {
+          return false;
+        }
+        e = pending.remove(random.nextInt(pending.size()));
+      }
+      events.add("ok:" + e.getKey());
+      e.getValue().complete(new PublishReceipt(e.getKey(), "d", "random"));
+      return true;
+    }
+
+    private void take(String payload, RuntimeException error) {
+      CompletableFuture<PublishReceipt> f = null;
+      synchronized (pending) {
+        for (int i = 0; i < pending.size(); i++) {
+          if (pending.get(i).getKey().equals(payload)) {
+            f = pending.remove(i).getValue();
+            break;
+          }
+        }
+      }
+      if (f == null) {
+        throw new AssertionError("no held publish of " + payload);
+      }
+      events.add((error == null ? "ok:" : "fail:") + payload);
+      if (error == null) {
+        f.complete(new PublishReceipt(payload, "d", "held"));
+      } else {
+        f.completeExceptionally(error);
+      }
+    }
+
+    int pendingCount() {
+      synchronized (pending) {
+        return pending.size();
+      }
+    }
+
+    long count(String event) {
+      synchronized (events) {
+        return events.stream().filter(event::equals).count();
+      }
+    }
+
+    List<String> log() {
+      synchronized (events) {
+        return List.copyOf(events);
+      }
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  /** An {@link Error} from the publisher (a linkage or assertion failure in a client library). */
+  private static final class BrokerBug extends Error {
+    private static final long serialVersionUID = 1L;
+
+    BrokerBug(String message) {
+      super(message);
+    }
+  }
+
+  /**
+   * Per-key order in a broker's event log: for each key's rows in append order, every publish of
+   * a row comes after a confirm of the row before it (unless {@code deadLettered} names that one).
+   */
+  private static void assertKeyOrder(List<String> log, List<String> rows, Set<String> deadLettered) {
+    for (int i = 1; i < rows.size(); i++) {
+      String previous = rows.get(i - 1);
+      int firstPublish = log.indexOf("pub:" + rows.get(i));
+      if (firstPublish < 0 || deadLettered.contains(previous)) {
+        continue;
+      }
+      int confirmed = log.indexOf("ok:" + previous);
+      assertThat(confirmed).as("%s published (event %s) only after %s was confirmed, in %s",
+          rows.get(i), firstPublish, previous, log).isBetween(0, firstPublish);
+    }
+  }
+
+  /** The relay's loop thread, found by the name {@link OutboxRelay#start()} gives it. */
+  private static Thread loopThread(OutboxRelay relay) {
+    String name = "relaykit-outbox-relay-" + relay.owner();
+    return Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals(name))
+        .findFirst().orElseThrow(() -> new AssertionError("no thread " + name));
+  }
+
+  @Nested
+  @DisplayName("publish window (started relay): order, leases and faults while batches await"
+      + " their confirms")
+  class PublishWindow {
+    private final io.relaykit.outbox.OutboxWakeup wakeup = io.relaykit.outbox.OutboxWakeup.create();
+
+    /** A started-relay builder: woken by {@link #wakeup}, polling every 50 ms, batches of 10. */
+    private OutboxRelay.Builder windowRelay(OutboxStore on, Publisher publisher) {
+      return relay("win-" + UUID.randomUUID(), on, deadLetters, publisher).batchSize(10)
+          .pollInterval(Duration.ofMillis(50)).wakeup(wakeup);
+    }
+
+    private long unsent() {
+      return store.stats(clock.instant()).unsent();
+    }
+
+    @Test
+    @DisplayName("confirms out of order across batches: the later batch confirms first, the earlier"
+        + " one's row fails and is retried; the key's next row goes out only after the retry was"
+        + " confirmed, and once")
+    void outOfOrderConfirmsEarlierFails() {
+      append("k", "k1");
+      WindowBroker broker = new WindowBroker();
+      AtomicBoolean first = new AtomicBoolean(true);
+      broker.hold = m -> m.payloadUtf8().equals("k1") && first.getAndSet(false);
+      OutboxRelay relay = built(windowRelay(store, broker));
+      relay.start();
+      Await.until(Duration.ofSeconds(10), "k1 held", () -> broker.pendingCount() == 1);
+      append(null, "u1");
+      append("k", "k2");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "u1 published and confirmed while k1 waits",
+          () -> broker.count("ok:u1") == 1);
+      broker.reject("k1", new io.relaykit.message.PublishException("broker nacked"));
+      Await.until(Duration.ofSeconds(10), "k1 rescheduled, u1 sent",
+          () -> unsent() == 2 && store.stats(clock.instant()).sent() == 1);
+      clock.advance(Duration.ofSeconds(2));
+      Await.until(Duration.ofSeconds(20), "everything sent", () -> unsent() == 0);
+      List<String> log = broker.log();
+      assertKeyOrder(log, List.of("k1", "k2"), Set.of());
+      assertThat(log.indexOf("pub:k2")).isGreaterThan(log.lastIndexOf("pub:k1"));
+      assertThat(broker.count("pub:k1")).isEqualTo(2);
+      assertThat(broker.count("pub:k2")).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("a confirm that never comes: the earlier batch times out while a later one is"
+        + " confirmed; its row is retried before the key's next row, and the late confirm changes"
+        + " nothing")
+    void confirmTimeoutInTheWindow() {
+      append("k", "k1");
+      WindowBroker broker = new WindowBroker();
+      AtomicBoolean first = new AtomicBoolean(true);
+      broker.hold = m -> m.payloadUtf8().equals("k1") && first.getAndSet(false);
+      OutboxRelay relay = built(windowRelay(store, broker).confirmTimeout(Duration.ofSeconds(1)));
+      relay.start();
+      Await.until(Duration.ofSeconds(10), "k1 held", () -> broker.pendingCount() == 1);
+      append(null, "u1");
+      append("k", "k2");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(20), "k1 given up after its confirm timeout, u1 sent",
+          () -> unsent() == 2 && store.stats(clock.instant()).sent() == 1);
+      clock.advance(Duration.ofSeconds(2));
+      Await.until(Duration.ofSeconds(20), "everything sent", () -> unsent() == 0);
+      broker.confirm("k1"); // the first publish's confirm, far too late
+      List<String> log = broker.log();
+      assertThat(log.indexOf("pub:k2")).isGreaterThan(log.indexOf("ok:k1"));
+      assertThat(log.indexOf("pub:k2")).isGreaterThan(log.lastIndexOf("pub:k1"));
+      assertThat(broker.count("pub:k2")).isEqualTo(1);
+      assertThat(store.stats(clock.instant()).sent()).isEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("the earlier batch's markSent fails (store down for it): its confirmed row stays"
+        + " leased while the later batch is marked; after the lease it goes out again before the"
+        + " key's next row (at least once, in order)")
+    void earlierMarkSentFails() {
+      Message k1 = append("k", "k1");
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> m.payloadUtf8().equals("k1");
+      AtomicBoolean marksFail = new AtomicBoolean(true);
+      java.util.concurrent.atomic.AtomicLong k1Seq = new java.util.concurrent.atomic.AtomicLong();
+      OutboxStore failing = new ForwardingOutboxStore(store) {
+        @Override
+        public List<io.relaykit.outbox.OutboxRecord> claim(String owner, int max, int maxRun,
+            Duration lease, Instant now) {
+          List<io.relaykit.outbox.OutboxRecord> c = super.claim(owner, max, maxRun, lease, now);
+          c.stream().filter(r -> r.message().id().equals(k1.id()))
+              .forEach(r -> k1Seq.set(r.sequence()));
+          return c;
+        }
+
+        @Override
+        public int markSent(String owner, Collection<Long> sequences, Instant now) {
+          if (marksFail.get() && sequences.contains(k1Seq.get())) {
+            throw new IllegalStateException("lock wait timeout (injected)");
+          }
+          return super.markSent(owner, sequences, now);
+        }
+      };
+      OutboxRelay relay = built(windowRelay(failing, broker));
+      relay.start();
+      Await.until(Duration.ofSeconds(10), "k1 held", () -> broker.pendingCount() == 1);
+      append(null, "u1");
+      append("k", "k2");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "u1 published", () -> broker.count("ok:u1") == 1);
+      broker.hold = m -> false;
+      broker.confirm("k1");
+      Await.until(Duration.ofSeconds(10), "k1's marks failed, u1 marked",
+          () -> relay.counters().rowFailures() >= 1 && store.stats(clock.instant()).sent() == 1);
+      assertThat(broker.count("pub:k2")).isZero();
+      marksFail.set(false);
+      clock.advance(LEASE.plusSeconds(1));
+      Await.until(Duration.ofSeconds(20), "everything sent", () -> unsent() == 0);
+      List<String> log = broker.log();
+      assertThat(broker.count("pub:k1")).isEqualTo(2);
+      assertThat(log.indexOf("pub:k2")).isGreaterThan(log.lastIndexOf("ok:k1"));
+      assertThat(broker.count("pub:k2")).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("the earlier batch's markSent commits but its reply is lost: the row is sent, the"
+        + " later batch is marked, the key's next row follows, nothing goes out twice")
+    void earlierMarkSentLostReply() {
+      append("k", "k1");
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> m.payloadUtf8().equals("k1");
+      AtomicBoolean loseNext = new AtomicBoolean(true);
+      OutboxStore lossy = new ForwardingOutboxStore(store) {
+        @Override
+        public int markSent(String owner, Collection<Long> sequences, Instant now) {
+          int n = super.markSent(owner, sequences, now);
+          if (n > 0 && broker.count("ok:k1") == 1 && loseNext.getAndSet(false)) {
+            throw new LostReply.LostReplyException("markSent");
+          }
+          return n;
+        }
+      };
+      OutboxRelay relay = built(windowRelay(lossy, broker));
+      relay.start();
+      Await.until(Duration.ofSeconds(10), "k1 held", () -> broker.pendingCount() == 1);
+      append(null, "u1");
+      append("k", "k2");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "u1 confirmed", () -> broker.count("ok:u1") == 1);
+      broker.hold = m -> false;
+      broker.confirm("k1");
+      Await.until(Duration.ofSeconds(20), "everything sent", () -> unsent() == 0);
+      assertThat(loseNext.get()).as("a reply was lost").isFalse();
+      List<String> log = broker.log();
+      assertThat(broker.count("pub:k1")).isEqualTo(1);
+      assertThat(broker.count("pub:k2")).isEqualTo(1);
+      assertThat(log.indexOf("pub:k2")).isGreaterThan(log.indexOf("ok:k1"));
+      assertThat(store.stats(clock.instant()).sent()).isEqualTo(3);
+    }
+
+    @Test
+    @DisplayName("renewals fail and the lease of a batch waiting for its confirm runs out: the same"
+        + " relay's next claim gets the row back, but does not publish it a second time, nor its"
+        + " key's next row; the row is dead-lettered once, never both dead-lettered and delivered")
+    void ownExpiredRowIsNotPublishedTwice() {
+      Message a1 = append("a", "a1");
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> m.payloadUtf8().equals("a1");
+      CutOffStore cutOff = new CutOffStore(store);
+      cutOff.cut.set(true);
+      OutboxRelay relay = built(windowRelay(cutOff, broker));
+      relay.start();
+      Await.until(Duration.ofSeconds(10), "a1 held", () -> broker.pendingCount() == 1);
+      clock.advance(LEASE.plusSeconds(1));
+      Await.until(Duration.ofSeconds(10), "a renewal failed",
+          () -> relay.counters().renewalFailures() >= 1);
+      append(null, "u1");
+      append("a", "a2");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "u1 published", () -> broker.count("pub:u1") == 1);
+      assertThat(broker.count("pub:a1")).as("a1 published again by the relay that still waits"
+          + " for its confirm, in %s", broker.log()).isEqualTo(1);
+      assertThat(broker.count("pub:a2")).isZero();
+
+      broker.reject("a1", new MessageRejectedException("no route"));
+      Await.until(Duration.ofSeconds(20), "a1 dead-lettered, everything else sent",
+          () -> unsent() == 0 && deadLetterCount() == 1);
+      assertThat(deadLetters.find(DeadLetter.idOf(a1.id(), destination, null))).isPresent();
+      assertThat(broker.count("pub:a1")).isEqualTo(1);
+      assertThat(broker.count("ok:a1")).as("a dead-lettered row was never delivered").isZero();
+      assertThat(broker.count("pub:a2")).isEqualTo(1);
+      assertThat(broker.log().indexOf("pub:a2")).isGreaterThan(broker.log().indexOf("fail:a1"));
+    }
+
+    @Test
+    @DisplayName("renewals fail while a batch waits in the window and another relay takes its row"
+        + " over and sends it: the stale relay's late confirm marks nothing, and the key's next row"
+        + " goes out once, after the taker's confirm")
+    void staleWindowBatchIsFenced() {
+      append("a", "a1");
+      WindowBroker broker = new WindowBroker();
+      AtomicBoolean first = new AtomicBoolean(true);
+      broker.hold = m -> m.payloadUtf8().equals("a1") && first.getAndSet(false);
+      CutOffStore cutOff = new CutOffStore(store);
+      cutOff.cut.set(true);
+      OutboxRelay stale = built(windowRelay(cutOff, broker));
+      stale.start();
+      Await.until(Duration.ofSeconds(10), "a1 held", () -> broker.pendingCount() == 1);
+      append(null, "u1");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "u1 confirmed while a1 waits",
+          () -> broker.count("ok:u1") == 1);
+      clock.advance(LEASE.plusSeconds(1));
+      Await.until(Duration.ofSeconds(10), "a renewal failed",
+          () -> stale.counters().renewalFailures() >= 1);
+      OutboxRelay taker = built(relay("taker", store, deadLetters, broker));
+      // Both leases of the stale relay ran out: u1 (confirmed, not yet marked behind a1) too.
+      assertThat(taker.runOnce().sent()).as("a1 and u1 taken over").isEqualTo(2);
+      append("a", "a2");
+      broker.confirm("a1"); // the stale relay's confirm, late
+      Await.until(Duration.ofSeconds(10), "the stale relay gave a1 up as taken over",
+          () -> stale.counters().leaseLost() >= 1);
+      Await.until(Duration.ofSeconds(20), "a2 sent", () -> unsent() == 0);
+      assertThat(broker.count("pub:a1")).isEqualTo(2);
+      assertThat(broker.count("pub:a2")).isEqualTo(1);
+      assertKeyOrder(broker.log(), List.of("a1", "a2"), Set.of());
+      assertThat(store.stats(clock.instant()).sent()).isEqualTo(3);
+      assertThat(deadLetterCount()).isZero();
+    }
+
+    @Test
+    @DisplayName("a clock step past the lease while a batch waits (renewals working): every row"
+        + " goes out once, in key order")
+    void clockStepForwardPastTheLease() {
+      append("a", "a1");
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> m.payloadUtf8().equals("a1");
+      OutboxRelay relay = built(windowRelay(store, broker));
+      relay.start();
+      Await.until(Duration.ofSeconds(10), "a1 held", () -> broker.pendingCount() == 1);
+      clock.advance(LEASE.plusSeconds(1));
+      append(null, "u1");
+      append("a", "a2");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "u1 published", () -> broker.count("ok:u1") == 1);
+      broker.hold = m -> false;
+      broker.confirmAll();
+      Await.until(Duration.ofSeconds(20), "everything sent", () -> unsent() == 0);
+      assertThat(broker.count("pub:a1")).isEqualTo(1);
+      assertThat(broker.count("pub:a2")).isEqualTo(1);
+      assertKeyOrder(broker.log(), List.of("a1", "a2"), Set.of());
+    }
+
+    @Test
+    @DisplayName("a clock step back an hour while batches are in flight: renewals and marks go on,"
+        + " every row goes out once, in key order")
+    void clockStepBack() {
+      append("a", "a1");
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> m.payloadUtf8().equals("a1");
+      OutboxRelay relay = built(windowRelay(store, broker));
+      relay.start();
+      Await.until(Duration.ofSeconds(10), "a1 held", () -> broker.pendingCount() == 1);
+      clock.stepWall(Duration.ofHours(-1));
+      append(null, "u1");
+      append("a", "a2");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "u1 published", () -> broker.count("ok:u1") == 1);
+      broker.hold = m -> false;
+      broker.confirmAll();
+      Await.until(Duration.ofSeconds(20), "everything sent", () -> unsent() == 0);
+      assertThat(broker.count("pub:a1")).isEqualTo(1);
+      assertThat(broker.count("pub:a2")).isEqualTo(1);
+      assertKeyOrder(broker.log(), List.of("a1", "a2"), Set.of());
+    }
+
+    @Test
+    @DisplayName("commits during every claim (a wake always pending) do not keep a batch past its"
+        + " confirm timeout: the missing confirm counts as failed and the row is rescheduled")
+    void wakesDoNotOutliveTheConfirmTimeout() {
+      append("k", "k1");
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> true;
+      AtomicBoolean storm = new AtomicBoolean(true);
+      java.util.concurrent.atomic.AtomicInteger rescheduled =
+          new java.util.concurrent.atomic.AtomicInteger();
+      OutboxStore waking = new ForwardingOutboxStore(store) {
+        @Override
+        public List<io.relaykit.outbox.OutboxRecord> claim(String owner, int max, int maxRun,
+            Duration lease, Instant now) {
+          try {
+            return super.claim(owner, max, maxRun, lease, now);
+          } finally {
+            if (storm.get()) {
+              wakeup.wake(); // a commit lands during every claim
+            }
+          }
+        }
+
+        @Override
+        public boolean reschedule(String owner, long sequence, int attempts, Instant failedAt,
+            Instant notBefore, String error) {
+          boolean held = super.reschedule(owner, sequence, attempts, failedAt, notBefore, error);
+          rescheduled.incrementAndGet();
+          return held;
+        }
+      };
+      OutboxRelay relay = built(windowRelay(waking, broker)
+          .confirmTimeout(Duration.ofMillis(500)));
+      relay.start();
+      try {
+        Await.until(Duration.ofSeconds(15), "k1's missing confirm counted as failed within its"
+            + " timeout", () -> rescheduled.get() >= 1);
+      } finally {
+        storm.set(false);
+      }
+      assertThat(broker.count("pub:k1")).isEqualTo(1);
+      assertThat(unsent()).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("commits during every claim (a wake always pending) do not stall a key run: its"
+        + " next rows go out as each confirm arrives, well within the confirm timeout")
+    void wakesDoNotStallKeyRuns() {
+      append("k", "k1");
+      append("k", "k2");
+      append("k", "k3");
+      WindowBroker broker = new WindowBroker();
+      AtomicBoolean storm = new AtomicBoolean(true);
+      OutboxStore waking = new ForwardingOutboxStore(store) {
+        @Override
+        public List<io.relaykit.outbox.OutboxRecord> claim(String owner, int max, int maxRun,
+            Duration lease, Instant now) {
+          try {
+            return super.claim(owner, max, maxRun, lease, now);
+          } finally {
+            if (storm.get()) {
+              wakeup.wake();
+            }
+          }
+        }
+      };
+      OutboxRelay relay = built(windowRelay(waking, broker));
+      relay.start();
+      try {
+        // The confirm timeout is 20 s: a run that waited for it would not be done in 10.
+        Await.until(Duration.ofSeconds(10), "the run k1, k2, k3 sent", () -> unsent() == 0);
+      } finally {
+        storm.set(false);
+      }
+      assertThat(broker.log()).containsExactly("pub:k1", "ok:k1", "pub:k2", "ok:k2", "pub:k3",
+          "ok:k3");
+    }
+
+    @Test
+    @DisplayName("an Error from the publisher ends the loop while an earlier batch waits: that"
+        + " batch is still finished (its confirmed row marked, its renewals stopped), and the"
+        + " row whose publish threw is taken over after its lease")
+    void errorEndsTheLoopCleanly() throws Exception {
+      append("a", "a1");
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> m.payloadUtf8().equals("a1");
+      broker.bug = m -> m.payloadUtf8().equals("u1");
+      OutboxRelay relay = built(windowRelay(store, broker));
+      relay.start();
+      Thread loop = loopThread(relay);
+      Await.until(Duration.ofSeconds(10), "a1 held", () -> broker.pendingCount() == 1);
+      append(null, "u1");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "the publisher threw", broker.threw::get);
+      broker.confirm("a1");
+      Await.until(Duration.ofSeconds(10), "a1 marked sent although the loop ended",
+          () -> store.stats(clock.instant()).sent() == 1);
+      loop.join(10_000);
+      assertThat(loop.isAlive()).isFalse();
+
+      clock.advance(LEASE.plusSeconds(1));
+      WindowBroker takerBroker = new WindowBroker();
+      OutboxRelay taker = built(relay("taker", store, deadLetters, takerBroker));
+      assertThat(taker.runOnce().sent()).isEqualTo(1);
+      assertThat(takerBroker.log()).containsExactly("pub:u1", "ok:u1");
+      assertThat(unsent()).isZero();
+    }
+
+    @Test
+    @DisplayName("an interrupt of the relay thread with two batches awaiting confirms ends the"
+        + " loop; nothing unconfirmed is marked, renewals stop, and another relay takes every row"
+        + " over after the lease")
+    void interruptWithBatchesInFlight() throws Exception {
+      append("a", "a1");
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> true;
+      OutboxRelay relay = built(windowRelay(store, broker));
+      relay.start();
+      Thread loop = loopThread(relay);
+      Await.until(Duration.ofSeconds(10), "a1 held", () -> broker.pendingCount() == 1);
+      append(null, "u1");
+      append("a", "a2");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "u1 held too: two batches in the window",
+          () -> broker.pendingCount() == 2);
+      loop.interrupt();
+      loop.join(10_000);
+      assertThat(loop.isAlive()).as("the loop ended").isFalse();
+      broker.confirmAll(); // too late for the relay that was interrupted
+      assertThat(unsent()).isEqualTo(3);
+
+      clock.advance(LEASE.plusSeconds(1));
+      WindowBroker takerBroker = new WindowBroker();
+      OutboxRelay taker = built(relay("taker", store, deadLetters, takerBroker).batchSize(10));
+      taker.runOnce();
+      taker.runOnce();
+      assertThat(unsent()).isZero();
+      assertThat(takerBroker.log()).containsSubsequence("pub:a1", "ok:a1", "pub:a2");
+      assertThat(broker.count("pub:a2")).isZero();
+    }
+
+    @Test
+    @DisplayName("close while two batches await confirms waits for them: confirms that arrive"
+        + " before the deadline are marked, close returns true, the loop thread ends")
+    void closeWaitsForTheWindow() throws Exception {
+      append("a", "a1");
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> true;
+      OutboxRelay relay = built(windowRelay(store, broker));
+      relay.start();
+      Thread loop = loopThread(relay);
+      Await.until(Duration.ofSeconds(10), "a1 held", () -> broker.pendingCount() == 1);
+      append(null, "u1");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "two batches in the window",
+          () -> broker.pendingCount() == 2);
+      CompletableFuture<Boolean> closed = new CompletableFuture<>();
+      Thread closer = new Thread(() -> closed.complete(relay.close(Duration.ofSeconds(20))));
+      closer.start();
+      Await.until(Duration.ofSeconds(10), "close waits for the loop",
+          () -> closer.getState() == Thread.State.TIMED_WAITING);
+      broker.confirmAll();
+      assertThat(closed.get(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      assertThat(loop.isAlive()).isFalse();
+      assertThat(store.stats(clock.instant()).sent()).isEqualTo(2);
+    }
+
+    @Test
+    @DisplayName("close with a deadline shorter than the missing confirms returns false; the loop"
+        + " still ends within the confirm timeout, nothing is marked that was not confirmed, and a"
+        + " restarted relay sends every row")
+    void closeBeforeConfirmsThenRestart() throws Exception {
+      append("a", "a1");
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> true;
+      OutboxRelay relay = built(windowRelay(store, broker).confirmTimeout(Duration.ofSeconds(1)));
+      relay.start();
+      Thread loop = loopThread(relay);
+      Await.until(Duration.ofSeconds(10), "a1 held", () -> broker.pendingCount() == 1);
+      append(null, "u1");
+      append("a", "a2");
+      wakeup.wake();
+      Await.until(Duration.ofSeconds(10), "two batches in the window",
+          () -> broker.pendingCount() == 2);
+      assertThat(relay.close(Duration.ofMillis(1))).isFalse();
+      loop.join(15_000);
+      assertThat(loop.isAlive()).isFalse();
+      assertThat(unsent()).isEqualTo(3);
+      assertThat(store.stats(clock.instant()).sent()).isZero();
+
+      clock.advance(LEASE.plusSeconds(1));
+      WindowBroker restartedBroker = new WindowBroker();
+      OutboxRelay restarted = built(windowRelay(store, restartedBroker));
+      restarted.start();
+      Await.until(Duration.ofSeconds(20), "everything sent after the restart",
+          () -> unsent() == 0);
+      assertKeyOrder(restartedBroker.log(), List.of("a1", "a2"), Set.of());
+      assertThat(restartedBroker.count("pub:a2")).isEqualTo(1);
+    }
+
+    @Test
+    @DisplayName("a broker that never confirms: the window never holds more than two claims' worth"
+        + " of rows, each batch gives up at its confirm timeout, and every row ends dead-lettered"
+        + " after its attempts")
+    void neverConfirmingBrokerStaysBounded() {
+      for (int i = 0; i < 24; i++) {
+        append(i % 3 == 0 ? null : "k" + (i % 8), "m" + i);
+      }
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> true;
+      Set<Long> outstanding = ConcurrentHashMap.newKeySet();
+      java.util.concurrent.atomic.AtomicInteger most =
+          new java.util.concurrent.atomic.AtomicInteger();
+      java.util.concurrent.atomic.AtomicInteger finishes =
+          new java.util.concurrent.atomic.AtomicInteger();
+      OutboxStore counting = new ForwardingOutboxStore(store) {
+        @Override
+        public List<io.relaykit.outbox.OutboxRecord> claim(String owner, int max, int maxRun,
+            Duration lease, Instant now) {
+          List<io.relaykit.outbox.OutboxRecord> c = super.claim(owner, max, maxRun, lease, now);
+          c.forEach(r -> outstanding.add(r.sequence()));
+          most.accumulateAndGet(outstanding.size(), Math::max);
+          return c;
+        }
+
+        @Override
+        public boolean reschedule(String owner, long sequence, int attempts, Instant failedAt,
+            Instant notBefore, String error) {
+          outstanding.remove(sequence);
+          finishes.incrementAndGet();
+          return super.reschedule(owner, sequence, attempts, failedAt, notBefore, error);
+        }
+
+        @Override
+        public boolean moveToDeadLetters(String owner, long sequence, DeadLetter deadLetter,
+            DeadLetterStore dead) {
+          outstanding.remove(sequence);
+          finishes.incrementAndGet();
+          return super.moveToDeadLetters(owner, sequence, deadLetter, dead);
+        }
+
+        @Override
+        public int release(String owner, Collection<Long> sequences) {
+          outstanding.removeAll(sequences);
+          return super.release(owner, sequences);
+        }
+      };
+      OutboxRelay relay = built(windowRelay(counting, broker).batchSize(5)
+          .confirmTimeout(Duration.ofMillis(200)));
+      relay.start();
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (deadLetterCount() < 24) {
+        assertThat(System.nanoTime() - deadline).as("all dead-lettered in time").isNegative();
+        int before = finishes.get();
+        clock.advance(Duration.ofSeconds(2));
+        Await.until(Duration.ofSeconds(10), "the relay gave up on more rows",
+            () -> finishes.get() > before || deadLetterCount() >= 24);
+      }
+      assertThat(most.get()).as("rows claimed and not yet given up, at most").isBetween(5, 10);
+      assertThat(unsent()).isZero();
+      assertThat(broker.count("ok:m0")).isZero();
+    }
+
+    @Test
+    @DisplayName("two started relays with windows on one store, confirms in random order: every row"
+        + " published once, each key in order, every row sent")
+    void twinRelaysRandomConfirms() throws Exception {
+      WindowBroker broker = new WindowBroker();
+      broker.hold = m -> true;
+      OutboxRelay one = built(windowRelay(store, broker));
+      OutboxRelay two = built(windowRelay(store, broker));
+      java.util.SplittableRandom random = new java.util.SplittableRandom(20261207L);
+      AtomicBoolean stop = new AtomicBoolean();
+      Thread confirmer = new Thread(() -> {
+        java.util.SplittableRandom r = new java.util.SplittableRandom(7L);
+        try {
+          while (!stop.get()) {
+            broker.confirmOne(r);
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }, "twin-confirmer");
+      one.start();
+      two.start();
+      confirmer.start();
+      Map<String, List<String>> byKey = new java.util.LinkedHashMap<>();
+      int n = 0;
+      try {
+        for (int burst = 0; burst < 6; burst++) {
+          for (int i = 0; i < 10; i++) {
+            String key = random.nextInt(4) == 0 ? null : "k" + random.nextInt(5);
+            String body = "m" + n++;
+            append(key, body);
+            if (key != null) {
+              byKey.computeIfAbsent(key, k -> new ArrayList<>()).add(body);
+            }
+          }
+          wakeup.wake();
+        }
+        Await.until(Duration.ofSeconds(30), "every row sent", () -> unsent() == 0);
+      } finally {
+        stop.set(true);
+        confirmer.join(10_000);
+      }
+      List<String> log = broker.log();
+      for (int i = 0; i < n; i++) {
+        assertThat(broker.count("pub:m" + i)).as("m%s published once", i).isEqualTo(1);
+      }
+      for (List<String> rows : byKey.values()) {
+        assertKeyOrder(log, rows, Set.of());
+      }
+      assertThat(store.stats(clock.instant()).sent()).isEqualTo(n);
+    }
+  }
 }
