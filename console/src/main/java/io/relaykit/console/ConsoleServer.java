@@ -42,7 +42,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p><b>Bounds.</b> Request bodies at most {@link Builder#maxBodyBytes} (413 beyond), URIs at most
  * {@value #MAX_URI} characters (414), form posts only ({@code application/x-www-form-urlencoded},
  * 415 otherwise); requests run on at most {@link Builder#threads} threads with at most {@value
- * #QUEUE} waiting (the server closes connections beyond that).
+ * #QUEUE} waiting (the server closes connections beyond that). A request must arrive, headers and
+ * body, within {@value #MAX_REQUEST_SECONDS} seconds, or its connection is closed (so a client that
+ * announces a body and never sends it cannot hold a thread); answers are not limited in time. The
+ * deadline is the JDK server's {@code sun.net.httpserver.maxReqTime}, set when this class loads
+ * unless already set, and read by the JDK when its first server starts: in a JVM that started
+ * another JDK {@code HttpServer} before, set that property at launch.
  */
 public final class ConsoleServer implements AutoCloseable {
 
@@ -57,6 +62,16 @@ public final class ConsoleServer implements AutoCloseable {
 
   private static final System.Logger LOG = System.getLogger(ConsoleServer.class.getName());
   private static final SecureRandom RANDOM = new SecureRandom();
+  /** Seconds a request (headers and body) may take to arrive before its connection is closed. */
+  public static final int MAX_REQUEST_SECONDS = 10;
+
+  static {
+    // The JDK server reads these once, when its first server starts; without a request deadline a
+    // few connections that announce a body and never send it hold every thread, token or not.
+    if (System.getProperty("sun.net.httpserver.maxReqTime") == null) {
+      System.setProperty("sun.net.httpserver.maxReqTime", Integer.toString(MAX_REQUEST_SECONDS));
+    }
+  }
 
   private final Console console;
   private final HttpServer server;

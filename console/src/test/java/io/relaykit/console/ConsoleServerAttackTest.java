@@ -235,4 +235,31 @@ class ConsoleServerAttackTest {
     assertThat(ok).isPositive();
     assertThat(send("GET", "/", cookie(), null).statusCode()).isEqualTo(200);
   }
+
+  @Test
+  @DisplayName("eight unauthenticated connections that announce a body and never send it are"
+      + " closed after the request deadline; the operator is answered")
+  void stalledBodies() throws Exception {
+    start(false);
+    List<Socket> stalled = new ArrayList<>();
+    try {
+      for (int i = 0; i < 8; i++) {
+        Socket s = new Socket(InetAddress.getLoopbackAddress(), server.port());
+        s.getOutputStream().write(("POST /action HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\n")
+            .getBytes(StandardCharsets.ISO_8859_1));
+        s.getOutputStream().flush();
+        stalled.add(s);
+      }
+      HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
+          + server.port() + "/")).header("Cookie", cookie()).timeout(Duration.ofSeconds(
+          5L * ConsoleServer.MAX_REQUEST_SECONDS))
+          .build(), HttpResponse.BodyHandlers.ofString());
+      assertThat(r.statusCode()).isEqualTo(200);
+    } finally {
+      for (Socket s : stalled) {
+        s.close();
+      }
+    }
+  }
 }
