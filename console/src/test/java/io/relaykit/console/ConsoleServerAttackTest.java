@@ -22,6 +22,7 @@ import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -260,6 +261,49 @@ class ConsoleServerAttackTest {
       for (Socket s : stalled) {
         s.close();
       }
+    }
+  }
+
+  @Test
+  @DisplayName("a store that is down (or interrupts its caller) is said so on the page, escaped;"
+      + " the server keeps serving and recovers when the store does")
+  void storeDown() throws Exception {
+    Instant t = Instant.parse("2026-12-07T03:00:00Z");
+    d = new DeadLetter(Message.builder().id("m1").type("t").payload("x").build(), "orders",
+        "failed", null, null, 1, t, t);
+    store.add(d);
+    FlakyDeadLetterStore flaky = new FlakyDeadLetterStore(store);
+    Console console = Console.builder().readOnly(true)
+        .deadLetters(new ConsoleDeadLetterSource("relaykit", flaky, id -> Optional.empty(),
+            true, null)).build();
+    server = ConsoleServer.builder(console).threads(1).start();
+    flaky.failure.set(new IllegalStateException("<script>db down</script>"));
+    HttpResponse<String> overview = send("GET", "/", cookie(), null);
+    assertThat(overview.statusCode()).isEqualTo(200);
+    assertThat(overview.body()).contains("could not read: &lt;script&gt;db down")
+        .doesNotContain("<script>");
+    HttpResponse<String> list = send("GET", "/dead-letters", cookie(), null);
+    assertThat(list.statusCode()).isEqualTo(503);
+    assertThat(list.body()).contains("could not read store relaykit").doesNotContain("<script>");
+    assertThat(send("GET", "/dead-letter?store=relaykit&id=x", cookie(), null).statusCode())
+        .isEqualTo(503);
+    flaky.failure.set(new IllegalStateException("interrupted") {
+      private static final long serialVersionUID = 1L;
+
+      @Override
+      public String getMessage() {
+        Thread.currentThread().interrupt();
+        return "interrupted";
+      }
+    });
+    for (int i = 0; i < 3; i++) {
+      assertThat(send("GET", "/dead-letters", cookie(), null).statusCode()).isEqualTo(503);
+    }
+    flaky.failure.set(null);
+    for (int i = 0; i < 3; i++) {
+      HttpResponse<String> again = send("GET", "/dead-letters", cookie(), null);
+      assertThat(again.statusCode()).isEqualTo(200);
+      assertThat(again.body()).contains("<span id=\"total\">1</span>");
     }
   }
 }
