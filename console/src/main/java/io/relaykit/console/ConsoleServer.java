@@ -159,6 +159,14 @@ public final class ConsoleServer implements AutoCloseable {
         LOG.log(System.Logger.Level.WARNING, "console server: request failed", e);
         r = plain(500, "relaykit console: the request failed: " + e);
       }
+      // A store or source interrupted on this thread (or one that restores the flag after an
+      // InterruptedException) leaves the flag set; the JDK server writes through an
+      // interruptible channel, which would close the connection before the answer. The answer
+      // is what the operator needs; the pool thread is done with the request either way.
+      if (Thread.interrupted()) {
+        LOG.log(System.Logger.Level.DEBUG, "console server: a request's thread was interrupted;"
+            + " the answer is sent regardless");
+      }
       send(ex, r);
     }
   }
