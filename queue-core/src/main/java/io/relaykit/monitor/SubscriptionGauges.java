@@ -24,12 +24,19 @@ import java.util.function.LongSupplier;
  * <ul>
  *   <li>{@link #consumerLag} and {@link #inFlight} of each (destination, group), the latest value
  *       of each; a figure never reported reads {@link SubscriptionStatus#UNKNOWN}, and so does a
- *       negative one. Which consumers report them: Kafka consumer groups (lag from the consumer's
- *       fetch positions, in-flight from the offset tracker), Kafka share groups (lag from the
- *       broker's share-group offsets, plus the retry reader's; in-flight acquired records), and
- *       RabbitMQ subscriptions (lag is the group queue's ready messages, in-flight the deliveries
- *       not yet settled). The in-process transport reports neither: its subscriptions do not
- *       appear here.
+ *       negative one. Which consumers report them: Kafka consumer groups (lag over the partitions
+ *       the member holds, of the topic and its retry topic together, from the consumer's fetch
+ *       positions; in-flight from the offset tracker), Kafka share groups (lag from the broker's
+ *       share-group offsets, plus the retry reader's, reported as 0 until the broker first
+ *       answered; in-flight acquired records), and RabbitMQ subscriptions (lag is the group
+ *       queue's ready messages, in-flight the deliveries not yet settled). The in-process
+ *       transport reports neither: its subscriptions do not appear here.
+ *   <li>Each subscription reports its own figures under its (destination, group): several
+ *       subscriptions of one group on one destination in this process (several Kafka members,
+ *       several RabbitMQ consumers) overwrite each other, and the latest report is kept, not
+ *       their sum. Run one subscription per group and destination in a process, or read the
+ *       group's total from the broker ({@code KafkaSubscriptionStatus}, {@code
+ *       RabbitMqQueueStatus}).
  *   <li>{@link SubscriptionStatus#readAt()} is the wall-clock time of the subscription's latest
  *       report, not of the read: an operator sees how old the figures are.
  *   <li>At most {@code maxSubscriptions} (default {@value #DEFAULT_MAX_SUBSCRIPTIONS}) pairs; a

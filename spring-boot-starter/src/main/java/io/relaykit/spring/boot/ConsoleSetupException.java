@@ -8,8 +8,10 @@ package io.relaykit.spring.boot;
  */
 public final class ConsoleSetupException extends IllegalStateException {
 
+  /** The serialized form's version. */
   private static final long serialVersionUID = 1L;
 
+  /** What to do about it. */
   private final String action;
 
   /**

@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.relaykit.config.Settings;
+import io.relaykit.monitor.MetricsListener;
+import io.relaykit.monitor.SubscriptionGauges;
 import java.io.IOException;
 import java.net.URL;
 import java.time.Duration;
@@ -146,6 +148,27 @@ class ConsoleAutoConfigurationTest {
                 .doesNotHaveBean(RelaykitDeadLettersEndpoint.class);
             assertThat(ctx.getBean(DeadLetterSources.class).all())
                 .extracting(DeadLetterSource::name).containsExactly("relaykit");
+          });
+    }
+
+    @Test
+    @DisplayName("SubscriptionGauges is one of the metrics listeners the transport and listeners"
+        + " report to, so what they report is what the console reads")
+    void gaugesAreFed() {
+      web.withPropertyValues("relaykit.console.enabled=true")
+          .run(ctx -> {
+            assertThat(ctx).hasNotFailed().hasSingleBean(SubscriptionGauges.class);
+            MetricsListener reported = ctx.getBean(RelaykitMonitoring.class).metrics();
+            reported.consumerLag("orders", "billing", 7);
+            reported.inFlight("orders", "billing", 2);
+            assertThat(ctx.getBean(SubscriptionGauges.class).read()).singleElement()
+                .satisfies(st -> {
+                  assertThat(st.kind()).isEqualTo("in-process");
+                  assertThat(st.destination()).isEqualTo("orders");
+                  assertThat(st.group()).isEqualTo("billing");
+                  assertThat(st.lag()).isEqualTo(7);
+                  assertThat(st.inFlight()).isEqualTo(2);
+                });
           });
     }
 

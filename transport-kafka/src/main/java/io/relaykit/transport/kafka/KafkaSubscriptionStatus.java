@@ -69,7 +69,9 @@ import org.apache.kafka.common.errors.UnsupportedVersionException;
  *
  * <p>Bounds: at most {@code maxGroups} groups (default {@value #DEFAULT_MAX_GROUPS}) and at most
  * {@code maxPartitions} partitions (default {@value #DEFAULT_MAX_PARTITIONS}) per read; groups
- * past either bound, in name order, are left out and counted by {@link #leftOut()}.
+ * past either bound (consumer groups in name order, then share groups in name order) are left out
+ * and counted by {@link #leftOut()}. A single group's offsets are fetched whole before the
+ * partition bound is applied to it.
  *
  * <p>Cost of one read, all requests under one deadline ({@code timeout}, default 10 s): with
  * discovery, one {@code ListGroups} request per broker for each kind; one {@code OffsetFetch}

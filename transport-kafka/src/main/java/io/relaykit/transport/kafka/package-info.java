@@ -11,6 +11,8 @@
  * With {@link io.relaykit.transport.kafka.KafkaTransportConfig.HandOff#TRANSACTIONAL} the retry
  * and dead-letter copies are written in one transaction with the source offsets that pass them
  * (read with {@code read_committed}), so a crash never both keeps a copy and re-runs its record.
- * Both pass queue-tck's publisher and subscriber kits.
+ * Both pass queue-tck's publisher and subscriber kits. {@link
+ * io.relaykit.transport.kafka.KafkaSubscriptionStatus} reads consumer and share groups' lag from
+ * the brokers for operators.
  */
 package io.relaykit.transport.kafka;

@@ -9,6 +9,8 @@
  * and the last failure goes to a dead-letter queue per group, read and replayed through {@link
  * io.relaykit.transport.rabbitmq.RabbitMqDeadLetterStore}. A queue declared with other arguments
  * fails with {@link io.relaykit.transport.rabbitmq.TopologyConflictException}, naming the steps to
- * migrate. Both pass queue-tck's publisher and subscriber kits.
+ * migrate. Both pass queue-tck's publisher and subscriber kits. {@link
+ * io.relaykit.transport.rabbitmq.RabbitMqQueueStatus} reads queues' ready messages and consumers
+ * for operators, by passive declare.
  */
 package io.relaykit.transport.rabbitmq;
