@@ -306,4 +306,25 @@ class ConsoleServerAttackTest {
       assertThat(again.body()).contains("<span id=\"total\">1</span>");
     }
   }
+
+  @Test
+  @DisplayName("a DNS-rebound page (foreign Host and a matching Origin) has no token and no CSRF"
+      + " field: its reads are 401, its actions 401 or 403; nothing runs")
+  void foreignHost() throws Exception {
+    start(true);
+    String page = detailPage();
+    String id = ConsoleTest.actionId(new ConsoleResponse(200, "text/html", page,
+        java.util.Map.of()));
+    String base = "Host: evil.example:" + server.port() + "\r\nOrigin: http://evil.example:"
+        + server.port() + "\r\nConnection: close\r\n";
+    assertThat(raw("GET / HTTP/1.1\r\n" + base + "\r\n")).startsWith("HTTP/1.1 401");
+    String form = "action-id=" + id;
+    String post = "POST /action HTTP/1.1\r\n" + base
+        + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " + form.length()
+        + "\r\n";
+    assertThat(raw(post + "\r\n" + form)).startsWith("HTTP/1.1 401");
+    assertThat(raw(post + "Cookie: " + cookie() + "\r\n\r\n" + form))
+        .startsWith("HTTP/1.1 403");
+    assertThat(resent).hasValue(0);
+  }
 }
