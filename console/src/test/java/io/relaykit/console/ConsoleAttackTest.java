@@ -164,4 +164,63 @@ class ConsoleAttackTest {
     assertThat(detail.length()).isLessThan(60_000);
     assertThat(detail).doesNotContainPattern("href=\"javascript:");
   }
+
+  @Test
+  @DisplayName("a ledger full of running actions refuses a new form with 503 naming the bound;"
+      + " the running action ends once, and forms are issued again")
+  void ledgerFullOfRunning() throws Exception {
+    DeadLetter d = add("m1", "failed");
+    java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    DeadLetterReplayer replayer = new DeadLetterReplayer(store, x -> {
+      entered.countDown();
+      try {
+        release.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      resent.computeIfAbsent(x.messageId(), k -> new AtomicInteger()).incrementAndGet();
+    }, LifecycleListener.noop(), clock);
+    Console c = Console.builder().clock(clock).readOnly(false).ledgerCapacity(1).deadLetters(
+        new ConsoleDeadLetterSource("relaykit", store, replayer::replay, false, null)).build();
+    String id = actionId(c.handle(get("/dead-letter", "store", "relaykit", "id", d.id())));
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors
+        .newSingleThreadExecutor();
+    try {
+      java.util.concurrent.Future<ConsoleResponse> run = pool.submit(() -> c.handle(post(id)));
+      assertThat(entered.await(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      ConsoleResponse full = c.handle(get("/dead-letter", "store", "relaykit", "id", d.id()));
+      assertThat(full.status()).isEqualTo(503);
+      assertThat(full.body()).contains("action ledger is full");
+      release.countDown();
+      assertThat(run.get(30, java.util.concurrent.TimeUnit.SECONDS).status()).isEqualTo(303);
+    } finally {
+      release.countDown();
+      pool.shutdownNow();
+    }
+    assertThat(resent.get("m1")).hasValue(1);
+    assertThat(c.handle(post(id)).status()).isEqualTo(303);
+    assertThat(resent.get("m1")).hasValue(1);
+  }
+
+  @Test
+  @DisplayName("chart labels, titles and data values with markup are escaped; a class, colour or"
+      + " data name that would break out of its attribute is refused")
+  void chartLabels() {
+    String evil = "\"><script>alert(1)</script>";
+    String svg = TimeChart.builder("c").panel(evil, new TimeChart.Line("l", "#123", evil,
+            java.util.List.of(new TimeChart.Point(0, 1), new TimeChart.Point(1000, 2))))
+        .mark(new TimeChart.Mark("m", "red", 500, evil, Map.of("v", evil)))
+        .window(new TimeChart.Window("w", "blue", 100, 200, evil, evil))
+        .timeRange(0, 1000).timeLabel(t -> evil).build().svg();
+    assertThat(svg).doesNotContain("<script>").doesNotContain("\"><script")
+        .contains("data-v=\"&quot;&gt;&lt;script&gt;");
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> new TimeChart.Line("a\" x=\"",
+        "#123", "l", java.util.List.of())).isInstanceOf(IllegalArgumentException.class);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> new TimeChart.Line("a",
+        "red\" onload=\"x", "l", java.util.List.of()))
+        .isInstanceOf(IllegalArgumentException.class);
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> new TimeChart.Mark("m", "red", 0,
+        "l", Map.of("x onload", "1"))).isInstanceOf(IllegalArgumentException.class);
+  }
 }
