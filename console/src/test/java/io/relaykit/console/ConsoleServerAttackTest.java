@@ -60,7 +60,7 @@ class ConsoleServerAttackTest {
   }
 
   String cookie() {
-    return ConsoleServer.COOKIE + "=" + server.token();
+    return server.cookieName() + "=" + server.token();
   }
 
   HttpResponse<String> send(String method, String path, String cookie, String form,
@@ -107,7 +107,7 @@ class ConsoleServerAttackTest {
     for (String bad : new String[] {t.substring(0, t.length() - 1), t + "A", "", " " + t,
         t.toUpperCase(java.util.Locale.ROOT).equals(t) ? t.toLowerCase(java.util.Locale.ROOT)
             : t.toUpperCase(java.util.Locale.ROOT)}) {
-      HttpResponse<String> r = send("GET", "/", ConsoleServer.COOKIE + "=" + bad, null);
+      HttpResponse<String> r = send("GET", "/", server.cookieName() + "=" + bad, null);
       assertThat(r.statusCode()).as(bad).isEqualTo(401);
       assertThat(r.body()).doesNotContain(t.substring(0, 10));
       assertThat(send("GET", "/?token=" + URLEncoder.encode(bad, StandardCharsets.UTF_8), null,
@@ -326,5 +326,29 @@ class ConsoleServerAttackTest {
     assertThat(raw(post + "Cookie: " + cookie() + "\r\n\r\n" + form))
         .startsWith("HTTP/1.1 403");
     assertThat(resent).hasValue(0);
+  }
+
+  @Test
+  @DisplayName("two consoles on one host (cookies are shared among a host's ports) keep their own"
+      + " tokens in one browser")
+  void twoConsolesOnOneHost() throws Exception {
+    start(false);
+    HttpClient browser = HttpClient.newBuilder().cookieHandler(new java.net.CookieManager())
+        .followRedirects(HttpClient.Redirect.NORMAL).connectTimeout(Duration.ofSeconds(10))
+        .build();
+    try (ConsoleServer other = ConsoleServer.builder(Console.builder().build()).start()) {
+      assertThat(other.cookieName()).isNotEqualTo(server.cookieName());
+      for (String url : new String[] {server.url(), other.url()}) {
+        assertThat(browser.send(HttpRequest.newBuilder(URI.create(url))
+            .timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofString())
+            .statusCode()).isEqualTo(200);
+      }
+      for (int port : new int[] {server.port(), other.port()}) {
+        assertThat(browser.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
+            + "/")).timeout(Duration.ofSeconds(30)).build(),
+            HttpResponse.BodyHandlers.ofString()).statusCode()).as("port " + port)
+            .isEqualTo(200);
+      }
+    }
   }
 }
