@@ -45,6 +45,11 @@ public record ConsoleDeadLetterSource(String name, DeadLetterStore store, Replay
   /**
    * Checks the parts.
    *
+   * @param name the component of that name
+   * @param store the component of that name
+   * @param replay the component of that name
+   * @param purgeSupported the component of that name
+   * @param note the component of that name
    * @throws NullPointerException if {@code name}, {@code store} or {@code replay} is null
    * @throws IllegalArgumentException if {@code name} is not of the allowed form, or {@code note}
    *     is longer than 500 characters

@@ -75,6 +75,9 @@ public final class ConsoleHistory {
     /**
      * Checks the parts.
      *
+     * @param store the component of that name
+     * @param source the component of that name
+     * @param group the component of that name
      * @throws NullPointerException if {@code store} or {@code source} is null
      */
     public GroupKey {
@@ -103,6 +106,14 @@ public final class ConsoleHistory {
     /**
      * Copies the collections.
      *
+     * @param at the component of that name
+     * @param backlog the component of that name
+     * @param oldestPendingMs the component of that name
+     * @param verdict the component of that name
+     * @param deadLetters the component of that name
+     * @param deadLettersByGroup the component of that name
+     * @param subscriptions the component of that name
+     * @param failedParts the component of that name
      * @throws NullPointerException if {@code at} or a collection is null
      */
     public Sample {

@@ -30,6 +30,13 @@ public record ConsoleRequest(String method, String root, String path,
   /**
    * Checks and copies the parts.
    *
+   * @param method the component of that name
+   * @param root the component of that name
+   * @param path the component of that name
+   * @param parameters the component of that name
+   * @param principal the component of that name
+   * @param csrfParameter the component of that name
+   * @param csrfToken the component of that name
    * @throws NullPointerException if {@code method}, {@code root}, {@code path} or {@code
    *     parameters} is null, or a parameter name or value is
    * @throws IllegalArgumentException if {@code root} ends with {@code /}, {@code path} does not

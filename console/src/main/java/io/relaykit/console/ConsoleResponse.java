@@ -24,6 +24,10 @@ public record ConsoleResponse(int status, String contentType, String body,
   /**
    * Checks and copies the parts.
    *
+   * @param status the component of that name
+   * @param contentType the component of that name
+   * @param body the component of that name
+   * @param headers the component of that name
    * @throws NullPointerException if a part is null
    * @throws IllegalArgumentException if {@code status} is not in 100..599
    */

@@ -63,6 +63,10 @@ public final class TimeChart {
     /**
      * Checks the components and copies the points.
      *
+     * @param cssClass the component of that name
+     * @param color the component of that name
+     * @param label the component of that name
+     * @param points the component of that name
      * @throws NullPointerException if a component or a point is null
      * @throws IllegalArgumentException if the class or the colour is not of the allowed form
      */
@@ -89,6 +93,12 @@ public final class TimeChart {
     /**
      * Checks the components.
      *
+     * @param cssClass the component of that name
+     * @param color the component of that name
+     * @param start the component of that name
+     * @param end the component of that name
+     * @param label the component of that name
+     * @param title the component of that name
      * @throws NullPointerException if a component is null
      * @throws IllegalArgumentException if {@code end < start}, or the class or colour is bad
      */
@@ -117,6 +127,11 @@ public final class TimeChart {
     /**
      * Checks the components and copies the attributes.
      *
+     * @param cssClass the component of that name
+     * @param color the component of that name
+     * @param t the component of that name
+     * @param label the component of that name
+     * @param data the component of that name
      * @throws NullPointerException if a component, a name or a value is null
      * @throws IllegalArgumentException if the class, the colour or an attribute name is bad
      */
@@ -146,6 +161,8 @@ public final class TimeChart {
     /**
      * Checks the components and copies the lines.
      *
+     * @param title the component of that name
+     * @param lines the component of that name
      * @throws NullPointerException if a component or a line is null
      * @throws IllegalArgumentException if there are more than {@value #MAX_LINES} lines
      */
