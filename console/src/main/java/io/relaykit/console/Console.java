@@ -631,10 +631,10 @@ public final class Console implements AutoCloseable {
           .append(readOnlyHint == null ? "" : " (" + esc(readOnlyHint) + ")").append(".</p>");
     } else {
       b.append(actionForm(r, new ConsoleAction(ConsoleAction.Kind.REPLAY_ONE, s.name(), d.id(),
-          null, 1), "Replay", "replay"));
+          null, 1, null), "Replay", "replay"));
       if (s.purgeSupported()) {
         b.append(actionForm(r, new ConsoleAction(ConsoleAction.Kind.PURGE_ONE, s.name(), d.id(),
-            null, 1), "Purge", "purge"));
+            null, 1, null), "Purge", "purge"));
       } else {
         b.append("<p class=\"note\">This store cannot remove a single dead letter")
             .append(s.note() == null ? "" : ": " + esc(s.note())).append(".</p>");
@@ -683,8 +683,11 @@ public final class Console implements AutoCloseable {
     }
     ConsoleAction.Filter f = filter(r);
     long count;
+    DeadLetterQuery.Position head;
     try {
       count = s.store().count(f.query(1));
+      List<DeadLetter> newest = count == 0 ? List.of() : s.store().list(f.query(1));
+      head = newest.isEmpty() ? null : DeadLetterQuery.Position.of(newest.get(0));
     } catch (RuntimeException e) {
       return error(r, 503, "could not count the dead letters of store " + s.name() + ": "
           + e.getMessage());
@@ -704,7 +707,7 @@ public final class Console implements AutoCloseable {
         .append(kind == ConsoleAction.Kind.REPLAY_SET ? " Each is replayed once, newest first;"
             + " a failure stops the set there." : " Each is removed; this cannot be undone.")
         .append("</p>");
-    b.append(actionForm(r, new ConsoleAction(kind, s.name(), null, f, count),
+    b.append(actionForm(r, new ConsoleAction(kind, s.name(), null, f, count, head),
         (kind == ConsoleAction.Kind.REPLAY_SET ? "Replay " : "Purge ") + count
             + " dead letters", "confirm"));
     return page(r, 200, "Confirm", b.toString());

@@ -12,10 +12,14 @@ import java.util.Objects;
  * @param store the console's name of the store
  * @param deadLetterId the dead letter of a single action; null for a set
  * @param filter the set of a set action; null for a single one
- * @param expected how many dead letters the set held when its confirmation rendered
+ * @param expected how many dead letters the set held when its confirmation rendered; a set
+ *     action touches at most this many
+ * @param head the newest dead letter of the set when its confirmation rendered; a set action
+ *     leaves newer ones (dead-lettered after the operator confirmed) alone; null for a single
+ *     action or an empty set
  */
 record ConsoleAction(Kind kind, String store, String deadLetterId, Filter filter,
-    long expected) {
+    long expected, DeadLetterQuery.Position head) {
 
   /** The four actions. */
   enum Kind {

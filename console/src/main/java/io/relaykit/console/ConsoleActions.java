@@ -128,8 +128,13 @@ final class ConsoleActions {
     String warning = "";
     DeadLetterQuery base = f.query(SET_PAGE);
     DeadLetterQuery.Position after = null;
+    // What the operator confirmed, and no more: at most the confirmed count, and nothing newer
+    // than the newest dead letter the confirmation saw.
+    long limit = Math.min(maxSetSize, a.expected());
+    DeadLetterQuery.Position head = a.head();
+    long newer = 0;
     outer:
-    while (reached < maxSetSize) {
+    while (reached < limit) {
       List<DeadLetter> page;
       try {
         page = s.store().list(after == null ? base : base.withAfter(after));
@@ -137,13 +142,17 @@ final class ConsoleActions {
         return stopped(verb, done, missing, busy, "reading the set failed: " + e.getMessage());
       }
       for (DeadLetter d : page) {
-        if (reached >= maxSetSize) {
+        if (reached >= limit) {
           break outer;
         }
         if (Thread.currentThread().isInterrupted()) {
           return stopped(verb, done, missing, busy, "interrupted");
         }
         after = DeadLetterQuery.Position.of(d);
+        if (head != null && head.compareTo(d) > 0) {
+          newer++;
+          continue;
+        }
         reached++;
         try {
           Optional<DeadLetter> r = purge ? s.store().remove(d.id()) : s.replay().replay(d.id());
@@ -168,7 +177,8 @@ final class ConsoleActions {
       }
     }
     return new ActionLedger.Outcome(busy == 0, done, verb + " " + done + " of " + reached
-        + " dead letters" + tail(missing, busy) + warning);
+        + " dead letters" + tail(missing, busy) + warning + (newer == 0 ? "" : "; " + newer
+        + " newer than the confirmation left alone"));
   }
 
   /** The exception's message and its cause's, which a replay failure wraps. */

@@ -29,9 +29,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p><b>Access.</b> Every request needs the access token, generated at start ({@link
  * SecureRandom}, 256 bits) unless given: as {@code ?token=} in the URL (the server then sets it as
- * an {@code HttpOnly}, {@code SameSite=Strict} cookie and redirects to the same page without it),
- * as that cookie, or as {@code Authorization: Bearer}. A request without it is refused with 401.
- * Tokens are compared in constant time.
+ * an {@code HttpOnly}, {@code SameSite=Strict} cookie named {@link #cookieName()} and redirects
+ * to the same page without it), as that cookie, or as {@code Authorization: Bearer}. A request
+ * without it is refused with 401. Tokens are compared in constant time. A browser sends a host's
+ * cookies to all its ports: any other web server on the same host name sees the cookie too.
  *
  * <p><b>Actions</b> are as the {@link Console} allows (read-only unless it was built otherwise).
  * A POST must carry, besides the cookie, the form field {@value #CSRF_FIELD} holding this server's
@@ -42,13 +43,22 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p><b>Bounds.</b> Request bodies at most {@link Builder#maxBodyBytes} (413 beyond), URIs at most
  * {@value #MAX_URI} characters (414), form posts only ({@code application/x-www-form-urlencoded},
  * 415 otherwise); requests run on at most {@link Builder#threads} threads with at most {@value
- * #QUEUE} waiting (the server closes connections beyond that).
+ * #QUEUE} waiting (the server closes connections beyond that). A request must arrive, headers and
+ * body, within {@value #MAX_REQUEST_SECONDS} seconds, or its connection is closed (so a client that
+ * announces a body and never sends it cannot hold a thread); answers are not limited in time. The
+ * deadline is the JDK server's {@code sun.net.httpserver.maxReqTime}, set when this class loads
+ * unless already set, and read by the JDK when its first server starts: in a JVM that started
+ * another JDK {@code HttpServer} before, set that property at launch.
  */
 public final class ConsoleServer implements AutoCloseable {
 
   /** The form field carrying the CSRF token. */
   public static final String CSRF_FIELD = "csrf";
-  /** The cookie carrying the access token. */
+  /**
+   * The start of the name of the cookie carrying the access token; the name is this, a dash and
+   * the port ({@link #cookieName()}): browsers share a host's cookies among all its ports, and two
+   * consoles on one host must not overwrite each other's token.
+   */
   public static final String COOKIE = "relaykit-console";
   /** The longest request URI accepted. */
   public static final int MAX_URI = 8192;
@@ -57,6 +67,16 @@ public final class ConsoleServer implements AutoCloseable {
 
   private static final System.Logger LOG = System.getLogger(ConsoleServer.class.getName());
   private static final SecureRandom RANDOM = new SecureRandom();
+  /** Seconds a request (headers and body) may take to arrive before its connection is closed. */
+  public static final int MAX_REQUEST_SECONDS = 10;
+
+  static {
+    // The JDK server reads these once, when its first server starts; without a request deadline a
+    // few connections that announce a body and never send it hold every thread, token or not.
+    if (System.getProperty("sun.net.httpserver.maxReqTime") == null) {
+      System.setProperty("sun.net.httpserver.maxReqTime", Integer.toString(MAX_REQUEST_SECONDS));
+    }
+  }
 
   private final Console console;
   private final HttpServer server;
@@ -108,6 +128,11 @@ public final class ConsoleServer implements AutoCloseable {
     return server.getAddress().getPort();
   }
 
+  /** {@return the name of the access token's cookie: {@code relaykit-console-PORT}} */
+  public String cookieName() {
+    return COOKIE + "-" + port();
+  }
+
   /** {@return the access token} */
   public String token() {
     return token;
@@ -144,6 +169,14 @@ public final class ConsoleServer implements AutoCloseable {
         LOG.log(System.Logger.Level.WARNING, "console server: request failed", e);
         r = plain(500, "relaykit console: the request failed: " + e);
       }
+      // A store or source interrupted on this thread (or one that restores the flag after an
+      // InterruptedException) leaves the flag set; the JDK server writes through an
+      // interruptible channel, which would close the connection before the answer. The answer
+      // is what the operator needs; the pool thread is done with the request either way.
+      if (Thread.interrupted()) {
+        LOG.log(System.Logger.Level.DEBUG, "console server: a request's thread was interrupted;"
+            + " the answer is sent regardless");
+      }
       send(ex, r);
     }
   }
@@ -165,7 +198,7 @@ public final class ConsoleServer implements AutoCloseable {
     String given = first(params.remove("token"));
     boolean fromQuery = given != null;
     if (given == null) {
-      given = cookie(ex);
+      given = cookie(ex, cookieName());
     }
     if (given == null) {
       String auth = ex.getRequestHeaders().getFirst("Authorization");
@@ -182,8 +215,8 @@ public final class ConsoleServer implements AutoCloseable {
       // Keep the token out of the address bar and the history: a cookie from now on.
       String location = uri.getRawPath() + query(params);
       ConsoleResponse r = new ConsoleResponse(303, "text/plain; charset=utf-8", "",
-          Map.of("Location", location, "Cache-Control", "no-store", "Set-Cookie", COOKIE + "="
-              + token + "; Path=/; HttpOnly; SameSite=Strict"));
+          Map.of("Location", location, "Cache-Control", "no-store", "Set-Cookie", cookieName()
+              + "=" + token + "; Path=/; HttpOnly; SameSite=Strict"));
       return r;
     }
     if (method.equals("POST")) {
@@ -248,7 +281,7 @@ public final class ConsoleServer implements AutoCloseable {
     return values == null || values.isEmpty() ? null : values.get(0);
   }
 
-  private static String cookie(HttpExchange ex) {
+  private static String cookie(HttpExchange ex, String name) {
     List<String> headers = ex.getRequestHeaders().get("Cookie");
     if (headers == null) {
       return null;
@@ -256,8 +289,8 @@ public final class ConsoleServer implements AutoCloseable {
     for (String h : headers) {
       for (String part : h.split(";")) {
         String p = part.trim();
-        if (p.startsWith(COOKIE + "=")) {
-          return p.substring(COOKIE.length() + 1);
+        if (p.startsWith(name + "=")) {
+          return p.substring(name.length() + 1);
         }
       }
     }

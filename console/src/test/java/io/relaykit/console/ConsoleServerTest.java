@@ -71,7 +71,7 @@ class ConsoleServerTest {
   }
 
   String cookie() {
-    return ConsoleServer.COOKIE + "=" + server.token();
+    return server.cookieName() + "=" + server.token();
   }
 
   @Test
@@ -85,7 +85,7 @@ class ConsoleServerTest {
     assertThat(none.statusCode()).isEqualTo(401);
     assertThat(none.body()).contains("needs the access token");
     assertThat(get("/?token=wrong", null).statusCode()).isEqualTo(401);
-    assertThat(get("/dead-letters", ConsoleServer.COOKIE + "=nope").statusCode()).isEqualTo(401);
+    assertThat(get("/dead-letters", server.cookieName() + "=nope").statusCode()).isEqualTo(401);
     HttpResponse<String> first = get("/dead-letters?token=" + server.token(), null);
     assertThat(first.statusCode()).isEqualTo(303);
     assertThat(first.headers().firstValue("Location")).hasValue("/dead-letters");

@@ -128,10 +128,27 @@ public final class DemoCli {
       out.println("relaykit console " + (options.allowActions ? "(actions allowed)"
           : "(read-only; --allow-actions to replay and purge)") + " on " + console.url());
       out.println("open that URL (it carries the access token); Ctrl-C stops the console");
+      String exposed = exposureWarning(options.bind);
+      if (exposed != null) {
+        out.println(exposed);
+      }
       out.flush();
       stopped.await();
     }
     return 0;
+  }
+
+  /**
+   * The warning printed when the console listens beyond this machine, or null on loopback: the
+   * console speaks plain HTTP, so its token and pages cross the network in clear.
+   */
+  static String exposureWarning(java.net.InetAddress bind) {
+    if (bind.isLoopbackAddress()) {
+      return null;
+    }
+    return "warning: listening on " + (bind.isAnyLocalAddress() ? "every interface"
+        : bind.getHostAddress()) + " over plain HTTP: the access token and the pages cross the"
+        + " network unencrypted; prefer the default 127.0.0.1 and an SSH tunnel";
   }
 
   /** The options of {@code relaykit console}. */

@@ -169,7 +169,7 @@ class ConsoleBrowserTest {
     HttpResponse<String> retried = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
         URI.create(base + "/action")).timeout(Duration.ofSeconds(30))
         .header("Content-Type", "application/x-www-form-urlencoded")
-        .header("Cookie", ConsoleServer.COOKIE + "=" + console.server().token())
+        .header("Cookie", console.server().cookieName() + "=" + console.server().token())
         .POST(HttpRequest.BodyPublishers.ofString("action-id=" + actionId + "&csrf=" + csrf))
         .build(), HttpResponse.BodyHandlers.ofString());
     assertThat(retried.statusCode()).isEqualTo(303);

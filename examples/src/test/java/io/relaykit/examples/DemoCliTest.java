@@ -145,4 +145,16 @@ class DemoCliTest {
     assertThat(cli("stats", "--data", data.toString(), "--storage", "h2").code())
         .as("--storage overrides the record").isZero();
   }
+
+  @Test
+  @DisplayName("relaykit console warns when --bind reaches beyond loopback,"
+      + " and is silent on loopback")
+  void bindWarning() throws Exception {
+    assertThat(DemoCli.exposureWarning(java.net.InetAddress.getLoopbackAddress())).isNull();
+    assertThat(DemoCli.exposureWarning(java.net.InetAddress.getByName("::1"))).isNull();
+    assertThat(DemoCli.exposureWarning(java.net.InetAddress.getByName("0.0.0.0")))
+        .contains("every interface").contains("unencrypted");
+    assertThat(DemoCli.exposureWarning(java.net.InetAddress.getByName("192.0.2.7")))
+        .contains("192.0.2.7").contains("unencrypted");
+  }
 }

@@ -183,6 +183,42 @@ class ConsoleSecurityTest {
   }
 
   @Test
+  @DisplayName("a valid action id and CSRF token replay nothing by GET, HEAD, PUT, a method"
+      + " override, a look-alike path, a wrong token, another user or no user")
+  void actionOnlyByItsPost() throws Exception {
+    DeadLetter d = seed("handler failed");
+    Map<String, String> form = replayForm(d);
+    String query = "?action-id=" + form.get("action-id") + "&_csrf="
+        + URLEncoder.encode(form.get("_csrf"), StandardCharsets.UTF_8);
+    List<Integer> statuses = new ArrayList<>();
+    statuses.add(send(get(ctx, ROOT + "/action" + query), operator()).statusCode());
+    statuses.add(send(get(ctx, ROOT + "/action" + query).method("HEAD",
+        HttpRequest.BodyPublishers.noBody()), operator()).statusCode());
+    statuses.add(send(post(ctx, ROOT + "/action", form).method("PUT",
+        HttpRequest.BodyPublishers.ofString(query.substring(1))), operator()).statusCode());
+    statuses.add(send(post(ctx, ROOT + "/", form).header("X-HTTP-Method-Override", "POST"),
+        operator()).statusCode());
+    for (String path : new String[] {"/action/", "//action", "/action%2F", "/x/../action",
+        "/action;jsessionid=x", "/action.", "/ACTION"}) {
+      statuses.add(send(post(ctx, ROOT + path, form), operator()).statusCode());
+    }
+    Map<String, String> wrong = new LinkedHashMap<>(form);
+    wrong.put("_csrf", form.get("_csrf") + "x");
+    statuses.add(send(post(ctx, ROOT + "/action", wrong), operator()).statusCode());
+    statuses.add(send(post(ctx, ROOT + "/action", form), basic("viewer",
+        ConsoleApp.VIEWER_PASSWORD)).statusCode());
+    HttpClient anonymous = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    statuses.add(anonymous.send(post(ctx, ROOT + "/action", form).timeout(Duration.ofSeconds(30))
+        .build(), HttpResponse.BodyHandlers.ofString()).statusCode());
+    assertThat(statuses).allSatisfy(st -> assertThat(st).isNotEqualTo(303));
+    assertThat(deadLetters().find(d.id())).contains(d);
+    assertThat(outboxIds()).doesNotContain(d.messageId());
+    HttpResponse<String> ok = send(post(ctx, ROOT + "/action", form), operator());
+    assertThat(ok.statusCode()).as(ok.body()).isEqualTo(303);
+    assertThat(outboxIds()).containsOnlyOnce(d.messageId());
+  }
+
+  @Test
   @DisplayName("the console's history sampler runs with the context on its named daemon thread")
   void samplerRuns() {
     RelaykitConsoleSampler sampler = ctx.getBean(RelaykitConsoleSampler.class);
