@@ -10,30 +10,12 @@ import java.util.Map;
 final class Html {
   private Html() {}
 
-  /** Escapes text for an element's content or a quoted attribute value. */
+  /**
+   * Escapes text for an element's content or a quoted attribute value: {@link TimeChart#esc}
+   * (the one escaper of the console's pages and charts), null as empty.
+   */
   static String esc(String s) {
-    if (s == null) {
-      return "";
-    }
-    StringBuilder b = new StringBuilder(s.length() + 16);
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '&' -> b.append("&amp;");
-        case '<' -> b.append("&lt;");
-        case '>' -> b.append("&gt;");
-        case '"' -> b.append("&quot;");
-        case '\'' -> b.append("&#39;");
-        default -> {
-          if (c < 0x20 && c != '\n' && c != '\t' && c != '\r') {
-            b.append("\uFFFD");
-          } else {
-            b.append(c);
-          }
-        }
-      }
-    }
-    return b.toString();
+    return s == null ? "" : TimeChart.esc(s);
   }
 
   static String url(String s) {

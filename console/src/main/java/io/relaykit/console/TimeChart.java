@@ -475,7 +475,8 @@ public final class TimeChart {
    * {@code s} escaped for SVG/XML text and double-quoted attribute values.
    *
    * @param s any text; not null
-   * @return the text with {@code & < > " '} replaced by entities
+   * @return the text with {@code & < > " '} replaced by entities and control characters other
+   *     than tab, newline and carriage return (which XML 1.0 does not allow) by U+FFFD
    */
   public static String esc(String s) {
     StringBuilder b = new StringBuilder(s.length() + 8);
@@ -487,7 +488,7 @@ public final class TimeChart {
         case '>' -> b.append("&gt;");
         case '"' -> b.append("&quot;");
         case '\'' -> b.append("&#39;");
-        default -> b.append(c < 0x20 && c != '\t' && c != '\n' && c != '\r' ? '?' : c);
+        default -> b.append(c < 0x20 && c != '\t' && c != '\n' && c != '\r' ? '\uFFFD' : c);
       }
     }
     return b.toString();
