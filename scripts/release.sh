@@ -13,8 +13,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # The modules that are built and tested with the rest but never published.
 UNPUBLISHED='!examples,!examples/spring-boot-app,!chaos,!benchmarks,!architecture-tests,!test-support'
-# The release build leaves them out, except test-support: published modules' tests compile
-# against it (tests are skipped, not their compilation), and its pom skips install and deploy.
+# The release build leaves them out, except test-support: published modules name it as a test
+# dependency, which Maven resolves even when their tests are not compiled, and its pom skips
+# install and deploy.
 NOT_BUILT=${UNPUBLISHED/,!test-support/}
 
 usage() {
@@ -105,12 +106,13 @@ if grep -l -- "-SNAPSHOT" $(for p in $poms; do echo "$out/src/$p"; done) >/dev/n
   fail "a pom still names a snapshot after setting $version: $(cd "$out/src" && grep -l -- -SNAPSHOT $poms | tr '\n' ' ')"
 fi
 
-# 2. Build the published modules (tests are the CI's job, not the release's) and deploy them
-#    into the staging folder: Maven writes the repository layout and each file's .md5 and .sha1.
-#    Nothing is installed into the local repository.
+# 2. Build the published modules (tests are the CI's job, not the release's: they are neither
+#    compiled nor run, except that relaykit-kafka compiles its own for its published tests jar)
+#    and deploy them into the staging folder: Maven writes the repository layout and each file's
+#    .md5 and .sha1. Nothing is installed into the local repository.
 (cd "$out/src" && TZ=UTC "${MVN[@]}" -B -Prelease \
     -pl "$NOT_BUILT" \
-    -DskipTests -Dinvoker.skip=true -Drelaykit.bootVersions.skip=true \
+    -Dmaven.test.skip=true -Dinvoker.skip=true -Drelaykit.bootVersions.skip=true \
     -Dmaven.install.skip=true \
     -DaltDeploymentRepository="relaykit-staging::file://$out/staging" \
     ${maven_args[@]+"${maven_args[@]}"} \

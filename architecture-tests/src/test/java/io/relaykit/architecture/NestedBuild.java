@@ -20,7 +20,9 @@ import java.util.stream.Stream;
  * of the sources, for the tests that check what a build produces: ReproducibleBuildTest and
  * InstalledArtifactsTest. The one expensive build, {@code mvn -B install -DskipTests} of the whole
  * reactor from a fresh copy into a scratch local repository, runs at most once per test JVM and
- * both tests read it.
+ * both tests read it. It also passes {@code -Dmaven.test.skip=true}: compiling tests installs
+ * nothing (the reactor around this test compiles them), and relaykit-kafka, whose tests jar is
+ * published, compiles its tests and writes that jar regardless (its pom).
  */
 final class NestedBuild {
 
@@ -40,12 +42,12 @@ final class NestedBuild {
   }
 
   /**
-   * What {@code mvn -B install -DskipTests} of a fresh copy of the reactor put into an empty local
-   * repository: the copy (at {@code target/nested/install/src}, another path than the reactor's,
-   * built with {@code TZ=Pacific/Kiritimati}) and the repository ({@code .../repo}). Third-party
-   * artifacts and plugins are read from this build's local repository through the invoker's
-   * mirror settings (src/it/settings.xml), so the build needs no network and installs nothing
-   * there.
+   * What {@code mvn -B install -DskipTests -Dmaven.test.skip=true} of a fresh copy of the reactor
+   * put into an empty local repository: the copy (at {@code target/nested/install/src}, another
+   * path than the reactor's, built with {@code TZ=Pacific/Kiritimati}) and the repository
+   * ({@code .../repo}). Third-party artifacts and plugins are read from this build's local
+   * repository through the invoker's mirror settings (src/it/settings.xml), so the build needs no
+   * network and installs nothing there.
    */
   static synchronized Installed installedReactor(String mavenHome) {
     if (installed == null) {
@@ -65,7 +67,8 @@ final class NestedBuild {
             StandardCharsets.UTF_8);
         long start = System.nanoTime();
         run(mavenHome, src, base.resolve("build.log"), "Pacific/Kiritimati", Duration.ofMinutes(20),
-            "-s", settings.toString(), "-Dmaven.repo.local=" + repo, "install", "-DskipTests");
+            "-s", settings.toString(), "-Dmaven.repo.local=" + repo, "install", "-DskipTests",
+            "-Dmaven.test.skip=true");
         installed = new Installed(src, repo, Duration.ofNanos(System.nanoTime() - start));
         System.out.printf("nested mvn install of the reactor took %d s%n",
             installed.took().toSeconds());

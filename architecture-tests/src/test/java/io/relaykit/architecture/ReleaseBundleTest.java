@@ -37,10 +37,11 @@ import org.w3c.dom.NodeList;
 /**
  * The release command, run as docs/releasing.md says: a throwaway GPG key in a temporary
  * GNUPGHOME, then {@code ./relaykit release --out target/nested/release} (the published modules
- * built at the release version from a copy of the work tree, {@code -DskipTests}, deployed into
- * the staging folder, nothing installed into the local repository), and every file of the bundle
- * checked: exactly the published artifacts (relaykit-parent and relaykit-bom as poms; the
- * fourteen libraries with pom, jar, sources and javadoc; relaykit-kafka's tests jar), none of the
+ * built at the release version from a copy of the work tree, {@code -Dmaven.test.skip=true},
+ * deployed into the staging folder, nothing installed into the local repository), and every file
+ * of the bundle checked: exactly the published artifacts (relaykit-parent and relaykit-bom as
+ * poms; the fourteen libraries with pom, jar, sources and javadoc; relaykit-kafka's tests jar,
+ * holding the KafkaTestBroker fixture), none of the
  * unpublished modules, each file with an .md5 and .sha1 that match and an .asc that gpg verifies
  * with the key, flattened poms with the metadata Central requires and no {@code ${...}} or
  * snapshot left, and a zip holding exactly the staging folder.
@@ -152,6 +153,12 @@ class ReleaseBundleTest {
     }
     for (String library : InstalledArtifactsTest.LIBRARIES) {
       checkJars(group.resolve(library).resolve(version), library, version);
+    }
+    // The one test jar: built although the release compiles no other module's tests.
+    try (JarFile jar = new JarFile(group.resolve("relaykit-kafka").resolve(version)
+        .resolve("relaykit-kafka-" + version + "-tests.jar").toFile())) {
+      assertThat(jar.getEntry("io/relaykit/transport/kafka/KafkaTestBroker.class"))
+          .as("KafkaTestBroker in relaykit-kafka's tests jar").isNotNull();
     }
 
     Path bundle = WORK.resolve("relaykit-" + version + "-bundle.zip");

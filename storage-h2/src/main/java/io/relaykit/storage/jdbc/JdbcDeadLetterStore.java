@@ -119,25 +119,56 @@ public final class JdbcDeadLetterStore implements DeadLetterStore {
 
   void add(Connection c, DeadLetter d) throws SQLException {
     try (PreparedStatement ps = c.prepareStatement(upsertSql)) {
-      Message m = d.message();
-      ps.setString(1, d.id());
-      ps.setString(2, d.source());
-      ps.setString(3, d.reason());
-      setNullable(ps, 4, d.exceptionClass());
-      setNullable(ps, 5, d.exceptionMessage());
-      ps.setInt(6, d.attempts());
-      ps.setLong(7, Instants.toNanos("firstFailureAt", d.firstFailureAt()));
-      ps.setLong(8, Instants.toNanos("lastFailureAt", d.lastFailureAt()));
-      ps.setString(9, m.type());
-      setNullable(ps, 10, m.key().orElse(null));
-      ps.setString(11, Envelopes.encode(m));
-      ps.setBytes(12, m.payload());
-      ps.setString(13, m.id());
-      setNullable(ps, 14, d.group());
-      ps.setNull(15, Types.VARCHAR);
-      ps.setNull(16, Types.BIGINT);
+      bind(ps, d);
       ps.executeUpdate();
     }
+  }
+
+  /**
+   * Stores every dead letter of {@code deadLetters} through {@code c}, as {@link #add(Connection,
+   * DeadLetter)} one at a time would, in JDBC batches of at most {@code batchSize}: one round trip
+   * per batch instead of per dead letter. Each is validated first; the caller's transaction
+   * decides what stays when a batch fails part-way.
+   */
+  void addAll(Connection c, List<DeadLetter> deadLetters, int batchSize) throws SQLException {
+    if (batchSize < 1) {
+      throw new IllegalArgumentException("batchSize must be at least 1: " + batchSize);
+    }
+    deadLetters.forEach(JdbcDeadLetterStore::validate);
+    try (PreparedStatement ps = c.prepareStatement(upsertSql)) {
+      int pending = 0;
+      for (DeadLetter d : deadLetters) {
+        bind(ps, d);
+        ps.addBatch();
+        if (++pending == batchSize) {
+          ps.executeBatch();
+          pending = 0;
+        }
+      }
+      if (pending > 0) {
+        ps.executeBatch();
+      }
+    }
+  }
+
+  private static void bind(PreparedStatement ps, DeadLetter d) throws SQLException {
+    Message m = d.message();
+    ps.setString(1, d.id());
+    ps.setString(2, d.source());
+    ps.setString(3, d.reason());
+    setNullable(ps, 4, d.exceptionClass());
+    setNullable(ps, 5, d.exceptionMessage());
+    ps.setInt(6, d.attempts());
+    ps.setLong(7, Instants.toNanos("firstFailureAt", d.firstFailureAt()));
+    ps.setLong(8, Instants.toNanos("lastFailureAt", d.lastFailureAt()));
+    ps.setString(9, m.type());
+    setNullable(ps, 10, m.key().orElse(null));
+    ps.setString(11, Envelopes.encode(m));
+    ps.setBytes(12, m.payload());
+    ps.setString(13, m.id());
+    setNullable(ps, 14, d.group());
+    ps.setNull(15, Types.VARCHAR);
+    ps.setNull(16, Types.BIGINT);
   }
 
   @Override

@@ -71,13 +71,16 @@ class JdbcDeadLetterListCostTest {
       JdbcDeadLetterStore store = (JdbcDeadLetterStore)
           db.storage(prefix, Duration.ofDays(7), clock).deadLetterStore();
       InMemoryDeadLetterStore model = new InMemoryDeadLetterStore(clock);
+      List<DeadLetter> all = new ArrayList<>(DEAD_LETTERS);
+      for (int i = 0; i < DEAD_LETTERS; i++) {
+        DeadLetter d = deadLetter(i);
+        all.add(d);
+        model.add(d);
+      }
       try (Connection c = db.connection()) {
         c.setAutoCommit(false);
-        for (int i = 0; i < DEAD_LETTERS; i++) {
-          DeadLetter d = deadLetter(i);
-          store.add(c, d);
-          model.add(d);
-        }
+        // The store's own statement, in batches: one round trip per 500 rows.
+        store.addAll(c, all, 500);
         c.commit();
       }
       if (kind == TestDatabase.Kind.POSTGRESQL) {
