@@ -3,12 +3,7 @@ package io.relaykit.console;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.relaykit.deadletter.DeadLetter;
-import io.relaykit.deadletter.DeadLetterReplayer;
-import io.relaykit.deadletter.InMemoryDeadLetterStore;
 import io.relaykit.message.Message;
-import io.relaykit.monitor.LifecycleListener;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.Socket;
 import java.net.URI;
@@ -19,78 +14,18 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
 /** Attacks on the standalone server over plain HTTP, each kept as a regression test. */
-class ConsoleServerAttackTest {
-
-  final InMemoryDeadLetterStore store = new InMemoryDeadLetterStore();
-  final AtomicInteger resent = new AtomicInteger();
-  final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
-  ConsoleServer server;
-  DeadLetter d;
+class ConsoleServerAttackTest extends ConsoleServerFixture {
 
   void start(boolean allowActions) throws Exception {
-    Instant t = Instant.parse("2026-12-07T03:00:00Z");
-    d = new DeadLetter(Message.builder().id("m1").type("t").payload("x").build(), "orders",
-        "failed", null, null, 1, t, t);
-    store.add(d);
-    DeadLetterReplayer replayer = new DeadLetterReplayer(store, x -> resent.incrementAndGet(),
-        LifecycleListener.noop(), InstantSource.system());
-    Console console = Console.builder().readOnly(!allowActions)
-        .readOnlyHint("start it with --allow-actions")
-        .deadLetters(new ConsoleDeadLetterSource("relaykit", store, replayer::replay, true, null))
-        .build();
-    server = ConsoleServer.builder(console).start();
-  }
-
-  @AfterEach
-  void close() {
-    if (server != null) {
-      server.close();
-    }
-  }
-
-  String cookie() {
-    return server.cookieName() + "=" + server.token();
-  }
-
-  HttpResponse<String> send(String method, String path, String cookie, String form,
-      String... headers) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
-        + server.port() + path)).timeout(Duration.ofSeconds(30))
-        .method(method, form == null ? HttpRequest.BodyPublishers.noBody()
-            : HttpRequest.BodyPublishers.ofString(form));
-    if (form != null) {
-      b.header("Content-Type", "application/x-www-form-urlencoded");
-    }
-    if (cookie != null) {
-      b.header("Cookie", cookie);
-    }
-    for (int i = 0; i < headers.length; i += 2) {
-      b.header(headers[i], headers[i + 1]);
-    }
-    return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
-  }
-
-  /** One raw HTTP/1.1 exchange: what a browser library would not send. */
-  String raw(String request) throws Exception {
-    try (Socket s = new Socket(InetAddress.getLoopbackAddress(), server.port())) {
-      s.setSoTimeout(30_000);
-      OutputStream out = s.getOutputStream();
-      out.write(request.getBytes(StandardCharsets.ISO_8859_1));
-      out.flush();
-      InputStream in = s.getInputStream();
-      return new String(in.readNBytes(4096), StandardCharsets.ISO_8859_1);
-    }
+    start(allowActions, "failed");
   }
 
   String detailPage() throws Exception {
@@ -174,7 +109,7 @@ class ConsoleServerAttackTest {
     String page = detailPage();
     String id = ConsoleTest.actionId(new ConsoleResponse(200, "text/html", page,
         java.util.Map.of()));
-    String csrf = ConsoleServerTest.csrf(page);
+    String csrf = csrf(page);
     assertThat(send("GET", "/action?action-id=" + id + "&csrf=" + csrf, cookie(), null)
         .statusCode()).isEqualTo(400);
     assertThat(send("HEAD", "/action?action-id=" + id, cookie(), null).statusCode())

@@ -2,76 +2,17 @@ package io.relaykit.console;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.relaykit.deadletter.DeadLetter;
-import io.relaykit.deadletter.DeadLetterReplayer;
-import io.relaykit.deadletter.InMemoryDeadLetterStore;
-import io.relaykit.message.Message;
-import io.relaykit.monitor.LifecycleListener;
 import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 
-class ConsoleServerTest {
+class ConsoleServerTest extends ConsoleServerFixture {
 
-  final InMemoryDeadLetterStore store = new InMemoryDeadLetterStore();
-  final AtomicInteger resent = new AtomicInteger();
-  final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
-  ConsoleServer server;
-  DeadLetter d;
-
-  ConsoleServer start(boolean allowActions) throws Exception {
-    Instant t = Instant.parse("2026-12-07T03:00:00Z");
-    d = new DeadLetter(Message.builder().id("m1").type("t").payload("x").build(), "orders",
-        "<script>alert(1)</script>", null, null, 1, t, t);
-    store.add(d);
-    DeadLetterReplayer replayer = new DeadLetterReplayer(store, x -> resent.incrementAndGet(),
-        LifecycleListener.noop(), java.time.InstantSource.system());
-    Console console = Console.builder().readOnly(!allowActions)
-        .readOnlyHint("start it with --allow-actions")
-        .deadLetters(new ConsoleDeadLetterSource("relaykit", store, replayer::replay, true, null))
-        .build();
-    server = ConsoleServer.builder(console).start();
-    return server;
-  }
-
-  @AfterEach
-  void close() {
-    if (server != null) {
-      server.close();
-    }
-  }
-
-  HttpResponse<String> get(String pathAndQuery, String cookie) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
-        + pathAndQuery)).timeout(Duration.ofSeconds(30));
-    if (cookie != null) {
-      b.header("Cookie", cookie);
-    }
-    return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
-  }
-
-  HttpResponse<String> post(String form, String cookie) throws Exception {
-    HttpRequest.Builder b = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port()
-        + "/action")).timeout(Duration.ofSeconds(30))
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .POST(HttpRequest.BodyPublishers.ofString(form));
-    if (cookie != null) {
-      b.header("Cookie", cookie);
-    }
-    return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
-  }
-
-  String cookie() {
-    return server.cookieName() + "=" + server.token();
+  void start(boolean allowActions) throws Exception {
+    start(allowActions, "<script>alert(1)</script>");
   }
 
   @Test
@@ -159,13 +100,5 @@ class ConsoleServerTest {
     HttpResponse<String> blank = get("/dead-letter?store=relaykit&id=%20", cookie());
     assertThat(blank.statusCode()).isEqualTo(400);
     assertThat(blank.body()).contains("parameter id is blank");
-  }
-
-  static String csrf(String page) {
-    Matcher m = Pattern.compile("name=\"csrf\" value=\"([A-Za-z0-9_-]+)\"").matcher(page);
-    if (m.find()) {
-      return m.group(1);
-    }
-    return "none-on-this-page";
   }
 }

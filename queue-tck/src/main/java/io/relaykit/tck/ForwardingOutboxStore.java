@@ -2,20 +2,25 @@ package io.relaykit.tck;
 
 import io.relaykit.deadletter.DeadLetter;
 import io.relaykit.deadletter.DeadLetterStore;
+import io.relaykit.outbox.OutboxBound;
 import io.relaykit.outbox.OutboxRecord;
 import io.relaykit.outbox.OutboxStats;
 import io.relaykit.outbox.OutboxStore;
+import io.relaykit.outbox.OutboxWakeup;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 
 /**
  * A test fixture: an {@link OutboxStore} that hands every call, the default methods included, to
  * another store, so a test can break one method by overriding it (a renewal that cannot reach the
- * database, a relay process that died) and keep the rest real. Costs one extra call per
+ * database, a relay process that died) and keep the rest real. The store's {@link #wakeup()} is
+ * forwarded too, so a relay built on the wrapper is woken by commits exactly as one built on the
+ * real store, and {@link #committed()} reaches the real store's relays. Costs one extra call per
  * operation.
  */
 public class ForwardingOutboxStore implements OutboxStore {
@@ -98,5 +103,30 @@ public class ForwardingOutboxStore implements OutboxStore {
   @Override
   public OutboxStats stats(Instant now) {
     return delegate.stats(now);
+  }
+
+  @Override
+  public OutboxBound bound() {
+    return delegate.bound();
+  }
+
+  @Override
+  public Optional<OutboxWakeup> wakeup() {
+    return delegate.wakeup();
+  }
+
+  @Override
+  public void committed() {
+    delegate.committed();
+  }
+
+  @Override
+  public long refusedAppends() {
+    return delegate.refusedAppends();
+  }
+
+  @Override
+  public long overBoundAppends() {
+    return delegate.overBoundAppends();
   }
 }

@@ -218,12 +218,6 @@ public abstract class OutboxConcurrencyContract {
         this.node = node;
       }
 
-      /** The real store's wakeup, so relays subscribe and are woken as on the store itself. */
-      @Override
-      public java.util.Optional<io.relaykit.outbox.OutboxWakeup> wakeup() {
-        return store.wakeup();
-      }
-
       private void alive() {
         if (node.killed) {
           throw new IllegalStateException("relay " + owner + " was killed");
